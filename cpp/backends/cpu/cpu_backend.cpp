@@ -1,0 +1,92 @@
+#include "cpu_backend.h"
+
+#include "ntt_kernels.h"
+#include "parallel_for.h"
+#include "ringfire/arith/modular.h"
+
+namespace ringfire::cpu {
+
+namespace {
+
+// Runs body(limb pointers..., modulus, tables) over every (polynomial, limb).
+template <class Body>
+void for_each_limb(std::size_t batch, const RnsBase& base, std::size_t cost, Body&& body) {
+  const std::size_t limbs = base.size();
+  parallel_for(batch * limbs, cost, [&](std::size_t index) {
+    const std::size_t limb = index % limbs;
+    body(index * base.n(), limb);
+  });
+}
+
+}  // namespace
+
+CpuBackend& cpu_backend() {
+  static CpuBackend backend;
+  return backend;
+}
+
+void CpuBackend::ntt_forward(u64* data, std::size_t batch, const RnsBase& base) {
+  const std::size_t n = base.n();
+  for_each_limb(batch, base, n * 8, [&](std::size_t offset, std::size_t limb) {
+    ntt_forward_limb(data + offset, base.ntt(limb));
+  });
+}
+
+void CpuBackend::ntt_inverse(u64* data, std::size_t batch, const RnsBase& base) {
+  const std::size_t n = base.n();
+  for_each_limb(batch, base, n * 8, [&](std::size_t offset, std::size_t limb) {
+    ntt_inverse_limb(data + offset, base.ntt(limb));
+  });
+}
+
+void CpuBackend::add(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base) {
+  const std::size_t n = base.n();
+  for_each_limb(batch, base, n / 4, [&](std::size_t offset, std::size_t limb) {
+    const u64 q = base.modulus(limb).value();
+    for (std::size_t j = offset; j < offset + n; ++j) out[j] = add_mod(a[j], b[j], q);
+  });
+}
+
+void CpuBackend::sub(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base) {
+  const std::size_t n = base.n();
+  for_each_limb(batch, base, n / 4, [&](std::size_t offset, std::size_t limb) {
+    const u64 q = base.modulus(limb).value();
+    for (std::size_t j = offset; j < offset + n; ++j) out[j] = sub_mod(a[j], b[j], q);
+  });
+}
+
+void CpuBackend::negate(const u64* a, u64* out, std::size_t batch, const RnsBase& base) {
+  const std::size_t n = base.n();
+  for_each_limb(batch, base, n / 4, [&](std::size_t offset, std::size_t limb) {
+    const u64 q = base.modulus(limb).value();
+    for (std::size_t j = offset; j < offset + n; ++j) out[j] = neg_mod(a[j], q);
+  });
+}
+
+void CpuBackend::multiply(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base) {
+  const std::size_t n = base.n();
+  for_each_limb(batch, base, n, [&](std::size_t offset, std::size_t limb) {
+    const Modulus& mod = base.modulus(limb);
+    for (std::size_t j = offset; j < offset + n; ++j) out[j] = mul_mod(a[j], b[j], mod);
+  });
+}
+
+void CpuBackend::multiply_add(const u64* a, const u64* b, u64* acc, std::size_t batch, const RnsBase& base) {
+  const std::size_t n = base.n();
+  for_each_limb(batch, base, n, [&](std::size_t offset, std::size_t limb) {
+    const Modulus& mod = base.modulus(limb);
+    for (std::size_t j = offset; j < offset + n; ++j) acc[j] = mad_mod(a[j], b[j], acc[j], mod);
+  });
+}
+
+void CpuBackend::multiply_scalar(const u64* a, const u64* scalars, u64* out, std::size_t batch,
+                                 const RnsBase& base) {
+  const std::size_t n = base.n();
+  for_each_limb(batch, base, n, [&](std::size_t offset, std::size_t limb) {
+    const u64 q = base.modulus(limb).value();
+    const ShoupOperand s = make_shoup(scalars[limb], q);
+    for (std::size_t j = offset; j < offset + n; ++j) out[j] = mul_mod_shoup(a[j], s.value, s.quotient, q);
+  });
+}
+
+}  // namespace ringfire::cpu

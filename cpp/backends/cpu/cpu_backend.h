@@ -1,0 +1,38 @@
+// The CPU backend: the reference implementation of every Backend kernel and
+// the bit-exact oracle for the other backends. Loops run across
+// (polynomial, limb) pairs with OpenMP.
+#pragma once
+
+#include "ringfire/ring/backend.h"
+
+namespace ringfire::cpu {
+
+class CpuBackend final : public Backend {
+ public:
+  std::string name() const override { return "cpu"; }
+
+  void ntt_forward(u64* data, std::size_t batch, const RnsBase& base) override;
+  void ntt_inverse(u64* data, std::size_t batch, const RnsBase& base) override;
+
+  void add(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base) override;
+  void sub(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base) override;
+  void negate(const u64* a, u64* out, std::size_t batch, const RnsBase& base) override;
+  void multiply(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base) override;
+  void multiply_add(const u64* a, const u64* b, u64* acc, std::size_t batch, const RnsBase& base) override;
+  void multiply_scalar(const u64* a, const u64* scalars, u64* out, std::size_t batch,
+                       const RnsBase& base) override;
+
+  void poly_multiply(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base,
+                     PolyMulMethod method) override;
+
+  void base_convert(const u64* in, u64* out, std::size_t batch, const BaseConverter& conv,
+                    BaseConversion kind) override;
+
+  void automorphism(const u64* in, u64* out, std::size_t batch, const RnsBase& base, u64 galois_elt,
+                    Form form) override;
+};
+
+// The process-wide CPU backend.
+CpuBackend& cpu_backend();
+
+}  // namespace ringfire::cpu

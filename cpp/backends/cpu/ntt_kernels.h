@@ -1,0 +1,23 @@
+// Single-limb negacyclic NTT kernels for the CPU (Harvey lazy butterflies
+// with Shoup twiddles). Each transforms one polynomial of N words in place.
+#pragma once
+
+#include "ringfire/ring/ntt_tables.h"
+
+namespace ringfire::cpu {
+
+// Merged Cooley-Tukey forward NTT (seed 002 Alg. 5). Input < q, output < q,
+// bit-reversed order.
+void ntt_forward_limb(u64* a, const NttTables& tables);
+
+// Alg. 5 without its last stage (seed 002's truncated CT NTT); output < q.
+void ntt_forward_truncated_limb(u64* a, const NttTables& tables);
+
+// Merged Gentleman-Sande inverse NTT (Alg. 6) with 1/N folded into the last
+// stage. Input < 2q in bit-reversed order, output < q in normal order.
+void ntt_inverse_limb(u64* a, const NttTables& tables);
+
+// Alg. 6 without its first stage, scaled by (N/2)^-1 (Alg. 8's inverse).
+void ntt_inverse_truncated_limb(u64* a, const NttTables& tables);
+
+}  // namespace ringfire::cpu

@@ -1,0 +1,42 @@
+// Buffer: a run of uint64 words on a Device, borrowed from that device's
+// caching pool and returned to it on destruction. Move-only; copies are
+// explicit (clone) so no hidden transfers happen.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ringfire/base/device.h"
+#include "ringfire/base/memory_pool.h"
+
+namespace ringfire {
+
+class Buffer {
+ public:
+  Buffer() = default;
+  // Allocates `words` uint64 words on `device`. Contents are unspecified.
+  explicit Buffer(std::size_t words, Device device = Device::cpu());
+  ~Buffer();
+  Buffer(Buffer&& other) noexcept;
+  Buffer& operator=(Buffer&& other) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  // A new buffer on the same device holding the same words.
+  Buffer clone() const;
+
+  std::uint64_t* data() { return data_; }
+  const std::uint64_t* data() const { return data_; }
+  std::size_t size() const { return words_; }
+  const Device& device() const { return device_; }
+
+ private:
+  void reset();
+
+  std::uint64_t* data_ = nullptr;
+  std::size_t words_ = 0;
+  Device device_;
+  MemoryPool* pool_ = nullptr;
+};
+
+}  // namespace ringfire

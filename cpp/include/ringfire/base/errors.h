@@ -1,0 +1,36 @@
+// Typed exceptions of the public API. Messages start with the operation in
+// brackets ("[ring.ntt] ..."), so a user sees which call failed and why.
+// The Python bindings map InvalidArgument -> ValueError and
+// NotSupported -> NotImplementedError.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace ringfire {
+
+class InvalidArgument : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+class NotSupported : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+[[noreturn]] inline void throw_invalid(std::string_view op, const std::string& msg) {
+  throw InvalidArgument("[" + std::string(op) + "] " + msg);
+}
+
+[[noreturn]] inline void throw_not_supported(std::string_view op, const std::string& msg) {
+  throw NotSupported("[" + std::string(op) + "] " + msg);
+}
+
+// Argument check at an API boundary: always on, throws InvalidArgument.
+inline void require(bool ok, std::string_view op, const std::string& msg) {
+  if (!ok) throw_invalid(op, msg);
+}
+
+}  // namespace ringfire

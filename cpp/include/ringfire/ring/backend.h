@@ -1,0 +1,64 @@
+// The Backend interface: the small set of polynomial kernels every device
+// implements. Core code calls these through backend_for(device) and never
+// names a device API. Arguments are raw word pointers on the backend's device,
+// laid out as `batch` polynomials back to back, each limbs x N (limb-major),
+// where limbs = base.size() and N = base.n(). Inputs are reduced (< q_i).
+// Checking shapes, forms and devices is the caller's job (see poly_ops.h).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "ringfire/base/device.h"
+#include "ringfire/ring/base_converter.h"
+#include "ringfire/ring/rns_base.h"
+
+namespace ringfire {
+
+// Coefficient form, or evaluation (NTT, bit-reversed slot order) form.
+enum class Form { coeff, eval };
+
+// How poly_multiply forms the product in the NTT domain.
+enum class PolyMulMethod {
+  ntt,        // forward NTTs, Hadamard product, inverse NTT (seed 002 eq. 2)
+  karatsuba,  // last forward stage, product and first inverse stage fused (Alg. 7/8)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+
+  // In-place negacyclic NTT: coefficient -> evaluation form, and back.
+  virtual void ntt_forward(u64* data, std::size_t batch, const RnsBase& base) = 0;
+  virtual void ntt_inverse(u64* data, std::size_t batch, const RnsBase& base) = 0;
+
+  // Element-wise, any form: out = a + b, a - b, -a, a * b (mod q_i).
+  virtual void add(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base) = 0;
+  virtual void sub(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base) = 0;
+  virtual void negate(const u64* a, u64* out, std::size_t batch, const RnsBase& base) = 0;
+  virtual void multiply(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base) = 0;
+  // acc = acc + a * b (mod q_i) with one reduction per element (mad_mod).
+  virtual void multiply_add(const u64* a, const u64* b, u64* acc, std::size_t batch, const RnsBase& base) = 0;
+  // out = a * scalars[i] on limb i (scalars[i] < q_i).
+  virtual void multiply_scalar(const u64* a, const u64* scalars, u64* out, std::size_t batch,
+                               const RnsBase& base) = 0;
+
+  // Negacyclic product of coefficient-form polynomials; out may alias a or b.
+  virtual void poly_multiply(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base,
+                             PolyMulMethod method) = 0;
+
+  // Coefficient-form base conversion; in has conv.from() limbs, out conv.to().
+  virtual void base_convert(const u64* in, u64* out, std::size_t batch, const BaseConverter& conv,
+                            BaseConversion kind) = 0;
+
+  // out = a(X^galois_elt) for odd galois_elt in [1, 2N); out must not alias in.
+  virtual void automorphism(const u64* in, u64* out, std::size_t batch, const RnsBase& base, u64 galois_elt,
+                            Form form) = 0;
+};
+
+// The backend for a device: the CPU backend, or the CUDA backend when built
+// with it; raises NotSupported otherwise. Provided by the backends target.
+Backend& backend_for(const Device& device);
+
+}  // namespace ringfire

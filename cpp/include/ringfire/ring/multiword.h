@@ -1,0 +1,54 @@
+// Little-endian multi-word unsigned integers, just enough for CRT and base
+// conversion constants (products of up to a few hundred 61-bit primes).
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "ringfire/arith/wide.h"
+
+namespace ringfire::multiword {
+
+// out (len words) = a (len words) * b; returns the carry-out word.
+inline u64 mul_word(const u64* a, u64 b, u64* out, std::size_t len) {
+  u64 carry = 0;
+  for (std::size_t i = 0; i < len; ++i) {
+    const u128 t = mul_wide(a[i], b) + carry;
+    out[i] = static_cast<u64>(t);
+    carry = static_cast<u64>(t >> 64);
+  }
+  return carry;
+}
+
+// acc (len words) += a (len words) * b; returns the carry-out word.
+inline u64 mul_word_add(const u64* a, u64 b, u64* acc, std::size_t len) {
+  u64 carry = 0;
+  for (std::size_t i = 0; i < len; ++i) {
+    const u128 t = mul_wide(a[i], b) + acc[i] + carry;
+    acc[i] = static_cast<u64>(t);
+    carry = static_cast<u64>(t >> 64);
+  }
+  return carry;
+}
+
+// a >= b, both len words.
+inline bool greater_equal(const u64* a, const u64* b, std::size_t len) {
+  for (std::size_t i = len; i-- > 0;) {
+    if (a[i] != b[i]) return a[i] > b[i];
+  }
+  return true;
+}
+
+// a -= b (len words); returns the borrow.
+inline u64 subtract(u64* a, const u64* b, std::size_t len) {
+  u64 borrow = 0;
+  for (std::size_t i = 0; i < len; ++i) {
+    const u64 bi = b[i] + borrow;
+    const u64 next_borrow = (bi < borrow) || (a[i] < bi);
+    a[i] -= bi;
+    borrow = next_borrow;
+  }
+  return borrow;
+}
+
+}  // namespace ringfire::multiword

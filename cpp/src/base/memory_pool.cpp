@@ -1,0 +1,101 @@
+#include "ringfire/base/memory_pool.h"
+
+#include <cstdlib>
+#include <new>
+
+#include "ringfire/base/errors.h"
+
+namespace ringfire {
+
+namespace {
+
+constexpr std::size_t kAlignment = 64;  // one cache line; AVX-friendly
+
+class HostPool final : public MemoryPool {
+ protected:
+  void* raw_allocate(std::size_t bytes) override {
+    void* block = std::aligned_alloc(kAlignment, bytes);
+    if (block == nullptr) throw std::bad_alloc();
+    return block;
+  }
+  void raw_free(void* block) override { std::free(block); }
+};
+
+MemoryPool* g_device_pools[2] = {nullptr, nullptr};
+
+}  // namespace
+
+std::size_t MemoryPool::capacity_for(std::size_t bytes) {
+  // Small requests share 64-byte granules; large ones are rounded to 4 KiB so
+  // polynomials of the same shape land in the same free list.
+  const std::size_t granule = bytes <= 4096 ? kAlignment : 4096;
+  const std::size_t rounded = (bytes + granule - 1) / granule * granule;
+  return rounded == 0 ? granule : rounded;
+}
+
+void* MemoryPool::allocate(std::size_t bytes) {
+  const std::size_t capacity = capacity_for(bytes);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = free_lists_.find(capacity);
+    if (it != free_lists_.end() && !it->second.empty()) {
+      void* block = it->second.back();
+      it->second.pop_back();
+      ++stats_.hits;
+      stats_.bytes_cached -= capacity;
+      stats_.bytes_in_use += capacity;
+      return block;
+    }
+  }
+  void* block = raw_allocate(capacity);
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.misses;
+  stats_.bytes_in_use += capacity;
+  return block;
+}
+
+void MemoryPool::release(void* block, std::size_t bytes) {
+  if (block == nullptr) return;
+  const std::size_t capacity = capacity_for(bytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  free_lists_[capacity].push_back(block);
+  stats_.bytes_in_use -= capacity;
+  stats_.bytes_cached += capacity;
+}
+
+void MemoryPool::flush() {
+  std::map<std::size_t, std::vector<void*>> lists;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    lists.swap(free_lists_);
+    stats_.bytes_cached = 0;
+  }
+  for (auto& [capacity, blocks] : lists)
+    for (void* block : blocks) raw_free(block);
+}
+
+PoolStats MemoryPool::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+MemoryPool& host_pool() {
+  // Leaked on purpose: buffers in static objects may be released after main.
+  static MemoryPool* pool = new HostPool();
+  return *pool;
+}
+
+void register_pool(DeviceType type, MemoryPool* pool) {
+  g_device_pools[static_cast<int>(type)] = pool;
+}
+
+MemoryPool& pool_for(const Device& device) {
+  if (device.type == DeviceType::cpu) return host_pool();
+  MemoryPool* pool = g_device_pools[static_cast<int>(device.type)];
+  if (pool == nullptr)
+    throw_not_supported("device", "no backend for device '" + device.str() +
+                                      "' in this build (CUDA backend not available)");
+  return *pool;
+}
+
+}  // namespace ringfire

@@ -1,0 +1,82 @@
+#include "ringfire/ring/rns_base.h"
+
+#include <algorithm>
+#include <string>
+
+#include "ringfire/arith/modular.h"
+#include "ringfire/base/errors.h"
+#include "ringfire/ring/multiword.h"
+
+namespace ringfire {
+
+RnsBase::RnsBase(std::size_t poly_degree, const std::vector<u64>& moduli) : n_(poly_degree) {
+  constexpr const char* op = "ring.RnsBase";
+  require(!moduli.empty(), op, "needs at least one modulus");
+  for (std::size_t i = 0; i < moduli.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      require(moduli[i] != moduli[j], op, "modulus " + std::to_string(moduli[i]) + " appears twice");
+  moduli_.reserve(moduli.size());
+  tables_.reserve(moduli.size());
+  for (u64 q : moduli) {
+    moduli_.emplace_back(q);
+    tables_.emplace_back(n_, moduli_.back());
+  }
+
+  const std::size_t len = size();
+  // Q = prod q_i, and Q/q_i for each i, as len-word integers.
+  product_.assign(len, 0);
+  product_[0] = 1;
+  std::vector<u64> scratch(len);
+  for (const Modulus& m : moduli_) {
+    multiword::mul_word(product_.data(), m.value(), scratch.data(), len);
+    product_ = scratch;
+  }
+  qhat_.assign(len * len, 0);
+  qhat_inverse_.resize(len);
+  for (std::size_t i = 0; i < len; ++i) {
+    u64* qhat_i = qhat_.data() + i * len;
+    qhat_i[0] = 1;
+    u64 qhat_mod_qi = 1;
+    for (std::size_t j = 0; j < len; ++j) {
+      if (j == i) continue;
+      multiword::mul_word(qhat_i, moduli_[j].value(), scratch.data(), len);
+      std::copy(scratch.begin(), scratch.end(), qhat_i);
+      qhat_mod_qi = mul_mod(qhat_mod_qi, moduli_[j].value() % moduli_[i].value(), moduli_[i]);
+    }
+    qhat_inverse_[i] = inv_mod(qhat_mod_qi, moduli_[i].value());
+  }
+}
+
+void RnsBase::compose(const u64* residues, std::size_t count, u64* words) const {
+  const std::size_t len = size();
+  std::vector<u64> acc(len + 1);
+  std::vector<u64> q_ext(product_);
+  q_ext.push_back(0);
+  for (std::size_t c = 0; c < count; ++c) {
+    std::fill(acc.begin(), acc.end(), 0);
+    // x = sum_i [x_i * qhat_inv_i]_{q_i} * (Q/q_i)  (mod Q); the sum is < len * Q.
+    for (std::size_t i = 0; i < len; ++i) {
+      const u64 y = mul_mod(residues[i * count + c], qhat_inverse_[i], moduli_[i]);
+      acc[len] += multiword::mul_word_add(qhat(i), y, acc.data(), len);
+    }
+    while (multiword::greater_equal(acc.data(), q_ext.data(), len + 1))
+      multiword::subtract(acc.data(), q_ext.data(), len + 1);
+    std::copy(acc.begin(), acc.begin() + len, words + c * len);
+  }
+}
+
+void RnsBase::decompose(const u64* words, std::size_t word_count, std::size_t count, u64* residues) const {
+  for (std::size_t i = 0; i < size(); ++i) {
+    const Modulus& m = moduli_[i];
+    // 2^64 mod q, to fold words from the top (Horner's rule).
+    const u64 radix = static_cast<u64>((static_cast<u128>(1) << 64) % m.value());
+    for (std::size_t c = 0; c < count; ++c) {
+      const u64* value = words + c * word_count;
+      u64 r = 0;
+      for (std::size_t w = word_count; w-- > 0;) r = mad_mod(r, radix, value[w] % m.value(), m);
+      residues[i * count + c] = r;
+    }
+  }
+}
+
+}  // namespace ringfire

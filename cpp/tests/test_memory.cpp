@@ -1,0 +1,65 @@
+// Caching pool and Buffer behaviour.
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+#include "ringfire/base/buffer.h"
+#include "ringfire/base/errors.h"
+
+namespace ringfire {
+namespace {
+
+TEST(MemoryPool, ReusesBlocksOfTheSameCapacity) {
+  MemoryPool& pool = host_pool();
+  pool.flush();
+  const PoolStats before = pool.stats();
+  void* first;
+  {
+    Buffer a(1 << 16);
+    first = a.data();
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(first) % 64, 0u);
+  }
+  Buffer b(1 << 16);
+  const PoolStats after = pool.stats();
+  EXPECT_EQ(b.data(), first);
+  EXPECT_EQ(after.hits, before.hits + 1);
+  EXPECT_EQ(after.misses, before.misses + 1);
+  EXPECT_GE(after.bytes_in_use, (std::size_t{1} << 16) * 8);
+}
+
+TEST(MemoryPool, FlushReturnsCachedBlocks) {
+  MemoryPool& pool = host_pool();
+  { Buffer a(12345); }
+  EXPECT_GT(pool.stats().bytes_cached, 0u);
+  pool.flush();
+  EXPECT_EQ(pool.stats().bytes_cached, 0u);
+}
+
+TEST(MemoryPool, ThreadSafe) {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([] {
+      for (int i = 0; i < 500; ++i) {
+        Buffer b(1000 + (i % 7) * 512);
+        b.data()[0] = static_cast<std::uint64_t>(i);
+      }
+    });
+  for (auto& th : threads) th.join();
+  SUCCEED();
+}
+
+TEST(Buffer, MoveAndCloneAndDevices) {
+  Buffer a(8);
+  for (int i = 0; i < 8; ++i) a.data()[i] = i;
+  Buffer c = a.clone();
+  Buffer b = std::move(a);
+  EXPECT_EQ(a.data(), nullptr);
+  EXPECT_EQ(b.size(), 8u);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(c.data()[i], static_cast<std::uint64_t>(i));
+  EXPECT_EQ(b.device().str(), "cpu");
+  EXPECT_THROW(Buffer(8, Device::parse("cuda:0")), NotSupported);
+}
+
+}  // namespace
+}  // namespace ringfire

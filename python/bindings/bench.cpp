@@ -1,0 +1,116 @@
+// Timing loops for `ringfire bench`, run natively so Python call overhead
+// does not pollute microsecond-scale measurements. Each returns the median
+// seconds per call over `reps` timed runs after one warm-up.
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <vector>
+
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "common.h"
+#include "ringfire/arith/modular.h"
+#include "ringfire/arith/primes.h"
+#include "ringfire/base/buffer.h"
+#include "ringfire/ring/backend.h"
+#include "ringfire/ring/rns_base.h"
+
+namespace ringfire::python {
+
+namespace {
+
+template <class Body>
+double median_seconds(int reps, Body&& body) {
+  body();  // warm-up: caches, pool, page faults
+  std::vector<double> times;
+  for (int r = 0; r < reps; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    body();
+    const auto stop = std::chrono::steady_clock::now();
+    times.push_back(std::chrono::duration<double>(stop - start).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+void fill_random(u64* data, std::size_t n, const RnsBase& base, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);  // benchmark data only, not key material
+  for (std::size_t l = 0; l < base.size(); ++l) {
+    std::uniform_int_distribution<u64> dist(0, base.modulus(l).value() - 1);
+    for (std::size_t j = 0; j < n; ++j) data[l * n + j] = dist(rng);
+  }
+}
+
+// Median seconds for one batched forward (or inverse) NTT over `limbs` limbs.
+double time_ntt(std::size_t n, std::size_t limbs, bool inverse, int reps, int bits) {
+  require(reps >= 1, "bench.ntt", "reps must be >= 1");
+  const auto base = std::make_shared<const RnsBase>(n, find_ntt_primes(bits, limbs, n));
+  Buffer data(limbs * n);
+  fill_random(data.data(), n, *base, 1);
+  Backend& backend = backend_for(Device::cpu());
+  nb::gil_scoped_release release;
+  // Transforms keep values reduced, so repeated runs stay in range.
+  return median_seconds(reps, [&] {
+    if (inverse) {
+      backend.ntt_inverse(data.data(), 1, *base);
+    } else {
+      backend.ntt_forward(data.data(), 1, *base);
+    }
+  });
+}
+
+// Median seconds for one negacyclic product of `limbs`-limb polynomials.
+double time_poly_mul(std::size_t n, std::size_t limbs, const std::string& method, int reps, int bits) {
+  const auto base = std::make_shared<const RnsBase>(n, find_ntt_primes(bits, limbs, n));
+  Buffer a(limbs * n), b(limbs * n), out(limbs * n);
+  fill_random(a.data(), n, *base, 2);
+  fill_random(b.data(), n, *base, 3);
+  Backend& backend = backend_for(Device::cpu());
+  const PolyMulMethod m = method == "karatsuba" ? PolyMulMethod::karatsuba : PolyMulMethod::ntt;
+  nb::gil_scoped_release release;
+  return median_seconds(reps, [&] { backend.poly_multiply(a.data(), b.data(), out.data(), 1, *base, m); });
+}
+
+// Median seconds for `count` modular products with the named reduction.
+double time_modmul(const std::string& method, std::size_t count, int bits, int reps) {
+  const u64 q = find_ntt_primes(bits, 1, 16)[0];
+  const Modulus mod(q);
+  std::vector<u64> a(count), b(count), out(count);
+  std::mt19937_64 rng(4);
+  std::uniform_int_distribution<u64> dist(0, q - 1);
+  for (std::size_t i = 0; i < count; ++i) {
+    a[i] = dist(rng);
+    b[i] = dist(rng);
+  }
+  const u64 w = b[0];
+  const u64 w_shoup = shoup_precompute(w, q);
+  auto run = [&](auto reduce) {
+    return median_seconds(reps, [&] {
+      for (std::size_t i = 0; i < count; ++i) out[i] = reduce(a[i], b[i]);
+    });
+  };
+  nb::gil_scoped_release release;
+  if (method == "barrett") return run([&](u64 x, u64 y) { return reduce_barrett_classic(mul_wide(x, y), mod); });
+  if (method == "alg4") return run([&](u64 x, u64 y) { return reduce_alg4(mul_wide(x, y), mod); });
+  if (method == "native") return run([&](u64 x, u64 y) { return static_cast<u64>(mul_wide(x, y) % q); });
+  if (method == "mad_mod") return run([&](u64 x, u64 y) { return mad_mod(x, y, x, mod); });
+  if (method == "shoup") return run([&](u64 x, u64) { return mul_mod_shoup(x, w, w_shoup, q); });
+  if (method == "dhem") {
+    require(mod.supports_dhem(), "bench.modmul", "dhem needs q of at most 60 bits");
+    return run([&](u64 x, u64 y) { return reduce_dhem(mul_wide(x, y), mod); });
+  }
+  throw_invalid("bench.modmul", "unknown method '" + method + "'");
+}
+
+}  // namespace
+
+void bind_bench(nb::module_& m) {
+  m.def("time_ntt", &time_ntt, nb::arg("n"), nb::arg("limbs"), nb::arg("inverse"), nb::arg("reps"),
+        nb::arg("bits"));
+  m.def("time_poly_mul", &time_poly_mul, nb::arg("n"), nb::arg("limbs"), nb::arg("method"), nb::arg("reps"),
+        nb::arg("bits"));
+  m.def("time_modmul", &time_modmul, nb::arg("method"), nb::arg("count"), nb::arg("bits"), nb::arg("reps"));
+}
+
+}  // namespace ringfire::python

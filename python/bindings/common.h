@@ -1,0 +1,29 @@
+// Shared helpers of the binding files.
+#pragma once
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+
+#include <cstdint>
+#include <string>
+
+#include "ringfire/base/errors.h"
+
+namespace ringfire::python {
+
+namespace nb = nanobind;
+
+// A C-contiguous uint64 NumPy array on the CPU, any shape.
+using U64Array = nb::ndarray<std::uint64_t, nb::numpy, nb::c_contig, nb::device::cpu>;
+using ConstU64Array = nb::ndarray<const std::uint64_t, nb::numpy, nb::c_contig, nb::device::cpu>;
+
+// A new zero-initialised 1-D..3-D uint64 NumPy array owning its memory.
+U64Array new_array(std::initializer_list<std::size_t> shape);
+
+void bind_base(nb::module_& m);
+void bind_arith(nb::module_& m);
+void bind_arith128(nb::module_& m);
+void bind_ring(nb::module_& m);
+void bind_bench(nb::module_& m);
+
+}  // namespace ringfire::python

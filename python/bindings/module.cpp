@@ -1,0 +1,36 @@
+// ringfire._core: the native half of the Python package. One binding file per
+// C++ layer; the public, Pythonic API lives in python/ringfire/.
+#include <cstring>
+#include <vector>
+
+#include "common.h"
+
+namespace ringfire::python {
+
+U64Array new_array(std::initializer_list<std::size_t> shape) {
+  std::size_t total = 1;
+  for (std::size_t s : shape) total *= s;
+  auto* data = new std::uint64_t[total == 0 ? 1 : total]();
+  nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<std::uint64_t*>(p); });
+  std::vector<std::size_t> dims(shape);
+  return U64Array(data, dims.size(), dims.data(), owner);
+}
+
+}  // namespace ringfire::python
+
+NB_MODULE(_core, m) {
+  using namespace ringfire::python;
+  m.doc() = "ringfire native core (use the ringfire package, not this module)";
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const ringfire::NotSupported& e) {
+      PyErr_SetString(PyExc_NotImplementedError, e.what());
+    }
+  });
+  bind_base(m);
+  bind_arith(m);
+  bind_arith128(m);
+  bind_ring(m);
+  bind_bench(m);
+}

@@ -1,0 +1,35 @@
+"""ringfire: fast, practical homomorphic encryption.
+
+Layers available in this release:
+
+* :mod:`ringfire.arith` -- modular arithmetic over NumPy ``uint64`` arrays, with
+  the reductions of seed 002 (classic Barrett, Dhem-Quisquater, the 62-bit
+  variant "alg4", Shoup) and fused multiply-add; 128-bit moduli in
+  :mod:`ringfire.arith128`.
+* :mod:`ringfire.ring` -- NTT-friendly primes, negacyclic NTT / inverse NTT,
+  polynomial multiplication, RNS bases (CRT), base conversion, automorphisms.
+
+The command line ``ringfire demo`` runs a short tour; ``ringfire bench`` measures.
+"""
+
+from . import _core
+from . import arith, arith128, ring
+
+__version__ = "0.1.0"
+
+__all__ = ["arith", "arith128", "ring", "num_threads", "set_num_threads", "cuda_available", "__version__"]
+
+
+def num_threads() -> int:
+    """Threads the CPU kernels use (``RINGFIRE_NUM_THREADS`` or the core count)."""
+    return _core.num_threads()
+
+
+def set_num_threads(n: int) -> None:
+    """Sets the threads the CPU kernels use; ``n`` must be >= 1."""
+    _core.set_num_threads(int(n))
+
+
+def cuda_available() -> bool:
+    """True when this build has the CUDA backend and a GPU is visible."""
+    return _core.cuda_compiled() and _core.cuda_device_count() > 0

@@ -1,0 +1,42 @@
+"""Argument normalisation shared by the public modules: every error is a
+``ValueError`` or ``TypeError`` whose message starts with the operation."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+U64_MAX = (1 << 64) - 1
+
+
+def as_u64_array(op: str, name: str, value) -> np.ndarray:
+    """``value`` as a C-contiguous uint64 array without silent wrap-around."""
+    if isinstance(value, np.ndarray) and value.dtype == np.uint64:
+        return np.ascontiguousarray(value)
+    arr = np.asarray(value)
+    if arr.dtype == object or arr.dtype.kind not in "iub":
+        if arr.dtype == object:
+            try:
+                ints = [int(v) for v in arr.ravel()]
+            except (TypeError, ValueError):
+                raise TypeError(f"[{op}] {name} must hold integers") from None
+            if any(v < 0 or v > U64_MAX for v in ints):
+                raise ValueError(f"[{op}] {name} has values outside [0, 2^64)")
+            return np.array(ints, dtype=np.uint64).reshape(arr.shape)
+        raise TypeError(f"[{op}] {name} must be an integer array, got dtype {arr.dtype}")
+    if arr.dtype.kind == "i" and arr.size and arr.min() < 0:
+        raise ValueError(f"[{op}] {name} has negative values")
+    return np.ascontiguousarray(arr, dtype=np.uint64)
+
+
+def as_int(op: str, name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"[{op}] {name} must be an integer, got {type(value).__name__}")
+    return int(value)
+
+
+def check_below(op: str, name: str, arr: np.ndarray, q: int) -> None:
+    if arr.size and int(arr.max()) >= q:
+        bad = int(np.argmax(arr >= np.uint64(q)))
+        raise ValueError(f"[{op}] {name}[{bad}] = {int(arr.ravel()[bad])} is not below q={q}")

@@ -1,0 +1,1 @@
+"""Placeholder replaced by the 128-bit arithmetic module."""
