@@ -12,8 +12,15 @@ Layers available in this release:
 The command line ``ringfire demo`` runs a short tour; ``ringfire bench`` measures.
 """
 
-from . import _core
-from . import arith, arith128, ring
+import os as _os
+
+# CPU kernels parallelise coarse work items (whole limbs); a sleeping wait
+# costs nothing there and avoids spinning threads fighting other processes
+# on small machines. Users can still override it.
+_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from . import _core  # noqa: E402
+from . import arith, arith128, ring  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -12,9 +12,9 @@ U64_MAX = (1 << 64) - 1
 
 def as_u64_array(op: str, name: str, value) -> np.ndarray:
     """``value`` as a C-contiguous uint64 array without silent wrap-around."""
-    if isinstance(value, np.ndarray) and value.dtype == np.uint64:
-        return np.ascontiguousarray(value)
     arr = np.asarray(value)
+    if arr.dtype == np.uint64:
+        return _c_order(arr)
     if arr.dtype == object or arr.dtype.kind not in "iub":
         if arr.dtype == object:
             try:
@@ -27,7 +27,12 @@ def as_u64_array(op: str, name: str, value) -> np.ndarray:
         raise TypeError(f"[{op}] {name} must be an integer array, got dtype {arr.dtype}")
     if arr.dtype.kind == "i" and arr.size and arr.min() < 0:
         raise ValueError(f"[{op}] {name} has negative values")
-    return np.ascontiguousarray(arr, dtype=np.uint64)
+    return _c_order(arr.astype(np.uint64))
+
+
+def _c_order(arr: np.ndarray) -> np.ndarray:
+    # np.ascontiguousarray would turn 0-d input into 1-d; keep the shape.
+    return arr if arr.flags.c_contiguous else arr.copy(order="C")
 
 
 def as_int(op: str, name: str, value) -> int:

@@ -1,17 +1,45 @@
 // RNS base conversion on the CPU (see ring/base_converter.h for the math).
+#include <cmath>
 #include <vector>
 
 #include "cpu_backend.h"
 #include "parallel_for.h"
 #include "ringfire/arith/modular.h"
 #include "ringfire/base/buffer.h"
+#include "ringfire/ring/multiword.h"
 
 namespace ringfire::cpu {
 
 namespace {
+
 // Products of two 61-bit values are < 2^122: 63 of them fit in 128 bits.
 constexpr std::size_t kLazyTerms = 63;
+
+// The double-precision sum of |B| terms y_i / q_i (each < 1) is within
+// |B| * 2^-52 of the truth; fractions this close to 1/2 are settled exactly.
+constexpr double kRoundingMargin = 1.0 / (1ull << 36);
+
+// v = round(sum_i y_i / q_i) exactly, for coefficients whose floating-point
+// sum lands next to a half: forms S = sum_i y_i * (Q/q_i) in multiword
+// arithmetic, S = u*Q + x with x in [0, Q), and v = u + [2x > Q].
+u64 exact_rounded_quotient(const std::vector<u64>& y, std::size_t n, std::size_t c, const RnsBase& from) {
+  const std::size_t len = from.size();
+  std::vector<u64> acc(len + 1, 0), q_ext(from.product());
+  q_ext.push_back(0);
+  for (std::size_t i = 0; i < len; ++i) acc[len] += multiword::mul_word_add(from.qhat(i), y[i * n + c], acc.data(), len);
+  u64 u = 0;
+  while (multiword::greater_equal(acc.data(), q_ext.data(), len + 1)) {
+    multiword::subtract(acc.data(), q_ext.data(), len + 1);
+    ++u;
+  }
+  // 2x > Q, with x = acc < Q (acc has a spare top word for the doubling).
+  std::vector<u64> twice(len + 1);
+  multiword::mul_word(acc.data(), 2, twice.data(), len + 1);
+  const bool above_half = !multiword::greater_equal(q_ext.data(), twice.data(), len + 1);
+  return u + (above_half ? 1 : 0);
 }
+
+}  // namespace
 
 void CpuBackend::base_convert(const u64* in, u64* out, std::size_t batch, const BaseConverter& conv,
                               BaseConversion kind) {
@@ -35,7 +63,9 @@ void CpuBackend::base_convert(const u64* in, u64* out, std::size_t batch, const 
       for (std::size_t c = 0; c < n; ++c) {
         double s = 0.0;
         for (std::size_t i = 0; i < src; ++i) s += static_cast<double>(y[i * n + c]) * conv.q_reciprocal()[i];
-        v[c] = static_cast<u64>(s + 0.5);
+        const double fraction = s - std::floor(s);
+        v[c] = std::fabs(fraction - 0.5) < kRoundingMargin ? exact_rounded_quotient(y, n, c, from)
+                                                            : static_cast<u64>(s + 0.5);
       }
     }
     for (std::size_t j = 0; j < dst; ++j) {

@@ -1,95 +1,574 @@
-// Harvey's lazy butterflies (values kept in [0, 4q) forward and [0, 2q)
-// inverse; q < 2^61 keeps 4q < 2^64), with Shoup twiddle products.
+// Negacyclic NTT kernels: Harvey lazy butterflies with Shoup twiddles,
+// radix-4 passes (two radix-2 stages per sweep over memory), cache blocking
+// (depth-first once a block fits in L1) and AVX2 vectorisation (4 x 64-bit
+// lanes, the 64x64-bit products built from 32x32 -> 64-bit vpmuludq).
+//
+// Value ranges (q < 2^61, so 4q < 2^63: no overflow, and signed 64-bit
+// compares order the values correctly):
+//   forward (Cooley-Tukey): every stage maps [0, 4q) -> [0, 4q); the last
+//     pass reduces to [0, q).
+//   inverse (Gentleman-Sande): every stage maps [0, 2q) -> [0, 2q); the last
+//     stage multiplies by the folded 1/N constants and reduces to [0, q).
+// The outputs are fully reduced, so they do not depend on the pass structure.
+//
+// Stage numbering: the forward stage s (s = 0, 1, ...) has m = 2^s groups,
+// pairs elements at distance k = N / 2^(s+1) and uses twiddle Psi_br[m + g]
+// in group g. The inverse stage lm has m = 2^lm, distance k = N / 2^(lm+1)
+// and twiddle Psi^-1_br[m + g]; it runs from lm = log2(N) - 1 down to 0.
 #include "ntt_kernels.h"
+
+#include <algorithm>
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#define RF_NTT_AVX2 1
+#else
+#define RF_NTT_AVX2 0
+#endif
 
 namespace ringfire::cpu {
 
 namespace {
 
-// Forward stages m = 1, 2, ..., m_end/2 of Alg. 5. Input < 4q; output < 4q.
-void forward_stages(u64* a, const NttTables& t, std::size_t m_end) {
-  const u64 q = t.modulus().value();
+// Elements per cache block (16 KiB of data): passes whose span fits in a
+// block run depth-first inside it.
+constexpr std::size_t kBlock = 2048;
+
+// Twiddles of one stage, starting at the first group a pass touches.
+struct StageTwiddles {
+  const u64* w;
+  const u64* ws;
+};
+
+// ===========================================================================
+// Scalar butterflies
+
+// Cooley-Tukey: (x, y) <- (x + w y, x - w y). In/out [0, 4q).
+inline void ct_butterfly(u64& x, u64& y, u64 w, u64 ws, u64 q) {
   const u64 two_q = 2 * q;
-  const u64* w = t.forward();
-  const u64* ws = t.forward_shoup();
-  std::size_t k = t.n() / 2;
-  for (std::size_t m = 1; m < m_end; m <<= 1, k >>= 1) {
-    for (std::size_t i = 0; i < m; ++i) {
-      const u64 wv = w[m + i], wq = ws[m + i];
-      u64* x = a + 2 * i * k;
-      u64* y = x + k;
-      for (std::size_t j = 0; j < k; ++j) {
-        u64 xv = x[j];
-        xv -= (xv >= two_q) ? two_q : 0;
-        const u64 tv = mul_mod_shoup_lazy(y[j], wv, wq, q);
-        x[j] = xv + tv;
-        y[j] = xv - tv + two_q;
-      }
-    }
-  }
+  u64 xv = x;
+  xv -= (xv >= two_q) ? two_q : 0;                 // [0, 2q)
+  const u64 tv = mul_mod_shoup_lazy(y, w, ws, q);  // [0, 2q)
+  x = xv + tv;
+  y = xv - tv + two_q;
+}
+
+// Gentleman-Sande: (x, y) <- (x + y, w (x - y)). In/out [0, 2q).
+inline void gs_butterfly(u64& x, u64& y, u64 w, u64 ws, u64 q) {
+  const u64 two_q = 2 * q;
+  const u64 xv = x, yv = y;
+  u64 s = xv + yv;
+  s -= (s >= two_q) ? two_q : 0;
+  x = s;
+  y = mul_mod_shoup_lazy(xv - yv + two_q, w, ws, q);
 }
 
 // [0, 4q) -> [0, q).
-void reduce_from_4q(u64* a, std::size_t n, u64 q) {
-  const u64 two_q = 2 * q;
-  for (std::size_t j = 0; j < n; ++j) {
-    u64 v = a[j];
-    v -= (v >= two_q) ? two_q : 0;
-    v -= (v >= q) ? q : 0;
-    a[j] = v;
+inline u64 reduce_4q(u64 v, u64 q) {
+  v -= (v >= 2 * q) ? 2 * q : 0;
+  v -= (v >= q) ? q : 0;
+  return v;
+}
+
+// ===========================================================================
+// AVX2 primitives
+
+#if RF_NTT_AVX2
+using V = __m256i;
+
+inline V vload(const u64* p) { return _mm256_loadu_si256(reinterpret_cast<const V*>(p)); }
+inline void vstore(u64* p, V v) { _mm256_storeu_si256(reinterpret_cast<V*>(p), v); }
+inline V vbroadcast(u64 x) { return _mm256_set1_epi64x(static_cast<long long>(x)); }
+// [p[0], p[0], p[1], p[1]].
+inline V vload_pairs(const u64* p) {
+  const __m128i two = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_permute4x64_epi64(_mm256_castsi128_si256(two), 0x50);
+}
+
+// x - bound if x >= bound, else x; needs x, bound < 2^63. The sign of
+// x - bound selects (blendv reads only the sign bit).
+inline V vsub_if_ge(V x, V bound) {
+  const V d = _mm256_sub_epi64(x, bound);
+  return _mm256_castpd_si256(
+      _mm256_blendv_pd(_mm256_castsi256_pd(d), _mm256_castsi256_pd(x), _mm256_castsi256_pd(d)));
+}
+
+// The modulus in the forms the lanes need.
+struct VMod {
+  V q, q_hi, two_q;
+};
+inline VMod vmod(u64 q) { return {vbroadcast(q), vbroadcast(q >> 32), vbroadcast(2 * q)}; }
+
+// A Shoup twiddle per lane, with the high 32-bit halves pre-shifted.
+struct VTwiddle {
+  V w, w_hi, ws, ws_hi;
+};
+inline VTwiddle vtwiddle(V w, V ws) { return {w, _mm256_srli_epi64(w, 32), ws, _mm256_srli_epi64(ws, 32)}; }
+inline VTwiddle vtwiddle(u64 w, u64 ws) {
+  return {vbroadcast(w), vbroadcast(w >> 32), vbroadcast(ws), vbroadcast(ws >> 32)};
+}
+
+// y * w mod q in [0, 2q) for any 64-bit y (Shoup): r = y w - floor(y ws / 2^64) q.
+// Each 64-bit product is assembled from 32-bit halves: the quotient needs
+// the full high word (4 vpmuludq), the two low words 3 each.
+inline V vmul_shoup_lazy(V y, const VTwiddle& t, const VMod& m) {
+  const V lo32 = _mm256_set1_epi64x(0xffffffff);
+  const V y_hi = _mm256_srli_epi64(y, 32);
+  // quot = high word of y * ws.
+  const V ll = _mm256_mul_epu32(y, t.ws);
+  const V lh = _mm256_mul_epu32(y, t.ws_hi);
+  const V hl = _mm256_mul_epu32(y_hi, t.ws);
+  const V hh = _mm256_mul_epu32(y_hi, t.ws_hi);
+  const V mid = _mm256_add_epi64(lh, _mm256_srli_epi64(ll, 32));     // < 2^64
+  const V mid2 = _mm256_add_epi64(hl, _mm256_and_si256(mid, lo32));  // < 2^64
+  const V quot = _mm256_add_epi64(hh, _mm256_add_epi64(_mm256_srli_epi64(mid, 32), _mm256_srli_epi64(mid2, 32)));
+  const V quot_hi = _mm256_srli_epi64(quot, 32);
+  // r = y w - quot q (mod 2^64): low products plus the cross terms << 32.
+  const V lo = _mm256_sub_epi64(_mm256_mul_epu32(y, t.w), _mm256_mul_epu32(quot, m.q));
+  const V cross = _mm256_sub_epi64(_mm256_add_epi64(_mm256_mul_epu32(y, t.w_hi), _mm256_mul_epu32(y_hi, t.w)),
+                                   _mm256_add_epi64(_mm256_mul_epu32(quot, m.q_hi), _mm256_mul_epu32(quot_hi, m.q)));
+  return _mm256_add_epi64(lo, _mm256_slli_epi64(cross, 32));
+}
+
+// y * w mod q in [0, q).
+inline V vmul_shoup(V y, const VTwiddle& t, const VMod& m) { return vsub_if_ge(vmul_shoup_lazy(y, t, m), m.q); }
+
+// Lane-wise ct_butterfly. In/out [0, 4q).
+inline void vct(V& x, V& y, const VTwiddle& t, const VMod& m) {
+  const V xv = vsub_if_ge(x, m.two_q);
+  const V tv = vmul_shoup_lazy(y, t, m);
+  x = _mm256_add_epi64(xv, tv);
+  y = _mm256_add_epi64(_mm256_sub_epi64(xv, tv), m.two_q);
+}
+
+// Lane-wise gs_butterfly. In/out [0, 2q).
+inline void vgs(V& x, V& y, const VTwiddle& t, const VMod& m) {
+  const V s = _mm256_add_epi64(x, y);
+  const V d = _mm256_add_epi64(_mm256_sub_epi64(x, y), m.two_q);
+  x = vsub_if_ge(s, m.two_q);
+  y = vmul_shoup_lazy(d, t, m);
+}
+
+// [0, 4q) -> [0, q).
+inline V vreduce_4q(V v, const VMod& m) { return vsub_if_ge(vsub_if_ge(v, m.two_q), m.q); }
+
+// 128-bit lane shuffles: [a0 a1 b0 b1] and [a2 a3 b2 b3].
+inline V vlow_halves(V a, V b) { return _mm256_permute2x128_si256(a, b, 0x20); }
+inline V vhigh_halves(V a, V b) { return _mm256_permute2x128_si256(a, b, 0x31); }
+#endif
+
+// ===========================================================================
+// Forward kernels
+
+// One CT stage of distance k over `len` elements (a multiple of 2k).
+void forward_radix2(u64* a, std::size_t len, std::size_t k, StageTwiddles tw, u64 q) {
+  for (std::size_t g = 0; g < len / (2 * k); ++g) {
+    u64* x = a + 2 * g * k;
+    u64* y = x + k;
+    std::size_t j = 0;
+#if RF_NTT_AVX2
+    const VMod m = vmod(q);
+    const VTwiddle w = vtwiddle(tw.w[g], tw.ws[g]);
+    for (; j + 4 <= k; j += 4) {
+      V xv = vload(x + j), yv = vload(y + j);
+      vct(xv, yv, w, m);
+      vstore(x + j, xv);
+      vstore(y + j, yv);
+    }
+#endif
+    for (; j < k; ++j) ct_butterfly(x[j], y[j], tw.w[g], tw.ws[g], q);
   }
 }
 
-// Inverse stages m = m_start, m_start/2, ..., 2 of Alg. 6 (lazy, < 2q), then
-// the last stage (m = 1) multiplying by `scale` and `last` = psi^-br(1)*scale.
-void inverse_stages(u64* a, const NttTables& t, std::size_t m_start, ShoupOperand scale, ShoupOperand last) {
-  const u64 q = t.modulus().value();
-  const u64 two_q = 2 * q;
-  const u64* w = t.inverse();
-  const u64* ws = t.inverse_shoup();
-  const std::size_t n = t.n();
-  std::size_t k = n / (2 * m_start);
-  for (std::size_t m = m_start; m > 1; m >>= 1, k <<= 1) {
-    for (std::size_t i = 0; i < m; ++i) {
-      const u64 wv = w[m + i], wq = ws[m + i];
-      u64* x = a + 2 * i * k;
-      u64* y = x + k;
-      for (std::size_t j = 0; j < k; ++j) {
-        const u64 xv = x[j], yv = y[j];
-        u64 s = xv + yv;
-        s -= (s >= two_q) ? two_q : 0;
-        x[j] = s;
-        y[j] = mul_mod_shoup_lazy(xv - yv + two_q, wv, wq, q);
+// Two CT stages (distances k and h = k/2) over `len` elements (a multiple
+// of 2k); group g holds x0..x3 = a[2gk + j + {0, h, 2h, 3h}], j < h.
+// t1: twiddles of the first stage (one per group), t2: of the second (two
+// per group). With kReduce the outputs are reduced to [0, q).
+template <bool kReduce>
+void forward_radix4_scalar(u64* a, std::size_t len, std::size_t k, StageTwiddles t1, StageTwiddles t2, u64 q) {
+  const std::size_t h = k / 2;
+  for (std::size_t g = 0; g < len / (2 * k); ++g) {
+    u64* x0 = a + 2 * g * k;
+    u64* x1 = x0 + h;
+    u64* x2 = x0 + 2 * h;
+    u64* x3 = x0 + 3 * h;
+    for (std::size_t j = 0; j < h; ++j) {
+      u64 v0 = x0[j], v1 = x1[j], v2 = x2[j], v3 = x3[j];
+      ct_butterfly(v0, v2, t1.w[g], t1.ws[g], q);
+      ct_butterfly(v1, v3, t1.w[g], t1.ws[g], q);
+      ct_butterfly(v0, v1, t2.w[2 * g], t2.ws[2 * g], q);
+      ct_butterfly(v2, v3, t2.w[2 * g + 1], t2.ws[2 * g + 1], q);
+      if constexpr (kReduce) {
+        v0 = reduce_4q(v0, q);
+        v1 = reduce_4q(v1, q);
+        v2 = reduce_4q(v2, q);
+        v3 = reduce_4q(v3, q);
       }
+      x0[j] = v0;
+      x1[j] = v1;
+      x2[j] = v2;
+      x3[j] = v3;
     }
   }
+}
+
+#if RF_NTT_AVX2
+// forward_radix4_scalar for h a multiple of 4: lanes run along j.
+template <bool kReduce>
+void forward_radix4_avx2(u64* a, std::size_t len, std::size_t k, StageTwiddles t1, StageTwiddles t2, u64 q) {
+  const VMod m = vmod(q);
+  const std::size_t h = k / 2;
+  for (std::size_t g = 0; g < len / (2 * k); ++g) {
+    u64* x0 = a + 2 * g * k;
+    u64* x1 = x0 + h;
+    u64* x2 = x0 + 2 * h;
+    u64* x3 = x0 + 3 * h;
+    const VTwiddle w1 = vtwiddle(t1.w[g], t1.ws[g]);
+    const VTwiddle w2 = vtwiddle(t2.w[2 * g], t2.ws[2 * g]);
+    const VTwiddle w3 = vtwiddle(t2.w[2 * g + 1], t2.ws[2 * g + 1]);
+    for (std::size_t j = 0; j < h; j += 4) {
+      V v0 = vload(x0 + j), v1 = vload(x1 + j), v2 = vload(x2 + j), v3 = vload(x3 + j);
+      vct(v0, v2, w1, m);
+      vct(v1, v3, w1, m);
+      vct(v0, v1, w2, m);
+      vct(v2, v3, w3, m);
+      if constexpr (kReduce) {
+        v0 = vreduce_4q(v0, m);
+        v1 = vreduce_4q(v1, m);
+        v2 = vreduce_4q(v2, m);
+        v3 = vreduce_4q(v3, m);
+      }
+      vstore(x0 + j, v0);
+      vstore(x1 + j, v1);
+      vstore(x2 + j, v2);
+      vstore(x3 + j, v3);
+    }
+  }
+}
+
+// k = 4 (h = 2): one 8-element group per step, as A = a[0..3], B = a[4..7].
+// Stage 1 pairs A with B (one twiddle); stage 2 pairs [a0 a1 a4 a5] with
+// [a2 a3 a6 a7] (twiddles t2[2g], t2[2g], t2[2g+1], t2[2g+1]).
+template <bool kReduce>
+void forward_radix4_k4_avx2(u64* a, std::size_t len, StageTwiddles t1, StageTwiddles t2, u64 q) {
+  const VMod m = vmod(q);
+  for (std::size_t g = 0; g < len / 8; ++g) {
+    u64* p = a + 8 * g;
+    V lo = vload(p), hi = vload(p + 4);
+    vct(lo, hi, vtwiddle(t1.w[g], t1.ws[g]), m);
+    V x = vlow_halves(lo, hi), y = vhigh_halves(lo, hi);
+    vct(x, y, vtwiddle(vload_pairs(t2.w + 2 * g), vload_pairs(t2.ws + 2 * g)), m);
+    if constexpr (kReduce) {
+      x = vreduce_4q(x, m);
+      y = vreduce_4q(y, m);
+    }
+    vstore(p, vlow_halves(x, y));
+    vstore(p + 4, vhigh_halves(x, y));
+  }
+}
+
+// k = 2 (h = 1): two 4-element groups P, Q per step. Stage 1 pairs
+// [p0 p1 q0 q1] with [p2 p3 q2 q3] (twiddles t1[g], t1[g], t1[g+1], t1[g+1]);
+// stage 2 pairs [p0 p2 q0 q2] with [p1 p3 q1 q3] (t2[2g .. 2g+3]).
+template <bool kReduce>
+void forward_radix4_k2_avx2(u64* a, std::size_t len, StageTwiddles t1, StageTwiddles t2, u64 q) {
+  const VMod m = vmod(q);
+  for (std::size_t g = 0; g < len / 4; g += 2) {
+    u64* p = a + 4 * g;
+    const V pv = vload(p), qv = vload(p + 4);
+    V x = vlow_halves(pv, qv), y = vhigh_halves(pv, qv);
+    vct(x, y, vtwiddle(vload_pairs(t1.w + g), vload_pairs(t1.ws + g)), m);
+    V u = _mm256_unpacklo_epi64(x, y), v = _mm256_unpackhi_epi64(x, y);
+    vct(u, v, vtwiddle(vload(t2.w + 2 * g), vload(t2.ws + 2 * g)), m);
+    if constexpr (kReduce) {
+      u = vreduce_4q(u, m);
+      v = vreduce_4q(v, m);
+    }
+    x = _mm256_unpacklo_epi64(u, v);
+    y = _mm256_unpackhi_epi64(u, v);
+    vstore(p, vlow_halves(x, y));
+    vstore(p + 4, vhigh_halves(x, y));
+  }
+}
+#endif
+
+template <bool kReduce>
+void forward_radix4(u64* a, std::size_t len, std::size_t k, StageTwiddles t1, StageTwiddles t2, u64 q) {
+#if RF_NTT_AVX2
+  if (k % 8 == 0) return forward_radix4_avx2<kReduce>(a, len, k, t1, t2, q);
+  if (k == 4) return forward_radix4_k4_avx2<kReduce>(a, len, t1, t2, q);
+  if (k == 2 && len >= 8) return forward_radix4_k2_avx2<kReduce>(a, len, t1, t2, q);
+#endif
+  forward_radix4_scalar<kReduce>(a, len, k, t1, t2, q);
+}
+
+// ===========================================================================
+// Forward driver
+
+// Twiddles of stage m for the span starting at element `offset`.
+StageTwiddles forward_twiddles(const NttTables& t, std::size_t m, std::size_t k, std::size_t offset) {
+  const std::size_t first = m + offset / (2 * k);
+  return {t.forward() + first, t.forward_shoup() + first};
+}
+
+// Stages s_begin .. s_end-1 on the span [offset, offset + len), two at a
+// time; the last pass reduces to [0, q) if `reduce`. (s_end - s_begin) even.
+void forward_pairs(u64* a, const NttTables& t, std::size_t offset, std::size_t len, int s_begin, int s_end,
+                   bool reduce) {
+  const u64 q = t.modulus().value();
+  const std::size_t n = t.n();
+  for (int s = s_begin; s < s_end; s += 2) {
+    const std::size_t m = std::size_t{1} << s;
+    const std::size_t k = n / (2 * m);
+    const StageTwiddles t1 = forward_twiddles(t, m, k, offset);
+    const StageTwiddles t2 = forward_twiddles(t, 2 * m, k / 2, offset);
+    if (reduce && s + 2 == s_end) {
+      forward_radix4<true>(a + offset, len, k, t1, t2, q);
+    } else {
+      forward_radix4<false>(a + offset, len, k, t1, t2, q);
+    }
+  }
+}
+
+// Stages 0 .. num_stages-1 of Alg. 5; input [0, 4q), output [0, q).
+void forward_transform(u64* a, const NttTables& t, int num_stages) {
+  const u64 q = t.modulus().value();
+  const std::size_t n = t.n();
+  int s = 0;
+  if (num_stages % 2 != 0) {  // one radix-2 stage first, where k is largest
+    forward_radix2(a, n, n / 2, forward_twiddles(t, 1, n / 2, 0), q);
+    s = 1;
+    if (num_stages == 1) {
+      for (std::size_t j = 0; j < n; ++j) a[j] = reduce_4q(a[j], q);
+      return;
+    }
+  }
+  // Breadth-first while a radix-4 span (2k = N / 2^s) exceeds the block.
+  while (s < num_stages && (n >> s) > kBlock) {
+    forward_pairs(a, t, 0, n, s, s + 2, s + 2 == num_stages);
+    s += 2;
+  }
+  if (s == num_stages) return;
+  // Depth-first: all remaining stages inside each block.
+  const std::size_t block = n >> s;
+  for (std::size_t offset = 0; offset < n; offset += block) forward_pairs(a, t, offset, block, s, num_stages, true);
+}
+
+// ===========================================================================
+// Inverse kernels
+
+// Two GS stages (distances k then 2k) over `len` elements (a multiple of
+// 4k); group g holds x0..x3 = a[4gk + j + {0, k, 2k, 3k}], j < k.
+// t1: twiddles of the first stage (two per group), t2: of the second.
+void inverse_radix4_scalar(u64* a, std::size_t len, std::size_t k, StageTwiddles t1, StageTwiddles t2, u64 q) {
+  for (std::size_t g = 0; g < len / (4 * k); ++g) {
+    u64* x0 = a + 4 * g * k;
+    u64* x1 = x0 + k;
+    u64* x2 = x0 + 2 * k;
+    u64* x3 = x0 + 3 * k;
+    for (std::size_t j = 0; j < k; ++j) {
+      u64 v0 = x0[j], v1 = x1[j], v2 = x2[j], v3 = x3[j];
+      gs_butterfly(v0, v1, t1.w[2 * g], t1.ws[2 * g], q);
+      gs_butterfly(v2, v3, t1.w[2 * g + 1], t1.ws[2 * g + 1], q);
+      gs_butterfly(v0, v2, t2.w[g], t2.ws[g], q);
+      gs_butterfly(v1, v3, t2.w[g], t2.ws[g], q);
+      x0[j] = v0;
+      x1[j] = v1;
+      x2[j] = v2;
+      x3[j] = v3;
+    }
+  }
+}
+
+#if RF_NTT_AVX2
+// inverse_radix4_scalar for k a multiple of 4: lanes run along j.
+void inverse_radix4_avx2(u64* a, std::size_t len, std::size_t k, StageTwiddles t1, StageTwiddles t2, u64 q) {
+  const VMod m = vmod(q);
+  for (std::size_t g = 0; g < len / (4 * k); ++g) {
+    u64* x0 = a + 4 * g * k;
+    u64* x1 = x0 + k;
+    u64* x2 = x0 + 2 * k;
+    u64* x3 = x0 + 3 * k;
+    const VTwiddle w0 = vtwiddle(t1.w[2 * g], t1.ws[2 * g]);
+    const VTwiddle w1 = vtwiddle(t1.w[2 * g + 1], t1.ws[2 * g + 1]);
+    const VTwiddle w2 = vtwiddle(t2.w[g], t2.ws[g]);
+    for (std::size_t j = 0; j < k; j += 4) {
+      V v0 = vload(x0 + j), v1 = vload(x1 + j), v2 = vload(x2 + j), v3 = vload(x3 + j);
+      vgs(v0, v1, w0, m);
+      vgs(v2, v3, w1, m);
+      vgs(v0, v2, w2, m);
+      vgs(v1, v3, w2, m);
+      vstore(x0 + j, v0);
+      vstore(x1 + j, v1);
+      vstore(x2 + j, v2);
+      vstore(x3 + j, v3);
+    }
+  }
+}
+
+// k = 2: one 8-element group per step. Stage 1 pairs [a0 a1 a4 a5] with
+// [a2 a3 a6 a7] (twiddles t1[2g], t1[2g], t1[2g+1], t1[2g+1]); stage 2
+// pairs a[0..3] with a[4..7] (one twiddle).
+void inverse_radix4_k2_avx2(u64* a, std::size_t len, StageTwiddles t1, StageTwiddles t2, u64 q) {
+  const VMod m = vmod(q);
+  for (std::size_t g = 0; g < len / 8; ++g) {
+    u64* p = a + 8 * g;
+    const V lo = vload(p), hi = vload(p + 4);
+    V x = vlow_halves(lo, hi), y = vhigh_halves(lo, hi);
+    vgs(x, y, vtwiddle(vload_pairs(t1.w + 2 * g), vload_pairs(t1.ws + 2 * g)), m);
+    V u = vlow_halves(x, y), v = vhigh_halves(x, y);
+    vgs(u, v, vtwiddle(t2.w[g], t2.ws[g]), m);
+    vstore(p, u);
+    vstore(p + 4, v);
+  }
+}
+
+// k = 1: two 4-element groups P, Q per step. Stage 1 pairs [p0 p2 q0 q2]
+// with [p1 p3 q1 q3] (twiddles t1[2g .. 2g+3]); stage 2 pairs
+// [p0 p1 q0 q1] with [p2 p3 q2 q3] (t2[g], t2[g], t2[g+1], t2[g+1]).
+void inverse_radix4_k1_avx2(u64* a, std::size_t len, StageTwiddles t1, StageTwiddles t2, u64 q) {
+  const VMod m = vmod(q);
+  for (std::size_t g = 0; g < len / 4; g += 2) {
+    u64* p = a + 4 * g;
+    const V pv = vload(p), qv = vload(p + 4);
+    const V x = vlow_halves(pv, qv), y = vhigh_halves(pv, qv);
+    V u = _mm256_unpacklo_epi64(x, y), v = _mm256_unpackhi_epi64(x, y);
+    vgs(u, v, vtwiddle(vload(t1.w + 2 * g), vload(t1.ws + 2 * g)), m);
+    V s = _mm256_unpacklo_epi64(u, v), d = _mm256_unpackhi_epi64(u, v);
+    vgs(s, d, vtwiddle(vload_pairs(t2.w + g), vload_pairs(t2.ws + g)), m);
+    vstore(p, vlow_halves(s, d));
+    vstore(p + 4, vhigh_halves(s, d));
+  }
+}
+#endif
+
+void inverse_radix4(u64* a, std::size_t len, std::size_t k, StageTwiddles t1, StageTwiddles t2, u64 q) {
+#if RF_NTT_AVX2
+  if (k % 4 == 0) return inverse_radix4_avx2(a, len, k, t1, t2, q);
+  if (k == 2) return inverse_radix4_k2_avx2(a, len, t1, t2, q);
+  if (k == 1 && len >= 8) return inverse_radix4_k1_avx2(a, len, t1, t2, q);
+#endif
+  inverse_radix4_scalar(a, len, k, t1, t2, q);
+}
+
+// The last stage (m = 1): x' = (x + y) scale, y' = (x - y) last, where
+// last = psi^-br(1) scale; x = a[j], y = a[j + N/2]. In [0, 2q), out [0, q).
+void inverse_last_stage(u64* a, std::size_t n, ShoupOperand scale, ShoupOperand last, u64 q) {
+  const u64 two_q = 2 * q;
   u64* x = a;
   u64* y = a + n / 2;
-  for (std::size_t j = 0; j < n / 2; ++j) {
+  std::size_t j = 0;
+#if RF_NTT_AVX2
+  const VMod m = vmod(q);
+  const VTwiddle vs = vtwiddle(scale.value, scale.quotient), vl = vtwiddle(last.value, last.quotient);
+  for (; j + 4 <= n / 2; j += 4) {
+    const V xv = vload(x + j), yv = vload(y + j);
+    vstore(x + j, vmul_shoup(_mm256_add_epi64(xv, yv), vs, m));
+    vstore(y + j, vmul_shoup(_mm256_add_epi64(_mm256_sub_epi64(xv, yv), m.two_q), vl, m));
+  }
+#endif
+  for (; j < n / 2; ++j) {
     const u64 xv = x[j], yv = y[j];
     x[j] = mul_mod_shoup(xv + yv, scale.value, scale.quotient, q);
     y[j] = mul_mod_shoup(xv - yv + two_q, last.value, last.quotient, q);
   }
 }
 
+// The last two stages (m = 2, then m = 1 with the scale folded in) on
+// x0..x3 = a[j + {0, 1, 2, 3} N/4]; in [0, 2q), out [0, q).
+void inverse_last_two_stages(u64* a, const NttTables& t, ShoupOperand scale, ShoupOperand last) {
+  const u64 q = t.modulus().value();
+  const u64 two_q = 2 * q;
+  const std::size_t h = t.n() / 4;
+  const u64 w0 = t.inverse()[2], w0s = t.inverse_shoup()[2];
+  const u64 w1 = t.inverse()[3], w1s = t.inverse_shoup()[3];
+  u64* x0 = a;
+  u64* x1 = a + h;
+  u64* x2 = a + 2 * h;
+  u64* x3 = a + 3 * h;
+  std::size_t j = 0;
+#if RF_NTT_AVX2
+  const VMod m = vmod(q);
+  const VTwiddle vw0 = vtwiddle(w0, w0s), vw1 = vtwiddle(w1, w1s);
+  const VTwiddle vs = vtwiddle(scale.value, scale.quotient), vl = vtwiddle(last.value, last.quotient);
+  for (; j + 4 <= h; j += 4) {
+    V v0 = vload(x0 + j), v1 = vload(x1 + j), v2 = vload(x2 + j), v3 = vload(x3 + j);
+    vgs(v0, v1, vw0, m);
+    vgs(v2, v3, vw1, m);
+    vstore(x0 + j, vmul_shoup(_mm256_add_epi64(v0, v2), vs, m));
+    vstore(x2 + j, vmul_shoup(_mm256_add_epi64(_mm256_sub_epi64(v0, v2), m.two_q), vl, m));
+    vstore(x1 + j, vmul_shoup(_mm256_add_epi64(v1, v3), vs, m));
+    vstore(x3 + j, vmul_shoup(_mm256_add_epi64(_mm256_sub_epi64(v1, v3), m.two_q), vl, m));
+  }
+#endif
+  for (; j < h; ++j) {
+    u64 v0 = x0[j], v1 = x1[j], v2 = x2[j], v3 = x3[j];
+    gs_butterfly(v0, v1, w0, w0s, q);
+    gs_butterfly(v2, v3, w1, w1s, q);
+    x0[j] = mul_mod_shoup(v0 + v2, scale.value, scale.quotient, q);
+    x2[j] = mul_mod_shoup(v0 - v2 + two_q, last.value, last.quotient, q);
+    x1[j] = mul_mod_shoup(v1 + v3, scale.value, scale.quotient, q);
+    x3[j] = mul_mod_shoup(v1 - v3 + two_q, last.value, last.quotient, q);
+  }
+}
+
+// ===========================================================================
+// Inverse driver
+
+StageTwiddles inverse_twiddles(const NttTables& t, std::size_t m, std::size_t k, std::size_t offset) {
+  const std::size_t first = m + offset / (2 * k);
+  return {t.inverse() + first, t.inverse_shoup() + first};
+}
+
+// Radix-4 passes for the stage pairs (lm, lm - 1), lm = lm_hi, lm_hi - 2, ...
+// while lm - 1 >= lm_lo, on the span [offset, offset + len).
+void inverse_pairs(u64* a, const NttTables& t, std::size_t offset, std::size_t len, int lm_hi, int lm_lo) {
+  const u64 q = t.modulus().value();
+  const std::size_t n = t.n();
+  for (int lm = lm_hi; lm - 1 >= lm_lo; lm -= 2) {
+    const std::size_t m = std::size_t{1} << lm;
+    const std::size_t k = n / (2 * m);
+    inverse_radix4(a + offset, len, k, inverse_twiddles(t, m, k, offset), inverse_twiddles(t, m / 2, 2 * k, offset),
+                   q);
+  }
+}
+
+// Alg. 6 from stage lm_start down to 0; input [0, 2q), output [0, q).
+// Stages lm_start .. 1 are plain GS stages, stage 0 carries the scale. With
+// an odd number of plain stages, stages 1 and 0 run fused; otherwise all
+// plain stages pair up and stage 0 runs alone.
+void inverse_transform(u64* a, const NttTables& t, int lm_start, ShoupOperand scale, ShoupOperand last) {
+  const std::size_t n = t.n();
+  const bool fuse_last = lm_start % 2 == 1;
+  const int lm_lo = fuse_last ? 2 : 1;  // lowest stage run by the pairs
+  // Depth-first: the pairs whose span 4k = N / 2^(lm-1) fits in a block.
+  const std::size_t block = std::min(n, kBlock);
+  int lm = lm_start;
+  while (lm - 1 >= lm_lo && (n >> (lm - 1)) <= block) lm -= 2;
+  if (lm != lm_start) {
+    for (std::size_t offset = 0; offset < n; offset += block) inverse_pairs(a, t, offset, block, lm_start, lm + 1);
+  }
+  // Breadth-first for the larger spans.
+  inverse_pairs(a, t, 0, n, lm, lm_lo);
+  if (fuse_last) {
+    inverse_last_two_stages(a, t, scale, last);
+  } else {
+    inverse_last_stage(a, n, scale, last, t.modulus().value());
+  }
+}
+
 }  // namespace
 
-void ntt_forward_limb(u64* a, const NttTables& t) {
-  forward_stages(a, t, t.n());
-  reduce_from_4q(a, t.n(), t.modulus().value());
-}
+void ntt_forward_limb(u64* a, const NttTables& t) { forward_transform(a, t, t.log_n()); }
 
-void ntt_forward_truncated_limb(u64* a, const NttTables& t) {
-  forward_stages(a, t, t.n() / 2);
-  reduce_from_4q(a, t.n(), t.modulus().value());
-}
+void ntt_forward_truncated_limb(u64* a, const NttTables& t) { forward_transform(a, t, t.log_n() - 1); }
 
 void ntt_inverse_limb(u64* a, const NttTables& t) {
-  inverse_stages(a, t, t.n() / 2, t.n_inv(), t.last_twiddle_n_inv());
+  inverse_transform(a, t, t.log_n() - 1, t.n_inv(), t.last_twiddle_n_inv());
 }
 
 void ntt_inverse_truncated_limb(u64* a, const NttTables& t) {
-  inverse_stages(a, t, t.n() / 4, t.half_n_inv(), t.last_twiddle_half_n_inv());
+  inverse_transform(a, t, t.log_n() - 2, t.half_n_inv(), t.last_twiddle_half_n_inv());
 }
 
 }  // namespace ringfire::cpu

@@ -73,10 +73,9 @@ bool strong_probable_prime(const Modulus128& mod, u128 d, int s, u128 base) {
 // (x + n) / 2 = floor(x/2) + floor(n/2) + 1, which never overflows.
 u128 half_mod(u128 x, u128 n) { return (x >> 1) + ((x & 1) != 0 ? (n >> 1) + 1 : 0); }
 
-// -v mod n for a small signed v (|v| < n), or v itself when v >= 0.
+// v mod n for a small signed v with |v| < n.
 u128 signed_mod(std::int64_t v, u128 n) {
-  const u128 magnitude = v < 0 ? static_cast<u128>(-static_cast<u128>(v)) : static_cast<u128>(v);
-  return v < 0 ? n - magnitude : magnitude;
+  return v < 0 ? n - static_cast<u128>(-v) : static_cast<u128>(v);
 }
 
 // Strong Lucas probable-prime test with Selfridge's parameters (method A):
@@ -94,8 +93,7 @@ bool strong_lucas_probable_prime(const Modulus128& mod) {
     d_param = d_param > 0 ? -(d_param + 2) : -d_param + 2;
   }
   const std::int64_t q_param = (1 - d_param) / 4;
-  const u128 q_abs = q_param < 0 ? static_cast<u128>(-q_param) : static_cast<u128>(q_param);
-  if (gcd128(q_abs, n) != 1) return false;
+  if (gcd128(static_cast<u128>(q_param < 0 ? -q_param : q_param), n) != 1) return false;
   const u128 dd = signed_mod(d_param, n);
   const u128 qq = signed_mod(q_param, n);
 
@@ -190,9 +188,10 @@ bool is_prime128(u128 n) {
   for (u64 a : kBases) {
     if (!strong_probable_prime(mod, d, s, a)) return false;
   }
-  // Miller-Rabin with bases 2..41 is proven exact below this bound.
-  const u128 kDeterministicBound = parse_u128("3317044064679887385961981");
-  if (n < kDeterministicBound) return true;
+  // Miller-Rabin with bases 2..41 is proven exact below
+  // psi_13 = 3317044064679887385961981, the least composite passing them all.
+  constexpr u128 kPsi13 = (u128{0x2be69} << 64) | 0x51adc5b22410a5fdULL;
+  if (n < kPsi13) return true;
   const u128 root = isqrt128(n);
   if (root * root == n) return false;
   return strong_lucas_probable_prime(mod);

@@ -2,10 +2,11 @@
 //
 // fast:  out_j = sum_i [x_i * (Q/q_i)^-1]_{q_i} * (Q/q_i) mod p_j, which is
 //        x + u*Q for some 0 <= u < |B| (the approximate "FastBConv").
-// exact: subtracts v*Q with v = round(sum_i y_i / q_i) computed in double
-//        precision, giving the centered representative of x in (-Q/2, Q/2]
-//        modulo each p_j (Halevi-Polyakov-Shoup). Exact unless x lies within
-//        about |B| * 2^-52 * Q of +-Q/2.
+// exact: subtracts v*Q with v = round(sum_i y_i / q_i), giving the centered
+//        representative of x in (-Q/2, Q/2] modulo each p_j
+//        (Halevi-Polyakov-Shoup). v is computed in double precision; the rare
+//        coefficients whose sum falls within 2^-36 of a half are settled with
+//        multiword integers, so the result is exact for every input.
 #pragma once
 
 #include <vector>

@@ -1,0 +1,122 @@
+"""The ``ringfire`` command line: ``demo``, ``bench``, ``info``.
+
+Every command prints a readable table; ``--json`` prints machine-readable output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from . import _core, bench
+
+
+def _pow2_list(text: str) -> list[int]:
+    """'12-17' or '12,14,16' as exponents -> powers of two."""
+    exps: list[int] = []
+    for part in text.split(","):
+        if "-" in part:
+            lo, hi = part.split("-")
+            exps.extend(range(int(lo), int(hi) + 1))
+        else:
+            exps.append(int(part))
+    for e in exps:
+        if not 2 <= e <= 17:
+            raise argparse.ArgumentTypeError(f"log2(N) must be in [2, 17], got {e}")
+    return [1 << e for e in exps]
+
+
+def _int_list(text: str) -> list[int]:
+    return [int(v) for v in text.split(",")]
+
+
+def _emit(args, name: str, rows, columns) -> None:
+    if args.json:
+        json.dump({"benchmark": name, "machine": bench.machine_info(), "results": rows}, sys.stdout, indent=2)
+        print()
+    else:
+        print(bench.format_table(rows, columns))
+
+
+def cmd_bench(args) -> int:
+    if args.threads:
+        _core.set_num_threads(args.threads)
+    quiet = args.json or args.quiet
+    if args.what == "ntt":
+        limbs = [1, 2, 4, 8, 16, 32, 64] if args.full else args.limbs
+        directions = {"both": ("forward", "inverse"), "forward": ("forward",), "inverse": ("inverse",)}[args.direction]
+        rows = bench.bench_ntt(args.n, limbs, directions, bits=args.bits, budget=args.budget, quiet=quiet)
+        _emit(args, "ntt", rows, [
+            ("n", "N", "d"), ("limbs", "limbs", "d"), ("direction", "dir", "s"),
+            ("us_per_call", "us/call", ".1f"), ("us_per_limb", "us/limb", ".1f"),
+            ("ns_per_butterfly", "ns/butterfly", ".3f"), ("limbs_per_second", "limbs/s", ".0f")])
+    elif args.what == "modmul":
+        rows = bench.bench_modmul(args.bits_list, quiet=quiet)
+        _emit(args, "modmul", rows, [("bits", "bits", "d"), ("method", "method", "s"),
+                                     ("ns_per_op", "ns/op", ".3f"), ("note", "note", "s")])
+    else:
+        rows = bench.bench_polymul(args.n, args.limbs, bits=args.bits, budget=args.budget, quiet=quiet)
+        _emit(args, "polymul", rows, [("n", "N", "d"), ("limbs", "limbs", "d"), ("ntt_us", "ntt us", ".1f"),
+                                      ("karatsuba_us", "karatsuba us", ".1f"),
+                                      ("karatsuba_speedup", "speedup", ".3f")])
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from .demo import run_demo
+    return run_demo(json_output=args.json)
+
+
+def cmd_info(args) -> int:
+    info = bench.machine_info()
+    info["cuda_devices"] = _core.cuda_device_count()
+    if args.json:
+        print(json.dumps(info, indent=2))
+    else:
+        for k, v in info.items():
+            print(f"{k:>14}: {v}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ringfire", description="ringfire homomorphic-encryption toolkit")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    demo = sub.add_parser("demo", help="a short end-to-end tour (CPU, a few seconds)")
+    demo.add_argument("--json", action="store_true", help="machine-readable output")
+    demo.set_defaults(func=cmd_demo)
+
+    info = sub.add_parser("info", help="build and machine information")
+    info.add_argument("--json", action="store_true")
+    info.set_defaults(func=cmd_info)
+
+    b = sub.add_parser("bench", help="benchmarks (ntt, modmul, polymul)")
+    b.add_argument("what", choices=["ntt", "modmul", "polymul"])
+    b.add_argument("--n", type=_pow2_list, default=_pow2_list("12-17"),
+                   help="log2 of the ring degrees, e.g. '12-17' or '14,16' (default 12-17)")
+    b.add_argument("--limbs", type=_int_list, default=[1, 8, 32], help="limb counts, e.g. '1,8,32'")
+    b.add_argument("--full", action="store_true", help="ntt: limbs 1,2,4,...,64")
+    b.add_argument("--direction", choices=["both", "forward", "inverse"], default="both")
+    b.add_argument("--bits", type=int, default=61, help="prime size for ntt/polymul (default 61)")
+    b.add_argument("--bits-list", type=_int_list, default=[30, 50, 60, 61], dest="bits_list",
+                   help="modmul: prime sizes (default 30,50,60,61)")
+    b.add_argument("--threads", type=int, default=0, help="CPU threads (default: all)")
+    b.add_argument("--budget", type=float, default=0.3, help="seconds of timing per cell")
+    b.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    b.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    b.set_defaults(func=cmd_bench)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, NotImplementedError) as e:
+        print(f"ringfire: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

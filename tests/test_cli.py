@@ -1,0 +1,38 @@
+"""The command line: demo and bench run and print valid JSON."""
+
+import json
+import subprocess
+import sys
+
+
+def run(*args):
+    out = subprocess.run([sys.executable, "-m", "ringfire", *args], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_demo_json_reports_success():
+    report = json.loads(run("demo", "--json"))
+    assert report["ok"] is True
+    assert report["poly_mul_exact"] and report["ntt_round_trip_exact"] and report["crt_exact"]
+
+
+def test_bench_ntt_json():
+    data = json.loads(run("bench", "ntt", "--n", "12", "--limbs", "1,2", "--budget", "0.01", "--json"))
+    rows = data["results"]
+    assert {(r["limbs"], r["direction"]) for r in rows} == {(1, "forward"), (1, "inverse"), (2, "forward"),
+                                                              (2, "inverse")}
+    assert all(r["ns_per_butterfly"] > 0 and r["n"] == 4096 for r in rows)
+
+
+def test_bench_modmul_and_polymul_tables():
+    text = run("bench", "modmul", "--bits-list", "30,61", "--quiet")
+    assert "alg4" in text and "headroom" in text
+    data = json.loads(run("bench", "polymul", "--n", "10", "--limbs", "1", "--budget", "0.01", "--json"))
+    assert data["results"][0]["karatsuba_us"] > 0
+
+
+def test_bad_arguments_exit_with_message():
+    out = subprocess.run([sys.executable, "-m", "ringfire", "bench", "ntt", "--n", "30"], capture_output=True,
+                         text=True)
+    assert out.returncode != 0 and "log2(N)" in out.stderr
