@@ -31,7 +31,9 @@ TEST(Arith, AllReductionsMatchReference) {
       ASSERT_EQ(reduce_barrett_classic(x, mod), expected) << "q=" << q << " a=" << a << " b=" << b;
       ASSERT_EQ(reduce_alg4(x, mod), expected) << "q=" << q;
       ASSERT_EQ(reduce_u128(x, mod), expected) << "q=" << q;
-      if (mod.supports_dhem()) ASSERT_EQ(reduce_dhem(x, mod), expected) << "q=" << q;
+      if (mod.supports_dhem()) {
+        ASSERT_EQ(reduce_dhem(x, mod), expected) << "q=" << q;
+      }
       ASSERT_EQ(mul_mod_shoup(a, b, shoup_precompute(b, q), q), expected) << "q=" << q;
       ASSERT_EQ(mad_mod(a, b, a, mod), static_cast<u64>((x + a) % q));
     }
@@ -89,7 +91,9 @@ TEST(Primes, NttPrimesAreDistinctPrimeAndCongruent) {
       EXPECT_TRUE(is_prime(primes[i]));
       EXPECT_EQ(bit_length(primes[i]), bits);
       EXPECT_EQ(primes[i] % (2 * n), 1u);
-      if (i) EXPECT_LT(primes[i], primes[i - 1]);
+      if (i > 0) {
+        EXPECT_LT(primes[i], primes[i - 1]);
+      }
     }
   }
   EXPECT_THROW(find_ntt_primes(20, 1000, 1 << 14), InvalidArgument);

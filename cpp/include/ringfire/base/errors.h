@@ -20,12 +20,20 @@ class NotSupported : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// "[op] msg", built by appending (sidesteps a GCC 12 -Wrestrict false positive).
+inline std::string tagged_message(std::string_view op, const std::string& msg) {
+  std::string text;
+  text.reserve(op.size() + msg.size() + 3);
+  text.append("[").append(op).append("] ").append(msg);
+  return text;
+}
+
 [[noreturn]] inline void throw_invalid(std::string_view op, const std::string& msg) {
-  throw InvalidArgument("[" + std::string(op) + "] " + msg);
+  throw InvalidArgument(tagged_message(op, msg));
 }
 
 [[noreturn]] inline void throw_not_supported(std::string_view op, const std::string& msg) {
-  throw NotSupported("[" + std::string(op) + "] " + msg);
+  throw NotSupported(tagged_message(op, msg));
 }
 
 // Argument check at an API boundary: always on, throws InvalidArgument.
