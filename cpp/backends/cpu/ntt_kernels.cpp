@@ -85,49 +85,55 @@ inline V vload_pairs(const u64* p) {
   return _mm256_permute4x64_epi64(_mm256_castsi128_si256(two), 0x50);
 }
 
-// x - bound if x >= bound, else x; needs x, bound < 2^63. The sign of
-// x - bound selects (blendv reads only the sign bit).
+// x - bound if x >= bound, else x; needs x, bound < 2^63 (signed compare).
 inline V vsub_if_ge(V x, V bound) {
-  const V d = _mm256_sub_epi64(x, bound);
-  return _mm256_castpd_si256(
-      _mm256_blendv_pd(_mm256_castsi256_pd(d), _mm256_castsi256_pd(x), _mm256_castsi256_pd(d)));
+  const V lt = _mm256_cmpgt_epi64(bound, x);
+  return _mm256_sub_epi64(x, _mm256_andnot_si256(lt, bound));
 }
+
+// Swaps the 32-bit halves of every 64-bit lane.
+inline V vswap_halves(V x) { return _mm256_shuffle_epi32(x, 0xB1); }
+// Moves each lane's high 32 bits to its low half (the high half is junk,
+// which vpmuludq ignores).
+inline V vhigh_to_low(V x) { return _mm256_shuffle_epi32(x, 0xF5); }
 
 // The modulus in the forms the lanes need.
 struct VMod {
-  V q, q_hi, two_q;
+  V q, q_swapped, two_q;
 };
-inline VMod vmod(u64 q) { return {vbroadcast(q), vbroadcast(q >> 32), vbroadcast(2 * q)}; }
+inline VMod vmod(u64 q) { return {vbroadcast(q), vswap_halves(vbroadcast(q)), vbroadcast(2 * q)}; }
 
-// A Shoup twiddle per lane, with the high 32-bit halves pre-shifted.
+// A Shoup twiddle per lane: w, w with swapped halves, and the halved Shoup
+// constant ws2 = floor(ws / 2) = floor(w 2^63 / q) with its high half.
 struct VTwiddle {
-  V w, w_hi, ws, ws_hi;
+  V w, w_swapped, ws2, ws2_hi;
 };
-inline VTwiddle vtwiddle(V w, V ws) { return {w, _mm256_srli_epi64(w, 32), ws, _mm256_srli_epi64(ws, 32)}; }
-inline VTwiddle vtwiddle(u64 w, u64 ws) {
-  return {vbroadcast(w), vbroadcast(w >> 32), vbroadcast(ws), vbroadcast(ws >> 32)};
+inline VTwiddle vtwiddle(V w, V ws) {
+  const V ws2 = _mm256_srli_epi64(ws, 1);
+  return {w, vswap_halves(w), ws2, _mm256_srli_epi64(ws2, 32)};
 }
+inline VTwiddle vtwiddle(u64 w, u64 ws) { return vtwiddle(vbroadcast(w), vbroadcast(ws)); }
 
-// y * w mod q in [0, 2q) for any 64-bit y (Shoup): r = y w - floor(y ws / 2^64) q.
-// Each 64-bit product is assembled from 32-bit halves: the quotient needs
-// the full high word (4 vpmuludq), the two low words 3 each.
+// y * w mod q in [0, 2q) for y < 2^63 (Shoup, with 2^63 in place of 2^64):
+//   quot = floor(y ws2 / 2^63) lies in (y w / q - 2, y w / q], so
+//   r = y w - quot q is in [0, 2q) and is exact from its low 64 bits.
+// With y, ws2 < 2^63 the middle sum of the 32x32-bit partial products stays
+// below 2^64. The low words of y w and quot q share their cross terms, which
+// are only needed mod 2^32 (vpmulld on the 32-bit halves).
 inline V vmul_shoup_lazy(V y, const VTwiddle& t, const VMod& m) {
-  const V lo32 = _mm256_set1_epi64x(0xffffffff);
-  const V y_hi = _mm256_srli_epi64(y, 32);
-  // quot = high word of y * ws.
-  const V ll = _mm256_mul_epu32(y, t.ws);
-  const V lh = _mm256_mul_epu32(y, t.ws_hi);
-  const V hl = _mm256_mul_epu32(y_hi, t.ws);
-  const V hh = _mm256_mul_epu32(y_hi, t.ws_hi);
-  const V mid = _mm256_add_epi64(lh, _mm256_srli_epi64(ll, 32));     // < 2^64
-  const V mid2 = _mm256_add_epi64(hl, _mm256_and_si256(mid, lo32));  // < 2^64
-  const V quot = _mm256_add_epi64(hh, _mm256_add_epi64(_mm256_srli_epi64(mid, 32), _mm256_srli_epi64(mid2, 32)));
-  const V quot_hi = _mm256_srli_epi64(quot, 32);
-  // r = y w - quot q (mod 2^64): low products plus the cross terms << 32.
+  const V y_hi = vhigh_to_low(y);
+  const V ll = _mm256_mul_epu32(y, t.ws2);
+  const V lh = _mm256_mul_epu32(y, t.ws2_hi);
+  const V hl = _mm256_mul_epu32(y_hi, t.ws2);
+  const V hh = _mm256_mul_epu32(y_hi, t.ws2_hi);
+  const V mid = _mm256_add_epi64(_mm256_add_epi64(lh, hl), _mm256_srli_epi64(ll, 32));  // < 2^64
+  const V quot = _mm256_add_epi64(_mm256_add_epi64(hh, hh), _mm256_srli_epi64(mid, 31));
+  // Low 32x32 products, then the cross terms y_lo w_hi + y_hi w_lo -
+  // quot_lo q_hi - quot_hi q_lo (mod 2^32) added into the high halves.
   const V lo = _mm256_sub_epi64(_mm256_mul_epu32(y, t.w), _mm256_mul_epu32(quot, m.q));
-  const V cross = _mm256_sub_epi64(_mm256_add_epi64(_mm256_mul_epu32(y, t.w_hi), _mm256_mul_epu32(y_hi, t.w)),
-                                   _mm256_add_epi64(_mm256_mul_epu32(quot, m.q_hi), _mm256_mul_epu32(quot_hi, m.q)));
-  return _mm256_add_epi64(lo, _mm256_slli_epi64(cross, 32));
+  const V c = _mm256_sub_epi32(_mm256_mullo_epi32(y, t.w_swapped), _mm256_mullo_epi32(quot, m.q_swapped));
+  const V cross = _mm256_blend_epi32(_mm256_setzero_si256(), _mm256_add_epi32(c, vswap_halves(c)), 0xAA);
+  return _mm256_add_epi64(lo, cross);
 }
 
 // y * w mod q in [0, q).
