@@ -30,6 +30,15 @@ void bind_base(nb::module_& m) {
       "Canonical name of a device string ('cpu', 'cuda', 'cuda:N').");
   m.def("cuda_compiled", &cuda_compiled, "Whether the CUDA backend target is part of this build.");
   m.def("cuda_device_count", &cuda_device_count, "CUDA devices visible at run time.");
+  m.def(
+      "cuda_mul_mod",
+      [](ConstU64Array a, ConstU64Array b, U64Array out, u64 q) {
+        require(a.size() == b.size() && a.size() == out.size(), "cuda.mul_mod", "arrays differ in length");
+        nb::gil_scoped_release release;
+        return cuda_mul_mod(a.data(), b.data(), out.data(), a.size(), q);
+      },
+      nb::arg("a"), nb::arg("b"), nb::arg("out"), nb::arg("q"),
+      "GPU smoke test of the shared RF_HD mul_mod; returns False when no GPU is usable.");
 }
 
 }  // namespace ringfire::python
