@@ -1,7 +1,13 @@
-// Negacyclic NTT kernels: Harvey lazy butterflies with Shoup twiddles,
-// radix-4 passes (two radix-2 stages per sweep over memory), cache blocking
-// (depth-first once a block fits in L1) and AVX2 vectorisation (4 x 64-bit
-// lanes, the 64x64-bit products built from 32x32 -> 64-bit vpmuludq).
+// Negacyclic NTT kernels: Harvey lazy butterflies with Shoup twiddles, AVX2
+// vectorisation (4 x 64-bit lanes, the 64x64-bit products assembled from
+// 32-bit multiplies), cache blocking (the stages whose span fits in L1 run
+// depth-first, block by block) and fused radix-4 passes for the two stages
+// with tiny distances (k = 1, 2 or 2, 4), where lanes run across groups.
+//
+// Measured on Zen 3 (one core, 61-bit q): vectorised radix-2 stages beat
+// radix-4 passes over the same data (the longer dependency chain of a radix-4
+// butterfly hurts more than the halved loads/stores help), so the big-k
+// stages are radix-2 and only the tiny-k ends are fused.
 //
 // Value ranges (q < 2^61, so 4q < 2^63: no overflow, and signed 64-bit
 // compares order the values correctly):
@@ -79,10 +85,20 @@ using V = __m256i;
 inline V vload(const u64* p) { return _mm256_loadu_si256(reinterpret_cast<const V*>(p)); }
 inline void vstore(u64* p, V v) { _mm256_storeu_si256(reinterpret_cast<V*>(p), v); }
 inline V vbroadcast(u64 x) { return _mm256_set1_epi64x(static_cast<long long>(x)); }
-// [p[0], p[0], p[1], p[1]].
+// [p[0], p[0], p[1], p[1]] (two broadcast loads and a blend; vpermq is slow
+// on Zen 3).
 inline V vload_pairs(const u64* p) {
-  const __m128i two = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  return _mm256_permute4x64_epi64(_mm256_castsi128_si256(two), 0x50);
+  return _mm256_blend_epi32(vbroadcast(p[0]), vbroadcast(p[1]), 0xF0);
+}
+// [lo[0], lo[1], hi[0], hi[1]] and its inverse.
+inline V vload_halves(const u64* lo, const u64* hi) {
+  const __m128i l = _mm_loadu_si128(reinterpret_cast<const __m128i*>(lo));
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(hi));
+  return _mm256_inserti128_si256(_mm256_castsi128_si256(l), h, 1);
+}
+inline void vstore_halves(u64* lo, u64* hi, V v) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(lo), _mm256_castsi256_si128(v));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(hi), _mm256_extracti128_si256(v, 1));
 }
 
 // x - bound if x >= bound, else x; needs x, bound < 2^63 (signed compare).
@@ -112,7 +128,10 @@ inline VTwiddle vtwiddle(V w, V ws) {
   const V ws2 = _mm256_srli_epi64(ws, 1);
   return {w, vswap_halves(w), ws2, _mm256_srli_epi64(ws2, 32)};
 }
-inline VTwiddle vtwiddle(u64 w, u64 ws) { return vtwiddle(vbroadcast(w), vbroadcast(ws)); }
+// The same for one twiddle in every lane, prepared on the scalar side.
+inline VTwiddle vtwiddle(u64 w, u64 ws) {
+  return {vbroadcast(w), vbroadcast((w << 32) | (w >> 32)), vbroadcast(ws >> 1), vbroadcast(ws >> 33)};
+}
 
 // y * w mod q in [0, 2q) for y < 2^63 (Shoup, with 2^63 in place of 2^64):
 //   quot = floor(y ws2 / 2^63) lies in (y w / q - 2, y w / q], so
@@ -122,10 +141,11 @@ inline VTwiddle vtwiddle(u64 w, u64 ws) { return vtwiddle(vbroadcast(w), vbroadc
 // are only needed mod 2^32 (vpmulld on the 32-bit halves).
 inline V vmul_shoup_lazy(V y, const VTwiddle& t, const VMod& m) {
   const V y_hi = vhigh_to_low(y);
-  const V ll = _mm256_mul_epu32(y, t.ws2);
   const V lh = _mm256_mul_epu32(y, t.ws2_hi);
   const V hl = _mm256_mul_epu32(y_hi, t.ws2);
   const V hh = _mm256_mul_epu32(y_hi, t.ws2_hi);
+  const V ll = _mm256_mul_epu32(y, t.ws2);
+  // y ws2 = hh 2^64 + mid 2^32 + (ll mod 2^32), so quot = 2 hh + floor(mid / 2^31).
   const V mid = _mm256_add_epi64(_mm256_add_epi64(lh, hl), _mm256_srli_epi64(ll, 32));  // < 2^64
   const V quot = _mm256_add_epi64(_mm256_add_epi64(hh, hh), _mm256_srli_epi64(mid, 31));
   // Low 32x32 products, then the cross terms y_lo w_hi + y_hi w_lo -
@@ -157,23 +177,22 @@ inline void vgs(V& x, V& y, const VTwiddle& t, const VMod& m) {
 
 // [0, 4q) -> [0, q).
 inline V vreduce_4q(V v, const VMod& m) { return vsub_if_ge(vsub_if_ge(v, m.two_q), m.q); }
-
-// 128-bit lane shuffles: [a0 a1 b0 b1] and [a2 a3 b2 b3].
-inline V vlow_halves(V a, V b) { return _mm256_permute2x128_si256(a, b, 0x20); }
-inline V vhigh_halves(V a, V b) { return _mm256_permute2x128_si256(a, b, 0x31); }
 #endif
 
 // ===========================================================================
 // Forward kernels
 
-// One CT stage of distance k over `len` elements (a multiple of 2k).
+// One CT stage of distance k over `len` elements (a multiple of 2k):
+// (a[2gk + j], a[2gk + k + j]) with twiddle tw[g]. In/out [0, 4q).
 void forward_radix2(u64* a, std::size_t len, std::size_t k, StageTwiddles tw, u64 q) {
+#if RF_NTT_AVX2
+  const VMod m = vmod(q);
+#endif
   for (std::size_t g = 0; g < len / (2 * k); ++g) {
     u64* x = a + 2 * g * k;
     u64* y = x + k;
     std::size_t j = 0;
 #if RF_NTT_AVX2
-    const VMod m = vmod(q);
     const VTwiddle w = vtwiddle(tw.w[g], tw.ws[g]);
     for (; j + 4 <= k; j += 4) {
       V xv = vload(x + j), yv = vload(y + j);
@@ -186,12 +205,10 @@ void forward_radix2(u64* a, std::size_t len, std::size_t k, StageTwiddles tw, u6
   }
 }
 
-// Two CT stages (distances k and h = k/2) over `len` elements (a multiple
-// of 2k); group g holds x0..x3 = a[2gk + j + {0, h, 2h, 3h}], j < h.
-// t1: twiddles of the first stage (one per group), t2: of the second (two
-// per group). With kReduce the outputs are reduced to [0, q).
-template <bool kReduce>
-void forward_radix4_scalar(u64* a, std::size_t len, std::size_t k, StageTwiddles t1, StageTwiddles t2, u64 q) {
+// The last two CT stages (distances k and h = k/2) over `len` elements,
+// reducing to [0, q): group g holds x0..x3 = a[2gk + j + {0, h, 2h, 3h}],
+// j < h; t1 has one twiddle per group, t2 two. Input [0, 4q).
+void forward_final_pair_scalar(u64* a, std::size_t len, std::size_t k, StageTwiddles t1, StageTwiddles t2, u64 q) {
   const std::size_t h = k / 2;
   for (std::size_t g = 0; g < len / (2 * k); ++g) {
     u64* x0 = a + 2 * g * k;
@@ -204,169 +221,135 @@ void forward_radix4_scalar(u64* a, std::size_t len, std::size_t k, StageTwiddles
       ct_butterfly(v1, v3, t1.w[g], t1.ws[g], q);
       ct_butterfly(v0, v1, t2.w[2 * g], t2.ws[2 * g], q);
       ct_butterfly(v2, v3, t2.w[2 * g + 1], t2.ws[2 * g + 1], q);
-      if constexpr (kReduce) {
-        v0 = reduce_4q(v0, q);
-        v1 = reduce_4q(v1, q);
-        v2 = reduce_4q(v2, q);
-        v3 = reduce_4q(v3, q);
-      }
-      x0[j] = v0;
-      x1[j] = v1;
-      x2[j] = v2;
-      x3[j] = v3;
+      x0[j] = reduce_4q(v0, q);
+      x1[j] = reduce_4q(v1, q);
+      x2[j] = reduce_4q(v2, q);
+      x3[j] = reduce_4q(v3, q);
     }
   }
 }
 
 #if RF_NTT_AVX2
-// forward_radix4_scalar for h a multiple of 4: lanes run along j.
-template <bool kReduce>
-void forward_radix4_avx2(u64* a, std::size_t len, std::size_t k, StageTwiddles t1, StageTwiddles t2, u64 q) {
-  const VMod m = vmod(q);
-  const std::size_t h = k / 2;
-  for (std::size_t g = 0; g < len / (2 * k); ++g) {
-    u64* x0 = a + 2 * g * k;
-    u64* x1 = x0 + h;
-    u64* x2 = x0 + 2 * h;
-    u64* x3 = x0 + 3 * h;
-    const VTwiddle w1 = vtwiddle(t1.w[g], t1.ws[g]);
-    const VTwiddle w2 = vtwiddle(t2.w[2 * g], t2.ws[2 * g]);
-    const VTwiddle w3 = vtwiddle(t2.w[2 * g + 1], t2.ws[2 * g + 1]);
-    for (std::size_t j = 0; j < h; j += 4) {
-      V v0 = vload(x0 + j), v1 = vload(x1 + j), v2 = vload(x2 + j), v3 = vload(x3 + j);
-      vct(v0, v2, w1, m);
-      vct(v1, v3, w1, m);
-      vct(v0, v1, w2, m);
-      vct(v2, v3, w3, m);
-      if constexpr (kReduce) {
-        v0 = vreduce_4q(v0, m);
-        v1 = vreduce_4q(v1, m);
-        v2 = vreduce_4q(v2, m);
-        v3 = vreduce_4q(v3, m);
-      }
-      vstore(x0 + j, v0);
-      vstore(x1 + j, v1);
-      vstore(x2 + j, v2);
-      vstore(x3 + j, v3);
-    }
-  }
-}
-
-// k = 4 (h = 2): one 8-element group per step, as A = a[0..3], B = a[4..7].
-// Stage 1 pairs A with B (one twiddle); stage 2 pairs [a0 a1 a4 a5] with
+// k = 4 (h = 2): one 8-element group per step, as lo = a[0..3], hi = a[4..7].
+// Stage 1 pairs lo with hi (one twiddle); stage 2 pairs [a0 a1 a4 a5] with
 // [a2 a3 a6 a7] (twiddles t2[2g], t2[2g], t2[2g+1], t2[2g+1]).
-template <bool kReduce>
-void forward_radix4_k4_avx2(u64* a, std::size_t len, StageTwiddles t1, StageTwiddles t2, u64 q) {
+void forward_final_pair_k4_avx2(u64* a, std::size_t len, StageTwiddles t1, StageTwiddles t2, u64 q) {
   const VMod m = vmod(q);
   for (std::size_t g = 0; g < len / 8; ++g) {
     u64* p = a + 8 * g;
     V lo = vload(p), hi = vload(p + 4);
     vct(lo, hi, vtwiddle(t1.w[g], t1.ws[g]), m);
-    V x = vlow_halves(lo, hi), y = vhigh_halves(lo, hi);
+    V x = _mm256_permute2x128_si256(lo, hi, 0x20), y = _mm256_permute2x128_si256(lo, hi, 0x31);
     vct(x, y, vtwiddle(vload_pairs(t2.w + 2 * g), vload_pairs(t2.ws + 2 * g)), m);
-    if constexpr (kReduce) {
-      x = vreduce_4q(x, m);
-      y = vreduce_4q(y, m);
-    }
-    vstore(p, vlow_halves(x, y));
-    vstore(p + 4, vhigh_halves(x, y));
+    x = vreduce_4q(x, m);
+    y = vreduce_4q(y, m);
+    vstore_halves(p, p + 4, x);
+    vstore_halves(p + 2, p + 6, y);
   }
 }
 
 // k = 2 (h = 1): two 4-element groups P, Q per step. Stage 1 pairs
 // [p0 p1 q0 q1] with [p2 p3 q2 q3] (twiddles t1[g], t1[g], t1[g+1], t1[g+1]);
 // stage 2 pairs [p0 p2 q0 q2] with [p1 p3 q1 q3] (t2[2g .. 2g+3]).
-template <bool kReduce>
-void forward_radix4_k2_avx2(u64* a, std::size_t len, StageTwiddles t1, StageTwiddles t2, u64 q) {
+void forward_final_pair_k2_avx2(u64* a, std::size_t len, StageTwiddles t1, StageTwiddles t2, u64 q) {
   const VMod m = vmod(q);
   for (std::size_t g = 0; g < len / 4; g += 2) {
     u64* p = a + 4 * g;
-    const V pv = vload(p), qv = vload(p + 4);
-    V x = vlow_halves(pv, qv), y = vhigh_halves(pv, qv);
+    V x = vload_halves(p, p + 4), y = vload_halves(p + 2, p + 6);
     vct(x, y, vtwiddle(vload_pairs(t1.w + g), vload_pairs(t1.ws + g)), m);
     V u = _mm256_unpacklo_epi64(x, y), v = _mm256_unpackhi_epi64(x, y);
     vct(u, v, vtwiddle(vload(t2.w + 2 * g), vload(t2.ws + 2 * g)), m);
-    if constexpr (kReduce) {
-      u = vreduce_4q(u, m);
-      v = vreduce_4q(v, m);
-    }
-    x = _mm256_unpacklo_epi64(u, v);
-    y = _mm256_unpackhi_epi64(u, v);
-    vstore(p, vlow_halves(x, y));
-    vstore(p + 4, vhigh_halves(x, y));
+    u = vreduce_4q(u, m);
+    v = vreduce_4q(v, m);
+    vstore_halves(p, p + 4, _mm256_unpacklo_epi64(u, v));
+    vstore_halves(p + 2, p + 6, _mm256_unpackhi_epi64(u, v));
   }
 }
 #endif
 
-template <bool kReduce>
-void forward_radix4(u64* a, std::size_t len, std::size_t k, StageTwiddles t1, StageTwiddles t2, u64 q) {
+void forward_final_pair(u64* a, std::size_t len, std::size_t k, StageTwiddles t1, StageTwiddles t2, u64 q) {
 #if RF_NTT_AVX2
-  if (k % 8 == 0) return forward_radix4_avx2<kReduce>(a, len, k, t1, t2, q);
-  if (k == 4) return forward_radix4_k4_avx2<kReduce>(a, len, t1, t2, q);
-  if (k == 2 && len >= 8) return forward_radix4_k2_avx2<kReduce>(a, len, t1, t2, q);
+  if (k == 4) return forward_final_pair_k4_avx2(a, len, t1, t2, q);
+  if (k == 2 && len >= 8) return forward_final_pair_k2_avx2(a, len, t1, t2, q);
 #endif
-  forward_radix4_scalar<kReduce>(a, len, k, t1, t2, q);
+  forward_final_pair_scalar(a, len, k, t1, t2, q);
 }
 
 // ===========================================================================
 // Forward driver
 
-// Twiddles of stage m for the span starting at element `offset`.
+// Twiddles of stage m (distance k) for the span starting at element `offset`.
 StageTwiddles forward_twiddles(const NttTables& t, std::size_t m, std::size_t k, std::size_t offset) {
   const std::size_t first = m + offset / (2 * k);
   return {t.forward() + first, t.forward_shoup() + first};
 }
 
-// Stages s_begin .. s_end-1 on the span [offset, offset + len), two at a
-// time; the last pass reduces to [0, q) if `reduce`. (s_end - s_begin) even.
-void forward_pairs(u64* a, const NttTables& t, std::size_t offset, std::size_t len, int s_begin, int s_end,
-                   bool reduce) {
-  const u64 q = t.modulus().value();
-  const std::size_t n = t.n();
-  for (int s = s_begin; s < s_end; s += 2) {
-    const std::size_t m = std::size_t{1} << s;
-    const std::size_t k = n / (2 * m);
-    const StageTwiddles t1 = forward_twiddles(t, m, k, offset);
-    const StageTwiddles t2 = forward_twiddles(t, 2 * m, k / 2, offset);
-    if (reduce && s + 2 == s_end) {
-      forward_radix4<true>(a + offset, len, k, t1, t2, q);
-    } else {
-      forward_radix4<false>(a + offset, len, k, t1, t2, q);
-    }
-  }
+// Forward stage s (m = 2^s, k = N / 2^(s+1)) on [offset, offset + len).
+void forward_stage(u64* a, const NttTables& t, int s, std::size_t offset, std::size_t len) {
+  const std::size_t m = std::size_t{1} << s;
+  const std::size_t k = t.n() / (2 * m);
+  forward_radix2(a + offset, len, k, forward_twiddles(t, m, k, offset), t.modulus().value());
+}
+
+// Stages s and s + 1 fused, the output reduced to [0, q).
+void forward_final_stages(u64* a, const NttTables& t, int s, std::size_t offset, std::size_t len) {
+  const std::size_t m = std::size_t{1} << s;
+  const std::size_t k = t.n() / (2 * m);
+  forward_final_pair(a + offset, len, k, forward_twiddles(t, m, k, offset), forward_twiddles(t, 2 * m, k / 2, offset),
+                     t.modulus().value());
 }
 
 // Stages 0 .. num_stages-1 of Alg. 5; input [0, 4q), output [0, q).
 void forward_transform(u64* a, const NttTables& t, int num_stages) {
   const u64 q = t.modulus().value();
   const std::size_t n = t.n();
+  if (num_stages == 1) {  // N = 4, truncated
+    forward_stage(a, t, 0, 0, n);
+    for (std::size_t j = 0; j < n; ++j) a[j] = reduce_4q(a[j], q);
+    return;
+  }
+  const int last_pair = num_stages - 2;
+  // Breadth-first while a stage's span 2k = N / 2^s exceeds the block.
   int s = 0;
-  if (num_stages % 2 != 0) {  // one radix-2 stage first, where k is largest
-    forward_radix2(a, n, n / 2, forward_twiddles(t, 1, n / 2, 0), q);
-    s = 1;
-    if (num_stages == 1) {
-      for (std::size_t j = 0; j < n; ++j) a[j] = reduce_4q(a[j], q);
-      return;
-    }
+  for (; s < last_pair && (n >> s) > kBlock; ++s) forward_stage(a, t, s, 0, n);
+  // Depth-first: the remaining stages block by block (the final pair's span
+  // is at most 16 elements, so it always fits).
+  const std::size_t block = std::min(n, kBlock);
+  for (std::size_t offset = 0; offset < n; offset += block) {
+    for (int r = s; r < last_pair; ++r) forward_stage(a, t, r, offset, block);
+    forward_final_stages(a, t, last_pair, offset, block);
   }
-  // Breadth-first while a radix-4 span (2k = N / 2^s) exceeds the block.
-  while (s < num_stages && (n >> s) > kBlock) {
-    forward_pairs(a, t, 0, n, s, s + 2, s + 2 == num_stages);
-    s += 2;
-  }
-  if (s == num_stages) return;
-  // Depth-first: all remaining stages inside each block.
-  const std::size_t block = n >> s;
-  for (std::size_t offset = 0; offset < n; offset += block) forward_pairs(a, t, offset, block, s, num_stages, true);
 }
 
 // ===========================================================================
 // Inverse kernels
 
-// Two GS stages (distances k then 2k) over `len` elements (a multiple of
-// 4k); group g holds x0..x3 = a[4gk + j + {0, k, 2k, 3k}], j < k.
-// t1: twiddles of the first stage (two per group), t2: of the second.
-void inverse_radix4_scalar(u64* a, std::size_t len, std::size_t k, StageTwiddles t1, StageTwiddles t2, u64 q) {
+// One GS stage of distance k over `len` elements (a multiple of 2k). In/out [0, 2q).
+void inverse_radix2(u64* a, std::size_t len, std::size_t k, StageTwiddles tw, u64 q) {
+#if RF_NTT_AVX2
+  const VMod m = vmod(q);
+#endif
+  for (std::size_t g = 0; g < len / (2 * k); ++g) {
+    u64* x = a + 2 * g * k;
+    u64* y = x + k;
+    std::size_t j = 0;
+#if RF_NTT_AVX2
+    const VTwiddle w = vtwiddle(tw.w[g], tw.ws[g]);
+    for (; j + 4 <= k; j += 4) {
+      V xv = vload(x + j), yv = vload(y + j);
+      vgs(xv, yv, w, m);
+      vstore(x + j, xv);
+      vstore(y + j, yv);
+    }
+#endif
+    for (; j < k; ++j) gs_butterfly(x[j], y[j], tw.w[g], tw.ws[g], q);
+  }
+}
+
+// The first two GS stages (distances k then 2k) over `len` elements: group
+// g holds x0..x3 = a[4gk + j + {0, k, 2k, 3k}], j < k; t1 has two twiddles
+// per group, t2 one. In/out [0, 2q).
+void inverse_head_pair_scalar(u64* a, std::size_t len, std::size_t k, StageTwiddles t1, StageTwiddles t2, u64 q) {
   for (std::size_t g = 0; g < len / (4 * k); ++g) {
     u64* x0 = a + 4 * g * k;
     u64* x1 = x0 + k;
@@ -387,96 +370,58 @@ void inverse_radix4_scalar(u64* a, std::size_t len, std::size_t k, StageTwiddles
 }
 
 #if RF_NTT_AVX2
-// inverse_radix4_scalar for k a multiple of 4: lanes run along j.
-void inverse_radix4_avx2(u64* a, std::size_t len, std::size_t k, StageTwiddles t1, StageTwiddles t2, u64 q) {
-  const VMod m = vmod(q);
-  for (std::size_t g = 0; g < len / (4 * k); ++g) {
-    u64* x0 = a + 4 * g * k;
-    u64* x1 = x0 + k;
-    u64* x2 = x0 + 2 * k;
-    u64* x3 = x0 + 3 * k;
-    const VTwiddle w0 = vtwiddle(t1.w[2 * g], t1.ws[2 * g]);
-    const VTwiddle w1 = vtwiddle(t1.w[2 * g + 1], t1.ws[2 * g + 1]);
-    const VTwiddle w2 = vtwiddle(t2.w[g], t2.ws[g]);
-    for (std::size_t j = 0; j < k; j += 4) {
-      V v0 = vload(x0 + j), v1 = vload(x1 + j), v2 = vload(x2 + j), v3 = vload(x3 + j);
-      vgs(v0, v1, w0, m);
-      vgs(v2, v3, w1, m);
-      vgs(v0, v2, w2, m);
-      vgs(v1, v3, w2, m);
-      vstore(x0 + j, v0);
-      vstore(x1 + j, v1);
-      vstore(x2 + j, v2);
-      vstore(x3 + j, v3);
-    }
-  }
-}
-
 // k = 2: one 8-element group per step. Stage 1 pairs [a0 a1 a4 a5] with
 // [a2 a3 a6 a7] (twiddles t1[2g], t1[2g], t1[2g+1], t1[2g+1]); stage 2
 // pairs a[0..3] with a[4..7] (one twiddle).
-void inverse_radix4_k2_avx2(u64* a, std::size_t len, StageTwiddles t1, StageTwiddles t2, u64 q) {
+void inverse_head_pair_k2_avx2(u64* a, std::size_t len, StageTwiddles t1, StageTwiddles t2, u64 q) {
   const VMod m = vmod(q);
   for (std::size_t g = 0; g < len / 8; ++g) {
     u64* p = a + 8 * g;
-    const V lo = vload(p), hi = vload(p + 4);
-    V x = vlow_halves(lo, hi), y = vhigh_halves(lo, hi);
+    V x = vload_halves(p, p + 4), y = vload_halves(p + 2, p + 6);
     vgs(x, y, vtwiddle(vload_pairs(t1.w + 2 * g), vload_pairs(t1.ws + 2 * g)), m);
-    V u = vlow_halves(x, y), v = vhigh_halves(x, y);
-    vgs(u, v, vtwiddle(t2.w[g], t2.ws[g]), m);
-    vstore(p, u);
-    vstore(p + 4, v);
+    V lo = _mm256_permute2x128_si256(x, y, 0x20), hi = _mm256_permute2x128_si256(x, y, 0x31);
+    vgs(lo, hi, vtwiddle(t2.w[g], t2.ws[g]), m);
+    vstore(p, lo);
+    vstore(p + 4, hi);
   }
 }
 
 // k = 1: two 4-element groups P, Q per step. Stage 1 pairs [p0 p2 q0 q2]
 // with [p1 p3 q1 q3] (twiddles t1[2g .. 2g+3]); stage 2 pairs
 // [p0 p1 q0 q1] with [p2 p3 q2 q3] (t2[g], t2[g], t2[g+1], t2[g+1]).
-void inverse_radix4_k1_avx2(u64* a, std::size_t len, StageTwiddles t1, StageTwiddles t2, u64 q) {
+void inverse_head_pair_k1_avx2(u64* a, std::size_t len, StageTwiddles t1, StageTwiddles t2, u64 q) {
   const VMod m = vmod(q);
   for (std::size_t g = 0; g < len / 4; g += 2) {
     u64* p = a + 4 * g;
-    const V pv = vload(p), qv = vload(p + 4);
-    const V x = vlow_halves(pv, qv), y = vhigh_halves(pv, qv);
+    const V x = vload_halves(p, p + 4), y = vload_halves(p + 2, p + 6);
     V u = _mm256_unpacklo_epi64(x, y), v = _mm256_unpackhi_epi64(x, y);
     vgs(u, v, vtwiddle(vload(t1.w + 2 * g), vload(t1.ws + 2 * g)), m);
     V s = _mm256_unpacklo_epi64(u, v), d = _mm256_unpackhi_epi64(u, v);
     vgs(s, d, vtwiddle(vload_pairs(t2.w + g), vload_pairs(t2.ws + g)), m);
-    vstore(p, vlow_halves(s, d));
-    vstore(p + 4, vhigh_halves(s, d));
+    vstore_halves(p, p + 4, s);
+    vstore_halves(p + 2, p + 6, d);
   }
 }
 #endif
 
-void inverse_radix4(u64* a, std::size_t len, std::size_t k, StageTwiddles t1, StageTwiddles t2, u64 q) {
+void inverse_head_pair(u64* a, std::size_t len, std::size_t k, StageTwiddles t1, StageTwiddles t2, u64 q) {
 #if RF_NTT_AVX2
-  if (k % 4 == 0) return inverse_radix4_avx2(a, len, k, t1, t2, q);
-  if (k == 2) return inverse_radix4_k2_avx2(a, len, t1, t2, q);
-  if (k == 1 && len >= 8) return inverse_radix4_k1_avx2(a, len, t1, t2, q);
+  if (k == 2) return inverse_head_pair_k2_avx2(a, len, t1, t2, q);
+  if (k == 1 && len >= 8) return inverse_head_pair_k1_avx2(a, len, t1, t2, q);
 #endif
-  inverse_radix4_scalar(a, len, k, t1, t2, q);
+  inverse_head_pair_scalar(a, len, k, t1, t2, q);
 }
 
-// The last stage (m = 1): x' = (x + y) scale, y' = (x - y) last, where
-// last = psi^-br(1) scale; x = a[j], y = a[j + N/2]. In [0, 2q), out [0, q).
+// The last stage alone (m = 1; only N = 4 truncated needs it):
+// x' = (x + y) scale, y' = (x - y) last with last = psi^-br(1) scale.
+// In [0, 2q), out [0, q).
 void inverse_last_stage(u64* a, std::size_t n, ShoupOperand scale, ShoupOperand last, u64 q) {
-  const u64 two_q = 2 * q;
   u64* x = a;
   u64* y = a + n / 2;
-  std::size_t j = 0;
-#if RF_NTT_AVX2
-  const VMod m = vmod(q);
-  const VTwiddle vs = vtwiddle(scale.value, scale.quotient), vl = vtwiddle(last.value, last.quotient);
-  for (; j + 4 <= n / 2; j += 4) {
-    const V xv = vload(x + j), yv = vload(y + j);
-    vstore(x + j, vmul_shoup(_mm256_add_epi64(xv, yv), vs, m));
-    vstore(y + j, vmul_shoup(_mm256_add_epi64(_mm256_sub_epi64(xv, yv), m.two_q), vl, m));
-  }
-#endif
-  for (; j < n / 2; ++j) {
+  for (std::size_t j = 0; j < n / 2; ++j) {
     const u64 xv = x[j], yv = y[j];
     x[j] = mul_mod_shoup(xv + yv, scale.value, scale.quotient, q);
-    y[j] = mul_mod_shoup(xv - yv + two_q, last.value, last.quotient, q);
+    y[j] = mul_mod_shoup(xv - yv + 2 * q, last.value, last.quotient, q);
   }
 }
 
@@ -526,41 +471,45 @@ StageTwiddles inverse_twiddles(const NttTables& t, std::size_t m, std::size_t k,
   return {t.inverse() + first, t.inverse_shoup() + first};
 }
 
-// Radix-4 passes for the stage pairs (lm, lm - 1), lm = lm_hi, lm_hi - 2, ...
-// while lm - 1 >= lm_lo, on the span [offset, offset + len).
-void inverse_pairs(u64* a, const NttTables& t, std::size_t offset, std::size_t len, int lm_hi, int lm_lo) {
-  const u64 q = t.modulus().value();
-  const std::size_t n = t.n();
-  for (int lm = lm_hi; lm - 1 >= lm_lo; lm -= 2) {
-    const std::size_t m = std::size_t{1} << lm;
-    const std::size_t k = n / (2 * m);
-    inverse_radix4(a + offset, len, k, inverse_twiddles(t, m, k, offset), inverse_twiddles(t, m / 2, 2 * k, offset),
-                   q);
-  }
+// Inverse stage lm (m = 2^lm, k = N / 2^(lm+1)) on [offset, offset + len).
+void inverse_stage(u64* a, const NttTables& t, int lm, std::size_t offset, std::size_t len) {
+  const std::size_t m = std::size_t{1} << lm;
+  const std::size_t k = t.n() / (2 * m);
+  inverse_radix2(a + offset, len, k, inverse_twiddles(t, m, k, offset), t.modulus().value());
+}
+
+// Stages lm and lm - 1 fused.
+void inverse_head_stages(u64* a, const NttTables& t, int lm, std::size_t offset, std::size_t len) {
+  const std::size_t m = std::size_t{1} << lm;
+  const std::size_t k = t.n() / (2 * m);
+  inverse_head_pair(a + offset, len, k, inverse_twiddles(t, m, k, offset), inverse_twiddles(t, m / 2, 2 * k, offset),
+                    t.modulus().value());
 }
 
 // Alg. 6 from stage lm_start down to 0; input [0, 2q), output [0, q).
-// Stages lm_start .. 1 are plain GS stages, stage 0 carries the scale. With
-// an odd number of plain stages, stages 1 and 0 run fused; otherwise all
-// plain stages pair up and stage 0 runs alone.
+// Stages lm_start .. 1 are plain GS stages, stage 0 carries the scale:
+// the first two (tiny k) run fused, then radix-2 stages, then stages 1 and 0
+// fused with the scale.
 void inverse_transform(u64* a, const NttTables& t, int lm_start, ShoupOperand scale, ShoupOperand last) {
   const std::size_t n = t.n();
-  const bool fuse_last = lm_start % 2 == 1;
-  const int lm_lo = fuse_last ? 2 : 1;  // lowest stage run by the pairs
-  // Depth-first: the pairs whose span 4k = N / 2^(lm-1) fits in a block.
-  const std::size_t block = std::min(n, kBlock);
-  int lm = lm_start;
-  while (lm - 1 >= lm_lo && (n >> (lm - 1)) <= block) lm -= 2;
-  if (lm != lm_start) {
-    for (std::size_t offset = 0; offset < n; offset += block) inverse_pairs(a, t, offset, block, lm_start, lm + 1);
-  }
-  // Breadth-first for the larger spans.
-  inverse_pairs(a, t, 0, n, lm, lm_lo);
-  if (fuse_last) {
-    inverse_last_two_stages(a, t, scale, last);
-  } else {
+  if (lm_start == 0) {  // N = 4, truncated
     inverse_last_stage(a, n, scale, last, t.modulus().value());
+    return;
   }
+  // Depth-first, block by block: the head pair (span at most 8) and the
+  // radix-2 stages whose span 2k = N / 2^lm fits in the block.
+  const std::size_t block = std::min(n, kBlock);
+  const bool head_pair = lm_start >= 3;
+  int lm_depth = head_pair ? lm_start - 2 : lm_start;  // first radix-2 stage
+  int lm = lm_depth;
+  while (lm >= 2 && (n >> lm) <= block) --lm;
+  for (std::size_t offset = 0; offset < n; offset += block) {
+    if (head_pair) inverse_head_stages(a, t, lm_start, offset, block);
+    for (int r = lm_depth; r > lm; --r) inverse_stage(a, t, r, offset, block);
+  }
+  // Breadth-first for the larger spans, then the scaled last two stages.
+  for (; lm >= 2; --lm) inverse_stage(a, t, lm, 0, n);
+  inverse_last_two_stages(a, t, scale, last);
 }
 
 }  // namespace
