@@ -9,13 +9,26 @@
 
 namespace ringfire {
 
+// floor(x / 2^s) truncated to 64 bits, for 0 <= s <= 63, from the two words
+// of x (a 128-bit variable shift compiles to a branchy sequence; this does not).
+RF_HD u64 shift_right_low(u128 x, int s) {
+  const u64 lo = static_cast<u64>(x), hi = static_cast<u64>(x >> 64);
+  return (lo >> s) | ((hi << 1) << (63 - s));
+}
+
+// floor(x / 2^s) truncated to 64 bits, for 1 <= s <= 64.
+RF_HD u64 shift_right_high(u128 x, int s) {
+  const u64 lo = static_cast<u64>(x), hi = static_cast<u64>(x >> 64);
+  return ((lo >> 1) >> (s - 1)) | (hi << (64 - s));
+}
+
 // Seed 002 Alg. 2 (classic Barrett): c = x >> (m-1); quot = (c*mu) >> (m+1);
 // the estimate is short by at most 2, so up to two corrections.
 RF_HD u64 reduce_barrett_classic(u128 x, const Modulus& mod) {
   const int m = mod.bits();
   const u64 q = mod.value();
-  const u64 c = static_cast<u64>(x >> (m - 1));
-  const u64 quot = static_cast<u64>(mul_wide(c, mod.mu_classic()) >> (m + 1));
+  const u64 c = shift_right_low(x, m - 1);
+  const u64 quot = shift_right_high(mul_wide(c, mod.mu_classic()), m + 1);
   u64 rem = static_cast<u64>(x) - quot * q;  // true value < 3q < 2^64
   if (rem >= q) rem -= q;
   if (rem >= q) rem -= q;
@@ -27,7 +40,8 @@ RF_HD u64 reduce_barrett_classic(u128 x, const Modulus& mod) {
 RF_HD u64 reduce_dhem(u128 x, const Modulus& mod) {
   const int m = mod.bits();
   const u64 q = mod.value();
-  const u64 c = static_cast<u64>(x >> (m - 2));
+  const u64 c = shift_right_low(x, m - 2);
+  // m + 5 may reach 65, past shift_right_high's range: plain 128-bit shift.
   const u64 quot = static_cast<u64>(mul_wide(c, mod.mu_dhem()) >> (m + 5));
   u64 rem = static_cast<u64>(x) - quot * q;  // true value < 2q
   if (rem >= q) rem -= q;
@@ -39,8 +53,8 @@ RF_HD u64 reduce_dhem(u128 x, const Modulus& mod) {
 RF_HD u64 reduce_alg4(u128 x, const Modulus& mod) {
   const int m = mod.bits();
   const u64 q = mod.value();
-  const u64 c = static_cast<u64>(x >> (m - 2));
-  const u64 quot = static_cast<u64>(mul_wide(c, mod.mu_alg4()) >> (m + 3));
+  const u64 c = shift_right_low(x, m - 2);
+  const u64 quot = shift_right_high(mul_wide(c, mod.mu_alg4()), m + 3);
   u64 rem = static_cast<u64>(x) - quot * q;  // true value < 2q
   if (rem >= q) rem -= q;
   return rem;
