@@ -182,9 +182,11 @@ inline V vreduce_4q(V v, const VMod& m) { return vsub_if_ge(vsub_if_ge(v, m.two_
 // ===========================================================================
 // Forward kernels
 
-// One CT stage of distance k over `len` elements (a multiple of 2k):
-// (a[2gk + j], a[2gk + k + j]) with twiddle tw[g]. In/out [0, 4q).
-void forward_radix2(u64* a, std::size_t len, std::size_t k, StageTwiddles tw, u64 q) {
+// One radix-2 stage of distance k over `len` elements (a multiple of 2k):
+// butterflies on (a[2gk + j], a[2gk + k + j]) with twiddle tw[g]. The
+// Butterfly policy supplies the scalar and vector forms (CT or GS).
+template <class Butterfly>
+void radix2_stage(u64* a, std::size_t len, std::size_t k, StageTwiddles tw, u64 q) {
 #if RF_NTT_AVX2
   const VMod m = vmod(q);
 #endif
@@ -196,13 +198,32 @@ void forward_radix2(u64* a, std::size_t len, std::size_t k, StageTwiddles tw, u6
     const VTwiddle w = vtwiddle(tw.w[g], tw.ws[g]);
     for (; j + 4 <= k; j += 4) {
       V xv = vload(x + j), yv = vload(y + j);
-      vct(xv, yv, w, m);
+      Butterfly::vector(xv, yv, w, m);
       vstore(x + j, xv);
       vstore(y + j, yv);
     }
 #endif
-    for (; j < k; ++j) ct_butterfly(x[j], y[j], tw.w[g], tw.ws[g], q);
+    for (; j < k; ++j) Butterfly::scalar(x[j], y[j], tw.w[g], tw.ws[g], q);
   }
+}
+
+struct CooleyTukey {
+  static void scalar(u64& x, u64& y, u64 w, u64 ws, u64 q) { ct_butterfly(x, y, w, ws, q); }
+#if RF_NTT_AVX2
+  static void vector(V& x, V& y, const VTwiddle& w, const VMod& m) { vct(x, y, w, m); }
+#endif
+};
+
+struct GentlemanSande {
+  static void scalar(u64& x, u64& y, u64 w, u64 ws, u64 q) { gs_butterfly(x, y, w, ws, q); }
+#if RF_NTT_AVX2
+  static void vector(V& x, V& y, const VTwiddle& w, const VMod& m) { vgs(x, y, w, m); }
+#endif
+};
+
+// One CT stage of distance k. In/out [0, 4q).
+void forward_radix2(u64* a, std::size_t len, std::size_t k, StageTwiddles tw, u64 q) {
+  radix2_stage<CooleyTukey>(a, len, k, tw, q);
 }
 
 // The last two CT stages (distances k and h = k/2) over `len` elements,
@@ -324,26 +345,9 @@ void forward_transform(u64* a, const NttTables& t, int num_stages) {
 // ===========================================================================
 // Inverse kernels
 
-// One GS stage of distance k over `len` elements (a multiple of 2k). In/out [0, 2q).
+// One GS stage of distance k. In/out [0, 2q).
 void inverse_radix2(u64* a, std::size_t len, std::size_t k, StageTwiddles tw, u64 q) {
-#if RF_NTT_AVX2
-  const VMod m = vmod(q);
-#endif
-  for (std::size_t g = 0; g < len / (2 * k); ++g) {
-    u64* x = a + 2 * g * k;
-    u64* y = x + k;
-    std::size_t j = 0;
-#if RF_NTT_AVX2
-    const VTwiddle w = vtwiddle(tw.w[g], tw.ws[g]);
-    for (; j + 4 <= k; j += 4) {
-      V xv = vload(x + j), yv = vload(y + j);
-      vgs(xv, yv, w, m);
-      vstore(x + j, xv);
-      vstore(y + j, yv);
-    }
-#endif
-    for (; j < k; ++j) gs_butterfly(x[j], y[j], tw.w[g], tw.ws[g], q);
-  }
+  radix2_stage<GentlemanSande>(a, len, k, tw, q);
 }
 
 // The first two GS stages (distances k then 2k) over `len` elements: group
