@@ -4,20 +4,10 @@
 
 #include "ringfire/arith/modular.h"
 #include "ringfire/base/errors.h"
+#include "ringfire/ring/multiword.h"
 
 namespace ringfire {
 
-namespace {
-
-// A len-word little-endian integer modulo q (Horner's rule from the top word).
-u64 words_mod(const u64* words, std::size_t len, const Modulus& mod) {
-  const u64 radix = static_cast<u64>((static_cast<u128>(1) << 64) % mod.value());
-  u64 r = 0;
-  for (std::size_t w = len; w-- > 0;) r = mad_mod(r, radix, words[w] % mod.value(), mod);
-  return r;
-}
-
-}  // namespace
 
 BaseConverter::BaseConverter(RnsBasePtr from, RnsBasePtr to) : from_(std::move(from)), to_(std::move(to)) {
   require(from_ && to_, "ring.BaseConverter", "bases must not be null");
@@ -28,8 +18,8 @@ BaseConverter::BaseConverter(RnsBasePtr from, RnsBasePtr to) : from_(std::move(f
   q_mod_p_.resize(dst);
   for (std::size_t j = 0; j < dst; ++j) {
     const Modulus& p = to_->modulus(j);
-    for (std::size_t i = 0; i < src; ++i) qhat_mod_p_[j * src + i] = words_mod(from_->qhat(i), src, p);
-    q_mod_p_[j] = words_mod(from_->product().data(), src, p);
+    for (std::size_t i = 0; i < src; ++i) qhat_mod_p_[j * src + i] = multiword::mod_modulus(from_->qhat(i), src, p);
+    q_mod_p_[j] = multiword::mod_modulus(from_->product().data(), src, p);
   }
   q_reciprocal_.resize(src);
   for (std::size_t i = 0; i < src; ++i) q_reciprocal_[i] = 1.0 / static_cast<double>(from_->modulus(i).value());

@@ -66,17 +66,9 @@ void RnsBase::compose(const u64* residues, std::size_t count, u64* words) const 
 }
 
 void RnsBase::decompose(const u64* words, std::size_t word_count, std::size_t count, u64* residues) const {
-  for (std::size_t i = 0; i < size(); ++i) {
-    const Modulus& m = moduli_[i];
-    // 2^64 mod q, to fold words from the top (Horner's rule).
-    const u64 radix = static_cast<u64>((static_cast<u128>(1) << 64) % m.value());
-    for (std::size_t c = 0; c < count; ++c) {
-      const u64* value = words + c * word_count;
-      u64 r = 0;
-      for (std::size_t w = word_count; w-- > 0;) r = mad_mod(r, radix, value[w] % m.value(), m);
-      residues[i * count + c] = r;
-    }
-  }
+  for (std::size_t i = 0; i < size(); ++i)
+    for (std::size_t c = 0; c < count; ++c)
+      residues[i * count + c] = multiword::mod_modulus(words + c * word_count, word_count, moduli_[i]);
 }
 
 }  // namespace ringfire

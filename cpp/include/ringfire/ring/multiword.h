@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "ringfire/arith/modular.h"
 #include "ringfire/arith/wide.h"
 
 namespace ringfire::multiword {
@@ -49,6 +50,16 @@ inline u64 subtract(u64* a, const u64* b, std::size_t len) {
     borrow = next_borrow;
   }
   return borrow;
+}
+
+// A len-word integer modulo q, by Horner's rule from the top word with
+// radix 2^64 mod q.
+inline u64 mod_modulus(const u64* a, std::size_t len, const Modulus& mod) {
+  const u64 q = mod.value();
+  const u64 radix = static_cast<u64>((static_cast<u128>(1) << 64) % q);
+  u64 r = 0;
+  for (std::size_t w = len; w-- > 0;) r = mad_mod(r, radix, a[w] % q, mod);
+  return r;
 }
 
 }  // namespace ringfire::multiword
