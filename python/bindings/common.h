@@ -27,3 +27,11 @@ void bind_ring(nb::module_& m);
 void bind_bench(nb::module_& m);
 
 }  // namespace ringfire::python
+
+namespace ringfire::python {
+
+void bind_rlwe(nb::module_& m);
+void bind_ckks(nb::module_& m);
+void bind_io(nb::module_& m);
+
+}  // namespace ringfire::python

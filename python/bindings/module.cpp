@@ -33,4 +33,7 @@ NB_MODULE(_core, m) {
   bind_arith128(m);
   bind_ring(m);
   bind_bench(m);
+  bind_rlwe(m);
+  bind_ckks(m);
+  bind_io(m);
 }

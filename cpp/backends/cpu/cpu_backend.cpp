@@ -1,5 +1,7 @@
 #include "cpu_backend.h"
 
+#include <cstring>
+
 #include "ntt_kernels.h"
 #include "parallel_for.h"
 #include "ringfire/arith/modular.h"
@@ -53,6 +55,22 @@ void CpuBackend::sub(const u64* a, const u64* b, u64* out, std::size_t batch, co
     const u64 q = base.modulus(limb).value();
     for (std::size_t j = offset; j < offset + n; ++j) out[j] = sub_mod(a[j], b[j], q);
   });
+}
+
+void CpuBackend::add_scalar(const u64* a, const u64* scalars, u64* out, std::size_t batch, const RnsBase& base) {
+  const std::size_t n = base.n();
+  for_each_limb(batch, base, n / 4, [&](std::size_t offset, std::size_t limb) {
+    const u64 q = base.modulus(limb).value(), s = scalars[limb];
+    for (std::size_t j = offset; j < offset + n; ++j) out[j] = add_mod(a[j], s, q);
+  });
+}
+
+void CpuBackend::copy(const u64* src, u64* dst, std::size_t words) {
+  if (words) std::memcpy(dst, src, words * sizeof(u64));
+}
+
+void CpuBackend::zero(u64* dst, std::size_t words) {
+  if (words) std::memset(dst, 0, words * sizeof(u64));
 }
 
 void CpuBackend::negate(const u64* a, u64* out, std::size_t batch, const RnsBase& base) {

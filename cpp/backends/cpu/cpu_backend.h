@@ -22,6 +22,10 @@ class CpuBackend final : public Backend {
   void multiply_scalar(const u64* a, const u64* scalars, u64* out, std::size_t batch,
                        const RnsBase& base) override;
 
+  void add_scalar(const u64* a, const u64* scalars, u64* out, std::size_t batch, const RnsBase& base) override;
+  void copy(const u64* src, u64* dst, std::size_t words) override;
+  void zero(u64* dst, std::size_t words) override;
+
   void poly_multiply(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base,
                      PolyMulMethod method) override;
 

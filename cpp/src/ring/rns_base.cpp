@@ -10,18 +10,43 @@
 namespace ringfire {
 
 RnsBase::RnsBase(std::size_t poly_degree, const std::vector<u64>& moduli) : n_(poly_degree) {
-  constexpr const char* op = "ring.RnsBase";
-  require(!moduli.empty(), op, "needs at least one modulus");
-  for (std::size_t i = 0; i < moduli.size(); ++i)
-    for (std::size_t j = 0; j < i; ++j)
-      require(moduli[i] != moduli[j], op, "modulus " + std::to_string(moduli[i]) + " appears twice");
+  require(!moduli.empty(), "ring.RnsBase", "needs at least one modulus");
   moduli_.reserve(moduli.size());
+  for (u64 q : moduli) moduli_.emplace_back(q);
+  check_distinct();
   tables_.reserve(moduli.size());
-  for (u64 q : moduli) {
-    moduli_.emplace_back(q);
-    tables_.emplace_back(n_, moduli_.back());
-  }
+  for (const Modulus& m : moduli_) tables_.push_back(std::make_shared<const NttTables>(n_, m));
+  compute_crt_constants();
+}
 
+RnsBase::RnsBase(std::size_t poly_degree, std::vector<Modulus> moduli,
+                 std::vector<std::shared_ptr<const NttTables>> tables)
+    : n_(poly_degree), moduli_(std::move(moduli)), tables_(std::move(tables)) {
+  require(!moduli_.empty(), "ring.RnsBase", "needs at least one modulus");
+  check_distinct();
+  compute_crt_constants();
+}
+
+std::shared_ptr<const RnsBase> RnsBase::select(const std::vector<std::size_t>& indices) const {
+  std::vector<Modulus> moduli;
+  std::vector<std::shared_ptr<const NttTables>> tables;
+  for (std::size_t i : indices) {
+    require(i < size(), "ring.RnsBase.select",
+            "index " + std::to_string(i) + " is out of range for a base of " + std::to_string(size()) + " moduli");
+    moduli.push_back(moduli_[i]);
+    tables.push_back(tables_[i]);
+  }
+  return std::shared_ptr<const RnsBase>(new RnsBase(n_, std::move(moduli), std::move(tables)));
+}
+
+void RnsBase::check_distinct() const {
+  for (std::size_t i = 0; i < moduli_.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      require(moduli_[i].value() != moduli_[j].value(), "ring.RnsBase",
+              "modulus " + std::to_string(moduli_[i].value()) + " appears twice");
+}
+
+void RnsBase::compute_crt_constants() {
   const std::size_t len = size();
   // Q = prod q_i, and Q/q_i for each i, as len-word integers.
   product_.assign(len, 0);

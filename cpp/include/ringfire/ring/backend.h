@@ -44,6 +44,13 @@ class Backend {
   virtual void multiply_scalar(const u64* a, const u64* scalars, u64* out, std::size_t batch,
                                const RnsBase& base) = 0;
 
+  // out = a + scalars[i] on limb i (scalars[i] < q_i).
+  virtual void add_scalar(const u64* a, const u64* scalars, u64* out, std::size_t batch, const RnsBase& base) = 0;
+  // dst = src, `words` words on this backend's device (regions must not overlap).
+  virtual void copy(const u64* src, u64* dst, std::size_t words) = 0;
+  // dst = 0, `words` words.
+  virtual void zero(u64* dst, std::size_t words) = 0;
+
   // Negacyclic product of coefficient-form polynomials; out may alias a or b.
   virtual void poly_multiply(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base,
                              PolyMulMethod method) = 0;

@@ -18,11 +18,16 @@ class RnsBase {
   // is not NTT-friendly for N.
   RnsBase(std::size_t poly_degree, const std::vector<u64>& moduli);
 
+  // The base made of this base's moduli at `indices` (in that order), sharing
+  // their NTT tables, so the many sub-bases of a scheme (one per level, per
+  // key-switching digit, ...) cost no table rebuilds.
+  std::shared_ptr<const RnsBase> select(const std::vector<std::size_t>& indices) const;
+
   std::size_t n() const { return n_; }
   std::size_t size() const { return moduli_.size(); }
   const Modulus& modulus(std::size_t i) const { return moduli_[i]; }
   const std::vector<Modulus>& moduli() const { return moduli_; }
-  const NttTables& ntt(std::size_t i) const { return tables_[i]; }
+  const NttTables& ntt(std::size_t i) const { return *tables_[i]; }
 
   // Q as little-endian 64-bit words (size() words).
   const std::vector<u64>& product() const { return product_; }
@@ -39,9 +44,13 @@ class RnsBase {
   void decompose(const u64* words, std::size_t word_count, std::size_t count, u64* residues) const;
 
  private:
+  RnsBase(std::size_t poly_degree, std::vector<Modulus> moduli, std::vector<std::shared_ptr<const NttTables>> tables);
+  void check_distinct() const;
+  void compute_crt_constants();
+
   std::size_t n_;
   std::vector<Modulus> moduli_;
-  std::vector<NttTables> tables_;
+  std::vector<std::shared_ptr<const NttTables>> tables_;
   std::vector<u64> product_;
   std::vector<u64> qhat_;
   std::vector<u64> qhat_inverse_;

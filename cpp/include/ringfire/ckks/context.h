@@ -1,0 +1,39 @@
+// The CKKS context: the RLWE context plus the encoder and the canonical
+// scale of every level.
+//
+// Canonical scales follow the rescaling chain: level L (fresh ciphertexts)
+// has the default scale 2^scale_bits, and scale(l-1) = scale(l)^2 / q_l, the
+// scale a product of two level-l ciphertexts has after rescaling. Keeping
+// every ciphertext of a level at that level's scale is what lets the
+// automatic operators add anything to anything (OpenFHE's FLEXIBLEAUTO idea).
+#pragma once
+
+#include <memory>
+
+#include "ringfire/ckks/encoder.h"
+#include "ringfire/rlwe/context.h"
+
+namespace ringfire::ckks {
+
+class Context {
+ public:
+  explicit Context(Parameters params);
+
+  const RlweContextPtr& rlwe() const { return rlwe_; }
+  const Parameters& params() const { return rlwe_->params(); }
+  const Encoder& encoder() const { return encoder_; }
+  std::size_t slots() const { return encoder_.slots(); }
+  std::size_t max_level() const { return rlwe_->max_level(); }
+  std::uint64_t fingerprint() const { return rlwe_->fingerprint(); }
+  double default_scale() const { return scales_.back(); }
+  double scale_at(std::size_t level) const;
+
+ private:
+  RlweContextPtr rlwe_;
+  Encoder encoder_;
+  std::vector<double> scales_;
+};
+
+using ContextPtr = std::shared_ptr<const Context>;
+
+}  // namespace ringfire::ckks

@@ -1,0 +1,90 @@
+// The CKKS evaluator: explicit, SEAL-like operations. Nothing happens
+// implicitly here — no relinearization, rescaling or alignment unless asked
+// (the Python operators build those policies on top). Every operation checks
+// its operands first and raises InvalidArgument naming the operation and the
+// values: "[ckks.add] level mismatch: 3 vs 5".
+//
+// All ciphertexts and plaintexts are in evaluation form.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ringfire/ckks/context.h"
+#include "ringfire/rlwe/keys.h"
+
+namespace ringfire::ckks {
+
+class Evaluator {
+ public:
+  explicit Evaluator(ContextPtr context);
+  const ContextPtr& context() const { return context_; }
+
+  // Sums and differences of same-level, same-scale operands. Ciphertexts of
+  // different sizes give the larger size.
+  Ciphertext add(const Ciphertext& a, const Ciphertext& b) const;
+  void add_inplace(Ciphertext& a, const Ciphertext& b) const;
+  Ciphertext sub(const Ciphertext& a, const Ciphertext& b) const;
+  void sub_inplace(Ciphertext& a, const Ciphertext& b) const;
+  Ciphertext negate(const Ciphertext& a) const;
+  void negate_inplace(Ciphertext& a) const;
+  Ciphertext add_plain(const Ciphertext& a, const Plaintext& p) const;
+  void add_plain_inplace(Ciphertext& a, const Plaintext& p) const;
+  Ciphertext sub_plain(const Ciphertext& a, const Plaintext& p) const;
+  void sub_plain_inplace(Ciphertext& a, const Plaintext& p) const;
+  // Adds a constant to every slot, encoded at the ciphertext's scale.
+  Ciphertext add_scalar(const Ciphertext& a, Complex value) const;
+  void add_scalar_inplace(Ciphertext& a, Complex value) const;
+
+  // Products: the result's scale is the product of the scales.
+  Ciphertext multiply(const Ciphertext& a, const Ciphertext& b) const;  // size 2 x 2 -> 3
+  Ciphertext square(const Ciphertext& a) const;
+  Ciphertext multiply_plain(const Ciphertext& a, const Plaintext& p) const;
+  void multiply_plain_inplace(Ciphertext& a, const Plaintext& p) const;
+  // Multiplies every slot by `value` encoded at `scale` (result scale is
+  // a.scale * scale). Real values use one scalar per limb (seed 001 5.3).
+  Ciphertext multiply_scalar(const Ciphertext& a, Complex value, double scale) const;
+  void multiply_scalar_inplace(Ciphertext& a, Complex value, double scale) const;
+  // Multiplies by an integer; the scale does not change and no level is used.
+  Ciphertext multiply_integer(const Ciphertext& a, std::int64_t value) const;
+  void multiply_integer_inplace(Ciphertext& a, std::int64_t value) const;
+
+  // Size 3 -> 2 with the relinearization key.
+  Ciphertext relinearize(const Ciphertext& a, const RelinKey& key) const;
+  void relinearize_inplace(Ciphertext& a, const RelinKey& key) const;
+  // Divides by the last prime q_level with exact rounding; level - 1,
+  // scale / q_level.
+  Ciphertext rescale(const Ciphertext& a) const;
+  void rescale_inplace(Ciphertext& a) const;
+  // Drops limbs down to `level` without dividing (the scale stays).
+  Ciphertext mod_switch(const Ciphertext& a, std::size_t level) const;
+  void mod_switch_inplace(Ciphertext& a, std::size_t level) const;
+  Plaintext mod_switch(const Plaintext& p, std::size_t level) const;
+  // Moves a ciphertext to `level` with exactly the canonical scale of that
+  // level (Context::scale_at): drops limbs, then multiplies by the constant
+  // that corrects the scale and rescales. Costs the one level it lands on,
+  // so `level` must be below a.level() unless the scale already matches.
+  Ciphertext adjust_to(const Ciphertext& a, std::size_t level) const;
+
+  // Rotates the slots left by `steps` (negative: right). Uses the key for
+  // that exact step when present, else the fewest keyed steps that add up
+  // to it; raises InvalidArgument when no combination of keys reaches it.
+  Ciphertext rotate(const Ciphertext& a, long long steps, const GaloisKeys& keys) const;
+  void rotate_inplace(Ciphertext& a, long long steps, const GaloisKeys& keys) const;
+  Ciphertext conjugate(const Ciphertext& a, const GaloisKeys& keys) const;
+  // The keyed steps whose sum is `steps` (what rotate will apply).
+  std::vector<long long> rotation_plan(long long steps, const GaloisKeys& keys) const;
+  // Applies X -> X^galois_element and switches back to s.
+  Ciphertext apply_galois(const Ciphertext& a, u64 galois_element, const GaloisKeys& keys) const;
+
+ private:
+  void check_context(std::uint64_t fingerprint, const char* op) const;
+  void check_pair(const Ciphertext& a, const Ciphertext& b, const char* op) const;
+  void check_plain(const Ciphertext& a, const Plaintext& p, const char* op, bool same_scale) const;
+  void check_product_fits(double scale, std::size_t level, const char* op) const;
+  long long step_of(u64 galois_element) const;
+
+  ContextPtr context_;
+};
+
+}  // namespace ringfire::ckks

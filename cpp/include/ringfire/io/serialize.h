@@ -1,0 +1,59 @@
+// Versioned binary serialization of parameters, plaintexts, ciphertexts and
+// keys.
+//
+// Envelope (little-endian):
+//   "RFHE" | version u16 | kind u16 | fingerprint u64 | payload length u64 |
+//   payload | checksum u64 (FNV-1a over everything before it)
+// Loading checks the magic, version, kind, length, checksum and the
+// parameter fingerprint (objects from other parameters are refused), then
+// parses the payload with bounds checks and validates every field (levels,
+// sizes, residues below their primes). Malformed input raises
+// InvalidArgument; it never crashes or reads out of bounds.
+//
+// Ciphertexts and keys whose uniform part came from a seed store the 32-byte
+// seed instead of that polynomial.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ringfire/rlwe/keys.h"
+
+namespace ringfire::io {
+
+enum class Kind : std::uint16_t {
+  parameters = 1,
+  plaintext = 2,
+  ciphertext = 3,
+  public_key = 4,
+  relin_key = 5,
+  galois_keys = 6,
+  secret_key = 7,
+};
+
+constexpr std::uint16_t kFormatVersion = 1;
+
+using Bytes = std::vector<std::uint8_t>;
+
+const char* kind_name(Kind kind);
+// The kind an envelope declares, after checking magic, version, length and
+// checksum (not the fingerprint).
+Kind peek_kind(const std::uint8_t* data, std::size_t size);
+
+Bytes save(const Parameters& params);
+Bytes save(const Plaintext& plain);
+Bytes save(const Ciphertext& cipher);
+Bytes save(const PublicKey& key);
+Bytes save(const RelinKey& key);
+Bytes save(const GaloisKeys& keys);
+Bytes save(const SecretKey& key);
+
+Parameters load_parameters(const std::uint8_t* data, std::size_t size);
+Plaintext load_plaintext(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size);
+Ciphertext load_ciphertext(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size);
+PublicKey load_public_key(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size);
+RelinKey load_relin_key(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size);
+GaloisKeys load_galois_keys(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size);
+SecretKey load_secret_key(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size);
+
+}  // namespace ringfire::io

@@ -1,0 +1,103 @@
+// Ciphertexts and plaintexts: RNS polynomials in evaluation form at a level,
+// tagged with their context (whose fingerprint they carry) and a scale.
+//
+// A ciphertext of size k holds polynomials c_0..c_{k-1} back to back, each
+// (level+1) x N words, so batched kernels run over all of them at once.
+// Decryption computes sum_i c_i * s^i.
+#pragma once
+
+#include <array>
+#include <complex>
+#include <cstddef>
+#include <optional>
+
+#include "ringfire/base/buffer.h"
+#include "ringfire/ring/backend.h"
+#include "ringfire/rlwe/context.h"
+
+namespace ringfire {
+
+using Seed = std::array<std::uint8_t, 32>;
+
+class Ciphertext {
+ public:
+  // A zero ciphertext of `size` polynomials at `level`.
+  Ciphertext(RlweContextPtr context, std::size_t size, std::size_t level, double scale,
+             Device device = Device::cpu());
+
+  const RlweContextPtr& context() const { return context_; }
+  std::uint64_t fingerprint() const { return context_->fingerprint(); }
+  std::size_t size() const { return size_; }
+  std::size_t level() const { return level_; }
+  double scale() const { return scale_; }
+  void set_scale(double scale) { scale_ = scale; }
+  const RnsBase& base() const { return *context_->level_base(level_); }
+  const RnsBasePtr& base_ptr() const { return context_->level_base(level_); }
+  std::size_t n() const { return context_->n(); }
+  // Words of one polynomial: (level+1) * N.
+  std::size_t poly_words() const { return (level_ + 1) * n(); }
+  const Device& device() const { return buffer_.device(); }
+
+  u64* data() { return buffer_.data(); }
+  const u64* data() const { return buffer_.data(); }
+  u64* poly(std::size_t i) { return data() + i * poly_words(); }
+  const u64* poly(std::size_t i) const { return data() + i * poly_words(); }
+
+  // When set, c_1 is the uniform polynomial expanded from this seed (a fresh
+  // secret-key encryption or key), so serialization stores 32 bytes instead
+  // of c_1. Any operation that changes c_1 clears it.
+  const std::optional<Seed>& seed() const { return seed_; }
+  void set_seed(const std::optional<Seed>& seed) { seed_ = seed; }
+
+  Ciphertext clone() const;
+
+ private:
+  RlweContextPtr context_;
+  std::size_t size_, level_;
+  double scale_;
+  Buffer buffer_;
+  std::optional<Seed> seed_;
+};
+
+class Plaintext {
+ public:
+  // A zero plaintext at `level`, evaluation form.
+  Plaintext(RlweContextPtr context, std::size_t level, double scale, Device device = Device::cpu());
+
+  const RlweContextPtr& context() const { return context_; }
+  std::uint64_t fingerprint() const { return context_->fingerprint(); }
+  std::size_t level() const { return level_; }
+  double scale() const { return scale_; }
+  void set_scale(double scale) { scale_ = scale; }
+  const RnsBase& base() const { return *context_->level_base(level_); }
+  std::size_t n() const { return context_->n(); }
+  std::size_t poly_words() const { return (level_ + 1) * n(); }
+  u64* data() { return buffer_.data(); }
+  const u64* data() const { return buffer_.data(); }
+  const Device& device() const { return buffer_.device(); }
+
+  // The nGraph-HE2 shortcut (seed 001 section 5.3): a plaintext whose slots
+  // all hold one real value is a constant polynomial, so products and sums
+  // with it need one scalar per limb rather than N. When set, `scalar_residues`
+  // holds round(value * scale) mod q_i for each limb and the polynomial data
+  // holds the same constant in evaluation form.
+  bool is_scalar() const { return !scalar_residues_.empty(); }
+  const std::vector<u64>& scalar_residues() const { return scalar_residues_; }
+  std::complex<double> scalar_value() const { return scalar_value_; }
+  void set_scalar(std::vector<u64> residues, std::complex<double> value) {
+    scalar_residues_ = std::move(residues);
+    scalar_value_ = value;
+  }
+
+  Plaintext clone() const;
+
+ private:
+  RlweContextPtr context_;
+  std::size_t level_;
+  double scale_;
+  Buffer buffer_;
+  std::vector<u64> scalar_residues_;
+  std::complex<double> scalar_value_{};
+};
+
+}  // namespace ringfire

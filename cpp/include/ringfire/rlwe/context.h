@@ -1,0 +1,74 @@
+// RlweContext: everything derived once from Parameters and shared by the
+// objects made under them — the key base QP (Q's primes, then P's), the base
+// of each level, the P base, and the hybrid key-switching digits with their
+// base converters (built lazily, thread-safe).
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "ringfire/ring/base_converter.h"
+#include "ringfire/ring/rns_base.h"
+#include "ringfire/rlwe/params.h"
+
+namespace ringfire {
+
+class RlweContext {
+ public:
+  explicit RlweContext(Parameters params);
+
+  const Parameters& params() const { return params_; }
+  std::size_t n() const { return params_.n(); }
+  std::size_t max_level() const { return params_.max_level(); }
+  std::uint64_t fingerprint() const { return params_.fingerprint(); }
+
+  // q_0..q_L then p_0..p_{k-1}: the base of keys.
+  const RnsBasePtr& key_base() const { return key_base_; }
+  // q_0..q_level.
+  const RnsBasePtr& level_base(std::size_t level) const;
+  // The single prime at key-base index i (q_i for i <= L, then P's).
+  const RnsBasePtr& prime_base(std::size_t i) const { return prime_bases_.at(i); }
+  // p_0..p_{k-1}.
+  const RnsBasePtr& special_base() const { return special_base_; }
+  // q_0..q_level, p_0..p_{k-1}.
+  const RnsBasePtr& extended_base(std::size_t level) const;
+  std::size_t special_count() const { return params_.p_primes().size(); }
+
+  // Key-switching digits active at `level`: digit j covers Q indices
+  // [j*alpha, min((j+1)*alpha, level+1)).
+  std::size_t digit_count(std::size_t level) const;
+  std::pair<std::size_t, std::size_t> digit_range(std::size_t level, std::size_t digit) const;
+  // ModUp converter for a digit at a level: from the digit's primes to the
+  // rest of extended_base(level), in extended order with the digit removed.
+  const BaseConverter& mod_up(std::size_t level, std::size_t digit) const;
+  // ModDown converter: P -> q_0..q_level.
+  const BaseConverter& mod_down(std::size_t level) const;
+  // P^-1 mod q_i (i <= L) and P mod q_i.
+  u64 p_inverse_mod_q(std::size_t i) const { return p_inv_mod_q_[i]; }
+  u64 p_mod_q(std::size_t i) const { return p_mod_q_[i]; }
+  // q_level^-1 mod q_i for i < level (rescale constants).
+  u64 q_last_inverse(std::size_t level, std::size_t i) const { return q_last_inv_[level][i]; }
+
+  // Galois elements: 5^steps mod 2N (steps taken mod N/2, negative = right),
+  // and 2N - 1 for complex conjugation.
+  u64 galois_element(long long steps) const;
+  u64 conjugation_element() const { return 2 * n() - 1; }
+
+ private:
+  Parameters params_;
+  RnsBasePtr key_base_, special_base_;
+  std::vector<RnsBasePtr> level_bases_, extended_bases_, prime_bases_;
+  std::vector<u64> p_inv_mod_q_, p_mod_q_;
+  std::vector<std::vector<u64>> q_last_inv_;
+  mutable std::mutex mutex_;
+  mutable std::map<std::pair<std::size_t, std::size_t>, std::unique_ptr<BaseConverter>> mod_up_;
+  mutable std::map<std::size_t, std::unique_ptr<BaseConverter>> mod_down_;
+};
+
+using RlweContextPtr = std::shared_ptr<const RlweContext>;
+
+}  // namespace ringfire

@@ -1,0 +1,28 @@
+// Key generation. Randomness comes from the Prng passed in (OS-seeded in
+// normal use); uniform polynomials are expanded from child seeds that the
+// keys keep, so they can be serialized compactly.
+#pragma once
+
+#include <vector>
+
+#include "ringfire/rlwe/keys.h"
+#include "ringfire/rlwe/prng.h"
+
+namespace ringfire {
+
+SecretKey generate_secret_key(const RlweContextPtr& context, Prng& prng);
+PublicKey generate_public_key(const SecretKey& secret, Prng& prng);
+RelinKey generate_relin_key(const SecretKey& secret, Prng& prng);
+// One key per Galois element (odd, in [1, 2N)).
+GaloisKeys generate_galois_keys(const SecretKey& secret, const std::vector<u64>& elements, Prng& prng);
+// A key switching from s' (given in evaluation form over the key base) to s.
+KeySwitchKey generate_switch_key(const SecretKey& secret, const u64* s_prime_eval, Prng& prng);
+
+// The uniform polynomial (evaluation form, over `base`) that `seed` expands to.
+void expand_uniform(const Seed& seed, const RnsBase& base, u64* out);
+// A fresh discrete-Gaussian error (sigma 3.2) over `base`, in evaluation form.
+void sample_error_eval(Prng& prng, const RnsBase& base, u64* out);
+// A fresh ternary polynomial over `base`, in evaluation form.
+void sample_ternary_eval(Prng& prng, const RnsBase& base, u64* out);
+
+}  // namespace ringfire

@@ -1,0 +1,106 @@
+// Keys. The secret key is a uniform ternary polynomial s; every other key is
+// public material derived from it:
+//   PublicKey      (b, a) = (-a*s + e, a) modulo Q (all ciphertext primes)
+//   KeySwitchKey   for digit j: (b_j, a_j) = (-a_j*s + e_j + g_j*s', a_j)
+//                  modulo QP, with g_j = P on digit j's primes and 0 on the
+//                  other primes (hybrid key switching, dnum digits)
+//   RelinKey       the switch from s^2 to s
+//   GaloisKeys     switches from s(X^g) to s, one per Galois element g
+// Each uniform a / a_j is expanded from a 32-byte seed the key keeps, so
+// serialized keys store seeds rather than polynomials.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "ringfire/rlwe/ciphertext.h"
+
+namespace ringfire {
+
+class SecretKey {
+ public:
+  SecretKey(RlweContextPtr context, std::vector<std::int8_t> coefficients);
+  const RlweContextPtr& context() const { return context_; }
+  std::uint64_t fingerprint() const { return context_->fingerprint(); }
+  // The ternary coefficients, in {-1, 0, 1}.
+  const std::vector<std::int8_t>& coefficients() const { return coefficients_; }
+  // s in evaluation form over the key base (Q's primes, then P's): limb i
+  // of the first (level+1) serves level `level`.
+  const u64* eval() const { return eval_.data(); }
+
+ private:
+  RlweContextPtr context_;
+  std::vector<std::int8_t> coefficients_;
+  Buffer eval_;
+};
+
+class KeySwitchKey {
+ public:
+  // Zero key with one (b_j, a_j) pair per digit, over the key base.
+  explicit KeySwitchKey(RlweContextPtr context);
+  const RlweContextPtr& context() const { return context_; }
+  std::uint64_t fingerprint() const { return context_->fingerprint(); }
+  std::size_t digits() const { return digits_; }
+  // Words of one key polynomial: (L + 1 + k) * N.
+  std::size_t poly_words() const { return context_->key_base()->size() * context_->n(); }
+  u64* b(std::size_t digit) { return buffer_.data() + (2 * digit) * poly_words(); }
+  u64* a(std::size_t digit) { return buffer_.data() + (2 * digit + 1) * poly_words(); }
+  const u64* b(std::size_t digit) const { return buffer_.data() + (2 * digit) * poly_words(); }
+  const u64* a(std::size_t digit) const { return buffer_.data() + (2 * digit + 1) * poly_words(); }
+  // Seeds the a_j were expanded from (empty after loading without seeds).
+  std::vector<Seed>& seeds() { return seeds_; }
+  const std::vector<Seed>& seeds() const { return seeds_; }
+
+ private:
+  RlweContextPtr context_;
+  std::size_t digits_;
+  Buffer buffer_;
+  std::vector<Seed> seeds_;
+};
+
+// The public key is a size-2 ciphertext of zero at the top level, scale 1.
+class PublicKey {
+ public:
+  explicit PublicKey(Ciphertext key) : key_(std::move(key)) {}
+  const Ciphertext& key() const { return key_; }
+  std::uint64_t fingerprint() const { return key_.fingerprint(); }
+
+ private:
+  Ciphertext key_;
+};
+
+class RelinKey {
+ public:
+  explicit RelinKey(KeySwitchKey key) : key_(std::move(key)) {}
+  const KeySwitchKey& key() const { return key_; }
+  std::uint64_t fingerprint() const { return key_.fingerprint(); }
+
+ private:
+  KeySwitchKey key_;
+};
+
+class GaloisKeys {
+ public:
+  explicit GaloisKeys(RlweContextPtr context) : context_(std::move(context)) {}
+  // Move-only, like the keys it holds (spelled out: std::map claims to be
+  // copyable even when its values are not).
+  GaloisKeys(GaloisKeys&&) noexcept = default;
+  GaloisKeys& operator=(GaloisKeys&&) noexcept = default;
+  GaloisKeys(const GaloisKeys&) = delete;
+  GaloisKeys& operator=(const GaloisKeys&) = delete;
+  const RlweContextPtr& context() const { return context_; }
+  std::uint64_t fingerprint() const { return context_->fingerprint(); }
+  bool has(u64 galois_element) const { return keys_.count(galois_element) != 0; }
+  // Raises InvalidArgument naming the element when the key is missing.
+  const KeySwitchKey& get(u64 galois_element) const;
+  void insert(u64 galois_element, KeySwitchKey key);
+  std::vector<u64> elements() const;
+  std::size_t size() const { return keys_.size(); }
+
+ private:
+  RlweContextPtr context_;
+  std::map<u64, KeySwitchKey> keys_;
+};
+
+}  // namespace ringfire

@@ -1,0 +1,60 @@
+// Samplers for RLWE: ternary secrets, discrete Gaussian errors, uniform
+// elements of R_Q, and the maps of small signed values into RNS residues.
+// All write into caller-provided memory and draw from a Prng; the bytes each
+// one consumes are listed below so that a seed fixes the output exactly.
+//
+// Side channels: the secret-dependent work (mapping bytes to ternary values,
+// the CDT scan, the sign, the map to residues) is branch-free. The only
+// data-dependent control flow is rejection sampling, whose decisions depend
+// on randomness that is discarded, never on the values returned.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ringfire/ring/rns_base.h"
+#include "ringfire/rlwe/prng.h"
+
+namespace ringfire {
+
+// Default RLWE error width (the HE standard's sigma = 8/sqrt(2*pi) ~ 3.2).
+inline constexpr double kDefaultGaussianSigma = 3.2;
+// The Gaussian is cut at 6 sigma: |e| <= floor(6 * sigma) (19 for sigma = 3.2).
+inline constexpr double kGaussianTailCut = 6.0;
+// Widest sigma the CDT sampler accepts (its table has floor(6 sigma) entries
+// scanned per sample).
+inline constexpr double kMaxGaussianSigma = 1024.0;
+
+// out[0, n) uniform over {-1, 0, 1}. Consumes bytes b one at a time: b = 255
+// is rejected, otherwise the value is (b mod 3) - 1 (255 = 3 * 85, so the
+// accepted bytes split evenly over the residues).
+void sample_ternary(Prng& prng, std::int8_t* out, std::size_t n);
+
+// out[0, n) from the discrete Gaussian D_{Z,sigma} (density ~ exp(-x^2 / (2 sigma^2)))
+// restricted to |x| <= floor(6 sigma). Constant-time cumulative distribution
+// table: |x| = #{k : r >= T[k]} for a uniform 64-bit r, where T[k] is
+// P(|x| <= k) in 64-bit fixed point and the whole table is scanned; the sign
+// comes from a random bit and is applied without a branch.
+// Stream: per group of up to 64 samples, one 64-bit word of sign bits (bit j
+// for sample j of the group) and then one 64-bit word r per sample.
+// Raises InvalidArgument unless 0 < sigma <= kMaxGaussianSigma.
+void sample_gaussian(Prng& prng, std::int64_t* out, std::size_t n,
+                     double sigma = kDefaultGaussianSigma);
+
+// A uniform element of R_Q in RNS form: out is limb-major, base.size() x base.n()
+// words, with out[i * N + j] = prng.uniform_below(q_i) drawn in that order
+// (limb 0 first). Independent uniform residues are uniform modulo Q = prod q_i
+// by the CRT. This is the expansion of a public seed into the `a` of keys and
+// ciphertexts, so the order above is part of the format.
+void sample_uniform(Prng& prng, const RnsBase& base, std::uint64_t* out);
+
+// Residues of ternary s[0, n) modulo every q_i of base: out is limb-major,
+// base.size() x n words; -1 maps to q_i - 1. Branch-free.
+void ternary_to_rns(const std::int8_t* s, std::size_t n, const RnsBase& base, std::uint64_t* out);
+
+// Residues of small signed e[0, n) modulo every q_i (limb-major, base.size() x n):
+// e_j + (q_i if e_j < 0), branch-free. Needs |e_j| < q_i for every limb; raises
+// InvalidArgument afterwards (output then unspecified) when a value is larger.
+void signed_to_rns(const std::int64_t* e, std::size_t n, const RnsBase& base, std::uint64_t* out);
+
+}  // namespace ringfire

@@ -1,0 +1,226 @@
+#include "ringfire/ckks/encoder.h"
+
+#include <cmath>
+#include <numbers>
+
+#include "ringfire/arith/modular.h"
+#include "ringfire/base/errors.h"
+#include "ringfire/ring/multiword.h"
+
+namespace ringfire::ckks {
+
+namespace {
+
+// An integer-valued double reduced modulo q, exactly, at any magnitude.
+u64 reduce_integral_double(double x, const Modulus& mod) {
+  const u64 q = mod.value();
+  const double magnitude = std::fabs(x);
+  u64 r;
+  if (magnitude < 0x1p63) {
+    r = static_cast<u64>(magnitude) % q;
+  } else {
+    int exponent = 0;
+    const double mantissa = std::frexp(magnitude, &exponent);  // magnitude = mantissa * 2^exponent
+    const u64 integer = static_cast<u64>(std::ldexp(mantissa, 53));
+    r = mul_mod(integer % q, pow_mod(2, static_cast<u64>(exponent - 53), mod), mod);
+  }
+  return (x < 0 && r != 0) ? q - r : r;
+}
+
+double log2_of(const std::vector<u64>& words) {
+  double value = 0.0;
+  for (std::size_t i = words.size(); i-- > 0;) value = value * 0x1p64 + static_cast<double>(words[i]);
+  return std::log2(value);
+}
+
+}  // namespace
+
+Encoder::Encoder(RlweContextPtr context)
+    : context_(std::move(context)), n_(context_->n()), slots_(n_ / 2), rot_group_(slots_), roots_(2 * n_ + 1),
+      bit_reverse_(slots_) {
+  const std::size_t m = 2 * n_;
+  std::size_t power = 1;
+  for (std::size_t j = 0; j < slots_; ++j) {
+    rot_group_[j] = power;
+    power = power * 5 % m;
+  }
+  for (std::size_t k = 0; k <= m; ++k) {
+    const double angle = 2.0 * std::numbers::pi * static_cast<double>(k) / static_cast<double>(m);
+    roots_[k] = Complex(std::cos(angle), std::sin(angle));
+  }
+  int log_slots = 0;
+  while ((std::size_t{1} << log_slots) < slots_) ++log_slots;
+  for (std::size_t i = 0; i < slots_; ++i) bit_reverse_[i] = reverse_bits(i, log_slots);
+}
+
+// z_j = sum_k w_k xi^(5^j k): decimation in time over the rotation group;
+// at block length len the twiddle is a primitive (4 len)-th root raised to 5^j.
+void Encoder::fft_forward(Complex* v) const {
+  const std::size_t n = slots_, m = 2 * n_;
+  for (std::size_t i = 0; i < n; ++i)
+    if (i < bit_reverse_[i]) std::swap(v[i], v[bit_reverse_[i]]);
+  for (std::size_t len = 2; len <= n; len <<= 1) {
+    const std::size_t half = len >> 1, quarter_m = len << 2;
+    for (std::size_t i = 0; i < n; i += len)
+      for (std::size_t j = 0; j < half; ++j) {
+        const Complex w = roots_[(rot_group_[j] % quarter_m) * (m / quarter_m)];
+        const Complex u = v[i + j], t = v[i + j + half] * w;
+        v[i + j] = u + t;
+        v[i + j + half] = u - t;
+      }
+  }
+}
+
+// The exact inverse of fft_forward, including the 1/n.
+void Encoder::fft_inverse(Complex* v) const {
+  const std::size_t n = slots_, m = 2 * n_;
+  for (std::size_t len = n; len >= 2; len >>= 1) {
+    const std::size_t half = len >> 1, quarter_m = len << 2;
+    for (std::size_t i = 0; i < n; i += len)
+      for (std::size_t j = 0; j < half; ++j) {
+        const Complex w_conj = roots_[(quarter_m - rot_group_[j] % quarter_m) * (m / quarter_m)];
+        const Complex a = v[i + j], b = v[i + j + half];
+        v[i + j] = a + b;
+        v[i + j + half] = (a - b) * w_conj;
+      }
+  }
+  for (std::size_t i = 0; i < n; ++i)
+    if (i < bit_reverse_[i]) std::swap(v[i], v[bit_reverse_[i]]);
+  const double inv = 1.0 / static_cast<double>(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] *= inv;
+}
+
+std::vector<Complex> Encoder::coefficients_to_slots(const std::vector<double>& coeffs) const {
+  require(coeffs.size() == n_, "ckks.decode", "expected " + std::to_string(n_) + " coefficients");
+  std::vector<Complex> w(slots_);
+  for (std::size_t k = 0; k < slots_; ++k) w[k] = Complex(coeffs[k], coeffs[k + slots_]);
+  fft_forward(w.data());
+  return w;
+}
+
+std::vector<double> Encoder::slots_to_coefficients(const std::vector<Complex>& slots) const {
+  require(slots.size() == slots_, "ckks.encode", "expected " + std::to_string(slots_) + " slots");
+  std::vector<Complex> w(slots);
+  fft_inverse(w.data());
+  std::vector<double> coeffs(n_);
+  for (std::size_t k = 0; k < slots_; ++k) {
+    coeffs[k] = w[k].real();
+    coeffs[k + slots_] = w[k].imag();
+  }
+  return coeffs;
+}
+
+std::vector<u64> Encoder::scalar_residues(double value, std::size_t level, double scale, const char* op) const {
+  require(std::isfinite(value), op, "values must be finite");
+  require(std::isfinite(scale) && scale > 0, op, "scale must be positive and finite");
+  const RnsBase& base = *context_->level_base(level);
+  const double scaled = std::round(value * scale);
+  const double q_bits = log2_of(base.product());
+  require(scaled == 0.0 || std::log2(std::fabs(scaled)) < q_bits - 1, op,
+          "value * scale reaches 2^" + std::to_string(static_cast<int>(std::log2(std::fabs(scaled)))) +
+              ", which does not fit the " + std::to_string(static_cast<int>(q_bits)) + "-bit modulus at level " +
+              std::to_string(level));
+  std::vector<u64> residues(base.size());
+  for (std::size_t i = 0; i < base.size(); ++i) residues[i] = reduce_integral_double(scaled, base.modulus(i));
+  return residues;
+}
+
+Plaintext Encoder::encode(const Complex* values, std::size_t count, std::size_t level, double scale) const {
+  constexpr const char* op = "ckks.encode";
+  require(count <= slots_, op, "got " + std::to_string(count) + " values but there are only " +
+                                   std::to_string(slots_) + " slots");
+  require(std::isfinite(scale) && scale > 0, op, "scale must be positive and finite");
+  require(level <= context_->max_level(), op, "level " + std::to_string(level) + " exceeds the maximum " +
+                                                  std::to_string(context_->max_level()));
+  bool uniform_real = count > 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    require(std::isfinite(values[i].real()) && std::isfinite(values[i].imag()), op, "values must be finite");
+    uniform_real = uniform_real && values[i] == values[0] && values[i].imag() == 0.0;
+  }
+  if (uniform_real && count == slots_) return encode_scalar(values[0], level, scale);
+
+  std::vector<Complex> slots(slots_, Complex(0.0, 0.0));
+  std::copy(values, values + count, slots.begin());
+  std::vector<double> coeffs = slots_to_coefficients(slots);
+  const RnsBase& base = *context_->level_base(level);
+  double largest = 0.0;
+  for (double& c : coeffs) {
+    c = std::round(c * scale);
+    largest = std::max(largest, std::fabs(c));
+  }
+  const double q_bits = log2_of(base.product());
+  require(largest == 0.0 || std::log2(largest) < q_bits - 1, op,
+          "values * scale reach 2^" + std::to_string(static_cast<int>(std::log2(largest))) +
+              " in the coefficients, which does not fit the " + std::to_string(static_cast<int>(q_bits)) +
+              "-bit modulus at level " + std::to_string(level) + "; lower the scale or the values");
+  Plaintext plain(context_, level, scale);
+  for (std::size_t i = 0; i < base.size(); ++i) {
+    u64* limb = plain.data() + i * n_;
+    for (std::size_t k = 0; k < n_; ++k) limb[k] = reduce_integral_double(coeffs[k], base.modulus(i));
+  }
+  backend_for(plain.device()).ntt_forward(plain.data(), 1, base);
+  return plain;
+}
+
+Plaintext Encoder::encode_scalar(Complex value, std::size_t level, double scale) const {
+  if (value.imag() != 0.0) {
+    // i in every slot is X^(N/2), so a complex constant is a + b X^(N/2):
+    // not a constant polynomial, and not eligible for the scalar shortcut.
+    const RnsBase& base = *context_->level_base(level);
+    const std::vector<u64> re = scalar_residues(value.real(), level, scale, "ckks.encode");
+    const std::vector<u64> im = scalar_residues(value.imag(), level, scale, "ckks.encode");
+    Plaintext plain(context_, level, scale);
+    for (std::size_t i = 0; i < base.size(); ++i) {
+      plain.data()[i * n_] = re[i];
+      plain.data()[i * n_ + slots_] = im[i];
+    }
+    backend_for(plain.device()).ntt_forward(plain.data(), 1, base);
+    return plain;
+  }
+  std::vector<u64> residues = scalar_residues(value.real(), level, scale, "ckks.encode");
+  Plaintext plain(context_, level, scale);
+  // A constant polynomial is the same constant at every evaluation point.
+  for (std::size_t i = 0; i < residues.size(); ++i) std::fill_n(plain.data() + i * n_, n_, residues[i]);
+  plain.set_scalar(std::move(residues), value);
+  return plain;
+}
+
+std::vector<Complex> Encoder::decode_coefficients(const u64* coeffs, std::size_t level, double scale) const {
+  const RnsBase& base = *context_->level_base(level);
+  const std::size_t len = base.size();
+  std::vector<u64> words(n_ * len);
+  base.compose(coeffs, n_, words.data());
+  // Centre: values above Q/2 stand for value - Q.
+  std::vector<u64> half(base.product());
+  for (std::size_t i = 0; i < len; ++i) half[i] = (half[i] >> 1) | (i + 1 < len ? half[i + 1] << 63 : 0);
+  std::vector<u64> negated(len);
+  std::vector<double> real(n_);
+  const double inv_scale = 1.0 / scale;
+  for (std::size_t k = 0; k < n_; ++k) {
+    const u64* x = words.data() + k * len;
+    const bool negative = multiword::greater_equal(x, half.data(), len) &&
+                          !std::equal(x, x + len, half.data());
+    const u64* magnitude = x;
+    if (negative) {
+      std::copy(base.product().begin(), base.product().end(), negated.begin());
+      multiword::subtract(negated.data(), x, len);
+      magnitude = negated.data();
+    }
+    double value = 0.0;
+    for (std::size_t i = len; i-- > 0;) value = value * 0x1p64 + static_cast<double>(magnitude[i]);
+    real[k] = (negative ? -value : value) * inv_scale;
+  }
+  return coefficients_to_slots(real);
+}
+
+std::vector<Complex> Encoder::decode(const Plaintext& plain) const {
+  require(plain.fingerprint() == context_->fingerprint(), "ckks.decode",
+          "the plaintext was made under different parameters");
+  Buffer coeffs(plain.poly_words());
+  Backend& be = backend_for(plain.device());
+  be.copy(plain.data(), coeffs.data(), plain.poly_words());
+  be.ntt_inverse(coeffs.data(), 1, plain.base());
+  return decode_coefficients(coeffs.data(), plain.level(), plain.scale());
+}
+
+}  // namespace ringfire::ckks

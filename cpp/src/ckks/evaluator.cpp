@@ -1,0 +1,440 @@
+#include "ringfire/ckks/evaluator.h"
+
+#include <cmath>
+#include <deque>
+
+#include "ringfire/arith/modular.h"
+#include "ringfire/arith/reduction.h"
+#include "ringfire/base/errors.h"
+#include "ringfire/rlwe/key_switch.h"
+
+namespace ringfire::ckks {
+
+namespace {
+
+// Relative tolerance for "same scale": scales computed by the same chain of
+// double operations agree to the last bit; 2^-30 leaves room for rounding.
+constexpr double kScaleTolerance = 0x1p-30;
+
+bool same_scale(double a, double b) { return std::fabs(a - b) <= kScaleTolerance * std::max(a, b); }
+
+std::string fmt_scale(double s) {
+  char text[48];
+  std::snprintf(text, sizeof text, "2^%.4f", std::log2(s));
+  return text;
+}
+
+Backend& backend(const Ciphertext& c) { return backend_for(c.device()); }
+
+double log2_modulus(const RnsBase& base) {
+  double bits = 0.0;
+  for (const Modulus& m : base.moduli()) bits += std::log2(static_cast<double>(m.value()));
+  return bits;
+}
+
+}  // namespace
+
+Evaluator::Evaluator(ContextPtr context) : context_(std::move(context)) {
+  require(context_ != nullptr, "ckks.Evaluator", "needs a context");
+}
+
+void Evaluator::check_context(std::uint64_t fingerprint, const char* op) const {
+  require(fingerprint == context_->fingerprint(), op,
+          "operand comes from a different context (parameter fingerprint mismatch)");
+}
+
+void Evaluator::check_pair(const Ciphertext& a, const Ciphertext& b, const char* op) const {
+  check_context(a.fingerprint(), op);
+  check_context(b.fingerprint(), op);
+  require(a.level() == b.level(), op,
+          "level mismatch: " + std::to_string(a.level()) + " vs " + std::to_string(b.level()));
+  require(a.device() == b.device(), op, "operands live on different devices");
+}
+
+void Evaluator::check_plain(const Ciphertext& a, const Plaintext& p, const char* op, bool need_same_scale) const {
+  check_context(a.fingerprint(), op);
+  check_context(p.fingerprint(), op);
+  require(a.level() == p.level(), op,
+          "level mismatch: ciphertext " + std::to_string(a.level()) + " vs plaintext " + std::to_string(p.level()));
+  if (need_same_scale)
+    require(same_scale(a.scale(), p.scale()), op,
+            "scale mismatch: ciphertext " + fmt_scale(a.scale()) + " vs plaintext " + fmt_scale(p.scale()));
+}
+
+void Evaluator::check_product_fits(double scale, std::size_t level, const char* op) const {
+  const double q_bits = log2_modulus(*context_->rlwe()->level_base(level));
+  require(std::log2(scale) + 1.0 < q_bits, op,
+          "the result's scale " + fmt_scale(scale) + " does not fit the " + std::to_string(static_cast<int>(q_bits)) +
+              "-bit modulus at level " + std::to_string(level) +
+              ": out of levels (rescale first, or choose more coeff_bits)");
+}
+
+// ---- additive ----------------------------------------------------------------
+
+void Evaluator::add_inplace(Ciphertext& a, const Ciphertext& b) const {
+  constexpr const char* op = "ckks.add";
+  check_pair(a, b, op);
+  require(same_scale(a.scale(), b.scale()), op, "scale mismatch: " + fmt_scale(a.scale()) + " vs " + fmt_scale(b.scale()));
+  if (b.size() > a.size()) {
+    Ciphertext grown(a.context(), b.size(), a.level(), a.scale(), a.device());
+    backend(a).copy(a.data(), grown.data(), a.size() * a.poly_words());
+    a = std::move(grown);
+  }
+  backend(a).add(a.data(), b.data(), a.data(), b.size(), a.base());
+  a.set_seed(std::nullopt);
+}
+
+Ciphertext Evaluator::add(const Ciphertext& a, const Ciphertext& b) const {
+  Ciphertext out = a.clone();
+  add_inplace(out, b);
+  return out;
+}
+
+void Evaluator::sub_inplace(Ciphertext& a, const Ciphertext& b) const {
+  constexpr const char* op = "ckks.sub";
+  check_pair(a, b, op);
+  require(same_scale(a.scale(), b.scale()), op, "scale mismatch: " + fmt_scale(a.scale()) + " vs " + fmt_scale(b.scale()));
+  if (b.size() > a.size()) {
+    Ciphertext grown(a.context(), b.size(), a.level(), a.scale(), a.device());
+    backend(a).copy(a.data(), grown.data(), a.size() * a.poly_words());
+    a = std::move(grown);
+  }
+  backend(a).sub(a.data(), b.data(), a.data(), b.size(), a.base());
+  a.set_seed(std::nullopt);
+}
+
+Ciphertext Evaluator::sub(const Ciphertext& a, const Ciphertext& b) const {
+  Ciphertext out = a.clone();
+  sub_inplace(out, b);
+  return out;
+}
+
+void Evaluator::negate_inplace(Ciphertext& a) const {
+  check_context(a.fingerprint(), "ckks.negate");
+  backend(a).negate(a.data(), a.data(), a.size(), a.base());
+  a.set_seed(std::nullopt);
+}
+
+Ciphertext Evaluator::negate(const Ciphertext& a) const {
+  Ciphertext out = a.clone();
+  negate_inplace(out);
+  return out;
+}
+
+void Evaluator::add_plain_inplace(Ciphertext& a, const Plaintext& p) const {
+  check_plain(a, p, "ckks.add_plain", true);
+  if (p.is_scalar()) backend(a).add_scalar(a.poly(0), p.scalar_residues().data(), a.poly(0), 1, a.base());
+  else backend(a).add(a.poly(0), p.data(), a.poly(0), 1, a.base());
+}
+
+Ciphertext Evaluator::add_plain(const Ciphertext& a, const Plaintext& p) const {
+  Ciphertext out = a.clone();
+  add_plain_inplace(out, p);
+  return out;
+}
+
+void Evaluator::sub_plain_inplace(Ciphertext& a, const Plaintext& p) const {
+  check_plain(a, p, "ckks.sub_plain", true);
+  backend(a).sub(a.poly(0), p.data(), a.poly(0), 1, a.base());
+}
+
+Ciphertext Evaluator::sub_plain(const Ciphertext& a, const Plaintext& p) const {
+  Ciphertext out = a.clone();
+  sub_plain_inplace(out, p);
+  return out;
+}
+
+void Evaluator::add_scalar_inplace(Ciphertext& a, Complex value) const {
+  check_context(a.fingerprint(), "ckks.add_scalar");
+  const Encoder& enc = context_->encoder();
+  if (value.imag() == 0.0) {
+    const std::vector<u64> r = enc.scalar_residues(value.real(), a.level(), a.scale(), "ckks.add_scalar");
+    backend(a).add_scalar(a.poly(0), r.data(), a.poly(0), 1, a.base());
+  } else {
+    add_plain_inplace(a, enc.encode_scalar(value, a.level(), a.scale()));
+  }
+}
+
+Ciphertext Evaluator::add_scalar(const Ciphertext& a, Complex value) const {
+  Ciphertext out = a.clone();
+  add_scalar_inplace(out, value);
+  return out;
+}
+
+// ---- multiplicative ------------------------------------------------------------
+
+Ciphertext Evaluator::multiply(const Ciphertext& a, const Ciphertext& b) const {
+  constexpr const char* op = "ckks.multiply";
+  check_pair(a, b, op);
+  require(a.size() == 2 && b.size() == 2, op,
+          "needs two size-2 ciphertexts (relinearize first), got sizes " + std::to_string(a.size()) + " and " +
+              std::to_string(b.size()));
+  const double scale = a.scale() * b.scale();
+  check_product_fits(scale, a.level(), op);
+  Ciphertext out(a.context(), 3, a.level(), scale, a.device());
+  Backend& be = backend(a);
+  const RnsBase& base = a.base();
+  be.multiply(a.poly(0), b.poly(0), out.poly(0), 1, base);
+  be.multiply(a.poly(0), b.poly(1), out.poly(1), 1, base);
+  be.multiply_add(a.poly(1), b.poly(0), out.poly(1), 1, base);
+  be.multiply(a.poly(1), b.poly(1), out.poly(2), 1, base);
+  return out;
+}
+
+Ciphertext Evaluator::square(const Ciphertext& a) const {
+  constexpr const char* op = "ckks.square";
+  check_context(a.fingerprint(), op);
+  require(a.size() == 2, op, "needs a size-2 ciphertext (relinearize first), got size " + std::to_string(a.size()));
+  const double scale = a.scale() * a.scale();
+  check_product_fits(scale, a.level(), op);
+  Ciphertext out(a.context(), 3, a.level(), scale, a.device());
+  Backend& be = backend(a);
+  const RnsBase& base = a.base();
+  be.multiply(a.poly(0), a.poly(0), out.poly(0), 1, base);
+  be.multiply(a.poly(0), a.poly(1), out.poly(1), 1, base);
+  be.add(out.poly(1), out.poly(1), out.poly(1), 1, base);
+  be.multiply(a.poly(1), a.poly(1), out.poly(2), 1, base);
+  return out;
+}
+
+void Evaluator::multiply_plain_inplace(Ciphertext& a, const Plaintext& p) const {
+  constexpr const char* op = "ckks.multiply_plain";
+  check_plain(a, p, op, false);
+  const double scale = a.scale() * p.scale();
+  check_product_fits(scale, a.level(), op);
+  Backend& be = backend(a);
+  if (p.is_scalar()) {
+    be.multiply_scalar(a.data(), p.scalar_residues().data(), a.data(), a.size(), a.base());
+  } else {
+    for (std::size_t i = 0; i < a.size(); ++i) be.multiply(a.poly(i), p.data(), a.poly(i), 1, a.base());
+  }
+  a.set_scale(scale);
+  a.set_seed(std::nullopt);
+}
+
+Ciphertext Evaluator::multiply_plain(const Ciphertext& a, const Plaintext& p) const {
+  Ciphertext out = a.clone();
+  multiply_plain_inplace(out, p);
+  return out;
+}
+
+void Evaluator::multiply_scalar_inplace(Ciphertext& a, Complex value, double scale) const {
+  constexpr const char* op = "ckks.multiply_scalar";
+  check_context(a.fingerprint(), op);
+  const Encoder& enc = context_->encoder();
+  if (value.imag() != 0.0) {
+    multiply_plain_inplace(a, enc.encode_scalar(value, a.level(), scale));
+    return;
+  }
+  const double product = a.scale() * scale;
+  check_product_fits(product, a.level(), op);
+  const std::vector<u64> r = enc.scalar_residues(value.real(), a.level(), scale, op);
+  backend(a).multiply_scalar(a.data(), r.data(), a.data(), a.size(), a.base());
+  a.set_scale(product);
+  a.set_seed(std::nullopt);
+}
+
+Ciphertext Evaluator::multiply_scalar(const Ciphertext& a, Complex value, double scale) const {
+  Ciphertext out = a.clone();
+  multiply_scalar_inplace(out, value, scale);
+  return out;
+}
+
+void Evaluator::multiply_integer_inplace(Ciphertext& a, std::int64_t value) const {
+  check_context(a.fingerprint(), "ckks.multiply_integer");
+  const RnsBase& base = a.base();
+  std::vector<u64> r(base.size());
+  const u64 magnitude = value < 0 ? 0 - static_cast<u64>(value) : static_cast<u64>(value);
+  for (std::size_t i = 0; i < base.size(); ++i) {
+    const u64 q = base.modulus(i).value();
+    const u64 m = magnitude % q;
+    r[i] = (value < 0 && m != 0) ? q - m : m;
+  }
+  backend(a).multiply_scalar(a.data(), r.data(), a.data(), a.size(), base);
+  a.set_seed(std::nullopt);
+}
+
+Ciphertext Evaluator::multiply_integer(const Ciphertext& a, std::int64_t value) const {
+  Ciphertext out = a.clone();
+  multiply_integer_inplace(out, value);
+  return out;
+}
+
+// ---- key switching -------------------------------------------------------------
+
+Ciphertext Evaluator::relinearize(const Ciphertext& a, const RelinKey& key) const {
+  constexpr const char* op = "ckks.relinearize";
+  check_context(a.fingerprint(), op);
+  check_context(key.fingerprint(), op);
+  require(a.size() == 3, op, "needs a size-3 ciphertext, got size " + std::to_string(a.size()));
+  Ciphertext out(a.context(), 2, a.level(), a.scale(), a.device());
+  key_switch(*context_->rlwe(), a.poly(2), a.level(), key.key(), out.poly(0), out.poly(1));
+  backend(a).add(out.data(), a.data(), out.data(), 2, a.base());
+  return out;
+}
+
+void Evaluator::relinearize_inplace(Ciphertext& a, const RelinKey& key) const { a = relinearize(a, key); }
+
+Ciphertext Evaluator::rescale(const Ciphertext& a) const {
+  constexpr const char* op = "ckks.rescale";
+  check_context(a.fingerprint(), op);
+  require(a.level() >= 1, op, "the ciphertext is at level 0: no prime left to rescale by");
+  const RlweContext& ctx = *context_->rlwe();
+  const std::size_t level = a.level(), n = a.n();
+  const RnsBase& last = *ctx.prime_base(level);
+  const RnsBase& lower = *ctx.level_base(level - 1);
+  const u64 q_last = last.modulus(0).value();
+  Backend& be = backend(a);
+  Ciphertext out(a.context(), a.size(), level - 1, a.scale() / static_cast<double>(q_last), a.device());
+  std::vector<u64> q_last_inv(level);
+  for (std::size_t i = 0; i < level; ++i) q_last_inv[i] = ctx.q_last_inverse(level, i);
+  Buffer top(n), correction(level * n);
+  for (std::size_t p = 0; p < a.size(); ++p) {
+    // r = the centred residue of c mod q_last; (c - r) / q_last = round(c / q_last).
+    be.copy(a.poly(p) + level * n, top.data(), n);
+    be.ntt_inverse(top.data(), 1, last);
+    const u64 half = q_last >> 1;
+    for (std::size_t i = 0; i < level; ++i) {
+      const Modulus& qi = lower.modulus(i);
+      const u64 q = qi.value();
+      const ShoupOperand one = make_shoup(1, q);
+      const u64 q_last_mod = mul_mod_shoup(q_last, one.value, one.quotient, q);
+      const u64 shift = q_last_mod == 0 ? 0 : q - q_last_mod;  // -q_last mod q_i
+      u64* r = correction.data() + i * n;
+      for (std::size_t k = 0; k < n; ++k) {
+        const u64 x = top.data()[k];
+        const u64 reduced = mul_mod_shoup(x, one.value, one.quotient, q);
+        const u64 negative = 0 - static_cast<u64>(x > half);  // all ones when x stands for x - q_last
+        r[k] = add_mod(reduced, shift & negative, q);
+      }
+    }
+    be.ntt_forward(correction.data(), 1, lower);
+    be.sub(a.poly(p), correction.data(), out.poly(p), 1, lower);
+    be.multiply_scalar(out.poly(p), q_last_inv.data(), out.poly(p), 1, lower);
+  }
+  return out;
+}
+
+void Evaluator::rescale_inplace(Ciphertext& a) const { a = rescale(a); }
+
+Ciphertext Evaluator::mod_switch(const Ciphertext& a, std::size_t level) const {
+  constexpr const char* op = "ckks.mod_switch";
+  check_context(a.fingerprint(), op);
+  require(level <= a.level(), op,
+          "cannot raise a ciphertext from level " + std::to_string(a.level()) + " to " + std::to_string(level));
+  Ciphertext out(a.context(), a.size(), level, a.scale(), a.device());
+  for (std::size_t p = 0; p < a.size(); ++p) backend(a).copy(a.poly(p), out.poly(p), out.poly_words());
+  if (level == a.level()) out.set_seed(a.seed());
+  return out;
+}
+
+void Evaluator::mod_switch_inplace(Ciphertext& a, std::size_t level) const { a = mod_switch(a, level); }
+
+Plaintext Evaluator::mod_switch(const Plaintext& p, std::size_t level) const {
+  constexpr const char* op = "ckks.mod_switch";
+  check_context(p.fingerprint(), op);
+  require(level <= p.level(), op,
+          "cannot raise a plaintext from level " + std::to_string(p.level()) + " to " + std::to_string(level));
+  Plaintext out(p.context(), level, p.scale(), p.device());
+  backend_for(p.device()).copy(p.data(), out.data(), out.poly_words());
+  if (p.is_scalar())
+    out.set_scalar(std::vector<u64>(p.scalar_residues().begin(), p.scalar_residues().begin() + level + 1),
+                   p.scalar_value());
+  return out;
+}
+
+Ciphertext Evaluator::adjust_to(const Ciphertext& a, std::size_t level) const {
+  constexpr const char* op = "ckks.adjust_to";
+  check_context(a.fingerprint(), op);
+  const double target = context_->scale_at(level);
+  if (level == a.level() && same_scale(a.scale(), target)) return a.clone();
+  if (same_scale(a.scale(), target)) return mod_switch(a, level);
+  require(level < a.level(), op,
+          "moving to level " + std::to_string(level) + " with scale " + fmt_scale(target) +
+              " needs a level to spend, but the ciphertext is at level " + std::to_string(a.level()));
+  Ciphertext out = mod_switch(a, level + 1);
+  const double q = static_cast<double>(context_->params().q_primes()[level + 1]);
+  multiply_scalar_inplace(out, Complex(1.0, 0.0), target * q / a.scale());
+  rescale_inplace(out);
+  out.set_scale(target);
+  return out;
+}
+
+// ---- rotations ------------------------------------------------------------------
+
+long long Evaluator::step_of(u64 galois_element) const {
+  const std::size_t n = context_->rlwe()->n();
+  u64 g = 1;
+  for (std::size_t k = 0; k < n / 2; ++k) {
+    if (g == galois_element) return static_cast<long long>(k);
+    g = g * 5 % (2 * n);
+  }
+  return -1;  // not a rotation (conjugation)
+}
+
+std::vector<long long> Evaluator::rotation_plan(long long steps, const GaloisKeys& keys) const {
+  constexpr const char* op = "ckks.rotate";
+  check_context(keys.fingerprint(), op);
+  const RlweContext& ctx = *context_->rlwe();
+  const long long half = static_cast<long long>(ctx.n() / 2);
+  const long long target = ((steps % half) + half) % half;
+  if (target == 0) return {};
+  if (keys.has(ctx.galois_element(target))) return {target};
+  std::vector<long long> available;
+  for (u64 g : keys.elements())
+    if (long long s = step_of(g); s > 0) available.push_back(s);
+  // Breadth-first search over Z_{N/2}: the fewest keyed rotations summing to target.
+  std::vector<long long> parent(half, -1), via(half, 0);
+  std::deque<long long> queue{0};
+  parent[0] = 0;
+  while (!queue.empty() && parent[target] < 0) {
+    const long long at = queue.front();
+    queue.pop_front();
+    for (long long s : available) {
+      const long long next = (at + s) % half;
+      if (parent[next] < 0) {
+        parent[next] = at;
+        via[next] = s;
+        queue.push_back(next);
+      }
+    }
+  }
+  require(parent[target] >= 0, op,
+          "no Galois keys reach a rotation by " + std::to_string(steps) +
+              " (generate a key for that step, or for powers of two)");
+  std::vector<long long> plan;
+  for (long long at = target; at != 0; at = parent[at]) plan.push_back(via[at]);
+  return plan;
+}
+
+Ciphertext Evaluator::apply_galois(const Ciphertext& a, u64 galois_element, const GaloisKeys& keys) const {
+  constexpr const char* op = "ckks.rotate";
+  check_context(a.fingerprint(), op);
+  check_context(keys.fingerprint(), op);
+  require(a.size() == 2, op, "needs a size-2 ciphertext (relinearize first), got size " + std::to_string(a.size()));
+  const KeySwitchKey& key = keys.get(galois_element);
+  Backend& be = backend(a);
+  Ciphertext permuted(a.context(), 2, a.level(), a.scale(), a.device());
+  be.automorphism(a.data(), permuted.data(), 2, a.base(), galois_element, Form::eval);
+  Ciphertext out(a.context(), 2, a.level(), a.scale(), a.device());
+  key_switch(*context_->rlwe(), permuted.poly(1), a.level(), key, out.poly(0), out.poly(1));
+  be.add(out.poly(0), permuted.poly(0), out.poly(0), 1, a.base());
+  return out;
+}
+
+Ciphertext Evaluator::rotate(const Ciphertext& a, long long steps, const GaloisKeys& keys) const {
+  Ciphertext out = a.clone();
+  rotate_inplace(out, steps, keys);
+  return out;
+}
+
+void Evaluator::rotate_inplace(Ciphertext& a, long long steps, const GaloisKeys& keys) const {
+  check_context(a.fingerprint(), "ckks.rotate");
+  for (long long s : rotation_plan(steps, keys)) a = apply_galois(a, context_->rlwe()->galois_element(s), keys);
+}
+
+Ciphertext Evaluator::conjugate(const Ciphertext& a, const GaloisKeys& keys) const {
+  return apply_galois(a, context_->rlwe()->conjugation_element(), keys);
+}
+
+}  // namespace ringfire::ckks

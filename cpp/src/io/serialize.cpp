@@ -1,0 +1,332 @@
+#include "ringfire/io/serialize.h"
+
+#include <cmath>
+
+#include "ringfire/io/byte_io.h"
+#include "ringfire/rlwe/keygen.h"
+
+namespace ringfire::io {
+
+namespace {
+
+constexpr char kMagic[4] = {'R', 'F', 'H', 'E'};
+constexpr std::size_t kHeaderBytes = 4 + 2 + 2 + 8 + 8;
+constexpr std::size_t kMaxCiphertextSize = 16;
+
+Bytes seal(Kind kind, std::uint64_t fingerprint, Writer& payload) {
+  Writer out;
+  out.raw(kMagic, 4);
+  out.u16(kFormatVersion);
+  out.u16(static_cast<std::uint16_t>(kind));
+  out.u64(fingerprint);
+  out.u64(payload.bytes().size());
+  out.raw(payload.bytes().data(), payload.bytes().size());
+  out.u64(fnv1a64(out.bytes().data(), out.bytes().size()));
+  return std::move(out.bytes());
+}
+
+struct Envelope {
+  Kind kind;
+  std::uint64_t fingerprint;
+  const std::uint8_t* payload;
+  std::size_t payload_size;
+};
+
+Envelope open(const std::uint8_t* data, std::size_t size) {
+  require(data != nullptr || size == 0, "io.load", "no data");
+  Reader r(data, size);
+  char magic[4];
+  r.raw(magic, 4, "the magic bytes");
+  require(std::equal(magic, magic + 4, kMagic), "io.load", "not a ringfire object (bad magic bytes)");
+  const std::uint16_t version = r.u16("the version");
+  require(version == kFormatVersion, "io.load",
+          "unsupported format version " + std::to_string(version) + " (this build reads version " +
+              std::to_string(kFormatVersion) + ")");
+  const std::uint16_t kind = r.u16("the kind");
+  require(kind >= 1 && kind <= 7, "io.load", "unknown object kind " + std::to_string(kind));
+  const std::uint64_t fingerprint = r.u64("the fingerprint");
+  const std::uint64_t length = r.u64("the payload length");
+  require(length == size - std::min(size, kHeaderBytes + 8) && size >= kHeaderBytes + 8, "io.load",
+          "truncated or padded: the header declares " + std::to_string(length) + " payload bytes, the input has " +
+              std::to_string(size < kHeaderBytes + 8 ? 0 : size - kHeaderBytes - 8));
+  std::uint64_t stored = 0;
+  for (int i = 0; i < 8; ++i) stored |= static_cast<std::uint64_t>(data[size - 8 + i]) << (8 * i);
+  require(fnv1a64(data, size - 8) == stored, "io.load", "checksum mismatch: the data is corrupted");
+  return {static_cast<Kind>(kind), fingerprint, data + kHeaderBytes, static_cast<std::size_t>(length)};
+}
+
+Envelope open_as(Kind expected, const RlweContext* ctx, const std::uint8_t* data, std::size_t size) {
+  Envelope e = open(data, size);
+  require(e.kind == expected, "io.load",
+          std::string("expected a ") + kind_name(expected) + ", got a " + kind_name(e.kind));
+  if (ctx)
+    require(e.fingerprint == ctx->fingerprint(), "io.load",
+            std::string("this ") + kind_name(e.kind) + " was made under different parameters (fingerprint mismatch)");
+  return e;
+}
+
+void write_poly(Writer& w, const u64* data, std::size_t words) { w.words(data, words); }
+
+// Reads limbs x N residues over `base`, each checked below its prime.
+void read_poly(Reader& r, const RnsBase& base, std::size_t limbs, u64* out, const char* what) {
+  const std::size_t n = base.n();
+  r.need(limbs * n * 8, what);
+  for (std::size_t i = 0; i < limbs; ++i) r.residues(out + i * n, n, base.modulus(i).value(), what);
+}
+
+Seed read_seed(Reader& r) {
+  Seed seed;
+  r.raw(seed.data(), seed.size(), "a seed");
+  return seed;
+}
+
+void write_ciphertext_payload(Writer& w, const Ciphertext& c) {
+  w.u32(static_cast<std::uint32_t>(c.size()));
+  w.u32(static_cast<std::uint32_t>(c.level()));
+  w.f64(c.scale());
+  const bool seeded = c.seed().has_value() && c.size() == 2;
+  w.u8(seeded ? 1 : 0);
+  if (seeded) w.raw(c.seed()->data(), 32);
+  for (std::size_t p = 0; p < c.size(); ++p)
+    if (!(seeded && p == 1)) write_poly(w, c.poly(p), c.poly_words());
+}
+
+Ciphertext read_ciphertext_payload(Reader& r, const RlweContextPtr& ctx) {
+  const std::uint32_t count = r.u32("the ciphertext size");
+  const std::uint32_t level = r.u32("the level");
+  const double scale = r.f64("the scale");
+  require(count >= 1 && count <= kMaxCiphertextSize, "io.load", "corrupt: ciphertext size " + std::to_string(count));
+  require(level <= ctx->max_level(), "io.load",
+          "corrupt: level " + std::to_string(level) + " exceeds the maximum " + std::to_string(ctx->max_level()));
+  require(std::isfinite(scale) && scale > 0, "io.load", "corrupt: the scale is not a positive number");
+  const std::uint8_t seeded = r.u8("the seed flag");
+  require(seeded <= 1 && (!seeded || count == 2), "io.load", "corrupt: bad seed flag");
+  Ciphertext c(ctx, count, level, scale);
+  std::optional<Seed> seed;
+  if (seeded) seed = read_seed(r);
+  for (std::size_t p = 0; p < count; ++p) {
+    if (seeded && p == 1) expand_uniform(*seed, c.base(), c.poly(1));
+    else read_poly(r, c.base(), level + 1, c.poly(p), "a ciphertext polynomial");
+  }
+  c.set_seed(seed);
+  return c;
+}
+
+void write_switch_key(Writer& w, const KeySwitchKey& k) {
+  w.u32(static_cast<std::uint32_t>(k.digits()));
+  const bool seeded = k.seeds().size() == k.digits();
+  w.u8(seeded ? 1 : 0);
+  for (std::size_t j = 0; j < k.digits(); ++j) {
+    write_poly(w, k.b(j), k.poly_words());
+    if (seeded) w.raw(k.seeds()[j].data(), 32);
+    else write_poly(w, k.a(j), k.poly_words());
+  }
+}
+
+KeySwitchKey read_switch_key(Reader& r, const RlweContextPtr& ctx) {
+  KeySwitchKey k(ctx);
+  const std::uint32_t digits = r.u32("the digit count");
+  require(digits == k.digits(), "io.load",
+          "corrupt: key has " + std::to_string(digits) + " digits, the parameters need " + std::to_string(k.digits()));
+  const std::uint8_t seeded = r.u8("the seed flag");
+  require(seeded <= 1, "io.load", "corrupt: bad seed flag");
+  const RnsBase& base = *ctx->key_base();
+  for (std::size_t j = 0; j < digits; ++j) {
+    read_poly(r, base, base.size(), k.b(j), "a key polynomial");
+    if (seeded) {
+      k.seeds().push_back(read_seed(r));
+      expand_uniform(k.seeds().back(), base, k.a(j));
+    } else {
+      read_poly(r, base, base.size(), k.a(j), "a key polynomial");
+    }
+  }
+  return k;
+}
+
+}  // namespace
+
+const char* kind_name(Kind kind) {
+  switch (kind) {
+    case Kind::parameters: return "parameters object";
+    case Kind::plaintext: return "plaintext";
+    case Kind::ciphertext: return "ciphertext";
+    case Kind::public_key: return "public key";
+    case Kind::relin_key: return "relinearization key";
+    case Kind::galois_keys: return "Galois key set";
+    case Kind::secret_key: return "secret key";
+  }
+  return "unknown object";
+}
+
+Kind peek_kind(const std::uint8_t* data, std::size_t size) { return open(data, size).kind; }
+
+// ---- save ---------------------------------------------------------------------
+
+Bytes save(const Parameters& params) {
+  Writer w;
+  w.u64(params.n());
+  w.u32(static_cast<std::uint32_t>(params.q_primes().size()));
+  w.words(params.q_primes().data(), params.q_primes().size());
+  w.u32(static_cast<std::uint32_t>(params.p_primes().size()));
+  w.words(params.p_primes().data(), params.p_primes().size());
+  w.u32(static_cast<std::uint32_t>(params.dnum()));
+  w.u32(static_cast<std::uint32_t>(params.security()));
+  w.u32(static_cast<std::uint32_t>(params.scale_bits()));
+  return seal(Kind::parameters, params.fingerprint(), w);
+}
+
+Bytes save(const Plaintext& plain) {
+  Writer w;
+  w.u32(static_cast<std::uint32_t>(plain.level()));
+  w.f64(plain.scale());
+  w.u8(plain.is_scalar() ? 1 : 0);
+  if (plain.is_scalar()) {
+    w.f64(plain.scalar_value().real());
+    w.f64(plain.scalar_value().imag());
+    w.words(plain.scalar_residues().data(), plain.scalar_residues().size());
+  } else {
+    write_poly(w, plain.data(), plain.poly_words());
+  }
+  return seal(Kind::plaintext, plain.fingerprint(), w);
+}
+
+Bytes save(const Ciphertext& cipher) {
+  Writer w;
+  write_ciphertext_payload(w, cipher);
+  return seal(Kind::ciphertext, cipher.fingerprint(), w);
+}
+
+Bytes save(const PublicKey& key) {
+  Writer w;
+  write_ciphertext_payload(w, key.key());
+  return seal(Kind::public_key, key.fingerprint(), w);
+}
+
+Bytes save(const RelinKey& key) {
+  Writer w;
+  write_switch_key(w, key.key());
+  return seal(Kind::relin_key, key.fingerprint(), w);
+}
+
+Bytes save(const GaloisKeys& keys) {
+  Writer w;
+  const std::vector<u64> elements = keys.elements();
+  w.u32(static_cast<std::uint32_t>(elements.size()));
+  for (u64 g : elements) {
+    w.u64(g);
+    write_switch_key(w, keys.get(g));
+  }
+  return seal(Kind::galois_keys, keys.fingerprint(), w);
+}
+
+Bytes save(const SecretKey& key) {
+  Writer w;
+  // Two bits per coefficient would do; one byte keeps the format obvious.
+  w.raw(key.coefficients().data(), key.coefficients().size());
+  return seal(Kind::secret_key, key.fingerprint(), w);
+}
+
+// ---- load ---------------------------------------------------------------------
+
+Parameters load_parameters(const std::uint8_t* data, std::size_t size) {
+  const Envelope e = open_as(Kind::parameters, nullptr, data, size);
+  Reader r(e.payload, e.payload_size);
+  const std::uint64_t n = r.u64("the ring degree");
+  const std::uint32_t q_count = r.u32("the prime count");
+  require(q_count >= 1 && q_count <= 256, "io.load", "corrupt: " + std::to_string(q_count) + " ciphertext primes");
+  r.need(q_count * 8ull, "the ciphertext primes");
+  std::vector<u64> q(q_count);
+  for (auto& v : q) v = r.u64("a prime");
+  const std::uint32_t p_count = r.u32("the special prime count");
+  require(p_count >= 1 && p_count <= 64, "io.load", "corrupt: " + std::to_string(p_count) + " special primes");
+  r.need(p_count * 8ull, "the special primes");
+  std::vector<u64> p(p_count);
+  for (auto& v : p) v = r.u64("a prime");
+  const std::uint32_t dnum = r.u32("dnum");
+  const std::uint32_t security = r.u32("the security level");
+  const std::uint32_t scale_bits = r.u32("the scale bits");
+  r.expect_end();
+  Parameters params(static_cast<std::size_t>(n), q, p, dnum, static_cast<int>(security), static_cast<int>(scale_bits));
+  require(params.fingerprint() == e.fingerprint, "io.load", "corrupt: the parameters do not match their fingerprint");
+  return params;
+}
+
+Plaintext load_plaintext(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size) {
+  const Envelope e = open_as(Kind::plaintext, ctx.get(), data, size);
+  Reader r(e.payload, e.payload_size);
+  const std::uint32_t level = r.u32("the level");
+  const double scale = r.f64("the scale");
+  require(level <= ctx->max_level(), "io.load", "corrupt: level " + std::to_string(level) + " is out of range");
+  require(std::isfinite(scale) && scale > 0, "io.load", "corrupt: the scale is not a positive number");
+  const std::uint8_t scalar = r.u8("the scalar flag");
+  require(scalar <= 1, "io.load", "corrupt: bad scalar flag");
+  Plaintext plain(ctx, level, scale);
+  const RnsBase& base = plain.base();
+  if (scalar) {
+    const double re = r.f64("the scalar value"), im = r.f64("the scalar value");
+    std::vector<u64> residues(level + 1);
+    r.need(residues.size() * 8, "the scalar residues");
+    for (std::size_t i = 0; i < residues.size(); ++i) {
+      r.residues(&residues[i], 1, base.modulus(i).value(), "the scalar residues");
+      std::fill_n(plain.data() + i * plain.n(), plain.n(), residues[i]);
+    }
+    plain.set_scalar(std::move(residues), {re, im});
+  } else {
+    read_poly(r, base, level + 1, plain.data(), "the plaintext polynomial");
+  }
+  r.expect_end();
+  return plain;
+}
+
+Ciphertext load_ciphertext(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size) {
+  const Envelope e = open_as(Kind::ciphertext, ctx.get(), data, size);
+  Reader r(e.payload, e.payload_size);
+  Ciphertext c = read_ciphertext_payload(r, ctx);
+  r.expect_end();
+  return c;
+}
+
+PublicKey load_public_key(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size) {
+  const Envelope e = open_as(Kind::public_key, ctx.get(), data, size);
+  Reader r(e.payload, e.payload_size);
+  Ciphertext c = read_ciphertext_payload(r, ctx);
+  r.expect_end();
+  require(c.size() == 2 && c.level() == ctx->max_level(), "io.load", "corrupt: a public key is a top-level pair");
+  return PublicKey(std::move(c));
+}
+
+RelinKey load_relin_key(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size) {
+  const Envelope e = open_as(Kind::relin_key, ctx.get(), data, size);
+  Reader r(e.payload, e.payload_size);
+  KeySwitchKey k = read_switch_key(r, ctx);
+  r.expect_end();
+  return RelinKey(std::move(k));
+}
+
+GaloisKeys load_galois_keys(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size) {
+  const Envelope e = open_as(Kind::galois_keys, ctx.get(), data, size);
+  Reader r(e.payload, e.payload_size);
+  const std::uint32_t count = r.u32("the key count");
+  require(count <= ctx->n(), "io.load", "corrupt: " + std::to_string(count) + " Galois keys");
+  GaloisKeys keys(ctx);
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const std::uint64_t g = r.u64("a Galois element");
+    require(g % 2 == 1 && g < 2 * ctx->n() && !keys.has(g), "io.load",
+            "corrupt: bad or repeated Galois element " + std::to_string(g));
+    keys.insert(g, read_switch_key(r, ctx));
+  }
+  r.expect_end();
+  return keys;
+}
+
+SecretKey load_secret_key(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size) {
+  const Envelope e = open_as(Kind::secret_key, ctx.get(), data, size);
+  Reader r(e.payload, e.payload_size);
+  std::vector<std::int8_t> s(ctx->n());
+  r.raw(s.data(), s.size(), "the secret coefficients");
+  r.expect_end();
+  for (std::int8_t c : s) require(c >= -1 && c <= 1, "io.load", "corrupt: secret coefficients must be -1, 0 or 1");
+  return SecretKey(ctx, std::move(s));
+}
+
+}  // namespace ringfire::io

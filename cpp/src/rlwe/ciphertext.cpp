@@ -1,0 +1,41 @@
+#include "ringfire/rlwe/ciphertext.h"
+
+#include "ringfire/base/errors.h"
+
+namespace ringfire {
+
+Ciphertext::Ciphertext(RlweContextPtr context, std::size_t size, std::size_t level, double scale, Device device)
+    : context_(std::move(context)), size_(size), level_(level), scale_(scale) {
+  require(context_ != nullptr, "rlwe.Ciphertext", "needs a context");
+  require(size_ >= 1, "rlwe.Ciphertext", "size must be at least 1");
+  require(level_ <= context_->max_level(), "rlwe.Ciphertext",
+          "level " + std::to_string(level_) + " exceeds the maximum " + std::to_string(context_->max_level()));
+  buffer_ = Buffer(size_ * poly_words(), device);
+  backend_for(device).zero(buffer_.data(), buffer_.size());
+}
+
+Ciphertext Ciphertext::clone() const {
+  Ciphertext copy(context_, size_, level_, scale_, device());
+  backend_for(device()).copy(data(), copy.data(), buffer_.size());
+  copy.seed_ = seed_;
+  return copy;
+}
+
+Plaintext::Plaintext(RlweContextPtr context, std::size_t level, double scale, Device device)
+    : context_(std::move(context)), level_(level), scale_(scale) {
+  require(context_ != nullptr, "rlwe.Plaintext", "needs a context");
+  require(level_ <= context_->max_level(), "rlwe.Plaintext",
+          "level " + std::to_string(level_) + " exceeds the maximum " + std::to_string(context_->max_level()));
+  buffer_ = Buffer(poly_words(), device);
+  backend_for(device).zero(buffer_.data(), buffer_.size());
+}
+
+Plaintext Plaintext::clone() const {
+  Plaintext copy(context_, level_, scale_, device());
+  backend_for(device()).copy(data(), copy.data(), poly_words());
+  copy.scalar_residues_ = scalar_residues_;
+  copy.scalar_value_ = scalar_value_;
+  return copy;
+}
+
+}  // namespace ringfire

@@ -1,0 +1,96 @@
+#include "ringfire/rlwe/context.h"
+
+#include <numeric>
+
+#include "ringfire/arith/modular.h"
+#include "ringfire/base/errors.h"
+
+namespace ringfire {
+
+RlweContext::RlweContext(Parameters params) : params_(std::move(params)) {
+  std::vector<u64> all(params_.q_primes());
+  all.insert(all.end(), params_.p_primes().begin(), params_.p_primes().end());
+  key_base_ = std::make_shared<const RnsBase>(n(), all);
+  const std::size_t q_count = params_.q_primes().size(), k = special_count();
+
+  std::vector<std::size_t> special(k);
+  std::iota(special.begin(), special.end(), q_count);
+  special_base_ = key_base_->select(special);
+  for (std::size_t i = 0; i < key_base_->size(); ++i) prime_bases_.push_back(key_base_->select({i}));
+  for (std::size_t level = 0; level < q_count; ++level) {
+    std::vector<std::size_t> q_idx(level + 1);
+    std::iota(q_idx.begin(), q_idx.end(), 0);
+    level_bases_.push_back(key_base_->select(q_idx));
+    q_idx.insert(q_idx.end(), special.begin(), special.end());
+    extended_bases_.push_back(key_base_->select(q_idx));
+  }
+
+  for (std::size_t i = 0; i < q_count; ++i) {
+    const Modulus& qi = key_base_->modulus(i);
+    u64 p_mod = 1;
+    for (u64 p : params_.p_primes()) p_mod = mul_mod(p_mod, p % qi.value(), qi);
+    p_mod_q_.push_back(p_mod);
+    p_inv_mod_q_.push_back(inv_mod(p_mod, qi.value()));
+  }
+  q_last_inv_.resize(q_count);
+  for (std::size_t level = 1; level < q_count; ++level)
+    for (std::size_t i = 0; i < level; ++i) {
+      const u64 qi = params_.q_primes()[i];
+      q_last_inv_[level].push_back(inv_mod(params_.q_primes()[level] % qi, qi));
+    }
+}
+
+const RnsBasePtr& RlweContext::level_base(std::size_t level) const {
+  require(level <= max_level(), "rlwe.Context", "level " + std::to_string(level) + " exceeds the maximum " +
+                                                   std::to_string(max_level()));
+  return level_bases_[level];
+}
+
+const RnsBasePtr& RlweContext::extended_base(std::size_t level) const {
+  require(level <= max_level(), "rlwe.Context", "level " + std::to_string(level) + " exceeds the maximum " +
+                                                   std::to_string(max_level()));
+  return extended_bases_[level];
+}
+
+std::size_t RlweContext::digit_count(std::size_t level) const {
+  const std::size_t alpha = params_.alpha();
+  return (level + 1 + alpha - 1) / alpha;
+}
+
+std::pair<std::size_t, std::size_t> RlweContext::digit_range(std::size_t level, std::size_t digit) const {
+  const std::size_t alpha = params_.alpha();
+  const std::size_t begin = digit * alpha;
+  return {begin, std::min(begin + alpha, level + 1)};
+}
+
+const BaseConverter& RlweContext::mod_up(std::size_t level, std::size_t digit) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& slot = mod_up_[{level, digit}];
+  if (!slot) {
+    const auto [begin, end] = digit_range(level, digit);
+    std::vector<std::size_t> from, to;
+    for (std::size_t i = 0; i <= level; ++i) (i >= begin && i < end ? from : to).push_back(i);
+    for (std::size_t j = 0; j < special_count(); ++j) to.push_back(params_.q_primes().size() + j);
+    slot = std::make_unique<BaseConverter>(key_base_->select(from), key_base_->select(to));
+  }
+  return *slot;
+}
+
+const BaseConverter& RlweContext::mod_down(std::size_t level) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& slot = mod_down_[level];
+  if (!slot) slot = std::make_unique<BaseConverter>(special_base_, level_base(level));
+  return *slot;
+}
+
+u64 RlweContext::galois_element(long long steps) const {
+  const long long half = static_cast<long long>(n() / 2);
+  long long k = steps % half;
+  if (k < 0) k += half;
+  const u64 two_n = 2 * n();
+  u64 g = 1;
+  for (long long i = 0; i < k; ++i) g = (g * 5) % two_n;
+  return g;
+}
+
+}  // namespace ringfire

@@ -1,0 +1,100 @@
+#include "ringfire/rlwe/keygen.h"
+
+#include "ringfire/base/errors.h"
+#include "ringfire/rlwe/sampling.h"
+
+namespace ringfire {
+
+void expand_uniform(const Seed& seed, const RnsBase& base, u64* out) {
+  Prng stream = Prng::from_seed(seed);
+  sample_uniform(stream, base, out);  // uniform residues are uniform in either form
+}
+
+void sample_error_eval(Prng& prng, const RnsBase& base, u64* out) {
+  std::vector<std::int64_t> e(base.n());
+  sample_gaussian(prng, e.data(), e.size());
+  signed_to_rns(e.data(), e.size(), base, out);
+  backend_for(Device::cpu()).ntt_forward(out, 1, base);
+}
+
+void sample_ternary_eval(Prng& prng, const RnsBase& base, u64* out) {
+  std::vector<std::int8_t> u(base.n());
+  sample_ternary(prng, u.data(), u.size());
+  ternary_to_rns(u.data(), u.size(), base, out);
+  backend_for(Device::cpu()).ntt_forward(out, 1, base);
+}
+
+SecretKey generate_secret_key(const RlweContextPtr& context, Prng& prng) {
+  std::vector<std::int8_t> s(context->n());
+  sample_ternary(prng, s.data(), s.size());
+  return SecretKey(context, std::move(s));
+}
+
+PublicKey generate_public_key(const SecretKey& secret, Prng& prng) {
+  const RlweContextPtr& ctx = secret.context();
+  const std::size_t level = ctx->max_level();
+  const RnsBase& base = *ctx->level_base(level);
+  Backend& be = backend_for(Device::cpu());
+  Ciphertext key(ctx, 2, level, 1.0);
+  const Seed seed = prng.next_seed();
+  expand_uniform(seed, base, key.poly(1));
+  // b = -(a * s) + e; the first level+1 limbs of s serve this base.
+  sample_error_eval(prng, base, key.poly(0));
+  Buffer as(key.poly_words());
+  be.multiply(key.poly(1), secret.eval(), as.data(), 1, base);
+  be.sub(key.poly(0), as.data(), key.poly(0), 1, base);
+  key.set_seed(seed);
+  return PublicKey(std::move(key));
+}
+
+KeySwitchKey generate_switch_key(const SecretKey& secret, const u64* s_prime_eval, Prng& prng) {
+  const RlweContextPtr& ctx = secret.context();
+  const RnsBase& base = *ctx->key_base();
+  const std::size_t n = ctx->n();
+  Backend& be = backend_for(Device::cpu());
+  KeySwitchKey key(ctx);
+  Buffer as(key.poly_words());
+  for (std::size_t j = 0; j < key.digits(); ++j) {
+    const Seed seed = prng.next_seed();
+    key.seeds().push_back(seed);
+    expand_uniform(seed, base, key.a(j));
+    sample_error_eval(prng, base, key.b(j));
+    be.multiply(key.a(j), secret.eval(), as.data(), 1, base);
+    be.sub(key.b(j), as.data(), key.b(j), 1, base);
+    // + P * s' on the digit's primes (g_j is P there and 0 elsewhere).
+    const auto [begin, end] = ctx->digit_range(ctx->max_level(), j);
+    for (std::size_t i = begin; i < end; ++i) {
+      const Modulus& qi = base.modulus(i);
+      const u64 p = ctx->p_mod_q(i);
+      u64* bi = key.b(j) + i * n;
+      const u64* si = s_prime_eval + i * n;
+      for (std::size_t c = 0; c < n; ++c) bi[c] = mad_mod(si[c], p, bi[c], qi);
+    }
+  }
+  return key;
+}
+
+RelinKey generate_relin_key(const SecretKey& secret, Prng& prng) {
+  const RnsBase& base = *secret.context()->key_base();
+  Buffer s2(base.size() * base.n());
+  backend_for(Device::cpu()).multiply(secret.eval(), secret.eval(), s2.data(), 1, base);
+  return RelinKey(generate_switch_key(secret, s2.data(), prng));
+}
+
+GaloisKeys generate_galois_keys(const SecretKey& secret, const std::vector<u64>& elements, Prng& prng) {
+  const RlweContextPtr& ctx = secret.context();
+  const RnsBase& base = *ctx->key_base();
+  Backend& be = backend_for(Device::cpu());
+  GaloisKeys keys(ctx);
+  Buffer rotated(base.size() * base.n());
+  for (u64 g : elements) {
+    require(g % 2 == 1 && g < 2 * ctx->n(), "rlwe.keygen",
+            "Galois element must be odd and below 2N, got " + std::to_string(g));
+    if (keys.has(g)) continue;
+    be.automorphism(secret.eval(), rotated.data(), 1, base, g, Form::eval);
+    keys.insert(g, generate_switch_key(secret, rotated.data(), prng));
+  }
+  return keys;
+}
+
+}  // namespace ringfire

@@ -1,0 +1,46 @@
+#include "ringfire/rlwe/keys.h"
+
+#include "ringfire/base/errors.h"
+#include "ringfire/rlwe/sampling.h"
+
+namespace ringfire {
+
+SecretKey::SecretKey(RlweContextPtr context, std::vector<std::int8_t> coefficients)
+    : context_(std::move(context)), coefficients_(std::move(coefficients)) {
+  require(context_ != nullptr, "rlwe.SecretKey", "needs a context");
+  require(coefficients_.size() == context_->n(), "rlwe.SecretKey",
+          "expected " + std::to_string(context_->n()) + " coefficients, got " + std::to_string(coefficients_.size()));
+  for (std::int8_t c : coefficients_)
+    require(c >= -1 && c <= 1, "rlwe.SecretKey", "coefficients must be in {-1, 0, 1}");
+  const RnsBase& base = *context_->key_base();
+  eval_ = Buffer(base.size() * base.n());
+  ternary_to_rns(coefficients_.data(), coefficients_.size(), base, eval_.data());
+  backend_for(eval_.device()).ntt_forward(eval_.data(), 1, base);
+}
+
+KeySwitchKey::KeySwitchKey(RlweContextPtr context)
+    : context_(std::move(context)), digits_(context_->digit_count(context_->max_level())) {
+  buffer_ = Buffer(2 * digits_ * poly_words());
+  backend_for(buffer_.device()).zero(buffer_.data(), buffer_.size());
+}
+
+const KeySwitchKey& GaloisKeys::get(u64 galois_element) const {
+  auto it = keys_.find(galois_element);
+  if (it == keys_.end())
+    throw_invalid("rlwe.GaloisKeys", "no Galois key for element " + std::to_string(galois_element) +
+                                         " (generate it with keygen(rotations=...) or conjugate=True)");
+  return it->second;
+}
+
+void GaloisKeys::insert(u64 galois_element, KeySwitchKey key) {
+  require(key.fingerprint() == fingerprint(), "rlwe.GaloisKeys", "key belongs to other parameters");
+  keys_.insert_or_assign(galois_element, std::move(key));
+}
+
+std::vector<u64> GaloisKeys::elements() const {
+  std::vector<u64> out;
+  for (const auto& [g, key] : keys_) out.push_back(g);
+  return out;
+}
+
+}  // namespace ringfire

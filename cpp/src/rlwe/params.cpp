@@ -1,0 +1,127 @@
+#include "ringfire/rlwe/params.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "ringfire/arith/primes.h"
+#include "ringfire/arith/wide.h"
+#include "ringfire/base/errors.h"
+#include "ringfire/rlwe/security.h"
+
+namespace ringfire {
+
+namespace {
+
+constexpr const char* kOp = "rlwe.Parameters";
+constexpr int kMinPrimeBits = 20;
+constexpr int kMaxPrimeBits = 60;
+
+void check_bits(const std::vector<int>& bits, const char* name) {
+  for (int b : bits)
+    require(b >= kMinPrimeBits && b <= kMaxPrimeBits, kOp,
+            std::string(name) + " entries must be in [" + std::to_string(kMinPrimeBits) + ", " +
+                std::to_string(kMaxPrimeBits) + "], got " + std::to_string(b));
+}
+
+// Assigns primes to every requested size: all sizes equal to b draw from one
+// list of the largest b-bit NTT primes, so no prime repeats across Q and P.
+void assign_primes(std::size_t n, const std::vector<int>& q_bits, const std::vector<int>& p_bits,
+                   std::vector<u64>& q, std::vector<u64>& p) {
+  std::map<int, std::size_t> needed;
+  for (int b : q_bits) ++needed[b];
+  for (int b : p_bits) ++needed[b];
+  std::map<int, std::vector<u64>> pool;
+  for (auto [bits, count] : needed) pool[bits] = find_ntt_primes(bits, count, n);
+  std::map<int, std::size_t> used;
+  // The special primes take the largest of their size, then Q in order.
+  for (int b : p_bits) p.push_back(pool[b][used[b]++]);
+  for (int b : q_bits) q.push_back(pool[b][used[b]++]);
+}
+
+
+}  // namespace
+
+std::uint64_t fnv1a64(const void* data, std::size_t bytes, std::uint64_t state) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < bytes; ++i) {
+    state ^= p[i];
+    state *= 0x100000001b3ULL;
+  }
+  return state;
+}
+
+Parameters::Parameters(const ParameterLiteral& lit)
+    : n_(lit.poly_degree), dnum_(lit.dnum), security_(lit.security), scale_bits_(lit.scale_bits) {
+  require(n_ >= 1024 && n_ <= (1u << 17) && (n_ & (n_ - 1)) == 0, kOp,
+          "poly_degree must be a power of two in [1024, 131072], got " + std::to_string(n_));
+  require(!lit.q_bits.empty(), kOp, "coeff_bits needs at least one prime");
+  require(!lit.p_bits.empty(), kOp, "needs at least one special prime for key switching");
+  check_bits(lit.q_bits, "coeff_bits");
+  check_bits(lit.p_bits, "special_bits");
+  assign_primes(n_, lit.q_bits, lit.p_bits, q_, p_);
+  if (dnum_ == 0) {
+    // The widest digit the special primes can cover: the digit's bits must
+    // not exceed P's, or key-switching noise grows past the rescale error.
+    int p_total = 0;
+    for (int b : lit.p_bits) p_total += b;
+    const int q_max = *std::max_element(lit.q_bits.begin(), lit.q_bits.end());
+    const std::size_t alpha = std::max<std::size_t>(1, static_cast<std::size_t>(p_total / q_max));
+    dnum_ = (q_.size() + alpha - 1) / alpha;
+  }
+  validate();
+}
+
+Parameters::Parameters(std::size_t poly_degree, std::vector<u64> q_primes, std::vector<u64> p_primes,
+                       std::size_t dnum, int security, int scale_bits)
+    : n_(poly_degree), q_(std::move(q_primes)), p_(std::move(p_primes)), dnum_(dnum), security_(security),
+      scale_bits_(scale_bits) {
+  require(n_ >= 1024 && n_ <= (1u << 17) && (n_ & (n_ - 1)) == 0, kOp,
+          "poly_degree must be a power of two in [1024, 131072], got " + std::to_string(n_));
+  require(!q_.empty() && !p_.empty(), kOp, "needs at least one ciphertext prime and one special prime");
+  for (u64 q : q_) require(is_ntt_friendly(q, n_) && bit_length(q) <= kMaxPrimeBits, kOp,
+                           std::to_string(q) + " is not an NTT-friendly prime of at most 60 bits for this N");
+  for (u64 q : p_) require(is_ntt_friendly(q, n_) && bit_length(q) <= kMaxPrimeBits, kOp,
+                           std::to_string(q) + " is not an NTT-friendly prime of at most 60 bits for this N");
+  validate();
+}
+
+void Parameters::validate() {
+  const std::size_t count = q_.size();
+  require(dnum_ >= 1 && dnum_ <= count, kOp,
+          "dnum must be in [1, " + std::to_string(count) + "] (the number of ciphertext primes), got " +
+              std::to_string(dnum_));
+  alpha_ = (count + dnum_ - 1) / dnum_;
+  dnum_ = (count + alpha_ - 1) / alpha_;  // e.g. 7 primes, dnum 5 -> alpha 2 -> 4 digits
+  std::vector<u64> all(q_);
+  all.insert(all.end(), p_.begin(), p_.end());
+  for (std::size_t i = 0; i < all.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j) require(all[i] != all[j], kOp, "prime " + std::to_string(all[i]) + " repeats");
+  log_qp_ = 0.0;
+  for (u64 q : all) log_qp_ += std::log2(static_cast<double>(q));
+  require(security_ == 0 || security_ == 128 || security_ == 192 || security_ == 256, kOp,
+          "security must be 128, 192 or 256 bits, got " + std::to_string(security_));
+  require(scale_bits_ >= 0 && scale_bits_ <= kMaxPrimeBits, kOp,
+          "scale_bits must be in [0, 60], got " + std::to_string(scale_bits_));
+  check_security(n_, log_qp_, security_);
+
+  std::vector<std::uint64_t> words{n_, dnum_, static_cast<std::uint64_t>(security_),
+                                   static_cast<std::uint64_t>(scale_bits_), q_.size(), p_.size()};
+  words.insert(words.end(), all.begin(), all.end());
+  fingerprint_ = fnv1a64(words.data(), words.size() * sizeof(std::uint64_t));
+}
+
+std::string Parameters::describe() const {
+  std::ostringstream out;
+  out << "N=" << n_ << ", L+1=" << q_.size() << " primes (";
+  for (std::size_t i = 0; i < q_.size(); ++i) out << (i ? "," : "") << bit_length(q_[i]);
+  out << " bits), P=" << p_.size() << " primes (";
+  for (std::size_t i = 0; i < p_.size(); ++i) out << (i ? "," : "") << bit_length(p_[i]);
+  out << " bits), dnum=" << dnum_ << ", log2(QP)=" << std::round(log_qp_ * 10) / 10 << ", security=";
+  if (security_ == 0) out << "NONE (insecure, tests only)";
+  else out << security_ << "-bit";
+  return out.str();
+}
+
+}  // namespace ringfire

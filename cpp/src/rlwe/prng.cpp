@@ -1,0 +1,157 @@
+#include "ringfire/rlwe/prng.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "ringfire/rlwe/chacha20.h"
+
+#if defined(__linux__) && __has_include(<sys/random.h>)
+#include <sys/random.h>
+#define RINGFIRE_HAS_GETRANDOM 1
+#else
+#define RINGFIRE_HAS_GETRANDOM 0
+#endif
+
+namespace ringfire {
+namespace {
+
+// Fills out[0, n) from getrandom(2). Returns 0 on success, else the errno.
+int read_getrandom(std::uint8_t* out, std::size_t n) {
+#if RINGFIRE_HAS_GETRANDOM
+  std::size_t got = 0;
+  while (got < n) {
+    // Flags 0: block until the pool is initialised, never return weak bytes.
+    const ssize_t r = getrandom(out + got, n - got, 0);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    got += static_cast<std::size_t>(r);
+  }
+  return 0;
+#else
+  (void)out;
+  (void)n;
+  return ENOSYS;
+#endif
+}
+
+// Fills out[0, n) from /dev/urandom. Returns 0 on success, else the errno.
+int read_dev_urandom(std::uint8_t* out, std::size_t n) {
+  const int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  std::size_t got = 0;
+  int err = 0;
+  while (got < n) {
+    const ssize_t r = ::read(fd, out + got, n - got);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      err = errno;
+      break;
+    }
+    if (r == 0) {  // a truncated device: never accept a short seed
+      err = EIO;
+      break;
+    }
+    got += static_cast<std::size_t>(r);
+  }
+  ::close(fd);
+  return err;
+}
+
+void secure_zero(void* p, std::size_t n) {
+  // Volatile stores are not removed as dead by the optimiser.
+  volatile std::uint8_t* bytes = static_cast<volatile std::uint8_t*>(p);
+  for (std::size_t i = 0; i < n; ++i) bytes[i] = 0;
+}
+
+}  // namespace
+
+Prng::Prng(const Seed& seed) : seed_(seed) {
+  for (int i = 0; i < 8; ++i)
+    key_words_[i] = static_cast<std::uint32_t>(seed[4 * i]) |
+                    (static_cast<std::uint32_t>(seed[4 * i + 1]) << 8) |
+                    (static_cast<std::uint32_t>(seed[4 * i + 2]) << 16) |
+                    (static_cast<std::uint32_t>(seed[4 * i + 3]) << 24);
+}
+
+Prng::~Prng() {
+  secure_zero(seed_.data(), seed_.size());
+  secure_zero(key_words_, sizeof(key_words_));
+  secure_zero(buffer_.data(), buffer_.size());
+}
+
+Prng Prng::from_seed(const Seed& seed) { return Prng(seed); }
+
+Prng Prng::from_os() {
+  Seed seed{};
+  const int getrandom_err = read_getrandom(seed.data(), seed.size());
+  if (getrandom_err != 0) {
+    const int urandom_err = read_dev_urandom(seed.data(), seed.size());
+    if (urandom_err != 0) {
+      throw std::runtime_error(
+          "[rlwe.Prng.from_os] cannot seed from the operating system: getrandom(2) failed (" +
+          std::string(std::strerror(getrandom_err)) + ") and /dev/urandom could not be read (" +
+          std::string(std::strerror(urandom_err)) + ")");
+    }
+  }
+  Prng prng(seed);
+  secure_zero(seed.data(), seed.size());
+  return prng;
+}
+
+void Prng::generate(std::uint8_t* out, std::size_t blocks) {
+  while (blocks > 0) {
+    // Block index i -> counter i mod 2^32, nonce word 0 = i / 2^32 (header).
+    // A run never crosses a counter wrap, so chacha20_blocks sees one nonce.
+    const auto counter = static_cast<std::uint32_t>(next_block_);
+    const std::uint64_t before_wrap = (std::uint64_t{1} << 32) - counter;
+    const std::size_t run = static_cast<std::size_t>(std::min<std::uint64_t>(blocks, before_wrap));
+    const std::uint32_t nonce_words[3] = {static_cast<std::uint32_t>(next_block_ >> 32), 0, 0};
+    chacha20_blocks(key_words_, counter, nonce_words, out, run);
+    next_block_ += run;
+    out += run * kChaCha20BlockBytes;
+    blocks -= run;
+  }
+}
+
+void Prng::refill() {
+  generate(buffer_.data(), kBufferBytes / kChaCha20BlockBytes);
+  pos_ = 0;
+}
+
+void Prng::fill(std::uint8_t* out, std::size_t n) {
+  while (n > 0) {
+    if (pos_ == kBufferBytes) {
+      // Buffer empty and a large request: write whole blocks straight to the
+      // caller (same bytes, no copy), then buffer only the tail.
+      if (n >= kBufferBytes) {
+        const std::size_t blocks = n / kChaCha20BlockBytes;
+        generate(out, blocks);
+        out += blocks * kChaCha20BlockBytes;
+        n -= blocks * kChaCha20BlockBytes;
+        continue;
+      }
+      refill();
+    }
+    const std::size_t take = std::min(n, kBufferBytes - pos_);
+    std::memcpy(out, buffer_.data() + pos_, take);
+    pos_ += take;
+    out += take;
+    n -= take;
+  }
+}
+
+Prng::Seed Prng::next_seed() {
+  Seed child;
+  fill(child.data(), child.size());
+  return child;
+}
+
+}  // namespace ringfire

@@ -1,0 +1,159 @@
+#include "ringfire/rlwe/sampling.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "ringfire/base/errors.h"
+
+namespace ringfire {
+namespace {
+
+using u64 = std::uint64_t;
+
+// Bytes drawn per round by sample_ternary (stack scratch).
+constexpr std::size_t kTernaryChunk = 4096;
+// Samples per sign word in sample_gaussian.
+constexpr std::size_t kGaussianGroup = 64;
+
+// 2^64 * x for x in [0, 1/2], rounded to nearest.
+u64 to_fixed64(double x) { return static_cast<u64>(std::round(std::ldexp(x, 64))); }
+
+// The CDT of |x| for D_{Z,sigma} cut at bound = floor(6 sigma):
+// T[k] ~ 2^64 * P(|x| <= k) for k = 0 .. bound-1 (P(|x| <= bound) = 1 is
+// implicit). Entries below 1/2 come from the head sum and the others as
+// 2^64 - (tail sum), so the tiny tail probabilities keep their relative
+// precision instead of vanishing in 1 - epsilon.
+std::vector<u64> gaussian_cdt(double sigma, std::size_t bound) {
+  std::vector<double> p(bound + 1);
+  const double two_sigma_sq = 2.0 * sigma * sigma;
+  double total = 0.0;
+  for (std::size_t k = 0; k <= bound; ++k) {
+    const double kk = static_cast<double>(k);
+    // |x| = k > 0 collects both x = k and x = -k.
+    p[k] = (k == 0 ? 1.0 : 2.0) * std::exp(-kk * kk / two_sigma_sq);
+    total += p[k];
+  }
+  for (double& v : p) v /= total;
+
+  std::vector<double> tail(bound + 2, 0.0);  // tail[k] = P(|x| >= k)
+  for (std::size_t k = bound + 1; k-- > 0;) tail[k] = tail[k + 1] + p[k];
+
+  std::vector<u64> table(bound);
+  double head = 0.0;  // P(|x| <= k)
+  for (std::size_t k = 0; k < bound; ++k) {
+    head += p[k];
+    table[k] = head <= 0.5 ? to_fixed64(head) : u64{0} - to_fixed64(tail[k + 1]);
+  }
+  return table;
+}
+
+}  // namespace
+
+void sample_ternary(Prng& prng, std::int8_t* out, std::size_t n) {
+  std::uint8_t bytes[kTernaryChunk];
+  std::size_t produced = 0;
+  while (produced < n) {
+    // Draw exactly as many bytes as values still missing: the accepted ones
+    // are written in order, the rest of the stream is left untouched.
+    const std::size_t m = std::min(n - produced, kTernaryChunk);
+    prng.fill(bytes, m);
+    for (std::size_t i = 0; i < m; ++i) {
+      const unsigned b = bytes[i];
+      // b % 3 by a constant is a multiply and shift (no data-dependent
+      // timing). The slot is always written — produced + i < n here — and only
+      // advanced for an accepted byte, so there is no branch on b at all.
+      out[produced] = static_cast<std::int8_t>(static_cast<int>(b % 3u) - 1);
+      produced += static_cast<std::size_t>(b != 255u);
+    }
+  }
+  // Scratch held secret key material.
+  volatile std::uint8_t* wipe = bytes;
+  for (std::size_t i = 0; i < sizeof(bytes); ++i) wipe[i] = 0;
+}
+
+void sample_gaussian(Prng& prng, std::int64_t* out, std::size_t n, double sigma) {
+  require(std::isfinite(sigma) && sigma > 0.0 && sigma <= kMaxGaussianSigma, "rlwe.sample_gaussian",
+          "sigma must be in (0, " + std::to_string(static_cast<int>(kMaxGaussianSigma)) + "], got " +
+              std::to_string(sigma));
+  const auto bound = static_cast<std::size_t>(std::floor(kGaussianTailCut * sigma));
+  const std::vector<u64> table = gaussian_cdt(sigma, bound);
+
+  u64 words[1 + kGaussianGroup];
+  u64 magnitude[kGaussianGroup];
+  for (std::size_t start = 0; start < n; start += kGaussianGroup) {
+    const std::size_t count = std::min(kGaussianGroup, n - start);
+    prng.fill(reinterpret_cast<std::uint8_t*>(words), (1 + count) * 8);
+    // fill() wrote bytes; the stream layout reads them as little-endian words.
+    if constexpr (std::endian::native != std::endian::little) {
+      for (std::size_t i = 0; i <= count; ++i) {
+        const auto* b = reinterpret_cast<const std::uint8_t*>(&words[i]);
+        u64 v = 0;
+        for (int j = 7; j >= 0; --j) v = (v << 8) | b[j];
+        words[i] = v;
+      }
+    }
+    const u64 signs = words[0];
+    const u64* r = words + 1;
+    // Full-table scan, table entry outer so the inner loop over samples is a
+    // branch-free vector compare-and-add.
+    for (std::size_t j = 0; j < count; ++j) magnitude[j] = 0;
+    for (const u64 t : table)
+      for (std::size_t j = 0; j < count; ++j) magnitude[j] += static_cast<u64>(r[j] >= t);
+    for (std::size_t j = 0; j < count; ++j) {
+      const auto m = static_cast<std::int64_t>(magnitude[j]);
+      const auto neg = -static_cast<std::int64_t>((signs >> j) & 1u);  // 0 or all ones
+      out[start + j] = (m ^ neg) - neg;                                  // m or -m
+    }
+  }
+  volatile u64* wipe_words = words;
+  for (std::size_t i = 0; i < 1 + kGaussianGroup; ++i) wipe_words[i] = 0;
+  volatile u64* wipe_mag = magnitude;
+  for (std::size_t i = 0; i < kGaussianGroup; ++i) wipe_mag[i] = 0;
+}
+
+void sample_uniform(Prng& prng, const RnsBase& base, std::uint64_t* out) {
+  const std::size_t n = base.n();
+  for (std::size_t i = 0; i < base.size(); ++i) {
+    const u64 q = base.modulus(i).value();
+    u64* row = out + i * n;
+    for (std::size_t j = 0; j < n; ++j) row[j] = prng.uniform_below(q);
+  }
+}
+
+void ternary_to_rns(const std::int8_t* s, std::size_t n, const RnsBase& base, std::uint64_t* out) {
+  for (std::size_t i = 0; i < base.size(); ++i) {
+    const u64 q = base.modulus(i).value();
+    u64* row = out + i * n;
+    for (std::size_t j = 0; j < n; ++j) {
+      const auto v = static_cast<std::int64_t>(s[j]);
+      // v < 0: the sign mask selects q, and (2^64 + v) + q wraps to q + v.
+      const u64 negative_mask = static_cast<u64>(v >> 63);
+      row[j] = static_cast<u64>(v) + (q & negative_mask);
+    }
+  }
+}
+
+void signed_to_rns(const std::int64_t* e, std::size_t n, const RnsBase& base, std::uint64_t* out) {
+  u64 too_large = 0;
+  for (std::size_t i = 0; i < base.size(); ++i) {
+    const u64 q = base.modulus(i).value();
+    u64* row = out + i * n;
+    for (std::size_t j = 0; j < n; ++j) {
+      const std::int64_t v = e[j];
+      const u64 negative_mask = static_cast<u64>(v >> 63);
+      // |v| without a branch (INT64_MIN gives 2^63, which is >= any q).
+      const u64 magnitude = (static_cast<u64>(v) ^ negative_mask) - negative_mask;
+      too_large |= static_cast<u64>(magnitude >= q);
+      row[j] = static_cast<u64>(v) + (q & negative_mask);
+    }
+  }
+  // One check after the loops: it reveals only that some input was out of
+  // range (a caller bug), not which one.
+  require(too_large == 0, "rlwe.signed_to_rns",
+          "a value has magnitude >= some modulus q_i; only |e| < q_i can be mapped");
+}
+
+}  // namespace ringfire

@@ -1,0 +1,129 @@
+// Bindings of the ckks layer: the context (with its encoder), decryption to
+// slots, and the explicit evaluator. Heavy calls release the GIL.
+#include <nanobind/stl/complex.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <complex>
+#include <cstring>
+
+#include "common.h"
+#include "ringfire/ckks/evaluator.h"
+#include "ringfire/rlwe/encryptor.h"
+
+namespace ringfire::python {
+
+namespace {
+
+using ckks::Complex;
+using ComplexArray = nb::ndarray<const std::complex<double>, nb::numpy, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+using OutComplexArray = nb::ndarray<std::complex<double>, nb::numpy, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+OutComplexArray to_numpy(std::vector<Complex> values) {
+  auto* data = new std::complex<double>[values.size()];
+  std::copy(values.begin(), values.end(), data);
+  nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<std::complex<double>*>(p); });
+  return OutComplexArray(data, {values.size()}, owner);
+}
+
+}  // namespace
+
+void bind_ckks(nb::module_& m) {
+  using ckks::Context;
+  using ckks::ContextPtr;
+  using ckks::Evaluator;
+  using Release = nb::call_guard<nb::gil_scoped_release>;
+
+  nb::class_<RlweContext>(m, "RlweContext").def_prop_ro("fingerprint", &RlweContext::fingerprint);
+
+  nb::class_<Context>(m, "CkksContext")
+      .def(nb::new_([](const Parameters& params) { return std::make_shared<const Context>(params); }),
+           nb::arg("params"))
+      .def_prop_ro("params", &Context::params, nb::rv_policy::reference_internal)
+      .def_prop_ro("rlwe", &Context::rlwe)
+      .def_prop_ro("slots", &Context::slots)
+      .def_prop_ro("max_level", &Context::max_level)
+      .def_prop_ro("fingerprint", &Context::fingerprint)
+      .def_prop_ro("default_scale", &Context::default_scale)
+      .def("scale_at", &Context::scale_at, nb::arg("level"))
+      .def("galois_element", [](const Context& c, long long steps) { return c.rlwe()->galois_element(steps); })
+      .def("conjugation_element", [](const Context& c) { return c.rlwe()->conjugation_element(); })
+      .def(
+          "encode",
+          [](const Context& c, ComplexArray values, std::size_t level, double scale) {
+            const Complex* data = values.data();
+            const std::size_t count = values.shape(0);
+            nb::gil_scoped_release release;
+            return c.encoder().encode(data, count, level, scale);
+          },
+          nb::arg("values"), nb::arg("level"), nb::arg("scale"))
+      .def(
+          "encode_scalar",
+          [](const Context& c, Complex value, std::size_t level, double scale) {
+            return c.encoder().encode_scalar(value, level, scale);
+          },
+          nb::arg("value"), nb::arg("level"), nb::arg("scale"))
+      .def("decode", [](const Context& c, const Plaintext& p) { return to_numpy(c.encoder().decode(p)); })
+      .def(
+          "decrypt",
+          [](const Context& c, const Ciphertext& ct, const SecretKey& sk) {
+            std::vector<Complex> slots;
+            {
+              nb::gil_scoped_release release;
+              Buffer m(ct.poly_words());
+              decrypt_core(sk, ct, m.data());
+              slots = c.encoder().decode_coefficients(m.data(), ct.level(), ct.scale());
+            }
+            return to_numpy(std::move(slots));
+          },
+          nb::arg("ciphertext"), nb::arg("secret_key"))
+      .def("slots_to_coefficients", [](const Context& c, ComplexArray values) {
+        require(values.shape(0) == c.slots(), "ckks.encode", "expected exactly one value per slot");
+        std::vector<Complex> v(values.data(), values.data() + values.shape(0));
+        return c.encoder().slots_to_coefficients(v);
+      })
+      .def("coefficients_to_slots", [](const Context& c, const std::vector<double>& coeffs) {
+        return to_numpy(c.encoder().coefficients_to_slots(coeffs));
+      });
+
+  nb::class_<Evaluator>(m, "Evaluator")
+      .def(nb::init<ContextPtr>(), nb::arg("context"))
+      .def("add", &Evaluator::add, Release())
+      .def("add_inplace", &Evaluator::add_inplace, Release())
+      .def("sub", &Evaluator::sub, Release())
+      .def("sub_inplace", &Evaluator::sub_inplace, Release())
+      .def("negate", &Evaluator::negate, Release())
+      .def("negate_inplace", &Evaluator::negate_inplace, Release())
+      .def("add_plain", &Evaluator::add_plain, Release())
+      .def("add_plain_inplace", &Evaluator::add_plain_inplace, Release())
+      .def("sub_plain", &Evaluator::sub_plain, Release())
+      .def("sub_plain_inplace", &Evaluator::sub_plain_inplace, Release())
+      .def("add_scalar", &Evaluator::add_scalar, Release())
+      .def("add_scalar_inplace", &Evaluator::add_scalar_inplace, Release())
+      .def("multiply", &Evaluator::multiply, Release())
+      .def("square", &Evaluator::square, Release())
+      .def("multiply_plain", &Evaluator::multiply_plain, Release())
+      .def("multiply_plain_inplace", &Evaluator::multiply_plain_inplace, Release())
+      .def("multiply_scalar", &Evaluator::multiply_scalar, Release())
+      .def("multiply_scalar_inplace", &Evaluator::multiply_scalar_inplace, Release())
+      .def("multiply_integer", &Evaluator::multiply_integer, Release())
+      .def("multiply_integer_inplace", &Evaluator::multiply_integer_inplace, Release())
+      .def("relinearize", &Evaluator::relinearize, Release())
+      .def("relinearize_inplace", &Evaluator::relinearize_inplace, Release())
+      .def("rescale", &Evaluator::rescale, Release())
+      .def("rescale_inplace", &Evaluator::rescale_inplace, Release())
+      .def("mod_switch", nb::overload_cast<const Ciphertext&, std::size_t>(&Evaluator::mod_switch, nb::const_),
+           Release())
+      .def("mod_switch_inplace", &Evaluator::mod_switch_inplace, Release())
+      .def("mod_switch_plain", nb::overload_cast<const Plaintext&, std::size_t>(&Evaluator::mod_switch, nb::const_),
+           Release())
+      .def("adjust_to", &Evaluator::adjust_to, Release())
+      .def("rotate", &Evaluator::rotate, Release())
+      .def("rotate_inplace", &Evaluator::rotate_inplace, Release())
+      .def("rotation_plan", &Evaluator::rotation_plan)
+      .def("conjugate", &Evaluator::conjugate, Release())
+      .def("apply_galois", &Evaluator::apply_galois, Release());
+}
+
+}  // namespace ringfire::python

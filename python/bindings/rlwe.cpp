@@ -1,0 +1,150 @@
+// Bindings of the rlwe layer: parameters, the CSPRNG, keys, ciphertexts and
+// plaintexts (opaque handles; the Pythonic classes live in ringfire.ckks),
+// key generation and encryption.
+#include <nanobind/stl/array.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstring>
+
+#include "common.h"
+#include "ringfire/rlwe/chacha20.h"
+#include "ringfire/rlwe/encryptor.h"
+#include "ringfire/rlwe/keygen.h"
+#include "ringfire/rlwe/security.h"
+
+namespace ringfire::python {
+
+namespace {
+
+Seed seed_from_bytes(const nb::bytes& data) {
+  require(data.size() == 32, "rlwe.Prng", "a seed is exactly 32 bytes, got " + std::to_string(data.size()));
+  Seed seed;
+  std::memcpy(seed.data(), data.c_str(), 32);
+  return seed;
+}
+
+// Polynomials of a ciphertext as a (size, level+1, N) uint64 array (a copy).
+U64Array ciphertext_array(const Ciphertext& c) {
+  U64Array out = new_array({c.size(), c.level() + 1, c.n()});
+  std::memcpy(out.data(), c.data(), c.size() * c.poly_words() * 8);
+  return out;
+}
+
+}  // namespace
+
+void bind_rlwe(nb::module_& m) {
+  m.def("max_log_qp", [](std::size_t n, int security) { return max_log_qp(n, security); }, nb::arg("poly_degree"),
+        nb::arg("security"));
+
+  nb::class_<Parameters>(m, "Parameters")
+      .def(nb::new_([](std::size_t n, const std::vector<int>& q_bits, const std::vector<int>& p_bits,
+                       std::size_t dnum, int security, int scale_bits) {
+             ParameterLiteral lit;
+             lit.poly_degree = n;
+             lit.q_bits = q_bits;
+             lit.p_bits = p_bits;
+             lit.dnum = dnum;
+             lit.security = security;
+             lit.scale_bits = scale_bits;
+             return Parameters(lit);
+           }),
+           nb::arg("poly_degree"), nb::arg("q_bits"), nb::arg("p_bits"), nb::arg("dnum"), nb::arg("security"),
+           nb::arg("scale_bits"))
+      .def_prop_ro("poly_degree", &Parameters::n)
+      .def_prop_ro("q_primes", &Parameters::q_primes)
+      .def_prop_ro("p_primes", &Parameters::p_primes)
+      .def_prop_ro("max_level", &Parameters::max_level)
+      .def_prop_ro("dnum", &Parameters::dnum)
+      .def_prop_ro("alpha", &Parameters::alpha)
+      .def_prop_ro("security", &Parameters::security)
+      .def_prop_ro("scale_bits", &Parameters::scale_bits)
+      .def_prop_ro("log_qp", &Parameters::log_qp)
+      .def_prop_ro("fingerprint", &Parameters::fingerprint)
+      .def("describe", &Parameters::describe);
+
+  nb::class_<Prng>(m, "Prng")
+      .def_static("from_os", &Prng::from_os)
+      .def_static("from_seed", [](const nb::bytes& seed) { return Prng::from_seed(seed_from_bytes(seed)); })
+      .def("next_u64", &Prng::next_u64)
+      .def("uniform_below", &Prng::uniform_below, nb::arg("bound"))
+      .def("bytes", [](Prng& p, std::size_t n) {
+        std::vector<std::uint8_t> out(n);
+        p.fill(out.data(), n);
+        return nb::bytes(reinterpret_cast<const char*>(out.data()), n);
+      });
+  m.def("chacha20_block", [](const nb::bytes& key, const nb::bytes& nonce, std::uint32_t counter) {
+    require(key.size() == 32 && nonce.size() == 12, "rlwe.chacha20", "key is 32 bytes and nonce 12");
+    std::array<std::uint8_t, 32> k;
+    std::array<std::uint8_t, 12> n;
+    std::memcpy(k.data(), key.c_str(), 32);
+    std::memcpy(n.data(), nonce.c_str(), 12);
+    std::array<std::uint8_t, 64> block;
+    chacha20_block(k, counter, n, block.data());
+    return nb::bytes(reinterpret_cast<const char*>(block.data()), 64);
+  });
+
+  nb::class_<Ciphertext>(m, "Ciphertext")
+      .def_prop_ro("size", &Ciphertext::size)
+      .def_prop_ro("level", &Ciphertext::level)
+      .def_prop_ro("scale", &Ciphertext::scale)
+      .def_prop_ro("fingerprint", &Ciphertext::fingerprint)
+      .def_prop_ro("seeded", [](const Ciphertext& c) { return c.seed().has_value(); })
+      .def("polys", &ciphertext_array)
+      .def("clone", &Ciphertext::clone);
+  nb::class_<Plaintext>(m, "Plaintext")
+      .def_prop_ro("level", &Plaintext::level)
+      .def_prop_ro("scale", &Plaintext::scale)
+      .def_prop_ro("fingerprint", &Plaintext::fingerprint)
+      .def_prop_ro("is_scalar", &Plaintext::is_scalar);
+  nb::class_<SecretKey>(m, "SecretKey")
+      .def_prop_ro("fingerprint", &SecretKey::fingerprint)
+      .def("coefficients", [](const SecretKey& k) {
+        std::vector<int> out(k.coefficients().begin(), k.coefficients().end());
+        return out;
+      });
+  nb::class_<PublicKey>(m, "PublicKey").def_prop_ro("fingerprint", &PublicKey::fingerprint);
+  nb::class_<RelinKey>(m, "RelinKey").def_prop_ro("fingerprint", &RelinKey::fingerprint);
+  nb::class_<GaloisKeys>(m, "GaloisKeys")
+      .def_prop_ro("fingerprint", &GaloisKeys::fingerprint)
+      .def("elements", &GaloisKeys::elements)
+      .def("__len__", &GaloisKeys::size)
+      .def("has", &GaloisKeys::has, nb::arg("galois_element"));
+
+  // Key generation and encryption take a parent Prng (held under the GIL)
+  // and run on a child generator with the GIL released.
+  m.def("generate_secret_key", [](const RlweContextPtr& ctx, Prng& parent) {
+    Prng prng = Prng::from_seed(parent.next_seed());
+    nb::gil_scoped_release release;
+    return generate_secret_key(ctx, prng);
+  });
+  m.def("generate_public_key", [](const SecretKey& sk, Prng& parent) {
+    Prng prng = Prng::from_seed(parent.next_seed());
+    nb::gil_scoped_release release;
+    return generate_public_key(sk, prng);
+  });
+  m.def("generate_relin_key", [](const SecretKey& sk, Prng& parent) {
+    Prng prng = Prng::from_seed(parent.next_seed());
+    nb::gil_scoped_release release;
+    return generate_relin_key(sk, prng);
+  });
+  m.def("generate_galois_keys", [](const SecretKey& sk, const std::vector<u64>& elements, Prng& parent) {
+    Prng prng = Prng::from_seed(parent.next_seed());
+    nb::gil_scoped_release release;
+    return generate_galois_keys(sk, elements, prng);
+  });
+  m.def("encrypt_public", [](const PublicKey& pk, const Plaintext& pt, Prng& parent) {
+    Prng prng = Prng::from_seed(parent.next_seed());
+    nb::gil_scoped_release release;
+    return encrypt_public(pk, pt, prng);
+  });
+  m.def("encrypt_secret", [](const SecretKey& sk, const Plaintext& pt, Prng& parent) {
+    Prng prng = Prng::from_seed(parent.next_seed());
+    nb::gil_scoped_release release;
+    return encrypt_secret(sk, pt, prng);
+  });
+}
+
+}  // namespace ringfire::python
