@@ -8,6 +8,9 @@ Layers available in this release:
   :mod:`ringfire.arith128`.
 * :mod:`ringfire.ring` -- NTT-friendly primes, negacyclic NTT / inverse NTT,
   polynomial multiplication, RNS bases (CRT), base conversion, automorphisms.
+* :mod:`ringfire.ckks` -- the CKKS scheme: contexts with HE-standard security
+  checks, keys (hybrid key switching), encryption, an explicit evaluator,
+  Python operators, serialization.
 
 The command line ``ringfire demo`` runs a short tour; ``ringfire bench`` measures.
 """
@@ -20,11 +23,11 @@ import os as _os
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from . import _core  # noqa: E402
-from . import arith, arith128, ring  # noqa: E402
+from . import arith, arith128, ckks, ring  # noqa: E402
 
 __version__ = "0.1.0"
 
-__all__ = ["arith", "arith128", "ring", "num_threads", "set_num_threads", "cuda_available", "__version__"]
+__all__ = ["arith", "arith128", "ckks", "ring", "num_threads", "set_num_threads", "cuda_available", "__version__"]
 
 
 def num_threads() -> int:

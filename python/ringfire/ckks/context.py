@@ -1,0 +1,246 @@
+"""The CKKS context: parameters, keys, encoding, encryption and loading."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .. import _core
+from .ciphertext import Ciphertext, Plaintext
+from .evaluator import Evaluator
+from .keys import GaloisKeys, KeySet, PublicKey, RelinKey, SecretKey
+
+# Common shapes, all within the 128-bit HE-standard bound. Depth = number of
+# rescalings available to a fresh ciphertext.
+PRESETS = {
+    "N13_D2": dict(poly_degree=2**13, coeff_bits=[50, 40, 40], scale_bits=40, special_bits=[60]),
+    "N14_D6": dict(poly_degree=2**14, coeff_bits=[60] + [40] * 6, scale_bits=40, special_bits=[60]),
+    "N15_D16": dict(poly_degree=2**15, coeff_bits=[60] + [40] * 16, scale_bits=40, special_bits=[60, 60]),
+    "N16_D30": dict(poly_degree=2**16, coeff_bits=[60] + [40] * 30, scale_bits=40, special_bits=[60, 60, 60]),
+}
+
+
+class Context:
+    """CKKS parameters and everything derived from them.
+
+    Args:
+        poly_degree: ring degree N (a power of two, 2^10 .. 2^17); there are N/2 slots.
+        coeff_bits: bit sizes of the ciphertext primes q_0..q_L: the first holds
+            the result (make it scale_bits + the bits of your largest value),
+            the others are consumed one per rescale (make them scale_bits).
+            When ``special_bits`` is omitted, the last entry is the special
+            prime (SEAL's convention), e.g. ``[60, 40, 40, 60]``.
+        scale_bits: the default scale is 2^scale_bits.
+        special_bits: bit sizes of the key-switching primes P.
+        dnum: number of key-switching digits (default: the fewest that P covers).
+        security: 128, 192 or 256; parameters beyond the HomomorphicEncryption.org
+            bound for uniform ternary secrets raise ``ValueError``.
+        insecure_no_security_check: disables that check (tests only; warns).
+        insecure_deterministic_seed: 32 bytes making all randomness
+            reproducible (tests only; warns). Never use it for real data.
+    """
+
+    def __init__(self, poly_degree: int, coeff_bits: Sequence[int], scale_bits: int,
+                 special_bits: Sequence[int] | None = None, dnum: int | None = None, security: int = 128, *,
+                 device: str = "cpu", insecure_no_security_check: bool = False,
+                 insecure_deterministic_seed: bytes | None = None):
+        coeff_bits = [int(b) for b in coeff_bits]
+        if special_bits is None:
+            if len(coeff_bits) < 2:
+                raise ValueError("[ckks.Context] coeff_bits needs at least two entries when special_bits is omitted "
+                                 "(the last one is the special prime)")
+            coeff_bits, special_bits = coeff_bits[:-1], coeff_bits[-1:]
+        if str(device).split(":")[0] != "cpu":
+            raise NotImplementedError(f"device {device!r} is not available: this build has only the CPU backend")
+        if insecure_no_security_check:
+            warnings.warn("ckks.Context: the security check is disabled (insecure_no_security_check=True)",
+                          RuntimeWarning, stacklevel=2)
+            security = 0
+        params = _core.Parameters(int(poly_degree), coeff_bits, [int(b) for b in special_bits],
+                                  0 if dnum is None else int(dnum), int(security), int(scale_bits))
+        self._init_from(params, insecure_deterministic_seed)
+
+    def _init_from(self, params, seed: bytes | None) -> None:
+        self._core = _core.CkksContext(params)
+        self._core_evaluator = _core.Evaluator(self._core)
+        self._default_keys: KeySet | None = None
+        if seed is not None:
+            warnings.warn("ckks.Context: deterministic randomness (insecure_deterministic_seed) is for tests only",
+                          RuntimeWarning, stacklevel=3)
+            self._prng = _core.Prng.from_seed(bytes(seed))
+        else:
+            self._prng = _core.Prng.from_os()
+
+    @classmethod
+    def preset(cls, name: str, **overrides) -> "Context":
+        """A context from :data:`PRESETS` (``"N13_D2"``, ``"N14_D6"``, ``"N15_D16"``, ``"N16_D30"``)."""
+        if name not in PRESETS:
+            raise ValueError(f"[ckks.Context] unknown preset {name!r}; choose one of {sorted(PRESETS)}")
+        return cls(**{**PRESETS[name], **overrides})
+
+    @classmethod
+    def from_bytes(cls, data: bytes, **kwargs) -> "Context":
+        """A context from ``ctx.to_bytes()`` (same primes, hence same fingerprint)."""
+        self = cls.__new__(cls)
+        self._init_from(_core.load_parameters(bytes(data)), kwargs.get("insecure_deterministic_seed"))
+        return self
+
+    # ---- properties ------------------------------------------------------------
+    params = property(lambda self: self._core.params)
+    slots = property(lambda self: self._core.slots, doc="N/2: how many numbers a ciphertext holds.")
+    poly_degree = property(lambda self: self._core.params.poly_degree)
+    max_level = property(lambda self: self._core.max_level, doc="Rescalings a fresh ciphertext can take.")
+    scale = property(lambda self: self._core.default_scale, doc="The default (fresh) scale.")
+    fingerprint = property(lambda self: self._core.fingerprint)
+
+    def scale_at(self, level: int) -> float:
+        """The canonical scale of a level (see :mod:`ringfire.ckks.ciphertext`)."""
+        return self._core.scale_at(int(level))
+
+    def describe(self) -> str:
+        return self._core.params.describe()
+
+    def __repr__(self) -> str:
+        return f"ckks.Context({self.describe()})"
+
+    def to_bytes(self) -> bytes:
+        return _core.save_parameters(self._core.params)
+
+    def _galois_steps(self) -> dict[int, int]:
+        """Galois element -> rotation step (discrete log base 5 mod 2N), cached."""
+        if getattr(self, "_steps_cache", None) is None:
+            m, g, out = 2 * self.poly_degree, 1, {}
+            for k in range(self.slots):
+                out[g] = k
+                g = g * 5 % m
+            self._steps_cache = out
+        return self._steps_cache
+
+    # ---- keys -------------------------------------------------------------------
+    def keygen(self, rotations: Iterable[int] | str | None = (), conjugate: bool = False):
+        """Generates a secret key and the evaluation keys.
+
+        Args:
+            rotations: rotation steps to make Galois keys for (negative = right),
+                or ``"power_of_two"`` for every ±2^k (any rotation is then reachable).
+            conjugate: also make the complex-conjugation key.
+
+        Returns ``(secret_key, keys)``; ``keys`` (a :class:`KeySet`: public,
+        relin, galois) also becomes this context's default evaluation keys.
+        """
+        sk = SecretKey(_core.generate_secret_key(self._core.rlwe, self._prng), self)
+        keys = KeySet(public=PublicKey(_core.generate_public_key(sk._native, self._prng), self),
+                      relin=RelinKey(_core.generate_relin_key(sk._native, self._prng), self))
+        elements = self._galois_elements(rotations, conjugate)
+        if elements:
+            keys.galois = GaloisKeys(_core.generate_galois_keys(sk._native, elements, self._prng), self)
+        self._default_keys = keys
+        return sk, keys
+
+    def galois_keys(self, secret_key: SecretKey, rotations: Iterable[int] | str = (), conjugate: bool = False):
+        """More Galois keys for an existing secret key."""
+        return GaloisKeys(_core.generate_galois_keys(secret_key._native, self._galois_elements(rotations, conjugate),
+                                                     self._prng), self)
+
+    def _galois_elements(self, rotations, conjugate) -> list[int]:
+        if rotations is None:
+            rotations = ()
+        if isinstance(rotations, str):
+            if rotations != "power_of_two":
+                raise ValueError(f"[ckks.keygen] rotations must be a list of steps or 'power_of_two', got {rotations!r}")
+            rotations = [s * (1 << k) for k in range(self.slots.bit_length() - 1) for s in (1, -1)]
+        elements = []
+        for r in rotations:
+            if int(r) % self.slots == 0:
+                continue
+            g = self._core.galois_element(int(r))
+            if g not in elements:
+                elements.append(g)
+        if conjugate:
+            elements.append(self._core.conjugation_element())
+        return elements
+
+    def set_keys(self, keys: KeySet) -> None:
+        """Makes ``keys`` the evaluation keys for ciphertexts that carry none (e.g. loaded ones)."""
+        self._default_keys = keys
+
+    # ---- encoding and encryption ------------------------------------------------
+    def _encode_native(self, values, level: int, scale: float):
+        arr = np.asarray(values)
+        if arr.ndim == 0:
+            arr = np.full(self.slots, arr)
+        if arr.ndim != 1:
+            raise ValueError(f"[ckks.encode] expected a 1-D vector of at most {self.slots} values, got shape {arr.shape}")
+        if arr.size > self.slots:
+            raise ValueError(f"[ckks.encode] got {arr.size} values but there are only {self.slots} slots")
+        if arr.dtype.kind not in "biufc":
+            raise TypeError(f"[ckks.encode] values must be numbers, got dtype {arr.dtype}")
+        return self._core.encode(np.ascontiguousarray(arr, dtype=np.complex128), int(level), float(scale))
+
+    def encode(self, values, level: int | None = None, scale: float | None = None) -> Plaintext:
+        """Encodes up to ``slots`` real or complex numbers (zero-padded) at a level and scale
+        (defaults: the top level and the default scale). A scalar fills every slot."""
+        level = self.max_level if level is None else int(level)
+        scale = self.scale_at(level) if scale is None else float(scale)
+        return Plaintext(self._encode_native(values, level, scale), self)
+
+    def decode(self, plaintext: Plaintext) -> np.ndarray:
+        return np.asarray(self._core.decode(plaintext._native))
+
+    def encrypt(self, values, key, level: int | None = None) -> Ciphertext:
+        """Encrypts numbers (or a :class:`Plaintext`) with a :class:`KeySet` /
+        :class:`PublicKey`, or symmetrically with the :class:`SecretKey` (a
+        smaller, seeded ciphertext)."""
+        is_complex = False
+        if isinstance(values, Plaintext):
+            pt = values._native
+        else:
+            is_complex = bool(np.iscomplexobj(values))
+            pt = self.encode(values, level)._native
+        keys = key if isinstance(key, KeySet) else None
+        if isinstance(key, SecretKey):
+            native = _core.encrypt_secret(key._native, pt, self._prng)
+        else:
+            public = key.public if isinstance(key, KeySet) else key
+            if not isinstance(public, PublicKey):
+                raise TypeError("[ckks.encrypt] key must be a KeySet, a PublicKey or a SecretKey")
+            native = _core.encrypt_public(public._native, pt, self._prng)
+        return Ciphertext(native, self, keys, is_complex)
+
+    def decrypt(self, ciphertext: Ciphertext, secret_key: SecretKey, complex: bool | None = None) -> np.ndarray:
+        """Decrypts to a NumPy vector of ``slots`` numbers: real unless the
+        computation involved complex values (or ``complex=True``)."""
+        if not isinstance(ciphertext, Ciphertext):
+            raise TypeError("[ckks.decrypt] expected a Ciphertext")
+        out = np.asarray(self._core.decrypt(ciphertext._native, secret_key._native))
+        want_complex = ciphertext.is_complex if complex is None else complex
+        return out if want_complex else out.real.copy()
+
+    def evaluator(self, keys: KeySet | None = None) -> Evaluator:
+        """The explicit, SEAL-like operations (keys default to this context's)."""
+        return Evaluator(self, keys if keys is not None else self._default_keys)
+
+    # ---- serialization ------------------------------------------------------------
+    def load(self, data: bytes):
+        """Reads any object written by ``to_bytes()`` under these parameters."""
+        data = bytes(data)
+        kind = _core.peek_kind(data)
+        rl = self._core.rlwe
+        if kind == "ciphertext":
+            return Ciphertext(_core.load_ciphertext(rl, data), self)
+        if kind == "plaintext":
+            return Plaintext(_core.load_plaintext(rl, data), self)
+        if kind == "public key":
+            return PublicKey(_core.load_public_key(rl, data), self)
+        if kind == "relinearization key":
+            return RelinKey(_core.load_relin_key(rl, data), self)
+        if kind == "Galois key set":
+            return GaloisKeys(_core.load_galois_keys(rl, data), self)
+        if kind == "secret key":
+            return SecretKey(_core.load_secret_key(rl, data), self)
+        params = _core.load_parameters(data)
+        if params.fingerprint != self.fingerprint:
+            raise ValueError("[io.load] these parameters differ from this context's (fingerprint mismatch)")
+        return params

@@ -1,0 +1,85 @@
+"""Key objects: thin wrappers over the native keys that know their context."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import _core
+
+
+class _Key:
+    _save = None
+
+    def __init__(self, native, context):
+        self._native = native
+        self._context = context
+
+    @property
+    def context(self):
+        return self._context
+
+    def to_bytes(self) -> bytes:
+        """Serialized form (see ``Context.load``)."""
+        return type(self)._save(self._native)
+
+
+class SecretKey(_Key):
+    """The secret key: decrypts and generates the other keys. Keep it private."""
+
+    _save = staticmethod(_core.save_secret_key)
+
+    def __repr__(self) -> str:
+        return "SecretKey(<hidden>)"
+
+
+class PublicKey(_Key):
+    """Encrypts (anyone holding it can encrypt; only the secret key decrypts)."""
+
+    _save = staticmethod(_core.save_public_key)
+
+
+class RelinKey(_Key):
+    """Relinearization key: turns a ciphertext product (size 3) back into size 2."""
+
+    _save = staticmethod(_core.save_relin_key)
+
+
+class GaloisKeys(_Key):
+    """Rotation and conjugation keys, one per Galois element."""
+
+    _save = staticmethod(_core.save_galois_keys)
+
+    @property
+    def elements(self) -> list[int]:
+        return list(self._native.elements())
+
+    def __len__(self) -> int:
+        return len(self._native)
+
+    def rotations(self) -> list[int]:
+        """The rotation steps (left, in [0, slots)) these keys hold directly."""
+        step_of = self._context._galois_steps()
+        return sorted(step_of[g] for g in self.elements if g in step_of)
+
+    def has_conjugation(self) -> bool:
+        return self._native.has(self._context._core.conjugation_element())
+
+
+@dataclass
+class KeySet:
+    """The public evaluation keys: what a server needs to compute on ciphertexts."""
+
+    public: PublicKey | None = None
+    relin: RelinKey | None = None
+    galois: GaloisKeys | None = None
+    _extra: dict = field(default_factory=dict, repr=False)
+
+    def require_relin(self, op: str) -> RelinKey:
+        if self.relin is None:
+            raise ValueError(f"[{op}] needs a relinearization key; generate keys with ctx.keygen()")
+        return self.relin
+
+    def require_galois(self, op: str) -> GaloisKeys:
+        if self.galois is None:
+            raise ValueError(f"[{op}] needs Galois keys; pass rotations=[...] (or conjugate=True) to ctx.keygen()")
+        return self.galois
