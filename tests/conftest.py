@@ -16,3 +16,21 @@ def device(request):
     if request.param == "cuda" and not ringfire.cuda_available():
         pytest.skip("no CUDA backend or GPU in this build/machine")
     return request.param
+
+
+def precision_bits(got, want) -> float:
+    """-log2 of the largest absolute error: the bits of precision kept."""
+    import numpy as np
+
+    err = float(np.max(np.abs(np.asarray(got) - np.asarray(want))))
+    return float("inf") if err == 0 else -float(np.log2(err))
+
+
+@pytest.fixture(scope="session")
+def ckks_small():
+    """A small, fast context (N=2^13, depth 2) with keys for rotations 1, 2, -1 and conjugation."""
+    import ringfire as rf
+
+    ctx = rf.ckks.Context(poly_degree=2**13, coeff_bits=[50, 40, 40], scale_bits=40, special_bits=[60])
+    sk, keys = ctx.keygen(rotations=[1, 2, -1], conjugate=True)
+    return ctx, sk, keys

@@ -1,0 +1,96 @@
+"""CKKS parameters: prime generation, the HE-standard security bound, presets,
+fingerprints, and the loud opt-outs."""
+
+import numpy as np
+import pytest
+
+import ringfire as rf
+from ringfire import _core
+
+
+def test_security_bound_is_enforced_with_the_limit_in_the_message():
+    with pytest.raises(ValueError, match=r"N=4096 allows log2\(QP\) <= 109 at 128-bit"):
+        rf.ckks.Context(poly_degree=4096, coeff_bits=[40, 40, 40], scale_bits=30, special_bits=[40])
+
+
+@pytest.mark.parametrize("n, bits", [(1024, 27), (2048, 54), (4096, 109), (8192, 218), (16384, 438),
+                                     (32768, 881)])
+def test_standard_table_128(n, bits):
+    assert _core.max_log_qp(n, 128) == bits
+
+
+def test_stricter_levels_shrink_the_bound():
+    for n in (4096, 8192, 16384, 32768, 65536):
+        assert _core.max_log_qp(n, 128) > _core.max_log_qp(n, 192) > _core.max_log_qp(n, 256)
+
+
+def test_192_bit_refuses_what_128_accepts():
+    kwargs = dict(poly_degree=8192, coeff_bits=[50, 40, 40], scale_bits=40, special_bits=[60])
+    rf.ckks.Context(**kwargs)  # 190 bits <= 218
+    with pytest.raises(ValueError, match="192-bit"):
+        rf.ckks.Context(**kwargs, security=192)
+
+
+def test_opt_out_is_loud():
+    with pytest.warns(RuntimeWarning, match="security check is disabled"):
+        ctx = rf.ckks.Context(poly_degree=1024, coeff_bits=[40, 30], scale_bits=30, special_bits=[40],
+                              insecure_no_security_check=True)
+    assert "insecure" in ctx.describe().lower()
+
+
+def test_seal_convention_last_prime_is_special():
+    ctx = rf.ckks.Context(poly_degree=2**14, coeff_bits=[60, 40, 40, 60], scale_bits=40)
+    assert ctx.max_level == 2
+    assert len(ctx.params.p_primes) == 1 and ctx.params.p_primes[0].bit_length() == 60
+
+
+def test_primes_are_distinct_ntt_friendly_and_sized():
+    ctx = rf.ckks.Context(poly_degree=2**14, coeff_bits=[60, 40, 40, 40], scale_bits=40, special_bits=[60, 60])
+    q, p = ctx.params.q_primes, ctx.params.p_primes
+    assert len(set(q + p)) == len(q) + len(p)
+    assert [x.bit_length() for x in q] == [60, 40, 40, 40]
+    for x in q + p:
+        assert rf.ring.is_prime(x) and x % (2 * 2**14) == 1
+
+
+def test_default_dnum_follows_special_primes():
+    one = rf.ckks.Context(poly_degree=2**14, coeff_bits=[60] + [40] * 6, scale_bits=40, special_bits=[60])
+    three = rf.ckks.Context(poly_degree=2**14, coeff_bits=[60] + [40] * 6, scale_bits=40, special_bits=[60, 60])
+    assert one.params.dnum == 7 and one.params.alpha == 1
+    assert three.params.alpha == 2 and three.params.dnum == 4
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(poly_degree=3000), "power of two"),
+    (dict(coeff_bits=[60, 70]), r"\[20, 60\]"),
+    (dict(dnum=9), "dnum must be in"),
+    (dict(coeff_bits=[60]), "at least two entries"),
+])
+def test_bad_parameters_raise(kwargs, message):
+    base = dict(poly_degree=2**14, coeff_bits=[60, 40, 60], scale_bits=40)
+    with pytest.raises(ValueError, match=message):
+        rf.ckks.Context(**{**base, **kwargs})
+
+
+def test_presets_are_secure_and_deep():
+    for name, spec in rf.ckks.PRESETS.items():
+        params = _core.Parameters(spec["poly_degree"], spec["coeff_bits"], spec["special_bits"], 0, 128,
+                                  spec["scale_bits"])
+        assert params.log_qp <= _core.max_log_qp(spec["poly_degree"], 128), name
+        assert params.max_level >= 2
+
+
+def test_fingerprints_differ_and_round_trip():
+    a = rf.ckks.Context(poly_degree=2**13, coeff_bits=[50, 40, 40], scale_bits=40, special_bits=[60])
+    b = rf.ckks.Context(poly_degree=2**13, coeff_bits=[50, 40, 40], scale_bits=30, special_bits=[60])
+    assert a.fingerprint != b.fingerprint
+    c = rf.ckks.Context.from_bytes(a.to_bytes())
+    assert c.fingerprint == a.fingerprint and c.params.q_primes == a.params.q_primes
+
+
+def test_canonical_scales_follow_the_rescale_chain():
+    ctx = rf.ckks.Context(poly_degree=2**13, coeff_bits=[50, 40, 40], scale_bits=40, special_bits=[60])
+    q = ctx.params.q_primes
+    assert ctx.scale_at(2) == 2.0**40
+    assert np.isclose(ctx.scale_at(1), ctx.scale_at(2) ** 2 / q[2], rtol=1e-15)
+    assert np.isclose(ctx.scale_at(0), ctx.scale_at(1) ** 2 / q[1], rtol=1e-15)
