@@ -22,6 +22,8 @@ void bind_io(nb::module_& m) {
   m.def("save_relin_key", [](const RelinKey& k) { return as_bytes(io::save(k)); });
   m.def("save_galois_keys", [](const GaloisKeys& k) { return as_bytes(io::save(k)); });
   m.def("save_secret_key", [](const SecretKey& k) { return as_bytes(io::save(k)); });
+  m.def("fnv1a64", [](const nb::bytes& b) { return fnv1a64(b.c_str(), b.size()); },
+        "The FNV-1a digest behind fingerprints and checksums.");
   m.def("peek_kind", [](const nb::bytes& b) {
     return std::string(io::kind_name(io::peek_kind(ptr(b), b.size())));
   });

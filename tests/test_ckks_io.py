@@ -1,0 +1,136 @@
+"""Serialization: every object round-trips, foreign objects are refused, and
+malformed input (truncations, bit flips, forged checksums over corrupt
+fields) always raises ValueError, never crashes."""
+
+import struct
+
+import numpy as np
+import pytest
+from conftest import precision_bits
+
+import ringfire as rf
+
+
+def fnv1a64_reference(data: bytes) -> int:
+    h = 0xCBF29CE484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def fnv1a64(data: bytes) -> int:
+    from ringfire import _core
+    return _core.fnv1a64(data)
+
+
+def test_native_checksum_matches_the_reference(objects):
+    blob = objects["ciphertext"][:5000]
+    assert fnv1a64(blob) == fnv1a64_reference(blob)
+    assert fnv1a64(objects["ciphertext"][:-8]) == struct.unpack("<Q", objects["ciphertext"][-8:])[0]
+
+
+def reseal(blob: bytes) -> bytes:
+    """Recomputes the checksum, so corruption must be caught by field validation."""
+    return blob[:-8] + struct.pack("<Q", fnv1a64(blob[:-8]))
+
+
+@pytest.fixture(scope="module")
+def objects(ckks_small):
+    ctx, sk, keys = ckks_small
+    x = np.linspace(-1, 1, ctx.slots)
+    return {
+        "parameters": ctx.to_bytes(),
+        "plaintext": ctx.encode(x).to_bytes(),
+        "scalar plaintext": ctx.encode(0.5).to_bytes(),
+        "ciphertext": ctx.encrypt(x, keys).to_bytes(),
+        "seeded ciphertext": ctx.encrypt(x, sk).to_bytes(),
+        "size-3 ciphertext": ctx.evaluator(keys).multiply(ctx.encrypt(x, keys), ctx.encrypt(x, keys)).to_bytes(),
+        "public key": keys.public.to_bytes(),
+        "relin key": keys.relin.to_bytes(),
+        "galois keys": keys.galois.to_bytes(),
+        "secret key": sk.to_bytes(),
+    }
+
+
+def test_round_trips_preserve_behaviour(ckks_small):
+    ctx, sk, keys = ckks_small
+    x = np.linspace(-1, 1, ctx.slots)
+    sk2 = ctx.load(sk.to_bytes())
+    keys2 = rf.ckks.KeySet(public=ctx.load(keys.public.to_bytes()), relin=ctx.load(keys.relin.to_bytes()),
+                           galois=ctx.load(keys.galois.to_bytes()))
+    ct = ctx.load(ctx.encrypt(x, keys2).to_bytes())
+    ct._keys = keys2
+    out = (ct * ct).rotate(1)
+    assert precision_bits(ctx.decrypt(out, sk2), np.roll(x * x, -1)) > 18
+    pt = ctx.load(ctx.encode(x[:10]).to_bytes())
+    assert precision_bits(pt.decode()[:10], x[:10]) > 28
+    sym = ctx.load(ctx.encrypt(x, sk).to_bytes())
+    assert precision_bits(ctx.decrypt(sym, sk), x) > 25
+    assert ctx.load(ctx.encode(0.5).to_bytes()).is_scalar
+
+
+def test_seeds_halve_key_and_ciphertext_sizes(ckks_small, objects):
+    ctx, sk, keys = ckks_small
+    n, limbs = ctx.poly_degree, ctx.max_level + 1
+    assert len(objects["seeded ciphertext"]) < n * limbs * 8 + 200
+    assert len(objects["ciphertext"]) > 2 * n * limbs * 8
+    key_limbs = limbs + len(ctx.params.p_primes)
+    assert len(objects["relin key"]) < ctx.params.dnum * (n * key_limbs * 8 + 64) + 100
+
+
+def test_objects_from_other_parameters_are_refused(objects):
+    other = rf.ckks.Context(poly_degree=2**13, coeff_bits=[50, 40, 40], scale_bits=35, special_bits=[60])
+    for name, blob in objects.items():
+        with pytest.raises(ValueError, match="different parameters|differ from this context"):
+            other.load(blob)
+
+
+def test_wrong_kind_and_garbage(ckks_small, objects):
+    ctx, _, _ = ckks_small
+    from ringfire import _core
+    with pytest.raises(ValueError, match="expected a ciphertext, got a plaintext"):
+        _core.load_ciphertext(ctx._core.rlwe, objects["plaintext"])
+    for junk in (b"", b"RFHE", b"hello world" * 10, bytes(64)):
+        with pytest.raises(ValueError):
+            ctx.load(junk)
+    bumped = bytearray(objects["ciphertext"])
+    bumped[4] = 9  # version
+    with pytest.raises(ValueError, match="version"):
+        ctx.load(reseal(bytes(bumped)))
+
+
+def test_fuzz_truncations_and_bit_flips(ckks_small, objects):
+    ctx, _, _ = ckks_small
+    rng = np.random.default_rng(1234)
+    for name, blob in objects.items():
+        for cut in sorted(set(rng.integers(0, len(blob), 12).tolist()) | {0, 1, 23, 24, len(blob) - 1}):
+            with pytest.raises(ValueError):
+                ctx.load(blob[:cut])
+        for _ in range(12):
+            flipped = bytearray(blob)
+            bit = int(rng.integers(0, 8 * len(blob)))
+            flipped[bit // 8] ^= 1 << (bit % 8)
+            with pytest.raises(ValueError):
+                ctx.load(bytes(flipped))
+
+
+def test_fuzz_corrupt_fields_behind_a_valid_checksum(ckks_small, objects):
+    """With the checksum recomputed, only field validation stands between
+    corrupt data and the kernels: loads either fail cleanly or yield a
+    well-formed object."""
+    ctx, sk, _ = ckks_small
+    rng = np.random.default_rng(99)
+    header = 24
+    for name, blob in objects.items():
+        for _ in range(15):
+            mutated = bytearray(blob)
+            # target the payload's first bytes (sizes, levels, flags) most of the time
+            span = min(len(blob) - 8 - header, 64 if rng.random() < 0.7 else len(blob) - 8 - header)
+            pos = header + int(rng.integers(0, span))
+            mutated[pos] = int(rng.integers(0, 256))
+            try:
+                obj = ctx.load(reseal(bytes(mutated)))
+            except ValueError:
+                continue
+            if isinstance(obj, rf.ckks.Ciphertext):
+                ctx.decrypt(obj, sk)  # must not crash
