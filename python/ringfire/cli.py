@@ -106,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--json", action="store_true", help="print JSON instead of a table")
     b.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     b.set_defaults(func=cmd_bench)
+
+    from .rpu import cli as rpu_cli
+    rpu_cli.register(sub)
     return p
 
 
