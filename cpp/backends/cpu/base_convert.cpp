@@ -46,47 +46,61 @@ void CpuBackend::base_convert(const u64* in, u64* out, std::size_t batch, const 
   const RnsBase& from = conv.from();
   const RnsBase& to = conv.to();
   const std::size_t n = from.n(), src = from.size(), dst = to.size();
-  parallel_for(batch, n * src * dst, [&](std::size_t poly) {
-    const u64* x = in + poly * src * n;
-    u64* z = out + poly * dst * n;
-    // y_i = [x_i * (Q/q_i)^-1]_{q_i}
-    std::vector<u64> y(src * n);
-    for (std::size_t i = 0; i < src; ++i) {
-      const Modulus& qi = from.modulus(i);
-      const ShoupOperand inv = make_shoup(from.qhat_inverse(i), qi.value());
-      for (std::size_t c = 0; c < n; ++c) y[i * n + c] = mul_mod_shoup(x[i * n + c], inv.value, inv.quotient, qi.value());
-    }
-    // v = round(sum_i y_i / q_i): how many times Q sits in the fast result.
-    std::vector<u64> v;
-    if (kind == BaseConversion::exact) {
-      v.resize(n);
+  // Pass 1 (parallel over polynomial x source limb): y_i = [x_i * (Q/q_i)^-1]_{q_i}.
+  Buffer y_buffer(batch * src * n);
+  u64* y_all = y_buffer.data();
+  parallel_for(batch * src, n, [&](std::size_t index) {
+    const std::size_t i = index % src;
+    const Modulus& qi = from.modulus(i);
+    const ShoupOperand inv = make_shoup(from.qhat_inverse(i), qi.value());
+    const u64* x = in + index * n;
+    u64* y = y_all + index * n;
+    for (std::size_t c = 0; c < n; ++c) y[c] = mul_mod_shoup(x[c], inv.value, inv.quotient, qi.value());
+  });
+  // Pass 2 (exact only, parallel over polynomials): v = round(sum_i y_i / q_i),
+  // how many times Q sits in the fast result.
+  std::vector<u64> v_all;
+  if (kind == BaseConversion::exact) {
+    v_all.resize(batch * n);
+    parallel_for(batch, n * src, [&](std::size_t poly) {
+      const u64* y_poly = y_all + poly * src * n;
+      std::vector<u64> y_copy;  // exact_rounded_quotient reads one polynomial's y
+      u64* v = v_all.data() + poly * n;
       for (std::size_t c = 0; c < n; ++c) {
         double s = 0.0;
-        for (std::size_t i = 0; i < src; ++i) s += static_cast<double>(y[i * n + c]) * conv.q_reciprocal()[i];
+        for (std::size_t i = 0; i < src; ++i) s += static_cast<double>(y_poly[i * n + c]) * conv.q_reciprocal()[i];
         const double fraction = s - std::floor(s);
-        v[c] = std::fabs(fraction - 0.5) < kRoundingMargin ? exact_rounded_quotient(y, n, c, from)
-                                                            : static_cast<u64>(s + 0.5);
-      }
-    }
-    for (std::size_t j = 0; j < dst; ++j) {
-      const Modulus& p = to.modulus(j);
-      const u64* factors = conv.qhat_mod_p() + j * src;
-      const u64 q_mod_p = conv.q_mod_p()[j];
-      for (std::size_t c = 0; c < n; ++c) {
-        u128 acc = 0;
-        u64 r = 0;
-        for (std::size_t i = 0; i < src; ++i) {
-          acc += mul_wide(y[i * n + c], factors[i]);
-          if ((i + 1) % kLazyTerms == 0) {
-            r = add_mod(r, reduce_u128(acc, p), p.value());
-            acc = 0;
-          }
+        if (std::fabs(fraction - 0.5) < kRoundingMargin) {
+          if (y_copy.empty()) y_copy.assign(y_poly, y_poly + src * n);
+          v[c] = exact_rounded_quotient(y_copy, n, c, from);
+        } else {
+          v[c] = static_cast<u64>(s + 0.5);
         }
-        r = add_mod(r, reduce_u128(acc, p), p.value());
-        if (kind == BaseConversion::exact)
-          r = sub_mod(r, mul_mod(v[c] % p.value(), q_mod_p, p), p.value());
-        z[j * n + c] = r;
       }
+    });
+  }
+  // Pass 3 (parallel over polynomial x target limb): z_j = sum_i y_i * (Q/q_i mod p_j) - v * Q.
+  parallel_for(batch * dst, n * src, [&](std::size_t index) {
+    const std::size_t poly = index / dst, j = index % dst;
+    const u64* y = y_all + poly * src * n;
+    u64* z = out + index * n;
+    const Modulus& p = to.modulus(j);
+    const u64* factors = conv.qhat_mod_p() + j * src;
+    const u64 q_mod_p = conv.q_mod_p()[j];
+    const u64* v = kind == BaseConversion::exact ? v_all.data() + poly * n : nullptr;
+    for (std::size_t c = 0; c < n; ++c) {
+      u128 acc = 0;
+      u64 r = 0;
+      for (std::size_t i = 0; i < src; ++i) {
+        acc += mul_wide(y[i * n + c], factors[i]);
+        if ((i + 1) % kLazyTerms == 0) {
+          r = add_mod(r, reduce_u128(acc, p), p.value());
+          acc = 0;
+        }
+      }
+      r = add_mod(r, reduce_u128(acc, p), p.value());
+      if (v) r = sub_mod(r, mul_mod(v[c] % p.value(), q_mod_p, p), p.value());
+      z[c] = r;
     }
   });
 }

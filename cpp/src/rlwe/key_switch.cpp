@@ -33,11 +33,14 @@ void key_switch(const RlweContext& ctx, const u64* c, std::size_t level, const K
   const RnsBase& p_base = *ctx.special_base();
 
   Buffer c_coeff(q_limbs * n), extended(ext_limbs * n), converted(ext_limbs * n);
-  Buffer acc0(ext_limbs * n), acc1(ext_limbs * n);
+  // Unreduced 128-bit sums over the digits: one reduction per coefficient at
+  // the end instead of one per digit (terms < 2^120 for 60-bit primes, and
+  // there are at most L+1 <= 255 digits).
+  Buffer wide0(2 * ext_limbs * n), wide1(2 * ext_limbs * n);
   be.copy(c, c_coeff.data(), q_limbs * n);
   be.ntt_inverse(c_coeff.data(), 1, q_base);
-  be.zero(acc0.data(), acc0.size());
-  be.zero(acc1.data(), acc1.size());
+  be.zero(wide0.data(), wide0.size());
+  be.zero(wide1.data(), wide1.size());
 
   for (std::size_t j = 0; j < ctx.digit_count(level); ++j) {
     const auto [begin, end] = ctx.digit_range(level, j);
@@ -55,13 +58,17 @@ void key_switch(const RlweContext& ctx, const u64* c, std::size_t level, const K
     const u64* b = key.b(j);
     const u64* a = key.a(j);
     const u64* ext_p = extended.data() + q_limbs * n;
-    be.multiply_add(extended.data(), b, acc0.data(), 1, q_base);
-    be.multiply_add(extended.data(), a, acc1.data(), 1, q_base);
-    be.multiply_add(ext_p, b + key_q_limbs * n, acc0.data() + q_limbs * n, 1, p_base);
-    be.multiply_add(ext_p, a + key_q_limbs * n, acc1.data() + q_limbs * n, 1, p_base);
+    be.multiply_accumulate_wide(extended.data(), b, a, wide0.data(), wide1.data(), q_base);
+    be.multiply_accumulate_wide(ext_p, b + key_q_limbs * n, a + key_q_limbs * n, wide0.data() + 2 * q_limbs * n,
+                                wide1.data() + 2 * q_limbs * n, p_base);
   }
-  mod_down(ctx, level, acc0.data(), out0, be);
-  mod_down(ctx, level, acc1.data(), out1, be);
+  Buffer acc(ext_limbs * n);
+  for (int part = 0; part < 2; ++part) {
+    const u64* wide = part == 0 ? wide0.data() : wide1.data();
+    be.reduce_wide(wide, acc.data(), q_base);
+    be.reduce_wide(wide + 2 * q_limbs * n, acc.data() + q_limbs * n, p_base);
+    mod_down(ctx, level, acc.data(), part == 0 ? out0 : out1, be);
+  }
 }
 
 }  // namespace ringfire

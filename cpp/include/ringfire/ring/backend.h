@@ -40,6 +40,14 @@ class Backend {
   virtual void multiply(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base) = 0;
   // acc = acc + a * b (mod q_i) with one reduction per element (mad_mod).
   virtual void multiply_add(const u64* a, const u64* b, u64* acc, std::size_t batch, const RnsBase& base) = 0;
+  // Lazy multiply-accumulate for inner products (key switching): wide holds
+  // one unreduced 128-bit sum per element (two words, low first), and
+  // receives wide += a * b0 and wide1 += a * b1. Callers keep the number of
+  // terms below 2^128 / q^2 (256 terms for 60-bit primes), then reduce once.
+  virtual void multiply_accumulate_wide(const u64* a, const u64* b0, const u64* b1, u64* wide0, u64* wide1,
+                                        const RnsBase& base) = 0;
+  // out = wide mod q_i, element-wise (one polynomial over base).
+  virtual void reduce_wide(const u64* wide, u64* out, const RnsBase& base) = 0;
   // out = a * scalars[i] on limb i (scalars[i] < q_i).
   virtual void multiply_scalar(const u64* a, const u64* scalars, u64* out, std::size_t batch,
                                const RnsBase& base) = 0;
