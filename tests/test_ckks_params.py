@@ -72,6 +72,13 @@ def test_bad_parameters_raise(kwargs, message):
         rf.ckks.Context(**{**base, **kwargs})
 
 
+def test_special_primes_must_cover_the_widest_digit():
+    with pytest.raises(ValueError, match=r"special primes \(38 bits\) must cover the widest key-switching digit"):
+        rf.ckks.Context(poly_degree=2**13, coeff_bits=[60, 40, 40, 40], special_bits=[38], scale_bits=40)
+    with pytest.raises(ValueError, match="widest key-switching digit"):
+        rf.ckks.Context(poly_degree=2**14, coeff_bits=[60] + [40] * 6, special_bits=[60], scale_bits=40, dnum=2)
+
+
 def test_presets_are_secure_and_deep():
     for name, spec in rf.ckks.PRESETS.items():
         params = _core.Parameters(spec["poly_degree"], spec["coeff_bits"], spec["special_bits"], 0, 128,

@@ -14,6 +14,8 @@ namespace {
 
 // Products of two 61-bit values are < 2^122: 63 of them fit in 128 bits.
 constexpr std::size_t kLazyTerms = 63;
+// Up to this many source limbs, pass 3 sums Shoup products instead.
+constexpr std::size_t kShoupTerms = 8;
 
 // The double-precision sum of |B| terms y_i / q_i (each < 1) is within
 // |B| * 2^-52 of the truth; fractions this close to 1/2 are settled exactly.
@@ -85,21 +87,41 @@ void CpuBackend::base_convert(const u64* in, u64* out, std::size_t batch, const 
     const u64* y = y_all + poly * src * n;
     u64* z = out + index * n;
     const Modulus& p = to.modulus(j);
+    const u64 pv = p.value();
     const u64* factors = conv.qhat_mod_p() + j * src;
     const u64 q_mod_p = conv.q_mod_p()[j];
     const u64* v = kind == BaseConversion::exact ? v_all.data() + poly * n : nullptr;
+    if (src <= kShoupTerms) {
+      // Few source limbs (key-switching digits): Shoup products kept in
+      // [0, 2p) and summed with a conditional subtraction, cheaper than a
+      // 128-bit reduction per coefficient.
+      ShoupOperand f[kShoupTerms];
+      for (std::size_t i = 0; i < src; ++i) f[i] = make_shoup(factors[i], pv);
+      const u64 two_p = 2 * pv;
+      for (std::size_t c = 0; c < n; ++c) {
+        u64 r = 0;
+        for (std::size_t i = 0; i < src; ++i) {
+          r += mul_mod_shoup_lazy(y[i * n + c], f[i].value, f[i].quotient, pv);
+          r -= (r >= two_p) ? two_p : 0;
+        }
+        r -= (r >= pv) ? pv : 0;
+        if (v) r = sub_mod(r, mul_mod(v[c] % pv, q_mod_p, p), pv);
+        z[c] = r;
+      }
+      return;
+    }
     for (std::size_t c = 0; c < n; ++c) {
       u128 acc = 0;
       u64 r = 0;
       for (std::size_t i = 0; i < src; ++i) {
         acc += mul_wide(y[i * n + c], factors[i]);
         if ((i + 1) % kLazyTerms == 0) {
-          r = add_mod(r, reduce_u128(acc, p), p.value());
+          r = add_mod(r, reduce_u128(acc, p), pv);
           acc = 0;
         }
       }
-      r = add_mod(r, reduce_u128(acc, p), p.value());
-      if (v) r = sub_mod(r, mul_mod(v[c] % p.value(), q_mod_p, p), p.value());
+      r = add_mod(r, reduce_u128(acc, p), pv);
+      if (v) r = sub_mod(r, mul_mod(v[c] % pv, q_mod_p, p), pv);
       z[c] = r;
     }
   });

@@ -106,6 +106,21 @@ void Parameters::validate() {
           "scale_bits must be in [0, 60], got " + std::to_string(scale_bits_));
   check_security(n_, log_qp_, security_);
 
+  // Key switching divides the digits' noise by P; a digit wider than P
+  // leaves noise that swamps the message (rotations return garbage).
+  double log_p = 0.0, widest_digit = 0.0;
+  for (u64 p : p_) log_p += std::log2(static_cast<double>(p));
+  for (std::size_t begin = 0; begin < count; begin += alpha_) {
+    double bits = 0.0;
+    for (std::size_t i = begin; i < std::min(begin + alpha_, count); ++i) bits += std::log2(static_cast<double>(q_[i]));
+    widest_digit = std::max(widest_digit, bits);
+  }
+  require(log_p + 1.0 >= widest_digit, kOp,
+          "the special primes (" + std::to_string(static_cast<int>(std::round(log_p))) +
+              " bits) must cover the widest key-switching digit (" +
+              std::to_string(static_cast<int>(std::round(widest_digit))) +
+              " bits): add or enlarge special primes, or raise dnum");
+
   std::vector<std::uint64_t> words{n_, dnum_, static_cast<std::uint64_t>(security_),
                                    static_cast<std::uint64_t>(scale_bits_), q_.size(), p_.size()};
   words.insert(words.end(), all.begin(), all.end());

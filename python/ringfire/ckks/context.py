@@ -81,10 +81,11 @@ class Context:
         return cls(**{**PRESETS[name], **overrides})
 
     @classmethod
-    def from_bytes(cls, data: bytes, **kwargs) -> "Context":
-        """A context from ``ctx.to_bytes()`` (same primes, hence same fingerprint)."""
+    def from_bytes(cls, data: bytes, *, insecure_deterministic_seed: bytes | None = None) -> "Context":
+        """A context from ``ctx.to_bytes()`` (same primes, hence same fingerprint; the
+        security level recorded in the bytes is checked again)."""
         self = cls.__new__(cls)
-        self._init_from(_core.load_parameters(bytes(data)), kwargs.get("insecure_deterministic_seed"))
+        self._init_from(_core.load_parameters(bytes(data)), insecure_deterministic_seed)
         return self
 
     # ---- properties ------------------------------------------------------------
