@@ -348,15 +348,33 @@ Ciphertext Evaluator::adjust_to(const Ciphertext& a, std::size_t level) const {
   check_context(a.fingerprint(), op);
   const double target = context_->scale_at(level);
   if (level == a.level() && same_scale(a.scale(), target)) return a.clone();
-  if (same_scale(a.scale(), target)) return mod_switch(a, level);
+  if (level <= a.level() && same_scale(a.scale(), target)) return mod_switch(a, level);
   require(level < a.level(), op,
           "moving to level " + std::to_string(level) + " with scale " + fmt_scale(target) +
               " needs a level to spend, but the ciphertext is at level " + std::to_string(a.level()));
-  Ciphertext out = mod_switch(a, level + 1);
-  const double q = static_cast<double>(context_->params().q_primes()[level + 1]);
-  multiply_scalar_inplace(out, Complex(1.0, 0.0), target * q / a.scale());
+  const auto& q = context_->params().q_primes();
+  // The correction multiplies by delta = target * q_{level+1} / scale, rounded
+  // to an integer; keep delta >= 2^30 so the rounding costs < 2^-31 relative.
+  // A scale far above the target (an unrescaled product) is rescaled first.
+  const double limit = target * static_cast<double>(q[level + 1]) * 0x1p-30;
+  Ciphertext out = a.clone();
+  while (out.level() > level + 1 && out.scale() > limit) rescale_inplace(out);
+  if (out.scale() > limit) {
+    // One level left to spend and the scale is about target * q: rescaling
+    // alone lands on the target (e.g. a top-level product, whose rescaled
+    // scale is canonical by construction).
+    rescale_inplace(out);
+    require(same_scale(out.scale(), target), op,
+            "the scale " + fmt_scale(a.scale()) + " is too far from level " + std::to_string(level) + "'s " +
+                fmt_scale(target) + " to correct with the levels available");
+    out.set_scale(target);
+    return out;
+  }
+  mod_switch_inplace(out, level + 1);
+  const double delta = target * static_cast<double>(q[level + 1]) / out.scale();
+  multiply_scalar_inplace(out, Complex(1.0, 0.0), delta);
   rescale_inplace(out);
-  out.set_scale(target);
+  out.set_scale(target);  // exact up to round(delta) / delta - 1 < 2^-31
   return out;
 }
 

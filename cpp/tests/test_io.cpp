@@ -1,0 +1,510 @@
+// Serialization: every object kind survives a round trip bit for bit (and
+// re-serializes to the same bytes), seeded objects stay compact, and
+// malformed input — truncations, flipped bytes, foreign parameters, the
+// wrong kind, corrupt fields behind a valid checksum — raises
+// InvalidArgument rather than crashing. Fixed seeds throughout.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <complex>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ringfire/base/errors.h"
+#include "ringfire/ckks/evaluator.h"
+#include "ringfire/io/serialize.h"
+#include "ringfire/rlwe/encryptor.h"
+#include "ringfire/rlwe/keygen.h"
+#include "ringfire/rlwe/prng.h"
+
+namespace ringfire {
+namespace {
+
+using ckks::Complex;
+using io::Bytes;
+
+constexpr std::size_t kN = 1 << 13;
+constexpr std::size_t kHeader = 24;  // magic, version, kind, fingerprint, length
+
+Prng::Seed seed_from(std::uint8_t first) {
+  Prng::Seed seed{};
+  for (std::size_t i = 0; i < seed.size(); ++i) seed[i] = static_cast<std::uint8_t>(first * 3 + 11 * i);
+  return seed;
+}
+
+ParameterLiteral small_literal(int scale_bits = 40) {
+  ParameterLiteral lit;
+  lit.poly_degree = kN;
+  lit.q_bits = {50, 40, 40};
+  lit.p_bits = {60};
+  lit.scale_bits = scale_bits;
+  return lit;
+}
+
+void expect_invalid(const std::function<void()>& fn, const std::string& fragment) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected InvalidArgument containing \"" << fragment << "\", nothing was thrown";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos)
+        << "message \"" << e.what() << "\" lacks \"" << fragment << "\"";
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "expected InvalidArgument, got another exception: " << e.what();
+  }
+}
+
+bool same_words(const u64* a, const u64* b, std::size_t words) { return std::equal(a, a + words, b); }
+
+std::uint64_t read_le64(const std::uint8_t* p) {
+  std::uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+void write_le64(std::uint8_t* p, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+
+// Recomputes the trailing checksum after a deliberate edit, so the edit
+// reaches the payload parser.
+void reseal(Bytes& b) { write_le64(b.data() + b.size() - 8, fnv1a64(b.data(), b.size() - 8)); }
+
+struct Env {
+  ckks::ContextPtr ctx;
+  RlweContextPtr rlwe;
+  SecretKey sk;
+  PublicKey pk;
+  RelinKey rk;
+  GaloisKeys gk;
+
+  static Env make() {
+    auto ctx = std::make_shared<const ckks::Context>(Parameters(small_literal()));
+    const RlweContextPtr& rlwe = ctx->rlwe();
+    Prng prng = Prng::from_seed(seed_from(1));
+    SecretKey sk = generate_secret_key(rlwe, prng);
+    PublicKey pk = generate_public_key(sk, prng);
+    RelinKey rk = generate_relin_key(sk, prng);
+    GaloisKeys gk = generate_galois_keys(sk, {rlwe->galois_element(1), rlwe->conjugation_element()}, prng);
+    return Env{ctx, rlwe, std::move(sk), std::move(pk), std::move(rk), std::move(gk)};
+  }
+
+  std::vector<Complex> values(std::uint64_t seed) const {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    std::vector<Complex> z(ctx->slots());
+    for (auto& v : z) v = Complex(u(rng), u(rng));
+    return z;
+  }
+
+  Plaintext encode(const std::vector<Complex>& z, std::size_t level) const {
+    return ctx->encoder().encode(z.data(), z.size(), level, ctx->scale_at(level));
+  }
+
+  double error(const Ciphertext& c, const std::vector<Complex>& want) const {
+    Buffer plain(c.poly_words());
+    decrypt_core(sk, c, plain.data());
+    const auto got = ctx->encoder().decode_coefficients(plain.data(), c.level(), c.scale());
+    double worst = 0.0;
+    for (std::size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]));
+    return worst;
+  }
+};
+
+Env& env() {
+  static Env e = Env::make();
+  return e;
+}
+
+void expect_same_ciphertext(const Ciphertext& a, const Ciphertext& b) {
+  EXPECT_EQ(a.fingerprint(), b.fingerprint());
+  EXPECT_EQ(a.size(), b.size());
+  EXPECT_EQ(a.level(), b.level());
+  EXPECT_EQ(a.scale(), b.scale());
+  EXPECT_EQ(a.seed(), b.seed());
+  if (a.size() == b.size() && a.level() == b.level()) {
+    EXPECT_TRUE(same_words(a.data(), b.data(), a.size() * a.poly_words())) << "ciphertext words differ";
+  }
+}
+
+void expect_same_switch_key(const KeySwitchKey& a, const KeySwitchKey& b) {
+  ASSERT_EQ(a.digits(), b.digits());
+  EXPECT_EQ(a.seeds(), b.seeds());
+  for (std::size_t j = 0; j < a.digits(); ++j) {
+    EXPECT_TRUE(same_words(a.b(j), b.b(j), a.poly_words())) << "b of digit " << j;
+    EXPECT_TRUE(same_words(a.a(j), b.a(j), a.poly_words())) << "a of digit " << j;
+  }
+}
+
+// ---- round trips -----------------------------------------------------------------
+
+TEST(IoRoundTrip, Parameters) {
+  for (int variant : {0, 1}) {
+    ParameterLiteral lit = small_literal();
+    if (variant == 1) {  // two special primes, two digits, no security check
+      lit.p_bits = {60, 60};
+      lit.dnum = 2;
+      lit.security = 0;
+    }
+    const Parameters p(lit);
+    const Bytes blob = io::save(p);
+    EXPECT_EQ(io::peek_kind(blob.data(), blob.size()), io::Kind::parameters);
+    const Parameters q = io::load_parameters(blob.data(), blob.size());
+    EXPECT_EQ(q.n(), p.n());
+    EXPECT_EQ(q.q_primes(), p.q_primes());
+    EXPECT_EQ(q.p_primes(), p.p_primes());
+    EXPECT_EQ(q.dnum(), p.dnum());
+    EXPECT_EQ(q.alpha(), p.alpha());
+    EXPECT_EQ(q.security(), p.security());
+    EXPECT_EQ(q.scale_bits(), p.scale_bits());
+    EXPECT_EQ(q.fingerprint(), p.fingerprint());
+    EXPECT_EQ(io::save(q), blob);
+  }
+}
+
+TEST(IoRoundTrip, Plaintexts) {
+  const Env& e = env();
+  // A vector plaintext at each level.
+  for (std::size_t level = 0; level <= 2; ++level) {
+    const Plaintext p = e.encode(e.values(level + 1), level);
+    const Bytes blob = io::save(p);
+    const Plaintext q = io::load_plaintext(e.rlwe, blob.data(), blob.size());
+    EXPECT_EQ(q.level(), p.level());
+    EXPECT_EQ(q.scale(), p.scale());
+    EXPECT_FALSE(q.is_scalar());
+    EXPECT_TRUE(same_words(q.data(), p.data(), p.poly_words()));
+    EXPECT_EQ(io::save(q), blob);
+  }
+  // A scalar plaintext (negative value: residues q_i - r) stays scalar and
+  // is stored compactly.
+  const Plaintext s = e.ctx->encoder().encode_scalar(Complex(-1.5, 0.0), 2, e.ctx->scale_at(2));
+  ASSERT_TRUE(s.is_scalar());
+  const Bytes blob = io::save(s);
+  EXPECT_LT(blob.size(), 200u);
+  const Plaintext t = io::load_plaintext(e.rlwe, blob.data(), blob.size());
+  ASSERT_TRUE(t.is_scalar());
+  EXPECT_EQ(t.scalar_value(), s.scalar_value());
+  EXPECT_EQ(t.scalar_residues(), s.scalar_residues());
+  EXPECT_EQ(t.scale(), s.scale());
+  EXPECT_TRUE(same_words(t.data(), s.data(), s.poly_words()));
+  EXPECT_EQ(io::save(t), blob);
+  // A complex constant is a full polynomial.
+  const Plaintext c = e.ctx->encoder().encode_scalar(Complex(0.5, 0.5), 1, e.ctx->scale_at(1));
+  const Bytes cblob = io::save(c);
+  const Plaintext d = io::load_plaintext(e.rlwe, cblob.data(), cblob.size());
+  EXPECT_FALSE(d.is_scalar());
+  EXPECT_TRUE(same_words(d.data(), c.data(), c.poly_words()));
+}
+
+TEST(IoRoundTrip, Ciphertexts) {
+  const Env& e = env();
+  ckks::Evaluator ev(e.ctx);
+  Prng prng = Prng::from_seed(seed_from(2));
+  const auto z = e.values(7);
+
+  // Public-key encryption: both polynomials stored.
+  const Ciphertext pub = encrypt_public(e.pk, e.encode(z, 2), prng);
+  const Bytes pub_blob = io::save(pub);
+  EXPECT_GT(pub_blob.size(), 2 * pub.poly_words() * 8);
+  const Ciphertext pub2 = io::load_ciphertext(e.rlwe, pub_blob.data(), pub_blob.size());
+  expect_same_ciphertext(pub2, pub);
+  EXPECT_EQ(io::save(pub2), pub_blob);
+  EXPECT_LT(e.error(pub2, z), 0x1p-20);
+
+  // Secret-key encryption: c_1 travels as its 32-byte seed.
+  const Ciphertext sec = encrypt_secret(e.sk, e.encode(z, 1), prng);
+  ASSERT_TRUE(sec.seed().has_value());
+  const Bytes sec_blob = io::save(sec);
+  EXPECT_LT(sec_blob.size(), sec.poly_words() * 8 + 200);
+  const Ciphertext sec2 = io::load_ciphertext(e.rlwe, sec_blob.data(), sec_blob.size());
+  expect_same_ciphertext(sec2, sec);
+  EXPECT_EQ(io::save(sec2), sec_blob);
+  EXPECT_LT(e.error(sec2, z), 0x1p-20);
+
+  // A seeded ciphertext whose c_0 changed (c_1 and the seed still agree).
+  const Ciphertext shifted = ev.add_scalar(sec, Complex(0.25, 0.0));
+  ASSERT_TRUE(shifted.seed().has_value());
+  const Bytes shifted_blob = io::save(shifted);
+  const Ciphertext shifted2 = io::load_ciphertext(e.rlwe, shifted_blob.data(), shifted_blob.size());
+  expect_same_ciphertext(shifted2, shifted);
+
+  // Size 3 (an unrelinearized product) and a rescaled one at level 0.
+  const Ciphertext three = ev.multiply(pub, pub);
+  const Bytes three_blob = io::save(three);
+  const Ciphertext three2 = io::load_ciphertext(e.rlwe, three_blob.data(), three_blob.size());
+  expect_same_ciphertext(three2, three);
+  EXPECT_EQ(io::save(three2), three_blob);
+  const Ciphertext low = ev.rescale(ev.relinearize(ev.multiply(sec, sec), e.rk));
+  const Bytes low_blob = io::save(low);
+  const Ciphertext low2 = io::load_ciphertext(e.rlwe, low_blob.data(), low_blob.size());
+  expect_same_ciphertext(low2, low);
+  EXPECT_EQ(io::save(low2), low_blob);
+}
+
+TEST(IoRoundTrip, Keys) {
+  const Env& e = env();
+  // Public key: a seeded top-level pair.
+  {
+    const Bytes blob = io::save(e.pk);
+    const PublicKey k = io::load_public_key(e.rlwe, blob.data(), blob.size());
+    expect_same_ciphertext(k.key(), e.pk.key());
+    EXPECT_TRUE(k.key().seed().has_value());
+    EXPECT_EQ(io::save(k), blob);
+  }
+  // Relinearization key: b polynomials plus seeds.
+  {
+    const Bytes blob = io::save(e.rk);
+    EXPECT_LT(blob.size(), e.rk.key().digits() * (e.rk.key().poly_words() * 8 + 64) + 200);
+    const RelinKey k = io::load_relin_key(e.rlwe, blob.data(), blob.size());
+    expect_same_switch_key(k.key(), e.rk.key());
+    EXPECT_EQ(io::save(k), blob);
+  }
+  // A switch key without seeds stores its a polynomials.
+  {
+    Prng prng = Prng::from_seed(seed_from(3));
+    Buffer s2(e.rlwe->key_base()->size() * kN);
+    backend_for(Device::cpu()).multiply(e.sk.eval(), e.sk.eval(), s2.data(), 1, *e.rlwe->key_base());
+    KeySwitchKey raw = generate_switch_key(e.sk, s2.data(), prng);
+    raw.seeds().clear();
+    const RelinKey unseeded(std::move(raw));
+    const Bytes blob = io::save(unseeded);
+    EXPECT_GT(blob.size(), 2 * unseeded.key().digits() * unseeded.key().poly_words() * 8);
+    const RelinKey k = io::load_relin_key(e.rlwe, blob.data(), blob.size());
+    expect_same_switch_key(k.key(), unseeded.key());
+    EXPECT_EQ(io::save(k), blob);
+  }
+  // Galois keys.
+  {
+    const Bytes blob = io::save(e.gk);
+    const GaloisKeys k = io::load_galois_keys(e.rlwe, blob.data(), blob.size());
+    EXPECT_EQ(k.elements(), e.gk.elements());
+    for (u64 g : e.gk.elements()) expect_same_switch_key(k.get(g), e.gk.get(g));
+    EXPECT_EQ(io::save(k), blob);
+    // The loaded keys work.
+    ckks::Evaluator ev(e.ctx);
+    Prng prng = Prng::from_seed(seed_from(4));
+    const auto z = e.values(9);
+    const Ciphertext c = encrypt_public(e.pk, e.encode(z, 2), prng);
+    std::vector<Complex> want(z.size());
+    for (std::size_t i = 0; i < z.size(); ++i) want[i] = std::conj(z[(i + 1) % z.size()]);
+    EXPECT_LT(e.error(ev.conjugate(ev.rotate(c, 1, k), k), want), 0x1p-20);
+    // An empty set too.
+    const GaloisKeys none(e.rlwe);
+    const Bytes empty_blob = io::save(none);
+    EXPECT_EQ(io::load_galois_keys(e.rlwe, empty_blob.data(), empty_blob.size()).size(), 0u);
+  }
+  // Secret key.
+  {
+    const Bytes blob = io::save(e.sk);
+    const SecretKey k = io::load_secret_key(e.rlwe, blob.data(), blob.size());
+    EXPECT_EQ(k.coefficients(), e.sk.coefficients());
+    EXPECT_TRUE(same_words(k.eval(), e.sk.eval(), e.rlwe->key_base()->size() * kN));
+    EXPECT_EQ(io::save(k), blob);
+  }
+}
+
+TEST(IoRoundTrip, KindsAndNames) {
+  const Env& e = env();
+  Prng prng = Prng::from_seed(seed_from(5));
+  const Ciphertext c = encrypt_secret(e.sk, e.encode(e.values(3), 0), prng);
+  const std::vector<std::pair<Bytes, io::Kind>> blobs{
+      {io::save(e.ctx->params()), io::Kind::parameters},
+      {io::save(e.encode(e.values(4), 0)), io::Kind::plaintext},
+      {io::save(c), io::Kind::ciphertext},
+      {io::save(e.pk), io::Kind::public_key},
+      {io::save(e.rk), io::Kind::relin_key},
+      {io::save(e.gk), io::Kind::galois_keys},
+      {io::save(e.sk), io::Kind::secret_key}};
+  for (const auto& [blob, kind] : blobs) {
+    EXPECT_EQ(io::peek_kind(blob.data(), blob.size()), kind);
+    EXPECT_EQ(std::memcmp(blob.data(), "RFHE", 4), 0);
+    EXPECT_EQ(blob[4] | (blob[5] << 8), io::kFormatVersion);
+    EXPECT_EQ(read_le64(blob.data() + 8), e.ctx->fingerprint());
+    EXPECT_EQ(read_le64(blob.data() + 16), blob.size() - kHeader - 8);
+    EXPECT_EQ(read_le64(blob.data() + blob.size() - 8), fnv1a64(blob.data(), blob.size() - 8));
+  }
+  EXPECT_EQ(std::string(io::kind_name(io::Kind::ciphertext)), "ciphertext");
+  EXPECT_EQ(std::string(io::kind_name(io::Kind::galois_keys)), "Galois key set");
+}
+
+// ---- malformed input --------------------------------------------------------------
+
+TEST(IoMalformed, EveryTruncationOfParameters) {
+  const Bytes blob = io::save(env().ctx->params());
+  for (std::size_t len = 0; len < blob.size(); ++len) {
+    EXPECT_THROW(io::load_parameters(blob.data(), len), InvalidArgument) << "length " << len;
+    EXPECT_THROW(io::peek_kind(blob.data(), len), InvalidArgument) << "length " << len;
+  }
+  EXPECT_THROW(io::load_parameters(nullptr, 0), InvalidArgument);
+  // Padding is refused too.
+  Bytes padded(blob);
+  padded.push_back(0);
+  EXPECT_THROW(io::load_parameters(padded.data(), padded.size()), InvalidArgument);
+}
+
+TEST(IoMalformed, TruncatedCiphertexts) {
+  const Env& e = env();
+  Prng prng = Prng::from_seed(seed_from(6));
+  const auto z = e.values(11);
+  for (bool seeded : {true, false}) {
+    const Plaintext p = e.encode(z, 1);
+    const Ciphertext c = seeded ? encrypt_secret(e.sk, p, prng) : encrypt_public(e.pk, p, prng);
+    const Bytes blob = io::save(c);
+    std::size_t tried = 0;
+    for (std::size_t len = 0; len < blob.size(); len += (len < 64 || len + 64 > blob.size()) ? 1 : 97) {
+      EXPECT_THROW(io::load_ciphertext(e.rlwe, blob.data(), len), InvalidArgument) << "length " << len;
+      ++tried;
+    }
+    EXPECT_GT(tried, 200u);
+    // The same bytes in a larger buffer, declared short: still refused.
+    Bytes copy(blob);
+    EXPECT_THROW(io::load_ciphertext(e.rlwe, copy.data(), copy.size() - 1), InvalidArgument);
+    EXPECT_NO_THROW(io::load_ciphertext(e.rlwe, copy.data(), copy.size()));
+  }
+}
+
+TEST(IoMalformed, ByteFlips) {
+  const Env& e = env();
+  Prng prng = Prng::from_seed(seed_from(7));
+  const Ciphertext c = encrypt_secret(e.sk, e.encode(e.values(12), 0), prng);
+  const Bytes blob = io::save(c);
+  auto load = [&](const Bytes& b) { (void)io::load_ciphertext(e.rlwe, b.data(), b.size()); };
+
+  // Every header byte (and every checksum byte), with several masks.
+  std::vector<std::size_t> positions;
+  for (std::size_t i = 0; i < kHeader; ++i) positions.push_back(i);
+  for (std::size_t i = blob.size() - 8; i < blob.size(); ++i) positions.push_back(i);
+  for (std::size_t pos : positions)
+    for (std::uint8_t mask : {std::uint8_t{0x01}, std::uint8_t{0x80}, std::uint8_t{0xff}}) {
+      Bytes bad(blob);
+      bad[pos] ^= mask;
+      EXPECT_THROW(load(bad), InvalidArgument) << "byte " << pos << " ^ " << int(mask);
+    }
+  // 200 random payload bytes, random nonzero masks.
+  std::mt19937_64 rng(77);
+  std::uniform_int_distribution<std::size_t> where(kHeader, blob.size() - 9);
+  std::uniform_int_distribution<int> what(1, 255);
+  for (int t = 0; t < 200; ++t) {
+    Bytes bad(blob);
+    const std::size_t pos = where(rng);
+    bad[pos] ^= static_cast<std::uint8_t>(what(rng));
+    EXPECT_THROW(load(bad), InvalidArgument) << "byte " << pos;
+  }
+  // The parameters blob: every byte, one mask.
+  const Bytes pblob = io::save(e.ctx->params());
+  for (std::size_t pos = 0; pos < pblob.size(); ++pos) {
+    Bytes bad(pblob);
+    bad[pos] ^= 0x10;
+    EXPECT_THROW(io::load_parameters(bad.data(), bad.size()), InvalidArgument) << "byte " << pos;
+  }
+  EXPECT_NO_THROW(load(blob));
+}
+
+TEST(IoMalformed, ForeignParametersAndWrongKind) {
+  const Env& e = env();
+  Prng prng = Prng::from_seed(seed_from(8));
+  auto other = std::make_shared<const ckks::Context>(Parameters(small_literal(39)));
+  ASSERT_NE(other->fingerprint(), e.ctx->fingerprint());
+  const SecretKey other_sk = generate_secret_key(other->rlwe(), prng);
+  const auto z = e.values(13);
+  const Plaintext op = other->encoder().encode(z.data(), z.size(), 1, other->scale_at(1));
+  const Ciphertext oc = encrypt_secret(other_sk, op, prng);
+
+  Bytes blob = io::save(oc);
+  expect_invalid([&] { io::load_ciphertext(e.rlwe, blob.data(), blob.size()); }, "different parameters");
+  EXPECT_NO_THROW(io::load_ciphertext(other->rlwe(), blob.data(), blob.size()));
+  blob = io::save(op);
+  expect_invalid([&] { io::load_plaintext(e.rlwe, blob.data(), blob.size()); }, "different parameters");
+  blob = io::save(other_sk);
+  expect_invalid([&] { io::load_secret_key(e.rlwe, blob.data(), blob.size()); }, "different parameters");
+  blob = io::save(generate_public_key(other_sk, prng));
+  expect_invalid([&] { io::load_public_key(e.rlwe, blob.data(), blob.size()); }, "different parameters");
+  blob = io::save(generate_relin_key(other_sk, prng));
+  expect_invalid([&] { io::load_relin_key(e.rlwe, blob.data(), blob.size()); }, "different parameters");
+  blob = io::save(GaloisKeys(other->rlwe()));
+  expect_invalid([&] { io::load_galois_keys(e.rlwe, blob.data(), blob.size()); }, "different parameters");
+
+  // The wrong kind.
+  const Bytes plain_blob = io::save(e.encode(z, 0));
+  expect_invalid([&] { io::load_ciphertext(e.rlwe, plain_blob.data(), plain_blob.size()); },
+                 "expected a ciphertext, got a plaintext");
+  const Bytes pk_blob = io::save(e.pk);
+  expect_invalid([&] { io::load_ciphertext(e.rlwe, pk_blob.data(), pk_blob.size()); }, "expected a ciphertext");
+  const Bytes ct_blob = io::save(encrypt_public(e.pk, e.encode(z, 2), prng));
+  expect_invalid([&] { io::load_public_key(e.rlwe, ct_blob.data(), ct_blob.size()); }, "expected a public key");
+  expect_invalid([&] { io::load_plaintext(e.rlwe, ct_blob.data(), ct_blob.size()); }, "expected a plaintext");
+  expect_invalid([&] { io::load_parameters(ct_blob.data(), ct_blob.size()); }, "expected a parameters object");
+  expect_invalid([&] { io::load_relin_key(e.rlwe, pk_blob.data(), pk_blob.size()); },
+                 "expected a relinearization key");
+  const Bytes rk_blob = io::save(e.rk);
+  expect_invalid([&] { io::load_galois_keys(e.rlwe, rk_blob.data(), rk_blob.size()); }, "expected a Galois key set");
+  expect_invalid([&] { io::load_secret_key(e.rlwe, rk_blob.data(), rk_blob.size()); }, "expected a secret key");
+}
+
+// Corrupt fields behind a recomputed checksum reach the payload checks.
+TEST(IoMalformed, CorruptFieldsWithValidChecksum) {
+  const Env& e = env();
+  Prng prng = Prng::from_seed(seed_from(9));
+  const Ciphertext c = encrypt_public(e.pk, e.encode(e.values(14), 1), prng);
+  const Bytes blob = io::save(c);
+  // Payload layout: size u32 | level u32 | scale f64 | seed flag u8 | polys.
+  const std::size_t size_at = kHeader, level_at = kHeader + 4, scale_at = kHeader + 8, flag_at = kHeader + 16,
+                    poly_at = kHeader + 17;
+  auto edited = [&](auto edit) {
+    Bytes b(blob);
+    edit(b);
+    reseal(b);
+    return b;
+  };
+  auto load = [&](const Bytes& b) { (void)io::load_ciphertext(e.rlwe, b.data(), b.size()); };
+  expect_invalid([&] { load(edited([&](Bytes& b) { b[size_at] = 0; })); }, "corrupt");
+  expect_invalid([&] { load(edited([&](Bytes& b) { b[size_at] = 17; })); }, "corrupt");
+  expect_invalid([&] { load(edited([&](Bytes& b) { b[size_at] = 3; })); }, "truncated");
+  expect_invalid([&] { load(edited([&](Bytes& b) { b[level_at] = 3; })); }, "corrupt: level");
+  expect_invalid([&] { load(edited([&](Bytes& b) { b[level_at] = 0; })); }, "trailing bytes");
+  expect_invalid([&] { load(edited([&](Bytes& b) { write_le64(b.data() + scale_at, 0); })); }, "scale");
+  expect_invalid([&] { load(edited([&](Bytes& b) { b[scale_at + 7] |= 0x80; })); }, "scale");  // negative
+  expect_invalid([&] { load(edited([&](Bytes& b) { write_le64(b.data() + scale_at, 0x7ff0000000000000ULL); })); },
+                 "scale");  // infinity
+  expect_invalid([&] { load(edited([&](Bytes& b) { b[flag_at] = 2; })); }, "seed flag");
+  // A residue at or above its prime.
+  expect_invalid([&] { load(edited([&](Bytes& b) { write_le64(b.data() + poly_at, e.rlwe->params().q_primes()[0]); })); },
+                 "outside [0, q)");
+  expect_invalid([&] { load(edited([&](Bytes& b) { write_le64(b.data() + poly_at, ~0ULL); })); }, "outside [0, q)");
+  // A declared length that disagrees with the input.
+  expect_invalid([&] { load(edited([&](Bytes& b) { write_le64(b.data() + 16, read_le64(b.data() + 16) + 1); })); },
+                 "truncated or padded");
+  EXPECT_NO_THROW(load(edited([](Bytes&) {})));
+
+  // Secret key coefficients outside {-1, 0, 1}.
+  Bytes sk_blob = io::save(e.sk);
+  sk_blob[kHeader + 5] = 2;
+  reseal(sk_blob);
+  expect_invalid([&] { io::load_secret_key(e.rlwe, sk_blob.data(), sk_blob.size()); }, "corrupt");
+  // A repeated or even Galois element.
+  Bytes gk_blob = io::save(e.gk);
+  write_le64(gk_blob.data() + kHeader + 4, 4);
+  reseal(gk_blob);
+  expect_invalid([&] { io::load_galois_keys(e.rlwe, gk_blob.data(), gk_blob.size()); }, "Galois element");
+  // Parameters that do not match their fingerprint (scale_bits 40 -> 39 is
+  // valid on its own).
+  Bytes p_blob = io::save(e.ctx->params());
+  const std::size_t scale_bits_at = p_blob.size() - 8 - 4;
+  ASSERT_EQ(p_blob[scale_bits_at], 40);
+  p_blob[scale_bits_at] = 39;
+  reseal(p_blob);
+  expect_invalid([&] { io::load_parameters(p_blob.data(), p_blob.size()); }, "fingerprint");
+  // A public key that is not a top-level pair.
+  const Ciphertext low = encrypt_public(e.pk, e.encode(e.values(15), 0), prng);
+  Bytes fake_pk = io::save(low);
+  fake_pk[6] = static_cast<std::uint8_t>(io::Kind::public_key);
+  reseal(fake_pk);
+  expect_invalid([&] { io::load_public_key(e.rlwe, fake_pk.data(), fake_pk.size()); }, "top-level pair");
+}
+
+}  // namespace
+}  // namespace ringfire
