@@ -48,7 +48,9 @@ def test_primes_are_distinct_ntt_friendly_and_sized():
     ctx = rf.ckks.Context(poly_degree=2**14, coeff_bits=[60, 40, 40, 40], scale_bits=40, special_bits=[60, 60])
     q, p = ctx.params.q_primes, ctx.params.p_primes
     assert len(set(q + p)) == len(q) + len(p)
-    assert [x.bit_length() for x in q] == [60, 40, 40, 40]
+    assert q[0].bit_length() == 60
+    # rescaling primes straddle 2^40 so the canonical scale does not drift
+    assert all(abs(np.log2(x) - 40) < 1e-3 for x in q[1:])
     for x in q + p:
         assert rf.ring.is_prime(x) and x % (2 * 2**14) == 1
 
@@ -93,6 +95,12 @@ def test_fingerprints_differ_and_round_trip():
     assert a.fingerprint != b.fingerprint
     c = rf.ckks.Context.from_bytes(a.to_bytes())
     assert c.fingerprint == a.fingerprint and c.params.q_primes == a.params.q_primes
+
+
+def test_canonical_scales_stay_near_the_default_over_deep_chains():
+    ctx = rf.ckks.Context(poly_degree=2**16, coeff_bits=[60] + [40] * 30, scale_bits=40, special_bits=[60] * 3)
+    drift = [abs(np.log2(ctx.scale_at(level)) - 40) for level in range(ctx.max_level + 1)]
+    assert max(drift) < 1e-3, drift
 
 
 def test_canonical_scales_follow_the_rescale_chain():

@@ -347,8 +347,11 @@ Ciphertext Evaluator::adjust_to(const Ciphertext& a, std::size_t level) const {
   constexpr const char* op = "ckks.adjust_to";
   check_context(a.fingerprint(), op);
   const double target = context_->scale_at(level);
-  if (level == a.level() && same_scale(a.scale(), target)) return a.clone();
-  if (level <= a.level() && same_scale(a.scale(), target)) return mod_switch(a, level);
+  if (level <= a.level() && same_scale(a.scale(), target)) {
+    Ciphertext out = mod_switch(a, level);
+    out.set_scale(target);  // within 2^-30 relative: the same scale
+    return out;
+  }
   require(level < a.level(), op,
           "moving to level " + std::to_string(level) + " with scale " + fmt_scale(target) +
               " needs a level to spend, but the ciphertext is at level " + std::to_string(a.level()));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "ringfire/arith/primes.h"
@@ -25,21 +26,71 @@ void check_bits(const std::vector<int>& bits, const char* name) {
                 std::to_string(kMaxPrimeBits) + "], got " + std::to_string(b));
 }
 
-// Assigns primes to every requested size: all sizes equal to b draw from one
-// list of the largest b-bit NTT primes, so no prime repeats across Q and P.
-void assign_primes(std::size_t n, const std::vector<int>& q_bits, const std::vector<int>& p_bits,
+// NTT-friendly primes (q = 1 mod 2N) nearest to 2^bits on either side,
+// `count` of each, nearest first.
+std::vector<u64> primes_around(int bits, std::size_t count, std::size_t n) {
+  std::vector<u64> out = find_ntt_primes(bits, count, n);  // below 2^bits, largest first
+  const u64 step = 2 * n;
+  std::size_t above = 0;
+  for (u64 q = (u64{1} << bits) + 1; above < count && q < (u64{1} << 61); q += step)
+    if (is_prime(q)) out.push_back(q), ++above;
+  return out;
+}
+
+// Assigns primes to every requested size; no prime repeats across Q and P.
+//
+// The rescaling primes (those of scale_bits bits, q_1..q_L) are chosen
+// greedily from q_L down: each is the unused NTT prime nearest to the
+// current canonical scale, on either side of 2^scale_bits. The scale after a
+// rescale is scale^2 / q, so its distance from 2^scale_bits doubles at every
+// level unless q follows it; with always-below primes the chain drifts by
+// tens of bits over 20 levels at N = 2^16.
+void assign_primes(std::size_t n, const std::vector<int>& q_bits, const std::vector<int>& p_bits, int scale_bits,
                    std::vector<u64>& q, std::vector<u64>& p) {
   std::map<int, std::size_t> needed;
   for (int b : q_bits) ++needed[b];
   for (int b : p_bits) ++needed[b];
   std::map<int, std::vector<u64>> pool;
-  for (auto [bits, count] : needed) pool[bits] = find_ntt_primes(bits, count, n);
-  std::map<int, std::size_t> used;
-  // The special primes take the largest of their size, then Q in order.
-  for (int b : p_bits) p.push_back(pool[b][used[b]++]);
-  for (int b : q_bits) q.push_back(pool[b][used[b]++]);
+  // Spares, in case the rescaling primes below take some of a size's largest.
+  const std::size_t spare = q_bits.size() + p_bits.size();
+  for (auto [bits, count] : needed) {
+    try {
+      pool[bits] = find_ntt_primes(bits, count + spare, n);
+    } catch (const InvalidArgument&) {
+      pool[bits] = find_ntt_primes(bits, count, n);
+    }
+  }
+  std::set<u64> used;
+  // The special primes take the largest of their size first.
+  std::map<int, std::size_t> next;
+  auto take_largest = [&](int bits) {
+    std::vector<u64>& list = pool[bits];
+    while (next[bits] < list.size() && used.count(list[next[bits]])) ++next[bits];
+    require(next[bits] < list.size(), kOp, "not enough " + std::to_string(bits) + "-bit NTT-friendly primes");
+    const u64 prime = list[next[bits]++];
+    used.insert(prime);
+    return prime;
+  };
+  for (int b : p_bits) p.push_back(take_largest(b));
+  q.assign(q_bits.size(), 0);
+  if (scale_bits > 0 && needed.count(scale_bits)) {
+    const std::vector<u64> near = primes_around(scale_bits, needed[scale_bits] + p_bits.size() + 1, n);
+    double scale = std::ldexp(1.0, scale_bits);
+    for (std::size_t i = q_bits.size(); i-- > 1;) {
+      if (q_bits[i] != scale_bits) continue;
+      u64 best = 0;
+      for (u64 cand : near)
+        if (!used.count(cand) && (best == 0 || std::fabs(static_cast<double>(cand) - scale) <
+                                                   std::fabs(static_cast<double>(best) - scale)))
+          best = cand;
+      q[i] = best;
+      used.insert(best);
+      scale = scale * scale / static_cast<double>(best);
+    }
+  }
+  for (std::size_t i = 0; i < q_bits.size(); ++i)
+    if (q[i] == 0) q[i] = take_largest(q_bits[i]);
 }
-
 
 }  // namespace
 
@@ -60,7 +111,7 @@ Parameters::Parameters(const ParameterLiteral& lit)
   require(!lit.p_bits.empty(), kOp, "needs at least one special prime for key switching");
   check_bits(lit.q_bits, "coeff_bits");
   check_bits(lit.p_bits, "special_bits");
-  assign_primes(n_, lit.q_bits, lit.p_bits, q_, p_);
+  assign_primes(n_, lit.q_bits, lit.p_bits, lit.scale_bits, q_, p_);
   if (dnum_ == 0) {
     // The widest digit the special primes can cover: the digit's bits must
     // not exceed P's, or key-switching noise grows past the rescale error.
@@ -80,7 +131,7 @@ Parameters::Parameters(std::size_t poly_degree, std::vector<u64> q_primes, std::
   require(n_ >= 1024 && n_ <= (1u << 17) && (n_ & (n_ - 1)) == 0, kOp,
           "poly_degree must be a power of two in [1024, 131072], got " + std::to_string(n_));
   require(!q_.empty() && !p_.empty(), kOp, "needs at least one ciphertext prime and one special prime");
-  for (u64 q : q_) require(is_ntt_friendly(q, n_) && bit_length(q) <= kMaxPrimeBits, kOp,
+  for (u64 q : q_) require(is_ntt_friendly(q, n_) && bit_length(q) <= kMaxPrimeBits + 1, kOp,
                            std::to_string(q) + " is not an NTT-friendly prime of at most 60 bits for this N");
   for (u64 q : p_) require(is_ntt_friendly(q, n_) && bit_length(q) <= kMaxPrimeBits, kOp,
                            std::to_string(q) + " is not an NTT-friendly prime of at most 60 bits for this N");
