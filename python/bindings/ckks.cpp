@@ -109,6 +109,8 @@ void bind_ckks(nb::module_& m) {
       .def("multiply_scalar_inplace", &Evaluator::multiply_scalar_inplace, Release())
       .def("multiply_integer", &Evaluator::multiply_integer, Release())
       .def("multiply_integer_inplace", &Evaluator::multiply_integer_inplace, Release())
+      .def("linear_combination", &Evaluator::linear_combination, nb::arg("inputs"), nb::arg("weights"),
+           nb::arg("scale"), Release())
       .def("relinearize", &Evaluator::relinearize, Release())
       .def("relinearize_inplace", &Evaluator::relinearize_inplace, Release())
       .def("rescale", &Evaluator::rescale, Release())

@@ -23,11 +23,11 @@ import os as _os
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from . import _core  # noqa: E402
-from . import arith, arith128, ckks, ring  # noqa: E402
+from . import arith, arith128, ckks, nn, ring  # noqa: E402
 
 __version__ = "0.1.0"
 
-__all__ = ["arith", "arith128", "ckks", "ring", "num_threads", "set_num_threads", "cuda_available", "__version__"]
+__all__ = ["arith", "arith128", "ckks", "nn", "ring", "num_threads", "set_num_threads", "cuda_available", "__version__"]
 
 
 def num_threads() -> int:

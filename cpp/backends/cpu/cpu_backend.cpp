@@ -1,6 +1,7 @@
 #include "cpu_backend.h"
 
 #include <cstring>
+#include <vector>
 
 #include "ntt_kernels.h"
 #include "parallel_for.h"
@@ -69,6 +70,32 @@ void CpuBackend::multiply_accumulate_wide(const u64* a, const u64* b0, const u64
       wide1[2 * j] = static_cast<u64>(s1);
       wide1[2 * j + 1] = static_cast<u64>(s1 >> 64);
     }
+  });
+}
+
+void CpuBackend::linear_combination(const u64* const* inputs, const u64* weights, std::size_t terms, u64* out,
+                                    std::size_t batch, const RnsBase& base) {
+  const std::size_t n = base.n(), limbs = base.size();
+  // Products are < 2^122 for 61-bit primes: 32 of them fit a 128-bit sum.
+  constexpr std::size_t kChunk = 32;
+  for_each_limb(batch, base, n * terms, [&](std::size_t offset, std::size_t limb) {
+    const Modulus& mod = base.modulus(limb);
+    std::vector<u128> acc(n, 0);
+    std::vector<u64> partial(n, 0);
+    for (std::size_t t0 = 0; t0 < terms; t0 += kChunk) {
+      const std::size_t t1 = std::min(terms, t0 + kChunk);
+      for (std::size_t t = t0; t < t1; ++t) {
+        const u64 w = weights[t * limbs + limb];
+        if (w == 0) continue;
+        const u64* x = inputs[t] + offset;
+        for (std::size_t j = 0; j < n; ++j) acc[j] += mul_wide(x[j], w);
+      }
+      for (std::size_t j = 0; j < n; ++j) {
+        partial[j] = add_mod(partial[j], reduce_u128(acc[j], mod), mod.value());
+        acc[j] = 0;
+      }
+    }
+    std::copy(partial.begin(), partial.end(), out + offset);
   });
 }
 

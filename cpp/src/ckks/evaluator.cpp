@@ -260,6 +260,37 @@ Ciphertext Evaluator::multiply_integer(const Ciphertext& a, std::int64_t value) 
   return out;
 }
 
+Ciphertext Evaluator::linear_combination(const std::vector<const Ciphertext*>& inputs,
+                                         const std::vector<double>& weights, double scale) const {
+  constexpr const char* op = "ckks.linear_combination";
+  require(!inputs.empty(), op, "needs at least one input");
+  require(inputs.size() == weights.size(), op,
+          std::to_string(inputs.size()) + " inputs but " + std::to_string(weights.size()) + " weights");
+  const Ciphertext& first = *inputs.front();
+  for (const Ciphertext* c : inputs) {
+    require(c != nullptr, op, "null input");
+    check_pair(first, *c, op);
+    require(c->size() == first.size(), op, "inputs differ in size");
+    require(same_scale(c->scale(), first.scale()), op,
+            "scale mismatch: " + fmt_scale(first.scale()) + " vs " + fmt_scale(c->scale()));
+  }
+  const double product = first.scale() * scale;
+  check_product_fits(product, first.level(), op);
+  const Encoder& enc = context_->encoder();
+  const std::size_t limbs = first.level() + 1;
+  std::vector<u64> residues(inputs.size() * limbs);
+  std::vector<const u64*> pointers(inputs.size());
+  for (std::size_t t = 0; t < inputs.size(); ++t) {
+    const std::vector<u64> r = enc.scalar_residues(weights[t], first.level(), scale, op);
+    std::copy(r.begin(), r.end(), residues.begin() + t * limbs);
+    pointers[t] = inputs[t]->data();
+  }
+  Ciphertext out(first.context(), first.size(), first.level(), product, first.device());
+  backend(first).linear_combination(pointers.data(), residues.data(), inputs.size(), out.data(), first.size(),
+                                    first.base());
+  return out;
+}
+
 // ---- key switching -------------------------------------------------------------
 
 Ciphertext Evaluator::relinearize(const Ciphertext& a, const RelinKey& key) const {

@@ -219,6 +219,17 @@ class Context:
         want_complex = ciphertext.is_complex if complex is None else complex
         return out if want_complex else out.real.copy()
 
+    def encrypt_batch(self, x, keys):
+        """Batch-axis packing for :mod:`ringfire.nn`: ``x`` is batch first; returns an
+        ``EncryptedTensor`` with one ciphertext per element of a sample."""
+        from ..nn.packing import encrypt_batch
+        return encrypt_batch(self, x, keys)
+
+    def decrypt_batch(self, tensor, secret_key) -> np.ndarray:
+        """The inverse of :meth:`encrypt_batch`: a NumPy array, batch first."""
+        from ..nn.packing import decrypt_batch
+        return decrypt_batch(self, tensor, secret_key)
+
     def evaluator(self, keys: KeySet | None = None) -> Evaluator:
         """The explicit, SEAL-like operations (keys default to this context's)."""
         return Evaluator(self, keys if keys is not None else self._default_keys)

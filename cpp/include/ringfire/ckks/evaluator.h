@@ -49,6 +49,13 @@ class Evaluator {
   Ciphertext multiply_integer(const Ciphertext& a, std::int64_t value) const;
   void multiply_integer_inplace(Ciphertext& a, std::int64_t value) const;
 
+  // sum_t weights[t] * inputs[t], each weight encoded as round(w * scale):
+  // the dense-layer kernel of encrypted inference (one pass, one reduction
+  // per word). Inputs share level, scale and size; result scale is
+  // input scale * scale. Rescale afterwards.
+  Ciphertext linear_combination(const std::vector<const Ciphertext*>& inputs, const std::vector<double>& weights,
+                                double scale) const;
+
   // Size 3 -> 2 with the relinearization key.
   Ciphertext relinearize(const Ciphertext& a, const RelinKey& key) const;
   void relinearize_inplace(Ciphertext& a, const RelinKey& key) const;

@@ -46,6 +46,11 @@ class Backend {
   // terms below 2^128 / q^2 (256 terms for 60-bit primes), then reduce once.
   virtual void multiply_accumulate_wide(const u64* a, const u64* b0, const u64* b1, u64* wide0, u64* wide1,
                                         const RnsBase& base) = 0;
+  // out = sum_t weights[t * limbs + i] * inputs[t] on limb i, for `batch`
+  // polynomials per input (each input a batch x limbs x N block); weights
+  // are residues (< q_i). One reduction per output word (lazy 128-bit sums).
+  virtual void linear_combination(const u64* const* inputs, const u64* weights, std::size_t terms, u64* out,
+                                  std::size_t batch, const RnsBase& base) = 0;
   // out = wide mod q_i, element-wise (one polynomial over base).
   virtual void reduce_wide(const u64* wide, u64* out, const RnsBase& base) = 0;
   // out = a * scalars[i] on limb i (scalars[i] < q_i).

@@ -1,0 +1,204 @@
+"""Walks a :class:`Graph` with a runtime that supplies the arithmetic.
+
+Values are arrays whose *leading* axes are the per-sample tensor axes:
+
+* plaintext runtime: float arrays shaped (*sample_shape, batch);
+* encrypted runtime (batch-axis packing): object arrays shaped sample_shape
+  holding one Ciphertext per element (the batch lives in its slots), or None
+  for an element known to be zero (padding).
+
+Structural operators (Reshape, Flatten, Transpose, Concat, Pad, ...) only
+move elements, so they are written once for both.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import linear_maps as lm
+from .graph import Graph, Node
+
+
+def per_sample_const(value: np.ndarray, rank: int) -> np.ndarray:
+    """An ONNX constant broadcast against (batch, *sample) -> its per-sample part."""
+    value = np.asarray(value, dtype=np.float64)
+    while value.ndim > rank:
+        if value.shape[0] != 1:
+            raise ValueError(f"[nn] a constant of shape {value.shape} varies along the batch axis")
+        value = value[0]
+    return value
+
+
+class Executor:
+    def __init__(self, graph: Graph, runtime):
+        self.graph = graph
+        self.rt = runtime
+
+    def run(self, x):
+        values = {self.graph.input_name: x}
+        shapes = {self.graph.input_name: tuple(self.graph.input_shape)}
+        last_use = {}
+        for i, node in enumerate(self.graph.nodes):
+            for name in node.inputs:
+                last_use[name] = i
+        for i, node in enumerate(self.graph.nodes):
+            out, shape = self._node(node, values, shapes)
+            values[node.outputs[0]], shapes[node.outputs[0]] = out, shape
+            self.rt.after_node(node, out, shape)
+            for name in node.inputs:  # free activations nobody needs any more
+                if last_use.get(name) == i and name in values and name not in self.graph.output_names \
+                        and name != self.graph.input_name:
+                    self.rt.release(values.pop(name))
+        return [values[name] for name in self.graph.output_names], [shapes[n] for n in self.graph.output_names]
+
+    # ---- one node -------------------------------------------------------------
+    def _const(self, name):
+        return self.graph.constants.get(name)
+
+    def _node(self, node: Node, values, shapes):
+        op, a = node.op, node.attrs
+        x_name = node.inputs[0]
+        x = values.get(x_name)
+        shape = shapes.get(x_name)
+        rt = self.rt
+        if op == "Conv":
+            w = self._const(node.inputs[1])
+            b = self._const(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
+            k = w.shape[2:]
+            pads = tuple(a.get("pads", (0,) * 4))
+            strides = tuple(a.get("strides", (1, 1)))
+            dil = tuple(a.get("dilations", (1, 1)))
+            group = int(a.get("group", 1))
+            if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+                raise ValueError(f"[nn] node '{node.name}': auto_pad is not supported; export explicit pads")
+            if len(k) != 2:
+                raise ValueError(f"[nn] node '{node.name}': only 2-D convolutions are supported")
+            return rt.linear(x, shape, lambda: lm.conv(shape, w, b, strides, pads, dil, group),
+                             lm_shape_conv(shape, w.shape, strides, pads, dil), node)
+        if op == "Gemm":
+            w = self._const(node.inputs[1])
+            if w is None:
+                raise ValueError(f"[nn] node '{node.name}': Gemm needs a constant weight (B)")
+            if a.get("transA", 0):
+                raise ValueError(f"[nn] node '{node.name}': transA is not supported")
+            w = w.T if a.get("transB", 0) else w
+            w = w * float(a.get("alpha", 1.0))
+            c = self._const(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
+            bias = None if c is None else float(a.get("beta", 1.0)) * np.broadcast_to(c, (w.shape[1],))
+            flat = (int(np.prod(shape)),)
+            return rt.linear(x, flat, lambda: lm.matrix(flat, w, bias), (w.shape[1],), node)
+        if op == "MatMul":
+            w = self._const(node.inputs[1])
+            if w is None or w.ndim != 2:
+                raise ValueError(f"[nn] node '{node.name}': MatMul needs a constant 2-D right operand")
+            return rt.linear(x, shape, lambda: lm.matrix(shape, w), tuple(shape[:-1]) + (w.shape[1],), node)
+        if op in ("Add", "Sub", "Mul"):
+            other_name = node.inputs[1]
+            const = self._const(other_name)
+            if const is None and x_name in self.graph.constants:  # constant on the left
+                x, shape, const = values[other_name], shapes[other_name], self._const(x_name)
+                if op == "Sub":
+                    neg = rt.linear(x, shape, lambda: lm.elementwise(shape, -1.0, 0.0), shape, node)[0]
+                    x, op = neg, "Add"
+            if const is not None:
+                c = per_sample_const(const, len(shape))
+                out_shape = np.broadcast_shapes(shape, c.shape)
+                if out_shape != tuple(shape):
+                    raise ValueError(f"[nn] node '{node.name}': a constant may not enlarge the tensor")
+                if op == "Mul":
+                    return rt.linear(x, shape, lambda: lm.elementwise(shape, c, 0.0), shape, node)
+                return rt.add_const(x, np.broadcast_to(-c if op == "Sub" else c, shape)), shape
+            y = values[other_name]
+            if shapes[other_name] != tuple(shape):
+                raise ValueError(f"[nn] node '{node.name}': encrypted operands must have equal shapes, got "
+                                 f"{shape} and {shapes[other_name]}")
+            if op == "Mul":
+                return rt.mul(x, y, node), shape
+            return rt.add(x, y, subtract=(op == "Sub")), shape
+        if op == "BatchNormalization":
+            gamma, beta, mean, var = (self._const(n) for n in node.inputs[1:5])
+            f = gamma / np.sqrt(var + float(a.get("epsilon", 1e-5)))
+            bshape = (-1,) + (1,) * (len(shape) - 1)
+            return rt.linear(x, shape, lambda: lm.elementwise(shape, f.reshape(bshape),
+                                                              (beta - mean * f).reshape(bshape)), shape, node)
+        if op == "AveragePool":
+            k = tuple(a["kernel_shape"])
+            strides = tuple(a.get("strides", k))
+            pads = tuple(a.get("pads", (0,) * 4))
+            inc = bool(a.get("count_include_pad", 0))
+            out_shape = lm_shape_conv(shape, (shape[0], 1) + k, strides, pads, (1, 1))
+            return rt.linear(x, shape, lambda: lm.average_pool(shape, k, strides, pads, inc), out_shape, node)
+        if op == "GlobalAveragePool":
+            return rt.linear(x, shape, lambda: lm.global_average_pool(shape),
+                             (shape[0],) + (1,) * (len(shape) - 1), node)
+        if op in ("Relu", "Clip", "MaxPool"):
+            return rt.nonlinear(node, x, shape, self._clip_bounds(node) if op == "Clip" else None)
+        # ---- structural ----
+        if op == "Identity":
+            return x, shape
+        if op == "Flatten":
+            axis = int(a.get("axis", 1))
+            if axis != 1:
+                raise ValueError(f"[nn] node '{node.name}': Flatten only along axis 1 (after the batch)")
+            new = (int(np.prod(shape)),)
+            return rt.reshape(x, shape, new), new
+        if op in ("Reshape", "Squeeze", "Unsqueeze"):
+            new = self.graph.shapes.get(node.outputs[0])
+            if new is None and op == "Reshape":
+                target = [int(v) for v in self._const(node.inputs[1])][1:]
+                target = [shape[i] if t == 0 else t for i, t in enumerate(target)]
+                if -1 in target:
+                    known = int(np.prod([t for t in target if t != -1]))
+                    target[target.index(-1)] = int(np.prod(shape)) // known
+                new = tuple(target)
+            if new is None:
+                raise ValueError(f"[nn] node '{node.name}': output shape unknown (run ONNX shape inference)")
+            if int(np.prod(new)) != int(np.prod(shape)):
+                raise ValueError(f"[nn] node '{node.name}': reshape {shape} -> {new} changes the batch axis")
+            return rt.reshape(x, shape, tuple(new)), tuple(new)
+        if op == "Transpose":
+            perm = list(a.get("perm", []))
+            if not perm or perm[0] != 0:
+                raise ValueError(f"[nn] node '{node.name}': transposes must keep the batch axis first")
+            p = [v - 1 for v in perm[1:]]
+            return rt.transpose(x, p), tuple(shape[i] for i in p)
+        if op == "Concat":
+            axis = int(a["axis"])
+            axis = axis - 1 if axis > 0 else axis + len(shape) + 1 - 1
+            if axis < 0:
+                raise ValueError(f"[nn] node '{node.name}': cannot concatenate along the batch axis")
+            parts = [values[n] for n in node.inputs]
+            out_shape = list(shape)
+            out_shape[axis] = sum(shapes[n][axis] for n in node.inputs)
+            return rt.concat(parts, axis), tuple(out_shape)
+        if op == "Pad":
+            mode = a.get("mode", b"constant")
+            pads = self._const(node.inputs[1]) if len(node.inputs) > 1 else np.array(a.get("pads"))
+            value = self._const(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else 0.0
+            if mode not in (b"constant", "constant") or float(np.asarray(value)) != 0.0:
+                raise ValueError(f"[nn] node '{node.name}': only zero constant padding is supported")
+            pads = [int(v) for v in pads]
+            r = len(pads) // 2
+            if pads[0] or pads[r]:
+                raise ValueError(f"[nn] node '{node.name}': cannot pad the batch axis")
+            widths = [(pads[i], pads[i + r]) for i in range(1, r)]
+            out_shape = tuple(s + lo + hi for s, (lo, hi) in zip(shape, widths))
+            return rt.pad(x, widths), out_shape
+        raise ValueError(f"[nn] operator {op} at node '{node.name}' has no executor")
+
+    def _clip_bounds(self, node):
+        lo = node.attrs.get("min")
+        hi = node.attrs.get("max")
+        if len(node.inputs) > 1 and node.inputs[1]:
+            lo = float(self._const(node.inputs[1]))
+        if len(node.inputs) > 2 and node.inputs[2]:
+            hi = float(self._const(node.inputs[2]))
+        return (-np.inf if lo is None else float(lo), np.inf if hi is None else float(hi))
+
+
+def lm_shape_conv(in_shape, w_shape, strides, pads, dil):
+    c, h, w = in_shape
+    m, _, kh, kw = w_shape
+    oh = (h + pads[0] + pads[2] - dil[0] * (kh - 1) - 1) // strides[0] + 1
+    ow = (w + pads[1] + pads[3] - dil[1] * (kw - 1) - 1) // strides[1] + 1
+    return (m, oh, ow)

@@ -1,0 +1,196 @@
+"""``rf.nn.load``: an ONNX model ready to run on encrypted batches."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .activations import Polynomial
+from .executor import Executor
+from .graph import Graph, UnsupportedOperator
+from .packing import EncryptedTensor
+from .runtimes import EncryptedRuntime, PlainRuntime, PlanRuntime
+
+NONLINEAR = ("Relu", "Clip", "MaxPool")
+
+
+@dataclass
+class Plan:
+    """What an encrypted run will cost, computed before running it."""
+
+    levels_needed: int            # most levels consumed between fresh (re-)encryptions
+    levels_available: int
+    input_ciphertexts: int
+    output_ciphertexts: int
+    largest_tensor: int           # ciphertexts in the largest activation
+    counts: dict
+    activation_bytes: int         # peak bytes of live activations
+    key_bytes: int
+    workspace_bytes: int
+    suggestion: str | None = None
+    notes: list = field(default_factory=list)
+
+    @property
+    def fits(self) -> bool:
+        return self.levels_needed <= self.levels_available
+
+    @property
+    def peak_bytes(self) -> int:
+        return self.activation_bytes + self.key_bytes + self.workspace_bytes
+
+    def describe(self) -> str:
+        gib = 2.0**30
+        lines = [f"levels: needs {self.levels_needed}, context has {self.levels_available}"
+                 + ("" if self.fits else "  <-- too shallow"),
+                 f"ciphertexts: input {self.input_ciphertexts}, output {self.output_ciphertexts}, "
+                 f"largest activation {self.largest_tensor}",
+                 f"operations: {self.counts}",
+                 f"predicted peak memory: {self.peak_bytes / gib:.3f} GiB (activations "
+                 f"{self.activation_bytes / gib:.3f}, keys {self.key_bytes / gib:.3f}, workspace "
+                 f"{self.workspace_bytes / gib:.3f})"]
+        if self.suggestion:
+            lines.append(f"suggestion: {self.suggestion}")
+        return "\n".join(lines + self.notes)
+
+
+def suggest_parameters(levels: int, scale_bits: int = 40, base_bits: int = 60) -> str:
+    from .. import _core
+
+    for log_n in range(13, 18):
+        special = max(1, -(-base_bits // 60))
+        total = base_bits + scale_bits * levels + 60 * special
+        if total <= _core.max_log_qp(2**log_n, 128):
+            return (f"rf.ckks.Context(poly_degree=2**{log_n}, coeff_bits=[{base_bits}] + [{scale_bits}] * {levels}, "
+                    f"scale_bits={scale_bits}, special_bits=[60])")
+    return f"{levels} levels do not fit N <= 2^17 at 128-bit security: use client-aided activations to reset levels"
+
+
+class Model:
+    """A plaintext model (weights in the clear) that runs on encrypted inputs.
+
+    Args:
+        activation: ``"client"`` (ReLU/Clip/MaxPool by the key holder, seed 001 §4.2)
+            or ``"poly"`` (polynomial approximations, no interaction; MaxPool unsupported).
+        poly_degree: degree of the fitted polynomials (``"poly"`` mode).
+        calibration: plaintext inputs (batch first) whose activation ranges set the
+            fitting intervals (``"poly"`` mode), widened by ``range_margin``.
+        activation_range: a fixed interval bound for every activation instead.
+    """
+
+    def __init__(self, graph: Graph, ctx, activation: str = "client", poly_degree: int = 2, calibration=None,
+                 activation_range: float | None = None, range_margin: float = 1.2, packing: str = "batch"):
+        if packing != "batch":
+            raise ValueError("[nn] only packing='batch' (batch-axis packing) is available in this release")
+        if activation not in ("client", "poly"):
+            raise ValueError("[nn] activation must be 'client' or 'poly'")
+        self.graph, self.ctx, self.activation = graph, ctx, activation
+        self.polys: dict[str, Polynomial] = {}
+        nonlinear = [n for n in graph.nodes if n.op in NONLINEAR]
+        if activation == "poly":
+            for n in nonlinear:
+                if n.op == "MaxPool":
+                    raise UnsupportedOperator(f"[nn.load] MaxPool at node '{n.name}' has no polynomial form; use "
+                                              "activation='client' or replace it with AveragePool")
+            ranges = {}
+            if activation_range is None:
+                if calibration is None:
+                    raise ValueError("[nn.load] activation='poly' needs calibration=inputs or activation_range=")
+                self._run_plain(np.asarray(calibration, dtype=np.float64), PlainRuntime(record_ranges=ranges))
+            for n in nonlinear:
+                bound = activation_range if activation_range is not None else ranges[n.name] * range_margin
+                if n.op == "Relu":
+                    self.polys[n.name] = Polynomial.fit("relu", bound, poly_degree)
+                else:
+                    lo, hi = Executor(graph, None)._clip_bounds(n)
+                    if (lo, hi) != (0.0, 6.0):
+                        raise UnsupportedOperator(f"[nn.load] Clip({lo}, {hi}) at node '{n.name}': only ReLU6 has a "
+                                                  "polynomial form here; use activation='client'")
+                    self.polys[n.name] = Polynomial.fit("relu6", bound, poly_degree)
+        for n in graph.nodes:  # facts the planner needs without building maps
+            if n.op == "Conv":
+                n._weight_shape = graph.constants[n.inputs[1]].shape
+            n._out_shape = graph.shapes.get(n.outputs[0])
+
+    # ---- plaintext -------------------------------------------------------------
+    def _run_plain(self, x, runtime):
+        values, _ = Executor(self.graph, runtime).run(np.moveaxis(x.reshape((x.shape[0],) + self.graph.input_shape),
+                                                                  0, -1))
+        return np.moveaxis(values[0], -1, 0)
+
+    def plaintext(self, x, approximate: bool = False) -> np.ndarray:
+        """The model in the clear (batch first); ``approximate`` uses the fitted polynomials."""
+        runtime = PlainRuntime(activation=self.polys if approximate else "exact")
+        return self._run_plain(np.asarray(x, dtype=np.float64), runtime)
+
+    # ---- encrypted ---------------------------------------------------------------
+    def __call__(self, enc: EncryptedTensor, client=None) -> EncryptedTensor:
+        if not isinstance(enc, EncryptedTensor):
+            raise TypeError("[nn] expected the EncryptedTensor from ctx.encrypt_batch(x, keys)")
+        if tuple(enc.cts.shape) != tuple(self.graph.input_shape):
+            raise ValueError(f"[nn] the model expects inputs of shape {self.graph.input_shape} per sample, got "
+                             f"{tuple(enc.cts.shape)}")
+        plan = self.plan()
+        if not plan.fits:
+            raise ValueError(f"[nn] the parameters are too shallow for this model: it needs {plan.levels_needed} "
+                             f"levels between (re-)encryptions, the context has {plan.levels_available}. "
+                             f"Try {plan.suggestion}")
+        if self.activation == "client" and client is None and any(n.op in NONLINEAR for n in self.graph.nodes):
+            raise ValueError("[nn] this model has client-aided layers: pass client=rf.nn.LocalClient(ctx, sk, keys)")
+        keys = next(c for c in enc.cts.flat if c is not None)._keys
+        runtime = EncryptedRuntime(self.ctx, keys, client, self.polys)
+        start = time.perf_counter()
+        values, _ = Executor(self.graph, runtime).run(enc.cts)
+        self.last_run = {"seconds": time.perf_counter() - start, **runtime.counts}
+        return EncryptedTensor(values[0], enc.batch, self.ctx)
+
+    # ---- planning -----------------------------------------------------------------
+    def plan(self) -> Plan:
+        ctx = self.ctx
+        n = ctx.poly_degree
+        rt = PlanRuntime(ctx.max_level, 2 * n * 8, self.polys)
+        x = rt.input(self.graph.input_shape)
+        values, _ = Executor(self.graph, rt).run(x)
+        limbs = ctx.max_level + 1
+        special = len(ctx.params.p_primes)
+        key_limbs = limbs + special
+        switch_key = ctx.params.dnum * 2 * key_limbs * n * 8
+        key_bytes = switch_key + 2 * limbs * n * 8   # relinearization key + public key
+        workspace = (2 * 2 + 3) * key_limbs * n * 8   # key-switching accumulators and temporaries
+        levels = rt.levels_needed
+        return Plan(levels_needed=levels, levels_available=ctx.max_level,
+                    input_ciphertexts=int(np.prod(self.graph.input_shape)), output_ciphertexts=values[0].size,
+                    largest_tensor=rt.largest_tensor, counts=dict(rt.counts), activation_bytes=int(rt.peak),
+                    key_bytes=int(key_bytes), workspace_bytes=int(workspace),
+                    suggestion=None if levels <= ctx.max_level else suggest_parameters(levels))
+
+    def describe(self) -> str:
+        ops = {}
+        for node in self.graph.nodes:
+            ops[node.op] = ops.get(node.op, 0) + 1
+        lines = [f"input per sample {self.graph.input_shape}; operators {ops}; activation={self.activation}"]
+        lines += [f"  {name}: {p.describe()}" for name, p in self.polys.items()]
+        return "\n".join(lines)
+
+
+def load(model, ctx, **options) -> Model:
+    """Loads an ONNX model (path, bytes, ``onnx.ModelProto``, or a ``torch.nn.Module``
+    with ``example_input=`` for export) for encrypted inference under ``ctx``."""
+    example = options.pop("example_input", None)
+    if hasattr(model, "state_dict") and hasattr(model, "forward"):
+        model = _export_torch(model, example)
+    return Model(Graph.from_onnx(model), ctx, **options)
+
+
+def _export_torch(module, example):
+    import io
+
+    import torch  # optional dependency
+
+    if example is None:
+        raise ValueError("[nn.load] exporting a torch module needs example_input= (a batch-first tensor)")
+    buf = io.BytesIO()
+    torch.onnx.export(module, torch.as_tensor(example, dtype=torch.float32), buf, input_names=["x"],
+                      output_names=["y"], dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
+    return buf.getvalue()

@@ -1,0 +1,253 @@
+"""Runtimes for :class:`~ringfire.nn.executor.Executor`: plaintext (reference),
+encrypted with batch-axis packing, and planning (levels, counts, memory)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import activations
+
+
+# ---- element movers shared by the array-based runtimes ----------------------------
+class _ArrayMoves:
+    sample_rank_offset = 0  # trailing axes beyond the sample axes (1 for plaintext: the batch)
+
+    def reshape(self, x, shape, new):
+        return x.reshape(tuple(new) + x.shape[len(shape):])
+
+    def transpose(self, x, perm):
+        return x.transpose(list(perm) + list(range(len(perm), x.ndim)))
+
+    def concat(self, parts, axis):
+        return np.concatenate(parts, axis=axis)
+
+    def pad(self, x, widths):
+        full = list(widths) + [(0, 0)] * (x.ndim - len(widths))
+        if x.dtype == object:
+            out = np.empty(tuple(s + lo + hi for s, (lo, hi) in zip(x.shape, full)), dtype=object)
+            out[tuple(slice(lo, lo + s) for s, (lo, _) in zip(x.shape, full))] = x
+            return out
+        return np.pad(x, full)
+
+    def after_node(self, node, out, shape):
+        pass
+
+    def release(self, value):
+        pass
+
+
+class PlainRuntime(_ArrayMoves):
+    """float arrays (*sample_shape, batch): the model in the clear, for references and calibration."""
+
+    def __init__(self, activation="exact", record_ranges=None):
+        self.activation = activation
+        self.ranges = record_ranges  # dict node name -> max |input| seen, when calibrating
+
+    def linear(self, x, in_shape, make_map, out_shape, node):
+        m = make_map()
+        batch = x.shape[-1]
+        flat = x.reshape(-1, batch)
+        out = np.zeros((int(np.prod(m.out_shape)), batch))
+        np.add.at(out, m.rows, flat[m.cols] * m.weights[:, None])
+        out += m.bias[:, None]
+        return out.reshape(tuple(m.out_shape) + (batch,)), tuple(m.out_shape)
+
+    def add_const(self, x, c):
+        return x + c[..., None]
+
+    def add(self, x, y, subtract=False):
+        return x - y if subtract else x + y
+
+    def mul(self, x, y, node):
+        return x * y
+
+    def nonlinear(self, node, x, shape, clip):
+        if self.ranges is not None:
+            self.ranges[node.name] = max(self.ranges.get(node.name, 0.0), float(np.max(np.abs(x))))
+        if isinstance(self.activation, dict) and node.name in self.activation:
+            poly = self.activation[node.name]
+            return poly(x), shape
+        return activations.exact(node, x, shape, clip)
+
+
+class EncryptedRuntime(_ArrayMoves):
+    """Object arrays of Ciphertexts (batch in the slots): batch-axis packing."""
+
+    def __init__(self, ctx, keys, client=None, polys=None):
+        self.ctx, self.keys, self.client, self.polys = ctx, keys, client, polys or {}
+        self.ev = ctx._core_evaluator
+        self.counts = {"linear_terms": 0, "rescales": 0, "ct_mults": 0, "client_round_trips": 0}
+
+    def _level_scale(self, x):
+        first = next(c for c in x.flat if c is not None)
+        return first.level, first.scale
+
+    def _uniform(self, x):
+        """All ciphertexts of a tensor at one level and scale (after concat/add of branches)."""
+        levels = {c.level for c in x.flat if c is not None}
+        if len(levels) <= 1:
+            return x
+        low = min(levels)
+        out = np.empty(x.shape, dtype=object)
+        for idx, c in np.ndenumerate(x):
+            out[idx] = None if c is None else (c if c.level == low else
+                                               type(c)(self.ev.adjust_to(c._native, low), c._context, c._keys))
+        return out
+
+    def linear(self, x, in_shape, make_map, out_shape, node):
+        from ..ckks import Ciphertext
+
+        m = make_map()
+        x = self._uniform(x)
+        level, scale = self._level_scale(x)
+        if level == 0:
+            raise ValueError(f"[nn] out of levels at node '{node.name}' ({node.op}); see Model.plan()")
+        ctx = self.ctx
+        delta = ctx.scale_at(level - 1) * ctx.params.q_primes[level] / scale
+        flat = x.reshape(-1)
+        order = np.argsort(m.rows, kind="stable")
+        rows, cols, weights = m.rows[order], m.cols[order], m.weights[order]
+        bounds = np.searchsorted(rows, np.arange(int(np.prod(m.out_shape)) + 1))
+        out = np.empty(int(np.prod(m.out_shape)), dtype=object)
+        keys = next(c for c in flat if c is not None)._keys
+        for o in range(out.size):
+            lo, hi = bounds[o], bounds[o + 1]
+            terms = [(flat[c]._native, w) for c, w in zip(cols[lo:hi], weights[lo:hi]) if flat[c] is not None]
+            if not terms:
+                if m.bias[o] != 0:
+                    raise ValueError(f"[nn] node '{node.name}': an output with only a bias is not supported")
+                out[o] = None
+                continue
+            acc = self.ev.linear_combination([t[0] for t in terms], [float(t[1]) for t in terms], delta)
+            acc = self.ev.rescale(acc)
+            if m.bias[o] != 0:
+                acc = self.ev.add_scalar(acc, complex(m.bias[o]))
+            out[o] = Ciphertext(acc, ctx, keys)
+            self.counts["linear_terms"] += len(terms)
+            self.counts["rescales"] += 1
+        return out.reshape(m.out_shape), tuple(m.out_shape)
+
+    def add_const(self, x, c):
+        out = np.empty(x.shape, dtype=object)
+        for idx, ct in np.ndenumerate(x):
+            if ct is None:
+                raise ValueError("[nn] adding a constant to a zero-padded element is not supported")
+            out[idx] = ct + float(c[idx]) if c[idx] != 0 else ct
+        return out
+
+    def add(self, x, y, subtract=False):
+        out = np.empty(x.shape, dtype=object)
+        for idx, a in np.ndenumerate(x):
+            b = y[idx]
+            if b is None:
+                out[idx] = a
+            elif a is None:
+                out[idx] = -b if subtract else b
+            else:
+                out[idx] = a - b if subtract else a + b
+        return out
+
+    def mul(self, x, y, node):
+        out = np.empty(x.shape, dtype=object)
+        for idx, a in np.ndenumerate(x):
+            b = y[idx]
+            out[idx] = None if a is None or b is None else a * b
+            self.counts["ct_mults"] += 1
+        return out
+
+    def nonlinear(self, node, x, shape, clip):
+        if node.name in self.polys:
+            poly = self.polys[node.name]
+            out = np.empty(x.shape, dtype=object)
+            for idx, c in np.ndenumerate(x):
+                out[idx] = None if c is None else poly.evaluate_encrypted(c)
+            return out, shape
+        if self.client is None:
+            raise ValueError(f"[nn] node '{node.name}' ({node.op}) is client-aided: pass client=rf.nn.LocalClient(...)")
+        self.counts["client_round_trips"] += int(sum(c is not None for c in x.flat))
+        return self.client.apply(node, x, shape, clip)
+
+
+class PlanRuntime:
+    """Tracks, without encrypting: levels, ciphertext counts, linear terms, and live memory."""
+
+    def __init__(self, top_level: int, bytes_per_limb: int, polys=None, client_aided=True):
+        self.top = top_level
+        self.bytes_per_limb = bytes_per_limb  # 2 polynomials x N x 8 bytes
+        self.polys = polys or {}
+        self.client_aided = client_aided
+        self.levels_needed = 0
+        self.segment_start = top_level
+        self.counts = {"linear_terms": 0, "rescales": 0, "ct_mults": 0, "client_round_trips": 0,
+                       "poly_activations": 0}
+        self.live = 0
+        self.peak = 0
+        self.largest_tensor = 0
+
+    class V:
+        def __init__(self, level, size):
+            self.level, self.size = level, size
+
+    def _alloc(self, v):
+        self.live += v.size * (v.level + 1) * self.bytes_per_limb
+        self.peak = max(self.peak, self.live)
+        self.largest_tensor = max(self.largest_tensor, v.size)
+        return v
+
+    def release(self, v):
+        self.live -= v.size * (v.level + 1) * self.bytes_per_limb
+
+    def input(self, shape):
+        return self._alloc(self.V(self.top, int(np.prod(shape))))
+
+    def _consume(self, level, amount):
+        new = level - amount
+        self.levels_needed = max(self.levels_needed, self.top - new)
+        return new
+
+    def linear(self, x, in_shape, make_map, out_shape, node):
+        size = int(np.prod(out_shape))
+        if node.op == "Conv":
+            w = node._weight_shape
+            self.counts["linear_terms"] += size * w[1] * w[2] * w[3]
+        elif node.op in ("Gemm", "MatMul"):
+            self.counts["linear_terms"] += size * int(in_shape[-1] if node.op == "MatMul" else np.prod(in_shape))
+        else:
+            self.counts["linear_terms"] += max(size, x.size)
+        self.counts["rescales"] += size
+        return self._alloc(self.V(self._consume(x.level, 1), size)), tuple(out_shape)
+
+    def add_const(self, x, c):
+        return x
+
+    def add(self, x, y, subtract=False):
+        return self._alloc(self.V(min(x.level, y.level), x.size))
+
+    def mul(self, x, y, node):
+        self.counts["ct_mults"] += x.size
+        return self._alloc(self.V(self._consume(min(x.level, y.level), 1), x.size))
+
+    def nonlinear(self, node, x, shape, clip):
+        if node.name in self.polys:
+            self.counts["poly_activations"] += x.size
+            self.counts["ct_mults"] += x.size * self.polys[node.name].multiplications
+            return self._alloc(self.V(self._consume(x.level, self.polys[node.name].depth), x.size)), shape
+        self.counts["client_round_trips"] += x.size
+        out_size = int(np.prod(node._out_shape)) if getattr(node, "_out_shape", None) else x.size
+        return self._alloc(self.V(self.top, out_size)), (tuple(node._out_shape) if getattr(node, "_out_shape", None)
+                                                          else shape)
+
+    def reshape(self, x, shape, new):
+        return x
+
+    def transpose(self, x, perm):
+        return x
+
+    def concat(self, parts, axis):
+        return self._alloc(self.V(min(p.level for p in parts), sum(p.size for p in parts)))
+
+    def pad(self, x, widths):
+        return x
+
+    def after_node(self, node, out, shape):
+        pass
