@@ -120,6 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     b.set_defaults(func=cmd_bench)
 
+    from .nn import cli as nn_cli
+    nn_cli.register(sub)
+
     from .rpu import cli as rpu_cli
     rpu_cli.register(sub)
     return p

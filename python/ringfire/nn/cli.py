@@ -1,0 +1,105 @@
+"""``ringfire infer net.onnx --input x.npy``: encrypted inference from the command line.
+
+Picks CKKS parameters from the model's plan (levels between re-encryptions,
+batch size), generates keys, encrypts the batch, runs the model with an
+in-process client for ReLU/MaxPool, decrypts, and reports outputs, agreement
+with the plaintext model, time and memory (predicted and measured).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+
+import numpy as np
+
+
+def choose_context(levels: int, batch: int, scale_bits: int = 40):
+    """The smallest 128-bit-secure context with `levels` rescalings and >= batch slots."""
+    from .. import _core, ckks
+
+    for log_n in range(13, 18):
+        if 2 ** (log_n - 1) < batch:
+            continue
+        coeff = [60] + [scale_bits] * max(levels, 1)
+        if sum(coeff) + 60 <= _core.max_log_qp(2**log_n, 128):
+            return ckks.Context(poly_degree=2**log_n, coeff_bits=coeff, scale_bits=scale_bits, special_bits=[60])
+    raise ValueError(f"[infer] no 128-bit context has {levels} levels and {batch} slots (N <= 2^17); use "
+                     "client-aided activations or a smaller batch")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("infer", help="run an ONNX model on encrypted inputs")
+    p.add_argument("model", help="ONNX file")
+    p.add_argument("--input", required=True, help=".npy array, batch first")
+    p.add_argument("--activation", choices=["client", "poly"], default="client",
+                   help="client-aided non-linear layers (default) or fitted polynomials")
+    p.add_argument("--poly-degree", type=int, default=2)
+    p.add_argument("--calibration", help=".npy inputs that set polynomial ranges (default: the input itself)")
+    p.add_argument("--max-memory", type=float, default=None, help="refuse runs predicted above this many GiB")
+    p.add_argument("--device", default="cpu", help="cpu (cuda arrives with the CUDA backend)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--output", help="write the decrypted outputs to this .npy file")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    from .. import nn
+    from .graph import Graph
+
+    if args.device.split(":")[0] != "cpu":
+        raise NotImplementedError(f"device {args.device!r} is not available: this build has only the CPU backend")
+    x = np.load(args.input).astype(np.float64)
+    say = (lambda *a: print(*a, file=sys.stderr)) if not args.json else (lambda *a: None)
+    graph = Graph.from_onnx(args.model)
+    if tuple(x.shape[1:]) != tuple(graph.input_shape):
+        x = x.reshape((x.shape[0],) + tuple(graph.input_shape))
+    options = dict(activation=args.activation, poly_degree=args.poly_degree)
+    if args.activation == "poly":
+        options["calibration"] = np.load(args.calibration) if args.calibration else x
+    # Plan with a deep provisional context, then pick the real one.
+    probe = choose_context(12, 1)
+    levels = nn.Model(graph, probe, **options).plan().levels_needed
+    ctx = choose_context(levels, x.shape[0])
+    model = nn.Model(Graph.from_onnx(args.model), ctx, **options)
+    plan = model.plan()
+    say(f"context: {ctx.describe()}")
+    say(plan.describe())
+    if args.max_memory is not None and plan.peak_bytes > args.max_memory * 2**30:
+        raise ValueError(f"[infer] predicted peak memory {plan.peak_bytes / 2**30:.2f} GiB exceeds --max-memory "
+                         f"{args.max_memory} GiB")
+    t0 = time.perf_counter()
+    sk, keys = ctx.keygen()
+    enc = ctx.encrypt_batch(x, keys)
+    t1 = time.perf_counter()
+    out = model(enc, client=nn.LocalClient(ctx, sk, keys))
+    t2 = time.perf_counter()
+    y = ctx.decrypt_batch(out, sk)
+    t3 = time.perf_counter()
+    ref = model.plaintext(x, approximate=args.activation == "poly")
+    agree = float(np.mean(np.argmax(y.reshape(len(y), -1), 1) == np.argmax(ref.reshape(len(ref), -1), 1)))
+    report = {
+        "context": ctx.describe(), "batch": int(x.shape[0]), "output_shape": list(y.shape),
+        "levels_needed": plan.levels_needed, "predicted_peak_bytes": plan.peak_bytes,
+        "measured_max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "seconds": {"keygen_encrypt": t1 - t0, "inference": t2 - t1, "decrypt": t3 - t2},
+        "images_per_second": x.shape[0] / (t2 - t1), "top1_agreement_with_plaintext": agree,
+        "max_abs_error_vs_plaintext": float(np.max(np.abs(y - ref))), "counts": model.last_run,
+    }
+    if args.output:
+        np.save(args.output, y)
+    if args.json:
+        report["outputs"] = y.tolist()
+        print(json.dumps(report, indent=2))
+    else:
+        print(f"outputs: shape {y.shape}; first row {np.round(y.reshape(len(y), -1)[0][:10], 4)}")
+        print(f"top-1 agreement with the plaintext model: {agree * 100:.2f}%  (max |error| "
+              f"{report['max_abs_error_vs_plaintext']:.2e})")
+        print(f"time: keygen+encrypt {t1 - t0:.2f} s, inference {t2 - t1:.2f} s "
+              f"({report['images_per_second']:.1f} images/s), decrypt {t3 - t2:.2f} s")
+        print(f"memory: predicted peak {plan.peak_bytes / 2**30:.3f} GiB, measured max RSS "
+              f"{report['measured_max_rss_bytes'] / 2**30:.3f} GiB")
+    return 0
