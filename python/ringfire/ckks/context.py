@@ -219,11 +219,13 @@ class Context:
         want_complex = ciphertext.is_complex if complex is None else complex
         return out if want_complex else out.real.copy()
 
-    def encrypt_batch(self, x, keys):
-        """Batch-axis packing for :mod:`ringfire.nn`: ``x`` is batch first; returns an
-        ``EncryptedTensor`` with one ciphertext per element of a sample."""
+    def encrypt_batch(self, x, keys, packing: str = "batch"):
+        """Encrypts a batch (first axis) for :mod:`ringfire.nn`. ``packing="batch"``: one
+        ciphertext per element of a sample, the batch in the slots (throughput);
+        ``"inter"``: one ciphertext per sample, features tiled over the slots (latency,
+        dense models; needs the Galois keys of ``model.rotations()``)."""
         from ..nn.packing import encrypt_batch
-        return encrypt_batch(self, x, keys)
+        return encrypt_batch(self, x, keys, packing)
 
     def decrypt_batch(self, tensor, secret_key) -> np.ndarray:
         """The inverse of :meth:`encrypt_batch`: a NumPy array, batch first."""

@@ -21,8 +21,8 @@ class Client:
 class LocalClient(Client):
     """Runs the key holder in-process: decrypt, apply, re-encrypt at the top level."""
 
-    def __init__(self, ctx, secret_key, keys):
-        self.ctx, self.secret_key, self.keys = ctx, secret_key, keys
+    def __init__(self, ctx, secret_key, keys, graph=None):
+        self.ctx, self.secret_key, self.keys, self.graph = ctx, secret_key, keys, graph
         self.round_trips = 0
         self.ciphertexts_received = 0
 
@@ -39,3 +39,14 @@ class LocalClient(Client):
         for idx in np.ndindex(out.shape):
             out[idx] = self.ctx.encrypt(out_plain[idx], self.keys)
         return out, tuple(out_shape)
+
+    def apply_vector(self, node, ct):
+        """Inter-axis packing: the layer on one decrypted, tiled slot vector."""
+        from .executor import Executor
+
+        self.round_trips += 1
+        self.ciphertexts_received += 1
+        values = self.ctx.decrypt(ct, self.secret_key)
+        clip = Executor(self.graph, None)._clip_bounds(node) if node.op == "Clip" else None
+        out, _ = activations.exact(node, values, values.shape, clip)
+        return self.ctx.encrypt(out, self.keys)

@@ -81,8 +81,9 @@ class Model:
 
     def __init__(self, graph: Graph, ctx, activation: str = "client", poly_degree: int = 2, calibration=None,
                  activation_range: float | None = None, range_margin: float = 1.2, packing: str = "batch"):
-        if packing != "batch":
-            raise ValueError("[nn] only packing='batch' (batch-axis packing) is available in this release")
+        if packing not in ("batch", "inter", "any"):
+            raise ValueError("[nn] packing must be 'batch', 'inter' or 'any'")
+        self.packing = packing
         if activation not in ("client", "poly"):
             raise ValueError("[nn] activation must be 'client' or 'poly'")
         self.graph, self.ctx, self.activation = graph, ctx, activation
@@ -128,6 +129,8 @@ class Model:
     def __call__(self, enc: EncryptedTensor, client=None) -> EncryptedTensor:
         if not isinstance(enc, EncryptedTensor):
             raise TypeError("[nn] expected the EncryptedTensor from ctx.encrypt_batch(x, keys)")
+        if enc.packing == "inter":
+            return self._call_inter(enc, client)
         if tuple(enc.cts.shape) != tuple(self.graph.input_shape):
             raise ValueError(f"[nn] the model expects inputs of shape {self.graph.input_shape} per sample, got "
                              f"{tuple(enc.cts.shape)}")
@@ -144,6 +147,34 @@ class Model:
         values, _ = Executor(self.graph, runtime).run(enc.cts)
         self.last_run = {"seconds": time.perf_counter() - start, **runtime.counts}
         return EncryptedTensor(values[0], enc.batch, self.ctx)
+
+    def rotations(self) -> list[int]:
+        """Galois-key steps inter-axis packing needs (pass to ``ctx.keygen(rotations=...)``)."""
+        from .inter import period_for, rotation_steps
+        return rotation_steps(period_for(self.graph))
+
+    def _call_inter(self, enc: EncryptedTensor, client) -> EncryptedTensor:
+        from .inter import InterRunner, period_for
+
+        if tuple(enc.sample_shape) != tuple(self.graph.input_shape):
+            raise ValueError(f"[nn] the model expects inputs of shape {self.graph.input_shape} per sample, got "
+                             f"{enc.sample_shape}")
+        period = max(period_for(self.graph), enc.period)
+        if not hasattr(self, "_inter_cache"):
+            self._inter_cache = {}
+        runner = InterRunner(self.graph, self.ctx, self.polys, period, self._inter_cache)
+        if runner.levels_needed() > self.ctx.max_level:
+            raise ValueError(f"[nn] packing='inter' needs {runner.levels_needed()} levels, the context has "
+                             f"{self.ctx.max_level}. Try {suggest_parameters(runner.levels_needed())}")
+        if client is not None and getattr(client, "graph", None) is None:
+            client.graph = self.graph
+        start = time.perf_counter()
+        outs = np.empty(enc.cts.size, dtype=object)
+        for i, ct in enumerate(enc.cts):
+            outs[i] = runner.run(ct, client)
+        self.last_run = {"seconds": time.perf_counter() - start, "packing": "inter", "period": period}
+        out_shape = self.graph.shapes.get(self.graph.output_names[0]) or (None,)
+        return EncryptedTensor(outs, enc.batch, self.ctx, "inter", period, out_shape)
 
     # ---- planning -----------------------------------------------------------------
     def plan(self) -> Plan:

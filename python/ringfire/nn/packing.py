@@ -7,14 +7,23 @@ import numpy as np
 
 
 class EncryptedTensor:
-    """An encrypted batch: ``cts`` is an object array of the per-sample shape."""
+    """An encrypted batch.
 
-    def __init__(self, cts: np.ndarray, batch: int, ctx):
+    ``packing="batch"``: ``cts`` is an object array of the per-sample shape, one
+    ciphertext per element, the batch in the slots. ``packing="inter"``: ``cts``
+    holds one ciphertext per sample, its features tiled over the slots with
+    ``period``; ``sample_shape`` is the per-sample shape.
+    """
+
+    def __init__(self, cts: np.ndarray, batch: int, ctx, packing: str = "batch", period: int = 0,
+                 sample_shape=None):
         self.cts, self.batch, self.ctx = cts, int(batch), ctx
+        self.packing, self.period = packing, int(period)
+        self.sample_shape = tuple(cts.shape) if sample_shape is None else tuple(sample_shape)
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return (self.batch,) + tuple(self.cts.shape)
+        return (self.batch,) + self.sample_shape
 
     @property
     def ciphertexts(self) -> int:
@@ -28,8 +37,20 @@ class EncryptedTensor:
         return f"EncryptedTensor(shape={self.shape}, ciphertexts={self.ciphertexts})"
 
 
-def encrypt_batch(ctx, x, keys) -> EncryptedTensor:
+def encrypt_batch(ctx, x, keys, packing: str = "batch") -> EncryptedTensor:
     x = np.asarray(x, dtype=np.float64)
+    if packing == "inter":
+        from .inter import tile
+        flat = x.reshape(x.shape[0], -1)
+        period = 1 << max(1, int(np.ceil(np.log2(flat.shape[1]))))
+        if period > ctx.slots:
+            raise ValueError(f"[nn.encrypt_batch] {flat.shape[1]} features do not fit {ctx.slots} slots")
+        cts = np.empty(flat.shape[0], dtype=object)
+        for i, row in enumerate(flat):
+            cts[i] = ctx.encrypt(tile(row, period, ctx.slots), keys)
+        return EncryptedTensor(cts, x.shape[0], ctx, "inter", period, x.shape[1:])
+    if packing != "batch":
+        raise ValueError(f"[nn.encrypt_batch] packing must be 'batch' or 'inter', got {packing!r}")
     if x.ndim < 1 or x.shape[0] > ctx.slots:
         raise ValueError(f"[nn.encrypt_batch] the batch axis (first) must hold 1..{ctx.slots} inputs, "
                          f"got shape {x.shape}")
@@ -41,6 +62,10 @@ def encrypt_batch(ctx, x, keys) -> EncryptedTensor:
 
 
 def decrypt_batch(ctx, tensor: EncryptedTensor, secret_key) -> np.ndarray:
+    if tensor.packing == "inter":
+        width = int(np.prod(tensor.sample_shape))
+        rows = [ctx.decrypt(ct, secret_key)[:width] for ct in tensor.cts]
+        return np.stack(rows).reshape((tensor.batch,) + tensor.sample_shape)
     out = np.zeros(tuple(tensor.cts.shape) + (tensor.batch,))
     for idx, ct in np.ndenumerate(tensor.cts):
         if ct is not None:
