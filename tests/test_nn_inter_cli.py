@@ -1,0 +1,89 @@
+"""Inter-axis packing (one sample per ciphertext, BSGS diagonal products) and
+the ``ringfire infer`` command line."""
+
+import json
+
+import numpy as np
+import pytest
+
+import ringfire as rf
+from ringfire import cli
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+
+def mlp_bytes(sizes=(16, 8, 4), seed=0, activation="Relu"):
+    rng = np.random.default_rng(seed)
+    nodes, inits, prev = [], [], "x"
+    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+        inits += [numpy_helper.from_array(rng.normal(0, 0.4, (a, b)).astype(np.float32), f"W{i}"),
+                  numpy_helper.from_array(rng.normal(0, 0.1, b).astype(np.float32), f"B{i}")]
+        nodes.append(helper.make_node("Gemm", [prev, f"W{i}", f"B{i}"], [f"h{i}"]))
+        prev = f"h{i}"
+        if i < len(sizes) - 2:
+            nodes.append(helper.make_node(activation, [prev], [f"a{i}"]))
+            prev = f"a{i}"
+    nodes[-1].output[0] = "y"
+    g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", sizes[0]])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", sizes[-1]])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    return rf.ckks.Context(poly_degree=2**13, coeff_bits=[50, 40, 40], scale_bits=40, special_bits=[60])
+
+
+@pytest.fixture(scope="module")
+def deep_ctx():
+    return rf.ckks.Context(poly_degree=2**14, coeff_bits=[60, 40, 40, 40, 40, 60], scale_bits=40)
+
+
+@pytest.mark.parametrize("activation", ["client", "poly"])
+def test_inter_packing_matches_plaintext_and_batch_packing(ctx, deep_ctx, activation):
+    ctx = ctx if activation == "client" else deep_ctx  # degree-2 ReLU fit: 1 + 2 + 1 levels
+    data = mlp_bytes()
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-1, 1, (3, 16))
+    model = rf.nn.load(data, ctx, activation=activation, poly_degree=2, calibration=rng.uniform(-1, 1, (64, 16)))
+    sk, keys = ctx.keygen(rotations=model.rotations())
+    assert model.rotations() == [1, 2, 3, 4, 8, 12]  # baby steps < 4, giant steps of 4 for period 16
+    client = rf.nn.LocalClient(ctx, sk, keys)
+    ref = model.plaintext(x, approximate=activation == "poly")
+    inter = ctx.decrypt_batch(model(ctx.encrypt_batch(x, keys, packing="inter"), client=client), sk)
+    batch = ctx.decrypt_batch(model(ctx.encrypt_batch(x, keys), client=client), sk)
+    assert inter.shape == batch.shape == (3, 4)
+    assert np.max(np.abs(inter - ref)) < 1e-4
+    assert np.max(np.abs(batch - ref)) < 1e-4
+
+
+def test_inter_packing_refuses_conv_models(ctx):
+    w = numpy_helper.from_array(np.ones((1, 1, 3, 3), np.float32), "W")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "W"], ["y"])], "c",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 4, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1, 2, 2])], [w])
+    model = rf.nn.load(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString(), ctx)
+    _, keys = ctx.keygen()
+    with pytest.raises(rf.nn.UnsupportedOperator, match="packing='inter' supports dense models only"):
+        model(ctx.encrypt_batch(np.ones((1, 1, 4, 4)), keys, packing="inter"))
+
+
+def test_infer_cli_json(tmp_path, capsys):
+    path, xs = tmp_path / "mlp.onnx", tmp_path / "x.npy"
+    path.write_bytes(mlp_bytes())
+    np.save(xs, np.random.default_rng(5).uniform(-1, 1, (6, 16)))
+    assert cli.main(["infer", str(path), "--input", str(xs), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["output_shape"] == [6, 4]
+    assert report["top1_agreement_with_plaintext"] == 1.0
+    assert report["max_abs_error_vs_plaintext"] < 1e-4
+    assert report["predicted_peak_bytes"] > 0 and report["levels_needed"] == 1
+
+
+def test_infer_cli_refuses_runs_over_max_memory(tmp_path, capsys):
+    path, xs = tmp_path / "mlp.onnx", tmp_path / "x.npy"
+    path.write_bytes(mlp_bytes())
+    np.save(xs, np.zeros((2, 16)))
+    assert cli.main(["infer", str(path), "--input", str(xs), "--max-memory", "0.0001"]) == 2
+    assert "exceeds --max-memory" in capsys.readouterr().err
