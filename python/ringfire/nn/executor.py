@@ -48,7 +48,10 @@ class Executor:
             for name in node.inputs:  # free activations nobody needs any more
                 if last_use.get(name) == i and name in values and name not in self.graph.output_names \
                         and name != self.graph.input_name:
-                    self.rt.release(values.pop(name))
+                    value = values.pop(name)
+                    # Reshape-like operators return their input: it is still alive under another name.
+                    if not any(v is value for v in values.values()):
+                        self.rt.release(value)
         return [values[name] for name in self.graph.output_names], [shapes[n] for n in self.graph.output_names]
 
     # ---- one node -------------------------------------------------------------
@@ -84,7 +87,7 @@ class Executor:
             w = w.T if a.get("transB", 0) else w
             w = w * float(a.get("alpha", 1.0))
             c = self._const(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
-            bias = None if c is None else float(a.get("beta", 1.0)) * np.broadcast_to(c, (w.shape[1],))
+            bias = None if c is None else float(a.get("beta", 1.0)) * np.broadcast_to(c, (1, w.shape[1])).reshape(-1)
             flat = (int(np.prod(shape)),)
             return rt.linear(x, flat, lambda: lm.matrix(flat, w, bias), (w.shape[1],), node)
         if op == "MatMul":
@@ -123,7 +126,8 @@ class Executor:
                                                               (beta - mean * f).reshape(bshape)), shape, node)
         if op == "AveragePool":
             k = tuple(a["kernel_shape"])
-            strides = tuple(a.get("strides", k))
+            _check_pool_attrs(node)
+            strides = tuple(a.get("strides", (1,) * len(k)))  # ONNX default: 1
             pads = tuple(a.get("pads", (0,) * 4))
             inc = bool(a.get("count_include_pad", 0))
             out_shape = lm_shape_conv(shape, (shape[0], 1) + k, strides, pads, (1, 1))
@@ -131,6 +135,8 @@ class Executor:
         if op == "GlobalAveragePool":
             return rt.linear(x, shape, lambda: lm.global_average_pool(shape),
                              (shape[0],) + (1,) * (len(shape) - 1), node)
+        if op == "MaxPool":
+            _check_pool_attrs(node)
         if op in ("Relu", "Clip", "MaxPool"):
             return rt.nonlinear(node, x, shape, self._clip_bounds(node) if op == "Clip" else None)
         # ---- structural ----
@@ -164,9 +170,11 @@ class Executor:
             return rt.transpose(x, p), tuple(shape[i] for i in p)
         if op == "Concat":
             axis = int(a["axis"])
-            axis = axis - 1 if axis > 0 else axis + len(shape) + 1 - 1
             if axis < 0:
+                axis += len(shape) + 1  # ONNX axes count the batch axis
+            if axis == 0:
                 raise ValueError(f"[nn] node '{node.name}': cannot concatenate along the batch axis")
+            axis -= 1
             parts = [values[n] for n in node.inputs]
             out_shape = list(shape)
             out_shape[axis] = sum(shapes[n][axis] for n in node.inputs)
@@ -194,6 +202,16 @@ class Executor:
         if len(node.inputs) > 2 and node.inputs[2]:
             hi = float(self._const(node.inputs[2]))
         return (-np.inf if lo is None else float(lo), np.inf if hi is None else float(hi))
+
+
+def _check_pool_attrs(node) -> None:
+    a = node.attrs
+    if a.get("ceil_mode", 0):
+        raise ValueError(f"[nn] node '{node.name}': {node.op} with ceil_mode=1 is not supported")
+    if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET", b"VALID", "VALID"):
+        raise ValueError(f"[nn] node '{node.name}': {node.op} auto_pad is not supported; export explicit pads")
+    if any(d != 1 for d in a.get("dilations", (1, 1))):
+        raise ValueError(f"[nn] node '{node.name}': {node.op} with dilation is not supported")
 
 
 def lm_shape_conv(in_shape, w_shape, strides, pads, dil):

@@ -48,7 +48,7 @@ class Graph:
         import onnx
         from onnx import numpy_helper, shape_inference
 
-        if isinstance(model, (str, bytes)) and not isinstance(model, bytes):
+        if isinstance(model, str):
             model = onnx.load(model)
         elif isinstance(model, bytes):
             model = onnx.load_from_string(model)
@@ -86,6 +86,8 @@ class Graph:
         input_shape = shapes.get(inputs[0].name)
         if input_shape is None:
             raise ValueError("[nn.load] the input's per-sample shape must be static")
+        if len(g.output) != 1:
+            raise ValueError(f"[nn.load] models with {len(g.output)} outputs are not supported; keep one output")
         graph = cls(nodes, constants, inputs[0].name, input_shape, [o.name for o in g.output], shapes)
         graph._fold_batch_norm()
         return graph
@@ -110,6 +112,10 @@ class Graph:
                 else:
                     w_new = w * factor.reshape((-1,) + (1,) * (w.ndim - 1))
                 b = self.constants[prev.inputs[2]] if len(prev.inputs) > 2 and prev.inputs[2] else np.zeros_like(mean)
+                b = np.broadcast_to(b, (1, mean.size)).reshape(-1)
+                if prev.op == "Gemm":  # the executor scales C by beta: fold it in here instead
+                    b = b * float(prev.attrs.get("beta", 1.0))
+                    prev.attrs["beta"] = 1.0
                 b_new = (b - mean) * factor + beta
                 w_name, b_name = f"{prev.name}.folded_weight", f"{prev.name}.folded_bias"
                 self.constants[w_name], self.constants[b_name] = w_new, b_new

@@ -55,6 +55,24 @@ class Plan:
         return "\n".join(lines + self.notes)
 
 
+def _conv_terms(node, graph) -> int:
+    """Multiply-adds of a Conv with padding taps left out (what the encrypted run does)."""
+    m, c_per_group, kh, kw = graph.constants[node.inputs[1]].shape
+    in_shape = graph.shapes.get(node.inputs[0])
+    if in_shape is None:
+        return 0
+    _, h, w = in_shape
+    pads = tuple(node.attrs.get("pads", (0,) * 4))
+    sh, sw = tuple(node.attrs.get("strides", (1, 1)))
+    dh, dw = tuple(node.attrs.get("dilations", (1, 1)))
+
+    def valid_taps(size, k, s, d, lo, hi):
+        out = (size + lo + hi - d * (k - 1) - 1) // s + 1
+        return sum(sum(0 <= o * s - lo + t * d < size for t in range(k)) for o in range(out))
+
+    return int(m * c_per_group * valid_taps(h, kh, sh, dh, pads[0], pads[2]) * valid_taps(w, kw, sw, dw, pads[1], pads[3]))
+
+
 def suggest_parameters(levels: int, scale_bits: int = 40, base_bits: int = 60) -> str:
     from .. import _core
 
@@ -112,6 +130,7 @@ class Model:
         for n in graph.nodes:  # facts the planner needs without building maps
             if n.op == "Conv":
                 n._weight_shape = graph.constants[n.inputs[1]].shape
+                n._conv_terms = _conv_terms(n, graph)
             n._out_shape = graph.shapes.get(n.outputs[0])
 
     # ---- plaintext -------------------------------------------------------------

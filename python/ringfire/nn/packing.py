@@ -27,11 +27,12 @@ class EncryptedTensor:
 
     @property
     def ciphertexts(self) -> int:
-        return int(sum(c is not None for c in self.cts.flat))
+        return int(sum(c is not None and not isinstance(c, float) for c in self.cts.flat))
 
     def nbytes(self) -> int:
         n = self.ctx.poly_degree
-        return int(sum(c.size * (c.level + 1) * n * 8 for c in self.cts.flat if c is not None))
+        return int(sum(c.size * (c.level + 1) * n * 8 for c in self.cts.flat
+                       if c is not None and not isinstance(c, float)))
 
     def __repr__(self) -> str:
         return f"EncryptedTensor(shape={self.shape}, ciphertexts={self.ciphertexts})"
@@ -68,6 +69,8 @@ def decrypt_batch(ctx, tensor: EncryptedTensor, secret_key) -> np.ndarray:
         return np.stack(rows).reshape((tensor.batch,) + tensor.sample_shape)
     out = np.zeros(tuple(tensor.cts.shape) + (tensor.batch,))
     for idx, ct in np.ndenumerate(tensor.cts):
-        if ct is not None:
+        if isinstance(ct, float):
+            out[idx] = ct  # known constant (e.g. a bias over padding)
+        elif ct is not None:
             out[idx] = ctx.decrypt(ct, secret_key)[:tensor.batch]
     return np.moveaxis(out, -1, 0)

@@ -70,6 +70,16 @@ class PlainRuntime(_ArrayMoves):
         return activations.exact(node, x, shape, clip)
 
 
+def is_ct(v) -> bool:
+    """Elements of encrypted tensors are Ciphertexts, None (known zero, e.g. padding) or
+    floats (known constants: padding that went through a bias or an activation)."""
+    return v is not None and not isinstance(v, float)
+
+
+def _const_value(v) -> float:
+    return 0.0 if v is None else float(v)
+
+
 class EncryptedRuntime(_ArrayMoves):
     """Object arrays of Ciphertexts (batch in the slots): batch-axis packing."""
 
@@ -79,19 +89,19 @@ class EncryptedRuntime(_ArrayMoves):
         self.counts = {"linear_terms": 0, "rescales": 0, "ct_mults": 0, "client_round_trips": 0}
 
     def _level_scale(self, x):
-        first = next(c for c in x.flat if c is not None)
-        return first.level, first.scale
+        first = next((c for c in x.flat if is_ct(c)), None)
+        return (None, None) if first is None else (first.level, first.scale)
 
     def _uniform(self, x):
         """All ciphertexts of a tensor at one level and scale (after concat/add of branches)."""
-        levels = {c.level for c in x.flat if c is not None}
+        levels = {c.level for c in x.flat if is_ct(c)}
         if len(levels) <= 1:
             return x
         low = min(levels)
         out = np.empty(x.shape, dtype=object)
         for idx, c in np.ndenumerate(x):
-            out[idx] = None if c is None else (c if c.level == low else
-                                               type(c)(self.ev.adjust_to(c._native, low), c._context, c._keys))
+            out[idx] = c if not is_ct(c) or c.level == low else \
+                type(c)(self.ev.adjust_to(c._native, low), c._context, c._keys)
         return out
 
     def linear(self, x, in_shape, make_map, out_shape, node):
@@ -100,71 +110,99 @@ class EncryptedRuntime(_ArrayMoves):
         m = make_map()
         x = self._uniform(x)
         level, scale = self._level_scale(x)
-        if level == 0:
-            raise ValueError(f"[nn] out of levels at node '{node.name}' ({node.op}); see Model.plan()")
-        ctx = self.ctx
-        delta = ctx.scale_at(level - 1) * ctx.params.q_primes[level] / scale
         flat = x.reshape(-1)
         order = np.argsort(m.rows, kind="stable")
         rows, cols, weights = m.rows[order], m.cols[order], m.weights[order]
         bounds = np.searchsorted(rows, np.arange(int(np.prod(m.out_shape)) + 1))
         out = np.empty(int(np.prod(m.out_shape)), dtype=object)
-        keys = next(c for c in flat if c is not None)._keys
+        if level is not None:
+            if level == 0:
+                raise ValueError(f"[nn] out of levels at node '{node.name}' ({node.op}); see Model.plan()")
+            ctx = self.ctx
+            delta = ctx.scale_at(level - 1) * ctx.params.q_primes[level] / scale
+            keys = next(c for c in flat if is_ct(c))._keys
         for o in range(out.size):
             lo, hi = bounds[o], bounds[o + 1]
-            terms = [(flat[c]._native, w) for c, w in zip(cols[lo:hi], weights[lo:hi]) if flat[c] is not None]
-            if not terms:
-                if m.bias[o] != 0:
-                    raise ValueError(f"[nn] node '{node.name}': an output with only a bias is not supported")
-                out[o] = None
+            cts, ws, constant = [], [], float(m.bias[o])
+            for c, w in zip(cols[lo:hi], weights[lo:hi]):
+                v = flat[c]
+                if is_ct(v):
+                    cts.append(v._native)
+                    ws.append(float(w))
+                elif v is not None:
+                    constant += float(w) * v
+            if not cts:
+                out[o] = constant if constant != 0.0 else None
                 continue
-            acc = self.ev.linear_combination([t[0] for t in terms], [float(t[1]) for t in terms], delta)
-            acc = self.ev.rescale(acc)
-            if m.bias[o] != 0:
-                acc = self.ev.add_scalar(acc, complex(m.bias[o]))
-            out[o] = Ciphertext(acc, ctx, keys)
-            self.counts["linear_terms"] += len(terms)
+            acc = self.ev.rescale(self.ev.linear_combination(cts, ws, delta))
+            if constant != 0.0:
+                acc = self.ev.add_scalar(acc, complex(constant))
+            out[o] = Ciphertext(acc, self.ctx, keys)
+            self.counts["linear_terms"] += len(cts)
             self.counts["rescales"] += 1
         return out.reshape(m.out_shape), tuple(m.out_shape)
 
     def add_const(self, x, c):
         out = np.empty(x.shape, dtype=object)
-        for idx, ct in np.ndenumerate(x):
-            if ct is None:
-                raise ValueError("[nn] adding a constant to a zero-padded element is not supported")
-            out[idx] = ct + float(c[idx]) if c[idx] != 0 else ct
+        for idx, v in np.ndenumerate(x):
+            k = float(c[idx])
+            if is_ct(v):
+                out[idx] = v + k if k != 0 else v
+            else:
+                total = _const_value(v) + k
+                out[idx] = total if total != 0.0 else None
         return out
 
     def add(self, x, y, subtract=False):
         out = np.empty(x.shape, dtype=object)
         for idx, a in np.ndenumerate(x):
             b = y[idx]
-            if b is None:
-                out[idx] = a
-            elif a is None:
-                out[idx] = -b if subtract else b
-            else:
+            if is_ct(a) and is_ct(b):
                 out[idx] = a - b if subtract else a + b
+            elif is_ct(a):
+                k = _const_value(b)
+                out[idx] = a if k == 0 else (a - k if subtract else a + k)
+            elif is_ct(b):
+                k = _const_value(a)
+                nb = -b if subtract else b
+                out[idx] = nb if k == 0 else nb + k
+            else:
+                total = _const_value(a) - _const_value(b) if subtract else _const_value(a) + _const_value(b)
+                out[idx] = total if total != 0.0 else None
         return out
 
     def mul(self, x, y, node):
         out = np.empty(x.shape, dtype=object)
         for idx, a in np.ndenumerate(x):
             b = y[idx]
-            out[idx] = None if a is None or b is None else a * b
-            self.counts["ct_mults"] += 1
+            if a is None or b is None:
+                out[idx] = None
+            elif is_ct(a) or is_ct(b):
+                out[idx] = a * b
+                self.counts["ct_mults"] += 1
+            else:
+                out[idx] = float(a) * float(b) or None
         return out
 
     def nonlinear(self, node, x, shape, clip):
+        from . import activations
+
         if node.name in self.polys:
             poly = self.polys[node.name]
             out = np.empty(x.shape, dtype=object)
             for idx, c in np.ndenumerate(x):
-                out[idx] = None if c is None else poly.evaluate_encrypted(c)
+                out[idx] = poly.evaluate_encrypted(c) if is_ct(c) else (float(poly(_const_value(c))) or None)
             return out, shape
+        if not any(is_ct(c) for c in x.flat):  # everything known: the server computes it
+            plain = np.vectorize(_const_value, otypes=[float])(x)[..., None]
+            vals, out_shape = activations.exact(node, plain, shape, clip)
+            out = np.empty(vals.shape[:-1], dtype=object)
+            for idx in np.ndindex(out.shape):
+                out[idx] = float(vals[idx][0]) or None
+            return out, out_shape
         if self.client is None:
             raise ValueError(f"[nn] node '{node.name}' ({node.op}) is client-aided: pass client=rf.nn.LocalClient(...)")
-        self.counts["client_round_trips"] += int(sum(c is not None for c in x.flat))
+        self.counts["client_round_trips"] += int(sum(is_ct(c) for c in x.flat))
         return self.client.apply(node, x, shape, clip)
 
 
@@ -208,8 +246,7 @@ class PlanRuntime:
     def linear(self, x, in_shape, make_map, out_shape, node):
         size = int(np.prod(out_shape))
         if node.op == "Conv":
-            w = node._weight_shape
-            self.counts["linear_terms"] += size * w[1] * w[2] * w[3]
+            self.counts["linear_terms"] += node._conv_terms  # taps inside the image only
         elif node.op in ("Gemm", "MatMul"):
             self.counts["linear_terms"] += size * int(in_shape[-1] if node.op == "MatMul" else np.prod(in_shape))
         else:

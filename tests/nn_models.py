@@ -1,0 +1,250 @@
+"""Shared helpers for the ringfire.nn tests: tiny ONNX graphs built with
+onnx.helper, an onnxruntime reference, and a small deterministic NumPy trainer
+(MLP and CNN on scikit-learn's bundled digits).
+
+Not a test module (no ``test_`` prefix); imported by test_nn_ops.py and
+test_nn_digits.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+OPSET = 13
+
+
+# ---- ONNX building ---------------------------------------------------------------------
+def make_model(nodes, in_shape, inits=None, out_name="y", out_shape=None, in_name="x", extra_inputs=()):
+    """Serialized ONNX model (opset 13): one float input ``x`` of per-sample shape
+    ``in_shape`` (batch axis symbolic), initializers from ``inits`` (name -> array;
+    float arrays become float32, integer arrays int64). ``out_shape`` (per sample)
+    defaults to what onnxruntime computes, so the declared output is fully typed
+    like an exporter's."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    inits = inits or {}
+    tensors = []
+    for name, value in inits.items():
+        arr = np.asarray(value)
+        arr = arr.astype(np.int64) if arr.dtype.kind in "iu" else arr.astype(np.float32)
+        tensors.append(numpy_helper.from_array(arr, name))
+
+    def build(shape):
+        out_dims = None if shape is None else ["N"] + list(shape)
+        g = helper.make_graph(list(nodes), "net",
+                              [helper.make_tensor_value_info(in_name, TensorProto.FLOAT, ["N"] + list(in_shape))],
+                              [helper.make_tensor_value_info(out_name, TensorProto.FLOAT, out_dims)], tensors)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)])
+        m.ir_version = min(m.ir_version, 8)  # readable by older onnxruntime releases too
+        return m.SerializeToString()
+
+    if out_shape is None:
+        probe = build(None)
+        out_shape = ort_run(probe, np.zeros((2,) + tuple(in_shape)), in_name).shape[1:]
+    return build(tuple(out_shape))
+
+
+def ort_run(model_bytes, x, in_name="x"):
+    """onnxruntime's output (float64), x batch first."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.inter_op_num_threads = 1
+    sess = ort.InferenceSession(model_bytes, opts, providers=["CPUExecutionProvider"])
+    return sess.run(None, {in_name: np.asarray(x, dtype=np.float32)})[0].astype(np.float64)
+
+
+def node(op, inputs, outputs, **attrs):
+    from onnx import helper
+
+    return helper.make_node(op, list(inputs), list(outputs) if isinstance(outputs, (list, tuple)) else [outputs],
+                            **attrs)
+
+
+# ---- data ------------------------------------------------------------------------------
+def digits_split(seed=0):
+    """scikit-learn's bundled 8x8 digits (no download), scaled to [0, 1]: a stratified
+    1437/360 train/test split. Returns (x_train, y_train, x_test, y_test), x as (n, 1, 8, 8)."""
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    d = load_digits()
+    x = (d.images / 16.0).astype(np.float64)[:, None]
+    xtr, xte, ytr, yte = train_test_split(x, d.target, test_size=360, stratify=d.target, random_state=seed)
+    return xtr, ytr, xte, yte
+
+
+# ---- a tiny NumPy trainer ------------------------------------------------------------------
+def relu(z):
+    return np.maximum(z, 0.0)
+
+
+def relu_grad(z):
+    return (z > 0).astype(z.dtype)
+
+
+class PolyAct:
+    """p(z) = sum c_k z^k as a trainable-through activation (fixed coefficients)."""
+
+    def __init__(self, coeffs):
+        self.c = np.asarray(coeffs, dtype=np.float64)
+
+    def __call__(self, z):
+        return np.polynomial.polynomial.polyval(z, self.c)
+
+    def grad(self, z):
+        return np.polynomial.polynomial.polyval(z, np.polynomial.polynomial.polyder(self.c))
+
+
+def _act(activation):
+    if activation is None or activation == "relu":
+        return relu, relu_grad
+    return activation, activation.grad
+
+
+def softmax_xent(logits, y):
+    z = logits - logits.max(axis=1, keepdims=True)
+    p = np.exp(z)
+    p /= p.sum(axis=1, keepdims=True)
+    n = logits.shape[0]
+    loss = -np.mean(np.log(p[np.arange(n), y] + 1e-12))
+    g = p
+    g[np.arange(n), y] -= 1.0
+    return loss, g / n
+
+
+class Adam:
+    def __init__(self, params, lr=1e-2, b1=0.9, b2=0.999, eps=1e-8):
+        self.lr, self.b1, self.b2, self.eps = lr, b1, b2, eps
+        self.m = {k: np.zeros_like(v) for k, v in params.items()}
+        self.v = {k: np.zeros_like(v) for k, v in params.items()}
+        self.t = 0
+
+    def step(self, params, grads):
+        self.t += 1
+        for k in params:
+            self.m[k] = self.b1 * self.m[k] + (1 - self.b1) * grads[k]
+            self.v[k] = self.b2 * self.v[k] + (1 - self.b2) * grads[k] ** 2
+            mh = self.m[k] / (1 - self.b1 ** self.t)
+            vh = self.v[k] / (1 - self.b2 ** self.t)
+            params[k] -= self.lr * mh / (np.sqrt(vh) + self.eps)
+
+
+def _minibatches(n, batch, rng):
+    order = rng.permutation(n)
+    for i in range(0, n, batch):
+        yield order[i:i + batch]
+
+
+# ---- MLP 64-32-10 -----------------------------------------------------------------------------
+def mlp_init(seed=0, sizes=(64, 32, 10)):
+    rng = np.random.default_rng(seed)
+    a, h, o = sizes
+    return {"W1": rng.normal(0, np.sqrt(2.0 / a), (a, h)), "b1": np.zeros(h),
+            "W2": rng.normal(0, np.sqrt(1.0 / h), (h, o)), "b2": np.zeros(o)}
+
+
+def mlp_forward(p, x, activation=None, cache=False):
+    f, _ = _act(activation)
+    x = x.reshape(x.shape[0], -1)
+    z1 = x @ p["W1"] + p["b1"]
+    a1 = f(z1)
+    out = a1 @ p["W2"] + p["b2"]
+    return (out, (x, z1, a1)) if cache else out
+
+
+def mlp_train(x, y, epochs=60, lr=1e-2, batch=64, seed=0, params=None, activation=None):
+    p = mlp_init(seed) if params is None else {k: v.copy() for k, v in params.items()}
+    _, df = _act(activation)
+    opt, rng = Adam(p, lr), np.random.default_rng(seed + 1)
+    for _ in range(epochs):
+        for idx in _minibatches(len(x), batch, rng):
+            out, (xb, z1, a1) = mlp_forward(p, x[idx], activation, cache=True)
+            _, g = softmax_xent(out, y[idx])
+            grads = {"W2": a1.T @ g, "b2": g.sum(0)}
+            gz1 = (g @ p["W2"].T) * df(z1)
+            grads["W1"], grads["b1"] = xb.T @ gz1, gz1.sum(0)
+            opt.step(p, grads)
+    return p
+
+
+def mlp_onnx(p):
+    nodes = [node("Flatten", ["x"], ["f"]),
+             node("Gemm", ["f", "W1", "b1"], ["h"]),
+             node("Relu", ["h"], ["a"]),
+             node("Gemm", ["a", "W2", "b2"], ["y"])]
+    return make_model(nodes, (1, 8, 8), p, out_shape=(10,))
+
+
+# ---- CNN: Conv(1->4, 3x3, pad 1) -> ReLU -> {Average,Max}Pool 2x2 -> Flatten -> Gemm(64->10) ----------
+def cnn_init(seed=0, channels=4):
+    rng = np.random.default_rng(seed)
+    return {"Wc": rng.normal(0, np.sqrt(2.0 / 9), (channels, 1, 3, 3)), "bc": np.zeros(channels),
+            "Wf": rng.normal(0, np.sqrt(1.0 / (channels * 16)), (10, channels * 16)), "bf": np.zeros(10)}
+
+
+def _im2col(x):
+    """x (B, 1, 8, 8), pad 1 -> (B, 64, 9) windows in (ky, kx) order."""
+    xp = np.pad(x[:, 0], ((0, 0), (1, 1), (1, 1)))
+    b, h, w = x.shape[0], x.shape[2], x.shape[3]
+    cols = np.empty((b, h, w, 9))
+    for ky in range(3):
+        for kx in range(3):
+            cols[..., ky * 3 + kx] = xp[:, ky:ky + h, kx:kx + w]
+    return cols.reshape(b, h * w, 9)
+
+
+def cnn_forward(p, x, pool="avg", activation=None, cache=False):
+    f, _ = _act(activation)
+    b = x.shape[0]
+    c = p["Wc"].shape[0]
+    cols = _im2col(x)                                            # (B, 64, 9)
+    z = cols @ p["Wc"].reshape(c, 9).T + p["bc"]                   # (B, 64, C)
+    z = z.transpose(0, 2, 1).reshape(b, c, 8, 8)                   # NCHW
+    a = f(z)
+    win = a.reshape(b, c, 4, 2, 4, 2)
+    pooled = win.mean(axis=(3, 5)) if pool == "avg" else win.max(axis=(3, 5))
+    flat = pooled.reshape(b, -1)
+    out = flat @ p["Wf"].T + p["bf"]
+    return (out, (cols, z, a, win, pooled, flat)) if cache else out
+
+
+def cnn_train(x, y, epochs=40, lr=1e-2, batch=64, seed=0, pool="avg", params=None, activation=None):
+    p = cnn_init(seed) if params is None else {k: v.copy() for k, v in params.items()}
+    _, df = _act(activation)
+    opt, rng = Adam(p, lr), np.random.default_rng(seed + 1)
+    c = p["Wc"].shape[0]
+    for _ in range(epochs):
+        for idx in _minibatches(len(x), batch, rng):
+            out, (cols, z, a, win, pooled, flat) = cnn_forward(p, x[idx], pool, activation, cache=True)
+            _, g = softmax_xent(out, y[idx])
+            b = len(idx)
+            grads = {"Wf": g.T @ flat, "bf": g.sum(0)}
+            gp = (g @ p["Wf"]).reshape(pooled.shape)               # (B, C, 4, 4)
+            if pool == "avg":
+                gwin = np.broadcast_to(gp[:, :, :, None, :, None] / 4.0, win.shape)
+            else:
+                mask = win == pooled[:, :, :, None, :, None]
+                mask = mask / mask.sum(axis=(3, 5), keepdims=True)
+                gwin = mask * gp[:, :, :, None, :, None]
+            ga = gwin.reshape(a.shape)
+            gz = (ga * df(z)).reshape(b, c, 64).transpose(0, 2, 1)  # (B, 64, C)
+            grads["Wc"] = np.einsum("bpc,bpk->ck", gz, cols).reshape(p["Wc"].shape)
+            grads["bc"] = gz.sum(axis=(0, 1))
+            opt.step(p, grads)
+    return p
+
+
+def cnn_onnx(p, pool="avg"):
+    pool_op = "AveragePool" if pool == "avg" else "MaxPool"
+    nodes = [node("Conv", ["x", "Wc", "bc"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             node("Relu", ["c"], ["r"]),
+             node(pool_op, ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             node("Flatten", ["p"], ["f"]),
+             node("Gemm", ["f", "Wf", "bf"], ["y"], transB=1)]
+    return make_model(nodes, (1, 8, 8), p, out_shape=(10,))
+
+
+def accuracy(logits, y):
+    return float(np.mean(np.argmax(logits, axis=1) == y))
