@@ -33,5 +33,6 @@ namespace ringfire::python {
 void bind_rlwe(nb::module_& m);
 void bind_ckks(nb::module_& m);
 void bind_io(nb::module_& m);
+void bind_cuda(nb::module_& m);
 
 }  // namespace ringfire::python

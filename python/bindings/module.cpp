@@ -36,4 +36,5 @@ NB_MODULE(_core, m) {
   bind_rlwe(m);
   bind_ckks(m);
   bind_io(m);
+  bind_cuda(m);
 }

@@ -89,7 +89,7 @@ class Ciphertext:
         """Moves the ciphertext to a device. Only ``"cpu"`` exists in this build."""
         if str(device).split(":")[0] == "cpu":
             return self
-        raise NotImplementedError(f"device {device!r} is not available: this build has only the CPU backend")
+        raise NotImplementedError(f"device {device!r} is not available yet: CKKS objects live on the CPU in this release (the CUDA kernels exist, GPU placement does not)")
 
     # ---- operators ------------------------------------------------------------
     def _check_other(self, other: "Ciphertext") -> None:

@@ -53,7 +53,7 @@ class Context:
                                  "(the last one is the special prime)")
             coeff_bits, special_bits = coeff_bits[:-1], coeff_bits[-1:]
         if str(device).split(":")[0] != "cpu":
-            raise NotImplementedError(f"device {device!r} is not available: this build has only the CPU backend")
+            raise NotImplementedError(f"device {device!r} is not available yet: CKKS objects live on the CPU in this release (the CUDA kernels exist, GPU placement does not)")
         if insecure_no_security_check:
             warnings.warn("ckks.Context: the security check is disabled (insecure_no_security_check=True)",
                           RuntimeWarning, stacklevel=2)

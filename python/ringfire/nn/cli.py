@@ -51,7 +51,7 @@ def main(args) -> int:
     from .graph import Graph
 
     if args.device.split(":")[0] != "cpu":
-        raise NotImplementedError(f"device {args.device!r} is not available: this build has only the CPU backend")
+        raise NotImplementedError(f"device {args.device!r} is not available yet: CKKS objects live on the CPU in this release (the CUDA kernels exist, GPU placement does not)")
     x = np.load(args.input).astype(np.float64)
     say = (lambda *a: print(*a, file=sys.stderr)) if not args.json else (lambda *a: None)
     graph = Graph.from_onnx(args.model)

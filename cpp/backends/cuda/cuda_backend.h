@@ -1,0 +1,145 @@
+// The CUDA backend: every Backend kernel on one in-order CUDA stream per
+// device, bit-identical to the CPU backend (the oracle). Data pointers are
+// device pointers; the small per-limb parameter arrays the interface passes
+// alongside them (multiply_scalar / add_scalar scalars, linear_combination
+// weights and its array of input pointers) are host memory, as the callers
+// in core pass them, and travel to the GPU as kernel parameters (no copies,
+// no host synchronisation).
+//
+// Twiddle tables, moduli and base-conversion constants are uploaded once per
+// device and cached (keyed by N and the moduli: NttTables are a pure function
+// of (N, q), so equal keys mean equal bytes).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "ringfire/base/memory_pool.h"
+#include "ringfire/ring/backend.h"
+#include "ringfire/ring/kernel_bodies.h"
+
+namespace ringfire::cuda {
+
+// Raises NotSupported naming `op` and the CUDA error when `status` is not
+// cudaSuccess (the checked wrapper every CUDA call goes through).
+void check(cudaError_t status, const char* op);
+
+// Caching pool of device memory (cudaMalloc/cudaFree behind MemoryPool's
+// free lists; thread-safe through the base class). Blocks are allocated on
+// the pool's device. Reusing a released block without synchronising is safe
+// because every kernel of a device runs on that device's single in-order
+// stream: work that used the block is ordered before work that reuses it.
+class CudaPool final : public MemoryPool {
+ public:
+  explicit CudaPool(int device) : device_(device) {}
+  int device() const { return device_; }
+
+ protected:
+  void* raw_allocate(std::size_t bytes) override;
+  void raw_free(void* block) override;
+
+ private:
+  int device_;
+};
+
+// The pool of device `index` (created on first use).
+CudaPool& device_pool(int index);
+
+// Which NTT kernels ntt_forward / ntt_inverse / poly_multiply use.
+enum class NttKernel {
+  radix2,  // baseline: one global-memory kernel per stage (log2 N reads+writes)
+  shared,  // stages fused in shared memory: 2 passes for N <= 2^17 (default)
+};
+
+// Per-limb constants the kernels read, one entry per limb of a base.
+struct LimbConstants {
+  const ulonglong2* forward;  // (psi^br(i), Shoup constant), i < N
+  const ulonglong2* inverse;  // (psi^-br(i), Shoup constant)
+  Modulus modulus;
+  ShoupOperand n_inv, last_n_inv;
+};
+
+// Device constants of a base conversion.
+struct ConverterConstants {
+  const Modulus* from = nullptr;           // q_i
+  const ShoupOperand* qhat_inv = nullptr;  // (Q/q_i)^-1 mod q_i
+  const double* reciprocal = nullptr;      // 1 / q_i
+  const u64* qhat_words = nullptr;         // Q/q_i as src words each
+  const u64* q_words = nullptr;            // Q (src words)
+  const Modulus* to = nullptr;             // p_j
+  const u64* qhat_mod_p = nullptr;         // [j * src + i]
+  const ShoupOperand* qhat_mod_p_shoup = nullptr;
+  const u64* q_mod_p = nullptr;            // Q mod p_j
+};
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int device);
+  ~CudaBackend() override;
+  std::string name() const override;
+
+  int device() const { return device_; }
+  cudaStream_t stream() const { return stream_; }
+  // Blocks the host until every operation issued so far has finished.
+  void synchronize();
+  // Selects the NTT kernels (the baseline is kept to measure the speedup).
+  void set_ntt_kernel(NttKernel kernel) { ntt_kernel_ = kernel; }
+  NttKernel ntt_kernel() const { return ntt_kernel_; }
+
+  void ntt_forward(u64* data, std::size_t batch, const RnsBase& base) override;
+  void ntt_inverse(u64* data, std::size_t batch, const RnsBase& base) override;
+
+  void add(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base) override;
+  void sub(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base) override;
+  void negate(const u64* a, u64* out, std::size_t batch, const RnsBase& base) override;
+  void multiply(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base) override;
+  void multiply_add(const u64* a, const u64* b, u64* acc, std::size_t batch, const RnsBase& base) override;
+  void multiply_accumulate_wide(const u64* a, const u64* b0, const u64* b1, u64* wide0, u64* wide1,
+                                const RnsBase& base) override;
+  void linear_combination(const u64* const* inputs, const u64* weights, std::size_t terms, u64* out,
+                          std::size_t batch, const RnsBase& base) override;
+  void reduce_wide(const u64* wide, u64* out, const RnsBase& base) override;
+  void multiply_scalar(const u64* a, const u64* scalars, u64* out, std::size_t batch,
+                       const RnsBase& base) override;
+  void add_scalar(const u64* a, const u64* scalars, u64* out, std::size_t batch, const RnsBase& base) override;
+  void copy(const u64* src, u64* dst, std::size_t words) override;
+  void zero(u64* dst, std::size_t words) override;
+  void poly_multiply(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base,
+                     PolyMulMethod method) override;
+  void base_convert(const u64* in, u64* out, std::size_t batch, const BaseConverter& conv,
+                    BaseConversion kind) override;
+  void automorphism(const u64* in, u64* out, std::size_t batch, const RnsBase& base, u64 galois_elt,
+                    Form form) override;
+
+ private:
+  // Forward / inverse transform from src to dst (may be equal); for the
+  // inverse, src2 != nullptr multiplies src by src2 element-wise on load
+  // (the Hadamard product fused into the first pass).
+  void transform(const u64* src, const u64* src2, u64* dst, std::size_t batch, const RnsBase& base, bool forward);
+  const LimbConstants* limb_constants(const RnsBase& base);
+  const ConverterConstants& converter_constants(const BaseConverter& conv);
+  void after_launch(const char* kernel);
+
+  int device_;
+  cudaStream_t stream_ = nullptr;
+  int sm_count_ = 0;
+  bool sync_each_kernel_ = false;  // RINGFIRE_CUDA_SYNC=1: debug mode
+  NttKernel ntt_kernel_ = NttKernel::shared;
+
+  std::mutex cache_mutex_;
+  // Device allocations of the caches live as long as the backend (process).
+  std::map<std::pair<std::size_t, u64>, std::pair<ulonglong2*, ulonglong2*>> tables_;
+  std::map<std::vector<u64>, LimbConstants*> bases_;
+  std::map<std::vector<u64>, std::unique_ptr<ConverterConstants>> converters_;
+  std::vector<void*> owned_;
+};
+
+// The backend of CUDA device `index`; NotSupported without a usable GPU.
+CudaBackend& backend(int index);
+
+}  // namespace ringfire::cuda
