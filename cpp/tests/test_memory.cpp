@@ -59,7 +59,9 @@ TEST(Buffer, MoveAndCloneAndDevices) {
   EXPECT_EQ(b.size(), 8u);
   for (int i = 0; i < 8; ++i) EXPECT_EQ(c.data()[i], static_cast<std::uint64_t>(i));
   EXPECT_EQ(b.device().str(), "cpu");
-  if (cuda_device_count() == 0) EXPECT_THROW(Buffer(8, Device::parse("cuda:0")), NotSupported);
+  if (cuda_device_count() == 0) {
+    EXPECT_THROW(Buffer(8, Device::parse("cuda:0")), NotSupported);
+  }
 }
 
 }  // namespace

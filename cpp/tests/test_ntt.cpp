@@ -112,7 +112,9 @@ TEST(Ntt, ChecksFormsAndBases) {
 
 TEST(Ntt, CudaDeviceIsAClearError) {
   const auto base = std::make_shared<const RnsBase>(16, find_ntt_primes(30, 1, 16));
-  if (cuda_device_count() == 0) EXPECT_THROW(backend_for(Device::parse("cuda")), NotSupported);
+  if (cuda_device_count() == 0) {
+    EXPECT_THROW(backend_for(Device::parse("cuda")), NotSupported);
+  }
   EXPECT_THROW(Device::parse("tpu"), InvalidArgument);
 }
 

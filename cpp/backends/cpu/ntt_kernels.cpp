@@ -23,6 +23,8 @@
 // and twiddle Psi^-1_br[m + g]; it runs from lm = log2(N) - 1 down to 0.
 #include "ntt_kernels.h"
 
+#include "ringfire/ring/kernel_bodies.h"
+
 #include <algorithm>
 
 #if defined(__AVX2__)
@@ -49,25 +51,10 @@ struct StageTwiddles {
 // ===========================================================================
 // Scalar butterflies
 
-// Cooley-Tukey: (x, y) <- (x + w y, x - w y). In/out [0, 4q).
-inline void ct_butterfly(u64& x, u64& y, u64 w, u64 ws, u64 q) {
-  const u64 two_q = 2 * q;
-  u64 xv = x;
-  xv -= (xv >= two_q) ? two_q : 0;                 // [0, 2q)
-  const u64 tv = mul_mod_shoup_lazy(y, w, ws, q);  // [0, 2q)
-  x = xv + tv;
-  y = xv - tv + two_q;
-}
-
-// Gentleman-Sande: (x, y) <- (x + y, w (x - y)). In/out [0, 2q).
-inline void gs_butterfly(u64& x, u64& y, u64 w, u64 ws, u64 q) {
-  const u64 two_q = 2 * q;
-  const u64 xv = x, yv = y;
-  u64 s = xv + yv;
-  s -= (s >= two_q) ? two_q : 0;
-  x = s;
-  y = mul_mod_shoup_lazy(xv - yv + two_q, w, ws, q);
-}
+// The scalar butterflies are the shared RF_HD bodies the CUDA kernels use
+// (ring/kernel_bodies.h): Cooley-Tukey in/out [0, 4q), Gentleman-Sande [0, 2q).
+using kernel::ct_butterfly;
+using kernel::gs_butterfly;
 
 // [0, 4q) -> [0, q).
 inline u64 reduce_4q(u64 v, u64 q) {

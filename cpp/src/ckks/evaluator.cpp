@@ -71,17 +71,28 @@ void Evaluator::check_product_fits(double scale, std::size_t level, const char* 
 
 // ---- additive ----------------------------------------------------------------
 
-void Evaluator::add_inplace(Ciphertext& a, const Ciphertext& b) const {
-  constexpr const char* op = "ckks.add";
-  check_pair(a, b, op);
-  require(same_scale(a.scale(), b.scale()), op, "scale mismatch: " + fmt_scale(a.scale()) + " vs " + fmt_scale(b.scale()));
+namespace {
+
+// a (+|-)= b for same-level, same-scale ciphertexts; a grows to b's size.
+template <class Op>
+void combine_inplace(Ciphertext& a, const Ciphertext& b, Op op) {
   if (b.size() > a.size()) {
     Ciphertext grown(a.context(), b.size(), a.level(), a.scale(), a.device());
     backend(a).copy(a.data(), grown.data(), a.size() * a.poly_words());
     a = std::move(grown);
   }
-  backend(a).add(a.data(), b.data(), a.data(), b.size(), a.base());
+  op(backend(a), a.data(), b.data(), a.data(), b.size(), a.base());
   a.set_seed(std::nullopt);
+}
+
+}  // namespace
+
+void Evaluator::add_inplace(Ciphertext& a, const Ciphertext& b) const {
+  constexpr const char* op = "ckks.add";
+  check_pair(a, b, op);
+  require(same_scale(a.scale(), b.scale()), op, "scale mismatch: " + fmt_scale(a.scale()) + " vs " + fmt_scale(b.scale()));
+  combine_inplace(a, b, [](Backend& be, const u64* x, const u64* y, u64* out, std::size_t batch,
+                           const RnsBase& base) { be.add(x, y, out, batch, base); });
 }
 
 Ciphertext Evaluator::add(const Ciphertext& a, const Ciphertext& b) const {
@@ -94,13 +105,8 @@ void Evaluator::sub_inplace(Ciphertext& a, const Ciphertext& b) const {
   constexpr const char* op = "ckks.sub";
   check_pair(a, b, op);
   require(same_scale(a.scale(), b.scale()), op, "scale mismatch: " + fmt_scale(a.scale()) + " vs " + fmt_scale(b.scale()));
-  if (b.size() > a.size()) {
-    Ciphertext grown(a.context(), b.size(), a.level(), a.scale(), a.device());
-    backend(a).copy(a.data(), grown.data(), a.size() * a.poly_words());
-    a = std::move(grown);
-  }
-  backend(a).sub(a.data(), b.data(), a.data(), b.size(), a.base());
-  a.set_seed(std::nullopt);
+  combine_inplace(a, b, [](Backend& be, const u64* x, const u64* y, u64* out, std::size_t batch,
+                           const RnsBase& base) { be.sub(x, y, out, batch, base); });
 }
 
 Ciphertext Evaluator::sub(const Ciphertext& a, const Ciphertext& b) const {
