@@ -30,6 +30,9 @@ Ciphertext encrypt_public(const PublicKey& key, const Plaintext& plain, Prng& pr
     be.add(out.poly(i), e.data(), out.poly(i), 1, base);
   }
   be.add(out.poly(0), plain.data(), out.poly(0), 1, base);
+  // The ephemeral u and errors decrypt the ciphertext: do not leave them in the pool.
+  secure_zero(u.data(), u.size() * sizeof(u64));
+  secure_zero(e.data(), e.size() * sizeof(u64));
   return out;
 }
 
@@ -46,6 +49,7 @@ Ciphertext encrypt_secret(const SecretKey& key, const Plaintext& plain, Prng& pr
   be.multiply(out.poly(1), key.eval(), as.data(), 1, base);
   be.sub(out.poly(0), as.data(), out.poly(0), 1, base);
   be.add(out.poly(0), plain.data(), out.poly(0), 1, base);
+  secure_zero(as.data(), as.size() * sizeof(u64));
   out.set_seed(seed);
   return out;
 }

@@ -14,6 +14,7 @@ void sample_error_eval(Prng& prng, const RnsBase& base, u64* out) {
   std::vector<std::int64_t> e(base.n());
   sample_gaussian(prng, e.data(), e.size());
   signed_to_rns(e.data(), e.size(), base, out);
+  secure_zero(e.data(), e.size() * sizeof(std::int64_t));
   backend_for(Device::cpu()).ntt_forward(out, 1, base);
 }
 
@@ -21,6 +22,7 @@ void sample_ternary_eval(Prng& prng, const RnsBase& base, u64* out) {
   std::vector<std::int8_t> u(base.n());
   sample_ternary(prng, u.data(), u.size());
   ternary_to_rns(u.data(), u.size(), base, out);
+  secure_zero(u.data(), u.size());
   backend_for(Device::cpu()).ntt_forward(out, 1, base);
 }
 
@@ -43,6 +45,7 @@ PublicKey generate_public_key(const SecretKey& secret, Prng& prng) {
   Buffer as(key.poly_words());
   be.multiply(key.poly(1), secret.eval(), as.data(), 1, base);
   be.sub(key.poly(0), as.data(), key.poly(0), 1, base);
+  secure_zero(as.data(), as.size() * sizeof(u64));
   key.set_seed(seed);
   return PublicKey(std::move(key));
 }
@@ -71,6 +74,7 @@ KeySwitchKey generate_switch_key(const SecretKey& secret, const u64* s_prime_eva
       for (std::size_t c = 0; c < n; ++c) bi[c] = mad_mod(si[c], p, bi[c], qi);
     }
   }
+  secure_zero(as.data(), as.size() * sizeof(u64));
   return key;
 }
 
@@ -78,7 +82,9 @@ RelinKey generate_relin_key(const SecretKey& secret, Prng& prng) {
   const RnsBase& base = *secret.context()->key_base();
   Buffer s2(base.size() * base.n());
   backend_for(Device::cpu()).multiply(secret.eval(), secret.eval(), s2.data(), 1, base);
-  return RelinKey(generate_switch_key(secret, s2.data(), prng));
+  RelinKey key(generate_switch_key(secret, s2.data(), prng));
+  secure_zero(s2.data(), s2.size() * sizeof(u64));
+  return key;
 }
 
 GaloisKeys generate_galois_keys(const SecretKey& secret, const std::vector<u64>& elements, Prng& prng) {
@@ -94,6 +100,7 @@ GaloisKeys generate_galois_keys(const SecretKey& secret, const std::vector<u64>&
     be.automorphism(secret.eval(), rotated.data(), 1, base, g, Form::eval);
     keys.insert(g, generate_switch_key(secret, rotated.data(), prng));
   }
+  secure_zero(rotated.data(), rotated.size() * sizeof(u64));
   return keys;
 }
 

@@ -1,6 +1,7 @@
 #include "ringfire/rlwe/keys.h"
 
 #include "ringfire/base/errors.h"
+#include "ringfire/rlwe/prng.h"
 #include "ringfire/rlwe/sampling.h"
 
 namespace ringfire {
@@ -16,6 +17,11 @@ SecretKey::SecretKey(RlweContextPtr context, std::vector<std::int8_t> coefficien
   eval_ = Buffer(base.size() * base.n());
   ternary_to_rns(coefficients_.data(), coefficients_.size(), base, eval_.data());
   backend_for(eval_.device()).ntt_forward(eval_.data(), 1, base);
+}
+
+SecretKey::~SecretKey() {
+  if (eval_.data() != nullptr) secure_zero(eval_.data(), eval_.size() * sizeof(u64));
+  if (!coefficients_.empty()) secure_zero(coefficients_.data(), coefficients_.size());
 }
 
 KeySwitchKey::KeySwitchKey(RlweContextPtr context)

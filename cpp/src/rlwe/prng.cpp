@@ -65,13 +65,13 @@ int read_dev_urandom(std::uint8_t* out, std::size_t n) {
   return err;
 }
 
+}  // namespace
+
 void secure_zero(void* p, std::size_t n) {
   // Volatile stores are not removed as dead by the optimiser.
   volatile std::uint8_t* bytes = static_cast<volatile std::uint8_t*>(p);
   for (std::size_t i = 0; i < n; ++i) bytes[i] = 0;
 }
-
-}  // namespace
 
 Prng::Prng(const Seed& seed) : seed_(seed) {
   for (int i = 0; i < 8; ++i)

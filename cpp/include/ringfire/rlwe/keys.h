@@ -21,6 +21,11 @@ namespace ringfire {
 class SecretKey {
  public:
   SecretKey(RlweContextPtr context, std::vector<std::int8_t> coefficients);
+  // Wipes the coefficients and the evaluation form, so no copy of s goes back
+  // to the memory pool.
+  ~SecretKey();
+  SecretKey(SecretKey&&) noexcept = default;
+  SecretKey& operator=(SecretKey&&) noexcept = default;
   const RlweContextPtr& context() const { return context_; }
   std::uint64_t fingerprint() const { return context_->fingerprint(); }
   // The ternary coefficients, in {-1, 0, 1}.

@@ -33,6 +33,10 @@
 
 namespace ringfire {
 
+// Zeroes memory that held secrets (volatile stores the optimiser keeps), e.g.
+// before a buffer goes back to a pool.
+void secure_zero(void* p, std::size_t n);
+
 class Prng {
  public:
   using Seed = std::array<std::uint8_t, 32>;
