@@ -143,6 +143,18 @@ def test_rotations_direct_and_composed(ckks_small, steps):
         assert len(plan) == 1
 
 
+def test_hoisted_rotations_match_single_rotations(ckks_small):
+    ctx, sk, keys = ckks_small
+    ev = ctx.evaluator(keys)
+    x = vec(ctx, True)
+    ct = ctx.encrypt(x, keys)
+    outs = ev.rotate_many(ct, [1, 2, -1, 0])
+    for step, out in zip([1, 2, -1, 0], outs):
+        assert precision_bits(ctx.decrypt(out, sk), np.roll(x, -step)) > 18
+    with pytest.raises(ValueError, match="hoisted rotations need a key per step"):
+        ev.rotate_many(ct, [3])
+
+
 def test_conjugation(ckks_small):
     ctx, sk, keys = ckks_small
     z = vec(ctx, True)

@@ -125,6 +125,7 @@ void bind_ckks(nb::module_& m) {
       .def("rotate_inplace", &Evaluator::rotate_inplace, Release())
       .def("rotation_plan", &Evaluator::rotation_plan)
       .def("conjugate", &Evaluator::conjugate, Release())
+      .def("rotate_many", &Evaluator::rotate_many, Release())
       .def("apply_galois", &Evaluator::apply_galois, Release());
 }
 

@@ -491,6 +491,41 @@ void Evaluator::rotate_inplace(Ciphertext& a, long long steps, const GaloisKeys&
   for (long long s : rotation_plan(steps, keys)) a = apply_galois(a, context_->rlwe()->galois_element(s), keys);
 }
 
+std::vector<Ciphertext> Evaluator::rotate_many(const Ciphertext& a, const std::vector<long long>& steps,
+                                               const GaloisKeys& keys) const {
+  constexpr const char* op = "ckks.rotate_many";
+  check_context(a.fingerprint(), op);
+  check_context(keys.fingerprint(), op);
+  require(a.size() == 2, op, "needs a size-2 ciphertext (relinearize first), got size " + std::to_string(a.size()));
+  const RlweContext& ctx = *context_->rlwe();
+  const long long half = static_cast<long long>(ctx.n() / 2);
+  std::vector<u64> elements;
+  for (long long s : steps) {
+    const long long k = ((s % half) + half) % half;
+    const u64 g = ctx.galois_element(k);
+    require(k == 0 || keys.has(g), op,
+            "no Galois key for rotation " + std::to_string(s) + " (hoisted rotations need a key per step)");
+    elements.push_back(k == 0 ? 1 : g);
+  }
+  const HoistedDigits digits(ctx, a.poly(1), a.level());
+  Backend& be = backend(a);
+  std::vector<Ciphertext> out;
+  out.reserve(steps.size());
+  for (u64 g : elements) {
+    if (g == 1) {
+      out.push_back(a.clone());
+      continue;
+    }
+    Ciphertext r(a.context(), 2, a.level(), a.scale(), a.device());
+    key_switch_hoisted(ctx, digits, g, keys.get(g), r.poly(0), r.poly(1));
+    Buffer c0(a.poly_words());
+    be.automorphism(a.poly(0), c0.data(), 1, a.base(), g, Form::eval);
+    be.add(r.poly(0), c0.data(), r.poly(0), 1, a.base());
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 Ciphertext Evaluator::conjugate(const Ciphertext& a, const GaloisKeys& keys) const {
   return apply_galois(a, context_->rlwe()->conjugation_element(), keys);
 }

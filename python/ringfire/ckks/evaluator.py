@@ -102,6 +102,12 @@ class Evaluator:
         galois = (keys or self._keyset()).require_galois("ckks.rotate")
         return self._wrap(self._ev.rotate(a._native, int(steps), galois._native), a)
 
+    def rotate_many(self, a: Ciphertext, steps, keys: KeySet | None = None) -> list[Ciphertext]:
+        """Several rotations of one ciphertext sharing one ModUp (hoisting); each step
+        needs its own Galois key."""
+        galois = (keys or self._keyset()).require_galois("ckks.rotate_many")
+        return [self._wrap(c, a) for c in self._ev.rotate_many(a._native, [int(s) for s in steps], galois._native)]
+
     def rotation_plan(self, steps: int, keys: KeySet | None = None) -> list[int]:
         """The keyed steps ``rotate`` would apply for ``steps``."""
         galois = (keys or self._keyset()).require_galois("ckks.rotate")

@@ -74,10 +74,9 @@ class InterRunner:
         slots = ctx.slots
         padded = np.zeros((p, p))
         padded[:w_out_in.shape[0], :w_out_in.shape[1]] = w_out_in
-        baby = {0: ct}
-        for j in range(1, g):
-            baby[j] = ct.rotate(j)
-        ev = ctx.evaluator()
+        ev = ctx.evaluator(ct._keys)
+        # Baby steps share one ModUp of the input (hoisted rotations).
+        baby = dict(zip(range(g), [ct] + ev.rotate_many(ct, list(range(1, g))))) if g > 1 else {0: ct}
         level = ct.level
         delta = ctx.scale_at(level - 1) * ctx.params.q_primes[level] / ct.scale
         out = None

@@ -79,6 +79,10 @@ class Evaluator {
   Ciphertext rotate(const Ciphertext& a, long long steps, const GaloisKeys& keys) const;
   void rotate_inplace(Ciphertext& a, long long steps, const GaloisKeys& keys) const;
   Ciphertext conjugate(const Ciphertext& a, const GaloisKeys& keys) const;
+  // Several rotations of one ciphertext sharing a single ModUp (hoisting):
+  // cheaper than separate rotate calls. Every step needs its own key.
+  std::vector<Ciphertext> rotate_many(const Ciphertext& a, const std::vector<long long>& steps,
+                                      const GaloisKeys& keys) const;
   // The keyed steps whose sum is `steps` (what rotate will apply).
   std::vector<long long> rotation_plan(long long steps, const GaloisKeys& keys) const;
   // Applies X -> X^galois_element and switches back to s.

@@ -16,4 +16,25 @@ namespace ringfire {
 void key_switch(const RlweContext& context, const u64* c, std::size_t level, const KeySwitchKey& key, u64* out0,
                 u64* out1);
 
+// Hoisting (Halevi-Shoup): the ModUp of c's digits, computed once and reused
+// by several key switches of automorphisms of c (e.g. many rotations of one
+// ciphertext). Holds digits x (level+1+k) x N words.
+class HoistedDigits {
+ public:
+  HoistedDigits(const RlweContext& context, const u64* c, std::size_t level);
+  std::size_t level() const { return level_; }
+  std::size_t count() const { return digits_; }
+  const u64* digit(std::size_t j) const { return data_.data() + j * poly_words_; }
+  u64* digit(std::size_t j) { return data_.data() + j * poly_words_; }
+
+ private:
+  std::size_t level_, digits_, poly_words_;
+  Buffer data_;
+};
+
+// key_switch of sigma_g(c) from the hoisted digits of c, with the key for
+// sigma_g(s) -> s: out0 + out1 * s = sigma_g(c) * sigma_g(s) + small error.
+void key_switch_hoisted(const RlweContext& context, const HoistedDigits& digits, u64 galois_element,
+                        const KeySwitchKey& key, u64* out0, u64* out1);
+
 }  // namespace ringfire
