@@ -59,16 +59,20 @@ void CpuBackend::base_convert(const u64* in, u64* out, std::size_t batch, const 
     u64* y = y_all + index * n;
     for (std::size_t c = 0; c < n; ++c) y[c] = mul_mod_shoup(x[c], inv.value, inv.quotient, qi.value());
   });
-  // Pass 2 (exact only, parallel over polynomials): v = round(sum_i y_i / q_i),
-  // how many times Q sits in the fast result.
+  // Pass 2 (exact only, parallel over polynomial x coefficient chunk):
+  // v = round(sum_i y_i / q_i), how many times Q sits in the fast result
+  // (0 <= v <= |B|).
   std::vector<u64> v_all;
   if (kind == BaseConversion::exact) {
     v_all.resize(batch * n);
-    parallel_for(batch, n * src, [&](std::size_t poly) {
+    constexpr std::size_t kChunk = 1024;
+    const std::size_t chunks = (n + kChunk - 1) / kChunk;
+    parallel_for(batch * chunks, kChunk * src, [&](std::size_t index) {
+      const std::size_t poly = index / chunks, c0 = (index % chunks) * kChunk, c1 = std::min(n, c0 + kChunk);
       const u64* y_poly = y_all + poly * src * n;
       std::vector<u64> y_copy;  // exact_rounded_quotient reads one polynomial's y
       u64* v = v_all.data() + poly * n;
-      for (std::size_t c = 0; c < n; ++c) {
+      for (std::size_t c = c0; c < c1; ++c) {
         double s = 0.0;
         for (std::size_t i = 0; i < src; ++i) s += static_cast<double>(y_poly[i * n + c]) * conv.q_reciprocal()[i];
         const double fraction = s - std::floor(s);
@@ -91,6 +95,9 @@ void CpuBackend::base_convert(const u64* in, u64* out, std::size_t batch, const 
     const u64* factors = conv.qhat_mod_p() + j * src;
     const u64 q_mod_p = conv.q_mod_p()[j];
     const u64* v = kind == BaseConversion::exact ? v_all.data() + poly * n : nullptr;
+    // v * Q mod p for v in [0, |B|]: v is a small count, so a table replaces a product per word.
+    std::vector<u64> v_times_q(v ? src + 1 : 0);
+    for (std::size_t t = 1; t < v_times_q.size(); ++t) v_times_q[t] = add_mod(v_times_q[t - 1], q_mod_p, pv);
     if (src <= kShoupTerms) {
       // Few source limbs (key-switching digits): Shoup products kept in
       // [0, 2p) and summed with a conditional subtraction, cheaper than a
@@ -105,7 +112,7 @@ void CpuBackend::base_convert(const u64* in, u64* out, std::size_t batch, const 
           r -= (r >= two_p) ? two_p : 0;
         }
         r -= (r >= pv) ? pv : 0;
-        if (v) r = sub_mod(r, mul_mod(v[c] % pv, q_mod_p, p), pv);
+        if (v) r = sub_mod(r, v_times_q[v[c]], pv);
         z[c] = r;
       }
       return;
@@ -121,7 +128,7 @@ void CpuBackend::base_convert(const u64* in, u64* out, std::size_t batch, const 
         }
       }
       r = add_mod(r, reduce_u128(acc, p), pv);
-      if (v) r = sub_mod(r, mul_mod(v[c] % pv, q_mod_p, p), pv);
+      if (v) r = sub_mod(r, v_times_q[v[c]], pv);
       z[c] = r;
     }
   });
