@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "ckks_test_support.h"
 #include "ringfire/base/errors.h"
 #include "ringfire/ckks/evaluator.h"
 #include "ringfire/ring/backend.h"
@@ -33,34 +34,14 @@ namespace {
 using ckks::Complex;
 using ckks::Evaluator;
 
-constexpr std::size_t kN = 1 << 13;
+using test::expect_invalid;
+using test::kN;
+using test::small_literal;
 
 Prng::Seed seed_from(std::uint8_t first) {
   Prng::Seed seed{};
   for (std::size_t i = 0; i < seed.size(); ++i) seed[i] = static_cast<std::uint8_t>(first + 13 * i);
   return seed;
-}
-
-ParameterLiteral small_literal() {
-  ParameterLiteral lit;
-  lit.poly_degree = kN;
-  lit.q_bits = {50, 40, 40};
-  lit.p_bits = {60};
-  lit.scale_bits = 40;
-  return lit;
-}
-
-// Runs fn, expects InvalidArgument whose message contains `fragment`.
-void expect_invalid(const std::function<void()>& fn, const std::string& fragment) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected InvalidArgument containing \"" << fragment << "\", nothing was thrown";
-  } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos)
-        << "message \"" << e.what() << "\" lacks \"" << fragment << "\"";
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected InvalidArgument, got another exception: " << e.what();
-  }
 }
 
 std::vector<Complex> random_slots(std::mt19937_64& rng, std::size_t count, double amplitude = 1.0) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "ckks_test_support.h"
 #include "ringfire/base/errors.h"
 #include "ringfire/ckks/evaluator.h"
 #include "ringfire/io/serialize.h"
@@ -28,34 +29,15 @@ namespace {
 using ckks::Complex;
 using io::Bytes;
 
-constexpr std::size_t kN = 1 << 13;
+using test::expect_invalid;
+using test::kN;
+using test::small_literal;
 constexpr std::size_t kHeader = 24;  // magic, version, kind, fingerprint, length
 
 Prng::Seed seed_from(std::uint8_t first) {
   Prng::Seed seed{};
   for (std::size_t i = 0; i < seed.size(); ++i) seed[i] = static_cast<std::uint8_t>(first * 3 + 11 * i);
   return seed;
-}
-
-ParameterLiteral small_literal(int scale_bits = 40) {
-  ParameterLiteral lit;
-  lit.poly_degree = kN;
-  lit.q_bits = {50, 40, 40};
-  lit.p_bits = {60};
-  lit.scale_bits = scale_bits;
-  return lit;
-}
-
-void expect_invalid(const std::function<void()>& fn, const std::string& fragment) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected InvalidArgument containing \"" << fragment << "\", nothing was thrown";
-  } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos)
-        << "message \"" << e.what() << "\" lacks \"" << fragment << "\"";
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected InvalidArgument, got another exception: " << e.what();
-  }
 }
 
 bool same_words(const u64* a, const u64* b, std::size_t words) { return std::equal(a, a + words, b); }

@@ -6,40 +6,16 @@
 #include "parallel_for.h"
 #include "ringfire/arith/modular.h"
 #include "ringfire/base/buffer.h"
-#include "ringfire/ring/multiword.h"
+#include "ringfire/ring/kernel_bodies.h"
 
 namespace ringfire::cpu {
 
 namespace {
 
 // Products of two 61-bit values are < 2^122: 63 of them fit in 128 bits.
-constexpr std::size_t kLazyTerms = 63;
+constexpr std::size_t kLazyTerms = kernel::kBaseConvLazyTerms;
 // Up to this many source limbs, pass 3 sums Shoup products instead.
 constexpr std::size_t kShoupTerms = 8;
-
-// The double-precision sum of |B| terms y_i / q_i (each < 1) is within
-// |B| * 2^-52 of the truth; fractions this close to 1/2 are settled exactly.
-constexpr double kRoundingMargin = 1.0 / (1ull << 36);
-
-// v = round(sum_i y_i / q_i) exactly, for coefficients whose floating-point
-// sum lands next to a half: forms S = sum_i y_i * (Q/q_i) in multiword
-// arithmetic, S = u*Q + x with x in [0, Q), and v = u + [2x > Q].
-u64 exact_rounded_quotient(const std::vector<u64>& y, std::size_t n, std::size_t c, const RnsBase& from) {
-  const std::size_t len = from.size();
-  std::vector<u64> acc(len + 1, 0), q_ext(from.product());
-  q_ext.push_back(0);
-  for (std::size_t i = 0; i < len; ++i) acc[len] += multiword::mul_word_add(from.qhat(i), y[i * n + c], acc.data(), len);
-  u64 u = 0;
-  while (multiword::greater_equal(acc.data(), q_ext.data(), len + 1)) {
-    multiword::subtract(acc.data(), q_ext.data(), len + 1);
-    ++u;
-  }
-  // 2x > Q, with x = acc < Q (acc has a spare top word for the doubling).
-  std::vector<u64> twice(len + 1);
-  multiword::mul_word(acc.data(), 2, twice.data(), len + 1);
-  const bool above_half = !multiword::greater_equal(q_ext.data(), twice.data(), len + 1);
-  return u + (above_half ? 1 : 0);
-}
 
 }  // namespace
 
@@ -70,18 +46,15 @@ void CpuBackend::base_convert(const u64* in, u64* out, std::size_t batch, const 
     parallel_for(batch * chunks, kChunk * src, [&](std::size_t index) {
       const std::size_t poly = index / chunks, c0 = (index % chunks) * kChunk, c1 = std::min(n, c0 + kChunk);
       const u64* y_poly = y_all + poly * src * n;
-      std::vector<u64> y_copy;  // exact_rounded_quotient reads one polynomial's y
+      std::vector<u64> acc(src + 1);  // multiword scratch for the near-half rule
       u64* v = v_all.data() + poly * n;
+      // The shared bodies (ring/kernel_bodies.h) keep the CPU and GPU results bit-identical.
       for (std::size_t c = c0; c < c1; ++c) {
         double s = 0.0;
-        for (std::size_t i = 0; i < src; ++i) s += static_cast<double>(y_poly[i * n + c]) * conv.q_reciprocal()[i];
-        const double fraction = s - std::floor(s);
-        if (std::fabs(fraction - 0.5) < kRoundingMargin) {
-          if (y_copy.empty()) y_copy.assign(y_poly, y_poly + src * n);
-          v[c] = exact_rounded_quotient(y_copy, n, c, from);
-        } else {
-          v[c] = static_cast<u64>(s + 0.5);
-        }
+        for (std::size_t i = 0; i < src; ++i) s = kernel::base_convert_sum_step(s, y_poly[i * n + c], conv.q_reciprocal()[i]);
+        v[c] = kernel::base_convert_near_half(s)
+                   ? kernel::exact_rounded_quotient(y_poly + c, n, from.qhat(0), from.product().data(), src, acc.data())
+                   : kernel::base_convert_rounded(s);
       }
     });
   }

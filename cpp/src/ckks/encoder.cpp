@@ -33,6 +33,16 @@ double log2_of(const std::vector<u64>& words) {
   return std::log2(value);
 }
 
+// Raises unless |magnitude| (the largest scaled coefficient) fits the
+// modulus of `base` with a bit to spare for the sign.
+void require_fits(double magnitude, const RnsBase& base, std::size_t level, const char* op, const std::string& what,
+                  const std::string& where, const std::string& advice) {
+  const double q_bits = log2_of(base.product());
+  require(magnitude == 0.0 || std::log2(magnitude) < q_bits - 1, op,
+          what + " 2^" + std::to_string(static_cast<int>(std::log2(magnitude))) + where + ", which does not fit the " +
+              std::to_string(static_cast<int>(q_bits)) + "-bit modulus at level " + std::to_string(level) + advice);
+}
+
 }  // namespace
 
 Encoder::Encoder(RlweContextPtr context)
@@ -115,11 +125,7 @@ std::vector<u64> Encoder::scalar_residues(double value, std::size_t level, doubl
   require(std::isfinite(scale) && scale > 0, op, "scale must be positive and finite");
   const RnsBase& base = *context_->level_base(level);
   const double scaled = std::round(value * scale);
-  const double q_bits = log2_of(base.product());
-  require(scaled == 0.0 || std::log2(std::fabs(scaled)) < q_bits - 1, op,
-          "value * scale reaches 2^" + std::to_string(static_cast<int>(std::log2(std::fabs(scaled)))) +
-              ", which does not fit the " + std::to_string(static_cast<int>(q_bits)) + "-bit modulus at level " +
-              std::to_string(level));
+  require_fits(std::fabs(scaled), base, level, op, "value * scale reaches", "", "");
   std::vector<u64> residues(base.size());
   for (std::size_t i = 0; i < base.size(); ++i) residues[i] = reduce_integral_double(scaled, base.modulus(i));
   return residues;
@@ -148,11 +154,8 @@ Plaintext Encoder::encode(const Complex* values, std::size_t count, std::size_t 
     c = std::round(c * scale);
     largest = std::max(largest, std::fabs(c));
   }
-  const double q_bits = log2_of(base.product());
-  require(largest == 0.0 || std::log2(largest) < q_bits - 1, op,
-          "values * scale reach 2^" + std::to_string(static_cast<int>(std::log2(largest))) +
-              " in the coefficients, which does not fit the " + std::to_string(static_cast<int>(q_bits)) +
-              "-bit modulus at level " + std::to_string(level) + "; lower the scale or the values");
+  require_fits(largest, base, level, op, "values * scale reach", " in the coefficients",
+               "; lower the scale or the values");
   Plaintext plain(context_, level, scale);
   for (std::size_t i = 0; i < base.size(); ++i) {
     u64* limb = plain.data() + i * n_;

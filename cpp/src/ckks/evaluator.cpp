@@ -51,6 +51,10 @@ void Evaluator::check_pair(const Ciphertext& a, const Ciphertext& b, const char*
   require(a.device() == b.device(), op, "operands live on different devices");
 }
 
+void Evaluator::check_same_scale(double a, double b, const char* op) const {
+  require(same_scale(a, b), op, "scale mismatch: " + fmt_scale(a) + " vs " + fmt_scale(b));
+}
+
 void Evaluator::check_plain(const Ciphertext& a, const Plaintext& p, const char* op, bool need_same_scale) const {
   check_context(a.fingerprint(), op);
   check_context(p.fingerprint(), op);
@@ -90,7 +94,7 @@ void combine_inplace(Ciphertext& a, const Ciphertext& b, Op op) {
 void Evaluator::add_inplace(Ciphertext& a, const Ciphertext& b) const {
   constexpr const char* op = "ckks.add";
   check_pair(a, b, op);
-  require(same_scale(a.scale(), b.scale()), op, "scale mismatch: " + fmt_scale(a.scale()) + " vs " + fmt_scale(b.scale()));
+  check_same_scale(a.scale(), b.scale(), op);
   combine_inplace(a, b, [](Backend& be, const u64* x, const u64* y, u64* out, std::size_t batch,
                            const RnsBase& base) { be.add(x, y, out, batch, base); });
 }
@@ -104,7 +108,7 @@ Ciphertext Evaluator::add(const Ciphertext& a, const Ciphertext& b) const {
 void Evaluator::sub_inplace(Ciphertext& a, const Ciphertext& b) const {
   constexpr const char* op = "ckks.sub";
   check_pair(a, b, op);
-  require(same_scale(a.scale(), b.scale()), op, "scale mismatch: " + fmt_scale(a.scale()) + " vs " + fmt_scale(b.scale()));
+  check_same_scale(a.scale(), b.scale(), op);
   combine_inplace(a, b, [](Backend& be, const u64* x, const u64* y, u64* out, std::size_t batch,
                            const RnsBase& base) { be.sub(x, y, out, batch, base); });
 }
@@ -277,8 +281,7 @@ Ciphertext Evaluator::linear_combination(const std::vector<const Ciphertext*>& i
     require(c != nullptr, op, "null input");
     check_pair(first, *c, op);
     require(c->size() == first.size(), op, "inputs differ in size");
-    require(same_scale(c->scale(), first.scale()), op,
-            "scale mismatch: " + fmt_scale(first.scale()) + " vs " + fmt_scale(c->scale()));
+    check_same_scale(first.scale(), c->scale(), op);
   }
   const double product = first.scale() * scale;
   check_product_fits(product, first.level(), op);
@@ -323,32 +326,35 @@ Ciphertext Evaluator::rescale(const Ciphertext& a) const {
   const u64 q_last = last.modulus(0).value();
   Backend& be = backend(a);
   Ciphertext out(a.context(), a.size(), level - 1, a.scale() / static_cast<double>(q_last), a.device());
-  std::vector<u64> q_last_inv(level);
-  for (std::size_t i = 0; i < level; ++i) q_last_inv[i] = ctx.q_last_inverse(level, i);
-  Buffer top(n), correction(level * n);
-  for (std::size_t p = 0; p < a.size(); ++p) {
-    // r = the centred residue of c mod q_last; (c - r) / q_last = round(c / q_last).
-    be.copy(a.poly(p) + level * n, top.data(), n);
-    be.ntt_inverse(top.data(), 1, last);
-    const u64 half = q_last >> 1;
+  std::vector<u64> q_last_inv(level), shift(level);
+  for (std::size_t i = 0; i < level; ++i) {
+    q_last_inv[i] = ctx.q_last_inverse(level, i);
+    const u64 q = lower.modulus(i).value(), q_last_mod = q_last % q;
+    shift[i] = q_last_mod == 0 ? 0 : q - q_last_mod;  // -q_last mod q_i
+  }
+  const std::size_t polys = a.size();
+  // The last limb of every polynomial, in coefficient form (one batched iNTT).
+  Buffer top(polys * n), correction(polys * level * n);
+  for (std::size_t p = 0; p < polys; ++p) be.copy(a.poly(p) + level * n, top.data() + p * n, n);
+  be.ntt_inverse(top.data(), polys, last);
+  // r = the centred residue of c mod q_last; (c - r) / q_last = round(c / q_last).
+  const u64 half = q_last >> 1;
+  for (std::size_t p = 0; p < polys; ++p)
     for (std::size_t i = 0; i < level; ++i) {
-      const Modulus& qi = lower.modulus(i);
-      const u64 q = qi.value();
+      const u64 q = lower.modulus(i).value();
       const ShoupOperand one = make_shoup(1, q);
-      const u64 q_last_mod = mul_mod_shoup(q_last, one.value, one.quotient, q);
-      const u64 shift = q_last_mod == 0 ? 0 : q - q_last_mod;  // -q_last mod q_i
-      u64* r = correction.data() + i * n;
+      const u64* x = top.data() + p * n;
+      u64* r = correction.data() + (p * level + i) * n;
       for (std::size_t k = 0; k < n; ++k) {
-        const u64 x = top.data()[k];
-        const u64 reduced = mul_mod_shoup(x, one.value, one.quotient, q);
-        const u64 negative = 0 - static_cast<u64>(x > half);  // all ones when x stands for x - q_last
-        r[k] = add_mod(reduced, shift & negative, q);
+        const u64 reduced = mul_mod_shoup(x[k], one.value, one.quotient, q);
+        const u64 negative = 0 - static_cast<u64>(x[k] > half);  // all ones when x stands for x - q_last
+        r[k] = add_mod(reduced, shift[i] & negative, q);
       }
     }
-    be.ntt_forward(correction.data(), 1, lower);
-    be.sub(a.poly(p), correction.data(), out.poly(p), 1, lower);
-    be.multiply_scalar(out.poly(p), q_last_inv.data(), out.poly(p), 1, lower);
-  }
+  be.ntt_forward(correction.data(), polys, lower);
+  for (std::size_t p = 0; p < polys; ++p)
+    be.sub(a.poly(p), correction.data() + p * level * n, out.poly(p), 1, lower);
+  be.multiply_scalar(out.data(), q_last_inv.data(), out.data(), polys, lower);
   return out;
 }
 

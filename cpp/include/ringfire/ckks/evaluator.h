@@ -91,6 +91,7 @@ class Evaluator {
  private:
   void check_context(std::uint64_t fingerprint, const char* op) const;
   void check_pair(const Ciphertext& a, const Ciphertext& b, const char* op) const;
+  void check_same_scale(double a, double b, const char* op) const;
   void check_plain(const Ciphertext& a, const Plaintext& p, const char* op, bool same_scale) const;
   void check_product_fits(double scale, std::size_t level, const char* op) const;
   long long step_of(u64 galois_element) const;
