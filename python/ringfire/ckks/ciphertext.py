@@ -130,8 +130,6 @@ class Ciphertext:
             raise ValueError("[ckks.multiply] out of levels: the ciphertext is at level 0")
         # Encode at the scale that lands the product on the next canonical scale.
         scale = ctx.scale_at(a.level - 1) * ctx.params.q_primes[a.level] / a.scale
-        if isinstance(value, Plaintext):
-            raise TypeError("internal: plaintexts take the multiply_plain path")
         if np.ndim(value) == 0:
             v = complex(value)
             out = ev.rescale(ev.multiply_scalar(a, v, scale))

@@ -19,16 +19,16 @@ import numpy as np
 
 def choose_context(levels: int, batch: int, scale_bits: int = 40):
     """The smallest 128-bit-secure context with `levels` rescalings and >= batch slots."""
-    from .. import _core, ckks
+    from .. import ckks
+    from .model import secure_degree
 
-    for log_n in range(13, 18):
-        if 2 ** (log_n - 1) < batch:
-            continue
-        coeff = [60] + [scale_bits] * max(levels, 1)
-        if sum(coeff) + 60 <= _core.max_log_qp(2**log_n, 128):
-            return ckks.Context(poly_degree=2**log_n, coeff_bits=coeff, scale_bits=scale_bits, special_bits=[60])
-    raise ValueError(f"[infer] no 128-bit context has {levels} levels and {batch} slots (N <= 2^17); use "
-                     "client-aided activations or a smaller batch")
+    levels = max(levels, 1)
+    log_n = secure_degree(levels, batch, scale_bits)
+    if log_n is None:
+        raise ValueError(f"[infer] no 128-bit context has {levels} levels and {batch} slots (N <= 2^17); use "
+                         "client-aided activations or a smaller batch")
+    return ckks.Context(poly_degree=2**log_n, coeff_bits=[60] + [scale_bits] * levels, scale_bits=scale_bits,
+                        special_bits=[60])
 
 
 def register(subparsers) -> None:

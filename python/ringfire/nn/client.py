@@ -44,11 +44,11 @@ class LocalClient(Client):
 
     def apply_vector(self, node, ct):
         """Inter-axis packing: the layer on one decrypted, tiled slot vector."""
-        from .executor import Executor
+        from .executor import clip_bounds
 
         self.round_trips += 1
         self.ciphertexts_received += 1
         values = self.ctx.decrypt(ct, self.secret_key)
-        clip = Executor(self.graph, None)._clip_bounds(node) if node.op == "Clip" else None
+        clip = clip_bounds(node, self.graph.constants) if node.op == "Clip" else None
         out, _ = activations.exact(node, values, values.shape, clip)
         return self.ctx.encrypt(out, self.keys)

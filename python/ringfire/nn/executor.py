@@ -79,17 +79,9 @@ class Executor:
             return rt.linear(x, shape, lambda: lm.conv(shape, w, b, strides, pads, dil, group),
                              lm_shape_conv(shape, w.shape, strides, pads, dil), node)
         if op == "Gemm":
-            w = self._const(node.inputs[1])
-            if w is None:
-                raise ValueError(f"[nn] node '{node.name}': Gemm needs a constant weight (B)")
-            if a.get("transA", 0):
-                raise ValueError(f"[nn] node '{node.name}': transA is not supported")
-            w = w.T if a.get("transB", 0) else w
-            w = w * float(a.get("alpha", 1.0))
-            c = self._const(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
-            bias = None if c is None else float(a.get("beta", 1.0)) * np.broadcast_to(c, (1, w.shape[1])).reshape(-1)
+            w_in_out, bias = gemm_weights(node, self.graph.constants)
             flat = (int(np.prod(shape)),)
-            return rt.linear(x, flat, lambda: lm.matrix(flat, w, bias), (w.shape[1],), node)
+            return rt.linear(x, flat, lambda: lm.matrix(flat, w_in_out, bias), (w_in_out.shape[1],), node)
         if op == "MatMul":
             w = self._const(node.inputs[1])
             if w is None or w.ndim != 2:
@@ -138,7 +130,7 @@ class Executor:
         if op == "MaxPool":
             _check_pool_attrs(node)
         if op in ("Relu", "Clip", "MaxPool"):
-            return rt.nonlinear(node, x, shape, self._clip_bounds(node) if op == "Clip" else None)
+            return rt.nonlinear(node, x, shape, clip_bounds(node, self.graph.constants) if op == "Clip" else None)
         # ---- structural ----
         if op == "Identity":
             return x, shape
@@ -194,14 +186,30 @@ class Executor:
             return rt.pad(x, widths), out_shape
         raise ValueError(f"[nn] operator {op} at node '{node.name}' has no executor")
 
-    def _clip_bounds(self, node):
-        lo = node.attrs.get("min")
-        hi = node.attrs.get("max")
-        if len(node.inputs) > 1 and node.inputs[1]:
-            lo = float(self._const(node.inputs[1]))
-        if len(node.inputs) > 2 and node.inputs[2]:
-            hi = float(self._const(node.inputs[2]))
-        return (-np.inf if lo is None else float(lo), np.inf if hi is None else float(hi))
+def gemm_weights(node, constants) -> tuple[np.ndarray, np.ndarray | None]:
+    """A Gemm's weight as (in, out) with alpha applied, and its bias times beta (or None)."""
+    a = node.attrs
+    w = constants.get(node.inputs[1])
+    if w is None:
+        raise ValueError(f"[nn] node '{node.name}': Gemm needs a constant weight (B)")
+    if a.get("transA", 0):
+        raise ValueError(f"[nn] node '{node.name}': transA is not supported")
+    w = w.T if a.get("transB", 0) else w
+    w = w * float(a.get("alpha", 1.0))
+    c = constants.get(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
+    bias = None if c is None else float(a.get("beta", 1.0)) * np.broadcast_to(c, (1, w.shape[1])).reshape(-1)
+    return w, bias
+
+
+def clip_bounds(node, constants) -> tuple[float, float]:
+    """Clip's (min, max): attributes (opset < 11) or constant inputs; missing bounds are infinite."""
+    lo = node.attrs.get("min")
+    hi = node.attrs.get("max")
+    if len(node.inputs) > 1 and node.inputs[1]:
+        lo = float(constants[node.inputs[1]])
+    if len(node.inputs) > 2 and node.inputs[2]:
+        hi = float(constants[node.inputs[2]])
+    return (-np.inf if lo is None else float(lo), np.inf if hi is None else float(hi))
 
 
 def _check_pool_attrs(node) -> None:

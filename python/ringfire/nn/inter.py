@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from . import activations
+from .executor import gemm_weights
 from .graph import Graph, UnsupportedOperator
 
 INTER_OPS = {"Gemm", "MatMul", "Add", "Sub", "Mul", "Flatten", "Reshape", "Identity", "Relu", "Clip"}
@@ -51,13 +51,10 @@ def tile(vec: np.ndarray, period: int, slots: int) -> np.ndarray:
 
 def dense_weights(node, graph: Graph) -> tuple[np.ndarray, np.ndarray]:
     """(W as out x in, bias) of a Gemm/MatMul node."""
-    w = graph.constants[node.inputs[1]]
     if node.op == "Gemm":
-        w = w if node.attrs.get("transB", 0) else w.T
-        w = w * float(node.attrs.get("alpha", 1.0))
-        b = graph.constants.get(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
-        b = np.zeros(w.shape[0]) if b is None else float(node.attrs.get("beta", 1.0)) * np.broadcast_to(b, w.shape[:1])
-        return w, b
+        w, bias = gemm_weights(node, graph.constants)
+        return w.T, np.zeros(w.shape[1]) if bias is None else bias
+    w = graph.constants[node.inputs[1]]
     return w.T, np.zeros(w.shape[1])
 
 
@@ -148,10 +145,3 @@ class InterRunner:
                 used = used + self.polys[node.name].depth if node.name in self.polys else 0
             need = max(need, used)
         return need
-
-
-def apply_vector_exact(node, values):
-    """Client side for inter packing: the layer on a decrypted slot vector."""
-    clip = (node.attrs.get("min", -np.inf), node.attrs.get("max", np.inf)) if node.op == "Clip" else None
-    out, _ = activations.exact(node, values, values.shape, clip)
-    return out

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .activations import Polynomial
-from .executor import Executor
+from .executor import Executor, clip_bounds
 from .graph import Graph, UnsupportedOperator
 from .packing import EncryptedTensor
 from .runtimes import EncryptedRuntime, PlainRuntime, PlanRuntime
@@ -73,16 +73,24 @@ def _conv_terms(node, graph) -> int:
     return int(m * c_per_group * valid_taps(h, kh, sh, dh, pads[0], pads[2]) * valid_taps(w, kw, sw, dw, pads[1], pads[3]))
 
 
-def suggest_parameters(levels: int, scale_bits: int = 40, base_bits: int = 60) -> str:
+def secure_degree(levels: int, slots: int = 1, scale_bits: int = 40, base_bits: int = 60) -> int | None:
+    """log2 of the smallest N (2^13..2^17) with >= `slots` slots whose 128-bit bound fits a
+    base prime, `levels` rescaling primes and one 60-bit special prime; None if none does."""
     from .. import _core
 
     for log_n in range(13, 18):
-        special = max(1, -(-base_bits // 60))
-        total = base_bits + scale_bits * levels + 60 * special
-        if total <= _core.max_log_qp(2**log_n, 128):
-            return (f"rf.ckks.Context(poly_degree=2**{log_n}, coeff_bits=[{base_bits}] + [{scale_bits}] * {levels}, "
-                    f"scale_bits={scale_bits}, special_bits=[60])")
-    return f"{levels} levels do not fit N <= 2^17 at 128-bit security: use client-aided activations to reset levels"
+        total = base_bits + scale_bits * levels + 60
+        if 2 ** (log_n - 1) >= slots and total <= _core.max_log_qp(2**log_n, 128):
+            return log_n
+    return None
+
+
+def suggest_parameters(levels: int, scale_bits: int = 40, base_bits: int = 60) -> str:
+    log_n = secure_degree(levels, 1, scale_bits, base_bits)
+    if log_n is None:
+        return f"{levels} levels do not fit N <= 2^17 at 128-bit security: use client-aided activations to reset levels"
+    return (f"rf.ckks.Context(poly_degree=2**{log_n}, coeff_bits=[{base_bits}] + [{scale_bits}] * {levels}, "
+            f"scale_bits={scale_bits}, special_bits=[60])")
 
 
 class Model:
@@ -122,7 +130,7 @@ class Model:
                 if n.op == "Relu":
                     self.polys[n.name] = Polynomial.fit("relu", bound, poly_degree)
                 else:
-                    lo, hi = Executor(graph, None)._clip_bounds(n)
+                    lo, hi = clip_bounds(n, graph.constants)
                     if (lo, hi) != (0.0, 6.0):
                         raise UnsupportedOperator(f"[nn.load] Clip({lo}, {hi}) at node '{n.name}': only ReLU6 has a "
                                                   "polynomial form here; use activation='client'")
