@@ -1,8 +1,9 @@
-// ringfire._core CUDA helpers: the backend self-test. Plain C++: the test
+// ringfire._core CUDA helpers: the backend self-test and kernel timing. Plain C++: the test
 // itself lives with the CUDA backend (cpp/backends/cuda/selftest.h), and
 // builds without CUDA link a stand-in that raises NotSupported.
 #include <nanobind/stl/string.h>
 
+#include "../../cpp/backends/cuda/bench.h"
 #include "../../cpp/backends/cuda/selftest.h"
 #include "common.h"
 
@@ -20,6 +21,26 @@ void bind_cuda(nb::module_& m) {
       "Runs every backend method on random inputs (seeded) on the CPU and CUDA backends and returns "
       "{method: bit_identical}. n: a power of two in [16, 2^17]; limbs: 1..32. Raises NotImplementedError "
       "without a GPU or without the CUDA backend, ValueError for bad sizes.");
+  m.def(
+      "cuda_time_kernel",
+      [](const std::string& op, std::size_t n, std::size_t limbs, int bits, const std::string& kernel, int rounds,
+         int calls, int device) {
+        cuda::KernelTiming t;
+        {
+          nb::gil_scoped_release release;
+          t = cuda::time_kernel(op, n, limbs, bits, kernel, rounds, calls, device);
+        }
+        nb::dict out;
+        out["median_s"] = t.median_seconds;
+        out["min_s"] = t.min_seconds;
+        out["buffers"] = t.buffers;
+        return out;
+      },
+      nb::arg("op"), nb::arg("n"), nb::arg("limbs"), nb::arg("bits") = 60, nb::arg("kernel") = "shared",
+      nb::arg("rounds") = 20, nb::arg("calls") = 20, nb::arg("device") = 0,
+      "Seconds per call of a CUDA kernel (op: ntt_forward, ntt_inverse, poly_multiply; kernel: shared or "
+      "radix2), timed with CUDA events over `calls` back-to-back launches per round, rotating over enough "
+      "buffers to defeat L2. Returns {median_s, min_s, buffers}. NotImplementedError without a GPU.");
 }
 
 }  // namespace ringfire::python
