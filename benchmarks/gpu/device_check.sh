@@ -1,25 +1,30 @@
 #!/usr/bin/env bash
-# One pass on a GPU machine: build, the CUDA test suite, the same under
-# compute-sanitizer, and the kernel benchmarks. Writes logs to $OUT (or ./gpu-out).
-# Run from the repository root:  bash benchmarks/gpu/device_check.sh [quick]
+# One pass on a GPU machine: build, the GPU test suites, the same under
+# compute-sanitizer, and the benchmarks. Logs go to $OUT (or ./gpu-out).
+# Run from the repository root:
+#   bash benchmarks/gpu/device_check.sh [all or a comma list of tests,ntt,ckks]
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
+what=${1:-all}
 export PYTHONUNBUFFERED=1 CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-16}
 export SKBUILD_CMAKE_DEFINE="CMAKE_CUDA_ARCHITECTURES=90"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 echo "== build"; start=$(date +%s)
 python3 -m pip install --no-build-isolation --no-deps . >"$OUT/build.log" 2>&1 || { tail -60 "$OUT/build.log"; exit 1; }
 echo "built in $(( $(date +%s) - start )) s"
-echo "== tests"
-python3 -m pytest -q $(ls tests/test_cuda*.py tests/test_gpu*.py 2>/dev/null) 2>&1 | tee "$OUT/pytest.log" | tail -25
-echo "== compute-sanitizer (memcheck) on the self-test"
-compute-sanitizer --tool memcheck --error-exitcode 9 python3 -c "
-from ringfire import _core
-for n in (2**12, 2**16):
-    r = _core.cuda_selftest(n=n, limbs=3, seed=5)
-    print(n, 'all bit-identical' if all(r.values()) else sorted(k for k, v in r.items() if not v))
-" >"$OUT/sanitizer.log" 2>&1; echo "sanitizer exit $?"; tail -8 "$OUT/sanitizer.log"
-if [ "${1:-}" != "nobench" ]; then
+if [[ $what == all || $what == *tests* ]]; then
+  echo "== GPU tests"
+  python3 -m pytest -q -rs tests/test_cuda.py tests/test_gpu_runtime.py 2>&1 | tee "$OUT/pytest.log" | tail -30
+  echo "== compute-sanitizer (memcheck): self-test and the runtime tests"
+  compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m pytest -q -x tests/test_cuda.py \
+    tests/test_gpu_runtime.py -k "bit_identical or lazy or frames or streams or profiler" >"$OUT/sanitizer.log" 2>&1
+  echo "sanitizer exit $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/sanitizer.log" | tail -4
+fi
+if [[ $what == all || $what == *ntt* ]]; then
   echo "== NTT benchmark"
-  python3 benchmarks/gpu/ntt_gpu.py ${1:+--$1} --json "$OUT/ntt_gpu.json" 2>"$OUT/ntt_progress.log"
+  python3 benchmarks/gpu/ntt_gpu.py --json "$OUT/ntt_gpu.json" 2>"$OUT/ntt_progress.log" | tail -40
+fi
+if [[ $what == all || $what == *ckks* ]]; then
+  echo "== CKKS routines"
+  python3 benchmarks/gpu/ckks_gpu.py --json "$OUT/ckks_gpu.json" 2>"$OUT/ckks_progress.log" || tail -30 "$OUT/ckks_progress.log"
 fi

@@ -5,6 +5,8 @@
 #include "ringfire/base/device.h"
 #include "ringfire/base/memory_pool.h"
 #include "ringfire/base/parallel.h"
+#include "ringfire/base/queue.h"
+#include "ringfire/ring/backend.h"
 #include "ringfire/ring/cuda_info.h"
 
 namespace ringfire::python {
@@ -25,6 +27,52 @@ void bind_base(nb::module_& m) {
       },
       "Statistics of the host memory pool.");
   m.def("host_pool_flush", []() { host_pool().flush(); }, "Returns cached host blocks to the system.");
+  m.def(
+      "pool_stats",
+      [](const std::string& device) {
+        const PoolStats s = pool_for(Device::parse(device)).stats();
+        nb::dict d;
+        d["hits"] = s.hits;
+        d["misses"] = s.misses;
+        d["bytes_in_use"] = s.bytes_in_use;
+        d["bytes_cached"] = s.bytes_cached;
+        d["bytes_retained"] = s.bytes_retained;
+        d["open_frames"] = s.open_frames;
+        return d;
+      },
+      nb::arg("device"), "Statistics of a device's caching memory pool.");
+  m.def(
+      "pool_flush",
+      [](const std::string& device) {
+        const Device d = Device::parse(device);
+        nb::gil_scoped_release release;
+        backend_for(d).synchronize();
+        pool_for(d).flush();
+      },
+      nb::arg("device"), "Waits for the device, then returns its cached blocks to the system.");
+  m.def(
+      "synchronize",
+      [](const std::string& device) {
+        const Device d = Device::parse(device);
+        nb::gil_scoped_release release;
+        backend_for(d).synchronize();
+      },
+      nb::arg("device"), "Blocks until all work issued to the device has finished.");
+  m.def(
+      "frame_begin", [](const std::string& device) { pool_for(Device::parse(device)).begin_frame(); },
+      nb::arg("device"), "Opens a compute frame on the device (see ComputeFrame).");
+  m.def(
+      "frame_end",
+      [](const std::string& device) {
+        const Device d = Device::parse(device);
+        nb::gil_scoped_release release;
+        backend_for(d).synchronize();
+        pool_for(d).end_frame();
+      },
+      nb::arg("device"), "Synchronises the device and closes a compute frame.");
+  m.def(
+      "exchange_current_queue", [](std::uint64_t queue) { return exchange_current_queue(queue); }, nb::arg("queue"),
+      "Makes `queue` the calling thread's current queue and returns the previous one.");
   m.def(
       "parse_device", [](const std::string& text) { return Device::parse(text).str(); }, nb::arg("device"),
       "Canonical name of a device string ('cpu', 'cuda', 'cuda:N').");

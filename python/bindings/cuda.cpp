@@ -2,14 +2,42 @@
 // itself lives with the CUDA backend (cpp/backends/cuda/selftest.h), and
 // builds without CUDA link a stand-in that raises NotSupported.
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include "../../cpp/backends/cuda/bench.h"
+#include "../../cpp/backends/cuda/runtime.h"
 #include "../../cpp/backends/cuda/selftest.h"
 #include "common.h"
 
 namespace ringfire::python {
 
 void bind_cuda(nb::module_& m) {
+  m.def("cuda_create_stream", [](int device) { return static_cast<std::uint64_t>(cuda::create_stream(device)); },
+        nb::arg("device") = 0, "A new non-blocking CUDA stream on `device`, as a queue handle.");
+  m.def(
+      "cuda_destroy_stream",
+      [](int device, std::uint64_t stream) {
+        nb::gil_scoped_release release;
+        cuda::destroy_stream(device, stream);
+      },
+      nb::arg("device"), nb::arg("stream"), "Waits for the stream's work and destroys it.");
+  m.def("cuda_start_profiling", &cuda::start_profiling, nb::arg("device") = 0,
+        "Times every kernel launched on `device` from now on with CUDA events.");
+  m.def(
+      "cuda_stop_profiling",
+      [](int device) {
+        std::vector<cuda::KernelRecord> records;
+        {
+          nb::gil_scoped_release release;
+          records = cuda::stop_profiling(device);
+        }
+        nb::list out;
+        for (const auto& r : records) out.append(nb::make_tuple(r.kernel, r.op, r.seconds));
+        return out;
+      },
+      nb::arg("device") = 0, "Synchronises and returns [(kernel, operation, seconds)] since cuda_start_profiling.");
+  m.def("cuda_set_sync_each_kernel", &cuda::set_sync_each_kernel, nb::arg("device"), nb::arg("on"),
+        "Debug mode: synchronise after every kernel (also RINGFIRE_CUDA_SYNC=1).");
   m.def(
       "cuda_selftest",
       [](std::size_t n, std::size_t limbs, std::uint64_t seed) {

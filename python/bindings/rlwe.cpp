@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "common.h"
+#include "ringfire/base/queue.h"
 #include "ringfire/rlwe/chacha20.h"
 #include "ringfire/rlwe/encryptor.h"
 #include "ringfire/rlwe/keygen.h"
@@ -28,10 +29,30 @@ Seed seed_from_bytes(const nb::bytes& data) {
 
 // Polynomials of a ciphertext as a (size, level+1, N) uint64 array (a copy).
 U64Array ciphertext_array(const Ciphertext& c) {
+  require(c.device().type == DeviceType::cpu, "rlwe.Ciphertext.polys",
+          "the ciphertext lives on '" + c.device().str() + "': copy it to the host first (.to('cpu'))");
   U64Array out = new_array({c.size(), c.level() + 1, c.n()});
   std::memcpy(out.data(), c.data(), c.size() * c.poly_words() * 8);
   return out;
 }
+
+// x.to(device), issued on `queue` (0: the device's default queue).
+template <class T>
+T move_to(const T& x, const std::string& device, std::uint64_t queue) {
+  const Device target = Device::parse(device);
+  nb::gil_scoped_release release;
+  const QueueScope scope(static_cast<QueueHandle>(queue));
+  return x.to(target);
+}
+
+template <class T>
+std::string device_of(const T& x) {
+  return x.device().str();
+}
+
+constexpr const char* kToDoc =
+    "A copy on `device` ('cpu', 'cuda', 'cuda:N'), issued on the queue handle `queue` (0: the device's default "
+    "stream). Uploads return at once; a download to 'cpu' waits for the device (a sync point).";
 
 }  // namespace
 
@@ -93,22 +114,34 @@ void bind_rlwe(nb::module_& m) {
       .def_prop_ro("fingerprint", &Ciphertext::fingerprint)
       .def_prop_ro("seeded", [](const Ciphertext& c) { return c.seed().has_value(); })
       .def("polys", &ciphertext_array)
-      .def("clone", &Ciphertext::clone);
+      .def("clone", &Ciphertext::clone)
+      .def_prop_ro("device", &device_of<Ciphertext>)
+      .def("to", &move_to<Ciphertext>, nb::arg("device"), nb::arg("queue") = 0, kToDoc);
   nb::class_<Plaintext>(m, "Plaintext")
       .def_prop_ro("level", &Plaintext::level)
       .def_prop_ro("scale", &Plaintext::scale)
       .def_prop_ro("fingerprint", &Plaintext::fingerprint)
-      .def_prop_ro("is_scalar", &Plaintext::is_scalar);
+      .def_prop_ro("is_scalar", &Plaintext::is_scalar)
+      .def_prop_ro("device", &device_of<Plaintext>)
+      .def("to", &move_to<Plaintext>, nb::arg("device"), nb::arg("queue") = 0, kToDoc);
   nb::class_<SecretKey>(m, "SecretKey")
       .def_prop_ro("fingerprint", &SecretKey::fingerprint)
       .def("coefficients", [](const SecretKey& k) {
         std::vector<int> out(k.coefficients().begin(), k.coefficients().end());
         return out;
       });
-  nb::class_<PublicKey>(m, "PublicKey").def_prop_ro("fingerprint", &PublicKey::fingerprint);
-  nb::class_<RelinKey>(m, "RelinKey").def_prop_ro("fingerprint", &RelinKey::fingerprint);
+  nb::class_<PublicKey>(m, "PublicKey")
+      .def_prop_ro("fingerprint", &PublicKey::fingerprint)
+      .def_prop_ro("device", &device_of<PublicKey>)
+      .def("to", &move_to<PublicKey>, nb::arg("device"), nb::arg("queue") = 0, kToDoc);
+  nb::class_<RelinKey>(m, "RelinKey")
+      .def_prop_ro("fingerprint", &RelinKey::fingerprint)
+      .def_prop_ro("device", &device_of<RelinKey>)
+      .def("to", &move_to<RelinKey>, nb::arg("device"), nb::arg("queue") = 0, kToDoc);
   nb::class_<GaloisKeys>(m, "GaloisKeys")
       .def_prop_ro("fingerprint", &GaloisKeys::fingerprint)
+      .def_prop_ro("device", &device_of<GaloisKeys>)
+      .def("to", &move_to<GaloisKeys>, nb::arg("device"), nb::arg("queue") = 0, kToDoc)
       .def("elements", &GaloisKeys::elements)
       .def("__len__", &GaloisKeys::size)
       .def("has", &GaloisKeys::has, nb::arg("galois_element"));

@@ -10,7 +10,10 @@ Layers available in this release:
   polynomial multiplication, RNS bases (CRT), base conversion, automorphisms.
 * :mod:`ringfire.ckks` -- the CKKS scheme: contexts with HE-standard security
   checks, keys (hybrid key switching), encryption, an explicit evaluator,
-  Python operators, serialization.
+  Python operators, serialization; ``Context(..., device="cuda")`` and
+  ``ct.to("cuda")`` run the same operations on an NVIDIA GPU.
+* :mod:`ringfire.cuda` -- the GPU runtime: streams, compute frames, memory-pool
+  statistics, the kernel profiler.
 
 The command line ``ringfire demo`` runs a short tour; ``ringfire bench`` measures.
 """
@@ -23,11 +26,11 @@ import os as _os
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from . import _core  # noqa: E402
-from . import arith, arith128, ckks, nn, ring  # noqa: E402
+from . import arith, arith128, ckks, cuda, nn, ring  # noqa: E402
 
 __version__ = "0.1.0"
 
-__all__ = ["arith", "arith128", "ckks", "nn", "ring", "num_threads", "set_num_threads", "cuda_available", "__version__"]
+__all__ = ["arith", "arith128", "ckks", "cuda", "nn", "ring", "num_threads", "set_num_threads", "cuda_available", "__version__"]
 
 
 def num_threads() -> int:
@@ -42,4 +45,4 @@ def set_num_threads(n: int) -> None:
 
 def cuda_available() -> bool:
     """True when this build has the CUDA backend and a GPU is visible."""
-    return _core.cuda_compiled() and _core.cuda_device_count() > 0
+    return cuda.available()

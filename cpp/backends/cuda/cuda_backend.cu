@@ -19,9 +19,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "ringfire/arith/modular.h"
+#include "ringfire/base/device_copy.h"
 #include "ringfire/base/errors.h"
+#include "ringfire/base/op_label.h"
 #include "ringfire/ring/cuda_info.h"
 
 namespace ringfire {
@@ -114,12 +117,37 @@ CudaPool& device_pool(int index) {
 
 namespace {
 
-// The registered pool serves Buffers on DeviceType::cuda. MemoryPool is
-// keyed by device type only (see pool_for), so it allocates on cuda:0;
+// Host <-> device and device <-> device copies for Buffer::to, on the
+// device's current stream. Uploads from pageable host memory return once the
+// source has been staged; downloads wait for the stream (a sync point).
+void cuda_copy(void* dst, const Device& dst_device, const void* src, const Device& src_device, std::size_t bytes) {
+  const bool to_host = dst_device.type == DeviceType::cpu, from_host = src_device.type == DeviceType::cpu;
+  const int index = to_host ? src_device.index : dst_device.index;
+  CudaBackend& be = backend(index);
+  DeviceGuard guard(index);
+  const cudaStream_t s = be.stream();
+  if (from_host) {
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s), "cuda.upload");
+  } else if (to_host) {
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s), "cuda.download");
+    check(cudaStreamSynchronize(s), "cuda.download");
+  } else if (src_device.index == dst_device.index) {
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s), "cuda.copy");
+  } else {
+    // Between GPUs: the source's work must be done before the peer copy reads it.
+    backend(src_device.index).synchronize();
+    check(cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index, bytes, s), "cuda.peer_copy");
+  }
+}
+
+// The pools serve Buffers on DeviceType::cuda, one per device index;
 // allocation raises NotSupported while no GPU is visible.
-struct RegisterCudaPool {
-  RegisterCudaPool() { register_pool(DeviceType::cuda, &device_pool(0)); }
-} g_register_cuda_pool;
+struct RegisterCuda {
+  RegisterCuda() {
+    register_pool(DeviceType::cuda, [](int index) -> MemoryPool& { return device_pool(index); });
+    register_copier(DeviceType::cuda, &cuda_copy);
+  }
+} g_register_cuda;
 
 // A scratch block from a device pool, returned at scope exit. Returning it
 // while kernels that use it are still queued is safe: the next user of the
@@ -128,8 +156,8 @@ class Scratch {
  public:
   Scratch(CudaPool& pool, std::size_t words)
       : pool_(pool), bytes_(std::max<std::size_t>(words, 1) * sizeof(u64)),
-        data_(static_cast<u64*>(pool.allocate(bytes_))) {}
-  ~Scratch() { pool_.release(data_, bytes_); }
+        queue_(current_queue()), data_(static_cast<u64*>(pool.allocate(bytes_, queue_))) {}
+  ~Scratch() { pool_.release(data_, bytes_, queue_); }
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
   u64* data() const { return data_; }
@@ -137,6 +165,7 @@ class Scratch {
  private:
   CudaPool& pool_;
   std::size_t bytes_;
+  QueueHandle queue_;
   u64* data_;
 };
 
@@ -492,6 +521,7 @@ CudaBackend::CudaBackend(int device) : device_(device) {
 
 CudaBackend::~CudaBackend() {
   if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+  for (cudaEvent_t e : spare_events_) (void)cudaEventDestroy(e);
   for (void* p : owned_) (void)cudaFree(p);
 }
 
@@ -499,12 +529,92 @@ std::string CudaBackend::name() const { return "cuda:" + std::to_string(device_)
 
 void CudaBackend::synchronize() {
   DeviceGuard guard(device_);
-  check(cudaStreamSynchronize(stream_), "cuda.synchronize");
+  check(cudaDeviceSynchronize(), "cuda.synchronize");
+  device_pool(device_).settle();  // every queue is idle: cached blocks may move between them
+}
+
+cudaStream_t CudaBackend::stream() const {
+  const QueueHandle queue = current_queue();
+  return queue != 0 ? reinterpret_cast<cudaStream_t>(queue) : stream_;
+}
+
+cudaStream_t CudaBackend::launch_stream() {
+  const cudaStream_t s = stream();
+  if (profiling_.load(std::memory_order_relaxed)) {
+    std::lock_guard<std::mutex> lock(profile_mutex_);
+    if (pending_start_ == nullptr) {
+      pending_start_ = take_event();
+      check(cudaEventRecord(pending_start_, s), "cuda.profile");
+    }
+  }
+  return s;
 }
 
 void CudaBackend::after_launch(const char* kernel) {
   check(cudaGetLastError(), kernel);
-  if (sync_each_kernel_) check(cudaStreamSynchronize(stream_), kernel);
+  const cudaStream_t s = stream();
+  if (profiling_.load(std::memory_order_relaxed)) {
+    std::lock_guard<std::mutex> lock(profile_mutex_);
+    if (pending_start_ != nullptr) {
+      cudaEvent_t stop = take_event();
+      check(cudaEventRecord(stop, s), "cuda.profile");
+      records_.push_back({kernel, current_op_label(), pending_start_, stop});
+      pending_start_ = nullptr;
+    }
+  }
+  if (sync_each_kernel_) check(cudaStreamSynchronize(s), kernel);
+}
+
+cudaEvent_t CudaBackend::take_event() {
+  if (!spare_events_.empty()) {
+    cudaEvent_t e = spare_events_.back();
+    spare_events_.pop_back();
+    return e;
+  }
+  cudaEvent_t e = nullptr;
+  check(cudaEventCreate(&e), "cuda.profile");
+  return e;
+}
+
+void CudaBackend::start_profiling() {
+  DeviceGuard guard(device_);
+  std::lock_guard<std::mutex> lock(profile_mutex_);
+  for (auto& r : records_) spare_events_.insert(spare_events_.end(), {r.start, r.stop});
+  records_.clear();
+  profiling_ = true;
+}
+
+std::vector<KernelRecord> CudaBackend::stop_profiling() {
+  DeviceGuard guard(device_);
+  check(cudaDeviceSynchronize(), "cuda.profile");
+  std::lock_guard<std::mutex> lock(profile_mutex_);
+  profiling_ = false;
+  if (pending_start_ != nullptr) spare_events_.push_back(std::exchange(pending_start_, nullptr));
+  std::vector<KernelRecord> out;
+  out.reserve(records_.size());
+  for (auto& r : records_) {
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, r.start, r.stop), "cuda.profile");
+    out.push_back({r.kernel, r.op, ms * 1e-3});
+    spare_events_.insert(spare_events_.end(), {r.start, r.stop});
+  }
+  records_.clear();
+  return out;
+}
+
+QueueHandle CudaBackend::create_stream() {
+  DeviceGuard guard(device_);
+  cudaStream_t s = nullptr;
+  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cuda.stream");
+  return reinterpret_cast<QueueHandle>(s);
+}
+
+void CudaBackend::destroy_stream(QueueHandle queue) {
+  if (queue == 0) return;
+  DeviceGuard guard(device_);
+  auto s = reinterpret_cast<cudaStream_t>(queue);
+  check(cudaStreamSynchronize(s), "cuda.stream");
+  (void)cudaStreamDestroy(s);
 }
 
 const LimbConstants* CudaBackend::limb_constants(const RnsBase& base) {
@@ -585,8 +695,8 @@ void CudaBackend::transform(const u64* src, const u64* src2, u64* dst, std::size
   if (ntt_kernel_ == NttKernel::radix2) {
     if (src2 != nullptr) {  // the baseline keeps the Hadamard product separate
       const Geometry g = coeff_geometry(n, limbs, batch);
-      elementwise_kernel<Op::multiply><<<g.grid, g.block, 0, stream_>>>(src, src2, dst, lc, log_n);
-      after_launch("cuda.hadamard");
+      elementwise_kernel<Op::multiply><<<g.grid, g.block, 0, launch_stream()>>>(src, src2, dst, lc, log_n);
+      after_launch("hadamard");
       src = dst;
     }
     const unsigned threads = static_cast<unsigned>(std::min<std::size_t>(kMaxThreads, n / 2));
@@ -594,10 +704,10 @@ void CudaBackend::transform(const u64* src, const u64* src2, u64* dst, std::size
     for (int step = 0; step < log_n; ++step) {
       const int s = forward ? step : log_n - 1 - step;
       if (forward)
-        ntt_radix2_stage_kernel<true><<<grid, threads, 0, stream_>>>(src, dst, lc, log_n, s);
+        ntt_radix2_stage_kernel<true><<<grid, threads, 0, launch_stream()>>>(src, dst, lc, log_n, s);
       else
-        ntt_radix2_stage_kernel<false><<<grid, threads, 0, stream_>>>(src, dst, lc, log_n, s);
-      after_launch("cuda.ntt_radix2");
+        ntt_radix2_stage_kernel<false><<<grid, threads, 0, launch_stream()>>>(src, dst, lc, log_n, s);
+      after_launch(forward ? "ntt_forward_radix2" : "ntt_inverse_radix2");
       src = dst;
     }
     return;
@@ -610,10 +720,10 @@ void CudaBackend::transform(const u64* src, const u64* src2, u64* dst, std::size
     const unsigned threads = static_cast<unsigned>(std::min<std::size_t>(kPassThreads, pass.block_elements() / 2));
     const dim3 grid(static_cast<unsigned>(pass.blocks()), rows.y, rows.z);
     if (forward)
-      ntt_pass_kernel<true><<<grid, threads, 0, stream_>>>(src, nullptr, dst, lc, log_n, pass);
+      ntt_pass_kernel<true><<<grid, threads, 0, launch_stream()>>>(src, nullptr, dst, lc, log_n, pass);
     else
-      ntt_pass_kernel<false><<<grid, threads, 0, stream_>>>(src, src2, dst, lc, log_n, pass);
-    after_launch("cuda.ntt_pass");
+      ntt_pass_kernel<false><<<grid, threads, 0, launch_stream()>>>(src, src2, dst, lc, log_n, pass);
+    after_launch(src2 != nullptr ? "ntt_inverse_hadamard" : forward ? "ntt_forward" : "ntt_inverse");
     src = dst;
     src2 = nullptr;
   }
@@ -646,28 +756,28 @@ void CudaBackend::poly_multiply(const u64* a, const u64* b, u64* out, std::size_
 
 // --- element-wise -------------------------------------------------------------
 
-#define RF_ELEMENTWISE(OP, A, B, OUT)                                                \
+#define RF_ELEMENTWISE(OP, A, B, OUT, NAME)                                              \
   if (batch == 0) return;                                                            \
   DeviceGuard guard(device_);                                                        \
   const LimbConstants* lc = limb_constants(base);                                    \
   const Geometry g = coeff_geometry(base.n(), base.size(), batch);                   \
-  elementwise_kernel<OP><<<g.grid, g.block, 0, stream_>>>(A, B, OUT, lc, g.log_n); \
-  after_launch("cuda.elementwise")
+  elementwise_kernel<OP><<<g.grid, g.block, 0, launch_stream()>>>(A, B, OUT, lc, g.log_n); \
+  after_launch(NAME)
 
 void CudaBackend::add(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base) {
-  RF_ELEMENTWISE(Op::add, a, b, out);
+  RF_ELEMENTWISE(Op::add, a, b, out, "add");
 }
 void CudaBackend::sub(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base) {
-  RF_ELEMENTWISE(Op::sub, a, b, out);
+  RF_ELEMENTWISE(Op::sub, a, b, out, "sub");
 }
 void CudaBackend::negate(const u64* a, u64* out, std::size_t batch, const RnsBase& base) {
-  RF_ELEMENTWISE(Op::negate, a, nullptr, out);
+  RF_ELEMENTWISE(Op::negate, a, nullptr, out, "negate");
 }
 void CudaBackend::multiply(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base) {
-  RF_ELEMENTWISE(Op::multiply, a, b, out);
+  RF_ELEMENTWISE(Op::multiply, a, b, out, "multiply");
 }
 void CudaBackend::multiply_add(const u64* a, const u64* b, u64* acc, std::size_t batch, const RnsBase& base) {
-  RF_ELEMENTWISE(Op::multiply_add, a, b, acc);
+  RF_ELEMENTWISE(Op::multiply_add, a, b, acc, "multiply_add");
 }
 #undef RF_ELEMENTWISE
 
@@ -697,31 +807,31 @@ void CudaBackend::multiply_scalar(const u64* a, const u64* scalars, u64* out, st
                                   const RnsBase& base) {
   if (batch == 0) return;
   DeviceGuard guard(device_);
-  launch_scalar<true>(a, scalars, out, batch, base, limb_constants(base), stream_);
-  after_launch("cuda.multiply_scalar");
+  launch_scalar<true>(a, scalars, out, batch, base, limb_constants(base), launch_stream());
+  after_launch("multiply_scalar");
 }
 
 void CudaBackend::add_scalar(const u64* a, const u64* scalars, u64* out, std::size_t batch, const RnsBase& base) {
   if (batch == 0) return;
   DeviceGuard guard(device_);
-  launch_scalar<false>(a, scalars, out, batch, base, limb_constants(base), stream_);
-  after_launch("cuda.add_scalar");
+  launch_scalar<false>(a, scalars, out, batch, base, limb_constants(base), launch_stream());
+  after_launch("add_scalar");
 }
 
 void CudaBackend::multiply_accumulate_wide(const u64* a, const u64* b0, const u64* b1, u64* wide0, u64* wide1,
                                            const RnsBase& base) {
   DeviceGuard guard(device_);
   const Geometry g = coeff_geometry(base.n(), base.size(), 1);
-  wide_accumulate_kernel<<<g.grid, g.block, 0, stream_>>>(a, b0, b1, wide0, wide1, g.log_n);
-  after_launch("cuda.multiply_accumulate_wide");
+  wide_accumulate_kernel<<<g.grid, g.block, 0, launch_stream()>>>(a, b0, b1, wide0, wide1, g.log_n);
+  after_launch("multiply_accumulate_wide");
 }
 
 void CudaBackend::reduce_wide(const u64* wide, u64* out, const RnsBase& base) {
   DeviceGuard guard(device_);
   const LimbConstants* lc = limb_constants(base);
   const Geometry g = coeff_geometry(base.n(), base.size(), 1);
-  reduce_wide_kernel<<<g.grid, g.block, 0, stream_>>>(wide, out, lc, g.log_n);
-  after_launch("cuda.reduce_wide");
+  reduce_wide_kernel<<<g.grid, g.block, 0, launch_stream()>>>(wide, out, lc, g.log_n);
+  after_launch("reduce_wide");
 }
 
 void CudaBackend::linear_combination(const u64* const* inputs, const u64* weights, std::size_t terms, u64* out,
@@ -753,8 +863,8 @@ void CudaBackend::linear_combination(const u64* const* inputs, const u64* weight
       const bool last = t0 + chunk == terms;
       const u64* in = t0 == 0 ? nullptr : partial->data();
       u64* dst = last ? out : partial->data();
-      linear_combination_kernel<<<g.grid, g.block, 0, stream_>>>(params, chunk, in, dst, lc, l0, limbs, g.log_n);
-      after_launch("cuda.linear_combination");
+      linear_combination_kernel<<<g.grid, g.block, 0, launch_stream()>>>(params, chunk, in, dst, lc, l0, limbs, g.log_n);
+      after_launch("linear_combination");
     }
   }
 }
@@ -762,15 +872,15 @@ void CudaBackend::linear_combination(const u64* const* inputs, const u64* weight
 void CudaBackend::copy(const u64* src, u64* dst, std::size_t words) {
   if (words == 0) return;
   DeviceGuard guard(device_);
-  check(cudaMemcpyAsync(dst, src, words * sizeof(u64), cudaMemcpyDeviceToDevice, stream_), "cuda.copy");
-  after_launch("cuda.copy");
+  check(cudaMemcpyAsync(dst, src, words * sizeof(u64), cudaMemcpyDeviceToDevice, launch_stream()), "cuda.copy");
+  after_launch("copy");
 }
 
 void CudaBackend::zero(u64* dst, std::size_t words) {
   if (words == 0) return;
   DeviceGuard guard(device_);
-  check(cudaMemsetAsync(dst, 0, words * sizeof(u64), stream_), "cuda.zero");
-  after_launch("cuda.zero");
+  check(cudaMemsetAsync(dst, 0, words * sizeof(u64), launch_stream()), "cuda.zero");
+  after_launch("zero");
 }
 
 // --- base conversion and automorphisms ----------------------------------------
@@ -784,8 +894,8 @@ void CudaBackend::base_convert(const u64* in, u64* out, std::size_t batch, const
   CudaPool& pool = device_pool(device_);
   Scratch y(pool, batch * src * n);
   const Geometry g1 = coeff_geometry(n, src, batch);
-  base_convert_scale_kernel<<<g1.grid, g1.block, 0, stream_>>>(in, y.data(), cc, g1.log_n);
-  after_launch("cuda.base_convert");
+  base_convert_scale_kernel<<<g1.grid, g1.block, 0, launch_stream()>>>(in, y.data(), cc, g1.log_n);
+  after_launch("base_convert_scale");
   std::unique_ptr<Scratch> v;
   if (kind == BaseConversion::exact) {
     v = std::make_unique<Scratch>(pool, batch * n);
@@ -793,19 +903,19 @@ void CudaBackend::base_convert(const u64* in, u64* out, std::size_t batch, const
     Scratch flagged(pool, 1 + batch * n);
     Scratch acc(pool, std::size_t{kFixupBlocks} * kFixupThreads * (src + 1));
     auto* count = reinterpret_cast<unsigned long long*>(flagged.data());
-    check(cudaMemsetAsync(count, 0, sizeof(u64), stream_), "cuda.base_convert");
+    check(cudaMemsetAsync(count, 0, sizeof(u64), launch_stream()), "cuda.base_convert");
     const Geometry g2 = coeff_geometry(n, 1, batch);
-    base_convert_round_kernel<<<g2.grid, g2.block, 0, stream_>>>(y.data(), v->data(), cc, src, count,
+    base_convert_round_kernel<<<g2.grid, g2.block, 0, launch_stream()>>>(y.data(), v->data(), cc, src, count,
                                                                  flagged.data() + 1, g2.log_n);
-    after_launch("cuda.base_convert");
-    base_convert_fixup_kernel<<<kFixupBlocks, kFixupThreads, 0, stream_>>>(y.data(), v->data(), cc, src, count,
+    after_launch("base_convert_round");
+    base_convert_fixup_kernel<<<kFixupBlocks, kFixupThreads, 0, launch_stream()>>>(y.data(), v->data(), cc, src, count,
                                                                           flagged.data() + 1, acc.data(), g2.log_n);
-    after_launch("cuda.base_convert");
+    after_launch("base_convert_fixup");
   }
   const Geometry g3 = coeff_geometry(n, dst, batch);
-  base_convert_sum_kernel<<<g3.grid, g3.block, 0, stream_>>>(y.data(), v ? v->data() : nullptr, out, cc, src,
+  base_convert_sum_kernel<<<g3.grid, g3.block, 0, launch_stream()>>>(y.data(), v ? v->data() : nullptr, out, cc, src,
                                                              g3.log_n);
-  after_launch("cuda.base_convert");
+  after_launch("base_convert_sum");
 }
 
 void CudaBackend::automorphism(const u64* in, u64* out, std::size_t batch, const RnsBase& base, u64 galois_elt,
@@ -814,11 +924,11 @@ void CudaBackend::automorphism(const u64* in, u64* out, std::size_t batch, const
   DeviceGuard guard(device_);
   const Geometry g = coeff_geometry(base.n(), base.size(), batch);
   if (form == Form::coeff) {
-    automorphism_coeff_kernel<<<g.grid, g.block, 0, stream_>>>(in, out, limb_constants(base), galois_elt, g.log_n);
+    automorphism_coeff_kernel<<<g.grid, g.block, 0, launch_stream()>>>(in, out, limb_constants(base), galois_elt, g.log_n);
   } else {
-    automorphism_eval_kernel<<<g.grid, g.block, 0, stream_>>>(in, out, galois_elt, g.log_n);
+    automorphism_eval_kernel<<<g.grid, g.block, 0, launch_stream()>>>(in, out, galois_elt, g.log_n);
   }
-  after_launch("cuda.automorphism");
+  after_launch("automorphism");
 }
 
 // --- per-device instances -----------------------------------------------------

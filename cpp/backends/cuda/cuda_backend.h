@@ -13,15 +13,19 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstddef>
+#include <string>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <vector>
 
 #include "ringfire/base/memory_pool.h"
+#include "ringfire/base/queue.h"
 #include "ringfire/ring/backend.h"
 #include "ringfire/ring/kernel_bodies.h"
+#include "runtime.h"
 
 namespace ringfire::cuda {
 
@@ -31,9 +35,10 @@ void check(cudaError_t status, const char* op);
 
 // Caching pool of device memory (cudaMalloc/cudaFree behind MemoryPool's
 // free lists; thread-safe through the base class). Blocks are allocated on
-// the pool's device. Reusing a released block without synchronising is safe
-// because every kernel of a device runs on that device's single in-order
-// stream: work that used the block is ordered before work that reuses it.
+// the pool's device. A released block is reused without synchronising only
+// on the stream that released it (in order: work that used the block runs
+// before work that reuses it); synchronize() or the end of a compute frame
+// makes it reusable on every stream.
 class CudaPool final : public MemoryPool {
  public:
   explicit CudaPool(int device) : device_(device) {}
@@ -42,6 +47,7 @@ class CudaPool final : public MemoryPool {
  protected:
   void* raw_allocate(std::size_t bytes) override;
   void raw_free(void* block) override;
+  bool reuse_per_queue() const override { return true; }
 
  private:
   int device_;
@@ -84,9 +90,22 @@ class CudaBackend final : public Backend {
   std::string name() const override;
 
   int device() const { return device_; }
-  cudaStream_t stream() const { return stream_; }
-  // Blocks the host until every operation issued so far has finished.
-  void synchronize();
+  // The calling thread's stream: its current queue (base/queue.h) when one
+  // is set, else the device's default stream.
+  cudaStream_t stream() const;
+  // Blocks the host until every operation issued to this device (any
+  // stream) has finished; cached memory becomes reusable on every stream.
+  void synchronize() override;
+  // Streams for concurrent computations (use them through QueueScope).
+  QueueHandle create_stream();
+  void destroy_stream(QueueHandle queue);
+  // Per-kernel timing with CUDA events (seed 000 §III-I): every launch from
+  // start_profiling() on is bracketed by two events; stop_profiling()
+  // synchronises and returns one record per launch.
+  void start_profiling();
+  std::vector<KernelRecord> stop_profiling();
+  // Debug mode (also RINGFIRE_CUDA_SYNC=1): synchronise after every kernel.
+  void set_sync_each_kernel(bool on) { sync_each_kernel_ = on; }
   // Selects the NTT kernels (the baseline is kept to measure the speedup).
   void set_ntt_kernel(NttKernel kernel) { ntt_kernel_ = kernel; }
   NttKernel ntt_kernel() const { return ntt_kernel_; }
@@ -123,13 +142,27 @@ class CudaBackend final : public Backend {
   void transform(const u64* src, const u64* src2, u64* dst, std::size_t batch, const RnsBase& base, bool forward);
   const LimbConstants* limb_constants(const RnsBase& base);
   const ConverterConstants& converter_constants(const BaseConverter& conv);
+  // The stream to launch on next; when profiling, records the launch's start event.
+  cudaStream_t launch_stream();
   void after_launch(const char* kernel);
+  cudaEvent_t take_event();
 
   int device_;
   cudaStream_t stream_ = nullptr;
   int sm_count_ = 0;
   bool sync_each_kernel_ = false;  // RINGFIRE_CUDA_SYNC=1: debug mode
   NttKernel ntt_kernel_ = NttKernel::shared;
+
+  struct PendingRecord {
+    const char* kernel;
+    std::string op;
+    cudaEvent_t start, stop;
+  };
+  std::atomic<bool> profiling_{false};
+  std::mutex profile_mutex_;
+  cudaEvent_t pending_start_ = nullptr;
+  std::vector<PendingRecord> records_;
+  std::vector<cudaEvent_t> spare_events_;
 
   std::mutex cache_mutex_;
   // Device allocations of the caches live as long as the backend (process).

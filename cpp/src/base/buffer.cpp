@@ -1,15 +1,14 @@
 #include "ringfire/base/buffer.h"
 
-#include <cstring>
 #include <utility>
 
-#include "ringfire/base/errors.h"
+#include "ringfire/base/device_copy.h"
 
 namespace ringfire {
 
-Buffer::Buffer(std::size_t words, Device device) : words_(words), device_(device) {
+Buffer::Buffer(std::size_t words, Device device) : words_(words), device_(device), queue_(current_queue()) {
   pool_ = &pool_for(device);
-  data_ = static_cast<std::uint64_t*>(pool_->allocate(words * sizeof(std::uint64_t)));
+  data_ = static_cast<std::uint64_t*>(pool_->allocate(words * sizeof(std::uint64_t), queue_));
 }
 
 Buffer::~Buffer() { reset(); }
@@ -18,7 +17,8 @@ Buffer::Buffer(Buffer&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
       words_(std::exchange(other.words_, 0)),
       device_(other.device_),
-      pool_(std::exchange(other.pool_, nullptr)) {}
+      pool_(std::exchange(other.pool_, nullptr)),
+      queue_(other.queue_) {}
 
 Buffer& Buffer::operator=(Buffer&& other) noexcept {
   if (this != &other) {
@@ -27,20 +27,21 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
     words_ = std::exchange(other.words_, 0);
     device_ = other.device_;
     pool_ = std::exchange(other.pool_, nullptr);
+    queue_ = other.queue_;
   }
   return *this;
 }
 
-Buffer Buffer::clone() const {
-  if (device_.type != DeviceType::cpu)
-    throw_not_supported("buffer.clone", "device copies need the device backend");
-  Buffer copy(words_, device_);
-  if (words_ != 0) std::memcpy(copy.data_, data_, words_ * sizeof(std::uint64_t));
+Buffer Buffer::clone() const { return to(device_); }
+
+Buffer Buffer::to(const Device& device) const {
+  Buffer copy(words_, device);
+  copy_between(copy.data_, device, data_, device_, words_ * sizeof(std::uint64_t));
   return copy;
 }
 
 void Buffer::reset() {
-  if (pool_ != nullptr && data_ != nullptr) pool_->release(data_, words_ * sizeof(std::uint64_t));
+  if (pool_ != nullptr && data_ != nullptr) pool_->release(data_, words_ * sizeof(std::uint64_t), queue_);
   data_ = nullptr;
   words_ = 0;
   pool_ = nullptr;

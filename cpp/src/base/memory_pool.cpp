@@ -21,7 +21,7 @@ class HostPool final : public MemoryPool {
   void raw_free(void* block) override { std::free(block); }
 };
 
-MemoryPool* g_device_pools[2] = {nullptr, nullptr};
+PoolResolver g_device_pools[2] = {nullptr, nullptr};
 
 }  // namespace
 
@@ -33,12 +33,14 @@ std::size_t MemoryPool::capacity_for(std::size_t bytes) {
   return rounded == 0 ? granule : rounded;
 }
 
-void* MemoryPool::allocate(std::size_t bytes) {
+void* MemoryPool::allocate(std::size_t bytes, QueueHandle queue) {
   const std::size_t capacity = capacity_for(bytes);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = free_lists_.find(capacity);
-    if (it != free_lists_.end() && !it->second.empty()) {
+    // The queue's own blocks first, then blocks settled for any queue.
+    for (QueueHandle q : {reuse_per_queue() ? queue : kAnyQueue, kAnyQueue}) {
+      auto it = free_lists_.find({q, capacity});
+      if (it == free_lists_.end() || it->second.empty()) continue;
       void* block = it->second.back();
       it->second.pop_back();
       ++stats_.hits;
@@ -54,24 +56,62 @@ void* MemoryPool::allocate(std::size_t bytes) {
   return block;
 }
 
-void MemoryPool::release(void* block, std::size_t bytes) {
+void MemoryPool::release(void* block, std::size_t bytes, QueueHandle queue) {
   if (block == nullptr) return;
   const std::size_t capacity = capacity_for(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
-  free_lists_[capacity].push_back(block);
   stats_.bytes_in_use -= capacity;
+  if (stats_.open_frames > 0) {
+    retained_.emplace_back(block, capacity);
+    stats_.bytes_retained += capacity;
+    return;
+  }
+  free_lists_[{reuse_per_queue() ? queue : kAnyQueue, capacity}].push_back(block);
   stats_.bytes_cached += capacity;
 }
 
 void MemoryPool::flush() {
-  std::map<std::size_t, std::vector<void*>> lists;
+  std::map<std::pair<QueueHandle, std::size_t>, std::vector<void*>> lists;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     lists.swap(free_lists_);
     stats_.bytes_cached = 0;
   }
-  for (auto& [capacity, blocks] : lists)
+  for (auto& [key, blocks] : lists)
     for (void* block : blocks) raw_free(block);
+}
+
+void MemoryPool::settle_locked() {
+  for (auto it = free_lists_.begin(); it != free_lists_.end();) {
+    if (it->first.first == kAnyQueue) {
+      ++it;
+      continue;
+    }
+    auto& any = free_lists_[{kAnyQueue, it->first.second}];
+    any.insert(any.end(), it->second.begin(), it->second.end());
+    it = free_lists_.erase(it);
+  }
+}
+
+void MemoryPool::settle() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  settle_locked();
+}
+
+void MemoryPool::begin_frame() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.open_frames;
+}
+
+void MemoryPool::end_frame() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stats_.open_frames == 0) return;
+  if (--stats_.open_frames > 0) return;
+  for (auto [block, capacity] : retained_) free_lists_[{kAnyQueue, capacity}].push_back(block);
+  stats_.bytes_cached += stats_.bytes_retained;
+  stats_.bytes_retained = 0;
+  retained_.clear();
+  settle_locked();
 }
 
 PoolStats MemoryPool::stats() const {
@@ -85,17 +125,15 @@ MemoryPool& host_pool() {
   return *pool;
 }
 
-void register_pool(DeviceType type, MemoryPool* pool) {
-  g_device_pools[static_cast<int>(type)] = pool;
-}
+void register_pool(DeviceType type, PoolResolver resolver) { g_device_pools[static_cast<int>(type)] = resolver; }
 
 MemoryPool& pool_for(const Device& device) {
   if (device.type == DeviceType::cpu) return host_pool();
-  MemoryPool* pool = g_device_pools[static_cast<int>(device.type)];
-  if (pool == nullptr)
+  PoolResolver resolver = g_device_pools[static_cast<int>(device.type)];
+  if (resolver == nullptr)
     throw_not_supported("device", "no backend for device '" + device.str() +
                                       "' in this build (CUDA backend not available)");
-  return *pool;
+  return resolver(device.index);
 }
 
 }  // namespace ringfire

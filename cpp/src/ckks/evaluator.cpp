@@ -2,10 +2,12 @@
 
 #include <cmath>
 #include <deque>
+#include <optional>
 
 #include "ringfire/arith/modular.h"
 #include "ringfire/arith/reduction.h"
 #include "ringfire/base/errors.h"
+#include "ringfire/base/op_label.h"
 #include "ringfire/rlwe/key_switch.h"
 
 namespace ringfire::ckks {
@@ -25,6 +27,26 @@ std::string fmt_scale(double s) {
 }
 
 Backend& backend(const Ciphertext& c) { return backend_for(c.device()); }
+
+// Plaintexts are encoded on the host; one that lives on another device than
+// the ciphertext is copied over for the operation (one polynomial).
+class PlainOn {
+ public:
+  PlainOn(const Plaintext& p, const Device& device) : plain_(&p) {
+    if (p.device() != device) plain_ = &moved_.emplace(p.to(device));
+  }
+  const Plaintext& get() const { return *plain_; }
+
+ private:
+  std::optional<Plaintext> moved_;
+  const Plaintext* plain_;
+};
+
+void check_key_device(const Device& key, const Ciphertext& a, const char* op) {
+  require(key == a.device(), op,
+          "the key lives on '" + key.str() + "' but the ciphertext on '" + a.device().str() +
+              "': move the keys with .to(...) (they are uploaded once and cached)");
+}
 
 double log2_modulus(const RnsBase& base) {
   double bits = 0.0;
@@ -93,6 +115,7 @@ void combine_inplace(Ciphertext& a, const Ciphertext& b, Op op) {
 
 void Evaluator::add_inplace(Ciphertext& a, const Ciphertext& b) const {
   constexpr const char* op = "ckks.add";
+  const OpLabel label(op);
   check_pair(a, b, op);
   check_same_scale(a.scale(), b.scale(), op);
   combine_inplace(a, b, [](Backend& be, const u64* x, const u64* y, u64* out, std::size_t batch,
@@ -107,6 +130,7 @@ Ciphertext Evaluator::add(const Ciphertext& a, const Ciphertext& b) const {
 
 void Evaluator::sub_inplace(Ciphertext& a, const Ciphertext& b) const {
   constexpr const char* op = "ckks.sub";
+  const OpLabel label(op);
   check_pair(a, b, op);
   check_same_scale(a.scale(), b.scale(), op);
   combine_inplace(a, b, [](Backend& be, const u64* x, const u64* y, u64* out, std::size_t batch,
@@ -134,7 +158,7 @@ Ciphertext Evaluator::negate(const Ciphertext& a) const {
 void Evaluator::add_plain_inplace(Ciphertext& a, const Plaintext& p) const {
   check_plain(a, p, "ckks.add_plain", true);
   if (p.is_scalar()) backend(a).add_scalar(a.poly(0), p.scalar_residues().data(), a.poly(0), 1, a.base());
-  else backend(a).add(a.poly(0), p.data(), a.poly(0), 1, a.base());
+  else backend(a).add(a.poly(0), PlainOn(p, a.device()).get().data(), a.poly(0), 1, a.base());
 }
 
 Ciphertext Evaluator::add_plain(const Ciphertext& a, const Plaintext& p) const {
@@ -145,7 +169,7 @@ Ciphertext Evaluator::add_plain(const Ciphertext& a, const Plaintext& p) const {
 
 void Evaluator::sub_plain_inplace(Ciphertext& a, const Plaintext& p) const {
   check_plain(a, p, "ckks.sub_plain", true);
-  backend(a).sub(a.poly(0), p.data(), a.poly(0), 1, a.base());
+  backend(a).sub(a.poly(0), PlainOn(p, a.device()).get().data(), a.poly(0), 1, a.base());
 }
 
 Ciphertext Evaluator::sub_plain(const Ciphertext& a, const Plaintext& p) const {
@@ -175,6 +199,7 @@ Ciphertext Evaluator::add_scalar(const Ciphertext& a, Complex value) const {
 
 Ciphertext Evaluator::multiply(const Ciphertext& a, const Ciphertext& b) const {
   constexpr const char* op = "ckks.multiply";
+  const OpLabel label(op);
   check_pair(a, b, op);
   require(a.size() == 2 && b.size() == 2, op,
           "needs two size-2 ciphertexts (relinearize first), got sizes " + std::to_string(a.size()) + " and " +
@@ -193,6 +218,7 @@ Ciphertext Evaluator::multiply(const Ciphertext& a, const Ciphertext& b) const {
 
 Ciphertext Evaluator::square(const Ciphertext& a) const {
   constexpr const char* op = "ckks.square";
+  const OpLabel label(op);
   check_context(a.fingerprint(), op);
   require(a.size() == 2, op, "needs a size-2 ciphertext (relinearize first), got size " + std::to_string(a.size()));
   const double scale = a.scale() * a.scale();
@@ -209,6 +235,7 @@ Ciphertext Evaluator::square(const Ciphertext& a) const {
 
 void Evaluator::multiply_plain_inplace(Ciphertext& a, const Plaintext& p) const {
   constexpr const char* op = "ckks.multiply_plain";
+  const OpLabel label(op);
   check_plain(a, p, op, false);
   const double scale = a.scale() * p.scale();
   check_product_fits(scale, a.level(), op);
@@ -216,7 +243,8 @@ void Evaluator::multiply_plain_inplace(Ciphertext& a, const Plaintext& p) const 
   if (p.is_scalar()) {
     be.multiply_scalar(a.data(), p.scalar_residues().data(), a.data(), a.size(), a.base());
   } else {
-    for (std::size_t i = 0; i < a.size(); ++i) be.multiply(a.poly(i), p.data(), a.poly(i), 1, a.base());
+    const PlainOn on(p, a.device());
+    for (std::size_t i = 0; i < a.size(); ++i) be.multiply(a.poly(i), on.get().data(), a.poly(i), 1, a.base());
   }
   a.set_scale(scale);
   a.set_seed(std::nullopt);
@@ -230,6 +258,7 @@ Ciphertext Evaluator::multiply_plain(const Ciphertext& a, const Plaintext& p) co
 
 void Evaluator::multiply_scalar_inplace(Ciphertext& a, Complex value, double scale) const {
   constexpr const char* op = "ckks.multiply_scalar";
+  const OpLabel label(op);
   check_context(a.fingerprint(), op);
   const Encoder& enc = context_->encoder();
   if (value.imag() != 0.0) {
@@ -273,6 +302,7 @@ Ciphertext Evaluator::multiply_integer(const Ciphertext& a, std::int64_t value) 
 Ciphertext Evaluator::linear_combination(const std::vector<const Ciphertext*>& inputs,
                                          const std::vector<double>& weights, double scale) const {
   constexpr const char* op = "ckks.linear_combination";
+  const OpLabel label(op);
   require(!inputs.empty(), op, "needs at least one input");
   require(inputs.size() == weights.size(), op,
           std::to_string(inputs.size()) + " inputs but " + std::to_string(weights.size()) + " weights");
@@ -304,9 +334,11 @@ Ciphertext Evaluator::linear_combination(const std::vector<const Ciphertext*>& i
 
 Ciphertext Evaluator::relinearize(const Ciphertext& a, const RelinKey& key) const {
   constexpr const char* op = "ckks.relinearize";
+  const OpLabel label(op);
   check_context(a.fingerprint(), op);
   check_context(key.fingerprint(), op);
   require(a.size() == 3, op, "needs a size-3 ciphertext, got size " + std::to_string(a.size()));
+  check_key_device(key.device(), a, op);
   Ciphertext out(a.context(), 2, a.level(), a.scale(), a.device());
   key_switch(*context_->rlwe(), a.poly(2), a.level(), key.key(), out.poly(0), out.poly(1));
   backend(a).add(out.data(), a.data(), out.data(), 2, a.base());
@@ -317,6 +349,7 @@ void Evaluator::relinearize_inplace(Ciphertext& a, const RelinKey& key) const { 
 
 Ciphertext Evaluator::rescale(const Ciphertext& a) const {
   constexpr const char* op = "ckks.rescale";
+  const OpLabel label(op);
   check_context(a.fingerprint(), op);
   require(a.level() >= 1, op, "the ciphertext is at level 0: no prime left to rescale by");
   const RlweContext& ctx = *context_->rlwe();
@@ -326,31 +359,16 @@ Ciphertext Evaluator::rescale(const Ciphertext& a) const {
   const u64 q_last = last.modulus(0).value();
   Backend& be = backend(a);
   Ciphertext out(a.context(), a.size(), level - 1, a.scale() / static_cast<double>(q_last), a.device());
-  std::vector<u64> q_last_inv(level), shift(level);
-  for (std::size_t i = 0; i < level; ++i) {
-    q_last_inv[i] = ctx.q_last_inverse(level, i);
-    const u64 q = lower.modulus(i).value(), q_last_mod = q_last % q;
-    shift[i] = q_last_mod == 0 ? 0 : q - q_last_mod;  // -q_last mod q_i
-  }
+  std::vector<u64> q_last_inv(level);
+  for (std::size_t i = 0; i < level; ++i) q_last_inv[i] = ctx.q_last_inverse(level, i);
   const std::size_t polys = a.size();
   // The last limb of every polynomial, in coefficient form (one batched iNTT).
-  Buffer top(polys * n), correction(polys * level * n);
+  Buffer top(polys * n, a.device()), correction(polys * level * n, a.device());
   for (std::size_t p = 0; p < polys; ++p) be.copy(a.poly(p) + level * n, top.data() + p * n, n);
   be.ntt_inverse(top.data(), polys, last);
-  // r = the centred residue of c mod q_last; (c - r) / q_last = round(c / q_last).
-  const u64 half = q_last >> 1;
-  for (std::size_t p = 0; p < polys; ++p)
-    for (std::size_t i = 0; i < level; ++i) {
-      const u64 q = lower.modulus(i).value();
-      const ShoupOperand one = make_shoup(1, q);
-      const u64* x = top.data() + p * n;
-      u64* r = correction.data() + (p * level + i) * n;
-      for (std::size_t k = 0; k < n; ++k) {
-        const u64 reduced = mul_mod_shoup(x[k], one.value, one.quotient, q);
-        const u64 negative = 0 - static_cast<u64>(x[k] > half);  // all ones when x stands for x - q_last
-        r[k] = add_mod(reduced, shift[i] & negative, q);
-      }
-    }
+  // r = the centred residue of c mod q_last on every lower prime (the exact
+  // conversion from the one-prime base); (c - r) / q_last = round(c / q_last).
+  be.base_convert(top.data(), correction.data(), polys, ctx.rescale_lift(level), BaseConversion::exact);
   be.ntt_forward(correction.data(), polys, lower);
   for (std::size_t p = 0; p < polys; ++p)
     be.sub(a.poly(p), correction.data() + p * level * n, out.poly(p), 1, lower);
@@ -362,6 +380,7 @@ void Evaluator::rescale_inplace(Ciphertext& a) const { a = rescale(a); }
 
 Ciphertext Evaluator::mod_switch(const Ciphertext& a, std::size_t level) const {
   constexpr const char* op = "ckks.mod_switch";
+  const OpLabel label(op);
   check_context(a.fingerprint(), op);
   require(level <= a.level(), op,
           "cannot raise a ciphertext from level " + std::to_string(a.level()) + " to " + std::to_string(level));
@@ -375,6 +394,7 @@ void Evaluator::mod_switch_inplace(Ciphertext& a, std::size_t level) const { a =
 
 Plaintext Evaluator::mod_switch(const Plaintext& p, std::size_t level) const {
   constexpr const char* op = "ckks.mod_switch";
+  const OpLabel label(op);
   check_context(p.fingerprint(), op);
   require(level <= p.level(), op,
           "cannot raise a plaintext from level " + std::to_string(p.level()) + " to " + std::to_string(level));
@@ -388,6 +408,7 @@ Plaintext Evaluator::mod_switch(const Plaintext& p, std::size_t level) const {
 
 Ciphertext Evaluator::adjust_to(const Ciphertext& a, std::size_t level) const {
   constexpr const char* op = "ckks.adjust_to";
+  const OpLabel label(op);
   check_context(a.fingerprint(), op);
   const double target = context_->scale_at(level);
   if (level <= a.level() && same_scale(a.scale(), target)) {
@@ -438,6 +459,7 @@ long long Evaluator::step_of(u64 galois_element) const {
 
 std::vector<long long> Evaluator::rotation_plan(long long steps, const GaloisKeys& keys) const {
   constexpr const char* op = "ckks.rotate";
+  const OpLabel label(op);
   check_context(keys.fingerprint(), op);
   const RlweContext& ctx = *context_->rlwe();
   const long long half = static_cast<long long>(ctx.n() / 2);
@@ -473,10 +495,12 @@ std::vector<long long> Evaluator::rotation_plan(long long steps, const GaloisKey
 
 Ciphertext Evaluator::apply_galois(const Ciphertext& a, u64 galois_element, const GaloisKeys& keys) const {
   constexpr const char* op = "ckks.rotate";
+  const OpLabel label(op);
   check_context(a.fingerprint(), op);
   check_context(keys.fingerprint(), op);
   require(a.size() == 2, op, "needs a size-2 ciphertext (relinearize first), got size " + std::to_string(a.size()));
   const KeySwitchKey& key = keys.get(galois_element);
+  check_key_device(key.device(), a, op);
   Backend& be = backend(a);
   Ciphertext permuted(a.context(), 2, a.level(), a.scale(), a.device());
   be.automorphism(a.data(), permuted.data(), 2, a.base(), galois_element, Form::eval);
@@ -500,6 +524,7 @@ void Evaluator::rotate_inplace(Ciphertext& a, long long steps, const GaloisKeys&
 std::vector<Ciphertext> Evaluator::rotate_many(const Ciphertext& a, const std::vector<long long>& steps,
                                                const GaloisKeys& keys) const {
   constexpr const char* op = "ckks.rotate_many";
+  const OpLabel label(op);
   check_context(a.fingerprint(), op);
   check_context(keys.fingerprint(), op);
   require(a.size() == 2, op, "needs a size-2 ciphertext (relinearize first), got size " + std::to_string(a.size()));
@@ -513,7 +538,8 @@ std::vector<Ciphertext> Evaluator::rotate_many(const Ciphertext& a, const std::v
             "no Galois key for rotation " + std::to_string(s) + " (hoisted rotations need a key per step)");
     elements.push_back(k == 0 ? 1 : g);
   }
-  const HoistedDigits digits(ctx, a.poly(1), a.level());
+  check_key_device(keys.device(), a, op);
+  const HoistedDigits digits(ctx, a.poly(1), a.level(), a.device());
   Backend& be = backend(a);
   std::vector<Ciphertext> out;
   out.reserve(steps.size());
@@ -524,7 +550,7 @@ std::vector<Ciphertext> Evaluator::rotate_many(const Ciphertext& a, const std::v
     }
     Ciphertext r(a.context(), 2, a.level(), a.scale(), a.device());
     key_switch_hoisted(ctx, digits, g, keys.get(g), r.poly(0), r.poly(1));
-    Buffer c0(a.poly_words());
+    Buffer c0(a.poly_words(), a.device());
     be.automorphism(a.poly(0), c0.data(), 1, a.base(), g, Form::eval);
     be.add(r.poly(0), c0.data(), r.poly(0), 1, a.base());
     out.push_back(std::move(r));

@@ -21,6 +21,12 @@ Ciphertext Ciphertext::clone() const {
   return copy;
 }
 
+Ciphertext::Ciphertext(const Ciphertext& other, Buffer buffer)
+    : context_(other.context_), size_(other.size_), level_(other.level_), scale_(other.scale_),
+      buffer_(std::move(buffer)), seed_(other.seed_) {}
+
+Ciphertext Ciphertext::to(const Device& device) const { return Ciphertext(*this, buffer_.to(device)); }
+
 Plaintext::Plaintext(RlweContextPtr context, std::size_t level, double scale, Device device)
     : context_(std::move(context)), level_(level), scale_(scale) {
   require(context_ != nullptr, "rlwe.Plaintext", "needs a context");
@@ -37,5 +43,15 @@ Plaintext Plaintext::clone() const {
   copy.scalar_value_ = scalar_value_;
   return copy;
 }
+
+}  // namespace ringfire
+
+namespace ringfire {
+
+Plaintext::Plaintext(const Plaintext& other, Buffer buffer)
+    : context_(other.context_), level_(other.level_), scale_(other.scale_), buffer_(std::move(buffer)),
+      scalar_residues_(other.scalar_residues_), scalar_value_(other.scalar_value_) {}
+
+Plaintext Plaintext::to(const Device& device) const { return Plaintext(*this, buffer_.to(device)); }
 
 }  // namespace ringfire

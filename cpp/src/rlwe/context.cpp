@@ -83,6 +83,14 @@ const BaseConverter& RlweContext::mod_down(std::size_t level) const {
   return *slot;
 }
 
+const BaseConverter& RlweContext::rescale_lift(std::size_t level) const {
+  require(level >= 1 && level <= max_level(), "rlwe.rescale", "no limb to drop at level " + std::to_string(level));
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& slot = rescale_lift_[level];
+  if (!slot) slot = std::make_unique<BaseConverter>(prime_base(level), level_base(level - 1));
+  return *slot;
+}
+
 u64 RlweContext::galois_element(long long steps) const {
   const long long half = static_cast<long long>(n() / 2);
   long long k = steps % half;

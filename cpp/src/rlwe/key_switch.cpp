@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "ringfire/base/errors.h"
+
 namespace ringfire {
 
 namespace {
@@ -28,10 +30,11 @@ namespace {
 
 // Scratch for one key switch at a level.
 struct Workspace {
-  Workspace(const RlweContext& ctx, std::size_t level)
-      : n(ctx.n()), q_limbs(level + 1), ext_limbs(level + 1 + ctx.special_count()),
-        converted(ext_limbs * n), wide0(2 * ext_limbs * n), wide1(2 * ext_limbs * n) {}
+  Workspace(const RlweContext& ctx, std::size_t level, const Device& device)
+      : n(ctx.n()), q_limbs(level + 1), ext_limbs(level + 1 + ctx.special_count()), device(device),
+        converted(ext_limbs * n, device), wide0(2 * ext_limbs * n, device), wide1(2 * ext_limbs * n, device) {}
   std::size_t n, q_limbs, ext_limbs;
+  Device device;
   Buffer converted;
   // Unreduced 128-bit sums over the digits: one reduction per coefficient at
   // the end instead of one per digit (terms < 2^120 for 60-bit primes, and
@@ -71,7 +74,7 @@ void accumulate_digit(const RlweContext& ctx, const u64* extended, std::size_t l
 
 void finish(const RlweContext& ctx, std::size_t level, Workspace& ws, u64* out0, u64* out1, Backend& be) {
   const std::size_t n = ws.n, q = ws.q_limbs;
-  Buffer acc(ws.ext_limbs * n);
+  Buffer acc(ws.ext_limbs * n, ws.device);
   for (int part = 0; part < 2; ++part) {
     const u64* wide = part == 0 ? ws.wide0.data() : ws.wide1.data();
     be.reduce_wide(wide, acc.data(), *ctx.level_base(level));
@@ -80,8 +83,8 @@ void finish(const RlweContext& ctx, std::size_t level, Workspace& ws, u64* out0,
   }
 }
 
-Buffer to_coefficients(const RlweContext& ctx, const u64* c, std::size_t level, Backend& be) {
-  Buffer c_coeff((level + 1) * ctx.n());
+Buffer to_coefficients(const RlweContext& ctx, const u64* c, std::size_t level, const Device& device, Backend& be) {
+  Buffer c_coeff((level + 1) * ctx.n(), device);
   be.copy(c, c_coeff.data(), c_coeff.size());
   be.ntt_inverse(c_coeff.data(), 1, *ctx.level_base(level));
   return c_coeff;
@@ -91,10 +94,11 @@ Buffer to_coefficients(const RlweContext& ctx, const u64* c, std::size_t level, 
 
 void key_switch(const RlweContext& ctx, const u64* c, std::size_t level, const KeySwitchKey& key, u64* out0,
                 u64* out1) {
-  Backend& be = backend_for(Device::cpu());
-  Workspace ws(ctx, level);
-  const Buffer c_coeff = to_coefficients(ctx, c, level, be);
-  Buffer extended(ws.ext_limbs * ws.n);  // one digit at a time: memory independent of dnum
+  const Device& device = key.device();
+  Backend& be = backend_for(device);
+  Workspace ws(ctx, level, device);
+  const Buffer c_coeff = to_coefficients(ctx, c, level, device, be);
+  Buffer extended(ws.ext_limbs * ws.n, device);  // one digit at a time: memory independent of dnum
   be.zero(ws.wide0.data(), ws.wide0.size());
   be.zero(ws.wide1.data(), ws.wide1.size());
   for (std::size_t j = 0; j < ctx.digit_count(level); ++j) {
@@ -104,21 +108,23 @@ void key_switch(const RlweContext& ctx, const u64* c, std::size_t level, const K
   finish(ctx, level, ws, out0, out1, be);
 }
 
-HoistedDigits::HoistedDigits(const RlweContext& ctx, const u64* c, std::size_t level)
+HoistedDigits::HoistedDigits(const RlweContext& ctx, const u64* c, std::size_t level, const Device& device)
     : level_(level), digits_(ctx.digit_count(level)), poly_words_((level + 1 + ctx.special_count()) * ctx.n()),
-      data_(digits_ * poly_words_) {
-  Backend& be = backend_for(Device::cpu());
-  Workspace ws(ctx, level);
-  const Buffer c_coeff = to_coefficients(ctx, c, level, be);
+      data_(digits_ * poly_words_, device) {
+  Backend& be = backend_for(device);
+  Workspace ws(ctx, level, device);
+  const Buffer c_coeff = to_coefficients(ctx, c, level, device, be);
   for (std::size_t j = 0; j < digits_; ++j) mod_up_digit(ctx, c, c_coeff.data(), level, j, digit(j), ws, be);
 }
 
 void key_switch_hoisted(const RlweContext& ctx, const HoistedDigits& digits, u64 galois_element,
                         const KeySwitchKey& key, u64* out0, u64* out1) {
-  Backend& be = backend_for(Device::cpu());
+  const Device& device = key.device();
+  require(digits.device() == device, "rlwe.key_switch", "the hoisted digits and the key live on different devices");
+  Backend& be = backend_for(device);
   const std::size_t level = digits.level();
-  Workspace ws(ctx, level);
-  Buffer permuted(ws.ext_limbs * ws.n);
+  Workspace ws(ctx, level, device);
+  Buffer permuted(ws.ext_limbs * ws.n, device);
   be.zero(ws.wide0.data(), ws.wide0.size());
   be.zero(ws.wide1.data(), ws.wide1.size());
   for (std::size_t j = 0; j < digits.count(); ++j) {

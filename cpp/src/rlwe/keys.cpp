@@ -30,6 +30,11 @@ KeySwitchKey::KeySwitchKey(RlweContextPtr context)
   backend_for(buffer_.device()).zero(buffer_.data(), buffer_.size());
 }
 
+KeySwitchKey KeySwitchKey::to(const Device& device) const {
+  KeySwitchKey copy(*this, buffer_.to(device));
+  return copy;
+}
+
 const KeySwitchKey& GaloisKeys::get(u64 galois_element) const {
   auto it = keys_.find(galois_element);
   if (it == keys_.end())
@@ -41,6 +46,12 @@ const KeySwitchKey& GaloisKeys::get(u64 galois_element) const {
 void GaloisKeys::insert(u64 galois_element, KeySwitchKey key) {
   require(key.fingerprint() == fingerprint(), "rlwe.GaloisKeys", "key belongs to other parameters");
   keys_.insert_or_assign(galois_element, std::move(key));
+}
+
+GaloisKeys GaloisKeys::to(const Device& device) const {
+  GaloisKeys copy(context_);
+  for (const auto& [g, key] : keys_) copy.keys_.emplace(g, key.to(device));
+  return copy;
 }
 
 std::vector<u64> GaloisKeys::elements() const {

@@ -19,14 +19,61 @@ import numbers
 import numpy as np
 
 from .. import _core
+from .._residency import Residency
 
 
-class Plaintext:
+class _Placed:
+    """Lazy placement shared by plaintexts and ciphertexts: the value's copies
+    by device (see ringfire._residency) and the device operations use."""
+
+    def _place(self, native, device=None):
+        self._res = Residency(native)
+        self._device = native.device if device is None else _core.parse_device(str(device))
+
+    @property
+    def _native(self):
+        """The copy on this object's device (uploaded at the first use that needs it)."""
+        return self._res.get(self._device, self._context._queue_on(self._device))
+
+    @_native.setter
+    def _native(self, native):  # a write: the other devices' copies are now stale
+        self._place(native)
+
+    @property
+    def device(self) -> str:
+        """Where operations on this object run ('cpu', 'cuda:0', ...)."""
+        return self._device
+
+    @property
+    def resident_on(self) -> list[str]:
+        """Devices that hold a valid copy right now (placement is lazy)."""
+        return self._res.devices
+
+    def _host(self):
+        """The host copy (a download, and so a sync point, when the value lives on a GPU)."""
+        return self._res.get("cpu")
+
+    def _moved(self, device: str):
+        device = _core.parse_device(str(device))
+        if device.startswith("cuda"):
+            from .. import cuda
+            cuda.require_device(device)
+        out = object.__new__(type(self))
+        out.__dict__.update(self.__dict__)
+        out._device = device  # shares the copies: an upload made for one serves both
+        return out
+
+
+class Plaintext(_Placed):
     """An encoded vector (evaluation form) at a level and scale."""
 
-    def __init__(self, native, context):
-        self._native = native
+    def __init__(self, native, context, device=None):
         self._context = context
+        self._place(native, device)
+
+    def to(self, device: str) -> "Plaintext":
+        """This plaintext on ``device``; the copy is made at the first operation that needs it."""
+        return self._moved(device)
 
     level = property(lambda self: self._native.level)
     scale = property(lambda self: self._native.scale)
@@ -37,35 +84,42 @@ class Plaintext:
         return self._context.decode(self)
 
     def to_bytes(self) -> bytes:
-        return _core.save_plaintext(self._native)
+        return _core.save_plaintext(self._host())
 
     def __repr__(self) -> str:
         return f"Plaintext(level={self.level}, scale=2^{np.log2(self.scale):.2f}{', scalar' if self.is_scalar else ''})"
 
 
-class Ciphertext:
+class Ciphertext(_Placed):
     """An encrypted vector of ``ctx.slots`` numbers.
 
     ``level`` counts the rescalings left; ``scale`` is the factor the slots
     are multiplied by; ``size`` is 2 (3 right after an explicit multiply).
+    ``device`` says where operations on it run: ``ct.to("cuda")`` moves it
+    lazily (the upload happens at the first GPU operation), results stay on
+    the GPU, and ``decrypt`` / ``.to("cpu")`` bring them back.
     """
 
     __array_priority__ = 1000  # make numpy defer to our reflected operators
 
-    def __init__(self, native, context, keys=None, is_complex: bool = False):
-        self._native = native
+    def __init__(self, native, context, keys=None, is_complex: bool = False, device=None):
         self._context = context
         self._keys = keys
         self.is_complex = is_complex
+        self._place(native, device)
 
-    level = property(lambda self: self._native.level)
-    scale = property(lambda self: self._native.scale)
-    size = property(lambda self: self._native.size)
+    # Metadata is the same on every copy: read it without moving data.
+    level = property(lambda self: self._any().level)
+    scale = property(lambda self: self._any().scale)
+    size = property(lambda self: self._any().size)
     context = property(lambda self: self._context)
-    device = property(lambda self: "cpu")
+
+    def _any(self):
+        return next(iter(self._res._copies.values()))
 
     def __repr__(self) -> str:
-        return f"Ciphertext(level={self.level}, scale=2^{np.log2(self.scale):.2f}, size={self.size})"
+        where = "" if self._device == "cpu" else f", device={self._device!r}"
+        return f"Ciphertext(level={self.level}, scale=2^{np.log2(self.scale):.2f}, size={self.size}{where})"
 
     # ---- plumbing ---------------------------------------------------------
     def _wrap(self, native, is_complex=None) -> "Ciphertext":
@@ -82,14 +136,14 @@ class Ciphertext:
         return self._wrap(self._native.clone())
 
     def to_bytes(self) -> bytes:
-        """Serialized form (``ctx.load`` reads it back)."""
-        return _core.save_ciphertext(self._native)
+        """Serialized form (``ctx.load`` reads it back); a GPU ciphertext is downloaded first."""
+        return _core.save_ciphertext(self._host())
 
     def to(self, device: str) -> "Ciphertext":
-        """Moves the ciphertext to a device. Only ``"cpu"`` exists in this build."""
-        if str(device).split(":")[0] == "cpu":
-            return self
-        raise NotImplementedError(f"device {device!r} is not available yet: CKKS objects live on the CPU in this release (the CUDA kernels exist, GPU placement does not)")
+        """This ciphertext on ``device`` ('cpu', 'cuda', 'cuda:N'). Lazy: an upload
+        happens at the first GPU operation that needs the data; ``.to("cpu")``
+        of a GPU result is a download when its data is next read."""
+        return self._moved(device)
 
     # ---- operators ------------------------------------------------------------
     def _check_other(self, other: "Ciphertext") -> None:
@@ -118,7 +172,7 @@ class Ciphertext:
         if a.level == 0:
             raise ValueError("[ckks.multiply] out of levels: both operands are at level 0")
         ev = self._context._core_evaluator
-        relin = self._eval_keys().require_relin("ckks.multiply")._native
+        relin = self._eval_keys().require_relin("ckks.multiply")._on(self._device)
         prod = ev.square(a) if a is b else ev.multiply(a, b)
         return self._wrap(ev.rescale(ev.relinearize(prod, relin)), self.is_complex or other.is_complex)
 
@@ -196,11 +250,11 @@ class Ciphertext:
     def rotate(self, steps: int) -> "Ciphertext":
         """Slots move left by ``steps`` (negative: right), like ``np.roll(x, -steps)``."""
         galois = self._eval_keys().require_galois("ckks.rotate")
-        return self._wrap(self._context._core_evaluator.rotate(self._native, int(steps), galois._native))
+        return self._wrap(self._context._core_evaluator.rotate(self._native, int(steps), galois._on(self._device)))
 
     def conjugate(self) -> "Ciphertext":
         galois = self._eval_keys().require_galois("ckks.conjugate")
-        return self._wrap(self._context._core_evaluator.conjugate(self._native, galois._native), True)
+        return self._wrap(self._context._core_evaluator.conjugate(self._native, galois._on(self._device)), True)
 
 
 def _close(a: float, b: float) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+import weakref
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -37,6 +38,11 @@ class Context:
         dnum: number of key-switching digits (default: the fewest that P covers).
         security: 128, 192 or 256; parameters beyond the HomomorphicEncryption.org
             bound for uniform ternary secrets raise ``ValueError``.
+        device: where this context's ciphertexts compute: ``"cpu"`` (default),
+            ``"cuda"`` or ``"cuda:N"``. Encoding and encryption run on the host;
+            the data moves to the GPU at its first operation there and stays
+            until ``decrypt`` or ``.to("cpu")``. The context owns one CUDA
+            stream, so its operations never wait for the host.
         insecure_no_security_check: disables that check (tests only; warns).
         insecure_deterministic_seed: 32 bytes making all randomness
             reproducible (tests only; warns). Never use it for real data.
@@ -52,8 +58,7 @@ class Context:
                 raise ValueError("[ckks.Context] coeff_bits needs at least two entries when special_bits is omitted "
                                  "(the last one is the special prime)")
             coeff_bits, special_bits = coeff_bits[:-1], coeff_bits[-1:]
-        if str(device).split(":")[0] != "cpu":
-            raise NotImplementedError(f"device {device!r} is not available yet: CKKS objects live on the CPU in this release (the CUDA kernels exist, GPU placement does not)")
+        self._set_device(device)
         if insecure_no_security_check:
             warnings.warn("ckks.Context: the security check is disabled (insecure_no_security_check=True)",
                           RuntimeWarning, stacklevel=2)
@@ -62,9 +67,28 @@ class Context:
                                   0 if dnum is None else int(dnum), int(security), int(scale_bits))
         self._init_from(params, insecure_deterministic_seed)
 
+    def _set_device(self, device) -> None:
+        self.device = _core.parse_device(str(device))
+        self._queue = 0
+        if self.device.startswith("cuda"):
+            from .. import cuda
+            cuda.require_device(self.device)
+            # One in-order stream per context (seed 000 §III-F): its operations
+            # queue behind each other and overlap with other contexts' work.
+            self._stream = cuda.Stream(self.device)
+            self._queue = self._stream.handle
+            weakref.finalize(self, self._stream.close)
+
+    def _queue_on(self, device: str) -> int:
+        """The queue for work on ``device``: this context's stream on its own device."""
+        return self._queue if device == self.device else 0
+
     def _init_from(self, params, seed: bytes | None) -> None:
+        if not hasattr(self, "device"):
+            self._set_device("cpu")
         self._core = _core.CkksContext(params)
-        self._core_evaluator = _core.Evaluator(self._core)
+        native = _core.Evaluator(self._core)
+        self._core_evaluator = _OnQueue(native, self._queue) if self._queue else native
         self._default_keys: KeySet | None = None
         if seed is not None:
             warnings.warn("ckks.Context: deterministic randomness (insecure_deterministic_seed) is for tests only",
@@ -188,7 +212,7 @@ class Context:
         return Plaintext(self._encode_native(values, level, scale), self)
 
     def decode(self, plaintext: Plaintext) -> np.ndarray:
-        return np.asarray(self._core.decode(plaintext._native))
+        return np.asarray(self._core.decode(plaintext._host()))
 
     def encrypt(self, values, key, level: int | None = None) -> Ciphertext:
         """Encrypts numbers (or a :class:`Plaintext`) with a :class:`KeySet` /
@@ -208,14 +232,15 @@ class Context:
             if not isinstance(public, PublicKey):
                 raise TypeError("[ckks.encrypt] key must be a KeySet, a PublicKey or a SecretKey")
             native = _core.encrypt_public(public._native, pt, self._prng)
-        return Ciphertext(native, self, keys, is_complex)
+        # Encryption runs on the host; the upload waits for the first GPU operation.
+        return Ciphertext(native, self, keys, is_complex, device=self.device)
 
     def decrypt(self, ciphertext: Ciphertext, secret_key: SecretKey, complex: bool | None = None) -> np.ndarray:
         """Decrypts to a NumPy vector of ``slots`` numbers: real unless the
         computation involved complex values (or ``complex=True``)."""
         if not isinstance(ciphertext, Ciphertext):
             raise TypeError("[ckks.decrypt] expected a Ciphertext")
-        out = np.asarray(self._core.decrypt(ciphertext._native, secret_key._native))
+        out = np.asarray(self._core.decrypt(ciphertext._host(), secret_key._native))
         want_complex = ciphertext.is_complex if complex is None else complex
         return out if want_complex else out.real.copy()
 
@@ -231,6 +256,16 @@ class Context:
         """The inverse of :meth:`encrypt_batch`: a NumPy array, batch first."""
         from ..nn.packing import decrypt_batch
         return decrypt_batch(self, tensor, secret_key)
+
+    def synchronize(self) -> None:
+        """Waits until this context's queued GPU work has finished (no-op on the CPU)."""
+        if self._queue:
+            _core.synchronize(self.device)
+
+    def frame(self):
+        """A compute frame on this context's device (see :func:`ringfire.cuda.frame`)."""
+        from .. import cuda
+        return cuda.frame(self.device)
 
     def evaluator(self, keys: KeySet | None = None) -> Evaluator:
         """The explicit, SEAL-like operations (keys default to this context's)."""
@@ -258,3 +293,28 @@ class Context:
         if params.fingerprint != self.fingerprint:
             raise ValueError("[io.load] these parameters differ from this context's (fingerprint mismatch)")
         return params
+
+
+class _OnQueue:
+    """The native evaluator with every call issued on a context's stream
+    (unless the caller already chose a stream with ``with rf.cuda.stream()``)."""
+
+    def __init__(self, native, queue: int):
+        self._native_evaluator = native
+        self._queue = queue
+
+    def __getattr__(self, name):
+        method = getattr(self._native_evaluator, name)
+        queue = self._queue
+
+        def on_queue(*args, **kwargs):
+            previous = _core.exchange_current_queue(queue)
+            if previous:  # an explicit stream scope wins
+                _core.exchange_current_queue(previous)
+                return method(*args, **kwargs)
+            try:
+                return method(*args, **kwargs)
+            finally:
+                _core.exchange_current_queue(previous)
+
+        return on_queue

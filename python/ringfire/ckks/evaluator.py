@@ -79,7 +79,7 @@ class Evaluator:
 
     def relinearize(self, a: Ciphertext, keys: KeySet | None = None) -> Ciphertext:
         relin = (keys or self._keyset()).require_relin("ckks.relinearize")
-        return self._wrap(self._ev.relinearize(a._native, relin._native), a)
+        return self._wrap(self._ev.relinearize(a._native, relin._on(a.device)), a)
 
     def rescale(self, a: Ciphertext) -> Ciphertext:
         """Divides by the level's last prime (exact rounding): level - 1."""
@@ -100,7 +100,7 @@ class Evaluator:
 
     def rotate(self, a: Ciphertext, steps: int, keys: KeySet | None = None) -> Ciphertext:
         galois = (keys or self._keyset()).require_galois("ckks.rotate")
-        return self._wrap(self._ev.rotate(a._native, int(steps), galois._native), a)
+        return self._wrap(self._ev.rotate(a._native, int(steps), galois._on(a.device)), a)
 
     def rotate_many(self, a: Ciphertext, steps, keys: KeySet | None = None) -> list[Ciphertext]:
         """Several rotations of one ciphertext sharing one ModUp (hoisting); each step

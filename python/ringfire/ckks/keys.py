@@ -5,22 +5,43 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import _core
+from .._residency import Residency
 
 
 class _Key:
     _save = None
 
     def __init__(self, native, context):
-        self._native = native
+        self._res = Residency(native)
+        self._device = getattr(native, "device", "cpu")
         self._context = context
+
+    @property
+    def _native(self):
+        return self._res.get(self._device, self._context._queue_on(self._device))
+
+    def _on(self, device: str):
+        """The key's copy on ``device``: uploaded once, at first use there, then reused."""
+        return self._res.get(device, self._context._queue_on(device))
 
     @property
     def context(self):
         return self._context
 
+    @property
+    def device(self) -> str:
+        return self._device
+
+    def to(self, device: str):
+        """This key on ``device`` (lazy: uploaded at the first operation there)."""
+        out = object.__new__(type(self))
+        out.__dict__.update(self.__dict__)
+        out._device = _core.parse_device(str(device))
+        return out
+
     def to_bytes(self) -> bytes:
         """Serialized form (see ``Context.load``)."""
-        return type(self)._save(self._native)
+        return type(self)._save(self._res.get("cpu"))
 
 
 class SecretKey(_Key):
@@ -30,6 +51,12 @@ class SecretKey(_Key):
 
     def __repr__(self) -> str:
         return "SecretKey(<hidden>)"
+
+    def to(self, device: str):
+        if _core.parse_device(str(device)) != "cpu":
+            raise ValueError("[ckks.SecretKey] the secret key stays on the host: decryption and key generation run "
+                             "there (GPU ciphertexts are downloaded by decrypt)")
+        return self
 
 
 class PublicKey(_Key):
@@ -73,6 +100,13 @@ class KeySet:
     relin: RelinKey | None = None
     galois: GaloisKeys | None = None
     _extra: dict = field(default_factory=dict, repr=False)
+
+    def to(self, device: str) -> "KeySet":
+        """The same keys, placed on ``device`` lazily (each key is uploaded the first
+        time an operation there needs it, then cached)."""
+        moved = {name: (getattr(self, name).to(device) if getattr(self, name) is not None else None)
+                 for name in ("public", "relin", "galois")}
+        return KeySet(**moved, _extra=self._extra)
 
     def require_relin(self, op: str) -> RelinKey:
         if self.relin is None:

@@ -1,6 +1,7 @@
 // Buffer: a run of uint64 words on a Device, borrowed from that device's
-// caching pool and returned to it on destruction. Move-only; copies are
-// explicit (clone) so no hidden transfers happen.
+// caching pool (for the calling thread's current queue) and returned to it on
+// destruction. Move-only; copies are explicit (clone, to) so no hidden
+// transfers happen.
 #pragma once
 
 #include <cstddef>
@@ -8,6 +9,7 @@
 
 #include "ringfire/base/device.h"
 #include "ringfire/base/memory_pool.h"
+#include "ringfire/base/queue.h"
 
 namespace ringfire {
 
@@ -24,6 +26,8 @@ class Buffer {
 
   // A new buffer on the same device holding the same words.
   Buffer clone() const;
+  // A copy on `device` (an upload or download; see device_copy.h).
+  Buffer to(const Device& device) const;
 
   std::uint64_t* data() { return data_; }
   const std::uint64_t* data() const { return data_; }
@@ -37,6 +41,7 @@ class Buffer {
   std::size_t words_ = 0;
   Device device_;
   MemoryPool* pool_ = nullptr;
+  QueueHandle queue_ = 0;  // where the block goes back to (see memory_pool.h)
 };
 
 }  // namespace ringfire

@@ -2,34 +2,56 @@
 // keyed by capacity and handed out again for requests of the same capacity,
 // so repeated polynomial temporaries never touch the system allocator.
 // Thread-safe. One pool per device; the host pool always exists.
+//
+// Asynchronous devices (seed 000 §III-F/G). A device pool that reports
+// reuse_per_queue() keeps a block released on queue Q for requests on Q
+// only: Q is in order, so work that used the block runs before work that
+// reuses it, without a host synchronisation. After the device has been
+// synchronised, settle() makes every cached block usable on any queue.
+// Compute frames (§III-G): while a frame is open, released blocks are
+// retained (not reused) until the frame ends, so buffers stay valid for the
+// whole computation even when several queues share them; end_frame() is
+// called after the device is synchronised (ComputeFrame in ring/ does both).
 #pragma once
 
 #include <cstddef>
 #include <map>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "ringfire/base/device.h"
+#include "ringfire/base/queue.h"
 
 namespace ringfire {
 
 struct PoolStats {
-  std::size_t hits = 0;          // requests served from a free list
-  std::size_t misses = 0;        // requests that went to the system allocator
-  std::size_t bytes_in_use = 0;  // handed out and not yet released
-  std::size_t bytes_cached = 0;  // held on free lists
+  std::size_t hits = 0;            // requests served from a free list
+  std::size_t misses = 0;          // requests that went to the system allocator
+  std::size_t bytes_in_use = 0;    // handed out and not yet released
+  std::size_t bytes_cached = 0;    // held on free lists
+  std::size_t bytes_retained = 0;  // released inside an open frame, held until it ends
+  std::size_t open_frames = 0;
 };
 
 class MemoryPool {
  public:
   virtual ~MemoryPool() = default;
 
-  // Returns a block of at least `bytes` bytes (64-byte aligned); never null.
-  void* allocate(std::size_t bytes);
-  // Gives a block back to the free list of its capacity.
-  void release(void* block, std::size_t bytes);
-  // Returns every cached block to the system.
+  // Returns a block of at least `bytes` bytes (64-byte aligned) for use on
+  // `queue`; never null.
+  void* allocate(std::size_t bytes, QueueHandle queue = 0);
+  // Gives a block back: to `queue`'s free list of its capacity, or to the
+  // retained list while a frame is open.
+  void release(void* block, std::size_t bytes, QueueHandle queue = 0);
+  // Returns every cached block to the system (the device must be idle).
   void flush();
+  // Every cached block becomes usable on any queue (the device must be idle).
+  void settle();
+  void begin_frame();
+  // Closes a frame; the last one moves retained blocks to the free lists
+  // (the device must be idle).
+  void end_frame();
   PoolStats stats() const;
   // Capacity a request of `bytes` is rounded up to.
   static std::size_t capacity_for(std::size_t bytes);
@@ -37,10 +59,16 @@ class MemoryPool {
  protected:
   virtual void* raw_allocate(std::size_t bytes) = 0;
   virtual void raw_free(void* block) = 0;
+  // Whether blocks are reused only on the queue that released them.
+  virtual bool reuse_per_queue() const { return false; }
 
  private:
+  static constexpr QueueHandle kAnyQueue = ~QueueHandle{0};
+  void settle_locked();
+
   mutable std::mutex mutex_;
-  std::map<std::size_t, std::vector<void*>> free_lists_;
+  std::map<std::pair<QueueHandle, std::size_t>, std::vector<void*>> free_lists_;
+  std::vector<std::pair<void*, std::size_t>> retained_;  // (block, capacity)
   PoolStats stats_;
 };
 
@@ -50,7 +78,9 @@ MemoryPool& host_pool();
 // The pool for a device; raises NotSupported for devices without a backend.
 MemoryPool& pool_for(const Device& device);
 
-// Backends of other devices install their pool here when they load.
-void register_pool(DeviceType type, MemoryPool* pool);
+// Backends of other devices install their pools here when they load: the
+// function returns the pool of device index i (raising for a bad index).
+using PoolResolver = MemoryPool& (*)(int index);
+void register_pool(DeviceType type, PoolResolver resolver);
 
 }  // namespace ringfire

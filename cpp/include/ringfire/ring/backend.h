@@ -4,6 +4,10 @@
 // laid out as `batch` polynomials back to back, each limbs x N (limb-major),
 // where limbs = base.size() and N = base.n(). Inputs are reduced (< q_i).
 // Checking shapes, forms and devices is the caller's job (see poly_ops.h).
+// Small parameter arrays passed next to the data pointers (scalars, weights,
+// linear_combination's array of input pointers) are host memory.
+// Asynchronous backends order work on the calling thread's current queue
+// (base/queue.h) and return before it has run; synchronize() waits.
 #pragma once
 
 #include <cstddef>
@@ -28,6 +32,9 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
+  // Blocks the host until all work issued to the device has finished (the
+  // CPU backend is synchronous: nothing to wait for).
+  virtual void synchronize() {}
 
   // In-place negacyclic NTT: coefficient -> evaluation form, and back.
   virtual void ntt_forward(u64* data, std::size_t batch, const RnsBase& base) = 0;

@@ -50,8 +50,12 @@ class Ciphertext {
   void set_seed(const std::optional<Seed>& seed) { seed_ = seed; }
 
   Ciphertext clone() const;
+  // A copy on `device` (upload / download; a download is a sync point).
+  Ciphertext to(const Device& device) const;
 
  private:
+  Ciphertext(const Ciphertext& other, Buffer buffer);
+
   RlweContextPtr context_;
   std::size_t size_, level_;
   double scale_;
@@ -90,8 +94,11 @@ class Plaintext {
   }
 
   Plaintext clone() const;
+  Plaintext to(const Device& device) const;
 
  private:
+  Plaintext(const Plaintext& other, Buffer buffer);
+
   RlweContextPtr context_;
   std::size_t level_;
   double scale_;

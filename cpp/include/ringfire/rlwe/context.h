@@ -47,6 +47,9 @@ class RlweContext {
   const BaseConverter& mod_up(std::size_t level, std::size_t digit) const;
   // ModDown converter: P -> q_0..q_level.
   const BaseConverter& mod_down(std::size_t level) const;
+  // Rescale converter: q_level -> q_0..q_{level-1} (level >= 1); its exact
+  // form is the centred lift of the dropped limb.
+  const BaseConverter& rescale_lift(std::size_t level) const;
   // P^-1 mod q_i (i <= L) and P mod q_i.
   u64 p_inverse_mod_q(std::size_t i) const { return p_inv_mod_q_[i]; }
   u64 p_mod_q(std::size_t i) const { return p_mod_q_[i]; }
@@ -67,6 +70,7 @@ class RlweContext {
   mutable std::mutex mutex_;
   mutable std::map<std::pair<std::size_t, std::size_t>, std::unique_ptr<BaseConverter>> mod_up_;
   mutable std::map<std::size_t, std::unique_ptr<BaseConverter>> mod_down_;
+  mutable std::map<std::size_t, std::unique_ptr<BaseConverter>> rescale_lift_;
 };
 
 using RlweContextPtr = std::shared_ptr<const RlweContext>;

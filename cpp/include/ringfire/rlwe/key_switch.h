@@ -12,7 +12,8 @@
 namespace ringfire {
 
 // c: one polynomial over q_0..q_level in evaluation form. out0/out1 receive
-// polynomials over the same base in evaluation form (overwritten).
+// polynomials over the same base in evaluation form (overwritten). c, out0,
+// out1 and the work run on the key's device.
 void key_switch(const RlweContext& context, const u64* c, std::size_t level, const KeySwitchKey& key, u64* out0,
                 u64* out1);
 
@@ -21,8 +22,10 @@ void key_switch(const RlweContext& context, const u64* c, std::size_t level, con
 // ciphertext). Holds digits x (level+1+k) x N words.
 class HoistedDigits {
  public:
-  HoistedDigits(const RlweContext& context, const u64* c, std::size_t level);
+  // c lives on `device` (the device of the keys that will use the digits).
+  HoistedDigits(const RlweContext& context, const u64* c, std::size_t level, const Device& device = Device::cpu());
   std::size_t level() const { return level_; }
+  const Device& device() const { return data_.device(); }
   std::size_t count() const { return digits_; }
   const u64* digit(std::size_t j) const { return data_.data() + j * poly_words_; }
   u64* digit(std::size_t j) { return data_.data() + j * poly_words_; }

@@ -53,11 +53,19 @@ class KeySwitchKey {
   u64* a(std::size_t digit) { return buffer_.data() + (2 * digit + 1) * poly_words(); }
   const u64* b(std::size_t digit) const { return buffer_.data() + (2 * digit) * poly_words(); }
   const u64* a(std::size_t digit) const { return buffer_.data() + (2 * digit + 1) * poly_words(); }
+  const Device& device() const { return buffer_.device(); }
+  // A copy on `device` (keys are uploaded once and reused by every switch).
+  KeySwitchKey to(const Device& device) const;
+  KeySwitchKey(KeySwitchKey&&) noexcept = default;
+  KeySwitchKey& operator=(KeySwitchKey&&) noexcept = default;
   // Seeds the a_j were expanded from (empty after loading without seeds).
   std::vector<Seed>& seeds() { return seeds_; }
   const std::vector<Seed>& seeds() const { return seeds_; }
 
  private:
+  KeySwitchKey(const KeySwitchKey& other, Buffer buffer)
+      : context_(other.context_), digits_(other.digits_), buffer_(std::move(buffer)), seeds_(other.seeds_) {}
+
   RlweContextPtr context_;
   std::size_t digits_;
   Buffer buffer_;
@@ -70,6 +78,8 @@ class PublicKey {
   explicit PublicKey(Ciphertext key) : key_(std::move(key)) {}
   const Ciphertext& key() const { return key_; }
   std::uint64_t fingerprint() const { return key_.fingerprint(); }
+  const Device& device() const { return key_.device(); }
+  PublicKey to(const Device& device) const { return PublicKey(key_.to(device)); }
 
  private:
   Ciphertext key_;
@@ -80,6 +90,8 @@ class RelinKey {
   explicit RelinKey(KeySwitchKey key) : key_(std::move(key)) {}
   const KeySwitchKey& key() const { return key_; }
   std::uint64_t fingerprint() const { return key_.fingerprint(); }
+  const Device& device() const { return key_.device(); }
+  RelinKey to(const Device& device) const { return RelinKey(key_.to(device)); }
 
  private:
   KeySwitchKey key_;
@@ -102,6 +114,9 @@ class GaloisKeys {
   void insert(u64 galois_element, KeySwitchKey key);
   std::vector<u64> elements() const;
   std::size_t size() const { return keys_.size(); }
+  // Where the keys live (all on one device; cpu when empty).
+  Device device() const { return keys_.empty() ? Device::cpu() : keys_.begin()->second.device(); }
+  GaloisKeys to(const Device& device) const;
 
  private:
   RlweContextPtr context_;
