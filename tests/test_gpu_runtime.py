@@ -138,7 +138,8 @@ def test_a_pipeline_on_a_cuda_context_matches_the_cpu_context(preset):
         y = y + y.conjugate()
         results[device] = (y.to_bytes(), ctx.decrypt(y, sk))
         want = 2 * np.real((np.roll(xs[0] * xs[1] + xs[2] * 0.5, -1) - 2 * xs[0]) * (xs[2] + 1.0))
-        assert np.max(np.abs(results[device][1] - want)) < 1e-3
+        error = np.max(np.abs(results[device][1] - want))
+        assert error < 1e-3, f"{preset} on {device}: max error {error}"
     assert results["cpu"][0] == results["cuda"][0]
     assert np.array_equal(results["cpu"][1], results["cuda"][1])
 
@@ -198,7 +199,7 @@ def test_gpu_frames_retain_until_the_end():
 @needs_gpu
 def test_concurrent_streams_match_sequential_results():
     # Four contexts (each owns a stream) with different keys and data.
-    contexts = [setup("cuda", seed=bytes([i]) * 32) for i in range(4)]
+    contexts = [setup("cuda", "N14_D6", seed=bytes([i]) * 32) for i in range(4)]
 
     def work(entry):
         ctx, sk, keys, xs, (a, b, c) = entry

@@ -105,6 +105,8 @@ void replay_pass(const u64* src, const u64* src2, u64* dst, const NttTables& t, 
   const u64 q = mod.value();
   std::vector<u64> tile(std::size_t{1} << kLogTile);
   const std::size_t elements = pass.block_elements();
+  const u64* table = Forward ? t.forward() : t.inverse();
+  const u64* table_shoup = Forward ? t.forward_shoup() : t.inverse_shoup();
   const std::size_t cols_mask = (std::size_t{1} << pass.log_cols) - 1;
   const int last_stage = pass.first_stage + pass.stages - 1;
   for (std::size_t block = 0; block < pass.blocks(); ++block) {
@@ -113,6 +115,15 @@ void replay_pass(const u64* src, const u64* src2, u64* dst, const NttTables& t, 
       const std::size_t g = pass.element(origin, e);
       tile[e] = src2 == nullptr ? src[g] : mul_mod(src[g], src2[g], mod);
     }
+    // Twiddles staged as the kernel stages them (in shared memory there).
+    std::vector<std::pair<u64, u64>> staged;
+    for (int s = pass.first_stage; s <= last_stage; ++s) {
+      const TwiddleSpan span = staged_twiddle_span(pass, origin, s, log_n);
+      EXPECT_EQ(staged.size(), staged_twiddle_offset(pass, origin, s, log_n));
+      for (std::size_t i = 0; i < span.count; ++i)
+        staged.emplace_back(table[span.first + i], table_shoup[span.first + i]);
+    }
+    EXPECT_LE(staged.size(), staged_twiddle_bound(pass, log_n));
     for (int step = 0; step < pass.stages; ++step) {
       const int s = Forward ? pass.first_stage + step : last_stage - step;
       const int log_dist_rows = last_stage - s;
@@ -121,13 +132,16 @@ void replay_pass(const u64* src, const u64* src2, u64* dst, const NttTables& t, 
         const std::size_t row = butterfly_first(b >> pass.log_cols, log_dist_rows);
         const std::size_t ex = (row << pass.log_cols) | c;
         const std::size_t ey = ex + (std::size_t{1} << (log_dist_rows + pass.log_cols));
-        const std::size_t w = twiddle_index(pass.element(origin, ex), s, log_n);
+        const TwiddleSpan span = staged_twiddle_span(pass, origin, s, log_n);
+        const std::size_t w = twiddle_index(pass.element(origin, ex), s, log_n) - span.first;
+        ASSERT_LT(w, span.count);
+        const auto [tw, tw_shoup] = staged.at(staged_twiddle_offset(pass, origin, s, log_n) + w);
         if (Forward) {
-          ct_butterfly(tile[ex], tile[ey], t.forward()[w], t.forward_shoup()[w], q);
+          ct_butterfly(tile[ex], tile[ey], tw, tw_shoup, q);
         } else if (s == 0) {
           gs_last_butterfly(tile[ex], tile[ey], t.n_inv(), t.last_twiddle_n_inv(), q);
         } else {
-          gs_butterfly(tile[ex], tile[ey], t.inverse()[w], t.inverse_shoup()[w], q);
+          gs_butterfly(tile[ex], tile[ey], tw, tw_shoup, q);
         }
       }
     }

@@ -117,9 +117,11 @@ CudaPool& device_pool(int index) {
 
 namespace {
 
-// Host <-> device and device <-> device copies for Buffer::to, on the
-// device's current stream. Uploads from pageable host memory return once the
-// source has been staged; downloads wait for the stream (a sync point).
+// Host <-> device and device <-> device copies for Buffer::to. Uploads and
+// peer copies wait for their own copy, so the data is ready for every
+// stream (a value is uploaded once, lazily); a download waits for the whole
+// device first, since the value may have been computed on any stream (a
+// download is a sync point).
 void cuda_copy(void* dst, const Device& dst_device, const void* src, const Device& src_device, std::size_t bytes) {
   const bool to_host = dst_device.type == DeviceType::cpu, from_host = src_device.type == DeviceType::cpu;
   const int index = to_host ? src_device.index : dst_device.index;
@@ -128,7 +130,9 @@ void cuda_copy(void* dst, const Device& dst_device, const void* src, const Devic
   const cudaStream_t s = be.stream();
   if (from_host) {
     check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s), "cuda.upload");
+    check(cudaStreamSynchronize(s), "cuda.upload");
   } else if (to_host) {
+    check(cudaDeviceSynchronize(), "cuda.download");
     check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s), "cuda.download");
     check(cudaStreamSynchronize(s), "cuda.download");
   } else if (src_device.index == dst_device.index) {
@@ -137,6 +141,7 @@ void cuda_copy(void* dst, const Device& dst_device, const void* src, const Devic
     // Between GPUs: the source's work must be done before the peer copy reads it.
     backend(src_device.index).synchronize();
     check(cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index, bytes, s), "cuda.peer_copy");
+    check(cudaStreamSynchronize(s), "cuda.peer_copy");
   }
 }
 
@@ -353,20 +358,35 @@ __global__ void ntt_radix2_stage_kernel(const u64* src, u64* dst, const LimbCons
 // 512 threads x 2 butterflies per stage: 16 KiB per block lets 4 blocks
 // (2048 threads) stay resident per SM on sm_80/sm_90.
 constexpr unsigned kPassThreads = 512;
+// Dynamic shared memory a pass may use: the 16 KiB tile plus at most
+// 2^11 + 2 * 17 staged twiddles of 16 bytes (see staged_twiddle_bound).
+constexpr int kPassSharedBytes = (1 << kernel::kLogTile) * 8 + ((1 << kernel::kLogTile) + 2 * 17) * 16;
 
 template <bool Forward>
 __global__ void __launch_bounds__(kPassThreads)
     ntt_pass_kernel(const u64* src, const u64* src2, u64* dst, const LimbConstants* limbs, int log_n,
                     kernel::NttPass pass) {
-  __shared__ u64 tile[std::size_t{1} << kernel::kLogTile];
+  // Dynamic shared memory: the tile, then the staged twiddles (16-byte aligned:
+  // the tile holds an even number of words).
+  extern __shared__ ulonglong2 shared_words[];
+  u64* tile = reinterpret_cast<u64*>(shared_words);
+  const std::size_t elements = pass.block_elements();
+  ulonglong2* staged = shared_words + elements / 2;
   const std::size_t base = (blockIdx.z * static_cast<std::size_t>(gridDim.y) + blockIdx.y) << log_n;
   const LimbConstants& lc = limbs[blockIdx.y];
   const Modulus mod = lc.modulus;
   const u64 q = mod.value();
   const std::size_t origin = pass.block_origin(blockIdx.x, log_n);
-  const std::size_t elements = pass.block_elements();
   const std::size_t cols_mask = (std::size_t{1} << pass.log_cols) - 1;
+  const int last_stage = pass.first_stage + pass.stages - 1;
 
+  // One round of loads: every stage's twiddles and the data, all in flight together.
+  const ulonglong2* table = Forward ? lc.forward : lc.inverse;
+  for (int s = pass.first_stage, offset = 0; s <= last_stage; ++s) {
+    const kernel::TwiddleSpan span = kernel::staged_twiddle_span(pass, origin, s, log_n);
+    for (std::size_t i = threadIdx.x; i < span.count; i += blockDim.x) staged[offset + i] = table[span.first + i];
+    offset += static_cast<int>(span.count);
+  }
   for (std::size_t e = threadIdx.x; e < elements; e += blockDim.x) {
     const std::size_t g = base + pass.element(origin, e);
     // Fused Hadamard product (seed 002): the inverse of a product reads both
@@ -375,10 +395,11 @@ __global__ void __launch_bounds__(kPassThreads)
   }
   __syncthreads();
 
-  const int last_stage = pass.first_stage + pass.stages - 1;
   for (int step = 0; step < pass.stages; ++step) {
     const int s = Forward ? pass.first_stage + step : last_stage - step;
     const int log_dist_rows = last_stage - s;
+    const std::size_t first_twiddle = kernel::staged_twiddle_span(pass, origin, s, log_n).first;
+    const ulonglong2* stage_twiddles = staged + kernel::staged_twiddle_offset(pass, origin, s, log_n);
     for (std::size_t b = threadIdx.x; b < elements / 2; b += blockDim.x) {
       const std::size_t c = b & cols_mask;
       const std::size_t row = kernel::butterfly_first(b >> pass.log_cols, log_dist_rows);
@@ -387,12 +408,12 @@ __global__ void __launch_bounds__(kPassThreads)
       u64 x = tile[ex], y = tile[ey];
       const std::size_t gi = pass.element(origin, ex);
       if constexpr (Forward) {
-        const ulonglong2 w = lc.forward[kernel::twiddle_index(gi, s, log_n)];
+        const ulonglong2 w = stage_twiddles[kernel::twiddle_index(gi, s, log_n) - first_twiddle];
         kernel::ct_butterfly(x, y, w.x, w.y, q);
       } else if (s == 0) {
         kernel::gs_last_butterfly(x, y, lc.n_inv, lc.last_n_inv, q);
       } else {
-        const ulonglong2 w = lc.inverse[kernel::twiddle_index(gi, s, log_n)];
+        const ulonglong2 w = stage_twiddles[kernel::twiddle_index(gi, s, log_n) - first_twiddle];
         kernel::gs_butterfly(x, y, w.x, w.y, q);
       }
       tile[ex] = x;
@@ -515,6 +536,12 @@ CudaBackend::CudaBackend(int device) : device_(device) {
   // other libraries' work there cannot serialise ours.
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cuda.backend");
   check(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_), "cuda.backend");
+  // A pass block's tile (16 KiB) and staged twiddles (up to ~33 KiB) exceed
+  // the 48 KiB a launch gets without opting in.
+  for (const void* kernel : {reinterpret_cast<const void*>(&ntt_pass_kernel<true>),
+                             reinterpret_cast<const void*>(&ntt_pass_kernel<false>)})
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kPassSharedBytes),
+          "cuda.backend");
   const char* sync = std::getenv("RINGFIRE_CUDA_SYNC");
   sync_each_kernel_ = sync != nullptr && std::strcmp(sync, "0") != 0;
 }
@@ -719,10 +746,12 @@ void CudaBackend::transform(const u64* src, const u64* src2, u64* dst, std::size
     const kernel::NttPass& pass = passes[forward ? step : count - 1 - step];
     const unsigned threads = static_cast<unsigned>(std::min<std::size_t>(kPassThreads, pass.block_elements() / 2));
     const dim3 grid(static_cast<unsigned>(pass.blocks()), rows.y, rows.z);
+    const std::size_t shared_bytes =
+        pass.block_elements() * sizeof(u64) + kernel::staged_twiddle_bound(pass, log_n) * sizeof(ulonglong2);
     if (forward)
-      ntt_pass_kernel<true><<<grid, threads, 0, launch_stream()>>>(src, nullptr, dst, lc, log_n, pass);
+      ntt_pass_kernel<true><<<grid, threads, shared_bytes, launch_stream()>>>(src, nullptr, dst, lc, log_n, pass);
     else
-      ntt_pass_kernel<false><<<grid, threads, 0, launch_stream()>>>(src, src2, dst, lc, log_n, pass);
+      ntt_pass_kernel<false><<<grid, threads, shared_bytes, launch_stream()>>>(src, src2, dst, lc, log_n, pass);
     after_launch(src2 != nullptr ? "ntt_inverse_hadamard" : forward ? "ntt_forward" : "ntt_inverse");
     src = dst;
     src2 = nullptr;

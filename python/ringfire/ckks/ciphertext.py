@@ -51,7 +51,7 @@ class _Placed:
 
     def _host(self):
         """The host copy (a download, and so a sync point, when the value lives on a GPU)."""
-        return self._res.get("cpu")
+        return self._res.get("cpu", self._context._queue_on(self._device))
 
     def _moved(self, device: str):
         device = _core.parse_device(str(device))

@@ -1,8 +1,8 @@
 // Copies between devices. The host copy is memcpy; backends of other devices
-// install theirs when they load. A copy into host memory has finished when
-// copy_between returns (it is a synchronisation point for the source
-// device's current queue); copies into device memory are ordered on the
-// destination device's current queue and may still be in flight.
+// install theirs when they load. A copy into host memory waits for all work
+// on the source device first (it is a synchronisation point); a copy into
+// device memory has landed when copy_between returns, so any queue may read
+// it. Device-to-device copies on one device are ordered on its current queue.
 #pragma once
 
 #include <cstddef>

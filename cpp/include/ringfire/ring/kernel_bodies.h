@@ -122,6 +122,39 @@ struct NttPass {
   RF_HD std::size_t block_elements() const { return std::size_t{1} << (stages + log_cols); }
 };
 
+// Staged twiddles: a pass block copies the twiddles its stages need into
+// shared memory together with its data, so the stages wait on one round of
+// global loads instead of one per stage. At stage s the block's butterflies
+// use the table range [twiddle_index(origin), twiddle_index(last element)]
+// (element indices grow with the local index, and a butterfly's first
+// element has the same twiddle index as its second).
+struct TwiddleSpan {
+  std::size_t first, count;
+};
+
+RF_HD TwiddleSpan staged_twiddle_span(const NttPass& p, std::size_t origin, int s, int log_n) {
+  const std::size_t last = p.element(origin, p.block_elements() - 1);
+  const std::size_t first = twiddle_index(origin, s, log_n);
+  return {first, twiddle_index(last, s, log_n) - first + 1};
+}
+
+// Where stage s's span starts in the staged array (spans in stage order).
+RF_HD std::size_t staged_twiddle_offset(const NttPass& p, std::size_t origin, int s, int log_n) {
+  std::size_t offset = 0;
+  for (int t = p.first_stage; t < s; ++t) offset += staged_twiddle_span(p, origin, t, log_n).count;
+  return offset;
+}
+
+// Entries any block of the pass may stage (sizes its shared memory): a span
+// covers (last - origin) >> (log_n - s) + 1 indices, +1 when the block does
+// not start on a boundary of the stage's twiddle groups.
+inline std::size_t staged_twiddle_bound(const NttPass& p, int log_n) {
+  const std::size_t reach = p.element(0, p.block_elements() - 1);  // last element - origin
+  std::size_t total = 0;
+  for (int s = p.first_stage; s < p.first_stage + p.stages; ++s) total += (reach >> (log_n - s)) + 2;
+  return total;
+}
+
 // Elements one shared-memory block holds (16 KiB of 64-bit words): small
 // enough for several resident blocks per SM, large enough that an N = 2^17
 // transform needs just two passes (a strided head pass and a contiguous tail).
