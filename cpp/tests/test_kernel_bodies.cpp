@@ -105,8 +105,6 @@ void replay_pass(const u64* src, const u64* src2, u64* dst, const NttTables& t, 
   const u64 q = mod.value();
   std::vector<u64> tile(std::size_t{1} << kLogTile);
   const std::size_t elements = pass.block_elements();
-  const u64* table = Forward ? t.forward() : t.inverse();
-  const u64* table_shoup = Forward ? t.forward_shoup() : t.inverse_shoup();
   const std::size_t cols_mask = (std::size_t{1} << pass.log_cols) - 1;
   const int last_stage = pass.first_stage + pass.stages - 1;
   for (std::size_t block = 0; block < pass.blocks(); ++block) {
@@ -115,15 +113,6 @@ void replay_pass(const u64* src, const u64* src2, u64* dst, const NttTables& t, 
       const std::size_t g = pass.element(origin, e);
       tile[e] = src2 == nullptr ? src[g] : mul_mod(src[g], src2[g], mod);
     }
-    // Twiddles staged as the kernel stages them (in shared memory there).
-    std::vector<std::pair<u64, u64>> staged;
-    for (int s = pass.first_stage; s <= last_stage; ++s) {
-      const TwiddleSpan span = staged_twiddle_span(pass, origin, s, log_n);
-      EXPECT_EQ(staged.size(), staged_twiddle_offset(pass, origin, s, log_n));
-      for (std::size_t i = 0; i < span.count; ++i)
-        staged.emplace_back(table[span.first + i], table_shoup[span.first + i]);
-    }
-    EXPECT_LE(staged.size(), staged_twiddle_bound(pass, log_n));
     for (int step = 0; step < pass.stages; ++step) {
       const int s = Forward ? pass.first_stage + step : last_stage - step;
       const int log_dist_rows = last_stage - s;
@@ -132,16 +121,13 @@ void replay_pass(const u64* src, const u64* src2, u64* dst, const NttTables& t, 
         const std::size_t row = butterfly_first(b >> pass.log_cols, log_dist_rows);
         const std::size_t ex = (row << pass.log_cols) | c;
         const std::size_t ey = ex + (std::size_t{1} << (log_dist_rows + pass.log_cols));
-        const TwiddleSpan span = staged_twiddle_span(pass, origin, s, log_n);
-        const std::size_t w = twiddle_index(pass.element(origin, ex), s, log_n) - span.first;
-        ASSERT_LT(w, span.count);
-        const auto [tw, tw_shoup] = staged.at(staged_twiddle_offset(pass, origin, s, log_n) + w);
+        const std::size_t w = twiddle_index(pass.element(origin, ex), s, log_n);
         if (Forward) {
-          ct_butterfly(tile[ex], tile[ey], tw, tw_shoup, q);
+          ct_butterfly(tile[ex], tile[ey], t.forward()[w], t.forward_shoup()[w], q);
         } else if (s == 0) {
           gs_last_butterfly(tile[ex], tile[ey], t.n_inv(), t.last_twiddle_n_inv(), q);
         } else {
-          gs_butterfly(tile[ex], tile[ey], tw, tw_shoup, q);
+          gs_butterfly(tile[ex], tile[ey], t.inverse()[w], t.inverse_shoup()[w], q);
         }
       }
     }
@@ -251,25 +237,28 @@ TEST(KernelBodies, ElementwiseBodiesEqualCpuBackend) {
   }
   EXPECT_EQ(got, want);
 
-  // Wide accumulate (one polynomial) then reduce.
-  const std::size_t one = limbs * n;
-  std::vector<u64> w0(2 * one), w1(2 * one);
-  for (u64& w : w0) w = rng() >> 2;
-  for (u64& w : w1) w = rng() >> 2;
-  std::vector<u64> cw0 = w0, cw1 = w1;
-  for (int rep = 0; rep < 3; ++rep) {
-    cpu().multiply_accumulate_wide(a.data(), b.data(), acc.data(), cw0.data(), cw1.data(), *base);
-    for (std::size_t i = 0; i < one; ++i) {
-      wide_accumulate_body(w0[2 * i], w0[2 * i + 1], a[i], b[i]);
-      wide_accumulate_body(w1[2 * i], w1[2 * i + 1], a[i], acc[i]);
+  // Key-switching inner product over 40 triples (two lazy chunks), against
+  // a plain sum of reduced products.
+  const std::size_t one = limbs * n, digits = 40;
+  std::vector<std::vector<u64>> polys;
+  for (std::size_t t = 0; t < 3 * digits; ++t) polys.push_back(random_polys(*base, 1, rng));
+  std::vector<const u64*> in, kb, ka;
+  for (std::size_t t = 0; t < digits; ++t) {
+    in.push_back(polys[t].data());
+    kb.push_back(polys[digits + t].data());
+    ka.push_back(polys[2 * digits + t].data());
+  }
+  std::vector<u64> got0(one), got1(one), want0(one, 0), want1(one, 0);
+  cpu().inner_product_pair(in.data(), kb.data(), ka.data(), digits, got0.data(), got1.data(), *base);
+  for (std::size_t i = 0; i < one; ++i) {
+    const Modulus& mod = base->modulus(i / n);
+    for (std::size_t t = 0; t < digits; ++t) {
+      want0[i] = add_mod(want0[i], mul_mod(in[t][i], kb[t][i], mod), mod.value());
+      want1[i] = add_mod(want1[i], mul_mod(in[t][i], ka[t][i], mod), mod.value());
     }
   }
-  EXPECT_EQ(w0, cw0);
-  EXPECT_EQ(w1, cw1);
-  std::vector<u64> red(one), cred(one);
-  cpu().reduce_wide(w0.data(), cred.data(), *base);
-  for (std::size_t i = 0; i < one; ++i) red[i] = reduce_wide_body(w0[2 * i], w0[2 * i + 1], base->modulus(i / n));
-  EXPECT_EQ(red, cred);
+  EXPECT_EQ(got0, want0);
+  EXPECT_EQ(got1, want1);
 }
 
 // The CUDA linear combination: chunks of 32 terms and 8 limbs, partial sums

@@ -6,6 +6,7 @@
 #include "ntt_kernels.h"
 #include "parallel_for.h"
 #include "ringfire/arith/modular.h"
+#include "ringfire/ring/kernel_bodies.h"
 
 namespace ringfire::cpu {
 
@@ -58,18 +59,13 @@ void CpuBackend::sub(const u64* a, const u64* b, u64* out, std::size_t batch, co
   });
 }
 
-void CpuBackend::multiply_accumulate_wide(const u64* a, const u64* b0, const u64* b1, u64* wide0, u64* wide1,
-                                          const RnsBase& base) {
+void CpuBackend::inner_product_pair(const u64* const* in, const u64* const* b, const u64* const* a, std::size_t terms,
+                                    u64* out0, u64* out1, const RnsBase& base) {
   const std::size_t n = base.n();
-  for_each_limb(1, base, n, [&](std::size_t offset, std::size_t) {
-    for (std::size_t j = offset; j < offset + n; ++j) {
-      const u128 s0 = ((static_cast<u128>(wide0[2 * j + 1]) << 64) | wide0[2 * j]) + mul_wide(a[j], b0[j]);
-      const u128 s1 = ((static_cast<u128>(wide1[2 * j + 1]) << 64) | wide1[2 * j]) + mul_wide(a[j], b1[j]);
-      wide0[2 * j] = static_cast<u64>(s0);
-      wide0[2 * j + 1] = static_cast<u64>(s0 >> 64);
-      wide1[2 * j] = static_cast<u64>(s1);
-      wide1[2 * j + 1] = static_cast<u64>(s1 >> 64);
-    }
+  for_each_limb(1, base, n * terms, [&](std::size_t offset, std::size_t limb) {
+    const Modulus& mod = base.modulus(limb);
+    for (std::size_t j = offset; j < offset + n; ++j)
+      kernel::inner_product_pair_body(in, b, a, terms, j, mod, out0[j], out1[j]);
   });
 }
 
@@ -99,14 +95,6 @@ void CpuBackend::linear_combination(const u64* const* inputs, const u64* weights
   });
 }
 
-void CpuBackend::reduce_wide(const u64* wide, u64* out, const RnsBase& base) {
-  const std::size_t n = base.n();
-  for_each_limb(1, base, n, [&](std::size_t offset, std::size_t limb) {
-    const Modulus& mod = base.modulus(limb);
-    for (std::size_t j = offset; j < offset + n; ++j)
-      out[j] = reduce_u128((static_cast<u128>(wide[2 * j + 1]) << 64) | wide[2 * j], mod);
-  });
-}
 
 void CpuBackend::add_scalar(const u64* a, const u64* scalars, u64* out, std::size_t batch, const RnsBase& base) {
   const std::size_t n = base.n();

@@ -22,11 +22,10 @@ class CpuBackend final : public Backend {
   void multiply_scalar(const u64* a, const u64* scalars, u64* out, std::size_t batch,
                        const RnsBase& base) override;
 
-  void multiply_accumulate_wide(const u64* a, const u64* b0, const u64* b1, u64* wide0, u64* wide1,
-                                const RnsBase& base) override;
+  void inner_product_pair(const u64* const* in, const u64* const* b, const u64* const* a, std::size_t terms,
+                          u64* out0, u64* out1, const RnsBase& base) override;
   void linear_combination(const u64* const* inputs, const u64* weights, std::size_t terms, u64* out,
                           std::size_t batch, const RnsBase& base) override;
-  void reduce_wide(const u64* wide, u64* out, const RnsBase& base) override;
   void add_scalar(const u64* a, const u64* scalars, u64* out, std::size_t batch, const RnsBase& base) override;
   void copy(const u64* src, u64* dst, std::size_t words) override;
   void zero(u64* dst, std::size_t words) override;

@@ -249,17 +249,27 @@ __global__ void scalar_kernel(const u64* a, u64* out, ScalarParams params, const
   out[index] = Multiply ? kernel::multiply_scalar_body(a[index], s, q) : add_mod(a[index], s.value, q);
 }
 
-__global__ void wide_accumulate_kernel(const u64* a, const u64* b0, const u64* b1, u64* wide0, u64* wide1,
-                                       int log_n) {
-  const Coord c = coord(log_n);
-  const std::size_t i = c.index;
-  kernel::wide_accumulate_body(wide0[2 * i], wide0[2 * i + 1], a[i], b0[i]);
-  kernel::wide_accumulate_body(wide1[2 * i], wide1[2 * i + 1], a[i], b1[i]);
-}
+// Key-switching inner product: terms (digit, b, a) pointer triples travel as
+// kernel parameters, kIpTerms per launch; later launches add to the output.
+constexpr std::size_t kIpTerms = 32;
+struct InnerProductParams {
+  const u64* in[kIpTerms];
+  const u64* b[kIpTerms];
+  const u64* a[kIpTerms];
+};
 
-__global__ void reduce_wide_kernel(const u64* wide, u64* out, const LimbConstants* limbs, int log_n) {
+__global__ void inner_product_pair_kernel(InnerProductParams p, std::size_t terms, bool accumulate, u64* out0,
+                                          u64* out1, const LimbConstants* limbs, int log_n) {
   const Coord c = coord(log_n);
-  out[c.index] = kernel::reduce_wide_body(wide[2 * c.index], wide[2 * c.index + 1], limbs[c.limb].modulus);
+  const Modulus mod = limbs[c.limb].modulus;
+  u64 r0, r1;
+  kernel::inner_product_pair_body(p.in, p.b, p.a, terms, c.index, mod, r0, r1);
+  if (accumulate) {
+    r0 = add_mod(r0, out0[c.index], mod.value());
+    r1 = add_mod(r1, out1[c.index], mod.value());
+  }
+  out0[c.index] = r0;
+  out1[c.index] = r1;
 }
 
 // One chunk of a linear combination: up to 32 terms (one lazy 128-bit sum,
@@ -358,63 +368,59 @@ __global__ void ntt_radix2_stage_kernel(const u64* src, u64* dst, const LimbCons
 // 512 threads x 2 butterflies per stage: 16 KiB per block lets 4 blocks
 // (2048 threads) stay resident per SM on sm_80/sm_90.
 constexpr unsigned kPassThreads = 512;
-// Dynamic shared memory a pass may use: the 16 KiB tile plus at most
-// 2^11 + 2 * 17 staged twiddles of 16 bytes (see staged_twiddle_bound).
-constexpr int kPassSharedBytes = (1 << kernel::kLogTile) * 8 + ((1 << kernel::kLogTile) + 2 * 17) * 16;
 
 template <bool Forward>
 __global__ void __launch_bounds__(kPassThreads)
     ntt_pass_kernel(const u64* src, const u64* src2, u64* dst, const LimbConstants* limbs, int log_n,
                     kernel::NttPass pass) {
-  // Dynamic shared memory: the tile, then the staged twiddles (16-byte aligned:
-  // the tile holds an even number of words).
-  extern __shared__ ulonglong2 shared_words[];
-  u64* tile = reinterpret_cast<u64*>(shared_words);
-  const std::size_t elements = pass.block_elements();
-  ulonglong2* staged = shared_words + elements / 2;
+  __shared__ u64 tile[std::size_t{1} << kernel::kLogTile];
+  // Offsets within one polynomial fit 32 bits (N <= 2^17): only the row base
+  // is 64-bit, so the per-butterfly index arithmetic stays in 32-bit
+  // instructions (64-bit shifts by a variable cost several each). The
+  // addressing is NttPass's (kernel_bodies.h), spelled out in 32 bits.
   const std::size_t base = (blockIdx.z * static_cast<std::size_t>(gridDim.y) + blockIdx.y) << log_n;
+  src += base;
+  dst += base;
+  if (src2 != nullptr) src2 += base;
   const LimbConstants& lc = limbs[blockIdx.y];
   const Modulus mod = lc.modulus;
   const u64 q = mod.value();
-  const std::size_t origin = pass.block_origin(blockIdx.x, log_n);
-  const std::size_t cols_mask = (std::size_t{1} << pass.log_cols) - 1;
-  const int last_stage = pass.first_stage + pass.stages - 1;
+  const unsigned origin = static_cast<unsigned>(pass.block_origin(blockIdx.x, log_n));
+  const unsigned log_cols = static_cast<unsigned>(pass.log_cols), log_stride = static_cast<unsigned>(pass.log_stride);
+  const unsigned cols_mask = (1u << log_cols) - 1;
+  const unsigned elements = 1u << (pass.stages + pass.log_cols);
 
-  // One round of loads: every stage's twiddles and the data, all in flight together.
-  const ulonglong2* table = Forward ? lc.forward : lc.inverse;
-  for (int s = pass.first_stage, offset = 0; s <= last_stage; ++s) {
-    const kernel::TwiddleSpan span = kernel::staged_twiddle_span(pass, origin, s, log_n);
-    for (std::size_t i = threadIdx.x; i < span.count; i += blockDim.x) staged[offset + i] = table[span.first + i];
-    offset += static_cast<int>(span.count);
-  }
-  for (std::size_t e = threadIdx.x; e < elements; e += blockDim.x) {
-    const std::size_t g = base + pass.element(origin, e);
+  for (unsigned e = threadIdx.x; e < elements; e += blockDim.x) {
+    const unsigned g = origin + ((e >> log_cols) << log_stride) + (e & cols_mask);
     // Fused Hadamard product (seed 002): the inverse of a product reads both
     // factors here instead of a separate multiply pass over memory.
     tile[e] = src2 == nullptr ? src[g] : mul_mod(src[g], src2[g], mod);
   }
   __syncthreads();
 
+  const int last_stage = pass.first_stage + pass.stages - 1;
+  const ulonglong2* table = Forward ? lc.forward : lc.inverse;
   for (int step = 0; step < pass.stages; ++step) {
     const int s = Forward ? pass.first_stage + step : last_stage - step;
-    const int log_dist_rows = last_stage - s;
-    const std::size_t first_twiddle = kernel::staged_twiddle_span(pass, origin, s, log_n).first;
-    const ulonglong2* stage_twiddles = staged + kernel::staged_twiddle_offset(pass, origin, s, log_n);
-    for (std::size_t b = threadIdx.x; b < elements / 2; b += blockDim.x) {
-      const std::size_t c = b & cols_mask;
-      const std::size_t row = kernel::butterfly_first(b >> pass.log_cols, log_dist_rows);
-      const std::size_t ex = (row << pass.log_cols) | c;
-      const std::size_t ey = ex + (std::size_t{1} << (log_dist_rows + pass.log_cols));
+    const unsigned log_dist = static_cast<unsigned>(last_stage - s);  // in rows
+    const unsigned dist_mask = (1u << log_dist) - 1;
+    const unsigned twiddle_shift = static_cast<unsigned>(log_n - s), twiddle_base = 1u << s;
+    for (unsigned b = threadIdx.x; b < elements / 2; b += blockDim.x) {
+      const unsigned c = b & cols_mask, pair = b >> log_cols;
+      const unsigned row = ((pair >> log_dist) << (log_dist + 1)) | (pair & dist_mask);  // butterfly_first
+      const unsigned ex = (row << log_cols) | c;
+      const unsigned ey = ex + (1u << (log_dist + log_cols));
       u64 x = tile[ex], y = tile[ey];
-      const std::size_t gi = pass.element(origin, ex);
-      if constexpr (Forward) {
-        const ulonglong2 w = stage_twiddles[kernel::twiddle_index(gi, s, log_n) - first_twiddle];
-        kernel::ct_butterfly(x, y, w.x, w.y, q);
-      } else if (s == 0) {
-        kernel::gs_last_butterfly(x, y, lc.n_inv, lc.last_n_inv, q);
+      if (Forward || s != 0) {
+        const unsigned gi = origin + (row << log_stride) + c;  // global index of x
+        const ulonglong2 w = table[twiddle_base + (gi >> twiddle_shift)];  // twiddle_index
+        if constexpr (Forward) {
+          kernel::ct_butterfly(x, y, w.x, w.y, q);
+        } else {
+          kernel::gs_butterfly(x, y, w.x, w.y, q);
+        }
       } else {
-        const ulonglong2 w = stage_twiddles[kernel::twiddle_index(gi, s, log_n) - first_twiddle];
-        kernel::gs_butterfly(x, y, w.x, w.y, q);
+        kernel::gs_last_butterfly(x, y, lc.n_inv, lc.last_n_inv, q);
       }
       tile[ex] = x;
       tile[ey] = y;
@@ -423,9 +429,9 @@ __global__ void __launch_bounds__(kPassThreads)
   }
 
   const bool reduce = Forward && last_stage == log_n - 1;
-  for (std::size_t e = threadIdx.x; e < elements; e += blockDim.x) {
+  for (unsigned e = threadIdx.x; e < elements; e += blockDim.x) {
     const u64 v = tile[e];
-    dst[base + pass.element(origin, e)] = reduce ? kernel::reduce_4q(v, q) : v;
+    dst[origin + ((e >> log_cols) << log_stride) + (e & cols_mask)] = reduce ? kernel::reduce_4q(v, q) : v;
   }
 }
 
@@ -536,12 +542,6 @@ CudaBackend::CudaBackend(int device) : device_(device) {
   // other libraries' work there cannot serialise ours.
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cuda.backend");
   check(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_), "cuda.backend");
-  // A pass block's tile (16 KiB) and staged twiddles (up to ~33 KiB) exceed
-  // the 48 KiB a launch gets without opting in.
-  for (const void* kernel : {reinterpret_cast<const void*>(&ntt_pass_kernel<true>),
-                             reinterpret_cast<const void*>(&ntt_pass_kernel<false>)})
-    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kPassSharedBytes),
-          "cuda.backend");
   const char* sync = std::getenv("RINGFIRE_CUDA_SYNC");
   sync_each_kernel_ = sync != nullptr && std::strcmp(sync, "0") != 0;
 }
@@ -746,12 +746,10 @@ void CudaBackend::transform(const u64* src, const u64* src2, u64* dst, std::size
     const kernel::NttPass& pass = passes[forward ? step : count - 1 - step];
     const unsigned threads = static_cast<unsigned>(std::min<std::size_t>(kPassThreads, pass.block_elements() / 2));
     const dim3 grid(static_cast<unsigned>(pass.blocks()), rows.y, rows.z);
-    const std::size_t shared_bytes =
-        pass.block_elements() * sizeof(u64) + kernel::staged_twiddle_bound(pass, log_n) * sizeof(ulonglong2);
     if (forward)
-      ntt_pass_kernel<true><<<grid, threads, shared_bytes, launch_stream()>>>(src, nullptr, dst, lc, log_n, pass);
+      ntt_pass_kernel<true><<<grid, threads, 0, launch_stream()>>>(src, nullptr, dst, lc, log_n, pass);
     else
-      ntt_pass_kernel<false><<<grid, threads, shared_bytes, launch_stream()>>>(src, src2, dst, lc, log_n, pass);
+      ntt_pass_kernel<false><<<grid, threads, 0, launch_stream()>>>(src, src2, dst, lc, log_n, pass);
     after_launch(src2 != nullptr ? "ntt_inverse_hadamard" : forward ? "ntt_forward" : "ntt_inverse");
     src = dst;
     src2 = nullptr;
@@ -847,20 +845,28 @@ void CudaBackend::add_scalar(const u64* a, const u64* scalars, u64* out, std::si
   after_launch("add_scalar");
 }
 
-void CudaBackend::multiply_accumulate_wide(const u64* a, const u64* b0, const u64* b1, u64* wide0, u64* wide1,
-                                           const RnsBase& base) {
-  DeviceGuard guard(device_);
-  const Geometry g = coeff_geometry(base.n(), base.size(), 1);
-  wide_accumulate_kernel<<<g.grid, g.block, 0, launch_stream()>>>(a, b0, b1, wide0, wide1, g.log_n);
-  after_launch("multiply_accumulate_wide");
-}
-
-void CudaBackend::reduce_wide(const u64* wide, u64* out, const RnsBase& base) {
+void CudaBackend::inner_product_pair(const u64* const* in, const u64* const* b, const u64* const* a,
+                                     std::size_t terms, u64* out0, u64* out1, const RnsBase& base) {
   DeviceGuard guard(device_);
   const LimbConstants* lc = limb_constants(base);
   const Geometry g = coeff_geometry(base.n(), base.size(), 1);
-  reduce_wide_kernel<<<g.grid, g.block, 0, launch_stream()>>>(wide, out, lc, g.log_n);
-  after_launch("reduce_wide");
+  if (terms == 0) {
+    zero(out0, base.size() * base.n());
+    zero(out1, base.size() * base.n());
+    return;
+  }
+  for (std::size_t t0 = 0; t0 < terms; t0 += kIpTerms) {
+    const std::size_t chunk = std::min(kIpTerms, terms - t0);
+    InnerProductParams params{};
+    for (std::size_t t = 0; t < chunk; ++t) {
+      params.in[t] = in[t0 + t];
+      params.b[t] = b[t0 + t];
+      params.a[t] = a[t0 + t];
+    }
+    inner_product_pair_kernel<<<g.grid, g.block, 0, launch_stream()>>>(params, chunk, t0 > 0, out0, out1, lc,
+                                                                         g.log_n);
+    after_launch("inner_product_pair");
+  }
 }
 
 void CudaBackend::linear_combination(const u64* const* inputs, const u64* weights, std::size_t terms, u64* out,

@@ -156,18 +156,24 @@ std::vector<std::pair<std::string, bool>> selftest(std::size_t n, std::size_t li
   compare("add_scalar", {a, zeros}, {1},
           [&](Backend& be, auto& p) { be.add_scalar(p[0], scalars.data(), p[1], batch, *base); });
 
-  // Wide sums start below 2^127 so a few products cannot overflow them.
-  std::vector<u64> w0 = random_words(2 * one, rng), w1 = random_words(2 * one, rng);
-  for (std::size_t i = 1; i < 2 * one; i += 2) {
-    w0[i] >>= 2;
-    w1[i] >>= 2;
+  // Key-switching inner product: 40 digit/key triples (two chunks on the
+  // GPU, two lazy reductions on both), one polynomial each.
+  {
+    const std::size_t digits = 40;
+    std::vector<std::vector<u64>> buffers;
+    for (std::size_t t = 0; t < 3 * digits; ++t) {
+      const std::vector<u64> p = random_polys(*base, 1, rng);
+      buffers.push_back(p);
+    }
+    buffers.push_back(std::vector<u64>(one));
+    buffers.push_back(std::vector<u64>(one));
+    const int out0 = static_cast<int>(3 * digits), out1 = out0 + 1;
+    compare("inner_product_pair", buffers, {out0, out1}, [&](Backend& be, auto& p) {
+      std::vector<const u64*> in(p.begin(), p.begin() + digits), b(p.begin() + digits, p.begin() + 2 * digits),
+          a(p.begin() + 2 * digits, p.begin() + 3 * digits);
+      be.inner_product_pair(in.data(), b.data(), a.data(), digits, p[out0], p[out1], *base);
+    });
   }
-  const std::vector<u64> a1(a.begin(), a.begin() + one), b1(b.begin(), b.begin() + one), c1(c.begin(), c.begin() + one);
-  compare("multiply_accumulate_wide", {a1, b1, c1, w0, w1}, {3, 4}, [&](Backend& be, auto& p) {
-    for (int rep = 0; rep < 3; ++rep) be.multiply_accumulate_wide(p[0], p[1], p[2], p[3], p[4], *base);
-  });
-  compare("reduce_wide", {random_words(2 * one, rng), std::vector<u64>(one)}, {1},
-          [&](Backend& be, auto& p) { be.reduce_wide(p[0], p[1], *base); });
 
   // 40 terms: two chunks on the GPU; some zero weights; and a call whose
   // output aliases its first input.

@@ -28,18 +28,12 @@ void mod_down(const RlweContext& ctx, std::size_t level, u64* acc, u64* out, Bac
 
 namespace {
 
-// Scratch for one key switch at a level.
+// Scratch for the ModUp of one digit at a level.
 struct Workspace {
   Workspace(const RlweContext& ctx, std::size_t level, const Device& device)
-      : n(ctx.n()), q_limbs(level + 1), ext_limbs(level + 1 + ctx.special_count()), device(device),
-        converted(ext_limbs * n, device), wide0(2 * ext_limbs * n, device), wide1(2 * ext_limbs * n, device) {}
+      : n(ctx.n()), q_limbs(level + 1), ext_limbs(level + 1 + ctx.special_count()), converted(ext_limbs * n, device) {}
   std::size_t n, q_limbs, ext_limbs;
-  Device device;
   Buffer converted;
-  // Unreduced 128-bit sums over the digits: one reduction per coefficient at
-  // the end instead of one per digit (terms < 2^120 for 60-bit primes, and
-  // there are at most L+1 <= 255 digits).
-  Buffer wide0, wide1;
 };
 
 // ModUp of digit j: c's coefficients on the digit's primes extended to the
@@ -61,28 +55,6 @@ void mod_up_digit(const RlweContext& ctx, const u64* c, const u64* c_coeff, std:
   be.copy(ws.converted.data() + begin * n, extended + end * n, (ws.ext_limbs - end) * n);
 }
 
-// wide += extended digit j times the key's (b_j, a_j); key Q limbs first, P limbs at L+1.
-void accumulate_digit(const RlweContext& ctx, const u64* extended, std::size_t level, std::size_t j,
-                      const KeySwitchKey& key, Workspace& ws, Backend& be) {
-  const std::size_t n = ws.n, q = ws.q_limbs, key_q_limbs = ctx.max_level() + 1;
-  const u64* b = key.b(j);
-  const u64* a = key.a(j);
-  be.multiply_accumulate_wide(extended, b, a, ws.wide0.data(), ws.wide1.data(), *ctx.level_base(level));
-  be.multiply_accumulate_wide(extended + q * n, b + key_q_limbs * n, a + key_q_limbs * n, ws.wide0.data() + 2 * q * n,
-                              ws.wide1.data() + 2 * q * n, *ctx.special_base());
-}
-
-void finish(const RlweContext& ctx, std::size_t level, Workspace& ws, u64* out0, u64* out1, Backend& be) {
-  const std::size_t n = ws.n, q = ws.q_limbs;
-  Buffer acc(ws.ext_limbs * n, ws.device);
-  for (int part = 0; part < 2; ++part) {
-    const u64* wide = part == 0 ? ws.wide0.data() : ws.wide1.data();
-    be.reduce_wide(wide, acc.data(), *ctx.level_base(level));
-    be.reduce_wide(wide + 2 * q * n, acc.data() + q * n, *ctx.special_base());
-    mod_down(ctx, level, acc.data(), part == 0 ? out0 : out1, be);
-  }
-}
-
 Buffer to_coefficients(const RlweContext& ctx, const u64* c, std::size_t level, const Device& device, Backend& be) {
   Buffer c_coeff((level + 1) * ctx.n(), device);
   be.copy(c, c_coeff.data(), c_coeff.size());
@@ -90,22 +62,38 @@ Buffer to_coefficients(const RlweContext& ctx, const u64* c, std::size_t level, 
   return c_coeff;
 }
 
+// The inner product of the extended digits (digit_words apart, starting at
+// `digits`) with the key's (b_j, a_j), then ModDown of both sums into out0 /
+// out1. Key polynomials hold the Q limbs first and the P limbs at L+1; the
+// digits hold q_0..q_level then P.
+void inner_product_and_mod_down(const RlweContext& ctx, std::size_t level, const u64* digits, std::size_t count,
+                                std::size_t digit_words, const KeySwitchKey& key, u64* out0, u64* out1, Backend& be) {
+  const std::size_t n = ctx.n(), q = level + 1, key_q_limbs = ctx.max_level() + 1;
+  const std::size_t ext_limbs = q + ctx.special_count();
+  std::vector<const u64*> in(count), b(count), a(count), in_p(count), b_p(count), a_p(count);
+  for (std::size_t j = 0; j < count; ++j) {
+    in[j] = digits + j * digit_words;
+    b[j] = key.b(j);
+    a[j] = key.a(j);
+    in_p[j] = in[j] + q * n;
+    b_p[j] = b[j] + key_q_limbs * n;
+    a_p[j] = a[j] + key_q_limbs * n;
+  }
+  Buffer acc0(ext_limbs * n, key.device()), acc1(ext_limbs * n, key.device());
+  be.inner_product_pair(in.data(), b.data(), a.data(), count, acc0.data(), acc1.data(), *ctx.level_base(level));
+  be.inner_product_pair(in_p.data(), b_p.data(), a_p.data(), count, acc0.data() + q * n, acc1.data() + q * n,
+                        *ctx.special_base());
+  mod_down(ctx, level, acc0.data(), out0, be);
+  mod_down(ctx, level, acc1.data(), out1, be);
+}
+
 }  // namespace
 
 void key_switch(const RlweContext& ctx, const u64* c, std::size_t level, const KeySwitchKey& key, u64* out0,
                 u64* out1) {
-  const Device& device = key.device();
-  Backend& be = backend_for(device);
-  Workspace ws(ctx, level, device);
-  const Buffer c_coeff = to_coefficients(ctx, c, level, device, be);
-  Buffer extended(ws.ext_limbs * ws.n, device);  // one digit at a time: memory independent of dnum
-  be.zero(ws.wide0.data(), ws.wide0.size());
-  be.zero(ws.wide1.data(), ws.wide1.size());
-  for (std::size_t j = 0; j < ctx.digit_count(level); ++j) {
-    mod_up_digit(ctx, c, c_coeff.data(), level, j, extended.data(), ws, be);
-    accumulate_digit(ctx, extended.data(), level, j, key, ws, be);
-  }
-  finish(ctx, level, ws, out0, out1, be);
+  const HoistedDigits digits(ctx, c, level, key.device());
+  inner_product_and_mod_down(ctx, level, digits.digit(0), digits.count(), digits.digit_words(), key, out0, out1,
+                             backend_for(key.device()));
 }
 
 HoistedDigits::HoistedDigits(const RlweContext& ctx, const u64* c, std::size_t level, const Device& device)
@@ -122,19 +110,14 @@ void key_switch_hoisted(const RlweContext& ctx, const HoistedDigits& digits, u64
   const Device& device = key.device();
   require(digits.device() == device, "rlwe.key_switch", "the hoisted digits and the key live on different devices");
   Backend& be = backend_for(device);
-  const std::size_t level = digits.level();
-  Workspace ws(ctx, level, device);
-  Buffer permuted(ws.ext_limbs * ws.n, device);
-  be.zero(ws.wide0.data(), ws.wide0.size());
-  be.zero(ws.wide1.data(), ws.wide1.size());
-  for (std::size_t j = 0; j < digits.count(); ++j) {
-    // X -> X^g permutes evaluation slots the same way on every prime, so it
-    // commutes with the (coefficient-wise) ModUp up to a multiple of the
-    // digit modulus: the rotated digits are valid digits of sigma_g(c).
-    be.automorphism(digits.digit(j), permuted.data(), 1, *ctx.extended_base(level), galois_element, Form::eval);
-    accumulate_digit(ctx, permuted.data(), level, j, key, ws, be);
-  }
-  finish(ctx, level, ws, out0, out1, be);
+  // X -> X^g permutes evaluation slots the same way on every prime, so it
+  // commutes with the (coefficient-wise) ModUp up to a multiple of the digit
+  // modulus: the rotated digits are valid digits of sigma_g(c).
+  Buffer permuted(digits.count() * digits.digit_words(), device);
+  be.automorphism(digits.digit(0), permuted.data(), digits.count(), *ctx.extended_base(digits.level()), galois_element,
+                  Form::eval);
+  inner_product_and_mod_down(ctx, digits.level(), permuted.data(), digits.count(), digits.digit_words(), key, out0,
+                             out1, be);
 }
 
 }  // namespace ringfire

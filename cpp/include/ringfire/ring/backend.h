@@ -47,19 +47,17 @@ class Backend {
   virtual void multiply(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base) = 0;
   // acc = acc + a * b (mod q_i) with one reduction per element (mad_mod).
   virtual void multiply_add(const u64* a, const u64* b, u64* acc, std::size_t batch, const RnsBase& base) = 0;
-  // Lazy multiply-accumulate for inner products (key switching): wide holds
-  // one unreduced 128-bit sum per element (two words, low first), and
-  // receives wide += a * b0 and wide1 += a * b1. Callers keep the number of
-  // terms below 2^128 / q^2 (256 terms for 60-bit primes), then reduce once.
-  virtual void multiply_accumulate_wide(const u64* a, const u64* b0, const u64* b1, u64* wide0, u64* wide1,
-                                        const RnsBase& base) = 0;
+  // Key-switching inner product over one polynomial on `base`: out0 =
+  // sum_t in[t] * b[t], out1 = sum_t in[t] * a[t] (mod q_i), element-wise,
+  // in one pass with one reduction per 32 terms (lazy 128-bit sums). in, b
+  // and a are host arrays of `terms` pointers to device polynomials.
+  virtual void inner_product_pair(const u64* const* in, const u64* const* b, const u64* const* a, std::size_t terms,
+                                  u64* out0, u64* out1, const RnsBase& base) = 0;
   // out = sum_t weights[t * limbs + i] * inputs[t] on limb i, for `batch`
   // polynomials per input (each input a batch x limbs x N block); weights
   // are residues (< q_i). One reduction per output word (lazy 128-bit sums).
   virtual void linear_combination(const u64* const* inputs, const u64* weights, std::size_t terms, u64* out,
                                   std::size_t batch, const RnsBase& base) = 0;
-  // out = wide mod q_i, element-wise (one polynomial over base).
-  virtual void reduce_wide(const u64* wide, u64* out, const RnsBase& base) = 0;
   // out = a * scalars[i] on limb i (scalars[i] < q_i).
   virtual void multiply_scalar(const u64* a, const u64* scalars, u64* out, std::size_t batch,
                                const RnsBase& base) = 0;

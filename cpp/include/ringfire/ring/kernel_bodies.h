@@ -122,39 +122,6 @@ struct NttPass {
   RF_HD std::size_t block_elements() const { return std::size_t{1} << (stages + log_cols); }
 };
 
-// Staged twiddles: a pass block copies the twiddles its stages need into
-// shared memory together with its data, so the stages wait on one round of
-// global loads instead of one per stage. At stage s the block's butterflies
-// use the table range [twiddle_index(origin), twiddle_index(last element)]
-// (element indices grow with the local index, and a butterfly's first
-// element has the same twiddle index as its second).
-struct TwiddleSpan {
-  std::size_t first, count;
-};
-
-RF_HD TwiddleSpan staged_twiddle_span(const NttPass& p, std::size_t origin, int s, int log_n) {
-  const std::size_t last = p.element(origin, p.block_elements() - 1);
-  const std::size_t first = twiddle_index(origin, s, log_n);
-  return {first, twiddle_index(last, s, log_n) - first + 1};
-}
-
-// Where stage s's span starts in the staged array (spans in stage order).
-RF_HD std::size_t staged_twiddle_offset(const NttPass& p, std::size_t origin, int s, int log_n) {
-  std::size_t offset = 0;
-  for (int t = p.first_stage; t < s; ++t) offset += staged_twiddle_span(p, origin, t, log_n).count;
-  return offset;
-}
-
-// Entries any block of the pass may stage (sizes its shared memory): a span
-// covers (last - origin) >> (log_n - s) + 1 indices, +1 when the block does
-// not start on a boundary of the stage's twiddle groups.
-inline std::size_t staged_twiddle_bound(const NttPass& p, int log_n) {
-  const std::size_t reach = p.element(0, p.block_elements() - 1);  // last element - origin
-  std::size_t total = 0;
-  for (int s = p.first_stage; s < p.first_stage + p.stages; ++s) total += (reach >> (log_n - s)) + 2;
-  return total;
-}
-
 // Elements one shared-memory block holds (16 KiB of 64-bit words): small
 // enough for several resident blocks per SM, large enough that an N = 2^17
 // transform needs just two passes (a strided head pass and a contiguous tail).
@@ -207,16 +174,29 @@ RF_HD u64 multiply_add_body(u64 a, u64 b, u64 acc, const Modulus& mod) { return 
 // a * s (mod q) for a scalar fixed per limb, with its Shoup constant.
 RF_HD u64 multiply_scalar_body(u64 a, ShoupOperand s, u64 q) { return mul_mod_shoup(a, s.value, s.quotient, q); }
 
-// (lo, hi) += a * b as one 128-bit sum (lazy inner products).
-RF_HD void wide_accumulate_body(u64& lo, u64& hi, u64 a, u64 b) {
-  const u128 s = ((static_cast<u128>(hi) << 64) | lo) + mul_wide(a, b);
-  lo = static_cast<u64>(s);
-  hi = static_cast<u64>(s >> 64);
-}
+// Key-switching inner product at one word: (sum_t in[t] b[t], sum_t in[t] a[t])
+// mod q over the words at `index` of `terms` digit/key polynomials, with lazy
+// 128-bit sums reduced every kInnerProductChunk terms (products < 2^122 for
+// 61-bit primes). `accumulate` adds the result to (out0, out1).
+inline constexpr std::size_t kInnerProductChunk = 32;
 
-// (lo, hi) mod q.
-RF_HD u64 reduce_wide_body(u64 lo, u64 hi, const Modulus& mod) {
-  return reduce_u128((static_cast<u128>(hi) << 64) | lo, mod);
+RF_HD void inner_product_pair_body(const u64* const* in, const u64* const* b, const u64* const* a, std::size_t terms,
+                                   std::size_t index, const Modulus& mod, u64& out0, u64& out1) {
+  const u64 q = mod.value();
+  u64 r0 = 0, r1 = 0;
+  for (std::size_t t0 = 0; t0 < terms; t0 += kInnerProductChunk) {
+    const std::size_t t1 = terms < t0 + kInnerProductChunk ? terms : t0 + kInnerProductChunk;
+    u128 s0 = 0, s1 = 0;
+    for (std::size_t t = t0; t < t1; ++t) {
+      const u64 x = in[t][index];
+      s0 += mul_wide(x, b[t][index]);
+      s1 += mul_wide(x, a[t][index]);
+    }
+    r0 = add_mod(r0, reduce_u128(s0, mod), q);
+    r1 = add_mod(r1, reduce_u128(s1, mod), q);
+  }
+  out0 = r0;
+  out1 = r1;
 }
 
 // Terms one 128-bit accumulator of linear_combination holds before it is

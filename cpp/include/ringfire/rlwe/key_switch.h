@@ -1,7 +1,9 @@
 // Hybrid key switching (Han-Ki; the "dnum" variant of SEAL/OpenFHE):
 //   1. ModUp: split c (over q_0..q_level) into digits, extend each digit's
 //      residues to the other primes and P with a fast base conversion;
-//   2. inner product of the extended digits with the key's (b_j, a_j);
+//   2. inner product of the extended digits with the key's (b_j, a_j), all
+//      digits in one pass (every digit's ModUp is kept, dnum x (L+1+k) x N
+//      words, so the sums never travel through memory);
 //   3. ModDown: divide the two sums by P (base-convert their P part to Q,
 //      subtract, multiply by P^-1).
 // The result (out0, out1) satisfies out0 + out1 * s = c * s' + small error.
@@ -27,6 +29,8 @@ class HoistedDigits {
   std::size_t level() const { return level_; }
   const Device& device() const { return data_.device(); }
   std::size_t count() const { return digits_; }
+  // Words of one extended digit: (level+1+k) * N; digits are contiguous.
+  std::size_t digit_words() const { return poly_words_; }
   const u64* digit(std::size_t j) const { return data_.data() + j * poly_words_; }
   u64* digit(std::size_t j) { return data_.data() + j * poly_words_; }
 
