@@ -27,4 +27,8 @@ fi
 if [[ $what == all || $what == *ckks* ]]; then
   echo "== CKKS routines"
   python3 benchmarks/gpu/ckks_gpu.py --json "$OUT/ckks_gpu.json" 2>"$OUT/ckks_progress.log" || tail -30 "$OUT/ckks_progress.log"
+  echo "== ringfire bench ckks --device cuda --profile (CLI)"
+  ringfire bench ckks --device cuda --profile --sets N14 --repeat 3 >"$OUT/cli_profile.txt" 2>"$OUT/cli_profile_progress.txt" \
+    && tail -12 "$OUT/cli_profile.txt" || tail -20 "$OUT/cli_profile_progress.txt"
+  ringfire bench ntt --device cuda --n 16 --limbs 1,32 | tail -10
 fi

@@ -113,23 +113,63 @@ void replay_pass(const u64* src, const u64* src2, u64* dst, const NttTables& t, 
       const std::size_t g = pass.element(origin, e);
       tile[e] = src2 == nullptr ? src[g] : mul_mod(src[g], src2[g], mod);
     }
-    for (int step = 0; step < pass.stages; ++step) {
-      const int s = Forward ? pass.first_stage + step : last_stage - step;
+    // Stage pairs in registers (radix 4), then a lone stage, as the kernel.
+    auto twiddle = [&](int s, std::size_t row, std::size_t c, bool fwd) {
+      const std::size_t w = twiddle_index(pass.element(origin, (row << pass.log_cols) | c), s, log_n);
+      return fwd ? std::pair{t.forward()[w], t.forward_shoup()[w]} : std::pair{t.inverse()[w], t.inverse_shoup()[w]};
+    };
+    int lo = Forward ? pass.first_stage : last_stage;
+    for (int done = 0; done < pass.stages;) {
+      if (done + 1 < pass.stages) {
+        const int s_lo = Forward ? lo : lo - 1;
+        const int log_d = last_stage - s_lo - 1;
+        for (std::size_t u = 0; u < elements / 4; ++u) {
+          const std::size_t c = u & cols_mask, p = u >> pass.log_cols;
+          const std::size_t r0 = ((p >> log_d) << (log_d + 2)) | (p & ((std::size_t{1} << log_d) - 1));
+          const std::size_t e0 = (r0 << pass.log_cols) | c, step = std::size_t{1} << (log_d + pass.log_cols);
+          u64 &x0 = tile[e0], &x1 = tile[e0 + step], &x2 = tile[e0 + 2 * step], &x3 = tile[e0 + 3 * step];
+          const auto wa = twiddle(s_lo, r0, c, Forward), wb = twiddle(s_lo + 1, r0, c, Forward),
+                     wc = twiddle(s_lo + 1, r0 + (std::size_t{2} << log_d), c, Forward);
+          if (Forward) {
+            ct_butterfly(x0, x2, wa.first, wa.second, q);
+            ct_butterfly(x1, x3, wa.first, wa.second, q);
+            ct_butterfly(x0, x1, wb.first, wb.second, q);
+            ct_butterfly(x2, x3, wc.first, wc.second, q);
+          } else {
+            gs_butterfly(x0, x1, wb.first, wb.second, q);
+            gs_butterfly(x2, x3, wc.first, wc.second, q);
+            if (s_lo == 0) {
+              gs_last_butterfly(x0, x2, t.n_inv(), t.last_twiddle_n_inv(), q);
+              gs_last_butterfly(x1, x3, t.n_inv(), t.last_twiddle_n_inv(), q);
+            } else {
+              gs_butterfly(x0, x2, wa.first, wa.second, q);
+              gs_butterfly(x1, x3, wa.first, wa.second, q);
+            }
+          }
+        }
+        lo += Forward ? 2 : -2;
+        done += 2;
+        continue;
+      }
+      const int s = lo;
       const int log_dist_rows = last_stage - s;
       for (std::size_t b = 0; b < elements / 2; ++b) {
         const std::size_t c = b & cols_mask;
         const std::size_t row = butterfly_first(b >> pass.log_cols, log_dist_rows);
         const std::size_t ex = (row << pass.log_cols) | c;
         const std::size_t ey = ex + (std::size_t{1} << (log_dist_rows + pass.log_cols));
-        const std::size_t w = twiddle_index(pass.element(origin, ex), s, log_n);
         if (Forward) {
-          ct_butterfly(tile[ex], tile[ey], t.forward()[w], t.forward_shoup()[w], q);
+          const auto w = twiddle(s, row, c, true);
+          ct_butterfly(tile[ex], tile[ey], w.first, w.second, q);
         } else if (s == 0) {
           gs_last_butterfly(tile[ex], tile[ey], t.n_inv(), t.last_twiddle_n_inv(), q);
         } else {
-          gs_butterfly(tile[ex], tile[ey], t.inverse()[w], t.inverse_shoup()[w], q);
+          const auto w = twiddle(s, row, c, false);
+          gs_butterfly(tile[ex], tile[ey], w.first, w.second, q);
         }
       }
+      lo += Forward ? 1 : -1;
+      done += 1;
     }
     const bool reduce = Forward && last_stage == log_n - 1;
     for (std::size_t e = 0; e < elements; ++e) dst[pass.element(origin, e)] = reduce ? reduce_4q(tile[e], q) : tile[e];

@@ -108,3 +108,21 @@ def format_table(rows, columns) -> str:
             out.append("  ".join("-" * w for w in widths))
     return "\n".join(out)
 
+
+
+def bench_ntt_gpu(sizes, limbs_list, device="cuda", bits=60, quiet=False):
+    """GPU NTT timings (CUDA events, L2-defeating buffer rotation): both kernels, both directions."""
+    from . import cuda
+
+    index = int(cuda.require_device(device).split(":")[1])
+    rows = []
+    for n in sizes:
+        for limbs in limbs_list:
+            for direction in ("forward", "inverse"):
+                for kernel in ("shared", "radix2"):
+                    t = _core.cuda_time_kernel(f"ntt_{direction}", n, limbs, bits=bits, kernel=kernel, device=index)
+                    rows.append(dict(n=n, limbs=limbs, direction=direction, kernel=kernel,
+                                     us_per_call=t["median_s"] * 1e6, us_per_limb=t["median_s"] * 1e6 / limbs,
+                                     gb_per_s=16 * n * limbs / t["median_s"] / 1e9))
+                    _progress(f"  N={n} limbs={limbs} {direction} {kernel}: {rows[-1]['us_per_call']:.2f} us", quiet)
+    return rows

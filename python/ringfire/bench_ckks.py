@@ -13,7 +13,10 @@ Routines (all on fresh size-2 ciphertexts at the top level):
                         inputs, K products (multiply + relinearize) summed per output,
                         one rescale, decrypt+decode every output — seed 000 Fig. 20.
 
-Each timing is the median of ``repeat`` runs after a warm-up.
+Each timing is the median of ``repeat`` runs after a warm-up. On a GPU
+(``device="cuda"``) each run ends with a device synchronisation, so the time is
+what a caller waiting for the result sees; ``profile=True`` adds the share of
+NTT kernels in each routine (seed 000 Fig. 9) and a per-kernel table.
 """
 
 from __future__ import annotations
@@ -35,12 +38,14 @@ ROUTINES = ("keygen", "encrypt", "decrypt", "MulLin", "MulLinRS", "SqrLinRS", "M
 MATMULS = {"matmul_10x9x8": (10, 9, 8), "matmul_100x100x1": (100, 100, 1)}
 
 
-def _median_ms(fn, repeat: int) -> float:
+def _median_ms(fn, repeat: int, sync=lambda: None) -> float:
     fn()
+    sync()
     times = []
     for _ in range(repeat):
         t = time.perf_counter()
         fn()
+        sync()
         times.append(time.perf_counter() - t)
     return 1000 * statistics.median(times)
 
@@ -69,14 +74,18 @@ def matmul(ctx, keys, sk, dims, seed=0):
     return out, np.einsum("ikv,kjv->ijv", a_vals, b_vals)
 
 
-def bench_ckks(set_names=("N14", "seed000"), repeat=5, with_matmul=False, quiet=False):
-    """Rows: one per (set, routine) with milliseconds and, where it applies, bits of precision."""
-    from . import ckks
+def bench_ckks(set_names=("N14", "seed000"), repeat=5, with_matmul=False, quiet=False, device="cpu",
+               profile=False):
+    """Rows: one per (set, routine) with milliseconds and, where it applies, bits of
+    precision; with ``profile`` (GPU only) also the NTT share and the kernel breakdown."""
+    from . import ckks, cuda
 
+    if profile and not str(device).startswith("cuda"):
+        raise ValueError("[bench] --profile times GPU kernels: use it with --device cuda")
     rows = []
     for name in set_names:
         spec = SETS[name]
-        ctx = ckks.Context(**spec)
+        ctx = ckks.Context(**spec, device=device)
         reps = repeat if spec["poly_degree"] < 2**16 else max(2, repeat // 2)
         _say(f"  {name}: {ctx.describe()}", quiet)
         sk, keys = ctx.keygen(rotations=[1])
@@ -105,13 +114,22 @@ def bench_ckks(set_names=("N14", "seed000"), repeat=5, with_matmul=False, quiet=
                 "Rotate": (lambda: ev.rotate(a, 1), np.roll(x, -1)),
             }
         for routine, (fn, want) in cases.items():
-            ms = _median_ms(fn, reps)
-            row = {"set": name, "n": ctx.poly_degree, "limbs": ctx.max_level + 1, "routine": routine, "ms": ms}
+            ms = _median_ms(fn, reps, ctx.synchronize)
+            row = {"set": name, "n": ctx.poly_degree, "limbs": ctx.max_level + 1, "routine": routine, "ms": ms,
+                   "device": ctx.device}
             if want is not None:
                 got = fn() if routine == "decrypt" else ctx.decrypt(fn(), sk)
                 row["bits"] = _bits(got, want)
+            if profile and routine not in ("keygen", "encrypt", "decrypt"):
+                with cuda.profile(ctx.device) as prof:
+                    for _ in range(reps):
+                        fn()
+                row["ntt_share"] = prof.ntt_share()
+                row["kernels"] = prof.by_kernel()
+                _say(prof.table(), quiet)
             rows.append(row)
-            _say(f"    {routine:<18} {ms:10.2f} ms" + (f"  {row['bits']:.1f} bits" if "bits" in row else ""), quiet)
+            _say(f"    {routine:<18} {ms:10.2f} ms" + (f"  {row['bits']:.1f} bits" if "bits" in row else "")
+                 + (f"  NTT {100 * row['ntt_share']:.0f}%" if "ntt_share" in row else ""), quiet)
         if with_matmul and name == "matmul":
             for routine, dims in MATMULS.items():
                 t = time.perf_counter()

@@ -49,9 +49,21 @@ def cmd_bench(args) -> int:
         unknown = [s for s in sets if s not in SETS]
         if unknown:
             raise ValueError(f"unknown set(s) {unknown}; choose from {sorted(SETS)}")
-        rows = bench_ckks(sets, repeat=args.repeat, with_matmul="matmul" in sets, quiet=quiet)
-        _emit(args, "ckks", rows, [("set", "set", "s"), ("n", "N", "d"), ("limbs", "limbs", "d"),
-                                   ("routine", "routine", "s"), ("ms", "ms", ".2f"), ("bits", "bits", ".1f")])
+        rows = bench_ckks(sets, repeat=args.repeat, with_matmul="matmul" in sets, quiet=quiet, device=args.device,
+                          profile=args.profile)
+        columns = [("set", "set", "s"), ("n", "N", "d"), ("limbs", "limbs", "d"), ("routine", "routine", "s"),
+                   ("ms", "ms", ".2f"), ("bits", "bits", ".1f")]
+        if args.profile:
+            columns.append(("ntt_share", "NTT share", ".2f"))
+        _emit(args, "ckks", rows, columns)
+        return 0
+    if args.device != "cpu":
+        if args.what != "ntt":
+            raise ValueError(f"[bench] --device {args.device} is supported for ckks and ntt")
+        rows = bench.bench_ntt_gpu(args.n, args.limbs, args.device, bits=args.bits, quiet=quiet)
+        _emit(args, "ntt", rows, [("n", "N", "d"), ("limbs", "limbs", "d"), ("direction", "dir", "s"),
+                                  ("kernel", "kernel", "s"), ("us_per_call", "us/call", ".2f"),
+                                  ("us_per_limb", "us/limb", ".3f"), ("gb_per_s", "GB/s", ".0f")])
         return 0
     if args.what == "ntt":
         limbs = [1, 2, 4, 8, 16, 32, 64] if args.full else args.limbs
@@ -116,6 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="modmul: prime sizes (default 30,50,60,61)")
     b.add_argument("--threads", type=int, default=0, help="CPU threads (default: all)")
     b.add_argument("--budget", type=float, default=0.3, help="seconds of timing per cell")
+    b.add_argument("--device", default="cpu", help="ckks, ntt: 'cpu' (default) or 'cuda[:N]'")
+    b.add_argument("--profile", action="store_true",
+                   help="ckks on a GPU: per-kernel times and the share of NTT in each routine")
     b.add_argument("--json", action="store_true", help="print JSON instead of a table")
     b.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     b.set_defaults(func=cmd_bench)

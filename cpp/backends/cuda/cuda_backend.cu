@@ -400,30 +400,79 @@ __global__ void __launch_bounds__(kPassThreads)
 
   const int last_stage = pass.first_stage + pass.stages - 1;
   const ulonglong2* table = Forward ? lc.forward : lc.inverse;
-  for (int step = 0; step < pass.stages; ++step) {
-    const int s = Forward ? pass.first_stage + step : last_stage - step;
-    const unsigned log_dist = static_cast<unsigned>(last_stage - s);  // in rows
-    const unsigned dist_mask = (1u << log_dist) - 1;
-    const unsigned twiddle_shift = static_cast<unsigned>(log_n - s), twiddle_base = 1u << s;
-    for (unsigned b = threadIdx.x; b < elements / 2; b += blockDim.x) {
-      const unsigned c = b & cols_mask, pair = b >> log_cols;
-      const unsigned row = ((pair >> log_dist) << (log_dist + 1)) | (pair & dist_mask);  // butterfly_first
-      const unsigned ex = (row << log_cols) | c;
-      const unsigned ey = ex + (1u << (log_dist + log_cols));
-      u64 x = tile[ex], y = tile[ey];
-      if (Forward || s != 0) {
-        const unsigned gi = origin + (row << log_stride) + c;  // global index of x
-        const ulonglong2 w = table[twiddle_base + (gi >> twiddle_shift)];  // twiddle_index
+  // Global index of tile row `row`, column `c`, and the twiddle of stage s there.
+  auto global = [&](unsigned row, unsigned c) { return origin + (row << log_stride) + c; };
+  auto twiddle = [&](int s, unsigned gi) { return table[(1u << s) + (gi >> (log_n - s))]; };
+
+  // Stages go in pairs (radix 4): each thread loads four words of the tile,
+  // runs two stages in registers and stores them back, so a pair costs one
+  // barrier and one shared-memory round trip instead of two. Every word sees
+  // the same butterflies in the same order as in the radix-2 schedule, so the
+  // result is unchanged bit for bit. A pass with an odd stage count runs its
+  // last stage (forward) or first stage (inverse, ending at stage 0) alone.
+  int lo = Forward ? pass.first_stage : last_stage;  // next stage to run
+  for (int done = 0; done < pass.stages;) {
+    const bool pair = done + 1 < pass.stages;
+    if (pair) {
+      // Stages (s_lo, s_lo + 1): distances 2d and d rows, d = 2^log_d.
+      const int s_lo = Forward ? lo : lo - 1;
+      const unsigned log_d = static_cast<unsigned>(last_stage - s_lo - 1);
+      const unsigned d_mask = (1u << log_d) - 1;
+      for (unsigned u = threadIdx.x; u < elements / 4; u += blockDim.x) {
+        const unsigned c = u & cols_mask, p = u >> log_cols;
+        const unsigned r0 = ((p >> log_d) << (log_d + 2)) | (p & d_mask);
+        const unsigned e0 = (r0 << log_cols) | c, step = 1u << (log_d + log_cols);
+        u64 x0 = tile[e0], x1 = tile[e0 + step], x2 = tile[e0 + 2 * step], x3 = tile[e0 + 3 * step];
+        const unsigned g0 = global(r0, c), g2 = global(r0 + (2u << log_d), c);
+        const ulonglong2 wa = twiddle(s_lo, g0), wb = twiddle(s_lo + 1, g0), wc = twiddle(s_lo + 1, g2);
         if constexpr (Forward) {
-          kernel::ct_butterfly(x, y, w.x, w.y, q);
+          kernel::ct_butterfly(x0, x2, wa.x, wa.y, q);
+          kernel::ct_butterfly(x1, x3, wa.x, wa.y, q);
+          kernel::ct_butterfly(x0, x1, wb.x, wb.y, q);
+          kernel::ct_butterfly(x2, x3, wc.x, wc.y, q);
         } else {
-          kernel::gs_butterfly(x, y, w.x, w.y, q);
+          kernel::gs_butterfly(x0, x1, wb.x, wb.y, q);
+          kernel::gs_butterfly(x2, x3, wc.x, wc.y, q);
+          if (s_lo == 0) {
+            kernel::gs_last_butterfly(x0, x2, lc.n_inv, lc.last_n_inv, q);
+            kernel::gs_last_butterfly(x1, x3, lc.n_inv, lc.last_n_inv, q);
+          } else {
+            kernel::gs_butterfly(x0, x2, wa.x, wa.y, q);
+            kernel::gs_butterfly(x1, x3, wa.x, wa.y, q);
+          }
         }
-      } else {
-        kernel::gs_last_butterfly(x, y, lc.n_inv, lc.last_n_inv, q);
+        tile[e0] = x0;
+        tile[e0 + step] = x1;
+        tile[e0 + 2 * step] = x2;
+        tile[e0 + 3 * step] = x3;
       }
-      tile[ex] = x;
-      tile[ey] = y;
+      lo += Forward ? 2 : -2;
+      done += 2;
+    } else {
+      const int s = lo;
+      const unsigned log_dist = static_cast<unsigned>(last_stage - s);  // in rows
+      const unsigned dist_mask = (1u << log_dist) - 1;
+      for (unsigned b = threadIdx.x; b < elements / 2; b += blockDim.x) {
+        const unsigned c = b & cols_mask, pr = b >> log_cols;
+        const unsigned row = ((pr >> log_dist) << (log_dist + 1)) | (pr & dist_mask);  // butterfly_first
+        const unsigned ex = (row << log_cols) | c;
+        const unsigned ey = ex + (1u << (log_dist + log_cols));
+        u64 x = tile[ex], y = tile[ey];
+        if (Forward || s != 0) {
+          const ulonglong2 w = twiddle(s, global(row, c));
+          if constexpr (Forward) {
+            kernel::ct_butterfly(x, y, w.x, w.y, q);
+          } else {
+            kernel::gs_butterfly(x, y, w.x, w.y, q);
+          }
+        } else {
+          kernel::gs_last_butterfly(x, y, lc.n_inv, lc.last_n_inv, q);
+        }
+        tile[ex] = x;
+        tile[ey] = y;
+      }
+      lo += Forward ? 1 : -1;
+      done += 1;
     }
     __syncthreads();
   }
