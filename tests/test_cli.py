@@ -36,3 +36,16 @@ def test_bad_arguments_exit_with_message():
     out = subprocess.run([sys.executable, "-m", "ringfire", "bench", "ntt", "--n", "30"], capture_output=True,
                          text=True)
     assert out.returncode != 0 and "log2(N)" in out.stderr
+
+
+def test_gpu_flags_fail_clearly_where_they_cannot_run():
+    def fails(*args):
+        out = subprocess.run([sys.executable, "-m", "ringfire", *args], capture_output=True, text=True, timeout=300)
+        assert out.returncode == 2, out.stderr
+        return out.stderr
+
+    assert "--device cuda" in fails("bench", "ckks", "--profile", "--sets", "matmul", "--repeat", "1")
+    assert "supported for ckks and ntt" in fails("bench", "modmul", "--device", "cuda")
+    import ringfire as rf
+    if not rf.cuda_available():
+        assert "cuda" in fails("bench", "ntt", "--device", "cuda", "--n", "12", "--limbs", "1")
