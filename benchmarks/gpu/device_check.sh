@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # One pass on a GPU machine: build, the GPU test suites, the same under
-# compute-sanitizer, and the benchmarks. Logs go to $OUT (or ./gpu-out).
+# compute-sanitizer, and the benchmarks. Logs and JSON are packed into
+# $OUT/gpu_logs.tgz (or ./gpu-out/gpu_logs.tgz) at the end.
 # Run from the repository root:
 #   bash benchmarks/gpu/device_check.sh [all or a comma list of tests,ntt,ckks]
 set -uo pipefail
-OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
+FINAL=${OUT:-gpu-out}; mkdir -p "$FINAL"
+OUT=$(mktemp -d)
+trap 'tar czf "$FINAL/gpu_logs.tgz" -C "$OUT" .' EXIT
 what=${1:-all}
 export PYTHONUNBUFFERED=1 CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-16}
 export SKBUILD_CMAKE_DEFINE="CMAKE_CUDA_ARCHITECTURES=90"
@@ -14,7 +17,9 @@ python3 -m pip install --no-build-isolation --no-deps . >"$OUT/build.log" 2>&1 |
 echo "built in $(( $(date +%s) - start )) s"
 if [[ $what == all || $what == *tests* ]]; then
   echo "== GPU tests"
-  python3 -m pytest -q -rs tests/test_cuda.py tests/test_gpu_runtime.py 2>&1 | tee "$OUT/pytest.log" | tail -30
+  ldd "$(python3 -c 'import ringfire._core as c; print(c.__file__)')" | grep -E "stdc|cuda" || true
+  python3 -m pytest -q -rs tests/test_cuda.py tests/test_gpu_runtime.py tests/test_cli.py tests/test_readme.py \
+    2>&1 | tee "$OUT/pytest.log" | tail -30
   echo "== compute-sanitizer (memcheck): self-test and the runtime tests"
   compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m pytest -q -x tests/test_cuda.py \
     tests/test_gpu_runtime.py -k "bit_identical or lazy or frames or streams or profiler" >"$OUT/sanitizer.log" 2>&1
@@ -23,6 +28,10 @@ fi
 if [[ $what == all || $what == *ntt* ]]; then
   echo "== NTT benchmark"
   python3 benchmarks/gpu/ntt_gpu.py --json "$OUT/ntt_gpu.json" 2>"$OUT/ntt_progress.log" | tail -40
+fi
+if [[ $what == *occupancy* ]]; then
+  echo "== NTT benchmark, RINGFIRE_NTT_MIN_BLOCKS=3"
+  RINGFIRE_NTT_MIN_BLOCKS=3 python3 benchmarks/gpu/ntt_gpu.py --json "$OUT/ntt_gpu_min_blocks_3.json" 2>/dev/null | grep -E "2\^1[67] .*(shared)|copy"
 fi
 if [[ $what == all || $what == *ckks* ]]; then
   echo "== CKKS routines"

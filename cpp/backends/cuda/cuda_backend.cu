@@ -369,8 +369,8 @@ __global__ void ntt_radix2_stage_kernel(const u64* src, u64* dst, const LimbCons
 // (2048 threads) stay resident per SM on sm_80/sm_90.
 constexpr unsigned kPassThreads = 512;
 
-template <bool Forward>
-__global__ void __launch_bounds__(kPassThreads)
+template <bool Forward, int MinBlocks>
+__global__ void __launch_bounds__(kPassThreads, MinBlocks)
     ntt_pass_kernel(const u64* src, const u64* src2, u64* dst, const LimbConstants* limbs, int log_n,
                     kernel::NttPass pass) {
   __shared__ u64 tile[std::size_t{1} << kernel::kLogTile];
@@ -591,6 +591,8 @@ CudaBackend::CudaBackend(int device) : device_(device) {
   // other libraries' work there cannot serialise ours.
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cuda.backend");
   check(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_), "cuda.backend");
+  const char* blocks = std::getenv("RINGFIRE_NTT_MIN_BLOCKS");
+  pass_min_blocks_ = blocks != nullptr && std::strcmp(blocks, "3") == 0 ? 3 : 2;
   const char* sync = std::getenv("RINGFIRE_CUDA_SYNC");
   sync_each_kernel_ = sync != nullptr && std::strcmp(sync, "0") != 0;
 }
@@ -795,10 +797,17 @@ void CudaBackend::transform(const u64* src, const u64* src2, u64* dst, std::size
     const kernel::NttPass& pass = passes[forward ? step : count - 1 - step];
     const unsigned threads = static_cast<unsigned>(std::min<std::size_t>(kPassThreads, pass.block_elements() / 2));
     const dim3 grid(static_cast<unsigned>(pass.blocks()), rows.y, rows.z);
-    if (forward)
-      ntt_pass_kernel<true><<<grid, threads, 0, launch_stream()>>>(src, nullptr, dst, lc, log_n, pass);
-    else
-      ntt_pass_kernel<false><<<grid, threads, 0, launch_stream()>>>(src, src2, dst, lc, log_n, pass);
+    // Experiment: RINGFIRE_NTT_MIN_BLOCKS=3 caps registers for 3 resident blocks per SM.
+    if (pass_min_blocks_ == 3) {
+      if (forward)
+        ntt_pass_kernel<true, 3><<<grid, threads, 0, launch_stream()>>>(src, nullptr, dst, lc, log_n, pass);
+      else
+        ntt_pass_kernel<false, 3><<<grid, threads, 0, launch_stream()>>>(src, src2, dst, lc, log_n, pass);
+    } else if (forward) {
+      ntt_pass_kernel<true, 2><<<grid, threads, 0, launch_stream()>>>(src, nullptr, dst, lc, log_n, pass);
+    } else {
+      ntt_pass_kernel<false, 2><<<grid, threads, 0, launch_stream()>>>(src, src2, dst, lc, log_n, pass);
+    }
     after_launch(src2 != nullptr ? "ntt_inverse_hadamard" : forward ? "ntt_forward" : "ntt_inverse");
     src = dst;
     src2 = nullptr;

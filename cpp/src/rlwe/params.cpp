@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "ringfire/arith/primes.h"
 #include "ringfire/arith/wide.h"
@@ -179,15 +179,19 @@ void Parameters::validate() {
 }
 
 std::string Parameters::describe() const {
-  std::ostringstream out;
-  out << "N=" << n_ << ", L+1=" << q_.size() << " primes (";
-  for (std::size_t i = 0; i < q_.size(); ++i) out << (i ? "," : "") << bit_length(q_[i]);
-  out << " bits), P=" << p_.size() << " primes (";
-  for (std::size_t i = 0; i < p_.size(); ++i) out << (i ? "," : "") << bit_length(p_[i]);
-  out << " bits), dnum=" << dnum_ << ", log2(QP)=" << std::round(log_qp_ * 10) / 10 << ", security=";
-  if (security_ == 0) out << "NONE (insecure, tests only)";
-  else out << security_ << "-bit";
-  return out.str();
+  // Plain string building (no iostreams): the text does not depend on the
+  // C++ locale, and the library needs no iostream initialisation.
+  auto bits = [](const std::vector<u64>& primes) {
+    std::string out;
+    for (std::size_t i = 0; i < primes.size(); ++i) out += (i ? "," : "") + std::to_string(bit_length(primes[i]));
+    return out;
+  };
+  char log_qp[32];
+  std::snprintf(log_qp, sizeof log_qp, "%.1f", std::round(log_qp_ * 10) / 10);
+  return "N=" + std::to_string(n_) + ", L+1=" + std::to_string(q_.size()) + " primes (" + bits(q_) +
+         " bits), P=" + std::to_string(p_.size()) + " primes (" + bits(p_) + " bits), dnum=" + std::to_string(dnum_) +
+         ", log2(QP)=" + log_qp + ", security=" +
+         (security_ == 0 ? std::string("NONE (insecure, tests only)") : std::to_string(security_) + "-bit");
 }
 
 }  // namespace ringfire
