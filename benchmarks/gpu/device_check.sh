@@ -29,10 +29,6 @@ if [[ $what == all || $what == *ntt* ]]; then
   echo "== NTT benchmark"
   python3 benchmarks/gpu/ntt_gpu.py --json "$OUT/ntt_gpu.json" 2>"$OUT/ntt_progress.log" | tail -40
 fi
-if [[ $what == *occupancy* ]]; then
-  echo "== NTT benchmark, RINGFIRE_NTT_MIN_BLOCKS=3"
-  RINGFIRE_NTT_MIN_BLOCKS=3 python3 benchmarks/gpu/ntt_gpu.py --json "$OUT/ntt_gpu_min_blocks_3.json" 2>/dev/null | grep -E "2\^1[67] .*(shared)|copy"
-fi
 if [[ $what == all || $what == *ckks* ]]; then
   echo "== CKKS routines"
   python3 benchmarks/gpu/ckks_gpu.py --json "$OUT/ckks_gpu.json" 2>"$OUT/ckks_progress.log" || tail -30 "$OUT/ckks_progress.log"

@@ -151,7 +151,6 @@ class CudaBackend final : public Backend {
   int sm_count_ = 0;
   bool sync_each_kernel_ = false;  // RINGFIRE_CUDA_SYNC=1: debug mode
   NttKernel ntt_kernel_ = NttKernel::shared;
-  int pass_min_blocks_ = 2;
 
   struct PendingRecord {
     const char* kernel;
