@@ -64,10 +64,10 @@ def main(argv):
         else:
             print(ckks_tables(data))
             sets = {r["set"] for r in data["rows"]}
-            for name in ("n16l24", "n16l45"):
+            for name, routine in (("n16l24", "MulLin"), ("n16l45", "MulLinRS")):
                 if name in sets:
                     print()
-                    print(kernel_breakdown(data, name, "MulLinRS"))
+                    print(kernel_breakdown(data, name, routine))
         print()
 
 

@@ -533,35 +533,56 @@ __global__ void base_convert_fixup_kernel(const u64* y, u64* v, ConverterConstan
   }
 }
 
-// Pass 3: z_j = sum_i y_i (Q/q_i mod p_j) [- v Q] mod p_j; grid y = target.
-// Each thread walks the source limbs of its coefficient: the reads of y are
-// coalesced across the warp and the constants are uniform (cached).
+// Pass 3: z_j = sum_i y_i (Q/q_i mod p_j) [- v Q] mod p_j. Each thread
+// takes one coefficient and kSumTargets target limbs (grid y = target
+// groups), so every y word is read once per group rather than once per
+// target; the reads of y are coalesced across the warp and the constants
+// are uniform (cached).
+constexpr unsigned kSumTargets = 4;
 __global__ void base_convert_sum_kernel(const u64* y, const u64* v, u64* out, ConverterConstants cc, std::size_t src,
-                                        int log_n) {
-  const Coord c = coord(log_n);
-  const std::size_t poly = blockIdx.z, jt = c.limb;
-  const u64* yp = y + ((poly * src) << log_n) + c.j;
-  const Modulus p = cc.to[jt];
-  const u64 pv = p.value();
-  u64 r = 0;
+                                        std::size_t dst, int log_n) {
+  const std::size_t j = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  const std::size_t n = std::size_t{1} << log_n, poly = blockIdx.z, t0 = blockIdx.y * std::size_t{kSumTargets};
+  const unsigned count = static_cast<unsigned>(dst - t0 < kSumTargets ? dst - t0 : kSumTargets);
+  const u64* yp = y + poly * src * n + j;
+  u64 r[kSumTargets] = {};
   if (src <= kernel::kBaseConvShoupTerms) {
-    const ShoupOperand* f = cc.qhat_mod_p_shoup + jt * src;
-    for (std::size_t i = 0; i < src; ++i) r = kernel::base_convert_shoup_step(r, yp[i << log_n], f[i], pv);
-    r -= (r >= pv) ? pv : 0;
-  } else {
-    const u64* f = cc.qhat_mod_p + jt * src;
-    u128 acc = 0;
-    for (std::size_t i = 0; i < src; ++i) {
-      acc += mul_wide(yp[i << log_n], f[i]);
-      if ((i + 1) % kernel::kBaseConvLazyTerms == 0) {
-        r = add_mod(r, reduce_u128(acc, p), pv);
-        acc = 0;
-      }
+    for (std::size_t i = 0; i < src; ++i, yp += n) {
+      const u64 yi = *yp;
+#pragma unroll
+      for (unsigned t = 0; t < kSumTargets; ++t)
+        if (t < count)
+          r[t] = kernel::base_convert_shoup_step(r[t], yi, cc.qhat_mod_p_shoup[(t0 + t) * src + i],
+                                                 cc.to[t0 + t].value());
     }
-    r = add_mod(r, reduce_u128(acc, p), pv);
+#pragma unroll
+    for (unsigned t = 0; t < kSumTargets; ++t) {
+      const u64 pv = t < count ? cc.to[t0 + t].value() : 0;
+      r[t] -= (t < count && r[t] >= pv) ? pv : 0;
+    }
+  } else {
+    // Lazy 128-bit sums, reduced every kBaseConvLazyTerms source limbs.
+    for (std::size_t i0 = 0; i0 < src; i0 += kernel::kBaseConvLazyTerms) {
+      const std::size_t i1 = src - i0 < kernel::kBaseConvLazyTerms ? src : i0 + kernel::kBaseConvLazyTerms;
+      u128 acc[kSumTargets] = {};
+      for (std::size_t i = i0; i < i1; ++i, yp += n) {
+        const u64 yi = *yp;
+#pragma unroll
+        for (unsigned t = 0; t < kSumTargets; ++t)
+          if (t < count) acc[t] += mul_wide(yi, cc.qhat_mod_p[(t0 + t) * src + i]);
+      }
+#pragma unroll
+      for (unsigned t = 0; t < kSumTargets; ++t)
+        if (t < count) r[t] = add_mod(r[t], reduce_u128(acc[t], cc.to[t0 + t]), cc.to[t0 + t].value());
+    }
   }
-  if (v != nullptr) r = kernel::base_convert_subtract_vq(r, v[(poly << log_n) | c.j], cc.q_mod_p[jt], p);
-  out[c.index] = r;
+#pragma unroll
+  for (unsigned t = 0; t < kSumTargets; ++t) {
+    if (t >= count) continue;
+    u64 z = r[t];
+    if (v != nullptr) z = kernel::base_convert_subtract_vq(z, v[poly * n + j], cc.q_mod_p[t0 + t], cc.to[t0 + t]);
+    out[(poly * dst + t0 + t) * n + j] = z;
+  }
 }
 
 // The shared RF_HD arithmetic smoke test (cuda_mul_mod).
@@ -1006,9 +1027,9 @@ void CudaBackend::base_convert(const u64* in, u64* out, std::size_t batch, const
                                                                           flagged.data() + 1, acc.data(), g2.log_n);
     after_launch("base_convert_fixup");
   }
-  const Geometry g3 = coeff_geometry(n, dst, batch);
+  const Geometry g3 = coeff_geometry(n, (dst + kSumTargets - 1) / kSumTargets, batch);
   base_convert_sum_kernel<<<g3.grid, g3.block, 0, launch_stream()>>>(y.data(), v ? v->data() : nullptr, out, cc, src,
-                                                             g3.log_n);
+                                                                       dst, g3.log_n);
   after_launch("base_convert_sum");
 }
 
