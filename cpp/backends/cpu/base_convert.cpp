@@ -24,6 +24,26 @@ void CpuBackend::base_convert(const u64* in, u64* out, std::size_t batch, const 
   const RnsBase& from = conv.from();
   const RnsBase& to = conv.to();
   const std::size_t n = from.n(), src = from.size(), dst = to.size();
+  if (src == 1 && kind == BaseConversion::exact) {
+    // One source prime (rescaling): round(x / q) is 1 exactly when x > q/2
+    // (q is odd, so never a tie), and the result is the centred lift x or
+    // x - q reduced mod p_j: one pass, the same words as the general path.
+    const u64 q = from.modulus(0).value(), half = q >> 1;
+    parallel_for(batch * dst, n, [&](std::size_t index) {
+      const std::size_t poly = index / dst, j = index % dst;
+      const u64 pv = to.modulus(j).value();
+      const u64 minus_q = (pv - q % pv) % pv;
+      const ShoupOperand one = make_shoup(1, pv);  // x mod p for any 64-bit x
+      const u64* x = in + poly * n;
+      u64* z = out + index * n;
+      for (std::size_t c = 0; c < n; ++c) {
+        const u64 r = mul_mod_shoup(x[c], one.value, one.quotient, pv);
+        const u64 upper = 0 - static_cast<u64>(x[c] > half);  // all ones when x stands for x - q
+        z[c] = add_mod(r, minus_q & upper, pv);
+      }
+    });
+    return;
+  }
   // Pass 1 (parallel over polynomial x source limb): y_i = [x_i * (Q/q_i)^-1]_{q_i}.
   Buffer y_buffer(batch * src * n);
   u64* y_all = y_buffer.data();

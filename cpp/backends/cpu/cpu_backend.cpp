@@ -1,5 +1,6 @@
 #include "cpu_backend.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -62,10 +63,35 @@ void CpuBackend::sub(const u64* a, const u64* b, u64* out, std::size_t batch, co
 void CpuBackend::inner_product_pair(const u64* const* in, const u64* const* b, const u64* const* a, std::size_t terms,
                                     u64* out0, u64* out1, const RnsBase& base) {
   const std::size_t n = base.n();
+  // Blocks of coefficients: the two 128-bit sums of a block stay in L1 while
+  // every digit streams through once (the same sums as inner_product_pair_body,
+  // term by term, so the same words).
+  constexpr std::size_t kBlock = 256;
   for_each_limb(1, base, n * terms, [&](std::size_t offset, std::size_t limb) {
     const Modulus& mod = base.modulus(limb);
-    for (std::size_t j = offset; j < offset + n; ++j)
-      kernel::inner_product_pair_body(in, b, a, terms, j, mod, out0[j], out1[j]);
+    const u64 q = mod.value();
+    u128 s0[kBlock], s1[kBlock];
+    for (std::size_t c0 = 0; c0 < n; c0 += kBlock) {
+      const std::size_t len = std::min(kBlock, n - c0), at = offset + c0;
+      std::fill(out0 + at, out0 + at + len, 0);
+      std::fill(out1 + at, out1 + at + len, 0);
+      for (std::size_t t0 = 0; t0 < terms; t0 += kernel::kInnerProductChunk) {
+        const std::size_t t1 = std::min(terms, t0 + kernel::kInnerProductChunk);
+        std::fill(s0, s0 + len, 0);
+        std::fill(s1, s1 + len, 0);
+        for (std::size_t t = t0; t < t1; ++t) {
+          const u64 *x = in[t] + at, *kb = b[t] + at, *ka = a[t] + at;
+          for (std::size_t c = 0; c < len; ++c) {
+            s0[c] += mul_wide(x[c], kb[c]);
+            s1[c] += mul_wide(x[c], ka[c]);
+          }
+        }
+        for (std::size_t c = 0; c < len; ++c) {
+          out0[at + c] = add_mod(out0[at + c], reduce_u128(s0[c], mod), q);
+          out1[at + c] = add_mod(out1[at + c], reduce_u128(s1[c], mod), q);
+        }
+      }
+    }
   });
 }
 
