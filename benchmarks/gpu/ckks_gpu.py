@@ -11,7 +11,6 @@ synchronisation. CPU numbers use every core of the machine.
 
 import argparse
 import json
-import statistics
 import sys
 import threading
 import time
@@ -21,6 +20,7 @@ import numpy as np
 
 import ringfire as rf
 from ringfire import ckks
+from ringfire.bench_ckks import median_ms
 
 SETS = {
     "n13": dict(poly_degree=1 << 13, coeff_bits=[60, 40], special_bits=[60], scale_bits=40,
@@ -41,18 +41,6 @@ ROUTINES = ["MulLin", "MulLinRS", "SqrLinRS", "MulLinRSModSwAdd", "Rotate"]
 
 def say(msg):
     print(msg, file=sys.stderr, flush=True)
-
-
-def median_ms(fn, reps, sync):
-    fn()
-    sync()
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        sync()
-        times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times)
 
 
 def routines(ctx, keys):

@@ -38,7 +38,8 @@ ROUTINES = ("keygen", "encrypt", "decrypt", "MulLin", "MulLinRS", "SqrLinRS", "M
 MATMULS = {"matmul_10x9x8": (10, 9, 8), "matmul_100x100x1": (100, 100, 1)}
 
 
-def _median_ms(fn, repeat: int, sync=lambda: None) -> float:
+def median_ms(fn, repeat: int, sync=lambda: None) -> float:
+    """Median milliseconds of `repeat` calls after a warm-up; `sync` ends each call (a GPU synchronisation)."""
     fn()
     sync()
     times = []
@@ -114,7 +115,7 @@ def bench_ckks(set_names=("N14", "seed000"), repeat=5, with_matmul=False, quiet=
                 "Rotate": (lambda: ev.rotate(a, 1), np.roll(x, -1)),
             }
         for routine, (fn, want) in cases.items():
-            ms = _median_ms(fn, reps, ctx.synchronize)
+            ms = median_ms(fn, reps, ctx.synchronize)
             row = {"set": name, "n": ctx.poly_degree, "limbs": ctx.max_level + 1, "routine": routine, "ms": ms,
                    "device": ctx.device}
             if want is not None:

@@ -93,7 +93,7 @@ def measure_costs(ctx, keys=None, secret_key=None, ks=(1, 8, 32, 96), repeats: i
     wrap = _median_time(lambda: Ciphertext(low, ctx, keys), repeats, 64)
     add_ct = _median_time(lambda: cts[0] + cts[1], repeats, 16)
 
-    relin = keys.relin._native if getattr(keys, "relin", None) is not None else None
+    relin = keys.relin._on(cts[0].device) if getattr(keys, "relin", None) is not None else None
     if relin is not None:
         mult = _median_time(lambda: ev.rescale(ev.relinearize(ev.multiply(natives[0], natives[1]), relin)), repeats, 4)
     else:  # fall back to the Python operator (same path)
