@@ -264,3 +264,15 @@ def test_debug_sync_mode_gives_the_same_result():
         assert (a * b).to_bytes() == want
     finally:
         rf.cuda.set_debug_sync(False)
+
+
+@needs_gpu
+def test_native_save_and_decrypt_download_gpu_objects():
+    from ringfire import _core
+    ctx, sk, keys, xs, (a, b, c) = setup("cpu")
+    g = a.to("cuda")._native
+    assert g.device == "cuda:0"
+    assert _core.save_ciphertext(g) == _core.save_ciphertext(a._native)
+    assert _core.save_relin_key(keys.relin._on("cuda:0")) == _core.save_relin_key(keys.relin._native)
+    assert np.array_equal(np.asarray(ctx._core.decrypt(g, sk._native)),
+                          np.asarray(ctx._core.decrypt(a._native, sk._native)))

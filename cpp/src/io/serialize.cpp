@@ -175,7 +175,13 @@ Bytes save(const Parameters& params) {
   return seal(Kind::parameters, params.fingerprint(), w);
 }
 
+namespace {
+// Objects on a GPU are downloaded first: the envelope always holds host words.
+bool on_host(const Device& device) { return device.type == DeviceType::cpu; }
+}  // namespace
+
 Bytes save(const Plaintext& plain) {
+  if (!on_host(plain.device())) return save(plain.to(Device::cpu()));
   Writer w;
   w.u32(static_cast<std::uint32_t>(plain.level()));
   w.f64(plain.scale());
@@ -191,24 +197,28 @@ Bytes save(const Plaintext& plain) {
 }
 
 Bytes save(const Ciphertext& cipher) {
+  if (!on_host(cipher.device())) return save(cipher.to(Device::cpu()));
   Writer w;
   write_ciphertext_payload(w, cipher);
   return seal(Kind::ciphertext, cipher.fingerprint(), w);
 }
 
 Bytes save(const PublicKey& key) {
+  if (!on_host(key.device())) return save(key.to(Device::cpu()));
   Writer w;
   write_ciphertext_payload(w, key.key());
   return seal(Kind::public_key, key.fingerprint(), w);
 }
 
 Bytes save(const RelinKey& key) {
+  if (!on_host(key.device())) return save(key.to(Device::cpu()));
   Writer w;
   write_switch_key(w, key.key());
   return seal(Kind::relin_key, key.fingerprint(), w);
 }
 
 Bytes save(const GaloisKeys& keys) {
+  if (!on_host(keys.device())) return save(keys.to(Device::cpu()));
   Writer w;
   const std::vector<u64> elements = keys.elements();
   w.u32(static_cast<std::uint32_t>(elements.size()));

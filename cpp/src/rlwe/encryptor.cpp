@@ -11,9 +11,15 @@ void check_same(std::uint64_t a, std::uint64_t b, const char* op, const char* wh
   require(a == b, op, std::string(what) + " was made under different parameters (fingerprint mismatch)");
 }
 
+// Encryption and decryption run on the host (the secret key never leaves
+// it); operands that live on a GPU are copied over first.
+bool on_host(const Device& device) { return device.type == DeviceType::cpu; }
+
 }  // namespace
 
 Ciphertext encrypt_public(const PublicKey& key, const Plaintext& plain, Prng& prng) {
+  if (!on_host(key.device())) return encrypt_public(key.to(Device::cpu()), plain, prng);
+  if (!on_host(plain.device())) return encrypt_public(key, plain.to(Device::cpu()), prng);
   check_same(key.fingerprint(), plain.fingerprint(), "rlwe.encrypt", "the plaintext");
   const RlweContextPtr& ctx = plain.context();
   const std::size_t level = plain.level();
@@ -37,6 +43,7 @@ Ciphertext encrypt_public(const PublicKey& key, const Plaintext& plain, Prng& pr
 }
 
 Ciphertext encrypt_secret(const SecretKey& key, const Plaintext& plain, Prng& prng) {
+  if (!on_host(plain.device())) return encrypt_secret(key, plain.to(Device::cpu()), prng);
   check_same(key.fingerprint(), plain.fingerprint(), "rlwe.encrypt", "the plaintext");
   const RlweContextPtr& ctx = plain.context();
   const RnsBase& base = plain.base();
@@ -55,6 +62,7 @@ Ciphertext encrypt_secret(const SecretKey& key, const Plaintext& plain, Prng& pr
 }
 
 void decrypt_core(const SecretKey& key, const Ciphertext& cipher, u64* out) {
+  if (!on_host(cipher.device())) return decrypt_core(key, cipher.to(Device::cpu()), out);  // a download: sync point
   check_same(key.fingerprint(), cipher.fingerprint(), "rlwe.decrypt", "the ciphertext");
   const RnsBase& base = cipher.base();
   Backend& be = backend_for(Device::cpu());

@@ -1,6 +1,8 @@
 // Encryption and the decryption core, scheme-agnostic: they move a
 // plaintext polynomial m (evaluation form at some level) in and out of
-// RLWE ciphertexts. Encoding is the scheme's job.
+// RLWE ciphertexts. Encoding is the scheme's job. All three run on the host
+// and return host ciphertexts; operands on a GPU are copied to the host first
+// (a download is a synchronisation point).
 #pragma once
 
 #include "ringfire/rlwe/keys.h"
