@@ -276,3 +276,17 @@ def test_native_save_and_decrypt_download_gpu_objects():
     assert _core.save_relin_key(keys.relin._on("cuda:0")) == _core.save_relin_key(keys.relin._native)
     assert np.array_equal(np.asarray(ctx._core.decrypt(g, sk._native)),
                           np.asarray(ctx._core.decrypt(a._native, sk._native)))
+
+
+@needs_gpu
+def test_the_design_contract_snippet_on_a_gpu():
+    """DESIGN.md's user view: a CPU context, one ct.to("cuda"), operators, decrypt."""
+    outputs = []
+    for move in (False, True):
+        ctx, sk, keys, xs, (a, b, c) = setup("cpu")
+        ct = a.to("cuda") if move else a
+        y = (ct * ct + 0.5).rotate(1)
+        assert y.device == ("cuda:0" if move else "cpu")
+        outputs.append((y.to_bytes(), ctx.decrypt(y, sk)))
+    assert outputs[0][0] == outputs[1][0]
+    assert np.max(np.abs(outputs[1][1] - np.roll(xs[0] ** 2 + 0.5, -1))) < 1e-4
