@@ -100,6 +100,33 @@ def precision_bits(got, want):
     return round(-math.log2(err), 2)
 
 
+def time_routines(rep, args, ops, a, b, c, x, y, z):
+    """Times the seed-000 routines and records the precision of the checked ones.
+
+    ops: encrypt(vec), decrypt(ct), mul_lin(u, v), mul_lin_rs(u, v), sqr_lin_rs(u),
+    mul_lin_rs_modsw_add(u, v, w), rotate(u); a, b, c encrypt x, y, z (c at the
+    scale a MulLinRS result carries). Returns the decrypted rotation, whose
+    direction some libraries need to check themselves.
+    """
+    import numpy as np
+
+    R = args.repeat
+    rep.run("encrypt", lambda: median_ms(lambda: ops["encrypt"](x), R))
+    rep.run("decrypt", lambda: median_ms(lambda: ops["decrypt"](a), R))
+    rep.run("MulLin", lambda: median_ms(lambda: ops["mul_lin"](a, b), R))
+    rep.run("MulLinRS", lambda: median_ms(lambda: ops["mul_lin_rs"](a, b), R))
+    rep.run("SqrLinRS", lambda: median_ms(lambda: ops["sqr_lin_rs"](a), R))
+    rep.run("MulLinRSModSwAdd", lambda: median_ms(lambda: ops["mul_lin_rs_modsw_add"](a, b, c), R))
+    rep.run("Rotate", lambda: median_ms(lambda: ops["rotate"](a), R))
+    decrypt = ops["decrypt"]
+    rep.precision["encrypt_decrypt"] = precision_bits(decrypt(a), x)
+    rep.precision["MulLinRS"] = precision_bits(decrypt(ops["mul_lin_rs"](a, b)), x * y)
+    rep.precision["MulLinRSModSwAdd"] = precision_bits(decrypt(ops["mul_lin_rs_modsw_add"](a, b, c)), x * y + z)
+    rotated = decrypt(ops["rotate"](a))
+    rep.precision["Rotate"] = precision_bits(rotated, np.roll(x, -1))
+    return rotated
+
+
 class Report:
     def __init__(self, library, version, args):
         self.library = library

@@ -98,23 +98,12 @@ def main():
         return eng.rotate(u, rot)
 
     if not args.only_matmul:
-        R = args.repeat
-        rep.run("encrypt", lambda: C.median_ms(lambda: encrypt(x), R))
-        rep.run("decrypt", lambda: C.median_ms(lambda: decrypt(a), R))
-        rep.run("MulLin", lambda: C.median_ms(lambda: mul_lin(a, b), R))
-        rep.run("MulLinRS", lambda: C.median_ms(lambda: mul_lin_rs(a, b), R))
-        rep.run("SqrLinRS", lambda: C.median_ms(lambda: sqr_lin_rs(a), R))
-        rep.run("MulLinRSModSwAdd", lambda: C.median_ms(lambda: mul_lin_rs_modsw_add(a, b, c), R))
-        rep.run("Rotate", lambda: C.median_ms(lambda: rotate(a), R))
-        rep.precision["encrypt_decrypt"] = C.precision_bits(decrypt(a), x)
-        rep.precision["MulLinRS"] = C.precision_bits(decrypt(mul_lin_rs(a, b)), x * y)
-        rep.precision["MulLinRSModSwAdd"] = C.precision_bits(decrypt(mul_lin_rs_modsw_add(a, b, c)), x * y + z)
-        got = decrypt(rotate(a))
+        ops = dict(encrypt=encrypt, decrypt=decrypt, mul_lin=mul_lin, mul_lin_rs=mul_lin_rs, sqr_lin_rs=sqr_lin_rs,
+                mul_lin_rs_modsw_add=mul_lin_rs_modsw_add, rotate=rotate)
+        got = C.time_routines(rep, args, ops, a, b, c, x, y, z)
         if C.precision_bits(got, np.roll(x, -1)) < C.precision_bits(got, np.roll(x, 1)):
             rot_note = "Rotate = right by 1 (fixed rotation key)"
             rep.precision["Rotate"] = C.precision_bits(got, np.roll(x, 1))
-        else:
-            rep.precision["Rotate"] = C.precision_bits(got, np.roll(x, -1))
         rep.note(rot_note)
     if not args.skip_matmul:
         rep.note("matmul: MulLin per term (multiply already rescales), engine.rescale per C element is a no-op")

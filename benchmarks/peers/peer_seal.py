@@ -101,18 +101,9 @@ def main():
         return ev.rotate_vector(u, 1, gk)
 
     if not args.only_matmul:
-        R = args.repeat
-        rep.run("encrypt", lambda: C.median_ms(lambda: encrypt(x), R))
-        rep.run("decrypt", lambda: C.median_ms(lambda: decrypt(a), R))
-        rep.run("MulLin", lambda: C.median_ms(lambda: mul_lin(a, b), R))
-        rep.run("MulLinRS", lambda: C.median_ms(lambda: mul_lin_rs(a, b), R))
-        rep.run("SqrLinRS", lambda: C.median_ms(lambda: sqr_lin_rs(a), R))
-        rep.run("MulLinRSModSwAdd", lambda: C.median_ms(lambda: mul_lin_rs_modsw_add(a, b, c_rs), R))
-        rep.run("Rotate", lambda: C.median_ms(lambda: rotate(a), R))
-        rep.precision["encrypt_decrypt"] = C.precision_bits(decrypt(a), x)
-        rep.precision["MulLinRS"] = C.precision_bits(decrypt(mul_lin_rs(a, b)), x * y)
-        rep.precision["MulLinRSModSwAdd"] = C.precision_bits(decrypt(mul_lin_rs_modsw_add(a, b, c_rs)), x * y + z)
-        rep.precision["Rotate"] = C.precision_bits(decrypt(rotate(a)), np.roll(x, -1))
+        ops = dict(encrypt=encrypt, decrypt=decrypt, mul_lin=mul_lin, mul_lin_rs=mul_lin_rs, sqr_lin_rs=sqr_lin_rs,
+                mul_lin_rs_modsw_add=mul_lin_rs_modsw_add, rotate=rotate)
+        C.time_routines(rep, args, ops, a, b, c_rs, x, y, z)
     if not args.skip_matmul:
         for key, dims in C.MATMULS.items():
             rep.run(key, lambda dims=dims, key=key: C.matmul_driver(

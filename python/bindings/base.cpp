@@ -11,64 +11,49 @@
 
 namespace ringfire::python {
 
+namespace {
+
+nb::dict stats_dict(const PoolStats& s) {
+  nb::dict d;
+  d["hits"] = s.hits;
+  d["misses"] = s.misses;
+  d["bytes_in_use"] = s.bytes_in_use;
+  d["bytes_cached"] = s.bytes_cached;
+  d["bytes_retained"] = s.bytes_retained;
+  d["open_frames"] = s.open_frames;
+  return d;
+}
+
+// Waits for all work on `device` (GIL released), then runs `then(pool)`.
+template <class Then>
+void after_sync(const std::string& device, Then then) {
+  const Device d = Device::parse(device);
+  nb::gil_scoped_release release;
+  backend_for(d).synchronize();
+  then(pool_for(d));
+}
+
+}  // namespace
+
 void bind_base(nb::module_& m) {
   m.def("num_threads", &num_threads, "Threads the CPU kernels use.");
   m.def("set_num_threads", &set_num_threads, nb::arg("n"), "Sets the threads the CPU kernels use (n >= 1).");
-  m.def(
-      "host_pool_stats",
-      []() {
-        const PoolStats s = host_pool().stats();
-        nb::dict d;
-        d["hits"] = s.hits;
-        d["misses"] = s.misses;
-        d["bytes_in_use"] = s.bytes_in_use;
-        d["bytes_cached"] = s.bytes_cached;
-        return d;
-      },
-      "Statistics of the host memory pool.");
+  m.def("host_pool_stats", []() { return stats_dict(host_pool().stats()); }, "Statistics of the host memory pool.");
   m.def("host_pool_flush", []() { host_pool().flush(); }, "Returns cached host blocks to the system.");
   m.def(
-      "pool_stats",
-      [](const std::string& device) {
-        const PoolStats s = pool_for(Device::parse(device)).stats();
-        nb::dict d;
-        d["hits"] = s.hits;
-        d["misses"] = s.misses;
-        d["bytes_in_use"] = s.bytes_in_use;
-        d["bytes_cached"] = s.bytes_cached;
-        d["bytes_retained"] = s.bytes_retained;
-        d["open_frames"] = s.open_frames;
-        return d;
-      },
+      "pool_stats", [](const std::string& device) { return stats_dict(pool_for(Device::parse(device)).stats()); },
       nb::arg("device"), "Statistics of a device's caching memory pool.");
   m.def(
-      "pool_flush",
-      [](const std::string& device) {
-        const Device d = Device::parse(device);
-        nb::gil_scoped_release release;
-        backend_for(d).synchronize();
-        pool_for(d).flush();
-      },
+      "pool_flush", [](const std::string& device) { after_sync(device, [](MemoryPool& pool) { pool.flush(); }); },
       nb::arg("device"), "Waits for the device, then returns its cached blocks to the system.");
   m.def(
-      "synchronize",
-      [](const std::string& device) {
-        const Device d = Device::parse(device);
-        nb::gil_scoped_release release;
-        backend_for(d).synchronize();
-      },
-      nb::arg("device"), "Blocks until all work issued to the device has finished.");
+      "synchronize", [](const std::string& device) { after_sync(device, [](MemoryPool&) {}); }, nb::arg("device"),
+      "Blocks until all work issued to the device has finished.");
   m.def(
       "frame_begin", [](const std::string& device) { pool_for(Device::parse(device)).begin_frame(); },
       nb::arg("device"), "Opens a compute frame on the device (see ComputeFrame).");
   m.def(
-      "frame_end",
-      [](const std::string& device) {
-        const Device d = Device::parse(device);
-        nb::gil_scoped_release release;
-        backend_for(d).synchronize();
-        pool_for(d).end_frame();
-      },
+      "frame_end", [](const std::string& device) { after_sync(device, [](MemoryPool& pool) { pool.end_frame(); }); },
       nb::arg("device"), "Synchronises the device and closes a compute frame.");
   m.def(
       "exchange_current_queue", [](std::uint64_t queue) { return exchange_current_queue(queue); }, nb::arg("queue"),

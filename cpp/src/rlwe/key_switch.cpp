@@ -24,35 +24,24 @@ void mod_down(const RlweContext& ctx, std::size_t level, u64* acc, u64* out, Bac
   be.multiply_scalar(out, p_inv.data(), out, 1, q_base);
 }
 
-}  // namespace
-
-namespace {
-
-// Scratch for the ModUp of one digit at a level.
-struct Workspace {
-  Workspace(const RlweContext& ctx, std::size_t level, const Device& device)
-      : n(ctx.n()), q_limbs(level + 1), ext_limbs(level + 1 + ctx.special_count()), converted(ext_limbs * n, device) {}
-  std::size_t n, q_limbs, ext_limbs;
-  Buffer converted;
-};
-
 // ModUp of digit j: c's coefficients on the digit's primes extended to the
 // rest of q_0..q_level and P, in evaluation form over the extended base.
+// `converted` is scratch of (level+1+k) x N words.
 void mod_up_digit(const RlweContext& ctx, const u64* c, const u64* c_coeff, std::size_t level, std::size_t j,
-                  u64* extended, Workspace& ws, Backend& be) {
-  const std::size_t n = ws.n;
+                  u64* converted, u64* extended, Backend& be) {
+  const std::size_t n = ctx.n(), ext_limbs = level + 1 + ctx.special_count();
   const auto [begin, end] = ctx.digit_range(level, j);
   const BaseConverter& conv = ctx.mod_up(level, j);
   // Exact (centred) conversion: the digit enters the inner product as a value in
   // (-Q_j/2, Q_j/2] instead of [0, alpha * Q_j), which halves (or better) the
   // key-switching noise.
-  be.base_convert(c_coeff + begin * n, ws.converted.data(), 1, conv, BaseConversion::exact);
-  be.ntt_forward(ws.converted.data(), 1, conv.to());
+  be.base_convert(c_coeff + begin * n, converted, 1, conv, BaseConversion::exact);
+  be.ntt_forward(converted, 1, conv.to());
   // Converted limbs around the digit's own limbs, which are still exact in
   // evaluation form in c.
-  be.copy(ws.converted.data(), extended, begin * n);
+  be.copy(converted, extended, begin * n);
   be.copy(c + begin * n, extended + begin * n, (end - begin) * n);
-  be.copy(ws.converted.data() + begin * n, extended + end * n, (ws.ext_limbs - end) * n);
+  be.copy(converted + begin * n, extended + end * n, (ext_limbs - end) * n);
 }
 
 Buffer to_coefficients(const RlweContext& ctx, const u64* c, std::size_t level, const Device& device, Backend& be) {
@@ -100,9 +89,10 @@ HoistedDigits::HoistedDigits(const RlweContext& ctx, const u64* c, std::size_t l
     : level_(level), digits_(ctx.digit_count(level)), poly_words_((level + 1 + ctx.special_count()) * ctx.n()),
       data_(digits_ * poly_words_, device) {
   Backend& be = backend_for(device);
-  Workspace ws(ctx, level, device);
+  Buffer converted(poly_words_, device);
   const Buffer c_coeff = to_coefficients(ctx, c, level, device, be);
-  for (std::size_t j = 0; j < digits_; ++j) mod_up_digit(ctx, c, c_coeff.data(), level, j, digit(j), ws, be);
+  for (std::size_t j = 0; j < digits_; ++j)
+    mod_up_digit(ctx, c, c_coeff.data(), level, j, converted.data(), digit(j), be);
 }
 
 void key_switch_hoisted(const RlweContext& ctx, const HoistedDigits& digits, u64 galois_element,

@@ -19,52 +19,10 @@ import numbers
 import numpy as np
 
 from .. import _core
-from .._residency import Residency
+from .._residency import Placed
 
 
-class _Placed:
-    """Lazy placement shared by plaintexts and ciphertexts: the value's copies
-    by device (see ringfire._residency) and the device operations use."""
-
-    def _place(self, native, device=None):
-        self._res = Residency(native)
-        self._device = native.device if device is None else _core.parse_device(str(device))
-
-    @property
-    def _native(self):
-        """The copy on this object's device (uploaded at the first use that needs it)."""
-        return self._res.get(self._device, self._context._queue_on(self._device))
-
-    @_native.setter
-    def _native(self, native):  # a write: the other devices' copies are now stale
-        self._place(native)
-
-    @property
-    def device(self) -> str:
-        """Where operations on this object run ('cpu', 'cuda:0', ...)."""
-        return self._device
-
-    @property
-    def resident_on(self) -> list[str]:
-        """Devices that hold a valid copy right now (placement is lazy)."""
-        return self._res.devices
-
-    def _host(self):
-        """The host copy (a download, and so a sync point, when the value lives on a GPU)."""
-        return self._res.get("cpu", self._context._queue_on(self._device))
-
-    def _moved(self, device: str):
-        device = _core.parse_device(str(device))
-        if device.startswith("cuda"):
-            from .. import cuda
-            cuda.require_device(device)
-        out = object.__new__(type(self))
-        out.__dict__.update(self.__dict__)
-        out._device = device  # shares the copies: an upload made for one serves both
-        return out
-
-
-class Plaintext(_Placed):
+class Plaintext(Placed):
     """An encoded vector (evaluation form) at a level and scale."""
 
     def __init__(self, native, context, device=None):
@@ -75,9 +33,10 @@ class Plaintext(_Placed):
         """This plaintext on ``device``; the copy is made at the first operation that needs it."""
         return self._moved(device)
 
-    level = property(lambda self: self._native.level)
-    scale = property(lambda self: self._native.scale)
-    is_scalar = property(lambda self: self._native.is_scalar, doc="All slots hold one real value (fast path).")
+    # Metadata is the same on every copy: read it without moving data.
+    level = property(lambda self: self._res.any().level)
+    scale = property(lambda self: self._res.any().scale)
+    is_scalar = property(lambda self: self._res.any().is_scalar, doc="All slots hold one real value (fast path).")
     context = property(lambda self: self._context)
 
     def decode(self) -> np.ndarray:
@@ -90,7 +49,7 @@ class Plaintext(_Placed):
         return f"Plaintext(level={self.level}, scale=2^{np.log2(self.scale):.2f}{', scalar' if self.is_scalar else ''})"
 
 
-class Ciphertext(_Placed):
+class Ciphertext(Placed):
     """An encrypted vector of ``ctx.slots`` numbers.
 
     ``level`` counts the rescalings left; ``scale`` is the factor the slots
@@ -109,13 +68,10 @@ class Ciphertext(_Placed):
         self._place(native, device)
 
     # Metadata is the same on every copy: read it without moving data.
-    level = property(lambda self: self._any().level)
-    scale = property(lambda self: self._any().scale)
-    size = property(lambda self: self._any().size)
+    level = property(lambda self: self._res.any().level)
+    scale = property(lambda self: self._res.any().scale)
+    size = property(lambda self: self._res.any().size)
     context = property(lambda self: self._context)
-
-    def _any(self):
-        return next(iter(self._res._copies.values()))
 
     def __repr__(self) -> str:
         where = "" if self._device == "cpu" else f", device={self._device!r}"

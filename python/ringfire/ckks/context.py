@@ -303,7 +303,7 @@ class _OnQueue:
         self._native_evaluator = native
         self._queue = queue
 
-    def __getattr__(self, name):
+    def __getattr__(self, name):  # first use of a method only: the wrapper is cached on the instance
         method = getattr(self._native_evaluator, name)
         queue = self._queue
 
@@ -317,4 +317,5 @@ class _OnQueue:
             finally:
                 _core.exchange_current_queue(previous)
 
+        setattr(self, name, on_queue)
         return on_queue

@@ -5,43 +5,27 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import _core
-from .._residency import Residency
+from .._residency import Placed
 
 
-class _Key:
+class _Key(Placed):
     _save = None
 
     def __init__(self, native, context):
-        self._res = Residency(native)
-        self._device = getattr(native, "device", "cpu")
         self._context = context
-
-    @property
-    def _native(self):
-        return self._res.get(self._device, self._context._queue_on(self._device))
-
-    def _on(self, device: str):
-        """The key's copy on ``device``: uploaded once, at first use there, then reused."""
-        return self._res.get(device, self._context._queue_on(device))
+        self._place(native)
 
     @property
     def context(self):
         return self._context
 
-    @property
-    def device(self) -> str:
-        return self._device
-
     def to(self, device: str):
-        """This key on ``device`` (lazy: uploaded at the first operation there)."""
-        out = object.__new__(type(self))
-        out.__dict__.update(self.__dict__)
-        out._device = _core.parse_device(str(device))
-        return out
+        """This key on ``device`` (lazy: uploaded at the first operation there, then cached)."""
+        return self._moved(device)
 
     def to_bytes(self) -> bytes:
         """Serialized form (see ``Context.load``)."""
-        return type(self)._save(self._res.get("cpu"))
+        return type(self)._save(self._host())
 
 
 class SecretKey(_Key):
