@@ -183,7 +183,10 @@ std::string Parameters::describe() const {
   // C++ locale, and the library needs no iostream initialisation.
   auto bits = [](const std::vector<u64>& primes) {
     std::string out;
-    for (std::size_t i = 0; i < primes.size(); ++i) out += (i ? "," : "") + std::to_string(bit_length(primes[i]));
+    for (std::size_t i = 0; i < primes.size(); ++i) {
+      if (i) out += ',';
+      out += std::to_string(bit_length(primes[i]));
+    }
     return out;
   };
   char log_qp[32];
