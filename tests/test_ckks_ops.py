@@ -78,7 +78,11 @@ def test_decrypt_with_the_wrong_key_gives_noise(ckks_small):
     assert precision_bits(ctx.decrypt(ct, ctx.load(sk.to_bytes())), x) > 20
     stranger, _ = rf.ckks.Context(poly_degree=2**13, coeff_bits=[50, 40, 40], scale_bits=40,
                                   special_bits=[60]).keygen()
-    assert precision_bits(ctx.decrypt(ct, stranger), x) < 0  # same parameters, other key: noise
+    # Same parameters, other key: the result is noise, and decrypt says so instead of returning it.
+    with pytest.raises(ValueError, match="exceeds its scale"):
+        ctx.decrypt(ct, stranger)
+    with pytest.warns(RuntimeWarning, match="insecure_exact"):
+        assert precision_bits(ctx.decrypt(ct, stranger, insecure_exact=True), x) < 0
     other, _ = rf.ckks.Context(poly_degree=2**13, coeff_bits=[50, 40], scale_bits=40,
                                special_bits=[60]).keygen()
     with pytest.raises(ValueError, match="different parameters"):
@@ -271,7 +275,7 @@ def test_depth_exhausting_chain_precision(log_n, depth):
     relative error per level, so the bound is loose; benchmarks/ckks_precision.py reports the chain
     of fresh products)."""
     ctx = rf.ckks.Context(poly_degree=2**log_n, coeff_bits=[60] + [40] * depth, scale_bits=40,
-                          special_bits=[60], security=0 if 60 + 40 * depth + 60 > _bound(log_n) else 128)
+                          special_bits=[60], insecure_no_security_check=60 + 40 * depth + 60 > _bound(log_n))
     sk, keys = ctx.keygen(rotations=[1])
     x = np.random.default_rng(log_n).uniform(0.9, 1.0, ctx.slots)  # stays O(1) under powers
     ct = ctx.encrypt(x, keys)

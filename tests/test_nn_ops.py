@@ -561,3 +561,24 @@ def test_model_accepts_path_and_modelproto(ctx2, tmp_path):
     want = rf.nn.load(data, ctx2[0]).plaintext(x)
     for src in (str(path), path, onnx.load_from_string(data)):
         assert np.allclose(rf.nn.load(src, ctx2[0]).plaintext(x), want)
+
+
+def test_the_client_can_flood_what_it_decrypts(ctx2):
+    """Client-aided layers decrypt what the server sends; with noise_flooding the key holder's
+    decryptions are statistically hiding, which needs scale: refused at 40 bits, 8 bits or
+    more of precision at 55 (against onnxruntime)."""
+    nodes, in_shape, inits = CASES["conv_relu_maxpool_gemm"]
+    data = make_model(nodes, in_shape, inits)
+    x = rng_for("flooding").uniform(-1, 1, (BATCH,) + in_shape)
+    ctx, sk, keys = ctx2
+    model = rf.nn.load(data, ctx)
+    with pytest.raises(ValueError, match="leaves no precision"):
+        model(ctx.encrypt_batch(x, keys), client=rf.nn.LocalClient(ctx, sk, keys, noise_flooding=True))
+    wide = rf.ckks.Context(poly_degree=2**14, coeff_bits=[60, 55, 55], scale_bits=55, special_bits=[60])
+    wsk, wkeys = wide.keygen()
+    out = rf.nn.load(data, wide)(wide.encrypt_batch(x, wkeys),
+                                 client=rf.nn.LocalClient(wide, wsk, wkeys, noise_flooding=True))
+    ref = ort_run(data, x)
+    error = np.max(np.abs(wide.decrypt_batch(out, wsk, noise_flooding=True) - ref))
+    assert error < 2.0**-8 * max(1.0, float(np.max(np.abs(ref)))), error
+    assert error > 2.0**-30  # the flooding noise is there

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "ringfire/base/errors.h"
+#include "ringfire/base/warning.h"
 #include "ringfire/rlwe/params.h"
 
 namespace ringfire::test {
@@ -37,5 +38,24 @@ inline void expect_invalid(const std::function<void()>& fn, const std::string& f
     ADD_FAILURE() << "expected InvalidArgument, got another exception: " << e.what();
   }
 }
+
+// Collects the library's warnings for its lifetime instead of printing them.
+class CapturedWarnings {
+ public:
+  CapturedWarnings() { set_warning_handler(&record); }
+  ~CapturedWarnings() { set_warning_handler(nullptr); }
+  CapturedWarnings(const CapturedWarnings&) = delete;
+  CapturedWarnings& operator=(const CapturedWarnings&) = delete;
+  int count() const { return count_; }
+  const std::string& last() const { return last_; }
+
+ private:
+  static void record(const std::string& message) {
+    ++count_;
+    last_ = message;
+  }
+  static inline int count_ = 0;
+  static inline std::string last_;
+};
 
 }  // namespace ringfire::test

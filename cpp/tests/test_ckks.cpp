@@ -177,9 +177,17 @@ TEST(CkksParameters, SecurityRefusal) {
   lit.q_bits = {40, 40, 40};
   lit.p_bits = {40};
   expect_invalid([&] { Parameters p(lit); }, "N=4096 allows log2(QP) <= 109");
-  // The same primes with the check disabled are accepted (tests only).
+  // security 0 is not a way around the bound: only the named opt-out is.
   lit.security = 0;
-  EXPECT_NO_THROW(Parameters{lit});
+  expect_invalid([&] { Parameters p(lit); }, "security must be 128, 192 or 256 bits, got 0");
+  lit.security = 128;
+  lit.insecure_no_security_check = true;
+  const test::CapturedWarnings warnings;
+  const int before = warnings.count();
+  EXPECT_EQ(Parameters{lit}.security(), 0);
+  EXPECT_EQ(Parameters{lit}.security(), 0);
+  EXPECT_EQ(warnings.count(), before + 2) << "the opt-out warns every time";
+  EXPECT_NE(warnings.last().find("insecure_no_security_check"), std::string::npos) << warnings.last();
   // 192-bit needs an even smaller modulus at N=8192.
   ParameterLiteral big = small_literal();
   big.security = 192;
@@ -216,7 +224,7 @@ TEST(CkksParameters, DnumNormalisation) {
   lit.poly_degree = kN;
   lit.q_bits = std::vector<int>(7, 25);
   lit.p_bits = {60};
-  lit.security = 0;  // 235 bits: over the N=8192 bound, irrelevant here
+  lit.insecure_no_security_check = true;  // 235 bits: over the N=8192 bound, irrelevant here
   lit.dnum = 5;
   const Parameters p(lit);
   EXPECT_EQ(p.alpha(), 2u);  // ceil(7 / 5)
@@ -259,7 +267,7 @@ TEST(CkksParameters, FingerprintIsStableAndDiscriminating) {
   lit.scale_bits = 39;
   prints.push_back(Parameters(lit).fingerprint());
   lit = small_literal();
-  lit.security = 0;
+  lit.insecure_no_security_check = true;
   prints.push_back(Parameters(lit).fingerprint());
   lit.p_bits = {60, 60};
   lit.dnum = 3;
@@ -414,6 +422,11 @@ TEST(CkksEncoder, RejectsBadInput) {
   EXPECT_THROW(enc.encode(z.data(), z.size(), 0, scale), InvalidArgument);
   EXPECT_NO_THROW(enc.encode(z.data(), z.size(), 2, scale));
   EXPECT_THROW(enc.encode_scalar(Complex(std::ldexp(1.0, 20), 0.0), 0, scale), InvalidArgument);
+  // Finite values whose scaled coefficients overflow a double: a clear error,
+  // no float-to-int conversion of infinity (undefined; UBSan reports it).
+  z[1] = Complex(1e300, 0.0);
+  expect_invalid([&] { enc.encode(z.data(), z.size(), 2, scale); }, "overflows a double");
+  expect_invalid([&] { enc.encode_scalar(Complex(1e300, 0.0), 2, scale); }, "overflows a double");
 }
 
 // ---- encryption ------------------------------------------------------------------
@@ -469,7 +482,7 @@ TEST(CkksKeySwitch, SwitchesFromRandomKeyToSecretKey) {
   Prng prng = Prng::from_seed(seed_from(5));
   Buffer s_prime(kb.size() * kN);
   sample_ternary_eval(prng, kb, s_prime.data());
-  const KeySwitchKey key = generate_switch_key(e.sk, s_prime.data(), prng);
+  const KeySwitchKey key = generate_switch_key(e.sk, s_prime.data(), kRelinearizationSource, prng);
   EXPECT_EQ(key.digits(), 3u);
   EXPECT_EQ(key.seeds().size(), 3u);
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <complex>
 #include <cstdint>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include "ckks_test_support.h"
 #include "ringfire/base/errors.h"
 #include "ringfire/ckks/evaluator.h"
+#include "ringfire/io/byte_io.h"
 #include "ringfire/io/serialize.h"
 #include "ringfire/rlwe/encryptor.h"
 #include "ringfire/rlwe/keygen.h"
@@ -28,6 +30,7 @@ namespace {
 
 using ckks::Complex;
 using io::Bytes;
+using io::Writer;
 
 using test::expect_invalid;
 using test::kN;
@@ -130,12 +133,14 @@ TEST(IoRoundTrip, Parameters) {
     if (variant == 1) {  // two special primes, two digits, no security check
       lit.p_bits = {60, 60};
       lit.dnum = 2;
-      lit.security = 0;
+      lit.insecure_no_security_check = true;
     }
     const Parameters p(lit);
     const Bytes blob = io::save(p);
     EXPECT_EQ(io::peek_kind(blob.data(), blob.size()), io::Kind::parameters);
-    const Parameters q = io::load_parameters(blob.data(), blob.size());
+    if (variant == 1)  // insecure parameters load only through the named opt-out
+      expect_invalid([&] { io::load_parameters(blob.data(), blob.size()); }, "insecure_no_security_check");
+    const Parameters q = io::load_parameters(blob.data(), blob.size(), variant == 1);
     EXPECT_EQ(q.n(), p.n());
     EXPECT_EQ(q.q_primes(), p.q_primes());
     EXPECT_EQ(q.p_primes(), p.p_primes());
@@ -250,7 +255,7 @@ TEST(IoRoundTrip, Keys) {
     Prng prng = Prng::from_seed(seed_from(3));
     Buffer s2(e.rlwe->key_base()->size() * kN);
     backend_for(Device::cpu()).multiply(e.sk.eval(), e.sk.eval(), s2.data(), 1, *e.rlwe->key_base());
-    KeySwitchKey raw = generate_switch_key(e.sk, s2.data(), prng);
+    KeySwitchKey raw = generate_switch_key(e.sk, s2.data(), kRelinearizationSource, prng);
     raw.seeds().clear();
     const RelinKey unseeded(std::move(raw));
     const Bytes blob = io::save(unseeded);
@@ -433,9 +438,9 @@ TEST(IoMalformed, CorruptFieldsWithValidChecksum) {
   Prng prng = Prng::from_seed(seed_from(9));
   const Ciphertext c = encrypt_public(e.pk, e.encode(e.values(14), 1), prng);
   const Bytes blob = io::save(c);
-  // Payload layout: size u32 | level u32 | scale f64 | seed flag u8 | polys.
-  const std::size_t size_at = kHeader, level_at = kHeader + 4, scale_at = kHeader + 8, flag_at = kHeader + 16,
-                    poly_at = kHeader + 17;
+  // Payload layout: size u32 | level u32 | scale f64 | noise f64 | complex u8 | seed flag u8 | polys.
+  const std::size_t size_at = kHeader, level_at = kHeader + 4, scale_at = kHeader + 8, noise_at = kHeader + 16,
+                    complex_at = kHeader + 24, flag_at = kHeader + 25, poly_at = kHeader + 26;
   auto edited = [&](auto edit) {
     Bytes b(blob);
     edit(b);
@@ -453,6 +458,20 @@ TEST(IoMalformed, CorruptFieldsWithValidChecksum) {
   expect_invalid([&] { load(edited([&](Bytes& b) { write_le64(b.data() + scale_at, 0x7ff0000000000000ULL); })); },
                  "scale");  // infinity
   expect_invalid([&] { load(edited([&](Bytes& b) { b[flag_at] = 2; })); }, "seed flag");
+  // Scales that cannot describe data: below 2 (a public key's 1, a subnormal
+  // whose inverse is infinite) or as large as the modulus.
+  for (double bad : {1.0, 1e-300, 0x1p95, 1e300}) {
+    std::uint64_t bits;
+    std::memcpy(&bits, &bad, 8);
+    expect_invalid([&] { load(edited([&](Bytes& b) { write_le64(b.data() + scale_at, bits); })); }, "scale");
+  }
+  // Noise estimates that are not numbers, or larger than the modulus.
+  for (double bad : {std::nan(""), 1e6, 1e300, -1e300}) {
+    std::uint64_t bits;
+    std::memcpy(&bits, &bad, 8);
+    expect_invalid([&] { load(edited([&](Bytes& b) { write_le64(b.data() + noise_at, bits); })); }, "noise");
+  }
+  expect_invalid([&] { load(edited([&](Bytes& b) { b[complex_at] = 2; })); }, "complex flag");
   // A residue at or above its prime.
   expect_invalid([&] { load(edited([&](Bytes& b) { write_le64(b.data() + poly_at, e.rlwe->params().q_primes()[0]); })); },
                  "outside [0, q)");
@@ -472,6 +491,31 @@ TEST(IoMalformed, CorruptFieldsWithValidChecksum) {
   write_le64(gk_blob.data() + kHeader + 4, 4);
   reseal(gk_blob);
   expect_invalid([&] { io::load_galois_keys(e.rlwe, gk_blob.data(), gk_blob.size()); }, "Galois element");
+  // A Galois key relabelled with another (valid, unused) element: its
+  // recorded source disagrees.
+  Bytes relabelled = io::save(e.gk);
+  const u64 first = read_le64(relabelled.data() + kHeader + 4);
+  u64 unused = 3;
+  while (e.gk.has(unused)) unused += 2;
+  ASSERT_NE(first, unused);
+  write_le64(relabelled.data() + kHeader + 4, unused);
+  reseal(relabelled);
+  expect_invalid([&] { io::load_galois_keys(e.rlwe, relabelled.data(), relabelled.size()); }, "relabelled");
+  // A relinearization key presented as a Galois key set (one key under g).
+  {
+    const Bytes rk = io::save(e.rk);
+    Writer w;
+    w.raw(rk.data(), kHeader);
+    w.u32(1);
+    w.u64(first);
+    w.raw(rk.data() + kHeader, rk.size() - kHeader - 8);
+    w.u64(0);  // the checksum, resealed below
+    Bytes forged = w.bytes();
+    forged[6] = static_cast<std::uint8_t>(io::Kind::galois_keys);
+    write_le64(forged.data() + 16, forged.size() - kHeader - 8);
+    reseal(forged);
+    expect_invalid([&] { io::load_galois_keys(e.rlwe, forged.data(), forged.size()); }, "says it switches from s^2");
+  }
   // Parameters that do not match their fingerprint (scale_bits 40 -> 39 is
   // valid on its own).
   Bytes p_blob = io::save(e.ctx->params());
@@ -486,6 +530,79 @@ TEST(IoMalformed, CorruptFieldsWithValidChecksum) {
   fake_pk[6] = static_cast<std::uint8_t>(io::Kind::public_key);
   reseal(fake_pk);
   expect_invalid([&] { io::load_public_key(e.rlwe, fake_pk.data(), fake_pk.size()); }, "top-level pair");
+  // Kinds are not interchangeable: a public key relabelled as a ciphertext
+  // (the payloads share a layout) is refused by its scale of 1.
+  Bytes pk_as_ct = io::save(e.pk);
+  pk_as_ct[6] = static_cast<std::uint8_t>(io::Kind::ciphertext);
+  reseal(pk_as_ct);
+  expect_invalid([&] { load(pk_as_ct); }, "scale");
+}
+
+// Files of format version 1 (no noise estimate, complex flag or key source)
+// still load.
+TEST(IoRoundTrip, ReadsVersionOneFiles) {
+  const Env& e = env();
+  // Drops `count` payload bytes at payload offset `at` and relabels the blob as version 1.
+  auto as_version_one = [](const Bytes& v2, std::size_t at, std::size_t count) {
+    Bytes b(v2);
+    b.erase(b.begin() + static_cast<std::ptrdiff_t>(kHeader + at),
+            b.begin() + static_cast<std::ptrdiff_t>(kHeader + at + count));
+    b[4] = 1;
+    b[5] = 0;
+    write_le64(b.data() + 16, b.size() - kHeader - 8);
+    reseal(b);
+    return b;
+  };
+  Prng prng = Prng::from_seed(seed_from(11));
+  const auto z = e.values(18);
+  const Ciphertext c = encrypt_public(e.pk, e.encode(z, 2), prng);
+  const Bytes old_ct = as_version_one(io::save(c), 16, 9);  // noise f64 + complex u8
+  const Ciphertext loaded = io::load_ciphertext(e.rlwe, old_ct.data(), old_ct.size());
+  EXPECT_FALSE(loaded.is_complex());
+  EXPECT_NEAR(loaded.noise_bits(), c.noise_bits(), 1e-9);  // a fresh encryption's estimate
+  EXPECT_TRUE(same_words(loaded.data(), c.data(), c.size() * c.poly_words()));
+  const Bytes old_rk = as_version_one(io::save(e.rk), 4, 8);  // source u64
+  expect_same_switch_key(io::load_relin_key(e.rlwe, old_rk.data(), old_rk.size()).key(), e.rk.key());
+  const Bytes v3 = [&] {
+    Bytes b = io::save(c);
+    b[4] = 3;
+    reseal(b);
+    return b;
+  }();
+  expect_invalid([&] { io::load_ciphertext(e.rlwe, v3.data(), v3.size()); }, "written by a newer ringfire");
+}
+
+// Memory follows the input: a blob that declares large objects but holds
+// few bytes fails before anything of the declared size is allocated.
+TEST(IoMalformed, LoadsAllocateNoMoreThanTheirInput) {
+  const Env& e = env();
+  auto held = [] {
+    const PoolStats s = host_pool().stats();
+    return s.bytes_in_use + s.bytes_cached;
+  };
+  // Keep only the header and the first fields of each object.
+  auto stub = [](const Bytes& full, std::size_t payload_bytes) {
+    Bytes b(full.begin(), full.begin() + kHeader + payload_bytes);
+    write_le64(b.data() + 16, payload_bytes);
+    b.resize(b.size() + 8);
+    reseal(b);
+    return b;
+  };
+  Prng prng = Prng::from_seed(seed_from(10));
+  const Ciphertext c = encrypt_public(e.pk, e.encode(e.values(16), 2), prng);
+  const Plaintext p = e.encode(e.values(17), 2);
+  // Each object cut after its leading fields (sizes, level, flags).
+  const std::vector<std::pair<Bytes, std::function<void(const Bytes&)>>> cases{
+      {stub(io::save(e.rk), 13), [&](const Bytes& b) { io::load_relin_key(e.rlwe, b.data(), b.size()); }},
+      {stub(io::save(e.gk), 25), [&](const Bytes& b) { io::load_galois_keys(e.rlwe, b.data(), b.size()); }},
+      {stub(io::save(e.pk), 26), [&](const Bytes& b) { io::load_public_key(e.rlwe, b.data(), b.size()); }},
+      {stub(io::save(c), 26), [&](const Bytes& b) { io::load_ciphertext(e.rlwe, b.data(), b.size()); }},
+      {stub(io::save(p), 14), [&](const Bytes& b) { io::load_plaintext(e.rlwe, b.data(), b.size()); }},
+      {stub(io::save(e.sk), 10), [&](const Bytes& b) { io::load_secret_key(e.rlwe, b.data(), b.size()); }},
+  };
+  const std::size_t before = held();
+  for (const auto& [blob, load] : cases) expect_invalid([&] { load(blob); }, "truncated");
+  EXPECT_EQ(held(), before) << "a refused load allocated pool memory";
 }
 
 }  // namespace

@@ -456,8 +456,8 @@ TEST(Security, TableLookups) {
 TEST(Security, CheckSecurityMessage) {
   EXPECT_NO_THROW(check_security(4096, 109.0, 128));
   EXPECT_NO_THROW(check_security(32768, 880.5, SecurityLevel::bits128));
-  EXPECT_NO_THROW(check_security(4096, 500.0, 0));   // explicit opt-out
-  EXPECT_NO_THROW(check_security(16, 500.0, SecurityLevel::none));
+  // 0 is no level: the only way past the bound is the named opt-out of Parameters.
+  EXPECT_THROW(check_security(4096, 50.0, 0), InvalidArgument);
   try {
     check_security(4096, 120.3, 128);
     FAIL() << "expected InvalidArgument";

@@ -69,7 +69,8 @@ TEST(QueuedPool, FramesRetainReleasedBlocksUntilTheOutermostEnds) {
   EXPECT_EQ(s.open_frames, 2u);
   EXPECT_EQ(s.bytes_retained, 8192u);
   EXPECT_EQ(s.bytes_cached, 0u);
-  EXPECT_NE(pool.allocate(8192, kQueueA), block);  // retained: not reused inside the frame
+  void* inside = pool.allocate(8192, kQueueA);
+  EXPECT_NE(inside, block);  // retained: not reused inside the frame
   pool.end_frame();
   EXPECT_EQ(pool.stats().bytes_retained, 8192u);  // still one frame open
   pool.end_frame();
@@ -80,6 +81,11 @@ TEST(QueuedPool, FramesRetainReleasedBlocksUntilTheOutermostEnds) {
   EXPECT_EQ(pool.allocate(8192, kQueueB), block);  // after the frame: usable on any queue
   pool.end_frame();                                 // an unmatched end is ignored
   EXPECT_EQ(pool.stats().open_frames, 0u);
+  // Hand everything back: a pool frees only what it caches.
+  pool.release(block, 8192, kQueueB);
+  pool.release(inside, 8192, kQueueA);
+  pool.flush();
+  EXPECT_EQ(pool.frees, 2);
 }
 
 TEST(HostPool, IgnoresQueues) {

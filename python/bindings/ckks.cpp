@@ -9,7 +9,9 @@
 #include <cstring>
 
 #include "common.h"
+#include "ringfire/ckks/decryptor.h"
 #include "ringfire/ckks/evaluator.h"
+#include "ringfire/rlwe/prng.h"
 #include "ringfire/rlwe/encryptor.h"
 
 namespace ringfire::python {
@@ -67,17 +69,32 @@ void bind_ckks(nb::module_& m) {
       .def("decode", [](const Context& c, const Plaintext& p) { return to_numpy(c.encoder().decode(p)); })
       .def(
           "decrypt",
-          [](const Context& c, const Ciphertext& ct, const SecretKey& sk) {
-            std::vector<Complex> slots;
+          [](const Context& c, const Ciphertext& ct, const SecretKey& sk, Prng& prng, const std::string& noise,
+             double statistical_security, double decryptions) {
+            ckks::DecryptOptions options;
+            options.noise = noise == "estimate"         ? ckks::DecryptionNoise::estimate
+                            : noise == "flooding"       ? ckks::DecryptionNoise::flooding
+                            : noise == "insecure_exact" ? ckks::DecryptionNoise::insecure_exact
+                                                        : throw InvalidArgument(tagged_message(
+                                                              "ckks.decrypt", "unknown noise mode '" + noise + "'"));
+            options.statistical_security = statistical_security;
+            options.decryptions = decryptions;
+            ckks::Decryption d;
             {
+              // The flooding noise comes from a child of the context's generator (drawn under the GIL).
+              Prng child = Prng::from_seed(prng.next_seed());
               nb::gil_scoped_release release;
-              Buffer m(ct.poly_words());
-              decrypt_core(sk, ct, m.data());
-              slots = c.encoder().decode_coefficients(m.data(), ct.level(), ct.scale());
+              d = ckks::decrypt(c, ct, sk, options, child);
             }
-            return to_numpy(std::move(slots));
+            nb::dict info;
+            info["noise_bits"] = d.noise_bits;
+            info["measured"] = d.measured;
+            info["added_noise_bits"] = d.added_noise_bits;
+            info["precision_bits"] = d.precision_bits;
+            return nb::make_tuple(to_numpy(std::move(d.slots)), info);
           },
-          nb::arg("ciphertext"), nb::arg("secret_key"))
+          nb::arg("ciphertext"), nb::arg("secret_key"), nb::arg("prng"), nb::arg("noise") = "estimate",
+          nb::arg("statistical_security") = 40.0, nb::arg("decryptions") = 1.0)
       .def("slots_to_coefficients", [](const Context& c, ComplexArray values) {
         require(values.shape(0) == c.slots(), "ckks.encode", "expected exactly one value per slot");
         std::vector<Complex> v(values.data(), values.data() + values.shape(0));

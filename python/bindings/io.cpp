@@ -12,28 +12,60 @@ namespace {
 nb::bytes as_bytes(const io::Bytes& b) { return nb::bytes(reinterpret_cast<const char*>(b.data()), b.size()); }
 const std::uint8_t* ptr(const nb::bytes& b) { return reinterpret_cast<const std::uint8_t*>(b.c_str()); }
 
+// Saving serializes with the GIL released; only the copy into a Python bytes
+// object holds it.
+template <class T>
+void def_save(nb::module_& m, const char* name) {
+  m.def(name, [](const T& object) {
+    io::Bytes bytes;
+    {
+      nb::gil_scoped_release release;
+      bytes = io::save(object);
+    }
+    return as_bytes(bytes);
+  });
+}
+
 }  // namespace
 
 void bind_io(nb::module_& m) {
-  m.def("save_parameters", [](const Parameters& p) { return as_bytes(io::save(p)); });
-  m.def("save_plaintext", [](const Plaintext& p) { return as_bytes(io::save(p)); });
-  m.def("save_ciphertext", [](const Ciphertext& c) { return as_bytes(io::save(c)); });
-  m.def("save_public_key", [](const PublicKey& k) { return as_bytes(io::save(k)); });
-  m.def("save_relin_key", [](const RelinKey& k) { return as_bytes(io::save(k)); });
-  m.def("save_galois_keys", [](const GaloisKeys& k) { return as_bytes(io::save(k)); });
-  m.def("save_secret_key", [](const SecretKey& k) { return as_bytes(io::save(k)); });
+  def_save<Parameters>(m, "save_parameters");
+  def_save<Plaintext>(m, "save_plaintext");
+  def_save<Ciphertext>(m, "save_ciphertext");
+  def_save<PublicKey>(m, "save_public_key");
+  def_save<RelinKey>(m, "save_relin_key");
+  def_save<GaloisKeys>(m, "save_galois_keys");
+  def_save<SecretKey>(m, "save_secret_key");
   m.def("fnv1a64", [](const nb::bytes& b) { return fnv1a64(b.c_str(), b.size()); },
         "The FNV-1a digest behind fingerprints and checksums.");
   m.def("peek_kind", [](const nb::bytes& b) {
-    return std::string(io::kind_name(io::peek_kind(ptr(b), b.size())));
+    const std::uint8_t* data = ptr(b);
+    const std::size_t size = b.size();
+    nb::gil_scoped_release release;  // the checksum reads every byte
+    return std::string(io::kind_name(io::peek_kind(data, size)));
   });
-  m.def("load_parameters", [](const nb::bytes& b) { return io::load_parameters(ptr(b), b.size()); });
-  m.def("load_plaintext", [](const RlweContextPtr& c, const nb::bytes& b) { return io::load_plaintext(c, ptr(b), b.size()); });
-  m.def("load_ciphertext", [](const RlweContextPtr& c, const nb::bytes& b) { return io::load_ciphertext(c, ptr(b), b.size()); });
-  m.def("load_public_key", [](const RlweContextPtr& c, const nb::bytes& b) { return io::load_public_key(c, ptr(b), b.size()); });
-  m.def("load_relin_key", [](const RlweContextPtr& c, const nb::bytes& b) { return io::load_relin_key(c, ptr(b), b.size()); });
-  m.def("load_galois_keys", [](const RlweContextPtr& c, const nb::bytes& b) { return io::load_galois_keys(c, ptr(b), b.size()); });
-  m.def("load_secret_key", [](const RlweContextPtr& c, const nb::bytes& b) { return io::load_secret_key(c, ptr(b), b.size()); });
+  m.def(
+      "load_parameters",
+      [](const nb::bytes& b, bool insecure_no_security_check) {
+        return io::load_parameters(ptr(b), b.size(), insecure_no_security_check);
+      },
+      nb::arg("data"), nb::arg("insecure_no_security_check") = false);
+  // Loads parse and validate with the GIL released (the bytes object is
+  // immutable and kept alive by the call), so other Python threads run on.
+  auto def_load = [&m](const char* name, auto load) {
+    m.def(name, [load](const RlweContextPtr& c, const nb::bytes& b) {
+      const std::uint8_t* data = ptr(b);
+      const std::size_t size = b.size();
+      nb::gil_scoped_release release;
+      return load(c, data, size);
+    });
+  };
+  def_load("load_plaintext", &io::load_plaintext);
+  def_load("load_ciphertext", &io::load_ciphertext);
+  def_load("load_public_key", &io::load_public_key);
+  def_load("load_relin_key", &io::load_relin_key);
+  def_load("load_galois_keys", &io::load_galois_keys);
+  def_load("load_secret_key", &io::load_secret_key);
 }
 
 }  // namespace ringfire::python

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "common.h"
+#include "ringfire/base/warning.h"
 
 namespace ringfire::python {
 
@@ -15,6 +16,18 @@ U64Array new_array(std::initializer_list<std::size_t> shape) {
   std::vector<std::size_t> dims(shape);
   return U64Array(data, dims.size(), dims.data(), owner);
 }
+
+namespace {
+
+// Library warnings become Python RuntimeWarnings, attributed to the caller of
+// the ringfire function that raised them (stack level 2). Under
+// `-W error` the warning is an exception, which propagates from here.
+void warn_in_python(const std::string& message) {
+  nb::gil_scoped_acquire gil;
+  if (PyErr_WarnEx(PyExc_RuntimeWarning, message.c_str(), 2) < 0) throw nb::python_error();
+}
+
+}  // namespace
 
 }  // namespace ringfire::python
 
@@ -28,6 +41,7 @@ NB_MODULE(_core, m) {
       PyErr_SetString(PyExc_NotImplementedError, e.what());
     }
   });
+  ringfire::set_warning_handler(&warn_in_python);
   bind_base(m);
   bind_arith(m);
   bind_arith128(m);

@@ -62,7 +62,7 @@ void bind_rlwe(nb::module_& m) {
 
   nb::class_<Parameters>(m, "Parameters")
       .def(nb::new_([](std::size_t n, const std::vector<int>& q_bits, const std::vector<int>& p_bits,
-                       std::size_t dnum, int security, int scale_bits) {
+                       std::size_t dnum, int security, int scale_bits, bool insecure_no_security_check) {
              ParameterLiteral lit;
              lit.poly_degree = n;
              lit.q_bits = q_bits;
@@ -70,10 +70,11 @@ void bind_rlwe(nb::module_& m) {
              lit.dnum = dnum;
              lit.security = security;
              lit.scale_bits = scale_bits;
+             lit.insecure_no_security_check = insecure_no_security_check;
              return Parameters(lit);
            }),
            nb::arg("poly_degree"), nb::arg("q_bits"), nb::arg("p_bits"), nb::arg("dnum"), nb::arg("security"),
-           nb::arg("scale_bits"))
+           nb::arg("scale_bits"), nb::arg("insecure_no_security_check") = false)
       .def_prop_ro("poly_degree", &Parameters::n)
       .def_prop_ro("q_primes", &Parameters::q_primes)
       .def_prop_ro("p_primes", &Parameters::p_primes)
@@ -113,6 +114,8 @@ void bind_rlwe(nb::module_& m) {
       .def_prop_ro("scale", &Ciphertext::scale)
       .def_prop_ro("fingerprint", &Ciphertext::fingerprint)
       .def_prop_ro("seeded", [](const Ciphertext& c) { return c.seed().has_value(); })
+      .def_prop_ro("noise_bits", &Ciphertext::noise_bits)
+      .def_prop_ro("is_complex", &Ciphertext::is_complex)
       .def("polys", &ciphertext_array)
       .def("clone", &Ciphertext::clone)
       .def_prop_ro("device", &device_of<Ciphertext>)
@@ -122,6 +125,7 @@ void bind_rlwe(nb::module_& m) {
       .def_prop_ro("scale", &Plaintext::scale)
       .def_prop_ro("fingerprint", &Plaintext::fingerprint)
       .def_prop_ro("is_scalar", &Plaintext::is_scalar)
+      .def_prop_ro("is_complex", &Plaintext::is_complex)
       .def_prop_ro("device", &device_of<Plaintext>)
       .def("to", &move_to<Plaintext>, nb::arg("device"), nb::arg("queue") = 0, kToDoc);
   nb::class_<SecretKey>(m, "SecretKey")

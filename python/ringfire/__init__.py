@@ -14,27 +14,23 @@ Layers available in this release:
   ``ct.to("cuda")`` run the same operations on an NVIDIA GPU.
 * :mod:`ringfire.cuda` -- the GPU runtime: streams, compute frames, memory-pool
   statistics, the kernel profiler.
+* :mod:`ringfire.io` -- envelopes for bytes that cross a trust boundary:
+  authentication (keyed BLAKE2b) and password-protected secret keys.
 
 The command line ``ringfire demo`` runs a short tour; ``ringfire bench`` measures.
 """
 
-import os as _os
-
-# CPU kernels parallelise coarse work items (whole limbs); a sleeping wait
-# costs nothing there and avoids spinning threads fighting other processes
-# on small machines. Users can still override it.
-_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-from . import _core  # noqa: E402
-from . import arith, arith128, ckks, cuda, nn, ring  # noqa: E402
+from . import _core
+from . import arith, arith128, ckks, cuda, io, nn, ring
 
 __version__ = "0.1.0"
 
-__all__ = ["arith", "arith128", "ckks", "cuda", "nn", "ring", "num_threads", "set_num_threads", "cuda_available", "__version__"]
+__all__ = ["arith", "arith128", "ckks", "cuda", "io", "nn", "ring", "num_threads", "set_num_threads", "cuda_available", "__version__"]
 
 
 def num_threads() -> int:
-    """Threads the CPU kernels use (``RINGFIRE_NUM_THREADS`` or the core count)."""
+    """Threads the CPU kernels use: ``RINGFIRE_NUM_THREADS``, else ``OMP_NUM_THREADS``,
+    else the CPUs this process may run on."""
     return _core.num_threads()
 
 

@@ -1,6 +1,6 @@
 // The CPU backend: the reference implementation of every Backend kernel and
 // the bit-exact oracle for the other backends. Loops run across
-// (polynomial, limb) pairs with OpenMP.
+// (polynomial, limb) pairs on the library's thread pool (base/parallel.h).
 #pragma once
 
 #include "ringfire/ring/backend.h"

@@ -24,6 +24,7 @@
 #include "ringfire/arith/modular.h"
 #include "ringfire/base/device_copy.h"
 #include "ringfire/base/errors.h"
+#include "ringfire/base/fork.h"
 #include "ringfire/base/op_label.h"
 #include "ringfire/ring/cuda_info.h"
 
@@ -48,7 +49,13 @@ namespace cuda {
 void check(cudaError_t status, const char* op) {
   if (status == cudaSuccess) return;
   (void)cudaGetLastError();
-  throw_not_supported(op, std::string("CUDA error ") + cudaGetErrorName(status) + ": " + cudaGetErrorString(status));
+  std::string message = std::string("CUDA error ") + cudaGetErrorName(status) + ": " + cudaGetErrorString(status);
+  // The CUDA driver does not survive fork(): a child of a process that
+  // initialised it cannot use the GPU at all.
+  if (fork_generation() > 0 && status == cudaErrorInitializationError)
+    message += " (this is a forked child process: CUDA cannot be used after fork(); start GPU workers with "
+               "multiprocessing's 'spawn' or 'forkserver' method)";
+  throw_not_supported(op, message);
 }
 
 namespace {

@@ -1,5 +1,7 @@
 #include "ringfire/base/memory_pool.h"
 
+#include <pthread.h>
+
 #include <cstdlib>
 #include <new>
 
@@ -124,6 +126,17 @@ MemoryPool& host_pool() {
   static MemoryPool* pool = new HostPool();
   return *pool;
 }
+
+namespace {
+
+void lock_host_pool() { host_pool().lock(); }
+void unlock_host_pool() { host_pool().unlock(); }
+
+// The forking thread holds the host pool's lock across fork(): the parent and
+// the child each release their copy afterwards.
+const int g_fork_handlers = pthread_atfork(&lock_host_pool, &unlock_host_pool, &unlock_host_pool);
+
+}  // namespace
 
 void register_pool(DeviceType type, PoolResolver resolver) { g_device_pools[static_cast<int>(type)] = resolver; }
 

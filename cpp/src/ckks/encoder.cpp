@@ -1,11 +1,14 @@
 #include "ringfire/ckks/encoder.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numbers>
 
 #include "ringfire/arith/modular.h"
 #include "ringfire/base/errors.h"
 #include "ringfire/ring/multiword.h"
+#include "ringfire/rlwe/prng.h"
 
 namespace ringfire::ckks {
 
@@ -33,14 +36,18 @@ double log2_of(const std::vector<u64>& words) {
   return std::log2(value);
 }
 
-// Raises unless |magnitude| (the largest scaled coefficient) fits the
-// modulus of `base` with a bit to spare for the sign.
+// Raises unless |magnitude| (the largest scaled coefficient) is finite and
+// fits the modulus of `base` with a bit to spare for the sign.
 void require_fits(double magnitude, const RnsBase& base, std::size_t level, const char* op, const std::string& what,
                   const std::string& where, const std::string& advice) {
+  require(std::isfinite(magnitude), op, what + " infinity" + where + " (the product overflows a double)" + advice);
   const double q_bits = log2_of(base.product());
-  require(magnitude == 0.0 || std::log2(magnitude) < q_bits - 1, op,
-          what + " 2^" + std::to_string(static_cast<int>(std::log2(magnitude))) + where + ", which does not fit the " +
-              std::to_string(static_cast<int>(q_bits)) + "-bit modulus at level " + std::to_string(level) + advice);
+  if (magnitude == 0.0 || std::log2(magnitude) < q_bits - 1) return;
+  char bits[32];
+  std::snprintf(bits, sizeof bits, "2^%.1f", std::log2(magnitude));
+  throw_invalid(op, what + " " + bits + where + ", which does not fit the " +
+                        std::to_string(static_cast<int>(q_bits)) + "-bit modulus at level " + std::to_string(level) +
+                        advice);
 }
 
 }  // namespace
@@ -157,6 +164,7 @@ Plaintext Encoder::encode(const Complex* values, std::size_t count, std::size_t 
   require_fits(largest, base, level, op, "values * scale reach", " in the coefficients",
                "; lower the scale or the values");
   Plaintext plain(context_, level, scale);
+  plain.set_complex(std::any_of(values, values + count, [](const Complex& v) { return v.imag() != 0.0; }));
   for (std::size_t i = 0; i < base.size(); ++i) {
     u64* limb = plain.data() + i * n_;
     for (std::size_t k = 0; k < n_; ++k) limb[k] = reduce_integral_double(coeffs[k], base.modulus(i));
@@ -173,6 +181,7 @@ Plaintext Encoder::encode_scalar(Complex value, std::size_t level, double scale)
     const std::vector<u64> re = scalar_residues(value.real(), level, scale, "ckks.encode");
     const std::vector<u64> im = scalar_residues(value.imag(), level, scale, "ckks.encode");
     Plaintext plain(context_, level, scale);
+    plain.set_complex(true);
     for (std::size_t i = 0; i < base.size(); ++i) {
       plain.data()[i * n_] = re[i];
       plain.data()[i * n_ + slots_] = im[i];
@@ -213,7 +222,12 @@ std::vector<Complex> Encoder::decode_coefficients(const u64* coeffs, std::size_t
     for (std::size_t i = len; i-- > 0;) value = value * 0x1p64 + static_cast<double>(magnitude[i]);
     real[k] = (negative ? -value : value) * inv_scale;
   }
-  return coefficients_to_slots(real);
+  std::vector<Complex> slots = coefficients_to_slots(real);
+  // These are a decryption's m + e in other forms: wipe them.
+  secure_zero(words.data(), words.size() * sizeof(u64));
+  secure_zero(negated.data(), negated.size() * sizeof(u64));
+  secure_zero(real.data(), real.size() * sizeof(double));
+  return slots;
 }
 
 std::vector<Complex> Encoder::decode(const Plaintext& plain) const {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <deque>
+#include <limits>
 #include <optional>
 
 #include "ringfire/arith/modular.h"
@@ -9,6 +10,7 @@
 #include "ringfire/base/errors.h"
 #include "ringfire/base/op_label.h"
 #include "ringfire/rlwe/key_switch.h"
+#include "ringfire/rlwe/noise.h"
 
 namespace ringfire::ckks {
 
@@ -52,6 +54,30 @@ double log2_modulus(const RnsBase& base) {
   double bits = 0.0;
   for (const Modulus& m : base.moduli()) bits += std::log2(static_cast<double>(m.value()));
   return bits;
+}
+
+// Noise of the operations (rlwe/noise.h). Where a product's error depends on
+// the other operand's message m (e_a * m_b), ||m_b||_2 is bounded by its
+// scale times the largest slot value, taken as 1: the estimates are those of
+// data in [-1, 1] and grow with the data beyond that (decryption measures the
+// actual noise of real data).
+
+// a * b: m_a e_b + m_b e_a + e_a e_b.
+double product_noise(const Ciphertext& a, const Ciphertext& b) {
+  return noise::add(noise::add(noise::scale(b.noise_bits(), a.scale()), noise::scale(a.noise_bits(), b.scale())),
+                    a.noise_bits() + b.noise_bits());
+}
+
+// a times a constant c encoded at `scale` (|round(c * scale)| ~ |c| scale):
+// c e_a plus the constant's rounding (at most 1/2) times m_a.
+double constant_product_noise(const Ciphertext& a, double magnitude, double scale) {
+  return noise::add(noise::scale(a.noise_bits(), magnitude * scale), std::log2(0.5 * a.scale()));
+}
+
+// The metadata a result takes from its (first) operand.
+void inherit(Ciphertext& out, const Ciphertext& a) {
+  out.set_noise_bits(a.noise_bits());
+  out.set_complex(a.is_complex());
 }
 
 }  // namespace
@@ -105,10 +131,18 @@ void combine_inplace(Ciphertext& a, const Ciphertext& b, Op op) {
   if (b.size() > a.size()) {
     Ciphertext grown(a.context(), b.size(), a.level(), a.scale(), a.device());
     backend(a).copy(a.data(), grown.data(), a.size() * a.poly_words());
+    inherit(grown, a);
     a = std::move(grown);
   }
   op(backend(a), a.data(), b.data(), a.data(), b.size(), a.base());
   a.set_seed(std::nullopt);
+  a.set_noise_bits(noise::add(a.noise_bits(), b.noise_bits()));
+  a.set_complex(a.is_complex() || b.is_complex());
+}
+
+// The noise a plaintext adds: its encoding rounding (at most 1/2 for a constant).
+double plain_noise(const RlweContext& ctx, const Plaintext& p) {
+  return p.is_scalar() ? -1.0 : noise::encoding(ctx);
 }
 
 }  // namespace
@@ -144,6 +178,7 @@ Ciphertext Evaluator::sub(const Ciphertext& a, const Ciphertext& b) const {
 }
 
 void Evaluator::negate_inplace(Ciphertext& a) const {
+  const OpLabel label("ckks.negate");
   check_context(a.fingerprint(), "ckks.negate");
   backend(a).negate(a.data(), a.data(), a.size(), a.base());
   a.set_seed(std::nullopt);
@@ -156,9 +191,12 @@ Ciphertext Evaluator::negate(const Ciphertext& a) const {
 }
 
 void Evaluator::add_plain_inplace(Ciphertext& a, const Plaintext& p) const {
+  const OpLabel label("ckks.add_plain");
   check_plain(a, p, "ckks.add_plain", true);
   if (p.is_scalar()) backend(a).add_scalar(a.poly(0), p.scalar_residues().data(), a.poly(0), 1, a.base());
   else backend(a).add(a.poly(0), PlainOn(p, a.device()).get().data(), a.poly(0), 1, a.base());
+  a.set_noise_bits(noise::add(a.noise_bits(), plain_noise(*context_->rlwe(), p)));
+  a.set_complex(a.is_complex() || p.is_complex());
 }
 
 Ciphertext Evaluator::add_plain(const Ciphertext& a, const Plaintext& p) const {
@@ -168,8 +206,11 @@ Ciphertext Evaluator::add_plain(const Ciphertext& a, const Plaintext& p) const {
 }
 
 void Evaluator::sub_plain_inplace(Ciphertext& a, const Plaintext& p) const {
+  const OpLabel label("ckks.sub_plain");
   check_plain(a, p, "ckks.sub_plain", true);
   backend(a).sub(a.poly(0), PlainOn(p, a.device()).get().data(), a.poly(0), 1, a.base());
+  a.set_noise_bits(noise::add(a.noise_bits(), plain_noise(*context_->rlwe(), p)));
+  a.set_complex(a.is_complex() || p.is_complex());
 }
 
 Ciphertext Evaluator::sub_plain(const Ciphertext& a, const Plaintext& p) const {
@@ -179,11 +220,13 @@ Ciphertext Evaluator::sub_plain(const Ciphertext& a, const Plaintext& p) const {
 }
 
 void Evaluator::add_scalar_inplace(Ciphertext& a, Complex value) const {
+  const OpLabel label("ckks.add_scalar");
   check_context(a.fingerprint(), "ckks.add_scalar");
   const Encoder& enc = context_->encoder();
   if (value.imag() == 0.0) {
     const std::vector<u64> r = enc.scalar_residues(value.real(), a.level(), a.scale(), "ckks.add_scalar");
     backend(a).add_scalar(a.poly(0), r.data(), a.poly(0), 1, a.base());
+    a.set_noise_bits(noise::add(a.noise_bits(), -1.0));  // rounding the constant: at most 1/2
   } else {
     add_plain_inplace(a, enc.encode_scalar(value, a.level(), a.scale()));
   }
@@ -213,6 +256,8 @@ Ciphertext Evaluator::multiply(const Ciphertext& a, const Ciphertext& b) const {
   be.multiply(a.poly(0), b.poly(1), out.poly(1), 1, base);
   be.multiply_add(a.poly(1), b.poly(0), out.poly(1), 1, base);
   be.multiply(a.poly(1), b.poly(1), out.poly(2), 1, base);
+  out.set_noise_bits(product_noise(a, b));
+  out.set_complex(a.is_complex() || b.is_complex());
   return out;
 }
 
@@ -230,6 +275,8 @@ Ciphertext Evaluator::square(const Ciphertext& a) const {
   be.multiply(a.poly(0), a.poly(1), out.poly(1), 1, base);
   be.add(out.poly(1), out.poly(1), out.poly(1), 1, base);
   be.multiply(a.poly(1), a.poly(1), out.poly(2), 1, base);
+  out.set_noise_bits(product_noise(a, a));
+  out.set_complex(a.is_complex());
   return out;
 }
 
@@ -242,12 +289,17 @@ void Evaluator::multiply_plain_inplace(Ciphertext& a, const Plaintext& p) const 
   Backend& be = backend(a);
   if (p.is_scalar()) {
     be.multiply_scalar(a.data(), p.scalar_residues().data(), a.data(), a.size(), a.base());
+    a.set_noise_bits(constant_product_noise(a, std::abs(p.scalar_value()), p.scale()));
   } else {
     const PlainOn on(p, a.device());
     for (std::size_t i = 0; i < a.size(); ++i) be.multiply(a.poly(i), on.get().data(), a.poly(i), 1, a.base());
+    // e_a times the plaintext (slots taken as at most 1), plus its encoding rounding times m_a.
+    a.set_noise_bits(noise::add(noise::scale(a.noise_bits(), p.scale()),
+                                noise::scale(noise::encoding(*context_->rlwe()), a.scale())));
   }
   a.set_scale(scale);
   a.set_seed(std::nullopt);
+  a.set_complex(a.is_complex() || p.is_complex());
 }
 
 Ciphertext Evaluator::multiply_plain(const Ciphertext& a, const Plaintext& p) const {
@@ -269,6 +321,7 @@ void Evaluator::multiply_scalar_inplace(Ciphertext& a, Complex value, double sca
   check_product_fits(product, a.level(), op);
   const std::vector<u64> r = enc.scalar_residues(value.real(), a.level(), scale, op);
   backend(a).multiply_scalar(a.data(), r.data(), a.data(), a.size(), a.base());
+  a.set_noise_bits(constant_product_noise(a, std::fabs(value.real()), scale));
   a.set_scale(product);
   a.set_seed(std::nullopt);
 }
@@ -280,6 +333,7 @@ Ciphertext Evaluator::multiply_scalar(const Ciphertext& a, Complex value, double
 }
 
 void Evaluator::multiply_integer_inplace(Ciphertext& a, std::int64_t value) const {
+  const OpLabel label("ckks.multiply_integer");
   check_context(a.fingerprint(), "ckks.multiply_integer");
   const RnsBase& base = a.base();
   std::vector<u64> r(base.size());
@@ -291,6 +345,7 @@ void Evaluator::multiply_integer_inplace(Ciphertext& a, std::int64_t value) cons
   }
   backend(a).multiply_scalar(a.data(), r.data(), a.data(), a.size(), base);
   a.set_seed(std::nullopt);
+  a.set_noise_bits(noise::scale(a.noise_bits(), std::fabs(static_cast<double>(value))));
 }
 
 Ciphertext Evaluator::multiply_integer(const Ciphertext& a, std::int64_t value) const {
@@ -327,6 +382,14 @@ Ciphertext Evaluator::linear_combination(const std::vector<const Ciphertext*>& i
   Ciphertext out(first.context(), first.size(), first.level(), product, first.device());
   backend(first).linear_combination(pointers.data(), residues.data(), inputs.size(), out.data(), first.size(),
                                     first.base());
+  double noise_bits = -std::numeric_limits<double>::infinity();
+  bool any_complex = false;
+  for (std::size_t t = 0; t < inputs.size(); ++t) {
+    noise_bits = noise::add(noise_bits, constant_product_noise(*inputs[t], std::fabs(weights[t]), scale));
+    any_complex = any_complex || inputs[t]->is_complex();
+  }
+  out.set_noise_bits(noise_bits);
+  out.set_complex(any_complex);
   return out;
 }
 
@@ -342,6 +405,8 @@ Ciphertext Evaluator::relinearize(const Ciphertext& a, const RelinKey& key) cons
   Ciphertext out(a.context(), 2, a.level(), a.scale(), a.device());
   key_switch(*context_->rlwe(), a.poly(2), a.level(), key.key(), out.poly(0), out.poly(1));
   backend(a).add(out.data(), a.data(), out.data(), 2, a.base());
+  inherit(out, a);
+  out.set_noise_bits(noise::add(a.noise_bits(), noise::key_switch(*context_->rlwe(), a.level())));
   return out;
 }
 
@@ -373,6 +438,8 @@ Ciphertext Evaluator::rescale(const Ciphertext& a) const {
   for (std::size_t p = 0; p < polys; ++p)
     be.sub(a.poly(p), correction.data() + p * level * n, out.poly(p), 1, lower);
   be.multiply_scalar(out.data(), q_last_inv.data(), out.data(), polys, lower);
+  inherit(out, a);
+  out.set_noise_bits(noise::add(a.noise_bits() - std::log2(static_cast<double>(q_last)), noise::rounding(ctx)));
   return out;
 }
 
@@ -387,6 +454,7 @@ Ciphertext Evaluator::mod_switch(const Ciphertext& a, std::size_t level) const {
   Ciphertext out(a.context(), a.size(), level, a.scale(), a.device());
   for (std::size_t p = 0; p < a.size(); ++p) backend(a).copy(a.poly(p), out.poly(p), out.poly_words());
   if (level == a.level()) out.set_seed(a.seed());
+  inherit(out, a);
   return out;
 }
 
@@ -400,6 +468,7 @@ Plaintext Evaluator::mod_switch(const Plaintext& p, std::size_t level) const {
           "cannot raise a plaintext from level " + std::to_string(p.level()) + " to " + std::to_string(level));
   Plaintext out(p.context(), level, p.scale(), p.device());
   backend_for(p.device()).copy(p.data(), out.data(), out.poly_words());
+  out.set_complex(p.is_complex());
   if (p.is_scalar())
     out.set_scalar(std::vector<u64>(p.scalar_residues().begin(), p.scalar_residues().begin() + level + 1),
                    p.scalar_value());
@@ -507,6 +576,9 @@ Ciphertext Evaluator::apply_galois(const Ciphertext& a, u64 galois_element, cons
   Ciphertext out(a.context(), 2, a.level(), a.scale(), a.device());
   key_switch(*context_->rlwe(), permuted.poly(1), a.level(), key, out.poly(0), out.poly(1));
   be.add(out.poly(0), permuted.poly(0), out.poly(0), 1, a.base());
+  // The automorphism permutes coefficients (up to sign): it keeps the norm.
+  inherit(out, a);
+  out.set_noise_bits(noise::add(a.noise_bits(), noise::key_switch(*context_->rlwe(), a.level())));
   return out;
 }
 
@@ -553,6 +625,8 @@ std::vector<Ciphertext> Evaluator::rotate_many(const Ciphertext& a, const std::v
     Buffer c0(a.poly_words(), a.device());
     be.automorphism(a.poly(0), c0.data(), 1, a.base(), g, Form::eval);
     be.add(r.poly(0), c0.data(), r.poly(0), 1, a.base());
+    inherit(r, a);
+    r.set_noise_bits(noise::add(a.noise_bits(), noise::key_switch(ctx, a.level())));
     out.push_back(std::move(r));
   }
   return out;

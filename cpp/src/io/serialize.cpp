@@ -4,6 +4,7 @@
 
 #include "ringfire/io/byte_io.h"
 #include "ringfire/rlwe/keygen.h"
+#include "ringfire/rlwe/noise.h"
 
 namespace ringfire::io {
 
@@ -27,6 +28,7 @@ Bytes seal(Kind kind, std::uint64_t fingerprint, Writer& payload) {
 
 struct Envelope {
   Kind kind;
+  std::uint16_t version;
   std::uint64_t fingerprint;
   const std::uint8_t* payload;
   std::size_t payload_size;
@@ -39,9 +41,10 @@ Envelope open(const std::uint8_t* data, std::size_t size) {
   r.raw(magic, 4, "the magic bytes");
   require(std::equal(magic, magic + 4, kMagic), "io.load", "not a ringfire object (bad magic bytes)");
   const std::uint16_t version = r.u16("the version");
-  require(version == kFormatVersion, "io.load",
-          "unsupported format version " + std::to_string(version) + " (this build reads version " +
-              std::to_string(kFormatVersion) + ")");
+  require(version >= kOldestReadableVersion && version <= kFormatVersion, "io.load",
+          "unsupported format version " + std::to_string(version) + " (this build reads versions " +
+              std::to_string(kOldestReadableVersion) + " to " + std::to_string(kFormatVersion) +
+              (version > kFormatVersion ? "; it was written by a newer ringfire" : "") + ")");
   const std::uint16_t kind = r.u16("the kind");
   require(kind >= 1 && kind <= 7, "io.load", "unknown object kind " + std::to_string(kind));
   const std::uint64_t fingerprint = r.u64("the fingerprint");
@@ -52,7 +55,7 @@ Envelope open(const std::uint8_t* data, std::size_t size) {
   std::uint64_t stored = 0;
   for (int i = 0; i < 8; ++i) stored |= static_cast<std::uint64_t>(data[size - 8 + i]) << (8 * i);
   require(fnv1a64(data, size - 8) == stored, "io.load", "checksum mismatch: the data is corrupted");
-  return {static_cast<Kind>(kind), fingerprint, data + kHeaderBytes, static_cast<std::size_t>(length)};
+  return {static_cast<Kind>(kind), version, fingerprint, data + kHeaderBytes, static_cast<std::size_t>(length)};
 }
 
 Envelope open_as(Kind expected, const RlweContext* ctx, const std::uint8_t* data, std::size_t size) {
@@ -80,10 +83,16 @@ Seed read_seed(Reader& r) {
   return seed;
 }
 
+// Version 2 payload of a ciphertext or public key:
+//   size u32 | level u32 | scale f64 | noise_bits f64 | complex u8 | seeded u8 |
+//   [seed 32] | the polynomials (c_1 omitted when seeded)
+// Version 1 had neither noise_bits nor the complex flag.
 void write_ciphertext_payload(Writer& w, const Ciphertext& c) {
   w.u32(static_cast<std::uint32_t>(c.size()));
   w.u32(static_cast<std::uint32_t>(c.level()));
   w.f64(c.scale());
+  w.f64(c.noise_bits());
+  w.u8(c.is_complex() ? 1 : 0);
   const bool seeded = c.seed().has_value() && c.size() == 2;
   w.u8(seeded ? 1 : 0);
   if (seeded) w.raw(c.seed()->data(), 32);
@@ -91,16 +100,62 @@ void write_ciphertext_payload(Writer& w, const Ciphertext& c) {
     if (!(seeded && p == 1)) write_poly(w, c.poly(p), c.poly_words());
 }
 
-Ciphertext read_ciphertext_payload(Reader& r, const RlweContextPtr& ctx) {
+// Bytes of one polynomial of `limbs` limbs.
+std::size_t poly_bytes(const RlweContext& ctx, std::size_t limbs) { return limbs * ctx.n() * 8; }
+
+double log2_modulus(const RnsBase& base) {
+  double bits = 0.0;
+  for (const Modulus& m : base.moduli()) bits += std::log2(static_cast<double>(m.value()));
+  return bits;
+}
+
+// A scale that can describe data at `level`: at least `lowest` and leaving a
+// bit of the modulus for the sign (so decoding never divides by zero or
+// returns values that cannot be there).
+void require_scale(double scale, double lowest, const RlweContext& ctx, std::size_t level, const char* what) {
+  const double q_bits = log2_modulus(*ctx.level_base(level));
+  require(std::isfinite(scale) && scale >= lowest && std::log2(scale) + 1.0 < q_bits, "io.load",
+          std::string("corrupt: ") + what + " scale " + std::to_string(scale) + " is outside [" +
+              std::to_string(lowest) + ", 2^" + std::to_string(static_cast<int>(q_bits) - 1) + ") at level " +
+              std::to_string(level));
+}
+
+// What a ciphertext payload holds: a ciphertext, or a public key (a top-level
+// pair of scale 1 whose noise is that of a fresh key).
+enum class Holder { ciphertext, public_key };
+
+Ciphertext read_ciphertext_payload(Reader& r, const RlweContextPtr& ctx, std::uint16_t version, Holder holder) {
   const std::uint32_t count = r.u32("the ciphertext size");
   const std::uint32_t level = r.u32("the level");
   const double scale = r.f64("the scale");
   require(count >= 1 && count <= kMaxCiphertextSize, "io.load", "corrupt: ciphertext size " + std::to_string(count));
   require(level <= ctx->max_level(), "io.load",
           "corrupt: level " + std::to_string(level) + " exceeds the maximum " + std::to_string(ctx->max_level()));
-  require(std::isfinite(scale) && scale > 0, "io.load", "corrupt: the scale is not a positive number");
+  double noise_bits = noise::add(noise::fresh_public(*ctx), noise::encoding(*ctx));  // version 1: a fresh one's
+  std::uint8_t is_complex = 0;
+  if (version >= 2) {
+    noise_bits = r.f64("the noise estimate");
+    is_complex = r.u8("the complex flag");
+    // -infinity (no noise) or a norm that fits the modulus.
+    require((std::isinf(noise_bits) && noise_bits < 0) ||
+                (std::isfinite(noise_bits) && noise_bits >= -64.0 &&
+                 noise_bits <= log2_modulus(*ctx->level_base(level))),
+            "io.load", "corrupt: the noise estimate 2^" + std::to_string(noise_bits) + " is out of range");
+    require(is_complex <= 1, "io.load", "corrupt: bad complex flag");
+  }
+  if (holder == Holder::public_key) {
+    require(count == 2 && level == ctx->max_level() && scale == 1.0 && !is_complex, "io.load",
+            "corrupt: a public key is a top-level pair of scale 1");
+  } else {
+    // A ciphertext holds at least one bit of scale; a public key (scale 1)
+    // relabelled as a ciphertext is refused here.
+    require_scale(scale, 2.0, *ctx, level, "the ciphertext's");
+  }
   const std::uint8_t seeded = r.u8("the seed flag");
   require(seeded <= 1 && (!seeded || count == 2), "io.load", "corrupt: bad seed flag");
+  // Every stored polynomial must be present before any is allocated: memory
+  // follows the input (a seed expands to one polynomial, at most doubling it).
+  r.need((count - seeded) * poly_bytes(*ctx, level + 1) + (seeded ? 32 : 0), "the ciphertext polynomials");
   Ciphertext c(ctx, count, level, scale);
   std::optional<Seed> seed;
   if (seeded) seed = read_seed(r);
@@ -109,11 +164,17 @@ Ciphertext read_ciphertext_payload(Reader& r, const RlweContextPtr& ctx) {
     else read_poly(r, c.base(), level + 1, c.poly(p), "a ciphertext polynomial");
   }
   c.set_seed(seed);
+  c.set_noise_bits(noise_bits);
+  c.set_complex(is_complex == 1);
   return c;
 }
 
+// Version 2 payload of a switching key:
+//   digits u32 | source u64 | seeded u8 | per digit: b_j, then a_j or its seed
+// Version 1 had no source (it is implied by where the key is stored).
 void write_switch_key(Writer& w, const KeySwitchKey& k) {
   w.u32(static_cast<std::uint32_t>(k.digits()));
+  w.u64(k.source());
   const bool seeded = k.seeds().size() == k.digits();
   w.u8(seeded ? 1 : 0);
   for (std::size_t j = 0; j < k.digits(); ++j) {
@@ -123,14 +184,30 @@ void write_switch_key(Writer& w, const KeySwitchKey& k) {
   }
 }
 
-KeySwitchKey read_switch_key(Reader& r, const RlweContextPtr& ctx) {
-  KeySwitchKey k(ctx);
+// `source`: what the key must switch from (its Galois element, or
+// kRelinearizationSource); a version 2 key must say the same.
+KeySwitchKey read_switch_key(Reader& r, const RlweContextPtr& ctx, std::uint16_t version, u64 source) {
   const std::uint32_t digits = r.u32("the digit count");
-  require(digits == k.digits(), "io.load",
-          "corrupt: key has " + std::to_string(digits) + " digits, the parameters need " + std::to_string(k.digits()));
+  const std::size_t expected = ctx->digit_count(ctx->max_level());
+  require(digits == expected, "io.load",
+          "corrupt: key has " + std::to_string(digits) + " digits, the parameters need " + std::to_string(expected));
+  if (version >= 2) {
+    const std::uint64_t stored = r.u64("the key's source");
+    require(stored == source, "io.load",
+            "corrupt: a key stored as " +
+                (source == kRelinearizationSource ? std::string("the relinearization key")
+                                                  : "the key of Galois element " + std::to_string(source)) +
+                " says it switches from " +
+                (stored == kRelinearizationSource ? std::string("s^2") : "element " + std::to_string(stored)) +
+                " (relabelled or mixed-up keys)");
+  }
   const std::uint8_t seeded = r.u8("the seed flag");
   require(seeded <= 1, "io.load", "corrupt: bad seed flag");
   const RnsBase& base = *ctx->key_base();
+  // The whole key must be present before its 2 x digits polynomials are allocated.
+  const std::size_t key_poly = poly_bytes(*ctx, base.size());
+  r.need(digits * (key_poly + (seeded ? 32 : key_poly)), "the key polynomials");
+  KeySwitchKey k(ctx, source);
   for (std::size_t j = 0; j < digits; ++j) {
     read_poly(r, base, base.size(), k.b(j), "a key polynomial");
     if (seeded) {
@@ -185,6 +262,7 @@ Bytes save(const Plaintext& plain) {
   Writer w;
   w.u32(static_cast<std::uint32_t>(plain.level()));
   w.f64(plain.scale());
+  w.u8(plain.is_complex() ? 1 : 0);  // version 2
   w.u8(plain.is_scalar() ? 1 : 0);
   if (plain.is_scalar()) {
     w.f64(plain.scalar_value().real());
@@ -238,7 +316,7 @@ Bytes save(const SecretKey& key) {
 
 // ---- load ---------------------------------------------------------------------
 
-Parameters load_parameters(const std::uint8_t* data, std::size_t size) {
+Parameters load_parameters(const std::uint8_t* data, std::size_t size, bool insecure_no_security_check) {
   const Envelope e = open_as(Kind::parameters, nullptr, data, size);
   Reader r(e.payload, e.payload_size);
   const std::uint64_t n = r.u64("the ring degree");
@@ -256,7 +334,11 @@ Parameters load_parameters(const std::uint8_t* data, std::size_t size) {
   const std::uint32_t security = r.u32("the security level");
   const std::uint32_t scale_bits = r.u32("the scale bits");
   r.expect_end();
-  Parameters params(static_cast<std::size_t>(n), q, p, dnum, static_cast<int>(security), static_cast<int>(scale_bits));
+  require(security != 0 || insecure_no_security_check, "io.load",
+          "these parameters were saved without the security check (security 0); load them only for tests, with "
+          "insecure_no_security_check");
+  Parameters params(static_cast<std::size_t>(n), q, p, dnum, static_cast<int>(security), static_cast<int>(scale_bits),
+                    insecure_no_security_check && security == 0);
   require(params.fingerprint() == e.fingerprint, "io.load", "corrupt: the parameters do not match their fingerprint");
   return params;
 }
@@ -267,10 +349,16 @@ Plaintext load_plaintext(const RlweContextPtr& ctx, const std::uint8_t* data, st
   const std::uint32_t level = r.u32("the level");
   const double scale = r.f64("the scale");
   require(level <= ctx->max_level(), "io.load", "corrupt: level " + std::to_string(level) + " is out of range");
-  require(std::isfinite(scale) && scale > 0, "io.load", "corrupt: the scale is not a positive number");
+  require_scale(scale, 1.0, *ctx, level, "the plaintext's");
+  const std::uint8_t is_complex = e.version >= 2 ? r.u8("the complex flag") : 0;
+  require(is_complex <= 1, "io.load", "corrupt: bad complex flag");
   const std::uint8_t scalar = r.u8("the scalar flag");
   require(scalar <= 1, "io.load", "corrupt: bad scalar flag");
+  // A scalar plaintext (level + 1 residues) expands to one polynomial, as
+  // every plaintext is held; otherwise the polynomial must be present.
+  r.need(scalar ? 16 + (level + 1) * 8 : poly_bytes(*ctx, level + 1), "the plaintext");
   Plaintext plain(ctx, level, scale);
+  plain.set_complex(is_complex == 1);
   const RnsBase& base = plain.base();
   if (scalar) {
     const double re = r.f64("the scalar value"), im = r.f64("the scalar value");
@@ -291,7 +379,7 @@ Plaintext load_plaintext(const RlweContextPtr& ctx, const std::uint8_t* data, st
 Ciphertext load_ciphertext(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size) {
   const Envelope e = open_as(Kind::ciphertext, ctx.get(), data, size);
   Reader r(e.payload, e.payload_size);
-  Ciphertext c = read_ciphertext_payload(r, ctx);
+  Ciphertext c = read_ciphertext_payload(r, ctx, e.version, Holder::ciphertext);
   r.expect_end();
   return c;
 }
@@ -299,16 +387,15 @@ Ciphertext load_ciphertext(const RlweContextPtr& ctx, const std::uint8_t* data, 
 PublicKey load_public_key(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size) {
   const Envelope e = open_as(Kind::public_key, ctx.get(), data, size);
   Reader r(e.payload, e.payload_size);
-  Ciphertext c = read_ciphertext_payload(r, ctx);
+  Ciphertext c = read_ciphertext_payload(r, ctx, e.version, Holder::public_key);
   r.expect_end();
-  require(c.size() == 2 && c.level() == ctx->max_level(), "io.load", "corrupt: a public key is a top-level pair");
   return PublicKey(std::move(c));
 }
 
 RelinKey load_relin_key(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size) {
   const Envelope e = open_as(Kind::relin_key, ctx.get(), data, size);
   Reader r(e.payload, e.payload_size);
-  KeySwitchKey k = read_switch_key(r, ctx);
+  KeySwitchKey k = read_switch_key(r, ctx, e.version, kRelinearizationSource);
   r.expect_end();
   return RelinKey(std::move(k));
 }
@@ -323,7 +410,7 @@ GaloisKeys load_galois_keys(const RlweContextPtr& ctx, const std::uint8_t* data,
     const std::uint64_t g = r.u64("a Galois element");
     require(g % 2 == 1 && g < 2 * ctx->n() && !keys.has(g), "io.load",
             "corrupt: bad or repeated Galois element " + std::to_string(g));
-    keys.insert(g, read_switch_key(r, ctx));
+    keys.insert(read_switch_key(r, ctx, e.version, g));
   }
   r.expect_end();
   return keys;
@@ -332,6 +419,7 @@ GaloisKeys load_galois_keys(const RlweContextPtr& ctx, const std::uint8_t* data,
 SecretKey load_secret_key(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size) {
   const Envelope e = open_as(Kind::secret_key, ctx.get(), data, size);
   Reader r(e.payload, e.payload_size);
+  r.need(ctx->n(), "the secret coefficients");
   std::vector<std::int8_t> s(ctx->n());
   r.raw(s.data(), s.size(), "the secret coefficients");
   r.expect_end();

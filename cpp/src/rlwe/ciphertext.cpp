@@ -1,11 +1,17 @@
 #include "ringfire/rlwe/ciphertext.h"
 
+#include <limits>
+
 #include "ringfire/base/errors.h"
 
 namespace ringfire {
 
 Ciphertext::Ciphertext(RlweContextPtr context, std::size_t size, std::size_t level, double scale, Device device)
-    : context_(std::move(context)), size_(size), level_(level), scale_(scale) {
+    : context_(std::move(context)),
+      size_(size),
+      level_(level),
+      scale_(scale),
+      noise_bits_(-std::numeric_limits<double>::infinity()) {
   require(context_ != nullptr, "rlwe.Ciphertext", "needs a context");
   require(size_ >= 1, "rlwe.Ciphertext", "size must be at least 1");
   require(level_ <= context_->max_level(), "rlwe.Ciphertext",
@@ -18,12 +24,20 @@ Ciphertext Ciphertext::clone() const {
   Ciphertext copy(context_, size_, level_, scale_, device());
   backend_for(device()).copy(data(), copy.data(), buffer_.size());
   copy.seed_ = seed_;
+  copy.noise_bits_ = noise_bits_;
+  copy.complex_ = complex_;
   return copy;
 }
 
 Ciphertext::Ciphertext(const Ciphertext& other, Buffer buffer)
-    : context_(other.context_), size_(other.size_), level_(other.level_), scale_(other.scale_),
-      buffer_(std::move(buffer)), seed_(other.seed_) {}
+    : context_(other.context_),
+      size_(other.size_),
+      level_(other.level_),
+      scale_(other.scale_),
+      noise_bits_(other.noise_bits_),
+      complex_(other.complex_),
+      buffer_(std::move(buffer)),
+      seed_(other.seed_) {}
 
 Ciphertext Ciphertext::to(const Device& device) const { return Ciphertext(*this, buffer_.to(device)); }
 
@@ -41,6 +55,7 @@ Plaintext Plaintext::clone() const {
   backend_for(device()).copy(data(), copy.data(), poly_words());
   copy.scalar_residues_ = scalar_residues_;
   copy.scalar_value_ = scalar_value_;
+  copy.complex_ = complex_;
   return copy;
 }
 
@@ -49,8 +64,13 @@ Plaintext Plaintext::clone() const {
 namespace ringfire {
 
 Plaintext::Plaintext(const Plaintext& other, Buffer buffer)
-    : context_(other.context_), level_(other.level_), scale_(other.scale_), buffer_(std::move(buffer)),
-      scalar_residues_(other.scalar_residues_), scalar_value_(other.scalar_value_) {}
+    : context_(other.context_),
+      level_(other.level_),
+      scale_(other.scale_),
+      complex_(other.complex_),
+      buffer_(std::move(buffer)),
+      scalar_residues_(other.scalar_residues_),
+      scalar_value_(other.scalar_value_) {}
 
 Plaintext Plaintext::to(const Device& device) const { return Plaintext(*this, buffer_.to(device)); }
 

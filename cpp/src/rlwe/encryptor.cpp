@@ -2,6 +2,7 @@
 
 #include "ringfire/base/errors.h"
 #include "ringfire/rlwe/keygen.h"
+#include "ringfire/rlwe/noise.h"
 
 namespace ringfire {
 
@@ -36,6 +37,8 @@ Ciphertext encrypt_public(const PublicKey& key, const Plaintext& plain, Prng& pr
     be.add(out.poly(i), e.data(), out.poly(i), 1, base);
   }
   be.add(out.poly(0), plain.data(), out.poly(0), 1, base);
+  out.set_noise_bits(noise::add(noise::fresh_public(*ctx), noise::encoding(*ctx)));
+  out.set_complex(plain.is_complex());
   // The ephemeral u and errors decrypt the ciphertext: do not leave them in the pool.
   secure_zero(u.data(), u.size() * sizeof(u64));
   secure_zero(e.data(), e.size() * sizeof(u64));
@@ -58,6 +61,8 @@ Ciphertext encrypt_secret(const SecretKey& key, const Plaintext& plain, Prng& pr
   be.add(out.poly(0), plain.data(), out.poly(0), 1, base);
   secure_zero(as.data(), as.size() * sizeof(u64));
   out.set_seed(seed);
+  out.set_noise_bits(noise::add(noise::fresh_secret(*ctx), noise::encoding(*ctx)));
+  out.set_complex(plain.is_complex());
   return out;
 }
 

@@ -50,12 +50,12 @@ PublicKey generate_public_key(const SecretKey& secret, Prng& prng) {
   return PublicKey(std::move(key));
 }
 
-KeySwitchKey generate_switch_key(const SecretKey& secret, const u64* s_prime_eval, Prng& prng) {
+KeySwitchKey generate_switch_key(const SecretKey& secret, const u64* s_prime_eval, u64 source, Prng& prng) {
   const RlweContextPtr& ctx = secret.context();
   const RnsBase& base = *ctx->key_base();
   const std::size_t n = ctx->n();
   Backend& be = backend_for(Device::cpu());
-  KeySwitchKey key(ctx);
+  KeySwitchKey key(ctx, source);
   Buffer as(key.poly_words());
   for (std::size_t j = 0; j < key.digits(); ++j) {
     const Seed seed = prng.next_seed();
@@ -82,7 +82,7 @@ RelinKey generate_relin_key(const SecretKey& secret, Prng& prng) {
   const RnsBase& base = *secret.context()->key_base();
   Buffer s2(base.size() * base.n());
   backend_for(Device::cpu()).multiply(secret.eval(), secret.eval(), s2.data(), 1, base);
-  RelinKey key(generate_switch_key(secret, s2.data(), prng));
+  RelinKey key(generate_switch_key(secret, s2.data(), kRelinearizationSource, prng));
   secure_zero(s2.data(), s2.size() * sizeof(u64));
   return key;
 }
@@ -98,7 +98,7 @@ GaloisKeys generate_galois_keys(const SecretKey& secret, const std::vector<u64>&
             "Galois element must be odd and below 2N, got " + std::to_string(g));
     if (keys.has(g)) continue;
     be.automorphism(secret.eval(), rotated.data(), 1, base, g, Form::eval);
-    keys.insert(g, generate_switch_key(secret, rotated.data(), prng));
+    keys.insert(generate_switch_key(secret, rotated.data(), g, prng));
   }
   secure_zero(rotated.data(), rotated.size() * sizeof(u64));
   return keys;

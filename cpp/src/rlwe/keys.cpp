@@ -24,8 +24,8 @@ SecretKey::~SecretKey() {
   if (!coefficients_.empty()) secure_zero(coefficients_.data(), coefficients_.size());
 }
 
-KeySwitchKey::KeySwitchKey(RlweContextPtr context)
-    : context_(std::move(context)), digits_(context_->digit_count(context_->max_level())) {
+KeySwitchKey::KeySwitchKey(RlweContextPtr context, u64 source)
+    : context_(std::move(context)), source_(source), digits_(context_->digit_count(context_->max_level())) {
   buffer_ = Buffer(2 * digits_ * poly_words());
   backend_for(buffer_.device()).zero(buffer_.data(), buffer_.size());
 }
@@ -43,9 +43,17 @@ const KeySwitchKey& GaloisKeys::get(u64 galois_element) const {
   return it->second;
 }
 
-void GaloisKeys::insert(u64 galois_element, KeySwitchKey key) {
+void GaloisKeys::insert(KeySwitchKey key) {
   require(key.fingerprint() == fingerprint(), "rlwe.GaloisKeys", "key belongs to other parameters");
-  keys_.insert_or_assign(galois_element, std::move(key));
+  const u64 g = key.source();
+  require(g % 2 == 1 && g < 2 * context_->n(), "rlwe.GaloisKeys",
+          "not a Galois key: it switches from element " + std::to_string(g) + " (odd elements below 2N only)");
+  keys_.insert_or_assign(g, std::move(key));
+}
+
+RelinKey::RelinKey(KeySwitchKey key) : key_(std::move(key)) {
+  require(key_.source() == kRelinearizationSource, "rlwe.RelinKey",
+          "not a relinearization key: it switches from Galois element " + std::to_string(key_.source()));
 }
 
 GaloisKeys GaloisKeys::to(const Device& device) const {

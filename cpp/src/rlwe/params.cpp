@@ -9,6 +9,7 @@
 #include "ringfire/arith/primes.h"
 #include "ringfire/arith/wide.h"
 #include "ringfire/base/errors.h"
+#include "ringfire/base/warning.h"
 #include "ringfire/rlwe/security.h"
 
 namespace ringfire {
@@ -92,6 +93,13 @@ void assign_primes(std::size_t n, const std::vector<int>& q_bits, const std::vec
     if (q[i] == 0) q[i] = take_largest(q_bits[i]);
 }
 
+double log2_product(const std::vector<u64>& q, const std::vector<u64>& p) {
+  double bits = 0.0;
+  for (const auto* primes : {&q, &p})
+    for (u64 prime : *primes) bits += std::log2(static_cast<double>(prime));
+  return bits;
+}
+
 }  // namespace
 
 std::uint64_t fnv1a64(const void* data, std::size_t bytes, std::uint64_t state) {
@@ -105,6 +113,7 @@ std::uint64_t fnv1a64(const void* data, std::size_t bytes, std::uint64_t state) 
 
 Parameters::Parameters(const ParameterLiteral& lit)
     : n_(lit.poly_degree), dnum_(lit.dnum), security_(lit.security), scale_bits_(lit.scale_bits) {
+  check_security_level(lit.insecure_no_security_check);
   require(n_ >= 1024 && n_ <= (1u << 17) && (n_ & (n_ - 1)) == 0, kOp,
           "poly_degree must be a power of two in [1024, 131072], got " + std::to_string(n_));
   require(!lit.q_bits.empty(), kOp, "coeff_bits needs at least one prime");
@@ -125,17 +134,35 @@ Parameters::Parameters(const ParameterLiteral& lit)
 }
 
 Parameters::Parameters(std::size_t poly_degree, std::vector<u64> q_primes, std::vector<u64> p_primes,
-                       std::size_t dnum, int security, int scale_bits)
+                       std::size_t dnum, int security, int scale_bits, bool insecure_no_security_check)
     : n_(poly_degree), q_(std::move(q_primes)), p_(std::move(p_primes)), dnum_(dnum), security_(security),
       scale_bits_(scale_bits) {
+  require(security_ != 0 || insecure_no_security_check, kOp,
+          "these parameters were made without the security check (security 0); accept them only for tests, by "
+          "passing insecure_no_security_check");
+  check_security_level(insecure_no_security_check);
   require(n_ >= 1024 && n_ <= (1u << 17) && (n_ & (n_ - 1)) == 0, kOp,
           "poly_degree must be a power of two in [1024, 131072], got " + std::to_string(n_));
   require(!q_.empty() && !p_.empty(), kOp, "needs at least one ciphertext prime and one special prime");
-  for (u64 q : q_) require(is_ntt_friendly(q, n_) && bit_length(q) <= kMaxPrimeBits + 1, kOp,
-                           std::to_string(q) + " is not an NTT-friendly prime of at most 60 bits for this N");
-  for (u64 q : p_) require(is_ntt_friendly(q, n_) && bit_length(q) <= kMaxPrimeBits, kOp,
-                           std::to_string(q) + " is not an NTT-friendly prime of at most 60 bits for this N");
+  // The bound first, from the primes' sizes alone: oversized input (a crafted
+  // file) is refused before any primality test or table is computed.
+  for (u64 q : q_) require(bit_length(q) <= kMaxPrimeBits + 1, kOp, std::to_string(q) + " has more than 61 bits");
+  for (u64 q : p_) require(bit_length(q) <= kMaxPrimeBits, kOp, std::to_string(q) + " has more than 60 bits");
+  if (security_ != 0) check_security(n_, log2_product(q_, p_), security_);
+  for (const auto* primes : {&q_, &p_})
+    for (u64 q : *primes)
+      require(is_ntt_friendly(q, n_), kOp, std::to_string(q) + " is not an NTT-friendly prime for this N");
   validate();
+}
+
+void Parameters::check_security_level(bool insecure_no_security_check) {
+  if (insecure_no_security_check) {
+    security_ = 0;
+    return;
+  }
+  require(security_ == 128 || security_ == 192 || security_ == 256, kOp,
+          "security must be 128, 192 or 256 bits, got " + std::to_string(security_) +
+              " (toy parameters for tests: insecure_no_security_check)");
 }
 
 void Parameters::validate() {
@@ -149,13 +176,15 @@ void Parameters::validate() {
   all.insert(all.end(), p_.begin(), p_.end());
   for (std::size_t i = 0; i < all.size(); ++i)
     for (std::size_t j = 0; j < i; ++j) require(all[i] != all[j], kOp, "prime " + std::to_string(all[i]) + " repeats");
-  log_qp_ = 0.0;
-  for (u64 q : all) log_qp_ += std::log2(static_cast<double>(q));
-  require(security_ == 0 || security_ == 128 || security_ == 192 || security_ == 256, kOp,
-          "security must be 128, 192 or 256 bits, got " + std::to_string(security_));
+  log_qp_ = log2_product(q_, p_);
   require(scale_bits_ >= 0 && scale_bits_ <= kMaxPrimeBits, kOp,
           "scale_bits must be in [0, 60], got " + std::to_string(scale_bits_));
-  check_security(n_, log_qp_, security_);
+  if (security_ == 0)
+    warn("[rlwe.Parameters] the security check is disabled (insecure_no_security_check): N=" + std::to_string(n_) +
+         " with log2(QP)=" + std::to_string(static_cast<int>(std::ceil(log_qp_))) +
+         " may offer no security; never use these parameters for real data");
+  else
+    check_security(n_, log_qp_, security_);
 
   // Key switching divides the digits' noise by P; a digit wider than P
   // leaves noise that swamps the message (rotations return garbage).

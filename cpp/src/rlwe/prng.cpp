@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "ringfire/base/fork.h"
 #include "ringfire/rlwe/chacha20.h"
 
 #if defined(__linux__) && __has_include(<sys/random.h>)
@@ -68,12 +69,18 @@ int read_dev_urandom(std::uint8_t* out, std::size_t n) {
 }  // namespace
 
 void secure_zero(void* p, std::size_t n) {
-  // Volatile stores are not removed as dead by the optimiser.
-  volatile std::uint8_t* bytes = static_cast<volatile std::uint8_t*>(p);
-  for (std::size_t i = 0; i < n; ++i) bytes[i] = 0;
+  if (n == 0) return;
+  // memset at full speed (these buffers reach megabytes: a decryption's
+  // m + e), then a compiler barrier that claims to read the memory, so the
+  // stores cannot be removed as dead (what glibc's explicit_bzero does).
+  std::memset(p, 0, n);
+  asm volatile("" : : "r"(p) : "memory");
 }
 
-Prng::Prng(const Seed& seed) : seed_(seed) {
+Prng::Prng(const Seed& seed) { set_key(seed); }
+
+void Prng::set_key(const Seed& seed) {
+  seed_ = seed;
   for (int i = 0; i < 8; ++i)
     key_words_[i] = static_cast<std::uint32_t>(seed[4 * i]) |
                     (static_cast<std::uint32_t>(seed[4 * i + 1]) << 8) |
@@ -90,6 +97,13 @@ Prng::~Prng() {
 Prng Prng::from_seed(const Seed& seed) { return Prng(seed); }
 
 Prng Prng::from_os() {
+  Prng prng(Seed{});
+  prng.reseed_from_os();
+  prng.reseeds_on_fork_ = true;
+  return prng;
+}
+
+void Prng::reseed_from_os() {
   Seed seed{};
   const int getrandom_err = read_getrandom(seed.data(), seed.size());
   if (getrandom_err != 0) {
@@ -101,9 +115,16 @@ Prng Prng::from_os() {
           std::string(std::strerror(urandom_err)) + ")");
     }
   }
-  Prng prng(seed);
+  set_key(seed);
   secure_zero(seed.data(), seed.size());
-  return prng;
+  secure_zero(buffer_.data(), buffer_.size());
+  next_block_ = 0;
+  pos_ = kBufferBytes;
+  fork_generation_ = fork_generation();
+}
+
+void Prng::reseed_if_forked() {
+  if (fork_generation() != fork_generation_) reseed_from_os();
 }
 
 void Prng::generate(std::uint8_t* out, std::size_t blocks) {
@@ -127,6 +148,7 @@ void Prng::refill() {
 }
 
 void Prng::fill(std::uint8_t* out, std::size_t n) {
+  if (reseeds_on_fork_) reseed_if_forked();
   while (n > 0) {
     if (pos_ == kBufferBytes) {
       // Buffer empty and a large request: write whole blocks straight to the

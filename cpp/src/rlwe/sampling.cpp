@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <numbers>
 #include <string>
 #include <vector>
 
@@ -112,6 +113,20 @@ void sample_gaussian(Prng& prng, std::int64_t* out, std::size_t n, double sigma)
   for (std::size_t i = 0; i < 1 + kGaussianGroup; ++i) wipe_words[i] = 0;
   volatile u64* wipe_mag = magnitude;
   for (std::size_t i = 0; i < kGaussianGroup; ++i) wipe_mag[i] = 0;
+}
+
+void sample_wide_gaussian(Prng& prng, double* out, std::size_t n, double sigma) {
+  require(sigma >= 0.0 && std::isfinite(sigma), "rlwe.sample_wide_gaussian",
+          "sigma must be finite and non-negative, got " + std::to_string(sigma));
+  constexpr double kUnit = 0x1p-53;  // 53 random bits -> [0, 1)
+  for (std::size_t i = 0; i < n; i += 2) {
+    const double u1 = static_cast<double>((prng.next_u64() >> 11) + 1) * kUnit;  // (0, 1]
+    const double u2 = static_cast<double>(prng.next_u64() >> 11) * kUnit;        // [0, 1)
+    const double radius = sigma * std::sqrt(-2.0 * std::log(u1));
+    const double angle = 2.0 * std::numbers::pi * u2;
+    out[i] = radius * std::cos(angle);
+    if (i + 1 < n) out[i + 1] = radius * std::sin(angle);
+  }
 }
 
 void sample_uniform(Prng& prng, const RnsBase& base, std::uint64_t* out) {

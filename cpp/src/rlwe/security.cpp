@@ -67,7 +67,6 @@ int max_log_qp(std::size_t n, int security_bits) {
 }
 
 void check_security(std::size_t n, double log_qp, int security_bits) {
-  if (security_bits == 0) return;  // explicit opt-out, named by the caller
   require(std::isfinite(log_qp) && log_qp >= 0.0, kOp,
           "log2(QP) must be a finite non-negative number, got " + std::to_string(log_qp));
   const int bound = max_log_qp(n, security_bits);

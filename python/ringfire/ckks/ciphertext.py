@@ -19,6 +19,7 @@ import numbers
 import numpy as np
 
 from .. import _core
+from .. import io as rf_io
 from .._residency import Placed
 
 
@@ -42,8 +43,9 @@ class Plaintext(Placed):
     def decode(self) -> np.ndarray:
         return self._context.decode(self)
 
-    def to_bytes(self) -> bytes:
-        return _core.save_plaintext(self._host())
+    def to_bytes(self, *, mac_key: bytes | None = None) -> bytes:
+        """Serialized form (``ctx.load`` reads it back); authenticated with ``mac_key``."""
+        return rf_io.wrap(_core.save_plaintext(self._host()), mac_key)
 
     def __repr__(self) -> str:
         return f"Plaintext(level={self.level}, scale=2^{np.log2(self.scale):.2f}{', scalar' if self.is_scalar else ''})"
@@ -61,10 +63,9 @@ class Ciphertext(Placed):
 
     __array_priority__ = 1000  # make numpy defer to our reflected operators
 
-    def __init__(self, native, context, keys=None, is_complex: bool = False, device=None):
+    def __init__(self, native, context, keys=None, device=None):
         self._context = context
         self._keys = keys
-        self.is_complex = is_complex
         self._place(native, device)
 
     # Metadata is the same on every copy: read it without moving data.
@@ -72,14 +73,18 @@ class Ciphertext(Placed):
     scale = property(lambda self: self._res.any().scale)
     size = property(lambda self: self._res.any().size)
     context = property(lambda self: self._context)
+    is_complex = property(lambda self: self._res.any().is_complex,
+                          doc="Whether the slots may hold complex values (else decrypt returns reals).")
+    noise_bits = property(lambda self: self._res.any().noise_bits,
+                          doc="log2 of the estimated norm of the noise (decryption adds noise of this size).")
 
     def __repr__(self) -> str:
         where = "" if self._device == "cpu" else f", device={self._device!r}"
         return f"Ciphertext(level={self.level}, scale=2^{np.log2(self.scale):.2f}, size={self.size}{where})"
 
     # ---- plumbing ---------------------------------------------------------
-    def _wrap(self, native, is_complex=None) -> "Ciphertext":
-        return Ciphertext(native, self._context, self._keys, self.is_complex if is_complex is None else is_complex)
+    def _wrap(self, native) -> "Ciphertext":
+        return Ciphertext(native, self._context, self._keys)
 
     def _eval_keys(self):
         keys = self._keys if self._keys is not None else self._context._default_keys
@@ -91,9 +96,10 @@ class Ciphertext(Placed):
     def copy(self) -> "Ciphertext":
         return self._wrap(self._native.clone())
 
-    def to_bytes(self) -> bytes:
-        """Serialized form (``ctx.load`` reads it back); a GPU ciphertext is downloaded first."""
-        return _core.save_ciphertext(self._host())
+    def to_bytes(self, *, mac_key: bytes | None = None) -> bytes:
+        """Serialized form (``ctx.load`` reads it back); a GPU ciphertext is downloaded
+        first. With ``mac_key``, authenticated (:func:`ringfire.io.authenticate`)."""
+        return rf_io.wrap(_core.save_ciphertext(self._host()), mac_key)
 
     def to(self, device: str) -> "Ciphertext":
         """This ciphertext on ``device`` ('cpu', 'cuda', 'cuda:N'). Lazy: an upload
@@ -130,7 +136,7 @@ class Ciphertext(Placed):
         ev = self._context._core_evaluator
         relin = self._eval_keys().require_relin("ckks.multiply")._on(self._device)
         prod = ev.square(a) if a is b else ev.multiply(a, b)
-        return self._wrap(ev.rescale(ev.relinearize(prod, relin)), self.is_complex or other.is_complex)
+        return self._wrap(ev.rescale(ev.relinearize(prod, relin)))
 
     def _mul_constant(self, value) -> "Ciphertext":
         ctx, ev, a = self._context, self._context._core_evaluator, self._native
@@ -142,11 +148,9 @@ class Ciphertext(Placed):
         scale = ctx.scale_at(a.level - 1) * ctx.params.q_primes[a.level] / a.scale
         if np.ndim(value) == 0:
             v = complex(value)
-            out = ev.rescale(ev.multiply_scalar(a, v, scale))
-            return self._wrap(out, self.is_complex or v.imag != 0)
-        vec = np.asarray(value)
-        pt = ctx._encode_native(vec, a.level, scale)
-        return self._wrap(ev.rescale(ev.multiply_plain(a, pt)), self.is_complex or np.iscomplexobj(vec))
+            return self._wrap(ev.rescale(ev.multiply_scalar(a, v, scale)))
+        pt = ctx._encode_native(np.asarray(value), a.level, scale)
+        return self._wrap(ev.rescale(ev.multiply_plain(a, pt)))
 
     def _mul_plain(self, pt: Plaintext) -> "Ciphertext":
         ev, a, p = self._context._core_evaluator, self._native, pt._native
@@ -161,8 +165,7 @@ class Ciphertext(Placed):
         ctx, ev = self._context, self._context._core_evaluator
         if isinstance(other, Ciphertext):
             a, b = self._aligned(other)
-            out = ev.add(a, b) if sign > 0 else ev.sub(a, b)
-            return self._wrap(out, self.is_complex or other.is_complex)
+            return self._wrap(ev.add(a, b) if sign > 0 else ev.sub(a, b))
         a = self._native
         if isinstance(other, Plaintext):
             p = other._native
@@ -171,11 +174,9 @@ class Ciphertext(Placed):
                                  "at the ciphertext's level")
             return self._wrap(ev.add_plain(a, p) if sign > 0 else ev.sub_plain(a, p))
         if np.ndim(other) == 0:
-            v = complex(other) * sign
-            return self._wrap(ev.add_scalar(a, v), self.is_complex or v.imag != 0)
-        vec = np.asarray(other) * sign
-        pt = ctx._encode_native(vec, a.level, a.scale)
-        return self._wrap(ev.add_plain(a, pt), self.is_complex or np.iscomplexobj(vec))
+            return self._wrap(ev.add_scalar(a, complex(other) * sign))
+        pt = ctx._encode_native(np.asarray(other) * sign, a.level, a.scale)
+        return self._wrap(ev.add_plain(a, pt))
 
     def __add__(self, other):
         return self._add_any(other, +1) if _operand_ok(other) else NotImplemented
@@ -210,7 +211,7 @@ class Ciphertext(Placed):
 
     def conjugate(self) -> "Ciphertext":
         galois = self._eval_keys().require_galois("ckks.conjugate")
-        return self._wrap(self._context._core_evaluator.conjugate(self._native, galois._on(self._device)), True)
+        return self._wrap(self._context._core_evaluator.conjugate(self._native, galois._on(self._device)))
 
 
 def _close(a: float, b: float) -> bool:

@@ -9,6 +9,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .. import _core
+from .. import io as rf_io
 from .ciphertext import Ciphertext, Plaintext
 from .evaluator import Evaluator
 from .keys import GaloisKeys, KeySet, PublicKey, RelinKey, SecretKey
@@ -37,13 +38,15 @@ class Context:
         special_bits: bit sizes of the key-switching primes P.
         dnum: number of key-switching digits (default: the fewest that P covers).
         security: 128, 192 or 256; parameters beyond the HomomorphicEncryption.org
-            bound for uniform ternary secrets raise ``ValueError``.
+            bound for uniform ternary secrets raise ``ValueError``. There is no
+            level that turns the check off: only ``insecure_no_security_check``.
         device: where this context's ciphertexts compute: ``"cpu"`` (default),
             ``"cuda"`` or ``"cuda:N"``. Encoding and encryption run on the host;
             the data moves to the GPU at its first operation there and stays
             until ``decrypt`` or ``.to("cpu")``. The context owns one CUDA
             stream, so its operations never wait for the host.
-        insecure_no_security_check: disables that check (tests only; warns).
+        insecure_no_security_check: disables that check (toy sizes for tests only);
+            warns every time such a context is made or loaded.
         insecure_deterministic_seed: 32 bytes making all randomness
             reproducible (tests only; warns). Never use it for real data.
     """
@@ -59,12 +62,9 @@ class Context:
                                  "(the last one is the special prime)")
             coeff_bits, special_bits = coeff_bits[:-1], coeff_bits[-1:]
         self._set_device(device)
-        if insecure_no_security_check:
-            warnings.warn("ckks.Context: the security check is disabled (insecure_no_security_check=True)",
-                          RuntimeWarning, stacklevel=2)
-            security = 0
         params = _core.Parameters(int(poly_degree), coeff_bits, [int(b) for b in special_bits],
-                                  0 if dnum is None else int(dnum), int(security), int(scale_bits))
+                                  0 if dnum is None else int(dnum), int(security), int(scale_bits),
+                                  insecure_no_security_check=bool(insecure_no_security_check))
         self._init_from(params, insecure_deterministic_seed)
 
     def _set_device(self, device) -> None:
@@ -105,11 +105,16 @@ class Context:
         return cls(**{**PRESETS[name], **overrides})
 
     @classmethod
-    def from_bytes(cls, data: bytes, *, insecure_deterministic_seed: bytes | None = None) -> "Context":
-        """A context from ``ctx.to_bytes()`` (same primes, hence same fingerprint; the
-        security level recorded in the bytes is checked again)."""
+    def from_bytes(cls, data: bytes, *, mac_key: bytes | None = None, insecure_no_security_check: bool = False,
+                   insecure_deterministic_seed: bytes | None = None) -> "Context":
+        """A context from ``ctx.to_bytes()`` (same primes, hence same fingerprint). The
+        security level recorded in the bytes is checked again; parameters saved with
+        ``insecure_no_security_check`` load only when it is passed here too (it warns).
+        ``mac_key``: the bytes must be authenticated with it."""
         self = cls.__new__(cls)
-        self._init_from(_core.load_parameters(bytes(data)), insecure_deterministic_seed)
+        params = _core.load_parameters(rf_io.unwrap(data, mac_key),
+                                       insecure_no_security_check=bool(insecure_no_security_check))
+        self._init_from(params, insecure_deterministic_seed)
         return self
 
     # ---- properties ------------------------------------------------------------
@@ -130,8 +135,9 @@ class Context:
     def __repr__(self) -> str:
         return f"ckks.Context({self.describe()})"
 
-    def to_bytes(self) -> bytes:
-        return _core.save_parameters(self._core.params)
+    def to_bytes(self, *, mac_key: bytes | None = None) -> bytes:
+        """The parameters (``Context.from_bytes`` reads them); authenticated with ``mac_key``."""
+        return rf_io.wrap(_core.save_parameters(self._core.params), mac_key)
 
     def _galois_steps(self) -> dict[int, int]:
         """Galois element -> rotation step (discrete log base 5 mod 2N), cached."""
@@ -165,7 +171,8 @@ class Context:
         return sk, keys
 
     def galois_keys(self, secret_key: SecretKey, rotations: Iterable[int] | str = (), conjugate: bool = False):
-        """More Galois keys for an existing secret key."""
+        """More Galois keys for an existing secret key of this context."""
+        secret_key = self._own_secret_key(secret_key, "ckks.galois_keys")
         return GaloisKeys(_core.generate_galois_keys(secret_key._native, self._galois_elements(rotations, conjugate),
                                                      self._prng), self)
 
@@ -218,31 +225,59 @@ class Context:
         """Encrypts numbers (or a :class:`Plaintext`) with a :class:`KeySet` /
         :class:`PublicKey`, or symmetrically with the :class:`SecretKey` (a
         smaller, seeded ciphertext)."""
-        is_complex = False
-        if isinstance(values, Plaintext):
-            pt = values._native
-        else:
-            is_complex = bool(np.iscomplexobj(values))
-            pt = self.encode(values, level)._native
+        pt = values._native if isinstance(values, Plaintext) else self.encode(values, level)._native
         keys = key if isinstance(key, KeySet) else None
         if isinstance(key, SecretKey):
-            native = _core.encrypt_secret(key._native, pt, self._prng)
+            native = _core.encrypt_secret(self._own_secret_key(key, "ckks.encrypt")._native, pt, self._prng)
         else:
             public = key.public if isinstance(key, KeySet) else key
             if not isinstance(public, PublicKey):
                 raise TypeError("[ckks.encrypt] key must be a KeySet, a PublicKey or a SecretKey")
             native = _core.encrypt_public(public._native, pt, self._prng)
         # Encryption runs on the host; the upload waits for the first GPU operation.
-        return Ciphertext(native, self, keys, is_complex, device=self.device)
+        return Ciphertext(native, self, keys, device=self.device)
 
-    def decrypt(self, ciphertext: Ciphertext, secret_key: SecretKey, complex: bool | None = None) -> np.ndarray:
+    def decrypt(self, ciphertext: Ciphertext, secret_key: SecretKey, complex: bool | None = None, *,
+                noise_flooding: bool | float = False, decryptions: int = 1,
+                insecure_exact: bool = False) -> np.ndarray:
         """Decrypts to a NumPy vector of ``slots`` numbers: real unless the
-        computation involved complex values (or ``complex=True``)."""
+        computation involved complex values (or ``complex=True``).
+
+        A CKKS result and its ciphertext together reveal the secret key (Li and
+        Micciancio's attack), so decryption adds fresh noise first:
+
+        * by default, noise the size of the ciphertext's own (measured on the
+          imaginary parts of real data; about half a bit of precision). This
+          defeats key recovery from a result; an adversary who gets many
+          decryptions of ciphertexts it crafted could still average it out.
+        * ``noise_flooding=True`` (40-bit statistical security) or ``=s`` bits:
+          noise so wide that ``decryptions`` results reveal nothing about the
+          key (Li, Micciancio, Schultz and Sorrell, CRYPTO 2022). Use it for
+          every result that leaves the key holder; it costs about
+          ``s/2 + log2(N)/2`` bits of precision, so it needs a large scale.
+        * ``insecure_exact=True``: no noise (warns); never release such a result.
+
+        Raises ``ValueError`` when the ciphertext's noise exceeds its scale (the
+        result would be meaningless) or when flooding leaves no precision.
+        Docs: docs/security.md.
+        """
         if not isinstance(ciphertext, Ciphertext):
             raise TypeError("[ckks.decrypt] expected a Ciphertext")
-        out = np.asarray(self._core.decrypt(ciphertext._host(), secret_key._native))
+        secret_key = self._own_secret_key(secret_key, "ckks.decrypt")
+        noise, bits = _decryption_noise(noise_flooding, insecure_exact)
+        out, _ = self._core.decrypt(ciphertext._host(), secret_key._native, self._prng, noise,
+                                    statistical_security=bits, decryptions=float(decryptions))
+        out = np.asarray(out)
         want_complex = ciphertext.is_complex if complex is None else complex
         return out if want_complex else out.real.copy()
+
+    def _own_secret_key(self, secret_key, op: str) -> SecretKey:
+        """``secret_key`` after checking that it is a secret key of these parameters."""
+        if not isinstance(secret_key, SecretKey):
+            raise TypeError(f"[{op}] expected a SecretKey, got {type(secret_key).__name__}")
+        if secret_key._native.fingerprint != self.fingerprint:
+            raise ValueError(f"[{op}] the secret key was made under different parameters (fingerprint mismatch)")
+        return secret_key
 
     def encrypt_batch(self, x, keys, packing: str = "batch"):
         """Encrypts a batch (first axis) for :mod:`ringfire.nn`. ``packing="batch"``: one
@@ -252,10 +287,11 @@ class Context:
         from ..nn.packing import encrypt_batch
         return encrypt_batch(self, x, keys, packing)
 
-    def decrypt_batch(self, tensor, secret_key) -> np.ndarray:
-        """The inverse of :meth:`encrypt_batch`: a NumPy array, batch first."""
+    def decrypt_batch(self, tensor, secret_key, **decrypt_options) -> np.ndarray:
+        """The inverse of :meth:`encrypt_batch`: a NumPy array, batch first. The options
+        (``noise_flooding=...``) are :meth:`decrypt`'s."""
         from ..nn.packing import decrypt_batch
-        return decrypt_batch(self, tensor, secret_key)
+        return decrypt_batch(self, tensor, secret_key, **decrypt_options)
 
     def synchronize(self) -> None:
         """Waits until this context's queued GPU work has finished (no-op on the CPU)."""
@@ -272,9 +308,13 @@ class Context:
         return Evaluator(self, keys if keys is not None else self._default_keys)
 
     # ---- serialization ------------------------------------------------------------
-    def load(self, data: bytes):
-        """Reads any object written by ``to_bytes()`` under these parameters."""
-        data = bytes(data)
+    def load(self, data: bytes, *, mac_key: bytes | None = None, password=None):
+        """Reads any object written by ``to_bytes()`` under these parameters.
+
+        ``mac_key``: the bytes must carry a valid tag under this key (objects from
+        another party: :mod:`ringfire.io`); ``password``: for a password-protected
+        secret key. Malformed, tampered or foreign bytes raise ``ValueError``."""
+        data = rf_io.unwrap(data, mac_key, password)
         kind = _core.peek_kind(data)
         rl = self._core.rlwe
         if kind == "ciphertext":
@@ -289,10 +329,29 @@ class Context:
             return GaloisKeys(_core.load_galois_keys(rl, data), self)
         if kind == "secret key":
             return SecretKey(_core.load_secret_key(rl, data), self)
-        params = _core.load_parameters(data)
+        # Parameters saved without the security check load only into a context
+        # that was itself made with that opt-out.
+        params = _core.load_parameters(data, insecure_no_security_check=self.params.security == 0)
         if params.fingerprint != self.fingerprint:
             raise ValueError("[io.load] these parameters differ from this context's (fingerprint mismatch)")
         return params
+
+
+def _decryption_noise(noise_flooding, insecure_exact) -> tuple[str, float]:
+    """The native decryption mode and statistical security for decrypt's options."""
+    if insecure_exact:
+        if noise_flooding:
+            raise ValueError("[ckks.decrypt] choose noise_flooding or insecure_exact, not both")
+        warnings.warn("[ckks.decrypt] insecure_exact: this result together with its ciphertext reveals the secret key; "
+                      "never let it leave the key holder", RuntimeWarning, stacklevel=3)
+        return "insecure_exact", 40.0
+    if noise_flooding is False or noise_flooding is None:
+        return "estimate", 40.0
+    if noise_flooding is True:
+        return "flooding", 40.0
+    if isinstance(noise_flooding, bool) or not isinstance(noise_flooding, (int, float)):
+        raise TypeError(f"[ckks.decrypt] noise_flooding is True, False or a number of bits, got {noise_flooding!r}")
+    return "flooding", float(noise_flooding)
 
 
 class _OnQueue:

@@ -20,9 +20,8 @@ class Evaluator:
     def keys(self) -> KeySet | None:
         return self._keys
 
-    def _wrap(self, native, like: Ciphertext, is_complex: bool | None = None) -> Ciphertext:
-        return Ciphertext(native, self._context, like._keys if like._keys is not None else self._keys,
-                          like.is_complex if is_complex is None else is_complex)
+    def _wrap(self, native, like: Ciphertext) -> Ciphertext:
+        return Ciphertext(native, self._context, like._keys if like._keys is not None else self._keys)
 
     def _keyset(self) -> KeySet:
         if self._keys is None:
@@ -31,15 +30,15 @@ class Evaluator:
 
     @staticmethod
     def _set(target: Ciphertext, result: Ciphertext) -> Ciphertext:
-        target._native, target.is_complex = result._native, result.is_complex
+        target._native = result._native
         return target
 
     # ---- additive -----------------------------------------------------------------
     def add(self, a: Ciphertext, b: Ciphertext) -> Ciphertext:
-        return self._wrap(self._ev.add(a._native, b._native), a, a.is_complex or b.is_complex)
+        return self._wrap(self._ev.add(a._native, b._native), a)
 
     def sub(self, a: Ciphertext, b: Ciphertext) -> Ciphertext:
-        return self._wrap(self._ev.sub(a._native, b._native), a, a.is_complex or b.is_complex)
+        return self._wrap(self._ev.sub(a._native, b._native), a)
 
     def negate(self, a: Ciphertext) -> Ciphertext:
         return self._wrap(self._ev.negate(a._native), a)
@@ -52,12 +51,12 @@ class Evaluator:
 
     def add_scalar(self, a: Ciphertext, value: complex) -> Ciphertext:
         v = complex(value)
-        return self._wrap(self._ev.add_scalar(a._native, v), a, a.is_complex or v.imag != 0)
+        return self._wrap(self._ev.add_scalar(a._native, v), a)
 
     # ---- multiplicative ---------------------------------------------------------------
     def multiply(self, a: Ciphertext, b: Ciphertext) -> Ciphertext:
         """Size-2 x size-2 -> size 3; scale multiplies. Relinearize and rescale next."""
-        return self._wrap(self._ev.multiply(a._native, b._native), a, a.is_complex or b.is_complex)
+        return self._wrap(self._ev.multiply(a._native, b._native), a)
 
     def square(self, a: Ciphertext) -> Ciphertext:
         return self._wrap(self._ev.square(a._native), a)
@@ -71,7 +70,7 @@ class Evaluator:
         v = complex(value)
         if scale is None:
             scale = float(self._context.params.q_primes[a.level])
-        return self._wrap(self._ev.multiply_scalar(a._native, v, float(scale)), a, a.is_complex or v.imag != 0)
+        return self._wrap(self._ev.multiply_scalar(a._native, v, float(scale)), a)
 
     def multiply_integer(self, a: Ciphertext, value: int) -> Ciphertext:
         """Multiplies by an integer: no scale change, no level used."""
@@ -115,7 +114,7 @@ class Evaluator:
 
     def conjugate(self, a: Ciphertext, keys: KeySet | None = None) -> Ciphertext:
         galois = (keys or self._keyset()).require_galois("ckks.conjugate")
-        return self._wrap(self._ev.conjugate(a._native, galois._native), a, True)
+        return self._wrap(self._ev.conjugate(a._native, galois._native), a)
 
     # ---- in-place forms ------------------------------------------------------------
     def add_inplace(self, a, b): return self._set(a, self.add(a, b))

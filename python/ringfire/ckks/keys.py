@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import warnings
+
 from .. import _core
+from .. import io as rf_io
 from .._residency import Placed
 
 
@@ -23,9 +26,10 @@ class _Key(Placed):
         """This key on ``device`` (lazy: uploaded at the first operation there, then cached)."""
         return self._moved(device)
 
-    def to_bytes(self) -> bytes:
-        """Serialized form (see ``Context.load``)."""
-        return type(self)._save(self._host())
+    def to_bytes(self, *, mac_key: bytes | None = None) -> bytes:
+        """Serialized form (see ``Context.load``); with ``mac_key``, authenticated
+        (:func:`ringfire.io.authenticate`)."""
+        return rf_io.wrap(type(self)._save(self._host()), mac_key)
 
 
 class SecretKey(_Key):
@@ -35,6 +39,19 @@ class SecretKey(_Key):
 
     def __repr__(self) -> str:
         return "SecretKey(<hidden>)"
+
+    def to_bytes(self, *, password=None, mac_key: bytes | None = None, scrypt_log_n: int = 17) -> bytes:
+        """Serialized form. With ``password`` (str or bytes) the key is encrypted
+        (scrypt + ChaCha20-Poly1305, :func:`ringfire.io.seal_secret`) and
+        ``ctx.load(data, password=...)`` reads it back; without one the bytes
+        hold the key in the clear, and this warns."""
+        raw = _core.save_secret_key(self._native)
+        if password is None:
+            warnings.warn("[ckks.SecretKey] serialized without a password: anyone who reads these bytes decrypts "
+                          "everything; pass password=... to encrypt them", RuntimeWarning, stacklevel=2)
+        else:
+            raw = rf_io.seal_secret(raw, password, scrypt_log_n=scrypt_log_n)
+        return rf_io.wrap(raw, mac_key)
 
     def to(self, device: str):
         if _core.parse_device(str(device)) != "cpu":

@@ -19,12 +19,27 @@ class Client:
 
 
 class LocalClient(Client):
-    """Runs the key holder in-process: decrypt, apply, re-encrypt at the top level."""
+    """Runs the key holder in-process: decrypt, apply, re-encrypt at the top level.
 
-    def __init__(self, ctx, secret_key, keys, graph=None):
+    The server chooses what the key holder decrypts, so every decryption here
+    adds fresh noise before the values are used (``ctx.decrypt``'s default: noise
+    of the ciphertext's own size, which defeats recovering the key from
+    results; see docs/security.md). ``noise_flooding=True`` (or a number of bits)
+    adds statistically hiding noise instead, for deployments where results of
+    the activations can reach the server (a released prediction): it costs
+    about 20 + log2(N)/2 bits of precision at 40-bit statistical security, so
+    it needs a large scale where the activations are decrypted (about 2^52 for
+    10 bits at N = 2^13; decrypt's error says what a context lacks).
+    """
+
+    def __init__(self, ctx, secret_key, keys, graph=None, *, noise_flooding: bool | float = False):
         self.ctx, self.secret_key, self.keys, self.graph = ctx, secret_key, keys, graph
+        self.noise_flooding = noise_flooding
         self.round_trips = 0
         self.ciphertexts_received = 0
+
+    def _decrypt(self, ct):
+        return self.ctx.decrypt(ct, self.secret_key, noise_flooding=self.noise_flooding)
 
     def apply(self, node, x, shape, clip):
         self.round_trips += 1
@@ -34,7 +49,7 @@ class LocalClient(Client):
             if isinstance(ct, float):  # a constant the server knows (sent in the clear)
                 plain[idx] = ct
             elif ct is not None:
-                plain[idx] = self.ctx.decrypt(ct, self.secret_key)
+                plain[idx] = self._decrypt(ct)
                 self.ciphertexts_received += 1
         out_plain, out_shape = activations.exact(node, plain, shape, clip)
         out = np.empty(out_plain.shape[:-1], dtype=object)
@@ -48,7 +63,7 @@ class LocalClient(Client):
 
         self.round_trips += 1
         self.ciphertexts_received += 1
-        values = self.ctx.decrypt(ct, self.secret_key)
+        values = self._decrypt(ct)
         clip = clip_bounds(node, self.graph.constants) if node.op == "Clip" else None
         out, _ = activations.exact(node, values, values.shape, clip)
         return self.ctx.encrypt(out, self.keys)

@@ -62,15 +62,16 @@ def encrypt_batch(ctx, x, keys, packing: str = "batch") -> EncryptedTensor:
     return EncryptedTensor(cts.reshape(x.shape[1:]), x.shape[0], ctx)
 
 
-def decrypt_batch(ctx, tensor: EncryptedTensor, secret_key) -> np.ndarray:
+def decrypt_batch(ctx, tensor: EncryptedTensor, secret_key, **decrypt_options) -> np.ndarray:
+    """``decrypt_options`` go to every ``ctx.decrypt`` (e.g. ``noise_flooding=True``)."""
     if tensor.packing == "inter":
         width = int(np.prod(tensor.sample_shape))
-        rows = [ctx.decrypt(ct, secret_key)[:width] for ct in tensor.cts]
+        rows = [ctx.decrypt(ct, secret_key, **decrypt_options)[:width] for ct in tensor.cts]
         return np.stack(rows).reshape((tensor.batch,) + tensor.sample_shape)
     out = np.zeros(tuple(tensor.cts.shape) + (tensor.batch,))
     for idx, ct in np.ndenumerate(tensor.cts):
         if isinstance(ct, float):
             out[idx] = ct  # known constant (e.g. a bias over padding)
         elif ct is not None:
-            out[idx] = ctx.decrypt(ct, secret_key)[:tensor.batch]
+            out[idx] = ctx.decrypt(ct, secret_key, **decrypt_options)[:tensor.batch]
     return np.moveaxis(out, -1, 0)

@@ -55,6 +55,10 @@ class MemoryPool {
   PoolStats stats() const;
   // Capacity a request of `bytes` is rounded up to.
   static std::size_t capacity_for(std::size_t bytes);
+  // The pool's lock, for fork handlers: the host pool is locked across
+  // fork(), so a child never inherits free lists another thread was changing.
+  void lock() const { mutex_.lock(); }
+  void unlock() const { mutex_.unlock(); }
 
  protected:
   virtual void* raw_allocate(std::size_t bytes) = 0;

@@ -33,7 +33,8 @@ class Encoder {
   // real constant takes (in either form).
   std::vector<u64> scalar_residues(double value, std::size_t level, double scale, const char* op) const;
 
-  // The slots of a coefficient-form polynomial over q_0..q_level.
+  // The slots of a coefficient-form polynomial over q_0..q_level (its
+  // temporaries are wiped: they may hold a decryption's m + e).
   std::vector<Complex> decode_coefficients(const u64* coeffs, std::size_t level, double scale) const;
   // The slots of a plaintext (evaluation form).
   std::vector<Complex> decode(const Plaintext& plain) const;

@@ -7,8 +7,13 @@
 // Loading checks the magic, version, kind, length, checksum and the
 // parameter fingerprint (objects from other parameters are refused), then
 // parses the payload with bounds checks and validates every field (levels,
-// sizes, residues below their primes). Malformed input raises
-// InvalidArgument; it never crashes or reads out of bounds.
+// sizes, scales within the level's modulus, noise estimates, residues below
+// their primes, key sources). Every polynomial must be present in the input
+// before it is allocated, so a load allocates at most twice its input (a
+// seed expands to one polynomial) plus one polynomial (a scalar plaintext).
+// Malformed input raises InvalidArgument; it never crashes or reads out of
+// bounds. The checksum detects accidents, not tampering: authenticate bytes
+// that cross a trust boundary (ringfire.io in Python, docs/security.md).
 //
 // Ciphertexts and keys whose uniform part came from a seed store the 32-byte
 // seed instead of that polynomial.
@@ -31,7 +36,12 @@ enum class Kind : std::uint16_t {
   secret_key = 7,
 };
 
-constexpr std::uint16_t kFormatVersion = 1;
+// Version 2 added the noise estimate and complex flag of ciphertexts, the
+// complex flag of plaintexts and the source of switching keys. Version 1
+// still loads: its ciphertexts take a fresh encryption's noise estimate and
+// count as real, its keys take their source from where they are stored.
+constexpr std::uint16_t kFormatVersion = 2;
+constexpr std::uint16_t kOldestReadableVersion = 1;
 
 using Bytes = std::vector<std::uint8_t>;
 
@@ -48,7 +58,9 @@ Bytes save(const RelinKey& key);
 Bytes save(const GaloisKeys& keys);
 Bytes save(const SecretKey& key);
 
-Parameters load_parameters(const std::uint8_t* data, std::size_t size);
+// Parameters saved without the security check load only with
+// insecure_no_security_check set (which warns; see Parameters).
+Parameters load_parameters(const std::uint8_t* data, std::size_t size, bool insecure_no_security_check = false);
 Plaintext load_plaintext(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size);
 Ciphertext load_ciphertext(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size);
 PublicKey load_public_key(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size);

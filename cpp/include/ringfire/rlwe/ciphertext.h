@@ -1,5 +1,8 @@
 // Ciphertexts and plaintexts: RNS polynomials in evaluation form at a level,
 // tagged with their context (whose fingerprint they carry) and a scale.
+// Ciphertexts also carry an estimate of their noise (rlwe/noise.h), and both
+// say whether their slots hold complex values (CKKS: decryption measures the
+// noise on the imaginary parts of real data).
 //
 // A ciphertext of size k holds polynomials c_0..c_{k-1} back to back, each
 // (level+1) x N words, so batched kernels run over all of them at once.
@@ -38,6 +41,15 @@ class Ciphertext {
   std::size_t poly_words() const { return (level_ + 1) * n(); }
   const Device& device() const { return buffer_.device(); }
 
+  // log2 of the estimated norm of the error (rlwe/noise.h); -infinity for a
+  // ciphertext without noise (the zero ciphertext).
+  double noise_bits() const { return noise_bits_; }
+  void set_noise_bits(double bits) { noise_bits_ = bits; }
+  // Whether the slots may hold complex values (false: real data, whose
+  // imaginary parts are noise).
+  bool is_complex() const { return complex_; }
+  void set_complex(bool value) { complex_ = value; }
+
   u64* data() { return buffer_.data(); }
   const u64* data() const { return buffer_.data(); }
   u64* poly(std::size_t i) { return data() + i * poly_words(); }
@@ -59,6 +71,8 @@ class Ciphertext {
   RlweContextPtr context_;
   std::size_t size_, level_;
   double scale_;
+  double noise_bits_;
+  bool complex_ = false;
   Buffer buffer_;
   std::optional<Seed> seed_;
 };
@@ -79,6 +93,9 @@ class Plaintext {
   u64* data() { return buffer_.data(); }
   const u64* data() const { return buffer_.data(); }
   const Device& device() const { return buffer_.device(); }
+  // Whether the encoded slots hold complex values.
+  bool is_complex() const { return complex_; }
+  void set_complex(bool value) { complex_ = value; }
 
   // The nGraph-HE2 shortcut (seed 001 section 5.3): a plaintext whose slots
   // all hold one real value is a constant polynomial, so products and sums
@@ -102,6 +119,7 @@ class Plaintext {
   RlweContextPtr context_;
   std::size_t level_;
   double scale_;
+  bool complex_ = false;
   Buffer buffer_;
   std::vector<u64> scalar_residues_;
   std::complex<double> scalar_value_{};

@@ -15,8 +15,9 @@ PublicKey generate_public_key(const SecretKey& secret, Prng& prng);
 RelinKey generate_relin_key(const SecretKey& secret, Prng& prng);
 // One key per Galois element (odd, in [1, 2N)).
 GaloisKeys generate_galois_keys(const SecretKey& secret, const std::vector<u64>& elements, Prng& prng);
-// A key switching from s' (given in evaluation form over the key base) to s.
-KeySwitchKey generate_switch_key(const SecretKey& secret, const u64* s_prime_eval, Prng& prng);
+// A key switching from s' (given in evaluation form over the key base) to s;
+// `source` names s' (see KeySwitchKey::source).
+KeySwitchKey generate_switch_key(const SecretKey& secret, const u64* s_prime_eval, u64 source, Prng& prng);
 
 // The uniform polynomial (evaluation form, over `base`) that `seed` expands to.
 void expand_uniform(const Seed& seed, const RnsBase& base, u64* out);

@@ -40,11 +40,19 @@ class SecretKey {
   Buffer eval_;
 };
 
+// What a switching key switches from, recorded in the key (and its file): the
+// Galois element g of s(X^g) for rotation and conjugation keys, or
+// kRelinearizationSource for s^2. A Galois key set refuses a key under
+// another element than its own, so keys cannot be relabelled by mistake
+// (against deliberate tampering, authenticate the bytes: docs/security.md).
+inline constexpr u64 kRelinearizationSource = 0;
+
 class KeySwitchKey {
  public:
   // Zero key with one (b_j, a_j) pair per digit, over the key base.
-  explicit KeySwitchKey(RlweContextPtr context);
+  KeySwitchKey(RlweContextPtr context, u64 source);
   const RlweContextPtr& context() const { return context_; }
+  u64 source() const { return source_; }
   std::uint64_t fingerprint() const { return context_->fingerprint(); }
   std::size_t digits() const { return digits_; }
   // Words of one key polynomial: (L + 1 + k) * N.
@@ -64,9 +72,14 @@ class KeySwitchKey {
 
  private:
   KeySwitchKey(const KeySwitchKey& other, Buffer buffer)
-      : context_(other.context_), digits_(other.digits_), buffer_(std::move(buffer)), seeds_(other.seeds_) {}
+      : context_(other.context_),
+        source_(other.source_),
+        digits_(other.digits_),
+        buffer_(std::move(buffer)),
+        seeds_(other.seeds_) {}
 
   RlweContextPtr context_;
+  u64 source_;
   std::size_t digits_;
   Buffer buffer_;
   std::vector<Seed> seeds_;
@@ -87,7 +100,8 @@ class PublicKey {
 
 class RelinKey {
  public:
-  explicit RelinKey(KeySwitchKey key) : key_(std::move(key)) {}
+  // Raises InvalidArgument unless `key` switches from s^2.
+  explicit RelinKey(KeySwitchKey key);
   const KeySwitchKey& key() const { return key_; }
   std::uint64_t fingerprint() const { return key_.fingerprint(); }
   const Device& device() const { return key_.device(); }
@@ -111,7 +125,8 @@ class GaloisKeys {
   bool has(u64 galois_element) const { return keys_.count(galois_element) != 0; }
   // Raises InvalidArgument naming the element when the key is missing.
   const KeySwitchKey& get(u64 galois_element) const;
-  void insert(u64 galois_element, KeySwitchKey key);
+  // Adds the key under its source element (a Galois element: odd, below 2N).
+  void insert(KeySwitchKey key);
   std::vector<u64> elements() const;
   std::size_t size() const { return keys_.size(); }
   // Where the keys live (all on one device; cpu when empty).

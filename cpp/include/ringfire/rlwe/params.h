@@ -22,8 +22,12 @@ struct ParameterLiteral {
   std::vector<int> q_bits;        // bit sizes of q_0..q_L
   std::vector<int> p_bits;        // bit sizes of the special primes (>= 1 of them)
   std::size_t dnum = 0;           // 0: the largest digit P can cover (see Parameters)
-  int security = 128;             // 128/192/256; 0 disables the check (tests only)
+  int security = 128;             // 128, 192 or 256 bits (HE-standard bound on log2(QP))
   int scale_bits = 0;             // CKKS default scale 2^scale_bits (0: none)
+  // The one way to parameters beyond the security bound (toy sizes in
+  // tests): skips the check, records security 0, and warns (base/warning.h)
+  // every time such parameters are made or loaded.
+  bool insecure_no_security_check = false;
 };
 
 class Parameters {
@@ -34,9 +38,11 @@ class Parameters {
   // [20, 60], dnum in [1, L+1], and log2(QP) within the HE-standard bound.
   explicit Parameters(const ParameterLiteral& literal);
   // Explicit primes (used when loading serialized parameters); validated the
-  // same way.
+  // same way. security 0 (saved without the check) is refused unless
+  // insecure_no_security_check is set, which warns. The security bound is
+  // checked before the primes are tested, so oversized input fails fast.
   Parameters(std::size_t poly_degree, std::vector<u64> q_primes, std::vector<u64> p_primes, std::size_t dnum,
-             int security, int scale_bits);
+             int security, int scale_bits, bool insecure_no_security_check = false);
 
   std::size_t n() const { return n_; }
   std::size_t slots() const { return n_ / 2; }
@@ -46,6 +52,7 @@ class Parameters {
   std::size_t dnum() const { return dnum_; }
   // Primes per digit: ceil((L+1) / dnum).
   std::size_t alpha() const { return alpha_; }
+  // 128, 192 or 256; 0 for parameters made with insecure_no_security_check.
   int security() const { return security_; }
   int scale_bits() const { return scale_bits_; }
   double log_qp() const { return log_qp_; }
@@ -55,6 +62,7 @@ class Parameters {
 
  private:
   void validate();
+  void check_security_level(bool insecure_no_security_check);
 
   std::size_t n_;
   std::vector<u64> q_, p_;

@@ -21,6 +21,13 @@
 // A Prng is move-only: a copy would replay the same stream, which would reuse
 // secret randomness. Fork independent streams with from_seed(next_seed()).
 // Not thread-safe; use one Prng per thread.
+//
+// Process forks: a child process inherits a copy of every generator, which
+// would replay the parent's stream there (the same encryption randomness in
+// both processes, the same keys generated after the fork). A generator made
+// by from_os() therefore reseeds itself from the operating system the first
+// time it is used in a forked child (base/fork.h). A generator made by
+// from_seed() keeps its stream in the child: it is deterministic by request.
 #pragma once
 
 #include <array>
@@ -71,6 +78,7 @@ class Prng {
 
   // The next 8 bytes of the stream as a little-endian integer.
   std::uint64_t next_u64() {
+    if (reseeds_on_fork_) reseed_if_forked();
     if (kBufferBytes - pos_ >= 8) {
       const std::uint64_t v = load_le64(buffer_.data() + pos_);
       pos_ += 8;
@@ -105,6 +113,11 @@ class Prng {
  private:
   explicit Prng(const Seed& seed);
 
+  // In a forked child, replaces an OS-seeded stream by a fresh one.
+  void reseed_if_forked();
+  void reseed_from_os();
+  void set_key(const Seed& seed);
+
   static std::uint64_t load_le64(const std::uint8_t* p) {
     std::uint64_t v;
     if constexpr (std::endian::native == std::endian::little) {
@@ -125,6 +138,8 @@ class Prng {
   std::uint64_t next_block_ = 0;  // index i of the next block B(i) to generate
   std::size_t pos_ = kBufferBytes;  // read position in buffer_; kBufferBytes = empty
   alignas(64) std::array<std::uint8_t, kBufferBytes> buffer_{};
+  bool reseeds_on_fork_ = false;        // OS-seeded
+  std::uint64_t fork_generation_ = 0;  // fork_generation() when last seeded
 };
 
 }  // namespace ringfire

@@ -41,6 +41,16 @@ void sample_ternary(Prng& prng, std::int8_t* out, std::size_t n);
 void sample_gaussian(Prng& prng, std::int64_t* out, std::size_t n,
                      double sigma = kDefaultGaussianSigma);
 
+// out[0, n) from the continuous Gaussian N(0, sigma^2), for noise flooding
+// (widths far beyond the CDT sampler's). Box-Muller over pairs of uniforms
+// with 53-bit mantissas: per pair of samples two next_u64() words, u1 from
+// the first (in (0, 1]) and u2 from the second (in [0, 1)); the pair is
+// sigma * sqrt(-2 ln u1) * (cos, sin)(2 pi u2). Tails are cut near 8.6
+// sigma (u1 >= 2^-53). Timing depends on the values only through libm; the
+// samples protect one decryption and are not long-term secrets.
+// Raises InvalidArgument unless sigma is finite and non-negative.
+void sample_wide_gaussian(Prng& prng, double* out, std::size_t n, double sigma);
+
 // A uniform element of R_Q in RNS form: out is limb-major, base.size() x base.n()
 // words, with out[i * N + j] = prng.uniform_below(q_i) drawn in that order
 // (limb 0 first). Independent uniform residues are uniform modulo Q = prod q_i

@@ -10,7 +10,7 @@
 
 namespace ringfire {
 
-enum class SecurityLevel { none = 0, bits128 = 128, bits192 = 192, bits256 = 256 };
+enum class SecurityLevel { bits128 = 128, bits192 = 192, bits256 = 256 };
 
 // Max log2(QP) for ring dimension n at security_bits in {128, 192, 256}.
 // Raises InvalidArgument for an N outside {2^10, ..., 2^17} or another level.
@@ -21,8 +21,8 @@ inline int max_log_qp(std::size_t n, SecurityLevel level) {
 
 // Raises InvalidArgument ("N=4096 allows log2(QP) <= 109 at 128-bit security;
 // these parameters have log2(QP) = 120.3") when log_qp exceeds the bound, or
-// when n / security_bits have no table entry. security_bits == 0 disables the
-// check entirely (insecure toy parameters; callers must name that opt-out).
+// when n / security_bits have no table entry (0 included: the only way past
+// the check is ParameterLiteral::insecure_no_security_check, which warns).
 void check_security(std::size_t n, double log_qp, int security_bits);
 inline void check_security(std::size_t n, double log_qp, SecurityLevel level) {
   check_security(n, log_qp, static_cast<int>(level));

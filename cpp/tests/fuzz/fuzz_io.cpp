@@ -1,0 +1,178 @@
+// Fuzz target for the loaders: every input is offered to every loader of
+// io/serialize.h, and a ciphertext that loads is decrypted. The only
+// acceptable failure is InvalidArgument; anything else (another exception, a
+// crash, a sanitizer report) is a bug.
+//
+// Input: a flags byte, then the object bytes. Flag bit 0 recomputes the
+// trailing checksum first, so mutations reach the payload parser instead of
+// stopping at the checksum.
+//
+// Two drivers: built with -fsanitize=fuzzer (clang's libFuzzer), the entry
+// point below is all there is (RINGFIRE_LIBFUZZER); otherwise main() runs a
+// deterministic mutation loop over valid objects of every kind (bit flips,
+// byte sets, truncations, insertions, field-sized overwrites), which any
+// compiler and sanitizer can build.
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ringfire/base/errors.h"
+#include "ringfire/base/warning.h"
+#include "ringfire/ckks/decryptor.h"
+#include "ringfire/ckks/evaluator.h"
+#include "ringfire/io/serialize.h"
+#include "ringfire/rlwe/encryptor.h"
+#include "ringfire/rlwe/keygen.h"
+
+namespace ringfire {
+namespace {
+
+void quiet(const std::string&) {}
+
+// A toy context (N = 2^10, insecure by design: the fuzzer wants small
+// objects) with keys, and the objects the mutation driver starts from.
+struct Target {
+  ckks::ContextPtr ctx;
+  SecretKey sk;
+  PublicKey pk;
+  RelinKey rk;
+  GaloisKeys gk;
+  std::vector<io::Bytes> seeds;
+
+  static Target make() {
+    set_warning_handler(&quiet);
+    ParameterLiteral lit;
+    lit.poly_degree = 1024;
+    lit.q_bits = {40, 30, 30};
+    lit.p_bits = {40};
+    lit.scale_bits = 30;
+    lit.insecure_no_security_check = true;
+    auto ctx = std::make_shared<const ckks::Context>(Parameters(lit));
+    Prng prng = Prng::from_seed(Prng::Seed{1});
+    SecretKey sk = generate_secret_key(ctx->rlwe(), prng);
+    PublicKey pk = generate_public_key(sk, prng);
+    RelinKey rk = generate_relin_key(sk, prng);
+    GaloisKeys gk = generate_galois_keys(sk, {ctx->rlwe()->galois_element(1), 2 * 1024 - 1}, prng);
+    Target t{ctx, std::move(sk), std::move(pk), std::move(rk), std::move(gk), {}};
+    std::vector<ckks::Complex> z(ctx->slots());
+    for (std::size_t i = 0; i < z.size(); ++i) z[i] = ckks::Complex(std::sin(0.1 * i), 0.0);
+    const Plaintext p = ctx->encoder().encode(z.data(), z.size(), 2, ctx->scale_at(2));
+    const Ciphertext c = encrypt_public(t.pk, p, prng);
+    const ckks::Evaluator ev(ctx);
+    t.seeds = {io::save(ctx->params()),  io::save(p), io::save(ctx->encoder().encode_scalar({0.5, 0.0}, 1, 1e9)),
+               io::save(c),              io::save(encrypt_secret(t.sk, p, prng)), io::save(ev.multiply(c, c)),
+               io::save(t.pk),           io::save(t.rk), io::save(t.gk), io::save(t.sk)};
+    return t;
+  }
+};
+
+Target& target() {
+  static Target t = Target::make();
+  return t;
+}
+
+long g_loaded = 0, g_refused = 0;
+
+template <class Load>
+void offer(Load load) {
+  try {
+    load();
+    ++g_loaded;
+  } catch (const InvalidArgument&) {
+    ++g_refused;  // refused cleanly: what malformed input must get
+  }
+}
+
+void reseal(std::vector<std::uint8_t>& b) {
+  if (b.size() < 8) return;
+  const std::uint64_t sum = fnv1a64(b.data(), b.size() - 8);
+  for (int i = 0; i < 8; ++i) b[b.size() - 8 + i] = static_cast<std::uint8_t>(sum >> (8 * i));
+}
+
+}  // namespace
+
+void fuzz_one(const std::uint8_t* data, std::size_t size) {
+  if (size == 0) return;
+  Target& t = target();
+  std::vector<std::uint8_t> b(data + 1, data + size);
+  if (data[0] & 1) reseal(b);
+  const RlweContextPtr& rl = t.ctx->rlwe();
+  const std::uint8_t* p = b.data();
+  const std::size_t n = b.size();
+  offer([&] { (void)io::peek_kind(p, n); });
+  offer([&] { (void)io::load_parameters(p, n, (data[0] & 2) != 0); });
+  offer([&] { (void)io::load_plaintext(rl, p, n); });
+  offer([&] { (void)io::load_public_key(rl, p, n); });
+  offer([&] { (void)io::load_relin_key(rl, p, n); });
+  offer([&] { (void)io::load_galois_keys(rl, p, n); });
+  offer([&] { (void)io::load_secret_key(rl, p, n); });
+  offer([&] {
+    const Ciphertext c = io::load_ciphertext(rl, p, n);
+    Prng prng = Prng::from_seed(Prng::Seed{2});
+    for (auto mode : {ckks::DecryptionNoise::estimate, ckks::DecryptionNoise::insecure_exact}) {
+      ckks::DecryptOptions options;
+      options.noise = mode;
+      offer([&] { (void)ckks::decrypt(*t.ctx, c, t.sk, options, prng); });
+    }
+  });
+}
+
+}  // namespace ringfire
+
+#ifdef RINGFIRE_LIBFUZZER
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  ringfire::fuzz_one(data, size);
+  return 0;
+}
+#else
+// fuzz_io [iterations] [seed]: mutates the valid objects and loads the results.
+// fuzz_io --write-seeds DIR: writes them as inputs (a libFuzzer corpus).
+int main(int argc, char** argv) {
+  if (argc == 3 && std::strcmp(argv[1], "--write-seeds") == 0) {
+    const auto& seeds = ringfire::target().seeds;
+    for (std::size_t i = 0; i < seeds.size(); ++i) {
+      const std::string path = std::string(argv[2]) + "/seed_" + std::to_string(i);
+      std::FILE* f = std::fopen(path.c_str(), "wb");
+      if (f == nullptr) return 1;
+      const std::uint8_t flags = 1;
+      std::fwrite(&flags, 1, 1, f);
+      std::fwrite(seeds[i].data(), 1, seeds[i].size(), f);
+      std::fclose(f);
+    }
+    return 0;
+  }
+  const long iterations = argc > 1 ? std::atol(argv[1]) : 20000;
+  std::mt19937_64 rng(argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1);
+  const auto& seeds = ringfire::target().seeds;
+  const std::uint8_t field_values[] = {0x00, 0x01, 0x02, 0x03, 0x7f, 0x80, 0xfe, 0xff};
+  for (long i = 0; i < iterations; ++i) {
+    const auto& seed = seeds[rng() % seeds.size()];
+    std::vector<std::uint8_t> input(1, static_cast<std::uint8_t>(rng() % 4 == 0 ? 2 : 1));  // mostly resealed
+    input.insert(input.end(), seed.begin(), seed.end());
+    const int edits = 1 + static_cast<int>(rng() % 3);
+    for (int e = 0; e < edits && input.size() > 1; ++e) {
+      // Early bytes (header and payload fields) most of the time.
+      const std::size_t span = rng() % 4 ? std::min<std::size_t>(input.size() - 1, 96) : input.size() - 1;
+      const std::size_t at = 1 + rng() % span;
+      switch (rng() % 5) {
+        case 0: input[at] ^= static_cast<std::uint8_t>(1u << (rng() % 8)); break;
+        case 1: input[at] = field_values[rng() % sizeof field_values]; break;
+        case 2: input.resize(1 + rng() % (input.size() - 1)); break;
+        case 3: input.insert(input.begin() + static_cast<std::ptrdiff_t>(at), static_cast<std::uint8_t>(rng())); break;
+        default:
+          for (std::size_t k = 0; k < 8 && at + k < input.size(); ++k) input[at + k] = static_cast<std::uint8_t>(rng());
+      }
+    }
+    ringfire::fuzz_one(input.data(), input.size());
+  }
+  std::printf("fuzz_io: %ld inputs, %ld loads succeeded and %ld were refused with InvalidArgument, nothing else\n",
+              iterations, ringfire::g_loaded, ringfire::g_refused);
+  return 0;
+}
+#endif

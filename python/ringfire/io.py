@@ -1,0 +1,193 @@
+"""Envelopes for bytes that cross a trust boundary.
+
+ringfire's binary format (``obj.to_bytes()``) carries an FNV-1a checksum: it
+catches accidents, not an attacker, who can edit any field and recompute it.
+Loading validates every field, but some edits stay well-formed (a Galois key
+under another element with its own tag edited to match, a different noise
+estimate). Two envelopes close that gap:
+
+* **Authentication** -- :func:`authenticate` / :func:`verify`: a keyed
+  BLAKE2b-256 tag over the whole object (the MAC of RFC 7693 keyed mode), for
+  objects sent between parties who share a MAC key (keys from the client to a
+  server, ciphertexts in both directions). ``obj.to_bytes(mac_key=k)`` and
+  ``ctx.load(data, mac_key=k)`` use it; a load given a MAC key refuses
+  unauthenticated bytes, so an attacker cannot strip the tag.
+* **Password protection** for secret keys -- :func:`seal_secret` /
+  :func:`open_secret`: scrypt (RFC 7914; N = 2^17, r = 8, p = 1 by default,
+  about 0.5 s and 128 MiB) derives a key that encrypts the object with
+  ChaCha20-Poly1305 (RFC 8439, from the ``cryptography`` package), the
+  header bound as associated data. ``sk.to_bytes(password=...)`` and
+  ``ctx.load(data, password=...)`` use it.
+
+Layouts (little-endian):
+
+* authenticated: ``"RFMA" | version u16 (1) | algorithm u16 (1 = BLAKE2b-256) |
+  length u64 | object | tag (32 bytes)``
+* sealed: ``"RFSK" | version u16 (1) | kdf u16 (1 = scrypt) | log2(N) u8 | r u8 |
+  p u8 | salt (16) | nonce (12) | ChaCha20-Poly1305(object) with tag (16)``
+
+Both are checked before any object parsing; sizes and scrypt costs are
+bounded (at most 1 GiB of scrypt memory), so hostile bytes fail fast.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import struct
+
+__all__ = ["new_mac_key", "authenticate", "verify", "is_authenticated", "seal_secret", "open_secret", "is_sealed",
+           "wrap", "unwrap"]
+
+_MAC_MAGIC = b"RFMA"
+_MAC_HEADER = struct.Struct("<4sHHQ")
+_MAC_TAG_BYTES = 32
+_MAC_PERSON = b"ringfire-mac"
+
+_SEAL_MAGIC = b"RFSK"
+_SEAL_HEADER = struct.Struct("<4sHHBBB16s12s")
+_SCRYPT_DEFAULT = (17, 8, 1)  # log2(N), r, p
+_SCRYPT_MAX_BYTES = 1 << 30   # 128 * r * N
+
+
+def new_mac_key() -> bytes:
+    """32 random bytes from the operating system, for :func:`authenticate`."""
+    return secrets.token_bytes(32)
+
+
+def _mac_key(key) -> bytes:
+    key = bytes(key)
+    if not 16 <= len(key) <= 64:
+        raise ValueError(f"[io.mac] a MAC key has 16 to 64 bytes (new_mac_key() makes one), got {len(key)}")
+    return key
+
+
+def _tag(key: bytes, message: bytes) -> bytes:
+    return hashlib.blake2b(message, key=key, digest_size=_MAC_TAG_BYTES, person=_MAC_PERSON).digest()
+
+
+def authenticate(data: bytes, mac_key: bytes) -> bytes:
+    """``data`` (any ringfire object's bytes) with a keyed BLAKE2b-256 tag."""
+    data = bytes(data)
+    header = _MAC_HEADER.pack(_MAC_MAGIC, 1, 1, len(data))
+    return header + data + _tag(_mac_key(mac_key), header + data)
+
+
+def is_authenticated(blob: bytes) -> bool:
+    return bytes(blob[:4]) == _MAC_MAGIC
+
+
+def verify(blob: bytes, mac_key: bytes) -> bytes:
+    """The object inside an :func:`authenticate` envelope; ``ValueError`` when the
+    tag does not match (wrong key, or bytes changed anywhere)."""
+    blob = bytes(blob)
+    key = _mac_key(mac_key)
+    if not is_authenticated(blob):
+        raise ValueError("[io.verify] these bytes are not authenticated (no RFMA envelope); a load given a MAC key "
+                         "accepts only authenticated objects")
+    if len(blob) < _MAC_HEADER.size + _MAC_TAG_BYTES:
+        raise ValueError("[io.verify] truncated authenticated object")
+    _, version, algorithm, length = _MAC_HEADER.unpack_from(blob)
+    if version != 1 or algorithm != 1:
+        raise ValueError(f"[io.verify] unsupported envelope version {version} / algorithm {algorithm}")
+    if length != len(blob) - _MAC_HEADER.size - _MAC_TAG_BYTES:
+        raise ValueError("[io.verify] truncated or padded: the envelope's length disagrees with the input")
+    body, tag = blob[:-_MAC_TAG_BYTES], blob[-_MAC_TAG_BYTES:]
+    if not hmac.compare_digest(_tag(key, body), tag):
+        raise ValueError("[io.verify] authentication failed: the bytes were changed, or the MAC key is not the one "
+                         "they were authenticated with")
+    return body[_MAC_HEADER.size:]
+
+
+def _aead():
+    try:
+        from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+        from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
+    except ImportError as err:  # pragma: no cover - a dependency of the package
+        raise ImportError("[io] password protection needs the 'cryptography' package: pip install cryptography") from err
+    return ChaCha20Poly1305, Scrypt
+
+
+def _password(password) -> bytes:
+    if isinstance(password, str):
+        password = password.encode("utf-8")
+    password = bytes(password)
+    if not password:
+        raise ValueError("[io.seal] the password is empty")
+    return password
+
+
+def _derive(password: bytes, salt: bytes, log_n: int, r: int, p: int) -> bytes:
+    _, scrypt = _aead()
+    return scrypt(salt=salt, length=32, n=1 << log_n, r=r, p=p).derive(password)
+
+
+def seal_secret(data: bytes, password, *, scrypt_log_n: int = _SCRYPT_DEFAULT[0]) -> bytes:
+    """``data`` (a secret key's bytes) encrypted under a key derived from
+    ``password`` (str or bytes). ``scrypt_log_n`` trades time for resistance to
+    guessing (17: about 0.5 s; fewer only for tests)."""
+    chacha, _ = _aead()
+    log_n, r, p = int(scrypt_log_n), _SCRYPT_DEFAULT[1], _SCRYPT_DEFAULT[2]
+    if not 10 <= log_n <= 20:
+        raise ValueError(f"[io.seal] scrypt_log_n must be in [10, 20], got {log_n}")
+    salt, nonce = secrets.token_bytes(16), secrets.token_bytes(12)
+    header = _SEAL_HEADER.pack(_SEAL_MAGIC, 1, 1, log_n, r, p, salt, nonce)
+    key = _derive(_password(password), salt, log_n, r, p)
+    return header + chacha(key).encrypt(nonce, bytes(data), header)
+
+
+def is_sealed(blob: bytes) -> bool:
+    return bytes(blob[:4]) == _SEAL_MAGIC
+
+
+def open_secret(blob: bytes, password) -> bytes:
+    """The bytes inside :func:`seal_secret`'s envelope; ``ValueError`` for a wrong
+    password or changed bytes."""
+    blob = bytes(blob)
+    if not is_sealed(blob):
+        raise ValueError("[io.open] these bytes are not a password-protected secret key")
+    if len(blob) < _SEAL_HEADER.size + 16:
+        raise ValueError("[io.open] truncated password-protected object")
+    _, version, kdf, log_n, r, p, salt, nonce = _SEAL_HEADER.unpack_from(blob)
+    if version != 1 or kdf != 1:
+        raise ValueError(f"[io.open] unsupported envelope version {version} / key derivation {kdf}")
+    if not (10 <= log_n <= 20 and 1 <= r <= 32 and 1 <= p <= 16 and 128 * r * (1 << log_n) <= _SCRYPT_MAX_BYTES):
+        raise ValueError(f"[io.open] scrypt costs out of range (N=2^{log_n}, r={r}, p={p})")
+    chacha, _ = _aead()
+    from cryptography.exceptions import InvalidTag
+
+    header = blob[:_SEAL_HEADER.size]
+    key = _derive(_password(password), salt, log_n, r, p)
+    try:
+        return chacha(key).decrypt(nonce, blob[_SEAL_HEADER.size:], header)
+    except InvalidTag:
+        raise ValueError("[io.open] wrong password, or the protected bytes were changed") from None
+
+
+def wrap(data: bytes, mac_key: bytes | None = None) -> bytes:
+    """``data`` authenticated with ``mac_key``, or as it is without one (what every
+    ``to_bytes(mac_key=...)`` returns)."""
+    return data if mac_key is None else authenticate(data, mac_key)
+
+
+def unwrap(data: bytes, mac_key: bytes | None = None, password=None) -> bytes:
+    """The object bytes inside whatever envelopes ``data`` has, checked: what every
+    load does first. With ``mac_key``, unauthenticated bytes are refused (an
+    attacker could have stripped the tag); authenticated bytes without
+    ``mac_key`` are refused too (they were meant to be checked)."""
+    data = bytes(data)
+    if is_authenticated(data):
+        if mac_key is None:
+            raise ValueError("[io.load] these bytes are authenticated: pass mac_key= to check them")
+        data = verify(data, mac_key)
+    elif mac_key is not None:
+        raise ValueError("[io.load] a MAC key was given but these bytes are not authenticated: refused (an attacker "
+                         "could have stripped the tag)")
+    if is_sealed(data):
+        if password is None:
+            raise ValueError("[io.load] this secret key is password-protected: pass password=")
+        data = open_secret(data, password)
+    elif password is not None:
+        raise ValueError("[io.load] a password was given but these bytes are not a password-protected secret key")
+    return data
