@@ -219,6 +219,27 @@ TEST(CkksParameters, LiteralValidation) {
   EXPECT_THROW(ckks::Context{Parameters(lit)}, InvalidArgument);
 }
 
+TEST(RlweParameters, SchemeAndPlaintextModulus) {
+  ParameterLiteral lit = small_literal(0);
+  lit.scheme = Scheme::bgv;
+  lit.plain_modulus = 65537;
+  const Parameters bgv(lit);
+  EXPECT_EQ(bgv.scheme(), Scheme::bgv);
+  EXPECT_EQ(bgv.plain_modulus(), 65537u);
+  EXPECT_EQ(bgv.describe().rfind("BGV t=65537: N=8192", 0), 0u) << bgv.describe();
+  EXPECT_EQ(Parameters(small_literal()).describe().rfind("CKKS: N=8192", 0), 0u);
+  lit.plain_modulus = 1;
+  expect_invalid([&] { Parameters p(lit); }, "plaintext modulus t in [2, 2^60)");
+  lit.plain_modulus = bgv.q_primes()[1] * 3;  // shares a prime with Q
+  expect_invalid([&] { Parameters p(lit); }, "shares the factor");
+  lit.plain_modulus = 65537;
+  lit.scale_bits = 40;
+  expect_invalid([&] { Parameters p(lit); }, "has no scale");
+  ParameterLiteral ckks = small_literal();
+  ckks.plain_modulus = 17;
+  expect_invalid([&] { Parameters p(ckks); }, "CKKS has no plaintext modulus");
+}
+
 TEST(CkksParameters, DnumNormalisation) {
   ParameterLiteral lit;
   lit.poly_degree = kN;
@@ -258,8 +279,12 @@ TEST(CkksParameters, FingerprintIsStableAndDiscriminating) {
   EXPECT_EQ(a.fingerprint(), b.fingerprint());
   EXPECT_EQ(a.q_primes(), b.q_primes());
   EXPECT_EQ(a.p_primes(), b.p_primes());
-  // The explicit-prime constructor reproduces it.
-  const Parameters c(a.n(), a.q_primes(), a.p_primes(), a.dnum(), a.security(), a.scale_bits());
+  // Explicit primes reproduce it.
+  ParameterLiteral explicit_primes = small_literal();
+  explicit_primes.q_primes = a.q_primes();
+  explicit_primes.p_primes = a.p_primes();
+  explicit_primes.dnum = a.dnum();
+  const Parameters c(explicit_primes);
   EXPECT_EQ(c.fingerprint(), a.fingerprint());
 
   std::vector<std::uint64_t> prints{a.fingerprint()};
@@ -282,6 +307,15 @@ TEST(CkksParameters, FingerprintIsStableAndDiscriminating) {
   prints.push_back(Parameters(lit).fingerprint());
   lit = small_literal();
   lit.poly_degree = kN * 2;
+  prints.push_back(Parameters(lit).fingerprint());
+  // The scheme and the plaintext modulus change what a ciphertext means.
+  lit = small_literal(0);
+  lit.scheme = Scheme::bgv;
+  lit.plain_modulus = 65537;
+  prints.push_back(Parameters(lit).fingerprint());
+  lit.scheme = Scheme::bfv;
+  prints.push_back(Parameters(lit).fingerprint());
+  lit.plain_modulus = 65539;
   prints.push_back(Parameters(lit).fingerprint());
   std::vector<std::uint64_t> sorted(prints);
   std::sort(sorted.begin(), sorted.end());
@@ -1005,7 +1039,7 @@ TEST(CkksEvaluator, Errors) {
   ParameterLiteral lit = small_literal();
   lit.scale_bits = 39;
   auto other = std::make_shared<const ckks::Context>(Parameters(lit));
-  const Ciphertext foreign(other->rlwe(), 2, 2, c2.scale());
+  const Ciphertext foreign(other->rlwe(), 2, 2, c2.metadata());
   expect_invalid([&] { ev.add(c2, foreign); }, "fingerprint mismatch");
   expect_invalid([&] { ev.negate(foreign); }, "fingerprint mismatch");
   expect_invalid([&] { ev.rescale(foreign); }, "fingerprint mismatch");

@@ -128,12 +128,17 @@ void expect_same_switch_key(const KeySwitchKey& a, const KeySwitchKey& b) {
 // ---- round trips -----------------------------------------------------------------
 
 TEST(IoRoundTrip, Parameters) {
-  for (int variant : {0, 1}) {
+  for (int variant : {0, 1, 2}) {
     ParameterLiteral lit = small_literal();
     if (variant == 1) {  // two special primes, two digits, no security check
       lit.p_bits = {60, 60};
       lit.dnum = 2;
       lit.insecure_no_security_check = true;
+    }
+    if (variant == 2) {  // BGV with its plaintext modulus
+      lit = small_literal(0);
+      lit.scheme = Scheme::bgv;
+      lit.plain_modulus = 786433;
     }
     const Parameters p(lit);
     const Bytes blob = io::save(p);
@@ -148,6 +153,8 @@ TEST(IoRoundTrip, Parameters) {
     EXPECT_EQ(q.alpha(), p.alpha());
     EXPECT_EQ(q.security(), p.security());
     EXPECT_EQ(q.scale_bits(), p.scale_bits());
+    EXPECT_EQ(q.scheme(), p.scheme());
+    EXPECT_EQ(q.plain_modulus(), p.plain_modulus());
     EXPECT_EQ(q.fingerprint(), p.fingerprint());
     EXPECT_EQ(io::save(q), blob);
   }
@@ -438,9 +445,11 @@ TEST(IoMalformed, CorruptFieldsWithValidChecksum) {
   Prng prng = Prng::from_seed(seed_from(9));
   const Ciphertext c = encrypt_public(e.pk, e.encode(e.values(14), 1), prng);
   const Bytes blob = io::save(c);
-  // Payload layout: size u32 | level u32 | scale f64 | noise f64 | complex u8 | seed flag u8 | polys.
-  const std::size_t size_at = kHeader, level_at = kHeader + 4, scale_at = kHeader + 8, noise_at = kHeader + 16,
-                    complex_at = kHeader + 24, flag_at = kHeader + 25, poly_at = kHeader + 26;
+  // Payload layout: size u32 | level u32 | scale f64 | complex u8 | form u8 | correction u64 | noise f64 |
+  // seed flag u8 | polys.
+  const std::size_t size_at = kHeader, level_at = kHeader + 4, scale_at = kHeader + 8, complex_at = kHeader + 16,
+                    form_at = kHeader + 17, correction_at = kHeader + 18, noise_at = kHeader + 26,
+                    flag_at = kHeader + 34, poly_at = kHeader + 35;
   auto edited = [&](auto edit) {
     Bytes b(blob);
     edit(b);
@@ -472,6 +481,8 @@ TEST(IoMalformed, CorruptFieldsWithValidChecksum) {
     expect_invalid([&] { load(edited([&](Bytes& b) { write_le64(b.data() + noise_at, bits); })); }, "noise");
   }
   expect_invalid([&] { load(edited([&](Bytes& b) { b[complex_at] = 2; })); }, "complex flag");
+  expect_invalid([&] { load(edited([&](Bytes& b) { b[form_at] = 2; })); }, "form flag");
+  expect_invalid([&] { load(edited([&](Bytes& b) { b[correction_at] = 3; })); }, "no correction factor");
   // A residue at or above its prime.
   expect_invalid([&] { load(edited([&](Bytes& b) { write_le64(b.data() + poly_at, e.rlwe->params().q_primes()[0]); })); },
                  "outside [0, q)");
@@ -519,7 +530,7 @@ TEST(IoMalformed, CorruptFieldsWithValidChecksum) {
   // Parameters that do not match their fingerprint (scale_bits 40 -> 39 is
   // valid on its own).
   Bytes p_blob = io::save(e.ctx->params());
-  const std::size_t scale_bits_at = p_blob.size() - 8 - 4;
+  const std::size_t scale_bits_at = p_blob.size() - 8 - 8 - 1 - 4;  // before scheme u8, t u64, checksum
   ASSERT_EQ(p_blob[scale_bits_at], 40);
   p_blob[scale_bits_at] = 39;
   reseal(p_blob);
@@ -556,11 +567,16 @@ TEST(IoRoundTrip, ReadsVersionOneFiles) {
   Prng prng = Prng::from_seed(seed_from(11));
   const auto z = e.values(18);
   const Ciphertext c = encrypt_public(e.pk, e.encode(z, 2), prng);
-  const Bytes old_ct = as_version_one(io::save(c), 16, 9);  // noise f64 + complex u8
+  const Bytes old_ct = as_version_one(io::save(c), 16, 18);  // complex, form, correction, noise
   const Ciphertext loaded = io::load_ciphertext(e.rlwe, old_ct.data(), old_ct.size());
   EXPECT_FALSE(loaded.is_complex());
   EXPECT_NEAR(loaded.noise_bits(), c.noise_bits(), 1e-9);  // a fresh encryption's estimate
   EXPECT_TRUE(same_words(loaded.data(), c.data(), c.size() * c.poly_words()));
+  const Bytes params = io::save(e.ctx->params());
+  const Bytes old_params = as_version_one(params, params.size() - kHeader - 8 - 9, 9);  // scheme u8 + t u64
+  const Parameters loaded_params = io::load_parameters(old_params.data(), old_params.size());
+  EXPECT_EQ(loaded_params.scheme(), Scheme::ckks);
+  EXPECT_EQ(loaded_params.fingerprint(), e.ctx->params().fingerprint());
   const Bytes old_rk = as_version_one(io::save(e.rk), 4, 8);  // source u64
   expect_same_switch_key(io::load_relin_key(e.rlwe, old_rk.data(), old_rk.size()).key(), e.rk.key());
   const Bytes v3 = [&] {
@@ -595,9 +611,9 @@ TEST(IoMalformed, LoadsAllocateNoMoreThanTheirInput) {
   const std::vector<std::pair<Bytes, std::function<void(const Bytes&)>>> cases{
       {stub(io::save(e.rk), 13), [&](const Bytes& b) { io::load_relin_key(e.rlwe, b.data(), b.size()); }},
       {stub(io::save(e.gk), 25), [&](const Bytes& b) { io::load_galois_keys(e.rlwe, b.data(), b.size()); }},
-      {stub(io::save(e.pk), 26), [&](const Bytes& b) { io::load_public_key(e.rlwe, b.data(), b.size()); }},
-      {stub(io::save(c), 26), [&](const Bytes& b) { io::load_ciphertext(e.rlwe, b.data(), b.size()); }},
-      {stub(io::save(p), 14), [&](const Bytes& b) { io::load_plaintext(e.rlwe, b.data(), b.size()); }},
+      {stub(io::save(e.pk), 35), [&](const Bytes& b) { io::load_public_key(e.rlwe, b.data(), b.size()); }},
+      {stub(io::save(c), 35), [&](const Bytes& b) { io::load_ciphertext(e.rlwe, b.data(), b.size()); }},
+      {stub(io::save(p), 23), [&](const Bytes& b) { io::load_plaintext(e.rlwe, b.data(), b.size()); }},
       {stub(io::save(e.sk), 10), [&](const Bytes& b) { io::load_secret_key(e.rlwe, b.data(), b.size()); }},
   };
   const std::size_t before = held();

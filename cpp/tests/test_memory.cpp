@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "ringfire/base/buffer.h"
-#include "ringfire/ring/cuda_info.h"
+#include "backends/cuda/cuda_info.h"
 #include "ringfire/base/errors.h"
 
 namespace ringfire {

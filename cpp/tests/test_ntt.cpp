@@ -6,7 +6,7 @@
 #include "ringfire/arith/modular.h"
 #include "ringfire/arith/primes.h"
 #include "ringfire/base/errors.h"
-#include "ringfire/ring/cuda_info.h"
+#include "backends/cuda/cuda_info.h"
 #include "ringfire/ring/poly_ops.h"
 
 namespace ringfire {

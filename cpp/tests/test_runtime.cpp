@@ -12,7 +12,7 @@
 #include "ringfire/base/op_label.h"
 #include "ringfire/base/queue.h"
 #include "ringfire/ring/compute_frame.h"
-#include "ringfire/ring/cuda_info.h"
+#include "backends/cuda/cuda_info.h"
 
 namespace ringfire {
 namespace {

@@ -7,7 +7,7 @@
 #include "ringfire/base/parallel.h"
 #include "ringfire/base/queue.h"
 #include "ringfire/ring/backend.h"
-#include "ringfire/ring/cuda_info.h"
+#include "backends/cuda/cuda_info.h"
 
 namespace ringfire::python {
 

@@ -11,6 +11,7 @@
 #include "common.h"
 #include "ringfire/ckks/decryptor.h"
 #include "ringfire/ckks/evaluator.h"
+#include "ringfire/rlwe/evaluator.h"
 #include "ringfire/rlwe/prng.h"
 #include "ringfire/rlwe/encryptor.h"
 
@@ -37,7 +38,14 @@ void bind_ckks(nb::module_& m) {
   using ckks::Evaluator;
   using Release = nb::call_guard<nb::gil_scoped_release>;
 
-  nb::class_<RlweContext>(m, "RlweContext").def_prop_ro("fingerprint", &RlweContext::fingerprint);
+  m.attr("SCALE_TOLERANCE") = ckks::kScaleTolerance;
+
+  nb::class_<RlweContext>(m, "RlweContext")
+      .def_prop_ro("fingerprint", &RlweContext::fingerprint)
+      .def("galois_element", &RlweContext::galois_element, nb::arg("steps"))
+      .def("conjugation_element", &RlweContext::conjugation_element)
+      .def("rotation_of", &RlweContext::rotation_of, nb::arg("galois_element"),
+           "The rotation step k in [0, N/2) with 5^k = g (mod 2N), or -1 (the conjugation).");
 
   nb::class_<Context>(m, "CkksContext")
       .def(nb::new_([](const Parameters& params) { return std::make_shared<const Context>(params); }),
@@ -49,8 +57,6 @@ void bind_ckks(nb::module_& m) {
       .def_prop_ro("fingerprint", &Context::fingerprint)
       .def_prop_ro("default_scale", &Context::default_scale)
       .def("scale_at", &Context::scale_at, nb::arg("level"))
-      .def("galois_element", [](const Context& c, long long steps) { return c.rlwe()->galois_element(steps); })
-      .def("conjugation_element", [](const Context& c) { return c.rlwe()->conjugation_element(); })
       .def(
           "encode",
           [](const Context& c, ComplexArray values, std::size_t level, double scale) {
@@ -104,7 +110,7 @@ void bind_ckks(nb::module_& m) {
         return to_numpy(c.encoder().coefficients_to_slots(coeffs));
       });
 
-  nb::class_<Evaluator>(m, "Evaluator")
+  nb::class_<Evaluator, RlweEvaluator>(m, "Evaluator")
       .def(nb::init<ContextPtr>(), nb::arg("context"))
       .def("add", &Evaluator::add, Release())
       .def("add_inplace", &Evaluator::add_inplace, Release())
@@ -128,22 +134,10 @@ void bind_ckks(nb::module_& m) {
       .def("multiply_integer_inplace", &Evaluator::multiply_integer_inplace, Release())
       .def("linear_combination", &Evaluator::linear_combination, nb::arg("inputs"), nb::arg("weights"),
            nb::arg("scale"), Release())
-      .def("relinearize", &Evaluator::relinearize, Release())
-      .def("relinearize_inplace", &Evaluator::relinearize_inplace, Release())
       .def("rescale", &Evaluator::rescale, Release())
       .def("rescale_inplace", &Evaluator::rescale_inplace, Release())
-      .def("mod_switch", nb::overload_cast<const Ciphertext&, std::size_t>(&Evaluator::mod_switch, nb::const_),
-           Release())
-      .def("mod_switch_inplace", &Evaluator::mod_switch_inplace, Release())
-      .def("mod_switch_plain", nb::overload_cast<const Plaintext&, std::size_t>(&Evaluator::mod_switch, nb::const_),
-           Release())
       .def("adjust_to", &Evaluator::adjust_to, Release())
-      .def("rotate", &Evaluator::rotate, Release())
-      .def("rotate_inplace", &Evaluator::rotate_inplace, Release())
-      .def("rotation_plan", &Evaluator::rotation_plan)
-      .def("conjugate", &Evaluator::conjugate, Release())
-      .def("rotate_many", &Evaluator::rotate_many, Release())
-      .def("apply_galois", &Evaluator::apply_galois, Release());
+      .def("conjugate", &Evaluator::conjugate, Release());
 }
 
 }  // namespace ringfire::python

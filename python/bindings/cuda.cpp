@@ -4,9 +4,9 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
-#include "../../cpp/backends/cuda/bench.h"
-#include "../../cpp/backends/cuda/runtime.h"
-#include "../../cpp/backends/cuda/selftest.h"
+#include "backends/cuda/bench.h"
+#include "backends/cuda/runtime.h"
+#include "backends/cuda/selftest.h"
 #include "common.h"
 
 namespace ringfire::python {

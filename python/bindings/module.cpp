@@ -41,6 +41,8 @@ NB_MODULE(_core, m) {
       PyErr_SetString(PyExc_NotImplementedError, e.what());
     }
   });
+  // A device that exists failed (CUDA error, device memory): ringfire.DeviceError.
+  nb::exception<ringfire::DeviceError>(m, "DeviceError", PyExc_RuntimeError);
   ringfire::set_warning_handler(&warn_in_python);
   bind_base(m);
   bind_arith(m);

@@ -13,6 +13,7 @@
 #include "ringfire/base/queue.h"
 #include "ringfire/rlwe/chacha20.h"
 #include "ringfire/rlwe/encryptor.h"
+#include "ringfire/rlwe/evaluator.h"
 #include "ringfire/rlwe/keygen.h"
 #include "ringfire/rlwe/security.h"
 
@@ -29,7 +30,7 @@ Seed seed_from_bytes(const nb::bytes& data) {
 
 // Polynomials of a ciphertext as a (size, level+1, N) uint64 array (a copy).
 U64Array ciphertext_array(const Ciphertext& c) {
-  require(c.device().type == DeviceType::cpu, "rlwe.Ciphertext.polys",
+  require(c.device().is_host(), "rlwe.Ciphertext.polys",
           "the ciphertext lives on '" + c.device().str() + "': copy it to the host first (.to('cpu'))");
   U64Array out = new_array({c.size(), c.level() + 1, c.n()});
   std::memcpy(out.data(), c.data(), c.size() * c.poly_words() * 8);
@@ -75,6 +76,8 @@ void bind_rlwe(nb::module_& m) {
            }),
            nb::arg("poly_degree"), nb::arg("q_bits"), nb::arg("p_bits"), nb::arg("dnum"), nb::arg("security"),
            nb::arg("scale_bits"), nb::arg("insecure_no_security_check") = false)
+      .def_prop_ro("scheme", [](const Parameters& p) { return std::string(scheme_name(p.scheme())); })
+      .def_prop_ro("plain_modulus", &Parameters::plain_modulus)
       .def_prop_ro("poly_degree", &Parameters::n)
       .def_prop_ro("q_primes", &Parameters::q_primes)
       .def_prop_ro("p_primes", &Parameters::p_primes)
@@ -149,6 +152,22 @@ void bind_rlwe(nb::module_& m) {
       .def("elements", &GaloisKeys::elements)
       .def("__len__", &GaloisKeys::size)
       .def("has", &GaloisKeys::has, nb::arg("galois_element"));
+
+  // The scheme-neutral operations (the scheme evaluators derive from it).
+  using Release = nb::call_guard<nb::gil_scoped_release>;
+  nb::class_<RlweEvaluator>(m, "RlweEvaluator")
+      .def("relinearize", &RlweEvaluator::relinearize, Release())
+      .def("relinearize_inplace", &RlweEvaluator::relinearize_inplace, Release())
+      .def("mod_switch",
+           nb::overload_cast<const Ciphertext&, std::size_t>(&RlweEvaluator::mod_switch, nb::const_), Release())
+      .def("mod_switch_inplace", &RlweEvaluator::mod_switch_inplace, Release())
+      .def("mod_switch_plain",
+           nb::overload_cast<const Plaintext&, std::size_t>(&RlweEvaluator::mod_switch, nb::const_), Release())
+      .def("rotate", &RlweEvaluator::rotate, Release())
+      .def("rotate_inplace", &RlweEvaluator::rotate_inplace, Release())
+      .def("rotation_plan", &RlweEvaluator::rotation_plan)
+      .def("rotate_many", &RlweEvaluator::rotate_many, Release())
+      .def("apply_galois", &RlweEvaluator::apply_galois, Release());
 
   // Key generation and encryption take a parent Prng (held under the GIL)
   // and run on a child generator with the GIL released.

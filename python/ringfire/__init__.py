@@ -25,7 +25,9 @@ from . import arith, arith128, ckks, cuda, io, nn, ring
 
 __version__ = "0.1.0"
 
-__all__ = ["arith", "arith128", "ckks", "cuda", "io", "nn", "ring", "num_threads", "set_num_threads", "cuda_available", "__version__"]
+DeviceError = _core.DeviceError  # a device that exists failed (a CUDA error, device memory); a RuntimeError
+
+__all__ = ["DeviceError", "arith", "arith128", "ckks", "cuda", "io", "nn", "ring", "num_threads", "set_num_threads", "cuda_available", "__version__"]
 
 
 def num_threads() -> int:

@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, NotImplementedError) as e:
+    except (ValueError, NotImplementedError, _core.DeviceError) as e:
         print(f"ringfire: error: {e}", file=sys.stderr)
         return 2
 

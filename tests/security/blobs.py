@@ -23,6 +23,8 @@ def reseal(blob: bytes) -> bytes:
     return body + struct.pack("<Q", rf._core.fnv1a64(body))
 
 
-def parameters_payload(n: int, q: list[int], p: list[int], dnum: int, security: int, scale_bits: int) -> bytes:
+def parameters_payload(n: int, q: list[int], p: list[int], dnum: int, security: int, scale_bits: int,
+                       scheme: int = 1, plain_modulus: int = 0) -> bytes:
+    """Version 2 (scheme 1 = CKKS)."""
     return (struct.pack("<QI", n, len(q)) + struct.pack(f"<{len(q)}Q", *q) + struct.pack("<I", len(p)) +
-            struct.pack(f"<{len(p)}Q", *p) + struct.pack("<III", dnum, security, scale_bits))
+            struct.pack(f"<{len(p)}Q", *p) + struct.pack("<IIIBQ", dnum, security, scale_bits, scheme, plain_modulus))

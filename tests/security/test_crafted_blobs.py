@@ -36,8 +36,10 @@ def crafted(ctx):
         "public key v1, 49 bytes": envelope("public key", struct.pack("<IIdB", 2, level, 1.0, 0), f, version=1),
         "relin key v2": envelope("relin key", struct.pack("<IQB", dnum, 0, 1), f),
         "Galois keys v2": envelope("galois keys", struct.pack("<IQIQB", 1, 5, dnum, 5, 1), f),
-        "ciphertext v2": envelope("ciphertext", struct.pack("<IIddBB", 16, level, 2.0**40, 30.0, 0, 0), f),
-        "plaintext v2": envelope("plaintext", struct.pack("<IdBB", level, 2.0**40, 0, 0), f),
+        # size, level | scale, complex, form, correction | noise, seeded
+        "ciphertext v2": envelope("ciphertext", struct.pack("<IIdBBQdB", 16, level, 2.0**40, 0, 1, 1, 30.0, 0), f),
+        # level | scale, complex, form, correction | scalar
+        "plaintext v2": envelope("plaintext", struct.pack("<IdBBQB", level, 2.0**40, 0, 1, 1, 0), f),
         "secret key": envelope("secret key", b"\x00" * 16, f),
     }
 

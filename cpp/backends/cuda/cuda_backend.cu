@@ -13,6 +13,7 @@
 // RINGFIRE_CUDA_SYNC=1, which synchronises after every kernel so an error is
 // reported by the launch that caused it.
 #include "cuda_backend.h"
+#include "registration.h"
 
 #include <algorithm>
 #include <array>
@@ -26,7 +27,7 @@
 #include "ringfire/base/errors.h"
 #include "ringfire/base/fork.h"
 #include "ringfire/base/op_label.h"
-#include "ringfire/ring/cuda_info.h"
+#include "backends/cuda/cuda_info.h"
 
 namespace ringfire {
 
@@ -55,7 +56,7 @@ void check(cudaError_t status, const char* op) {
   if (fork_generation() > 0 && status == cudaErrorInitializationError)
     message += " (this is a forked child process: CUDA cannot be used after fork(); start GPU workers with "
                "multiprocessing's 'spawn' or 'forkserver' method)";
-  throw_not_supported(op, message);
+  throw_device_error(op, message);
 }
 
 namespace {
@@ -130,7 +131,7 @@ namespace {
 // device first, since the value may have been computed on any stream (a
 // download is a sync point).
 void cuda_copy(void* dst, const Device& dst_device, const void* src, const Device& src_device, std::size_t bytes) {
-  const bool to_host = dst_device.type == DeviceType::cpu, from_host = src_device.type == DeviceType::cpu;
+  const bool to_host = dst_device.is_host(), from_host = src_device.is_host();
   const int index = to_host ? src_device.index : dst_device.index;
   CudaBackend& be = backend(index);
   DeviceGuard guard(index);
@@ -152,14 +153,6 @@ void cuda_copy(void* dst, const Device& dst_device, const void* src, const Devic
   }
 }
 
-// The pools serve Buffers on DeviceType::cuda, one per device index;
-// allocation raises NotSupported while no GPU is visible.
-struct RegisterCuda {
-  RegisterCuda() {
-    register_pool(DeviceType::cuda, [](int index) -> MemoryPool& { return device_pool(index); });
-    register_copier(DeviceType::cuda, &cuda_copy);
-  }
-} g_register_cuda;
 
 // A scratch block from a device pool, returned at scope exit. Returning it
 // while kernels that use it are still queued is safe: the next user of the
@@ -1072,7 +1065,12 @@ CudaBackend& backend(int index) {
 
 }  // namespace cuda
 
-Backend& cuda_backend(int device_index) { return cuda::backend(device_index); }
+// "cuda:N": the backend and pool of GPU N (raising NotSupported while no GPU
+// is visible), and the copies above.
+BackendRegistration cuda_registration() {
+  return {"cuda", [](int index) -> Backend& { return cuda::backend(index); },
+          [](int index) -> MemoryPool& { return cuda::device_pool(index); }, &cuda::cuda_copy};
+}
 
 // Runs mul_mod_kernel on n values (on the current GPU); false without a GPU.
 bool cuda_mul_mod(const u64* a, const u64* b, u64* out, std::size_t n, u64 q) {

@@ -29,7 +29,7 @@
 
 namespace ringfire::cuda {
 
-// Raises NotSupported naming `op` and the CUDA error when `status` is not
+// Raises DeviceError naming `op` and the CUDA error when `status` is not
 // cudaSuccess (the checked wrapper every CUDA call goes through).
 void check(cudaError_t status, const char* op);
 

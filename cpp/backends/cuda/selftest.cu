@@ -10,7 +10,7 @@
 #include "cuda_backend.h"
 #include "ringfire/arith/primes.h"
 #include "ringfire/base/errors.h"
-#include "ringfire/ring/cuda_info.h"
+#include "backends/cuda/cuda_info.h"
 #include "selftest.h"
 
 namespace ringfire::cuda {

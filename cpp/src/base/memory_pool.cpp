@@ -23,8 +23,6 @@ class HostPool final : public MemoryPool {
   void raw_free(void* block) override { std::free(block); }
 };
 
-PoolResolver g_device_pools[2] = {nullptr, nullptr};
-
 }  // namespace
 
 std::size_t MemoryPool::capacity_for(std::size_t bytes) {
@@ -138,14 +136,10 @@ const int g_fork_handlers = pthread_atfork(&lock_host_pool, &unlock_host_pool, &
 
 }  // namespace
 
-void register_pool(DeviceType type, PoolResolver resolver) { g_device_pools[static_cast<int>(type)] = resolver; }
-
 MemoryPool& pool_for(const Device& device) {
-  if (device.type == DeviceType::cpu) return host_pool();
-  PoolResolver resolver = g_device_pools[static_cast<int>(device.type)];
-  if (resolver == nullptr)
-    throw_not_supported("device", "no backend for device '" + device.str() +
-                                      "' in this build (CUDA backend not available)");
+  if (device.is_host()) return host_pool();
+  const PoolResolver resolver = device_pool_resolver(device.kind);
+  if (resolver == nullptr) throw_not_supported("device", "device '" + device.str() + "' has no memory in this build");
   return resolver(device.index);
 }
 

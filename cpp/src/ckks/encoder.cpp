@@ -53,14 +53,12 @@ void require_fits(double magnitude, const RnsBase& base, std::size_t level, cons
 }  // namespace
 
 Encoder::Encoder(RlweContextPtr context)
-    : context_(std::move(context)), n_(context_->n()), slots_(n_ / 2), rot_group_(slots_), roots_(2 * n_ + 1),
+    : context_(std::move(context)),
+      n_(context_->n()),
+      slots_(n_ / 2),
+      roots_(2 * n_ + 1),
       bit_reverse_(slots_) {
   const std::size_t m = 2 * n_;
-  std::size_t power = 1;
-  for (std::size_t j = 0; j < slots_; ++j) {
-    rot_group_[j] = power;
-    power = power * 5 % m;
-  }
   for (std::size_t k = 0; k <= m; ++k) {
     const double angle = 2.0 * std::numbers::pi * static_cast<double>(k) / static_cast<double>(m);
     roots_[k] = Complex(std::cos(angle), std::sin(angle));
@@ -74,13 +72,14 @@ Encoder::Encoder(RlweContextPtr context)
 // at block length len the twiddle is a primitive (4 len)-th root raised to 5^j.
 void Encoder::fft_forward(Complex* v) const {
   const std::size_t n = slots_, m = 2 * n_;
+  const std::vector<u64>& rot_group = context_->rotation_group();  // 5^j mod 2N
   for (std::size_t i = 0; i < n; ++i)
     if (i < bit_reverse_[i]) std::swap(v[i], v[bit_reverse_[i]]);
   for (std::size_t len = 2; len <= n; len <<= 1) {
     const std::size_t half = len >> 1, quarter_m = len << 2;
     for (std::size_t i = 0; i < n; i += len)
       for (std::size_t j = 0; j < half; ++j) {
-        const Complex w = roots_[(rot_group_[j] % quarter_m) * (m / quarter_m)];
+        const Complex w = roots_[(rot_group[j] % quarter_m) * (m / quarter_m)];
         const Complex u = v[i + j], t = v[i + j + half] * w;
         v[i + j] = u + t;
         v[i + j + half] = u - t;
@@ -91,11 +90,12 @@ void Encoder::fft_forward(Complex* v) const {
 // The exact inverse of fft_forward, including the 1/n.
 void Encoder::fft_inverse(Complex* v) const {
   const std::size_t n = slots_, m = 2 * n_;
+  const std::vector<u64>& rot_group = context_->rotation_group();
   for (std::size_t len = n; len >= 2; len >>= 1) {
     const std::size_t half = len >> 1, quarter_m = len << 2;
     for (std::size_t i = 0; i < n; i += len)
       for (std::size_t j = 0; j < half; ++j) {
-        const Complex w_conj = roots_[(quarter_m - rot_group_[j] % quarter_m) * (m / quarter_m)];
+        const Complex w_conj = roots_[(quarter_m - rot_group[j] % quarter_m) * (m / quarter_m)];
         const Complex a = v[i + j], b = v[i + j + half];
         v[i + j] = a + b;
         v[i + j + half] = (a - b) * w_conj;
@@ -163,8 +163,9 @@ Plaintext Encoder::encode(const Complex* values, std::size_t count, std::size_t 
   }
   require_fits(largest, base, level, op, "values * scale reach", " in the coefficients",
                "; lower the scale or the values");
-  Plaintext plain(context_, level, scale);
-  plain.set_complex(std::any_of(values, values + count, [](const Complex& v) { return v.imag() != 0.0; }));
+  Metadata meta{.scale = scale};
+  meta.complex = std::any_of(values, values + count, [](const Complex& v) { return v.imag() != 0.0; });
+  Plaintext plain(context_, level, meta);
   for (std::size_t i = 0; i < base.size(); ++i) {
     u64* limb = plain.data() + i * n_;
     for (std::size_t k = 0; k < n_; ++k) limb[k] = reduce_integral_double(coeffs[k], base.modulus(i));
@@ -180,8 +181,7 @@ Plaintext Encoder::encode_scalar(Complex value, std::size_t level, double scale)
     const RnsBase& base = *context_->level_base(level);
     const std::vector<u64> re = scalar_residues(value.real(), level, scale, "ckks.encode");
     const std::vector<u64> im = scalar_residues(value.imag(), level, scale, "ckks.encode");
-    Plaintext plain(context_, level, scale);
-    plain.set_complex(true);
+    Plaintext plain(context_, level, Metadata{.scale = scale, .complex = true});
     for (std::size_t i = 0; i < base.size(); ++i) {
       plain.data()[i * n_] = re[i];
       plain.data()[i * n_ + slots_] = im[i];
@@ -190,7 +190,7 @@ Plaintext Encoder::encode_scalar(Complex value, std::size_t level, double scale)
     return plain;
   }
   std::vector<u64> residues = scalar_residues(value.real(), level, scale, "ckks.encode");
-  Plaintext plain(context_, level, scale);
+  Plaintext plain(context_, level, Metadata{.scale = scale});
   // A constant polynomial is the same constant at every evaluation point.
   for (std::size_t i = 0; i < residues.size(); ++i) std::fill_n(plain.data() + i * n_, n_, residues[i]);
   plain.set_scalar(std::move(residues), value);

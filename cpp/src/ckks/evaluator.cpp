@@ -1,7 +1,6 @@
 #include "ringfire/ckks/evaluator.h"
 
 #include <cmath>
-#include <deque>
 #include <limits>
 #include <optional>
 
@@ -9,18 +8,11 @@
 #include "ringfire/arith/reduction.h"
 #include "ringfire/base/errors.h"
 #include "ringfire/base/op_label.h"
-#include "ringfire/rlwe/key_switch.h"
 #include "ringfire/rlwe/noise.h"
 
 namespace ringfire::ckks {
 
 namespace {
-
-// Relative tolerance for "same scale": scales computed by the same chain of
-// double operations agree to the last bit; 2^-30 leaves room for rounding.
-constexpr double kScaleTolerance = 0x1p-30;
-
-bool same_scale(double a, double b) { return std::fabs(a - b) <= kScaleTolerance * std::max(a, b); }
 
 std::string fmt_scale(double s) {
   char text[48];
@@ -43,12 +35,6 @@ class PlainOn {
   std::optional<Plaintext> moved_;
   const Plaintext* plain_;
 };
-
-void check_key_device(const Device& key, const Ciphertext& a, const char* op) {
-  require(key == a.device(), op,
-          "the key lives on '" + key.str() + "' but the ciphertext on '" + a.device().str() +
-              "': move the keys with .to(...) (they are uploaded once and cached)");
-}
 
 double log2_modulus(const RnsBase& base) {
   double bits = 0.0;
@@ -74,26 +60,29 @@ double constant_product_noise(const Ciphertext& a, double magnitude, double scal
   return noise::add(noise::scale(a.noise_bits(), magnitude * scale), std::log2(0.5 * a.scale()));
 }
 
-// The metadata a result takes from its (first) operand.
-void inherit(Ciphertext& out, const Ciphertext& a) {
-  out.set_noise_bits(a.noise_bits());
-  out.set_complex(a.is_complex());
+// A's metadata with another scale (a product's).
+Metadata with_scale(const Metadata& meta, double scale) {
+  Metadata out = meta;
+  out.scale = scale;
+  return out;
 }
 
 }  // namespace
 
-Evaluator::Evaluator(ContextPtr context) : context_(std::move(context)) {
-  require(context_ != nullptr, "ckks.Evaluator", "needs a context");
+namespace {
+
+RlweContextPtr rlwe_of(const ContextPtr& context) {
+  require(context != nullptr, "ckks.Evaluator", "needs a context");
+  return context->rlwe();
 }
 
-void Evaluator::check_context(std::uint64_t fingerprint, const char* op) const {
-  require(fingerprint == context_->fingerprint(), op,
-          "operand comes from a different context (parameter fingerprint mismatch)");
-}
+}  // namespace
+
+Evaluator::Evaluator(ContextPtr context) : RlweEvaluator(rlwe_of(context)), context_(std::move(context)) {}
 
 void Evaluator::check_pair(const Ciphertext& a, const Ciphertext& b, const char* op) const {
-  check_context(a.fingerprint(), op);
-  check_context(b.fingerprint(), op);
+  check_operand(a, op);
+  check_operand(b, op);
   require(a.level() == b.level(), op,
           "level mismatch: " + std::to_string(a.level()) + " vs " + std::to_string(b.level()));
   require(a.device() == b.device(), op, "operands live on different devices");
@@ -104,8 +93,9 @@ void Evaluator::check_same_scale(double a, double b, const char* op) const {
 }
 
 void Evaluator::check_plain(const Ciphertext& a, const Plaintext& p, const char* op, bool need_same_scale) const {
-  check_context(a.fingerprint(), op);
+  check_operand(a, op);
   check_context(p.fingerprint(), op);
+  require(p.form() == Form::eval, op, "the plaintext is in coefficient form: operations need evaluation form");
   require(a.level() == p.level(), op,
           "level mismatch: ciphertext " + std::to_string(a.level()) + " vs plaintext " + std::to_string(p.level()));
   if (need_same_scale)
@@ -129,9 +119,9 @@ namespace {
 template <class Op>
 void combine_inplace(Ciphertext& a, const Ciphertext& b, Op op) {
   if (b.size() > a.size()) {
-    Ciphertext grown(a.context(), b.size(), a.level(), a.scale(), a.device());
+    Ciphertext grown(a.context(), b.size(), a.level(), a.metadata(), a.device());
     backend(a).copy(a.data(), grown.data(), a.size() * a.poly_words());
-    inherit(grown, a);
+    grown.set_noise_bits(a.noise_bits());
     a = std::move(grown);
   }
   op(backend(a), a.data(), b.data(), a.data(), b.size(), a.base());
@@ -179,7 +169,7 @@ Ciphertext Evaluator::sub(const Ciphertext& a, const Ciphertext& b) const {
 
 void Evaluator::negate_inplace(Ciphertext& a) const {
   const OpLabel label("ckks.negate");
-  check_context(a.fingerprint(), "ckks.negate");
+  check_operand(a, "ckks.negate");
   backend(a).negate(a.data(), a.data(), a.size(), a.base());
   a.set_seed(std::nullopt);
 }
@@ -221,7 +211,7 @@ Ciphertext Evaluator::sub_plain(const Ciphertext& a, const Plaintext& p) const {
 
 void Evaluator::add_scalar_inplace(Ciphertext& a, Complex value) const {
   const OpLabel label("ckks.add_scalar");
-  check_context(a.fingerprint(), "ckks.add_scalar");
+  check_operand(a, "ckks.add_scalar");
   const Encoder& enc = context_->encoder();
   if (value.imag() == 0.0) {
     const std::vector<u64> r = enc.scalar_residues(value.real(), a.level(), a.scale(), "ckks.add_scalar");
@@ -249,7 +239,7 @@ Ciphertext Evaluator::multiply(const Ciphertext& a, const Ciphertext& b) const {
               std::to_string(b.size()));
   const double scale = a.scale() * b.scale();
   check_product_fits(scale, a.level(), op);
-  Ciphertext out(a.context(), 3, a.level(), scale, a.device());
+  Ciphertext out(a.context(), 3, a.level(), with_scale(a.metadata(), scale), a.device());
   Backend& be = backend(a);
   const RnsBase& base = a.base();
   be.multiply(a.poly(0), b.poly(0), out.poly(0), 1, base);
@@ -264,11 +254,11 @@ Ciphertext Evaluator::multiply(const Ciphertext& a, const Ciphertext& b) const {
 Ciphertext Evaluator::square(const Ciphertext& a) const {
   constexpr const char* op = "ckks.square";
   const OpLabel label(op);
-  check_context(a.fingerprint(), op);
+  check_operand(a, op);
   require(a.size() == 2, op, "needs a size-2 ciphertext (relinearize first), got size " + std::to_string(a.size()));
   const double scale = a.scale() * a.scale();
   check_product_fits(scale, a.level(), op);
-  Ciphertext out(a.context(), 3, a.level(), scale, a.device());
+  Ciphertext out(a.context(), 3, a.level(), with_scale(a.metadata(), scale), a.device());
   Backend& be = backend(a);
   const RnsBase& base = a.base();
   be.multiply(a.poly(0), a.poly(0), out.poly(0), 1, base);
@@ -276,7 +266,6 @@ Ciphertext Evaluator::square(const Ciphertext& a) const {
   be.add(out.poly(1), out.poly(1), out.poly(1), 1, base);
   be.multiply(a.poly(1), a.poly(1), out.poly(2), 1, base);
   out.set_noise_bits(product_noise(a, a));
-  out.set_complex(a.is_complex());
   return out;
 }
 
@@ -311,7 +300,7 @@ Ciphertext Evaluator::multiply_plain(const Ciphertext& a, const Plaintext& p) co
 void Evaluator::multiply_scalar_inplace(Ciphertext& a, Complex value, double scale) const {
   constexpr const char* op = "ckks.multiply_scalar";
   const OpLabel label(op);
-  check_context(a.fingerprint(), op);
+  check_operand(a, op);
   const Encoder& enc = context_->encoder();
   if (value.imag() != 0.0) {
     multiply_plain_inplace(a, enc.encode_scalar(value, a.level(), scale));
@@ -334,7 +323,7 @@ Ciphertext Evaluator::multiply_scalar(const Ciphertext& a, Complex value, double
 
 void Evaluator::multiply_integer_inplace(Ciphertext& a, std::int64_t value) const {
   const OpLabel label("ckks.multiply_integer");
-  check_context(a.fingerprint(), "ckks.multiply_integer");
+  check_operand(a, "ckks.multiply_integer");
   const RnsBase& base = a.base();
   std::vector<u64> r(base.size());
   const u64 magnitude = value < 0 ? 0 - static_cast<u64>(value) : static_cast<u64>(value);
@@ -379,7 +368,7 @@ Ciphertext Evaluator::linear_combination(const std::vector<const Ciphertext*>& i
     std::copy(r.begin(), r.end(), residues.begin() + t * limbs);
     pointers[t] = inputs[t]->data();
   }
-  Ciphertext out(first.context(), first.size(), first.level(), product, first.device());
+  Ciphertext out(first.context(), first.size(), first.level(), with_scale(first.metadata(), product), first.device());
   backend(first).linear_combination(pointers.data(), residues.data(), inputs.size(), out.data(), first.size(),
                                     first.base());
   double noise_bits = -std::numeric_limits<double>::infinity();
@@ -395,27 +384,10 @@ Ciphertext Evaluator::linear_combination(const std::vector<const Ciphertext*>& i
 
 // ---- key switching -------------------------------------------------------------
 
-Ciphertext Evaluator::relinearize(const Ciphertext& a, const RelinKey& key) const {
-  constexpr const char* op = "ckks.relinearize";
-  const OpLabel label(op);
-  check_context(a.fingerprint(), op);
-  check_context(key.fingerprint(), op);
-  require(a.size() == 3, op, "needs a size-3 ciphertext, got size " + std::to_string(a.size()));
-  check_key_device(key.device(), a, op);
-  Ciphertext out(a.context(), 2, a.level(), a.scale(), a.device());
-  key_switch(*context_->rlwe(), a.poly(2), a.level(), key.key(), out.poly(0), out.poly(1));
-  backend(a).add(out.data(), a.data(), out.data(), 2, a.base());
-  inherit(out, a);
-  out.set_noise_bits(noise::add(a.noise_bits(), noise::key_switch(*context_->rlwe(), a.level())));
-  return out;
-}
-
-void Evaluator::relinearize_inplace(Ciphertext& a, const RelinKey& key) const { a = relinearize(a, key); }
-
 Ciphertext Evaluator::rescale(const Ciphertext& a) const {
   constexpr const char* op = "ckks.rescale";
   const OpLabel label(op);
-  check_context(a.fingerprint(), op);
+  check_operand(a, op);
   require(a.level() >= 1, op, "the ciphertext is at level 0: no prime left to rescale by");
   const RlweContext& ctx = *context_->rlwe();
   const std::size_t level = a.level(), n = a.n();
@@ -423,7 +395,8 @@ Ciphertext Evaluator::rescale(const Ciphertext& a) const {
   const RnsBase& lower = *ctx.level_base(level - 1);
   const u64 q_last = last.modulus(0).value();
   Backend& be = backend(a);
-  Ciphertext out(a.context(), a.size(), level - 1, a.scale() / static_cast<double>(q_last), a.device());
+  Ciphertext out(a.context(), a.size(), level - 1, with_scale(a.metadata(), a.scale() / static_cast<double>(q_last)),
+                 a.device());
   std::vector<u64> q_last_inv(level);
   for (std::size_t i = 0; i < level; ++i) q_last_inv[i] = ctx.q_last_inverse(level, i);
   const std::size_t polys = a.size();
@@ -438,47 +411,16 @@ Ciphertext Evaluator::rescale(const Ciphertext& a) const {
   for (std::size_t p = 0; p < polys; ++p)
     be.sub(a.poly(p), correction.data() + p * level * n, out.poly(p), 1, lower);
   be.multiply_scalar(out.data(), q_last_inv.data(), out.data(), polys, lower);
-  inherit(out, a);
   out.set_noise_bits(noise::add(a.noise_bits() - std::log2(static_cast<double>(q_last)), noise::rounding(ctx)));
   return out;
 }
 
 void Evaluator::rescale_inplace(Ciphertext& a) const { a = rescale(a); }
 
-Ciphertext Evaluator::mod_switch(const Ciphertext& a, std::size_t level) const {
-  constexpr const char* op = "ckks.mod_switch";
-  const OpLabel label(op);
-  check_context(a.fingerprint(), op);
-  require(level <= a.level(), op,
-          "cannot raise a ciphertext from level " + std::to_string(a.level()) + " to " + std::to_string(level));
-  Ciphertext out(a.context(), a.size(), level, a.scale(), a.device());
-  for (std::size_t p = 0; p < a.size(); ++p) backend(a).copy(a.poly(p), out.poly(p), out.poly_words());
-  if (level == a.level()) out.set_seed(a.seed());
-  inherit(out, a);
-  return out;
-}
-
-void Evaluator::mod_switch_inplace(Ciphertext& a, std::size_t level) const { a = mod_switch(a, level); }
-
-Plaintext Evaluator::mod_switch(const Plaintext& p, std::size_t level) const {
-  constexpr const char* op = "ckks.mod_switch";
-  const OpLabel label(op);
-  check_context(p.fingerprint(), op);
-  require(level <= p.level(), op,
-          "cannot raise a plaintext from level " + std::to_string(p.level()) + " to " + std::to_string(level));
-  Plaintext out(p.context(), level, p.scale(), p.device());
-  backend_for(p.device()).copy(p.data(), out.data(), out.poly_words());
-  out.set_complex(p.is_complex());
-  if (p.is_scalar())
-    out.set_scalar(std::vector<u64>(p.scalar_residues().begin(), p.scalar_residues().begin() + level + 1),
-                   p.scalar_value());
-  return out;
-}
-
 Ciphertext Evaluator::adjust_to(const Ciphertext& a, std::size_t level) const {
   constexpr const char* op = "ckks.adjust_to";
   const OpLabel label(op);
-  check_context(a.fingerprint(), op);
+  check_operand(a, op);
   const double target = context_->scale_at(level);
   if (level <= a.level() && same_scale(a.scale(), target)) {
     Ciphertext out = mod_switch(a, level);
@@ -514,125 +456,10 @@ Ciphertext Evaluator::adjust_to(const Ciphertext& a, std::size_t level) const {
   return out;
 }
 
-// ---- rotations ------------------------------------------------------------------
-
-long long Evaluator::step_of(u64 galois_element) const {
-  const std::size_t n = context_->rlwe()->n();
-  u64 g = 1;
-  for (std::size_t k = 0; k < n / 2; ++k) {
-    if (g == galois_element) return static_cast<long long>(k);
-    g = g * 5 % (2 * n);
-  }
-  return -1;  // not a rotation (conjugation)
-}
-
-std::vector<long long> Evaluator::rotation_plan(long long steps, const GaloisKeys& keys) const {
-  constexpr const char* op = "ckks.rotate";
-  const OpLabel label(op);
-  check_context(keys.fingerprint(), op);
-  const RlweContext& ctx = *context_->rlwe();
-  const long long half = static_cast<long long>(ctx.n() / 2);
-  const long long target = ((steps % half) + half) % half;
-  if (target == 0) return {};
-  if (keys.has(ctx.galois_element(target))) return {target};
-  std::vector<long long> available;
-  for (u64 g : keys.elements())
-    if (long long s = step_of(g); s > 0) available.push_back(s);
-  // Breadth-first search over Z_{N/2}: the fewest keyed rotations summing to target.
-  std::vector<long long> parent(half, -1), via(half, 0);
-  std::deque<long long> queue{0};
-  parent[0] = 0;
-  while (!queue.empty() && parent[target] < 0) {
-    const long long at = queue.front();
-    queue.pop_front();
-    for (long long s : available) {
-      const long long next = (at + s) % half;
-      if (parent[next] < 0) {
-        parent[next] = at;
-        via[next] = s;
-        queue.push_back(next);
-      }
-    }
-  }
-  require(parent[target] >= 0, op,
-          "no Galois keys reach a rotation by " + std::to_string(steps) +
-              " (generate a key for that step, or for powers of two)");
-  std::vector<long long> plan;
-  for (long long at = target; at != 0; at = parent[at]) plan.push_back(via[at]);
-  return plan;
-}
-
-Ciphertext Evaluator::apply_galois(const Ciphertext& a, u64 galois_element, const GaloisKeys& keys) const {
-  constexpr const char* op = "ckks.rotate";
-  const OpLabel label(op);
-  check_context(a.fingerprint(), op);
-  check_context(keys.fingerprint(), op);
-  require(a.size() == 2, op, "needs a size-2 ciphertext (relinearize first), got size " + std::to_string(a.size()));
-  const KeySwitchKey& key = keys.get(galois_element);
-  check_key_device(key.device(), a, op);
-  Backend& be = backend(a);
-  Ciphertext permuted(a.context(), 2, a.level(), a.scale(), a.device());
-  be.automorphism(a.data(), permuted.data(), 2, a.base(), galois_element, Form::eval);
-  Ciphertext out(a.context(), 2, a.level(), a.scale(), a.device());
-  key_switch(*context_->rlwe(), permuted.poly(1), a.level(), key, out.poly(0), out.poly(1));
-  be.add(out.poly(0), permuted.poly(0), out.poly(0), 1, a.base());
-  // The automorphism permutes coefficients (up to sign): it keeps the norm.
-  inherit(out, a);
-  out.set_noise_bits(noise::add(a.noise_bits(), noise::key_switch(*context_->rlwe(), a.level())));
-  return out;
-}
-
-Ciphertext Evaluator::rotate(const Ciphertext& a, long long steps, const GaloisKeys& keys) const {
-  Ciphertext out = a.clone();
-  rotate_inplace(out, steps, keys);
-  return out;
-}
-
-void Evaluator::rotate_inplace(Ciphertext& a, long long steps, const GaloisKeys& keys) const {
-  check_context(a.fingerprint(), "ckks.rotate");
-  for (long long s : rotation_plan(steps, keys)) a = apply_galois(a, context_->rlwe()->galois_element(s), keys);
-}
-
-std::vector<Ciphertext> Evaluator::rotate_many(const Ciphertext& a, const std::vector<long long>& steps,
-                                               const GaloisKeys& keys) const {
-  constexpr const char* op = "ckks.rotate_many";
-  const OpLabel label(op);
-  check_context(a.fingerprint(), op);
-  check_context(keys.fingerprint(), op);
-  require(a.size() == 2, op, "needs a size-2 ciphertext (relinearize first), got size " + std::to_string(a.size()));
-  const RlweContext& ctx = *context_->rlwe();
-  const long long half = static_cast<long long>(ctx.n() / 2);
-  std::vector<u64> elements;
-  for (long long s : steps) {
-    const long long k = ((s % half) + half) % half;
-    const u64 g = ctx.galois_element(k);
-    require(k == 0 || keys.has(g), op,
-            "no Galois key for rotation " + std::to_string(s) + " (hoisted rotations need a key per step)");
-    elements.push_back(k == 0 ? 1 : g);
-  }
-  check_key_device(keys.device(), a, op);
-  const HoistedDigits digits(ctx, a.poly(1), a.level(), a.device());
-  Backend& be = backend(a);
-  std::vector<Ciphertext> out;
-  out.reserve(steps.size());
-  for (u64 g : elements) {
-    if (g == 1) {
-      out.push_back(a.clone());
-      continue;
-    }
-    Ciphertext r(a.context(), 2, a.level(), a.scale(), a.device());
-    key_switch_hoisted(ctx, digits, g, keys.get(g), r.poly(0), r.poly(1));
-    Buffer c0(a.poly_words(), a.device());
-    be.automorphism(a.poly(0), c0.data(), 1, a.base(), g, Form::eval);
-    be.add(r.poly(0), c0.data(), r.poly(0), 1, a.base());
-    inherit(r, a);
-    r.set_noise_bits(noise::add(a.noise_bits(), noise::key_switch(ctx, a.level())));
-    out.push_back(std::move(r));
-  }
-  return out;
-}
+// ---- conjugation -------------------------------------------------------------
 
 Ciphertext Evaluator::conjugate(const Ciphertext& a, const GaloisKeys& keys) const {
+  const OpLabel label("ckks.conjugate");
   return apply_galois(a, context_->rlwe()->conjugation_element(), keys);
 }
 

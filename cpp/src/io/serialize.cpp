@@ -83,23 +83,6 @@ Seed read_seed(Reader& r) {
   return seed;
 }
 
-// Version 2 payload of a ciphertext or public key:
-//   size u32 | level u32 | scale f64 | noise_bits f64 | complex u8 | seeded u8 |
-//   [seed 32] | the polynomials (c_1 omitted when seeded)
-// Version 1 had neither noise_bits nor the complex flag.
-void write_ciphertext_payload(Writer& w, const Ciphertext& c) {
-  w.u32(static_cast<std::uint32_t>(c.size()));
-  w.u32(static_cast<std::uint32_t>(c.level()));
-  w.f64(c.scale());
-  w.f64(c.noise_bits());
-  w.u8(c.is_complex() ? 1 : 0);
-  const bool seeded = c.seed().has_value() && c.size() == 2;
-  w.u8(seeded ? 1 : 0);
-  if (seeded) w.raw(c.seed()->data(), 32);
-  for (std::size_t p = 0; p < c.size(); ++p)
-    if (!(seeded && p == 1)) write_poly(w, c.poly(p), c.poly_words());
-}
-
 // Bytes of one polynomial of `limbs` limbs.
 std::size_t poly_bytes(const RlweContext& ctx, std::size_t limbs) { return limbs * ctx.n() * 8; }
 
@@ -109,15 +92,65 @@ double log2_modulus(const RnsBase& base) {
   return bits;
 }
 
-// A scale that can describe data at `level`: at least `lowest` and leaving a
-// bit of the modulus for the sign (so decoding never divides by zero or
-// returns values that cannot be there).
-void require_scale(double scale, double lowest, const RlweContext& ctx, std::size_t level, const char* what) {
-  const double q_bits = log2_modulus(*ctx.level_base(level));
-  require(std::isfinite(scale) && scale >= lowest && std::log2(scale) + 1.0 < q_bits, "io.load",
-          std::string("corrupt: ") + what + " scale " + std::to_string(scale) + " is outside [" +
-              std::to_string(lowest) + ", 2^" + std::to_string(static_cast<int>(q_bits) - 1) + ") at level " +
-              std::to_string(level));
+// Metadata, version 2: scale f64 | complex u8 | form u8 | correction u64.
+// Version 1 had the scale alone (evaluation form, real, CKKS).
+void write_metadata(Writer& w, const Metadata& m) {
+  w.f64(m.scale);
+  w.u8(m.complex ? 1 : 0);
+  w.u8(m.form == Form::eval ? 1 : 0);
+  w.u64(m.correction);
+}
+
+Metadata read_metadata(Reader& r, std::uint16_t version) {
+  Metadata m;
+  m.scale = r.f64("the scale");
+  if (version < 2) return m;
+  const std::uint8_t is_complex = r.u8("the complex flag"), form = r.u8("the form");
+  require(is_complex <= 1, "io.load", "corrupt: bad complex flag");
+  require(form <= 1, "io.load", "corrupt: bad form flag");
+  m.complex = is_complex == 1;
+  m.form = form == 1 ? Form::eval : Form::coeff;
+  m.correction = r.u64("the correction factor");
+  return m;
+}
+
+// Metadata that makes sense for the scheme: CKKS scales of at least `lowest`
+// that leave a bit of the level's modulus for the sign (so decoding never
+// divides by zero or returns values that cannot be there); BGV correction
+// factors below t; nothing else where a scheme has no such field.
+void check_metadata(const Metadata& m, const RlweContext& ctx, std::size_t level, double lowest, const char* what) {
+  const Parameters& params = ctx.params();
+  const std::string prefix = std::string("corrupt: ") + what;
+  if (params.scheme() == Scheme::ckks) {
+    const double q_bits = log2_modulus(*ctx.level_base(level));
+    require(std::isfinite(m.scale) && m.scale >= lowest && std::log2(m.scale) + 1.0 < q_bits, "io.load",
+            prefix + " scale " + std::to_string(m.scale) + " is outside [" + std::to_string(lowest) + ", 2^" +
+                std::to_string(static_cast<int>(q_bits) - 1) + ") at level " + std::to_string(level));
+    require(m.correction == 1, "io.load", prefix + " CKKS objects have no correction factor");
+    return;
+  }
+  require(m.scale == 1.0 && !m.complex, "io.load", prefix + " " + scheme_name(params.scheme()) + " objects have no scale");
+  if (params.scheme() == Scheme::bgv)
+    require(m.correction >= 1 && m.correction < params.plain_modulus(), "io.load",
+            prefix + " correction factor " + std::to_string(m.correction) + " is not below t");
+  else
+    require(m.correction == 1, "io.load", prefix + " BFV objects have no correction factor");
+}
+
+// Version 2 payload of a ciphertext or public key:
+//   size u32 | level u32 | metadata | noise_bits f64 | seeded u8 | [seed 32] |
+//   the polynomials (c_1 omitted when seeded)
+// Version 1: size | level | scale | seeded | ...
+void write_ciphertext_payload(Writer& w, const Ciphertext& c) {
+  w.u32(static_cast<std::uint32_t>(c.size()));
+  w.u32(static_cast<std::uint32_t>(c.level()));
+  write_metadata(w, c.metadata());
+  w.f64(c.noise_bits());
+  const bool seeded = c.seed().has_value() && c.size() == 2;
+  w.u8(seeded ? 1 : 0);
+  if (seeded) w.raw(c.seed()->data(), 32);
+  for (std::size_t p = 0; p < c.size(); ++p)
+    if (!(seeded && p == 1)) write_poly(w, c.poly(p), c.poly_words());
 }
 
 // What a ciphertext payload holds: a ciphertext, or a public key (a top-level
@@ -127,36 +160,33 @@ enum class Holder { ciphertext, public_key };
 Ciphertext read_ciphertext_payload(Reader& r, const RlweContextPtr& ctx, std::uint16_t version, Holder holder) {
   const std::uint32_t count = r.u32("the ciphertext size");
   const std::uint32_t level = r.u32("the level");
-  const double scale = r.f64("the scale");
   require(count >= 1 && count <= kMaxCiphertextSize, "io.load", "corrupt: ciphertext size " + std::to_string(count));
   require(level <= ctx->max_level(), "io.load",
           "corrupt: level " + std::to_string(level) + " exceeds the maximum " + std::to_string(ctx->max_level()));
+  const Metadata meta = read_metadata(r, version);
   double noise_bits = noise::add(noise::fresh_public(*ctx), noise::encoding(*ctx));  // version 1: a fresh one's
-  std::uint8_t is_complex = 0;
   if (version >= 2) {
     noise_bits = r.f64("the noise estimate");
-    is_complex = r.u8("the complex flag");
     // -infinity (no noise) or a norm that fits the modulus.
     require((std::isinf(noise_bits) && noise_bits < 0) ||
                 (std::isfinite(noise_bits) && noise_bits >= -64.0 &&
                  noise_bits <= log2_modulus(*ctx->level_base(level))),
             "io.load", "corrupt: the noise estimate 2^" + std::to_string(noise_bits) + " is out of range");
-    require(is_complex <= 1, "io.load", "corrupt: bad complex flag");
   }
   if (holder == Holder::public_key) {
-    require(count == 2 && level == ctx->max_level() && scale == 1.0 && !is_complex, "io.load",
-            "corrupt: a public key is a top-level pair of scale 1");
+    require(count == 2 && level == ctx->max_level() && meta == Metadata{}, "io.load",
+            "corrupt: a public key is a top-level pair of scale 1 in evaluation form");
   } else {
-    // A ciphertext holds at least one bit of scale; a public key (scale 1)
-    // relabelled as a ciphertext is refused here.
-    require_scale(scale, 2.0, *ctx, level, "the ciphertext's");
+    // A CKKS ciphertext holds at least one bit of scale; a public key (scale
+    // 1) relabelled as a ciphertext is refused here.
+    check_metadata(meta, *ctx, level, 2.0, "the ciphertext's");
   }
   const std::uint8_t seeded = r.u8("the seed flag");
   require(seeded <= 1 && (!seeded || count == 2), "io.load", "corrupt: bad seed flag");
   // Every stored polynomial must be present before any is allocated: memory
   // follows the input (a seed expands to one polynomial, at most doubling it).
   r.need((count - seeded) * poly_bytes(*ctx, level + 1) + (seeded ? 32 : 0), "the ciphertext polynomials");
-  Ciphertext c(ctx, count, level, scale);
+  Ciphertext c(ctx, count, level, meta);
   std::optional<Seed> seed;
   if (seeded) seed = read_seed(r);
   for (std::size_t p = 0; p < count; ++p) {
@@ -165,7 +195,6 @@ Ciphertext read_ciphertext_payload(Reader& r, const RlweContextPtr& ctx, std::ui
   }
   c.set_seed(seed);
   c.set_noise_bits(noise_bits);
-  c.set_complex(is_complex == 1);
   return c;
 }
 
@@ -239,6 +268,10 @@ Kind peek_kind(const std::uint8_t* data, std::size_t size) { return open(data, s
 
 // ---- save ---------------------------------------------------------------------
 
+// Version 2 payload of parameters:
+//   N u64 | L+1 u32 | q primes | k u32 | p primes | dnum u32 | security u32 |
+//   scale_bits u32 | scheme u8 | plain modulus u64
+// Version 1 ended after scale_bits (CKKS).
 Bytes save(const Parameters& params) {
   Writer w;
   w.u64(params.n());
@@ -249,20 +282,21 @@ Bytes save(const Parameters& params) {
   w.u32(static_cast<std::uint32_t>(params.dnum()));
   w.u32(static_cast<std::uint32_t>(params.security()));
   w.u32(static_cast<std::uint32_t>(params.scale_bits()));
+  w.u8(static_cast<std::uint8_t>(params.scheme()));
+  w.u64(params.plain_modulus());
   return seal(Kind::parameters, params.fingerprint(), w);
 }
 
 namespace {
 // Objects on a GPU are downloaded first: the envelope always holds host words.
-bool on_host(const Device& device) { return device.type == DeviceType::cpu; }
+bool on_host(const Device& device) { return device.is_host(); }
 }  // namespace
 
 Bytes save(const Plaintext& plain) {
   if (!on_host(plain.device())) return save(plain.to(Device::cpu()));
   Writer w;
   w.u32(static_cast<std::uint32_t>(plain.level()));
-  w.f64(plain.scale());
-  w.u8(plain.is_complex() ? 1 : 0);  // version 2
+  write_metadata(w, plain.metadata());
   w.u8(plain.is_scalar() ? 1 : 0);
   if (plain.is_scalar()) {
     w.f64(plain.scalar_value().real());
@@ -319,26 +353,34 @@ Bytes save(const SecretKey& key) {
 Parameters load_parameters(const std::uint8_t* data, std::size_t size, bool insecure_no_security_check) {
   const Envelope e = open_as(Kind::parameters, nullptr, data, size);
   Reader r(e.payload, e.payload_size);
-  const std::uint64_t n = r.u64("the ring degree");
+  ParameterLiteral lit;
+  lit.poly_degree = static_cast<std::size_t>(r.u64("the ring degree"));
   const std::uint32_t q_count = r.u32("the prime count");
   require(q_count >= 1 && q_count <= 256, "io.load", "corrupt: " + std::to_string(q_count) + " ciphertext primes");
   r.need(q_count * 8ull, "the ciphertext primes");
-  std::vector<u64> q(q_count);
-  for (auto& v : q) v = r.u64("a prime");
+  lit.q_primes.resize(q_count);
+  for (auto& v : lit.q_primes) v = r.u64("a prime");
   const std::uint32_t p_count = r.u32("the special prime count");
   require(p_count >= 1 && p_count <= 64, "io.load", "corrupt: " + std::to_string(p_count) + " special primes");
   r.need(p_count * 8ull, "the special primes");
-  std::vector<u64> p(p_count);
-  for (auto& v : p) v = r.u64("a prime");
-  const std::uint32_t dnum = r.u32("dnum");
+  lit.p_primes.resize(p_count);
+  for (auto& v : lit.p_primes) v = r.u64("a prime");
+  lit.dnum = r.u32("dnum");
   const std::uint32_t security = r.u32("the security level");
-  const std::uint32_t scale_bits = r.u32("the scale bits");
+  lit.scale_bits = static_cast<int>(r.u32("the scale bits"));
+  if (e.version >= 2) {
+    const std::uint8_t scheme = r.u8("the scheme");
+    require(scheme >= 1 && scheme <= 3, "io.load", "corrupt: unknown scheme " + std::to_string(scheme));
+    lit.scheme = static_cast<Scheme>(scheme);
+    lit.plain_modulus = r.u64("the plaintext modulus");
+  }
   r.expect_end();
   require(security != 0 || insecure_no_security_check, "io.load",
           "these parameters were saved without the security check (security 0); load them only for tests, with "
           "insecure_no_security_check");
-  Parameters params(static_cast<std::size_t>(n), q, p, dnum, static_cast<int>(security), static_cast<int>(scale_bits),
-                    insecure_no_security_check && security == 0);
+  lit.security = security == 0 ? 128 : static_cast<int>(security);
+  lit.insecure_no_security_check = security == 0;
+  Parameters params(lit);
   require(params.fingerprint() == e.fingerprint, "io.load", "corrupt: the parameters do not match their fingerprint");
   return params;
 }
@@ -347,18 +389,15 @@ Plaintext load_plaintext(const RlweContextPtr& ctx, const std::uint8_t* data, st
   const Envelope e = open_as(Kind::plaintext, ctx.get(), data, size);
   Reader r(e.payload, e.payload_size);
   const std::uint32_t level = r.u32("the level");
-  const double scale = r.f64("the scale");
   require(level <= ctx->max_level(), "io.load", "corrupt: level " + std::to_string(level) + " is out of range");
-  require_scale(scale, 1.0, *ctx, level, "the plaintext's");
-  const std::uint8_t is_complex = e.version >= 2 ? r.u8("the complex flag") : 0;
-  require(is_complex <= 1, "io.load", "corrupt: bad complex flag");
+  const Metadata meta = read_metadata(r, e.version);
+  check_metadata(meta, *ctx, level, 1.0, "the plaintext's");
   const std::uint8_t scalar = r.u8("the scalar flag");
   require(scalar <= 1, "io.load", "corrupt: bad scalar flag");
   // A scalar plaintext (level + 1 residues) expands to one polynomial, as
   // every plaintext is held; otherwise the polynomial must be present.
   r.need(scalar ? 16 + (level + 1) * 8 : poly_bytes(*ctx, level + 1), "the plaintext");
-  Plaintext plain(ctx, level, scale);
-  plain.set_complex(is_complex == 1);
+  Plaintext plain(ctx, level, meta);
   const RnsBase& base = plain.base();
   if (scalar) {
     const double re = r.f64("the scalar value"), im = r.f64("the scalar value");

@@ -6,11 +6,12 @@
 
 namespace ringfire {
 
-Ciphertext::Ciphertext(RlweContextPtr context, std::size_t size, std::size_t level, double scale, Device device)
+Ciphertext::Ciphertext(RlweContextPtr context, std::size_t size, std::size_t level, const Metadata& metadata,
+                       Device device)
     : context_(std::move(context)),
       size_(size),
       level_(level),
-      scale_(scale),
+      meta_(metadata),
       noise_bits_(-std::numeric_limits<double>::infinity()) {
   require(context_ != nullptr, "rlwe.Ciphertext", "needs a context");
   require(size_ >= 1, "rlwe.Ciphertext", "size must be at least 1");
@@ -21,11 +22,10 @@ Ciphertext::Ciphertext(RlweContextPtr context, std::size_t size, std::size_t lev
 }
 
 Ciphertext Ciphertext::clone() const {
-  Ciphertext copy(context_, size_, level_, scale_, device());
+  Ciphertext copy(context_, size_, level_, meta_, device());
   backend_for(device()).copy(data(), copy.data(), buffer_.size());
   copy.seed_ = seed_;
   copy.noise_bits_ = noise_bits_;
-  copy.complex_ = complex_;
   return copy;
 }
 
@@ -33,16 +33,15 @@ Ciphertext::Ciphertext(const Ciphertext& other, Buffer buffer)
     : context_(other.context_),
       size_(other.size_),
       level_(other.level_),
-      scale_(other.scale_),
+      meta_(other.meta_),
       noise_bits_(other.noise_bits_),
-      complex_(other.complex_),
       buffer_(std::move(buffer)),
       seed_(other.seed_) {}
 
 Ciphertext Ciphertext::to(const Device& device) const { return Ciphertext(*this, buffer_.to(device)); }
 
-Plaintext::Plaintext(RlweContextPtr context, std::size_t level, double scale, Device device)
-    : context_(std::move(context)), level_(level), scale_(scale) {
+Plaintext::Plaintext(RlweContextPtr context, std::size_t level, const Metadata& metadata, Device device)
+    : context_(std::move(context)), level_(level), meta_(metadata) {
   require(context_ != nullptr, "rlwe.Plaintext", "needs a context");
   require(level_ <= context_->max_level(), "rlwe.Plaintext",
           "level " + std::to_string(level_) + " exceeds the maximum " + std::to_string(context_->max_level()));
@@ -51,11 +50,10 @@ Plaintext::Plaintext(RlweContextPtr context, std::size_t level, double scale, De
 }
 
 Plaintext Plaintext::clone() const {
-  Plaintext copy(context_, level_, scale_, device());
+  Plaintext copy(context_, level_, meta_, device());
   backend_for(device()).copy(data(), copy.data(), poly_words());
   copy.scalar_residues_ = scalar_residues_;
   copy.scalar_value_ = scalar_value_;
-  copy.complex_ = complex_;
   return copy;
 }
 
@@ -66,8 +64,7 @@ namespace ringfire {
 Plaintext::Plaintext(const Plaintext& other, Buffer buffer)
     : context_(other.context_),
       level_(other.level_),
-      scale_(other.scale_),
-      complex_(other.complex_),
+      meta_(other.meta_),
       buffer_(std::move(buffer)),
       scalar_residues_(other.scalar_residues_),
       scalar_value_(other.scalar_value_) {}

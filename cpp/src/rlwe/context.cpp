@@ -32,6 +32,14 @@ RlweContext::RlweContext(Parameters params) : params_(std::move(params)) {
     p_mod_q_.push_back(p_mod);
     p_inv_mod_q_.push_back(inv_mod(p_mod, qi.value()));
   }
+  const u64 two_n = 2 * n();
+  rotation_of_.assign(two_n, -1);
+  u64 g = 1;
+  for (std::size_t j = 0; j < n() / 2; ++j) {
+    rotation_group_.push_back(g);
+    rotation_of_[g] = static_cast<std::int32_t>(j);
+    g = g * 5 % two_n;
+  }
   q_last_inv_.resize(q_count);
   for (std::size_t level = 1; level < q_count; ++level)
     for (std::size_t i = 0; i < level; ++i) {
@@ -95,10 +103,11 @@ u64 RlweContext::galois_element(long long steps) const {
   const long long half = static_cast<long long>(n() / 2);
   long long k = steps % half;
   if (k < 0) k += half;
-  const u64 two_n = 2 * n();
-  u64 g = 1;
-  for (long long i = 0; i < k; ++i) g = (g * 5) % two_n;
-  return g;
+  return rotation_group_[static_cast<std::size_t>(k)];
+}
+
+long long RlweContext::rotation_of(u64 galois_element) const {
+  return galois_element < rotation_of_.size() ? rotation_of_[galois_element] : -1;
 }
 
 }  // namespace ringfire

@@ -14,7 +14,7 @@ void check_same(std::uint64_t a, std::uint64_t b, const char* op, const char* wh
 
 // Encryption and decryption run on the host (the secret key never leaves
 // it); operands that live on a GPU are copied over first.
-bool on_host(const Device& device) { return device.type == DeviceType::cpu; }
+bool on_host(const Device& device) { return device.is_host(); }
 
 }  // namespace
 
@@ -26,7 +26,7 @@ Ciphertext encrypt_public(const PublicKey& key, const Plaintext& plain, Prng& pr
   const std::size_t level = plain.level();
   const RnsBase& base = plain.base();
   Backend& be = backend_for(Device::cpu());
-  Ciphertext out(ctx, 2, level, plain.scale());
+  Ciphertext out(ctx, 2, level, plain.metadata());
   Buffer u(out.poly_words()), e(out.poly_words());
   sample_ternary_eval(prng, base, u.data());
   // The key lives at the top level; its first level+1 limbs serve this base.
@@ -38,7 +38,6 @@ Ciphertext encrypt_public(const PublicKey& key, const Plaintext& plain, Prng& pr
   }
   be.add(out.poly(0), plain.data(), out.poly(0), 1, base);
   out.set_noise_bits(noise::add(noise::fresh_public(*ctx), noise::encoding(*ctx)));
-  out.set_complex(plain.is_complex());
   // The ephemeral u and errors decrypt the ciphertext: do not leave them in the pool.
   secure_zero(u.data(), u.size() * sizeof(u64));
   secure_zero(e.data(), e.size() * sizeof(u64));
@@ -51,7 +50,7 @@ Ciphertext encrypt_secret(const SecretKey& key, const Plaintext& plain, Prng& pr
   const RlweContextPtr& ctx = plain.context();
   const RnsBase& base = plain.base();
   Backend& be = backend_for(Device::cpu());
-  Ciphertext out(ctx, 2, plain.level(), plain.scale());
+  Ciphertext out(ctx, 2, plain.level(), plain.metadata());
   const Seed seed = prng.next_seed();
   expand_uniform(seed, base, out.poly(1));
   sample_error_eval(prng, base, out.poly(0));
@@ -62,7 +61,6 @@ Ciphertext encrypt_secret(const SecretKey& key, const Plaintext& plain, Prng& pr
   secure_zero(as.data(), as.size() * sizeof(u64));
   out.set_seed(seed);
   out.set_noise_bits(noise::add(noise::fresh_secret(*ctx), noise::encoding(*ctx)));
-  out.set_complex(plain.is_complex());
   return out;
 }
 

@@ -37,7 +37,7 @@ PublicKey generate_public_key(const SecretKey& secret, Prng& prng) {
   const std::size_t level = ctx->max_level();
   const RnsBase& base = *ctx->level_base(level);
   Backend& be = backend_for(Device::cpu());
-  Ciphertext key(ctx, 2, level, 1.0);
+  Ciphertext key(ctx, 2, level, Metadata{});  // scale 1: an encryption of zero
   const Seed seed = prng.next_seed();
   expand_uniform(seed, base, key.poly(1));
   // b = -(a * s) + e; the first level+1 limbs of s serve this base.

@@ -102,6 +102,15 @@ double log2_product(const std::vector<u64>& q, const std::vector<u64>& p) {
 
 }  // namespace
 
+const char* scheme_name(Scheme scheme) {
+  switch (scheme) {
+    case Scheme::ckks: return "CKKS";
+    case Scheme::bgv: return "BGV";
+    case Scheme::bfv: return "BFV";
+  }
+  return "unknown";
+}
+
 std::uint64_t fnv1a64(const void* data, std::size_t bytes, std::uint64_t state) {
   const auto* p = static_cast<const unsigned char*>(data);
   for (std::size_t i = 0; i < bytes; ++i) {
@@ -112,47 +121,61 @@ std::uint64_t fnv1a64(const void* data, std::size_t bytes, std::uint64_t state) 
 }
 
 Parameters::Parameters(const ParameterLiteral& lit)
-    : n_(lit.poly_degree), dnum_(lit.dnum), security_(lit.security), scale_bits_(lit.scale_bits) {
+    : scheme_(lit.scheme),
+      plain_modulus_(lit.plain_modulus),
+      n_(lit.poly_degree),
+      dnum_(lit.dnum),
+      security_(lit.security),
+      scale_bits_(lit.scale_bits) {
   check_security_level(lit.insecure_no_security_check);
   require(n_ >= 1024 && n_ <= (1u << 17) && (n_ & (n_ - 1)) == 0, kOp,
           "poly_degree must be a power of two in [1024, 131072], got " + std::to_string(n_));
-  require(!lit.q_bits.empty(), kOp, "coeff_bits needs at least one prime");
-  require(!lit.p_bits.empty(), kOp, "needs at least one special prime for key switching");
-  check_bits(lit.q_bits, "coeff_bits");
-  check_bits(lit.p_bits, "special_bits");
-  assign_primes(n_, lit.q_bits, lit.p_bits, lit.scale_bits, q_, p_);
-  if (dnum_ == 0) {
-    // The widest digit the special primes can cover: the digit's bits must
-    // not exceed P's, or key-switching noise grows past the rescale error.
-    int p_total = 0;
-    for (int b : lit.p_bits) p_total += b;
-    const int q_max = *std::max_element(lit.q_bits.begin(), lit.q_bits.end());
-    const std::size_t alpha = std::max<std::size_t>(1, static_cast<std::size_t>(p_total / q_max));
-    dnum_ = (q_.size() + alpha - 1) / alpha;
+  if (!lit.q_primes.empty()) {
+    q_ = lit.q_primes;
+    p_ = lit.p_primes;
+    require(!p_.empty(), kOp, "needs at least one special prime for key switching");
+    // The bound first, from the primes' sizes alone: oversized input (a
+    // crafted file) is refused before any primality test or table is computed.
+    for (u64 q : q_) require(bit_length(q) <= kMaxPrimeBits + 1, kOp, std::to_string(q) + " has more than 61 bits");
+    for (u64 q : p_) require(bit_length(q) <= kMaxPrimeBits, kOp, std::to_string(q) + " has more than 60 bits");
+    if (security_ != 0) check_security(n_, log2_product(q_, p_), security_);
+    for (const auto* primes : {&q_, &p_})
+      for (u64 q : *primes)
+        require(is_ntt_friendly(q, n_), kOp, std::to_string(q) + " is not an NTT-friendly prime for this N");
+  } else {
+    require(!lit.q_bits.empty(), kOp, "coeff_bits needs at least one prime");
+    require(!lit.p_bits.empty(), kOp, "needs at least one special prime for key switching");
+    check_bits(lit.q_bits, "coeff_bits");
+    check_bits(lit.p_bits, "special_bits");
+    assign_primes(n_, lit.q_bits, lit.p_bits, lit.scale_bits, q_, p_);
+    if (dnum_ == 0) {
+      // The widest digit the special primes can cover: the digit's bits must
+      // not exceed P's, or key-switching noise grows past the rescale error.
+      int p_total = 0;
+      for (int b : lit.p_bits) p_total += b;
+      const int q_max = *std::max_element(lit.q_bits.begin(), lit.q_bits.end());
+      const std::size_t alpha = std::max<std::size_t>(1, static_cast<std::size_t>(p_total / q_max));
+      dnum_ = (q_.size() + alpha - 1) / alpha;
+    }
   }
   validate();
 }
 
-Parameters::Parameters(std::size_t poly_degree, std::vector<u64> q_primes, std::vector<u64> p_primes,
-                       std::size_t dnum, int security, int scale_bits, bool insecure_no_security_check)
-    : n_(poly_degree), q_(std::move(q_primes)), p_(std::move(p_primes)), dnum_(dnum), security_(security),
-      scale_bits_(scale_bits) {
-  require(security_ != 0 || insecure_no_security_check, kOp,
-          "these parameters were made without the security check (security 0); accept them only for tests, by "
-          "passing insecure_no_security_check");
-  check_security_level(insecure_no_security_check);
-  require(n_ >= 1024 && n_ <= (1u << 17) && (n_ & (n_ - 1)) == 0, kOp,
-          "poly_degree must be a power of two in [1024, 131072], got " + std::to_string(n_));
-  require(!q_.empty() && !p_.empty(), kOp, "needs at least one ciphertext prime and one special prime");
-  // The bound first, from the primes' sizes alone: oversized input (a crafted
-  // file) is refused before any primality test or table is computed.
-  for (u64 q : q_) require(bit_length(q) <= kMaxPrimeBits + 1, kOp, std::to_string(q) + " has more than 61 bits");
-  for (u64 q : p_) require(bit_length(q) <= kMaxPrimeBits, kOp, std::to_string(q) + " has more than 60 bits");
-  if (security_ != 0) check_security(n_, log2_product(q_, p_), security_);
+void Parameters::check_plain_modulus() const {
+  if (scheme_ == Scheme::ckks) {
+    require(plain_modulus_ == 0, kOp, "CKKS has no plaintext modulus, got " + std::to_string(plain_modulus_));
+    return;
+  }
+  const std::string name = scheme_name(scheme_);
+  require(scheme_ == Scheme::bgv || scheme_ == Scheme::bfv, kOp, "unknown scheme");
+  require(plain_modulus_ >= 2 && bit_length(plain_modulus_) <= kMaxPrimeBits, kOp,
+          name + " needs a plaintext modulus t in [2, 2^60), got " + std::to_string(plain_modulus_));
+  require(scale_bits_ == 0, kOp, name + " has no scale: scale_bits must be 0, got " + std::to_string(scale_bits_));
   for (const auto* primes : {&q_, &p_})
     for (u64 q : *primes)
-      require(is_ntt_friendly(q, n_), kOp, std::to_string(q) + " is not an NTT-friendly prime for this N");
-  validate();
+      require(plain_modulus_ % q != 0, kOp,
+              "the plaintext modulus " + std::to_string(plain_modulus_) + " shares the factor " + std::to_string(q) +
+                  " with the ciphertext modulus");
 }
 
 void Parameters::check_security_level(bool insecure_no_security_check) {
@@ -201,9 +224,13 @@ void Parameters::validate() {
               std::to_string(static_cast<int>(std::round(widest_digit))) +
               " bits): add or enlarge special primes, or raise dnum");
 
+  check_plain_modulus();
   std::vector<std::uint64_t> words{n_, dnum_, static_cast<std::uint64_t>(security_),
                                    static_cast<std::uint64_t>(scale_bits_), q_.size(), p_.size()};
   words.insert(words.end(), all.begin(), all.end());
+  // CKKS digests stay those of format version 1 (files from then still load);
+  // the other schemes add what changes a ciphertext's meaning.
+  if (scheme_ != Scheme::ckks) words.insert(words.end(), {static_cast<std::uint64_t>(scheme_), plain_modulus_});
   fingerprint_ = fnv1a64(words.data(), words.size() * sizeof(std::uint64_t));
 }
 
@@ -220,7 +247,9 @@ std::string Parameters::describe() const {
   };
   char log_qp[32];
   std::snprintf(log_qp, sizeof log_qp, "%.1f", std::round(log_qp_ * 10) / 10);
-  return "N=" + std::to_string(n_) + ", L+1=" + std::to_string(q_.size()) + " primes (" + bits(q_) +
+  std::string scheme = scheme_name(scheme_);
+  if (scheme_ != Scheme::ckks) scheme += " t=" + std::to_string(plain_modulus_);
+  return scheme + ": N=" + std::to_string(n_) + ", L+1=" + std::to_string(q_.size()) + " primes (" + bits(q_) +
          " bits), P=" + std::to_string(p_.size()) + " primes (" + bits(p_) + " bits), dnum=" + std::to_string(dnum_) +
          ", log2(QP)=" + log_qp + ", security=" +
          (security_ == 0 ? std::string("NONE (insecure, tests only)") : std::to_string(security_) + "-bit");

@@ -215,7 +215,8 @@ class Ciphertext(Placed):
 
 
 def _close(a: float, b: float) -> bool:
-    return abs(a - b) <= 2.0**-30 * max(a, b)
+    """The same scale, to the evaluator's tolerance."""
+    return abs(a - b) <= _core.SCALE_TOLERANCE * max(a, b)
 
 
 def _operand_ok(x) -> bool:

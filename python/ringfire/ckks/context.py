@@ -139,16 +139,6 @@ class Context:
         """The parameters (``Context.from_bytes`` reads them); authenticated with ``mac_key``."""
         return rf_io.wrap(_core.save_parameters(self._core.params), mac_key)
 
-    def _galois_steps(self) -> dict[int, int]:
-        """Galois element -> rotation step (discrete log base 5 mod 2N), cached."""
-        if getattr(self, "_steps_cache", None) is None:
-            m, g, out = 2 * self.poly_degree, 1, {}
-            for k in range(self.slots):
-                out[g] = k
-                g = g * 5 % m
-            self._steps_cache = out
-        return self._steps_cache
-
     # ---- keys -------------------------------------------------------------------
     def keygen(self, rotations: Iterable[int] | str | None = (), conjugate: bool = False):
         """Generates a secret key and the evaluation keys.
@@ -187,11 +177,11 @@ class Context:
         for r in rotations:
             if int(r) % self.slots == 0:
                 continue
-            g = self._core.galois_element(int(r))
+            g = self._core.rlwe.galois_element(int(r))
             if g not in elements:
                 elements.append(g)
         if conjugate:
-            elements.append(self._core.conjugation_element())
+            elements.append(self._core.rlwe.conjugation_element())
         return elements
 
     def set_keys(self, keys: KeySet) -> None:

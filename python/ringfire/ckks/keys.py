@@ -86,11 +86,11 @@ class GaloisKeys(_Key):
 
     def rotations(self) -> list[int]:
         """The rotation steps (left, in [0, slots)) these keys hold directly."""
-        step_of = self._context._galois_steps()
-        return sorted(step_of[g] for g in self.elements if g in step_of)
+        rlwe = self._context._core.rlwe
+        return sorted(k for k in (rlwe.rotation_of(g) for g in self.elements) if k >= 0)
 
     def has_conjugation(self) -> bool:
-        return self._native.has(self._context._core.conjugation_element())
+        return self._native.has(self._context._core.rlwe.conjugation_element())
 
 
 @dataclass

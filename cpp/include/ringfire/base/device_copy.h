@@ -1,5 +1,5 @@
-// Copies between devices. The host copy is memcpy; backends of other devices
-// install theirs when they load. A copy into host memory waits for all work
+// Copies between devices. The host copy is memcpy; the other kinds bring
+// theirs when they register (device.h). A copy into host memory waits for all work
 // on the source device first (it is a synchronisation point); a copy into
 // device memory has landed when copy_between returns, so any queue may read
 // it. Device-to-device copies on one device are ordered on its current queue.
@@ -10,11 +10,6 @@
 #include "ringfire/base/device.h"
 
 namespace ringfire {
-
-using DeviceCopier = void (*)(void* dst, const Device& dst_device, const void* src, const Device& src_device,
-                              std::size_t bytes);
-
-void register_copier(DeviceType type, DeviceCopier copier);
 
 void copy_between(void* dst, const Device& dst_device, const void* src, const Device& src_device, std::size_t bytes);
 

@@ -1,7 +1,9 @@
 // Typed exceptions of the public API. Messages start with the operation in
 // brackets ("[ring.ntt] ..."), so a user sees which call failed and why.
-// The Python bindings map InvalidArgument -> ValueError and
-// NotSupported -> NotImplementedError.
+// The Python bindings map InvalidArgument -> ValueError, NotSupported ->
+// NotImplementedError (a feature this build or machine lacks) and
+// DeviceError -> ringfire.DeviceError, a RuntimeError (a device that exists
+// failed: a CUDA error, out of device memory).
 #pragma once
 
 #include <stdexcept>
@@ -20,6 +22,11 @@ class NotSupported : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+class DeviceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // "[op] msg", built by appending (sidesteps a GCC 12 -Wrestrict false positive).
 inline std::string tagged_message(std::string_view op, const std::string& msg) {
   std::string text;
@@ -34,6 +41,10 @@ inline std::string tagged_message(std::string_view op, const std::string& msg) {
 
 [[noreturn]] inline void throw_not_supported(std::string_view op, const std::string& msg) {
   throw NotSupported(tagged_message(op, msg));
+}
+
+[[noreturn]] inline void throw_device_error(std::string_view op, const std::string& msg) {
+  throw DeviceError(tagged_message(op, msg));
 }
 
 // Argument check at an API boundary: always on, throws InvalidArgument.

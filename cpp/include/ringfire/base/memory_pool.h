@@ -79,12 +79,8 @@ class MemoryPool {
 // The process-wide pool of host memory.
 MemoryPool& host_pool();
 
-// The pool for a device; raises NotSupported for devices without a backend.
+// The pool for a device: the host pool, or the one its kind registered
+// (device.h); raises NotSupported for a kind without a pool.
 MemoryPool& pool_for(const Device& device);
-
-// Backends of other devices install their pools here when they load: the
-// function returns the pool of device index i (raising for a bad index).
-using PoolResolver = MemoryPool& (*)(int index);
-void register_pool(DeviceType type, PoolResolver resolver);
 
 }  // namespace ringfire

@@ -8,12 +8,20 @@
 // automatic operators add anything to anything (OpenFHE's FLEXIBLEAUTO idea).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
 
 #include "ringfire/ckks/encoder.h"
 #include "ringfire/rlwe/context.h"
 
 namespace ringfire::ckks {
+
+// Relative tolerance for "the same scale": scales computed by the same chain
+// of double operations agree to the last bit; 2^-30 leaves room for
+// rounding. (The Python operators use the same constant, from the bindings.)
+inline constexpr double kScaleTolerance = 0x1p-30;
+inline bool same_scale(double a, double b) { return std::fabs(a - b) <= kScaleTolerance * std::max(a, b); }
 
 class Context {
  public:

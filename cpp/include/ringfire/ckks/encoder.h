@@ -51,7 +51,6 @@ class Encoder {
 
   RlweContextPtr context_;
   std::size_t n_, slots_;
-  std::vector<std::size_t> rot_group_;  // 5^j mod 2N
   std::vector<Complex> roots_;          // exp(2*pi*i*k / 2N), k in [0, 2N]
   std::vector<std::size_t> bit_reverse_;
 };

@@ -4,18 +4,22 @@
 // its operands first and raises InvalidArgument naming the operation and the
 // values: "[ckks.add] level mismatch: 3 vs 5".
 //
-// All ciphertexts and plaintexts are in evaluation form.
+// The scheme-neutral operations (relinearize, rotate, rotate_many,
+// rotation_plan, apply_galois, mod_switch) come from RlweEvaluator; this
+// class adds what CKKS's encoding defines: scales, plaintext and constant
+// arithmetic, rescaling, conjugation. All operands are in evaluation form.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "ringfire/ckks/context.h"
+#include "ringfire/rlwe/evaluator.h"
 #include "ringfire/rlwe/keys.h"
 
 namespace ringfire::ckks {
 
-class Evaluator {
+class Evaluator : public RlweEvaluator {
  public:
   explicit Evaluator(ContextPtr context);
   const ContextPtr& context() const { return context_; }
@@ -56,45 +60,24 @@ class Evaluator {
   Ciphertext linear_combination(const std::vector<const Ciphertext*>& inputs, const std::vector<double>& weights,
                                 double scale) const;
 
-  // Size 3 -> 2 with the relinearization key.
-  Ciphertext relinearize(const Ciphertext& a, const RelinKey& key) const;
-  void relinearize_inplace(Ciphertext& a, const RelinKey& key) const;
   // Divides by the last prime q_level with exact rounding; level - 1,
   // scale / q_level.
   Ciphertext rescale(const Ciphertext& a) const;
   void rescale_inplace(Ciphertext& a) const;
-  // Drops limbs down to `level` without dividing (the scale stays).
-  Ciphertext mod_switch(const Ciphertext& a, std::size_t level) const;
-  void mod_switch_inplace(Ciphertext& a, std::size_t level) const;
-  Plaintext mod_switch(const Plaintext& p, std::size_t level) const;
   // Moves a ciphertext to `level` with exactly the canonical scale of that
   // level (Context::scale_at): drops limbs, then multiplies by the constant
   // that corrects the scale and rescales. Costs the one level it lands on,
   // so `level` must be below a.level() unless the scale already matches.
   Ciphertext adjust_to(const Ciphertext& a, std::size_t level) const;
 
-  // Rotates the slots left by `steps` (negative: right). Uses the key for
-  // that exact step when present, else the fewest keyed steps that add up
-  // to it; raises InvalidArgument when no combination of keys reaches it.
-  Ciphertext rotate(const Ciphertext& a, long long steps, const GaloisKeys& keys) const;
-  void rotate_inplace(Ciphertext& a, long long steps, const GaloisKeys& keys) const;
+  // Complex conjugation of every slot (the Galois element 2N - 1).
   Ciphertext conjugate(const Ciphertext& a, const GaloisKeys& keys) const;
-  // Several rotations of one ciphertext sharing a single ModUp (hoisting):
-  // cheaper than separate rotate calls. Every step needs its own key.
-  std::vector<Ciphertext> rotate_many(const Ciphertext& a, const std::vector<long long>& steps,
-                                      const GaloisKeys& keys) const;
-  // The keyed steps whose sum is `steps` (what rotate will apply).
-  std::vector<long long> rotation_plan(long long steps, const GaloisKeys& keys) const;
-  // Applies X -> X^galois_element and switches back to s.
-  Ciphertext apply_galois(const Ciphertext& a, u64 galois_element, const GaloisKeys& keys) const;
 
  private:
-  void check_context(std::uint64_t fingerprint, const char* op) const;
   void check_pair(const Ciphertext& a, const Ciphertext& b, const char* op) const;
   void check_same_scale(double a, double b, const char* op) const;
   void check_plain(const Ciphertext& a, const Plaintext& p, const char* op, bool same_scale) const;
   void check_product_fits(double scale, std::size_t level, const char* op) const;
-  long long step_of(u64 galois_element) const;
 
   ContextPtr context_;
 };

@@ -82,8 +82,24 @@ class Backend {
                             Form form) = 0;
 };
 
-// The backend for a device: the CPU backend, or the CUDA backend when built
-// with it; raises NotSupported otherwise. Provided by the backends target.
+// A backend, as it registers: devices "name" / "name:N" run on factory(N),
+// allocate from pool(N) and move data with copier (see base/device.h).
+using BackendFactory = Backend& (*)(int index);
+struct BackendRegistration {
+  std::string name;
+  BackendFactory factory = nullptr;
+  PoolResolver pool = nullptr;
+  DeviceCopier copier = nullptr;
+};
+
+// Registers a backend (or replaces the one of that name) and returns its
+// device kind. The backends built in ("cpu", "cuda" — or its stand-in, which
+// raises NotSupported, in builds without CUDA) register when the library
+// loads (cpp/backends/registry.cpp); others may register at any time.
+DeviceKind register_backend(const BackendRegistration& registration);
+
+// The backend for a device; raises NotSupported when its kind has none.
+// Provided by the backends target.
 Backend& backend_for(const Device& device);
 
 }  // namespace ringfire

@@ -1,8 +1,7 @@
-// Ciphertexts and plaintexts: RNS polynomials in evaluation form at a level,
-// tagged with their context (whose fingerprint they carry) and a scale.
-// Ciphertexts also carry an estimate of their noise (rlwe/noise.h), and both
-// say whether their slots hold complex values (CKKS: decryption measures the
-// noise on the imaginary parts of real data).
+// Ciphertexts and plaintexts: RNS polynomials at a level, tagged with their
+// context (whose fingerprint they carry), their form and what they encode
+// (Metadata, per scheme). Ciphertexts also carry an estimate of their noise
+// (rlwe/noise.h).
 //
 // A ciphertext of size k holds polynomials c_0..c_{k-1} back to back, each
 // (level+1) x N words, so batched kernels run over all of them at once.
@@ -22,18 +21,37 @@ namespace ringfire {
 
 using Seed = std::array<std::uint8_t, 32>;
 
+// What the polynomials of a ciphertext or plaintext encode, scheme by scheme
+// (the scheme itself is in the parameters):
+//   CKKS  the slot values times `scale`; `complex` is set when the slots may
+//         hold complex values (for real data the imaginary parts are noise,
+//         which decryption measures);
+//   BGV   the message times `correction` modulo t (modulus switching
+//         multiplies it by q^-1 mod t; operands must agree on it);
+//   BFV   nothing beyond the form (the message sits at floor(Q / t)).
+struct Metadata {
+  Form form = Form::eval;
+  double scale = 1.0;
+  bool complex = false;
+  u64 correction = 1;
+
+  bool operator==(const Metadata&) const = default;
+};
+
 class Ciphertext {
  public:
   // A zero ciphertext of `size` polynomials at `level`.
-  Ciphertext(RlweContextPtr context, std::size_t size, std::size_t level, double scale,
+  Ciphertext(RlweContextPtr context, std::size_t size, std::size_t level, const Metadata& metadata,
              Device device = Device::cpu());
 
   const RlweContextPtr& context() const { return context_; }
   std::uint64_t fingerprint() const { return context_->fingerprint(); }
   std::size_t size() const { return size_; }
   std::size_t level() const { return level_; }
-  double scale() const { return scale_; }
-  void set_scale(double scale) { scale_ = scale; }
+  const Metadata& metadata() const { return meta_; }
+  Form form() const { return meta_.form; }
+  double scale() const { return meta_.scale; }
+  void set_scale(double scale) { meta_.scale = scale; }
   const RnsBase& base() const { return *context_->level_base(level_); }
   const RnsBasePtr& base_ptr() const { return context_->level_base(level_); }
   std::size_t n() const { return context_->n(); }
@@ -45,10 +63,8 @@ class Ciphertext {
   // ciphertext without noise (the zero ciphertext).
   double noise_bits() const { return noise_bits_; }
   void set_noise_bits(double bits) { noise_bits_ = bits; }
-  // Whether the slots may hold complex values (false: real data, whose
-  // imaginary parts are noise).
-  bool is_complex() const { return complex_; }
-  void set_complex(bool value) { complex_ = value; }
+  bool is_complex() const { return meta_.complex; }
+  void set_complex(bool value) { meta_.complex = value; }
 
   u64* data() { return buffer_.data(); }
   const u64* data() const { return buffer_.data(); }
@@ -70,32 +86,32 @@ class Ciphertext {
 
   RlweContextPtr context_;
   std::size_t size_, level_;
-  double scale_;
+  Metadata meta_;
   double noise_bits_;
-  bool complex_ = false;
   Buffer buffer_;
   std::optional<Seed> seed_;
 };
 
 class Plaintext {
  public:
-  // A zero plaintext at `level`, evaluation form.
-  Plaintext(RlweContextPtr context, std::size_t level, double scale, Device device = Device::cpu());
+  // A zero plaintext at `level`.
+  Plaintext(RlweContextPtr context, std::size_t level, const Metadata& metadata, Device device = Device::cpu());
 
   const RlweContextPtr& context() const { return context_; }
   std::uint64_t fingerprint() const { return context_->fingerprint(); }
   std::size_t level() const { return level_; }
-  double scale() const { return scale_; }
-  void set_scale(double scale) { scale_ = scale; }
+  const Metadata& metadata() const { return meta_; }
+  Form form() const { return meta_.form; }
+  double scale() const { return meta_.scale; }
+  void set_scale(double scale) { meta_.scale = scale; }
   const RnsBase& base() const { return *context_->level_base(level_); }
   std::size_t n() const { return context_->n(); }
   std::size_t poly_words() const { return (level_ + 1) * n(); }
   u64* data() { return buffer_.data(); }
   const u64* data() const { return buffer_.data(); }
   const Device& device() const { return buffer_.device(); }
-  // Whether the encoded slots hold complex values.
-  bool is_complex() const { return complex_; }
-  void set_complex(bool value) { complex_ = value; }
+  bool is_complex() const { return meta_.complex; }
+  void set_complex(bool value) { meta_.complex = value; }
 
   // The nGraph-HE2 shortcut (seed 001 section 5.3): a plaintext whose slots
   // all hold one real value is a constant polynomial, so products and sums
@@ -118,8 +134,7 @@ class Plaintext {
 
   RlweContextPtr context_;
   std::size_t level_;
-  double scale_;
-  bool complex_ = false;
+  Metadata meta_;
   Buffer buffer_;
   std::vector<u64> scalar_residues_;
   std::complex<double> scalar_value_{};

@@ -57,9 +57,14 @@ class RlweContext {
   u64 q_last_inverse(std::size_t level, std::size_t i) const { return q_last_inv_[level][i]; }
 
   // Galois elements: 5^steps mod 2N (steps taken mod N/2, negative = right),
-  // and 2N - 1 for complex conjugation.
+  // and 2N - 1 for complex conjugation (BGV: swapping the rows).
   u64 galois_element(long long steps) const;
   u64 conjugation_element() const { return 2 * n() - 1; }
+  // The rotation group: 5^j mod 2N for j in [0, N/2).
+  const std::vector<u64>& rotation_group() const { return rotation_group_; }
+  // The discrete logarithm: the step j in [0, N/2) with 5^j = g (mod 2N), or
+  // -1 when g is not a power of 5 (the conjugation, an even number).
+  long long rotation_of(u64 galois_element) const;
 
  private:
   Parameters params_;
@@ -67,6 +72,8 @@ class RlweContext {
   std::vector<RnsBasePtr> level_bases_, extended_bases_, prime_bases_;
   std::vector<u64> p_inv_mod_q_, p_mod_q_;
   std::vector<std::vector<u64>> q_last_inv_;
+  std::vector<u64> rotation_group_;
+  std::vector<std::int32_t> rotation_of_;  // indexed by g < 2N
   mutable std::mutex mutex_;
   mutable std::map<std::pair<std::size_t, std::size_t>, std::unique_ptr<BaseConverter>> mod_up_;
   mutable std::map<std::size_t, std::unique_ptr<BaseConverter>> mod_down_;

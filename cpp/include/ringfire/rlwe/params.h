@@ -17,7 +17,14 @@
 
 namespace ringfire {
 
+// The scheme a parameter set serves. It changes what ciphertexts mean, so it
+// is part of the fingerprint (as the plaintext modulus is).
+enum class Scheme : std::uint8_t { ckks = 1, bgv = 2, bfv = 3 };
+const char* scheme_name(Scheme scheme);
+
 struct ParameterLiteral {
+  Scheme scheme = Scheme::ckks;
+  std::uint64_t plain_modulus = 0;  // BGV/BFV: t (>= 2, coprime to Q); CKKS: 0
   std::size_t poly_degree = 0;
   std::vector<int> q_bits;        // bit sizes of q_0..q_L
   std::vector<int> p_bits;        // bit sizes of the special primes (>= 1 of them)
@@ -28,22 +35,27 @@ struct ParameterLiteral {
   // tests): skips the check, records security 0, and warns (base/warning.h)
   // every time such parameters are made or loaded.
   bool insecure_no_security_check = false;
+  // Explicit primes (loading serialized parameters): when q_primes is not
+  // empty, q_bits and p_bits are ignored and these primes are validated.
+  std::vector<u64> q_primes;
+  std::vector<u64> p_primes;
 };
 
 class Parameters {
  public:
   // Generates the primes (distinct, NTT-friendly for N, largest of each
-  // size first) and validates everything, raising InvalidArgument with the
-  // limit that was broken: N a power of two in [2^10, 2^17], prime sizes in
-  // [20, 60], dnum in [1, L+1], and log2(QP) within the HE-standard bound.
+  // size first) — or takes the literal's explicit ones — and validates
+  // everything, raising InvalidArgument with the limit that was broken: N a
+  // power of two in [2^10, 2^17], prime sizes in [20, 60], dnum in [1, L+1],
+  // log2(QP) within the HE-standard bound, the plaintext modulus (CKKS: none;
+  // BGV/BFV: 2 <= t < 2^60, coprime to every prime). Explicit primes are
+  // checked against the security bound before they are tested for
+  // primality, so oversized input (a crafted file) fails fast.
   explicit Parameters(const ParameterLiteral& literal);
-  // Explicit primes (used when loading serialized parameters); validated the
-  // same way. security 0 (saved without the check) is refused unless
-  // insecure_no_security_check is set, which warns. The security bound is
-  // checked before the primes are tested, so oversized input fails fast.
-  Parameters(std::size_t poly_degree, std::vector<u64> q_primes, std::vector<u64> p_primes, std::size_t dnum,
-             int security, int scale_bits, bool insecure_no_security_check = false);
 
+  Scheme scheme() const { return scheme_; }
+  // t for BGV/BFV, 0 for CKKS.
+  std::uint64_t plain_modulus() const { return plain_modulus_; }
   std::size_t n() const { return n_; }
   std::size_t slots() const { return n_ / 2; }
   const std::vector<u64>& q_primes() const { return q_; }
@@ -56,14 +68,18 @@ class Parameters {
   int security() const { return security_; }
   int scale_bits() const { return scale_bits_; }
   double log_qp() const { return log_qp_; }
-  // A 64-bit digest of (N, primes, dnum, security, scale_bits).
+  // A 64-bit digest of (N, primes, dnum, security, scale_bits, and for
+  // BGV/BFV the scheme and t; CKKS digests are those of format version 1).
   std::uint64_t fingerprint() const { return fingerprint_; }
   std::string describe() const;
 
  private:
   void validate();
   void check_security_level(bool insecure_no_security_check);
+  void check_plain_modulus() const;
 
+  Scheme scheme_;
+  std::uint64_t plain_modulus_;
   std::size_t n_;
   std::vector<u64> q_, p_;
   std::size_t dnum_, alpha_ = 0;

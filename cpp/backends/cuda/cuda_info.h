@@ -1,5 +1,6 @@
 // What the CUDA side of this build provides (answered by backends/cuda or
-// the no_cuda stub).
+// the no_cuda stand-in). Core code never includes this: the bindings, the
+// tests and the backends do.
 #pragma once
 
 #include <cstddef>

@@ -1,0 +1,65 @@
+// The scheme-neutral operations of the RLWE schemes (Lattigo's
+// rlwe.Evaluator): relinearization, Galois automorphisms with key switching
+// (rotations; CKKS conjugation and BGV row swaps are the element 2N - 1),
+// hoisted rotations, and dropping limbs. The scheme evaluators
+// (ckks/evaluator.h) derive from it and add their encodings' arithmetic.
+//
+// Operations check their operands first and raise InvalidArgument naming the
+// operation, under the scheme's name from the parameters ("[ckks.rotate] no
+// Galois keys reach a rotation by 3 ..."); their OpLabels carry the same
+// names. Operands are in evaluation form. Results keep their operand's
+// metadata and update its noise estimate (rlwe/noise.h).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ringfire/rlwe/context.h"
+#include "ringfire/rlwe/keys.h"
+
+namespace ringfire {
+
+class RlweEvaluator {
+ public:
+  explicit RlweEvaluator(RlweContextPtr context);
+  virtual ~RlweEvaluator() = default;
+  const RlweContextPtr& rlwe() const { return rlwe_; }
+
+  // Size 3 -> 2 with the relinearization key.
+  Ciphertext relinearize(const Ciphertext& a, const RelinKey& key) const;
+  void relinearize_inplace(Ciphertext& a, const RelinKey& key) const;
+
+  // Drops limbs down to `level` without dividing (a ciphertext modulo Q is
+  // one modulo any divisor of Q; CKKS: the scale stays).
+  Ciphertext mod_switch(const Ciphertext& a, std::size_t level) const;
+  void mod_switch_inplace(Ciphertext& a, std::size_t level) const;
+  Plaintext mod_switch(const Plaintext& p, std::size_t level) const;
+
+  // Applies X -> X^galois_element and switches back to s.
+  Ciphertext apply_galois(const Ciphertext& a, u64 galois_element, const GaloisKeys& keys) const;
+  // Rotates the slots left by `steps` (negative: right). Uses the key for
+  // that exact step when present, else the fewest keyed steps that add up
+  // to it; raises InvalidArgument when no combination of keys reaches it.
+  Ciphertext rotate(const Ciphertext& a, long long steps, const GaloisKeys& keys) const;
+  void rotate_inplace(Ciphertext& a, long long steps, const GaloisKeys& keys) const;
+  // Several rotations of one ciphertext sharing a single ModUp (hoisting):
+  // cheaper than separate rotate calls. Every step needs its own key.
+  std::vector<Ciphertext> rotate_many(const Ciphertext& a, const std::vector<long long>& steps,
+                                      const GaloisKeys& keys) const;
+  // The keyed steps whose sum is `steps` (what rotate will apply).
+  std::vector<long long> rotation_plan(long long steps, const GaloisKeys& keys) const;
+
+ protected:
+  enum class Op { relinearize, rotate, rotate_many, mod_switch };
+  // "<scheme>.<operation>": a string literal, for OpLabel and error messages.
+  const char* op_name(Op op) const;
+  void check_context(std::uint64_t fingerprint, const char* op) const;
+  // An operand of this context, in evaluation form.
+  void check_operand(const Ciphertext& a, const char* op) const;
+  static void check_key_device(const Device& key, const Ciphertext& a, const char* op);
+
+ private:
+  RlweContextPtr rlwe_;
+};
+
+}  // namespace ringfire
