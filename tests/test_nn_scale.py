@@ -82,7 +82,7 @@ def test_tiny_resnet_plaintext_matches_onnxruntime(ctx):
 
 
 FAKE_COSTS = {"top_limbs": 3, "lc_term_per_limb": 1e-5, "lc_call_per_limb": 2e-5, "rescale_per_limb": 1e-4,
-              "add_scalar_per_limb": 1e-6, "add_ct_per_limb": 1e-6, "wrap": 1e-7,
+              "add_scalar_per_limb": 1e-6, "add_ct_per_limb": 1e-6,
               "mult_relin_rescale_per_limb": 1e-3, "encrypt_per_limb": 4e-4, "decrypt_per_limb": 3e-4,
               "client_clear": 1e-6}
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ringfire/base/errors.h"
+#include "ringfire/base/op_label.h"
 #include "ringfire/rlwe/encryptor.h"
 #include "ringfire/rlwe/noise.h"
 #include "ringfire/rlwe/sampling.h"
@@ -41,6 +42,7 @@ void check_options(const DecryptOptions& options) {
 
 Decryption decrypt(const Context& context, const Ciphertext& cipher, const SecretKey& key,
                    const DecryptOptions& options, Prng& prng) {
+  const OpLabel op_label("ckks.decrypt");
   check_options(options);
   require(cipher.fingerprint() == context.fingerprint(), kOp,
           "the ciphertext was made under different parameters (fingerprint mismatch)");

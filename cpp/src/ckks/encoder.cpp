@@ -7,6 +7,7 @@
 
 #include "ringfire/arith/modular.h"
 #include "ringfire/base/errors.h"
+#include "ringfire/base/op_label.h"
 #include "ringfire/ring/multiword.h"
 #include "ringfire/rlwe/prng.h"
 
@@ -139,6 +140,7 @@ std::vector<u64> Encoder::scalar_residues(double value, std::size_t level, doubl
 }
 
 Plaintext Encoder::encode(const Complex* values, std::size_t count, std::size_t level, double scale) const {
+  const OpLabel op_label("ckks.encode");
   constexpr const char* op = "ckks.encode";
   require(count <= slots_, op, "got " + std::to_string(count) + " values but there are only " +
                                    std::to_string(slots_) + " slots");
@@ -175,6 +177,7 @@ Plaintext Encoder::encode(const Complex* values, std::size_t count, std::size_t 
 }
 
 Plaintext Encoder::encode_scalar(Complex value, std::size_t level, double scale) const {
+  const OpLabel op_label("ckks.encode");
   if (value.imag() != 0.0) {
     // i in every slot is X^(N/2), so a complex constant is a + b X^(N/2):
     // not a constant polynomial, and not eligible for the scalar shortcut.
@@ -231,6 +234,7 @@ std::vector<Complex> Encoder::decode_coefficients(const u64* coeffs, std::size_t
 }
 
 std::vector<Complex> Encoder::decode(const Plaintext& plain) const {
+  const OpLabel op_label("ckks.decode");
   require(plain.fingerprint() == context_->fingerprint(), "ckks.decode",
           "the plaintext was made under different parameters");
   Buffer coeffs(plain.poly_words());

@@ -147,6 +147,7 @@ void Evaluator::add_inplace(Ciphertext& a, const Ciphertext& b) const {
 }
 
 Ciphertext Evaluator::add(const Ciphertext& a, const Ciphertext& b) const {
+  const OpLabel label("ckks.add");  // the copy is part of the operation
   Ciphertext out = a.clone();
   add_inplace(out, b);
   return out;
@@ -162,6 +163,7 @@ void Evaluator::sub_inplace(Ciphertext& a, const Ciphertext& b) const {
 }
 
 Ciphertext Evaluator::sub(const Ciphertext& a, const Ciphertext& b) const {
+  const OpLabel label("ckks.sub");  // the copy is part of the operation
   Ciphertext out = a.clone();
   sub_inplace(out, b);
   return out;
@@ -175,6 +177,7 @@ void Evaluator::negate_inplace(Ciphertext& a) const {
 }
 
 Ciphertext Evaluator::negate(const Ciphertext& a) const {
+  const OpLabel label("ckks.negate");  // the copy is part of the operation
   Ciphertext out = a.clone();
   negate_inplace(out);
   return out;
@@ -190,6 +193,7 @@ void Evaluator::add_plain_inplace(Ciphertext& a, const Plaintext& p) const {
 }
 
 Ciphertext Evaluator::add_plain(const Ciphertext& a, const Plaintext& p) const {
+  const OpLabel label("ckks.add_plain");  // the copy is part of the operation
   Ciphertext out = a.clone();
   add_plain_inplace(out, p);
   return out;
@@ -204,6 +208,7 @@ void Evaluator::sub_plain_inplace(Ciphertext& a, const Plaintext& p) const {
 }
 
 Ciphertext Evaluator::sub_plain(const Ciphertext& a, const Plaintext& p) const {
+  const OpLabel label("ckks.sub_plain");  // the copy is part of the operation
   Ciphertext out = a.clone();
   sub_plain_inplace(out, p);
   return out;
@@ -223,6 +228,7 @@ void Evaluator::add_scalar_inplace(Ciphertext& a, Complex value) const {
 }
 
 Ciphertext Evaluator::add_scalar(const Ciphertext& a, Complex value) const {
+  const OpLabel label("ckks.add_scalar");  // the copy is part of the operation
   Ciphertext out = a.clone();
   add_scalar_inplace(out, value);
   return out;
@@ -292,6 +298,7 @@ void Evaluator::multiply_plain_inplace(Ciphertext& a, const Plaintext& p) const 
 }
 
 Ciphertext Evaluator::multiply_plain(const Ciphertext& a, const Plaintext& p) const {
+  const OpLabel label("ckks.multiply_plain");  // the copy is part of the operation
   Ciphertext out = a.clone();
   multiply_plain_inplace(out, p);
   return out;
@@ -316,6 +323,7 @@ void Evaluator::multiply_scalar_inplace(Ciphertext& a, Complex value, double sca
 }
 
 Ciphertext Evaluator::multiply_scalar(const Ciphertext& a, Complex value, double scale) const {
+  const OpLabel label("ckks.multiply_scalar");  // the copy is part of the operation
   Ciphertext out = a.clone();
   multiply_scalar_inplace(out, value, scale);
   return out;
@@ -338,6 +346,7 @@ void Evaluator::multiply_integer_inplace(Ciphertext& a, std::int64_t value) cons
 }
 
 Ciphertext Evaluator::multiply_integer(const Ciphertext& a, std::int64_t value) const {
+  const OpLabel label("ckks.multiply_integer");  // the copy is part of the operation
   Ciphertext out = a.clone();
   multiply_integer_inplace(out, value);
   return out;

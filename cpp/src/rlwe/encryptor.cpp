@@ -1,6 +1,7 @@
 #include "ringfire/rlwe/encryptor.h"
 
 #include "ringfire/base/errors.h"
+#include "ringfire/base/op_label.h"
 #include "ringfire/rlwe/keygen.h"
 #include "ringfire/rlwe/noise.h"
 
@@ -19,6 +20,7 @@ bool on_host(const Device& device) { return device.is_host(); }
 }  // namespace
 
 Ciphertext encrypt_public(const PublicKey& key, const Plaintext& plain, Prng& prng) {
+  const OpLabel op_label("rlwe.encrypt");
   if (!on_host(key.device())) return encrypt_public(key.to(Device::cpu()), plain, prng);
   if (!on_host(plain.device())) return encrypt_public(key, plain.to(Device::cpu()), prng);
   check_same(key.fingerprint(), plain.fingerprint(), "rlwe.encrypt", "the plaintext");
@@ -45,6 +47,7 @@ Ciphertext encrypt_public(const PublicKey& key, const Plaintext& plain, Prng& pr
 }
 
 Ciphertext encrypt_secret(const SecretKey& key, const Plaintext& plain, Prng& prng) {
+  const OpLabel op_label("rlwe.encrypt");
   if (!on_host(plain.device())) return encrypt_secret(key, plain.to(Device::cpu()), prng);
   check_same(key.fingerprint(), plain.fingerprint(), "rlwe.encrypt", "the plaintext");
   const RlweContextPtr& ctx = plain.context();
@@ -65,6 +68,7 @@ Ciphertext encrypt_secret(const SecretKey& key, const Plaintext& plain, Prng& pr
 }
 
 void decrypt_core(const SecretKey& key, const Ciphertext& cipher, u64* out) {
+  const OpLabel op_label("rlwe.decrypt");
   if (!on_host(cipher.device())) return decrypt_core(key, cipher.to(Device::cpu()), out);  // a download: sync point
   check_same(key.fingerprint(), cipher.fingerprint(), "rlwe.decrypt", "the ciphertext");
   const RnsBase& base = cipher.base();

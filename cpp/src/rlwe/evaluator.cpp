@@ -155,6 +155,7 @@ Ciphertext RlweEvaluator::apply_galois(const Ciphertext& a, u64 galois_element, 
 }
 
 Ciphertext RlweEvaluator::rotate(const Ciphertext& a, long long steps, const GaloisKeys& keys) const {
+  const OpLabel label(op_name(Op::rotate));  // the copy is part of the operation
   Ciphertext out = a.clone();
   rotate_inplace(out, steps, keys);
   return out;

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "ringfire/base/errors.h"
+#include "ringfire/base/op_label.h"
 
 namespace ringfire {
 
@@ -80,6 +81,7 @@ void inner_product_and_mod_down(const RlweContext& ctx, std::size_t level, const
 
 void key_switch(const RlweContext& ctx, const u64* c, std::size_t level, const KeySwitchKey& key, u64* out0,
                 u64* out1) {
+  const OpLabel op_label("rlwe.key_switch");
   const HoistedDigits digits(ctx, c, level, key.device());
   inner_product_and_mod_down(ctx, level, digits.digit(0), digits.count(), digits.digit_words(), key, out0, out1,
                              backend_for(key.device()));
@@ -88,6 +90,7 @@ void key_switch(const RlweContext& ctx, const u64* c, std::size_t level, const K
 HoistedDigits::HoistedDigits(const RlweContext& ctx, const u64* c, std::size_t level, const Device& device)
     : level_(level), digits_(ctx.digit_count(level)), poly_words_((level + 1 + ctx.special_count()) * ctx.n()),
       data_(digits_ * poly_words_, device) {
+  const OpLabel op_label("rlwe.key_switch");
   Backend& be = backend_for(device);
   Buffer converted(poly_words_, device);
   const Buffer c_coeff = to_coefficients(ctx, c, level, device, be);
@@ -97,6 +100,7 @@ HoistedDigits::HoistedDigits(const RlweContext& ctx, const u64* c, std::size_t l
 
 void key_switch_hoisted(const RlweContext& ctx, const HoistedDigits& digits, u64 galois_element,
                         const KeySwitchKey& key, u64* out0, u64* out1) {
+  const OpLabel op_label("rlwe.key_switch");
   const Device& device = key.device();
   require(digits.device() == device, "rlwe.key_switch", "the hoisted digits and the key live on different devices");
   Backend& be = backend_for(device);

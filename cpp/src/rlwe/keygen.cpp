@@ -1,6 +1,7 @@
 #include "ringfire/rlwe/keygen.h"
 
 #include "ringfire/base/errors.h"
+#include "ringfire/base/op_label.h"
 #include "ringfire/rlwe/sampling.h"
 
 namespace ringfire {
@@ -27,12 +28,14 @@ void sample_ternary_eval(Prng& prng, const RnsBase& base, u64* out) {
 }
 
 SecretKey generate_secret_key(const RlweContextPtr& context, Prng& prng) {
+  const OpLabel op_label("rlwe.keygen");
   std::vector<std::int8_t> s(context->n());
   sample_ternary(prng, s.data(), s.size());
   return SecretKey(context, std::move(s));
 }
 
 PublicKey generate_public_key(const SecretKey& secret, Prng& prng) {
+  const OpLabel op_label("rlwe.keygen");
   const RlweContextPtr& ctx = secret.context();
   const std::size_t level = ctx->max_level();
   const RnsBase& base = *ctx->level_base(level);
@@ -51,6 +54,7 @@ PublicKey generate_public_key(const SecretKey& secret, Prng& prng) {
 }
 
 KeySwitchKey generate_switch_key(const SecretKey& secret, const u64* s_prime_eval, u64 source, Prng& prng) {
+  const OpLabel op_label("rlwe.keygen");
   const RlweContextPtr& ctx = secret.context();
   const RnsBase& base = *ctx->key_base();
   const std::size_t n = ctx->n();
@@ -79,6 +83,7 @@ KeySwitchKey generate_switch_key(const SecretKey& secret, const u64* s_prime_eva
 }
 
 RelinKey generate_relin_key(const SecretKey& secret, Prng& prng) {
+  const OpLabel op_label("rlwe.keygen");
   const RnsBase& base = *secret.context()->key_base();
   Buffer s2(base.size() * base.n());
   backend_for(Device::cpu()).multiply(secret.eval(), secret.eval(), s2.data(), 1, base);
@@ -88,6 +93,7 @@ RelinKey generate_relin_key(const SecretKey& secret, Prng& prng) {
 }
 
 GaloisKeys generate_galois_keys(const SecretKey& secret, const std::vector<u64>& elements, Prng& prng) {
+  const OpLabel op_label("rlwe.keygen");
   const RlweContextPtr& ctx = secret.context();
   const RnsBase& base = *ctx->key_base();
   Backend& be = backend_for(Device::cpu());

@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import _core
 from .. import io as rf_io
-from .._residency import Placed
+from .residency import Placed
 
 
 class Plaintext(Placed):
@@ -77,6 +77,8 @@ class Ciphertext(Placed):
                           doc="Whether the slots may hold complex values (else decrypt returns reals).")
     noise_bits = property(lambda self: self._res.any().noise_bits,
                           doc="log2 of the estimated norm of the noise (decryption adds noise of this size).")
+    keys = property(lambda self: self._keys,
+                    doc="The evaluation keys this ciphertext computes with (None: its context's default keys).")
 
     def __repr__(self) -> str:
         where = "" if self._device == "cpu" else f", device={self._device!r}"

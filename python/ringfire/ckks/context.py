@@ -274,13 +274,13 @@ class Context:
         ciphertext per element of a sample, the batch in the slots (throughput);
         ``"inter"``: one ciphertext per sample, features tiled over the slots (latency,
         dense models; needs the Galois keys of ``model.rotations()``)."""
-        from ..nn.packing import encrypt_batch
+        from .batch import encrypt_batch
         return encrypt_batch(self, x, keys, packing)
 
     def decrypt_batch(self, tensor, secret_key, **decrypt_options) -> np.ndarray:
         """The inverse of :meth:`encrypt_batch`: a NumPy array, batch first. The options
         (``noise_flooding=...``) are :meth:`decrypt`'s."""
-        from ..nn.packing import decrypt_batch
+        from .batch import decrypt_batch
         return decrypt_batch(self, tensor, secret_key, **decrypt_options)
 
     def synchronize(self) -> None:

@@ -72,6 +72,15 @@ class Evaluator:
             scale = float(self._context.params.q_primes[a.level])
         return self._wrap(self._ev.multiply_scalar(a._native, v, float(scale)), a)
 
+    def linear_combination(self, inputs: list[Ciphertext], weights, scale: float) -> Ciphertext:
+        """sum_t weights[t] * inputs[t], each weight encoded at ``scale`` (one pass, one reduction
+        per word: the dense-layer kernel). Inputs share level, scale and size; the result's
+        scale is theirs times ``scale``: rescale next."""
+        if not inputs:
+            raise ValueError("[ckks.linear_combination] needs at least one input")
+        natives = [c._native for c in inputs]
+        return self._wrap(self._ev.linear_combination(natives, [float(w) for w in weights], float(scale)), inputs[0])
+
     def multiply_integer(self, a: Ciphertext, value: int) -> Ciphertext:
         """Multiplies by an integer: no scale change, no level used."""
         return self._wrap(self._ev.multiply_integer(a._native, int(value)), a)

@@ -8,7 +8,7 @@ import warnings
 
 from .. import _core
 from .. import io as rf_io
-from .._residency import Placed
+from .residency import Placed
 
 
 class _Key(Placed):

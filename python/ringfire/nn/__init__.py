@@ -19,7 +19,7 @@ from .activations import Polynomial
 from .client import Client, LocalClient
 from .graph import Graph, UnsupportedOperator
 from .model import Model, Plan, load, suggest_parameters
-from .packing import EncryptedTensor, decrypt_batch, encrypt_batch
+from ..ckks.batch import EncryptedTensor, decrypt_batch, encrypt_batch
 
 __all__ = ["load", "Model", "Plan", "Graph", "Client", "LocalClient", "EncryptedTensor", "Polynomial",
            "UnsupportedOperator", "encrypt_batch", "decrypt_batch", "suggest_parameters"]

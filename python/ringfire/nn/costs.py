@@ -54,28 +54,27 @@ def measure_costs(ctx, keys=None, secret_key=None, ks=(1, 8, 32, 96), repeats: i
     Returns a dict with per-limb costs (``*_per_limb``), the limb count they were
     measured at (``top_limbs``), the context shape, and the thread count."""
     from .. import _core
-    from ..ckks import Ciphertext
 
     if keys is None or secret_key is None:
         secret_key, keys = ctx.keygen()
     rng = np.random.default_rng(seed)
-    ev = ctx._core_evaluator
+    ev = ctx.evaluator(keys)
     top = ctx.max_level
     limbs = top + 1
     slots = ctx.slots
     kmax = max(ks)
     cts = [ctx.encrypt(rng.uniform(-1, 1, slots), keys) for _ in range(kmax)]
-    natives = [c._native for c in cts]
-    delta = ctx.scale_at(top - 1) * ctx.params.q_primes[top] / natives[0].scale
+    delta = ctx.scale_at(top - 1) * ctx.params.q_primes[top] / cts[0].scale
 
-    # linear combination: the executor's inner loop (python term list + native call + rescale + bias)
+    # linear combination: the executor's inner loop (python term list + evaluator call + rescale + bias),
+    # each call returning a Python Ciphertext as the executor's do
     flat = np.empty(kmax, dtype=object)
     flat[:] = cts
     weights_all = rng.normal(0, 0.1, kmax)
 
     def one_output(k):
         cols = np.arange(k)
-        terms = [(flat[c]._native, w) for c, w in zip(cols, weights_all[:k]) if flat[c] is not None]
+        terms = [(flat[c], w) for c, w in zip(cols, weights_all[:k]) if flat[c] is not None]
         return ev.linear_combination([t[0] for t in terms], [float(t[1]) for t in terms], delta)
 
     lc_times = []
@@ -90,12 +89,10 @@ def measure_costs(ctx, keys=None, secret_key=None, ks=(1, 8, 32, 96), repeats: i
     rescale = _median_time(lambda: ev.rescale(acc), repeats, 16)
     low = ev.rescale(acc)
     add_scalar = _median_time(lambda: ev.add_scalar(low, complex(0.25)), repeats, 16)
-    wrap = _median_time(lambda: Ciphertext(low, ctx, keys), repeats, 64)
     add_ct = _median_time(lambda: cts[0] + cts[1], repeats, 16)
 
-    relin = keys.relin._on(cts[0].device) if getattr(keys, "relin", None) is not None else None
-    if relin is not None:
-        mult = _median_time(lambda: ev.rescale(ev.relinearize(ev.multiply(natives[0], natives[1]), relin)), repeats, 4)
+    if getattr(keys, "relin", None) is not None:
+        mult = _median_time(lambda: ev.rescale(ev.relinearize(ev.multiply(cts[0], cts[1]))), repeats, 4)
     else:  # fall back to the Python operator (same path)
         mult = _median_time(lambda: cts[0] * cts[1], repeats, 4)
 
@@ -112,7 +109,6 @@ def measure_costs(ctx, keys=None, secret_key=None, ks=(1, 8, 32, 96), repeats: i
         "rescale_per_limb": rescale / limbs,
         "add_scalar_per_limb": add_scalar / limbs,
         "add_ct_per_limb": add_ct / limbs,
-        "wrap": wrap,                                  # Python Ciphertext object per output
         "mult_relin_rescale_per_limb": mult / limbs,
         "encrypt_per_limb": encrypt / limbs,
         "decrypt_per_limb": decrypt / limbs,
@@ -171,7 +167,7 @@ def predict_breakdown(plan, costs: dict, limbs: float | None = None, profile: di
     per_out_limb = costs["lc_call_per_limb"] + costs["rescale_per_limb"] + costs["add_scalar_per_limb"]
     parts = {
         "linear_terms": term_limbs * costs["lc_term_per_limb"],
-        "linear_outputs": out_limbs * per_out_limb + c["rescales"] * costs["wrap"],
+        "linear_outputs": out_limbs * per_out_limb,
         "adds": add_limbs * costs["add_ct_per_limb"],
         "ct_mults": c.get("ct_mults", 0) * costs["mult_relin_rescale_per_limb"] * top,
         "client": c.get("client_round_trips", 0) * (costs["decrypt_per_limb"] * (top - 1) +

@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from ..ckks.batch import tile
 from .executor import gemm_weights
 from .graph import Graph, UnsupportedOperator
 
@@ -43,12 +44,6 @@ def rotation_steps(period: int) -> list[int]:
     return sorted(set(list(range(1, g)) + list(range(g, period, g))))
 
 
-def tile(vec: np.ndarray, period: int, slots: int) -> np.ndarray:
-    padded = np.zeros(period)
-    padded[:vec.size] = vec
-    return np.tile(padded, slots // period)
-
-
 def dense_weights(node, graph: Graph) -> tuple[np.ndarray, np.ndarray]:
     """(W as out x in, bias) of a Gemm/MatMul node."""
     if node.op == "Gemm":
@@ -71,7 +66,7 @@ class InterRunner:
         slots = ctx.slots
         padded = np.zeros((p, p))
         padded[:w_out_in.shape[0], :w_out_in.shape[1]] = w_out_in
-        ev = ctx.evaluator(ct._keys)
+        ev = ctx.evaluator(ct.keys)
         # Baby steps share one ModUp of the input (hoisted rotations).
         baby = dict(zip(range(g), [ct] + ev.rotate_many(ct, list(range(1, g))))) if g > 1 else {0: ct}
         level = ct.level

@@ -10,7 +10,7 @@ import numpy as np
 from .activations import Polynomial
 from .executor import Executor, clip_bounds
 from .graph import Graph, UnsupportedOperator
-from .packing import EncryptedTensor
+from ..ckks.batch import EncryptedTensor
 from .runtimes import EncryptedRuntime, PlainRuntime, PlanRuntime
 
 NONLINEAR = ("Relu", "Clip", "MaxPool")
@@ -168,7 +168,7 @@ class Model:
                              f"Try {plan.suggestion}")
         if self.activation == "client" and client is None and any(n.op in NONLINEAR for n in self.graph.nodes):
             raise ValueError("[nn] this model has client-aided layers: pass client=rf.nn.LocalClient(ctx, sk, keys)")
-        keys = next(c for c in enc.cts.flat if c is not None)._keys
+        keys = next(c for c in enc.cts.flat if c is not None).keys
         runtime = EncryptedRuntime(self.ctx, keys, client, self.polys)
         start = time.perf_counter()
         values, _ = Executor(self.graph, runtime).run(enc.cts)

@@ -85,7 +85,7 @@ class EncryptedRuntime(_ArrayMoves):
 
     def __init__(self, ctx, keys, client=None, polys=None):
         self.ctx, self.keys, self.client, self.polys = ctx, keys, client, polys or {}
-        self.ev = ctx._core_evaluator
+        self.ev = ctx.evaluator(keys)
         self.counts = {"linear_terms": 0, "rescales": 0, "ct_mults": 0, "client_round_trips": 0}
 
     def _level_scale(self, x):
@@ -100,13 +100,10 @@ class EncryptedRuntime(_ArrayMoves):
         low = min(levels)
         out = np.empty(x.shape, dtype=object)
         for idx, c in np.ndenumerate(x):
-            out[idx] = c if not is_ct(c) or c.level == low else \
-                type(c)(self.ev.adjust_to(c._native, low), c._context, c._keys)
+            out[idx] = c if not is_ct(c) or c.level == low else self.ev.adjust_to(c, low)
         return out
 
     def linear(self, x, in_shape, make_map, out_shape, node):
-        from ..ckks import Ciphertext
-
         m = make_map()
         x = self._uniform(x)
         level, scale = self._level_scale(x)
@@ -120,14 +117,13 @@ class EncryptedRuntime(_ArrayMoves):
                 raise ValueError(f"[nn] out of levels at node '{node.name}' ({node.op}); see Model.plan()")
             ctx = self.ctx
             delta = ctx.scale_at(level - 1) * ctx.params.q_primes[level] / scale
-            keys = next(c for c in flat if is_ct(c))._keys
         for o in range(out.size):
             lo, hi = bounds[o], bounds[o + 1]
             cts, ws, constant = [], [], float(m.bias[o])
             for c, w in zip(cols[lo:hi], weights[lo:hi]):
                 v = flat[c]
                 if is_ct(v):
-                    cts.append(v._native)
+                    cts.append(v)
                     ws.append(float(w))
                 elif v is not None:
                     constant += float(w) * v
@@ -135,9 +131,7 @@ class EncryptedRuntime(_ArrayMoves):
                 out[o] = constant if constant != 0.0 else None
                 continue
             acc = self.ev.rescale(self.ev.linear_combination(cts, ws, delta))
-            if constant != 0.0:
-                acc = self.ev.add_scalar(acc, complex(constant))
-            out[o] = Ciphertext(acc, self.ctx, keys)
+            out[o] = self.ev.add_scalar(acc, constant) if constant != 0.0 else acc
             self.counts["linear_terms"] += len(cts)
             self.counts["rescales"] += 1
         return out.reshape(m.out_shape), tuple(m.out_shape)

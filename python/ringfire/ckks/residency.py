@@ -10,7 +10,7 @@ other copy, so a stale copy is never used (the dirty tracking).
 
 from __future__ import annotations
 
-from . import _core
+from .. import _core
 
 
 class Residency:
@@ -84,7 +84,7 @@ class Placed:
         for one serves both. Nothing moves until an operation needs it."""
         device = _core.parse_device(str(device))
         if device.startswith("cuda"):
-            from . import cuda
+            from .. import cuda
             cuda.require_device(device)
         out = object.__new__(type(self))
         out.__dict__.update(self.__dict__)

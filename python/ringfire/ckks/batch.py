@@ -1,5 +1,10 @@
-"""Batch-axis packing (nGraph-HE / seed 001): one ciphertext per tensor element,
-the batch (up to N/2 inputs) in its slots."""
+"""Packing a batch of inputs into ciphertexts (what ``ctx.encrypt_batch`` does,
+and what ``ringfire.nn`` computes on).
+
+``packing="batch"`` (nGraph-HE / seed 001): one ciphertext per element of a
+sample, the batch (up to N/2 inputs) in its slots. ``packing="inter"``: one
+ciphertext per sample, its features tiled over the slots with a power-of-two
+period (dense models; rotations reduce within a period)."""
 
 from __future__ import annotations
 
@@ -41,25 +46,31 @@ class EncryptedTensor:
 def encrypt_batch(ctx, x, keys, packing: str = "batch") -> EncryptedTensor:
     x = np.asarray(x, dtype=np.float64)
     if packing == "inter":
-        from .inter import tile
         flat = x.reshape(x.shape[0], -1)
         period = 1 << max(1, int(np.ceil(np.log2(flat.shape[1]))))
         if period > ctx.slots:
-            raise ValueError(f"[nn.encrypt_batch] {flat.shape[1]} features do not fit {ctx.slots} slots")
+            raise ValueError(f"[ckks.encrypt_batch] {flat.shape[1]} features do not fit {ctx.slots} slots")
         cts = np.empty(flat.shape[0], dtype=object)
         for i, row in enumerate(flat):
             cts[i] = ctx.encrypt(tile(row, period, ctx.slots), keys)
         return EncryptedTensor(cts, x.shape[0], ctx, "inter", period, x.shape[1:])
     if packing != "batch":
-        raise ValueError(f"[nn.encrypt_batch] packing must be 'batch' or 'inter', got {packing!r}")
+        raise ValueError(f"[ckks.encrypt_batch] packing must be 'batch' or 'inter', got {packing!r}")
     if x.ndim < 1 or x.shape[0] > ctx.slots:
-        raise ValueError(f"[nn.encrypt_batch] the batch axis (first) must hold 1..{ctx.slots} inputs, "
+        raise ValueError(f"[ckks.encrypt_batch] the batch axis (first) must hold 1..{ctx.slots} inputs, "
                          f"got shape {x.shape}")
     per_sample = x.reshape(x.shape[0], -1)
     cts = np.empty(per_sample.shape[1], dtype=object)
     for i in range(per_sample.shape[1]):
         cts[i] = ctx.encrypt(per_sample[:, i], keys)
     return EncryptedTensor(cts.reshape(x.shape[1:]), x.shape[0], ctx)
+
+
+def tile(vec: np.ndarray, period: int, slots: int) -> np.ndarray:
+    """``vec`` zero-padded to ``period`` and repeated over the slots."""
+    padded = np.zeros(period)
+    padded[:vec.size] = vec
+    return np.tile(padded, slots // period)
 
 
 def decrypt_batch(ctx, tensor: EncryptedTensor, secret_key, **decrypt_options) -> np.ndarray:
