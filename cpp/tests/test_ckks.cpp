@@ -144,6 +144,26 @@ Env& env() {
   return e;
 }
 
+// What most tests start from: the shared context and keys (Env), its
+// evaluator, and a generator and an RNG seeded from the test's name (so each
+// test's random inputs are fixed, and differ from the other tests').
+class CkksTest : public ::testing::Test {
+ protected:
+  static std::uint64_t name_seed() {
+    const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    return fnv1a64(name.data(), name.size());
+  }
+  const Env& e = env();
+  const Evaluator& ev = *e.ev;
+  Prng prng = Prng::from_seed(seed_from(static_cast<std::uint8_t>(name_seed())));
+  std::mt19937_64 rng{name_seed()};
+};
+
+class CkksEncoder : public CkksTest {};
+class CkksEncryption : public CkksTest {};
+class CkksKeySwitch : public CkksTest {};
+class CkksEvaluator : public CkksTest {};
+
 // ---- parameters ----------------------------------------------------------------
 
 TEST(CkksParameters, SmallSetPassesThe128BitCheck) {
@@ -334,9 +354,7 @@ TEST(CkksParameters, CanonicalScaleChain) {
 
 // ---- encoder -------------------------------------------------------------------
 
-TEST(CkksEncoder, RoundTripAtEveryLevel) {
-  const Env& e = env();
-  std::mt19937_64 rng(11);
+TEST_F(CkksEncoder, RoundTripAtEveryLevel) {
   for (std::size_t level = 0; level <= e.top(); ++level) {
     const auto z = random_slots(rng, e.slots());
     const Plaintext p = e.ctx->encoder().encode(z.data(), z.size(), level, std::ldexp(1.0, 40));
@@ -351,9 +369,7 @@ TEST(CkksEncoder, RoundTripAtEveryLevel) {
     EXPECT_LT(std::abs(back[i] - (i < z.size() ? z[i] : Complex(0.0))), 0x1p-30) << "slot " << i;
 }
 
-TEST(CkksEncoder, FftPairIsInverse) {
-  const Env& e = env();
-  std::mt19937_64 rng(12);
+TEST_F(CkksEncoder, FftPairIsInverse) {
   const auto z = random_slots(rng, e.slots(), 100.0);
   const auto coeffs = e.ctx->encoder().slots_to_coefficients(z);
   ASSERT_EQ(coeffs.size(), kN);
@@ -364,10 +380,8 @@ TEST(CkksEncoder, FftPairIsInverse) {
 
 // Slot j is m(zeta^(5^j)) / scale, zeta = exp(i pi / N): evaluate both the
 // real coefficient vector and the encoded integer polynomial directly.
-TEST(CkksEncoder, SlotIsEvaluationAtRotationGroup) {
-  const Env& e = env();
+TEST_F(CkksEncoder, SlotIsEvaluationAtRotationGroup) {
   const ckks::Encoder& enc = e.ctx->encoder();
-  std::mt19937_64 rng(13);
   const auto z = random_slots(rng, e.slots());
   const auto coeffs = enc.slots_to_coefficients(z);
 
@@ -398,8 +412,7 @@ TEST(CkksEncoder, SlotIsEvaluationAtRotationGroup) {
   }
 }
 
-TEST(CkksEncoder, ScalarPlaintextDetection) {
-  const Env& e = env();
+TEST_F(CkksEncoder, ScalarPlaintextDetection) {
   const ckks::Encoder& enc = e.ctx->encoder();
   const double scale = std::ldexp(1.0, 40);
   const std::size_t slots = e.slots();
@@ -435,8 +448,7 @@ TEST(CkksEncoder, ScalarPlaintextDetection) {
   EXPECT_TRUE(enc.encode_scalar(Complex(2.0, 0.0), 0, scale).is_scalar());
 }
 
-TEST(CkksEncoder, RejectsBadInput) {
-  const Env& e = env();
+TEST_F(CkksEncoder, RejectsBadInput) {
   const ckks::Encoder& enc = e.ctx->encoder();
   const double scale = std::ldexp(1.0, 40);
   std::vector<Complex> z(e.slots() + 1, Complex(0.1, 0.0));
@@ -465,10 +477,7 @@ TEST(CkksEncoder, RejectsBadInput) {
 
 // ---- encryption ------------------------------------------------------------------
 
-TEST(CkksEncryption, PublicAndSecretKeyPrecision) {
-  const Env& e = env();
-  Prng prng = Prng::from_seed(seed_from(2));
-  std::mt19937_64 rng(21);
+TEST_F(CkksEncryption, PublicAndSecretKeyPrecision) {
   for (std::size_t level : {std::size_t{2}, std::size_t{0}}) {
     const auto z = random_slots(rng, e.slots());
     const Ciphertext cp = e.encrypt(z, level, prng, false);
@@ -483,9 +492,7 @@ TEST(CkksEncryption, PublicAndSecretKeyPrecision) {
   }
 }
 
-TEST(CkksEncryption, SameSeedSameCiphertext) {
-  const Env& e = env();
-  std::mt19937_64 rng(22);
+TEST_F(CkksEncryption, SameSeedSameCiphertext) {
   const auto z = random_slots(rng, e.slots());
   Prng a = Prng::from_seed(seed_from(3)), b = Prng::from_seed(seed_from(3));
   const Ciphertext ca = e.encrypt(z, 2, a), cb = e.encrypt(z, 2, b);
@@ -494,10 +501,7 @@ TEST(CkksEncryption, SameSeedSameCiphertext) {
   EXPECT_FALSE(std::equal(ca.data(), ca.data() + 2 * ca.poly_words(), cc.data()));
 }
 
-TEST(CkksEncryption, WrongSecretKeyGivesGarbage) {
-  const Env& e = env();
-  Prng prng = Prng::from_seed(seed_from(4));
-  std::mt19937_64 rng(23);
+TEST_F(CkksEncryption, WrongSecretKeyGivesGarbage) {
   const auto z = random_slots(rng, e.slots());
   for (bool secret : {false, true}) {
     const Ciphertext c = e.encrypt(z, 2, prng, secret);
@@ -508,12 +512,10 @@ TEST(CkksEncryption, WrongSecretKeyGivesGarbage) {
 // ---- key switching -------------------------------------------------------------
 
 // out0 + out1 * s = c * s' + small error, at every level.
-TEST(CkksKeySwitch, SwitchesFromRandomKeyToSecretKey) {
-  const Env& e = env();
+TEST_F(CkksKeySwitch, SwitchesFromRandomKeyToSecretKey) {
   const RlweContext& rc = *e.rlwe;
   const RnsBase& kb = *rc.key_base();
   Backend& be = backend_for(Device::cpu());
-  Prng prng = Prng::from_seed(seed_from(5));
   Buffer s_prime(kb.size() * kN);
   sample_ternary_eval(prng, kb, s_prime.data());
   const KeySwitchKey key = generate_switch_key(e.sk, s_prime.data(), kRelinearizationSource, prng);
@@ -556,11 +558,7 @@ TEST(CkksKeySwitch, SwitchesFromRandomKeyToSecretKey) {
 
 // ---- evaluator: arithmetic ---------------------------------------------------------
 
-TEST(CkksEvaluator, MultiplyRelinearizeRescale) {
-  const Env& e = env();
-  const Evaluator& ev = *e.ev;
-  Prng prng = Prng::from_seed(seed_from(6));
-  std::mt19937_64 rng(31);
+TEST_F(CkksEvaluator, MultiplyRelinearizeRescale) {
   const auto x = random_slots(rng, e.slots()), y = random_slots(rng, e.slots());
   const Ciphertext cx = e.encrypt(x, 2, prng), cy = e.encrypt(y, 2, prng, true);
   std::vector<Complex> xy(x.size());
@@ -597,11 +595,7 @@ TEST(CkksEvaluator, MultiplyRelinearizeRescale) {
   EXPECT_TRUE(std::equal(inplace.data(), inplace.data() + 2 * inplace.poly_words(), s.data()));
 }
 
-TEST(CkksEvaluator, SquareMatchesMultiply) {
-  const Env& e = env();
-  const Evaluator& ev = *e.ev;
-  Prng prng = Prng::from_seed(seed_from(7));
-  std::mt19937_64 rng(32);
+TEST_F(CkksEvaluator, SquareMatchesMultiply) {
   const auto x = random_slots(rng, e.slots());
   const Ciphertext cx = e.encrypt(x, 2, prng);
   const Ciphertext sq = ev.square(cx), mul = ev.multiply(cx, cx);
@@ -613,11 +607,7 @@ TEST(CkksEvaluator, SquareMatchesMultiply) {
   EXPECT_GE(bits_of(max_error(e.decrypt(ev.rescale(ev.relinearize(sq, e.rk))), x2)), 20.0);
 }
 
-TEST(CkksEvaluator, AddSubNegate) {
-  const Env& e = env();
-  const Evaluator& ev = *e.ev;
-  Prng prng = Prng::from_seed(seed_from(8));
-  std::mt19937_64 rng(33);
+TEST_F(CkksEvaluator, AddSubNegate) {
   const auto x = random_slots(rng, e.slots()), y = random_slots(rng, e.slots());
   const Ciphertext cx = e.encrypt(x, 2, prng, true), cy = e.encrypt(y, 2, prng);
   std::vector<Complex> sum(x.size()), diff(x.size()), neg(x.size());
@@ -642,12 +632,8 @@ TEST(CkksEvaluator, AddSubNegate) {
   EXPECT_EQ(ev.sub(lifted, sq).size(), 3u);
 }
 
-TEST(CkksEvaluator, PlainAndScalarOperations) {
-  const Env& e = env();
-  const Evaluator& ev = *e.ev;
+TEST_F(CkksEvaluator, PlainAndScalarOperations) {
   const ckks::Encoder& enc = e.ctx->encoder();
-  Prng prng = Prng::from_seed(seed_from(9));
-  std::mt19937_64 rng(34);
   const auto x = random_slots(rng, e.slots()), y = random_slots(rng, e.slots());
   const Ciphertext cx = e.encrypt(x, 2, prng, true);
   const double scale = cx.scale();
@@ -722,11 +708,7 @@ TEST(CkksEvaluator, PlainAndScalarOperations) {
   expect_invalid([&] { ev.add_plain(cx, other_scale); }, "scale mismatch");
 }
 
-TEST(CkksEvaluator, ModSwitch) {
-  const Env& e = env();
-  const Evaluator& ev = *e.ev;
-  Prng prng = Prng::from_seed(seed_from(10));
-  std::mt19937_64 rng(35);
+TEST_F(CkksEvaluator, ModSwitch) {
   const auto x = random_slots(rng, e.slots());
   const Ciphertext cx = e.encrypt(x, 2, prng, true);
   for (std::size_t level : {std::size_t{2}, std::size_t{1}, std::size_t{0}}) {
@@ -754,11 +736,7 @@ TEST(CkksEvaluator, ModSwitch) {
   EXPECT_THROW(ev.mod_switch(ps0, 1), InvalidArgument);
 }
 
-TEST(CkksEvaluator, AdjustToLandsOnCanonicalScale) {
-  const Env& e = env();
-  const Evaluator& ev = *e.ev;
-  Prng prng = Prng::from_seed(seed_from(11));
-  std::mt19937_64 rng(36);
+TEST_F(CkksEvaluator, AdjustToLandsOnCanonicalScale) {
   const auto x = random_slots(rng, e.slots()), y = random_slots(rng, e.slots());
   const Ciphertext cx = e.encrypt(x, 2, prng), cy = e.encrypt(y, 2, prng);
   std::vector<Complex> xy(x.size());
@@ -809,11 +787,7 @@ TEST(CkksEvaluator, AdjustToLandsOnCanonicalScale) {
 //     rounded to 2, so every slot decrypts to 4/3 of its value.
 // It now rescales first while the scale is far above the target, keeping
 // the correction constant >= 2^30.
-TEST(CkksEvaluator, AdjustToWithSmallCorrectionConstant) {
-  const Env& e = env();
-  const Evaluator& ev = *e.ev;
-  Prng prng = Prng::from_seed(seed_from(11));
-  std::mt19937_64 rng(36);
+TEST_F(CkksEvaluator, AdjustToWithSmallCorrectionConstant) {
   const auto x = random_slots(rng, e.slots()), y = random_slots(rng, e.slots());
   const Ciphertext cx = e.encrypt(x, 2, prng), cy = e.encrypt(y, 2, prng);
   std::vector<Complex> xy(x.size());
@@ -835,13 +809,9 @@ TEST(CkksEvaluator, AdjustToWithSmallCorrectionConstant) {
 
 // ---- evaluator: rescale exactness -------------------------------------------------
 
-TEST(CkksEvaluator, RescaleIsExactRounding) {
-  const Env& e = env();
-  const Evaluator& ev = *e.ev;
+TEST_F(CkksEvaluator, RescaleIsExactRounding) {
   const RlweContext& rc = *e.rlwe;
   Backend& be = backend_for(Device::cpu());
-  Prng prng = Prng::from_seed(seed_from(12));
-  std::mt19937_64 rng(37);
   const auto x = random_slots(rng, e.slots()), y = random_slots(rng, e.slots());
   const Ciphertext cx = e.encrypt(x, 2, prng), cy = e.encrypt(y, 2, prng);
   const Ciphertext prod = ev.relinearize(ev.multiply(cx, cy), e.rk);
@@ -923,11 +893,7 @@ TEST(CkksEvaluator, RescaleIsExactRounding) {
 
 // ---- evaluator: rotations ---------------------------------------------------------
 
-TEST(CkksEvaluator, RotateByKeyedAndComposedSteps) {
-  const Env& e = env();
-  const Evaluator& ev = *e.ev;
-  Prng prng = Prng::from_seed(seed_from(13));
-  std::mt19937_64 rng(38);
+TEST_F(CkksEvaluator, RotateByKeyedAndComposedSteps) {
   const auto x = random_slots(rng, e.slots());
   const Ciphertext cx = e.encrypt(x, 2, prng, true);
   const long long slots = static_cast<long long>(e.slots());
@@ -963,11 +929,7 @@ TEST(CkksEvaluator, RotateByKeyedAndComposedSteps) {
   EXPECT_EQ(e.rlwe->galois_element(-1) * 5 % (2 * kN), 1u);
 }
 
-TEST(CkksEvaluator, Conjugate) {
-  const Env& e = env();
-  const Evaluator& ev = *e.ev;
-  Prng prng = Prng::from_seed(seed_from(14));
-  std::mt19937_64 rng(39);
+TEST_F(CkksEvaluator, Conjugate) {
   const auto x = random_slots(rng, e.slots());
   const Ciphertext cx = e.encrypt(x, 1, prng);
   std::vector<Complex> want(x.size());
@@ -982,11 +944,7 @@ TEST(CkksEvaluator, Conjugate) {
 
 // ---- evaluator: errors ------------------------------------------------------------
 
-TEST(CkksEvaluator, Errors) {
-  const Env& e = env();
-  const Evaluator& ev = *e.ev;
-  Prng prng = Prng::from_seed(seed_from(15));
-  std::mt19937_64 rng(40);
+TEST_F(CkksEvaluator, Errors) {
   const auto x = random_slots(rng, e.slots());
   const Ciphertext c2 = e.encrypt(x, 2, prng), c1 = e.encrypt(x, 1, prng), c0 = e.encrypt(x, 0, prng);
 

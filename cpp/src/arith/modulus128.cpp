@@ -6,6 +6,7 @@
 
 #include "ringfire/arith/primes.h"
 #include "ringfire/base/errors.h"
+#include "ntt_prime_search.h"
 
 namespace ringfire {
 
@@ -13,7 +14,6 @@ namespace {
 
 constexpr u128 kTwoTo64 = u128{1} << 64;
 
-bool is_power_of_two(std::size_t n) { return n != 0 && (n & (n - 1)) == 0; }
 
 u128 gcd128(u128 a, u128 b) {
   while (b != 0) {
@@ -130,7 +130,7 @@ bool strong_lucas_probable_prime(const Modulus128& mod) {
 }
 
 bool is_ntt_friendly128(u128 q, std::size_t poly_degree) {
-  return is_power_of_two(poly_degree) && q >= 3 &&
+  return detail::is_power_of_two(poly_degree) && q >= 3 &&
          (q - 1) % (2 * static_cast<u128>(poly_degree)) == 0 && is_prime128(q);
 }
 
@@ -198,28 +198,8 @@ bool is_prime128(u128 n) {
 }
 
 std::vector<u128> find_ntt_primes128(int bits, std::size_t count, std::size_t poly_degree) {
-  constexpr const char* op = "arith.find_ntt_primes128";
-  require(bits >= 2 && bits <= 128, op,
-          "bits must be in [2, 128] for 128-bit primes, got " + std::to_string(bits));
-  require(is_power_of_two(poly_degree), op,
-          "poly_degree must be a power of two, got " + std::to_string(poly_degree));
-  const u128 step = 2 * static_cast<u128>(poly_degree);
-  const u128 low = u128{1} << (bits - 1);
-  const u128 high = bits == 128 ? ~u128{0} : (u128{1} << bits) - 1;  // largest `bits`-bit value
-  std::vector<u128> primes;
-  if (step <= high) {
-    // Largest candidate <= high with candidate = 1 (mod step), walking down.
-    for (u128 candidate = (high - 1) / step * step + 1; candidate >= low && primes.size() < count;
-         candidate -= step) {
-      if (is_prime128(candidate)) primes.push_back(candidate);
-      if (candidate < step) break;
-    }
-  }
-  require(primes.size() == count, op,
-          "only " + std::to_string(primes.size()) + " primes of " + std::to_string(bits) +
-              " bits are 1 mod 2N for N=" + std::to_string(poly_degree) + "; asked for " +
-              std::to_string(count));
-  return primes;
+  return detail::find_ntt_primes<u128>(bits, 128, count, poly_degree, [](u128 q) { return is_prime128(q); },
+                                       "arith.find_ntt_primes128");
 }
 
 u128 minimal_primitive_root128(u128 q, std::size_t poly_degree) {

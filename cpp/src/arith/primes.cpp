@@ -4,12 +4,11 @@
 
 #include "ringfire/arith/modular.h"
 #include "ringfire/base/errors.h"
+#include "ntt_prime_search.h"
 
 namespace ringfire {
 
 namespace {
-
-bool is_power_of_two(std::size_t n) { return n != 0 && (n & (n - 1)) == 0; }
 
 // 128-bit arithmetic so Miller-Rabin works for every 64-bit n, not just < 2^61.
 u64 mul_mod_wide(u64 a, u64 b, u64 n) { return static_cast<u64>(mul_wide(a, b) % n); }
@@ -56,32 +55,12 @@ bool is_prime(u64 n) {
 }
 
 std::vector<u64> find_ntt_primes(int bits, std::size_t count, std::size_t poly_degree) {
-  constexpr const char* op = "ring.find_primes";
-  require(bits >= 2 && bits <= kMaxModulusBits, op,
-          "bits must be in [2, 61] for word-size primes, got " + std::to_string(bits));
-  require(is_power_of_two(poly_degree), op,
-          "poly_degree must be a power of two, got " + std::to_string(poly_degree));
-  const u64 step = 2 * static_cast<u64>(poly_degree);
-  const u64 low = u64{1} << (bits - 1);
-  const u64 high = (u64{1} << bits) - 1;  // largest value with `bits` bits
-  std::vector<u64> primes;
-  if (step <= high) {
-    // Largest candidate <= high with candidate = 1 (mod step).
-    for (u64 candidate = (high - 1) / step * step + 1; candidate >= low && primes.size() < count;
-         candidate -= step) {
-      if (is_prime(candidate)) primes.push_back(candidate);
-      if (candidate < step) break;
-    }
-  }
-  require(primes.size() == count, op,
-          "only " + std::to_string(primes.size()) + " primes of " + std::to_string(bits) +
-              " bits are 1 mod 2N for N=" + std::to_string(poly_degree) + "; asked for " +
-              std::to_string(count));
-  return primes;
+  return detail::find_ntt_primes<u64>(bits, kMaxModulusBits, count, poly_degree, [](u64 q) { return is_prime(q); },
+                                      "ring.find_primes");
 }
 
 bool is_ntt_friendly(u64 q, std::size_t poly_degree) {
-  return is_power_of_two(poly_degree) && q >= 3 && bit_length(q) <= kMaxModulusBits &&
+  return detail::is_power_of_two(poly_degree) && q >= 3 && bit_length(q) <= kMaxModulusBits &&
          (q - 1) % (2 * static_cast<u64>(poly_degree)) == 0 && is_prime(q);
 }
 

@@ -20,6 +20,7 @@
 #include "ringfire/arith/modular.h"
 #include "ringfire/arith/reduction.h"
 #include "ringfire/base/hd.h"
+#include "ringfire/ring/multiword.h"
 
 namespace ringfire::kernel {
 
@@ -286,17 +287,6 @@ RF_HD bool base_convert_near_half(double s) {
 // Pass 2: v = round(s) when s is not near a half.
 RF_HD u64 base_convert_rounded(double s) { return static_cast<u64>(s + 0.5); }
 
-// acc (len words) += a (len words) * b; returns the carry-out word.
-RF_HD u64 multiword_mul_word_add(const u64* a, u64 b, u64* acc, std::size_t len) {
-  u64 carry = 0;
-  for (std::size_t i = 0; i < len; ++i) {
-    const u128 t = mul_wide(a[i], b) + acc[i] + carry;
-    acc[i] = static_cast<u64>(t);
-    carry = static_cast<u64>(t >> 64);
-  }
-  return carry;
-}
-
 // a (len + 1 words) >= b (len words, an implicit zero top word).
 RF_HD bool multiword_ge_ext(const u64* a, const u64* b, std::size_t len) {
   if (a[len] != 0) return true;
@@ -327,7 +317,7 @@ RF_HD void multiword_subtract_ext(u64* a, const u64* b, std::size_t len) {
 RF_HD u64 exact_rounded_quotient(const u64* y, std::size_t y_stride, const u64* qhat, const u64* q_words,
                                  std::size_t len, u64* acc) {
   for (std::size_t w = 0; w <= len; ++w) acc[w] = 0;
-  for (std::size_t i = 0; i < len; ++i) acc[len] += multiword_mul_word_add(qhat + i * len, y[i * y_stride], acc, len);
+  for (std::size_t i = 0; i < len; ++i) acc[len] += multiword::mul_word_add(qhat + i * len, y[i * y_stride], acc, len);
   u64 u = 0;
   while (multiword_ge_ext(acc, q_words, len)) {
     multiword_subtract_ext(acc, q_words, len);

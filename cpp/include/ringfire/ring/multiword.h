@@ -1,17 +1,18 @@
 // Little-endian multi-word unsigned integers, just enough for CRT and base
-// conversion constants (products of up to a few hundred 61-bit primes).
+// conversion constants (products of up to a few hundred 61-bit primes). The
+// word loops are RF_HD: the exact base conversion's kernels use them too.
 #pragma once
 
 #include <cstddef>
-#include <vector>
 
 #include "ringfire/arith/modular.h"
 #include "ringfire/arith/wide.h"
+#include "ringfire/base/hd.h"
 
 namespace ringfire::multiword {
 
 // out (len words) = a (len words) * b; returns the carry-out word.
-inline u64 mul_word(const u64* a, u64 b, u64* out, std::size_t len) {
+RF_HD u64 mul_word(const u64* a, u64 b, u64* out, std::size_t len) {
   u64 carry = 0;
   for (std::size_t i = 0; i < len; ++i) {
     const u128 t = mul_wide(a[i], b) + carry;
@@ -22,7 +23,7 @@ inline u64 mul_word(const u64* a, u64 b, u64* out, std::size_t len) {
 }
 
 // acc (len words) += a (len words) * b; returns the carry-out word.
-inline u64 mul_word_add(const u64* a, u64 b, u64* acc, std::size_t len) {
+RF_HD u64 mul_word_add(const u64* a, u64 b, u64* acc, std::size_t len) {
   u64 carry = 0;
   for (std::size_t i = 0; i < len; ++i) {
     const u128 t = mul_wide(a[i], b) + acc[i] + carry;
@@ -33,7 +34,7 @@ inline u64 mul_word_add(const u64* a, u64 b, u64* acc, std::size_t len) {
 }
 
 // a >= b, both len words.
-inline bool greater_equal(const u64* a, const u64* b, std::size_t len) {
+RF_HD bool greater_equal(const u64* a, const u64* b, std::size_t len) {
   for (std::size_t i = len; i-- > 0;) {
     if (a[i] != b[i]) return a[i] > b[i];
   }
@@ -41,7 +42,7 @@ inline bool greater_equal(const u64* a, const u64* b, std::size_t len) {
 }
 
 // a -= b (len words); returns the borrow.
-inline u64 subtract(u64* a, const u64* b, std::size_t len) {
+RF_HD u64 subtract(u64* a, const u64* b, std::size_t len) {
   u64 borrow = 0;
   for (std::size_t i = 0; i < len; ++i) {
     const u64 bi = b[i] + borrow;
