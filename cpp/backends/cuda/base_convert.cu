@@ -1,0 +1,153 @@
+// Base conversion (fast and exact): the three kernel passes, the multiword
+// fix-up, and CudaBackend::base_convert.
+#include "cuda_backend.h"
+#include "device.h"
+#include "launch.h"
+
+#include <cstddef>
+#include <memory>
+
+#include "ringfire/arith/modular.h"
+
+namespace ringfire::cuda {
+namespace {
+
+// ===========================================================================
+// Base conversion kernels (three passes, as the CPU)
+
+// Pass 1: y_i = x_i (Q/q_i)^-1 mod q_i; grid y = source limb.
+__global__ void base_convert_scale_kernel(const u64* in, u64* y, ConverterConstants cc, int log_n) {
+  const Coord c = coord(log_n);
+  y[c.index] = kernel::base_convert_scale_body(in[c.index], cc.qhat_inv[c.limb], cc.from[c.limb].value());
+}
+
+// Pass 2 (exact): v = round(sum_i y_i / q_i) in double; coefficients whose
+// sum lies within 2^-36 of a half are appended to `flagged` for the
+// multiword rule. Grid y = 1.
+__global__ void base_convert_round_kernel(const u64* y, u64* v, ConverterConstants cc, std::size_t src,
+                                          unsigned long long* flagged_count, u64* flagged, int log_n) {
+  const std::size_t j = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  const std::size_t poly = blockIdx.z;
+  const u64* yp = y + ((poly * src) << log_n) + j;
+  double s = 0.0;
+  for (std::size_t i = 0; i < src; ++i) s = kernel::base_convert_sum_step(s, yp[i << log_n], cc.reciprocal[i]);
+  const std::size_t out = (poly << log_n) | j;
+  if (kernel::base_convert_near_half(s)) {
+    flagged[atomicAdd(flagged_count, 1ull)] = out;
+    v[out] = 0;
+  } else {
+    v[out] = kernel::base_convert_rounded(s);
+  }
+}
+
+// Pass 2b: the multiword rule for the flagged coefficients (rare: about
+// 2^-35 of random inputs). A small fixed grid strides over the list; each
+// thread owns src + 1 words of scratch in global memory, so no per-thread
+// local arrays inflate every thread's stack.
+constexpr unsigned kFixupBlocks = 16, kFixupThreads = 64;
+__global__ void base_convert_fixup_kernel(const u64* y, u64* v, ConverterConstants cc, std::size_t src,
+                                          const unsigned long long* flagged_count, const u64* flagged, u64* scratch,
+                                          int log_n) {
+  const std::size_t tid = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  u64* acc = scratch + tid * (src + 1);
+  const std::size_t count = *flagged_count;
+  const std::size_t mask = (std::size_t{1} << log_n) - 1;
+  for (std::size_t f = tid; f < count; f += stride) {
+    const std::size_t out = flagged[f];
+    const std::size_t poly = out >> log_n, j = out & mask;
+    v[out] = kernel::exact_rounded_quotient(y + ((poly * src) << log_n) + j, std::size_t{1} << log_n, cc.qhat_words,
+                                            cc.q_words, src, acc);
+  }
+}
+
+// Pass 3: z_j = sum_i y_i (Q/q_i mod p_j) [- v Q] mod p_j. Each thread
+// takes one coefficient and kSumTargets target limbs (grid y = target
+// groups), so every y word is read once per group rather than once per
+// target; the reads of y are coalesced across the warp and the constants
+// are uniform (cached).
+constexpr unsigned kSumTargets = 4;
+__global__ void base_convert_sum_kernel(const u64* y, const u64* v, u64* out, ConverterConstants cc, std::size_t src,
+                                        std::size_t dst, int log_n) {
+  const std::size_t j = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  const std::size_t n = std::size_t{1} << log_n, poly = blockIdx.z, t0 = blockIdx.y * std::size_t{kSumTargets};
+  const unsigned count = static_cast<unsigned>(dst - t0 < kSumTargets ? dst - t0 : kSumTargets);
+  const u64* yp = y + poly * src * n + j;
+  u64 r[kSumTargets] = {};
+  if (src <= kernel::kBaseConvShoupTerms) {
+    for (std::size_t i = 0; i < src; ++i, yp += n) {
+      const u64 yi = *yp;
+#pragma unroll
+      for (unsigned t = 0; t < kSumTargets; ++t)
+        if (t < count)
+          r[t] = kernel::base_convert_shoup_step(r[t], yi, cc.qhat_mod_p_shoup[(t0 + t) * src + i],
+                                                 cc.to[t0 + t].value());
+    }
+#pragma unroll
+    for (unsigned t = 0; t < kSumTargets; ++t) {
+      const u64 pv = t < count ? cc.to[t0 + t].value() : 0;
+      r[t] -= (t < count && r[t] >= pv) ? pv : 0;
+    }
+  } else {
+    // Lazy 128-bit sums, reduced every kBaseConvLazyTerms source limbs.
+    for (std::size_t i0 = 0; i0 < src; i0 += kernel::kBaseConvLazyTerms) {
+      const std::size_t i1 = src - i0 < kernel::kBaseConvLazyTerms ? src : i0 + kernel::kBaseConvLazyTerms;
+      u128 acc[kSumTargets] = {};
+      for (std::size_t i = i0; i < i1; ++i, yp += n) {
+        const u64 yi = *yp;
+#pragma unroll
+        for (unsigned t = 0; t < kSumTargets; ++t)
+          if (t < count) acc[t] += mul_wide(yi, cc.qhat_mod_p[(t0 + t) * src + i]);
+      }
+#pragma unroll
+      for (unsigned t = 0; t < kSumTargets; ++t)
+        if (t < count) r[t] = add_mod(r[t], reduce_u128(acc[t], cc.to[t0 + t]), cc.to[t0 + t].value());
+    }
+  }
+#pragma unroll
+  for (unsigned t = 0; t < kSumTargets; ++t) {
+    if (t >= count) continue;
+    u64 z = r[t];
+    if (v != nullptr) z = kernel::base_convert_subtract_vq(z, v[poly * n + j], cc.q_mod_p[t0 + t], cc.to[t0 + t]);
+    out[(poly * dst + t0 + t) * n + j] = z;
+  }
+}
+
+}  // namespace
+
+// --- base conversion ----------------------------------------------------------
+
+void CudaBackend::base_convert(const u64* in, u64* out, std::size_t batch, const BaseConverter& conv,
+                               BaseConversion kind) {
+  if (batch == 0) return;
+  DeviceGuard guard(device_);
+  const ConverterConstants& cc = converter_constants(conv);
+  const std::size_t n = conv.from().n(), src = conv.from().size(), dst = conv.to().size();
+  CudaPool& pool = device_pool(device_);
+  Scratch y(pool, batch * src * n);
+  const Geometry g1 = coeff_geometry(n, src, batch);
+  base_convert_scale_kernel<<<g1.grid, g1.block, 0, launch_stream()>>>(in, y.data(), cc, g1.log_n);
+  after_launch("base_convert_scale");
+  std::unique_ptr<Scratch> v;
+  if (kind == BaseConversion::exact) {
+    v = std::make_unique<Scratch>(pool, batch * n);
+    // One allocation: the flagged count (word 0) and the flagged list.
+    Scratch flagged(pool, 1 + batch * n);
+    Scratch acc(pool, std::size_t{kFixupBlocks} * kFixupThreads * (src + 1));
+    auto* count = reinterpret_cast<unsigned long long*>(flagged.data());
+    check(cudaMemsetAsync(count, 0, sizeof(u64), launch_stream()), "cuda.base_convert");
+    const Geometry g2 = coeff_geometry(n, 1, batch);
+    base_convert_round_kernel<<<g2.grid, g2.block, 0, launch_stream()>>>(y.data(), v->data(), cc, src, count,
+                                                                 flagged.data() + 1, g2.log_n);
+    after_launch("base_convert_round");
+    base_convert_fixup_kernel<<<kFixupBlocks, kFixupThreads, 0, launch_stream()>>>(y.data(), v->data(), cc, src, count,
+                                                                          flagged.data() + 1, acc.data(), g2.log_n);
+    after_launch("base_convert_fixup");
+  }
+  const Geometry g3 = coeff_geometry(n, (dst + kSumTargets - 1) / kSumTargets, batch);
+  base_convert_sum_kernel<<<g3.grid, g3.block, 0, launch_stream()>>>(y.data(), v ? v->data() : nullptr, out, cc, src,
+                                                                       dst, g3.log_n);
+  after_launch("base_convert_sum");
+}
+
+}  // namespace ringfire::cuda
