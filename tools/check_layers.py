@@ -171,6 +171,18 @@ def defined_private_names(files: list[pathlib.Path]) -> set[str]:
     return {n for n in names if n.startswith("_") and not n.startswith("__")}
 
 
+def foreign_modules(tree: ast.AST) -> set[str]:
+    """Names bound to modules outside ringfire (``import sys``): their private
+    names are their own business (``sys._getframe``)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] != "ringfire":
+                    names.add(alias.asname or alias.name.split(".")[0])
+    return names
+
+
 def python_violations(root: pathlib.Path) -> list[str]:
     pkg_root = root / "python" / "ringfire"
     if not pkg_root.exists():
@@ -194,10 +206,11 @@ def python_violations(root: pathlib.Path) -> list[str]:
                 continue
             if PY_RANK[target] >= PY_RANK[unit]:
                 found.append(f"{rel}:{line}: '{unit}' imports '{target}', which is not below it")
+        foreign = foreign_modules(tree)
         for node in ast.walk(tree):
             if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
                     and node.attr not in own_names[unit]
-                    and not (isinstance(node.value, ast.Name) and node.value.id == "_core")):
+                    and not (isinstance(node.value, ast.Name) and node.value.id in foreign | {"_core"})):
                 found.append(f"{rel}:{node.lineno}: '{unit}' reaches into the private name '{node.attr}' "
                              "of another module")
     return found

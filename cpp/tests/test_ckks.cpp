@@ -261,6 +261,7 @@ TEST(RlweParameters, SchemeAndPlaintextModulus) {
 }
 
 TEST(CkksParameters, DnumNormalisation) {
+  const test::CapturedWarnings quiet;  // the toy sizes below use the named opt-out
   ParameterLiteral lit;
   lit.poly_degree = kN;
   lit.q_bits = std::vector<int>(7, 25);
@@ -295,6 +296,7 @@ TEST(CkksParameters, DnumNormalisation) {
 }
 
 TEST(CkksParameters, FingerprintIsStableAndDiscriminating) {
+  const test::CapturedWarnings quiet;
   const Parameters a(small_literal()), b(small_literal());
   EXPECT_EQ(a.fingerprint(), b.fingerprint());
   EXPECT_EQ(a.q_primes(), b.q_primes());

@@ -107,8 +107,8 @@ TEST(Decryptor, FloodingAddsWhatItsFormulaStates) {
     EXPECT_NEAR(-std::log2(rms(flooded.slots, z)), flooded.precision_bits, 0.5) << s;
   }
   // 40 bits at a 40-bit scale leaves nothing: refused, with the scale it needs.
-  expect_invalid([&] { k.decrypt(c, DecryptionNoise::flooding, 40.0); }, "decrypt at a scale above");
-  expect_invalid([&] { k.decrypt(c, DecryptionNoise::flooding, 4.0); }, "between 8 and 128 bits");
+  expect_invalid([&] { k.decrypt(c, DecryptionNoise::flooding, 40.0); }, "need a scale above");
+  expect_invalid([&] { k.decrypt(c, DecryptionNoise::flooding, 4.0); }, "8 to 128 bits of statistical security, got 4");
 }
 
 TEST(Decryptor, ComplexDataUsesTheCarriedEstimate) {

@@ -1,9 +1,14 @@
 """Argument normalisation shared by the public modules: every error is a
-``ValueError`` or ``TypeError`` whose message starts with the operation."""
+``ValueError`` or ``TypeError`` whose message starts with the operation; and
+warnings attributed to the user's line."""
 
 from __future__ import annotations
 
+import contextlib
 import numbers
+import os
+import sys
+import warnings
 
 import numpy as np
 
@@ -45,3 +50,33 @@ def check_below(op: str, name: str, arr: np.ndarray, q: int) -> None:
     if arr.size and int(arr.max()) >= q:
         bad = int(np.argmax(arr >= np.uint64(q)))
         raise ValueError(f"[{op}] {name}[{bad}] = {int(arr.ravel()[bad])} is not below q={q}")
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_CONTEXTLIB = os.path.abspath(contextlib.__file__)
+
+
+def _inside_library(filename: str) -> bool:
+    path = os.path.abspath(filename)
+    return path.startswith(_PACKAGE_DIR) or path == _CONTEXTLIB
+
+
+def warn_at_caller(message: str, category=RuntimeWarning) -> None:
+    """``warnings.warn`` attributed to the first frame outside the ringfire
+    package: the user's line, however deep inside the library the cause was."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None and _inside_library(frame.f_code.co_filename):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
+
+
+@contextlib.contextmanager
+def warnings_at_caller():
+    """Re-issues the warnings raised inside (by the native core, which cannot
+    know the user's frame) through :func:`warn_at_caller`. The user's filters
+    apply when they are re-issued, "error" included."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for w in caught:
+        warn_at_caller(str(w.message), w.category)

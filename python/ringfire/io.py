@@ -56,10 +56,16 @@ def new_mac_key() -> bytes:
     return secrets.token_bytes(32)
 
 
+_BYTES_LIKE = (bytes, bytearray, memoryview)
+
+
 def _mac_key(key) -> bytes:
+    # bytes(int) would be that many zero bytes: a key anyone can guess.
+    if not isinstance(key, _BYTES_LIKE):
+        raise TypeError(f"[io.mac] a MAC key is bytes (rf.io.new_mac_key() makes one), got {type(key).__name__}")
     key = bytes(key)
     if not 16 <= len(key) <= 64:
-        raise ValueError(f"[io.mac] a MAC key has 16 to 64 bytes (new_mac_key() makes one), got {len(key)}")
+        raise ValueError(f"[io.mac] a MAC key has 16 to 64 bytes (rf.io.new_mac_key() makes one), got {len(key)} bytes")
     return key
 
 
@@ -112,6 +118,8 @@ def _aead():
 def _password(password) -> bytes:
     if isinstance(password, str):
         password = password.encode("utf-8")
+    if not isinstance(password, _BYTES_LIKE):
+        raise TypeError(f"[io.seal] a password is str or bytes, got {type(password).__name__}")
     password = bytes(password)
     if not password:
         raise ValueError("[io.seal] the password is empty")

@@ -64,3 +64,14 @@ def test_a_crafted_huge_parameter_blob_is_refused_at_once():
         with pytest.raises(ValueError, match="security"):
             rf.ckks.Context.from_bytes(blob)
         assert time.perf_counter() - start < 0.5
+
+
+def test_warnings_point_at_the_callers_line():
+    with pytest.warns(RuntimeWarning, match="security check is disabled") as caught:
+        rf.ckks.Context.preset("N13_D2", insecure_no_security_check=True)  # through preset() and __init__
+    assert caught[0].filename == __file__
+
+
+def test_security_must_be_a_number_of_bits():
+    with pytest.raises(TypeError, match="security is 128, 192 or 256"):
+        rf.ckks.Context(**TOY, security=None)

@@ -125,3 +125,17 @@ def test_secret_keys_under_a_password(env):
         ctx.load(bytes(costly), password="correct horse")
     both = sk.to_bytes(password=b"pw", mac_key=b"k" * 32, scrypt_log_n=10)
     assert np.max(np.abs(ctx.decrypt(ct, ctx.load(both, mac_key=b"k" * 32, password=b"pw")) - x)) < 1e-6
+
+
+def test_keys_and_passwords_must_be_bytes_or_text(env):
+    ctx, sk, keys, x = env
+    # bytes(32) would be 32 zero bytes: a MAC key anyone can guess; bytes(12) a password of zeros.
+    with pytest.raises(TypeError, match="a MAC key is bytes"):
+        keys.public.to_bytes(mac_key=32)
+    with pytest.raises(TypeError, match="a MAC key is bytes"):
+        keys.public.to_bytes(mac_key="a string key of 32 chars........")
+    with pytest.raises(TypeError, match="a MAC key is bytes"):
+        ctx.load(keys.public.to_bytes(mac_key=b"k" * 32), mac_key=32)
+    with pytest.raises(TypeError, match="a password is str or bytes"):
+        sk.to_bytes(password=12)
+    assert ctx.load(keys.public.to_bytes(mac_key=bytearray(b"k" * 32)), mac_key=memoryview(b"k" * 32))

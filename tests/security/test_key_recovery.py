@@ -61,10 +61,23 @@ def test_flooding_resists_and_reports_what_it_costs():
 
 def test_flooding_that_leaves_no_precision_is_refused(n13):
     ctx, sk, _, ct, _ = n13
-    with pytest.raises(ValueError, match="leaves no precision.*decrypt at a scale above"):
+    with pytest.raises(ValueError, match="leaves no precision.*need a scale above"):
         ctx.decrypt(ct, sk, noise_flooding=True)
 
 
 def _exact(ctx, ct, sk):
     with pytest.warns(RuntimeWarning):
         return ctx.decrypt(ct, sk, insecure_exact=True)
+
+
+def test_decrypt_options_are_checked(n13):
+    ctx, sk, _, ct, _ = n13
+    ctx.decrypt(ct, sk, noise_flooding=np.int64(20))  # any real number of bits
+    with pytest.raises(ValueError, match="8 to 128 bits of statistical security, got 0"):
+        ctx.decrypt(ct, sk, noise_flooding=0)
+    with pytest.raises(ValueError, match="not both"):
+        ctx.decrypt(ct, sk, noise_flooding=0, insecure_exact=True)
+    with pytest.raises(ValueError, match="decryptions must be at least 1, got 0"):
+        ctx.decrypt(ct, sk, noise_flooding=20, decryptions=0)
+    with pytest.raises(TypeError, match="a number of bits"):
+        ctx.decrypt(ct, sk, noise_flooding="high")

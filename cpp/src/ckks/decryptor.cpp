@@ -23,6 +23,12 @@ std::string bits_text(double bits) {
   return text;
 }
 
+std::string number_text(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
 // log2 ||e||_2 from the imaginary parts of real slots (see the header).
 double measured_noise_bits(const std::vector<Complex>& slots, double scale, std::size_t n) {
   double sum = 0.0;
@@ -33,9 +39,10 @@ double measured_noise_bits(const std::vector<Complex>& slots, double scale, std:
 void check_options(const DecryptOptions& options) {
   if (options.noise != DecryptionNoise::flooding) return;
   require(options.statistical_security >= 8.0 && options.statistical_security <= 128.0, kOp,
-          "statistical security must be between 8 and 128 bits, got " + std::to_string(options.statistical_security));
+          "noise flooding takes 8 to 128 bits of statistical security, got " +
+              number_text(options.statistical_security));
   require(options.decryptions >= 1.0 && std::isfinite(options.decryptions), kOp,
-          "the number of decryptions must be at least 1, got " + std::to_string(options.decryptions));
+          "the number of decryptions must be at least 1, got " + number_text(options.decryptions));
 }
 
 }  // namespace
@@ -86,11 +93,12 @@ Decryption decrypt(const Context& context, const Ciphertext& cipher, const Secre
   out.precision_bits = std::log2(scale) - total_bits;
   if (options.noise == DecryptionNoise::flooding)
     require(out.precision_bits > 0.0, kOp,
-            "noise flooding at " + std::to_string(static_cast<int>(options.statistical_security)) +
-                "-bit statistical security adds " + bits_text(sigma_bits) + " per coefficient to a ciphertext of noise " +
-                bits_text(out.noise_bits) + ", which leaves no precision at scale " + bits_text(std::log2(scale)) +
-                ": decrypt at a scale above " + bits_text(total_bits + 10.0) +
-                " for 10 bits (a larger scale_bits, or a larger last prime), or lower statistical_security");
+            "noise flooding at " + number_text(options.statistical_security) + " bits of statistical security over " +
+                number_text(options.decryptions) + " decryption(s) adds " + bits_text(sigma_bits) +
+                " per coefficient to a ciphertext of noise " + bits_text(out.noise_bits) +
+                ", which leaves no precision at its scale " + bits_text(std::log2(scale)) +
+                ": 10 bits of precision need a scale above " + bits_text(total_bits + 10.0) +
+                " here (larger scale_bits and base prime), or fewer bits of statistical security or decryptions");
 
   if (options.noise != DecryptionNoise::insecure_exact) {
     // Gaussian noise of sigma on each of the N coefficients is, after the

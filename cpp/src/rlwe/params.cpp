@@ -203,8 +203,8 @@ void Parameters::validate() {
   require(scale_bits_ >= 0 && scale_bits_ <= kMaxPrimeBits, kOp,
           "scale_bits must be in [0, 60], got " + std::to_string(scale_bits_));
   if (security_ == 0)
-    warn("[rlwe.Parameters] the security check is disabled (insecure_no_security_check): N=" + std::to_string(n_) +
-         " with log2(QP)=" + std::to_string(static_cast<int>(std::ceil(log_qp_))) +
+    warn("[rlwe.Parameters] the security check is disabled (insecure_no_security_check; no security level is "
+         "enforced): N=" + std::to_string(n_) + " with log2(QP)=" + describe_log_qp() +
          " may offer no security; never use these parameters for real data");
   else
     check_security(n_, log_qp_, security_);
@@ -234,6 +234,12 @@ void Parameters::validate() {
   fingerprint_ = fnv1a64(words.data(), words.size() * sizeof(std::uint64_t));
 }
 
+std::string Parameters::describe_log_qp() const {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", std::round(log_qp_ * 10) / 10);
+  return text;
+}
+
 std::string Parameters::describe() const {
   // Plain string building (no iostreams): the text does not depend on the
   // C++ locale, and the library needs no iostream initialisation.
@@ -245,8 +251,7 @@ std::string Parameters::describe() const {
     }
     return out;
   };
-  char log_qp[32];
-  std::snprintf(log_qp, sizeof log_qp, "%.1f", std::round(log_qp_ * 10) / 10);
+  const std::string log_qp = describe_log_qp();
   std::string scheme = scheme_name(scheme_);
   if (scheme_ != Scheme::ckks) scheme += " t=" + std::to_string(plain_modulus_);
   return scheme + ": N=" + std::to_string(n_) + ", L+1=" + std::to_string(q_.size()) + " primes (" + bits(q_) +

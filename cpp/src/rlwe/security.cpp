@@ -73,8 +73,8 @@ void check_security(std::size_t n, double log_qp, int security_bits) {
   if (log_qp > bound) {
     throw_invalid(kOp, "N=" + std::to_string(n) + " allows log2(QP) <= " + std::to_string(bound) +
                            " at " + std::to_string(security_bits) +
-                           "-bit security; these parameters have log2(QP) = " +
-                           format_log_qp(log_qp, bound));
+                           "-bit security; these parameters have log2(QP) = " + format_log_qp(log_qp, bound) +
+                           " (use a larger poly_degree, or fewer or smaller primes)");
   }
 }
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import warnings
+import numbers
 import weakref
 from typing import Iterable, Sequence
 
@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import _core
 from .. import io as rf_io
+from .._checks import warn_at_caller, warnings_at_caller
 from .ciphertext import Ciphertext, Plaintext
 from .evaluator import Evaluator
 from .keys import GaloisKeys, KeySet, PublicKey, RelinKey, SecretKey
@@ -61,10 +62,13 @@ class Context:
                 raise ValueError("[ckks.Context] coeff_bits needs at least two entries when special_bits is omitted "
                                  "(the last one is the special prime)")
             coeff_bits, special_bits = coeff_bits[:-1], coeff_bits[-1:]
+        if isinstance(security, bool) or not isinstance(security, numbers.Integral):
+            raise TypeError(f"[ckks.Context] security is 128, 192 or 256 (bits), got {security!r}")
         self._set_device(device)
-        params = _core.Parameters(int(poly_degree), coeff_bits, [int(b) for b in special_bits],
-                                  0 if dnum is None else int(dnum), int(security), int(scale_bits),
-                                  insecure_no_security_check=bool(insecure_no_security_check))
+        with warnings_at_caller():
+            params = _core.Parameters(int(poly_degree), coeff_bits, [int(b) for b in special_bits],
+                                      0 if dnum is None else int(dnum), int(security), int(scale_bits),
+                                      insecure_no_security_check=bool(insecure_no_security_check))
         self._init_from(params, insecure_deterministic_seed)
 
     def _set_device(self, device) -> None:
@@ -91,8 +95,7 @@ class Context:
         self._core_evaluator = _OnQueue(native, self._queue) if self._queue else native
         self._default_keys: KeySet | None = None
         if seed is not None:
-            warnings.warn("ckks.Context: deterministic randomness (insecure_deterministic_seed) is for tests only",
-                          RuntimeWarning, stacklevel=3)
+            warn_at_caller("[ckks.Context] deterministic randomness (insecure_deterministic_seed) is for tests only")
             self._prng = _core.Prng.from_seed(bytes(seed))
         else:
             self._prng = _core.Prng.from_os()
@@ -112,8 +115,9 @@ class Context:
         ``insecure_no_security_check`` load only when it is passed here too (it warns).
         ``mac_key``: the bytes must be authenticated with it."""
         self = cls.__new__(cls)
-        params = _core.load_parameters(rf_io.unwrap(data, mac_key),
-                                       insecure_no_security_check=bool(insecure_no_security_check))
+        with warnings_at_caller():
+            params = _core.load_parameters(rf_io.unwrap(data, mac_key),
+                                           insecure_no_security_check=bool(insecure_no_security_check))
         self._init_from(params, insecure_deterministic_seed)
         return self
 
@@ -321,7 +325,8 @@ class Context:
             return SecretKey(_core.load_secret_key(rl, data), self)
         # Parameters saved without the security check load only into a context
         # that was itself made with that opt-out.
-        params = _core.load_parameters(data, insecure_no_security_check=self.params.security == 0)
+        with warnings_at_caller():
+            params = _core.load_parameters(data, insecure_no_security_check=self.params.security == 0)
         if params.fingerprint != self.fingerprint:
             raise ValueError("[io.load] these parameters differ from this context's (fingerprint mismatch)")
         return params
@@ -330,17 +335,18 @@ class Context:
 def _decryption_noise(noise_flooding, insecure_exact) -> tuple[str, float]:
     """The native decryption mode and statistical security for decrypt's options."""
     if insecure_exact:
-        if noise_flooding:
+        if noise_flooding is not False and noise_flooding is not None:
             raise ValueError("[ckks.decrypt] choose noise_flooding or insecure_exact, not both")
-        warnings.warn("[ckks.decrypt] insecure_exact: this result together with its ciphertext reveals the secret key; "
-                      "never let it leave the key holder", RuntimeWarning, stacklevel=3)
+        warn_at_caller("[ckks.decrypt] insecure_exact: this result together with its ciphertext reveals the secret key; "
+                       "never let it leave the key holder")
         return "insecure_exact", 40.0
     if noise_flooding is False or noise_flooding is None:
         return "estimate", 40.0
     if noise_flooding is True:
         return "flooding", 40.0
-    if isinstance(noise_flooding, bool) or not isinstance(noise_flooding, (int, float)):
-        raise TypeError(f"[ckks.decrypt] noise_flooding is True, False or a number of bits, got {noise_flooding!r}")
+    if isinstance(noise_flooding, bool) or not isinstance(noise_flooding, numbers.Real):
+        raise TypeError(f"[ckks.decrypt] noise_flooding is True, False or a number of bits (8 to 128), "
+                        f"got {noise_flooding!r}")
     return "flooding", float(noise_flooding)
 
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import warnings
-
 from .. import _core
 from .. import io as rf_io
+from .._checks import warn_at_caller
 from .residency import Placed
 
 
@@ -47,8 +46,8 @@ class SecretKey(_Key):
         hold the key in the clear, and this warns."""
         raw = _core.save_secret_key(self._native)
         if password is None:
-            warnings.warn("[ckks.SecretKey] serialized without a password: anyone who reads these bytes decrypts "
-                          "everything; pass password=... to encrypt them", RuntimeWarning, stacklevel=2)
+            warn_at_caller("[ckks.SecretKey] serialized without a password: anyone who reads these bytes decrypts "
+                           "everything; pass password=... to encrypt them")
         else:
             raw = rf_io.seal_secret(raw, password, scrypt_log_n=scrypt_log_n)
         return rf_io.wrap(raw, mac_key)

@@ -77,6 +77,7 @@ class Parameters {
   void validate();
   void check_security_level(bool insecure_no_security_check);
   void check_plain_modulus() const;
+  std::string describe_log_qp() const;
 
   Scheme scheme_;
   std::uint64_t plain_modulus_;
