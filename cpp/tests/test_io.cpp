@@ -531,7 +531,8 @@ TEST(IoMalformed, CorruptFieldsWithValidChecksum) {
   // Parameters that do not match their fingerprint (scale_bits 40 -> 39 is
   // valid on its own).
   Bytes p_blob = io::save(e.ctx->params());
-  const std::size_t scale_bits_at = p_blob.size() - 8 - 8 - 1 - 4;  // before scheme u8, t u64, checksum
+  // before scheme u8, t u64, reserved levels u32, checksum
+  const std::size_t scale_bits_at = p_blob.size() - 8 - 4 - 8 - 1 - 4;
   ASSERT_EQ(p_blob[scale_bits_at], 40);
   p_blob[scale_bits_at] = 39;
   reseal(p_blob);
@@ -574,11 +575,12 @@ TEST(IoRoundTrip, ReadsVersionOneFiles) {
   EXPECT_NEAR(loaded.noise_bits(), c.noise_bits(), 1e-9);  // a fresh encryption's estimate
   EXPECT_TRUE(same_words(loaded.data(), c.data(), c.size() * c.poly_words()));
   const Bytes params = io::save(e.ctx->params());
-  const Bytes old_params = as_version_one(params, params.size() - kHeader - 8 - 9, 9);  // scheme u8 + t u64
+  // scheme u8 + t u64 + reserved levels u32
+  const Bytes old_params = as_version_one(params, params.size() - kHeader - 8 - 13, 13);
   const Parameters loaded_params = io::load_parameters(old_params.data(), old_params.size());
   EXPECT_EQ(loaded_params.scheme(), Scheme::ckks);
   EXPECT_EQ(loaded_params.fingerprint(), e.ctx->params().fingerprint());
-  const Bytes old_rk = as_version_one(io::save(e.rk), 4, 8);  // source u64
+  const Bytes old_rk = as_version_one(io::save(e.rk), 4, 12);  // source u64, level u32
   expect_same_switch_key(io::load_relin_key(e.rlwe, old_rk.data(), old_rk.size()).key(), e.rk.key());
   const Bytes v3 = [&] {
     Bytes b = io::save(c);

@@ -1,6 +1,7 @@
 // Bindings of the ckks layer: the context (with its encoder), decryption to
 // slots, and the explicit evaluator. Heavy calls release the GIL.
 #include <nanobind/stl/complex.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -11,6 +12,8 @@
 #include "common.h"
 #include "ringfire/ckks/decryptor.h"
 #include "ringfire/ckks/evaluator.h"
+#include "ringfire/ckks/polynomial.h"
+#include "ringfire/ckks/simulator.h"
 #include "ringfire/rlwe/evaluator.h"
 #include "ringfire/rlwe/prng.h"
 #include "ringfire/rlwe/encryptor.h"
@@ -31,6 +34,109 @@ OutComplexArray to_numpy(std::vector<Complex> values) {
 }
 
 }  // namespace
+
+// Polynomials and the level/scale simulator.
+void bind_ckks_circuits(nb::module_& m) {
+  using ckks::Polynomial;
+  using ckks::SimCiphertext;
+  using ckks::Simulator;
+  using ckks::ContextPtr;
+
+  nb::class_<Polynomial>(m, "Polynomial")
+      .def(
+          "__init__",
+          [](Polynomial* self, const std::string& basis, std::vector<double> coeffs, double a, double b) {
+            require(basis == "chebyshev" || basis == "monomial", "ckks.Polynomial",
+                    "basis must be 'chebyshev' or 'monomial', got '" + basis + "'");
+            new (self) Polynomial(basis == "chebyshev" ? ckks::Basis::chebyshev : ckks::Basis::monomial,
+                                  std::move(coeffs), a, b);
+          },
+          nb::arg("basis"), nb::arg("coefficients"), nb::arg("a") = -1.0, nb::arg("b") = 1.0)
+      .def_prop_ro("basis", [](const Polynomial& p) { return std::string(ckks::basis_name(p.basis())); })
+      .def_prop_ro("coefficients", &Polynomial::coefficients)
+      .def_prop_ro("interval", [](const Polynomial& p) { return nb::make_tuple(p.a(), p.b()); })
+      .def_prop_ro("degree", &Polynomial::degree)
+      .def_prop_ro("depth", &Polynomial::depth)
+      .def("is_odd", &Polynomial::is_odd)
+      .def("is_even", &Polynomial::is_even)
+      .def("__call__", [](const Polynomial& p, double x) { return p(x); }, nb::arg("x"));
+
+  using ckks::LinearTransform;
+  nb::class_<LinearTransform>(m, "LinearTransform")
+      .def(
+          "__init__",
+          [](LinearTransform* self, ContextPtr context, const std::map<long long, std::vector<Complex>>& diagonals,
+             std::size_t level, double scale, std::size_t baby_steps) {
+            nb::gil_scoped_release release;
+            new (self) LinearTransform(std::move(context), diagonals, level, scale, baby_steps);
+          },
+          nb::arg("context"), nb::arg("diagonals"), nb::arg("level"), nb::arg("scale") = 0.0,
+          nb::arg("baby_steps") = 0)
+      .def_static(
+          "diagonals_of",
+          [](ComplexArray matrix, std::size_t n) {
+            return LinearTransform::diagonals_of(std::vector<Complex>(matrix.data(), matrix.data() + matrix.size()),
+                                                 n);
+          },
+          nb::arg("matrix"), nb::arg("n"))
+      .def_prop_ro("dimension", &LinearTransform::dimension)
+      .def_prop_ro("level", &LinearTransform::level)
+      .def_prop_ro("scale", &LinearTransform::scale)
+      .def_prop_ro("baby_steps", &LinearTransform::baby_steps)
+      .def_prop_ro("diagonal_count", &LinearTransform::diagonal_count)
+      .def_prop_ro("device", [](const LinearTransform& lt) { return lt.device().str(); })
+      .def("rotations", &LinearTransform::rotations)
+      .def("to", [](const LinearTransform& lt, const std::string& device) {
+        const Device target = Device::parse(device);
+        nb::gil_scoped_release release;
+        return lt.to(target);
+      });
+
+  nb::class_<SimCiphertext>(m, "SimCiphertext")
+      .def(nb::init<>())
+      .def("__init__",
+           [](SimCiphertext* self, std::size_t level, double scale, std::size_t size) {
+             new (self) SimCiphertext{level, scale, size};
+           },
+           nb::arg("level"), nb::arg("scale"), nb::arg("size") = 2)
+      .def_rw("level", &SimCiphertext::level)
+      .def_rw("scale", &SimCiphertext::scale)
+      .def_rw("size", &SimCiphertext::size);
+
+  nb::class_<Simulator>(m, "Simulator")
+      .def(nb::init<ContextPtr>(), nb::arg("context"))
+      .def("fresh", &Simulator::fresh, nb::arg("level"))
+      .def("add", &Simulator::add)
+      .def("multiply", &Simulator::multiply)
+      .def("multiply_plain", &Simulator::multiply_plain, nb::arg("a"), nb::arg("scale"))
+      .def("multiply_scalar", &Simulator::multiply_scalar, nb::arg("a"), nb::arg("scale"))
+      .def("relinearize", &Simulator::relinearize)
+      .def("rescale", &Simulator::rescale)
+      .def("mod_switch", &Simulator::mod_switch, nb::arg("a"), nb::arg("level"))
+      .def("adjust_to", &Simulator::adjust_to, nb::arg("a"), nb::arg("level"))
+      .def("rotate", &Simulator::rotate)
+      .def("evaluate_polynomial", &Simulator::evaluate_polynomial, nb::arg("x"), nb::arg("polynomial"),
+           nb::arg("target_scale") = 0.0)
+      .def("linear_transform", &Simulator::linear_transform, nb::arg("x"), nb::arg("transform"))
+      .def("reset_counts", &Simulator::reset_counts)
+      .def_prop_ro("counts", [](const Simulator& s) {
+        const ckks::SimCounts& c = s.counts();
+        nb::dict out;
+        out["multiplications"] = c.multiplications;
+        out["plain_multiplications"] = c.plain_multiplications;
+        out["constant_multiplications"] = c.constant_multiplications;
+        out["additions"] = c.additions;
+        out["rescales"] = c.rescales;
+        out["relinearizations"] = c.relinearizations;
+        out["rotations"] = c.rotations;
+        out["hoisted_mod_ups"] = c.hoisted_mod_ups;
+        out["key_switches"] = c.key_switches();
+        nb::dict by_level;
+        for (auto [level, count] : c.key_switches_by_level) by_level[nb::int_(level)] = count;
+        out["key_switches_by_level"] = by_level;
+        return out;
+      });
+}
 
 void bind_ckks(nb::module_& m) {
   using ckks::Context;
@@ -54,6 +160,7 @@ void bind_ckks(nb::module_& m) {
       .def_prop_ro("rlwe", &Context::rlwe)
       .def_prop_ro("slots", &Context::slots)
       .def_prop_ro("max_level", &Context::max_level)
+      .def_prop_ro("user_max_level", &Context::user_max_level)
       .def_prop_ro("fingerprint", &Context::fingerprint)
       .def_prop_ro("default_scale", &Context::default_scale)
       .def("scale_at", &Context::scale_at, nb::arg("level"))
@@ -137,7 +244,15 @@ void bind_ckks(nb::module_& m) {
       .def("rescale", &Evaluator::rescale, Release())
       .def("rescale_inplace", &Evaluator::rescale_inplace, Release())
       .def("adjust_to", &Evaluator::adjust_to, Release())
+      .def("weighted_sum", &Evaluator::weighted_sum, nb::arg("inputs"), nb::arg("values"), nb::arg("level"),
+           nb::arg("scale"), nb::arg("constant") = 0.0, Release())
+      .def("evaluate_polynomial", &Evaluator::evaluate_polynomial, nb::arg("x"), nb::arg("polynomial"),
+           nb::arg("relin_key"), nb::arg("target_scale") = 0.0, Release())
+      .def("linear_transform", &Evaluator::linear_transform, nb::arg("x"), nb::arg("transform"), nb::arg("keys"),
+           Release())
       .def("conjugate", &Evaluator::conjugate, Release());
+
+  bind_ckks_circuits(m);
 }
 
 }  // namespace ringfire::python

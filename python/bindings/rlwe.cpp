@@ -63,7 +63,8 @@ void bind_rlwe(nb::module_& m) {
 
   nb::class_<Parameters>(m, "Parameters")
       .def(nb::new_([](std::size_t n, const std::vector<int>& q_bits, const std::vector<int>& p_bits,
-                       std::size_t dnum, int security, int scale_bits, bool insecure_no_security_check) {
+                       std::size_t dnum, int security, int scale_bits, bool insecure_no_security_check,
+                       std::size_t reserved_levels) {
              ParameterLiteral lit;
              lit.poly_degree = n;
              lit.q_bits = q_bits;
@@ -72,16 +73,19 @@ void bind_rlwe(nb::module_& m) {
              lit.security = security;
              lit.scale_bits = scale_bits;
              lit.insecure_no_security_check = insecure_no_security_check;
+             lit.reserved_levels = reserved_levels;
              return Parameters(lit);
            }),
            nb::arg("poly_degree"), nb::arg("q_bits"), nb::arg("p_bits"), nb::arg("dnum"), nb::arg("security"),
-           nb::arg("scale_bits"), nb::arg("insecure_no_security_check") = false)
+           nb::arg("scale_bits"), nb::arg("insecure_no_security_check") = false, nb::arg("reserved_levels") = 0)
       .def_prop_ro("scheme", [](const Parameters& p) { return std::string(scheme_name(p.scheme())); })
       .def_prop_ro("plain_modulus", &Parameters::plain_modulus)
       .def_prop_ro("poly_degree", &Parameters::n)
       .def_prop_ro("q_primes", &Parameters::q_primes)
       .def_prop_ro("p_primes", &Parameters::p_primes)
       .def_prop_ro("max_level", &Parameters::max_level)
+      .def_prop_ro("reserved_levels", &Parameters::reserved_levels)
+      .def_prop_ro("user_max_level", &Parameters::user_max_level)
       .def_prop_ro("dnum", &Parameters::dnum)
       .def_prop_ro("alpha", &Parameters::alpha)
       .def_prop_ro("security", &Parameters::security)

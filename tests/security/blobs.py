@@ -24,7 +24,8 @@ def reseal(blob: bytes) -> bytes:
 
 
 def parameters_payload(n: int, q: list[int], p: list[int], dnum: int, security: int, scale_bits: int,
-                       scheme: int = 1, plain_modulus: int = 0) -> bytes:
+                       scheme: int = 1, plain_modulus: int = 0, reserved_levels: int = 0) -> bytes:
     """Version 2 (scheme 1 = CKKS)."""
     return (struct.pack("<QI", n, len(q)) + struct.pack(f"<{len(q)}Q", *q) + struct.pack("<I", len(p)) +
-            struct.pack(f"<{len(p)}Q", *p) + struct.pack("<IIIBQ", dnum, security, scale_bits, scheme, plain_modulus))
+            struct.pack(f"<{len(p)}Q", *p) +
+            struct.pack("<IIIBQI", dnum, security, scale_bits, scheme, plain_modulus, reserved_levels))

@@ -18,7 +18,7 @@ RlweContextPtr make_rlwe(Parameters params) {
 Context::Context(Parameters params) : rlwe_(make_rlwe(std::move(params))), encoder_(rlwe_) {
   const std::size_t levels = rlwe_->max_level() + 1;
   scales_.assign(levels, std::ldexp(1.0, rlwe_->params().scale_bits()));
-  for (std::size_t level = levels - 1; level >= 1; --level)
+  for (std::size_t level = user_max_level(); level >= 1; --level)
     scales_[level - 1] = scales_[level] * scales_[level] / static_cast<double>(rlwe_->params().q_primes()[level]);
 }
 

@@ -391,6 +391,69 @@ Ciphertext Evaluator::linear_combination(const std::vector<const Ciphertext*>& i
   return out;
 }
 
+Ciphertext Evaluator::weighted_sum(const std::vector<const Ciphertext*>& inputs, const std::vector<double>& values,
+                                   std::size_t level, double scale, double constant) const {
+  constexpr const char* op = "ckks.weighted_sum";
+  const OpLabel label(op);
+  require(!inputs.empty(), op, "needs at least one input");
+  require(inputs.size() == values.size(), op,
+          std::to_string(inputs.size()) + " inputs but " + std::to_string(values.size()) + " values");
+  require(std::isfinite(scale) && scale > 0.0, op, "scale must be positive and finite");
+  require(std::isfinite(constant), op, "the constant must be finite");
+  std::size_t size = 0;
+  for (const Ciphertext* c : inputs) {
+    require(c != nullptr, op, "null input");
+    check_operand(*c, op);
+    require(c->level() >= level, op,
+            "an input at level " + std::to_string(c->level()) + " cannot contribute at level " +
+                std::to_string(level));
+    require(c->device() == inputs.front()->device(), op, "operands live on different devices");
+    size = std::max(size, c->size());
+  }
+  check_product_fits(scale, level, op);
+  const Encoder& enc = context_->encoder();
+  const std::size_t limbs = level + 1, terms = inputs.size();
+  std::vector<u64> residues(terms * limbs);
+  double noise_bits = -std::numeric_limits<double>::infinity();
+  bool any_complex = false;
+  for (std::size_t t = 0; t < terms; ++t) {
+    const double ratio = scale / inputs[t]->scale(), weight = values[t] * ratio;
+    require(ratio >= 0x1p20 || weight == std::round(weight), op,
+            "input " + std::to_string(t) + ": the scale ratio " + fmt_scale(ratio) +
+                " is too small to encode the value " + std::to_string(values[t]) +
+                " precisely (raise the target scale or use integer values)");
+    const std::vector<u64> r = enc.scalar_residues(values[t], level, ratio, op);
+    std::copy(r.begin(), r.end(), residues.begin() + t * limbs);
+    noise_bits = noise::add(noise_bits, constant_product_noise(*inputs[t], std::fabs(values[t]), ratio));
+    any_complex = any_complex || inputs[t]->is_complex();
+  }
+  Metadata meta = inputs.front()->metadata();
+  meta.scale = scale;
+  meta.complex = any_complex;
+  Ciphertext out(inputs.front()->context(), size, level, meta, inputs.front()->device());
+  Backend& be = backend(out);
+  // Polynomial by polynomial: the inputs' limb strides differ with their levels.
+  std::vector<const u64*> pointers;
+  std::vector<u64> weights;
+  for (std::size_t p = 0; p < size; ++p) {
+    pointers.clear();
+    weights.clear();
+    for (std::size_t t = 0; t < terms; ++t) {
+      if (inputs[t]->size() <= p) continue;
+      pointers.push_back(inputs[t]->poly(p));
+      weights.insert(weights.end(), residues.begin() + t * limbs, residues.begin() + (t + 1) * limbs);
+    }
+    be.linear_combination(pointers.data(), weights.data(), pointers.size(), out.poly(p), 1, out.base());
+  }
+  if (constant != 0.0) {
+    const std::vector<u64> c = enc.scalar_residues(constant, level, scale, op);
+    be.add_scalar(out.poly(0), c.data(), out.poly(0), 1, out.base());
+    noise_bits = noise::add(noise_bits, -1.0);  // rounding the constant: at most 1/2
+  }
+  out.set_noise_bits(noise_bits);
+  return out;
+}
+
 // ---- key switching -------------------------------------------------------------
 
 Ciphertext Evaluator::rescale(const Ciphertext& a) const {

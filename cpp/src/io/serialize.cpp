@@ -199,11 +199,14 @@ Ciphertext read_ciphertext_payload(Reader& r, const RlweContextPtr& ctx, std::ui
 }
 
 // Version 2 payload of a switching key:
-//   digits u32 | source u64 | seeded u8 | per digit: b_j, then a_j or its seed
-// Version 1 had no source (it is implied by where the key is stored).
+//   digits u32 | source u64 | level u32 | seeded u8 | per digit: b_j, then
+//   a_j or its seed (polynomials over q_0..q_level and P)
+// Version 1 had no source (it is implied by where the key is stored) and no
+// level (always the top).
 void write_switch_key(Writer& w, const KeySwitchKey& k) {
   w.u32(static_cast<std::uint32_t>(k.digits()));
   w.u64(k.source());
+  w.u32(static_cast<std::uint32_t>(k.level()));
   const bool seeded = k.seeds().size() == k.digits();
   w.u8(seeded ? 1 : 0);
   for (std::size_t j = 0; j < k.digits(); ++j) {
@@ -217,9 +220,7 @@ void write_switch_key(Writer& w, const KeySwitchKey& k) {
 // kRelinearizationSource); a version 2 key must say the same.
 KeySwitchKey read_switch_key(Reader& r, const RlweContextPtr& ctx, std::uint16_t version, u64 source) {
   const std::uint32_t digits = r.u32("the digit count");
-  const std::size_t expected = ctx->digit_count(ctx->max_level());
-  require(digits == expected, "io.load",
-          "corrupt: key has " + std::to_string(digits) + " digits, the parameters need " + std::to_string(expected));
+  std::size_t level = ctx->max_level();
   if (version >= 2) {
     const std::uint64_t stored = r.u64("the key's source");
     require(stored == source, "io.load",
@@ -229,14 +230,19 @@ KeySwitchKey read_switch_key(Reader& r, const RlweContextPtr& ctx, std::uint16_t
                 " says it switches from " +
                 (stored == kRelinearizationSource ? std::string("s^2") : "element " + std::to_string(stored)) +
                 " (relabelled or mixed-up keys)");
+    level = r.u32("the key's level");
+    require(level <= ctx->max_level(), "io.load", "corrupt: key level " + std::to_string(level) + " is out of range");
   }
+  const std::size_t expected = ctx->digit_count(level);
+  require(digits == expected, "io.load",
+          "corrupt: key has " + std::to_string(digits) + " digits, its level needs " + std::to_string(expected));
   const std::uint8_t seeded = r.u8("the seed flag");
   require(seeded <= 1, "io.load", "corrupt: bad seed flag");
-  const RnsBase& base = *ctx->key_base();
+  const RnsBase& base = *ctx->extended_base(level);
   // The whole key must be present before its 2 x digits polynomials are allocated.
   const std::size_t key_poly = poly_bytes(*ctx, base.size());
   r.need(digits * (key_poly + (seeded ? 32 : key_poly)), "the key polynomials");
-  KeySwitchKey k(ctx, source);
+  KeySwitchKey k(ctx, source, level);
   for (std::size_t j = 0; j < digits; ++j) {
     read_poly(r, base, base.size(), k.b(j), "a key polynomial");
     if (seeded) {
@@ -270,7 +276,7 @@ Kind peek_kind(const std::uint8_t* data, std::size_t size) { return open(data, s
 
 // Version 2 payload of parameters:
 //   N u64 | L+1 u32 | q primes | k u32 | p primes | dnum u32 | security u32 |
-//   scale_bits u32 | scheme u8 | plain modulus u64
+//   scale_bits u32 | scheme u8 | plain modulus u64 | reserved levels u32
 // Version 1 ended after scale_bits (CKKS).
 Bytes save(const Parameters& params) {
   Writer w;
@@ -284,6 +290,7 @@ Bytes save(const Parameters& params) {
   w.u32(static_cast<std::uint32_t>(params.scale_bits()));
   w.u8(static_cast<std::uint8_t>(params.scheme()));
   w.u64(params.plain_modulus());
+  w.u32(static_cast<std::uint32_t>(params.reserved_levels()));
   return seal(Kind::parameters, params.fingerprint(), w);
 }
 
@@ -373,6 +380,7 @@ Parameters load_parameters(const std::uint8_t* data, std::size_t size, bool inse
     require(scheme >= 1 && scheme <= 3, "io.load", "corrupt: unknown scheme " + std::to_string(scheme));
     lit.scheme = static_cast<Scheme>(scheme);
     lit.plain_modulus = r.u64("the plaintext modulus");
+    lit.reserved_levels = r.u32("the reserved levels");
   }
   r.expect_end();
   require(security != 0 || insecure_no_security_check, "io.load",

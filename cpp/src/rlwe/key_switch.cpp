@@ -58,7 +58,7 @@ Buffer to_coefficients(const RlweContext& ctx, const u64* c, std::size_t level, 
 // digits hold q_0..q_level then P.
 void inner_product_and_mod_down(const RlweContext& ctx, std::size_t level, const u64* digits, std::size_t count,
                                 std::size_t digit_words, const KeySwitchKey& key, u64* out0, u64* out1, Backend& be) {
-  const std::size_t n = ctx.n(), q = level + 1, key_q_limbs = ctx.max_level() + 1;
+  const std::size_t n = ctx.n(), q = level + 1, key_q_limbs = key.level() + 1;
   const std::size_t ext_limbs = q + ctx.special_count();
   std::vector<const u64*> in(count), b(count), a(count), in_p(count), b_p(count), a_p(count);
   for (std::size_t j = 0; j < count; ++j) {
@@ -77,11 +77,18 @@ void inner_product_and_mod_down(const RlweContext& ctx, std::size_t level, const
   mod_down(ctx, level, acc1.data(), out1, be);
 }
 
+void check_key_level(std::size_t level, const KeySwitchKey& key) {
+  require(level <= key.level(), "rlwe.key_switch",
+          "the key was made for levels up to " + std::to_string(key.level()) + ", the ciphertext is at level " +
+              std::to_string(level));
+}
+
 }  // namespace
 
 void key_switch(const RlweContext& ctx, const u64* c, std::size_t level, const KeySwitchKey& key, u64* out0,
                 u64* out1) {
   const OpLabel op_label("rlwe.key_switch");
+  check_key_level(level, key);
   const HoistedDigits digits(ctx, c, level, key.device());
   inner_product_and_mod_down(ctx, level, digits.digit(0), digits.count(), digits.digit_words(), key, out0, out1,
                              backend_for(key.device()));
@@ -103,6 +110,7 @@ void key_switch_hoisted(const RlweContext& ctx, const HoistedDigits& digits, u64
   const OpLabel op_label("rlwe.key_switch");
   const Device& device = key.device();
   require(digits.device() == device, "rlwe.key_switch", "the hoisted digits and the key live on different devices");
+  check_key_level(digits.level(), key);
   Backend& be = backend_for(device);
   // X -> X^g permutes evaluation slots the same way on every prime, so it
   // commutes with the (coefficient-wise) ModUp up to a multiple of the digit

@@ -53,32 +53,55 @@ PublicKey generate_public_key(const SecretKey& secret, Prng& prng) {
   return PublicKey(std::move(key));
 }
 
+namespace {
+
+// The limbs of a key-base polynomial (Q's L+1 primes, then P's) that serve
+// `level`: q_0..q_level and P, contiguous.
+Buffer restrict_to_level(const RlweContext& ctx, const u64* full, std::size_t level) {
+  const std::size_t n = ctx.n(), q_limbs = level + 1, p_limbs = ctx.special_count();
+  Buffer out((q_limbs + p_limbs) * n);
+  std::copy(full, full + q_limbs * n, out.data());
+  std::copy(full + (ctx.max_level() + 1) * n, full + (ctx.max_level() + 1 + p_limbs) * n, out.data() + q_limbs * n);
+  return out;
+}
+
+}  // namespace
+
 KeySwitchKey generate_switch_key(const SecretKey& secret, const u64* s_prime_eval, u64 source, Prng& prng) {
+  return generate_switch_key(secret, s_prime_eval, source, prng, secret.context()->max_level());
+}
+
+KeySwitchKey generate_switch_key(const SecretKey& secret, const u64* s_prime_eval, u64 source, Prng& prng,
+                                 std::size_t level) {
   const OpLabel op_label("rlwe.keygen");
   const RlweContextPtr& ctx = secret.context();
-  const RnsBase& base = *ctx->key_base();
+  require(level <= ctx->max_level(), "rlwe.keygen",
+          "key level " + std::to_string(level) + " exceeds the maximum " + std::to_string(ctx->max_level()));
+  const RnsBase& base = *ctx->extended_base(level);
   const std::size_t n = ctx->n();
   Backend& be = backend_for(Device::cpu());
-  KeySwitchKey key(ctx, source);
+  KeySwitchKey key(ctx, source, level);
+  Buffer s = restrict_to_level(*ctx, secret.eval(), level);
+  Buffer s_prime = restrict_to_level(*ctx, s_prime_eval, level);
   Buffer as(key.poly_words());
   for (std::size_t j = 0; j < key.digits(); ++j) {
     const Seed seed = prng.next_seed();
     key.seeds().push_back(seed);
     expand_uniform(seed, base, key.a(j));
     sample_error_eval(prng, base, key.b(j));
-    be.multiply(key.a(j), secret.eval(), as.data(), 1, base);
+    be.multiply(key.a(j), s.data(), as.data(), 1, base);
     be.sub(key.b(j), as.data(), key.b(j), 1, base);
     // + P * s' on the digit's primes (g_j is P there and 0 elsewhere).
-    const auto [begin, end] = ctx->digit_range(ctx->max_level(), j);
+    const auto [begin, end] = ctx->digit_range(level, j);
     for (std::size_t i = begin; i < end; ++i) {
       const Modulus& qi = base.modulus(i);
       const u64 p = ctx->p_mod_q(i);
       u64* bi = key.b(j) + i * n;
-      const u64* si = s_prime_eval + i * n;
+      const u64* si = s_prime.data() + i * n;
       for (std::size_t c = 0; c < n; ++c) bi[c] = mad_mod(si[c], p, bi[c], qi);
     }
   }
-  secure_zero(as.data(), as.size() * sizeof(u64));
+  for (Buffer* b : {&as, &s, &s_prime}) secure_zero(b->data(), b->size() * sizeof(u64));
   return key;
 }
 
@@ -93,6 +116,11 @@ RelinKey generate_relin_key(const SecretKey& secret, Prng& prng) {
 }
 
 GaloisKeys generate_galois_keys(const SecretKey& secret, const std::vector<u64>& elements, Prng& prng) {
+  return generate_galois_keys(secret, elements, prng, secret.context()->max_level());
+}
+
+GaloisKeys generate_galois_keys(const SecretKey& secret, const std::vector<u64>& elements, Prng& prng,
+                                std::size_t level) {
   const OpLabel op_label("rlwe.keygen");
   const RlweContextPtr& ctx = secret.context();
   const RnsBase& base = *ctx->key_base();
@@ -104,7 +132,7 @@ GaloisKeys generate_galois_keys(const SecretKey& secret, const std::vector<u64>&
             "Galois element must be odd and below 2N, got " + std::to_string(g));
     if (keys.has(g)) continue;
     be.automorphism(secret.eval(), rotated.data(), 1, base, g, Form::eval);
-    keys.insert(generate_switch_key(secret, rotated.data(), g, prng));
+    keys.insert(generate_switch_key(secret, rotated.data(), g, prng, level));
   }
   secure_zero(rotated.data(), rotated.size() * sizeof(u64));
   return keys;

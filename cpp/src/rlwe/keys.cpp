@@ -24,8 +24,13 @@ SecretKey::~SecretKey() {
   if (!coefficients_.empty()) secure_zero(coefficients_.data(), coefficients_.size());
 }
 
-KeySwitchKey::KeySwitchKey(RlweContextPtr context, u64 source)
-    : context_(std::move(context)), source_(source), digits_(context_->digit_count(context_->max_level())) {
+KeySwitchKey::KeySwitchKey(RlweContextPtr context, u64 source) : KeySwitchKey(context, source, context->max_level()) {}
+
+KeySwitchKey::KeySwitchKey(RlweContextPtr context, u64 source, std::size_t level)
+    : context_(std::move(context)), source_(source), level_(level) {
+  require(level_ <= context_->max_level(), "rlwe.KeySwitchKey",
+          "level " + std::to_string(level_) + " exceeds the maximum " + std::to_string(context_->max_level()));
+  digits_ = context_->digit_count(level_);
   buffer_ = Buffer(2 * digits_ * poly_words());
   backend_for(buffer_.device()).zero(buffer_.data(), buffer_.size());
 }

@@ -46,8 +46,11 @@ std::vector<u64> primes_around(int bits, std::size_t count, std::size_t n) {
 // rescale is scale^2 / q, so its distance from 2^scale_bits doubles at every
 // level unless q follows it; with always-below primes the chain drifts by
 // tens of bits over 20 levels at N = 2^16.
+//
+// Reserved levels (bootstrapping's) sit above the user's chain and keep their
+// own scales, so the greedy choice starts at the user's top level.
 void assign_primes(std::size_t n, const std::vector<int>& q_bits, const std::vector<int>& p_bits, int scale_bits,
-                   std::vector<u64>& q, std::vector<u64>& p) {
+                   std::size_t user_top, std::vector<u64>& q, std::vector<u64>& p) {
   std::map<int, std::size_t> needed;
   for (int b : q_bits) ++needed[b];
   for (int b : p_bits) ++needed[b];
@@ -77,7 +80,7 @@ void assign_primes(std::size_t n, const std::vector<int>& q_bits, const std::vec
   if (scale_bits > 0 && needed.count(scale_bits)) {
     const std::vector<u64> near = primes_around(scale_bits, needed[scale_bits] + p_bits.size() + 1, n);
     double scale = std::ldexp(1.0, scale_bits);
-    for (std::size_t i = q_bits.size(); i-- > 1;) {
+    for (std::size_t i = user_top + 1; i-- > 1;) {
       if (q_bits[i] != scale_bits) continue;
       u64 best = 0;
       for (u64 cand : near)
@@ -91,6 +94,12 @@ void assign_primes(std::size_t n, const std::vector<int>& q_bits, const std::vec
   }
   for (std::size_t i = 0; i < q_bits.size(); ++i)
     if (q[i] == 0) q[i] = take_largest(q_bits[i]);
+}
+
+void check_reserved_levels(std::size_t reserved, std::size_t primes) {
+  require(reserved < primes, kOp,
+          "reserved_levels (" + std::to_string(reserved) + ") must leave the user at least level 0 of the " +
+              std::to_string(primes) + " primes");
 }
 
 double log2_product(const std::vector<u64>& q, const std::vector<u64>& p) {
@@ -125,6 +134,7 @@ Parameters::Parameters(const ParameterLiteral& lit)
       plain_modulus_(lit.plain_modulus),
       n_(lit.poly_degree),
       dnum_(lit.dnum),
+      reserved_levels_(lit.reserved_levels),
       security_(lit.security),
       scale_bits_(lit.scale_bits) {
   check_security_level(lit.insecure_no_security_check);
@@ -147,7 +157,8 @@ Parameters::Parameters(const ParameterLiteral& lit)
     require(!lit.p_bits.empty(), kOp, "needs at least one special prime for key switching");
     check_bits(lit.q_bits, "coeff_bits");
     check_bits(lit.p_bits, "special_bits");
-    assign_primes(n_, lit.q_bits, lit.p_bits, lit.scale_bits, q_, p_);
+    check_reserved_levels(lit.reserved_levels, lit.q_bits.size());
+    assign_primes(n_, lit.q_bits, lit.p_bits, lit.scale_bits, lit.q_bits.size() - 1 - reserved_levels_, q_, p_);
     if (dnum_ == 0) {
       // The widest digit the special primes can cover: the digit's bits must
       // not exceed P's, or key-switching noise grows past the rescale error.
@@ -190,6 +201,7 @@ void Parameters::check_security_level(bool insecure_no_security_check) {
 
 void Parameters::validate() {
   const std::size_t count = q_.size();
+  check_reserved_levels(reserved_levels_, count);
   require(dnum_ >= 1 && dnum_ <= count, kOp,
           "dnum must be in [1, " + std::to_string(count) + "] (the number of ciphertext primes), got " +
               std::to_string(dnum_));
@@ -231,6 +243,7 @@ void Parameters::validate() {
   // CKKS digests stay those of format version 1 (files from then still load);
   // the other schemes add what changes a ciphertext's meaning.
   if (scheme_ != Scheme::ckks) words.insert(words.end(), {static_cast<std::uint64_t>(scheme_), plain_modulus_});
+  if (reserved_levels_ != 0) words.insert(words.end(), {0x7265736572766564ULL /* "reserved" */, reserved_levels_});
   fingerprint_ = fnv1a64(words.data(), words.size() * sizeof(std::uint64_t));
 }
 
@@ -256,6 +269,7 @@ std::string Parameters::describe() const {
   if (scheme_ != Scheme::ckks) scheme += " t=" + std::to_string(plain_modulus_);
   return scheme + ": N=" + std::to_string(n_) + ", L+1=" + std::to_string(q_.size()) + " primes (" + bits(q_) +
          " bits), P=" + std::to_string(p_.size()) + " primes (" + bits(p_) + " bits), dnum=" + std::to_string(dnum_) +
+         (reserved_levels_ ? ", " + std::to_string(reserved_levels_) + " reserved for bootstrapping" : std::string()) +
          ", log2(QP)=" + log_qp + ", security=" +
          (security_ == 0 ? std::string("NONE (insecure, tests only)") : std::to_string(security_) + "-bit");
 }

@@ -1,11 +1,14 @@
 // The CKKS context: the RLWE context plus the encoder and the canonical
 // scale of every level.
 //
-// Canonical scales follow the rescaling chain: level L (fresh ciphertexts)
-// has the default scale 2^scale_bits, and scale(l-1) = scale(l)^2 / q_l, the
-// scale a product of two level-l ciphertexts has after rescaling. Keeping
-// every ciphertext of a level at that level's scale is what lets the
-// automatic operators add anything to anything (OpenFHE's FLEXIBLEAUTO idea).
+// Canonical scales follow the rescaling chain: the user's top level (where
+// fresh ciphertexts start: L, or L - reserved levels when bootstrapping keeps
+// the top primes) has the default scale 2^scale_bits, and scale(l-1) =
+// scale(l)^2 / q_l, the scale a product of two level-l ciphertexts has after
+// rescaling. Keeping every ciphertext of a level at that level's scale is
+// what lets the automatic operators add anything to anything (OpenFHE's
+// FLEXIBLEAUTO idea). Reserved levels have the default scale (bootstrapping
+// manages its own scales there).
 #pragma once
 
 #include <algorithm>
@@ -32,6 +35,8 @@ class Context {
   const Encoder& encoder() const { return encoder_; }
   std::size_t slots() const { return encoder_.slots(); }
   std::size_t max_level() const { return rlwe_->max_level(); }
+  // The top of the user's chain: fresh ciphertexts start here.
+  std::size_t user_max_level() const { return rlwe_->params().user_max_level(); }
   std::uint64_t fingerprint() const { return rlwe_->fingerprint(); }
   double default_scale() const { return scales_.back(); }
   double scale_at(std::size_t level) const;

@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "ringfire/ckks/context.h"
+#include "ringfire/ckks/linear_transform.h"
+#include "ringfire/ckks/polynomial.h"
 #include "ringfire/rlwe/evaluator.h"
 #include "ringfire/rlwe/keys.h"
 
@@ -60,6 +62,16 @@ class Evaluator : public RlweEvaluator {
   Ciphertext linear_combination(const std::vector<const Ciphertext*>& inputs, const std::vector<double>& weights,
                                 double scale) const;
 
+  // sum_t values[t] * inputs[t] + constant, at `level` and `scale`: the
+  // building block of polynomial evaluation. Each value is encoded as the
+  // integer round(values[t] * scale / inputs[t].scale), so inputs may differ
+  // in scale and sit at any level >= `level` (their upper limbs are not
+  // read) and in size (the result has the largest). No level is consumed.
+  // Raises when a scale ratio is too small for its value to round well
+  // (below 2^20 unless value * ratio is an integer).
+  Ciphertext weighted_sum(const std::vector<const Ciphertext*>& inputs, const std::vector<double>& values,
+                          std::size_t level, double scale, double constant = 0.0) const;
+
   // Divides by the last prime q_level with exact rounding; level - 1,
   // scale / q_level.
   Ciphertext rescale(const Ciphertext& a) const;
@@ -69,6 +81,20 @@ class Evaluator : public RlweEvaluator {
   // that corrects the scale and rescales. Costs the one level it lands on,
   // so `level` must be below a.level() unless the scale already matches.
   Ciphertext adjust_to(const Ciphertext& a, std::size_t level) const;
+
+  // p(x), slot by slot, by baby-step/giant-step evaluation in p's basis (see
+  // src/ckks/polynomial_circuit.h): consumes exactly p.depth() =
+  // ceil(log2(degree + 1)) levels, whatever the interval, and lands exactly
+  // on `target_scale` (0: the canonical scale of the result's level). The
+  // baby-step count is the one the simulator finds cheapest.
+  Ciphertext evaluate_polynomial(const Ciphertext& x, const Polynomial& p, const RelinKey& relin,
+                                 double target_scale = 0.0) const;
+
+  // lt's matrix times the slots of x (baby-step/giant-step, hoisted baby
+  // rotations; see ckks/linear_transform.h), then one rescale: the result is
+  // one level below lt.level() with scale x.scale * lt.scale / q_level (x's
+  // own scale for the default lt scale). x may sit above lt's level.
+  Ciphertext linear_transform(const Ciphertext& x, const LinearTransform& lt, const GaloisKeys& keys) const;
 
   // Complex conjugation of every slot (the Galois element 2N - 1).
   Ciphertext conjugate(const Ciphertext& a, const GaloisKeys& keys) const;

@@ -13,11 +13,19 @@ namespace ringfire {
 SecretKey generate_secret_key(const RlweContextPtr& context, Prng& prng);
 PublicKey generate_public_key(const SecretKey& secret, Prng& prng);
 RelinKey generate_relin_key(const SecretKey& secret, Prng& prng);
-// One key per Galois element (odd, in [1, 2N)).
+// One key per Galois element (odd, in [1, 2N)), for ciphertexts up to
+// `level` (the top by default; lower keys are smaller and faster to make).
 GaloisKeys generate_galois_keys(const SecretKey& secret, const std::vector<u64>& elements, Prng& prng);
+GaloisKeys generate_galois_keys(const SecretKey& secret, const std::vector<u64>& elements, Prng& prng,
+                                std::size_t level);
 // A key switching from s' (given in evaluation form over the key base) to s;
-// `source` names s' (see KeySwitchKey::source).
+// `source` names s' (see KeySwitchKey::source). With `level`, the key holds
+// only q_0..q_level and P: switching at higher levels is refused, and the
+// key reveals nothing modulo the other primes (what a key under a sparse
+// secret needs, see ckks/bootstrap.h).
 KeySwitchKey generate_switch_key(const SecretKey& secret, const u64* s_prime_eval, u64 source, Prng& prng);
+KeySwitchKey generate_switch_key(const SecretKey& secret, const u64* s_prime_eval, u64 source, Prng& prng,
+                                 std::size_t level);
 
 // The uniform polynomial (evaluation form, over `base`) that `seed` expands to.
 void expand_uniform(const Seed& seed, const RnsBase& base, u64* out);

@@ -2,8 +2,10 @@
 // public material derived from it:
 //   PublicKey      (b, a) = (-a*s + e, a) modulo Q (all ciphertext primes)
 //   KeySwitchKey   for digit j: (b_j, a_j) = (-a_j*s + e_j + g_j*s', a_j)
-//                  modulo QP, with g_j = P on digit j's primes and 0 on the
-//                  other primes (hybrid key switching, dnum digits)
+//                  modulo Q_l P, with g_j = P on digit j's primes and 0 on
+//                  the other primes (hybrid key switching, dnum digits); l is
+//                  the key's level, the highest a ciphertext it switches may
+//                  sit at (the top by default; lower keys are smaller)
 //   RelinKey       the switch from s^2 to s
 //   GaloisKeys     switches from s(X^g) to s, one per Galois element g
 // Each uniform a / a_j is expanded from a 32-byte seed the key keeps, so
@@ -49,14 +51,18 @@ inline constexpr u64 kRelinearizationSource = 0;
 
 class KeySwitchKey {
  public:
-  // Zero key with one (b_j, a_j) pair per digit, over the key base.
+  // Zero key with one (b_j, a_j) pair per digit of `level` (the top level
+  // by default), over q_0..q_level and P.
   KeySwitchKey(RlweContextPtr context, u64 source);
+  KeySwitchKey(RlweContextPtr context, u64 source, std::size_t level);
   const RlweContextPtr& context() const { return context_; }
   u64 source() const { return source_; }
   std::uint64_t fingerprint() const { return context_->fingerprint(); }
   std::size_t digits() const { return digits_; }
-  // Words of one key polynomial: (L + 1 + k) * N.
-  std::size_t poly_words() const { return context_->key_base()->size() * context_->n(); }
+  // The highest ciphertext level this key switches at.
+  std::size_t level() const { return level_; }
+  // Words of one key polynomial: (level + 1 + k) * N, Q's limbs then P's.
+  std::size_t poly_words() const { return (level_ + 1 + context_->special_count()) * context_->n(); }
   u64* b(std::size_t digit) { return buffer_.data() + (2 * digit) * poly_words(); }
   u64* a(std::size_t digit) { return buffer_.data() + (2 * digit + 1) * poly_words(); }
   const u64* b(std::size_t digit) const { return buffer_.data() + (2 * digit) * poly_words(); }
@@ -74,12 +80,14 @@ class KeySwitchKey {
   KeySwitchKey(const KeySwitchKey& other, Buffer buffer)
       : context_(other.context_),
         source_(other.source_),
+        level_(other.level_),
         digits_(other.digits_),
         buffer_(std::move(buffer)),
         seeds_(other.seeds_) {}
 
   RlweContextPtr context_;
   u64 source_;
+  std::size_t level_;
   std::size_t digits_;
   Buffer buffer_;
   std::vector<Seed> seeds_;

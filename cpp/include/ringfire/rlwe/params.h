@@ -31,6 +31,10 @@ struct ParameterLiteral {
   std::size_t dnum = 0;           // 0: the largest digit P can cover (see Parameters)
   int security = 128;             // 128, 192 or 256 bits (HE-standard bound on log2(QP))
   int scale_bits = 0;             // CKKS default scale 2^scale_bits (0: none)
+  // The top primes kept for the library's own circuits (bootstrapping):
+  // fresh ciphertexts start at level L - reserved_levels, the top of the
+  // user's chain, and only bootstrapping works above it.
+  std::size_t reserved_levels = 0;
   // The one way to parameters beyond the security bound (toy sizes in
   // tests): skips the check, records security 0, and warns (base/warning.h)
   // every time such parameters are made or loaded.
@@ -61,6 +65,9 @@ class Parameters {
   const std::vector<u64>& q_primes() const { return q_; }
   const std::vector<u64>& p_primes() const { return p_; }
   std::size_t max_level() const { return q_.size() - 1; }
+  std::size_t reserved_levels() const { return reserved_levels_; }
+  // Where fresh ciphertexts start: max_level() - reserved_levels().
+  std::size_t user_max_level() const { return max_level() - reserved_levels_; }
   std::size_t dnum() const { return dnum_; }
   // Primes per digit: ceil((L+1) / dnum).
   std::size_t alpha() const { return alpha_; }
@@ -69,7 +76,8 @@ class Parameters {
   int scale_bits() const { return scale_bits_; }
   double log_qp() const { return log_qp_; }
   // A 64-bit digest of (N, primes, dnum, security, scale_bits, and for
-  // BGV/BFV the scheme and t; CKKS digests are those of format version 1).
+  // BGV/BFV the scheme and t, and the reserved levels when there are any;
+  // other CKKS digests are those of format version 1).
   std::uint64_t fingerprint() const { return fingerprint_; }
   std::string describe() const;
 
@@ -83,7 +91,7 @@ class Parameters {
   std::uint64_t plain_modulus_;
   std::size_t n_;
   std::vector<u64> q_, p_;
-  std::size_t dnum_, alpha_ = 0;
+  std::size_t dnum_, alpha_ = 0, reserved_levels_;
   int security_, scale_bits_;
   double log_qp_ = 0.0;
   std::uint64_t fingerprint_ = 0;

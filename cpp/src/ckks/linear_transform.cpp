@@ -1,0 +1,145 @@
+#include "ringfire/ckks/linear_transform.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <set>
+#include <string>
+
+#include "ringfire/base/errors.h"
+
+namespace ringfire::ckks {
+
+namespace {
+
+constexpr const char* kOp = "ckks.LinearTransform";
+
+long long modulo(long long k, std::size_t n) {
+  const long long m = static_cast<long long>(n);
+  return ((k % m) + m) % m;
+}
+
+}  // namespace
+
+LinearTransform::Diagonals LinearTransform::diagonals_of(const std::vector<Complex>& matrix, std::size_t n) {
+  require(n >= 1 && std::has_single_bit(n), kOp, "the dimension must be a power of two, got " + std::to_string(n));
+  require(matrix.size() == n * n, kOp,
+          "expected an " + std::to_string(n) + " x " + std::to_string(n) + " matrix (" + std::to_string(n * n) +
+              " values), got " + std::to_string(matrix.size()));
+  Diagonals out;
+  for (std::size_t k = 0; k < n; ++k) {
+    std::vector<Complex> d(n);
+    bool nonzero = false;
+    for (std::size_t j = 0; j < n; ++j) {
+      d[j] = matrix[j * n + (j + k) % n];
+      nonzero = nonzero || d[j] != Complex(0.0, 0.0);
+    }
+    if (nonzero) out.emplace(static_cast<long long>(k), std::move(d));
+  }
+  return out;
+}
+
+std::size_t LinearTransform::best_baby_steps(const std::vector<long long>& indices, std::size_t n) {
+  // A hoisted baby rotation skips the ModUp: about half a rotation.
+  std::size_t best = 1;
+  double best_cost = 1e300;
+  for (std::size_t n1 = 1; n1 <= n; n1 <<= 1) {
+    std::set<long long> babies, giants;
+    for (long long k : indices) {
+      const long long b = k % static_cast<long long>(n1);
+      if (b != 0) babies.insert(b);
+      if (k - b != 0) giants.insert(k - b);
+    }
+    const double cost = 0.5 * static_cast<double>(babies.size()) + static_cast<double>(giants.size());
+    if (cost < best_cost) best_cost = cost, best = n1;
+  }
+  return best;
+}
+
+LinearTransform::LinearTransform(ContextPtr context, const Diagonals& diagonals, std::size_t level, double scale,
+                                 std::size_t baby_steps)
+    : context_(std::move(context)), level_(level) {
+  require(context_ != nullptr, kOp, "needs a context");
+  require(!diagonals.empty(), kOp, "needs at least one diagonal");
+  n_ = diagonals.begin()->second.size();
+  const std::size_t slots = context_->slots();
+  require(n_ >= 1 && std::has_single_bit(n_) && n_ <= slots, kOp,
+          "diagonals must have a power-of-two length of at most " + std::to_string(slots) + " (the slots), got " +
+              std::to_string(n_));
+  require(level_ <= context_->max_level(), kOp,
+          "level " + std::to_string(level_) + " exceeds the maximum " + std::to_string(context_->max_level()));
+  scale_ = scale == 0.0 ? static_cast<double>(context_->params().q_primes()[level_]) : scale;
+  require(std::isfinite(scale_) && scale_ > 0.0, kOp, "the scale must be positive and finite");
+
+  // Indices modulo n; diagonals that land on the same index add up.
+  std::map<long long, std::vector<Complex>> merged;
+  for (const auto& [k, d] : diagonals) {
+    require(d.size() == n_, kOp,
+            "diagonal " + std::to_string(k) + " has " + std::to_string(d.size()) + " values, the first has " +
+                std::to_string(n_));
+    for (const Complex& v : d)
+      require(std::isfinite(v.real()) && std::isfinite(v.imag()), kOp,
+              "diagonal " + std::to_string(k) + " holds a non-finite value");
+    auto [it, fresh] = merged.try_emplace(modulo(k, n_), d);
+    if (!fresh)
+      for (std::size_t j = 0; j < n_; ++j) it->second[j] += d[j];
+  }
+  diagonal_count_ = merged.size();
+  std::vector<long long> indices;
+  for (const auto& [k, d] : merged) indices.push_back(k);
+  baby_ = baby_steps == 0 ? best_baby_steps(indices, n_) : baby_steps;
+  require(std::has_single_bit(baby_) && baby_ <= n_, kOp,
+          "baby_steps must be a power of two of at most the dimension " + std::to_string(n_) + ", got " +
+              std::to_string(baby_));
+
+  // Group by giant step; pre-rotate each diagonal by -g and tile it over the slots.
+  std::map<long long, std::vector<std::pair<long long, const std::vector<Complex>*>>> groups;
+  std::set<long long> babies;
+  for (const auto& [k, d] : merged) {
+    const long long b = k % static_cast<long long>(baby_);
+    groups[k - b].emplace_back(b, &d);
+    babies.insert(b);
+  }
+  baby_rotations_.assign(babies.begin(), babies.end());
+  const Encoder& encoder = context_->encoder();
+  std::vector<Complex> tiled(slots);
+  for (const auto& [g, terms] : groups) {
+    GiantStep step{g, {}};
+    for (const auto& [b, d] : terms) {
+      for (std::size_t j = 0; j < slots; ++j)
+        tiled[j] = (*d)[static_cast<std::size_t>(modulo(static_cast<long long>(j) - g, n_))];
+      step.terms.emplace_back(b, encoder.encode(tiled.data(), slots, level_, scale_));
+    }
+    giants_.push_back(std::move(step));
+  }
+}
+
+std::vector<long long> LinearTransform::rotations() const {
+  std::vector<long long> out;
+  for (long long b : baby_rotations_)
+    if (b != 0) out.push_back(b);
+  for (const GiantStep& g : giants_)
+    if (g.rotation != 0) out.push_back(g.rotation);
+  return out;
+}
+
+const Device& LinearTransform::device() const { return giants_.front().terms.front().second.device(); }
+
+LinearTransform LinearTransform::to(const Device& device) const {
+  LinearTransform out;
+  out.context_ = context_;
+  out.n_ = n_;
+  out.level_ = level_;
+  out.baby_ = baby_;
+  out.diagonal_count_ = diagonal_count_;
+  out.scale_ = scale_;
+  out.baby_rotations_ = baby_rotations_;
+  for (const GiantStep& g : giants_) {
+    GiantStep moved{g.rotation, {}};
+    for (const auto& [b, plain] : g.terms) moved.terms.emplace_back(b, plain.to(device));
+    out.giants_.push_back(std::move(moved));
+  }
+  return out;
+}
+
+}  // namespace ringfire::ckks

@@ -1,0 +1,36 @@
+// The baby-step/giant-step evaluation of a LinearTransform, written once for
+// ciphertexts and for the level/scale simulator. `Ops` supplies, on its Value
+// type: level, mod_switch, rotate_many(x, steps) (hoisted), inner_sum(babies,
+// giant step) (sum_b diagonal_b * rot_b(x), unrescaled), rotate(v, steps),
+// add_inplace and rescale.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "ringfire/ckks/linear_transform.h"
+
+namespace ringfire::ckks::detail {
+
+template <class Ops>
+typename Ops::Value run_linear_transform(const Ops& ops, const typename Ops::Value& x, const LinearTransform& lt) {
+  using Value = typename Ops::Value;
+  std::optional<Value> lowered;
+  if (ops.level(x) > lt.level()) lowered.emplace(ops.mod_switch(x, lt.level()));
+  const Value& in = lowered ? *lowered : x;
+  // rot_b(x) for every baby step, sharing one ModUp.
+  std::vector<Value> rotated = ops.rotate_many(in, lt.baby_rotations());
+  std::map<long long, const Value*> babies;
+  for (std::size_t i = 0; i < rotated.size(); ++i) babies[lt.baby_rotations()[i]] = &rotated[i];
+  std::optional<Value> total;
+  for (const LinearTransform::GiantStep& giant : lt.giant_steps()) {
+    Value inner = ops.inner_sum(babies, giant);
+    if (giant.rotation != 0) inner = ops.rotate(inner, giant.rotation);
+    if (total) ops.add_inplace(*total, inner);
+    else total.emplace(std::move(inner));
+  }
+  return ops.rescale(*total);
+}
+
+}  // namespace ringfire::ckks::detail

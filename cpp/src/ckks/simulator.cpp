@@ -1,0 +1,244 @@
+#include "ringfire/ckks/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "polynomial_circuit.h"
+#include "ringfire/base/errors.h"
+
+namespace ringfire::ckks {
+
+namespace {
+
+std::string fmt_scale(double s) {
+  char text[48];
+  std::snprintf(text, sizeof text, "2^%.4f", std::log2(s));
+  return text;
+}
+
+double log2_modulus(const RlweContext& ctx, std::size_t level) {
+  double bits = 0.0;
+  for (std::size_t i = 0; i <= level; ++i) bits += std::log2(static_cast<double>(ctx.params().q_primes()[i]));
+  return bits;
+}
+
+}  // namespace
+
+SimCounts& SimCounts::operator+=(const SimCounts& o) {
+  multiplications += o.multiplications;
+  plain_multiplications += o.plain_multiplications;
+  constant_multiplications += o.constant_multiplications;
+  additions += o.additions;
+  rescales += o.rescales;
+  relinearizations += o.relinearizations;
+  rotations += o.rotations;
+  hoisted_mod_ups += o.hoisted_mod_ups;
+  for (auto [level, count] : o.key_switches_by_level) key_switches_by_level[level] += count;
+  return *this;
+}
+
+Simulator::Simulator(ContextPtr context) : context_(std::move(context)) {
+  require(context_ != nullptr, "ckks.Simulator", "needs a context");
+}
+
+void Simulator::check_level(std::size_t level, const char* op) const {
+  require(level <= context_->max_level(), op,
+          "level " + std::to_string(level) + " exceeds the maximum " + std::to_string(context_->max_level()));
+}
+
+void Simulator::count_key_switch(std::size_t level, bool rotation) const {
+  (rotation ? counts_.rotations : counts_.relinearizations) += 1;
+  counts_.key_switches_by_level[level] += 1;
+}
+
+SimCiphertext Simulator::fresh(std::size_t level) const {
+  check_level(level, "ckks.Simulator");
+  return SimCiphertext{level, context_->scale_at(level), 2};
+}
+
+SimCiphertext Simulator::add(const SimCiphertext& a, const SimCiphertext& b) const {
+  constexpr const char* op = "ckks.add";
+  require(a.level == b.level, op, "level mismatch: " + std::to_string(a.level) + " vs " + std::to_string(b.level));
+  require(same_scale(a.scale, b.scale), op, "scale mismatch: " + fmt_scale(a.scale) + " vs " + fmt_scale(b.scale));
+  ++counts_.additions;
+  return SimCiphertext{a.level, a.scale, std::max(a.size, b.size)};
+}
+
+namespace {
+
+void check_fits(const RlweContext& ctx, double scale, std::size_t level, const char* op) {
+  const double q_bits = log2_modulus(ctx, level);
+  require(std::log2(scale) + 1.0 < q_bits, op,
+          "the result's scale " + fmt_scale(scale) + " does not fit the " + std::to_string(static_cast<int>(q_bits)) +
+              "-bit modulus at level " + std::to_string(level) +
+              ": out of levels (rescale first, or choose more coeff_bits)");
+}
+
+}  // namespace
+
+SimCiphertext Simulator::multiply(const SimCiphertext& a, const SimCiphertext& b) const {
+  constexpr const char* op = "ckks.multiply";
+  require(a.level == b.level, op, "level mismatch: " + std::to_string(a.level) + " vs " + std::to_string(b.level));
+  require(a.size == 2 && b.size == 2, op, "needs two size-2 ciphertexts (relinearize first)");
+  check_fits(*context_->rlwe(), a.scale * b.scale, a.level, op);
+  ++counts_.multiplications;
+  return SimCiphertext{a.level, a.scale * b.scale, 3};
+}
+
+SimCiphertext Simulator::multiply_plain(const SimCiphertext& a, double scale) const {
+  check_fits(*context_->rlwe(), a.scale * scale, a.level, "ckks.multiply_plain");
+  ++counts_.plain_multiplications;
+  return SimCiphertext{a.level, a.scale * scale, a.size};
+}
+
+SimCiphertext Simulator::multiply_scalar(const SimCiphertext& a, double scale) const {
+  check_fits(*context_->rlwe(), a.scale * scale, a.level, "ckks.multiply_scalar");
+  ++counts_.constant_multiplications;
+  return SimCiphertext{a.level, a.scale * scale, a.size};
+}
+
+SimCiphertext Simulator::relinearize(const SimCiphertext& a) const {
+  require(a.size == 3, "ckks.relinearize", "needs a size-3 ciphertext, got size " + std::to_string(a.size));
+  count_key_switch(a.level, false);
+  return SimCiphertext{a.level, a.scale, 2};
+}
+
+SimCiphertext Simulator::rescale(const SimCiphertext& a) const {
+  require(a.level >= 1, "ckks.rescale", "the ciphertext is at level 0: no prime left to rescale by");
+  ++counts_.rescales;
+  const double q = static_cast<double>(context_->params().q_primes()[a.level]);
+  return SimCiphertext{a.level - 1, a.scale / q, a.size};
+}
+
+SimCiphertext Simulator::mod_switch(const SimCiphertext& a, std::size_t level) const {
+  require(level <= a.level, "ckks.mod_switch",
+          "cannot raise a ciphertext from level " + std::to_string(a.level) + " to " + std::to_string(level));
+  return SimCiphertext{level, a.scale, a.size};
+}
+
+SimCiphertext Simulator::adjust_to(const SimCiphertext& a, std::size_t level) const {
+  constexpr const char* op = "ckks.adjust_to";
+  const double target = context_->scale_at(level);
+  if (level <= a.level && same_scale(a.scale, target)) return SimCiphertext{level, target, a.size};
+  require(level < a.level, op,
+          "moving to level " + std::to_string(level) + " with scale " + fmt_scale(target) +
+              " needs a level to spend, but the ciphertext is at level " + std::to_string(a.level));
+  // As Evaluator::adjust_to: rescale while the scale is far above the target, then
+  // one constant product and a rescale (or a final rescale that lands there).
+  const auto& q = context_->params().q_primes();
+  const double limit = target * static_cast<double>(q[level + 1]) * 0x1p-30;
+  SimCiphertext out = a;
+  while (out.level > level + 1 && out.scale > limit) out = rescale(out);
+  if (out.scale > limit) {
+    out = rescale(out);
+    require(same_scale(out.scale, target), op,
+            "the scale " + fmt_scale(a.scale) + " is too far from level " + std::to_string(level) + "'s " +
+                fmt_scale(target) + " to correct with the levels available");
+  } else {
+    out = rescale(multiply_scalar(mod_switch(out, level + 1), target * static_cast<double>(q[level + 1]) / out.scale));
+  }
+  out.scale = target;
+  return out;
+}
+
+SimCiphertext Simulator::rotate(const SimCiphertext& a) const {
+  require(a.size == 2, "ckks.rotate", "needs a size-2 ciphertext (relinearize first)");
+  count_key_switch(a.level, true);
+  return a;
+}
+
+std::vector<SimCiphertext> Simulator::rotate_many(const SimCiphertext& a, std::size_t rotations) const {
+  require(a.size == 2, "ckks.rotate_many", "needs a size-2 ciphertext (relinearize first)");
+  if (rotations > 0) ++counts_.hoisted_mod_ups;
+  for (std::size_t i = 0; i < rotations; ++i) count_key_switch(a.level, true);
+  return std::vector<SimCiphertext>(rotations, a);
+}
+
+SimCiphertext Simulator::weighted_sum(const std::vector<const SimCiphertext*>& inputs,
+                                      const std::vector<double>& values, std::size_t level, double scale,
+                                      double) const {
+  constexpr const char* op = "ckks.weighted_sum";
+  require(!inputs.empty() && inputs.size() == values.size(), op, "needs one value per input, and an input");
+  std::size_t size = 0;
+  for (std::size_t t = 0; t < inputs.size(); ++t) {
+    require(inputs[t]->level >= level, op,
+            "an input at level " + std::to_string(inputs[t]->level) + " cannot contribute at level " +
+                std::to_string(level));
+    const double ratio = scale / inputs[t]->scale, weight = values[t] * ratio;
+    require(ratio >= 0x1p20 || weight == std::round(weight), op,
+            "input " + std::to_string(t) + ": the scale ratio " + fmt_scale(ratio) +
+                " is too small to encode the value " + std::to_string(values[t]) + " precisely");
+    size = std::max(size, inputs[t]->size);
+  }
+  check_fits(*context_->rlwe(), scale, level, op);
+  counts_.constant_multiplications += inputs.size();
+  return SimCiphertext{level, scale, size};
+}
+
+SimCiphertext Simulator::constant(std::size_t level, double scale) const {
+  check_level(level, "ckks.Simulator");
+  return SimCiphertext{level, scale, 2};
+}
+
+// ---- polynomial evaluation ---------------------------------------------------
+
+namespace {
+
+// The operations polynomial_circuit.h needs, on placeholders.
+struct SimOps {
+  using Value = SimCiphertext;
+  const Simulator& sim;
+
+  static std::size_t level(const Value& v) { return v.level; }
+  static double scale(const Value& v) { return v.scale; }
+  static std::size_t size(const Value& v) { return v.size; }
+  static void set_scale(Value& v, double s) { v.scale = s; }
+  static Value copy(const Value& v) { return v; }
+  double prime(std::size_t level) const {
+    return static_cast<double>(sim.context()->params().q_primes().at(level));
+  }
+  Value multiply(const Value& a, const Value& b, std::size_t level) const {
+    return sim.multiply(sim.mod_switch(a, level), sim.mod_switch(b, level));
+  }
+  Value relinearize(const Value& a) const { return sim.relinearize(a); }
+  Value rescale(const Value& a) const { return sim.rescale(a); }
+  static Value negate(const Value& a) { return a; }
+  void add_inplace(Value& a, const Value& b) const { sim.add_inplace(a, b); }
+  Value weighted_sum(const std::vector<const Value*>& inputs, const std::vector<double>& values, std::size_t level,
+                     double scale, double constant = 0.0) const {
+    return sim.weighted_sum(inputs, values, level, scale, constant);
+  }
+  Value constant(std::size_t level, double scale, double, const Value&) const { return sim.constant(level, scale); }
+};
+
+}  // namespace
+
+std::size_t polynomial_baby_steps(const Simulator& sim, const SimCiphertext& x, const Polynomial& p,
+                                  double target_scale) {
+  // Each power of two up to 2^depth, scored by the key switches it costs
+  // (then by ciphertext products): the simulator counts what the circuit does.
+  const std::size_t depth = std::max<std::size_t>(1, p.depth());
+  std::size_t best = 2;
+  std::pair<std::size_t, std::size_t> best_cost{std::numeric_limits<std::size_t>::max(), 0};
+  for (std::size_t log_baby = 1; log_baby <= depth; ++log_baby) {
+    Simulator trial(sim.context());
+    detail::PolynomialCircuit<SimOps> circuit(SimOps{trial}, p, std::size_t{1} << log_baby);
+    circuit.run(x, target_scale);
+    const std::pair<std::size_t, std::size_t> cost{trial.counts().key_switches(), trial.counts().multiplications};
+    if (cost < best_cost) best_cost = cost, best = std::size_t{1} << log_baby;
+  }
+  return best;
+}
+
+SimCiphertext Simulator::evaluate_polynomial(const SimCiphertext& x, const Polynomial& p, double target_scale) const {
+  require(p.depth() <= x.level, "ckks.evaluate_polynomial",
+          "a degree-" + std::to_string(p.degree()) + " polynomial needs " + std::to_string(p.depth()) +
+              " levels, but the ciphertext is at level " + std::to_string(x.level));
+  if (target_scale == 0.0) target_scale = context_->scale_at(x.level - p.depth());
+  detail::PolynomialCircuit<SimOps> circuit(SimOps{*this}, p, polynomial_baby_steps(*this, x, p, target_scale));
+  return circuit.run(x, target_scale);
+}
+
+}  // namespace ringfire::ckks
