@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "common.h"
+#include "ringfire/ckks/bootstrap.h"
 #include "ringfire/ckks/decryptor.h"
 #include "ringfire/ckks/evaluator.h"
 #include "ringfire/ckks/polynomial.h"
@@ -117,7 +118,8 @@ void bind_ckks_circuits(nb::module_& m) {
       .def("rotate", &Simulator::rotate)
       .def("evaluate_polynomial", &Simulator::evaluate_polynomial, nb::arg("x"), nb::arg("polynomial"),
            nb::arg("target_scale") = 0.0)
-      .def("linear_transform", &Simulator::linear_transform, nb::arg("x"), nb::arg("transform"))
+      .def("linear_transform", &Simulator::linear_transform, nb::arg("x"), nb::arg("transform"),
+           nb::arg("rescale") = true)
       .def("reset_counts", &Simulator::reset_counts)
       .def_prop_ro("counts", [](const Simulator& s) {
         const ckks::SimCounts& c = s.counts();
@@ -136,6 +138,112 @@ void bind_ckks_circuits(nb::module_& m) {
         out["key_switches_by_level"] = by_level;
         return out;
       });
+}
+
+// Bootstrapping: the configuration, its plan, the keys and the bootstrapper.
+void bind_ckks_bootstrap(nb::module_& m) {
+  using ckks::BootstrapConfig;
+  using ckks::Bootstrapper;
+  using ckks::BootstrapKeys;
+  using ckks::ContextPtr;
+  using ckks::Evaluator;
+  using Release = nb::call_guard<nb::gil_scoped_release>;
+
+  nb::class_<BootstrapConfig>(m, "BootstrapConfig")
+      .def(nb::init<>())
+      .def_rw("slots", &BootstrapConfig::slots)
+      .def_rw("cts_levels", &BootstrapConfig::cts_levels)
+      .def_rw("stc_levels", &BootstrapConfig::stc_levels)
+      .def_rw("k", &BootstrapConfig::k)
+      .def_rw("double_angles", &BootstrapConfig::double_angles)
+      .def_rw("cos_degree", &BootstrapConfig::cos_degree)
+      .def_rw("arcsine_degree", &BootstrapConfig::arcsine_degree)
+      .def_rw("log_message_ratio", &BootstrapConfig::log_message_ratio)
+      .def_rw("ephemeral_weight", &BootstrapConfig::ephemeral_weight);
+
+  nb::class_<BootstrapKeys>(m, "BootstrapKeys")
+      .def_prop_ro("galois", [](const BootstrapKeys& k) -> const GaloisKeys& { return k.galois; },
+                   nb::rv_policy::reference_internal)
+      .def_prop_ro("device", [](const BootstrapKeys& k) { return k.from_sparse.device().str(); })
+      .def("to", [](const BootstrapKeys& k, const std::string& device) {
+        const Device target = Device::parse(device);
+        nb::gil_scoped_release release;
+        return BootstrapKeys{k.galois.to(target), k.to_sparse.to(target), k.from_sparse.to(target)};
+      });
+
+  nb::class_<Bootstrapper>(m, "Bootstrapper")
+      .def(
+          "__init__",
+          [](Bootstrapper* self, ContextPtr context, const BootstrapConfig& config) {
+            nb::gil_scoped_release release;
+            new (self) Bootstrapper(std::move(context), config);
+          },
+          nb::arg("context"), nb::arg("config"))
+      .def_prop_ro("slots", &Bootstrapper::slots)
+      .def_prop_ro("output_level", &Bootstrapper::output_level)
+      .def_prop_ro("rotation_levels", &Bootstrapper::rotation_levels)
+      .def_prop_ro("conjugation_level", &Bootstrapper::conjugation_level)
+      .def("plan", [](const Bootstrapper& b) {
+        ckks::BootstrapPlan p;
+        {
+          nb::gil_scoped_release release;
+          p = b.plan();
+        }
+        nb::dict out;
+        out["output_level"] = p.output_level;
+        out["levels_consumed"] = p.levels_consumed;
+        out["cts_levels"] = p.cts_levels;
+        out["eval_mod_levels"] = p.eval_mod_levels;
+        out["stc_levels"] = p.stc_levels;
+        out["cos_degree"] = p.cos_degree;
+        out["arcsine_degree"] = p.arcsine_degree;
+        out["cos_fit_error_log2"] = p.cos_fit_error_log2;
+        out["rotation_keys"] = p.rotation_keys;
+        out["key_bytes"] = p.key_bytes;
+        out["plaintext_bytes"] = p.plaintext_bytes;
+        out["diagonals"] = p.diagonals;
+        out["failure_log2"] = p.failure_log2;
+        out["key_switches"] = p.counts.key_switches();
+        out["rotations"] = p.counts.rotations;
+        out["relinearizations"] = p.counts.relinearizations;
+        out["multiplications"] = p.counts.multiplications;
+        out["rescales"] = p.counts.rescales;
+        return out;
+      })
+      .def(
+          "bootstrap",
+          [](const Bootstrapper& b, const Evaluator& ev, const Ciphertext& ct, const RelinKey& relin,
+             const BootstrapKeys& keys, double target_scale, bool timed) {
+            ckks::BootstrapTimings t;
+            Ciphertext out = [&] {
+              nb::gil_scoped_release release;
+              return b.bootstrap(ev, ct, relin, keys, target_scale, timed ? &t : nullptr);
+            }();
+            nb::dict times;
+            if (timed) {
+              times["mod_raise"] = t.mod_raise;
+              times["coeffs_to_slots"] = t.coeffs_to_slots;
+              times["eval_mod"] = t.eval_mod;
+              times["slots_to_coeffs"] = t.slots_to_coeffs;
+            }
+            return nb::make_tuple(std::move(out), times);
+          },
+          nb::arg("evaluator"), nb::arg("ciphertext"), nb::arg("relin_key"), nb::arg("keys"),
+          nb::arg("target_scale") = 0.0, nb::arg("timed") = false)
+      .def("bootstrap_twice", &Bootstrapper::bootstrap_twice, nb::arg("evaluator"), nb::arg("ciphertext"),
+           nb::arg("relin_key"), nb::arg("keys"), nb::arg("correction_bits"), Release())
+      .def("simulate", [](const Bootstrapper& b, const ckks::Simulator& sim, const ckks::SimCiphertext& ct) {
+        return b.bootstrap(sim, ct);
+      });
+
+  m.def(
+      "generate_bootstrap_keys",
+      [](const Bootstrapper& b, const SecretKey& sk, Prng& prng) {
+        Prng child = Prng::from_seed(prng.next_seed());
+        nb::gil_scoped_release release;
+        return ckks::generate_bootstrap_keys(b, sk, child);
+      },
+      nb::arg("bootstrapper"), nb::arg("secret_key"), nb::arg("prng"));
 }
 
 void bind_ckks(nb::module_& m) {
@@ -249,10 +357,12 @@ void bind_ckks(nb::module_& m) {
       .def("evaluate_polynomial", &Evaluator::evaluate_polynomial, nb::arg("x"), nb::arg("polynomial"),
            nb::arg("relin_key"), nb::arg("target_scale") = 0.0, Release())
       .def("linear_transform", &Evaluator::linear_transform, nb::arg("x"), nb::arg("transform"), nb::arg("keys"),
-           Release())
+           nb::arg("rescale") = true, Release())
+      .def("multiply_by_i", &Evaluator::multiply_by_i, nb::arg("a"), nb::arg("negative") = false, Release())
       .def("conjugate", &Evaluator::conjugate, Release());
 
   bind_ckks_circuits(m);
+  bind_ckks_bootstrap(m);
 }
 
 }  // namespace ringfire::python

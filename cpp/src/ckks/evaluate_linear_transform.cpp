@@ -92,18 +92,19 @@ void check_transform(const ContextPtr& ours, const LinearTransform& lt, std::siz
 
 }  // namespace
 
-Ciphertext Evaluator::linear_transform(const Ciphertext& x, const LinearTransform& lt, const GaloisKeys& keys) const {
+Ciphertext Evaluator::linear_transform(const Ciphertext& x, const LinearTransform& lt, const GaloisKeys& keys,
+                                       bool rescale) const {
   const OpLabel label(kOp);
   check_operand(x, kOp);
   require(x.size() == 2, kOp, "needs a size-2 ciphertext (relinearize first), got size " + std::to_string(x.size()));
   check_transform(context_, lt, x.level());
-  return detail::run_linear_transform(EvaluatorOps{*this, keys}, x, lt);
+  return detail::run_linear_transform(EvaluatorOps{*this, keys}, x, lt, rescale);
 }
 
-SimCiphertext Simulator::linear_transform(const SimCiphertext& x, const LinearTransform& lt) const {
+SimCiphertext Simulator::linear_transform(const SimCiphertext& x, const LinearTransform& lt, bool rescale) const {
   require(x.size == 2, kOp, "needs a size-2 ciphertext (relinearize first)");
   check_transform(context_, lt, x.level);
-  return detail::run_linear_transform(SimOps{*this}, x, lt);
+  return detail::run_linear_transform(SimOps{*this}, x, lt, rescale);
 }
 
 }  // namespace ringfire::ckks

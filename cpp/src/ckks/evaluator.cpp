@@ -329,6 +329,20 @@ Ciphertext Evaluator::multiply_scalar(const Ciphertext& a, Complex value, double
   return out;
 }
 
+Ciphertext Evaluator::multiply_by_i(const Ciphertext& a, bool negative) const {
+  constexpr const char* op = "ckks.multiply_by_i";
+  const OpLabel label(op);
+  check_operand(a, op);
+  // encode_scalar(+-i) at scale 1 is exactly the monomial +-X^(N/2).
+  const Plaintext monomial = context_->encoder().encode_scalar(Complex(0.0, negative ? -1.0 : 1.0), a.level(), 1.0);
+  const PlainOn on(monomial, a.device());
+  Ciphertext out(a.context(), a.size(), a.level(), a.metadata(), a.device());
+  for (std::size_t i = 0; i < a.size(); ++i) backend(a).multiply(a.poly(i), on.get().data(), out.poly(i), 1, a.base());
+  out.set_noise_bits(a.noise_bits());
+  out.set_complex(true);
+  return out;
+}
+
 void Evaluator::multiply_integer_inplace(Ciphertext& a, std::int64_t value) const {
   const OpLabel label("ckks.multiply_integer");
   check_operand(a, "ckks.multiply_integer");

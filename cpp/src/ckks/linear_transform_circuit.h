@@ -13,8 +13,12 @@
 
 namespace ringfire::ckks::detail {
 
+// With rescale = false the sum is returned before its rescale (scale
+// x.scale * lt.scale): key switches applied to it then add noise that the
+// rescale divides away (bootstrapping's conjugation).
 template <class Ops>
-typename Ops::Value run_linear_transform(const Ops& ops, const typename Ops::Value& x, const LinearTransform& lt) {
+typename Ops::Value run_linear_transform(const Ops& ops, const typename Ops::Value& x, const LinearTransform& lt,
+                                         bool rescale = true) {
   using Value = typename Ops::Value;
   std::optional<Value> lowered;
   if (ops.level(x) > lt.level()) lowered.emplace(ops.mod_switch(x, lt.level()));
@@ -30,7 +34,7 @@ typename Ops::Value run_linear_transform(const Ops& ops, const typename Ops::Val
     if (total) ops.add_inplace(*total, inner);
     else total.emplace(std::move(inner));
   }
-  return ops.rescale(*total);
+  return rescale ? ops.rescale(*total) : std::move(*total);
 }
 
 }  // namespace ringfire::ckks::detail

@@ -99,6 +99,15 @@ const BaseConverter& RlweContext::rescale_lift(std::size_t level) const {
   return *slot;
 }
 
+const BaseConverter& RlweContext::mod_raise_lift(std::size_t level) const {
+  require(level >= 1 && level <= max_level(), "rlwe.mod_raise",
+          "cannot raise to level " + std::to_string(level) + " (1.." + std::to_string(max_level()) + ")");
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& slot = mod_raise_lift_[level];
+  if (!slot) slot = std::make_unique<BaseConverter>(prime_base(0), level_base(level));
+  return *slot;
+}
+
 u64 RlweContext::galois_element(long long steps) const {
   const long long half = static_cast<long long>(n() / 2);
   long long k = steps % half;

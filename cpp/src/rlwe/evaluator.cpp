@@ -25,10 +25,10 @@ RlweEvaluator::RlweEvaluator(RlweContextPtr context) : rlwe_(std::move(context))
 }
 
 const char* RlweEvaluator::op_name(Op op) const {
-  static constexpr const char* kNames[3][4] = {
-      {"ckks.relinearize", "ckks.rotate", "ckks.rotate_many", "ckks.mod_switch"},
-      {"bgv.relinearize", "bgv.rotate", "bgv.rotate_many", "bgv.mod_switch"},
-      {"bfv.relinearize", "bfv.rotate", "bfv.rotate_many", "bfv.mod_switch"},
+  static constexpr const char* kNames[3][6] = {
+      {"ckks.relinearize", "ckks.rotate", "ckks.rotate_many", "ckks.mod_switch", "ckks.mod_raise", "ckks.switch_key"},
+      {"bgv.relinearize", "bgv.rotate", "bgv.rotate_many", "bgv.mod_switch", "bgv.mod_raise", "bgv.switch_key"},
+      {"bfv.relinearize", "bfv.rotate", "bfv.rotate_many", "bfv.mod_switch", "bfv.mod_raise", "bfv.switch_key"},
   };
   return kNames[static_cast<int>(rlwe_->params().scheme()) - 1][static_cast<int>(op)];
 }
@@ -95,6 +95,40 @@ Plaintext RlweEvaluator::mod_switch(const Plaintext& p, std::size_t level) const
   if (p.is_scalar())
     out.set_scalar(std::vector<u64>(p.scalar_residues().begin(), p.scalar_residues().begin() + level + 1),
                    p.scalar_value());
+  return out;
+}
+
+// ---- raising and switching (bootstrapping) --------------------------------------
+
+Ciphertext RlweEvaluator::mod_raise(const Ciphertext& a, std::size_t level) const {
+  const char* op = op_name(Op::mod_raise);
+  const OpLabel label(op);
+  check_operand(a, op);
+  require(a.level() == 0, op, "needs a level-0 ciphertext, got level " + std::to_string(a.level()));
+  require(level >= 1 && level <= rlwe_->max_level(), op,
+          "cannot raise to level " + std::to_string(level) + " (1.." + std::to_string(rlwe_->max_level()) + ")");
+  Backend& be = backend(a);
+  Buffer coeffs(a.size() * a.n(), a.device());
+  be.copy(a.data(), coeffs.data(), coeffs.size());
+  be.ntt_inverse(coeffs.data(), a.size(), a.base());
+  Ciphertext out(a.context(), a.size(), level, a.metadata(), a.device());
+  be.base_convert(coeffs.data(), out.data(), a.size(), rlwe_->mod_raise_lift(level), BaseConversion::exact);
+  be.ntt_forward(out.data(), a.size(), out.base());
+  out.set_noise_bits(a.noise_bits());
+  return out;
+}
+
+Ciphertext RlweEvaluator::switch_key(const Ciphertext& a, const KeySwitchKey& key) const {
+  const char* op = op_name(Op::switch_key);
+  const OpLabel label(op);
+  check_operand(a, op);
+  check_context(key.fingerprint(), op);
+  require(a.size() == 2, op, "needs a size-2 ciphertext (relinearize first), got size " + std::to_string(a.size()));
+  check_key_device(key.device(), a, op);
+  Ciphertext out(a.context(), 2, a.level(), a.metadata(), a.device());
+  key_switch(*rlwe_, a.poly(1), a.level(), key, out.poly(0), out.poly(1));
+  backend(a).add(out.poly(0), a.poly(0), out.poly(0), 1, a.base());
+  add_key_switch_noise(out, a);
   return out;
 }
 

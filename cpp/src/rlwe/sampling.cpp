@@ -75,6 +75,21 @@ void sample_ternary(Prng& prng, std::int8_t* out, std::size_t n) {
   for (std::size_t i = 0; i < sizeof(bytes); ++i) wipe[i] = 0;
 }
 
+void sample_sparse_ternary(Prng& prng, std::int8_t* out, std::size_t n, std::size_t weight) {
+  require(weight >= 1 && weight <= n, "rlwe.sample_sparse_ternary",
+          "the Hamming weight must be in [1, " + std::to_string(n) + "], got " + std::to_string(weight));
+  std::vector<std::uint32_t> index(n);
+  for (std::size_t i = 0; i < n; ++i) index[i] = static_cast<std::uint32_t>(i);
+  std::fill(out, out + n, std::int8_t{0});
+  for (std::size_t i = 0; i < weight; ++i) {
+    const std::size_t j = i + static_cast<std::size_t>(prng.uniform_below(n - i));
+    std::swap(index[i], index[j]);
+    out[index[i]] = static_cast<std::int8_t>((prng.next_u64() & 1) ? 1 : -1);
+  }
+  volatile std::uint32_t* wipe = index.data();
+  for (std::size_t i = 0; i < weight; ++i) wipe[i] = 0;
+}
+
 void sample_gaussian(Prng& prng, std::int64_t* out, std::size_t n, double sigma) {
   require(std::isfinite(sigma) && sigma > 0.0 && sigma <= kMaxGaussianSigma, "rlwe.sample_gaussian",
           "sigma must be in (0, " + std::to_string(static_cast<int>(kMaxGaussianSigma)) + "], got " +

@@ -51,6 +51,9 @@ class Evaluator : public RlweEvaluator {
   // a.scale * scale). Real values use one scalar per limb (seed 001 5.3).
   Ciphertext multiply_scalar(const Ciphertext& a, Complex value, double scale) const;
   void multiply_scalar_inplace(Ciphertext& a, Complex value, double scale) const;
+  // Multiplies every slot by i (or -i): the polynomial times X^(N/2) (or
+  // -X^(N/2)), exact, so neither the scale nor the noise changes.
+  Ciphertext multiply_by_i(const Ciphertext& a, bool negative = false) const;
   // Multiplies by an integer; the scale does not change and no level is used.
   Ciphertext multiply_integer(const Ciphertext& a, std::int64_t value) const;
   void multiply_integer_inplace(Ciphertext& a, std::int64_t value) const;
@@ -93,8 +96,11 @@ class Evaluator : public RlweEvaluator {
   // lt's matrix times the slots of x (baby-step/giant-step, hoisted baby
   // rotations; see ckks/linear_transform.h), then one rescale: the result is
   // one level below lt.level() with scale x.scale * lt.scale / q_level (x's
-  // own scale for the default lt scale). x may sit above lt's level.
-  Ciphertext linear_transform(const Ciphertext& x, const LinearTransform& lt, const GaloisKeys& keys) const;
+  // own scale for the default lt scale). x may sit above lt's level. With
+  // rescale = false the result stays at lt.level() with scale x.scale *
+  // lt.scale (rescale it later; noise added before that rescale shrinks).
+  Ciphertext linear_transform(const Ciphertext& x, const LinearTransform& lt, const GaloisKeys& keys,
+                              bool rescale = true) const;
 
   // Complex conjugation of every slot (the Galois element 2N - 1).
   Ciphertext conjugate(const Ciphertext& a, const GaloisKeys& keys) const;

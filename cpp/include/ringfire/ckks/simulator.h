@@ -74,7 +74,7 @@ class Simulator {
   SimCiphertext evaluate_polynomial(const SimCiphertext& x, const Polynomial& p, double target_scale = 0.0) const;
 
   // A linear transform as Evaluator::linear_transform runs it.
-  SimCiphertext linear_transform(const SimCiphertext& x, const LinearTransform& lt) const;
+  SimCiphertext linear_transform(const SimCiphertext& x, const LinearTransform& lt, bool rescale = true) const;
 
   const SimCounts& counts() const { return counts_; }
   void reset_counts() const { counts_ = SimCounts{}; }

@@ -50,6 +50,9 @@ class RlweContext {
   // Rescale converter: q_level -> q_0..q_{level-1} (level >= 1); its exact
   // form is the centred lift of the dropped limb.
   const BaseConverter& rescale_lift(std::size_t level) const;
+  // ModRaise converter: q_0 -> q_0..q_level; its exact form lifts a level-0
+  // polynomial's centred residues to the whole chain (bootstrapping).
+  const BaseConverter& mod_raise_lift(std::size_t level) const;
   // P^-1 mod q_i (i <= L) and P mod q_i.
   u64 p_inverse_mod_q(std::size_t i) const { return p_inv_mod_q_[i]; }
   u64 p_mod_q(std::size_t i) const { return p_mod_q_[i]; }
@@ -78,6 +81,7 @@ class RlweContext {
   mutable std::map<std::pair<std::size_t, std::size_t>, std::unique_ptr<BaseConverter>> mod_up_;
   mutable std::map<std::size_t, std::unique_ptr<BaseConverter>> mod_down_;
   mutable std::map<std::size_t, std::unique_ptr<BaseConverter>> rescale_lift_;
+  mutable std::map<std::size_t, std::unique_ptr<BaseConverter>> mod_raise_lift_;
 };
 
 using RlweContextPtr = std::shared_ptr<const RlweContext>;

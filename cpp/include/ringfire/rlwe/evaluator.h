@@ -35,6 +35,16 @@ class RlweEvaluator {
   void mod_switch_inplace(Ciphertext& a, std::size_t level) const;
   Plaintext mod_switch(const Plaintext& p, std::size_t level) const;
 
+  // Raises a level-0 ciphertext to `level`: its polynomials' centred residues
+  // modulo q_0, lifted to every prime. Decryption then gives m + q_0 I for a
+  // small integer polynomial I: the first step of bootstrapping. The noise
+  // estimate stays that of the input (q_0 I is not noise; EvalMod removes it).
+  Ciphertext mod_raise(const Ciphertext& a, std::size_t level) const;
+
+  // Switches a ciphertext under s' to s with `key` (which switches from s'):
+  // (c0 + ks0, ks1) with (ks0, ks1) the key switch of c1.
+  Ciphertext switch_key(const Ciphertext& a, const KeySwitchKey& key) const;
+
   // Applies X -> X^galois_element and switches back to s.
   Ciphertext apply_galois(const Ciphertext& a, u64 galois_element, const GaloisKeys& keys) const;
   // Rotates the slots left by `steps` (negative: right). Uses the key for
@@ -50,7 +60,7 @@ class RlweEvaluator {
   std::vector<long long> rotation_plan(long long steps, const GaloisKeys& keys) const;
 
  protected:
-  enum class Op { relinearize, rotate, rotate_many, mod_switch };
+  enum class Op { relinearize, rotate, rotate_many, mod_switch, mod_raise, switch_key };
   // "<scheme>.<operation>": a string literal, for OpLabel and error messages.
   const char* op_name(Op op) const;
   void check_context(std::uint64_t fingerprint, const char* op) const;

@@ -48,6 +48,11 @@ class SecretKey {
 // another element than its own, so keys cannot be relabelled by mistake
 // (against deliberate tampering, authenticate the bytes: docs/security.md).
 inline constexpr u64 kRelinearizationSource = 0;
+// The sparse-secret encapsulation keys of CKKS bootstrapping (ckks/bootstrap.h):
+// from the main secret to the ephemeral sparse one, and back. Even numbers,
+// so no Galois element can be mistaken for them.
+inline constexpr u64 kToSparseSource = 2;
+inline constexpr u64 kFromSparseSource = 4;
 
 class KeySwitchKey {
  public:

@@ -30,6 +30,12 @@ inline constexpr double kMaxGaussianSigma = 1024.0;
 // accepted bytes split evenly over the residues).
 void sample_ternary(Prng& prng, std::int8_t* out, std::size_t n);
 
+// out[0, n) ternary with exactly `weight` nonzero entries (uniform positions,
+// uniform signs): the ephemeral secret of sparse-secret encapsulation. The
+// positions come from a partial Fisher-Yates shuffle, whose memory accesses
+// depend on them; it runs only in key generation, on the key holder's side.
+void sample_sparse_ternary(Prng& prng, std::int8_t* out, std::size_t n, std::size_t weight);
+
 // out[0, n) from the discrete Gaussian D_{Z,sigma} (density ~ exp(-x^2 / (2 sigma^2)))
 // restricted to |x| <= floor(6 sigma). Constant-time cumulative distribution
 // table: |x| = #{k : r >= T[k]} for a uniform 64-bit r, where T[k] is

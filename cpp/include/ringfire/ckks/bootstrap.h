@@ -1,0 +1,153 @@
+// CKKS bootstrapping: a ciphertext at any level comes back at the top of the
+// user's chain with the same slots (up to the bootstrapping error).
+//
+// The circuit (src/ckks/bootstrap_circuit.h), as the best peers run it:
+//   1. ScaleDown: drop to level 0; multiply by 2^j so that q_0 / scale is the
+//      configured message ratio (no level).
+//   2. Sparse-secret encapsulation (Bossuat, Troncoso, Hubaux 2022): switch
+//      to an ephemeral secret of Hamming weight h (32) at level 0,
+//   3. ModRaise: lift the level-0 polynomials to the whole chain. The
+//      ciphertext now holds t = m + q_0 I with |I| <= (h + 1) / 2 by
+//      construction (and below K but with probability ~2^-139, see
+//      failure_log2),
+//   4. and switch back to the main secret at the top level.
+//   5. (Sparse packing) trace: the sum of rotations by multiples of n keeps
+//      the subring the slots live in.
+//   6. CoeffsToSlots: the inverse DFT as `cts_levels` BSGS linear transforms
+//      (bootstrap_dft.h), scaled so the slots hold t_i / (K q_0), then a
+//      conjugation splits real and imaginary parts (sparse packing packs
+//      both into 2n slots).
+//   7. EvalMod: a Chebyshev approximation of a * cos(2 pi (K y - 1/4) / 2^r)
+//      on [-1, 1], r double-angle steps c <- 2 c^2 - a^2, and optionally an
+//      arcsine correction. The amplitude folds in q_0 / (2 pi scale), so the
+//      result holds m_i / scale: the message's coefficients.
+//   8. SlotsToCoeffs: the forward DFT as `stc_levels` transforms, the last
+//      one landing on the canonical scale of the user's top level.
+// Levels: the parameters reserve cts_levels + EvalMod's depth + stc_levels
+// top primes for it (Parameters::reserved_levels); the result always sits at
+// user_max_level(). Input slots must be bounded: |x| <= 1 is the documented
+// range, beyond it EvalMod's approximation (and its K) no longer holds.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "ringfire/ckks/evaluator.h"
+#include "ringfire/ckks/linear_transform.h"
+#include "ringfire/ckks/polynomial.h"
+#include "ringfire/ckks/simulator.h"
+#include "ringfire/rlwe/keys.h"
+#include "ringfire/rlwe/prng.h"
+
+namespace ringfire::ckks {
+
+struct BootstrapConfig {
+  std::size_t slots = 0;            // 0: N/2 (full packing); else a power of two below N/2
+  std::size_t cts_levels = 4;       // CoeffsToSlots level budget (the top primes)
+  std::size_t stc_levels = 3;       // SlotsToCoeffs level budget (just above the user's chain)
+  double k = 16.0;                  // EvalMod's range: |I| < K after ModRaise
+  std::size_t double_angles = 3;    // r
+  std::size_t cos_degree = 0;       // 0: the least that reaches 2^-50 within EvalMod's levels
+  std::size_t arcsine_degree = 0;   // 0: none; else an odd degree (3, 5, 7)
+  int log_message_ratio = 0;        // 0: keep the input's q_0 / scale; else raise it to 2^r when above
+  std::size_t ephemeral_weight = 32;  // h of the ephemeral secret
+};
+
+// The evaluation keys bootstrapping needs besides the relinearization key:
+// rotations (CoeffsToSlots, SlotsToCoeffs, trace, repacking) and the
+// conjugation, each made only as high as the level it is used at, and the
+// two encapsulation keys.
+struct BootstrapKeys {
+  GaloisKeys galois;
+  KeySwitchKey to_sparse;    // s -> ephemeral s', level 0 only
+  KeySwitchKey from_sparse;  // s' -> s, top level
+};
+
+// The phases of one bootstrap, and their wall-clock seconds when asked for
+// (GPU phases are synchronized at their ends, which costs a little).
+enum class BootstrapPhase { mod_raise, coeffs_to_slots, eval_mod, slots_to_coeffs };
+struct BootstrapTimings {
+  double mod_raise = 0.0, coeffs_to_slots = 0.0, eval_mod = 0.0, slots_to_coeffs = 0.0;
+};
+
+// What a bootstrap costs and gives, known before any key exists.
+struct BootstrapPlan {
+  std::size_t input_level_min = 0;      // any level works; shown for clarity
+  std::size_t output_level = 0;         // the user's top level
+  std::size_t levels_consumed = 0;      // the reserved levels
+  std::size_t cts_levels = 0, eval_mod_levels = 0, stc_levels = 0;
+  std::size_t cos_degree = 0, arcsine_degree = 0;
+  double cos_fit_error_log2 = 0.0;      // EvalMod polynomial's max error (units of its amplitude)
+  std::size_t rotation_keys = 0;        // Galois keys, conjugation included
+  std::uint64_t key_bytes = 0;          // Galois + encapsulation keys, in memory
+  std::uint64_t plaintext_bytes = 0;    // the precomputed DFT diagonals
+  std::size_t diagonals = 0;
+  double failure_log2 = 0.0;            // log2 P(some |I| >= K), union over the N coefficients
+  SimCounts counts;                     // operations of one bootstrap
+};
+
+class Bootstrapper {
+ public:
+  // Raises InvalidArgument when the context does not reserve exactly the
+  // levels the configuration needs, or the configuration is out of range.
+  Bootstrapper(ContextPtr context, const BootstrapConfig& config);
+
+  const ContextPtr& context() const { return context_; }
+  const BootstrapConfig& config() const { return config_; }
+  std::size_t slots() const { return slots_; }
+  std::size_t output_level() const { return context_->user_max_level(); }
+
+  // Rotation steps with the level their key is needed at (the highest use).
+  const std::map<long long, std::size_t>& rotation_levels() const { return rotation_levels_; }
+  // The level of the conjugation key.
+  std::size_t conjugation_level() const { return conjugation_level_; }
+  BootstrapPlan plan() const;
+
+  // The bootstrapped ciphertext at output_level(), landing on the canonical
+  // scale there (or on `target_scale`, which re-encodes the last transform).
+  // With `timings`, each phase's time is recorded there.
+  Ciphertext bootstrap(const Evaluator& ev, const Ciphertext& ct, const RelinKey& relin, const BootstrapKeys& keys,
+                       double target_scale = 0.0, BootstrapTimings* timings = nullptr) const;
+  // Meta-BTS (Bae et al. 2022): bootstrap, bootstrap the error scaled by
+  // 2^correction_bits, subtract. The result has scale 2^correction_bits times
+  // the input's (the precision it gained), at output_level().
+  Ciphertext bootstrap_twice(const Evaluator& ev, const Ciphertext& ct, const RelinKey& relin,
+                             const BootstrapKeys& keys, int correction_bits) const;
+  // The same circuit on placeholders.
+  SimCiphertext bootstrap(const Simulator& sim, const SimCiphertext& ct) const;
+
+  // Internals the circuit reads.
+  const std::vector<LinearTransform>& coeffs_to_slots() const { return cts_; }
+  const LinearTransform& slots_to_coeffs(std::size_t i, double target_scale) const;
+  std::size_t stc_count() const { return stc_.size(); }
+  const Polynomial& cos_polynomial() const { return cos_; }
+  double eval_mod_scale() const { return eval_mod_scale_; }
+  double stc_input_scale() const { return stc_input_scale_; }
+
+ private:
+  void build_transforms();
+  LinearTransform make_stc_last(double target_scale) const;
+  double stc_scale(std::size_t i, double target_scale) const;
+
+  ContextPtr context_;
+  BootstrapConfig config_;
+  std::size_t slots_, eval_mod_levels_ = 0;
+  Polynomial cos_;
+  double cos_error_log2_ = 0.0, eval_mod_scale_ = 0.0, stc_input_scale_ = 0.0;
+  std::vector<LinearTransform> cts_, stc_;
+  std::map<long long, std::size_t> rotation_levels_;
+  std::size_t conjugation_level_ = 0;
+  mutable std::mutex retarget_mutex_;
+  mutable std::map<double, std::shared_ptr<const LinearTransform>> retargeted_;
+};
+
+// The keys of Bootstrapper::rotation_levels() and the encapsulation keys.
+BootstrapKeys generate_bootstrap_keys(const Bootstrapper& bootstrapper, const SecretKey& secret, Prng& prng);
+
+}  // namespace ringfire::ckks

@@ -1,0 +1,401 @@
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <numbers>
+#include <string>
+
+#include "bootstrap_circuit.h"
+#include "bootstrap_dft.h"
+#include "ringfire/base/errors.h"
+#include "ringfire/base/op_label.h"
+#include "ringfire/ckks/bootstrap.h"
+#include "ringfire/rlwe/keygen.h"
+#include "ringfire/rlwe/noise.h"
+#include "ringfire/rlwe/sampling.h"
+
+namespace ringfire::ckks {
+
+namespace {
+
+constexpr const char* kOp = "ckks.Bootstrapper";
+
+std::size_t ceil_log2(std::size_t v) { return v <= 1 ? 0 : static_cast<std::size_t>(std::bit_width(v - 1)); }
+
+// EvalMod's unit-amplitude polynomial: cos(2 pi (K y - 1/4) / 2^r) on [-1, 1],
+// of the least degree within 2^levels - 1 whose error is below 2^-50 (or of
+// the configured degree). Returns the polynomial and log2 of its max error.
+std::pair<Polynomial, double> fit_cosine(const BootstrapConfig& cfg, std::size_t levels) {
+  require(levels >= 1, kOp, "EvalMod has no level left for its cosine after the double angles and the arcsine");
+  const double k = cfg.k, r = std::ldexp(1.0, static_cast<int>(cfg.double_angles));
+  const auto f = [&](double y) { return std::cos(2.0 * std::numbers::pi * (k * y - 0.25) / r); };
+  const auto error_of = [&](const Polynomial& p) {
+    double worst = 0.0;
+    constexpr int kSamples = 4096;
+    for (int i = 0; i <= kSamples; ++i) {
+      const double y = -1.0 + 2.0 * i / kSamples;
+      worst = std::max(worst, std::fabs(p(y) - f(y)));
+    }
+    return std::log2(std::max(worst, 1e-300));
+  };
+  const std::size_t max_degree = (std::size_t{1} << levels) - 1;
+  if (cfg.cos_degree != 0) {
+    require(cfg.cos_degree <= max_degree, kOp,
+            "cos_degree " + std::to_string(cfg.cos_degree) + " needs " + std::to_string(ceil_log2(cfg.cos_degree + 1)) +
+                " levels, EvalMod has " + std::to_string(levels) + " for it");
+    Polynomial p = chebyshev_fit(f, -1.0, 1.0, cfg.cos_degree);
+    const double e = error_of(p);
+    return {std::move(p), e};
+  }
+  for (std::size_t d = std::max<std::size_t>(2, (max_degree + 1) / 4); d <= max_degree; ++d) {
+    Polynomial p = chebyshev_fit(f, -1.0, 1.0, d);
+    const double e = error_of(p);
+    if (e <= -50.0 || d == max_degree) return {std::move(p), e};
+  }
+  throw_invalid(kOp, "internal: no cosine fit");
+}
+
+void check_config(const Context& ctx, const BootstrapConfig& cfg, std::size_t slots) {
+  const std::size_t half = ctx.slots();
+  require(std::has_single_bit(slots) && slots >= 2 && slots <= half, kOp,
+          "slots must be a power of two in [2, " + std::to_string(half) + "], got " + std::to_string(slots));
+  require(std::isfinite(cfg.k) && cfg.k >= 1.0 && cfg.k <= 1024.0, kOp, "K must be in [1, 1024]");
+  require(cfg.double_angles <= 8, kOp, "at most 8 double-angle steps");
+  require(cfg.arcsine_degree == 0 || (cfg.arcsine_degree % 2 == 1 && cfg.arcsine_degree <= 15), kOp,
+          "arcsine_degree must be 0 or odd and at most 15");
+  require(cfg.log_message_ratio >= 0 && cfg.log_message_ratio <= 50, kOp, "log_message_ratio must be in [0, 50]");
+  require(cfg.ephemeral_weight >= 1 && cfg.ephemeral_weight <= ctx.rlwe()->n(), kOp,
+          "ephemeral_weight must be in [1, N]");
+  require(ctx.params().reserved_levels() >= cfg.cts_levels + cfg.stc_levels + 1, kOp,
+          "the parameters reserve " + std::to_string(ctx.params().reserved_levels()) +
+              " levels; CoeffsToSlots (" + std::to_string(cfg.cts_levels) + ") and SlotsToCoeffs (" +
+              std::to_string(cfg.stc_levels) + ") leave none for EvalMod");
+}
+
+// log2 of P(|I| >= K) for one coefficient, I the rounded sum of h + 1 values
+// uniform in [-1/2, 1/2) (c_0 and the h terms of c_1 s'): the Irwin-Hall
+// tail, 2 F(n/2 - K) with F(x) = sum_k (-1)^k C(n, k) (x - k)^n / n!.
+double coefficient_failure_log2(std::size_t weight, double k) {
+  const std::size_t n = weight + 1;
+  const long double x = 0.5L * static_cast<long double>(n) - static_cast<long double>(k);
+  if (x <= 0) return -INFINITY;
+  long double sum = 0.0L, binom = 1.0L;
+  for (std::size_t j = 0; static_cast<long double>(j) < x && j <= n; ++j) {
+    sum += ((j % 2) ? -1.0L : 1.0L) * binom * std::pow(x - static_cast<long double>(j), static_cast<long double>(n));
+    binom = binom * static_cast<long double>(n - j) / static_cast<long double>(j + 1);
+  }
+  const long double log_factorial = std::lgamma(static_cast<long double>(n) + 1.0L) / std::log(2.0L);
+  return static_cast<double>(1.0L + std::log2(std::max(sum, 1e-4000L)) - log_factorial);
+}
+
+}  // namespace
+
+Bootstrapper::Bootstrapper(ContextPtr context, const BootstrapConfig& config)
+    : context_(std::move(context)), config_(config), cos_(Basis::chebyshev, {0.0}) {
+  require(context_ != nullptr, kOp, "needs a context");
+  slots_ = config_.slots == 0 ? context_->slots() : config_.slots;
+  check_config(*context_, config_, slots_);
+  const std::size_t reserved = context_->params().reserved_levels();
+  eval_mod_levels_ = reserved - config_.cts_levels - config_.stc_levels;
+  const std::size_t arcsine_depth = config_.arcsine_degree ? ceil_log2(config_.arcsine_degree + 1) : 0;
+  require(eval_mod_levels_ > config_.double_angles + arcsine_depth, kOp,
+          "EvalMod gets " + std::to_string(eval_mod_levels_) + " levels, fewer than its " +
+              std::to_string(config_.double_angles) + " double angles and " + std::to_string(arcsine_depth) +
+              " arcsine levels plus a cosine");
+  auto [cos, error] = fit_cosine(config_, eval_mod_levels_ - config_.double_angles - arcsine_depth);
+  cos_ = std::move(cos);
+  cos_error_log2_ = error;
+  // EvalMod runs at the scale of its own primes.
+  const std::size_t eval_top = context_->max_level() - config_.cts_levels;
+  eval_mod_scale_ = static_cast<double>(context_->params().q_primes()[eval_top]);
+  build_transforms();
+}
+
+void Bootstrapper::build_transforms() {
+  const std::size_t top = context_->max_level(), n = slots_, half = context_->slots();
+  const bool sparse = 2 * n <= half;
+  const auto& q = context_->params().q_primes();
+  const double q0 = static_cast<double>(q[0]);
+  // The slots after CoeffsToSlots: t / (K q_0), halved (re = v + conj v), and
+  // divided by the trace's factor N / (2n).
+  const double constant = eval_mod_scale_ / (2.0 * config_.k * q0) * static_cast<double>(2 * n) /
+                          static_cast<double>(context_->rlwe()->n());
+  std::vector<bootstrap::Diagonals> cts = bootstrap::coeffs_to_slots(n, config_.cts_levels, constant, sparse);
+  for (std::size_t i = 0; i < cts.size(); ++i) {
+    const std::size_t level = top - i;
+    cts_.emplace_back(context_, cts[i], level, static_cast<double>(q[level]));
+    for (long long step : cts_.back().rotations())
+      rotation_levels_[step] = std::max(rotation_levels_[step], level);
+  }
+  for (std::size_t step = n; step < half; step *= 2) rotation_levels_[static_cast<long long>(step)] = top;
+  // The conjugation and the repacking rotation act before the last CtS rescale.
+  const std::size_t eval_top = top - config_.cts_levels;
+  conjugation_level_ = eval_top + 1;
+  if (sparse) {
+    const long long right = static_cast<long long>(half - n);  // a right rotation by n
+    rotation_levels_[right] = std::max(rotation_levels_[right], eval_top + 1);
+  }
+  // EvalMod's output scale, from the simulator running the circuit's EvalMod.
+  const Simulator sim(context_);
+  struct EvalModSim {
+    using Value = SimCiphertext;
+    const Simulator& sim;
+    static std::size_t level(const Value& v) { return v.level; }
+    static double scale(const Value& v) { return v.scale; }
+    Value evaluate_polynomial(const Value& x, const Polynomial& p, double target) const {
+      return sim.evaluate_polynomial(x, p, target);
+    }
+    Value square(const Value& x) const { return sim.square(x); }
+    Value relinearize(const Value& x) const { return sim.relinearize(x); }
+    Value rescale(const Value& x) const { return sim.rescale(x); }
+    Value weighted_sum(const std::vector<const Value*>& in, const std::vector<double>& v, std::size_t level,
+                       double scale, double constant) const {
+      return sim.weighted_sum(in, v, level, scale, constant);
+    }
+  };
+  const SimCiphertext after = detail::eval_mod(EvalModSim{sim}, *this, SimCiphertext{eval_top, eval_mod_scale_, 2},
+                                               std::ldexp(1.0, 20));
+  stc_input_scale_ = after.scale;
+  const std::size_t stc_top = after.level;
+  require(stc_top == context_->user_max_level() + config_.stc_levels, kOp,
+          "internal: EvalMod ends at level " + std::to_string(stc_top) + ", expected " +
+              std::to_string(context_->user_max_level() + config_.stc_levels));
+  std::vector<bootstrap::Diagonals> stc = bootstrap::slots_to_coeffs(n, config_.stc_levels, sparse);
+  const double target = context_->scale_at(context_->user_max_level());
+  for (std::size_t i = 0; i < stc.size(); ++i) {
+    const std::size_t level = stc_top - i;
+    stc_.emplace_back(context_, stc[i], level, stc_scale(i, target));
+    for (long long step : stc_.back().rotations()) rotation_levels_[step] = std::max(rotation_levels_[step], level);
+  }
+}
+
+// SlotsToCoeffs brings EvalMod's scale down to the target in equal steps:
+// transform i's diagonals are encoded at q_l * (target / input)^(1/S), and
+// the last one exactly at what lands on the target. (Keeping q_l until the
+// last would leave that one a tiny encoding scale, and its rounding would
+// dominate the error.)
+double Bootstrapper::stc_scale(std::size_t i, double target) const {
+  const auto& q = context_->params().q_primes();
+  const std::size_t stc_top = context_->user_max_level() + config_.stc_levels, count = config_.stc_levels;
+  const double step = std::pow(target / stc_input_scale_, 1.0 / static_cast<double>(count));
+  double scale = stc_input_scale_;
+  for (std::size_t j = 0; j < i; ++j) {
+    const double q_j = static_cast<double>(q[stc_top - j]);
+    scale = scale * (q_j * step) / q_j;  // as the transform computes it: (scale * p) / q
+  }
+  const double q_level = static_cast<double>(q[stc_top - i]);
+  return i + 1 == count ? target * q_level / scale : q_level * step;
+}
+
+LinearTransform Bootstrapper::make_stc_last(double target_scale) const {
+  const LinearTransform& last = stc_.back();
+  const bool sparse = 2 * slots_ <= context_->slots();
+  std::vector<bootstrap::Diagonals> stc = bootstrap::slots_to_coeffs(slots_, config_.stc_levels, sparse);
+  return LinearTransform(context_, stc.back(), last.level(), stc_scale(stc_.size() - 1, target_scale),
+                         last.baby_steps());
+}
+
+const LinearTransform& Bootstrapper::slots_to_coeffs(std::size_t i, double target_scale) const {
+  const bool last = i + 1 == stc_.size();
+  if (!last || same_scale(target_scale, context_->scale_at(output_level()))) return stc_.at(i);
+  std::lock_guard<std::mutex> lock(retarget_mutex_);
+  auto& slot = retargeted_[target_scale];
+  if (!slot) slot = std::make_shared<const LinearTransform>(make_stc_last(target_scale));
+  return *slot;
+}
+
+// ---- the circuit on ciphertexts and on placeholders -------------------------------
+
+namespace {
+
+struct EvaluatorOps {
+  using Value = Ciphertext;
+  const Evaluator& ev;
+  const RelinKey& relin;
+  const BootstrapKeys& keys;
+  BootstrapTimings* timings;
+  Device device;
+  mutable std::chrono::steady_clock::time_point mark = std::chrono::steady_clock::now();
+
+  void end_phase(BootstrapPhase phase) const {
+    if (timings == nullptr) return;
+    backend_for(device).synchronize();
+    const auto now = std::chrono::steady_clock::now();
+    const double seconds = std::chrono::duration<double>(now - mark).count();
+    mark = now;
+    switch (phase) {
+      case BootstrapPhase::mod_raise: timings->mod_raise += seconds; break;
+      case BootstrapPhase::coeffs_to_slots: timings->coeffs_to_slots += seconds; break;
+      case BootstrapPhase::eval_mod: timings->eval_mod += seconds; break;
+      case BootstrapPhase::slots_to_coeffs: timings->slots_to_coeffs += seconds; break;
+    }
+  }
+
+  static std::size_t level(const Value& v) { return v.level(); }
+  static double scale(const Value& v) { return v.scale(); }
+  static void set_scale(Value& v, double s) { v.set_scale(s); }
+  static Value copy(const Value& v) { return v.clone(); }
+  Value mod_switch(const Value& v, std::size_t level) const { return ev.mod_switch(v, level); }
+  Value multiply_integer(const Value& v, std::int64_t k) const { return ev.multiply_integer(v, k); }
+  Value to_sparse(const Value& v) const { return ev.switch_key(v, keys.to_sparse); }
+  Value from_sparse(const Value& v) const { return ev.switch_key(v, keys.from_sparse); }
+  Value mod_raise(const Value& v, std::size_t level) const { return ev.mod_raise(v, level); }
+  Value rotate(const Value& v, long long steps) const { return ev.rotate(v, steps, keys.galois); }
+  Value add(const Value& a, const Value& b) const { return ev.add(a, b); }
+  Value sub(const Value& a, const Value& b) const { return ev.sub(a, b); }
+  Value conjugate(const Value& v) const { return ev.conjugate(v, keys.galois); }
+  Value multiply_by_i(const Value& v, bool negative) const { return ev.multiply_by_i(v, negative); }
+  Value linear_transform(const Value& v, const LinearTransform& lt, bool rescale) const {
+    return ev.linear_transform(v, lt, keys.galois, rescale);
+  }
+  Value evaluate_polynomial(const Value& v, const Polynomial& p, double target) const {
+    return ev.evaluate_polynomial(v, p, relin, target);
+  }
+  Value square(const Value& v) const { return ev.square(v); }
+  Value relinearize(const Value& v) const { return ev.relinearize(v, relin); }
+  Value rescale(const Value& v) const { return ev.rescale(v); }
+  Value weighted_sum(const std::vector<const Value*>& in, const std::vector<double>& v, std::size_t level,
+                     double scale, double constant) const {
+    return ev.weighted_sum(in, v, level, scale, constant);
+  }
+};
+
+struct SimOps {
+  using Value = SimCiphertext;
+  const Simulator& sim;
+
+  static void end_phase(BootstrapPhase) {}
+
+  static std::size_t level(const Value& v) { return v.level; }
+  static double scale(const Value& v) { return v.scale; }
+  static void set_scale(Value& v, double s) { v.scale = s; }
+  static Value copy(const Value& v) { return v; }
+  Value mod_switch(const Value& v, std::size_t level) const { return sim.mod_switch(v, level); }
+  static Value multiply_integer(const Value& v, std::int64_t) { return v; }
+  Value to_sparse(const Value& v) const { return sim.rotate(v); }  // one key switch, at level 0
+  Value from_sparse(const Value& v) const { return sim.rotate(v); }
+  static Value mod_raise(const Value& v, std::size_t level) { return Value{level, v.scale, v.size}; }
+  Value rotate(const Value& v, long long) const { return sim.rotate(v); }
+  Value add(const Value& a, const Value& b) const { return sim.add(a, b); }
+  Value sub(const Value& a, const Value& b) const { return sim.add(a, b); }
+  Value conjugate(const Value& v) const { return sim.rotate(v); }
+  static Value multiply_by_i(const Value& v, bool) { return v; }
+  Value linear_transform(const Value& v, const LinearTransform& lt, bool rescale) const {
+    return sim.linear_transform(v, lt, rescale);
+  }
+  Value evaluate_polynomial(const Value& v, const Polynomial& p, double target) const {
+    return sim.evaluate_polynomial(v, p, target);
+  }
+  Value square(const Value& v) const { return sim.square(v); }
+  Value relinearize(const Value& v) const { return sim.relinearize(v); }
+  Value rescale(const Value& v) const { return sim.rescale(v); }
+  Value weighted_sum(const std::vector<const Value*>& in, const std::vector<double>& v, std::size_t level,
+                     double scale, double constant) const {
+    return sim.weighted_sum(in, v, level, scale, constant);
+  }
+};
+
+}  // namespace
+
+Ciphertext Bootstrapper::bootstrap(const Evaluator& ev, const Ciphertext& ct, const RelinKey& relin,
+                                   const BootstrapKeys& keys, double target_scale, BootstrapTimings* timings) const {
+  const OpLabel label("ckks.bootstrap");
+  require(ev.context()->fingerprint() == context_->fingerprint(), "ckks.bootstrap",
+          "the evaluator belongs to a different context (parameter fingerprint mismatch)");
+  require(ct.fingerprint() == context_->fingerprint(), "ckks.bootstrap",
+          "the ciphertext comes from a different context (parameter fingerprint mismatch)");
+  require(ct.size() == 2, "ckks.bootstrap",
+          "needs a size-2 ciphertext (relinearize first), got size " + std::to_string(ct.size()));
+  const double target = target_scale == 0.0 ? context_->scale_at(output_level()) : target_scale;
+  Ciphertext out = detail::run_bootstrap(EvaluatorOps{ev, relin, keys, timings, ct.device()}, *this, ct, target);
+  // The error is now EvalMod's approximation and the key switches' noise;
+  // the input's own error is carried in the slots (it is message to EvalMod).
+  const RlweContext& rlwe = *context_->rlwe();
+  const double approx = std::log2(target) + cos_error_log2_ + 0.5 * std::log2(static_cast<double>(rlwe.n()));
+  out.set_noise_bits(noise::add(noise::add(approx, noise::key_switch(rlwe, output_level() + 1)),
+                                noise::rounding(rlwe)));
+  out.set_complex(ct.is_complex());
+  return out;
+}
+
+SimCiphertext Bootstrapper::bootstrap(const Simulator& sim, const SimCiphertext& ct) const {
+  return detail::run_bootstrap(SimOps{sim}, *this, ct, context_->scale_at(output_level()));
+}
+
+Ciphertext Bootstrapper::bootstrap_twice(const Evaluator& ev, const Ciphertext& ct, const RelinKey& relin,
+                                         const BootstrapKeys& keys, int correction_bits) const {
+  const OpLabel label("ckks.bootstrap");
+  require(correction_bits >= 1 && correction_bits <= 40, "ckks.bootstrap",
+          "correction_bits must be in [1, 40], got " + std::to_string(correction_bits));
+  // x1 = x + e lands on the input's own scale, so the difference with the
+  // input at level 0 is exact: -e.
+  const Ciphertext low = ev.mod_switch(ct, 0);
+  const Ciphertext first = bootstrap(ev, low, relin, keys, low.scale());
+  Ciphertext error = ev.sub(low, ev.mod_switch(first, 0));
+  // 2^c (-e), bootstrapped: -2^c e + e2; read at scale 2^c: -e + e2 / 2^c.
+  error = ev.multiply_integer(error, std::int64_t{1} << correction_bits);
+  Ciphertext correction = bootstrap(ev, error, relin, keys, low.scale());
+  correction.set_scale(low.scale() * std::ldexp(1.0, correction_bits));
+  // x + e - e + e2 / 2^c, at scale 2^c times the input's (exact integer weights).
+  return ev.weighted_sum({&first, &correction}, {1.0, 1.0}, first.level(), correction.scale());
+}
+
+// ---- planning and keys ---------------------------------------------------------
+
+BootstrapPlan Bootstrapper::plan() const {
+  BootstrapPlan p;
+  p.output_level = output_level();
+  p.levels_consumed = context_->params().reserved_levels();
+  p.cts_levels = config_.cts_levels;
+  p.stc_levels = config_.stc_levels;
+  p.eval_mod_levels = eval_mod_levels_;
+  p.cos_degree = cos_.degree();
+  p.arcsine_degree = config_.arcsine_degree;
+  p.cos_fit_error_log2 = cos_error_log2_;
+  const RlweContext& rlwe = *context_->rlwe();
+  const std::size_t n = rlwe.n(), k = rlwe.special_count();
+  auto key_bytes = [&](std::size_t level) {
+    return static_cast<std::uint64_t>(2 * rlwe.digit_count(level) * (level + 1 + k) * n * 8);
+  };
+  for (const auto& [step, level] : rotation_levels_) p.key_bytes += key_bytes(level);
+  p.key_bytes += key_bytes(conjugation_level_) + key_bytes(0) + key_bytes(context_->max_level());
+  p.rotation_keys = rotation_levels_.size() + 1;
+  for (const auto* group : {&cts_, &stc_})
+    for (const LinearTransform& lt : *group) {
+      p.diagonals += lt.diagonal_count();
+      p.plaintext_bytes += static_cast<std::uint64_t>(lt.diagonal_count() * (lt.level() + 1) * n * 8);
+    }
+  p.failure_log2 = coefficient_failure_log2(config_.ephemeral_weight, config_.k) + std::log2(static_cast<double>(n));
+  const Simulator sim(context_);
+  bootstrap(sim, sim.fresh(0));
+  p.counts = sim.counts();
+  return p;
+}
+
+BootstrapKeys generate_bootstrap_keys(const Bootstrapper& b, const SecretKey& secret, Prng& prng) {
+  const OpLabel op_label("rlwe.keygen");
+  const RlweContextPtr& ctx = secret.context();
+  require(ctx->fingerprint() == b.context()->fingerprint(), "ckks.bootstrap_keys",
+          "the secret key belongs to a different context (parameter fingerprint mismatch)");
+  const RnsBase& base = *ctx->key_base();
+  Backend& be = backend_for(Device::cpu());
+  GaloisKeys galois(ctx);
+  Buffer rotated(base.size() * base.n());
+  auto add_key = [&](u64 g, std::size_t level) {
+    be.automorphism(secret.eval(), rotated.data(), 1, base, g, Form::eval);
+    galois.insert(generate_switch_key(secret, rotated.data(), g, prng, level));
+  };
+  for (const auto& [step, level] : b.rotation_levels()) add_key(ctx->galois_element(step), level);
+  add_key(ctx->conjugation_element(), b.conjugation_level());
+  secure_zero(rotated.data(), rotated.size() * sizeof(u64));
+  // The ephemeral sparse secret lives only here: the key into it is made
+  // modulo q_0 P alone (a sparse-secret key over all of Q P would be weak).
+  std::vector<std::int8_t> sparse(ctx->n());
+  sample_sparse_ternary(prng, sparse.data(), sparse.size(), b.config().ephemeral_weight);
+  const SecretKey ephemeral(ctx, std::move(sparse));
+  KeySwitchKey to_sparse = generate_switch_key(ephemeral, secret.eval(), kToSparseSource, prng, 0);
+  KeySwitchKey from_sparse = generate_switch_key(secret, ephemeral.eval(), kFromSparseSource, prng, ctx->max_level());
+  return BootstrapKeys{std::move(galois), std::move(to_sparse), std::move(from_sparse)};
+}
+
+}  // namespace ringfire::ckks
