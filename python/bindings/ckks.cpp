@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "common.h"
+#include "ringfire/base/queue.h"
 #include "ringfire/ckks/bootstrap.h"
 #include "ringfire/ckks/decryptor.h"
 #include "ringfire/ckks/evaluator.h"
@@ -165,11 +166,17 @@ void bind_ckks_bootstrap(nb::module_& m) {
       .def_prop_ro("galois", [](const BootstrapKeys& k) -> const GaloisKeys& { return k.galois; },
                    nb::rv_policy::reference_internal)
       .def_prop_ro("device", [](const BootstrapKeys& k) { return k.from_sparse.device().str(); })
-      .def("to", [](const BootstrapKeys& k, const std::string& device) {
-        const Device target = Device::parse(device);
-        nb::gil_scoped_release release;
-        return BootstrapKeys{k.galois.to(target), k.to_sparse.to(target), k.from_sparse.to(target)};
-      });
+      .def(
+          "to",
+          [](const BootstrapKeys& k, const std::string& device, std::uint64_t queue) {
+            const Device target = Device::parse(device);
+            nb::gil_scoped_release release;
+            const QueueScope scope(static_cast<QueueHandle>(queue));
+            return k.to(target);
+          },
+          nb::arg("device"), nb::arg("queue") = 0)
+      .def_prop_ro("fingerprint", [](const BootstrapKeys& k) { return k.galois.fingerprint(); })
+      .def("__len__", [](const BootstrapKeys& k) { return k.galois.size(); });
 
   nb::class_<Bootstrapper>(m, "Bootstrapper")
       .def(

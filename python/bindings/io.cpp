@@ -36,6 +36,7 @@ void bind_io(nb::module_& m) {
   def_save<RelinKey>(m, "save_relin_key");
   def_save<GaloisKeys>(m, "save_galois_keys");
   def_save<SecretKey>(m, "save_secret_key");
+  def_save<ckks::BootstrapKeys>(m, "save_bootstrap_keys");
   m.def("fnv1a64", [](const nb::bytes& b) { return fnv1a64(b.c_str(), b.size()); },
         "The FNV-1a digest behind fingerprints and checksums.");
   m.def("peek_kind", [](const nb::bytes& b) {
@@ -66,6 +67,7 @@ void bind_io(nb::module_& m) {
   def_load("load_relin_key", &io::load_relin_key);
   def_load("load_galois_keys", &io::load_galois_keys);
   def_load("load_secret_key", &io::load_secret_key);
+  def_load("load_bootstrap_keys", &io::load_bootstrap_keys);
 }
 
 }  // namespace ringfire::python

@@ -170,14 +170,16 @@ void Bootstrapper::build_transforms() {
 }
 
 // SlotsToCoeffs brings EvalMod's scale down to the target in equal steps:
-// transform i's diagonals are encoded at q_l * (target / input)^(1/S), and
-// the last one exactly at what lands on the target. (Keeping q_l until the
-// last would leave that one a tiny encoding scale, and its rounding would
-// dominate the error.)
+// transform i's diagonals are encoded at q_l * (canonical / input)^(1/S),
+// and the last one exactly at what lands on `target` (the canonical scale of
+// the output level unless a caller retargets it; only the last transform
+// changes then). Keeping q_l until the last would leave that one a tiny
+// encoding scale, and its rounding would dominate the error.
 double Bootstrapper::stc_scale(std::size_t i, double target) const {
   const auto& q = context_->params().q_primes();
   const std::size_t stc_top = context_->user_max_level() + config_.stc_levels, count = config_.stc_levels;
-  const double step = std::pow(target / stc_input_scale_, 1.0 / static_cast<double>(count));
+  const double canonical = context_->scale_at(output_level());
+  const double step = std::pow(canonical / stc_input_scale_, 1.0 / static_cast<double>(count));
   double scale = stc_input_scale_;
   for (std::size_t j = 0; j < i; ++j) {
     const double q_j = static_cast<double>(q[stc_top - j]);

@@ -46,7 +46,7 @@ Envelope open(const std::uint8_t* data, std::size_t size) {
               std::to_string(kOldestReadableVersion) + " to " + std::to_string(kFormatVersion) +
               (version > kFormatVersion ? "; it was written by a newer ringfire" : "") + ")");
   const std::uint16_t kind = r.u16("the kind");
-  require(kind >= 1 && kind <= 7, "io.load", "unknown object kind " + std::to_string(kind));
+  require(kind >= 1 && kind <= 8, "io.load", "unknown object kind " + std::to_string(kind));
   const std::uint64_t fingerprint = r.u64("the fingerprint");
   const std::uint64_t length = r.u64("the payload length");
   require(length == size - std::min(size, kHeaderBytes + 8) && size >= kHeaderBytes + 8, "io.load",
@@ -255,6 +255,29 @@ KeySwitchKey read_switch_key(Reader& r, const RlweContextPtr& ctx, std::uint16_t
   return k;
 }
 
+// Galois key set payload: count u32 | per key: element u64, switching key.
+void write_galois_payload(Writer& w, const GaloisKeys& keys) {
+  const std::vector<u64> elements = keys.elements();
+  w.u32(static_cast<std::uint32_t>(elements.size()));
+  for (u64 g : elements) {
+    w.u64(g);
+    write_switch_key(w, keys.get(g));
+  }
+}
+
+GaloisKeys read_galois_payload(Reader& r, const RlweContextPtr& ctx, std::uint16_t version) {
+  const std::uint32_t count = r.u32("the key count");
+  require(count <= ctx->n(), "io.load", "corrupt: " + std::to_string(count) + " Galois keys");
+  GaloisKeys keys(ctx);
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const std::uint64_t g = r.u64("a Galois element");
+    require(g % 2 == 1 && g < 2 * ctx->n() && !keys.has(g), "io.load",
+            "corrupt: bad or repeated Galois element " + std::to_string(g));
+    keys.insert(read_switch_key(r, ctx, version, g));
+  }
+  return keys;
+}
+
 }  // namespace
 
 const char* kind_name(Kind kind) {
@@ -266,6 +289,7 @@ const char* kind_name(Kind kind) {
     case Kind::relin_key: return "relinearization key";
     case Kind::galois_keys: return "Galois key set";
     case Kind::secret_key: return "secret key";
+    case Kind::bootstrap_keys: return "bootstrap key set";
   }
   return "unknown object";
 }
@@ -339,13 +363,19 @@ Bytes save(const RelinKey& key) {
 Bytes save(const GaloisKeys& keys) {
   if (!on_host(keys.device())) return save(keys.to(Device::cpu()));
   Writer w;
-  const std::vector<u64> elements = keys.elements();
-  w.u32(static_cast<std::uint32_t>(elements.size()));
-  for (u64 g : elements) {
-    w.u64(g);
-    write_switch_key(w, keys.get(g));
-  }
+  write_galois_payload(w, keys);
   return seal(Kind::galois_keys, keys.fingerprint(), w);
+}
+
+// Payload: the Galois key set's payload, then the key to the ephemeral
+// sparse secret and the key back.
+Bytes save(const ckks::BootstrapKeys& keys) {
+  if (!on_host(keys.from_sparse.device())) return save(keys.to(Device::cpu()));
+  Writer w;
+  write_galois_payload(w, keys.galois);
+  write_switch_key(w, keys.to_sparse);
+  write_switch_key(w, keys.from_sparse);
+  return seal(Kind::bootstrap_keys, keys.galois.fingerprint(), w);
 }
 
 Bytes save(const SecretKey& key) {
@@ -450,17 +480,19 @@ RelinKey load_relin_key(const RlweContextPtr& ctx, const std::uint8_t* data, std
 GaloisKeys load_galois_keys(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size) {
   const Envelope e = open_as(Kind::galois_keys, ctx.get(), data, size);
   Reader r(e.payload, e.payload_size);
-  const std::uint32_t count = r.u32("the key count");
-  require(count <= ctx->n(), "io.load", "corrupt: " + std::to_string(count) + " Galois keys");
-  GaloisKeys keys(ctx);
-  for (std::uint32_t i = 0; i < count; ++i) {
-    const std::uint64_t g = r.u64("a Galois element");
-    require(g % 2 == 1 && g < 2 * ctx->n() && !keys.has(g), "io.load",
-            "corrupt: bad or repeated Galois element " + std::to_string(g));
-    keys.insert(read_switch_key(r, ctx, e.version, g));
-  }
+  GaloisKeys keys = read_galois_payload(r, ctx, e.version);
   r.expect_end();
   return keys;
+}
+
+ckks::BootstrapKeys load_bootstrap_keys(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size) {
+  const Envelope e = open_as(Kind::bootstrap_keys, ctx.get(), data, size);
+  Reader r(e.payload, e.payload_size);
+  GaloisKeys galois = read_galois_payload(r, ctx, e.version);
+  KeySwitchKey to_sparse = read_switch_key(r, ctx, e.version, kToSparseSource);
+  KeySwitchKey from_sparse = read_switch_key(r, ctx, e.version, kFromSparseSource);
+  r.expect_end();
+  return ckks::BootstrapKeys{std::move(galois), std::move(to_sparse), std::move(from_sparse)};
 }
 
 SecretKey load_secret_key(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size) {

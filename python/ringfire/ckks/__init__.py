@@ -15,10 +15,11 @@ alignment; :class:`Evaluator` (``ctx.evaluator(keys)``) offers the explicit,
 SEAL-like operations for users who manage levels themselves.
 """
 
+from .bootstrapping import BOOTSTRAP_DEFAULTS, BootstrapKeys, BootstrapPlan
 from .ciphertext import Ciphertext, Plaintext
 from .context import PRESETS, Context
 from .evaluator import Evaluator
 from .keys import GaloisKeys, KeySet, PublicKey, RelinKey, SecretKey
 
 __all__ = ["Context", "PRESETS", "Ciphertext", "Plaintext", "Evaluator", "KeySet", "SecretKey", "PublicKey",
-           "RelinKey", "GaloisKeys"]
+           "RelinKey", "GaloisKeys", "BootstrapKeys", "BootstrapPlan", "BOOTSTRAP_DEFAULTS"]

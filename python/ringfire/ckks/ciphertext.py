@@ -215,6 +215,11 @@ class Ciphertext(Placed):
         galois = self._eval_keys().require_galois("ckks.conjugate")
         return self._wrap(self._context._core_evaluator.conjugate(self._native, galois._on(self._device)))
 
+    def bootstrap(self, **options) -> "Ciphertext":
+        """This ciphertext refreshed to ``ctx.max_level`` (see :meth:`Evaluator.bootstrap`
+        for the options: ``iterations=2`` for Meta-BTS, ``scale``, ``timings``)."""
+        return self._context.evaluator(self._eval_keys()).bootstrap(self, **options)
+
 
 def _close(a: float, b: float) -> bool:
     """The same scale, to the evaluator's tolerance."""

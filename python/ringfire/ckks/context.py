@@ -11,6 +11,8 @@ import numpy as np
 from .. import _core
 from .. import io as rf_io
 from .._checks import warn_at_caller, warnings_at_caller
+from . import bootstrapping
+from .bootstrapping import BootstrapKeys, BootstrapPlan
 from .ciphertext import Ciphertext, Plaintext
 from .evaluator import Evaluator
 from .keys import GaloisKeys, KeySet, PublicKey, RelinKey, SecretKey
@@ -22,6 +24,16 @@ PRESETS = {
     "N14_D6": dict(poly_degree=2**14, coeff_bits=[60] + [40] * 6, scale_bits=40, special_bits=[60]),
     "N15_D16": dict(poly_degree=2**15, coeff_bits=[60] + [40] * 16, scale_bits=40, special_bits=[60, 60]),
     "N16_D30": dict(poly_degree=2**16, coeff_bits=[60] + [40] * 30, scale_bits=40, special_bits=[60, 60, 60]),
+    # Bootstrappable, 128-bit (log QP = 1745 of 1747): 9 levels of 40 bits for the
+    # user; from the top, 4 primes of 56 bits for CoeffsToSlots, 11 of 60 for
+    # EvalMod, 3 of 47 for SlotsToCoeffs (docs/bootstrapping.md).
+    "N16_BOOT": dict(poly_degree=2**16, coeff_bits=[60] + [40] * 9 + [47] * 3 + [60] * 11 + [56] * 4,
+                     scale_bits=40, special_bits=[60] * 5, dnum=6, bootstrap=True),
+    # The same circuit on a toy ring, for tests and examples only: NOT SECURE
+    # (N = 2^12 with this modulus gives no security at all); it warns.
+    "N12_BOOT_INSECURE": dict(poly_degree=2**12, coeff_bits=[60] + [40] * 3 + [45] * 3 + [60] * 11 + [56] * 3,
+                              scale_bits=40, special_bits=[60] * 3, dnum=7,
+                              bootstrap=dict(cts_levels=3, stc_levels=3), insecure_no_security_check=True),
 }
 
 
@@ -50,12 +62,17 @@ class Context:
             warns every time such a context is made or loaded.
         insecure_deterministic_seed: 32 bytes making all randomness
             reproducible (tests only; warns). Never use it for real data.
+        bootstrap: ``True`` or a dict of options
+            (:data:`ringfire.ckks.bootstrapping.BOOTSTRAP_DEFAULTS`): the top
+            ``cts_levels + eval_mod_levels + stc_levels`` primes of ``coeff_bits``
+            are reserved for bootstrapping, and ``max_level`` counts the
+            levels below them. See the ``N16_BOOT`` preset and docs/bootstrapping.md.
     """
 
     def __init__(self, poly_degree: int, coeff_bits: Sequence[int], scale_bits: int,
                  special_bits: Sequence[int] | None = None, dnum: int | None = None, security: int = 128, *,
                  device: str = "cpu", insecure_no_security_check: bool = False,
-                 insecure_deterministic_seed: bytes | None = None):
+                 insecure_deterministic_seed: bytes | None = None, bootstrap: bool | dict | None = None):
         coeff_bits = [int(b) for b in coeff_bits]
         if special_bits is None:
             if len(coeff_bits) < 2:
@@ -64,12 +81,18 @@ class Context:
             coeff_bits, special_bits = coeff_bits[:-1], coeff_bits[-1:]
         if isinstance(security, bool) or not isinstance(security, numbers.Integral):
             raise TypeError(f"[ckks.Context] security is 128, 192 or 256 (bits), got {security!r}")
+        options = bootstrapping.bootstrap_options(bootstrap) if bootstrap not in (None, False) else None
+        reserved = bootstrapping.reserved_levels(options) if options else 0
+        if reserved and reserved >= len(coeff_bits):
+            raise ValueError(f"[ckks.Context] bootstrapping reserves the top {reserved} primes but coeff_bits has only "
+                             f"{len(coeff_bits)}: add the user's levels below them")
         self._set_device(device)
         with warnings_at_caller():
             params = _core.Parameters(int(poly_degree), coeff_bits, [int(b) for b in special_bits],
                                       0 if dnum is None else int(dnum), int(security), int(scale_bits),
-                                      insecure_no_security_check=bool(insecure_no_security_check))
-        self._init_from(params, insecure_deterministic_seed)
+                                      insecure_no_security_check=bool(insecure_no_security_check),
+                                      reserved_levels=reserved)
+        self._init_from(params, insecure_deterministic_seed, options)
 
     def _set_device(self, device) -> None:
         self.device = _core.parse_device(str(device))
@@ -87,10 +110,14 @@ class Context:
         """The queue for work on ``device``: this context's stream on its own device."""
         return self._queue if device == self.device else 0
 
-    def _init_from(self, params, seed: bytes | None) -> None:
+    def _init_from(self, params, seed: bytes | None, bootstrap_options: dict | None = None) -> None:
         if not hasattr(self, "device"):
             self._set_device("cpu")
         self._core = _core.CkksContext(params)
+        if params.reserved_levels and bootstrap_options is None:
+            bootstrap_options = bootstrapping.bootstrap_options(True, params.reserved_levels)
+        self._bootstrap_options = bootstrap_options
+        self._bootstrapper = None
         native = _core.Evaluator(self._core)
         self._core_evaluator = _OnQueue(native, self._queue) if self._queue else native
         self._default_keys: KeySet | None = None
@@ -102,30 +129,41 @@ class Context:
 
     @classmethod
     def preset(cls, name: str, **overrides) -> "Context":
-        """A context from :data:`PRESETS` (``"N13_D2"``, ``"N14_D6"``, ``"N15_D16"``, ``"N16_D30"``)."""
+        """A context from :data:`PRESETS` (``"N13_D2"``, ``"N14_D6"``, ``"N15_D16"``, ``"N16_D30"``;
+        bootstrappable: ``"N16_BOOT"``, and ``"N12_BOOT_INSECURE"`` for tests)."""
         if name not in PRESETS:
             raise ValueError(f"[ckks.Context] unknown preset {name!r}; choose one of {sorted(PRESETS)}")
         return cls(**{**PRESETS[name], **overrides})
 
     @classmethod
     def from_bytes(cls, data: bytes, *, mac_key: bytes | None = None, insecure_no_security_check: bool = False,
-                   insecure_deterministic_seed: bytes | None = None) -> "Context":
+                   insecure_deterministic_seed: bytes | None = None, bootstrap: dict | None = None) -> "Context":
         """A context from ``ctx.to_bytes()`` (same primes, hence same fingerprint). The
         security level recorded in the bytes is checked again; parameters saved with
         ``insecure_no_security_check`` load only when it is passed here too (it warns).
-        ``mac_key``: the bytes must be authenticated with it."""
+        ``mac_key``: the bytes must be authenticated with it. ``bootstrap``: the
+        bootstrapping options when they differ from the defaults (the bytes
+        record only how many levels are reserved)."""
         self = cls.__new__(cls)
         with warnings_at_caller():
             params = _core.load_parameters(rf_io.unwrap(data, mac_key),
                                            insecure_no_security_check=bool(insecure_no_security_check))
-        self._init_from(params, insecure_deterministic_seed)
+        options = None
+        if bootstrap is not None:
+            if not params.reserved_levels:
+                raise ValueError("[ckks.Context] these parameters reserve no levels for bootstrapping")
+            options = bootstrapping.bootstrap_options(bootstrap, params.reserved_levels)
+        self._init_from(params, insecure_deterministic_seed, options)
         return self
 
     # ---- properties ------------------------------------------------------------
     params = property(lambda self: self._core.params)
     slots = property(lambda self: self._core.slots, doc="N/2: how many numbers a ciphertext holds.")
     poly_degree = property(lambda self: self._core.params.poly_degree)
-    max_level = property(lambda self: self._core.max_level, doc="Rescalings a fresh ciphertext can take.")
+    max_level = property(lambda self: self._core.user_max_level,
+                         doc="Rescalings a fresh ciphertext can take (below the levels reserved for bootstrapping).")
+    can_bootstrap = property(lambda self: self._bootstrap_options is not None,
+                             doc="Whether these parameters reserve levels for bootstrapping.")
     scale = property(lambda self: self._core.default_scale, doc="The default (fresh) scale.")
     fingerprint = property(lambda self: self._core.fingerprint)
 
@@ -144,16 +182,18 @@ class Context:
         return rf_io.wrap(_core.save_parameters(self._core.params), mac_key)
 
     # ---- keys -------------------------------------------------------------------
-    def keygen(self, rotations: Iterable[int] | str | None = (), conjugate: bool = False):
+    def keygen(self, rotations: Iterable[int] | str | None = (), conjugate: bool = False, bootstrap: bool = False):
         """Generates a secret key and the evaluation keys.
 
         Args:
             rotations: rotation steps to make Galois keys for (negative = right),
                 or ``"power_of_two"`` for every ±2^k (any rotation is then reachable).
             conjugate: also make the complex-conjugation key.
+            bootstrap: also make the bootstrapping keys (``keys.bootstrap``; see
+                :meth:`bootstrap_plan` for their count and size first).
 
         Returns ``(secret_key, keys)``; ``keys`` (a :class:`KeySet`: public,
-        relin, galois) also becomes this context's default evaluation keys.
+        relin, galois, bootstrap) also becomes this context's default evaluation keys.
         """
         sk = SecretKey(_core.generate_secret_key(self._core.rlwe, self._prng), self)
         keys = KeySet(public=PublicKey(_core.generate_public_key(sk._native, self._prng), self),
@@ -161,8 +201,40 @@ class Context:
         elements = self._galois_elements(rotations, conjugate)
         if elements:
             keys.galois = GaloisKeys(_core.generate_galois_keys(sk._native, elements, self._prng), self)
+        if bootstrap:
+            keys.bootstrap = self.bootstrap_keys(sk)
         self._default_keys = keys
         return sk, keys
+
+    def bootstrap_keys(self, secret_key: SecretKey) -> BootstrapKeys:
+        """The bootstrapping keys for an existing secret key (``keygen(bootstrap=True)`` makes them too)."""
+        secret_key = self._own_secret_key(secret_key, "ckks.bootstrap_keys")
+        return BootstrapKeys(_core.generate_bootstrap_keys(self._native_bootstrapper("ckks.keygen"), secret_key._native,
+                                                           self._prng), self)
+
+    # ---- bootstrapping ------------------------------------------------------------
+    def _native_bootstrapper(self, op: str):
+        """The bootstrapping circuit's precomputation (the DFT diagonals, the
+        EvalMod polynomial), built on first use: seconds at N=2^16."""
+        if self._bootstrap_options is None:
+            raise ValueError(f"[{op}] these parameters reserve no levels for bootstrapping: use "
+                             "Context.preset('N16_BOOT') or pass bootstrap=True with room in coeff_bits")
+        if self._bootstrapper is None:
+            self._bootstrapper = _core.Bootstrapper(self._core, bootstrapping.native_config(self._bootstrap_options))
+        return self._bootstrapper
+
+    @property
+    def bootstrap_options(self) -> dict | None:
+        """The bootstrapping options (None: not bootstrappable)."""
+        return None if self._bootstrap_options is None else dict(self._bootstrap_options)
+
+    def bootstrap_plan(self) -> BootstrapPlan:
+        """Levels consumed and left, Galois keys and their bytes, key switches and
+        the failure probability of one bootstrap, before any key exists
+        (``print(ctx.bootstrap_plan())``)."""
+        native = self._native_bootstrapper("ckks.bootstrap_plan")
+        ratio = bootstrapping.message_ratio_bits(self._bootstrap_options, self.params.q_primes[0], self.scale_at(0))
+        return BootstrapPlan.from_native(native.plan(), native.slots, bootstrapping.input_bound(ratio))
 
     def galois_keys(self, secret_key: SecretKey, rotations: Iterable[int] | str = (), conjugate: bool = False):
         """More Galois keys for an existing secret key of this context."""
@@ -323,6 +395,8 @@ class Context:
             return GaloisKeys(_core.load_galois_keys(rl, data), self)
         if kind == "secret key":
             return SecretKey(_core.load_secret_key(rl, data), self)
+        if kind == "bootstrap key set":
+            return BootstrapKeys(_core.load_bootstrap_keys(rl, data), self)
         # Parameters saved without the security check load only into a context
         # that was itself made with that opt-out.
         with warnings_at_caller():

@@ -4,8 +4,12 @@ sense; errors name the operation and the values that disagree."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from .._checks import warn_at_caller
+from . import bootstrapping
 from .ciphertext import Ciphertext, Plaintext
 from .keys import KeySet
 
@@ -124,6 +128,49 @@ class Evaluator:
     def conjugate(self, a: Ciphertext, keys: KeySet | None = None) -> Ciphertext:
         galois = (keys or self._keyset()).require_galois("ckks.conjugate")
         return self._wrap(self._ev.conjugate(a._native, galois._native), a)
+
+    # ---- bootstrapping ----------------------------------------------------------------
+    def bootstrap(self, a: Ciphertext, *, iterations: int = 1, correction_bits: int = 16,
+                  scale: float | None = None, keys: KeySet | None = None, timings: dict | None = None) -> Ciphertext:
+        """``a`` (any level) refreshed to ``ctx.max_level``, landing on that level's
+        canonical scale (or on ``scale``). Slots must hold values with |x| <= 1
+        (docs/bootstrapping.md): beyond that the result is wrong, not noisy.
+
+        ``iterations=2``: Meta-BTS (Bae et al.): bootstrap, then bootstrap the
+        remaining error scaled up by 2^correction_bits and subtract it; the
+        result's scale is the input's times 2^correction_bits (the bits it
+        gained). ``timings``: a dict that receives each phase's seconds
+        (``mod_raise``, ``coeffs_to_slots``, ``eval_mod``, ``slots_to_coeffs``;
+        one iteration only). Needs ``keygen(bootstrap=True)``'s keys.
+        """
+        if not isinstance(a, Ciphertext):
+            raise TypeError(f"[ckks.bootstrap] expected a Ciphertext, got {type(a).__name__}")
+        if a.size != 2:
+            raise ValueError(f"[ckks.bootstrap] the ciphertext has size {a.size}: relinearize it first")
+        if iterations not in (1, 2):
+            raise ValueError(f"[ckks.bootstrap] iterations is 1 or 2 (Meta-BTS), got {iterations!r}")
+        ctx = self._context
+        native = ctx._native_bootstrapper("ckks.bootstrap")
+        ratio = bootstrapping.message_ratio_bits(ctx._bootstrap_options, ctx.params.q_primes[0], a.scale)
+        if ratio < 8:
+            warn_at_caller(f"[ckks.bootstrap] the input's scale 2^{math.log2(a.scale):.1f} leaves q_0 / scale = "
+                           f"2^{ratio:.1f}: only |x| <= {bootstrapping.input_bound(ratio):g} bootstraps at full "
+                           "precision (use a scale at most q_0 / 2^8)")
+        keyset = keys or a.keys or self._keyset()
+        boot = keyset.require_bootstrap("ckks.bootstrap")._on(a.device)
+        relin = keyset.require_relin("ckks.bootstrap")._on(a.device)
+        if iterations == 2:
+            if timings is not None:
+                raise ValueError("[ckks.bootstrap] timings are recorded for one iteration only")
+            if scale is not None:
+                raise ValueError("[ckks.bootstrap] Meta-BTS returns the input's scale times 2^correction_bits; "
+                                 "scale= applies to one iteration only")
+            return self._wrap(native.bootstrap_twice(self._ev, a._native, relin, boot, int(correction_bits)), a)
+        out, times = native.bootstrap(self._ev, a._native, relin, boot, 0.0 if scale is None else float(scale),
+                                      timed=timings is not None)
+        if timings is not None:
+            timings.update(times)
+        return self._wrap(out, a)
 
     # ---- in-place forms ------------------------------------------------------------
     def add_inplace(self, a, b): return self._set(a, self.add(a, b))

@@ -99,13 +99,14 @@ class KeySet:
     public: PublicKey | None = None
     relin: RelinKey | None = None
     galois: GaloisKeys | None = None
+    bootstrap: "_Key | None" = None  # ckks.bootstrapping.BootstrapKeys
     _extra: dict = field(default_factory=dict, repr=False)
 
     def to(self, device: str) -> "KeySet":
         """The same keys, placed on ``device`` lazily (each key is uploaded the first
         time an operation there needs it, then cached)."""
         moved = {name: (getattr(self, name).to(device) if getattr(self, name) is not None else None)
-                 for name in ("public", "relin", "galois")}
+                 for name in ("public", "relin", "galois", "bootstrap")}
         return KeySet(**moved, _extra=self._extra)
 
     def require_relin(self, op: str) -> RelinKey:
@@ -117,3 +118,9 @@ class KeySet:
         if self.galois is None:
             raise ValueError(f"[{op}] needs Galois keys; pass rotations=[...] (or conjugate=True) to ctx.keygen()")
         return self.galois
+
+    def require_bootstrap(self, op: str):
+        if self.bootstrap is None:
+            raise ValueError(f"[{op}] needs bootstrapping keys: generate keys with ctx.keygen(bootstrap=True) "
+                             "(or load them and set keys.bootstrap)")
+        return self.bootstrap

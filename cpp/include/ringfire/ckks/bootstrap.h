@@ -67,6 +67,11 @@ struct BootstrapKeys {
   GaloisKeys galois;
   KeySwitchKey to_sparse;    // s -> ephemeral s', level 0 only
   KeySwitchKey from_sparse;  // s' -> s, top level
+
+  // The same keys on `device` (copies).
+  BootstrapKeys to(const Device& device) const {
+    return BootstrapKeys{galois.to(device), to_sparse.to(device), from_sparse.to(device)};
+  }
 };
 
 // The phases of one bootstrap, and their wall-clock seconds when asked for

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "ringfire/ckks/bootstrap.h"
 #include "ringfire/rlwe/keys.h"
 
 namespace ringfire::io {
@@ -34,6 +35,7 @@ enum class Kind : std::uint16_t {
   relin_key = 5,
   galois_keys = 6,
   secret_key = 7,
+  bootstrap_keys = 8,  // Galois keys and the two encapsulation keys
 };
 
 // Version 2 added the noise estimate and complex flag of ciphertexts, the
@@ -57,6 +59,7 @@ Bytes save(const PublicKey& key);
 Bytes save(const RelinKey& key);
 Bytes save(const GaloisKeys& keys);
 Bytes save(const SecretKey& key);
+Bytes save(const ckks::BootstrapKeys& keys);
 
 // Parameters saved without the security check load only with
 // insecure_no_security_check set (which warns; see Parameters).
@@ -67,5 +70,6 @@ PublicKey load_public_key(const RlweContextPtr& ctx, const std::uint8_t* data, s
 RelinKey load_relin_key(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size);
 GaloisKeys load_galois_keys(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size);
 SecretKey load_secret_key(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size);
+ckks::BootstrapKeys load_bootstrap_keys(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size);
 
 }  // namespace ringfire::io

@@ -1,0 +1,147 @@
+// CKKS bootstrapping on a toy ring (N = 2^12, the N16_BOOT circuit shape):
+// precision against the encoded doubles, the output level and scale, the
+// simulator's agreement, Meta-BTS, serialization of the keys, and refusals.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "ckks_test_support.h"
+#include "ringfire/ckks/bootstrap.h"
+#include "ringfire/io/serialize.h"
+#include "ringfire/rlwe/encryptor.h"
+#include "ringfire/rlwe/keygen.h"
+
+namespace ringfire {
+namespace {
+
+using Complex = std::complex<double>;
+using ckks::BootstrapConfig;
+using ckks::Bootstrapper;
+using ckks::BootstrapKeys;
+using test::expect_invalid;
+
+ParameterLiteral toy_literal() {
+  ParameterLiteral lit;
+  lit.poly_degree = 1 << 12;
+  lit.q_bits = {60, 40, 40, 40, 45, 45, 45};
+  for (int i = 0; i < 11; ++i) lit.q_bits.push_back(60);
+  for (int i = 0; i < 3; ++i) lit.q_bits.push_back(56);
+  lit.p_bits = {60, 60, 60};
+  lit.dnum = 7;
+  lit.scale_bits = 40;
+  lit.reserved_levels = 17;
+  lit.insecure_no_security_check = true;
+  return lit;
+}
+
+BootstrapConfig toy_config() {
+  BootstrapConfig c;
+  c.cts_levels = 3;
+  c.stc_levels = 3;
+  c.arcsine_degree = 3;
+  c.log_message_ratio = 8;
+  return c;
+}
+
+struct Toy {
+  test::CapturedWarnings quiet;  // the toy ring is insecure by design
+  ckks::ContextPtr ctx = std::make_shared<const ckks::Context>(Parameters(toy_literal()));
+  Prng prng = Prng::from_seed(Prng::Seed{7});
+  SecretKey sk = generate_secret_key(ctx->rlwe(), prng);
+  PublicKey pk = generate_public_key(sk, prng);
+  RelinKey rk = generate_relin_key(sk, prng);
+  Bootstrapper boot{ctx, toy_config()};
+  BootstrapKeys keys = generate_bootstrap_keys(boot, sk, prng);
+  ckks::Evaluator ev{ctx};
+
+  Ciphertext encrypt(const std::vector<Complex>& z, std::size_t level, double scale) {
+    return encrypt_public(pk, ctx->encoder().encode(z.data(), z.size(), level, scale), prng);
+  }
+  std::vector<Complex> decrypt(const Ciphertext& c) const {
+    Buffer plain(c.poly_words());
+    decrypt_core(sk, c, plain.data());
+    return ctx->encoder().decode_coefficients(plain.data(), c.level(), c.scale());
+  }
+};
+
+Toy& toy() {
+  static Toy t;
+  return t;
+}
+
+std::vector<Complex> random_real(std::size_t count, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<Complex> z(count);
+  for (auto& v : z) v = u(rng);
+  return z;
+}
+
+// -log2 of the largest absolute error.
+double min_bits(const std::vector<Complex>& got, const std::vector<Complex>& want) {
+  double worst = 0.0;
+  for (std::size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]));
+  return -std::log2(worst);
+}
+
+TEST(Bootstrap, RefreshesToTheUsersTopLevelWithPrecision) {
+  Toy& t = toy();
+  const auto z = random_real(t.ctx->slots(), 1);
+  const Ciphertext in = t.ev.mod_switch(t.encrypt(z, 3, t.ctx->scale_at(3)), 0);
+  const Ciphertext out = t.boot.bootstrap(t.ev, in, t.rk, t.keys);
+  EXPECT_EQ(out.level(), t.ctx->user_max_level());
+  EXPECT_DOUBLE_EQ(out.scale(), t.ctx->scale_at(t.ctx->user_max_level()));
+  EXPECT_GE(min_bits(t.decrypt(out), z), 22.5);  // measured 24.4 (fresh encryption noise included)
+  // The simulator runs the same circuit on placeholders: same level and scale.
+  const ckks::Simulator sim(t.ctx);
+  const ckks::SimCiphertext predicted = t.boot.bootstrap(sim, sim.fresh(0));
+  EXPECT_EQ(predicted.level, out.level());
+  EXPECT_DOUBLE_EQ(predicted.scale, out.scale());
+  const ckks::BootstrapPlan plan = t.boot.plan();
+  EXPECT_EQ(plan.output_level, 3u);
+  EXPECT_EQ(plan.levels_consumed, 17u);
+  EXPECT_LE(plan.failure_log2, -128.0);
+}
+
+TEST(Bootstrap, MetaBtsGainsTheCorrectionBits) {
+  Toy& t = toy();
+  const auto z = random_real(t.ctx->slots(), 2);
+  const Plaintext p = t.ctx->encoder().encode(z.data(), z.size(), 0, std::ldexp(1.0, 52));
+  const Ciphertext in = encrypt_secret(t.sk, p, t.prng);
+  const Ciphertext once = t.boot.bootstrap(t.ev, in, t.rk, t.keys);
+  const Ciphertext twice = t.boot.bootstrap_twice(t.ev, in, t.rk, t.keys, 16);
+  EXPECT_DOUBLE_EQ(twice.scale(), std::ldexp(1.0, 68));
+  const double one = min_bits(t.decrypt(once), z), two = min_bits(t.decrypt(twice), z);
+  EXPECT_GE(two, 40.0);  // measured 42.6; one bootstrap 27.4
+  EXPECT_GE(two, one + 12.0);
+}
+
+TEST(Bootstrap, KeysRoundTripThroughTheSerializedForm) {
+  Toy& t = toy();
+  const io::Bytes bytes = io::save(t.keys);
+  EXPECT_EQ(io::peek_kind(bytes.data(), bytes.size()), io::Kind::bootstrap_keys);
+  const BootstrapKeys back = io::load_bootstrap_keys(t.ctx->rlwe(), bytes.data(), bytes.size());
+  EXPECT_EQ(io::save(back), bytes);
+  // The envelope says what it holds: read as another kind, it is refused.
+  expect_invalid([&] { io::load_galois_keys(t.ctx->rlwe(), bytes.data(), bytes.size()); }, "expected a Galois key");
+}
+
+TEST(Bootstrap, RefusesWhatItCannotRun) {
+  Toy& t = toy();
+  BootstrapConfig too_many = toy_config();
+  too_many.cts_levels = 12;
+  too_many.stc_levels = 6;
+  expect_invalid([&] { Bootstrapper(t.ctx, too_many); }, "reserve");
+  auto plain = std::make_shared<const ckks::Context>(Parameters(test::small_literal()));
+  expect_invalid([&] { Bootstrapper(plain, toy_config()); }, "reserve");
+  const Ciphertext in = t.encrypt(random_real(8, 3), 3, t.ctx->scale_at(3));
+  expect_invalid([&] { t.boot.bootstrap(t.ev, t.ev.multiply(in, in), t.rk, t.keys); }, "size-2");
+  expect_invalid([&] { t.boot.bootstrap_twice(t.ev, in, t.rk, t.keys, 0); }, "correction_bits");
+}
+
+}  // namespace
+}  // namespace ringfire

@@ -1,0 +1,143 @@
+"""Bootstrapping in the Python API: its options, its plan and its keys.
+
+A bootstrappable context reserves the top primes of its chain for the
+bootstrapping circuit (``Context(..., bootstrap={...})`` or the ``N16_BOOT``
+preset): from the top, ``cts_levels`` for CoeffsToSlots, ``eval_mod_levels``
+for EvalMod, ``stc_levels`` for SlotsToCoeffs. Fresh ciphertexts start below
+them, at ``ctx.max_level``, and a bootstrap brings a ciphertext from any
+level back there. The circuit itself is the C++ core's
+(``cpp/include/ringfire/ckks/bootstrap.h``); docs/bootstrapping.md explains
+the options and the measured precision.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+from .. import _core
+from .keys import _Key
+
+# The options and their defaults (those of N16_BOOT).
+BOOTSTRAP_DEFAULTS = dict(
+    cts_levels=4,          # CoeffsToSlots: level budget (3-5), the top primes
+    eval_mod_levels=11,    # EvalMod: cosine, double angles and arcsine
+    stc_levels=3,          # SlotsToCoeffs: level budget (2-5), just above the user's levels
+    slots=None,            # None: N/2 (full packing); else a power of two (sparse packing)
+    k=16,                  # EvalMod's range: |I| < K after ModRaise (h=32 ephemeral secret)
+    double_angles=3,       # double-angle steps of the cosine
+    cos_degree=0,          # 0: the least degree reaching 2^-50 within EvalMod's levels
+    arcsine_degree=3,      # 0: none; else odd (3, 5, 7): makes the precision independent of the data
+    log_message_ratio=8,   # q_0 / scale seen by EvalMod (bits); 0 keeps the input's
+    ephemeral_weight=32,   # Hamming weight of the ephemeral sparse secret around ModRaise
+)
+
+
+def bootstrap_options(bootstrap, reserved_levels: int | None = None) -> dict:
+    """The full option dict from ``True`` or a partial dict. With
+    ``reserved_levels`` (loaded parameters), EvalMod gets what the two
+    transforms leave."""
+    if bootstrap is True:
+        bootstrap = {}
+    if not isinstance(bootstrap, dict):
+        raise TypeError(f"[ckks.Context] bootstrap must be True or a dict of options, got {type(bootstrap).__name__}")
+    unknown = sorted(set(bootstrap) - set(BOOTSTRAP_DEFAULTS))
+    if unknown:
+        raise ValueError(f"[ckks.Context] unknown bootstrap option(s) {unknown}; the options are "
+                         f"{sorted(BOOTSTRAP_DEFAULTS)}")
+    opts = {**BOOTSTRAP_DEFAULTS, **bootstrap}
+    for name, value in opts.items():
+        if name == "slots" and value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 0:
+            raise ValueError(f"[ckks.Context] bootstrap option {name} must be a non-negative number, got {value!r}")
+    if reserved_levels is not None and "eval_mod_levels" not in bootstrap:
+        opts["eval_mod_levels"] = reserved_levels - opts["cts_levels"] - opts["stc_levels"]
+    return opts
+
+
+def reserved_levels(opts: dict) -> int:
+    return int(opts["cts_levels"]) + int(opts["eval_mod_levels"]) + int(opts["stc_levels"])
+
+
+def native_config(opts: dict):
+    config = _core.BootstrapConfig()
+    config.slots = 0 if opts["slots"] is None else int(opts["slots"])
+    for name in ("cts_levels", "stc_levels", "double_angles", "cos_degree", "arcsine_degree", "log_message_ratio",
+                 "ephemeral_weight"):
+        setattr(config, name, int(opts[name]))
+    config.k = float(opts["k"])
+    return config
+
+
+@dataclass(frozen=True)
+class BootstrapPlan:
+    """What one bootstrap costs and gives, known before any key exists
+    (``ctx.bootstrap_plan()``)."""
+
+    slots: int                 # values per ciphertext the bootstrap keeps
+    levels_left: int           # the output level: rescalings the user gets after each bootstrap
+    levels_consumed: int       # reserved for the circuit
+    cts_levels: int
+    eval_mod_levels: int
+    stc_levels: int
+    cos_degree: int
+    arcsine_degree: int
+    rotation_keys: int         # Galois keys (the conjugation included)
+    key_bytes: int             # those keys and the two encapsulation keys, in memory
+    plaintext_bytes: int       # the precomputed DFT diagonals
+    key_switches: int          # per bootstrap
+    failure_log2: float        # log2 of the probability that one bootstrap fails (|I| >= K)
+    input_bound: float = 1.0   # |x| up to which the precision holds for any data (input_bound())
+
+    @classmethod
+    def from_native(cls, plan: dict, slots: int, input_bound: float) -> "BootstrapPlan":
+        return cls(slots=slots, input_bound=input_bound, levels_left=plan["output_level"], levels_consumed=plan["levels_consumed"],
+                   cts_levels=plan["cts_levels"], eval_mod_levels=plan["eval_mod_levels"],
+                   stc_levels=plan["stc_levels"], cos_degree=plan["cos_degree"],
+                   arcsine_degree=plan["arcsine_degree"], rotation_keys=plan["rotation_keys"],
+                   key_bytes=plan["key_bytes"], plaintext_bytes=plan["plaintext_bytes"],
+                   key_switches=plan["key_switches"], failure_log2=plan["failure_log2"])
+
+    def __str__(self) -> str:
+        gib = 2.0 ** 30
+        return "\n".join([
+            f"bootstrap plan: {self.slots} slots, inputs |x| <= {self.input_bound:g}",
+            f"  levels: {self.levels_consumed} consumed (CoeffsToSlots {self.cts_levels}, EvalMod "
+            f"{self.eval_mod_levels}, SlotsToCoeffs {self.stc_levels}); {self.levels_left} left for the user",
+            f"  EvalMod: cosine degree {self.cos_degree}, arcsine degree {self.arcsine_degree}",
+            f"  keys: {self.rotation_keys} Galois keys + 2 encapsulation keys, {self.key_bytes / gib:.2f} GiB; "
+            f"DFT plaintexts {self.plaintext_bytes / gib:.2f} GiB",
+            f"  {self.key_switches} key switches per bootstrap; failure probability 2^{self.failure_log2:.1f}",
+        ])
+
+
+class BootstrapKeys(_Key):
+    """The keys bootstrapping needs besides the relinearization key: the
+    rotations of the DFTs (each only as high as the level it is used at), the
+    conjugation, and the two keys to and from the ephemeral sparse secret.
+    ``keys.bootstrap`` after ``ctx.keygen(bootstrap=True)``; serialize with
+    ``to_bytes()`` and read back with ``ctx.load``."""
+
+    _save = staticmethod(_core.save_bootstrap_keys)
+
+    def __len__(self) -> int:
+        return len(self._native)
+
+
+def message_ratio_bits(opts: dict, q0: float, scale: float) -> float:
+    """log2(q_0 / scale) that EvalMod sees for an input at ``scale``."""
+    ratio = math.log2(q0 / scale)
+    return min(ratio, opts["log_message_ratio"]) if opts["log_message_ratio"] else ratio
+
+
+def input_bound(ratio_bits: float) -> float:
+    """The largest |x| bootstrapped at full precision whatever the data.
+    EvalMod sees the plaintext's coefficients, which a vector with |x| <= B
+    keeps within B (a constant vector reaches it); the arcsine-corrected sine
+    is exact to its error while a coefficient stays below q_0 / 2^8. Measured
+    on constant vectors at ratio 2^8: 24 bits at |x| = 2, then ~5 bits fewer
+    per doubling, and a wrap (wrong values) at 2^8. Random data spreads over
+    the coefficients and tolerates far larger slots."""
+    return 2.0 ** (ratio_bits - 8)
