@@ -236,6 +236,24 @@ def test_errors_a_user_meets(boot):
                         bootstrap=True, insecure_no_security_check=True)
 
 
+def test_the_docs_snippet_runs_on_the_toy_ring():
+    """docs/bootstrapping.md's first snippet, with the toy preset for N16_BOOT."""
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "bootstrapping.md").read_text()
+    snippet = re.search(r"```python\n(.+?)\n```", text, re.S).group(1)
+    assert '"N16_BOOT"' in snippet
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        namespace = {}
+        exec(compile(snippet.replace('"N16_BOOT"', '"N12_BOOT_INSECURE"'), "docs/bootstrapping.md", "exec"),
+             namespace)
+    ct, x = namespace["ct"], namespace["x"]
+    ctx, sk = namespace["ctx"], namespace["sk"]
+    assert bits(exact(ctx, sk, ct), x ** (2 ** 30))[1] >= 20
+
+
 @pytest.mark.skipif(not rf.cuda_available(), reason="no CUDA backend or GPU in this build/machine")
 def test_gpu_bootstrap_is_bit_identical(boot):
     ctx, _, keys = boot

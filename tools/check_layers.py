@@ -49,7 +49,7 @@ PY_RANK = {
     "arith": 1, "arith128": 1, "ring": 1, "cuda": 1, "io": 1,
     "ckks": 2,
     "nn": 3, "rpu": 3,
-    "bench": 4, "bench_ckks": 4, "demo": 4,
+    "bench": 4, "bench_ckks": 4, "bench_bootstrap": 4, "demo": 4,
     "cli": 5,
     "__main__": 6, "__init__": 6,
 }

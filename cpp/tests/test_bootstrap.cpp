@@ -120,6 +120,19 @@ TEST(Bootstrap, MetaBtsGainsTheCorrectionBits) {
   EXPECT_GE(two, one + 12.0);
 }
 
+TEST(Bootstrap, TheSparseSecretIsOnlyEverUnderQ0P0) {
+  // The key into the ephemeral h = 32 secret is an RLWE sample under that
+  // secret: its modulus must stay q_0 p_0 (about 120 bits), not q_0 P.
+  Toy& t = toy();
+  const Parameters& small = t.keys.to_sparse.context()->params();
+  EXPECT_EQ(small.q_primes(), std::vector<u64>{t.ctx->params().q_primes()[0]});
+  EXPECT_EQ(small.p_primes(), std::vector<u64>{t.ctx->params().p_primes()[0]});
+  EXPECT_EQ(t.keys.to_sparse.level(), 0u);
+  // The key back is under the main secret, over the whole chain.
+  EXPECT_EQ(t.keys.from_sparse.fingerprint(), t.ctx->fingerprint());
+  EXPECT_EQ(t.keys.from_sparse.level(), t.ctx->max_level());
+}
+
 TEST(Bootstrap, KeysRoundTripThroughTheSerializedForm) {
   Toy& t = toy();
   const io::Bytes bytes = io::save(t.keys);

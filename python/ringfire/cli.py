@@ -43,13 +43,19 @@ def cmd_bench(args) -> int:
     if args.threads:
         _core.set_num_threads(args.threads)
     quiet = args.json or args.quiet
+    if args.what == "bootstrap":
+        from .bench_bootstrap import bench_bootstrap
+        rows = bench_bootstrap(args.preset, repeat=args.repeat or 2, device=args.device,
+                               meta=args.meta, quiet=quiet)
+        _emit(args, "bootstrap", rows, [("measure", "measure", "s"), ("value", "value", ".4g"), ("unit", "unit", "s")])
+        return 0
     if args.what == "ckks":
         from .bench_ckks import SETS, bench_ckks
         sets = args.sets.split(",")
         unknown = [s for s in sets if s not in SETS]
         if unknown:
             raise ValueError(f"unknown set(s) {unknown}; choose from {sorted(SETS)}")
-        rows = bench_ckks(sets, repeat=args.repeat, with_matmul="matmul" in sets, quiet=quiet, device=args.device,
+        rows = bench_ckks(sets, repeat=args.repeat or 5, with_matmul="matmul" in sets, quiet=quiet, device=args.device,
                           profile=args.profile)
         columns = [("set", "set", "s"), ("n", "N", "d"), ("limbs", "limbs", "d"), ("routine", "routine", "s"),
                    ("ms", "ms", ".2f"), ("bits", "bits", ".1f")]
@@ -113,11 +119,15 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--json", action="store_true")
     info.set_defaults(func=cmd_info)
 
-    b = sub.add_parser("bench", help="benchmarks (ckks, ntt, modmul, polymul)")
-    b.add_argument("what", choices=["ckks", "ntt", "modmul", "polymul"])
+    b = sub.add_parser("bench", help="benchmarks (ckks, bootstrap, ntt, modmul, polymul)")
+    b.add_argument("what", choices=["ckks", "bootstrap", "ntt", "modmul", "polymul"])
     b.add_argument("--sets", default="N14,seed000",
                    help="ckks: parameter sets N14, seed000, N16, matmul (default N14,seed000)")
-    b.add_argument("--repeat", type=int, default=5, help="ckks: timed runs per routine (median)")
+    b.add_argument("--repeat", type=int, default=None,
+                   help="ckks: timed runs per routine (median; default 5); bootstrap: timed bootstraps (default 2)")
+    b.add_argument("--preset", default="N16_BOOT",
+                   help="bootstrap: a bootstrappable preset (N16_BOOT, 128-bit; N12_BOOT_INSECURE, a toy)")
+    b.add_argument("--meta", action="store_true", help="bootstrap: also Meta-BTS (two iterations) and its precision")
     b.add_argument("--n", type=_pow2_list, default=_pow2_list("12-17"),
                    help="log2 of the ring degrees, e.g. '12-17' or '14,16' (default 12-17)")
     b.add_argument("--limbs", type=_int_list, default=[1, 8, 32], help="limb counts, e.g. '1,8,32'")

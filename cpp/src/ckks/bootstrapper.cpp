@@ -10,6 +10,7 @@
 #include "ringfire/base/errors.h"
 #include "ringfire/base/op_label.h"
 #include "ringfire/ckks/bootstrap.h"
+#include "ringfire/rlwe/key_switch.h"
 #include "ringfire/rlwe/keygen.h"
 #include "ringfire/rlwe/noise.h"
 #include "ringfire/rlwe/sampling.h"
@@ -210,6 +211,20 @@ const LinearTransform& Bootstrapper::slots_to_coeffs(std::size_t i, double targe
 
 namespace {
 
+// The level-0 key switch into the ephemeral secret, run in the key's
+// two-prime context: a's q_0 limb is that context's level-0 data.
+Ciphertext switch_to_sparse(const Ciphertext& a, const KeySwitchKey& key) {
+  const char* op = "ckks.bootstrap";
+  require(a.level() == 0 && key.level() == 0 && key.context()->n() == a.n() &&
+              key.context()->params().q_primes()[0] == a.context()->params().q_primes()[0],
+          op, "the key into the ephemeral secret does not match this ciphertext (level 0 over q_0)");
+  Ciphertext out(a.context(), 2, 0, a.metadata(), a.device());
+  key_switch(*key.context(), a.poly(1), 0, key, out.poly(0), out.poly(1));
+  backend_for(a.device()).add(out.poly(0), a.poly(0), out.poly(0), 1, a.base());
+  out.set_noise_bits(a.noise_bits());  // EvalMod sees the switch's noise as message; the output is re-estimated
+  return out;
+}
+
 struct EvaluatorOps {
   using Value = Ciphertext;
   const Evaluator& ev;
@@ -239,7 +254,7 @@ struct EvaluatorOps {
   static Value copy(const Value& v) { return v.clone(); }
   Value mod_switch(const Value& v, std::size_t level) const { return ev.mod_switch(v, level); }
   Value multiply_integer(const Value& v, std::int64_t k) const { return ev.multiply_integer(v, k); }
-  Value to_sparse(const Value& v) const { return ev.switch_key(v, keys.to_sparse); }
+  Value to_sparse(const Value& v) const { return switch_to_sparse(v, keys.to_sparse); }
   Value from_sparse(const Value& v) const { return ev.switch_key(v, keys.from_sparse); }
   Value mod_raise(const Value& v, std::size_t level) const { return ev.mod_raise(v, level); }
   Value rotate(const Value& v, long long steps) const { return ev.rotate(v, steps, keys.galois); }
@@ -374,6 +389,20 @@ BootstrapPlan Bootstrapper::plan() const {
   return p;
 }
 
+RlweContextPtr encapsulation_context(const RlweContext& main) {
+  const Parameters& params = main.params();
+  ParameterLiteral lit;
+  lit.scheme = params.scheme();
+  lit.poly_degree = main.n();
+  lit.q_primes = {params.q_primes()[0]};
+  lit.p_primes = {params.p_primes()[0]};
+  lit.dnum = 1;
+  lit.scale_bits = params.scale_bits();
+  lit.security = params.security() == 0 ? 128 : params.security();
+  lit.insecure_no_security_check = params.security() == 0;  // a toy chain's encapsulation is a toy too
+  return std::make_shared<const RlweContext>(Parameters(lit));
+}
+
 BootstrapKeys generate_bootstrap_keys(const Bootstrapper& b, const SecretKey& secret, Prng& prng) {
   const OpLabel op_label("rlwe.keygen");
   const RlweContextPtr& ctx = secret.context();
@@ -391,11 +420,14 @@ BootstrapKeys generate_bootstrap_keys(const Bootstrapper& b, const SecretKey& se
   add_key(ctx->conjugation_element(), b.conjugation_level());
   secure_zero(rotated.data(), rotated.size() * sizeof(u64));
   // The ephemeral sparse secret lives only here: the key into it is made
-  // modulo q_0 P alone (a sparse-secret key over all of Q P would be weak).
+  // modulo q_0 p_0 alone (encapsulation_context), the key back under the
+  // main secret over the whole chain.
   std::vector<std::int8_t> sparse(ctx->n());
   sample_sparse_ternary(prng, sparse.data(), sparse.size(), b.config().ephemeral_weight);
+  const RlweContextPtr small = encapsulation_context(*ctx);
+  const SecretKey ephemeral_small(small, sparse), secret_small(small, secret.coefficients());
+  KeySwitchKey to_sparse = generate_switch_key(ephemeral_small, secret_small.eval(), kToSparseSource, prng, 0);
   const SecretKey ephemeral(ctx, std::move(sparse));
-  KeySwitchKey to_sparse = generate_switch_key(ephemeral, secret.eval(), kToSparseSource, prng, 0);
   KeySwitchKey from_sparse = generate_switch_key(secret, ephemeral.eval(), kFromSparseSource, prng, ctx->max_level());
   return BootstrapKeys{std::move(galois), std::move(to_sparse), std::move(from_sparse)};
 }

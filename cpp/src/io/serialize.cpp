@@ -489,7 +489,7 @@ ckks::BootstrapKeys load_bootstrap_keys(const RlweContextPtr& ctx, const std::ui
   const Envelope e = open_as(Kind::bootstrap_keys, ctx.get(), data, size);
   Reader r(e.payload, e.payload_size);
   GaloisKeys galois = read_galois_payload(r, ctx, e.version);
-  KeySwitchKey to_sparse = read_switch_key(r, ctx, e.version, kToSparseSource);
+  KeySwitchKey to_sparse = read_switch_key(r, ckks::encapsulation_context(*ctx), e.version, kToSparseSource);
   KeySwitchKey from_sparse = read_switch_key(r, ctx, e.version, kFromSparseSource);
   r.expect_end();
   return ckks::BootstrapKeys{std::move(galois), std::move(to_sparse), std::move(from_sparse)};

@@ -65,7 +65,7 @@ struct BootstrapConfig {
 // two encapsulation keys.
 struct BootstrapKeys {
   GaloisKeys galois;
-  KeySwitchKey to_sparse;    // s -> ephemeral s', level 0 only
+  KeySwitchKey to_sparse;    // s -> ephemeral s', over q_0 p_0 (encapsulation_context)
   KeySwitchKey from_sparse;  // s' -> s, top level
 
   // The same keys on `device` (copies).
@@ -151,6 +151,15 @@ class Bootstrapper {
   mutable std::mutex retarget_mutex_;
   mutable std::map<double, std::shared_ptr<const LinearTransform>> retargeted_;
 };
+
+// The context of the key into the ephemeral sparse secret: q_0 and the first
+// special prime only. A sparse (h = 32) secret is secure only under a small
+// modulus: Bossuat, Troncoso and Hubaux size the encapsulation for q_0 p_0
+// (about 120 bits at N = 2^16), as Lattigo does; the same key over q_0 and
+// all of P would expose the ephemeral secret to sparse-secret attacks. The
+// level-0 data is the same in both contexts (same primes, same N), so the
+// key switch runs on the main ciphertext's q_0 limb.
+RlweContextPtr encapsulation_context(const RlweContext& main);
 
 // The keys of Bootstrapper::rotation_levels() and the encapsulation keys.
 BootstrapKeys generate_bootstrap_keys(const Bootstrapper& bootstrapper, const SecretKey& secret, Prng& prng);
