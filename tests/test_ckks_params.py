@@ -83,8 +83,11 @@ def test_special_primes_must_cover_the_widest_digit():
 
 def test_presets_are_secure_and_deep():
     for name, spec in rf.ckks.PRESETS.items():
-        params = _core.Parameters(spec["poly_degree"], spec["coeff_bits"], spec["special_bits"], 0, 128,
-                                  spec["scale_bits"])
+        if spec.get("insecure_no_security_check"):
+            assert "INSECURE" in name  # a toy preset says so in its name (and warns)
+            continue
+        params = _core.Parameters(spec["poly_degree"], spec["coeff_bits"], spec["special_bits"],
+                                  spec.get("dnum", 0), 128, spec["scale_bits"])
         assert params.log_qp <= _core.max_log_qp(spec["poly_degree"], 128), name
         assert params.max_level >= 2
 

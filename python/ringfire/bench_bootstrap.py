@@ -83,7 +83,7 @@ def bench_bootstrap(preset: str = "N16_BOOT", repeat: int = 2, device: str = "cp
         q0 = ctx.params.q_primes[0]
         precise = ctx.encrypt(ctx.encode(x, level=0, scale=float(2 ** int(np.log2(q0) - 8))), sk)
         t = time.perf_counter()
-        refined = on_device.bootstrap(precise.to(device), iterations=2, correction_bits=16)
+        refined = on_device.bootstrap(precise.to(device), iterations=2, correction_bits=20)
         ctx.synchronize()
         row("Meta-BTS (2 bootstraps)", time.perf_counter() - t, "s")
         with warnings.catch_warnings():

@@ -130,7 +130,7 @@ class Evaluator:
         return self._wrap(self._ev.conjugate(a._native, galois._native), a)
 
     # ---- bootstrapping ----------------------------------------------------------------
-    def bootstrap(self, a: Ciphertext, *, iterations: int = 1, correction_bits: int = 16,
+    def bootstrap(self, a: Ciphertext, *, iterations: int = 1, correction_bits: int = 20,
                   scale: float | None = None, keys: KeySet | None = None, timings: dict | None = None) -> Ciphertext:
         """``a`` (any level) refreshed to ``ctx.max_level``, landing on that level's
         canonical scale (or on ``scale``). Slots must hold values with |x| <= 1
