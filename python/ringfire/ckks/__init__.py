@@ -17,9 +17,11 @@ SEAL-like operations for users who manage levels themselves.
 
 from .bootstrapping import BOOTSTRAP_DEFAULTS, BootstrapKeys, BootstrapPlan
 from .ciphertext import Ciphertext, Plaintext
+from .circuits import LinearTransform, Polynomial, chebyshev_fit
 from .context import PRESETS, Context
 from .evaluator import Evaluator
 from .keys import GaloisKeys, KeySet, PublicKey, RelinKey, SecretKey
 
 __all__ = ["Context", "PRESETS", "Ciphertext", "Plaintext", "Evaluator", "KeySet", "SecretKey", "PublicKey",
-           "RelinKey", "GaloisKeys", "BootstrapKeys", "BootstrapPlan", "BOOTSTRAP_DEFAULTS"]
+           "RelinKey", "GaloisKeys", "BootstrapKeys", "BootstrapPlan", "BOOTSTRAP_DEFAULTS",
+           "Polynomial", "LinearTransform", "chebyshev_fit"]

@@ -11,6 +11,7 @@ import numpy as np
 from .._checks import warn_at_caller
 from . import bootstrapping
 from .ciphertext import Ciphertext, Plaintext
+from .circuits import LinearTransform, Polynomial
 from .keys import KeySet
 
 
@@ -128,6 +129,42 @@ class Evaluator:
     def conjugate(self, a: Ciphertext, keys: KeySet | None = None) -> Ciphertext:
         galois = (keys or self._keyset()).require_galois("ckks.conjugate")
         return self._wrap(self._ev.conjugate(a._native, galois._native), a)
+
+    # ---- circuits -------------------------------------------------------------------
+    def evaluate_polynomial(self, a: Ciphertext, polynomial, *, basis: str = "chebyshev", interval=(-1.0, 1.0),
+                            scale: float | None = None, keys: KeySet | None = None) -> Ciphertext:
+        """p(a) slot-wise: ``polynomial`` is a :class:`Polynomial` or its coefficients
+        (in ``basis`` on ``interval``). Consumes ``Polynomial.depth`` levels and lands
+        on that level's canonical scale (or ``scale``). Values outside the interval
+        are extrapolated (Chebyshev polynomials grow fast there)."""
+        if not isinstance(polynomial, Polynomial):
+            polynomial = Polynomial(polynomial, basis, interval)
+        if a.level < polynomial.depth:
+            raise ValueError(f"[ckks.evaluate_polynomial] the polynomial needs {polynomial.depth} levels, the "
+                             f"ciphertext has {a.level}" + (" (bootstrap it first)" if self._context.can_bootstrap
+                                                            else ""))
+        relin = (keys or a.keys or self._keyset()).require_relin("ckks.evaluate_polynomial")._on(a.device)
+        return self._wrap(self._ev.evaluate_polynomial(a._native, polynomial._native, relin,
+                                                       0.0 if scale is None else float(scale)), a)
+
+    def linear_transform(self, a: Ciphertext, transform: LinearTransform, *, rescale: bool = True,
+                         keys: KeySet | None = None) -> Ciphertext:
+        """``transform`` (a :class:`LinearTransform`) applied to the slots of ``a``,
+        which must sit at the transform's level; one level (``rescale=False`` leaves
+        the rescale to you)."""
+        if not isinstance(transform, LinearTransform):
+            raise TypeError(f"[ckks.linear_transform] expected a ckks.LinearTransform, got {type(transform).__name__}")
+        if a.level != transform.level:
+            raise ValueError(f"[ckks.linear_transform] the transform was built for level {transform.level}, the "
+                             f"ciphertext is at level {a.level}: build it with level={a.level} or mod_switch")
+        galois = (keys or a.keys or self._keyset()).require_galois("ckks.linear_transform")
+        slots = self._context.slots
+        missing = sorted({r % slots for r in transform.rotations()} - {0} - set(galois.rotations()))
+        if missing:
+            raise ValueError(f"[ckks.linear_transform] the Galois keys lack rotations {missing[:8]}"
+                             f"{' ...' if len(missing) > 8 else ''}: pass lt.rotations() to ctx.keygen(rotations=...)")
+        return self._wrap(self._ev.linear_transform(a._native, transform._on(a.device), galois._on(a.device),
+                                                    bool(rescale)), a)
 
     # ---- bootstrapping ----------------------------------------------------------------
     def bootstrap(self, a: Ciphertext, *, iterations: int = 1, correction_bits: int = 20,

@@ -1,0 +1,132 @@
+"""Polynomials and linear transforms: the circuits bootstrapping is made of,
+for users too (``ev.evaluate_polynomial``, ``ev.linear_transform``).
+
+Both run in the C++ core: Paterson–Stockmeyer in the Chebyshev (or monomial)
+basis with depth ceil(log2(degree + 1)) and a result on the canonical scale
+of its level; baby-step/giant-step matrix-vector products over the slots with
+hoisted baby rotations. Their level cost is known before any ciphertext
+exists (``Polynomial.depth``; a transform always costs one level).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from .. import _core
+
+
+class Polynomial:
+    """p(x) = sum_k c_k T_k(y) (Chebyshev basis) or sum_k c_k y^k (monomial), where
+    y maps ``interval`` = (a, b) onto [-1, 1].
+
+    ``depth``: the levels ``ev.evaluate_polynomial`` consumes: ceil(log2(degree + 1)),
+    plus one when the interval map 2 / (b - a) is not an integer."""
+
+    def __init__(self, coefficients, basis: str = "chebyshev", interval=(-1.0, 1.0)):
+        coeffs = np.asarray(coefficients, dtype=float).ravel()
+        if coeffs.size == 0 or not np.all(np.isfinite(coeffs)):
+            raise ValueError("[ckks.Polynomial] needs at least one finite coefficient")
+        a, b = (float(v) for v in interval)
+        self._native = _core.Polynomial(str(basis), coeffs.tolist(), a, b)
+
+    @classmethod
+    def _wrap(cls, native) -> "Polynomial":
+        out = cls.__new__(cls)
+        out._native = native
+        return out
+
+    basis = property(lambda self: self._native.basis)
+    coefficients = property(lambda self: np.asarray(self._native.coefficients))
+    interval = property(lambda self: tuple(self._native.interval))
+    degree = property(lambda self: self._native.degree)
+    depth = property(lambda self: self._native.depth, doc="Levels consumed by ev.evaluate_polynomial.")
+
+    def __call__(self, x):
+        """p at x (NumPy, vectorized): the reference for encrypted results."""
+        a, b = self.interval
+        y = (2.0 * np.asarray(x, dtype=float) - (a + b)) / (b - a)
+        if self.basis == "chebyshev":
+            return np.polynomial.chebyshev.chebval(y, self.coefficients)
+        return np.polynomial.polynomial.polyval(y, self.coefficients)
+
+    def __repr__(self) -> str:
+        a, b = self.interval
+        return f"ckks.Polynomial({self.basis}, degree {self.degree}, on [{a:g}, {b:g}], depth {self.depth})"
+
+
+def chebyshev_fit(f, interval, degree: int) -> Polynomial:
+    """The Chebyshev interpolant of ``f`` (a NumPy-vectorized function) on
+    ``interval`` at ``degree + 1`` Chebyshev points: near-minimax for smooth f."""
+    if isinstance(degree, bool) or not isinstance(degree, numbers.Integral) or not 1 <= degree <= 1023:
+        raise ValueError(f"[ckks.chebyshev_fit] degree must be an integer in [1, 1023], got {degree!r}")
+    a, b = (float(v) for v in interval)
+    if not (math.isfinite(a) and math.isfinite(b) and a < b):
+        raise ValueError(f"[ckks.chebyshev_fit] interval must be (a, b) with a < b, got {interval!r}")
+    coeffs = np.polynomial.chebyshev.chebinterpolate(lambda y: f((y * (b - a) + (a + b)) / 2.0), int(degree))
+    return Polynomial(coeffs, "chebyshev", (a, b))
+
+
+class LinearTransform:
+    """y = M x over the slots, evaluated as a baby-step/giant-step sum of rotated
+    diagonals (``ev.linear_transform(ct, lt)``; one level).
+
+    Args:
+        context: the :class:`ringfire.ckks.Context`.
+        matrix_or_diagonals: an n x n matrix (n a power of two dividing the slot
+            count; the input and output then repeat with period n), or a dict
+            ``{k: vector}`` of its nonzero diagonals (diag_k[i] = M[i, (i + k) mod n]).
+        level: where the input ciphertext sits (default: the context's top level).
+        scale: the diagonals' encoding scale (default: the level's last prime, so
+            the rescale returns the input's scale).
+        baby_steps: the BSGS split (a power of two; default: chosen by cost), or
+        bsgs_ratio: giant steps per baby step wanted (Lattigo's convention).
+    """
+
+    def __init__(self, context, matrix_or_diagonals, *, level: int | None = None, scale: float | None = None,
+                 baby_steps: int | None = None, bsgs_ratio: float | None = None):
+        if isinstance(matrix_or_diagonals, dict):
+            diagonals = {int(k): np.asarray(v, dtype=complex).ravel().tolist()
+                         for k, v in matrix_or_diagonals.items()}
+        else:
+            matrix = np.asarray(matrix_or_diagonals, dtype=complex)
+            if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
+                raise ValueError(f"[ckks.LinearTransform] expected a square matrix, got shape {matrix.shape}")
+            n = matrix.shape[0]
+            if n < 1 or n & (n - 1) or n > context.slots:
+                raise ValueError(f"[ckks.LinearTransform] the matrix side {n} must be a power of two dividing "
+                                 f"the {context.slots} slots")
+            diagonals = _core.LinearTransform.diagonals_of(np.ascontiguousarray(matrix.ravel()), n)
+        if baby_steps is not None and bsgs_ratio is not None:
+            raise ValueError("[ckks.LinearTransform] give baby_steps or bsgs_ratio, not both")
+        if bsgs_ratio is not None:
+            span = max(1, len(diagonals))
+            baby_steps = 1 << max(0, round(math.log2(math.sqrt(span / float(bsgs_ratio)))))
+        level = context.max_level if level is None else int(level)
+        self._context = context
+        self._native = _core.LinearTransform(context._core, diagonals, level, 0.0 if scale is None else float(scale),
+                                             0 if baby_steps is None else int(baby_steps))
+        self._copies = {"cpu": self._native}
+
+    level = property(lambda self: self._native.level)
+    scale = property(lambda self: self._native.scale)
+    dimension = property(lambda self: self._native.dimension, doc="n: the period of input and output.")
+    baby_steps = property(lambda self: self._native.baby_steps)
+    diagonal_count = property(lambda self: self._native.diagonal_count)
+
+    def rotations(self) -> list[int]:
+        """The rotation steps whose Galois keys the transform needs: pass them to
+        ``ctx.keygen(rotations=...)``."""
+        return sorted(int(s) for s in self._native.rotations())
+
+    def _on(self, device: str):
+        native = self._copies.get(device)
+        if native is None:
+            native = self._copies[device] = self._native.to(device)
+        return native
+
+    def __repr__(self) -> str:
+        return (f"ckks.LinearTransform(n={self.dimension}, {self.diagonal_count} diagonals, level {self.level}, "
+                f"{self.baby_steps} baby steps, {len(self.rotations())} rotation keys)")
