@@ -147,7 +147,7 @@ class Ciphertext(Placed):
         if a.level == 0:
             raise ValueError("[ckks.multiply] out of levels: the ciphertext is at level 0")
         # Encode at the scale that lands the product on the next canonical scale.
-        scale = ctx.scale_at(a.level - 1) * ctx.params.q_primes[a.level] / a.scale
+        scale = ctx.landing_scale(a.level, a.scale)
         if np.ndim(value) == 0:
             v = complex(value)
             return self._wrap(ev.rescale(ev.multiply_scalar(a, v, scale)))

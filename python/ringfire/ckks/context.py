@@ -171,6 +171,15 @@ class Context:
         """The canonical scale of a level (see :mod:`ringfire.ckks.ciphertext`)."""
         return self._core.scale_at(int(level))
 
+    def landing_scale(self, level: int, scale: float) -> float:
+        """The encoding scale of a constant (or plaintext) that, multiplied into a
+        ciphertext at ``level`` with ``scale`` and rescaled, lands exactly on the
+        canonical scale of ``level - 1``: what keeps the chain canonical."""
+        level = int(level)
+        if not 1 <= level <= self.params.max_level:
+            raise ValueError(f"[ckks.landing_scale] level must be in [1, {self.params.max_level}], got {level}")
+        return self.scale_at(level - 1) * self.params.q_primes[level] / float(scale)
+
     def describe(self) -> str:
         return self._core.params.describe()
 

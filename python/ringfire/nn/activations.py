@@ -3,8 +3,6 @@ polynomial approximations for non-interactive encrypted evaluation."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 
@@ -55,11 +53,11 @@ FUNCTIONS = {
 
 
 class Polynomial:
-    """p(z) = sum_k coeffs[k] z^k, evaluated on ciphertexts with the operators.
+    """p(z) = sum_k coeffs[k] z^k, evaluated on ciphertexts by the scheme's
+    Paterson–Stockmeyer evaluator (``ev.evaluate_polynomial``, monomial basis).
 
-    Depth: powers z^2, z^4, ... by squaring, odd powers from products, then one
-    scalar product per term: ceil(log2(degree)) + 1 levels (1 for degree 1,
-    2 for degree 2, 3 for degree 3 or 4).
+    Depth: ceil(log2(degree + 1)) levels (1 for degree 1, 2 for degrees 2 and 3,
+    3 up to degree 7), the figure the scheme layer announces and consumes.
     """
 
     def __init__(self, coeffs, function: str = "custom", interval=None):
@@ -68,6 +66,7 @@ class Polynomial:
             self.coeffs.pop()
         self.function = function
         self.interval = interval
+        self._scheme_polynomial = None
 
     @classmethod
     def fit(cls, function: str, bound: float, degree: int = 2, samples: int = 2001) -> "Polynomial":
@@ -87,10 +86,15 @@ class Polynomial:
     def degree(self) -> int:
         return len(self.coeffs) - 1
 
+    def _scheme(self):
+        if self._scheme_polynomial is None:
+            from ..ckks import Polynomial as SchemePolynomial
+            self._scheme_polynomial = SchemePolynomial(self.coeffs, "monomial")
+        return self._scheme_polynomial
+
     @property
     def depth(self) -> int:
-        d = self.degree
-        return 0 if d == 0 else (1 if d == 1 else math.ceil(math.log2(d)) + 1)
+        return 0 if self.degree == 0 else self._scheme().depth
 
     @property
     def multiplications(self) -> int:
@@ -106,20 +110,9 @@ class Polynomial:
         return float(np.max(np.abs(self(t) - FUNCTIONS[self.function](t))))
 
     def evaluate_encrypted(self, ct):
-        powers = {1: ct}
-        for k in range(2, self.degree + 1):
-            half = k // 2
-            powers[k] = powers[half] * powers[k - half]
-        out = None
-        for k in range(1, self.degree + 1):
-            c = self.coeffs[k]
-            if c == 0.0:
-                continue
-            term = powers[k] * c
-            out = term if out is None else out + term
-        if out is None:
+        if self.degree == 0:
             raise ValueError("[nn] a constant polynomial activation is not supported")
-        return out + self.coeffs[0] if self.coeffs[0] != 0.0 else out
+        return ct.context.evaluator(ct.keys).evaluate_polynomial(ct, self._scheme())
 
     def describe(self) -> str:
         terms = " + ".join(f"{c:.6g}*z^{k}" for k, c in enumerate(self.coeffs) if c != 0)

@@ -64,7 +64,7 @@ def measure_costs(ctx, keys=None, secret_key=None, ks=(1, 8, 32, 96), repeats: i
     slots = ctx.slots
     kmax = max(ks)
     cts = [ctx.encrypt(rng.uniform(-1, 1, slots), keys) for _ in range(kmax)]
-    delta = ctx.scale_at(top - 1) * ctx.params.q_primes[top] / cts[0].scale
+    delta = ctx.landing_scale(top, cts[0].scale)
 
     # linear combination: the executor's inner loop (python term list + evaluator call + rescale + bias),
     # each call returning a Python Ciphertext as the executor's do

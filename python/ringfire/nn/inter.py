@@ -62,41 +62,25 @@ class InterRunner:
         self.cache = {} if cache is None else cache  # encoded diagonals, reused across samples
 
     def _matvec(self, ct, w_out_in, bias, name=""):
-        ctx, p, g = self.ctx, self.period, self.g
-        slots = ctx.slots
-        padded = np.zeros((p, p))
-        padded[:w_out_in.shape[0], :w_out_in.shape[1]] = w_out_in
-        ev = ctx.evaluator(ct.keys)
-        # Baby steps share one ModUp of the input (hoisted rotations).
-        baby = dict(zip(range(g), [ct] + ev.rotate_many(ct, list(range(1, g))))) if g > 1 else {0: ct}
+        """W x (+ bias) with the scheme's BSGS linear transform (hoisted baby steps,
+        g of them, so the Galois keys are rotation_steps(P)), landing on the next
+        level's canonical scale."""
+        from ..ckks import LinearTransform
+
+        ctx, p = self.ctx, self.period
         level = ct.level
-        delta = ctx.scale_at(level - 1) * ctx.params.q_primes[level] / ct.scale
-        out = None
-        idx = np.arange(p)
-        for k in range(0, p, g):
-            inner = None
-            for j in range(g):
-                i = k + j
-                if i >= p:
-                    break
-                diag = padded[idx, (idx + i) % p]          # diag_i[t] = W[t, t+i]
-                if not np.any(diag):
-                    continue
-                key = (name, i, level, round(delta))
-                pt = self.cache.get(key)
-                if pt is None:
-                    pre = np.roll(diag, k)                  # rotated by -k so the giant step realigns it
-                    pt = self.cache[key] = ctx.encode(np.tile(pre, slots // p), level=level, scale=delta)
-                term = ev.multiply_plain(baby[j], pt)
-                inner = term if inner is None else ev.add(inner, term)
-            if inner is None:
-                continue
-            if k:
-                inner = ev.rotate(inner, k)
-            out = inner if out is None else ev.add(out, inner)
-        out = ev.rescale(out)
+        if level == 0:
+            raise ValueError(f"[nn] out of levels at node '{name}' (dense layer); see Model.plan()")
+        scale = ctx.landing_scale(level, ct.scale)
+        key = (name, level, round(scale))
+        lt = self.cache.get(key)
+        if lt is None:
+            padded = np.zeros((p, p))
+            padded[:w_out_in.shape[0], :w_out_in.shape[1]] = w_out_in
+            lt = self.cache[key] = LinearTransform(ctx, padded, level=level, scale=scale, baby_steps=self.g)
+        out = ctx.evaluator(ct.keys).linear_transform(ct, lt)
         if np.any(bias):
-            out = out + tile(bias, p, slots)
+            out = out + tile(bias, p, ctx.slots)
         return out
 
     def run(self, ct, client=None):

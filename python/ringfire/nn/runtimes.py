@@ -116,7 +116,7 @@ class EncryptedRuntime(_ArrayMoves):
             if level == 0:
                 raise ValueError(f"[nn] out of levels at node '{node.name}' ({node.op}); see Model.plan()")
             ctx = self.ctx
-            delta = ctx.scale_at(level - 1) * ctx.params.q_primes[level] / scale
+            delta = ctx.landing_scale(level, scale)
         for o in range(out.size):
             lo, hi = bounds[o], bounds[o + 1]
             cts, ws, constant = [], [], float(m.bias[o])
