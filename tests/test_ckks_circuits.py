@@ -105,3 +105,17 @@ def test_linear_transform_refuses_a_wrong_level_or_shape(deep):
     _, keys = ctx.keygen(rotations=lt.rotations())
     with pytest.raises(ValueError, match="built for level 2"):
         ctx.evaluator(keys).linear_transform(ctx.encrypt(np.zeros(4), keys), lt)
+
+
+def test_landing_scale_keeps_the_chain_canonical(deep):
+    ctx = deep
+    sk, keys = ctx.keygen()
+    ev = ctx.evaluator(keys)
+    ct = ev.mod_switch(ctx.encrypt(np.full(4, 0.5), keys), 3)
+    off = ev.rescale(ev.multiply_scalar(ct, 1.0, scale=2.0**35))  # now off-canonical at level 2
+    assert off.scale != pytest.approx(ctx.scale_at(2), rel=1e-9)
+    landed = ev.rescale(ev.multiply_scalar(off, 3.0, scale=ctx.landing_scale(off.level, off.scale)))
+    assert landed.level == 1 and landed.scale == pytest.approx(ctx.scale_at(1), rel=1e-12)
+    assert bits(ctx.decrypt(landed, sk)[:4], 1.5) >= 18
+    with pytest.raises(ValueError, match="level must be"):
+        ctx.landing_scale(0, ctx.scale)

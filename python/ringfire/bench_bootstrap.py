@@ -8,7 +8,7 @@ precision in bits against NumPy (mean and minimum over the slots, N/2
 uniform reals in [-1, 1] encrypted with the public key at the default scale),
 levels left, key and plaintext bytes, key switches, failure probability and
 the process's peak memory. ``meta=True`` adds Meta-BTS on an input precise
-enough to show its gain (scale q_0 / 2^8, secret-key encryption).
+enough to show its gain (scale q_0 / 2^7, secret-key encryption).
 On a GPU each phase ends with a synchronisation.
 """
 
@@ -81,7 +81,8 @@ def bench_bootstrap(preset: str = "N16_BOOT", repeat: int = 2, device: str = "cp
     row("levels left", out.level, "levels")
     if meta:
         q0 = ctx.params.q_primes[0]
-        precise = ctx.encrypt(ctx.encode(x, level=0, scale=float(2 ** int(np.log2(q0) - 8))), sk)
+        ratio = ctx.bootstrap_options["log_message_ratio"]
+        precise = ctx.encrypt(ctx.encode(x, level=0, scale=float(2 ** int(np.log2(q0) - ratio))), sk)
         t = time.perf_counter()
         refined = on_device.bootstrap(precise.to(device), iterations=2, correction_bits=20)
         ctx.synchronize()

@@ -29,7 +29,7 @@ BOOTSTRAP_DEFAULTS = dict(
     double_angles=3,       # double-angle steps of the cosine
     cos_degree=0,          # 0: the least degree reaching 2^-50 within EvalMod's levels
     arcsine_degree=3,      # 0: none; else odd (3, 5, 7): makes the precision independent of the data
-    log_message_ratio=8,   # q_0 / scale seen by EvalMod (bits); 0 keeps the input's
+    log_message_ratio=7,   # q_0 / scale seen by EvalMod (bits); 0 keeps the input's
     ephemeral_weight=32,   # Hamming weight of the ephemeral sparse secret around ModRaise
 )
 
@@ -136,8 +136,9 @@ def input_bound(ratio_bits: float) -> float:
     """The largest |x| bootstrapped at full precision whatever the data.
     EvalMod sees the plaintext's coefficients, which a vector with |x| <= B
     keeps within B (a constant vector reaches it); the arcsine-corrected sine
-    is exact to its error while a coefficient stays below q_0 / 2^8. Measured
-    on constant vectors at ratio 2^8: 24 bits at |x| = 2, then ~5 bits fewer
-    per doubling, and a wrap (wrong values) at 2^8. Random data spreads over
-    the coefficients and tolerates far larger slots."""
-    return 2.0 ** (ratio_bits - 8)
+    holds its precision while a coefficient stays below q_0 / 2^7. Measured on
+    constant vectors at ratio 2^7 (N = 2^14): |x| = 1 keeps 23.8 bits where
+    random data keeps 24.6 (worst slot), |x| = 2 keeps 20.1, then about 5 bits
+    fewer per doubling, and the value wraps (wrong) at 2^7. Random data spreads
+    over the coefficients and tolerates far larger slots."""
+    return 2.0 ** (ratio_bits - 7)

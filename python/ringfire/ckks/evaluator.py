@@ -189,10 +189,10 @@ class Evaluator:
         ctx = self._context
         native = ctx._native_bootstrapper("ckks.bootstrap")
         ratio = bootstrapping.message_ratio_bits(ctx._bootstrap_options, ctx.params.q_primes[0], a.scale)
-        if ratio < 8:
+        if bootstrapping.input_bound(ratio) < 1:
             warn_at_caller(f"[ckks.bootstrap] the input's scale 2^{math.log2(a.scale):.1f} leaves q_0 / scale = "
                            f"2^{ratio:.1f}: only |x| <= {bootstrapping.input_bound(ratio):g} bootstraps at full "
-                           "precision (use a scale at most q_0 / 2^8)")
+                           "precision (use a scale at most q_0 / 2^7)")
         keyset = keys or a.keys or self._keyset()
         boot = keyset.require_bootstrap("ckks.bootstrap")._on(a.device)
         relin = keyset.require_relin("ckks.bootstrap")._on(a.device)
