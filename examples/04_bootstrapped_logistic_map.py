@@ -8,7 +8,7 @@ whenever fewer than two levels are left, and the result is checked against
 NumPy running the same map.
 
 The default is the toy ring N12_BOOT_INSECURE (seconds; NOT secure, it
-warns). For the 128-bit preset (about 20 s per bootstrap on two cores and
+warns). For the 128-bit preset (about 17 s per bootstrap on two cores and
 15 GB of memory): python examples/04_bootstrapped_logistic_map.py N16_BOOT
 """
 

@@ -237,6 +237,17 @@ void bind_ckks_bootstrap(nb::module_& m) {
           },
           nb::arg("evaluator"), nb::arg("ciphertext"), nb::arg("relin_key"), nb::arg("keys"),
           nb::arg("target_scale") = 0.0, nb::arg("timed") = false)
+      .def(
+          "bootstrap_pair",
+          [](const Bootstrapper& b, const Evaluator& ev, const Ciphertext& x, const Ciphertext& y,
+             const RelinKey& relin, const BootstrapKeys& keys) {
+            std::pair<Ciphertext, Ciphertext> out = [&] {
+              nb::gil_scoped_release release;
+              return b.bootstrap_pair(ev, x, y, relin, keys);
+            }();
+            return nb::make_tuple(std::move(out.first), std::move(out.second));
+          },
+          nb::arg("evaluator"), nb::arg("a"), nb::arg("b"), nb::arg("relin_key"), nb::arg("keys"))
       .def("bootstrap_twice", &Bootstrapper::bootstrap_twice, nb::arg("evaluator"), nb::arg("ciphertext"),
            nb::arg("relin_key"), nb::arg("keys"), nb::arg("correction_bits"), Release())
       .def("simulate", [](const Bootstrapper& b, const ckks::Simulator& sim, const ckks::SimCiphertext& ct) {

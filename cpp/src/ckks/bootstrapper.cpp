@@ -357,6 +357,33 @@ Ciphertext Bootstrapper::bootstrap_twice(const Evaluator& ev, const Ciphertext& 
   return ev.weighted_sum({&first, &correction}, {1.0, 1.0}, first.level(), correction.scale());
 }
 
+std::pair<Ciphertext, Ciphertext> Bootstrapper::bootstrap_pair(const Evaluator& ev, const Ciphertext& a,
+                                                              const Ciphertext& b, const RelinKey& relin,
+                                                              const BootstrapKeys& keys) const {
+  const OpLabel label("ckks.bootstrap");
+  constexpr const char* op = "ckks.bootstrap_pair";
+  require(a.level() == b.level() && same_scale(a.scale(), b.scale()), op,
+          "the two ciphertexts must share level and scale (got levels " + std::to_string(a.level()) + " and " +
+              std::to_string(b.level()) + ")");
+  require(!a.is_complex() && !b.is_complex(), op, "both ciphertexts must hold real values (their imaginary "
+                                                  "parts carry the other one)");
+  Ciphertext z = ev.add(a, ev.multiply_by_i(b));
+  z.set_complex(true);
+  const double canonical = context_->scale_at(output_level());
+  const Ciphertext out = bootstrap(ev, z, relin, keys, canonical / 2.0);
+  const Ciphertext conj = ev.conjugate(out, keys.galois);
+  // z + z̄ = 2 Re z and -i (z - z̄) = 2 Im z: read at twice the landing scale,
+  // they are a and b on the canonical scale.
+  Ciphertext re = ev.add(out, conj);
+  Ciphertext im = ev.multiply_by_i(ev.sub(out, conj), true);
+  for (Ciphertext* c : {&re, &im}) {
+    c->set_scale(canonical);
+    c->set_complex(false);
+    c->set_noise_bits(out.noise_bits());
+  }
+  return {std::move(re), std::move(im)};
+}
+
 // ---- planning and keys ---------------------------------------------------------
 
 BootstrapPlan Bootstrapper::plan() const {

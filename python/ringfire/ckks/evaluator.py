@@ -209,6 +209,25 @@ class Evaluator:
             timings.update(times)
         return self._wrap(out, a)
 
+    def bootstrap_pair(self, a: Ciphertext, b: Ciphertext, *, keys: KeySet | None = None):
+        """Two real-valued ciphertexts refreshed by one bootstrap (half the work of
+        two): a + i b is bootstrapped and split again with one conjugation. Returns
+        ``(a', b')`` at ``ctx.max_level`` on its canonical scale. Operands at
+        different levels are aligned first; complex-valued ones are refused."""
+        for c in (a, b):
+            if not isinstance(c, Ciphertext):
+                raise TypeError(f"[ckks.bootstrap_pair] expected Ciphertexts, got {type(c).__name__}")
+            if c.is_complex:
+                raise ValueError("[ckks.bootstrap_pair] both ciphertexts must hold real values (the pair travels "
+                                 "as the real and imaginary parts of one); bootstrap complex data on its own")
+        native = self._context._native_bootstrapper("ckks.bootstrap")
+        keyset = keys or a.keys or self._keyset()
+        boot = keyset.require_bootstrap("ckks.bootstrap")._on(a.device)
+        relin = keyset.require_relin("ckks.bootstrap")._on(a.device)
+        x, y = a._aligned(b)
+        first, second = native.bootstrap_pair(self._ev, x, y, relin, boot)
+        return self._wrap(first, a), self._wrap(second, b)
+
     # ---- in-place forms ------------------------------------------------------------
     def add_inplace(self, a, b): return self._set(a, self.add(a, b))
     def sub_inplace(self, a, b): return self._set(a, self.sub(a, b))

@@ -124,6 +124,13 @@ class Bootstrapper {
   // the input's (the precision it gained), at output_level().
   Ciphertext bootstrap_twice(const Evaluator& ev, const Ciphertext& ct, const RelinKey& relin,
                              const BootstrapKeys& keys, int correction_bits) const;
+  // Two real-valued ciphertexts in one bootstrap: z = a + i b is
+  // bootstrapped (landing at half the canonical scale), then a = (z + z̄)/2
+  // and b = (z - z̄)/(2i) are split with one conjugation and no level, each
+  // on the canonical scale of output_level(). a and b must share level and
+  // scale; the result holds real values.
+  std::pair<Ciphertext, Ciphertext> bootstrap_pair(const Evaluator& ev, const Ciphertext& a, const Ciphertext& b,
+                                                   const RelinKey& relin, const BootstrapKeys& keys) const;
   // The same circuit on placeholders.
   SimCiphertext bootstrap(const Simulator& sim, const SimCiphertext& ct) const;
 
