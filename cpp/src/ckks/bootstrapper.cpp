@@ -402,7 +402,8 @@ BootstrapPlan Bootstrapper::plan() const {
     return static_cast<std::uint64_t>(2 * rlwe.digit_count(level) * (level + 1 + k) * n * 8);
   };
   for (const auto& [step, level] : rotation_levels_) p.key_bytes += key_bytes(level);
-  p.key_bytes += key_bytes(conjugation_level_) + key_bytes(0) + key_bytes(context_->max_level());
+  // The key into the ephemeral secret: one digit over q_0 and p_0.
+  p.key_bytes += key_bytes(conjugation_level_) + key_bytes(context_->max_level()) + 2 * 2 * n * 8;
   p.rotation_keys = rotation_levels_.size() + 1;
   for (const auto* group : {&cts_, &stc_})
     for (const LinearTransform& lt : *group) {
