@@ -80,6 +80,9 @@ TEST(Arith, ModulusLimitsAreErrors) {
   EXPECT_THROW(Modulus(u64{1} << 61), InvalidArgument);
   EXPECT_FALSE(Modulus((u64{1} << 61) - 1).supports_dhem());
   EXPECT_TRUE(Modulus((u64{1} << 60) - 1).supports_dhem());
+  // floor(2^123 / 2^59) = 2^64: the one 60-bit modulus without the headroom.
+  EXPECT_FALSE(Modulus(u64{1} << 59).supports_dhem());
+  EXPECT_TRUE(Modulus((u64{1} << 59) + 1).supports_dhem());
 }
 
 TEST(Primes, NttPrimesAreDistinctPrimeAndCongruent) {

@@ -35,8 +35,8 @@ void mul_mod_array(ConstU64Array a, ConstU64Array b, U64Array out, u64 q, const 
   } else if (method == "dhem") {
     require(mod.supports_dhem(), op,
             "the Dhem-Quisquater reduction (seed 002 Alg. 3) needs 4 bits of headroom: len(q) <= " +
-                std::to_string(kDhemMaxBits) + " bits, but q=" + std::to_string(q) + " has " +
-                std::to_string(mod.bits()) + " bits");
+                std::to_string(kDhemMaxBits) + " bits and q != 2^59 (floor(2^(2m+3)/q) must fit 64 bits), but q=" +
+                std::to_string(q) + " has " + std::to_string(mod.bits()) + " bits");
     mul_loop(pa, pb, po, n, [&](u128 x) { return reduce_dhem(x, mod); });
   } else if (method == "alg4") {
     mul_loop(pa, pb, po, n, [&](u128 x) { return reduce_alg4(x, mod); });

@@ -97,7 +97,7 @@ double time_modmul(const std::string& method, std::size_t count, int bits, int r
   if (method == "mad_mod") return run([&](u64 x, u64 y) { return mad_mod(x, y, x, mod); });
   if (method == "shoup") return run([&](u64 x, u64) { return mul_mod_shoup(x, w, w_shoup, q); });
   if (method == "dhem") {
-    require(mod.supports_dhem(), "bench.modmul", "dhem needs q of at most 60 bits");
+    require(mod.supports_dhem(), "bench.modmul", "dhem needs q of at most 60 bits, and not 2^59");
     return run([&](u64 x, u64 y) { return reduce_dhem(mul_wide(x, y), mod); });
   }
   throw_invalid("bench.modmul", "unknown method '" + method + "'");

@@ -5,7 +5,7 @@ Every function takes reduced inputs (``0 <= a, b < q``) and a modulus
 ``uint64`` array. Reductions (seed 002 §II-B):
 
 * ``"barrett"`` -- classic Barrett, Alg. 2 (up to two corrections);
-* ``"dhem"`` -- Dhem-Quisquater, Alg. 3 (one correction; needs ``len(q) <= 60``);
+* ``"dhem"`` -- Dhem-Quisquater, Alg. 3 (one correction; needs ``len(q) <= 60`` and ``q != 2**59``);
 * ``"alg4"`` -- seed 002's proposed variant, Alg. 4 (one correction, ``len(q) <= 62``);
   the library's default;
 * ``"shoup"`` -- Shoup's precomputed-quotient product (``b`` is the fixed factor);

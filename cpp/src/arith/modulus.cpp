@@ -20,7 +20,10 @@ Modulus::Modulus(u64 q) : q_(q) {
   if ((q & (q - 1)) == 0) ratio += 1;
   ratio_lo_ = static_cast<u64>(ratio);
   ratio_hi_ = static_cast<u64>(ratio >> 64);
-  mu_dhem_ = bits_ <= kDhemMaxBits ? static_cast<u64>((one << (2 * bits_ + 3)) / q) : 0;
+  if (bits_ <= kDhemMaxBits) {
+    const u128 mu = (one << (2 * bits_ + 3)) / q;
+    mu_dhem_ = (mu >> 64) == 0 ? static_cast<u64>(mu) : 0;  // q = 2^59: mu = 2^64, no headroom
+  }
 }
 
 bool try_inv_mod(u64 a, u64 q, u64& inverse) {

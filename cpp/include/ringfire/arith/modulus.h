@@ -25,11 +25,12 @@ class Modulus {
   RF_HD int bits() const { return bits_; }
   // floor(2^(2m) / q): classic Barrett, seed 002 Alg. 2.
   RF_HD u64 mu_classic() const { return mu_classic_; }
-  // floor(2^(2m+3) / q): Dhem-Quisquater, Alg. 3; 0 when len(q) > 60.
+  // floor(2^(2m+3) / q): Dhem-Quisquater, Alg. 3; 0 when it does not fit a
+  // word: len(q) > 60, or q = 2^59 (where it is exactly 2^64).
   RF_HD u64 mu_dhem() const { return mu_dhem_; }
   // floor(2^(2m+1) / q): seed 002's proposed variant, Alg. 4.
   RF_HD u64 mu_alg4() const { return mu_alg4_; }
-  RF_HD bool supports_dhem() const { return bits_ <= kDhemMaxBits; }
+  RF_HD bool supports_dhem() const { return mu_dhem_ != 0; }
   // floor(2^128 / q) as two words, for reducing any 128-bit value.
   RF_HD u64 ratio_lo() const { return ratio_lo_; }
   RF_HD u64 ratio_hi() const { return ratio_hi_; }
