@@ -115,6 +115,7 @@ def run_demo(json_output: bool = False) -> int:
         print(json.dumps(report, indent=2))
     else:
         say("\nAll checks passed." if ok else "\nSOME CHECKS FAILED.")
-        say("Next: `ringfire bench ckks` times the CKKS routines; `ringfire bench ntt` the NTT; "
-            "`ringfire rpu ntt` simulates the RPU accelerator.")
+        say("Next: `ringfire bench ckks` times the CKKS routines; `ringfire bench bootstrap` a 128-bit CKKS "
+            "bootstrap (docs/bootstrapping.md); `ringfire bench ntt` the NTT; `ringfire rpu ntt` simulates the RPU "
+            "accelerator.")
     return 0 if ok else 1
