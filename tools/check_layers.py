@@ -18,13 +18,16 @@ against a view of the headers below it.)
 
 Python (python/ringfire/):
 
-    _core, _checks -> arith, arith128, ring, cuda, io -> ckks -> nn, rpu (side
-        by side) -> bench, bench_ckks, demo -> cli -> __main__, the package
+    _core, _checks -> arith, arith128, ring, cuda, io -> rlwe -> ckks, bgv
+        (side by side) -> bfv (a mode of bgv) -> nn, rpu (side by side) ->
+        bench, bench_ckks, demo -> cli -> __main__, the package
 
 * a module imports only from its own package or from lower ranks;
 * no module reaches into another package's private names: an attribute
-  ``x._name`` must be defined in the module's own package or in the shared
-  internal ``_checks`` (``_core`` is the native module everyone uses).
+  ``x._name`` must be defined in the module's own package, in the shared
+  internal ``_checks``, or in ``rlwe``, whose base classes the schemes
+  derive from (their underscored members are the subclassing protocol);
+  ``_core`` is the native module everyone uses.
 
 Exits 1 and lists every violation.
 """
@@ -47,13 +50,16 @@ SUFFIXES = {".h", ".hpp", ".cpp", ".cu", ".cuh"}
 PY_RANK = {
     "_core": 0, "_checks": 0,
     "arith": 1, "arith128": 1, "ring": 1, "cuda": 1, "io": 1,
-    "ckks": 2,
-    "nn": 3, "rpu": 3,
-    "bench": 4, "bench_ckks": 4, "bench_bootstrap": 4, "demo": 4,
-    "cli": 5,
-    "__main__": 6, "__init__": 6,
+    "rlwe": 2,
+    "ckks": 3, "bgv": 3,
+    "bfv": 4,
+    "nn": 5, "rpu": 5,
+    "bench": 6, "bench_ckks": 6, "bench_bootstrap": 6, "bench_bgv": 6, "demo": 6,
+    "cli": 7,
+    "__main__": 8, "__init__": 8,
 }
-SHARED_INTERNALS = ("_checks.py",)
+# Modules and packages whose private names every unit may use.
+SHARED_INTERNALS = ("_checks.py", "rlwe")
 
 
 def layer_of(path: pathlib.Path, root: pathlib.Path) -> str | None:
@@ -191,7 +197,11 @@ def python_violations(root: pathlib.Path) -> list[str]:
     by_unit: dict[str, list[pathlib.Path]] = {}
     for path in files:
         by_unit.setdefault(py_unit(path, pkg_root), []).append(path)
-    shared = defined_private_names([pkg_root / name for name in SHARED_INTERNALS if (pkg_root / name).exists()])
+    shared_files = []
+    for name in SHARED_INTERNALS:
+        path = pkg_root / name
+        shared_files += sorted(path.rglob("*.py")) if path.is_dir() else [path] if path.exists() else []
+    shared = defined_private_names(shared_files)
     own_names = {unit: defined_private_names(paths) | shared for unit, paths in by_unit.items()}
     found = []
     for path in files:

@@ -32,6 +32,7 @@ namespace ringfire::python {
 
 void bind_rlwe(nb::module_& m);
 void bind_ckks(nb::module_& m);
+void bind_bgv(nb::module_& m);
 void bind_io(nb::module_& m);
 void bind_cuda(nb::module_& m);
 

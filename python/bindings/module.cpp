@@ -51,6 +51,7 @@ NB_MODULE(_core, m) {
   bind_bench(m);
   bind_rlwe(m);
   bind_ckks(m);
+  bind_bgv(m);
   bind_io(m);
   bind_cuda(m);
 }

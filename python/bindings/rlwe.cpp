@@ -64,8 +64,15 @@ void bind_rlwe(nb::module_& m) {
   nb::class_<Parameters>(m, "Parameters")
       .def(nb::new_([](std::size_t n, const std::vector<int>& q_bits, const std::vector<int>& p_bits,
                        std::size_t dnum, int security, int scale_bits, bool insecure_no_security_check,
-                       std::size_t reserved_levels) {
+                       std::size_t reserved_levels, const std::string& scheme, u64 plain_modulus, int plain_bits) {
              ParameterLiteral lit;
+             lit.scheme = scheme == "ckks"  ? Scheme::ckks
+                          : scheme == "bgv" ? Scheme::bgv
+                          : scheme == "bfv" ? Scheme::bfv
+                                            : throw InvalidArgument(tagged_message(
+                                                  "rlwe.Parameters", "unknown scheme '" + scheme + "'"));
+             lit.plain_modulus = plain_modulus;
+             lit.plain_bits = plain_bits;
              lit.poly_degree = n;
              lit.q_bits = q_bits;
              lit.p_bits = p_bits;
@@ -77,7 +84,8 @@ void bind_rlwe(nb::module_& m) {
              return Parameters(lit);
            }),
            nb::arg("poly_degree"), nb::arg("q_bits"), nb::arg("p_bits"), nb::arg("dnum"), nb::arg("security"),
-           nb::arg("scale_bits"), nb::arg("insecure_no_security_check") = false, nb::arg("reserved_levels") = 0)
+           nb::arg("scale_bits"), nb::arg("insecure_no_security_check") = false, nb::arg("reserved_levels") = 0,
+           nb::arg("scheme") = "ckks", nb::arg("plain_modulus") = 0, nb::arg("plain_bits") = 0)
       .def_prop_ro("scheme", [](const Parameters& p) { return std::string(scheme_name(p.scheme())); })
       .def_prop_ro("plain_modulus", &Parameters::plain_modulus)
       .def_prop_ro("poly_degree", &Parameters::n)
@@ -123,6 +131,7 @@ void bind_rlwe(nb::module_& m) {
       .def_prop_ro("seeded", [](const Ciphertext& c) { return c.seed().has_value(); })
       .def_prop_ro("noise_bits", &Ciphertext::noise_bits)
       .def_prop_ro("is_complex", &Ciphertext::is_complex)
+      .def_prop_ro("correction", [](const Ciphertext& c) { return c.metadata().correction; })
       .def("polys", &ciphertext_array)
       .def("clone", &Ciphertext::clone)
       .def_prop_ro("device", &device_of<Ciphertext>)
@@ -133,6 +142,7 @@ void bind_rlwe(nb::module_& m) {
       .def_prop_ro("fingerprint", &Plaintext::fingerprint)
       .def_prop_ro("is_scalar", &Plaintext::is_scalar)
       .def_prop_ro("is_complex", &Plaintext::is_complex)
+      .def_prop_ro("correction", [](const Plaintext& p) { return p.metadata().correction; })
       .def_prop_ro("device", &device_of<Plaintext>)
       .def("to", &move_to<Plaintext>, nb::arg("device"), nb::arg("queue") = 0, kToDoc);
   nb::class_<SecretKey>(m, "SecretKey")

@@ -12,6 +12,10 @@ Layers available in this release:
   checks, keys (hybrid key switching), encryption, an explicit evaluator,
   Python operators, serialization; ``Context(..., device="cuda")`` and
   ``ct.to("cuda")`` run the same operations on an NVIDIA GPU.
+* :mod:`ringfire.bgv` and :mod:`ringfire.bfv` -- exact integer arithmetic modulo a
+  plaintext modulus t on one RLWE core: batching (2 x N/2 slots), rotations, the
+  noise budget; BGV with automatic modulus switching, BFV with scale-invariant
+  products; the same keys, serialization and GPU placement as CKKS.
 * :mod:`ringfire.cuda` -- the GPU runtime: streams, compute frames, memory-pool
   statistics, the kernel profiler.
 * :mod:`ringfire.io` -- envelopes for bytes that cross a trust boundary:
@@ -21,13 +25,13 @@ The command line ``ringfire demo`` runs a short tour; ``ringfire bench`` measure
 """
 
 from . import _core
-from . import arith, arith128, ckks, cuda, io, nn, ring
+from . import arith, arith128, bfv, bgv, ckks, cuda, io, nn, ring
 
 __version__ = "0.1.0"
 
 DeviceError = _core.DeviceError  # a device that exists failed (a CUDA error, device memory); a RuntimeError
 
-__all__ = ["DeviceError", "arith", "arith128", "ckks", "cuda", "io", "nn", "ring", "num_threads", "set_num_threads", "cuda_available", "__version__"]
+__all__ = ["DeviceError", "arith", "arith128", "bfv", "bgv", "ckks", "cuda", "io", "nn", "ring", "num_threads", "set_num_threads", "cuda_available", "__version__"]
 
 
 def num_threads() -> int:

@@ -49,6 +49,19 @@ def cmd_bench(args) -> int:
                                meta=args.meta, quiet=quiet)
         _emit(args, "bootstrap", rows, [("measure", "measure", "s"), ("value", "value", ".4g"), ("unit", "unit", "s")])
         return 0
+    if args.what in ("bgv", "bfv"):
+        from .bench_bgv import SETS as INT_SETS
+        from .bench_bgv import bench_integer
+        sets = args.sets.split(",") if args.sets != "N14,seed000" else ["N14", "N15", "N16"]
+        unknown = [s for s in sets if s not in INT_SETS]
+        if unknown:
+            raise ValueError(f"unknown set(s) {unknown}; choose from {sorted(INT_SETS)}")
+        configs = ("default", "best") if args.config == "both" else (args.config,)
+        rows = bench_integer(args.what, sets, configs, repeat=args.repeat or 5, device=args.device, quiet=quiet)
+        _emit(args, args.what, rows, [("set", "set", "s"), ("n", "N", "d"), ("config", "config", "s"),
+                                      ("dnum", "dnum", "d"), ("routine", "routine", "s"), ("ms", "ms", ".2f"),
+                                      ("exact", "exact", "s")])
+        return 0
     if args.what == "ckks":
         from .bench_ckks import SETS, bench_ckks
         sets = args.sets.split(",")
@@ -119,10 +132,13 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--json", action="store_true")
     info.set_defaults(func=cmd_info)
 
-    b = sub.add_parser("bench", help="benchmarks (ckks, bootstrap, ntt, modmul, polymul)")
-    b.add_argument("what", choices=["ckks", "bootstrap", "ntt", "modmul", "polymul"])
+    b = sub.add_parser("bench", help="benchmarks (ckks, bootstrap, bgv, bfv, ntt, modmul, polymul)")
+    b.add_argument("what", choices=["ckks", "bootstrap", "bgv", "bfv", "ntt", "modmul", "polymul"])
     b.add_argument("--sets", default="N14,seed000",
-                   help="ckks: parameter sets N14, seed000, N16, matmul (default N14,seed000)")
+                   help="ckks: parameter sets N14, seed000, N16, matmul (default N14,seed000); "
+                        "bgv/bfv: N14, N15, N16 (default all three)")
+    b.add_argument("--config", choices=["default", "best", "both"], default="both",
+                   help="bgv/bfv: one special prime (default), hybrid dnum=3 (best), or both")
     b.add_argument("--repeat", type=int, default=None,
                    help="ckks: timed runs per routine (median; default 5); bootstrap: timed bootstraps (default 2)")
     b.add_argument("--preset", default="N16_BOOT",
@@ -138,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="modmul: prime sizes (default 30,50,60,61)")
     b.add_argument("--threads", type=int, default=0, help="CPU threads (default: all)")
     b.add_argument("--budget", type=float, default=0.3, help="seconds of timing per cell")
-    b.add_argument("--device", default="cpu", help="ckks, ntt: 'cpu' (default) or 'cuda[:N]'")
+    b.add_argument("--device", default="cpu", help="ckks, bgv, bfv, ntt: 'cpu' (default) or 'cuda[:N]'")
     b.add_argument("--profile", action="store_true",
                    help="ckks on a GPU: per-kernel times and the share of NTT in each routine")
     b.add_argument("--json", action="store_true", help="print JSON instead of a table")

@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <limits>
-#include <optional>
 
 #include "ringfire/arith/modular.h"
 #include "ringfire/arith/reduction.h"
@@ -22,19 +21,6 @@ std::string fmt_scale(double s) {
 
 Backend& backend(const Ciphertext& c) { return backend_for(c.device()); }
 
-// Plaintexts are encoded on the host; one that lives on another device than
-// the ciphertext is copied over for the operation (one polynomial).
-class PlainOn {
- public:
-  PlainOn(const Plaintext& p, const Device& device) : plain_(&p) {
-    if (p.device() != device) plain_ = &moved_.emplace(p.to(device));
-  }
-  const Plaintext& get() const { return *plain_; }
-
- private:
-  std::optional<Plaintext> moved_;
-  const Plaintext* plain_;
-};
 
 double log2_modulus(const RnsBase& base) {
   double bits = 0.0;
@@ -115,21 +101,6 @@ void Evaluator::check_product_fits(double scale, std::size_t level, const char* 
 
 namespace {
 
-// a (+|-)= b for same-level, same-scale ciphertexts; a grows to b's size.
-template <class Op>
-void combine_inplace(Ciphertext& a, const Ciphertext& b, Op op) {
-  if (b.size() > a.size()) {
-    Ciphertext grown(a.context(), b.size(), a.level(), a.metadata(), a.device());
-    backend(a).copy(a.data(), grown.data(), a.size() * a.poly_words());
-    grown.set_noise_bits(a.noise_bits());
-    a = std::move(grown);
-  }
-  op(backend(a), a.data(), b.data(), a.data(), b.size(), a.base());
-  a.set_seed(std::nullopt);
-  a.set_noise_bits(noise::add(a.noise_bits(), b.noise_bits()));
-  a.set_complex(a.is_complex() || b.is_complex());
-}
-
 // The noise a plaintext adds: its encoding rounding (at most 1/2 for a constant).
 double plain_noise(const RlweContext& ctx, const Plaintext& p) {
   return p.is_scalar() ? -1.0 : noise::encoding(ctx);
@@ -142,8 +113,7 @@ void Evaluator::add_inplace(Ciphertext& a, const Ciphertext& b) const {
   const OpLabel label(op);
   check_pair(a, b, op);
   check_same_scale(a.scale(), b.scale(), op);
-  combine_inplace(a, b, [](Backend& be, const u64* x, const u64* y, u64* out, std::size_t batch,
-                           const RnsBase& base) { be.add(x, y, out, batch, base); });
+  accumulate(a, b, false);
 }
 
 Ciphertext Evaluator::add(const Ciphertext& a, const Ciphertext& b) const {
@@ -158,8 +128,7 @@ void Evaluator::sub_inplace(Ciphertext& a, const Ciphertext& b) const {
   const OpLabel label(op);
   check_pair(a, b, op);
   check_same_scale(a.scale(), b.scale(), op);
-  combine_inplace(a, b, [](Backend& be, const u64* x, const u64* y, u64* out, std::size_t batch,
-                           const RnsBase& base) { be.sub(x, y, out, batch, base); });
+  accumulate(a, b, true);
 }
 
 Ciphertext Evaluator::sub(const Ciphertext& a, const Ciphertext& b) const {
@@ -187,7 +156,7 @@ void Evaluator::add_plain_inplace(Ciphertext& a, const Plaintext& p) const {
   const OpLabel label("ckks.add_plain");
   check_plain(a, p, "ckks.add_plain", true);
   if (p.is_scalar()) backend(a).add_scalar(a.poly(0), p.scalar_residues().data(), a.poly(0), 1, a.base());
-  else backend(a).add(a.poly(0), PlainOn(p, a.device()).get().data(), a.poly(0), 1, a.base());
+  else backend(a).add(a.poly(0), PlaintextOn(p, a.device()).data(), a.poly(0), 1, a.base());
   a.set_noise_bits(noise::add(a.noise_bits(), plain_noise(*context_->rlwe(), p)));
   a.set_complex(a.is_complex() || p.is_complex());
 }
@@ -202,7 +171,7 @@ Ciphertext Evaluator::add_plain(const Ciphertext& a, const Plaintext& p) const {
 void Evaluator::sub_plain_inplace(Ciphertext& a, const Plaintext& p) const {
   const OpLabel label("ckks.sub_plain");
   check_plain(a, p, "ckks.sub_plain", true);
-  backend(a).sub(a.poly(0), PlainOn(p, a.device()).get().data(), a.poly(0), 1, a.base());
+  backend(a).sub(a.poly(0), PlaintextOn(p, a.device()).data(), a.poly(0), 1, a.base());
   a.set_noise_bits(noise::add(a.noise_bits(), plain_noise(*context_->rlwe(), p)));
   a.set_complex(a.is_complex() || p.is_complex());
 }
@@ -286,7 +255,7 @@ void Evaluator::multiply_plain_inplace(Ciphertext& a, const Plaintext& p) const 
     be.multiply_scalar(a.data(), p.scalar_residues().data(), a.data(), a.size(), a.base());
     a.set_noise_bits(constant_product_noise(a, std::abs(p.scalar_value()), p.scale()));
   } else {
-    const PlainOn on(p, a.device());
+    const PlaintextOn on(p, a.device());
     for (std::size_t i = 0; i < a.size(); ++i) be.multiply(a.poly(i), on.get().data(), a.poly(i), 1, a.base());
     // e_a times the plaintext (slots taken as at most 1), plus its encoding rounding times m_a.
     a.set_noise_bits(noise::add(noise::scale(a.noise_bits(), p.scale()),
@@ -335,7 +304,7 @@ Ciphertext Evaluator::multiply_by_i(const Ciphertext& a, bool negative) const {
   check_operand(a, op);
   // encode_scalar(+-i) at scale 1 is exactly the monomial +-X^(N/2).
   const Plaintext monomial = context_->encoder().encode_scalar(Complex(0.0, negative ? -1.0 : 1.0), a.level(), 1.0);
-  const PlainOn on(monomial, a.device());
+  const PlaintextOn on(monomial, a.device());
   Ciphertext out(a.context(), a.size(), a.level(), a.metadata(), a.device());
   for (std::size_t i = 0; i < a.size(); ++i) backend(a).multiply(a.poly(i), on.get().data(), out.poly(i), 1, a.base());
   out.set_noise_bits(a.noise_bits());
@@ -475,30 +444,8 @@ Ciphertext Evaluator::rescale(const Ciphertext& a) const {
   const OpLabel label(op);
   check_operand(a, op);
   require(a.level() >= 1, op, "the ciphertext is at level 0: no prime left to rescale by");
-  const RlweContext& ctx = *context_->rlwe();
-  const std::size_t level = a.level(), n = a.n();
-  const RnsBase& last = *ctx.prime_base(level);
-  const RnsBase& lower = *ctx.level_base(level - 1);
-  const u64 q_last = last.modulus(0).value();
-  Backend& be = backend(a);
-  Ciphertext out(a.context(), a.size(), level - 1, with_scale(a.metadata(), a.scale() / static_cast<double>(q_last)),
-                 a.device());
-  std::vector<u64> q_last_inv(level);
-  for (std::size_t i = 0; i < level; ++i) q_last_inv[i] = ctx.q_last_inverse(level, i);
-  const std::size_t polys = a.size();
-  // The last limb of every polynomial, in coefficient form (one batched iNTT).
-  Buffer top(polys * n, a.device()), correction(polys * level * n, a.device());
-  for (std::size_t p = 0; p < polys; ++p) be.copy(a.poly(p) + level * n, top.data() + p * n, n);
-  be.ntt_inverse(top.data(), polys, last);
-  // r = the centred residue of c mod q_last on every lower prime (the exact
-  // conversion from the one-prime base); (c - r) / q_last = round(c / q_last).
-  be.base_convert(top.data(), correction.data(), polys, ctx.rescale_lift(level), BaseConversion::exact);
-  be.ntt_forward(correction.data(), polys, lower);
-  for (std::size_t p = 0; p < polys; ++p)
-    be.sub(a.poly(p), correction.data() + p * level * n, out.poly(p), 1, lower);
-  be.multiply_scalar(out.data(), q_last_inv.data(), out.data(), polys, lower);
-  out.set_noise_bits(noise::add(a.noise_bits() - std::log2(static_cast<double>(q_last)), noise::rounding(ctx)));
-  return out;
+  const double q_last = static_cast<double>(context_->params().q_primes()[a.level()]);
+  return divide_by_last_prime(a, with_scale(a.metadata(), a.scale() / q_last), op);
 }
 
 void Evaluator::rescale_inplace(Ciphertext& a) const { a = rescale(a); }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "ringfire/arith/modular.h"
 #include "ringfire/io/byte_io.h"
 #include "ringfire/rlwe/keygen.h"
 #include "ringfire/rlwe/noise.h"
@@ -116,8 +117,9 @@ Metadata read_metadata(Reader& r, std::uint16_t version) {
 
 // Metadata that makes sense for the scheme: CKKS scales of at least `lowest`
 // that leave a bit of the level's modulus for the sign (so decoding never
-// divides by zero or returns values that cannot be there); BGV correction
-// factors below t; nothing else where a scheme has no such field.
+// divides by zero or returns values that cannot be there); BGV and BFV
+// correction factors below t and invertible mod t (bgv/context.h); nothing
+// else where a scheme has no such field.
 void check_metadata(const Metadata& m, const RlweContext& ctx, std::size_t level, double lowest, const char* what) {
   const Parameters& params = ctx.params();
   const std::string prefix = std::string("corrupt: ") + what;
@@ -130,11 +132,11 @@ void check_metadata(const Metadata& m, const RlweContext& ctx, std::size_t level
     return;
   }
   require(m.scale == 1.0 && !m.complex, "io.load", prefix + " " + scheme_name(params.scheme()) + " objects have no scale");
-  if (params.scheme() == Scheme::bgv)
-    require(m.correction >= 1 && m.correction < params.plain_modulus(), "io.load",
-            prefix + " correction factor " + std::to_string(m.correction) + " is not below t");
-  else
-    require(m.correction == 1, "io.load", prefix + " BFV objects have no correction factor");
+  u64 inverse = 0;
+  require(m.correction >= 1 && m.correction < params.plain_modulus() &&
+              try_inv_mod(m.correction, params.plain_modulus(), inverse),
+          "io.load",
+          prefix + " correction factor " + std::to_string(m.correction) + " is not an invertible residue mod t");
 }
 
 // Version 2 payload of a ciphertext or public key:

@@ -1,5 +1,6 @@
 #include "ringfire/rlwe/evaluator.h"
 
+#include <cmath>
 #include <deque>
 
 #include "ringfire/base/errors.h"
@@ -49,6 +50,20 @@ void RlweEvaluator::check_key_device(const Device& key, const Ciphertext& a, con
               "': move the keys with .to(...) (they are uploaded once and cached)");
 }
 
+void RlweEvaluator::accumulate(Ciphertext& a, const Ciphertext& b, bool subtract) {
+  if (b.size() > a.size()) {
+    Ciphertext grown(a.context(), b.size(), a.level(), a.metadata(), a.device());
+    backend(a).copy(a.data(), grown.data(), a.size() * a.poly_words());
+    grown.set_noise_bits(a.noise_bits());
+    a = std::move(grown);
+  }
+  if (subtract) backend(a).sub(a.data(), b.data(), a.data(), b.size(), a.base());
+  else backend(a).add(a.data(), b.data(), a.data(), b.size(), a.base());
+  a.set_seed(std::nullopt);
+  a.set_noise_bits(noise::add(a.noise_bits(), b.noise_bits()));
+  a.set_complex(a.is_complex() || b.is_complex());
+}
+
 // ---- relinearization ------------------------------------------------------------
 
 Ciphertext RlweEvaluator::relinearize(const Ciphertext& a, const RelinKey& key) const {
@@ -95,6 +110,33 @@ Plaintext RlweEvaluator::mod_switch(const Plaintext& p, std::size_t level) const
   if (p.is_scalar())
     out.set_scalar(std::vector<u64>(p.scalar_residues().begin(), p.scalar_residues().begin() + level + 1),
                    p.scalar_value());
+  return out;
+}
+
+Ciphertext RlweEvaluator::divide_by_last_prime(const Ciphertext& a, const Metadata& meta, const char* op) const {
+  require(a.level() >= 1, op, "the ciphertext is at level 0: no prime left to divide by");
+  const RlweContext& ctx = *rlwe_;
+  const std::size_t level = a.level(), n = a.n();
+  const RnsBase& last = *ctx.prime_base(level);
+  const RnsBase& lower = *ctx.level_base(level - 1);
+  const u64 q_last = last.modulus(0).value();
+  Backend& be = backend(a);
+  Ciphertext out(a.context(), a.size(), level - 1, meta, a.device());
+  std::vector<u64> q_last_inv(level);
+  for (std::size_t i = 0; i < level; ++i) q_last_inv[i] = ctx.q_last_inverse(level, i);
+  const std::size_t polys = a.size();
+  // The last limb of every polynomial, in coefficient form (one batched iNTT).
+  Buffer top(polys * n, a.device()), correction(polys * level * n, a.device());
+  for (std::size_t p = 0; p < polys; ++p) be.copy(a.poly(p) + level * n, top.data() + p * n, n);
+  be.ntt_inverse(top.data(), polys, last);
+  // r = the centred residue of c mod q_last on every lower prime (the exact
+  // conversion from the one-prime base); (c - r) / q_last = round(c / q_last).
+  be.base_convert(top.data(), correction.data(), polys, ctx.rescale_lift(level), BaseConversion::exact);
+  be.ntt_forward(correction.data(), polys, lower);
+  for (std::size_t p = 0; p < polys; ++p)
+    be.sub(a.poly(p), correction.data() + p * level * n, out.poly(p), 1, lower);
+  be.multiply_scalar(out.data(), q_last_inv.data(), out.data(), polys, lower);
+  out.set_noise_bits(noise::add(a.noise_bits() - std::log2(static_cast<double>(q_last)), noise::rounding(ctx)));
   return out;
 }
 

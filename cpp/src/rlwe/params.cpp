@@ -102,6 +102,25 @@ void check_reserved_levels(std::size_t reserved, std::size_t primes) {
               std::to_string(primes) + " primes");
 }
 
+// The largest batching-friendly prime t of `bits` bits (t = 1 mod 2N) that
+// none of the ciphertext or special primes equals.
+u64 choose_plain_modulus(int bits, std::size_t n, const std::vector<u64>& q, const std::vector<u64>& p) {
+  const int min_bits = bit_length(2 * n) + 1;
+  require(bits >= min_bits && bits <= kMaxPrimeBits, kOp,
+          "plain_bits must be in [" + std::to_string(min_bits) + ", " + std::to_string(kMaxPrimeBits) +
+              "] for N=" + std::to_string(n) + " (a batching prime is 1 mod 2N), got " + std::to_string(bits));
+  std::set<u64> used(q.begin(), q.end());
+  used.insert(p.begin(), p.end());
+  const u64 step = 2 * n;
+  // Candidates 1 mod 2N, from the top of the size down.
+  const u64 top = (u64{1} << bits) - 1;
+  for (u64 t = top - (top - 1) % step; t > (u64{1} << (bits - 1)); t -= step)
+    if (!used.count(t) && is_prime(t)) return t;
+  throw_invalid(kOp, "no " + std::to_string(bits) + "-bit prime is 1 mod 2N=" + std::to_string(step) +
+                         " (besides the ciphertext primes): choose another plain_bits, or a plain_modulus "
+                         "(then slots cannot be batched)");
+}
+
 double log2_product(const std::vector<u64>& q, const std::vector<u64>& p) {
   double bits = 0.0;
   for (const auto* primes : {&q, &p})
@@ -169,6 +188,8 @@ Parameters::Parameters(const ParameterLiteral& lit)
       dnum_ = (q_.size() + alpha - 1) / alpha;
     }
   }
+  if (scheme_ != Scheme::ckks && plain_modulus_ == 0 && lit.plain_bits != 0)
+    plain_modulus_ = choose_plain_modulus(lit.plain_bits, n_, q_, p_);
   validate();
 }
 

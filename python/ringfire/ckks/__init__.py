@@ -20,7 +20,7 @@ from .ciphertext import Ciphertext, Plaintext
 from .circuits import LinearTransform, Polynomial, chebyshev_fit
 from .context import PRESETS, Context
 from .evaluator import Evaluator
-from .keys import GaloisKeys, KeySet, PublicKey, RelinKey, SecretKey
+from ..rlwe.keys import GaloisKeys, KeySet, PublicKey, RelinKey, SecretKey
 
 __all__ = ["Context", "PRESETS", "Ciphertext", "Plaintext", "Evaluator", "KeySet", "SecretKey", "PublicKey",
            "RelinKey", "GaloisKeys", "BootstrapKeys", "BootstrapPlan", "BOOTSTRAP_DEFAULTS",

@@ -17,7 +17,7 @@ import numbers
 from dataclasses import dataclass
 
 from .. import _core
-from .keys import _Key
+from ..rlwe.keys import _Key
 
 # The options and their defaults (those of N16_BOOT).
 BOOTSTRAP_DEFAULTS = dict(

@@ -19,39 +19,24 @@ import numbers
 import numpy as np
 
 from .. import _core
-from .. import io as rf_io
-from .residency import Placed
+from ..rlwe.ciphertext import CiphertextBase, PlaintextBase
 
 
-class Plaintext(Placed):
+class Plaintext(PlaintextBase):
     """An encoded vector (evaluation form) at a level and scale."""
 
-    def __init__(self, native, context, device=None):
-        self._context = context
-        self._place(native, device)
-
-    def to(self, device: str) -> "Plaintext":
-        """This plaintext on ``device``; the copy is made at the first operation that needs it."""
-        return self._moved(device)
-
     # Metadata is the same on every copy: read it without moving data.
-    level = property(lambda self: self._res.any().level)
     scale = property(lambda self: self._res.any().scale)
     is_scalar = property(lambda self: self._res.any().is_scalar, doc="All slots hold one real value (fast path).")
-    context = property(lambda self: self._context)
 
     def decode(self) -> np.ndarray:
         return self._context.decode(self)
-
-    def to_bytes(self, *, mac_key: bytes | None = None) -> bytes:
-        """Serialized form (``ctx.load`` reads it back); authenticated with ``mac_key``."""
-        return rf_io.wrap(_core.save_plaintext(self._host()), mac_key)
 
     def __repr__(self) -> str:
         return f"Plaintext(level={self.level}, scale=2^{np.log2(self.scale):.2f}{', scalar' if self.is_scalar else ''})"
 
 
-class Ciphertext(Placed):
+class Ciphertext(CiphertextBase):
     """An encrypted vector of ``ctx.slots`` numbers.
 
     ``level`` counts the rescalings left; ``scale`` is the factor the slots
@@ -61,59 +46,15 @@ class Ciphertext(Placed):
     the GPU, and ``decrypt`` / ``.to("cpu")`` bring them back.
     """
 
-    __array_priority__ = 1000  # make numpy defer to our reflected operators
-
-    def __init__(self, native, context, keys=None, device=None):
-        self._context = context
-        self._keys = keys
-        self._place(native, device)
-
     # Metadata is the same on every copy: read it without moving data.
-    level = property(lambda self: self._res.any().level)
     scale = property(lambda self: self._res.any().scale)
-    size = property(lambda self: self._res.any().size)
-    context = property(lambda self: self._context)
     is_complex = property(lambda self: self._res.any().is_complex,
                           doc="Whether the slots may hold complex values (else decrypt returns reals).")
-    noise_bits = property(lambda self: self._res.any().noise_bits,
-                          doc="log2 of the estimated norm of the noise (decryption adds noise of this size).")
-    keys = property(lambda self: self._keys,
-                    doc="The evaluation keys this ciphertext computes with (None: its context's default keys).")
 
     def __repr__(self) -> str:
-        where = "" if self._device == "cpu" else f", device={self._device!r}"
-        return f"Ciphertext(level={self.level}, scale=2^{np.log2(self.scale):.2f}, size={self.size}{where})"
-
-    # ---- plumbing ---------------------------------------------------------
-    def _wrap(self, native) -> "Ciphertext":
-        return Ciphertext(native, self._context, self._keys)
-
-    def _eval_keys(self):
-        keys = self._keys if self._keys is not None else self._context._default_keys
-        if keys is None:
-            raise ValueError("this operation needs evaluation keys: encrypt with ctx.encrypt(values, keys) or call "
-                             "ctx.set_keys(keys)")
-        return keys
-
-    def copy(self) -> "Ciphertext":
-        return self._wrap(self._native.clone())
-
-    def to_bytes(self, *, mac_key: bytes | None = None) -> bytes:
-        """Serialized form (``ctx.load`` reads it back); a GPU ciphertext is downloaded
-        first. With ``mac_key``, authenticated (:func:`ringfire.io.authenticate`)."""
-        return rf_io.wrap(_core.save_ciphertext(self._host()), mac_key)
-
-    def to(self, device: str) -> "Ciphertext":
-        """This ciphertext on ``device`` ('cpu', 'cuda', 'cuda:N'). Lazy: an upload
-        happens at the first GPU operation that needs the data; ``.to("cpu")``
-        of a GPU result is a download when its data is next read."""
-        return self._moved(device)
+        return f"Ciphertext(level={self.level}, scale=2^{np.log2(self.scale):.2f}, size={self.size}{self._where()})"
 
     # ---- operators ------------------------------------------------------------
-    def _check_other(self, other: "Ciphertext") -> None:
-        if other._context is not self._context and other._context.fingerprint != self._context.fingerprint:
-            raise ValueError("[ckks] operands come from different contexts")
-
     def _aligned(self, other: "Ciphertext"):
         """Both operands at one level with that level's canonical scale."""
         self._check_other(other)
@@ -180,36 +121,8 @@ class Ciphertext(Placed):
         pt = ctx._encode_native(np.asarray(other) * sign, a.level, a.scale)
         return self._wrap(ev.add_plain(a, pt))
 
-    def __add__(self, other):
-        return self._add_any(other, +1) if _operand_ok(other) else NotImplemented
-
-    __radd__ = __add__
-
-    def __sub__(self, other):
-        return self._add_any(other, -1) if _operand_ok(other) else NotImplemented
-
-    def __rsub__(self, other):
-        return (-self)._add_any(other, +1) if _operand_ok(other) else NotImplemented
-
-    def __neg__(self):
-        return self._wrap(self._context._core_evaluator.negate(self._native))
-
-    def __mul__(self, other):
-        if isinstance(other, Ciphertext):
-            return self._mul_ct(other)
-        if isinstance(other, Plaintext):
-            return self._mul_plain(other)
-        return self._mul_constant(other) if _operand_ok(other) else NotImplemented
-
-    __rmul__ = __mul__
-
     def square(self) -> "Ciphertext":
         return self._mul_ct(self)
-
-    def rotate(self, steps: int) -> "Ciphertext":
-        """Slots move left by ``steps`` (negative: right), like ``np.roll(x, -steps)``."""
-        galois = self._eval_keys().require_galois("ckks.rotate")
-        return self._wrap(self._context._core_evaluator.rotate(self._native, int(steps), galois._on(self._device)))
 
     def conjugate(self) -> "Ciphertext":
         galois = self._eval_keys().require_galois("ckks.conjugate")
@@ -224,7 +137,3 @@ class Ciphertext(Placed):
 def _close(a: float, b: float) -> bool:
     """The same scale, to the evaluator's tolerance."""
     return abs(a - b) <= _core.SCALE_TOLERANCE * max(a, b)
-
-
-def _operand_ok(x) -> bool:
-    return isinstance(x, (Ciphertext, Plaintext, numbers.Number, np.ndarray, list, tuple, np.number))

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import numbers
-import weakref
 from typing import Iterable, Sequence
 
 import numpy as np
 
 from .. import _core
-from .. import io as rf_io
 from .._checks import warn_at_caller, warnings_at_caller
+from ..rlwe.context import ContextBase, check_security_argument
+from ..rlwe.keys import GaloisKeys, KeySet, PublicKey, SecretKey
 from . import bootstrapping
 from .bootstrapping import BootstrapKeys, BootstrapPlan
 from .ciphertext import Ciphertext, Plaintext
 from .evaluator import Evaluator
-from .keys import GaloisKeys, KeySet, PublicKey, RelinKey, SecretKey
 
 # Common shapes, all within the 128-bit HE-standard bound. Depth = number of
 # rescalings available to a fresh ciphertext.
@@ -37,7 +36,7 @@ PRESETS = {
 }
 
 
-class Context:
+class Context(ContextBase):
     """CKKS parameters and everything derived from them.
 
     Args:
@@ -79,8 +78,7 @@ class Context:
                 raise ValueError("[ckks.Context] coeff_bits needs at least two entries when special_bits is omitted "
                                  "(the last one is the special prime)")
             coeff_bits, special_bits = coeff_bits[:-1], coeff_bits[-1:]
-        if isinstance(security, bool) or not isinstance(security, numbers.Integral):
-            raise TypeError(f"[ckks.Context] security is 128, 192 or 256 (bits), got {security!r}")
+        security = check_security_argument("ckks", security)
         options = bootstrapping.bootstrap_options(bootstrap) if bootstrap not in (None, False) else None
         reserved = bootstrapping.reserved_levels(options) if options else 0
         if reserved and reserved >= len(coeff_bits):
@@ -94,38 +92,13 @@ class Context:
                                       reserved_levels=reserved)
         self._init_from(params, insecure_deterministic_seed, options)
 
-    def _set_device(self, device) -> None:
-        self.device = _core.parse_device(str(device))
-        self._queue = 0
-        if self.device.startswith("cuda"):
-            from .. import cuda
-            cuda.require_device(self.device)
-            # One in-order stream per context (seed 000 §III-F): its operations
-            # queue behind each other and overlap with other contexts' work.
-            self._stream = cuda.Stream(self.device)
-            self._queue = self._stream.handle
-            weakref.finalize(self, self._stream.close)
-
-    def _queue_on(self, device: str) -> int:
-        """The queue for work on ``device``: this context's stream on its own device."""
-        return self._queue if device == self.device else 0
-
     def _init_from(self, params, seed: bytes | None, bootstrap_options: dict | None = None) -> None:
-        if not hasattr(self, "device"):
-            self._set_device("cpu")
-        self._core = _core.CkksContext(params)
+        native = _core.CkksContext(params)
         if params.reserved_levels and bootstrap_options is None:
             bootstrap_options = bootstrapping.bootstrap_options(True, params.reserved_levels)
         self._bootstrap_options = bootstrap_options
         self._bootstrapper = None
-        native = _core.Evaluator(self._core)
-        self._core_evaluator = _OnQueue(native, self._queue) if self._queue else native
-        self._default_keys: KeySet | None = None
-        if seed is not None:
-            warn_at_caller("[ckks.Context] deterministic randomness (insecure_deterministic_seed) is for tests only")
-            self._prng = _core.Prng.from_seed(bytes(seed))
-        else:
-            self._prng = _core.Prng.from_os()
+        self._init_runtime(native, _core.Evaluator(native), seed)
 
     @classmethod
     def preset(cls, name: str, **overrides) -> "Context":
@@ -145,9 +118,7 @@ class Context:
         bootstrapping options when they differ from the defaults (the bytes
         record only how many levels are reserved)."""
         self = cls.__new__(cls)
-        with warnings_at_caller():
-            params = _core.load_parameters(rf_io.unwrap(data, mac_key),
-                                           insecure_no_security_check=bool(insecure_no_security_check))
+        params = cls._load_parameters(data, mac_key, insecure_no_security_check)
         options = None
         if bootstrap is not None:
             if not params.reserved_levels:
@@ -157,15 +128,15 @@ class Context:
         return self
 
     # ---- properties ------------------------------------------------------------
-    params = property(lambda self: self._core.params)
+    scheme = "ckks"
+    _ciphertext_type = Ciphertext
+    _plaintext_type = Plaintext
     slots = property(lambda self: self._core.slots, doc="N/2: how many numbers a ciphertext holds.")
-    poly_degree = property(lambda self: self._core.params.poly_degree)
     max_level = property(lambda self: self._core.user_max_level,
                          doc="Rescalings a fresh ciphertext can take (below the levels reserved for bootstrapping).")
     can_bootstrap = property(lambda self: self._bootstrap_options is not None,
                              doc="Whether these parameters reserve levels for bootstrapping.")
     scale = property(lambda self: self._core.default_scale, doc="The default (fresh) scale.")
-    fingerprint = property(lambda self: self._core.fingerprint)
 
     def scale_at(self, level: int) -> float:
         """The canonical scale of a level (see :mod:`ringfire.ckks.ciphertext`)."""
@@ -179,16 +150,6 @@ class Context:
         if not 1 <= level <= self.params.max_level:
             raise ValueError(f"[ckks.landing_scale] level must be in [1, {self.params.max_level}], got {level}")
         return self.scale_at(level - 1) * self.params.q_primes[level] / float(scale)
-
-    def describe(self) -> str:
-        return self._core.params.describe()
-
-    def __repr__(self) -> str:
-        return f"ckks.Context({self.describe()})"
-
-    def to_bytes(self, *, mac_key: bytes | None = None) -> bytes:
-        """The parameters (``Context.from_bytes`` reads them); authenticated with ``mac_key``."""
-        return rf_io.wrap(_core.save_parameters(self._core.params), mac_key)
 
     # ---- keys -------------------------------------------------------------------
     def keygen(self, rotations: Iterable[int] | str | None = (), conjugate: bool = False, bootstrap: bool = False):
@@ -204,15 +165,9 @@ class Context:
         Returns ``(secret_key, keys)``; ``keys`` (a :class:`KeySet`: public,
         relin, galois, bootstrap) also becomes this context's default evaluation keys.
         """
-        sk = SecretKey(_core.generate_secret_key(self._core.rlwe, self._prng), self)
-        keys = KeySet(public=PublicKey(_core.generate_public_key(sk._native, self._prng), self),
-                      relin=RelinKey(_core.generate_relin_key(sk._native, self._prng), self))
-        elements = self._galois_elements(rotations, conjugate)
-        if elements:
-            keys.galois = GaloisKeys(_core.generate_galois_keys(sk._native, elements, self._prng), self)
+        sk, keys = self._generate_keys(rotations, self._conjugation(conjugate))
         if bootstrap:
             keys.bootstrap = self.bootstrap_keys(sk)
-        self._default_keys = keys
         return sk, keys
 
     def bootstrap_keys(self, secret_key: SecretKey) -> BootstrapKeys:
@@ -247,31 +202,10 @@ class Context:
 
     def galois_keys(self, secret_key: SecretKey, rotations: Iterable[int] | str = (), conjugate: bool = False):
         """More Galois keys for an existing secret key of this context."""
-        secret_key = self._own_secret_key(secret_key, "ckks.galois_keys")
-        return GaloisKeys(_core.generate_galois_keys(secret_key._native, self._galois_elements(rotations, conjugate),
-                                                     self._prng), self)
+        return self._more_galois_keys(secret_key, rotations, self._conjugation(conjugate))
 
-    def _galois_elements(self, rotations, conjugate) -> list[int]:
-        if rotations is None:
-            rotations = ()
-        if isinstance(rotations, str):
-            if rotations != "power_of_two":
-                raise ValueError(f"[ckks.keygen] rotations must be a list of steps or 'power_of_two', got {rotations!r}")
-            rotations = [s * (1 << k) for k in range(self.slots.bit_length() - 1) for s in (1, -1)]
-        elements = []
-        for r in rotations:
-            if int(r) % self.slots == 0:
-                continue
-            g = self._core.rlwe.galois_element(int(r))
-            if g not in elements:
-                elements.append(g)
-        if conjugate:
-            elements.append(self._core.rlwe.conjugation_element())
-        return elements
-
-    def set_keys(self, keys: KeySet) -> None:
-        """Makes ``keys`` the evaluation keys for ciphertexts that carry none (e.g. loaded ones)."""
-        self._default_keys = keys
+    def _conjugation(self, conjugate: bool) -> list[int]:
+        return [self._core.rlwe.conjugation_element()] if conjugate else []
 
     # ---- encoding and encryption ------------------------------------------------
     def _encode_native(self, values, level: int, scale: float):
@@ -346,14 +280,6 @@ class Context:
         want_complex = ciphertext.is_complex if complex is None else complex
         return out if want_complex else out.real.copy()
 
-    def _own_secret_key(self, secret_key, op: str) -> SecretKey:
-        """``secret_key`` after checking that it is a secret key of these parameters."""
-        if not isinstance(secret_key, SecretKey):
-            raise TypeError(f"[{op}] expected a SecretKey, got {type(secret_key).__name__}")
-        if secret_key._native.fingerprint != self.fingerprint:
-            raise ValueError(f"[{op}] the secret key was made under different parameters (fingerprint mismatch)")
-        return secret_key
-
     def encrypt_batch(self, x, keys, packing: str = "batch"):
         """Encrypts a batch (first axis) for :mod:`ringfire.nn`. ``packing="batch"``: one
         ciphertext per element of a sample, the batch in the slots (throughput);
@@ -368,51 +294,15 @@ class Context:
         from .batch import decrypt_batch
         return decrypt_batch(self, tensor, secret_key, **decrypt_options)
 
-    def synchronize(self) -> None:
-        """Waits until this context's queued GPU work has finished (no-op on the CPU)."""
-        if self._queue:
-            _core.synchronize(self.device)
-
-    def frame(self):
-        """A compute frame on this context's device (see :func:`ringfire.cuda.frame`)."""
-        from .. import cuda
-        return cuda.frame(self.device)
-
     def evaluator(self, keys: KeySet | None = None) -> Evaluator:
         """The explicit, SEAL-like operations (keys default to this context's)."""
         return Evaluator(self, keys if keys is not None else self._default_keys)
 
     # ---- serialization ------------------------------------------------------------
-    def load(self, data: bytes, *, mac_key: bytes | None = None, password=None):
-        """Reads any object written by ``to_bytes()`` under these parameters.
-
-        ``mac_key``: the bytes must carry a valid tag under this key (objects from
-        another party: :mod:`ringfire.io`); ``password``: for a password-protected
-        secret key. Malformed, tampered or foreign bytes raise ``ValueError``."""
-        data = rf_io.unwrap(data, mac_key, password)
-        kind = _core.peek_kind(data)
-        rl = self._core.rlwe
-        if kind == "ciphertext":
-            return Ciphertext(_core.load_ciphertext(rl, data), self)
-        if kind == "plaintext":
-            return Plaintext(_core.load_plaintext(rl, data), self)
-        if kind == "public key":
-            return PublicKey(_core.load_public_key(rl, data), self)
-        if kind == "relinearization key":
-            return RelinKey(_core.load_relin_key(rl, data), self)
-        if kind == "Galois key set":
-            return GaloisKeys(_core.load_galois_keys(rl, data), self)
-        if kind == "secret key":
-            return SecretKey(_core.load_secret_key(rl, data), self)
+    def _load_other(self, kind: str, data: bytes):
         if kind == "bootstrap key set":
-            return BootstrapKeys(_core.load_bootstrap_keys(rl, data), self)
-        # Parameters saved without the security check load only into a context
-        # that was itself made with that opt-out.
-        with warnings_at_caller():
-            params = _core.load_parameters(data, insecure_no_security_check=self.params.security == 0)
-        if params.fingerprint != self.fingerprint:
-            raise ValueError("[io.load] these parameters differ from this context's (fingerprint mismatch)")
-        return params
+            return BootstrapKeys(_core.load_bootstrap_keys(self._core.rlwe, data), self)
+        return None
 
 
 def _decryption_noise(noise_flooding, insecure_exact) -> tuple[str, float]:
@@ -431,29 +321,3 @@ def _decryption_noise(noise_flooding, insecure_exact) -> tuple[str, float]:
         raise TypeError(f"[ckks.decrypt] noise_flooding is True, False or a number of bits (8 to 128), "
                         f"got {noise_flooding!r}")
     return "flooding", float(noise_flooding)
-
-
-class _OnQueue:
-    """The native evaluator with every call issued on a context's stream
-    (unless the caller already chose a stream with ``with rf.cuda.stream()``)."""
-
-    def __init__(self, native, queue: int):
-        self._native_evaluator = native
-        self._queue = queue
-
-    def __getattr__(self, name):  # first use of a method only: the wrapper is cached on the instance
-        method = getattr(self._native_evaluator, name)
-        queue = self._queue
-
-        def on_queue(*args, **kwargs):
-            previous = _core.exchange_current_queue(queue)
-            if previous:  # an explicit stream scope wins
-                _core.exchange_current_queue(previous)
-                return method(*args, **kwargs)
-            try:
-                return method(*args, **kwargs)
-            finally:
-                _core.exchange_current_queue(previous)
-
-        setattr(self, name, on_queue)
-        return on_queue

@@ -12,42 +12,13 @@ from .._checks import warn_at_caller
 from . import bootstrapping
 from .ciphertext import Ciphertext, Plaintext
 from .circuits import LinearTransform, Polynomial
-from .keys import KeySet
+from ..rlwe.evaluator import EvaluatorBase
+from ..rlwe.keys import KeySet
 
 
-class Evaluator:
-    def __init__(self, context, keys: KeySet | None = None):
-        self._context = context
-        self._keys = keys
-        self._ev = context._core_evaluator
-
-    @property
-    def keys(self) -> KeySet | None:
-        return self._keys
-
-    def _wrap(self, native, like: Ciphertext) -> Ciphertext:
-        return Ciphertext(native, self._context, like._keys if like._keys is not None else self._keys)
-
-    def _keyset(self) -> KeySet:
-        if self._keys is None:
-            raise ValueError("[ckks.Evaluator] this operation needs keys: ctx.evaluator(keys)")
-        return self._keys
-
-    @staticmethod
-    def _set(target: Ciphertext, result: Ciphertext) -> Ciphertext:
-        target._native = result._native
-        return target
+class Evaluator(EvaluatorBase):
 
     # ---- additive -----------------------------------------------------------------
-    def add(self, a: Ciphertext, b: Ciphertext) -> Ciphertext:
-        return self._wrap(self._ev.add(a._native, b._native), a)
-
-    def sub(self, a: Ciphertext, b: Ciphertext) -> Ciphertext:
-        return self._wrap(self._ev.sub(a._native, b._native), a)
-
-    def negate(self, a: Ciphertext) -> Ciphertext:
-        return self._wrap(self._ev.negate(a._native), a)
-
     def add_plain(self, a: Ciphertext, p: Plaintext) -> Ciphertext:
         return self._wrap(self._ev.add_plain(a._native, p._native), a)
 
@@ -59,13 +30,6 @@ class Evaluator:
         return self._wrap(self._ev.add_scalar(a._native, v), a)
 
     # ---- multiplicative ---------------------------------------------------------------
-    def multiply(self, a: Ciphertext, b: Ciphertext) -> Ciphertext:
-        """Size-2 x size-2 -> size 3; scale multiplies. Relinearize and rescale next."""
-        return self._wrap(self._ev.multiply(a._native, b._native), a)
-
-    def square(self, a: Ciphertext) -> Ciphertext:
-        return self._wrap(self._ev.square(a._native), a)
-
     def multiply_plain(self, a: Ciphertext, p: Plaintext) -> Ciphertext:
         return self._wrap(self._ev.multiply_plain(a._native, p._native), a)
 
@@ -90,45 +54,17 @@ class Evaluator:
         """Multiplies by an integer: no scale change, no level used."""
         return self._wrap(self._ev.multiply_integer(a._native, int(value)), a)
 
-    def relinearize(self, a: Ciphertext, keys: KeySet | None = None) -> Ciphertext:
-        relin = (keys or self._keyset()).require_relin("ckks.relinearize")
-        return self._wrap(self._ev.relinearize(a._native, relin._on(a.device)), a)
-
     def rescale(self, a: Ciphertext) -> Ciphertext:
         """Divides by the level's last prime (exact rounding): level - 1."""
         return self._wrap(self._ev.rescale(a._native), a)
-
-    def mod_switch(self, a: Ciphertext | Plaintext, level: int | None = None):
-        """Drops limbs down to ``level`` (default: one level) without rescaling."""
-        level = a.level - 1 if level is None else int(level)
-        if level < 0:
-            raise ValueError("[ckks.mod_switch] the operand is at level 0")
-        if isinstance(a, Plaintext):
-            return Plaintext(self._ev.mod_switch_plain(a._native, level), self._context)
-        return self._wrap(self._ev.mod_switch(a._native, level), a)
 
     def adjust_to(self, a: Ciphertext, level: int) -> Ciphertext:
         """``a`` at ``level`` with that level's canonical scale (costs a level unless only limbs drop)."""
         return self._wrap(self._ev.adjust_to(a._native, int(level)), a)
 
-    def rotate(self, a: Ciphertext, steps: int, keys: KeySet | None = None) -> Ciphertext:
-        galois = (keys or self._keyset()).require_galois("ckks.rotate")
-        return self._wrap(self._ev.rotate(a._native, int(steps), galois._on(a.device)), a)
-
-    def rotate_many(self, a: Ciphertext, steps, keys: KeySet | None = None) -> list[Ciphertext]:
-        """Several rotations of one ciphertext sharing one ModUp (hoisting); each step
-        needs its own Galois key."""
-        galois = (keys or self._keyset()).require_galois("ckks.rotate_many")
-        return [self._wrap(c, a) for c in self._ev.rotate_many(a._native, [int(s) for s in steps], galois._native)]
-
-    def rotation_plan(self, steps: int, keys: KeySet | None = None) -> list[int]:
-        """The keyed steps ``rotate`` would apply for ``steps``."""
-        galois = (keys or self._keyset()).require_galois("ckks.rotate")
-        return list(self._ev.rotation_plan(int(steps), galois._native))
-
     def conjugate(self, a: Ciphertext, keys: KeySet | None = None) -> Ciphertext:
         galois = (keys or self._keyset()).require_galois("ckks.conjugate")
-        return self._wrap(self._ev.conjugate(a._native, galois._native), a)
+        return self._wrap(self._ev.conjugate(a._native, galois._on(a.device)), a)
 
     # ---- circuits -------------------------------------------------------------------
     def evaluate_polynomial(self, a: Ciphertext, polynomial, *, basis: str = "chebyshev", interval=(-1.0, 1.0),
@@ -229,19 +165,11 @@ class Evaluator:
         return self._wrap(first, a), self._wrap(second, b)
 
     # ---- in-place forms ------------------------------------------------------------
-    def add_inplace(self, a, b): return self._set(a, self.add(a, b))
-    def sub_inplace(self, a, b): return self._set(a, self.sub(a, b))
-    def negate_inplace(self, a): return self._set(a, self.negate(a))
     def add_plain_inplace(self, a, p): return self._set(a, self.add_plain(a, p))
     def sub_plain_inplace(self, a, p): return self._set(a, self.sub_plain(a, p))
     def add_scalar_inplace(self, a, v): return self._set(a, self.add_scalar(a, v))
-    def multiply_inplace(self, a, b): return self._set(a, self.multiply(a, b))
-    def square_inplace(self, a): return self._set(a, self.square(a))
     def multiply_plain_inplace(self, a, p): return self._set(a, self.multiply_plain(a, p))
     def multiply_scalar_inplace(self, a, v, scale=None): return self._set(a, self.multiply_scalar(a, v, scale))
     def multiply_integer_inplace(self, a, v): return self._set(a, self.multiply_integer(a, v))
-    def relinearize_inplace(self, a, keys=None): return self._set(a, self.relinearize(a, keys))
     def rescale_inplace(self, a): return self._set(a, self.rescale(a))
-    def mod_switch_inplace(self, a, level=None): return self._set(a, self.mod_switch(a, level))
-    def rotate_inplace(self, a, steps, keys=None): return self._set(a, self.rotate(a, steps, keys))
     def conjugate_inplace(self, a, keys=None): return self._set(a, self.conjugate(a, keys))

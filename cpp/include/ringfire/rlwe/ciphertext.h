@@ -65,6 +65,8 @@ class Ciphertext {
   void set_noise_bits(double bits) { noise_bits_ = bits; }
   bool is_complex() const { return meta_.complex; }
   void set_complex(bool value) { meta_.complex = value; }
+  // BGV/BFV: the correction factor (Metadata::correction).
+  void set_correction(u64 value) { meta_.correction = value; }
 
   u64* data() { return buffer_.data(); }
   const u64* data() const { return buffer_.data(); }
@@ -138,6 +140,22 @@ class Plaintext {
   Buffer buffer_;
   std::vector<u64> scalar_residues_;
   std::complex<double> scalar_value_{};
+};
+
+// A plaintext on `device` for one operation: the plaintext itself when it
+// lives there, else a copy (plaintexts are encoded on the host; operations
+// bring them to their ciphertext's device).
+class PlaintextOn {
+ public:
+  PlaintextOn(const Plaintext& p, const Device& device) : plain_(&p) {
+    if (p.device() != device) plain_ = &moved_.emplace(p.to(device));
+  }
+  const Plaintext& get() const { return *plain_; }
+  const u64* data() const { return plain_->data(); }
+
+ private:
+  std::optional<Plaintext> moved_;
+  const Plaintext* plain_;
 };
 
 }  // namespace ringfire

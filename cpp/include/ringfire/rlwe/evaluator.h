@@ -67,6 +67,13 @@ class RlweEvaluator {
   // An operand of this context, in evaluation form.
   void check_operand(const Ciphertext& a, const char* op) const;
   static void check_key_device(const Device& key, const Ciphertext& a, const char* op);
+  // a (+ or -)= b for ciphertexts of one level (the scheme checked the rest):
+  // a grows to b's size, the noise estimates add, the complex flags combine.
+  static void accumulate(Ciphertext& a, const Ciphertext& b, bool subtract);
+  // round(a / q_level) over q_0..q_{level-1} (exact rounding of every
+  // coefficient), with metadata `meta`: CKKS rescaling and BGV modulus
+  // switching. The noise shrinks by q_level and gains a rounding term.
+  Ciphertext divide_by_last_prime(const Ciphertext& a, const Metadata& meta, const char* op) const;
 
  private:
   RlweContextPtr rlwe_;

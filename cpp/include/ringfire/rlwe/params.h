@@ -25,6 +25,10 @@ const char* scheme_name(Scheme scheme);
 struct ParameterLiteral {
   Scheme scheme = Scheme::ckks;
   std::uint64_t plain_modulus = 0;  // BGV/BFV: t (>= 2, coprime to Q); CKKS: 0
+  // BGV/BFV without a plain_modulus: t becomes the largest prime of exactly
+  // this many bits with t = 1 (mod 2N) (so slots can be batched) that is not
+  // one of the ciphertext or special primes.
+  int plain_bits = 0;
   std::size_t poly_degree = 0;
   std::vector<int> q_bits;        // bit sizes of q_0..q_L
   std::vector<int> p_bits;        // bit sizes of the special primes (>= 1 of them)

@@ -1,4 +1,4 @@
-"""Key objects: thin wrappers over the native keys that know their context."""
+"""Key objects of every scheme: thin wrappers over the native keys that know their context."""
 
 from __future__ import annotations
 
@@ -46,16 +46,16 @@ class SecretKey(_Key):
         hold the key in the clear, and this warns."""
         raw = _core.save_secret_key(self._native)
         if password is None:
-            warn_at_caller("[ckks.SecretKey] serialized without a password: anyone who reads these bytes decrypts "
-                           "everything; pass password=... to encrypt them")
+            warn_at_caller(f"[{self._context.scheme}.SecretKey] serialized without a password: anyone who reads these "
+                           "bytes decrypts everything; pass password=... to encrypt them")
         else:
             raw = rf_io.seal_secret(raw, password, scrypt_log_n=scrypt_log_n)
         return rf_io.wrap(raw, mac_key)
 
     def to(self, device: str):
         if _core.parse_device(str(device)) != "cpu":
-            raise ValueError("[ckks.SecretKey] the secret key stays on the host: decryption and key generation run "
-                             "there (GPU ciphertexts are downloaded by decrypt)")
+            raise ValueError(f"[{self._context.scheme}.SecretKey] the secret key stays on the host: decryption and key "
+                             "generation run there (GPU ciphertexts are downloaded by decrypt)")
         return self
 
 
@@ -99,7 +99,7 @@ class KeySet:
     public: PublicKey | None = None
     relin: RelinKey | None = None
     galois: GaloisKeys | None = None
-    bootstrap: "_Key | None" = None  # ckks.bootstrapping.BootstrapKeys
+    bootstrap: "_Key | None" = None  # CKKS: ckks.bootstrapping.BootstrapKeys
     _extra: dict = field(default_factory=dict, repr=False)
 
     def to(self, device: str) -> "KeySet":

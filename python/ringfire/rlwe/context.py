@@ -1,0 +1,221 @@
+"""What every scheme's context shares: the device and its stream, the CSPRNG,
+key generation, Galois elements, default keys and loading serialized objects.
+
+:class:`ContextBase` is subclassed by ``ckks.Context``, ``bgv.Context`` and
+``bfv.Context``; each adds its encoding, encryption and decryption.
+"""
+
+from __future__ import annotations
+
+import numbers
+import weakref
+from typing import Iterable
+
+from .. import _core
+from .. import io as rf_io
+from .._checks import warn_at_caller, warnings_at_caller
+from .keys import GaloisKeys, KeySet, PublicKey, RelinKey, SecretKey
+
+
+def check_security_argument(scheme: str, security) -> int:
+    """``security`` as an int, refusing booleans and non-integers with the scheme's name."""
+    if isinstance(security, bool) or not isinstance(security, numbers.Integral):
+        raise TypeError(f"[{scheme}.Context] security is 128, 192 or 256 (bits), got {security!r}")
+    return int(security)
+
+
+class ContextBase:
+    """Parameters, device, randomness and keys of one scheme instance.
+
+    Subclasses set :attr:`scheme` ("ckks", "bgv", "bfv"), the wrapper types
+    ``_ciphertext_type`` / ``_plaintext_type``, and call :meth:`_init_runtime`
+    with their native context and evaluator.
+    """
+
+    scheme = "rlwe"
+    _ciphertext_type = None
+    _plaintext_type = None
+
+    # ---- device and runtime ----------------------------------------------------------
+    def _set_device(self, device) -> None:
+        self.device = _core.parse_device(str(device))
+        self._queue = 0
+        if self.device.startswith("cuda"):
+            from .. import cuda
+            cuda.require_device(self.device)
+            # One in-order stream per context (seed 000 §III-F): its operations
+            # queue behind each other and overlap with other contexts' work.
+            self._stream = cuda.Stream(self.device)
+            self._queue = self._stream.handle
+            weakref.finalize(self, self._stream.close)
+
+    def _queue_on(self, device: str) -> int:
+        """The queue for work on ``device``: this context's stream on its own device."""
+        return self._queue if device == self.device else 0
+
+    def _init_runtime(self, native_context, native_evaluator, seed: bytes | None) -> None:
+        if not hasattr(self, "device"):
+            self._set_device("cpu")
+        self._core = native_context
+        self._core_evaluator = _OnQueue(native_evaluator, self._queue) if self._queue else native_evaluator
+        self._default_keys: KeySet | None = None
+        if seed is not None:
+            warn_at_caller(f"[{self.scheme}.Context] deterministic randomness (insecure_deterministic_seed) is for "
+                           "tests only")
+            self._prng = _core.Prng.from_seed(bytes(seed))
+        else:
+            self._prng = _core.Prng.from_os()
+
+    @staticmethod
+    def _load_parameters(data: bytes, mac_key: bytes | None, insecure_no_security_check: bool):
+        with warnings_at_caller():
+            return _core.load_parameters(rf_io.unwrap(data, mac_key),
+                                         insecure_no_security_check=bool(insecure_no_security_check))
+
+    # ---- properties ------------------------------------------------------------------
+    params = property(lambda self: self._core.params)
+    poly_degree = property(lambda self: self._core.params.poly_degree)
+    fingerprint = property(lambda self: self._core.fingerprint)
+
+    def describe(self) -> str:
+        return self._core.params.describe()
+
+    def __repr__(self) -> str:
+        return f"{self.scheme}.Context({self.describe()})"
+
+    def to_bytes(self, *, mac_key: bytes | None = None) -> bytes:
+        """The parameters (``Context.from_bytes`` reads them); authenticated with ``mac_key``."""
+        return rf_io.wrap(_core.save_parameters(self._core.params), mac_key)
+
+    # ---- keys --------------------------------------------------------------------------
+    def _generate_keys(self, rotations, extra_elements: Iterable[int] = ()) -> tuple[SecretKey, KeySet]:
+        """A secret key and its public, relinearization and Galois keys (for
+        ``rotations`` and the Galois elements ``extra_elements``); the key set becomes
+        this context's default."""
+        sk = SecretKey(_core.generate_secret_key(self._core.rlwe, self._prng), self)
+        keys = KeySet(public=PublicKey(_core.generate_public_key(sk._native, self._prng), self),
+                      relin=RelinKey(_core.generate_relin_key(sk._native, self._prng), self))
+        elements = self._galois_elements(rotations, extra_elements)
+        if elements:
+            keys.galois = GaloisKeys(_core.generate_galois_keys(sk._native, elements, self._prng), self)
+        self._default_keys = keys
+        return sk, keys
+
+    def _more_galois_keys(self, secret_key: SecretKey, rotations, extra_elements: Iterable[int] = ()) -> GaloisKeys:
+        secret_key = self._own_secret_key(secret_key, f"{self.scheme}.galois_keys")
+        return GaloisKeys(_core.generate_galois_keys(secret_key._native,
+                                                     self._galois_elements(rotations, extra_elements), self._prng),
+                          self)
+
+    def _rotation_count(self) -> int:
+        """How many distinct rotation steps there are (the slots of one row)."""
+        return self.poly_degree // 2
+
+    def _galois_elements(self, rotations, extra_elements: Iterable[int] = ()) -> list[int]:
+        if rotations is None:
+            rotations = ()
+        period = self._rotation_count()
+        if isinstance(rotations, str):
+            if rotations != "power_of_two":
+                raise ValueError(f"[{self.scheme}.keygen] rotations must be a list of steps or 'power_of_two', got "
+                                 f"{rotations!r}")
+            rotations = [s * (1 << k) for k in range(period.bit_length() - 1) for s in (1, -1)]
+        elements = []
+        for r in rotations:
+            if isinstance(r, bool) or not isinstance(r, numbers.Integral):
+                raise TypeError(f"[{self.scheme}.keygen] rotation steps are integers, got {r!r}")
+            if int(r) % period == 0:
+                continue
+            g = self._core.rlwe.galois_element(int(r))
+            if g not in elements:
+                elements.append(g)
+        for g in extra_elements:
+            if g not in elements:
+                elements.append(g)
+        return elements
+
+    def set_keys(self, keys: KeySet) -> None:
+        """Makes ``keys`` the evaluation keys for ciphertexts that carry none (e.g. loaded ones)."""
+        self._default_keys = keys
+
+    def _own_secret_key(self, secret_key, op: str) -> SecretKey:
+        """``secret_key`` after checking that it is a secret key of these parameters."""
+        if not isinstance(secret_key, SecretKey):
+            raise TypeError(f"[{op}] expected a SecretKey, got {type(secret_key).__name__}")
+        if secret_key._native.fingerprint != self.fingerprint:
+            raise ValueError(f"[{op}] the secret key was made under different parameters (fingerprint mismatch)")
+        return secret_key
+
+    # ---- device ---------------------------------------------------------------------------
+    def synchronize(self) -> None:
+        """Waits until this context's queued GPU work has finished (no-op on the CPU)."""
+        if self._queue:
+            _core.synchronize(self.device)
+
+    def frame(self):
+        """A compute frame on this context's device (see :func:`ringfire.cuda.frame`)."""
+        from .. import cuda
+        return cuda.frame(self.device)
+
+    # ---- serialization ------------------------------------------------------------
+    def _load_other(self, kind: str, data: bytes):
+        """Kinds a scheme adds (None: not one of its own)."""
+        return None
+
+    def load(self, data: bytes, *, mac_key: bytes | None = None, password=None):
+        """Reads any object written by ``to_bytes()`` under these parameters.
+
+        ``mac_key``: the bytes must carry a valid tag under this key (objects from
+        another party: :mod:`ringfire.io`); ``password``: for a password-protected
+        secret key. Malformed, tampered or foreign bytes raise ``ValueError``."""
+        data = rf_io.unwrap(data, mac_key, password)
+        kind = _core.peek_kind(data)
+        rl = self._core.rlwe
+        if kind == "ciphertext":
+            return self._ciphertext_type(_core.load_ciphertext(rl, data), self)
+        if kind == "plaintext":
+            return self._plaintext_type(_core.load_plaintext(rl, data), self)
+        if kind == "public key":
+            return PublicKey(_core.load_public_key(rl, data), self)
+        if kind == "relinearization key":
+            return RelinKey(_core.load_relin_key(rl, data), self)
+        if kind == "Galois key set":
+            return GaloisKeys(_core.load_galois_keys(rl, data), self)
+        if kind == "secret key":
+            return SecretKey(_core.load_secret_key(rl, data), self)
+        other = self._load_other(kind, data)
+        if other is not None:
+            return other
+        # Parameters saved without the security check load only into a context
+        # that was itself made with that opt-out.
+        with warnings_at_caller():
+            params = _core.load_parameters(data, insecure_no_security_check=self.params.security == 0)
+        if params.fingerprint != self.fingerprint:
+            raise ValueError("[io.load] these parameters differ from this context's (fingerprint mismatch)")
+        return params
+
+
+class _OnQueue:
+    """The native evaluator with every call issued on a context's stream
+    (unless the caller already chose a stream with ``with rf.cuda.stream()``)."""
+
+    def __init__(self, native, queue: int):
+        self._native_evaluator = native
+        self._queue = queue
+
+    def __getattr__(self, name):  # first use of a method only: the wrapper is cached on the instance
+        method = getattr(self._native_evaluator, name)
+        queue = self._queue
+
+        def on_queue(*args, **kwargs):
+            previous = _core.exchange_current_queue(queue)
+            if previous:  # an explicit stream scope wins
+                _core.exchange_current_queue(previous)
+                return method(*args, **kwargs)
+            try:
+                return method(*args, **kwargs)
+            finally:
+                _core.exchange_current_queue(previous)
+
+        setattr(self, name, on_queue)
+        return on_queue
