@@ -8,16 +8,18 @@
 
 Every library runs the routines of ``ringfire bench bgv|bfv`` (ringfire/bench_bgv.py:
 keygen, encrypt, decrypt, MulRelin, Rotate) on the same ring degree, plaintext modulus
-(t = 786433) and depth: ringfire and SEAL on the same modulus chain (60-bit q_0 and
-40-bit primes), OpenFHE sized by itself for that many products, as its users do.
-Configurations: ringfire default (one special prime) and best (hybrid, dnum = 3);
-SEAL's only one; OpenFHE default and best (HYBRID key switching; BFV HPSPOVERQLEVELED;
-BGV FIXEDMANUAL). Each peer runs in a subprocess under its own interpreter
-(benchmarks/peers/peer_*_int.py), ringfire in this process.
+(t = 786433) and multiplicative depth (5, 12, 25 at N = 2^14, 2^15, 2^16):
+ringfire with the chain ``depth=`` chooses; SEAL on that same chain with one special
+prime (its only key switching); OpenFHE with ``SetMultiplicativeDepth``, sizing Q itself,
+as its users do. Configurations: ringfire default (what ``Context(depth=...)`` gives)
+and one-special (the same chain with SEAL's one special prime, for reference); OpenFHE
+default and best (HYBRID key switching; BFV HPSPOVERQLEVELED; BGV FIXEDMANUAL). Each peer
+runs in a subprocess under its own interpreter (benchmarks/peers/peer_*_int.py),
+ringfire in this process.
 
 The table gives each routine's median ms and ``speedup`` = the fastest peer
-configuration's time / ringfire's (default config, then best): above 1, ringfire
-is faster.
+configuration's time / ringfire's (default config, then one-special): above 1,
+ringfire is faster.
 """
 from __future__ import annotations
 
@@ -35,9 +37,8 @@ PEER_HOME = pathlib.Path(os.environ.get("RINGFIRE_PEERS_HOME", pathlib.Path.home
 ROUTINES = ["keygen", "encrypt", "decrypt", "MulRelin", "Rotate"]
 
 
-def peer_runs(scheme, n, coeff_bits, threads, repeat):
+def peer_runs(scheme, n, depth, coeff_bits, threads, repeat):
     """(label, interpreter, script, extra args) for each peer configuration."""
-    depth = len(coeff_bits) - 1
     common = ["--scheme", scheme, "--n", str(n), "--coeff-bits", ",".join(map(str, coeff_bits)), "--special-bits",
               "60", "--depth", str(depth), "--threads", str(threads), "--repeat", str(repeat), "--json"]
     runs = []
@@ -61,16 +62,18 @@ def run_peer(label, python, script, args):
         return {"library": label, "notes": [f"failed: {out.stderr.strip()[-300:]}"], "results_ms": {}}
 
 
-def run_ringfire(scheme, n, coeff_bits, config, threads, repeat):
+def run_ringfire(scheme, n, depth, config, threads, repeat):
     import ringfire as rf
     from ringfire import bench_bgv
 
     rf.set_num_threads(threads)
     module = rf.bfv if scheme == "bfv" else rf.bgv
-    ctx = bench_bgv.make_context(module, n, coeff_bits, config)
+    ctx = bench_bgv.make_context(module, n, depth, config)
     ms, checks = bench_bgv.time_routines(ctx, repeat)
     return {"library": f"ringfire {config}", "results_ms": ms, "checks": checks,
-            "params": {"dnum": ctx.params.dnum, "log2_QP": round(ctx.params.log_qp, 1)}}
+            "params": {"coeff_bits": [p.bit_length() for p in ctx.params.q_primes],
+                       "special": len(ctx.params.p_primes), "dnum": ctx.params.dnum,
+                       "log2_QP": round(ctx.params.log_qp, 1)}}
 
 
 def table(scheme, name, threads, docs):
@@ -80,7 +83,7 @@ def table(scheme, name, threads, docs):
     peers = [d for d, label in zip(docs, labels) if not label.startswith("ringfire")]
     head = f"{scheme.upper()} {name}, {threads} thread(s)"
     lines = [head, "-" * len(head),
-             "routine    " + "".join(f"{label:>18}" for label in labels) + "   speedup vs best peer (default / best)"]
+             "routine    " + "".join(f"{label:>18}" for label in labels) + "   speedup vs best peer (default / one-special)"]
     for routine in ROUTINES:
         cells = [d.get("results_ms", {}).get(routine) for d in docs]
         peer_times = [d.get("results_ms", {}).get(routine) for d in peers]
@@ -114,12 +117,12 @@ def main():
     args = p.parse_args()
     results = []
     for name in args.sets.split(","):
-        n, coeff_bits = bench_bgv.SETS[name]
+        n, depth = bench_bgv.SETS[name]
         for scheme in args.schemes.split(","):
+            coeff_bits = bench_bgv.chain_for_depth(scheme, n, depth, bench_bgv.PLAIN_MODULUS)
             for threads in (int(t) for t in args.threads.split(",")):
-                docs = [run_ringfire(scheme, n, coeff_bits, config, threads, args.repeat)
-                        for config in ("default", "best")]
-                docs += [run_peer(*run) for run in peer_runs(scheme, n, coeff_bits, threads, args.repeat)]
+                docs = [run_ringfire(scheme, n, depth, config, threads, args.repeat) for config in bench_bgv.CONFIGS]
+                docs += [run_peer(*run) for run in peer_runs(scheme, n, depth, coeff_bits, threads, args.repeat)]
                 results.append({"scheme": scheme, "set": name, "n": n, "threads": threads, "runs": docs})
                 if not args.json:
                     print(table(scheme, name, threads, docs) + "\n", flush=True)

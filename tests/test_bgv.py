@@ -206,6 +206,23 @@ def test_presets_reach_their_documented_depth(scheme, preset, bgv_depth, bfv_dep
         assert abs(exact - estimate) <= 3.0 + 0.2 * step, (step, exact, estimate)
 
 
+@pytest.mark.parametrize("scheme", SCHEMES, ids=["bgv", "bfv"])
+@pytest.mark.parametrize("log_n,depth", [(13, 2), (14, 5)])
+def test_depth_sizes_a_chain_that_reaches_it(scheme, log_n, depth):
+    """Context(depth=d): d squarings decrypt exactly, d + 1 do not (the chain is the smallest)."""
+    ctx = scheme.Context(poly_degree=2**log_n, plain_bits=20, depth=depth)
+    if scheme is rf.bfv:
+        assert all(p.bit_length() > 45 for p in ctx.params.q_primes)  # budget in as few primes as possible
+    sk, keys = ctx.keygen()
+    reached, budgets = squaring_depth(ctx, sk, keys)
+    assert reached == depth, ctx.describe()
+    assert budgets[-1][0] >= 2.0
+    with pytest.raises(ValueError, match="not both"):
+        scheme.Context(poly_degree=2**log_n, depth=depth, coeff_bits=[60, 40, 60])
+    with pytest.raises(ValueError, match="depth must be"):
+        scheme.Context(poly_degree=2**log_n, depth=0)
+
+
 def test_fresh_noise_budget_and_overflow_message(small):
     ctx, sk, keys = small
     x = ctx.encrypt(residues(ctx), keys)

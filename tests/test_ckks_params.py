@@ -38,10 +38,24 @@ def test_opt_out_is_loud():
     assert "insecure" in ctx.describe().lower()
 
 
-def test_seal_convention_last_prime_is_special():
+def test_last_coeff_entry_sizes_the_special_primes_chosen_for_speed():
     ctx = rf.ckks.Context(poly_degree=2**14, coeff_bits=[60, 40, 40, 60], scale_bits=40)
     assert ctx.max_level == 2
-    assert len(ctx.params.p_primes) == 1 and ctx.params.p_primes[0].bit_length() == 60
+    assert all(p.bit_length() == 60 for p in ctx.params.p_primes)
+    assert "chosen for speed" in ctx.describe()
+    # With room under the bound, a long chain gets several special primes and few digits.
+    deep = rf.ckks.Context(poly_degree=2**16, coeff_bits=[60] + [40] * 20 + [60], scale_bits=40)
+    assert len(deep.params.p_primes) > 1 and deep.params.dnum <= 4
+    assert deep.params.log_qp <= rf._core.max_log_qp(2**16, 128)
+    # At the bound there is no room: one special prime, and the note says why.
+    full = rf.ckks.Context(poly_degree=2**14, coeff_bits=[60] + [40] * 7 + [60], scale_bits=40)
+    assert len(full.params.p_primes) == 1 and "exceed the security bound" in full.describe()
+
+
+def test_explicit_special_bits_keep_seals_convention():
+    ctx = rf.ckks.Context(poly_degree=2**14, coeff_bits=[60, 40, 40], special_bits=[60], scale_bits=40)
+    assert len(ctx.params.p_primes) == 1 and ctx.params.dnum == 3
+    assert "chosen for speed" not in ctx.describe()
 
 
 def test_primes_are_distinct_ntt_friendly_and_sized():

@@ -4,9 +4,9 @@
     python benchmarks/peers/peer_ringfire_int.py --scheme bfv --n 16384 --coeff-bits 60,40,40,40,40,40 --json
 
 The routines and configurations are those of ``ringfire bench bgv|bfv``
-(ringfire/bench_bgv.py): ``default`` = one 60-bit special prime (one
-key-switching digit per ciphertext prime), ``best`` = hybrid key switching with
-dnum = 3. Threads: ``--threads`` sets ringfire's pool.
+(ringfire/bench_bgv.py): ``default`` = the chain and key switching
+``Context(depth=--depth)`` chooses; ``best`` = the same (ringfire's default is its
+fastest shape). Threads: ``--threads`` sets ringfire's pool.
 """
 import os
 import sys
@@ -26,7 +26,7 @@ def run_ours(args):
     module = rf.bfv if args.scheme == "bfv" else rf.bgv
     if args.t != bench_bgv.PLAIN_MODULUS:
         rep.note("t=%d asked; ringfire's bench uses t=%d" % (args.t, bench_bgv.PLAIN_MODULUS))
-    ctx = bench_bgv.make_context(module, args.n, list(args.coeff_bits), args.config)
+    ctx = bench_bgv.make_context(module, args.n, args.depth, "default")
     params = ctx.params
     rep.doc["params"].update(special_bits=[p.bit_length() for p in params.p_primes], dnum=params.dnum,
                              log2_QP=round(params.log_qp, 1))

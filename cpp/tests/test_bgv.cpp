@@ -203,11 +203,12 @@ TEST_P(BgvSchemes, NoiseBudgetShrinksAndOverflowIsDetected) {
   const double fresh = bgv::noise_budget(*f.ctx, f.sk, ca);
   const double rough = bgv::decrypt(*f.ctx, f.sk, ca).noise_budget_bits;
   EXPECT_GT(fresh, 20.0);
-  // The rough budget is exact to a fraction of a bit below ~50 bits, a lower bound above.
+  // The rough budget is exact to a fraction of a bit below ~45 bits, a lower bound above.
   if (fresh < 45.0) {
     EXPECT_NEAR(rough, fresh, 0.5);
   } else {
-    EXPECT_GT(rough, 45.0);
+    EXPECT_GT(rough, 44.0);
+    EXPECT_LE(rough, fresh + 0.5);
   }
   // The carried estimate is of the same size as the measured noise.
   double q_bits = 0.0;
@@ -223,7 +224,7 @@ TEST_P(BgvSchemes, NoiseBudgetShrinksAndOverflowIsDetected) {
     c = f.ev.relinearize(f.ev.square_scale_invariant(c), f.rk);
     const double budget = bgv::noise_budget(*f.ctx, f.sk, c);
     EXPECT_LT(budget, previous);
-    if (budget >= 1.0 && budget < 45.0) {
+    if (budget >= 1.0 && budget < 40.0) {
       EXPECT_NEAR(bgv::decrypt(*f.ctx, f.sk, c).noise_budget_bits, budget, 0.5);
     }
     previous = budget;

@@ -13,6 +13,7 @@
 #include "ringfire/bgv/evaluator.h"
 #include "ringfire/bgv/noise.h"
 #include "ringfire/bgv/plaintext.h"
+#include "ringfire/rlwe/noise.h"
 
 namespace ringfire::python {
 
@@ -99,7 +100,15 @@ void bind_bgv(nb::module_& m) {
            },
            nb::arg("a"), nb::arg("b"), nb::arg("scale_invariant"))
       .def("mod_reduce_noise_bits", &bgv::noise_estimate::mod_reduce, nb::arg("a"), nb::arg("level"))
-      .def("budget_bits", &bgv::noise_estimate::budget_bits, nb::arg("noise_bits"), nb::arg("level"));
+      .def("budget_bits", &bgv::noise_estimate::budget_bits, nb::arg("noise_bits"), nb::arg("level"))
+      .def("fresh_noise_bits",
+           [](const bgv::Context& c) {
+             return noise::add(noise::fresh_public(*c.rlwe()), noise::encoding(*c.rlwe()));
+           })
+      .def("rounding_noise_bits", [](const bgv::Context& c) { return noise::rounding(*c.rlwe()); })
+      .def("key_switch_noise_bits", [](const bgv::Context& c, std::size_t level) {
+        return noise::key_switch(*c.rlwe(), level);
+      }, nb::arg("level"));
 
   nb::class_<bgv::Evaluator, RlweEvaluator>(m, "BgvEvaluator")
       .def(nb::init<ContextPtr>(), nb::arg("context"))

@@ -64,8 +64,10 @@ void bind_rlwe(nb::module_& m) {
   nb::class_<Parameters>(m, "Parameters")
       .def(nb::new_([](std::size_t n, const std::vector<int>& q_bits, const std::vector<int>& p_bits,
                        std::size_t dnum, int security, int scale_bits, bool insecure_no_security_check,
-                       std::size_t reserved_levels, const std::string& scheme, u64 plain_modulus, int plain_bits) {
+                       std::size_t reserved_levels, const std::string& scheme, u64 plain_modulus, int plain_bits,
+                       int special_prime_bits) {
              ParameterLiteral lit;
+             lit.special_prime_bits = special_prime_bits;
              lit.scheme = scheme == "ckks"  ? Scheme::ckks
                           : scheme == "bgv" ? Scheme::bgv
                           : scheme == "bfv" ? Scheme::bfv
@@ -85,7 +87,8 @@ void bind_rlwe(nb::module_& m) {
            }),
            nb::arg("poly_degree"), nb::arg("q_bits"), nb::arg("p_bits"), nb::arg("dnum"), nb::arg("security"),
            nb::arg("scale_bits"), nb::arg("insecure_no_security_check") = false, nb::arg("reserved_levels") = 0,
-           nb::arg("scheme") = "ckks", nb::arg("plain_modulus") = 0, nb::arg("plain_bits") = 0)
+           nb::arg("scheme") = "ckks", nb::arg("plain_modulus") = 0, nb::arg("plain_bits") = 0,
+           nb::arg("special_prime_bits") = 0)
       .def_prop_ro("scheme", [](const Parameters& p) { return std::string(scheme_name(p.scheme())); })
       .def_prop_ro("plain_modulus", &Parameters::plain_modulus)
       .def_prop_ro("poly_degree", &Parameters::n)
@@ -100,6 +103,7 @@ void bind_rlwe(nb::module_& m) {
       .def_prop_ro("scale_bits", &Parameters::scale_bits)
       .def_prop_ro("log_qp", &Parameters::log_qp)
       .def_prop_ro("fingerprint", &Parameters::fingerprint)
+      .def_prop_ro("shape_note", &Parameters::shape_note)
       .def("describe", &Parameters::describe);
 
   nb::class_<Prng>(m, "Prng")

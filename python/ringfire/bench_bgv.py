@@ -1,8 +1,8 @@
 """``ringfire bench bgv`` and ``ringfire bench bfv``: the integer schemes' routines.
 
-For each parameter set (ring degree N, a modulus chain with a 60-bit q_0 and
-40-bit primes, t = 786433, a 20-bit batching prime for every N up to 2^17) and
-each configuration, rows (set, config, routine, ms, exact) with:
+For each parameter set (ring degree N and a multiplicative depth: 5 at 2^14,
+12 at 2^15, 25 at 2^16; t = 786433, a 20-bit batching prime for every N up to
+2^17) and each configuration, rows (set, config, routine, ms, exact) with:
 
 * keygen    secret + public + relinearization key
 * encrypt   batch encode + public-key encryption of N residues
@@ -16,10 +16,12 @@ Times are medians over ``repeat`` runs after a warm-up. ``exact`` says whether
 the product and the rotation decrypted to NumPy's answer mod t. The same sets
 and routines run in SEAL and OpenFHE in ``benchmarks/bgv_vs_peers.py``.
 
-Configurations: ``default`` is the shape one special prime gives
-(``special_bits=[60]``: one key-switching digit per ciphertext prime, SEAL's
-convention); ``best`` uses 60-bit special primes covering three digits
-(hybrid key switching, dnum = 3) within the 128-bit bound.
+Configurations: ``default`` is what ``Context(poly_degree=N,
+plain_modulus=t, depth=d)`` gives: the smallest chain for that depth (BFV:
+60-bit primes; BGV: the primes its modulus switching needs) and the special
+primes and digits chosen for speed; ``one-special`` keeps that chain with
+one special prime (``special_bits=[60]``: one digit per ciphertext prime,
+SEAL's convention), for reference.
 """
 
 from __future__ import annotations
@@ -31,36 +33,21 @@ import time
 
 import numpy as np
 
-from . import _core
+from .bgv.chains import chain_for_depth
 
 PLAIN_MODULUS = 786433  # 3 * 2^18 + 1: batches every N up to 2^17
-SETS = {
-    "N14": (2**14, [60] + [40] * 5),
-    "N15": (2**15, [60] + [40] * 12),
-    "N16": (2**16, [60] + [40] * 25),
-}
-BEST_DNUM = 3
+SETS = {"N14": (2**14, 5), "N15": (2**15, 12), "N16": (2**16, 25)}  # (N, depth)
+CONFIGS = ("default", "one-special")
 
 
-def best_special_bits(n: int, coeff_bits: list[int], dnum: int = BEST_DNUM) -> list[int]:
-    """60-bit special primes covering the widest of ``dnum`` digits of the chain,
-    as many as the 128-bit bound on log2(QP) allows."""
-    alpha = -(-len(coeff_bits) // dnum)
-    widest = max(sum(coeff_bits[i:i + alpha]) for i in range(0, len(coeff_bits), alpha))
-    count = -(-widest // 60)
-    while count > 1 and sum(coeff_bits) + 60 * count > _core.max_log_qp(n, 128):
-        count -= 1
-    return [60] * count
-
-
-def make_context(scheme_module, n: int, coeff_bits: list[int], config: str, device: str = "cpu"):
+def make_context(scheme_module, n: int, depth: int, config: str, device: str = "cpu"):
     if config == "default":
-        return scheme_module.Context(poly_degree=n, plain_modulus=PLAIN_MODULUS, coeff_bits=coeff_bits,
-                                     special_bits=[60], device=device)
-    if config == "best":
-        return scheme_module.Context(poly_degree=n, plain_modulus=PLAIN_MODULUS, coeff_bits=coeff_bits,
-                                     special_bits=best_special_bits(n, coeff_bits), dnum=BEST_DNUM, device=device)
-    raise ValueError(f"[bench] unknown configuration {config!r}: 'default' or 'best'")
+        return scheme_module.Context(poly_degree=n, plain_modulus=PLAIN_MODULUS, depth=depth, device=device)
+    if config == "one-special":
+        chain = chain_for_depth(scheme_module.Context.scheme, n, depth, PLAIN_MODULUS)
+        return scheme_module.Context(poly_degree=n, plain_modulus=PLAIN_MODULUS, coeff_bits=chain, special_bits=[60],
+                                     device=device)
+    raise ValueError(f"[bench] unknown configuration {config!r}: choose from {CONFIGS}")
 
 
 def _median_ms(fn, repeat: int) -> float:
@@ -115,20 +102,21 @@ def time_routines(ctx, repeat: int, seed: int = 1234) -> tuple[dict, dict]:
     return ms, checks
 
 
-def bench_integer(scheme: str, sets, configs=("default", "best"), repeat: int = 5, device: str = "cpu",
+def bench_integer(scheme: str, sets, configs=CONFIGS, repeat: int = 5, device: str = "cpu",
                   quiet: bool = False) -> list[dict]:
     from . import bfv, bgv
 
     module = {"bgv": bgv, "bfv": bfv}[scheme]
     rows = []
     for name in sets:
-        n, coeff_bits = SETS[name]
+        n, depth = SETS[name]
         for config in configs:
-            ctx = make_context(module, n, coeff_bits, config, device)
+            ctx = make_context(module, n, depth, config, device)
             ms, checks = time_routines(ctx, repeat)
             params = ctx.params
             for routine, value in ms.items():
-                rows.append({"scheme": scheme, "set": name, "n": n, "config": config, "dnum": params.dnum,
+                rows.append({"scheme": scheme, "set": name, "n": n, "depth": depth, "config": config,
+                             "limbs": len(params.q_primes), "special": len(params.p_primes), "dnum": params.dnum,
                              "log_qp": round(params.log_qp, 1), "routine": routine, "ms": value,
                              "exact": {True: "yes", False: "NO"}.get(checks.get(routine), "")})
             if not quiet:

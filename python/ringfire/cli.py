@@ -56,9 +56,10 @@ def cmd_bench(args) -> int:
         unknown = [s for s in sets if s not in INT_SETS]
         if unknown:
             raise ValueError(f"unknown set(s) {unknown}; choose from {sorted(INT_SETS)}")
-        configs = ("default", "best") if args.config == "both" else (args.config,)
+        configs = ("default", "one-special") if args.config == "both" else (args.config,)
         rows = bench_integer(args.what, sets, configs, repeat=args.repeat or 5, device=args.device, quiet=quiet)
-        _emit(args, args.what, rows, [("set", "set", "s"), ("n", "N", "d"), ("config", "config", "s"),
+        _emit(args, args.what, rows, [("set", "set", "s"), ("n", "N", "d"), ("depth", "depth", "d"),
+                                      ("config", "config", "s"), ("limbs", "limbs", "d"), ("special", "P", "d"),
                                       ("dnum", "dnum", "d"), ("routine", "routine", "s"), ("ms", "ms", ".2f"),
                                       ("exact", "exact", "s")])
         return 0
@@ -137,8 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--sets", default="N14,seed000",
                    help="ckks: parameter sets N14, seed000, N16, matmul (default N14,seed000); "
                         "bgv/bfv: N14, N15, N16 (default all three)")
-    b.add_argument("--config", choices=["default", "best", "both"], default="both",
-                   help="bgv/bfv: one special prime (default), hybrid dnum=3 (best), or both")
+    b.add_argument("--config", choices=["default", "one-special", "both"], default="both",
+                   help="bgv/bfv: the chain and key switching Context(depth=...) chooses (default), the same chain "
+                        "with one special prime (one-special, SEAL's convention), or both")
     b.add_argument("--repeat", type=int, default=None,
                    help="ckks: timed runs per routine (median; default 5); bootstrap: timed bootstraps (default 2)")
     b.add_argument("--preset", default="N16_BOOT",

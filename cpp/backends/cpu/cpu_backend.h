@@ -35,6 +35,8 @@ class CpuBackend final : public Backend {
 
   void base_convert(const u64* in, u64* out, std::size_t batch, const BaseConverter& conv,
                     BaseConversion kind) override;
+  void base_convert_ntt(const u64* in, u64* scratch, u64* const* out_limbs, const BaseConverter& conv,
+                        BaseConversion kind) override;
 
   void automorphism(const u64* in, u64* out, std::size_t batch, const RnsBase& base, u64 galois_elt,
                     Form form) override;

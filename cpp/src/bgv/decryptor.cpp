@@ -66,30 +66,30 @@ Decryption decrypt(const Context& ctx, const SecretKey& key, const Ciphertext& c
   // z = [t x]_Q = sum_i y_i (Q / q_i) - k Q with y_i = [t x (Q/q_i)^-1]_{q_i} and
   // k = round(sum_i y_i / q_i); z / Q = the fractional part left by k.
   std::vector<u64> w(limbs), qhat_mod_t(limbs);
-  std::vector<long double> inv_q(limbs);
+  std::vector<double> inv_q(limbs);
   for (std::size_t i = 0; i < limbs; ++i) {
     const Modulus& q = base.modulus(i);
     w[i] = mul_mod(ctx.t_mod_q()[i], base.qhat_inverse(i), q);
     qhat_mod_t[i] = multiword::mod_modulus(base.qhat(i), limbs, t);
-    inv_q[i] = 1.0L / static_cast<long double>(q.value());
+    inv_q[i] = 1.0 / static_cast<double>(q.value());
   }
   const u64 q_mod_t = multiword::mod_modulus(base.product().data(), limbs, t);
   const u64 undo = inv_mod(cipher.metadata().correction, t.value());
   Decryption out;
   out.coefficients.assign(n, 0);
   std::mutex mutex;
-  long double largest = 0.0L;  // max |z| / Q
+  double largest = 0.0;  // max |z| / Q
   auto body = [&](std::size_t begin, std::size_t end) {
-    long double local = 0.0L;
+    double local = 0.0;
     for (std::size_t j = begin; j < end; ++j) {
-      long double v = 0.0L;
+      double v = 0.0;
       u64 z = 0;
       for (std::size_t i = 0; i < limbs; ++i) {
         const u64 y = mul_mod(x.data()[i * n + j], w[i], base.modulus(i));
-        v += static_cast<long double>(y) * inv_q[i];
+        v += static_cast<double>(y) * inv_q[i];
         z = mad_mod(y % t.value(), qhat_mod_t[i], z, t);
       }
-      const long double k = std::nearbyint(v);
+      const double k = std::nearbyint(v);
       local = std::max(local, std::fabs(v - k));
       z = sub_mod(z, mul_mod(static_cast<u64>(k) % t.value(), q_mod_t, t), t.value());
       out.coefficients[j] = mul_mod(z, undo, t);
@@ -99,9 +99,9 @@ Decryption decrypt(const Context& ctx, const SecretKey& key, const Ciphertext& c
   };
   parallel_ranges(n, static_cast<std::size_t>(num_threads()), body);
   const double q_bits = log2_modulus(base);
-  out.noise_budget_bits =
-      largest == 0.0L ? q_bits - 1.0 : std::min(q_bits - 1.0, -std::log2(2.0 * static_cast<double>(largest)));
-  require(largest <= 0.25L, op,
+  // Below 2^-50 the double-precision fraction is rounding error: the budget is at least that.
+  out.noise_budget_bits = std::min(q_bits - 1.0, -std::log2(2.0 * std::max(largest, 0x1p-50)));
+  require(largest <= 0.25, op,
           "the noise has overflowed: " + bits_text(out.noise_budget_bits) +
               " bits of noise budget left (decryption needs at least 1); the result would be wrong. Use larger "
               "or more ciphertext primes, a smaller plaintext modulus, or fewer operations before decrypting");

@@ -220,7 +220,7 @@ Ciphertext Evaluator::tensor(const Ciphertext& a, const Ciphertext& b, const cha
   const Modulus& t = context_->plain_modulus();
   Ciphertext out(a.context(), 3, a.level(),
                  with_correction_of(a.metadata(), mul_mod(a.metadata().correction, b.metadata().correction, t)),
-                 a.device());
+                 a.device(), kUninitialized);
   tensor_polys(backend(a), a.poly(0), a.poly(1), b.poly(0), b.poly(1), out.data(), &a == &b, a.base());
   return out;
 }

@@ -49,7 +49,7 @@ Ciphertext Evaluator::scale_invariant_tensor(const Ciphertext& a, const Cipherte
   Metadata meta = a.metadata();
   meta.correction = mul_mod(mul_mod(a.metadata().correction, b.metadata().correction, t),
                             context_->tensor_factor(level), t);
-  Ciphertext out(a.context(), 3, level, meta, device);
+  Ciphertext out(a.context(), 3, level, meta, device, kUninitialized);
   tensor_polys(be, a.poly(0), a.poly(1), b.poly(0), b.poly(1), out.data(), square, q);
   Buffer d_r(3 * r_words, device);
   const u64* a_r = over_r.data();

@@ -214,7 +214,7 @@ Ciphertext Evaluator::multiply(const Ciphertext& a, const Ciphertext& b) const {
               std::to_string(b.size()));
   const double scale = a.scale() * b.scale();
   check_product_fits(scale, a.level(), op);
-  Ciphertext out(a.context(), 3, a.level(), with_scale(a.metadata(), scale), a.device());
+  Ciphertext out(a.context(), 3, a.level(), with_scale(a.metadata(), scale), a.device(), kUninitialized);
   Backend& be = backend(a);
   const RnsBase& base = a.base();
   be.multiply(a.poly(0), b.poly(0), out.poly(0), 1, base);
@@ -233,7 +233,7 @@ Ciphertext Evaluator::square(const Ciphertext& a) const {
   require(a.size() == 2, op, "needs a size-2 ciphertext (relinearize first), got size " + std::to_string(a.size()));
   const double scale = a.scale() * a.scale();
   check_product_fits(scale, a.level(), op);
-  Ciphertext out(a.context(), 3, a.level(), with_scale(a.metadata(), scale), a.device());
+  Ciphertext out(a.context(), 3, a.level(), with_scale(a.metadata(), scale), a.device(), kUninitialized);
   Backend& be = backend(a);
   const RnsBase& base = a.base();
   be.multiply(a.poly(0), a.poly(0), out.poly(0), 1, base);

@@ -8,6 +8,12 @@ namespace ringfire {
 
 Ciphertext::Ciphertext(RlweContextPtr context, std::size_t size, std::size_t level, const Metadata& metadata,
                        Device device)
+    : Ciphertext(std::move(context), size, level, metadata, device, kUninitialized) {
+  backend_for(device).zero(buffer_.data(), buffer_.size());
+}
+
+Ciphertext::Ciphertext(RlweContextPtr context, std::size_t size, std::size_t level, const Metadata& metadata,
+                       Device device, Uninitialized)
     : context_(std::move(context)),
       size_(size),
       level_(level),
@@ -18,11 +24,10 @@ Ciphertext::Ciphertext(RlweContextPtr context, std::size_t size, std::size_t lev
   require(level_ <= context_->max_level(), "rlwe.Ciphertext",
           "level " + std::to_string(level_) + " exceeds the maximum " + std::to_string(context_->max_level()));
   buffer_ = Buffer(size_ * poly_words(), device);
-  backend_for(device).zero(buffer_.data(), buffer_.size());
 }
 
 Ciphertext Ciphertext::clone() const {
-  Ciphertext copy(context_, size_, level_, meta_, device());
+  Ciphertext copy(context_, size_, level_, meta_, device(), kUninitialized);
   backend_for(device()).copy(data(), copy.data(), buffer_.size());
   copy.seed_ = seed_;
   copy.noise_bits_ = noise_bits_;

@@ -73,7 +73,7 @@ Ciphertext RlweEvaluator::relinearize(const Ciphertext& a, const RelinKey& key) 
   check_context(key.fingerprint(), op);
   require(a.size() == 3, op, "needs a size-3 ciphertext, got size " + std::to_string(a.size()));
   check_key_device(key.device(), a, op);
-  Ciphertext out(a.context(), 2, a.level(), a.metadata(), a.device());
+  Ciphertext out(a.context(), 2, a.level(), a.metadata(), a.device(), kUninitialized);
   key_switch(*rlwe_, a.poly(2), a.level(), key.key(), out.poly(0), out.poly(1));
   backend(a).add(out.data(), a.data(), out.data(), 2, a.base());
   add_key_switch_noise(out, a);
@@ -90,7 +90,7 @@ Ciphertext RlweEvaluator::mod_switch(const Ciphertext& a, std::size_t level) con
   check_operand(a, op);
   require(level <= a.level(), op,
           "cannot raise a ciphertext from level " + std::to_string(a.level()) + " to " + std::to_string(level));
-  Ciphertext out(a.context(), a.size(), level, a.metadata(), a.device());
+  Ciphertext out(a.context(), a.size(), level, a.metadata(), a.device(), kUninitialized);
   for (std::size_t p = 0; p < a.size(); ++p) backend(a).copy(a.poly(p), out.poly(p), out.poly_words());
   if (level == a.level()) out.set_seed(a.seed());
   out.set_noise_bits(a.noise_bits());
@@ -121,7 +121,7 @@ Ciphertext RlweEvaluator::divide_by_last_prime(const Ciphertext& a, const Metada
   const RnsBase& lower = *ctx.level_base(level - 1);
   const u64 q_last = last.modulus(0).value();
   Backend& be = backend(a);
-  Ciphertext out(a.context(), a.size(), level - 1, meta, a.device());
+  Ciphertext out(a.context(), a.size(), level - 1, meta, a.device(), kUninitialized);
   std::vector<u64> q_last_inv(level);
   for (std::size_t i = 0; i < level; ++i) q_last_inv[i] = ctx.q_last_inverse(level, i);
   const std::size_t polys = a.size();
@@ -153,7 +153,7 @@ Ciphertext RlweEvaluator::mod_raise(const Ciphertext& a, std::size_t level) cons
   Buffer coeffs(a.size() * a.n(), a.device());
   be.copy(a.data(), coeffs.data(), coeffs.size());
   be.ntt_inverse(coeffs.data(), a.size(), a.base());
-  Ciphertext out(a.context(), a.size(), level, a.metadata(), a.device());
+  Ciphertext out(a.context(), a.size(), level, a.metadata(), a.device(), kUninitialized);
   be.base_convert(coeffs.data(), out.data(), a.size(), rlwe_->mod_raise_lift(level), BaseConversion::exact);
   be.ntt_forward(out.data(), a.size(), out.base());
   out.set_noise_bits(a.noise_bits());
@@ -167,7 +167,7 @@ Ciphertext RlweEvaluator::switch_key(const Ciphertext& a, const KeySwitchKey& ke
   check_context(key.fingerprint(), op);
   require(a.size() == 2, op, "needs a size-2 ciphertext (relinearize first), got size " + std::to_string(a.size()));
   check_key_device(key.device(), a, op);
-  Ciphertext out(a.context(), 2, a.level(), a.metadata(), a.device());
+  Ciphertext out(a.context(), 2, a.level(), a.metadata(), a.device(), kUninitialized);
   key_switch(*rlwe_, a.poly(1), a.level(), key, out.poly(0), out.poly(1));
   backend(a).add(out.poly(0), a.poly(0), out.poly(0), 1, a.base());
   add_key_switch_noise(out, a);
@@ -220,9 +220,9 @@ Ciphertext RlweEvaluator::apply_galois(const Ciphertext& a, u64 galois_element, 
   const KeySwitchKey& key = keys.get(galois_element);
   check_key_device(key.device(), a, op);
   Backend& be = backend(a);
-  Ciphertext permuted(a.context(), 2, a.level(), a.metadata(), a.device());
+  Ciphertext permuted(a.context(), 2, a.level(), a.metadata(), a.device(), kUninitialized);
   be.automorphism(a.data(), permuted.data(), 2, a.base(), galois_element, Form::eval);
-  Ciphertext out(a.context(), 2, a.level(), a.metadata(), a.device());
+  Ciphertext out(a.context(), 2, a.level(), a.metadata(), a.device(), kUninitialized);
   key_switch(*rlwe_, permuted.poly(1), a.level(), key, out.poly(0), out.poly(1));
   be.add(out.poly(0), permuted.poly(0), out.poly(0), 1, a.base());
   // The automorphism permutes coefficients (up to sign): it keeps the norm.
@@ -231,9 +231,12 @@ Ciphertext RlweEvaluator::apply_galois(const Ciphertext& a, u64 galois_element, 
 }
 
 Ciphertext RlweEvaluator::rotate(const Ciphertext& a, long long steps, const GaloisKeys& keys) const {
-  const OpLabel label(op_name(Op::rotate));  // the copy is part of the operation
-  Ciphertext out = a.clone();
-  rotate_inplace(out, steps, keys);
+  const OpLabel label(op_name(Op::rotate));
+  check_operand(a, op_name(Op::rotate));
+  const std::vector<long long> plan = rotation_plan(steps, keys);
+  if (plan.empty()) return a.clone();
+  Ciphertext out = apply_galois(a, rlwe_->galois_element(plan.front()), keys);
+  for (std::size_t i = 1; i < plan.size(); ++i) out = apply_galois(out, rlwe_->galois_element(plan[i]), keys);
   return out;
 }
 

@@ -26,23 +26,25 @@ void mod_down(const RlweContext& ctx, std::size_t level, u64* acc, u64* out, Bac
 }
 
 // ModUp of digit j: c's coefficients on the digit's primes extended to the
-// rest of q_0..q_level and P, in evaluation form over the extended base.
-// `converted` is scratch of (level+1+k) x N words.
+// rest of q_0..q_level and P, in evaluation form over the extended base,
+// written straight into `extended` around the digit's own limbs (which are
+// still exact in evaluation form in c). `scratch` is (level+1+k) x N words
+// for backends that do not write in place.
 void mod_up_digit(const RlweContext& ctx, const u64* c, const u64* c_coeff, std::size_t level, std::size_t j,
-                  u64* converted, u64* extended, Backend& be) {
+                  u64* scratch, u64* extended, Backend& be) {
   const std::size_t n = ctx.n(), ext_limbs = level + 1 + ctx.special_count();
   const auto [begin, end] = ctx.digit_range(level, j);
   const BaseConverter& conv = ctx.mod_up(level, j);
+  // The converter's targets are the extended base with the digit removed.
+  std::vector<u64*> targets;
+  targets.reserve(ext_limbs - (end - begin));
+  for (std::size_t i = 0; i < ext_limbs; ++i)
+    if (i < begin || i >= end) targets.push_back(extended + i * n);
   // Exact (centred) conversion: the digit enters the inner product as a value in
   // (-Q_j/2, Q_j/2] instead of [0, alpha * Q_j), which halves (or better) the
   // key-switching noise.
-  be.base_convert(c_coeff + begin * n, converted, 1, conv, BaseConversion::exact);
-  be.ntt_forward(converted, 1, conv.to());
-  // Converted limbs around the digit's own limbs, which are still exact in
-  // evaluation form in c.
-  be.copy(converted, extended, begin * n);
+  be.base_convert_ntt(c_coeff + begin * n, scratch, targets.data(), conv, BaseConversion::exact);
   be.copy(c + begin * n, extended + begin * n, (end - begin) * n);
-  be.copy(converted + begin * n, extended + end * n, (ext_limbs - end) * n);
 }
 
 Buffer to_coefficients(const RlweContext& ctx, const u64* c, std::size_t level, const Device& device, Backend& be) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -10,6 +11,7 @@
 #include "ringfire/arith/wide.h"
 #include "ringfire/base/errors.h"
 #include "ringfire/base/warning.h"
+#include "ringfire/rlwe/key_switch_shape.h"
 #include "ringfire/rlwe/security.h"
 
 namespace ringfire {
@@ -173,19 +175,31 @@ Parameters::Parameters(const ParameterLiteral& lit)
         require(is_ntt_friendly(q, n_), kOp, std::to_string(q) + " is not an NTT-friendly prime for this N");
   } else {
     require(!lit.q_bits.empty(), kOp, "coeff_bits needs at least one prime");
-    require(!lit.p_bits.empty(), kOp, "needs at least one special prime for key switching");
+    std::vector<int> p_bits = lit.p_bits;
+    if (p_bits.empty() && lit.special_prime_bits != 0) {
+      check_bits({lit.special_prime_bits}, "special_bits");
+      check_bits(lit.q_bits, "coeff_bits");
+      const double bound = security_ == 0 ? std::numeric_limits<double>::infinity()
+                                          : static_cast<double>(max_log_qp(n_, security_));
+      const KeySwitchShape shape = choose_key_switch_shape(n_, lit.q_bits, lit.special_prime_bits, bound);
+      p_bits.assign(shape.special_count, lit.special_prime_bits);
+      if (dnum_ == 0) dnum_ = shape.dnum;
+      shape_note_ = std::to_string(shape.special_count) + " special prime" + (shape.special_count > 1 ? "s" : "") +
+                    " chosen for speed (" + shape.reason + ")";
+    }
+    require(!p_bits.empty(), kOp, "needs at least one special prime for key switching");
     check_bits(lit.q_bits, "coeff_bits");
-    check_bits(lit.p_bits, "special_bits");
+    check_bits(p_bits, "special_bits");
     check_reserved_levels(lit.reserved_levels, lit.q_bits.size());
-    assign_primes(n_, lit.q_bits, lit.p_bits, lit.scale_bits, lit.q_bits.size() - 1 - reserved_levels_, q_, p_);
+    assign_primes(n_, lit.q_bits, p_bits, lit.scale_bits, lit.q_bits.size() - 1 - reserved_levels_, q_, p_);
     if (dnum_ == 0) {
-      // The widest digit the special primes can cover: the digit's bits must
-      // not exceed P's, or key-switching noise grows past the rescale error.
-      int p_total = 0;
-      for (int b : lit.p_bits) p_total += b;
-      const int q_max = *std::max_element(lit.q_bits.begin(), lit.q_bits.end());
-      const std::size_t alpha = std::max<std::size_t>(1, static_cast<std::size_t>(p_total / q_max));
-      dnum_ = (q_.size() + alpha - 1) / alpha;
+      // The fewest digits the special primes cover: wider digits than P would
+      // leave key-switching noise that swamps the message.
+      double log_p = 0.0;
+      for (u64 p : p_) log_p += std::log2(static_cast<double>(p));
+      std::vector<double> q_sizes;
+      for (u64 q : q_) q_sizes.push_back(std::log2(static_cast<double>(q)));
+      dnum_ = fewest_digits(q_sizes, log_p);
     }
   }
   if (scheme_ != Scheme::ckks && plain_modulus_ == 0 && lit.plain_bits != 0)
@@ -292,7 +306,8 @@ std::string Parameters::describe() const {
          " bits), P=" + std::to_string(p_.size()) + " primes (" + bits(p_) + " bits), dnum=" + std::to_string(dnum_) +
          (reserved_levels_ ? ", " + std::to_string(reserved_levels_) + " reserved for bootstrapping" : std::string()) +
          ", log2(QP)=" + log_qp + ", security=" +
-         (security_ == 0 ? std::string("NONE (insecure, tests only)") : std::to_string(security_) + "-bit");
+         (security_ == 0 ? std::string("NONE (insecure, tests only)") : std::to_string(security_) + "-bit") +
+         (shape_note_.empty() ? std::string() : "; " + shape_note_);
 }
 
 }  // namespace ringfire

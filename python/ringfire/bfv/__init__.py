@@ -19,7 +19,8 @@ later operations cheaper).
 """
 
 from ..bgv.ciphertext import Ciphertext, Plaintext
-from ..bgv.context import DEFAULT_CHAINS, DEFAULT_PLAIN_BITS, PRESETS
+from ..bgv.chains import DEFAULT_CHAINS
+from ..bgv.context import DEFAULT_PLAIN_BITS, PRESETS
 from ..bgv.context import Context as BgvContext
 from ..bgv.evaluator import Evaluator
 from ..rlwe.keys import GaloisKeys, KeySet, PublicKey, RelinKey, SecretKey

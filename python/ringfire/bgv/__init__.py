@@ -19,7 +19,8 @@ explicit operations, both kinds of product included.
 
 from ..rlwe.keys import GaloisKeys, KeySet, PublicKey, RelinKey, SecretKey
 from .ciphertext import Ciphertext, Plaintext
-from .context import DEFAULT_CHAINS, DEFAULT_PLAIN_BITS, PRESETS, Context
+from .chains import DEFAULT_CHAINS
+from .context import DEFAULT_PLAIN_BITS, PRESETS, Context
 from .evaluator import Evaluator
 
 __all__ = ["Context", "PRESETS", "DEFAULT_CHAINS", "DEFAULT_PLAIN_BITS", "Ciphertext", "Plaintext", "Evaluator",

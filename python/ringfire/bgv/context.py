@@ -11,22 +11,12 @@ import numpy as np
 
 from .. import _core
 from .._checks import warnings_at_caller
-from ..rlwe.context import ContextBase, check_security_argument
+from ..rlwe.context import ContextBase, check_security_argument, split_special_bits
 from ..rlwe.keys import KeySet, PublicKey, SecretKey
+from .chains import DEFAULT_CHAINS, SPECIAL_PRIME_BITS, chain_for_depth
 from .ciphertext import Ciphertext, Plaintext
 from .evaluator import Evaluator
 
-# Modulus chains within the 128-bit HE-standard bound, by ring degree: a
-# 60-bit q_0 that holds the final result, 39-40-bit primes consumed one per
-# product (BGV's modulus switching) or spent as budget (BFV), special primes
-# for hybrid key switching. Depths are measured in docs/bgv.md.
-DEFAULT_CHAINS = {
-    2**12: dict(coeff_bits=[36, 36], special_bits=[37]),
-    2**13: dict(coeff_bits=[55, 40, 40], special_bits=[56]),
-    2**14: dict(coeff_bits=[60] + [39] * 8, special_bits=[60]),
-    2**15: dict(coeff_bits=[60] + [40] * 17, special_bits=[47] * 3),
-    2**16: dict(coeff_bits=[60] + [40] * 36, special_bits=[60] * 4),
-}
 PRESETS = {f"N{n.bit_length() - 1}": dict(poly_degree=n, **chain) for n, chain in DEFAULT_CHAINS.items()}
 DEFAULT_PLAIN_BITS = 20
 
@@ -56,7 +46,13 @@ class Context(ContextBase):
             (default 20 bits when neither is given).
         coeff_bits: bit sizes of the ciphertext primes q_0..q_L (default: a
             chain for this N within the 128-bit bound, :data:`DEFAULT_CHAINS`).
+            When ``special_bits`` is omitted, the last entry is the size of the
+            special primes and ringfire chooses how many (and dnum) for speed.
         special_bits: bit sizes of the key-switching primes (default: the chain's).
+        depth: instead of ``coeff_bits``: the number of products the chain must
+            allow (squarings of a fresh ciphertext); the smallest chain the noise
+            estimates allow, with special primes chosen for speed
+            (:func:`ringfire.bgv.chains.chain_for_depth`).
         dnum: key-switching digits (default: the fewest that the special primes cover).
         security: 128, 192 or 256 (HE-standard bound for ternary secrets).
         device, insecure_no_security_check, insecure_deterministic_seed: as
@@ -75,7 +71,7 @@ class Context(ContextBase):
 
     def __init__(self, poly_degree: int, plain_modulus: int | None = None, plain_bits: int | None = None,
                  coeff_bits: Sequence[int] | None = None, special_bits: Sequence[int] | None = None,
-                 dnum: int | None = None, security: int = 128, *, device: str = "cpu",
+                 dnum: int | None = None, security: int = 128, *, depth: int | None = None, device: str = "cpu",
                  insecure_no_security_check: bool = False, insecure_deterministic_seed: bytes | None = None):
         scheme = self.scheme
         if isinstance(poly_degree, bool) or not isinstance(poly_degree, numbers.Integral):
@@ -83,25 +79,26 @@ class Context(ContextBase):
         poly_degree = int(poly_degree)
         security = check_security_argument(scheme, security)
         t, t_bits = _plain_choice(scheme, plain_modulus, plain_bits)
-        if coeff_bits is None:
+        if depth is not None:
+            if coeff_bits is not None or special_bits is not None:
+                raise ValueError(f"[{scheme}.Context] give depth or coeff_bits/special_bits, not both")
+            coeff_bits = chain_for_depth(scheme, poly_degree, depth, t, t_bits) + [SPECIAL_PRIME_BITS]
+        elif coeff_bits is None:
             if poly_degree not in DEFAULT_CHAINS:
                 raise ValueError(f"[{scheme}.Context] no default modulus chain for N={poly_degree} (defaults: "
                                  f"{sorted(DEFAULT_CHAINS)}); pass coeff_bits and special_bits")
             chain = DEFAULT_CHAINS[poly_degree]
             coeff_bits = chain["coeff_bits"]
             special_bits = chain["special_bits"] if special_bits is None else special_bits
-        coeff_bits = [int(b) for b in coeff_bits]
-        if special_bits is None:
-            if len(coeff_bits) < 2:
-                raise ValueError(f"[{scheme}.Context] coeff_bits needs at least two entries when special_bits is "
-                                 "omitted (the last one is the special prime)")
-            coeff_bits, special_bits = coeff_bits[:-1], coeff_bits[-1:]
+        coeff_bits, special_bits, special_size = split_special_bits(scheme, [int(b) for b in coeff_bits],
+                                                                    special_bits)
         self._set_device(device)
         with warnings_at_caller():
-            params = _core.Parameters(poly_degree, coeff_bits, [int(b) for b in special_bits],
+            params = _core.Parameters(poly_degree, coeff_bits, special_bits,
                                       0 if dnum is None else int(dnum), security, 0,
                                       insecure_no_security_check=bool(insecure_no_security_check),
-                                      scheme=scheme, plain_modulus=t, plain_bits=t_bits)
+                                      scheme=scheme, plain_modulus=t, plain_bits=t_bits,
+                                      special_prime_bits=special_size)
         self._init_from(params, insecure_deterministic_seed)
 
     def _init_from(self, params, seed: bytes | None) -> None:

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import _core
 from .._checks import warn_at_caller, warnings_at_caller
-from ..rlwe.context import ContextBase, check_security_argument
+from ..rlwe.context import ContextBase, check_security_argument, split_special_bits
 from ..rlwe.keys import GaloisKeys, KeySet, PublicKey, SecretKey
 from . import bootstrapping
 from .bootstrapping import BootstrapKeys, BootstrapPlan
@@ -44,10 +44,14 @@ class Context(ContextBase):
         coeff_bits: bit sizes of the ciphertext primes q_0..q_L: the first holds
             the result (make it scale_bits + the bits of your largest value),
             the others are consumed one per rescale (make them scale_bits).
-            When ``special_bits`` is omitted, the last entry is the special
-            prime (SEAL's convention), e.g. ``[60, 40, 40, 60]``.
+            When ``special_bits`` is omitted, the last entry is the size of the
+            key-switching (special) primes, and ringfire chooses how many of
+            them, and the digits, for the fastest key switching within the
+            security bound (``ctx.describe()`` says what it chose and why), e.g.
+            ``[60, 40, 40, 60]``.
         scale_bits: the default scale is 2^scale_bits.
-        special_bits: bit sizes of the key-switching primes P.
+        special_bits: bit sizes of the key-switching primes P, exactly (``[60]``:
+            one special prime, SEAL's convention).
         dnum: number of key-switching digits (default: the fewest that P covers).
         security: 128, 192 or 256; parameters beyond the HomomorphicEncryption.org
             bound for uniform ternary secrets raise ``ValueError``. There is no
@@ -73,11 +77,7 @@ class Context(ContextBase):
                  device: str = "cpu", insecure_no_security_check: bool = False,
                  insecure_deterministic_seed: bytes | None = None, bootstrap: bool | dict | None = None):
         coeff_bits = [int(b) for b in coeff_bits]
-        if special_bits is None:
-            if len(coeff_bits) < 2:
-                raise ValueError("[ckks.Context] coeff_bits needs at least two entries when special_bits is omitted "
-                                 "(the last one is the special prime)")
-            coeff_bits, special_bits = coeff_bits[:-1], coeff_bits[-1:]
+        coeff_bits, special_bits, special_size = split_special_bits("ckks", coeff_bits, special_bits)
         security = check_security_argument("ckks", security)
         options = bootstrapping.bootstrap_options(bootstrap) if bootstrap not in (None, False) else None
         reserved = bootstrapping.reserved_levels(options) if options else 0
@@ -86,10 +86,10 @@ class Context(ContextBase):
                              f"{len(coeff_bits)}: add the user's levels below them")
         self._set_device(device)
         with warnings_at_caller():
-            params = _core.Parameters(int(poly_degree), coeff_bits, [int(b) for b in special_bits],
+            params = _core.Parameters(int(poly_degree), coeff_bits, special_bits,
                                       0 if dnum is None else int(dnum), int(security), int(scale_bits),
                                       insecure_no_security_check=bool(insecure_no_security_check),
-                                      reserved_levels=reserved)
+                                      reserved_levels=reserved, special_prime_bits=special_size)
         self._init_from(params, insecure_deterministic_seed, options)
 
     def _init_from(self, params, seed: bytes | None, bootstrap_options: dict | None = None) -> None:

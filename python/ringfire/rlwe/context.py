@@ -24,6 +24,21 @@ def check_security_argument(scheme: str, security) -> int:
     return int(security)
 
 
+def split_special_bits(scheme: str, coeff_bits: list[int], special_bits) -> tuple[list[int], list[int], int]:
+    """(ciphertext primes, explicit special primes, special-prime size to choose a count for).
+
+    ``special_bits`` given: exactly those special primes. Omitted: the last
+    entry of ``coeff_bits`` is the size of the special primes, and the core
+    chooses how many (and the digits) for the fastest key switching within
+    the security bound (rlwe/key_switch_shape.h)."""
+    if special_bits is not None:
+        return coeff_bits, [int(b) for b in special_bits], 0
+    if len(coeff_bits) < 2:
+        raise ValueError(f"[{scheme}.Context] coeff_bits needs at least two entries when special_bits is omitted "
+                         "(the last one is the size of the special primes)")
+    return coeff_bits[:-1], [], coeff_bits[-1]
+
+
 class ContextBase:
     """Parameters, device, randomness and keys of one scheme instance.
 

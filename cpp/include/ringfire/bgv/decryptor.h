@@ -24,8 +24,8 @@ namespace ringfire::bgv {
 struct Decryption {
   std::vector<u64> coefficients;  // m mod t, N of them
   // The noise budget in bits from max |z| / Q_l in double precision: exact to
-  // a fraction of a bit below about 50 bits; above, a lower bound (see
-  // noise_budget for the exact value).
+  // a fraction of a bit below about 45 bits; above, a lower bound (49 bits at
+  // most; noise_budget gives the exact value).
   double noise_budget_bits = 0.0;
 };
 

@@ -76,6 +76,21 @@ class Backend {
   // Coefficient-form base conversion; in has conv.from() limbs, out conv.to().
   virtual void base_convert(const u64* in, u64* out, std::size_t batch, const BaseConverter& conv,
                             BaseConversion kind) = 0;
+  // One polynomial converted (as base_convert) and brought to evaluation
+  // form over conv.to(), target limb j written at out_limbs[j] (a host array
+  // of conv.to().size() pointers to N-word limbs on this backend's device,
+  // which need not be contiguous): key switching's ModUp, which scatters the
+  // converted limbs around the digit's own. `scratch` holds conv.to().size()
+  // x N words on the device. The default converts into scratch, transforms
+  // and copies; a backend may fuse the steps (the CPU transforms each limb
+  // while it is still in cache, and leaves scratch alone).
+  virtual void base_convert_ntt(const u64* in, u64* scratch, u64* const* out_limbs, const BaseConverter& conv,
+                                BaseConversion kind) {
+    base_convert(in, scratch, 1, conv, kind);
+    ntt_forward(scratch, 1, conv.to());
+    const std::size_t n = conv.to().n();
+    for (std::size_t j = 0; j < conv.to().size(); ++j) copy(scratch + j * n, out_limbs[j], n);
+  }
 
   // out = a(X^galois_elt) for odd galois_elt in [1, 2N); out must not alias in.
   virtual void automorphism(const u64* in, u64* out, std::size_t batch, const RnsBase& base, u64 galois_elt,

@@ -38,11 +38,19 @@ struct Metadata {
   bool operator==(const Metadata&) const = default;
 };
 
+// Tag for the constructors of results that the caller overwrites entirely:
+// the memory is not zeroed first (it comes from the caching pool).
+struct Uninitialized {};
+inline constexpr Uninitialized kUninitialized{};
+
 class Ciphertext {
  public:
   // A zero ciphertext of `size` polynomials at `level`.
   Ciphertext(RlweContextPtr context, std::size_t size, std::size_t level, const Metadata& metadata,
              Device device = Device::cpu());
+  // The same, with contents unspecified: for results written in full.
+  Ciphertext(RlweContextPtr context, std::size_t size, std::size_t level, const Metadata& metadata, Device device,
+             Uninitialized);
 
   const RlweContextPtr& context() const { return context_; }
   std::uint64_t fingerprint() const { return context_->fingerprint(); }

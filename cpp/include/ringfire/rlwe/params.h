@@ -32,7 +32,11 @@ struct ParameterLiteral {
   std::size_t poly_degree = 0;
   std::vector<int> q_bits;        // bit sizes of q_0..q_L
   std::vector<int> p_bits;        // bit sizes of the special primes (>= 1 of them)
-  std::size_t dnum = 0;           // 0: the largest digit P can cover (see Parameters)
+  // Instead of p_bits: special primes of this size, as many as make key
+  // switching fastest within the security bound (rlwe/key_switch_shape.h);
+  // Parameters::describe() says what was chosen and why.
+  int special_prime_bits = 0;
+  std::size_t dnum = 0;           // 0: the fewest digits P covers (see Parameters)
   int security = 128;             // 128, 192 or 256 bits (HE-standard bound on log2(QP))
   int scale_bits = 0;             // CKKS default scale 2^scale_bits (0: none)
   // The top primes kept for the library's own circuits (bootstrapping):
@@ -54,7 +58,8 @@ class Parameters {
   // Generates the primes (distinct, NTT-friendly for N, largest of each
   // size first) — or takes the literal's explicit ones — and validates
   // everything, raising InvalidArgument with the limit that was broken: N a
-  // power of two in [2^10, 2^17], prime sizes in [20, 60], dnum in [1, L+1],
+  // power of two in [2^10, 2^17], prime sizes in [20, 60], dnum in [1, L+1]
+  // (0: the fewest digits the special primes cover),
   // log2(QP) within the HE-standard bound, the plaintext modulus (CKKS: none;
   // BGV/BFV: 2 <= t < 2^60, coprime to every prime). Explicit primes are
   // checked against the security bound before they are tested for
@@ -79,6 +84,9 @@ class Parameters {
   int security() const { return security_; }
   int scale_bits() const { return scale_bits_; }
   double log_qp() const { return log_qp_; }
+  // Why the key-switching shape is what it is, when Parameters chose it
+  // (ParameterLiteral::special_prime_bits); empty otherwise.
+  const std::string& shape_note() const { return shape_note_; }
   // A 64-bit digest of (N, primes, dnum, security, scale_bits, and for
   // BGV/BFV the scheme and t, and the reserved levels when there are any;
   // other CKKS digests are those of format version 1).
@@ -99,6 +107,7 @@ class Parameters {
   int security_, scale_bits_;
   double log_qp_ = 0.0;
   std::uint64_t fingerprint_ = 0;
+  std::string shape_note_;
 };
 
 // FNV-1a, 64-bit: the digest behind fingerprints and io checksums (detects
