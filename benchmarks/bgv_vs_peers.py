@@ -19,7 +19,9 @@ ringfire in this process.
 
 The table gives each routine's median ms and ``speedup`` = the fastest peer
 configuration's time / ringfire's (default config, then one-special): above 1,
-ringfire is faster.
+ringfire is faster. This machine's speed drifts by tens of percent over minutes, so
+``--rounds R`` runs every configuration R times, interleaved (ringfire, SEAL, OpenFHE,
+ringfire, ...), and reports the median of the rounds' medians.
 """
 from __future__ import annotations
 
@@ -76,6 +78,21 @@ def run_ringfire(scheme, n, depth, config, threads, repeat):
                        "log2_QP": round(ctx.params.log_qp, 1)}}
 
 
+def median_of_rounds(rounds):
+    """Each configuration's document with every routine's median over the rounds."""
+    merged = []
+    for runs in zip(*rounds):
+        doc = dict(runs[-1])
+        doc["results_ms"] = {}
+        for routine in ROUTINES:
+            values = sorted(r.get("results_ms", {}).get(routine) for r in runs
+                            if r.get("results_ms", {}).get(routine) is not None)
+            doc["results_ms"][routine] = values[len(values) // 2] if values else None
+        doc["rounds_ms"] = [r.get("results_ms", {}) for r in runs]
+        merged.append(doc)
+    return merged
+
+
 def table(scheme, name, threads, docs):
     labels = [d["library"] if "config" not in d or d["library"] != "OpenFHE" else f"OpenFHE {d['config']}"
               for d in docs]
@@ -112,6 +129,7 @@ def main():
     p.add_argument("--schemes", default="bfv,bgv")
     p.add_argument("--threads", default="1,2")
     p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds of every configuration (median)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--out", default=None, help="also write the JSON here")
     args = p.parse_args()
@@ -121,8 +139,13 @@ def main():
         for scheme in args.schemes.split(","):
             coeff_bits = bench_bgv.chain_for_depth(scheme, n, depth, bench_bgv.PLAIN_MODULUS)
             for threads in (int(t) for t in args.threads.split(",")):
-                docs = [run_ringfire(scheme, n, depth, config, threads, args.repeat) for config in bench_bgv.CONFIGS]
-                docs += [run_peer(*run) for run in peer_runs(scheme, n, depth, coeff_bits, threads, args.repeat)]
+                rounds = []
+                for _ in range(args.rounds):
+                    docs = [run_ringfire(scheme, n, depth, config, threads, args.repeat)
+                            for config in bench_bgv.CONFIGS]
+                    docs += [run_peer(*run) for run in peer_runs(scheme, n, depth, coeff_bits, threads, args.repeat)]
+                    rounds.append(docs)
+                docs = median_of_rounds(rounds)
                 results.append({"scheme": scheme, "set": name, "n": n, "threads": threads, "runs": docs})
                 if not args.json:
                     print(table(scheme, name, threads, docs) + "\n", flush=True)

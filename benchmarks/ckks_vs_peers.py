@@ -36,7 +36,9 @@ PEERS = {
     "openfhe": ("peer_openfhe.py", "py310", "OpenFHE", True),
     "desilo": ("peer_desilo.py", "py311", "DESILO", True),
 }
-ALL_LIBS = ["ringfire"] + list(PEERS)
+# "ringfire": the shape a user gets by default (special primes and dnum chosen for
+# speed); "ringfire-1sp": the same chain with one special prime (SEAL's convention).
+ALL_LIBS = ["ringfire", "ringfire-1sp"] + list(PEERS)
 
 # Parameter sets.  "dnum" goes to every library (ringfire: None = its default, one
 # digit per Q prime with the single special prime); "dnum_openfhe" overrides it for
@@ -79,11 +81,13 @@ def unavailable(lib, params, why):
             "notes": [why], "unavailable": True}
 
 
-def run_ringfire(params):
+def run_ringfire(params, label="ringfire"):
     os.environ["RINGFIRE_NUM_THREADS"] = str(params["threads"])
     try:
         from peer_ringfire import run_ours
-        return run_ours(params)
+        doc = run_ours(params)
+        doc["library"] = label
+        return doc
     except ImportError as e:
         return unavailable("ringfire", params, "ringfire.ckks unavailable: %s" % e)
     except Exception as e:  # noqa: BLE001 - report, keep going with the peers
@@ -138,7 +142,7 @@ def fmt(v):
 def table(set_name, threads, docs):
     """Markdown table: one column per library, then ours/theirs ratios."""
     ours = next((d for d in docs if d["library"] == "ringfire"), None)
-    peers = [d for d in docs if d["library"] != "ringfire"]
+    peers = [d for d in docs if not d["library"].startswith("ringfire")]
     cols = [d["library"] for d in docs]
     ratio_cols = ["rf/%s" % d["library"] for d in peers] if ours is not None else []
     keys = [k for k in C.ALL_KEYS if any(d["results_ms"].get(k) is not None for d in docs)]
@@ -200,14 +204,16 @@ def main():
             params = set_params(sname, s, t, args)
             docs = []
             for lib in libs:
-                if lib != "ringfire" and t > 1 and not PEERS[lib][3]:
+                if not lib.startswith("ringfire") and t > 1 and not PEERS[lib][3]:
                     continue  # single-threaded library: its 1-thread column stands
                 t0 = time.time()
                 if not args.quiet:
                     print("[%6.0fs] set %s, %d thread(s): %s ..." % (t0 - t_start, sname, t, lib),
                           file=sys.stderr, flush=True)
                 if lib == "ringfire":
-                    d = run_ringfire(dict(params))
+                    d = run_ringfire(dict(params, special_bits="auto"))
+                elif lib == "ringfire-1sp":
+                    d = run_ringfire(dict(params), "ringfire-1sp")
                 else:
                     d = run_peer(lib, params, s.get("dnum_openfhe") if lib == "openfhe" else None, args.timeout)
                 d["set"] = sname

@@ -327,3 +327,20 @@ def test_gpu_results_are_bit_identical_to_the_cpu(small, device):
     cpu = ((x * y + x).rotate_rows(1) * 3).swap_rows()
     on = ((x.to(device) * y.to(device) + x.to(device)).rotate_rows(1) * 3).swap_rows()
     assert on.to("cpu")._host().polys().tobytes() == cpu._host().polys().tobytes()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scheme", SCHEMES, ids=["bgv", "bfv"])
+@pytest.mark.parametrize("preset,bgv_depth,bfv_depth", [("N15", 17, 20), ("N16", 36, 41)])
+def test_large_presets_are_exact_and_reach_their_depth(scheme, preset, bgv_depth, bfv_depth):
+    """pytest -m slow: N = 2^15 and 2^16, every operator against NumPy and the documented depths."""
+    ctx = scheme.Context.preset(preset)
+    sk, keys = ctx.keygen(rotations=[1], swap_rows=True)
+    a, b = residues(ctx), residues(ctx)
+    A, B = a.astype(object), b.astype(object)
+    x, y = ctx.encrypt(a, keys), ctx.encrypt(b, keys)
+    assert (dec(ctx, sk, x * y + x - 3) == mod(ctx, A * B + A - 3)).all()
+    assert (dec(ctx, sk, (x * b).rotate_rows(1)) == np.roll(mod(ctx, A * B).reshape(2, -1), -1, axis=1).ravel()).all()
+    assert (dec(ctx, sk, x.swap_rows()) == a.reshape(2, -1)[::-1].ravel()).all()
+    depth, _ = squaring_depth(ctx, sk, keys)
+    assert depth == (bgv_depth if scheme is rf.bgv else bfv_depth)

@@ -1,6 +1,8 @@
 """CKKS parameters: prime generation, the HE-standard security bound, presets,
 fingerprints, and the loud opt-outs."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -100,8 +102,9 @@ def test_presets_are_secure_and_deep():
         if spec.get("insecure_no_security_check"):
             assert "INSECURE" in name  # a toy preset says so in its name (and warns)
             continue
-        params = _core.Parameters(spec["poly_degree"], spec["coeff_bits"], spec["special_bits"],
-                                  spec.get("dnum", 0), 128, spec["scale_bits"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            params = rf.ckks.Context.preset(name).params
         assert params.log_qp <= _core.max_log_qp(spec["poly_degree"], 128), name
         assert params.max_level >= 2
 

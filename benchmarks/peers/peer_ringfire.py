@@ -58,7 +58,9 @@ def run_ours(params):
     p = dict(DEFAULTS)
     p.update({k: v for k, v in params.items() if v is not None or k == "dnum"})
     p["coeff_bits"] = list(p["coeff_bits"])
-    p["special_bits"] = list(p["special_bits"])
+    # "auto": the shape a user gets without special_bits (the last coeff_bits entry sizes
+    # the special primes, their count and dnum chosen for speed); a list: exactly those.
+    p["special_bits"] = p["special_bits"] if p["special_bits"] == "auto" else list(p["special_bits"])
     if p["keygen_repeat"] is None:
         p["keygen_repeat"] = p["repeat"] if p["n"] < (1 << 16) else min(p["repeat"], 3)
     args = types.SimpleNamespace(**p)
@@ -70,8 +72,13 @@ def run_ours(params):
     rf.set_num_threads(int(args.threads))
     rep = C.Report("ringfire", _version(rf), args)
 
-    ctx = rf.ckks.Context(poly_degree=args.n, coeff_bits=args.coeff_bits, scale_bits=args.scale_bits,
-                          special_bits=args.special_bits, dnum=args.dnum, security=128)
+    if args.special_bits == "auto":
+        ctx = rf.ckks.Context(poly_degree=args.n, coeff_bits=args.coeff_bits + [60], scale_bits=args.scale_bits,
+                              security=128)
+    else:
+        ctx = rf.ckks.Context(poly_degree=args.n, coeff_bits=args.coeff_bits, scale_bits=args.scale_bits,
+                              special_bits=args.special_bits, dnum=args.dnum, security=128)
+    rep.params["shape"] = {"special_primes": len(ctx.params.p_primes), "dnum": ctx.params.dnum}
     slots = getattr(ctx, "slots", args.n // 2)
 
     # keygen = secret + public + relinearization keys (no Galois keys), like the peers.

@@ -181,7 +181,9 @@ Parameters::Parameters(const ParameterLiteral& lit)
       check_bits(lit.q_bits, "coeff_bits");
       const double bound = security_ == 0 ? std::numeric_limits<double>::infinity()
                                           : static_cast<double>(max_log_qp(n_, security_));
-      const KeySwitchShape shape = choose_key_switch_shape(n_, lit.q_bits, lit.special_prime_bits, bound);
+      // BFV keeps its ciphertexts at the top level: shape key switching for it there.
+      const KeySwitchShape shape =
+          choose_key_switch_shape(n_, lit.q_bits, lit.special_prime_bits, bound, scheme_ == Scheme::bfv);
       p_bits.assign(shape.special_count, lit.special_prime_bits);
       if (dnum_ == 0) dnum_ = shape.dnum;
       shape_note_ = std::to_string(shape.special_count) + " special prime" + (shape.special_count > 1 ? "s" : "") +

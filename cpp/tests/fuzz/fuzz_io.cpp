@@ -24,6 +24,9 @@
 
 #include "ringfire/base/errors.h"
 #include "ringfire/base/warning.h"
+#include "ringfire/bgv/decryptor.h"
+#include "ringfire/bgv/evaluator.h"
+#include "ringfire/bgv/plaintext.h"
 #include "ringfire/ckks/decryptor.h"
 #include "ringfire/ckks/evaluator.h"
 #include "ringfire/io/serialize.h"
@@ -35,14 +38,22 @@ namespace {
 
 void quiet(const std::string&) {}
 
-// A toy context (N = 2^10, insecure by design: the fuzzer wants small
-// objects) with keys, and the objects the mutation driver starts from.
+// The BGV side: a toy context (t = 65537 batches N = 2^10) and its secret key.
+struct IntegerTarget {
+  bgv::ContextPtr ctx;
+  SecretKey sk;
+};
+
+// Toy contexts (N = 2^10, insecure by design: the fuzzer wants small
+// objects) with keys, and the objects the mutation driver starts from:
+// CKKS objects, then BGV ones (a correction factor other than 1 included).
 struct Target {
   ckks::ContextPtr ctx;
   SecretKey sk;
   PublicKey pk;
   RelinKey rk;
   GaloisKeys gk;
+  IntegerTarget bgv;
   std::vector<io::Bytes> seeds;
 
   static Target make() {
@@ -59,7 +70,16 @@ struct Target {
     PublicKey pk = generate_public_key(sk, prng);
     RelinKey rk = generate_relin_key(sk, prng);
     GaloisKeys gk = generate_galois_keys(sk, {ctx->rlwe()->galois_element(1), 2 * 1024 - 1}, prng);
-    Target t{ctx, std::move(sk), std::move(pk), std::move(rk), std::move(gk), {}};
+    lit.scheme = Scheme::bgv;
+    lit.plain_modulus = 65537;
+    lit.scale_bits = 0;
+    auto bctx = std::make_shared<const bgv::Context>(Parameters(lit));
+    SecretKey bsk = generate_secret_key(bctx->rlwe(), prng);
+    const PublicKey bpk = generate_public_key(bsk, prng);
+    const Plaintext bp = bgv::encode_plaintext(*bctx, std::vector<u64>(1024, 7), 2, 3);
+    const Ciphertext bc = bgv::Evaluator(bctx).mod_reduce(encrypt_public(bpk, bgv::encode_plaintext(*bctx,
+                                                                                 std::vector<u64>(1024, 5), 2), prng));
+    Target t{ctx, std::move(sk), std::move(pk), std::move(rk), std::move(gk), {bctx, std::move(bsk)}, {}};
     std::vector<ckks::Complex> z(ctx->slots());
     for (std::size_t i = 0; i < z.size(); ++i) z[i] = ckks::Complex(std::sin(0.1 * i), 0.0);
     const Plaintext p = ctx->encoder().encode(z.data(), z.size(), 2, ctx->scale_at(2));
@@ -67,7 +87,8 @@ struct Target {
     const ckks::Evaluator ev(ctx);
     t.seeds = {io::save(ctx->params()),  io::save(p), io::save(ctx->encoder().encode_scalar({0.5, 0.0}, 1, 1e9)),
                io::save(c),              io::save(encrypt_secret(t.sk, p, prng)), io::save(ev.multiply(c, c)),
-               io::save(t.pk),           io::save(t.rk), io::save(t.gk), io::save(t.sk)};
+               io::save(t.pk),           io::save(t.rk), io::save(t.gk), io::save(t.sk),
+               io::save(bctx->params()), io::save(bp), io::save(bc), io::save(bpk)};
     return t;
   }
 };
@@ -120,6 +141,16 @@ void fuzz_one(const std::uint8_t* data, std::size_t size) {
       options.noise = mode;
       offer([&] { (void)ckks::decrypt(*t.ctx, c, t.sk, options, prng); });
     }
+  });
+  // The same bytes as BGV objects: loading checks correction factors, and a
+  // ciphertext that loads is decrypted (an overflowed one is refused).
+  const RlweContextPtr& brl = t.bgv.ctx->rlwe();
+  offer([&] { (void)bgv::decode_plaintext(*t.bgv.ctx, io::load_plaintext(brl, p, n)); });
+  offer([&] { (void)io::load_public_key(brl, p, n); });
+  offer([&] {
+    const Ciphertext c = io::load_ciphertext(brl, p, n);
+    offer([&] { (void)bgv::decrypt(*t.bgv.ctx, t.bgv.sk, c); });
+    offer([&] { (void)bgv::noise_budget(*t.bgv.ctx, t.bgv.sk, c); });
   });
 }
 

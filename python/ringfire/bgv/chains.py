@@ -23,13 +23,14 @@ from .. import _core
 
 # Within the 128-bit HE-standard bound: a 60-bit q_0 that holds the final
 # result, 39-40-bit primes consumed one per product (BGV) or spent as budget
-# (BFV), special primes for hybrid key switching. Depths: docs/bgv.md.
+# (BFV). The last entry sizes the special primes, whose count (and dnum) is
+# chosen for the fastest key switching within the bound. Depths: docs/bgv.md.
 DEFAULT_CHAINS = {
-    2**12: dict(coeff_bits=[36, 36], special_bits=[37]),
-    2**13: dict(coeff_bits=[55, 40, 40], special_bits=[56]),
-    2**14: dict(coeff_bits=[60] + [39] * 8, special_bits=[60]),
-    2**15: dict(coeff_bits=[60] + [40] * 17, special_bits=[47] * 3),
-    2**16: dict(coeff_bits=[60] + [40] * 36, special_bits=[60] * 4),
+    2**12: dict(coeff_bits=[36, 36, 37]),
+    2**13: dict(coeff_bits=[55, 40, 40, 60]),
+    2**14: dict(coeff_bits=[60] + [39] * 8 + [60]),
+    2**15: dict(coeff_bits=[60] + [40] * 17 + [60]),
+    2**16: dict(coeff_bits=[60] + [40] * 36 + [60]),
 }
 # Bits of noise budget a chain keeps after the last product.
 MARGIN_BITS = 4.0

@@ -48,7 +48,7 @@ class Context(ContextBase):
             chain for this N within the 128-bit bound, :data:`DEFAULT_CHAINS`).
             When ``special_bits`` is omitted, the last entry is the size of the
             special primes and ringfire chooses how many (and dnum) for speed.
-        special_bits: bit sizes of the key-switching primes (default: the chain's).
+        special_bits: bit sizes of the key-switching primes, exactly (default: chosen for speed).
         depth: instead of ``coeff_bits``: the number of products the chain must
             allow (squarings of a fresh ciphertext); the smallest chain the noise
             estimates allow, with special primes chosen for speed
@@ -87,9 +87,7 @@ class Context(ContextBase):
             if poly_degree not in DEFAULT_CHAINS:
                 raise ValueError(f"[{scheme}.Context] no default modulus chain for N={poly_degree} (defaults: "
                                  f"{sorted(DEFAULT_CHAINS)}); pass coeff_bits and special_bits")
-            chain = DEFAULT_CHAINS[poly_degree]
-            coeff_bits = chain["coeff_bits"]
-            special_bits = chain["special_bits"] if special_bits is None else special_bits
+            coeff_bits = DEFAULT_CHAINS[poly_degree]["coeff_bits"]
         coeff_bits, special_bits, special_size = split_special_bits(scheme, [int(b) for b in coeff_bits],
                                                                     special_bits)
         self._set_device(device)

@@ -18,11 +18,13 @@ from .evaluator import Evaluator
 
 # Common shapes, all within the 128-bit HE-standard bound. Depth = number of
 # rescalings available to a fresh ciphertext.
+# The last coeff_bits entry sizes the special primes; how many (and dnum) is
+# chosen for the fastest key switching within the bound (describe() says).
 PRESETS = {
-    "N13_D2": dict(poly_degree=2**13, coeff_bits=[50, 40, 40], scale_bits=40, special_bits=[60]),
-    "N14_D6": dict(poly_degree=2**14, coeff_bits=[60] + [40] * 6, scale_bits=40, special_bits=[60]),
-    "N15_D16": dict(poly_degree=2**15, coeff_bits=[60] + [40] * 16, scale_bits=40, special_bits=[60, 60]),
-    "N16_D30": dict(poly_degree=2**16, coeff_bits=[60] + [40] * 30, scale_bits=40, special_bits=[60, 60, 60]),
+    "N13_D2": dict(poly_degree=2**13, coeff_bits=[50, 40, 40, 60], scale_bits=40),
+    "N14_D6": dict(poly_degree=2**14, coeff_bits=[60] + [40] * 6 + [60], scale_bits=40),
+    "N15_D16": dict(poly_degree=2**15, coeff_bits=[60] + [40] * 16 + [60], scale_bits=40),
+    "N16_D30": dict(poly_degree=2**16, coeff_bits=[60] + [40] * 30 + [60], scale_bits=40),
     # Bootstrappable, 128-bit (log QP = 1745 of 1747): 9 levels of 40 bits for the
     # user; from the top, 4 primes of 56 bits for CoeffsToSlots, 11 of 60 for
     # EvalMod, 3 of 47 for SlotsToCoeffs (docs/bootstrapping.md).

@@ -27,8 +27,8 @@ def choose_context(levels: int, batch: int, scale_bits: int = 40):
     if log_n is None:
         raise ValueError(f"[infer] no 128-bit context has {levels} levels and {batch} slots (N <= 2^17); use "
                          "client-aided activations or a smaller batch")
-    return ckks.Context(poly_degree=2**log_n, coeff_bits=[60] + [scale_bits] * levels, scale_bits=scale_bits,
-                        special_bits=[60])
+    # The last entry sizes the special primes; their count is chosen for speed within the bound.
+    return ckks.Context(poly_degree=2**log_n, coeff_bits=[60] + [scale_bits] * levels + [60], scale_bits=scale_bits)
 
 
 def register(subparsers) -> None:

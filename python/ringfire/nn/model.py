@@ -89,8 +89,8 @@ def suggest_parameters(levels: int, scale_bits: int = 40, base_bits: int = 60) -
     log_n = secure_degree(levels, 1, scale_bits, base_bits)
     if log_n is None:
         return f"{levels} levels do not fit N <= 2^17 at 128-bit security: use client-aided activations to reset levels"
-    return (f"rf.ckks.Context(poly_degree=2**{log_n}, coeff_bits=[{base_bits}] + [{scale_bits}] * {levels}, "
-            f"scale_bits={scale_bits}, special_bits=[60])")
+    return (f"rf.ckks.Context(poly_degree=2**{log_n}, coeff_bits=[{base_bits}] + [{scale_bits}] * {levels} + [60], "
+            f"scale_bits={scale_bits})")
 
 
 class Model:

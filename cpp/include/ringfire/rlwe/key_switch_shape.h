@@ -30,12 +30,15 @@ struct KeySwitchShape {
 std::size_t fewest_digits(const std::vector<double>& q_bits, double p_bits);
 
 // Model time (ns) of one key switch at N = n with the given ciphertext
-// primes, special primes and digits, averaged over the levels 0..L.
-double key_switch_cost(std::size_t n, const std::vector<int>& q_bits, std::size_t special_count, std::size_t dnum);
+// primes, special primes and digits, averaged over the levels 0..L (or at
+// the top level only: BFV keeps its ciphertexts there).
+double key_switch_cost(std::size_t n, const std::vector<int>& q_bits, std::size_t special_count, std::size_t dnum,
+                       bool top_level_only = false);
 
 // The fastest shape with special primes of `special_bits` bits whose total
-// log2(QP) stays within `max_log_qp` (infinity: no bound).
+// log2(QP) stays within `max_log_qp` (infinity: no bound). Shapes within 3%
+// of the fastest count as ties, won by the fewest digits (smaller keys).
 KeySwitchShape choose_key_switch_shape(std::size_t n, const std::vector<int>& q_bits, int special_bits,
-                                       double max_log_qp);
+                                       double max_log_qp, bool top_level_only = false);
 
 }  // namespace ringfire
