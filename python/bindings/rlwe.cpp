@@ -104,7 +104,8 @@ void bind_rlwe(nb::module_& m) {
       .def_prop_ro("log_qp", &Parameters::log_qp)
       .def_prop_ro("fingerprint", &Parameters::fingerprint)
       .def_prop_ro("shape_note", &Parameters::shape_note)
-      .def("describe", &Parameters::describe);
+      .def("describe", &Parameters::describe)
+      .def("__repr__", [](const Parameters& p) { return "Parameters(" + p.describe() + ")"; });
 
   nb::class_<Prng>(m, "Prng")
       .def_static("from_os", &Prng::from_os)

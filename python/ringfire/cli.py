@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from . import _core, bench
@@ -122,7 +123,11 @@ def cmd_info(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     p = argparse.ArgumentParser(prog="ringfire", description="ringfire homomorphic-encryption toolkit")
+    p.add_argument("--version", action="version", version=f"ringfire {__version__}")
+    p.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = p.add_subparsers(dest="command", required=True)
 
     demo = sub.add_parser("demo", help="a short end-to-end tour (CPU, a few seconds)")
@@ -171,12 +176,31 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _error_text(e: BaseException) -> str:
+    """One line for a user's mistake: the message, or the exception's type when it has none."""
+    text = " ".join(str(e).split())
+    if isinstance(e, FileNotFoundError) and e.filename:
+        return f"no such file: {e.filename}"
+    return text or type(e).__name__
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, NotImplementedError, _core.DeviceError) as e:
-        print(f"ringfire: error: {e}", file=sys.stderr)
+    except BrokenPipeError:
+        # The reader went away (`ringfire info | head -2`): not an error. Point stdout at
+        # /dev/null so the interpreter's final flush does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        print("ringfire: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - every failure is one line unless --debug
+        if args.debug:
+            raise
+        kind = "" if isinstance(e, (ValueError, NotImplementedError, TypeError, OSError)) else f"{type(e).__name__}: "
+        print(f"ringfire: error: {kind}{_error_text(e)} (--debug shows the traceback)", file=sys.stderr)
         return 2
 
 

@@ -184,6 +184,8 @@ def unwrap(data: bytes, mac_key: bytes | None = None, password=None) -> bytes:
     load does first. With ``mac_key``, unauthenticated bytes are refused (an
     attacker could have stripped the tag); authenticated bytes without
     ``mac_key`` are refused too (they were meant to be checked)."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"[io.load] expected the bytes of to_bytes(), got {type(data).__name__}")
     data = bytes(data)
     if is_authenticated(data):
         if mac_key is None:

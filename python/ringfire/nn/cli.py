@@ -40,23 +40,40 @@ def register(subparsers) -> None:
     p.add_argument("--poly-degree", type=int, default=2)
     p.add_argument("--calibration", help=".npy inputs that set polynomial ranges (default: the input itself)")
     p.add_argument("--max-memory", type=float, default=None, help="refuse runs predicted above this many GiB")
-    p.add_argument("--device", default="cpu", help="cpu (cuda arrives with the CUDA backend)")
+    p.add_argument("--layout", choices=["nchw", "nhwc"], default="nchw",
+                   help="layout of image inputs in the .npy (default nchw, the ONNX convention); nhwc is transposed")
     p.add_argument("--json", action="store_true")
     p.add_argument("--output", help="write the decrypted outputs to this .npy file")
     p.set_defaults(func=main)
+
+
+def _fit_input(x: np.ndarray, shape: tuple, layout: str) -> np.ndarray:
+    """The batch in the model's input shape: NHWC images transposed when asked, flat rows
+    of the right size reshaped; anything else refused with both shapes (never guessed)."""
+    if x.ndim < 2:
+        raise ValueError(f"[infer] the input must be a batch (batch first), got shape {x.shape}")
+    if layout == "nhwc":
+        if x.ndim != 4:
+            raise ValueError(f"[infer] --layout nhwc needs a 4-D batch (N, H, W, C), got shape {x.shape}")
+        x = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+    if tuple(x.shape[1:]) == shape:
+        return x
+    if x.ndim == 2 and x.shape[1] == int(np.prod(shape)):
+        return x.reshape((x.shape[0],) + shape)  # flat rows in the model's (C, H, W) order
+    looks_nhwc = len(shape) == 3 and x.ndim == 4 and tuple(x.shape[1:]) == (shape[1], shape[2], shape[0])
+    hint = " (it looks like NHWC: pass --layout nhwc)" if looks_nhwc else ""
+    raise ValueError(f"[infer] the model takes inputs of shape {shape} (batch first: (N,) + {shape}), the .npy holds "
+                     f"{tuple(x.shape)}{hint}")
 
 
 def main(args) -> int:
     from .. import nn
     from .graph import Graph
 
-    if args.device.split(":")[0] != "cpu":
-        raise NotImplementedError(f"device {args.device!r} is not available yet: CKKS objects live on the CPU in this release (the CUDA kernels exist, GPU placement does not)")
     x = np.load(args.input).astype(np.float64)
     say = (lambda *a: print(*a, file=sys.stderr)) if not args.json else (lambda *a: None)
     graph = Graph.from_onnx(args.model)
-    if tuple(x.shape[1:]) != tuple(graph.input_shape):
-        x = x.reshape((x.shape[0],) + tuple(graph.input_shape))
+    x = _fit_input(x, tuple(graph.input_shape), args.layout)
     options = dict(activation=args.activation, poly_degree=args.poly_degree)
     if args.activation == "poly":
         options["calibration"] = np.load(args.calibration) if args.calibration else x

@@ -19,6 +19,11 @@ class EvaluatorBase:
     def keys(self) -> KeySet | None:
         return self._keys
 
+    def __repr__(self) -> str:
+        keys = self._keys
+        have = [name for name in ("relin", "galois", "bootstrap") if keys is not None and getattr(keys, name) is not None]
+        return f"{self._op}.Evaluator(keys: {', '.join(have) if have else 'none'})"
+
     def _wrap(self, native, like):
         return type(like)(native, self._context, like._keys if like._keys is not None else self._keys)
 

@@ -30,6 +30,17 @@ class _Key(Placed):
         (:func:`ringfire.io.authenticate`)."""
         return rf_io.wrap(type(self)._save(self._host()), mac_key)
 
+    def _describe(self) -> str:
+        """What __repr__ shows besides the type: overridden per key."""
+        return ""
+
+    def __repr__(self) -> str:
+        ctx = self._context
+        extra = self._describe()
+        where = "" if self._device == "cpu" else f", device={self._device!r}"
+        return (f"{type(self).__name__}({ctx.scheme}, N={ctx.poly_degree}{', ' + extra if extra else ''}"
+                f"{where}, fingerprint={ctx.fingerprint:#018x})")
+
 
 class SecretKey(_Key):
     """The secret key: decrypts and generates the other keys. Keep it private."""
@@ -37,7 +48,8 @@ class SecretKey(_Key):
     _save = staticmethod(_core.save_secret_key)
 
     def __repr__(self) -> str:
-        return "SecretKey(<hidden>)"
+        ctx = self._context
+        return f"SecretKey({ctx.scheme}, N={ctx.poly_degree}, <hidden>)"
 
     def to_bytes(self, *, password=None, mac_key: bytes | None = None, scrypt_log_n: int = 17) -> bytes:
         """Serialized form. With ``password`` (str or bytes) the key is encrypted
@@ -90,6 +102,11 @@ class GaloisKeys(_Key):
 
     def has_conjugation(self) -> bool:
         return self._native.has(self._context._core.rlwe.conjugation_element())
+
+    def _describe(self) -> str:
+        steps = self.rotations()
+        shown = ", ".join(map(str, steps[:6])) + (", ..." if len(steps) > 6 else "")
+        return f"{len(self)} keys, rotations [{shown}]" + (", conjugation/row swap" if self.has_conjugation() else "")
 
 
 @dataclass

@@ -1,0 +1,122 @@
+"""What a new user trips over in the first hour, each reproduced as a test: the
+command line (one-line errors, --version, closed pipes, input shapes), wrong
+arguments to the API, and the reprs."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ringfire as rf
+from ringfire import cli
+
+
+def run_cli(*args, **kwargs):
+    return subprocess.run([sys.executable, "-m", "ringfire", *args], capture_output=True, text=True, timeout=300,
+                          **kwargs)
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    return rf.ckks.Context.preset("N13_D2")
+
+
+@pytest.fixture(scope="module")
+def keyed(ctx):
+    sk, keys = ctx.keygen(rotations=[1])
+    return sk, keys
+
+
+# ---- command line -------------------------------------------------------------------------------
+def test_version_flag():
+    out = run_cli("--version")
+    assert out.returncode == 0 and out.stdout.strip() == f"ringfire {rf.__version__}"
+
+
+@pytest.mark.parametrize("make_input", ["missing", "corrupt", "text"])
+def test_infer_errors_are_one_line(tmp_path, make_input):
+    model = tmp_path / "model.onnx"
+    if make_input == "corrupt":
+        model.write_bytes(b"\x08\x07garbage that is not a protobuf" * 3)
+    elif make_input == "text":
+        model.write_text("hello")
+    xs = tmp_path / "x.npy"
+    np.save(xs, np.zeros((2, 4)))
+    out = run_cli("infer", str(model if make_input != "missing" else tmp_path / "nope.onnx"), "--input", str(xs))
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and out.stderr.startswith("ringfire: error:")
+
+
+def test_debug_flag_shows_the_traceback(tmp_path):
+    out = run_cli("--debug", "infer", str(tmp_path / "nope.onnx"), "--input", str(tmp_path / "x.npy"))
+    assert out.returncode != 0 and "Traceback" in out.stderr
+
+
+def test_closed_pipe_exits_quietly():
+    # `ringfire info | head -1`: the reader leaves before the writer is done.
+    proc = subprocess.Popen([sys.executable, "-m", "ringfire", "info"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0
+    assert "BrokenPipeError" not in err and "Traceback" not in err
+
+
+def test_infer_has_no_device_flag_that_cannot_run():
+    # `infer --device cuda` used to be offered and then refused.
+    assert "--device" not in run_cli("infer", "--help").stdout
+
+
+def _mlp(tmp_path, width=16):
+    from test_nn_inter_cli import mlp_bytes
+    path = tmp_path / "mlp.onnx"
+    path.write_bytes(mlp_bytes((width, 8, 4)))
+    return path
+
+
+def test_infer_wrong_input_width_names_both_shapes(tmp_path, capsys):
+    xs = tmp_path / "x.npy"
+    np.save(xs, np.zeros((3, 15)))
+    assert cli.main(["infer", str(_mlp(tmp_path)), "--input", str(xs)]) == 2
+    err = capsys.readouterr().err
+    assert "(16,)" in err and "(3, 15)" in err and "reshape" not in err
+
+
+def test_infer_fit_input_layouts():
+    from ringfire.nn.cli import _fit_input
+    nchw = np.arange(2 * 3 * 4 * 5, dtype=float).reshape(2, 3, 4, 5)
+    nhwc = nchw.transpose(0, 2, 3, 1)
+    assert np.array_equal(_fit_input(nhwc, (3, 4, 5), "nhwc"), nchw)
+    assert np.array_equal(_fit_input(nchw.reshape(2, -1), (3, 4, 5), "nchw"), nchw)
+    with pytest.raises(ValueError, match="--layout nhwc"):
+        _fit_input(nhwc, (3, 4, 5), "nchw")
+    with pytest.raises(ValueError, match="batch"):
+        _fit_input(np.zeros(60), (3, 4, 5), "nchw")
+
+
+# ---- wrong arguments to the API ---------------------------------------------------------------
+def test_wrong_arguments_raise_clear_errors(ctx, keyed):
+    sk, keys = keyed
+    ct = ctx.encrypt(np.arange(4.0), keys)
+    with pytest.raises(TypeError, match="SecretKey"):
+        ctx.decrypt(ct, None)
+    with pytest.raises(TypeError, match="integer"):
+        ct.rotate(1.7)
+    with pytest.raises(TypeError, match="bytes"):
+        ctx.load("text")
+    with pytest.raises(ValueError, match="not a ringfire object"):
+        ctx.load(b"junk")
+
+
+# ---- reprs ---------------------------------------------------------------------------------------
+def test_reprs_say_what_an_object_is(ctx, keyed):
+    sk, keys = keyed
+    assert repr(sk) == "SecretKey(ckks, N=8192, <hidden>)"
+    assert f"{ctx.fingerprint:#018x}" in repr(keys.relin) and "RelinKey(ckks, N=8192" in repr(keys.relin)
+    assert "1 keys, rotations [1]" in repr(keys.galois)
+    assert repr(ctx.evaluator(keys)) == "ckks.Evaluator(keys: relin, galois)"
+    assert repr(ctx.params).startswith("Parameters(CKKS: N=8192")
+    assert "N=8192" in repr(ctx) and "security=128-bit" in repr(ctx)
