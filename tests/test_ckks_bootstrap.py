@@ -151,7 +151,8 @@ def test_sparse_slots_keep_the_periodic_part():
     assert mean >= 25.5 and low >= 23, (mean, low)  # measured 28.3 / 26.5
     # A vector that is not 256-periodic comes back as its average over the copies.
     padded = exact(ctx, sk, ctx.encrypt(v, keys).bootstrap())
-    assert bits(padded, np.tile(v / copies, copies))[1] >= 23
+    assert padded.shape == (256,)  # the length encrypted
+    assert bits(padded, v / copies)[1] >= 23
 
 
 def test_inputs_beyond_the_bound_lose_precision_then_wrap(boot):
@@ -212,7 +213,7 @@ def test_bootstrap_keys_serialize(boot):
     tampered[len(tampered) // 2] ^= 1
     with pytest.raises(ValueError, match="checksum"):
         ctx.load(bytes(tampered))
-    with pytest.raises(ValueError, match="fingerprint"):
+    with pytest.raises(ValueError, match="different parameters"):
         rf.ckks.Context.preset("N13_D2").load(data)  # other parameters
     authenticated = keys.bootstrap.to_bytes(mac_key=b"k" * 32)
     assert len(ctx.load(authenticated, mac_key=b"k" * 32)) == len(keys.bootstrap)

@@ -85,6 +85,22 @@ def test_infer_wrong_input_width_names_both_shapes(tmp_path, capsys):
     assert "(16,)" in err and "(3, 15)" in err and "reshape" not in err
 
 
+def test_inference_progress_bar_only_when_asked(tmp_path, ctx, keyed, capsys):
+    sk, keys = keyed
+    model = rf.nn.load(str(_mlp(tmp_path, width=4)), ctx)
+    enc = ctx.encrypt_batch(np.zeros((2, 4)), keys)
+    client = rf.nn.LocalClient(ctx, sk, keys)
+    model(enc, client=client)
+    assert capsys.readouterr().err == ""
+    model(enc, client=client, progress=True)
+    err = capsys.readouterr().err
+    assert "encrypted inference" in err and "ct/s" in err  # tqdm's bar, counted in ciphertexts
+    # The command line shows it on a terminal only (here stderr is a pipe), never with --json.
+    xs = tmp_path / "x.npy"
+    np.save(xs, np.zeros((2, 4)))
+    assert "encrypted inference" not in run_cli("infer", str(_mlp(tmp_path, width=4)), "--input", str(xs)).stderr
+
+
 def test_infer_fit_input_layouts():
     from ringfire.nn.cli import _fit_input
     nchw = np.arange(2 * 3 * 4 * 5, dtype=float).reshape(2, 3, 4, 5)
@@ -120,3 +136,23 @@ def test_reprs_say_what_an_object_is(ctx, keyed):
     assert repr(ctx.evaluator(keys)) == "ckks.Evaluator(keys: relin, galois)"
     assert repr(ctx.params).startswith("Parameters(CKKS: N=8192")
     assert "N=8192" in repr(ctx) and "security=128-bit" in repr(ctx)
+
+
+# ---- the build's CPU target ---------------------------------------------------------------------
+def test_a_build_for_another_cpu_refuses_to_import_with_the_fix(tmp_path):
+    from ringfire import _cpu
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse4_2 popcnt avx bmi1 fma\n")
+    flags = _cpu.cpu_flags(cpuinfo)
+    assert _cpu.missing_extensions(["SSE4_2", "POPCNT", "AVX", "BMI", "FMA"], flags) == []
+    assert _cpu.missing_extensions(["AVX2", "BMI2", "AVX512VNNI"], flags) == ["AVX2", "BMI2", "AVX512VNNI"]
+    assert _cpu.missing_extensions(["AVX512VNNI"], flags | {"avx512_vnni"}) == []
+    assert _cpu.missing_extensions(["AVX2"], None) == []  # the system does not say: do not guess
+    (tmp_path / "_build_isa.txt").write_text("AVX2 NOTAREALEXTENSION\n")
+    with pytest.raises(ImportError, match=r"NOTAREALEXTENSION.*RINGFIRE_ARCH= for any x86-64"):
+        _cpu.check_cpu(tmp_path)
+    # The installed build records what it assumes, and this CPU has it (or we would not be here).
+    import pathlib
+    installed = pathlib.Path(rf.__file__).parent / "_build_isa.txt"
+    if installed.exists():
+        assert _cpu.missing_extensions(_cpu.required_extensions(installed), _cpu.cpu_flags()) == []

@@ -18,7 +18,7 @@ against a view of the headers below it.)
 
 Python (python/ringfire/):
 
-    _core, _checks -> arith, arith128, ring, cuda, io -> rlwe -> ckks, bgv
+    _core, _checks, _progress, _cpu -> arith, arith128, ring, cuda, io -> rlwe -> ckks, bgv
         (side by side) -> bfv (a mode of bgv) -> nn, rpu (side by side) ->
         bench, bench_ckks, demo -> cli -> __main__, the package
 
@@ -48,7 +48,7 @@ INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
 SUFFIXES = {".h", ".hpp", ".cpp", ".cu", ".cuh"}
 
 PY_RANK = {
-    "_core": 0, "_checks": 0,
+    "_core": 0, "_checks": 0, "_progress": 0, "_cpu": 0,
     "arith": 1, "arith128": 1, "ring": 1, "cuda": 1, "io": 1,
     "rlwe": 2,
     "ckks": 3, "bgv": 3,

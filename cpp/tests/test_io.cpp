@@ -35,7 +35,9 @@ using io::Writer;
 using test::expect_invalid;
 using test::kN;
 using test::small_literal;
-constexpr std::size_t kHeader = 24;  // magic, version, kind, fingerprint, length
+constexpr std::size_t kHeader = 48;     // magic, version, kind, parameter identity (32 bytes), length
+constexpr std::size_t kLengthAt = 40;   // where the header's payload length is
+constexpr std::size_t kOldHeader = 24;  // versions 1 and 2: a u64 fingerprint instead of the identity
 
 Prng::Seed seed_from(std::uint8_t first) {
   Prng::Seed seed{};
@@ -318,8 +320,9 @@ TEST(IoRoundTrip, KindsAndNames) {
     EXPECT_EQ(io::peek_kind(blob.data(), blob.size()), kind);
     EXPECT_EQ(std::memcmp(blob.data(), "RFHE", 4), 0);
     EXPECT_EQ(blob[4] | (blob[5] << 8), io::kFormatVersion);
-    EXPECT_EQ(read_le64(blob.data() + 8), e.ctx->fingerprint());
-    EXPECT_EQ(read_le64(blob.data() + 16), blob.size() - kHeader - 8);
+    EXPECT_TRUE(std::equal(blob.begin() + 8, blob.begin() + 40, e.ctx->params().identity().begin()));
+    EXPECT_EQ(read_le64(blob.data() + 8), e.ctx->fingerprint());  // the identity's first 8 bytes
+    EXPECT_EQ(read_le64(blob.data() + kLengthAt), blob.size() - kHeader - 8);
     EXPECT_EQ(read_le64(blob.data() + blob.size() - 8), fnv1a64(blob.data(), blob.size() - 8));
   }
   EXPECT_EQ(std::string(io::kind_name(io::Kind::ciphertext)), "ciphertext");
@@ -446,11 +449,11 @@ TEST(IoMalformed, CorruptFieldsWithValidChecksum) {
   Prng prng = Prng::from_seed(seed_from(9));
   const Ciphertext c = encrypt_public(e.pk, e.encode(e.values(14), 1), prng);
   const Bytes blob = io::save(c);
-  // Payload layout: size u32 | level u32 | scale f64 | complex u8 | form u8 | correction u64 | noise f64 |
-  // seed flag u8 | polys.
+  // Payload layout: size u32 | level u32 | scale f64 | complex u8 | form u8 | correction u64 | length u32 |
+  // noise f64 | seed flag u8 | polys.
   const std::size_t size_at = kHeader, level_at = kHeader + 4, scale_at = kHeader + 8, complex_at = kHeader + 16,
-                    form_at = kHeader + 17, correction_at = kHeader + 18, noise_at = kHeader + 26,
-                    flag_at = kHeader + 34, poly_at = kHeader + 35;
+                    form_at = kHeader + 17, correction_at = kHeader + 18, length_at = kHeader + 26,
+                    noise_at = kHeader + 30, flag_at = kHeader + 38, poly_at = kHeader + 39;
   auto edited = [&](auto edit) {
     Bytes b(blob);
     edit(b);
@@ -484,13 +487,19 @@ TEST(IoMalformed, CorruptFieldsWithValidChecksum) {
   expect_invalid([&] { load(edited([&](Bytes& b) { b[complex_at] = 2; })); }, "complex flag");
   expect_invalid([&] { load(edited([&](Bytes& b) { b[form_at] = 2; })); }, "form flag");
   expect_invalid([&] { load(edited([&](Bytes& b) { b[correction_at] = 3; })); }, "no correction factor");
+  // A length beyond the slots (N/2 for CKKS); kBroadcastLength is allowed.
+  expect_invalid([&] { load(edited([&](Bytes& b) { b[length_at + 2] = 1; })); }, "exceeds the");
+  EXPECT_NO_THROW(load(edited([&](Bytes& b) { std::fill_n(b.begin() + length_at, 4, 0xff); })));
   // A residue at or above its prime.
   expect_invalid([&] { load(edited([&](Bytes& b) { write_le64(b.data() + poly_at, e.rlwe->params().q_primes()[0]); })); },
                  "outside [0, q)");
   expect_invalid([&] { load(edited([&](Bytes& b) { write_le64(b.data() + poly_at, ~0ULL); })); }, "outside [0, q)");
   // A declared length that disagrees with the input.
-  expect_invalid([&] { load(edited([&](Bytes& b) { write_le64(b.data() + 16, read_le64(b.data() + 16) + 1); })); },
-                 "truncated or padded");
+  expect_invalid(
+      [&] { load(edited([&](Bytes& b) { write_le64(b.data() + kLengthAt, read_le64(b.data() + kLengthAt) + 1); })); },
+      "truncated or padded");
+  // Another parameter identity.
+  expect_invalid([&] { load(edited([&](Bytes& b) { b[20] ^= 1; })); }, "parameter identity mismatch");
   EXPECT_NO_THROW(load(edited([](Bytes&) {})));
 
   // Secret key coefficients outside {-1, 0, 1}.
@@ -524,11 +533,11 @@ TEST(IoMalformed, CorruptFieldsWithValidChecksum) {
     w.u64(0);  // the checksum, resealed below
     Bytes forged = w.bytes();
     forged[6] = static_cast<std::uint8_t>(io::Kind::galois_keys);
-    write_le64(forged.data() + 16, forged.size() - kHeader - 8);
+    write_le64(forged.data() + kLengthAt, forged.size() - kHeader - 8);
     reseal(forged);
     expect_invalid([&] { io::load_galois_keys(e.rlwe, forged.data(), forged.size()); }, "says it switches from s^2");
   }
-  // Parameters that do not match their fingerprint (scale_bits 40 -> 39 is
+  // Parameters that do not match their identity (scale_bits 40 -> 39 is
   // valid on its own).
   Bytes p_blob = io::save(e.ctx->params());
   // before scheme u8, t u64, reserved levels u32, checksum
@@ -536,7 +545,7 @@ TEST(IoMalformed, CorruptFieldsWithValidChecksum) {
   ASSERT_EQ(p_blob[scale_bits_at], 40);
   p_blob[scale_bits_at] = 39;
   reseal(p_blob);
-  expect_invalid([&] { io::load_parameters(p_blob.data(), p_blob.size()); }, "fingerprint");
+  expect_invalid([&] { io::load_parameters(p_blob.data(), p_blob.size()); }, "do not match their identity");
   // A public key that is not a top-level pair.
   const Ciphertext low = encrypt_public(e.pk, e.encode(e.values(15), 0), prng);
   Bytes fake_pk = io::save(low);
@@ -551,25 +560,42 @@ TEST(IoMalformed, CorruptFieldsWithValidChecksum) {
   expect_invalid([&] { load(pk_as_ct); }, "scale");
 }
 
+// A current blob rewritten as format version 1 or 2: the header's identity
+// replaced by the legacy fingerprint, `count` payload bytes dropped at each
+// payload offset in `drops` (back to front).
+Bytes as_old_version(const Bytes& current, std::uint16_t version, std::uint64_t legacy_fingerprint,
+                     std::vector<std::pair<std::size_t, std::size_t>> drops) {
+  Bytes payload(current.begin() + kHeader, current.end() - 8);
+  std::sort(drops.rbegin(), drops.rend());
+  for (const auto& [at, count] : drops)
+    payload.erase(payload.begin() + static_cast<std::ptrdiff_t>(at),
+                  payload.begin() + static_cast<std::ptrdiff_t>(at + count));
+  Writer w;
+  w.raw(current.data(), 4);
+  w.u16(version);
+  w.raw(current.data() + 6, 2);
+  w.u64(legacy_fingerprint);
+  w.u64(payload.size());
+  w.raw(payload.data(), payload.size());
+  w.u64(0);
+  Bytes b = w.bytes();
+  EXPECT_EQ(b.size(), kOldHeader + payload.size() + 8);
+  reseal(b);
+  return b;
+}
+
 // Files of format version 1 (no noise estimate, complex flag or key source)
-// still load.
+// and 2 (no length, a 64-bit fingerprint) still load.
 TEST(IoRoundTrip, ReadsVersionOneFiles) {
   const Env& e = env();
-  // Drops `count` payload bytes at payload offset `at` and relabels the blob as version 1.
-  auto as_version_one = [](const Bytes& v2, std::size_t at, std::size_t count) {
-    Bytes b(v2);
-    b.erase(b.begin() + static_cast<std::ptrdiff_t>(kHeader + at),
-            b.begin() + static_cast<std::ptrdiff_t>(kHeader + at + count));
-    b[4] = 1;
-    b[5] = 0;
-    write_le64(b.data() + 16, b.size() - kHeader - 8);
-    reseal(b);
-    return b;
+  const std::uint64_t legacy = e.ctx->params().legacy_fingerprint();
+  auto as_version_one = [&](const Bytes& current, std::size_t at, std::size_t count) {
+    return as_old_version(current, 1, legacy, {{at, count}});
   };
   Prng prng = Prng::from_seed(seed_from(11));
   const auto z = e.values(18);
   const Ciphertext c = encrypt_public(e.pk, e.encode(z, 2), prng);
-  const Bytes old_ct = as_version_one(io::save(c), 16, 18);  // complex, form, correction, noise
+  const Bytes old_ct = as_version_one(io::save(c), 16, 22);  // complex, form, correction, length, noise
   const Ciphertext loaded = io::load_ciphertext(e.rlwe, old_ct.data(), old_ct.size());
   EXPECT_FALSE(loaded.is_complex());
   EXPECT_NEAR(loaded.noise_bits(), c.noise_bits(), 1e-9);  // a fresh encryption's estimate
@@ -582,13 +608,26 @@ TEST(IoRoundTrip, ReadsVersionOneFiles) {
   EXPECT_EQ(loaded_params.fingerprint(), e.ctx->params().fingerprint());
   const Bytes old_rk = as_version_one(io::save(e.rk), 4, 12);  // source u64, level u32
   expect_same_switch_key(io::load_relin_key(e.rlwe, old_rk.data(), old_rk.size()).key(), e.rk.key());
-  const Bytes v3 = [&] {
+  // Version 2: the length (payload offset 26) is absent and means all slots.
+  Ciphertext with_length = c.clone();
+  with_length.set_length(5);
+  const Bytes v3_blob = io::save(with_length);
+  EXPECT_EQ(io::load_ciphertext(e.rlwe, v3_blob.data(), v3_blob.size()).metadata().length, 5u);
+  const Bytes v2_ct = as_old_version(v3_blob, 2, legacy, {{26, 4}});
+  const Ciphertext from_v2 = io::load_ciphertext(e.rlwe, v2_ct.data(), v2_ct.size());
+  EXPECT_EQ(from_v2.metadata().length, 0u);
+  EXPECT_NEAR(from_v2.noise_bits(), c.noise_bits(), 1e-9);
+  EXPECT_TRUE(same_words(from_v2.data(), c.data(), c.size() * c.poly_words()));
+  // A version 2 file whose fingerprint is another parameter set's.
+  const Bytes v2_other = as_old_version(v3_blob, 2, legacy ^ 1, {{26, 4}});
+  expect_invalid([&] { io::load_ciphertext(e.rlwe, v2_other.data(), v2_other.size()); }, "fingerprint mismatch");
+  const Bytes v4 = [&] {
     Bytes b = io::save(c);
-    b[4] = 3;
+    b[4] = 4;
     reseal(b);
     return b;
   }();
-  expect_invalid([&] { io::load_ciphertext(e.rlwe, v3.data(), v3.size()); }, "written by a newer ringfire");
+  expect_invalid([&] { io::load_ciphertext(e.rlwe, v4.data(), v4.size()); }, "written by a newer ringfire");
 }
 
 // Memory follows the input: a blob that declares large objects but holds
@@ -602,7 +641,7 @@ TEST(IoMalformed, LoadsAllocateNoMoreThanTheirInput) {
   // Keep only the header and the first fields of each object.
   auto stub = [](const Bytes& full, std::size_t payload_bytes) {
     Bytes b(full.begin(), full.begin() + kHeader + payload_bytes);
-    write_le64(b.data() + 16, payload_bytes);
+    write_le64(b.data() + kLengthAt, payload_bytes);
     b.resize(b.size() + 8);
     reseal(b);
     return b;
@@ -614,9 +653,9 @@ TEST(IoMalformed, LoadsAllocateNoMoreThanTheirInput) {
   const std::vector<std::pair<Bytes, std::function<void(const Bytes&)>>> cases{
       {stub(io::save(e.rk), 13), [&](const Bytes& b) { io::load_relin_key(e.rlwe, b.data(), b.size()); }},
       {stub(io::save(e.gk), 25), [&](const Bytes& b) { io::load_galois_keys(e.rlwe, b.data(), b.size()); }},
-      {stub(io::save(e.pk), 35), [&](const Bytes& b) { io::load_public_key(e.rlwe, b.data(), b.size()); }},
-      {stub(io::save(c), 35), [&](const Bytes& b) { io::load_ciphertext(e.rlwe, b.data(), b.size()); }},
-      {stub(io::save(p), 23), [&](const Bytes& b) { io::load_plaintext(e.rlwe, b.data(), b.size()); }},
+      {stub(io::save(e.pk), 39), [&](const Bytes& b) { io::load_public_key(e.rlwe, b.data(), b.size()); }},
+      {stub(io::save(c), 39), [&](const Bytes& b) { io::load_ciphertext(e.rlwe, b.data(), b.size()); }},
+      {stub(io::save(p), 27), [&](const Bytes& b) { io::load_plaintext(e.rlwe, b.data(), b.size()); }},
       {stub(io::save(e.sk), 10), [&](const Bytes& b) { io::load_secret_key(e.rlwe, b.data(), b.size()); }},
   };
   const std::size_t before = held();

@@ -81,6 +81,7 @@ void bind_ckks_circuits(nb::module_& m) {
                                                  n);
           },
           nb::arg("matrix"), nb::arg("n"))
+      .def_static("best_baby_steps", &LinearTransform::best_baby_steps, nb::arg("indices"), nb::arg("n"))
       .def_prop_ro("dimension", &LinearTransform::dimension)
       .def_prop_ro("level", &LinearTransform::level)
       .def_prop_ro("scale", &LinearTransform::scale)

@@ -103,9 +103,17 @@ void bind_rlwe(nb::module_& m) {
       .def_prop_ro("scale_bits", &Parameters::scale_bits)
       .def_prop_ro("log_qp", &Parameters::log_qp)
       .def_prop_ro("fingerprint", &Parameters::fingerprint)
+      .def_prop_ro(
+          "identity",
+          [](const Parameters& p) { return nb::bytes(reinterpret_cast<const char*>(p.identity().data()), 32); },
+          "SHA-256 of the parameters: what serialized objects (format 3) carry")
+      .def_prop_ro("legacy_fingerprint", &Parameters::legacy_fingerprint,
+                   "The FNV-1a digest that format versions 1 and 2 stored")
       .def_prop_ro("shape_note", &Parameters::shape_note)
       .def("describe", &Parameters::describe)
       .def("__repr__", [](const Parameters& p) { return "Parameters(" + p.describe() + ")"; });
+
+  m.attr("BROADCAST_LENGTH") = kBroadcastLength;
 
   nb::class_<Prng>(m, "Prng")
       .def_static("from_os", &Prng::from_os)
@@ -137,6 +145,7 @@ void bind_rlwe(nb::module_& m) {
       .def_prop_ro("noise_bits", &Ciphertext::noise_bits)
       .def_prop_ro("is_complex", &Ciphertext::is_complex)
       .def_prop_ro("correction", [](const Ciphertext& c) { return c.metadata().correction; })
+      .def_prop_rw("length", &Ciphertext::length, &Ciphertext::set_length)
       .def("polys", &ciphertext_array)
       .def("clone", &Ciphertext::clone)
       .def_prop_ro("device", &device_of<Ciphertext>)
@@ -148,6 +157,7 @@ void bind_rlwe(nb::module_& m) {
       .def_prop_ro("is_scalar", &Plaintext::is_scalar)
       .def_prop_ro("is_complex", &Plaintext::is_complex)
       .def_prop_ro("correction", [](const Plaintext& p) { return p.metadata().correction; })
+      .def_prop_rw("length", &Plaintext::length, &Plaintext::set_length)
       .def_prop_ro("device", &device_of<Plaintext>)
       .def("to", &move_to<Plaintext>, nb::arg("device"), nb::arg("queue") = 0, kToDoc);
   nb::class_<SecretKey>(m, "SecretKey")

@@ -24,7 +24,12 @@ Layers available in this release:
 The command line ``ringfire demo`` runs a short tour; ``ringfire bench`` measures.
 """
 
-from . import _core
+import pathlib as _pathlib
+
+from ._cpu import check_cpu as _check_cpu
+
+_check_cpu(_pathlib.Path(__file__).parent)  # before any native code runs
+from . import _core  # noqa: E402
 from . import arith, arith128, bfv, bgv, ckks, cuda, io, nn, ring
 
 __version__ = "0.1.0"

@@ -4,7 +4,7 @@ statistics, the kernel profiler and the debug mode (seed 000 §III).
 Placement itself lives on the objects: ``ct.to("cuda")``, ``keys.to("cuda")``
 and ``Context(..., device="cuda")``. Work on a GPU is asynchronous: an
 operation returns once its kernels are queued, and ``decrypt``, ``.to("cpu")``
-and :func:`synchronize` are the points where the host waits.
+and :func:`synchronize` are the points where the host waits::
 
     with rf.cuda.profile() as prof:
         y = (x * x).rotate(1)

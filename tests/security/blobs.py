@@ -8,13 +8,22 @@ import struct
 
 import ringfire as rf
 
-HEADER = 24  # "RFHE" | version u16 | kind u16 | fingerprint u64 | payload length u64
+# "RFHE" | version u16 | kind u16 | parameter identity (32 bytes) | payload length u64
+HEADER = 48
+OLD_HEADER = 24  # versions 1 and 2: a u64 fingerprint instead of the identity
 KINDS = {"parameters": 1, "plaintext": 2, "ciphertext": 3, "public key": 4, "relin key": 5, "galois keys": 6,
          "secret key": 7}
 
 
-def envelope(kind: str, payload: bytes, fingerprint: int = 0, version: int = 2) -> bytes:
-    body = b"RFHE" + struct.pack("<HHQQ", version, KINDS[kind], fingerprint, len(payload)) + payload
+def envelope(kind: str, payload: bytes, identity: bytes | int = b"", version: int = 3) -> bytes:
+    """Version 3: ``identity`` is ``params.identity`` (32 bytes); versions 1 and 2:
+    the u64 ``params.legacy_fingerprint``."""
+    if version >= 3:
+        who = bytes(identity).ljust(32, b"\0")
+        assert len(who) == 32
+    else:
+        who = struct.pack("<Q", int(identity))
+    body = b"RFHE" + struct.pack("<HH", version, KINDS[kind]) + who + struct.pack("<Q", len(payload)) + payload
     return body + struct.pack("<Q", rf._core.fnv1a64(body))
 
 

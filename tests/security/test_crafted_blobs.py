@@ -25,22 +25,27 @@ def held_bytes() -> int:
 
 
 def crafted(ctx):
-    """The review's blobs (format version 1, as it was then) and their version-2 twins."""
-    f = ctx.fingerprint
+    """The review's blobs (format version 1, as it was then) and their version-2 and -3 twins."""
+    legacy, identity = ctx.params.legacy_fingerprint, ctx.params.identity
     level = ctx.max_level
     dnum = ctx.params.dnum
     return {
-        "relin key v1, 36 bytes": envelope("relin key", struct.pack("<I", dnum), f, version=1),
-        "Galois keys v1, 44 bytes": envelope("galois keys", struct.pack("<IQ", 1, 5), f, version=1),
-        "ciphertext v1, 49 bytes": envelope("ciphertext", struct.pack("<IIdB", 2, level, 2.0**40, 0), f, version=1),
-        "public key v1, 49 bytes": envelope("public key", struct.pack("<IIdB", 2, level, 1.0, 0), f, version=1),
-        "relin key v2": envelope("relin key", struct.pack("<IQB", dnum, 0, 1), f),
-        "Galois keys v2": envelope("galois keys", struct.pack("<IQIQB", 1, 5, dnum, 5, 1), f),
+        "relin key v1, 36 bytes": envelope("relin key", struct.pack("<I", dnum), legacy, version=1),
+        "Galois keys v1, 44 bytes": envelope("galois keys", struct.pack("<IQ", 1, 5), legacy, version=1),
+        "ciphertext v1, 49 bytes": envelope("ciphertext", struct.pack("<IIdB", 2, level, 2.0**40, 0), legacy,
+                                            version=1),
+        "public key v1, 49 bytes": envelope("public key", struct.pack("<IIdB", 2, level, 1.0, 0), legacy, version=1),
+        "relin key v3": envelope("relin key", struct.pack("<IQB", dnum, 0, 1), identity),
+        "Galois keys v3": envelope("galois keys", struct.pack("<IQIQB", 1, 5, dnum, 5, 1), identity),
         # size, level | scale, complex, form, correction | noise, seeded
-        "ciphertext v2": envelope("ciphertext", struct.pack("<IIdBBQdB", 16, level, 2.0**40, 0, 1, 1, 30.0, 0), f),
-        # level | scale, complex, form, correction | scalar
-        "plaintext v2": envelope("plaintext", struct.pack("<IdBBQB", level, 2.0**40, 0, 1, 1, 0), f),
-        "secret key": envelope("secret key", b"\x00" * 16, f),
+        "ciphertext v2": envelope("ciphertext", struct.pack("<IIdBBQdB", 16, level, 2.0**40, 0, 1, 1, 30.0, 0),
+                                  legacy, version=2),
+        # size, level | scale, complex, form, correction, length | noise, seeded
+        "ciphertext v3": envelope("ciphertext", struct.pack("<IIdBBQIdB", 16, level, 2.0**40, 0, 1, 1, 5, 30.0, 0),
+                                  identity),
+        # level | scale, complex, form, correction, length | scalar
+        "plaintext v3": envelope("plaintext", struct.pack("<IdBBQIB", level, 2.0**40, 0, 1, 1, 0, 0), identity),
+        "secret key": envelope("secret key", b"\x00" * 16, identity),
     }
 
 
@@ -60,6 +65,6 @@ def test_random_bytes_behind_a_valid_envelope_never_crash(n16):
     for kind in ("ciphertext", "public key", "relin key", "galois keys", "plaintext", "secret key"):
         for size in (0, 1, 7, 13, 26, 64, 300):
             for _ in range(5):
-                blob = envelope(kind, rng.integers(0, 256, size, dtype=np.uint8).tobytes(), n16.fingerprint)
+                blob = envelope(kind, rng.integers(0, 256, size, dtype=np.uint8).tobytes(), n16.params.identity)
                 with pytest.raises(ValueError):
                     n16.load(blob)

@@ -12,15 +12,18 @@ namespace ringfire::io {
 namespace {
 
 constexpr char kMagic[4] = {'R', 'F', 'H', 'E'};
-constexpr std::size_t kHeaderBytes = 4 + 2 + 2 + 8 + 8;
 constexpr std::size_t kMaxCiphertextSize = 16;
 
-Bytes seal(Kind kind, std::uint64_t fingerprint, Writer& payload) {
+// Header bytes: magic, version, kind, the parameter identity (32 bytes from
+// version 3, a u64 fingerprint before), the payload length.
+constexpr std::size_t header_bytes(std::uint16_t version) { return 4 + 2 + 2 + (version >= 3 ? 32 : 8) + 8; }
+
+Bytes seal(Kind kind, const Parameters& params, Writer& payload) {
   Writer out;
   out.raw(kMagic, 4);
   out.u16(kFormatVersion);
   out.u16(static_cast<std::uint16_t>(kind));
-  out.u64(fingerprint);
+  out.raw(params.identity().data(), params.identity().size());
   out.u64(payload.bytes().size());
   out.raw(payload.bytes().data(), payload.bytes().size());
   out.u64(fnv1a64(out.bytes().data(), out.bytes().size()));
@@ -30,9 +33,15 @@ Bytes seal(Kind kind, std::uint64_t fingerprint, Writer& payload) {
 struct Envelope {
   Kind kind;
   std::uint16_t version;
-  std::uint64_t fingerprint;
+  Sha256Digest identity;            // version 3
+  std::uint64_t legacy_fingerprint;  // versions 1 and 2
   const std::uint8_t* payload;
   std::size_t payload_size;
+
+  // Whether the object was made under `params`.
+  bool made_under(const Parameters& params) const {
+    return version >= 3 ? identity == params.identity() : legacy_fingerprint == params.legacy_fingerprint();
+  }
 };
 
 Envelope open(const std::uint8_t* data, std::size_t size) {
@@ -48,15 +57,20 @@ Envelope open(const std::uint8_t* data, std::size_t size) {
               (version > kFormatVersion ? "; it was written by a newer ringfire" : "") + ")");
   const std::uint16_t kind = r.u16("the kind");
   require(kind >= 1 && kind <= 8, "io.load", "unknown object kind " + std::to_string(kind));
-  const std::uint64_t fingerprint = r.u64("the fingerprint");
+  Sha256Digest identity{};
+  std::uint64_t legacy_fingerprint = 0;
+  if (version >= 3) r.raw(identity.data(), identity.size(), "the parameter identity");
+  else legacy_fingerprint = r.u64("the fingerprint");
   const std::uint64_t length = r.u64("the payload length");
-  require(length == size - std::min(size, kHeaderBytes + 8) && size >= kHeaderBytes + 8, "io.load",
+  const std::size_t framing = header_bytes(version) + 8;
+  require(length == size - std::min(size, framing) && size >= framing, "io.load",
           "truncated or padded: the header declares " + std::to_string(length) + " payload bytes, the input has " +
-              std::to_string(size < kHeaderBytes + 8 ? 0 : size - kHeaderBytes - 8));
+              std::to_string(size < framing ? 0 : size - framing));
   std::uint64_t stored = 0;
   for (int i = 0; i < 8; ++i) stored |= static_cast<std::uint64_t>(data[size - 8 + i]) << (8 * i);
   require(fnv1a64(data, size - 8) == stored, "io.load", "checksum mismatch: the data is corrupted");
-  return {static_cast<Kind>(kind), version, fingerprint, data + kHeaderBytes, static_cast<std::size_t>(length)};
+  return {static_cast<Kind>(kind), version, identity, legacy_fingerprint, data + header_bytes(version),
+          static_cast<std::size_t>(length)};
 }
 
 Envelope open_as(Kind expected, const RlweContext* ctx, const std::uint8_t* data, std::size_t size) {
@@ -64,8 +78,9 @@ Envelope open_as(Kind expected, const RlweContext* ctx, const std::uint8_t* data
   require(e.kind == expected, "io.load",
           std::string("expected a ") + kind_name(expected) + ", got a " + kind_name(e.kind));
   if (ctx)
-    require(e.fingerprint == ctx->fingerprint(), "io.load",
-            std::string("this ") + kind_name(e.kind) + " was made under different parameters (fingerprint mismatch)");
+    require(e.made_under(ctx->params()), "io.load",
+            std::string("this ") + kind_name(e.kind) + " was made under different parameters (" +
+                (e.version >= 3 ? "parameter identity" : "fingerprint") + " mismatch)");
   return e;
 }
 
@@ -93,13 +108,15 @@ double log2_modulus(const RnsBase& base) {
   return bits;
 }
 
-// Metadata, version 2: scale f64 | complex u8 | form u8 | correction u64.
-// Version 1 had the scale alone (evaluation form, real, CKKS).
+// Metadata, version 3: scale f64 | complex u8 | form u8 | correction u64 |
+// length u32. Version 2 had no length (all slots); version 1 had the scale
+// alone (evaluation form, real, CKKS).
 void write_metadata(Writer& w, const Metadata& m) {
   w.f64(m.scale);
   w.u8(m.complex ? 1 : 0);
   w.u8(m.form == Form::eval ? 1 : 0);
   w.u64(m.correction);
+  w.u32(m.length);
 }
 
 Metadata read_metadata(Reader& r, std::uint16_t version) {
@@ -112,6 +129,7 @@ Metadata read_metadata(Reader& r, std::uint16_t version) {
   m.complex = is_complex == 1;
   m.form = form == 1 ? Form::eval : Form::coeff;
   m.correction = r.u64("the correction factor");
+  if (version >= 3) m.length = r.u32("the length");
   return m;
 }
 
@@ -123,6 +141,9 @@ Metadata read_metadata(Reader& r, std::uint16_t version) {
 void check_metadata(const Metadata& m, const RlweContext& ctx, std::size_t level, double lowest, const char* what) {
   const Parameters& params = ctx.params();
   const std::string prefix = std::string("corrupt: ") + what;
+  const std::size_t slots = params.scheme() == Scheme::ckks ? ctx.n() / 2 : ctx.n();
+  require(m.length <= slots || m.length == kBroadcastLength, "io.load",
+          prefix + " length " + std::to_string(m.length) + " exceeds the " + std::to_string(slots) + " slots");
   if (params.scheme() == Scheme::ckks) {
     const double q_bits = log2_modulus(*ctx.level_base(level));
     require(std::isfinite(m.scale) && m.scale >= lowest && std::log2(m.scale) + 1.0 < q_bits, "io.load",
@@ -317,7 +338,7 @@ Bytes save(const Parameters& params) {
   w.u8(static_cast<std::uint8_t>(params.scheme()));
   w.u64(params.plain_modulus());
   w.u32(static_cast<std::uint32_t>(params.reserved_levels()));
-  return seal(Kind::parameters, params.fingerprint(), w);
+  return seal(Kind::parameters, params, w);
 }
 
 namespace {
@@ -338,35 +359,35 @@ Bytes save(const Plaintext& plain) {
   } else {
     write_poly(w, plain.data(), plain.poly_words());
   }
-  return seal(Kind::plaintext, plain.fingerprint(), w);
+  return seal(Kind::plaintext, plain.context()->params(), w);
 }
 
 Bytes save(const Ciphertext& cipher) {
   if (!on_host(cipher.device())) return save(cipher.to(Device::cpu()));
   Writer w;
   write_ciphertext_payload(w, cipher);
-  return seal(Kind::ciphertext, cipher.fingerprint(), w);
+  return seal(Kind::ciphertext, cipher.context()->params(), w);
 }
 
 Bytes save(const PublicKey& key) {
   if (!on_host(key.device())) return save(key.to(Device::cpu()));
   Writer w;
   write_ciphertext_payload(w, key.key());
-  return seal(Kind::public_key, key.fingerprint(), w);
+  return seal(Kind::public_key, key.key().context()->params(), w);
 }
 
 Bytes save(const RelinKey& key) {
   if (!on_host(key.device())) return save(key.to(Device::cpu()));
   Writer w;
   write_switch_key(w, key.key());
-  return seal(Kind::relin_key, key.fingerprint(), w);
+  return seal(Kind::relin_key, key.key().context()->params(), w);
 }
 
 Bytes save(const GaloisKeys& keys) {
   if (!on_host(keys.device())) return save(keys.to(Device::cpu()));
   Writer w;
   write_galois_payload(w, keys);
-  return seal(Kind::galois_keys, keys.fingerprint(), w);
+  return seal(Kind::galois_keys, keys.context()->params(), w);
 }
 
 // Payload: the Galois key set's payload, then the key to the ephemeral
@@ -377,14 +398,14 @@ Bytes save(const ckks::BootstrapKeys& keys) {
   write_galois_payload(w, keys.galois);
   write_switch_key(w, keys.to_sparse);
   write_switch_key(w, keys.from_sparse);
-  return seal(Kind::bootstrap_keys, keys.galois.fingerprint(), w);
+  return seal(Kind::bootstrap_keys, keys.galois.context()->params(), w);
 }
 
 Bytes save(const SecretKey& key) {
   Writer w;
   // Two bits per coefficient would do; one byte keeps the format obvious.
   w.raw(key.coefficients().data(), key.coefficients().size());
-  return seal(Kind::secret_key, key.fingerprint(), w);
+  return seal(Kind::secret_key, key.context()->params(), w);
 }
 
 // ---- load ---------------------------------------------------------------------
@@ -421,7 +442,7 @@ Parameters load_parameters(const std::uint8_t* data, std::size_t size, bool inse
   lit.security = security == 0 ? 128 : static_cast<int>(security);
   lit.insecure_no_security_check = security == 0;
   Parameters params(lit);
-  require(params.fingerprint() == e.fingerprint, "io.load", "corrupt: the parameters do not match their fingerprint");
+  require(e.made_under(params), "io.load", "corrupt: the parameters do not match their identity");
   return params;
 }
 

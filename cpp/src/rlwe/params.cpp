@@ -281,7 +281,29 @@ void Parameters::validate() {
   // the other schemes add what changes a ciphertext's meaning.
   if (scheme_ != Scheme::ckks) words.insert(words.end(), {static_cast<std::uint64_t>(scheme_), plain_modulus_});
   if (reserved_levels_ != 0) words.insert(words.end(), {0x7265736572766564ULL /* "reserved" */, reserved_levels_});
-  fingerprint_ = fnv1a64(words.data(), words.size() * sizeof(std::uint64_t));
+  legacy_fingerprint_ = fnv1a64(words.data(), words.size() * sizeof(std::uint64_t));
+  compute_identity();
+}
+
+void Parameters::compute_identity() {
+  // A domain tag, then every field as a little-endian u64 in a fixed order
+  // (the counts first, so no two parameter sets share an encoding).
+  std::vector<std::uint8_t> bytes;
+  const char tag[] = "ringfire parameters v3";
+  bytes.insert(bytes.end(), tag, tag + sizeof tag - 1);
+  auto put = [&bytes](std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  };
+  for (std::uint64_t v : {static_cast<std::uint64_t>(scheme_), plain_modulus_, static_cast<std::uint64_t>(n_),
+                          static_cast<std::uint64_t>(dnum_), static_cast<std::uint64_t>(security_),
+                          static_cast<std::uint64_t>(scale_bits_), static_cast<std::uint64_t>(reserved_levels_),
+                          static_cast<std::uint64_t>(q_.size()), static_cast<std::uint64_t>(p_.size())})
+    put(v);
+  for (u64 q : q_) put(q);
+  for (u64 p : p_) put(p);
+  identity_ = sha256(bytes.data(), bytes.size());
+  fingerprint_ = 0;
+  for (int i = 0; i < 8; ++i) fingerprint_ |= static_cast<std::uint64_t>(identity_[i]) << (8 * i);
 }
 
 std::string Parameters::describe_log_qp() const {

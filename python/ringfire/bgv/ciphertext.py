@@ -57,7 +57,7 @@ class Plaintext(PlaintextBase):
         return self._context.decode(self, signed)
 
     def __repr__(self) -> str:
-        return f"Plaintext(level={self.level})"
+        return f"Plaintext({self._length_text()}, level={self.level})"
 
 
 class Ciphertext(CiphertextBase):
@@ -73,7 +73,7 @@ class Ciphertext(CiphertextBase):
                           doc="The factor (mod t) the message is multiplied by inside this ciphertext.")
 
     def __repr__(self) -> str:
-        return (f"Ciphertext(level={self.level}, size={self.size}, "
+        return (f"Ciphertext({self._length_text()}, level={self.level}, size={self.size}, "
                 f"budget~{self.noise_budget_estimate:.0f} bits{self._where()})")
 
     @property
@@ -135,7 +135,7 @@ class Ciphertext(CiphertextBase):
             return self.square()
         return self._product(*self._natives(other))
 
-    def square(self) -> "Ciphertext":
+    def _square(self) -> "Ciphertext":
         a = self._native
         return self._product(a, a)
 
@@ -168,18 +168,22 @@ class Ciphertext(CiphertextBase):
         p = pt._at(a.level, a.correction)
         return self._wrap(ev.add_plain(a, p) if sign > 0 else ev.sub_plain(a, p))
 
-    def __pow__(self, exponent):
-        """Repeated squaring: ``ct ** k`` for an integer k >= 1 (depth ceil(log2 k))."""
-        if isinstance(exponent, bool) or not isinstance(exponent, numbers.Integral) or exponent < 1:
-            raise ValueError(f"[{self._context.scheme}.power] the exponent must be an integer >= 1, got {exponent!r}")
-        result, base, k = None, self, int(exponent)
-        while True:
-            if k & 1:
-                result = base if result is None else result * base
-            k >>= 1
-            if not k:
-                return result
-            base = base.square()
+    def _rotate_and_add(self, n: int, broadcast: bool):
+        """Within the rows (rotations act per row of N/2), then across them with
+        the row swap when the values span both rows or every slot must hold the sum."""
+        row = self._context.row_size
+        span = row if broadcast or n > row else 1 << max(0, (n - 1).bit_length())
+        out, step = self, 1
+        while step < span:
+            out = out + out.rotate(step)
+            step <<= 1
+        if broadcast or n > row:
+            galois = self._eval_keys().require_galois(f"{self._context.scheme}.sum")
+            if not galois.has_conjugation():
+                raise ValueError(f"[{self._context.scheme}.sum] summing across the two rows needs the row-swap key: "
+                                 "ctx.keygen(rotations='power_of_two', swap_rows=True)")
+            out = out + out.swap_rows()
+        return out
 
     # ---- rows and levels ---------------------------------------------------------------
     def rotate_rows(self, steps: int) -> "Ciphertext":
@@ -191,13 +195,15 @@ class Ciphertext(CiphertextBase):
         galois = self._eval_keys().require_galois(f"{self._context.scheme}.swap_rows")
         return self._wrap(self._context._core_evaluator.swap_rows(self._native, galois._on(self._device)))
 
+
     def mod_reduce(self, level: int | None = None) -> "Ciphertext":
         """Divides by the last primes down to ``level`` (default: one level): the noise
         shrinks with the modulus, and later operations are cheaper."""
         level = self.level - 1 if level is None else int(level)
         if not 0 <= level <= self.level:
             raise ValueError(f"[{self._context.scheme}.mod_reduce] level must be in [0, {self.level}], got {level}")
-        return self._wrap(self._context._core_evaluator.mod_reduce_to(self._native, level))
+        out = self._wrap(self._context._core_evaluator.mod_reduce_to(self._native, level))
+        return out._set_shape(self.shape, self._zero_tail)
 
 
 def _centred(value: int, t: int) -> int:

@@ -13,6 +13,7 @@ from .. import _core
 from .._checks import warnings_at_caller
 from ..rlwe.context import ContextBase, check_security_argument, split_special_bits
 from ..rlwe.keys import KeySet, PublicKey, SecretKey
+from ..rlwe.shapes import as_values
 from .chains import DEFAULT_CHAINS, SPECIAL_PRIME_BITS, chain_for_depth
 from .ciphertext import Ciphertext, Plaintext
 from .evaluator import Evaluator
@@ -99,6 +100,9 @@ class Context(ContextBase):
                                       special_prime_bits=special_size)
         self._init_from(params, insecure_deterministic_seed)
 
+    def _init_from_pickle(self, params, options: dict) -> None:
+        self._init_from(params, None)
+
     def _init_from(self, params, seed: bytes | None) -> None:
         if params.scheme != self.scheme.upper():
             raise ValueError(f"[{self.scheme}.Context] these are {params.scheme} parameters")
@@ -155,7 +159,7 @@ class Context(ContextBase):
         """``values`` (ints, bools; a scalar fills every entry; shorter vectors are
         zero-padded) as residues in [0, t), refusing values outside (-t, t)."""
         t = self.plain_modulus
-        arr = np.asarray(values)
+        arr = as_values(values)
         if arr.dtype == object:  # Python ints of any size
             try:
                 arr = np.array([int(v) for v in arr.ravel()], dtype=object).reshape(arr.shape)
@@ -198,8 +202,10 @@ class Context(ContextBase):
     def encode(self, values, level: int | None = None) -> Plaintext:
         """Up to N integers (mod t) in the slots: row 0 is ``values[:N/2]``, row 1
         ``values[N/2:]``; shorter vectors are zero-padded, a scalar fills every slot."""
+        values = as_values(values)
         coefficients = self._coefficients_of_slots(values, f"{self.scheme}.encode")
-        return Plaintext.from_coefficients(self, coefficients, self.max_level if level is None else int(level))
+        out = Plaintext.from_coefficients(self, coefficients, self.max_level if level is None else int(level))
+        return out._set_shape(values.shape, True)
 
     def encode_coefficients(self, values, level: int | None = None) -> Plaintext:
         """Up to N integers (mod t) as the coefficients of the plaintext polynomial
@@ -238,7 +244,9 @@ class Context(ContextBase):
             if not isinstance(public, PublicKey):
                 raise TypeError(f"[{self.scheme}.encrypt] key must be a KeySet, a PublicKey or a SecretKey")
             native = _core.encrypt_public(public._native, pt, self._prng)
-        return Ciphertext(native, self, keys, device=self.device)
+        out = Ciphertext(native, self, keys, device=self.device)
+        # Coefficient encoding has no slots: its shape is all N coefficients.
+        return out._set_shape(plain.shape, plain._zero_tail) if self.can_batch else out
 
     def _decrypt_native(self, ciphertext: Ciphertext, secret_key: SecretKey, op: str) -> np.ndarray:
         if not isinstance(ciphertext, Ciphertext):
@@ -248,14 +256,18 @@ class Context(ContextBase):
         return np.asarray(coefficients)
 
     def decrypt(self, ciphertext: Ciphertext, secret_key: SecretKey, signed: bool = True) -> np.ndarray:
-        """The N slots as int64: centred in (-t/2, t/2] (``signed=True``) or in [0, t).
-        When t cannot batch, the plaintext's coefficients.
+        """The slots as int64, in the ciphertext's shape (the length encrypted, or a
+        scalar for shape ()): centred in (-t/2, t/2] (``signed=True``) or in [0, t).
+        When t cannot batch, the plaintext's N coefficients.
 
         Raises ``ValueError`` when the noise has overflowed (less than one bit of
         budget left): the result would be wrong, so none is returned."""
         coefficients = self._decrypt_native(ciphertext, secret_key, f"{self.scheme}.decrypt")
-        values = np.asarray(self._core.batch_decode(coefficients)) if self.can_batch else coefficients
-        return self._signed(values, signed)
+        if not self.can_batch:
+            return self._signed(coefficients, signed)
+        values = self._signed(np.asarray(self._core.batch_decode(coefficients)), signed)
+        shape = ciphertext.shape
+        return values[0] if not shape else values[:shape[0]]
 
     def decrypt_coefficients(self, ciphertext: Ciphertext, secret_key: SecretKey, signed: bool = True) -> np.ndarray:
         """The plaintext polynomial's N coefficients (coefficient encoding)."""

@@ -8,7 +8,7 @@
     sk, keys = ctx.keygen(rotations=[1, -1])
     ct = ctx.encrypt(np.random.rand(ctx.slots), keys)
     y = (ct * ct + 0.5).rotate(1)          # multiply, relinearize, rescale; levels aligned
-    print(ctx.decrypt(y, sk)[:4])
+    print(ctx.decrypt(y, sk)[:4])          # the shape encrypted: ctx.slots values
 
 The Python operators manage relinearization, rescaling and level/scale
 alignment; :class:`Evaluator` (``ctx.evaluator(keys)``) offers the explicit,
@@ -20,8 +20,9 @@ from .ciphertext import Ciphertext, Plaintext
 from .circuits import LinearTransform, Polynomial, chebyshev_fit
 from .context import PRESETS, Context
 from .evaluator import Evaluator
+from .matmul import matmul_rotations
 from ..rlwe.keys import GaloisKeys, KeySet, PublicKey, RelinKey, SecretKey
 
 __all__ = ["Context", "PRESETS", "Ciphertext", "Plaintext", "Evaluator", "KeySet", "SecretKey", "PublicKey",
            "RelinKey", "GaloisKeys", "BootstrapKeys", "BootstrapPlan", "BOOTSTRAP_DEFAULTS",
-           "Polynomial", "LinearTransform", "chebyshev_fit"]
+           "Polynomial", "LinearTransform", "chebyshev_fit", "matmul_rotations"]

@@ -20,6 +20,8 @@ import numpy as np
 
 from .. import _core
 from ..rlwe.ciphertext import CiphertextBase, PlaintextBase
+from ..rlwe.shapes import as_values, plain_operand
+from .circuits import Polynomial
 
 
 class Plaintext(PlaintextBase):
@@ -33,13 +35,16 @@ class Plaintext(PlaintextBase):
         return self._context.decode(self)
 
     def __repr__(self) -> str:
-        return f"Plaintext(level={self.level}, scale=2^{np.log2(self.scale):.2f}{', scalar' if self.is_scalar else ''})"
+        return (f"Plaintext({self._length_text()}, level={self.level}, scale=2^{np.log2(self.scale):.2f}"
+                f"{', scalar' if self.is_scalar else ''})")
 
 
 class Ciphertext(CiphertextBase):
-    """An encrypted vector of ``ctx.slots`` numbers.
+    """An encrypted vector of up to ``ctx.slots`` numbers.
 
-    ``level`` counts the rescalings left; ``scale`` is the factor the slots
+    ``shape`` is that of the values encrypted: ``(n,)``, or ``()`` for a
+    scalar in every slot; operands broadcast as in NumPy and ``decrypt``
+    returns that shape. ``level`` counts the rescalings left; ``scale`` is the factor the slots
     are multiplied by; ``size`` is 2 (3 right after an explicit multiply).
     ``device`` says where operations on it run: ``ct.to("cuda")`` moves it
     lazily (the upload happens at the first GPU operation), results stay on
@@ -52,7 +57,8 @@ class Ciphertext(CiphertextBase):
                           doc="Whether the slots may hold complex values (else decrypt returns reals).")
 
     def __repr__(self) -> str:
-        return f"Ciphertext(level={self.level}, scale=2^{np.log2(self.scale):.2f}, size={self.size}{self._where()})"
+        return (f"Ciphertext({self._length_text()}, level={self.level}, scale=2^{np.log2(self.scale):.2f}, "
+                f"size={self.size}{self._where()})")
 
     # ---- operators ------------------------------------------------------------
     def _aligned(self, other: "Ciphertext"):
@@ -121,12 +127,59 @@ class Ciphertext(CiphertextBase):
         pt = ctx._encode_native(np.asarray(other) * sign, a.level, a.scale)
         return self._wrap(ev.add_plain(a, pt))
 
-    def square(self) -> "Ciphertext":
+    def _square(self) -> "Ciphertext":
         return self._mul_ct(self)
+
+    def _reciprocal(self, value):
+        value, _ = plain_operand("ckks.divide", value)
+        if np.any(np.asarray(value) == 0):
+            raise ZeroDivisionError("[ckks.divide] division by zero")
+        return 1.0 / value
 
     def conjugate(self) -> "Ciphertext":
         galois = self._eval_keys().require_galois("ckks.conjugate")
-        return self._wrap(self._context._core_evaluator.conjugate(self._native, galois._on(self._device)))
+        out = self._wrap(self._context._core_evaluator.conjugate(self._native, galois._on(self._device)))
+        return out._set_shape(self.shape, self._zero_tail)
+
+    # ---- circuits -----------------------------------------------------------------
+    def polyval(self, coefficients) -> "Ciphertext":
+        """c_0 + c_1 x + c_2 x^2 + ... slot-wise (coefficients lowest degree first, as
+        ``numpy.polynomial.polynomial.polyval``): Paterson-Stockmeyer, depth
+        ceil(log2(degree + 1)). For a function on an interval, fit a Chebyshev
+        polynomial (``rf.ckks.chebyshev_fit``) and use ``ev.evaluate_polynomial``."""
+        coefficients = np.atleast_1d(as_values(coefficients)).astype(complex if np.iscomplexobj(
+            as_values(coefficients)) else float)
+        if coefficients.ndim != 1 or coefficients.size == 0:
+            raise ValueError(f"[ckks.polyval] coefficients are a 1-D sequence, got shape {coefficients.shape}")
+        if np.iscomplexobj(coefficients):
+            raise TypeError("[ckks.polyval] the polynomial's coefficients must be real")
+        if coefficients.size == 1:
+            return self * 0 + float(coefficients[0])
+        polynomial = Polynomial(coefficients, "monomial", (-1.0, 1.0))
+        out = self._context.evaluator(self._eval_keys()).evaluate_polynomial(self, polynomial)
+        return out._set_shape(self.shape, self._zero_tail and coefficients[0] == 0)
+
+    def __matmul__(self, matrix) -> "Ciphertext":
+        """The vector-matrix product ``x @ W`` for a plain (n, m) matrix ``W`` and this
+        ciphertext of shape (n,): shape (m,), one level. Uses the Galois keys of
+        ``rf.ckks.matmul_rotations(ctx, W.shape)`` when they exist (baby-step/giant-step,
+        hoisted); otherwise it composes each rotation from the keys there are (slower)."""
+        if isinstance(matrix, (CiphertextBase, PlaintextBase)):
+            raise TypeError("[ckks.matmul] the matrix must be plain (a NumPy array or tensor): an encrypted matrix "
+                            "product is not provided")
+        from .matmul import vector_matrix_product
+        return vector_matrix_product(self, as_values(matrix))
+
+    matmul = __matmul__
+    mm = __matmul__
+
+    def __rmatmul__(self, matrix) -> "Ciphertext":
+        """The matrix-vector product ``W @ x`` for a plain (m, n) matrix: ``x @ W.T``
+        (its fast keys: ``rf.ckks.matmul_rotations(ctx, W.T.shape)``)."""
+        values = as_values(matrix)
+        if values.ndim != 2:
+            raise ValueError(f"[ckks.matmul] the matrix must be 2-D (m, n), got shape {values.shape}")
+        return self @ values.T
 
     def bootstrap(self, **options) -> "Ciphertext":
         """This ciphertext refreshed to ``ctx.max_level`` (see :meth:`Evaluator.bootstrap`

@@ -38,6 +38,11 @@ class Polynomial:
         out._native = native
         return out
 
+    def __reduce__(self):
+        if self.basis == "monomial":
+            return Polynomial, (self.coefficients, "monomial")
+        return Polynomial, (self.coefficients, self.basis, self.interval)
+
     basis = property(lambda self: self._native.basis)
     coefficients = property(lambda self: np.asarray(self._native.coefficients))
     interval = property(lambda self: tuple(self._native.interval))
@@ -109,6 +114,13 @@ class LinearTransform:
         self._native = _core.LinearTransform(context._core, diagonals, level, 0.0 if scale is None else float(scale),
                                              0 if baby_steps is None else int(baby_steps))
         self._copies = {"cpu": self._native}
+        # What pickling rebuilds it from (the encoded diagonals are derived data).
+        self._source = ({k: np.asarray(v, dtype=complex) for k, v in diagonals.items()}, level, scale,
+                        self._native.baby_steps)
+
+    def __reduce__(self):
+        diagonals, level, scale, baby_steps = self._source
+        return _rebuild_transform, (self._context, diagonals, level, scale, baby_steps)
 
     level = property(lambda self: self._native.level)
     scale = property(lambda self: self._native.scale)
@@ -130,3 +142,7 @@ class LinearTransform:
     def __repr__(self) -> str:
         return (f"ckks.LinearTransform(n={self.dimension}, {self.diagonal_count} diagonals, level {self.level}, "
                 f"{self.baby_steps} baby steps, {len(self.rotations())} rotation keys)")
+
+
+def _rebuild_transform(context, diagonals, level, scale, baby_steps) -> LinearTransform:
+    return LinearTransform(context, diagonals, level=level, scale=scale, baby_steps=baby_steps)

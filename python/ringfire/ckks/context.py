@@ -11,6 +11,7 @@ from .. import _core
 from .._checks import warn_at_caller, warnings_at_caller
 from ..rlwe.context import ContextBase, check_security_argument, split_special_bits
 from ..rlwe.keys import GaloisKeys, KeySet, PublicKey, SecretKey
+from ..rlwe.shapes import as_values
 from . import bootstrapping
 from .bootstrapping import BootstrapKeys, BootstrapPlan
 from .ciphertext import Ciphertext, Plaintext
@@ -101,6 +102,12 @@ class Context(ContextBase):
         self._bootstrap_options = bootstrap_options
         self._bootstrapper = None
         self._init_runtime(native, _core.Evaluator(native), seed)
+
+    def _pickle_options(self) -> dict:
+        return {} if self._bootstrap_options is None else {"bootstrap": dict(self._bootstrap_options)}
+
+    def _init_from_pickle(self, params, options: dict) -> None:
+        self._init_from(params, None, options.get("bootstrap"))
 
     @classmethod
     def preset(cls, name: str, **overrides) -> "Context":
@@ -211,7 +218,7 @@ class Context(ContextBase):
 
     # ---- encoding and encryption ------------------------------------------------
     def _encode_native(self, values, level: int, scale: float):
-        arr = np.asarray(values)
+        arr = as_values(values)
         if arr.ndim == 0:
             arr = np.full(self.slots, arr)
         if arr.ndim != 1:
@@ -223,11 +230,13 @@ class Context(ContextBase):
         return self._core.encode(np.ascontiguousarray(arr, dtype=np.complex128), int(level), float(scale))
 
     def encode(self, values, level: int | None = None, scale: float | None = None) -> Plaintext:
-        """Encodes up to ``slots`` real or complex numbers (zero-padded) at a level and scale
-        (defaults: the top level and the default scale). A scalar fills every slot."""
+        """Encodes up to ``slots`` real or complex numbers (zero-padded; shape (n,)) at a
+        level and scale (defaults: the top level and the default scale). A scalar fills
+        every slot (shape ())."""
         level = self.max_level if level is None else int(level)
         scale = self.scale_at(level) if scale is None else float(scale)
-        return Plaintext(self._encode_native(values, level, scale), self)
+        values = as_values(values)
+        return Plaintext(self._encode_native(values, level, scale), self)._set_shape(values.shape, True)
 
     def decode(self, plaintext: Plaintext) -> np.ndarray:
         return np.asarray(self._core.decode(plaintext._host()))
@@ -236,7 +245,8 @@ class Context(ContextBase):
         """Encrypts numbers (or a :class:`Plaintext`) with a :class:`KeySet` /
         :class:`PublicKey`, or symmetrically with the :class:`SecretKey` (a
         smaller, seeded ciphertext)."""
-        pt = values._native if isinstance(values, Plaintext) else self.encode(values, level)._native
+        plain = values if isinstance(values, Plaintext) else self.encode(values, level)
+        pt = plain._native
         keys = key if isinstance(key, KeySet) else None
         if isinstance(key, SecretKey):
             native = _core.encrypt_secret(self._own_secret_key(key, "ckks.encrypt")._native, pt, self._prng)
@@ -246,13 +256,14 @@ class Context(ContextBase):
                 raise TypeError("[ckks.encrypt] key must be a KeySet, a PublicKey or a SecretKey")
             native = _core.encrypt_public(public._native, pt, self._prng)
         # Encryption runs on the host; the upload waits for the first GPU operation.
-        return Ciphertext(native, self, keys, device=self.device)
+        return Ciphertext(native, self, keys, device=self.device)._set_shape(plain.shape, plain._zero_tail)
 
     def decrypt(self, ciphertext: Ciphertext, secret_key: SecretKey, complex: bool | None = None, *,
                 noise_flooding: bool | float = False, decryptions: int = 1,
                 insecure_exact: bool = False) -> np.ndarray:
-        """Decrypts to a NumPy vector of ``slots`` numbers: real unless the
-        computation involved complex values (or ``complex=True``).
+        """Decrypts to NumPy values of the ciphertext's shape (a vector of the length
+        encrypted, or a scalar for shape ()): real unless the computation involved
+        complex values (or ``complex=True``).
 
         A CKKS result and its ciphertext together reveal the secret key (Li and
         Micciancio's attack), so decryption adds fresh noise first:
@@ -280,7 +291,9 @@ class Context(ContextBase):
                                     statistical_security=bits, decryptions=float(decryptions))
         out = np.asarray(out)
         want_complex = ciphertext.is_complex if complex is None else complex
-        return out if want_complex else out.real.copy()
+        out = out if want_complex else out.real
+        shape = ciphertext.shape
+        return out[0] if not shape else out[:shape[0]].copy()
 
     def encrypt_batch(self, x, keys, packing: str = "batch"):
         """Encrypts a batch (first axis) for :mod:`ringfire.nn`. ``packing="batch"``: one

@@ -106,7 +106,7 @@ class Evaluator(EvaluatorBase):
     def bootstrap(self, a: Ciphertext, *, iterations: int = 1, correction_bits: int = 20,
                   scale: float | None = None, keys: KeySet | None = None, timings: dict | None = None) -> Ciphertext:
         """``a`` (any level) refreshed to ``ctx.max_level``, landing on that level's
-        canonical scale (or on ``scale``). Slots must hold values with |x| <= 1
+        canonical scale (or on ``scale``). Slots must hold values with ``|x| <= 1``
         (docs/bootstrapping.md): beyond that the result is wrong, not noisy.
 
         ``iterations=2``: Meta-BTS (Bae et al.): bootstrap, then bootstrap the

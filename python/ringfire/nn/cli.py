@@ -92,7 +92,7 @@ def main(args) -> int:
     sk, keys = ctx.keygen()
     enc = ctx.encrypt_batch(x, keys)
     t1 = time.perf_counter()
-    out = model(enc, client=nn.LocalClient(ctx, sk, keys))
+    out = model(enc, client=nn.LocalClient(ctx, sk, keys), progress=None if not args.json else False)
     t2 = time.perf_counter()
     y = ctx.decrypt_batch(out, sk)
     t3 = time.perf_counter()

@@ -43,14 +43,19 @@ class LocalClient(Client):
 
     def apply(self, node, x, shape, clip):
         self.round_trips += 1
-        slots = self.ctx.slots
-        plain = np.zeros(tuple(x.shape) + (slots,))
+        decrypted = {}
+        for idx, ct in np.ndenumerate(x):
+            if ct is not None and not isinstance(ct, float):
+                decrypted[idx] = self._decrypt(ct)
+                self.ciphertexts_received += 1
+        # Every ciphertext of a batch-packed tensor holds the batch: one length.
+        width = max((v.size for v in decrypted.values()), default=1)
+        plain = np.zeros(tuple(x.shape) + (width,))
         for idx, ct in np.ndenumerate(x):
             if isinstance(ct, float):  # a constant the server knows (sent in the clear)
                 plain[idx] = ct
-            elif ct is not None:
-                plain[idx] = self._decrypt(ct)
-                self.ciphertexts_received += 1
+            elif idx in decrypted:
+                plain[idx][:decrypted[idx].size] = decrypted[idx]
         out_plain, out_shape = activations.exact(node, plain, shape, clip)
         out = np.empty(out_plain.shape[:-1], dtype=object)
         for idx in np.ndindex(out.shape):

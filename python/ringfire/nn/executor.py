@@ -34,7 +34,8 @@ class Executor:
         self.graph = graph
         self.rt = runtime
 
-    def run(self, x):
+    def run(self, x, on_node=None):
+        """Runs the graph on ``x``; ``on_node(node)`` is called after each node."""
         values = {self.graph.input_name: x}
         shapes = {self.graph.input_name: tuple(self.graph.input_shape)}
         last_use = {}
@@ -45,6 +46,8 @@ class Executor:
             out, shape = self._node(node, values, shapes)
             values[node.outputs[0]], shapes[node.outputs[0]] = out, shape
             self.rt.after_node(node, out, shape)
+            if on_node is not None:
+                on_node(node)
             for name in node.inputs:  # free activations nobody needs any more
                 if last_use.get(name) == i and name in values and name not in self.graph.output_names \
                         and name != self.graph.input_name:

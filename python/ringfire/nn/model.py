@@ -7,11 +7,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._progress import progress_bar
 from .activations import Polynomial
 from .executor import Executor, clip_bounds
 from .graph import Graph, UnsupportedOperator
 from ..ckks.batch import EncryptedTensor
 from .runtimes import EncryptedRuntime, PlainRuntime, PlanRuntime
+from .torch_export import export as export_torch, is_torch_module
 
 NONLINEAR = ("Relu", "Clip", "MaxPool")
 
@@ -153,11 +155,14 @@ class Model:
         return self._run_plain(np.asarray(x, dtype=np.float64), runtime)
 
     # ---- encrypted ---------------------------------------------------------------
-    def __call__(self, enc: EncryptedTensor, client=None) -> EncryptedTensor:
+    def __call__(self, enc: EncryptedTensor, client=None, progress: bool | None = False) -> EncryptedTensor:
+        """Runs the model on ``ctx.encrypt_batch(x, keys)``; ``client`` applies the
+        client-aided layers. ``progress=True`` shows a bar on stderr (ciphertexts
+        produced, layer by layer); ``None`` shows it when stderr is a terminal."""
         if not isinstance(enc, EncryptedTensor):
             raise TypeError("[nn] expected the EncryptedTensor from ctx.encrypt_batch(x, keys)")
         if enc.packing == "inter":
-            return self._call_inter(enc, client)
+            return self._call_inter(enc, client, progress)
         if tuple(enc.cts.shape) != tuple(self.graph.input_shape):
             raise ValueError(f"[nn] the model expects inputs of shape {self.graph.input_shape} per sample, got "
                              f"{tuple(enc.cts.shape)}")
@@ -171,16 +176,27 @@ class Model:
         keys = next(c for c in enc.cts.flat if c is not None).keys
         runtime = EncryptedRuntime(self.ctx, keys, client, self.polys)
         start = time.perf_counter()
-        values, _ = Executor(self.graph, runtime).run(enc.cts)
+        work = {id(n): int(np.prod(n._out_shape or (1,))) for n in self.graph.nodes}
+        with progress_bar(sum(work.values()), "encrypted inference", progress, unit="ct") as bar:
+            def advance(node):
+                bar.set_postfix_str(f"{node.op} {node.name}")
+                bar.update(work[id(node)])
+            values, _ = Executor(self.graph, runtime).run(enc.cts, on_node=advance)
         self.last_run = {"seconds": time.perf_counter() - start, **runtime.counts}
         return EncryptedTensor(values[0], enc.batch, self.ctx)
 
     def rotations(self) -> list[int]:
-        """Galois-key steps inter-axis packing needs (pass to ``ctx.keygen(rotations=...)``)."""
+        """Galois-key steps inter-axis packing needs (pass to ``ctx.keygen(rotations=...)``);
+        batch packing needs none, so a model only it can run (convolutions) returns []."""
         from .inter import period_for, rotation_steps
-        return rotation_steps(period_for(self.graph))
+        try:
+            return rotation_steps(period_for(self.graph))
+        except UnsupportedOperator:
+            if self.packing == "inter":
+                raise
+            return []
 
-    def _call_inter(self, enc: EncryptedTensor, client) -> EncryptedTensor:
+    def _call_inter(self, enc: EncryptedTensor, client, progress=False) -> EncryptedTensor:
         from .inter import InterRunner, period_for
 
         if tuple(enc.sample_shape) != tuple(self.graph.input_shape):
@@ -197,8 +213,10 @@ class Model:
             client.graph = self.graph
         start = time.perf_counter()
         outs = np.empty(enc.cts.size, dtype=object)
-        for i, ct in enumerate(enc.cts):
-            outs[i] = runner.run(ct, client)
+        with progress_bar(enc.cts.size, "encrypted inference", progress, unit="sample") as bar:
+            for i, ct in enumerate(enc.cts):
+                outs[i] = runner.run(ct, client)
+                bar.update()
         self.last_run = {"seconds": time.perf_counter() - start, "packing": "inter", "period": period}
         out_shape = self.graph.shapes.get(self.graph.output_names[0]) or (None,)
         return EncryptedTensor(outs, enc.batch, self.ctx, "inter", period, out_shape)
@@ -234,21 +252,12 @@ class Model:
 
 def load(model, ctx, **options) -> Model:
     """Loads an ONNX model (path, bytes, ``onnx.ModelProto``, or a ``torch.nn.Module``
-    with ``example_input=`` for export) for encrypted inference under ``ctx``."""
+    in eval mode with ``example_input=`` and optionally ``exporter="auto"|"torchscript"|
+    "dynamo"``, see :mod:`ringfire.nn.torch_export`) for encrypted inference under ``ctx``."""
     example = options.pop("example_input", None)
-    if hasattr(model, "state_dict") and hasattr(model, "forward"):
-        model = _export_torch(model, example)
+    exporter = options.pop("exporter", "auto")
+    if is_torch_module(model):
+        model = export_torch(model, example, exporter)
+    elif example is not None:
+        raise ValueError("[nn.load] example_input= is for torch modules; an ONNX model carries its input shape")
     return Model(Graph.from_onnx(model), ctx, **options)
-
-
-def _export_torch(module, example):
-    import io
-
-    import torch  # optional dependency
-
-    if example is None:
-        raise ValueError("[nn.load] exporting a torch module needs example_input= (a batch-first tensor)")
-    buf = io.BytesIO()
-    torch.onnx.export(module, torch.as_tensor(example, dtype=torch.float32), buf, input_names=["x"],
-                      output_names=["y"], dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
-    return buf.getvalue()

@@ -39,12 +39,34 @@ def split_special_bits(scheme: str, coeff_bits: list[int], special_bits) -> tupl
     return coeff_bits[:-1], [], coeff_bits[-1]
 
 
+# Contexts that were pickled or unpickled in this process, by what their pickle
+# holds: an object unpickled here joins the live context with the same
+# parameters (the one pickled last) (a result coming back from a worker computes with the keys set
+# on the context it was sent from) instead of building a new one per object.
+_LIVE_CONTEXTS: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
+
+
+def _restore_context(cls, params: bytes, device: str, options: dict):
+    key = (cls, params, device, repr(sorted(options.items())))
+    ctx = _LIVE_CONTEXTS.get(key)
+    if ctx is None:
+        ctx = cls._from_pickle(params, device, options)
+        _LIVE_CONTEXTS[key] = ctx
+    return ctx
+
+
 class ContextBase:
     """Parameters, device, randomness and keys of one scheme instance.
 
     Subclasses set :attr:`scheme` ("ckks", "bgv", "bfv"), the wrapper types
     ``_ciphertext_type`` / ``_plaintext_type``, and call :meth:`_init_runtime`
     with their native context and evaluator.
+
+    Pickling a context carries its parameters and device, never keys or the
+    random generator's state: the other side draws fresh randomness, and its
+    evaluation keys are pickled on their own (``ctx.set_keys(keys)`` there).
+    ``copy.deepcopy`` makes an independent context with the same parameters
+    and default keys.
     """
 
     scheme = "rlwe"
@@ -101,6 +123,41 @@ class ContextBase:
     def to_bytes(self, *, mac_key: bytes | None = None) -> bytes:
         """The parameters (``Context.from_bytes`` reads them); authenticated with ``mac_key``."""
         return rf_io.wrap(_core.save_parameters(self._core.params), mac_key)
+
+    # ---- pickling and copies --------------------------------------------------------
+    def _pickle_options(self) -> dict:
+        """``from_bytes`` options the parameter bytes do not record (a scheme adds its own)."""
+        return {}
+
+    def __reduce__(self):
+        params = _core.save_parameters(self._core.params)
+        options = self._pickle_options()
+        # The most recently pickled context is the one its objects come back to.
+        _LIVE_CONTEXTS[(type(self), params, self.device, repr(sorted(options.items())))] = self
+        return _restore_context, (type(self), params, self.device, options)
+
+    @classmethod
+    def _from_pickle(cls, params: bytes, device: str, options: dict):
+        ctx = cls.__new__(cls)
+        ctx._set_device(device)
+        # Parameters pickled from an insecure context load as such (and warn again).
+        with warnings_at_caller():
+            native = _core.load_parameters(params, insecure_no_security_check=True)
+        ctx._init_from_pickle(native, options)
+        return ctx
+
+    def _init_from_pickle(self, params, options: dict) -> None:
+        """Builds the runtime from native parameters and :meth:`_pickle_options` (per scheme)."""
+        raise NotImplementedError
+
+    def __deepcopy__(self, memo):
+        copy = type(self)._from_pickle(_core.save_parameters(self._core.params), self.device, self._pickle_options())
+        copy._default_keys = self._default_keys
+        memo[id(self)] = copy
+        return copy
+
+    def __copy__(self):
+        return self.__deepcopy__({})
 
     # ---- keys --------------------------------------------------------------------------
     def _generate_keys(self, rotations, extra_elements: Iterable[int] = ()) -> tuple[SecretKey, KeySet]:

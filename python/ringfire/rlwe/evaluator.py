@@ -5,6 +5,7 @@ relinearized, rescaled or aligned unless asked."""
 from __future__ import annotations
 
 from .ciphertext import check_steps
+from .shapes import broadcast
 from .keys import KeySet
 
 
@@ -19,13 +20,23 @@ class EvaluatorBase:
     def keys(self) -> KeySet | None:
         return self._keys
 
+    def __reduce__(self):
+        return type(self), (self._context, self._keys)
+
     def __repr__(self) -> str:
         keys = self._keys
         have = [name for name in ("relin", "galois", "bootstrap") if keys is not None and getattr(keys, name) is not None]
         return f"{self._op}.Evaluator(keys: {', '.join(have) if have else 'none'})"
 
     def _wrap(self, native, like):
+        """A result with ``like``'s shape (explicit operations do not broadcast)."""
+        native.length = like._res.any().length
         return type(like)(native, self._context, like._keys if like._keys is not None else self._keys)
+
+    def _wrap2(self, native, a, b):
+        """A result of ``a`` and ``b``: their shapes must broadcast."""
+        out = self._wrap(native, a)
+        return out._set_shape(broadcast(f"{self._op}.evaluator", a.shape, b.shape, True))
 
     def _keyset(self) -> KeySet:
         if self._keys is None:
@@ -40,17 +51,17 @@ class EvaluatorBase:
     # ---- what every scheme spells the same way ------------------------------------------
     def add(self, a, b):
         """Same level (and scale or correction, per scheme)."""
-        return self._wrap(self._ev.add(a._native, b._native), a)
+        return self._wrap2(self._ev.add(a._native, b._native), a, b)
 
     def sub(self, a, b):
-        return self._wrap(self._ev.sub(a._native, b._native), a)
+        return self._wrap2(self._ev.sub(a._native, b._native), a, b)
 
     def negate(self, a):
         return self._wrap(self._ev.negate(a._native), a)
 
     def multiply(self, a, b):
         """Size 2 x 2 -> 3: relinearize next (CKKS: and rescale; BGV: and mod_reduce)."""
-        return self._wrap(self._ev.multiply(a._native, b._native), a)
+        return self._wrap2(self._ev.multiply(a._native, b._native), a, b)
 
     def square(self, a):
         return self._wrap(self._ev.square(a._native), a)

@@ -10,6 +10,11 @@ from .._checks import warn_at_caller
 from .residency import Placed
 
 
+def _restore_key(context, data: bytes, device: str):
+    key = context.load(data)
+    return key if device == "cpu" else key.to(device)
+
+
 class _Key(Placed):
     _save = None
 
@@ -29,6 +34,16 @@ class _Key(Placed):
         """Serialized form (see ``Context.load``); with ``mac_key``, authenticated
         (:func:`ringfire.io.authenticate`)."""
         return rf_io.wrap(type(self)._save(self._host()), mac_key)
+
+    def __reduce__(self):
+        # Through the checksummed format, under the (pickled) context's parameters.
+        return _restore_key, (self._context, type(self)._save(self._host()), self._device)
+
+    def __copy__(self):
+        return self  # keys are immutable
+
+    def __deepcopy__(self, memo):
+        return self
 
     def _describe(self) -> str:
         """What __repr__ shows besides the type: overridden per key."""
@@ -63,6 +78,11 @@ class SecretKey(_Key):
         else:
             raw = rf_io.seal_secret(raw, password, scrypt_log_n=scrypt_log_n)
         return rf_io.wrap(raw, mac_key)
+
+    def __reduce__(self):
+        warn_at_caller(f"[{self._context.scheme}.SecretKey] pickled: the pickle holds the key in the clear; "
+                       "anyone who reads it decrypts everything")
+        return super().__reduce__()
 
     def to(self, device: str):
         if _core.parse_device(str(device)) != "cpu":

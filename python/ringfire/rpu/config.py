@@ -19,26 +19,35 @@ TREBUCHET_FREQUENCY = 2.0e9   # seed 003: 18.3k cycles = 9.15 us
 class RpuConfig:
     """One RPU configuration.
 
-    hples            lanes (High-Performance LAW Engines); a 512-lane instruction
-                     takes ceil(512 / hples) cycles per lane.
-    banks            VDM banks; word w lives in bank ``w % banks``; a vector
-                     load/store moves at most one word per bank per cycle.
-    mul_latency      modular-multiplier pipeline depth (ours: 8, Barrett 128b).
-    mul_ii           multiplier initiation interval (cycles between elements).
-    add_latency      modular adder/subtractor depth (ours: 1).
-    shuffle_latency  SBAR latency (paper: <= 7 costs nothing; ours: 4).
-    ls_latency       VBAR/VDM latency (paper sweeps 4..10; ours: 4).
-    queue_depth      entries in each of the three decoupled queues (ours: 8).
-    regs_per_sram    vector registers stacked in one single-port VRF SRAM
-                     (RPU paper and TREBUCHET v2: 4; TREBUCHET v1: 1).
-    busy_reads       the busyboard also marks registers an in-flight
-                     instruction only *reads*. Seed 004 says it "tracks all the
-                     vector registers being used by all in-flight instructions";
-                     read literally (True) our best schedules of the 64K NTT
-                     need ~15-17k cycles, 1.5x the paper's 11.3k, so the default
-                     (False) tracks destinations and makes writers wait for
-                     pending readers (WAR) -- see docs/rpu.md.
-    frequency_hz     clock; None -> from the bank count (1.29/1.53/1.68/1.68 GHz).
+    ``hples``
+        lanes (High-Performance LAW Engines); a 512-lane instruction takes ceil(512 / hples)
+        cycles per lane.
+    ``banks``
+        VDM banks; word w lives in bank ``w % banks``; a vector load/store moves at most one
+        word per bank per cycle.
+    ``mul_latency``
+        modular-multiplier pipeline depth (ours: 8, Barrett 128b).
+    ``mul_ii``
+        multiplier initiation interval (cycles between elements).
+    ``add_latency``
+        modular adder/subtractor depth (ours: 1).
+    ``shuffle_latency``
+        SBAR latency (paper: <= 7 costs nothing; ours: 4).
+    ``ls_latency``
+        VBAR/VDM latency (paper sweeps 4..10; ours: 4).
+    ``queue_depth``
+        entries in each of the three decoupled queues (ours: 8).
+    ``regs_per_sram``
+        vector registers stacked in one single-port VRF SRAM (RPU paper and TREBUCHET v2: 4;
+        TREBUCHET v1: 1).
+    ``busy_reads``
+        the busyboard also marks registers an in-flight instruction only *reads*. Seed 004
+        says it "tracks all the vector registers being used by all in-flight instructions";
+        read literally (True) our best schedules of the 64K NTT need ~15-17k cycles, 1.5x
+        the paper's 11.3k, so the default (False) tracks destinations and makes writers wait
+        for pending readers (WAR) -- see docs/rpu.md.
+    ``frequency_hz``
+        clock; None -> from the bank count (1.29/1.53/1.68/1.68 GHz).
     """
     hples: int = 128
     banks: int = 128

@@ -2,10 +2,11 @@
 // keys.
 //
 // Envelope (little-endian):
-//   "RFHE" | version u16 | kind u16 | fingerprint u64 | payload length u64 |
-//   payload | checksum u64 (FNV-1a over everything before it)
+//   "RFHE" | version u16 | kind u16 | parameter identity (32 bytes, SHA-256) |
+//   payload length u64 | payload | checksum u64 (FNV-1a over everything
+//   before it). Versions 1 and 2 had a u64 fingerprint instead of the identity.
 // Loading checks the magic, version, kind, length, checksum and the
-// parameter fingerprint (objects from other parameters are refused), then
+// parameter identity (objects from other parameters are refused), then
 // parses the payload with bounds checks and validates every field (levels,
 // sizes, scales within the level's modulus, noise estimates, residues below
 // their primes, key sources). Every polynomial must be present in the input
@@ -38,11 +39,16 @@ enum class Kind : std::uint16_t {
   bootstrap_keys = 8,  // Galois keys and the two encapsulation keys
 };
 
-// Version 2 added the noise estimate and complex flag of ciphertexts, the
-// complex flag of plaintexts and the source of switching keys. Version 1
-// still loads: its ciphertexts take a fresh encryption's noise estimate and
-// count as real, its keys take their source from where they are stored.
-constexpr std::uint16_t kFormatVersion = 2;
+// Version 3 replaced the 64-bit FNV-1a fingerprint in the header by the
+// 32-byte SHA-256 parameter identity (Parameters::identity) and added the
+// logical length to the metadata of ciphertexts and plaintexts. Version 2
+// added the noise estimate and complex flag of ciphertexts, the complex flag
+// of plaintexts and the source of switching keys. Versions 1 and 2 still
+// load, matched to the parameters by their legacy fingerprint: their
+// ciphertexts and plaintexts have no recorded length (all slots); version 1
+// ciphertexts take a fresh encryption's noise estimate and count as real,
+// its keys take their source from where they are stored.
+constexpr std::uint16_t kFormatVersion = 3;
 constexpr std::uint16_t kOldestReadableVersion = 1;
 
 using Bytes = std::vector<std::uint8_t>;

@@ -34,9 +34,16 @@ struct Metadata {
   double scale = 1.0;
   bool complex = false;
   u64 correction = 1;
+  // How many leading slots hold the user's values (what decryption returns):
+  // 0 when not recorded (all of them), kBroadcastLength when every slot holds
+  // the same value (an encrypted scalar). Operations carry the first
+  // operand's; the Python layer sets results by NumPy's broadcasting rules.
+  std::uint32_t length = 0;
 
   bool operator==(const Metadata&) const = default;
 };
+
+inline constexpr std::uint32_t kBroadcastLength = 0xffffffffu;
 
 // Tag for the constructors of results that the caller overwrites entirely:
 // the memory is not zeroed first (it comes from the caching pool).
@@ -73,6 +80,9 @@ class Ciphertext {
   void set_noise_bits(double bits) { noise_bits_ = bits; }
   bool is_complex() const { return meta_.complex; }
   void set_complex(bool value) { meta_.complex = value; }
+  // Metadata::length: how many leading slots hold the user's values.
+  std::uint32_t length() const { return meta_.length; }
+  void set_length(std::uint32_t value) { meta_.length = value; }
   // BGV/BFV: the correction factor (Metadata::correction).
   void set_correction(u64 value) { meta_.correction = value; }
 
@@ -122,6 +132,9 @@ class Plaintext {
   const Device& device() const { return buffer_.device(); }
   bool is_complex() const { return meta_.complex; }
   void set_complex(bool value) { meta_.complex = value; }
+  // Metadata::length: how many leading slots hold the user's values.
+  std::uint32_t length() const { return meta_.length; }
+  void set_length(std::uint32_t value) { meta_.length = value; }
 
   // The nGraph-HE2 shortcut (seed 001 section 5.3): a plaintext whose slots
   // all hold one real value is a constant polynomial, so products and sums

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ringfire/arith/modulus.h"
+#include "ringfire/base/sha256.h"
 
 namespace ringfire {
 
@@ -87,14 +88,24 @@ class Parameters {
   // Why the key-switching shape is what it is, when Parameters chose it
   // (ParameterLiteral::special_prime_bits); empty otherwise.
   const std::string& shape_note() const { return shape_note_; }
-  // A 64-bit digest of (N, primes, dnum, security, scale_bits, and for
-  // BGV/BFV the scheme and t, and the reserved levels when there are any;
-  // other CKKS digests are those of format version 1).
+  // The parameter identity: SHA-256 of everything that gives a ciphertext
+  // its meaning (scheme, t, N, the primes, dnum, security, scale_bits, the
+  // reserved levels). Serialized objects (format version 3) carry it, so an
+  // object made under other parameters is refused even if someone crafted
+  // parameters to collide with a weak digest.
+  const Sha256Digest& identity() const { return identity_; }
+  // The identity's first 8 bytes (little-endian): for display and in-process
+  // checks that two objects share parameters.
   std::uint64_t fingerprint() const { return fingerprint_; }
+  // The FNV-1a digest that format versions 1 and 2 stored instead (CKKS
+  // digests of version 1 had no scheme, t or reserved levels): how files from
+  // then are matched to these parameters.
+  std::uint64_t legacy_fingerprint() const { return legacy_fingerprint_; }
   std::string describe() const;
 
  private:
   void validate();
+  void compute_identity();
   void check_security_level(bool insecure_no_security_check);
   void check_plain_modulus() const;
   std::string describe_log_qp() const;
@@ -106,7 +117,8 @@ class Parameters {
   std::size_t dnum_, alpha_ = 0, reserved_levels_;
   int security_, scale_bits_;
   double log_qp_ = 0.0;
-  std::uint64_t fingerprint_ = 0;
+  Sha256Digest identity_{};
+  std::uint64_t fingerprint_ = 0, legacy_fingerprint_ = 0;
   std::string shape_note_;
 };
 

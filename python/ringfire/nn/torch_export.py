@@ -1,0 +1,101 @@
+"""A ``torch.nn.Module`` to ONNX bytes, for ``rf.nn.load(module, example_input=...)``.
+
+PyTorch ships two ONNX exporters. The TorchScript one (``dynamo=False``) needs
+nothing beyond torch and emits the operators ringfire's graph reader was built
+on (Gemm, Flatten, Conv with explicit pads); torch deprecates it and may drop
+it. The ``torch.export`` one (torch's default since 2.9) needs the
+``onnxscript`` package. ``exporter="auto"`` tries the first and falls back to
+the second, so a torch without the legacy exporter still works, and a missing
+``onnxscript`` is reported with the extra that installs it
+(``pip install 'ringfire[torch]'``).
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import sys
+import warnings
+
+import numpy as np
+
+EXPORTERS = ("auto", "torchscript", "dynamo")
+
+
+def is_torch_module(obj) -> bool:
+    """True for a ``torch.nn.Module`` (without importing torch when nobody has)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(obj, torch.nn.Module)
+
+
+def export(module, example_input, exporter: str = "auto") -> bytes:
+    """The module as ONNX bytes with a dynamic batch axis named ``x`` -> ``y``."""
+    import torch
+
+    if exporter not in EXPORTERS:
+        raise ValueError(f"[nn.load] exporter must be one of {EXPORTERS}, got {exporter!r}")
+    if example_input is None:
+        raise ValueError("[nn.load] exporting a torch module needs example_input= (one batch-first input, "
+                         "e.g. torch.zeros(1, 3, 32, 32))")
+    if module.training:
+        raise ValueError(f"[nn.load] {type(module).__name__} is in training mode (Dropout would drop values and "
+                         "BatchNorm use batch statistics): call module.eval() before loading it")
+    example = _as_float_tensor(torch, example_input)
+    if example.ndim < 2:
+        raise ValueError(f"[nn.load] example_input must be batch-first (batch, features...), got shape "
+                         f"{tuple(example.shape)}: add a batch axis, e.g. x[None]")
+
+    order = ("torchscript", "dynamo") if exporter == "auto" else (exporter,)
+    failures = []
+    for name in order:
+        try:
+            return _EXPORT[name](torch, module, example)
+        except ImportError as error:
+            failures.append(f"{name} exporter: {error} (pip install 'ringfire[torch]' installs onnxscript)")
+        except Exception as error:  # torch raises many types; all mean "this exporter failed"
+            failures.append(f"{name} exporter: {type(error).__name__}: {error}")
+    raise ValueError("[nn.load] torch.onnx could not export the module; " + "; ".join(failures))
+
+
+def _as_float_tensor(torch, value):
+    if isinstance(value, torch.Tensor):
+        return value.detach().to("cpu", torch.float32)
+    return torch.as_tensor(np.asarray(value, dtype=np.float32))
+
+
+def _torchscript(torch, module, example) -> bytes:
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():
+        # Chosen on purpose (see the module docstring); torch's deprecation notice is noise here.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", FutureWarning)
+        kwargs = {"dynamo": False} if "dynamo" in _export_parameters(torch) else {}
+        torch.onnx.export(module, (example,), buffer, input_names=["x"], output_names=["y"],
+                          dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, **kwargs)
+    return buffer.getvalue()
+
+
+def _dynamo(torch, module, example) -> bytes:
+    import onnxscript  # noqa: F401  (torch imports it lazily; name it here first)
+
+    batch = torch.export.Dim.DYNAMIC if hasattr(torch.export.Dim, "DYNAMIC") else torch.export.Dim("batch")
+    torch_onnx_log = logging.getLogger("torch.onnx")
+    level = torch_onnx_log.level
+    torch_onnx_log.setLevel(logging.ERROR)  # its notes on operators of packages we do not use
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            program = torch.onnx.export(module, (example,), None, input_names=["x"], output_names=["y"],
+                                        dynamic_shapes=({0: batch},), dynamo=True, verbose=False)
+    finally:
+        torch_onnx_log.setLevel(level)
+    return program.model_proto.SerializeToString()
+
+
+def _export_parameters(torch) -> set[str]:
+    import inspect
+
+    return set(inspect.signature(torch.onnx.export).parameters)
+
+
+_EXPORT = {"torchscript": _torchscript, "dynamo": _dynamo}
