@@ -14,7 +14,7 @@ OPSET = 13
 
 
 # ---- ONNX building ---------------------------------------------------------------------
-def make_model(nodes, in_shape, inits=None, out_name="y", out_shape=None, in_name="x", extra_inputs=()):
+def make_model(nodes, in_shape, inits=None, out_name="y", out_shape=None, in_name="x", extra_inputs=(), opset=OPSET):
     """Serialized ONNX model (opset 13): one float input ``x`` of per-sample shape
     ``in_shape`` (batch axis symbolic), initializers from ``inits`` (name -> array;
     float arrays become float32, integer arrays int64). ``out_shape`` (per sample)
@@ -34,7 +34,7 @@ def make_model(nodes, in_shape, inits=None, out_name="y", out_shape=None, in_nam
         g = helper.make_graph(list(nodes), "net",
                               [helper.make_tensor_value_info(in_name, TensorProto.FLOAT, ["N"] + list(in_shape))],
                               [helper.make_tensor_value_info(out_name, TensorProto.FLOAT, out_dims)], tensors)
-        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
         m.ir_version = min(m.ir_version, 8)  # readable by older onnxruntime releases too
         return m.SerializeToString()
 

@@ -76,9 +76,27 @@ def test_infer_cli_json(tmp_path, capsys):
     assert cli.main(["infer", str(path), "--input", str(xs), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["output_shape"] == [6, 4]
-    assert report["top1_agreement_with_plaintext"] == 1.0
-    assert report["max_abs_error_vs_plaintext"] < 1e-4
+    assert report["reference"] == "onnxruntime"  # an independent implementation, not ringfire's own
+    assert report["top1_agreement"] == 1.0
+    assert report["max_abs_error"] < 1e-4
     assert report["predicted_peak_bytes"] > 0 and report["levels_needed"] == 1
+
+
+def test_infer_cli_poly_reports_agreement_with_the_true_model(tmp_path, capsys):
+    path, xs = tmp_path / "mlp.onnx", tmp_path / "x.npy"
+    path.write_bytes(mlp_bytes())
+    x = np.random.default_rng(6).uniform(-1, 1, (32, 16))
+    np.save(xs, x)
+    assert cli.main(["infer", str(path), "--input", str(xs), "--activation", "poly", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    # Against the polynomial model the encryption is exact to 1e-4; against onnxruntime's ReLU model
+    # the difference is the polynomials' own, and the report keeps both.
+    assert report["max_abs_error_vs_polynomial_model"] < 1e-4
+    assert report["max_abs_error"] > 10 * report["max_abs_error_vs_polynomial_model"]
+    from nn_models import ort_run
+    want = ort_run(path.read_bytes(), x)
+    got = np.array(report["outputs"])
+    assert report["max_abs_error"] == pytest.approx(float(np.max(np.abs(got - want))), rel=1e-6)
 
 
 def test_infer_cli_refuses_runs_over_max_memory(tmp_path, capsys):

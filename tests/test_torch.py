@@ -161,3 +161,69 @@ def test_export_arguments_are_checked(ctx, stand_in_torch):
         rf.nn.load(module, ctx, example_input=np.zeros((1, 4)))
     with pytest.raises(ValueError, match="example_input= is for torch modules"):
         rf.nn.load(mlp_onnx(), ctx, example_input=np.zeros((1, 4)))
+
+
+# --- exported models beyond the basics (need torch) ----------------------------
+
+def tiny_resnet(torch):
+    """The paper ResNet's block: BatchNorm, option-A shortcut (strided slice + zero
+    channel padding), and x.mean([2, 3]) before the classifier."""
+    nn, F = torch.nn, torch.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.c1, self.b1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout)
+            self.c2, self.b2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout)
+            self.pad = (cout - cin) // 2
+            self.stride = stride
+
+        def forward(self, x):
+            y = self.b2(self.c2(F.relu(self.b1(self.c1(x)))))
+            short = x if self.stride == 1 else F.pad(x[:, :, ::2, ::2], (0, 0, 0, 0, self.pad, self.pad))
+            return F.relu(y + short)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem, self.bn = nn.Conv2d(1, 2, 3, 1, 1, bias=False), nn.BatchNorm2d(2)
+            self.block1, self.block2 = Block(2, 2, 1), Block(2, 4, 2)
+            self.fc = nn.Linear(4, 3)
+
+        def forward(self, x):
+            x = F.relu(self.bn(self.stem(x)))
+            return self.fc(self.block2(self.block1(x)).mean([2, 3]))
+
+    torch.manual_seed(3)
+    net = Net()
+    with torch.no_grad():  # non-trivial running statistics
+        for m in net.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.2, 0.2)
+                m.running_var.uniform_(0.5, 1.5)
+    return net.eval()
+
+
+def activations_net(torch):
+    nn = torch.nn
+    torch.manual_seed(4)
+    return nn.Sequential(nn.Conv1d(2, 3, 3, stride=2, padding=1), nn.GELU(), nn.Flatten(), nn.Linear(12, 6),
+                         nn.BatchNorm1d(6), nn.SiLU(), nn.LayerNorm(6), nn.Linear(6, 4), nn.Tanh(),
+                         nn.Softmax(dim=-1)).eval()
+
+
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+@pytest.mark.parametrize("build,shape", [(tiny_resnet, (1, 6, 6)), (activations_net, (2, 8))])
+def test_exported_models_match_torch(build, shape, exporter):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("onnxruntime")
+    if exporter == "dynamo":
+        pytest.importorskip("onnxscript")
+    ctx = rf.ckks.Context(poly_degree=2**14, coeff_bits=[60, 40, 40, 40, 40, 60], scale_bits=40)
+    module = build(torch)
+    model = rf.nn.load(module, ctx, example_input=torch.zeros((1,) + shape), exporter=exporter)
+    x = np.random.default_rng(5).uniform(-1, 1, (4,) + shape).astype(np.float32)
+    with torch.no_grad():
+        want = module(torch.from_numpy(x)).numpy()
+    assert model.plan().fits
+    np.testing.assert_allclose(run_encrypted(ctx, model, x), want, atol=1e-4)

@@ -23,11 +23,11 @@ if [[ "${1:-}" == "--libfuzzer" ]]; then
   cmake --build build/libfuzzer --target ringfire -j 2
   mkdir -p build/libfuzzer/corpus
   # The corpus starts from valid objects of every kind (the standalone driver writes them).
-  clang++ -std=c++20 $flags -Icpp/include cpp/tests/fuzz/fuzz_io.cpp build/libfuzzer/libringfire.a \
+  clang++ -std=c++20 $flags -Icpp/include cpp/tests/fuzz/fuzz_io.cpp build/libfuzzer/cpp/libringfire.a \
     -o build/libfuzzer/fuzz_io_seeds
   build/libfuzzer/fuzz_io_seeds --write-seeds build/libfuzzer/corpus
   clang++ -std=c++20 $flags -fsanitize=fuzzer -DRINGFIRE_LIBFUZZER -Icpp/include cpp/tests/fuzz/fuzz_io.cpp \
-    build/libfuzzer/libringfire.a -o build/libfuzzer/fuzz_io
+    build/libfuzzer/cpp/libringfire.a -o build/libfuzzer/fuzz_io
   build/libfuzzer/fuzz_io -max_total_time="$seconds" -max_len=65536 build/libfuzzer/corpus
   exit 0
 fi

@@ -465,9 +465,10 @@ Ciphertext Evaluator::adjust_to(const Ciphertext& a, std::size_t level) const {
               " needs a level to spend, but the ciphertext is at level " + std::to_string(a.level()));
   const auto& q = context_->params().q_primes();
   // The correction multiplies by delta = target * q_{level+1} / scale, rounded
-  // to an integer; keep delta >= 2^30 so the rounding costs < 2^-31 relative.
+  // to an integer; keep delta >= min_correction_constant(target) (2^30 for the
+  // usual scales) so the rounding stays below the scale's resolution.
   // A scale far above the target (an unrescaled product) is rescaled first.
-  const double limit = target * static_cast<double>(q[level + 1]) * 0x1p-30;
+  const double limit = target * static_cast<double>(q[level + 1]) / min_correction_constant(target);
   Ciphertext out = a.clone();
   while (out.level() > level + 1 && out.scale() > limit) rescale_inplace(out);
   if (out.scale() > limit) {
@@ -485,7 +486,7 @@ Ciphertext Evaluator::adjust_to(const Ciphertext& a, std::size_t level) const {
   const double delta = target * static_cast<double>(q[level + 1]) / out.scale();
   multiply_scalar_inplace(out, Complex(1.0, 0.0), delta);
   rescale_inplace(out);
-  out.set_scale(target);  // exact up to round(delta) / delta - 1 < 2^-31
+  out.set_scale(target);  // exact up to round(delta) / delta - 1 <= 0.5 / min_correction_constant(target)
   return out;
 }
 

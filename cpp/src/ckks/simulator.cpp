@@ -128,7 +128,7 @@ SimCiphertext Simulator::adjust_to(const SimCiphertext& a, std::size_t level) co
   // As Evaluator::adjust_to: rescale while the scale is far above the target, then
   // one constant product and a rescale (or a final rescale that lands there).
   const auto& q = context_->params().q_primes();
-  const double limit = target * static_cast<double>(q[level + 1]) * 0x1p-30;
+  const double limit = target * static_cast<double>(q[level + 1]) / min_correction_constant(target);
   SimCiphertext out = a;
   while (out.level > level + 1 && out.scale > limit) out = rescale(out);
   if (out.scale > limit) {

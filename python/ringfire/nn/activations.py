@@ -6,48 +6,45 @@ from __future__ import annotations
 import numpy as np
 
 
-def maxpool(x, kernel, strides, pads):
+def _pool_extent(size: int, k: int, s: int, lo: int, hi: int, ceil_mode: bool) -> int:
+    """Output length of a pooling window sweep (ONNX; with ceil_mode, PyTorch's rule
+    that the last window must start inside the input or its leading padding)."""
+    span = size + lo + hi - k
+    if not ceil_mode:
+        return span // s + 1
+    out = -(-span // s) + 1
+    return out - 1 if (out - 1) * s >= size + lo else out
+
+
+def maxpool(x, kernel, strides, pads, ceil_mode: bool = False):
     """x: (C, H, W, *rest) -> max over windows; padding never wins."""
     c, h, w = x.shape[:3]
     kh, kw = kernel
     sh, sw = strides
     top, left, bottom, right = pads
-    padded = np.full((c, h + top + bottom, w + left + right) + x.shape[3:], -np.inf)
+    oh = _pool_extent(h, kh, sh, top, bottom, ceil_mode)
+    ow = _pool_extent(w, kw, sw, left, right, ceil_mode)
+    rows = max(h + top + bottom, (oh - 1) * sh + kh)
+    cols = max(w + left + right, (ow - 1) * sw + kw)
+    padded = np.full((c, rows, cols) + x.shape[3:], -np.inf)
     padded[:, top:top + h, left:left + w] = x
-    oh = (h + top + bottom - kh) // sh + 1
-    ow = (w + left + right - kw) // sw + 1
     out = np.full((c, oh, ow) + x.shape[3:], -np.inf)
     for dy in range(kh):
         for dx in range(kw):
-            out = np.maximum(out, padded[:, dy:dy + sh * oh:sh, dx:dx + sw * ow:sw])
+            out = np.maximum(out, padded[:, dy:dy + sh * (oh - 1) + 1:sh, dx:dx + sw * (ow - 1) + 1:sw])
     return out
 
 
-def maxpool_params(node):
-    k = tuple(node.attrs["kernel_shape"])
-    return k, tuple(node.attrs.get("strides", (1,) * len(k))), tuple(node.attrs.get("pads", (0,) * 4))
-
-
-def exact(node, x, shape, clip):
-    """The layer in the clear on arrays (*sample_shape, ...)."""
-    if node.op == "Relu":
-        return np.maximum(x, 0.0), shape
-    if node.op == "Clip":
-        lo, hi = clip
-        return np.clip(x, lo, hi), shape
-    if node.op == "MaxPool":
-        if node.attrs.get("ceil_mode", 0) or any(d != 1 for d in node.attrs.get("dilations", (1, 1))):
-            raise ValueError(f"[nn] node '{node.name}': MaxPool with ceil_mode or dilation is not supported")
-        k, s, p = maxpool_params(node)
-        out = maxpool(x, k, s, p)
-        return out, tuple(out.shape[:3])
-    raise ValueError(f"[nn] no exact implementation of {node.op}")
+def exact(node, x, shape, clip=None):
+    """The layer in the clear on arrays (*sample_shape, ...) (see :mod:`.nonlinear`)."""
+    from .nonlinear import exact as exact_nonlinear
+    return exact_nonlinear(node, x, shape)
 
 
 FUNCTIONS = {
     "relu": lambda z: np.maximum(z, 0.0),
     "relu6": lambda z: np.clip(z, 0.0, 6.0),
-    "silu": lambda z: z / (1.0 + np.exp(-z)),
+    "silu": lambda z: z * 0.5 * (1.0 + np.tanh(0.5 * z)),
     "square": lambda z: z * z,
 }
 
@@ -60,7 +57,8 @@ class Polynomial:
     3 up to degree 7), the figure the scheme layer announces and consumes.
     """
 
-    def __init__(self, coeffs, function: str = "custom", interval=None):
+    def __init__(self, coeffs, function: str = "custom", interval=None, reference=None):
+        self.reference = reference if reference is not None else FUNCTIONS.get(function)
         self.coeffs = [float(c) for c in coeffs]
         while len(self.coeffs) > 1 and self.coeffs[-1] == 0.0:
             self.coeffs.pop()
@@ -69,18 +67,24 @@ class Polynomial:
         self._scheme_polynomial = None
 
     @classmethod
-    def fit(cls, function: str, bound: float, degree: int = 2, samples: int = 2001) -> "Polynomial":
-        """Least-squares fit of relu/relu6/silu on [-bound, bound] (Chebyshev nodes)."""
-        if function not in FUNCTIONS:
+    def fit(cls, function, bound: float, degree: int = 2, samples: int = 2001, name: str | None = None
+            ) -> "Polynomial":
+        """Least-squares fit on [-bound, bound] (Chebyshev nodes) of ``function``: a name
+        (relu, relu6, silu, square) or any vectorised callable (then ``name`` labels it)."""
+        if callable(function):
+            reference, function = function, name or "custom"
+        elif function not in FUNCTIONS:
             raise ValueError(f"[nn] unknown activation '{function}'; choose from {sorted(FUNCTIONS)}")
+        else:
+            reference = FUNCTIONS[function]
         if function == "square":
             return cls([0.0, 0.0, 1.0], "square", None)
         bound = float(bound)
         if not bound > 0:
             raise ValueError("[nn] the activation's input range must be positive")
         t = np.cos(np.pi * (np.arange(samples) + 0.5) / samples) * bound
-        coeffs = np.polynomial.polynomial.polyfit(t, FUNCTIONS[function](t), degree)
-        return cls(coeffs, function, (-bound, bound))
+        coeffs = np.polynomial.polynomial.polyfit(t, reference(t), degree)
+        return cls(coeffs, function, (-bound, bound), reference)
 
     @property
     def degree(self) -> int:
@@ -107,7 +111,7 @@ class Polynomial:
         if self.interval is None:
             return 0.0
         t = np.linspace(*self.interval, 4001)
-        return float(np.max(np.abs(self(t) - FUNCTIONS[self.function](t))))
+        return float(np.max(np.abs(self(t) - self.reference(t))))
 
     def evaluate_encrypted(self, ct):
         if self.degree == 0:

@@ -1,6 +1,8 @@
 """Client-aided non-linear layers (seed 001 §4.2): the server sends the
-ciphertexts of a ReLU/Clip/MaxPool input to the key holder, who decrypts,
+ciphertexts of a non-linear layer's input (ReLU, Sigmoid, GELU, Softmax,
+LayerNorm, MaxPool, ...: :mod:`.nonlinear`) to the key holder, who decrypts,
 applies the layer in the clear, re-encrypts at a fresh level and returns them.
+The key holder therefore sees every pre-activation value of every sample.
 :class:`Client` is the interface (in-process today, a network later)."""
 
 from __future__ import annotations
@@ -64,11 +66,8 @@ class LocalClient(Client):
 
     def apply_vector(self, node, ct):
         """Inter-axis packing: the layer on one decrypted, tiled slot vector."""
-        from .executor import clip_bounds
-
         self.round_trips += 1
         self.ciphertexts_received += 1
         values = self._decrypt(ct)
-        clip = clip_bounds(node, self.graph.constants) if node.op == "Clip" else None
-        out, _ = activations.exact(node, values, values.shape, clip)
+        out, _ = activations.exact(node, values, values.shape)
         return self.ctx.encrypt(out, self.keys)

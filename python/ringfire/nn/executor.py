@@ -17,6 +17,7 @@ import numpy as np
 
 from . import linear_maps as lm
 from .graph import Graph, Node
+from .nonlinear import NONLINEAR_OPS
 
 
 def per_sample_const(value: np.ndarray, rank: int) -> np.ndarray:
@@ -90,6 +91,20 @@ class Executor:
             if w is None or w.ndim != 2:
                 raise ValueError(f"[nn] node '{node.name}': MatMul needs a constant 2-D right operand")
             return rt.linear(x, shape, lambda: lm.matrix(shape, w), tuple(shape[:-1]) + (w.shape[1],), node)
+        if op == "Div":
+            divisor = self._const(node.inputs[1])
+            if divisor is None:
+                raise ValueError(f"[nn] node '{node.name}': division by an encrypted tensor is not supported "
+                                 "(only by constants)")
+            c = per_sample_const(1.0 / np.asarray(divisor, dtype=np.float64), len(shape))
+            if np.broadcast_shapes(shape, c.shape) != tuple(shape):
+                raise ValueError(f"[nn] node '{node.name}': a constant may not enlarge the tensor")
+            return rt.linear(x, shape, lambda: lm.elementwise(shape, c, 0.0), shape, node)
+        if op == "ReduceMean":
+            axes = self._reduce_axes(node, len(shape))
+            keep = bool(a.get("keepdims", 1))
+            out_shape = tuple(1 if i in axes else s for i, s in enumerate(shape) if keep or i not in axes)
+            return rt.linear(x, shape, lambda: lm.reduce_mean(shape, axes, keep), out_shape, node)
         if op in ("Add", "Sub", "Mul"):
             other_name = node.inputs[1]
             const = self._const(other_name)
@@ -131,12 +146,16 @@ class Executor:
             return rt.linear(x, shape, lambda: lm.global_average_pool(shape),
                              (shape[0],) + (1,) * (len(shape) - 1), node)
         if op == "MaxPool":
-            _check_pool_attrs(node)
-        if op in ("Relu", "Clip", "MaxPool"):
-            return rt.nonlinear(node, x, shape, clip_bounds(node, self.graph.constants) if op == "Clip" else None)
+            _check_pool_attrs(node, ceil_mode_ok=True)
+        if op in NONLINEAR_OPS:
+            return rt.nonlinear(node, x, shape, node.attrs.get("bounds"))
         # ---- structural ----
         if op == "Identity":
             return x, shape
+        if op == "Slice":
+            index = self._slice_index(node, shape)
+            out_shape = np.empty(shape, dtype=np.int8)[index].shape
+            return rt.select(x, index, out_shape), out_shape
         if op == "Flatten":
             axis = int(a.get("axis", 1))
             if axis != 1:
@@ -189,6 +208,52 @@ class Executor:
             return rt.pad(x, widths), out_shape
         raise ValueError(f"[nn] operator {op} at node '{node.name}' has no executor")
 
+    def _reduce_axes(self, node, rank: int) -> tuple[int, ...]:
+        """ReduceMean's axes per sample (attribute before opset 18, then an input)."""
+        axes = node.attrs.get("axes")
+        if len(node.inputs) > 1 and node.inputs[1]:
+            axes = self._const(node.inputs[1])
+            if axes is None:
+                raise ValueError(f"[nn] node '{node.name}': ReduceMean needs constant axes")
+        if axes is None or len(np.atleast_1d(axes)) == 0:
+            if node.attrs.get("noop_with_empty_axes", 0):
+                return ()
+            axes = range(1, rank + 1)  # every axis; the batch axis is refused below
+        out = set()
+        for axis in np.atleast_1d(axes):
+            full = int(axis) + rank + 1 if int(axis) < 0 else int(axis)
+            if full == 0:
+                raise ValueError(f"[nn] node '{node.name}': ReduceMean over the batch axis mixes samples")
+            out.add(full - 1)
+        return tuple(sorted(out))
+
+    def _slice_index(self, node, shape) -> tuple:
+        """Slice's per-sample index (constant starts/ends/axes/steps; attributes before opset 10)."""
+        a = node.attrs
+
+        def operand(i, attr):
+            if len(node.inputs) > i and node.inputs[i]:
+                value = self._const(node.inputs[i])
+                if value is None:
+                    raise ValueError(f"[nn] node '{node.name}': Slice needs constant starts, ends, axes and steps")
+                return [int(v) for v in np.atleast_1d(value)]
+            return None if attr not in a else [int(v) for v in a[attr]]
+
+        starts, ends = operand(1, "starts"), operand(2, "ends")
+        axes = operand(3, "axes") or list(range(len(starts)))
+        steps = operand(4, "steps") or [1] * len(starts)
+        index = [slice(None)] * len(shape)
+        for start, end, axis, step in zip(starts, ends, axes, steps):
+            full = axis + len(shape) + 1 if axis < 0 else axis
+            if full == 0:
+                if start != 0 or step != 1 or end < 2**31 - 1:
+                    raise ValueError(f"[nn] node '{node.name}': Slice may not cut the batch axis")
+                continue
+            big = 2**62  # ONNX uses INT64_MAX/MIN for "to the end": clamp before making a slice
+            index[full - 1] = slice(max(min(start, big), -big), max(min(end, big), -big), step)
+        return tuple(index)
+
+
 def gemm_weights(node, constants) -> tuple[np.ndarray, np.ndarray | None]:
     """A Gemm's weight as (in, out) with alpha applied, and its bias times beta (or None)."""
     a = node.attrs
@@ -215,9 +280,9 @@ def clip_bounds(node, constants) -> tuple[float, float]:
     return (-np.inf if lo is None else float(lo), np.inf if hi is None else float(hi))
 
 
-def _check_pool_attrs(node) -> None:
+def _check_pool_attrs(node, ceil_mode_ok: bool = False) -> None:
     a = node.attrs
-    if a.get("ceil_mode", 0):
+    if a.get("ceil_mode", 0) and not ceil_mode_ok:
         raise ValueError(f"[nn] node '{node.name}': {node.op} with ceil_mode=1 is not supported")
     if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET", b"VALID", "VALID"):
         raise ValueError(f"[nn] node '{node.name}': {node.op} auto_pad is not supported; export explicit pads")

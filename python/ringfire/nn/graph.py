@@ -13,11 +13,48 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-LINEAR_OPS = {"Conv", "Gemm", "MatMul", "Add", "Sub", "Mul", "BatchNormalization", "AveragePool",
-              "GlobalAveragePool", "Flatten", "Reshape", "Concat", "Pad", "Identity", "Squeeze", "Unsqueeze",
-              "Transpose"}
-NONLINEAR_OPS = {"Relu", "Clip", "MaxPool"}
+from .nonlinear import NONLINEAR_OPS
+
+LINEAR_OPS = {"Conv", "Gemm", "MatMul", "Add", "Sub", "Mul", "Div", "BatchNormalization", "AveragePool",
+              "GlobalAveragePool", "ReduceMean", "Flatten", "Reshape", "Concat", "Pad", "Slice", "Identity",
+              "Dropout", "Squeeze", "Unsqueeze", "Transpose"}
 SUPPORTED = LINEAR_OPS | NONLINEAR_OPS | {"Constant"}
+
+# What to do about operators people meet in exported models that cannot run here.
+HINTS = {
+    "Shape": "the model computes with its own shape: export with a fixed input shape (torch: dynamo=False, or "
+             "replace x.view(x.size(0), -1) by torch.flatten(x, 1))",
+    "Gather": "indexing a tensor by values is not linear in the encrypted data; export with fixed shapes",
+    "LSTM": "recurrent layers are not supported",
+    "GRU": "recurrent layers are not supported",
+    "Sqrt": "a square root of encrypted values needs the client: use LayerNormalization (opset 17+) instead of "
+            "its decomposition",
+    "Pow": "powers of encrypted values: use Mul (x * x), or LayerNormalization (opset 17+) instead of its "
+           "decomposition",
+}
+
+
+def _fold_constant_node(model, n, constants) -> bool:
+    """Evaluates a node whose inputs are all constants (exporters compute pads, shapes
+    and weights that way: ConstantOfShape, Concat, Cast, ...) with ONNX's reference
+    implementation, storing its outputs as constants. False if any input is data."""
+    inputs = [name for name in n.input if name]
+    if not inputs or any(name not in constants for name in inputs):
+        return False
+    from onnx import helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    feeds = {name: constants[name] for name in inputs}
+    tensors = [numpy_helper.from_array(np.asarray(feeds[name]), name) for name in inputs]
+    graph = helper.make_graph([n], "fold", [], [helper.make_tensor_value_info(o, 0, None) for o in n.output if o],
+                              tensors)
+    single = helper.make_model(graph, opset_imports=list(model.opset_import))
+    # The evaluator sees the stored dtypes; float constants were widened to float64.
+    outputs = ReferenceEvaluator(single).run(None, {})
+    for name, value in zip([o for o in n.output if o], outputs):
+        value = np.asarray(value)
+        constants[name] = value.astype(np.float64) if value.dtype.kind == "f" else value
+    return True
 
 
 class UnsupportedOperator(ValueError):
@@ -62,12 +99,16 @@ class Graph:
         constants = {t.name: numpy_helper.to_array(t).astype(np.float64) if numpy_helper.to_array(t).dtype.kind == "f"
                      else numpy_helper.to_array(t) for t in g.initializer}
         nodes = []
+        opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
         for i, n in enumerate(g.node):
             name = n.name or f"{n.op_type}_{i}"
+            if n.op_type != "Constant" and _fold_constant_node(model, n, constants):
+                continue
             if n.op_type not in SUPPORTED:
+                hint = HINTS.get(n.op_type)
                 raise UnsupportedOperator(
-                    f"[nn.load] unsupported operator '{n.op_type}' at node '{name}' (supported: "
-                    f"{', '.join(sorted(SUPPORTED - {'Constant'}))})")
+                    f"[nn.load] unsupported operator '{n.op_type}' at node '{name}'" + (f": {hint}" if hint else "")
+                    + f" (supported: {', '.join(sorted(SUPPORTED - {'Constant'}))})")
             attrs = {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute}
             if n.op_type == "Constant":
                 value = attrs.get("value")
@@ -89,7 +130,10 @@ class Graph:
         if len(g.output) != 1:
             raise ValueError(f"[nn.load] models with {len(g.output)} outputs are not supported; keep one output")
         graph = cls(nodes, constants, inputs[0].name, input_shape, [o.name for o in g.output], shapes)
+        graph._fold_constant_passthroughs()
         graph._fold_batch_norm()
+        graph._attach_layer_constants(opset)
+        graph._conv1d_as_conv2d()
         return graph
 
     # ---- rewrites --------------------------------------------------------------
@@ -124,6 +168,74 @@ class Graph:
                 continue
             kept.append(node)
         self.nodes = kept
+
+    def _fold_constant_passthroughs(self) -> None:
+        """Identity and inference-mode Dropout pass values through: drop them, and
+        turn those of constants (the legacy exporter hides BatchNorm1d's running
+        statistics behind Identity nodes) into constants."""
+        kept = []
+        for node in self.nodes:
+            if node.op == "Dropout":
+                training = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] else None
+                if training is not None and bool(np.asarray(self.constants.get(training, True)).reshape(-1)[0]):
+                    raise UnsupportedOperator(f"[nn.load] Dropout at node '{node.name}' runs in training mode: call "
+                                              "module.eval() before exporting")
+                node = Node("Identity", node.name, node.inputs[:1], node.outputs[:1], {})
+            if node.op == "Identity" and node.inputs[0] in self.constants:
+                self.constants[node.outputs[0]] = self.constants[node.inputs[0]]
+                continue
+            kept.append(node)
+        self.nodes = kept
+
+    def _attach_layer_constants(self, opset: int) -> None:
+        """Non-linear layers carry their constant operands as attributes, so the key
+        holder needs only the node (Clip's bounds, PRelu's slope, LayerNorm's scale)."""
+        for node in self.nodes:
+            if node.op not in NONLINEAR_OPS:
+                continue
+            node.attrs["_opset"] = opset
+            extra = [self.constants.get(name) if name else None for name in node.inputs[1:]]
+            if any(name and name not in self.constants for name in node.inputs[1:]):
+                raise UnsupportedOperator(f"[nn.load] {node.op} at node '{node.name}' needs constant parameters")
+            if node.op == "Clip":
+                lo, hi = node.attrs.get("min"), node.attrs.get("max")
+                lo = float(extra[0]) if len(extra) > 0 and extra[0] is not None else lo
+                hi = float(extra[1]) if len(extra) > 1 and extra[1] is not None else hi
+                node.attrs["bounds"] = (-np.inf if lo is None else float(lo), np.inf if hi is None else float(hi))
+            elif node.op == "PRelu":
+                slope = np.asarray(extra[0], dtype=np.float64)
+                rank = len(self.shapes.get(node.inputs[0], ())) or slope.ndim
+                while slope.ndim > rank:  # ONNX aligns it right against (batch, *sample)
+                    slope = slope[0]
+                node.attrs["slope"] = slope
+            elif node.op == "LayerNormalization":
+                node.attrs["scale"] = None if len(extra) < 1 else extra[0]
+                node.attrs["bias"] = None if len(extra) < 2 else extra[1]
+            node.inputs = node.inputs[:1]
+
+    def _conv1d_as_conv2d(self) -> None:
+        """A 1-D convolution (C, L) becomes a 2-D one on (C, 1, L) between two reshapes."""
+        nodes = []
+        for node in self.nodes:
+            w = self.constants.get(node.inputs[1]) if node.op == "Conv" else None
+            if w is None or w.ndim != 3:
+                nodes.append(node)
+                continue
+            c, length = self.shapes[node.inputs[0]]
+            a = node.attrs
+            pads = tuple(a.get("pads", (0, 0)))
+            w_name, x2, y2 = f"{node.name}.weight2d", f"{node.name}.input2d", f"{node.name}.output2d"
+            self.constants[w_name] = w[:, :, None, :]
+            out = self.shapes.get(node.outputs[0])
+            if out is None:
+                raise ValueError(f"[nn.load] node '{node.name}': the 1-D convolution's output shape is unknown")
+            self.shapes[x2], self.shapes[y2] = (c, 1, length), (out[0], 1, out[1])
+            attrs = {**a, "pads": (0, pads[0], 0, pads[1]), "strides": (1,) + tuple(a.get("strides", (1,))),
+                     "dilations": (1,) + tuple(a.get("dilations", (1,))), "kernel_shape": (1, w.shape[2])}
+            nodes += [Node("Reshape", f"{node.name}.to2d", [node.inputs[0]], [x2]),
+                      Node("Conv", node.name, [x2, w_name] + node.inputs[2:], [y2], attrs),
+                      Node("Reshape", f"{node.name}.to1d", [y2], node.outputs[:1])]
+        self.nodes = nodes
 
     def ops(self) -> list[str]:
         return [n.op for n in self.nodes]

@@ -19,8 +19,12 @@ import numpy as np
 from ..ckks.batch import tile
 from .executor import gemm_weights
 from .graph import Graph, UnsupportedOperator
+from .nonlinear import ELEMENTWISE
 
-INTER_OPS = {"Gemm", "MatMul", "Add", "Sub", "Mul", "Flatten", "Reshape", "Identity", "Relu", "Clip"}
+# Element-wise activations work on the tiled slot vector as they are (PRelu's
+# per-channel slope would not line up with the tiling).
+ACTIVATIONS = set(ELEMENTWISE) - {"PRelu"}
+INTER_OPS = {"Gemm", "MatMul", "Add", "Sub", "Mul", "Flatten", "Reshape", "Identity"} | ACTIVATIONS
 
 
 def period_for(graph: Graph) -> int:
@@ -101,7 +105,7 @@ class InterRunner:
                     raise UnsupportedOperator(f"[nn] packing='inter': element-wise Mul at '{node.name}'")
                 y = x * float(np.asarray(c).reshape(-1)[0]) if node.op == "Mul" else (x + vec if node.op == "Add"
                                                                                       else x - vec)
-            elif node.op in ("Relu", "Clip"):
+            elif node.op in ACTIVATIONS:
                 if node.name in self.polys:
                     y = self.polys[node.name].evaluate_encrypted(x)
                 else:
@@ -120,7 +124,7 @@ class InterRunner:
                 used += 1
             elif node.op == "Mul":
                 used += 1
-            elif node.op in ("Relu", "Clip"):
+            elif node.op in ACTIVATIONS:
                 used = used + self.polys[node.name].depth if node.name in self.polys else 0
             need = max(need, used)
         return need

@@ -104,3 +104,15 @@ def elementwise(in_shape, scale, offset) -> LinearMap:
     idx = np.arange(size)
     keep = s != 0
     return LinearMap(tuple(in_shape), idx[keep], idx[keep], s[keep].astype(np.float64), o)
+
+
+def reduce_mean(in_shape, axes, keepdims: bool = True) -> LinearMap:
+    """The mean over ``axes`` (per-sample axes), as ONNX ReduceMean."""
+    in_shape = tuple(in_shape)
+    kept_shape = tuple(1 if i in axes else s for i, s in enumerate(in_shape))
+    count = int(np.prod([in_shape[i] for i in axes])) if axes else 1
+    cols = np.arange(int(np.prod(in_shape)))
+    coords = np.unravel_index(cols, in_shape)
+    rows = np.ravel_multi_index(tuple(np.zeros_like(c) if i in axes else c for i, c in enumerate(coords)), kept_shape)
+    out_shape = kept_shape if keepdims else tuple(s for i, s in enumerate(in_shape) if i not in axes)
+    return LinearMap(out_shape, rows, cols, np.full(cols.size, 1.0 / count), np.zeros(int(np.prod(kept_shape))))

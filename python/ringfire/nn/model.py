@@ -9,13 +9,14 @@ import numpy as np
 
 from .._progress import progress_bar
 from .activations import Polynomial
-from .executor import Executor, clip_bounds
+from .executor import Executor
 from .graph import Graph, UnsupportedOperator
 from ..ckks.batch import EncryptedTensor
 from .runtimes import EncryptedRuntime, PlainRuntime, PlanRuntime
+from .nonlinear import ELEMENTWISE, NONLINEAR_OPS, PER_SAMPLE
 from .torch_export import export as export_torch, is_torch_module
 
-NONLINEAR = ("Relu", "Clip", "MaxPool")
+NONLINEAR = tuple(sorted(NONLINEAR_OPS))
 
 
 @dataclass
@@ -119,9 +120,12 @@ class Model:
         nonlinear = [n for n in graph.nodes if n.op in NONLINEAR]
         if activation == "poly":
             for n in nonlinear:
-                if n.op == "MaxPool":
-                    raise UnsupportedOperator(f"[nn.load] MaxPool at node '{n.name}' has no polynomial form; use "
-                                              "activation='client' or replace it with AveragePool")
+                if n.op in PER_SAMPLE or (n.op == "PRelu" and np.asarray(n.attrs["slope"]).size != 1):
+                    hint = (" (or drop the final Softmax and apply it after decryption: argmax is unchanged)"
+                            if n.op in ("Softmax", "LogSoftmax") else
+                            " (or replace MaxPool by AveragePool)" if n.op == "MaxPool" else "")
+                    raise UnsupportedOperator(f"[nn.load] {n.op} at node '{n.name}' has no polynomial form: use "
+                                              f"activation='client'{hint}")
             ranges = {}
             if activation_range is None:
                 if calibration is None:
@@ -131,12 +135,11 @@ class Model:
                 bound = activation_range if activation_range is not None else ranges[n.name] * range_margin
                 if n.op == "Relu":
                     self.polys[n.name] = Polynomial.fit("relu", bound, poly_degree)
-                else:
-                    lo, hi = clip_bounds(n, graph.constants)
-                    if (lo, hi) != (0.0, 6.0):
-                        raise UnsupportedOperator(f"[nn.load] Clip({lo}, {hi}) at node '{n.name}': only ReLU6 has a "
-                                                  "polynomial form here; use activation='client'")
+                elif n.op == "Clip" and n.attrs["bounds"] == (0.0, 6.0):
                     self.polys[n.name] = Polynomial.fit("relu6", bound, poly_degree)
+                else:  # any other element-wise layer: a fit of its exact function on the range seen
+                    self.polys[n.name] = Polynomial.fit(lambda z, n=n: ELEMENTWISE[n.op](n, z), bound, poly_degree,
+                                                        name=n.op.lower())
         for n in graph.nodes:  # facts the planner needs without building maps
             if n.op == "Conv":
                 n._weight_shape = graph.constants[n.inputs[1]].shape

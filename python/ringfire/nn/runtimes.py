@@ -21,6 +21,10 @@ class _ArrayMoves:
     def concat(self, parts, axis):
         return np.concatenate(parts, axis=axis)
 
+    def select(self, x, index, out_shape):
+        """The elements at a per-sample index (Slice); trailing axes come along."""
+        return x[index]
+
     def pad(self, x, widths):
         full = list(widths) + [(0, 0)] * (x.ndim - len(widths))
         if x.dtype == object:
@@ -279,6 +283,10 @@ class PlanRuntime:
 
     def pad(self, x, widths):
         return x
+
+    def select(self, x, index, out_shape):
+        # Counted as new memory: an over-estimate while the source is alive too.
+        return self._alloc(self.V(x.level, int(np.prod(out_shape))))
 
     def after_node(self, node, out, shape):
         pass

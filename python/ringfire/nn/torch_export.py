@@ -69,6 +69,7 @@ def _torchscript(torch, module, example) -> bytes:
         # Chosen on purpose (see the module docstring); torch's deprecation notice is noise here.
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", FutureWarning)
+        warnings.filterwarnings("ignore", message="Constant folding", category=UserWarning)  # torch's own notes
         kwargs = {"dynamo": False} if "dynamo" in _export_parameters(torch) else {}
         torch.onnx.export(module, (example,), buffer, input_names=["x"], output_names=["y"],
                           dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, **kwargs)

@@ -26,6 +26,14 @@ namespace ringfire::ckks {
 inline constexpr double kScaleTolerance = 0x1p-30;
 inline bool same_scale(double a, double b) { return std::fabs(a - b) <= kScaleTolerance * std::max(a, b); }
 
+// adjust_to moves a scale onto a level's canonical scale by multiplying by an
+// integer constant and rescaling. Rounding the constant costs up to 0.5 / c
+// relative, so c must be large: 2^30 for the usual scales (2^-31 is far below
+// their precision), but a small scale cannot hold more than its own bits, and
+// with 22-bit primes (seed 001's N = 2^12 set) no constant reaches 2^30:
+// there c >= scale / 4 keeps the rounding below the scale's own resolution.
+inline double min_correction_constant(double target_scale) { return std::min(0x1p30, 0.25 * target_scale); }
+
 class Context {
  public:
   explicit Context(Parameters params);
