@@ -38,12 +38,22 @@ import secrets
 import struct
 
 __all__ = ["new_mac_key", "authenticate", "verify", "is_authenticated", "seal_secret", "open_secret", "is_sealed",
-           "wrap", "unwrap"]
+           "compress", "decompress", "is_compressed", "wrap", "unwrap"]
 
 _MAC_MAGIC = b"RFMA"
 _MAC_HEADER = struct.Struct("<4sHHQ")
 _MAC_TAG_BYTES = 32
 _MAC_PERSON = b"ringfire-mac"
+
+_ZSTD_MAGIC = b"RFZS"
+_ZSTD_HEADER = struct.Struct("<4sHHQ")
+# Objects are residues mod primes of 20-60 bits in 64-bit words: keys and
+# fresh ciphertexts compress by less than 2x. Structured ones (a zero
+# plaintext, a ciphertext times 0) compress without bound, but are no larger
+# than the parameters allow. A claimed size beyond both is a decompression
+# bomb and is refused before anything is decompressed.
+_ZSTD_MAX_RATIO = 8
+_ZSTD_SLACK = 1 << 16
 
 _SEAL_MAGIC = b"RFSK"
 _SEAL_HEADER = struct.Struct("<4sHHBBB16s12s")
@@ -173,13 +183,79 @@ def open_secret(blob: bytes, password) -> bytes:
         raise ValueError("[io.open] wrong password, or the protected bytes were changed") from None
 
 
-def wrap(data: bytes, mac_key: bytes | None = None) -> bytes:
-    """``data`` authenticated with ``mac_key``, or as it is without one (what every
-    ``to_bytes(mac_key=...)`` returns)."""
+def _zstandard():
+    try:
+        import zstandard
+    except ImportError:
+        raise ImportError("[io] compressed objects need the zstandard package: pip install 'ringfire[zstd]'") from None
+    return zstandard
+
+
+def compress(data: bytes, level: int = 3) -> bytes:
+    """``data`` compressed with Zstandard (``"RFZS" | version u16 | algorithm u16 |
+    length u64 | zstd frame``). A residue mod a 40-bit prime leaves the top two
+    bytes of its 64-bit word zero: ciphertexts of the 40-bit presets shrink by
+    21-24 % (N14_D6, N16_D30), their relinearization keys by 16-19 %; residues
+    mod 60-bit primes do not compress."""
+    header = _ZSTD_HEADER.pack(_ZSTD_MAGIC, 1, 1, len(data))
+    return header + _zstandard().ZstdCompressor(level=level).compress(bytes(data))
+
+
+def is_compressed(blob: bytes) -> bool:
+    return bytes(blob[:4]) == _ZSTD_MAGIC
+
+
+def decompress(blob: bytes, max_size: int = 0) -> bytes:
+    """The inverse of :func:`compress`. The declared size must be at most 8x the
+    input's or ``max_size`` (``ctx.load`` passes the largest ciphertext its
+    parameters allow), checked before anything is decompressed; the output is
+    produced in chunks and cut at the declared size: a bomb fails fast and small."""
+    if len(blob) < _ZSTD_HEADER.size:
+        raise ValueError(f"[io.decompress] {len(blob)} bytes are too short for a compressed object")
+    magic, version, algorithm, length = _ZSTD_HEADER.unpack_from(blob)
+    if magic != _ZSTD_MAGIC or version != 1 or algorithm != 1:
+        raise ValueError(f"[io.decompress] not a ringfire compressed object (version {version}, algorithm "
+                         f"{algorithm})")
+    frame = bytes(blob[_ZSTD_HEADER.size:])
+    if length > max(_ZSTD_MAX_RATIO * len(frame) + _ZSTD_SLACK, max_size):
+        raise ValueError(f"[io.decompress] the header claims {length} bytes from {len(frame)} compressed: more than "
+                         f"{_ZSTD_MAX_RATIO}x and more than the largest object these parameters allow ({max_size} "
+                         "bytes); refused")
+    reader = _zstandard().ZstdDecompressor().decompressobj()
+    out = bytearray()
+    try:
+        for start in range(0, len(frame), 1 << 20):
+            out += reader.decompress(frame[start:start + (1 << 20)])
+            if len(out) > length:
+                break
+    except _zstandard().ZstdError as error:
+        raise ValueError(f"[io.decompress] corrupt compressed data: {error}") from None
+    if len(out) != length:
+        raise ValueError(f"[io.decompress] the compressed data holds {len(out)}{'+' if len(out) > length else ''} "
+                         f"bytes, the header says {length}")
+    return bytes(out)
+
+
+def wrap(data: bytes, mac_key: bytes | None = None, compress_level: int | None = None) -> bytes:
+    """``data``, compressed when ``compress_level`` is given (1-22; 3 is fast), then
+    authenticated with ``mac_key`` (what every ``to_bytes(mac_key=..., compress=...)``
+    returns)."""
+    if compress_level is not None:
+        data = compress(data, compress_level)
     return data if mac_key is None else authenticate(data, mac_key)
 
 
-def unwrap(data: bytes, mac_key: bytes | None = None, password=None) -> bytes:
+def compress_level(compress) -> int | None:
+    """``to_bytes(compress=...)``: False/None (off), True (level 3) or a level 1-22."""
+    if compress is None or compress is False:
+        return None
+    level = 3 if compress is True else compress
+    if not isinstance(level, int) or not 1 <= level <= 22:
+        raise ValueError(f"[io] compress must be True, False or a Zstandard level 1-22, got {compress!r}")
+    return level
+
+
+def unwrap(data: bytes, mac_key: bytes | None = None, password=None, max_size: int = 0) -> bytes:
     """The object bytes inside whatever envelopes ``data`` has, checked: what every
     load does first. With ``mac_key``, unauthenticated bytes are refused (an
     attacker could have stripped the tag); authenticated bytes without
@@ -200,4 +276,6 @@ def unwrap(data: bytes, mac_key: bytes | None = None, password=None) -> bytes:
         data = open_secret(data, password)
     elif password is not None:
         raise ValueError("[io.load] a password was given but these bytes are not a password-protected secret key")
+    if is_compressed(data):
+        data = decompress(data, max_size)
     return data

@@ -234,13 +234,20 @@ class ContextBase:
         """Kinds a scheme adds (None: not one of its own)."""
         return None
 
+    def _largest_object_bytes(self) -> int:
+        """A size-3 ciphertext at the top level with room for its header: what a
+        compressed object of these parameters may expand to however well it
+        compressed (a zero plaintext, a ciphertext times 0)."""
+        params = self._core.params
+        return 3 * self.poly_degree * (len(params.q_primes) + len(params.p_primes)) * 8 + (1 << 16)
+
     def load(self, data: bytes, *, mac_key: bytes | None = None, password=None):
         """Reads any object written by ``to_bytes()`` under these parameters.
 
         ``mac_key``: the bytes must carry a valid tag under this key (objects from
         another party: :mod:`ringfire.io`); ``password``: for a password-protected
         secret key. Malformed, tampered or foreign bytes raise ``ValueError``."""
-        data = rf_io.unwrap(data, mac_key, password)
+        data = rf_io.unwrap(data, mac_key, password, max_size=self._largest_object_bytes())
         kind = _core.peek_kind(data)
         rl = self._core.rlwe
         if kind == "ciphertext":

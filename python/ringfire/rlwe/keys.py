@@ -30,10 +30,10 @@ class _Key(Placed):
         """This key on ``device`` (lazy: uploaded at the first operation there, then cached)."""
         return self._moved(device)
 
-    def to_bytes(self, *, mac_key: bytes | None = None) -> bytes:
+    def to_bytes(self, *, mac_key: bytes | None = None, compress=False) -> bytes:
         """Serialized form (see ``Context.load``); with ``mac_key``, authenticated
-        (:func:`ringfire.io.authenticate`)."""
-        return rf_io.wrap(type(self)._save(self._host()), mac_key)
+        (:func:`ringfire.io.authenticate`); ``compress=True`` or a level: Zstandard."""
+        return rf_io.wrap(type(self)._save(self._host()), mac_key, rf_io.compress_level(compress))
 
     def __reduce__(self):
         # Through the checksummed format, under the (pickled) context's parameters.
@@ -66,12 +66,16 @@ class SecretKey(_Key):
         ctx = self._context
         return f"SecretKey({ctx.scheme}, N={ctx.poly_degree}, <hidden>)"
 
-    def to_bytes(self, *, password=None, mac_key: bytes | None = None, scrypt_log_n: int = 17) -> bytes:
+    def to_bytes(self, *, password=None, mac_key: bytes | None = None, scrypt_log_n: int = 17,
+                 compress=False) -> bytes:
         """Serialized form. With ``password`` (str or bytes) the key is encrypted
         (scrypt + ChaCha20-Poly1305, :func:`ringfire.io.seal_secret`) and
         ``ctx.load(data, password=...)`` reads it back; without one the bytes
         hold the key in the clear, and this warns."""
         raw = _core.save_secret_key(self._native)
+        level = rf_io.compress_level(compress)
+        if level is not None:  # before sealing: sealed bytes do not compress
+            raw = rf_io.compress(raw, level)
         if password is None:
             warn_at_caller(f"[{self._context.scheme}.SecretKey] serialized without a password: anyone who reads these "
                            "bytes decrypts everything; pass password=... to encrypt them")
