@@ -221,14 +221,15 @@ def decompress(blob: bytes, max_size: int = 0) -> bytes:
         raise ValueError(f"[io.decompress] the header claims {length} bytes from {len(frame)} compressed: more than "
                          f"{_ZSTD_MAX_RATIO}x and more than the largest object these parameters allow ({max_size} "
                          "bytes); refused")
-    reader = _zstandard().ZstdDecompressor().decompressobj()
+    zstd = _zstandard()
+    reader = zstd.ZstdDecompressor().decompressobj()
     out = bytearray()
     try:
         for start in range(0, len(frame), 1 << 20):
             out += reader.decompress(frame[start:start + (1 << 20)])
             if len(out) > length:
                 break
-    except _zstandard().ZstdError as error:
+    except zstd.ZstdError as error:
         raise ValueError(f"[io.decompress] corrupt compressed data: {error}") from None
     if len(out) != length:
         raise ValueError(f"[io.decompress] the compressed data holds {len(out)}{'+' if len(out) > length else ''} "

@@ -35,12 +35,6 @@ def maxpool(x, kernel, strides, pads, ceil_mode: bool = False):
     return out
 
 
-def exact(node, x, shape, clip=None):
-    """The layer in the clear on arrays (*sample_shape, ...) (see :mod:`.nonlinear`)."""
-    from .nonlinear import exact as exact_nonlinear
-    return exact_nonlinear(node, x, shape)
-
-
 FUNCTIONS = {
     "relu": lambda z: np.maximum(z, 0.0),
     "relu6": lambda z: np.clip(z, 0.0, 6.0),

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import activations
+from .nonlinear import exact as exact_layer
 
 
 class Client:
     """The key holder's side of the protocol."""
 
     def apply(self, node, x, shape, clip):
-        """x: object array of ciphertexts (sample shape); returns (new array, new shape)."""
+        """x: object array of ciphertexts (sample shape); returns (new array, new shape).
+        ``clip`` is Clip's (min, max), also in ``node.attrs["bounds"]`` (None for other layers)."""
         raise NotImplementedError
 
 
@@ -58,7 +59,7 @@ class LocalClient(Client):
                 plain[idx] = ct
             elif idx in decrypted:
                 plain[idx][:decrypted[idx].size] = decrypted[idx]
-        out_plain, out_shape = activations.exact(node, plain, shape, clip)
+        out_plain, out_shape = exact_layer(node, plain, shape)
         out = np.empty(out_plain.shape[:-1], dtype=object)
         for idx in np.ndindex(out.shape):
             out[idx] = self.ctx.encrypt(out_plain[idx], self.keys)
@@ -69,5 +70,5 @@ class LocalClient(Client):
         self.round_trips += 1
         self.ciphertexts_received += 1
         values = self._decrypt(ct)
-        out, _ = activations.exact(node, values, values.shape)
+        out, _ = exact_layer(node, values, values.shape)
         return self.ctx.encrypt(out, self.keys)

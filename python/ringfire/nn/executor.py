@@ -148,7 +148,7 @@ class Executor:
         if op == "MaxPool":
             _check_pool_attrs(node, ceil_mode_ok=True)
         if op in NONLINEAR_OPS:
-            return rt.nonlinear(node, x, shape, node.attrs.get("bounds"))
+            return rt.nonlinear(node, x, shape)
         # ---- structural ----
         if op == "Identity":
             return x, shape
@@ -267,17 +267,6 @@ def gemm_weights(node, constants) -> tuple[np.ndarray, np.ndarray | None]:
     c = constants.get(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
     bias = None if c is None else float(a.get("beta", 1.0)) * np.broadcast_to(c, (1, w.shape[1])).reshape(-1)
     return w, bias
-
-
-def clip_bounds(node, constants) -> tuple[float, float]:
-    """Clip's (min, max): attributes (opset < 11) or constant inputs; missing bounds are infinite."""
-    lo = node.attrs.get("min")
-    hi = node.attrs.get("max")
-    if len(node.inputs) > 1 and node.inputs[1]:
-        lo = float(constants[node.inputs[1]])
-    if len(node.inputs) > 2 and node.inputs[2]:
-        hi = float(constants[node.inputs[2]])
-    return (-np.inf if lo is None else float(lo), np.inf if hi is None else float(hi))
 
 
 def _check_pool_attrs(node, ceil_mode_ok: bool = False) -> None:

@@ -44,8 +44,7 @@ def _fold_constant_node(model, n, constants) -> bool:
     from onnx import helper, numpy_helper
     from onnx.reference import ReferenceEvaluator
 
-    feeds = {name: constants[name] for name in inputs}
-    tensors = [numpy_helper.from_array(np.asarray(feeds[name]), name) for name in inputs]
+    tensors = [numpy_helper.from_array(np.asarray(constants[name]), name) for name in inputs]
     graph = helper.make_graph([n], "fold", [], [helper.make_tensor_value_info(o, 0, None) for o in n.output if o],
                               tensors)
     single = helper.make_model(graph, opset_imports=list(model.opset_import))
@@ -55,6 +54,17 @@ def _fold_constant_node(model, n, constants) -> bool:
         value = np.asarray(value)
         constants[name] = value.astype(np.float64) if value.dtype.kind == "f" else value
     return True
+
+
+def clip_bounds(node, constants) -> tuple[float, float]:
+    """Clip's (min, max): attributes (opset < 11) or constant inputs; missing bounds are infinite."""
+    lo = node.attrs.get("min")
+    hi = node.attrs.get("max")
+    if len(node.inputs) > 1 and node.inputs[1]:
+        lo = float(constants[node.inputs[1]])
+    if len(node.inputs) > 2 and node.inputs[2]:
+        hi = float(constants[node.inputs[2]])
+    return (-np.inf if lo is None else float(lo), np.inf if hi is None else float(hi))
 
 
 class UnsupportedOperator(ValueError):
@@ -130,7 +140,7 @@ class Graph:
         if len(g.output) != 1:
             raise ValueError(f"[nn.load] models with {len(g.output)} outputs are not supported; keep one output")
         graph = cls(nodes, constants, inputs[0].name, input_shape, [o.name for o in g.output], shapes)
-        graph._fold_constant_passthroughs()
+        graph._remove_inference_dropout()
         graph._fold_batch_norm()
         graph._attach_layer_constants(opset)
         graph._conv1d_as_conv2d()
@@ -169,23 +179,18 @@ class Graph:
             kept.append(node)
         self.nodes = kept
 
-    def _fold_constant_passthroughs(self) -> None:
-        """Identity and inference-mode Dropout pass values through: drop them, and
-        turn those of constants (the legacy exporter hides BatchNorm1d's running
-        statistics behind Identity nodes) into constants."""
-        kept = []
-        for node in self.nodes:
-            if node.op == "Dropout":
-                training = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] else None
-                if training is not None and bool(np.asarray(self.constants.get(training, True)).reshape(-1)[0]):
-                    raise UnsupportedOperator(f"[nn.load] Dropout at node '{node.name}' runs in training mode: call "
-                                              "module.eval() before exporting")
-                node = Node("Identity", node.name, node.inputs[:1], node.outputs[:1], {})
-            if node.op == "Identity" and node.inputs[0] in self.constants:
-                self.constants[node.outputs[0]] = self.constants[node.inputs[0]]
+    def _remove_inference_dropout(self) -> None:
+        """Inference-mode Dropout passes its input through: it becomes an Identity.
+        (Identity and Dropout of constants, such as BatchNorm1d's statistics behind
+        the legacy exporter's Identity nodes, were evaluated while parsing.)"""
+        for i, node in enumerate(self.nodes):
+            if node.op != "Dropout":
                 continue
-            kept.append(node)
-        self.nodes = kept
+            training = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] else None
+            if training is not None and bool(np.asarray(self.constants.get(training, True)).reshape(-1)[0]):
+                raise UnsupportedOperator(f"[nn.load] Dropout at node '{node.name}' runs in training mode: call "
+                                          "module.eval() before exporting")
+            self.nodes[i] = Node("Identity", node.name, node.inputs[:1], node.outputs[:1], {})
 
     def _attach_layer_constants(self, opset: int) -> None:
         """Non-linear layers carry their constant operands as attributes, so the key
@@ -198,10 +203,7 @@ class Graph:
             if any(name and name not in self.constants for name in node.inputs[1:]):
                 raise UnsupportedOperator(f"[nn.load] {node.op} at node '{node.name}' needs constant parameters")
             if node.op == "Clip":
-                lo, hi = node.attrs.get("min"), node.attrs.get("max")
-                lo = float(extra[0]) if len(extra) > 0 and extra[0] is not None else lo
-                hi = float(extra[1]) if len(extra) > 1 and extra[1] is not None else hi
-                node.attrs["bounds"] = (-np.inf if lo is None else float(lo), np.inf if hi is None else float(hi))
+                node.attrs["bounds"] = clip_bounds(node, self.constants)
             elif node.op == "PRelu":
                 slope = np.asarray(extra[0], dtype=np.float64)
                 rank = len(self.shapes.get(node.inputs[0], ())) or slope.ndim

@@ -16,8 +16,6 @@ from .runtimes import EncryptedRuntime, PlainRuntime, PlanRuntime
 from .nonlinear import ELEMENTWISE, NONLINEAR_OPS, PER_SAMPLE
 from .torch_export import export as export_torch, is_torch_module
 
-NONLINEAR = tuple(sorted(NONLINEAR_OPS))
-
 
 @dataclass
 class Plan:
@@ -117,7 +115,7 @@ class Model:
             raise ValueError("[nn] activation must be 'client' or 'poly'")
         self.graph, self.ctx, self.activation = graph, ctx, activation
         self.polys: dict[str, Polynomial] = {}
-        nonlinear = [n for n in graph.nodes if n.op in NONLINEAR]
+        nonlinear = [n for n in graph.nodes if n.op in NONLINEAR_OPS]
         if activation == "poly":
             for n in nonlinear:
                 if n.op in PER_SAMPLE or (n.op == "PRelu" and np.asarray(n.attrs["slope"]).size != 1):
@@ -174,7 +172,7 @@ class Model:
             raise ValueError(f"[nn] the parameters are too shallow for this model: it needs {plan.levels_needed} "
                              f"levels between (re-)encryptions, the context has {plan.levels_available}. "
                              f"Try {plan.suggestion}")
-        if self.activation == "client" and client is None and any(n.op in NONLINEAR for n in self.graph.nodes):
+        if self.activation == "client" and client is None and any(n.op in NONLINEAR_OPS for n in self.graph.nodes):
             raise ValueError("[nn] this model has client-aided layers: pass client=rf.nn.LocalClient(ctx, sk, keys)")
         keys = next(c for c in enc.cts.flat if c is not None).keys
         runtime = EncryptedRuntime(self.ctx, keys, client, self.polys)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import activations
+from .nonlinear import exact as exact_layer
 
 
 # ---- element movers shared by the array-based runtimes ----------------------------
@@ -65,13 +65,13 @@ class PlainRuntime(_ArrayMoves):
     def mul(self, x, y, node):
         return x * y
 
-    def nonlinear(self, node, x, shape, clip):
+    def nonlinear(self, node, x, shape):
         if self.ranges is not None:
             self.ranges[node.name] = max(self.ranges.get(node.name, 0.0), float(np.max(np.abs(x))))
         if isinstance(self.activation, dict) and node.name in self.activation:
             poly = self.activation[node.name]
             return poly(x), shape
-        return activations.exact(node, x, shape, clip)
+        return exact_layer(node, x, shape)
 
 
 def is_ct(v) -> bool:
@@ -182,9 +182,7 @@ class EncryptedRuntime(_ArrayMoves):
                 out[idx] = float(a) * float(b) or None
         return out
 
-    def nonlinear(self, node, x, shape, clip):
-        from . import activations
-
+    def nonlinear(self, node, x, shape):
         if node.name in self.polys:
             poly = self.polys[node.name]
             out = np.empty(x.shape, dtype=object)
@@ -193,7 +191,7 @@ class EncryptedRuntime(_ArrayMoves):
             return out, shape
         if not any(is_ct(c) for c in x.flat):  # everything known: the server computes it
             plain = np.vectorize(_const_value, otypes=[float])(x)[..., None]
-            vals, out_shape = activations.exact(node, plain, shape, clip)
+            vals, out_shape = exact_layer(node, plain, shape)
             out = np.empty(vals.shape[:-1], dtype=object)
             for idx in np.ndindex(out.shape):
                 out[idx] = float(vals[idx][0]) or None
@@ -201,7 +199,7 @@ class EncryptedRuntime(_ArrayMoves):
         if self.client is None:
             raise ValueError(f"[nn] node '{node.name}' ({node.op}) is client-aided: pass client=rf.nn.LocalClient(...)")
         self.counts["client_round_trips"] += int(sum(is_ct(c) for c in x.flat))
-        return self.client.apply(node, x, shape, clip)
+        return self.client.apply(node, x, shape, node.attrs.get("bounds"))
 
 
 class PlanRuntime:
@@ -262,7 +260,7 @@ class PlanRuntime:
         self.counts["ct_mults"] += x.size
         return self._alloc(self.V(self._consume(min(x.level, y.level), 1), x.size))
 
-    def nonlinear(self, node, x, shape, clip):
+    def nonlinear(self, node, x, shape):
         if node.name in self.polys:
             self.counts["poly_activations"] += x.size
             self.counts["ct_mults"] += x.size * self.polys[node.name].multiplications
