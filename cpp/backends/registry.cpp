@@ -6,6 +6,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cuda/registration.h"
+#include "backends/trace/tracing_backend.h"
 #include "ringfire/base/errors.h"
 #include "ringfire/ring/backend.h"
 
@@ -39,7 +40,8 @@ Backend& backend_for(const Device& device) {
   (void)g_builtins_registered;
   const BackendFactory factory = device.kind < g_factories.size() ? g_factories[device.kind].load() : nullptr;
   if (factory == nullptr) throw_not_supported("device", "no backend for device '" + device.str() + "'");
-  return factory(device.index);
+  Backend& backend = factory(device.index);
+  return trace::is_open() ? trace::wrap(backend, device.kind) : backend;
 }
 
 }  // namespace ringfire

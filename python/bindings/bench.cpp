@@ -11,6 +11,7 @@
 
 #include "common.h"
 #include "ringfire/arith/modular.h"
+#include "ringfire/arith/modulus128.h"
 #include "ringfire/arith/primes.h"
 #include "ringfire/base/buffer.h"
 #include "ringfire/ring/backend.h"
@@ -103,6 +104,72 @@ double time_modmul(const std::string& method, std::size_t count, int bits, int r
   throw_invalid("bench.modmul", "unknown method '" + method + "'");
 }
 
+// Median seconds for one element-wise ringAdd ("add") or ringMult ("mult")
+// over `limbs` limbs of N words (the backend's kernels).
+double time_ring_op(std::size_t n, std::size_t limbs, const std::string& op, int reps, int bits) {
+  require(op == "add" || op == "mult", "bench.ring_op", "op must be 'add' or 'mult', got '" + op + "'");
+  const auto base = std::make_shared<const RnsBase>(n, find_ntt_primes(bits, limbs, n));
+  Buffer a(limbs * n), b(limbs * n), out(limbs * n);
+  fill_random(a.data(), n, *base, 5);
+  fill_random(b.data(), n, *base, 6);
+  Backend& backend = backend_for(Device::cpu());
+  nb::gil_scoped_release release;
+  return median_seconds(reps, [&] {
+    if (op == "add") {
+      backend.add(a.data(), b.data(), out.data(), 1, *base);
+    } else {
+      backend.multiply(a.data(), b.data(), out.data(), 1, *base);
+    }
+  });
+}
+
+// Median seconds for one ringAdd, ringMult or forward negacyclic NTT over N
+// words modulo one `bits`-bit prime with 128-bit words (Modulus128, one
+// thread): the single-tower arithmetic of seed 003's CPU baseline, which ran
+// PALISADE with 128-bit words. A plain radix-2 Cooley-Tukey transform with
+// Montgomery twiddles in bit-reversed order.
+double time_ring128(std::size_t n, const std::string& op, int reps, int bits) {
+  require(op == "add" || op == "mult" || op == "ntt", "bench.ring128", "op must be 'add', 'mult' or 'ntt'");
+  require(n >= 2 && (n & (n - 1)) == 0, "bench.ring128", "n must be a power of two");
+  const u128 q = find_ntt_primes128(bits, 1, n)[0];
+  const Modulus128 mod(q);
+  std::mt19937_64 rng(7);
+  auto draw = [&] { return ((static_cast<u128>(rng()) << 64) | rng()) % q; };
+  std::vector<u128> a(n), b(n), out(n), psi(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    a[i] = draw();
+    b[i] = draw();
+  }
+  const u128 root = minimal_primitive_root128(q, n);  // a primitive 2n-th root
+  const int log_n = bit_length(static_cast<u64>(n)) - 1;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::size_t rev = 0;
+    for (int bit = 0; bit < log_n; ++bit) rev |= ((i >> bit) & 1) << (log_n - 1 - bit);
+    psi[rev] = mod.to_montgomery(mod.pow(root, i));
+  }
+  nb::gil_scoped_release release;
+  if (op == "add") return median_seconds(reps, [&] {
+    for (std::size_t i = 0; i < n; ++i) out[i] = mod.add(a[i], b[i]);
+  });
+  if (op == "mult") return median_seconds(reps, [&] {
+    for (std::size_t i = 0; i < n; ++i) out[i] = mod.mul(a[i], b[i]);
+  });
+  return median_seconds(reps, [&] {
+    // The transform keeps values reduced, so repeated runs stay in range.
+    for (std::size_t m = 1, t = n / 2; m < n; m *= 2, t /= 2) {
+      for (std::size_t i = 0; i < m; ++i) {
+        const u128 w = psi[m + i];
+        u128* x = a.data() + 2 * i * t;
+        for (std::size_t j = 0; j < t; ++j) {
+          const u128 v = mod.montgomery_mul(x[j + t], w);
+          x[j + t] = mod.sub(x[j], v);
+          x[j] = mod.add(x[j], v);
+        }
+      }
+    }
+  });
+}
+
 }  // namespace
 
 void bind_bench(nb::module_& m) {
@@ -110,6 +177,9 @@ void bind_bench(nb::module_& m) {
         nb::arg("bits"));
   m.def("time_poly_mul", &time_poly_mul, nb::arg("n"), nb::arg("limbs"), nb::arg("method"), nb::arg("reps"),
         nb::arg("bits"));
+  m.def("time_ring_op", &time_ring_op, nb::arg("n"), nb::arg("limbs"), nb::arg("op"), nb::arg("reps"),
+        nb::arg("bits"));
+  m.def("time_ring128", &time_ring128, nb::arg("n"), nb::arg("op"), nb::arg("reps"), nb::arg("bits"));
   m.def("time_modmul", &time_modmul, nb::arg("method"), nb::arg("count"), nb::arg("bits"), nb::arg("reps"));
 }
 

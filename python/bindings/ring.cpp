@@ -8,6 +8,7 @@
 #include "ringfire/ring/backend.h"
 #include "ringfire/ring/base_converter.h"
 #include "ringfire/ring/rns_base.h"
+#include "ringfire/ring/trace.h"
 
 namespace ringfire::python {
 
@@ -158,6 +159,33 @@ void bind_ring(nb::module_& m) {
                            kind == "exact" ? BaseConversion::exact : BaseConversion::fast);
       },
       nb::arg("a"), nb::arg("out"), nb::arg("converter"), nb::arg("kind"));
+
+  // Tracing (ring/trace.h): entries come back as dicts for ringfire.trace.
+  m.def("trace_start", &start_trace, nb::arg("dry_run"), "Opens the process-wide backend trace.");
+  m.def("trace_open", &trace_open, "Whether a backend trace is open.");
+  m.def(
+      "trace_stop",
+      []() {
+        nb::list out;
+        for (const TraceEntry& e : stop_trace()) {
+          nb::dict d;
+          d["kernel"] = e.kernel;
+          d["label"] = e.label;
+          d["device"] = e.device;
+          d["n"] = e.n;
+          d["limbs"] = e.limbs;
+          d["source_limbs"] = e.source_limbs;
+          d["terms"] = e.terms;
+          d["calls"] = e.calls;
+          d["polys"] = e.polys;
+          d["words"] = e.words;
+          d["bytes_read"] = e.bytes_read;
+          d["bytes_written"] = e.bytes_written;
+          out.append(d);
+        }
+        return out;
+      },
+      "Closes the backend trace and returns its entries.");
 }
 
 }  // namespace ringfire::python

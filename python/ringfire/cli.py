@@ -1,4 +1,4 @@
-"""The ``ringfire`` command line: ``demo``, ``bench``, ``info``.
+"""The ``ringfire`` command line: ``demo``, ``bench``, ``info``, ``infer``, ``rpu``, ``trace``, ``project``.
 
 Every command prints a readable table; ``--json`` prints machine-readable output.
 """
@@ -173,6 +173,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .rpu import cli as rpu_cli
     rpu_cli.register(sub)
+
+    from . import trace_cli
+    trace_cli.register(sub)
     return p
 
 

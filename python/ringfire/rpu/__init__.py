@@ -7,6 +7,8 @@
 * :mod:`~ringfire.rpu.ntt_graph`, :mod:`~ringfire.rpu.schedule`, :mod:`~ringfire.rpu.codegen` --
   constant-geometry NTT/iNTT generator (naive and list-scheduled) and a runner that verifies against
   :func:`ringfire.ring.ntt`.
+* :mod:`~ringfire.rpu.elementwise` -- ringAdd / ringMult / copy kernels (seed 003's RA, RM).
+* :mod:`~ringfire.rpu.projection` -- traces of real runs projected onto RPU chips (seed 003 Table 1).
 * :mod:`~ringfire.rpu.sweep` -- design-space and sensitivity sweeps; :mod:`~ringfire.rpu.cli` -- ``ringfire rpu``.
 
 See ``docs/rpu.md`` for the choices made where the papers are open and the reproduction report.
@@ -18,7 +20,8 @@ from .config import RpuConfig, trebuchet_tile
 from .cycle import CycleReport, simulate
 from .functional import Machine
 from .isa import OPCODES, Instruction, decode, encode
+from .projection import Projection, project, seed003_workload, table1
 
 __all__ = ["assemble", "disassemble", "from_bytes", "to_bytes", "NttProgram", "generate_ntt", "run_ntt",
            "RpuConfig", "trebuchet_tile", "CycleReport", "simulate", "Machine", "OPCODES", "Instruction",
-           "decode", "encode"]
+           "decode", "encode", "Projection", "project", "seed003_workload", "table1"]

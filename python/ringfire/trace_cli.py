@@ -1,0 +1,153 @@
+"""``ringfire trace run`` and ``ringfire project``: record what a script asks of the hardware, and cost it on RPU chips.
+
+    ringfire trace run [-o trace.json] [--dry-run] my_script.py [script args...]   # options before the script
+    ringfire project trace.json [--config model2] [--io hbm2] [--json] [--plot out.png]
+    ringfire project --seed003 [--costs seed003]      # seed 003's own workload, against its Table 1
+    ringfire project --table2                          # seed 003's Table 2, CPU latencies measured here
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import runpy
+import sys
+
+from .rpu import projection
+from .rpu.cpu_compare import format_table2, table2
+from .tracing import Trace, trace
+
+
+def cmd_trace(args) -> int:
+    saved_argv = sys.argv
+    sys.argv = [args.script, *args.script_args]
+    try:
+        with trace(dry_run=args.dry_run, script=args.script) as t:
+            runpy.run_path(args.script, run_name="__main__")
+    finally:
+        sys.argv = saved_argv
+    if args.output:
+        t.save(args.output)
+    out = sys.stderr if not args.json else sys.stdout
+    if args.json:
+        print(t.to_json())
+    else:
+        print(f"\n{t!r}", file=out)
+        print(t.table(args.by), file=out)
+        if args.output:
+            print(f"saved to {args.output}", file=out)
+    return 0
+
+
+def _workloads(args) -> dict:
+    if args.seed003:
+        return projection.seed003_workload()
+    if not args.trace:
+        raise ValueError("give a trace file (from `ringfire trace run ... -o trace.json`), --seed003 or --table2")
+    return {"trace": Trace.load(args.trace)}
+
+
+def cmd_project(args) -> int:
+    if args.table2:
+        rows = table2()
+        print(json.dumps(rows, indent=2) if args.json else format_table2(rows))
+        return 0
+    workloads = _workloads(args)
+    configs = list(projection.CONFIGS) if args.config == "all" else [args.config]
+    ios = list(projection.IO_MODELS) if args.io == "all" else [args.io]
+    rows = []
+    for io in ios:
+        for config in configs:
+            row = {"config": config, "io": io}
+            for column, workload in workloads.items():
+                p = projection.project(workload, config=config, io=io, costs=args.costs)
+                row[column] = p.seconds
+                row[column + "_derate"] = p.derate
+                row["tiles"] = p.tiles
+                if args.seed003:
+                    row[column + "_seed003"] = projection.SEED003_TABLE1[(config, io)][column == "bootstrap"]
+            rows.append(row)
+    if args.json:
+        print(json.dumps({"costs": args.costs, "rows": rows}, indent=2))
+    else:
+        print(_format_rows(rows, list(workloads), args.seed003, args.costs))
+        if len(configs) == 1 and len(ios) == 1 and not args.seed003:
+            print()
+            print(projection.project(workloads["trace"], config=configs[0], io=ios[0], costs=args.costs).table())
+    if args.plot:
+        _plot(rows, list(workloads), args.plot, args.seed003)
+        print(f"plot written to {args.plot}", file=sys.stderr)
+    return 0
+
+
+def _format_rows(rows, columns, seed003: bool, costs: str) -> str:
+    head = f"{'config':<8}{'I/O':<8}{'tiles':>6}"
+    for c in columns:
+        head += f"{c + ' (s)':>20}{'derate':>8}" + (f"{'seed 003':>10}{'diff':>8}" if seed003 else "")
+    lines = [f"projected seconds ({costs} costs)", head]
+    for r in rows:
+        line = f"{r['config']:<8}{projection.IO_MODELS[r['io']]['name']:<8}{r['tiles']:>6}"
+        for c in columns:
+            line += f"{r[c]:>20.4g}{100 * r[c + '_derate']:>7.0f}%"
+            if seed003:
+                line += f"{r[c + '_seed003']:>10.3f}{100 * (r[c] / r[c + '_seed003'] - 1):>+7.1f}%"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _plot(rows, columns, path: str, seed003: bool) -> None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ImportError("--plot needs matplotlib: pip install 'ringfire[plot]'") from None
+    ios = list(dict.fromkeys(r["io"] for r in rows))
+    configs = list(dict.fromkeys(r["config"] for r in rows))
+    fig, axes = plt.subplots(1, len(columns), figsize=(6 * len(columns), 4), squeeze=False)
+    width = 0.8 / len(configs)
+    for ax, column in zip(axes[0], columns):
+        for k, config in enumerate(configs):
+            xs = [i + (k - (len(configs) - 1) / 2) * width for i in range(len(ios))]
+            vals = [next(r[column] for r in rows if r["io"] == io and r["config"] == config) for io in ios]
+            ax.bar(xs, vals, width, label=f"{config} (projected)")
+            if seed003:
+                pub = [next(r[column + "_seed003"] for r in rows if r["io"] == io and r["config"] == config)
+                       for io in ios]
+                ax.plot(xs, pub, "k_", markersize=14, label="seed 003 Table 1" if k == 0 else None)
+        ax.set_xticks(range(len(ios)), [projection.IO_MODELS[io]["name"] for io in ios])
+        ax.set_ylabel("seconds")
+        ax.set_title(column.replace("_", " "))
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def register(sub) -> None:
+    t = sub.add_parser("trace", help="record the backend calls of a Python script (for `ringfire project`)")
+    tsub = t.add_subparsers(dest="trace_command", required=True)
+    run = tsub.add_parser("run", help="run a script under a trace")
+    run.add_argument("script", help="the Python script to run (trace options go before it, its own after it)")
+    run.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments passed to the script")
+    run.add_argument("-o", "--output", help="save the trace: JSON, or CSV when the name ends in .csv")
+    run.add_argument("--dry-run", action="store_true",
+                     help="record the calls without running them (fast, values meaningless: do not decrypt)")
+    run.add_argument("--by", choices=["primitive", "kernel", "label"], default="primitive",
+                     help="summary printed at the end (default: ring operations per operation)")
+    run.add_argument("--json", action="store_true", help="print the trace as JSON on stdout")
+    run.set_defaults(func=cmd_trace)
+
+    p = sub.add_parser("project", help="project a trace onto RPU chips (seed 003 Tables 1 and 2)")
+    p.add_argument("trace", nargs="?", help="a trace saved by `ringfire trace run -o`")
+    p.add_argument("--seed003", action="store_true", help="seed 003's own LR workload, against its Table 1")
+    p.add_argument("--table2", action="store_true",
+                   help="seed 003's Table 2: ringAdd/ringMult/NTT at 64K measured on this CPU vs the RPU")
+    p.add_argument("--config", default="all", choices=["all", *projection.CONFIGS],
+                   help="RPU configuration (default: all)")
+    p.add_argument("--io", default="all", choices=["all", *projection.IO_MODELS], help="I/O model (default: all)")
+    p.add_argument("--costs", default="model", choices=["model", "seed003"],
+                   help="kernel latencies from the cycle model (default) or seed 003's published ones")
+    p.add_argument("--plot", help="write a bar chart (PNG) of the projected times")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=cmd_project)

@@ -1,0 +1,150 @@
+"""RPU projection (ringfire.rpu.projection): element-wise kernels, seed 003's Table 1 and 2, the CLI."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ringfire as rf
+from ringfire.rpu import elementwise, projection
+from ringfire.rpu.config import trebuchet_tile
+
+
+@pytest.mark.parametrize("kernel", ["add", "mult", "copy"])
+@pytest.mark.parametrize("q", [(1 << 61) - 1, (1 << 127) - 1])
+def test_elementwise_programs_compute_the_kernel(kernel, q):
+    assert elementwise.run(elementwise.generate(kernel, 2048), q)["verified"]
+
+
+def test_elementwise_at_64k_is_load_store_bound():
+    # 128 vectors x (2 loads + 1 store) x 8 cycles per 512-lane access on 64 lanes, plus latency.
+    tile = trebuchet_tile(2)
+    for kernel in ("add", "mult"):
+        cycles = elementwise.cycles(kernel, 65536, tile)["cycles"]
+        assert 3 * 128 * 8 <= cycles <= 3 * 128 * 8 + 64
+    assert elementwise.cycles("copy", 65536, tile)["cycles"] <= 2 * 128 * 8 + 64
+    with pytest.raises(ValueError, match="power of two"):
+        elementwise.generate("add", 1000)
+    with pytest.raises(ValueError, match="kernel"):
+        elementwise.generate("divide", 1024)
+
+
+def test_seed003_table1_inputs_are_exact_and_predictions_within_6_percent():
+    # Three cells per column are inputs (Model 2 / Phase 2 ideal, Model 1 LVDS); nine are predictions.
+    inputs = {("model2", "ideal"), ("phase2", "ideal"), ("model1", "lvds")}
+    rows = projection.table1(projection.seed003_workload(), costs="seed003")
+    assert len(rows) == 12
+    for row in rows:
+        published = projection.SEED003_TABLE1[(row["config"], row["io"])]
+        for column, pub in zip(("no_bootstrap", "bootstrap"), published):
+            error = row[column] / pub - 1
+            bound = 0.002 if (row["config"], row["io"]) in inputs else 0.06
+            assert abs(error) <= bound, (row, column, pub)
+
+
+def test_cycle_model_costs_land_within_12_percent_of_table1():
+    # The model's tile kernels are ~10% faster than seed 003's Palladium numbers (docs/rpu.md).
+    for row in projection.table1(projection.seed003_workload(), costs="model"):
+        published = projection.SEED003_TABLE1[(row["config"], row["io"])]
+        for column, pub in zip(("no_bootstrap", "bootstrap"), published):
+            assert -0.12 <= row[column] / pub - 1 <= 0.0
+
+
+def test_projection_rules():
+    work = {("ntt", 65536): 1000, ("mult", 65536): 1000}
+    ideal = projection.project(work, config="model2", io="ideal", costs="seed003")
+    assert ideal.seconds == pytest.approx((1000 * 12.3e-6 + 1000 * 1.73e-6) / 14)
+    lvds = projection.project(work, config="model2", io="lvds", costs="seed003")
+    tower_load = 65536 * 16 / 250e9     # one 128-bit tower over LVDS: longer than a ringMult
+    assert lvds.seconds == pytest.approx((1000 * 12.3e-6 + 1000 * tower_load) / 14)
+    assert lvds.derate == pytest.approx(lvds.seconds / ideal.seconds - 1)
+    two_hbm = projection.project(work, config="model2", io="2xhbm2", costs="seed003")
+    assert two_hbm.tiles == 13 and two_hbm.seconds == pytest.approx(ideal.seconds * 14 / 13)
+    custom = projection.project(work, config=trebuchet_tile(1), tiles=3)
+    assert custom.tiles == 3 and custom.seconds > 0
+    with pytest.raises(ValueError, match="tiles"):
+        projection.project(work, config=trebuchet_tile(1))
+    with pytest.raises(ValueError, match="io must be"):
+        projection.project(work, io="pcie")
+    with pytest.raises(ValueError, match="primitive"):
+        projection.project({("fft", 4096): 1})
+    with pytest.raises(TypeError, match="Trace"):
+        projection.project([1, 2])
+
+
+def test_a_real_trace_projects():
+    ctx = rf.ckks.Context.preset("N13_D2")
+    sk, keys = ctx.keygen()
+    x = ctx.encrypt(np.ones(4), keys)
+    with rf.trace() as t:
+        _ = x * x
+    p = rf.rpu.project(t, config="model1", io="hbm2")
+    ntt_row = next(r for r in p.rows if r["primitive"] == "ntt")
+    assert ntt_row["n"] == 8192 and ntt_row["count"] == t.primitives()[("ntt", 8192)]
+    assert p.seconds > p.ideal_seconds > 0
+    assert "derate" in p.table()
+
+
+def _cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "ringfire", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=300)
+
+
+def test_cli_trace_and_project(tmp_path):
+    script = tmp_path / "work.py"
+    script.write_text("import numpy as np, ringfire as rf, sys\n"
+                      "ctx = rf.ckks.Context.preset('N13_D2')\n"
+                      "sk, keys = ctx.keygen()\n"
+                      "x = ctx.encrypt(np.ones(4), keys)\n"
+                      "y = x * x\n"
+                      "print('args', sys.argv[1:])\n")
+    out = tmp_path / "trace.json"
+    r = _cli("trace", "run", "-o", str(out), str(script), "--flag")
+    assert r.returncode == 0, r.stderr
+    assert "args ['--flag']" in r.stdout and "ckks.relinearize" in r.stderr
+    assert rf.Trace.load(out).primitives()
+    r = _cli("project", str(out), "--config", "model2", "--io", "hbm2", "--json")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)["rows"]
+    assert len(rows) == 1 and rows[0]["trace"] > 0
+    r = _cli("project", "--seed003", "--costs", "seed003")
+    assert r.returncode == 0 and "LVDS2k" in r.stdout and "seed 003" in r.stdout
+    r = _cli("project")
+    assert r.returncode == 2 and "give a trace file" in r.stderr
+    (tmp_path / "bad.json").write_text("[]")
+    r = _cli("project", str(tmp_path / "bad.json"))
+    assert r.returncode == 2 and "not a ringfire trace" in r.stderr
+
+
+def test_cli_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    r = _cli("project", "--seed003", "--plot", str(tmp_path / "p.png"))
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_table2_measures_the_cpu():
+    from ringfire.rpu.cpu_compare import format_table2, table2
+    rows = table2(n=4096, reps=3)
+    assert [r["kernel"] for r in rows] == ["ringAdd", "ringMult", "NTT"]
+    for r in rows:
+        assert r["cpu_rns64_1limb_us"] > 0 and r["cpu_128bit_us"] > 0 and r["rpu_model_us"] > 0
+    assert "ringMult" in format_table2(rows)
+
+
+def test_the_docs_snippets_run(tmp_path, monkeypatch):
+    """docs/projection.md's two Python snippets, in order, in one namespace (the second uses the first's trace)."""
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "projection.md").read_text()
+    snippets = re.findall(r"```python\n(.+?)\n```", text, re.S)
+    assert len(snippets) == 2
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    for snippet in snippets:
+        exec(compile(snippet, "docs/projection.md", "exec"), namespace)
+    assert (tmp_path / "square.json").exists()
+    assert namespace["p"].seconds > 0
