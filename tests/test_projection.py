@@ -74,9 +74,8 @@ def test_projection_rules():
         projection.project([1, 2])
 
 
-def test_a_real_trace_projects():
-    ctx = rf.ckks.Context.preset("N13_D2")
-    sk, keys = ctx.keygen()
+def test_a_real_trace_projects(ckks_small):
+    ctx, sk, keys = ckks_small
     x = ctx.encrypt(np.ones(4), keys)
     with rf.trace() as t:
         _ = x * x
@@ -109,6 +108,9 @@ def test_cli_trace_and_project(tmp_path):
     assert r.returncode == 0, r.stderr
     rows = json.loads(r.stdout)["rows"]
     assert len(rows) == 1 and rows[0]["trace"] > 0
+    r = _cli("project", str(out), f"{out}+{out}", "--config", "model1", "--io", "ideal", "--json")
+    row = json.loads(r.stdout)["rows"][0]
+    assert row["trace+trace"] == pytest.approx(2 * row["trace"])
     r = _cli("project", "--seed003", "--costs", "seed003")
     assert r.returncode == 0 and "LVDS2k" in r.stdout and "seed 003" in r.stdout
     r = _cli("project")
@@ -148,3 +150,45 @@ def test_the_docs_snippets_run(tmp_path, monkeypatch):
         exec(compile(snippet, "docs/projection.md", "exec"), namespace)
     assert (tmp_path / "square.json").exists()
     assert namespace["p"].seconds > 0
+
+
+def test_one_cost_model_prices_any_table():
+    from ringfire import costing
+    work = {("ntt", 4096): 10, ("add", 4096): 4, ("move_words", 0): 1000}
+    priced = costing.price(work, {("ntt", 4096): 2e-6, ("add", 4096): 1e-7, ("move_words", 0): 1e-9})
+    assert priced.seconds == pytest.approx(10 * 2e-6 + 4 * 1e-7 + 1000 * 1e-9)
+    assert [r["primitive"] for r in priced.rows] == ["ntt", "add", "move_words"]
+    with pytest.raises(ValueError, match="no ntt at n=4096"):
+        costing.price(work, {("add", 4096): 1e-7})
+    assert costing.price(work, lambda prim, n: 1.0).seconds == 1014
+
+
+def test_cpu_costs_price_a_real_run_within_a_factor():
+    from ringfire import costing
+    ctx = rf.ckks.Context.preset("N13_D2")
+    sk, keys = ctx.keygen(rotations=[1])
+    x = ctx.encrypt(np.ones(4), keys)
+    x.rotate(1)                                   # warm caches and tables
+    with rf.trace() as t:
+        for _ in range(20):
+            x.rotate(1)
+    table = costing.measure_cpu_costs([8192], reps=5)
+    assert set(table) >= {("ntt", 8192), ("mult", 8192), ("automorphism", 8192), ("move_words", 0)}
+    assert all(v > 0 for v in table.values())
+    ratio = costing.price(t, table).seconds / t.seconds
+    # Primitives priced alone, against fused kernels and Python overhead: the same order of magnitude.
+    assert 0.2 < ratio < 5, ratio
+    with pytest.raises(ValueError, match="powers of two"):
+        costing.measure_cpu_costs([1000])
+
+
+def test_cli_prices_on_this_cpu(tmp_path, ckks_small):
+    ctx, sk, keys = ckks_small
+    x = ctx.encrypt(np.ones(4), keys)
+    with rf.trace() as t:
+        _ = x * x
+    t.save(tmp_path / "t.json")
+    r = _cli("project", str(tmp_path / "t.json"), "--cpu", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["traces"][0]["priced_seconds"] > 0 and out["traces"][0]["recorded_seconds"] > 0

@@ -91,9 +91,8 @@ def test_dry_run_counts_equal_the_real_run_for_a_bootstrap():
     assert np.abs(ctx.decrypt(y, sk).real - x).max() < 1e-4
 
 
-def test_dry_run_does_not_compute():
-    ctx = rf.ckks.Context.preset("N13_D2")
-    sk, keys = ctx.keygen()
+def test_dry_run_does_not_compute(ckks_small):
+    ctx, sk, keys = ckks_small
     x = ctx.encrypt(np.full(4, 0.5), keys)
     before = x.to_bytes()
     with rf.trace(dry_run=True):
@@ -115,9 +114,8 @@ def test_bgv_operations_are_labelled():
     assert np.array_equal(ctx.decrypt(b, sk)[:8], np.arange(8) ** 2 % ctx.plain_modulus)
 
 
-def test_calls_from_threads_are_all_counted():
-    ctx = rf.ckks.Context.preset("N13_D2")
-    sk, keys = ctx.keygen()
+def test_calls_from_threads_are_all_counted(ckks_small):
+    ctx, sk, keys = ckks_small
     x = ctx.encrypt(np.ones(4), keys)
     with rf.trace() as one:
         _ = x * x
@@ -142,9 +140,8 @@ def test_one_trace_at_a_time_and_closed_on_errors():
     assert not rf.tracing.is_tracing()
 
 
-def test_files_round_trip_and_bad_files_are_refused(tmp_path):
-    ctx = rf.ckks.Context.preset("N13_D2")
-    sk, keys = ctx.keygen()
+def test_files_round_trip_and_bad_files_are_refused(tmp_path, ckks_small):
+    ctx, sk, keys = ckks_small
     x = ctx.encrypt(np.ones(4), keys)
     with rf.trace(workload="square") as t:
         _ = x * x
@@ -169,9 +166,21 @@ def test_files_round_trip_and_bad_files_are_refused(tmp_path):
         Trace.load(tmp_path / "bad.json")
 
 
-def test_summaries():
-    ctx = rf.ckks.Context.preset("N13_D2")
-    sk, keys = ctx.keygen()
+def test_traces_add(ckks_small):
+    ctx, sk, keys = ckks_small
+    x = ctx.encrypt(np.ones(4), keys)
+    with rf.trace(workload="a") as a:
+        _ = x * x
+    with rf.trace(workload="b") as b:
+        _ = x + x
+    both = a + b
+    for key in set(a.primitives()) | set(b.primitives()):
+        assert both.primitives().get(key, 0) == a.primitives().get(key, 0) + b.primitives().get(key, 0)
+    assert both.meta["parts"] == ["a", "b"]
+
+
+def test_summaries(ckks_small):
+    ctx, sk, keys = ckks_small
     x = ctx.encrypt(np.ones(4), keys)
     with rf.trace() as t:
         _ = x * x

@@ -123,6 +123,25 @@ double time_ring_op(std::size_t n, std::size_t limbs, const std::string& op, int
   });
 }
 
+// Median seconds for one automorphism (X -> X^5, evaluation form) or one copy
+// of `limbs` limbs of N words: the data-movement kernels of a trace.
+double time_data_kernel(std::size_t n, std::size_t limbs, const std::string& kernel, int reps, int bits) {
+  require(kernel == "automorphism" || kernel == "copy", "bench.data_kernel",
+          "kernel must be 'automorphism' or 'copy', got '" + kernel + "'");
+  const auto base = std::make_shared<const RnsBase>(n, find_ntt_primes(bits, limbs, n));
+  Buffer a(limbs * n), out(limbs * n);
+  fill_random(a.data(), n, *base, 8);
+  Backend& backend = backend_for(Device::cpu());
+  nb::gil_scoped_release release;
+  return median_seconds(reps, [&] {
+    if (kernel == "copy") {
+      backend.copy(a.data(), out.data(), limbs * n);
+    } else {
+      backend.automorphism(a.data(), out.data(), 1, *base, 5, Form::eval);
+    }
+  });
+}
+
 // Median seconds for one ringAdd, ringMult or forward negacyclic NTT over N
 // words modulo one `bits`-bit prime with 128-bit words (Modulus128, one
 // thread): the single-tower arithmetic of seed 003's CPU baseline, which ran
@@ -178,6 +197,8 @@ void bind_bench(nb::module_& m) {
   m.def("time_poly_mul", &time_poly_mul, nb::arg("n"), nb::arg("limbs"), nb::arg("method"), nb::arg("reps"),
         nb::arg("bits"));
   m.def("time_ring_op", &time_ring_op, nb::arg("n"), nb::arg("limbs"), nb::arg("op"), nb::arg("reps"),
+        nb::arg("bits"));
+  m.def("time_data_kernel", &time_data_kernel, nb::arg("n"), nb::arg("limbs"), nb::arg("kernel"), nb::arg("reps"),
         nb::arg("bits"));
   m.def("time_ring128", &time_ring128, nb::arg("n"), nb::arg("op"), nb::arg("reps"), nb::arg("bits"));
   m.def("time_modmul", &time_modmul, nb::arg("method"), nb::arg("count"), nb::arg("bits"), nb::arg("reps"));

@@ -18,6 +18,8 @@ Layers available in this release:
   products; the same keys, serialization and GPU placement as CKKS.
 * :mod:`ringfire.cuda` -- the GPU runtime: streams, compute frames, memory-pool
   statistics, the kernel profiler.
+* :mod:`ringfire.apps` -- whole workloads: encrypted logistic-regression training (HELR) with
+  bootstrapping.
 * :mod:`ringfire.tracing` -- ``with rf.trace() as t:`` records what a real run asks of the
   hardware (NTTs, products, key-switching inner products... with sizes and bytes);
   :mod:`ringfire.rpu` projects such traces onto RPU tiles.
@@ -33,14 +35,14 @@ from ._cpu import check_cpu as _check_cpu
 
 _check_cpu(_pathlib.Path(__file__).parent)  # before any native code runs
 from . import _core  # noqa: E402
-from . import arith, arith128, bfv, bgv, ckks, cuda, io, nn, ring, rpu, tracing
+from . import apps, arith, arith128, bfv, bgv, ckks, cuda, io, nn, ring, rpu, tracing
 from .tracing import Trace, trace  # noqa: E402
 
 __version__ = "0.1.0"
 
 DeviceError = _core.DeviceError  # a device that exists failed (a CUDA error, device memory); a RuntimeError
 
-__all__ = ["DeviceError", "arith", "arith128", "bfv", "bgv", "ckks", "cuda", "io", "nn", "ring", "rpu", "tracing", "Trace", "trace", "num_threads", "set_num_threads", "cuda_available", "__version__"]
+__all__ = ["DeviceError", "apps", "arith", "arith128", "bfv", "bgv", "ckks", "cuda", "io", "nn", "ring", "rpu", "tracing", "Trace", "trace", "num_threads", "set_num_threads", "cuda_available", "__version__"]
 
 
 def num_threads() -> int:

@@ -1,7 +1,7 @@
 """``ringfire trace run`` and ``ringfire project``: record what a script asks of the hardware, and cost it on RPU chips.
 
     ringfire trace run [-o trace.json] [--dry-run] my_script.py [script args...]   # options before the script
-    ringfire project trace.json [--config model2] [--io hbm2] [--json] [--plot out.png]
+    ringfire project trace.json [more.json a.json+b.json ...] [--config model2] [--io hbm2] [--json] [--plot out.png]
     ringfire project --seed003 [--costs seed003]      # seed 003's own workload, against its Table 1
     ringfire project --table2                          # seed 003's Table 2, CPU latencies measured here
 """
@@ -12,6 +12,7 @@ import argparse
 import json
 import runpy
 import sys
+from pathlib import Path
 
 from .rpu import projection
 from .rpu.cpu_compare import format_table2, table2
@@ -40,14 +41,24 @@ def cmd_trace(args) -> int:
 
 
 def _workloads(args) -> dict:
+    """One column per trace argument; ``a.json+b.json`` is one column of both traces' calls."""
     if args.seed003:
         return projection.seed003_workload()
-    if not args.trace:
+    if not args.traces:
         raise ValueError("give a trace file (from `ringfire trace run ... -o trace.json`), --seed003 or --table2")
-    return {"trace": Trace.load(args.trace)}
+    columns = {}
+    for spec in args.traces:
+        parts = [Trace.load(path) for path in spec.split("+")]
+        total = parts[0]
+        for part in parts[1:]:
+            total = total + part
+        columns["+".join(Path(path).stem for path in spec.split("+"))] = total
+    return columns
 
 
 def cmd_project(args) -> int:
+    if args.cpu:
+        return _project_cpu(args)
     if args.table2:
         rows = table2()
         print(json.dumps(rows, indent=2) if args.json else format_table2(rows))
@@ -72,23 +83,53 @@ def cmd_project(args) -> int:
     else:
         print(_format_rows(rows, list(workloads), args.seed003, args.costs))
         if len(configs) == 1 and len(ios) == 1 and not args.seed003:
-            print()
-            print(projection.project(workloads["trace"], config=configs[0], io=ios[0], costs=args.costs).table())
+            for workload in workloads.values():
+                print()
+                print(projection.project(workload, config=configs[0], io=ios[0], costs=args.costs).table())
     if args.plot:
         _plot(rows, list(workloads), args.plot, args.seed003)
         print(f"plot written to {args.plot}", file=sys.stderr)
     return 0
 
 
+def _project_cpu(args) -> int:
+    """Prices each trace on costs measured on this CPU now, beside the trace's own recorded time."""
+    from .costing import measure_cpu_costs, price
+
+    workloads = _workloads(args)
+    sizes = sorted({n for w in workloads.values() for (_, n) in w.primitives() if n})
+    table = measure_cpu_costs(sizes)
+    out = []
+    for column, workload in workloads.items():
+        priced = price(workload, table)
+        recorded = None if workload.dry_run else workload.seconds
+        out.append({"trace": column, "priced_seconds": priced.seconds, "recorded_seconds": recorded,
+                    "rows": priced.rows})
+        if not args.json:
+            note = f"; the traced run took {recorded:.4g} s" if recorded else " (a dry run: no recorded time)"
+            print(f"{column}: {priced.seconds:.4g} s priced on this CPU ({_core_threads()} threads){note}")
+            print(priced.table())
+    if args.json:
+        print(json.dumps({"costs": "cpu", "table": {f"{p}@{n}": v for (p, n), v in table.items()}, "traces": out},
+                         indent=2))
+    return 0
+
+
+def _core_threads() -> int:
+    from . import _core
+    return _core.num_threads()
+
+
 def _format_rows(rows, columns, seed003: bool, costs: str) -> str:
+    widths = {c: max(12, len(c) + 6) for c in columns}
     head = f"{'config':<8}{'I/O':<8}{'tiles':>6}"
     for c in columns:
-        head += f"{c + ' (s)':>20}{'derate':>8}" + (f"{'seed 003':>10}{'diff':>8}" if seed003 else "")
+        head += f"{c + ' (s)':>{widths[c]}}{'derate':>8}" + (f"{'seed 003':>10}{'diff':>8}" if seed003 else "")
     lines = [f"projected seconds ({costs} costs)", head]
     for r in rows:
         line = f"{r['config']:<8}{projection.IO_MODELS[r['io']]['name']:<8}{r['tiles']:>6}"
         for c in columns:
-            line += f"{r[c]:>20.4g}{100 * r[c + '_derate']:>7.0f}%"
+            line += f"{r[c]:>{widths[c]}.4g}{100 * r[c + '_derate']:>7.0f}%"
             if seed003:
                 line += f"{r[c + '_seed003']:>10.3f}{100 * (r[c] / r[c + '_seed003'] - 1):>+7.1f}%"
         lines.append(line)
@@ -139,7 +180,8 @@ def register(sub) -> None:
     run.set_defaults(func=cmd_trace)
 
     p = sub.add_parser("project", help="project a trace onto RPU chips (seed 003 Tables 1 and 2)")
-    p.add_argument("trace", nargs="?", help="a trace saved by `ringfire trace run -o`")
+    p.add_argument("traces", nargs="*", metavar="trace",
+                   help="traces saved by `ringfire trace run -o`, one column each; a.json+b.json adds two")
     p.add_argument("--seed003", action="store_true", help="seed 003's own LR workload, against its Table 1")
     p.add_argument("--table2", action="store_true",
                    help="seed 003's Table 2: ringAdd/ringMult/NTT at 64K measured on this CPU vs the RPU")
@@ -148,6 +190,8 @@ def register(sub) -> None:
     p.add_argument("--io", default="all", choices=["all", *projection.IO_MODELS], help="I/O model (default: all)")
     p.add_argument("--costs", default="model", choices=["model", "seed003"],
                    help="kernel latencies from the cycle model (default) or seed 003's published ones")
+    p.add_argument("--cpu", action="store_true",
+                   help="price the traces on kernel costs measured on this CPU now (beside the traced run's time)")
     p.add_argument("--plot", help="write a bar chart (PNG) of the projected times")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_project)

@@ -167,6 +167,23 @@ class Trace:
                   f"{r['bytes_written'] / 1e6:.1f}"] for r in rows]
         return _format(head, lines)
 
+    def __add__(self, other: "Trace") -> "Trace":
+        """Both traces' calls together (a workload made of parts traced apart)."""
+        if not isinstance(other, Trace):
+            return NotImplemented
+        key_fields = FIELDS[:7]
+        merged: dict = {}
+        for e in self.entries + other.entries:
+            key = tuple(e[f] for f in key_fields)
+            if key in merged:
+                for f in FIELDS[7:]:
+                    merged[key][f] += e[f]
+            else:
+                merged[key] = dict(e)
+        return Trace(sorted(merged.values(), key=lambda e: tuple(e[f] for f in key_fields)),
+                     self.dry_run or other.dry_run, self.seconds + other.seconds,
+                     {"parts": [self.meta.get("workload", "?"), other.meta.get("workload", "?")]})
+
     def __repr__(self) -> str:
         calls = sum(e["calls"] for e in self.entries)
         kind = "dry-run trace" if self.dry_run else "trace"

@@ -8,7 +8,7 @@
 
 The model, as seed 003 describes its own:
 
-* **Work** is a count of ring operations on N-coefficient towers -- NTT,
+* **Work** (priced by :func:`ringfire.costing.price`, the one cost model) is a count of ring operations on N-coefficient towers -- NTT,
   inverse NTT, ringAdd, ringMult, automorphisms, word moves
   (:meth:`ringfire.tracing.Trace.primitives` makes them from a trace).
 * **Cost** of each at its size, per tile: ``costs="model"`` runs the code
@@ -38,6 +38,8 @@ import functools
 import math
 from dataclasses import dataclass, field
 
+from ..costing import price
+from ..tracing import PRIMITIVES
 from .config import RpuConfig, trebuchet_tile
 
 WORD_BYTES_RPU = 16   # one 128-bit RPU word per coefficient
@@ -62,7 +64,6 @@ SEED003_TABLE1 = {
     ("model1", "hbm2"): (0.125, 4.233), ("model2", "hbm2"): (0.102, 3.329), ("phase2", "hbm2"): (0.084, 2.912),
     ("model1", "2xhbm2"): (0.122, 4.055), ("model2", "2xhbm2"): (0.098, 3.136), ("phase2", "2xhbm2"): (0.080, 2.687),
 }
-PRIMITIVES = ("ntt", "intt", "add", "mult", "automorphism", "move_words")
 
 
 @functools.lru_cache(maxsize=None)
@@ -136,26 +137,6 @@ class Projection:
         return "\n".join(lines)
 
 
-def _counts(workload) -> dict:
-    """(primitive, n) -> count from a Trace, a trace dict, or such a mapping itself."""
-    from ..tracing import Trace
-
-    if isinstance(workload, Trace):
-        return workload.primitives()
-    if isinstance(workload, dict) and workload.get("format") == "ringfire-trace":
-        return Trace.from_dict(workload).primitives()
-    if isinstance(workload, dict):
-        out = {}
-        for key, count in workload.items():
-            if not (isinstance(key, tuple) and len(key) == 2 and key[0] in PRIMITIVES):
-                raise ValueError(f"[rpu.project] workload keys are (primitive, n) with a primitive in "
-                                 f"{', '.join(PRIMITIVES)}; got {key!r}")
-            out[key] = count
-        return out
-    raise TypeError(f"[rpu.project] expected a ringfire Trace or a {{(primitive, n): count}} mapping, "
-                    f"got {type(workload).__name__}")
-
-
 def project(workload, config="model2", io: str = "ideal", tiles: int | None = None,
             costs: str = "model") -> Projection:
     """Projects ``workload`` (a :class:`~ringfire.tracing.Trace` or ``{(primitive, n): count}``) onto RPU tiles.
@@ -189,18 +170,18 @@ def project(workload, config="model2", io: str = "ideal", tiles: int | None = No
         raise ValueError(f"[rpu.project] the {io} model gives up a tile; {base_tiles} leaves none")
     bandwidth = IO_MODELS[io]["bandwidth"]
 
-    rows, total, ideal = [], 0.0, 0.0
-    for (prim, n), count in sorted(_counts(workload).items(), key=lambda kv: (PRIMITIVES.index(kv[0][0]), kv[0][1])):
-        if count == 0:
-            continue
-        each = model_cost(prim, n, tile, ideal_ntt) if costs == "model" else seed003_cost(prim, n, name)
+    def tile_cost(prim: str, n: int) -> float:
+        return model_cost(prim, n, tile, ideal_ntt) if costs == "model" else seed003_cost(prim, n, name)
+
+    def io_cost(prim: str, n: int) -> float:
         # Seed 003's derating: a ring multiply lasts at least one tower's load or store over the chip I/O.
-        io_each = n * WORD_BYTES_RPU / bandwidth if prim == "mult" else 0.0
-        row_total = count * max(each, io_each) / n_tiles
-        rows.append({"primitive": prim, "n": n, "count": int(count), "each": each, "io_each": io_each,
-                     "total": row_total})
-        total += row_total
-        ideal += count * each / base_tiles
+        return n * WORD_BYTES_RPU / bandwidth if prim == "mult" else 0.0
+
+    chip = price(workload, lambda prim, n: max(tile_cost(prim, n), io_cost(prim, n)) / n_tiles)
+    ideal = price(workload, lambda prim, n: tile_cost(prim, n) / base_tiles)
+    rows = [dict(r, each=tile_cost(r["primitive"], r["n"]), io_each=io_cost(r["primitive"], r["n"]))
+            for r in chip.rows]
+    total, ideal = chip.seconds, ideal.seconds
     return Projection(name, io, n_tiles, costs, total, ideal, rows)
 
 
