@@ -185,7 +185,7 @@ def register(sub) -> None:
     p.add_argument("--seed003", action="store_true", help="seed 003's own LR workload, against its Table 1")
     p.add_argument("--table2", action="store_true",
                    help="seed 003's Table 2: ringAdd/ringMult/NTT at 64K measured on this CPU vs the RPU")
-    p.add_argument("--config", default="all", choices=["all", *projection.CONFIGS],
+    p.add_argument("--config", "--rpu", dest="config", default="all", choices=["all", *projection.CONFIGS],
                    help="RPU configuration (default: all)")
     p.add_argument("--io", default="all", choices=["all", *projection.IO_MODELS], help="I/O model (default: all)")
     p.add_argument("--costs", default="model", choices=["model", "seed003"],
