@@ -104,7 +104,10 @@ def test_cli_trace_and_project(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "args ['--flag']" in r.stdout and "ckks.relinearize" in r.stderr
     assert rf.Trace.load(out).primitives()
-    r = _cli("project", str(out), "--config", "model2", "--io", "hbm2", "--json")
+    (tmp_path / "exits.py").write_text("import sys\nsys.exit(3)\n")
+    r = _cli("trace", "run", "-o", str(tmp_path / "exits.json"), str(tmp_path / "exits.py"))
+    assert r.returncode == 3 and (tmp_path / "exits.json").exists()     # the script's status, the trace kept
+    r = _cli("project", str(out), "--rpu", "model2", "--io", "hbm2", "--json")
     assert r.returncode == 0, r.stderr
     rows = json.loads(r.stdout)["rows"]
     assert len(rows) == 1 and rows[0]["trace"] > 0

@@ -22,9 +22,13 @@ from .tracing import Trace, trace
 def cmd_trace(args) -> int:
     saved_argv = sys.argv
     sys.argv = [args.script, *args.script_args]
+    exit_code = 0
     try:
         with trace(dry_run=args.dry_run, script=args.script) as t:
-            runpy.run_path(args.script, run_name="__main__")
+            try:
+                runpy.run_path(args.script, run_name="__main__")
+            except SystemExit as e:   # a script that ends with sys.exit(): keep its trace and its status
+                exit_code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     finally:
         sys.argv = saved_argv
     if args.output:
@@ -37,7 +41,7 @@ def cmd_trace(args) -> int:
         print(t.table(args.by), file=out)
         if args.output:
             print(f"saved to {args.output}", file=out)
-    return 0
+    return exit_code
 
 
 def _workloads(args) -> dict:
