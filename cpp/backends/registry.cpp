@@ -9,6 +9,7 @@
 #include "backends/trace/tracing_backend.h"
 #include "ringfire/base/errors.h"
 #include "ringfire/ring/backend.h"
+#include "ringfire/ring/trace.h"
 
 namespace ringfire {
 
@@ -41,7 +42,7 @@ Backend& backend_for(const Device& device) {
   const BackendFactory factory = device.kind < g_factories.size() ? g_factories[device.kind].load() : nullptr;
   if (factory == nullptr) throw_not_supported("device", "no backend for device '" + device.str() + "'");
   Backend& backend = factory(device.index);
-  return trace::is_open() ? trace::wrap(backend, device.kind) : backend;
+  return trace_open() ? trace::wrap(backend, device.kind) : backend;
 }
 
 }  // namespace ringfire

@@ -14,6 +14,7 @@ import runpy
 import sys
 from pathlib import Path
 
+from . import _core
 from .rpu import projection
 from .rpu.cpu_compare import format_table2, table2
 from .tracing import Trace, trace
@@ -70,18 +71,11 @@ def cmd_project(args) -> int:
     workloads = _workloads(args)
     configs = list(projection.CONFIGS) if args.config == "all" else [args.config]
     ios = list(projection.IO_MODELS) if args.io == "all" else [args.io]
-    rows = []
-    for io in ios:
-        for config in configs:
-            row = {"config": config, "io": io}
-            for column, workload in workloads.items():
-                p = projection.project(workload, config=config, io=io, costs=args.costs)
-                row[column] = p.seconds
-                row[column + "_derate"] = p.derate
-                row["tiles"] = p.tiles
-                if args.seed003:
-                    row[column + "_seed003"] = projection.SEED003_TABLE1[(config, io)][column == "bootstrap"]
-            rows.append(row)
+    rows = projection.table1(workloads, costs=args.costs, configs=configs, ios=ios)
+    if args.seed003:
+        for row in rows:
+            for column in workloads:
+                row[column + "_seed003"] = projection.SEED003_TABLE1[(row["config"], row["io"])][column == "bootstrap"]
     if args.json:
         print(json.dumps({"costs": args.costs, "rows": rows}, indent=2))
     else:
@@ -111,17 +105,12 @@ def _project_cpu(args) -> int:
                     "rows": priced.rows})
         if not args.json:
             note = f"; the traced run took {recorded:.4g} s" if recorded else " (a dry run: no recorded time)"
-            print(f"{column}: {priced.seconds:.4g} s priced on this CPU ({_core_threads()} threads){note}")
+            print(f"{column}: {priced.seconds:.4g} s priced on this CPU ({_core.num_threads()} threads){note}")
             print(priced.table())
     if args.json:
         print(json.dumps({"costs": "cpu", "table": {f"{p}@{n}": v for (p, n), v in table.items()}, "traces": out},
                          indent=2))
     return 0
-
-
-def _core_threads() -> int:
-    from . import _core
-    return _core.num_threads()
 
 
 def _format_rows(rows, columns, seed003: bool, costs: str) -> str:

@@ -197,8 +197,6 @@ bool trace_dry_run() { return state().dry_run.load(std::memory_order_relaxed); }
 
 namespace trace {
 
-bool is_open() { return state().open.load(std::memory_order_relaxed); }
-
 Backend& wrap(Backend& inner, DeviceKind kind) {
   static std::mutex mutex;
   static std::map<const Backend*, std::unique_ptr<TracingBackend>> wrappers;

@@ -183,6 +183,9 @@ class EncryptedTrainer:
         self.coeffs = sigmoid_polynomial(degree, bound)
         self.bound = float(bound)
         self.needed = LEVELS_PER_ITERATION + max(0, math.ceil(math.log2(degree + 1)) - 2)
+        # Rotation steps: within a row (the inner product), and down the rows (the sum over samples).
+        self.row_steps = [1 << i for i in range(int(math.log2(self.f)))]
+        self.sample_steps = [self.f << i for i in range(int(math.log2(self.rows)))]
         top = ctx.params.user_max_level
         if top < self.needed:
             raise ValueError(f"[logreg] one iteration needs {self.needed} levels; this context has {top} "
@@ -191,9 +194,7 @@ class EncryptedTrainer:
 
     def rotations(self) -> list[int]:
         """The rotation steps an iteration uses (pass to keygen, or let :meth:`keygen` do it)."""
-        half_row = [1 << i for i in range(int(math.log2(self.f)))]
-        down = [self.f << i for i in range(int(math.log2(self.rows)))]
-        return half_row + [-r for r in half_row] + down
+        return self.row_steps + [-r for r in self.row_steps] + self.sample_steps
 
     def keygen(self):
         """Secret key and keys with the rotations and, when the context can, the bootstrap keys."""
@@ -225,8 +226,7 @@ class EncryptedTrainer:
     def iteration(self, data: list, w, v, k: int, n: int):
         """One Nesterov step on ciphertexts; returns (w+, v+)."""
         ctx = self.ctx
-        half_row = [1 << i for i in range(int(math.log2(self.f)))]
-        down = [self.f << i for i in range(int(math.log2(self.rows)))]
+        ev = ctx.evaluator(self.keys)
         mask = np.zeros(ctx.slots)
         mask[::self.f] = 1.0
         # sigmoid(-t) for t = B * t' with t' = z . v' in [-bound/B, bound/B]; times lr / (n B) for the step on w'.
@@ -235,10 +235,10 @@ class EncryptedTrainer:
         poly = np.polynomial.Polynomial(self.coeffs)(np.polynomial.Polynomial([0, -B])) * step
         grad = None
         for ct in data:
-            t = self._rotsum(ct * v, half_row)
-            t = self._rotsum(t * mask, [-s for s in half_row])
-            p = ctx.evaluator(self.keys).evaluate_polynomial(t, poly.coef, basis="monomial")
-            g = self._rotsum(p * ct, down)
+            t = self._rotsum(ct * v, self.row_steps)
+            t = self._rotsum(t * mask, [-s for s in self.row_steps])
+            p = ev.evaluate_polynomial(t, poly.coef, basis="monomial")
+            g = self._rotsum(p * ct, self.sample_steps)
             grad = g if grad is None else grad + g
         w_next = v + grad
         v_next = w_next + (w_next - w) * nesterov_eta(k)

@@ -181,20 +181,22 @@ def project(workload, config="model2", io: str = "ideal", tiles: int | None = No
     ideal = price(workload, lambda prim, n: tile_cost(prim, n) / base_tiles)
     rows = [dict(r, each=tile_cost(r["primitive"], r["n"]), io_each=io_cost(r["primitive"], r["n"]))
             for r in chip.rows]
-    total, ideal = chip.seconds, ideal.seconds
-    return Projection(name, io, n_tiles, costs, total, ideal, rows)
+    return Projection(name, io, n_tiles, costs, chip.seconds, ideal.seconds, rows)
 
 
-def table1(workloads: dict, costs: str = "model") -> list[dict]:
-    """Seed 003's Table 1 for ``workloads`` ({column name: workload}): every configuration x I/O model."""
+def table1(workloads: dict, costs: str = "model", configs=None, ios=None) -> list[dict]:
+    """Seed 003's Table 1 for ``workloads`` ({column name: workload}): one row per I/O model x configuration.
+
+    ``configs`` / ``ios`` narrow the rows (default: all of :data:`CONFIGS` and :data:`IO_MODELS`).
+    Each row holds the tiles and, per column, the seconds and the derate.
+    """
     out = []
-    for io in IO_MODELS:
-        for config in CONFIGS:
+    for io in ios or IO_MODELS:
+        for config in configs or CONFIGS:
             row = {"config": config, "io": io}
             for column, workload in workloads.items():
                 p = project(workload, config=config, io=io, costs=costs)
-                row[column] = p.seconds
-                row[column + "_derate"] = p.derate
+                row.update({column: p.seconds, column + "_derate": p.derate, "tiles": p.tiles})
             out.append(row)
     return out
 
