@@ -31,7 +31,7 @@ def main() -> None:
     with rf.trace(workload=f"one bootstrap, {args.preset}") as real:
         y = ct.bootstrap()
     print(f"dry run: {dry!r}\nreal run: {real!r}")
-    if dry.entries != real.entries:
+    if dry.counts() != real.counts():
         raise SystemExit("the dry run recorded different calls from the real run")
     bits = -np.log2(np.abs(ctx.decrypt(y, sk).real - x).max())
     print(f"precision after the bootstrap: {bits:.1f} bits (max error)")

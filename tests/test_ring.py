@@ -198,10 +198,12 @@ def test_crt_compose_decompose(values, limbs):
     assert [crt_compose(res[:, i], base.moduli) for i in range(len(values))] == list(composed)
 
 
-@pytest.mark.parametrize("src_count,dst_count,src_bits,dst_bits", [(1, 2, 30, 40), (3, 2, 61, 50), (8, 5, 40, 61),
-                                                                   (2, 1, 50, 20)])
-def test_base_conversion_against_big_integers(src_count, dst_count, src_bits, dst_bits):
-    n = 64
+# (20, 3): more source primes than the vector kernel keeps its factors inline
+# for; n = 16, the smallest ring.
+@pytest.mark.parametrize("src_count,dst_count,src_bits,dst_bits,n", [
+    (1, 2, 30, 40, 64), (3, 2, 61, 50, 64), (8, 5, 40, 61, 64), (2, 1, 50, 20, 64), (20, 3, 50, 61, 64),
+    (7, 19, 40, 40, 512), (3, 2, 61, 50, 16)])
+def test_base_conversion_against_big_integers(src_count, dst_count, src_bits, dst_bits, n):
     src = ring.find_primes(src_bits, src_count, n)
     dst = ring.find_primes(dst_bits, dst_count, n)
     big_q = 1
@@ -209,7 +211,10 @@ def test_base_conversion_against_big_integers(src_count, dst_count, src_bits, ds
         big_q *= q
     rng = np.random.default_rng(src_count * 10 + dst_count)
     values = [int(rng.integers(0, 1 << 62)) * int(rng.integers(0, 1 << 62)) ** src_count % big_q for _ in range(n)]
-    values[:4] = [0, 1, big_q - 1, big_q // 2]
+    # Values within a few units of Q/2 put the rounded quotient next to a half
+    # (the multiword rule), several in one vector.
+    specials = [0, 1, big_q - 1] + [big_q // 2 + d for d in range(-4, 6)]
+    values[:len(specials)] = specials[:n]
     residues = np.array([[v % q for v in values] for q in src], dtype=np.uint64)
     fast = ring.base_convert(residues, src, dst)
     exact = ring.base_convert(residues, src, dst, exact=True)

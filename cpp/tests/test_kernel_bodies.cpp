@@ -277,6 +277,31 @@ TEST(KernelBodies, ElementwiseBodiesEqualCpuBackend) {
   }
   EXPECT_EQ(got, want);
 
+  // add, sub, negate and add_scalar (vectorised on AVX2 targets) against the
+  // scalar definitions; zeros and q - 1 exercise every wrap.
+  std::vector<u64> x = a, y = b;
+  for (std::size_t i = 0; i < 64; ++i) {
+    const u64 q = base->modulus((i / n) % limbs).value();
+    x[i] = (i % 3 == 0) ? 0 : q - 1;
+    y[i] = (i % 2 == 0) ? 0 : q - 1;
+  }
+  const auto check = [&](const char* name, auto&& run, auto&& body) {
+    run(want.data());
+    for (std::size_t i = 0; i < words; ++i) {
+      const std::size_t limb = (i / n) % limbs;
+      got[i] = body(i, limb, base->modulus(limb).value());
+    }
+    EXPECT_EQ(got, want) << name;
+  };
+  check("add", [&](u64* out) { cpu().add(x.data(), y.data(), out, 2, *base); },
+        [&](std::size_t i, std::size_t, u64 q) { return add_mod(x[i], y[i], q); });
+  check("sub", [&](u64* out) { cpu().sub(x.data(), y.data(), out, 2, *base); },
+        [&](std::size_t i, std::size_t, u64 q) { return sub_mod(x[i], y[i], q); });
+  check("negate", [&](u64* out) { cpu().negate(x.data(), out, 2, *base); },
+        [&](std::size_t i, std::size_t, u64 q) { return neg_mod(x[i], q); });
+  check("add_scalar", [&](u64* out) { cpu().add_scalar(x.data(), scalars.data(), out, 2, *base); },
+        [&](std::size_t i, std::size_t limb, u64 q) { return add_mod(x[i], scalars[limb], q); });
+
   // Key-switching inner product over 40 triples (two lazy chunks), against
   // a plain sum of reduced products.
   const std::size_t one = limbs * n, digits = 40;
@@ -299,6 +324,21 @@ TEST(KernelBodies, ElementwiseBodiesEqualCpuBackend) {
   }
   EXPECT_EQ(got0, want0);
   EXPECT_EQ(got1, want1);
+
+  // Term counts that leave every group size (3, 2, 1) at the end of a chunk.
+  for (std::size_t terms : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{4}, std::size_t{5}, std::size_t{34}}) {
+    cpu().inner_product_pair(in.data(), kb.data(), ka.data(), terms, got0.data(), got1.data(), *base);
+    for (std::size_t i = 0; i < one; ++i) {
+      const Modulus& mod = base->modulus(i / n);
+      u64 w0 = 0, w1 = 0;
+      for (std::size_t t = 0; t < terms; ++t) {
+        w0 = add_mod(w0, mul_mod(in[t][i], kb[t][i], mod), mod.value());
+        w1 = add_mod(w1, mul_mod(in[t][i], ka[t][i], mod), mod.value());
+      }
+      ASSERT_EQ(got0[i], w0) << terms << " terms, word " << i;
+      ASSERT_EQ(got1[i], w1) << terms << " terms, word " << i;
+    }
+  }
 }
 
 // The CUDA linear combination: chunks of 32 terms and 8 limbs, partial sums

@@ -181,6 +181,7 @@ void bind_ring(nb::module_& m) {
           d["words"] = e.words;
           d["bytes_read"] = e.bytes_read;
           d["bytes_written"] = e.bytes_written;
+          d["nanoseconds"] = e.nanoseconds;
           out.append(d);
         }
         return out;

@@ -11,7 +11,9 @@ NTT, element-wise products and sums, automorphisms, base conversions, the key
 switching inner product, copies) is counted in the native core, with its ring
 size, limbs and bytes, under the operation it serves (``ckks.multiply``,
 ``ckks.relinearize``, ``bgv.rotate``, ... the outermost one wins). Counting
-is aggregated, so tracing a long run costs little memory.
+is aggregated, so tracing a long run costs little memory. Each entry also
+sums the wall time spent inside its calls (``nanoseconds``), so
+``t.table("kernel")`` is a per-kernel profile of a real run.
 
 ``rf.trace(dry_run=True)`` records the same calls and runs none of them: the
 values computed are garbage (do not decrypt them), the counts are those of the
@@ -39,7 +41,9 @@ from . import _core
 FORMAT = "ringfire-trace"
 FORMAT_VERSION = 1
 FIELDS = ("kernel", "label", "device", "n", "limbs", "source_limbs", "terms", "calls", "polys", "words",
-          "bytes_read", "bytes_written")
+          "bytes_read", "bytes_written", "nanoseconds")
+# Fields a trace saved by an older ringfire may lack, and their value then.
+_OPTIONAL_FIELDS = {"nanoseconds": 0}
 PRIMITIVES = ("ntt", "intt", "add", "mult", "automorphism", "move_words")
 
 # How each kernel call becomes per-limb ring operations ("towers" in seed 003's
@@ -137,15 +141,33 @@ class Trace:
         return dict(out)
 
     def totals(self, by: str = "kernel") -> list[dict]:
-        """Calls, polynomials and bytes summed per ``by`` (``kernel``, ``label``, ``n``, ...)."""
-        if by not in FIELDS:
+        """Calls, polynomials, bytes and seconds inside the calls, summed per ``by``.
+
+        ``by`` is a field (``kernel``, ``label``, ``n``, ...). Rows come most
+        time first when the trace was timed (a real run), else most bytes first.
+        """
+        if by not in FIELDS[:7]:
             raise ValueError(f"[trace] cannot group by {by!r}; one of {', '.join(FIELDS[:7])}")
+        summed = ("calls", "polys", "bytes_read", "bytes_written", "nanoseconds")
         rows: dict = {}
         for e in self.entries:
-            row = rows.setdefault(e[by], {by: e[by], "calls": 0, "polys": 0, "bytes_read": 0, "bytes_written": 0})
-            for f in ("calls", "polys", "bytes_read", "bytes_written"):
+            row = rows.setdefault(e[by], {by: e[by], **{f: 0 for f in summed}})
+            for f in summed:
                 row[f] += e[f]
+        for row in rows.values():
+            row["seconds"] = row.pop("nanoseconds") / 1e9
+        if self.timed:
+            return sorted(rows.values(), key=lambda r: -r["seconds"])
         return sorted(rows.values(), key=lambda r: -(r["bytes_read"] + r["bytes_written"]))
+
+    def counts(self) -> list[dict]:
+        """The entries without their times: what a dry run and the real run agree on."""
+        return [{f: e[f] for f in FIELDS if f != "nanoseconds"} for e in self.entries]
+
+    @property
+    def timed(self) -> bool:
+        """Whether the entries carry the time spent in the calls (a real run, not a dry run or an old file)."""
+        return any(e["nanoseconds"] for e in self.entries)
 
     def table(self, by: str = "primitive") -> str:
         """A printable summary: ``primitive`` (per operation label), ``kernel`` or ``label``."""
@@ -165,6 +187,11 @@ class Trace:
         head = [by, "calls", "polys", "MB read", "MB written"]
         lines = [[str(r[by]) or "(none)", f"{r['calls']:,}", f"{r['polys']:,}", f"{r['bytes_read'] / 1e6:.1f}",
                   f"{r['bytes_written'] / 1e6:.1f}"] for r in rows]
+        if self.timed:
+            inside = sum(r["seconds"] for r in rows) or 1.0
+            head += ["ms", "% of kernel time"]
+            for line, r in zip(lines, rows):
+                line += [f"{r['seconds'] * 1e3:.2f}", f"{100 * r['seconds'] / inside:.1f}"]
         return _format(head, lines)
 
     def __add__(self, other: "Trace") -> "Trace":
@@ -221,6 +248,7 @@ class Trace:
         entries = d.get("entries")
         if not isinstance(entries, list):
             raise ValueError("[trace] \"entries\" must be a list")
+        entries = [{**_OPTIONAL_FIELDS, **e} if isinstance(e, dict) else e for e in entries]
         for i, e in enumerate(entries):
             missing = [f for f in FIELDS if f not in e] if isinstance(e, dict) else list(FIELDS)
             if missing:

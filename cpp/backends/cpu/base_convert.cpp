@@ -1,35 +1,36 @@
 // RNS base conversion on the CPU (see ring/base_converter.h for the math).
 //
-// Two layouts, by the number of source primes:
-// * few (key-switching digits, ModDown from P): pass by pass over whole
-//   limbs, pass 3 one target limb per task with Shoup products summed in
-//   [0, 2p) — cheaper than a 128-bit reduction per coefficient, and the few
-//   y streams prefetch well;
-// * many (the scale-invariant product's extensions): block by block over the
-//   coefficients, so a block's y values for every source prime stay in
-//   cache while they serve every target prime, sums lazy in 128 bits (2.2x
-//   the per-limb layout's speed at 20 x 20 primes, measured).
+// Block by block over the coefficients, so a block's y values for every
+// source prime stay in L1 while they serve every target prime:
+//   pass 1  y_i = [x_i * (Q/q_i)^-1]_{q_i}              (Shoup, AVX2)
+//   pass 2  v = round(sum_i y_i / q_i)                  (exact only; doubles,
+//           the multiword rule near a half: ring/kernel_bodies.h)
+//   pass 3  z_j = sum_i y_i * (Q/q_i mod p_j) - v Q     (Shoup products summed
+//           in [0, 2p_j), four coefficients per AVX2 vector)
+// Shoup products with the conversion's fixed factors need no 128-bit
+// reduction; in AVX2 they cost about a third of the scalar 128-bit
+// multiply-accumulate the kernel used before (2.5-3 ns per product at
+// N = 2^16, one Zen 3 core; BENCHMARKS.md, "Base conversion").
+// Every step gives the unique fully reduced value, so the vector and scalar
+// loops (and the CUDA kernels) agree bit for bit.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "avx2_modular.h"
 #include "cpu_backend.h"
 #include "ntt_kernels.h"
 #include "parallel_for.h"
 #include "ringfire/arith/modular.h"
-#include "ringfire/base/buffer.h"
 #include "ringfire/ring/kernel_bodies.h"
 
 namespace ringfire::cpu {
 
 namespace {
 
-// Products of two 61-bit values are < 2^122: 63 of them fit in 128 bits.
-constexpr std::size_t kLazyTerms = kernel::kBaseConvLazyTerms;
-// Coefficients per block in the many-sources layout.
-constexpr std::size_t kBlock = 256;
-// Up to this many source primes, the per-limb layout (measured faster there).
-constexpr std::size_t kFewSources = 6;
+// Coefficients per block: y (sources x block words) stays in L1/L2 for the
+// source counts key switching uses.
+constexpr std::size_t kBlock = 128;
 
 // v * Q mod p_j for v in [0, src]: v is a small count, so a table replaces a
 // product per word. Row j at [j * (src + 1)].
@@ -44,133 +45,150 @@ std::vector<u64> v_times_q_table(const BaseConverter& conv) {
   return table;
 }
 
-// out_limb(poly, j) is where target limb j of polynomial `poly` goes; with
-// to_eval, each target limb is transformed (forward NTT) by the task that
-// computed it.
-template <class OutLimb>
-void convert_few_sources(const u64* in, std::size_t batch, const BaseConverter& conv, BaseConversion kind,
-                         OutLimb out_limb, bool to_eval) {
+// The per-call constants: Shoup forms of (Q/q_i)^-1 mod q_i and of every
+// factor (Q/q_i) mod p_j, and the v * Q table.
+struct ConversionConstants {
+  std::vector<ShoupOperand> qhat_inv;  // [i]
+  std::vector<ShoupOperand> factor;    // [j * src + i]
+  std::vector<u64> v_times_q;          // exact only
+};
+
+ConversionConstants constants_of(const BaseConverter& conv, bool exact) {
   const RnsBase& from = conv.from();
   const RnsBase& to = conv.to();
-  const std::size_t n = from.n(), src = from.size(), dst = to.size();
-  const bool exact = kind == BaseConversion::exact;
-  // Pass 1 (parallel over polynomial x source limb): y_i = [x_i * (Q/q_i)^-1]_{q_i}.
-  Buffer y_buffer(batch * src * n);
-  u64* y_all = y_buffer.data();
-  parallel_for(batch * src, n, [&](std::size_t index) {
-    const std::size_t i = index % src;
-    const Modulus& qi = from.modulus(i);
-    const ShoupOperand inv = make_shoup(from.qhat_inverse(i), qi.value());
-    const u64* x = in + index * n;
-    u64* y = y_all + index * n;
-    for (std::size_t c = 0; c < n; ++c) y[c] = kernel::base_convert_scale_body(x[c], inv, qi.value());
-  });
-  // Pass 2 (exact only, parallel over polynomial x coefficient chunk):
-  // v = round(sum_i y_i / q_i), how many times Q sits in the fast result
-  // (0 <= v <= |B|). Pool memory: a std::vector this large would be mapped
-  // and faulted in at every call.
-  Buffer v_all(exact ? batch * n : 1);
-  if (exact) {
-    constexpr std::size_t kChunk = 1024;
-    const std::size_t chunks = (n + kChunk - 1) / kChunk;
-    parallel_for(batch * chunks, kChunk * src, [&](std::size_t index) {
-      const std::size_t poly = index / chunks, c0 = (index % chunks) * kChunk, c1 = std::min(n, c0 + kChunk);
-      const u64* y_poly = y_all + poly * src * n;
-      std::vector<u64> acc(src + 1);  // multiword scratch for the near-half rule
-      u64* v = v_all.data() + poly * n;
-      // The shared bodies (ring/kernel_bodies.h) keep the CPU and GPU results bit-identical.
-      for (std::size_t c = c0; c < c1; ++c) {
-        double s = 0.0;
-        for (std::size_t i = 0; i < src; ++i) s = kernel::base_convert_sum_step(s, y_poly[i * n + c], conv.q_reciprocal()[i]);
-        v[c] = kernel::base_convert_near_half(s)
-                   ? kernel::exact_rounded_quotient(y_poly + c, n, from.qhat(0), from.product().data(), src, acc.data())
-                   : kernel::base_convert_rounded(s);
-      }
-    });
-  }
-  const std::vector<u64> v_times_q = exact ? v_times_q_table(conv) : std::vector<u64>();
-  // Pass 3 (parallel over polynomial x target limb): z_j = sum_i y_i * (Q/q_i mod p_j) - v * Q.
-  parallel_for(batch * dst, n * src, [&](std::size_t index) {
-    const std::size_t poly = index / dst, j = index % dst;
-    const u64* y = y_all + poly * src * n;
-    u64* z = out_limb(poly, j);
-    const u64 pv = to.modulus(j).value();
-    const u64* factors = conv.qhat_mod_p() + j * src;
-    const u64* v = exact ? v_all.data() + poly * n : nullptr;
-    const u64* vq = exact ? v_times_q.data() + j * (src + 1) : nullptr;
-    ShoupOperand f[kFewSources];
-    for (std::size_t i = 0; i < src; ++i) f[i] = make_shoup(factors[i], pv);
-    const u64 two_p = 2 * pv;
-    for (std::size_t c = 0; c < n; ++c) {
-      u64 r = 0;
-      for (std::size_t i = 0; i < src; ++i) {
-        r += mul_mod_shoup_lazy(y[i * n + c], f[i].value, f[i].quotient, pv);
-        r -= (r >= two_p) ? two_p : 0;
-      }
-      r -= (r >= pv) ? pv : 0;
-      z[c] = v ? sub_mod(r, vq[v[c]], pv) : r;
-    }
-    if (to_eval) ntt_forward_limb(z, to.ntt(j));
-  });
+  const std::size_t src = from.size(), dst = to.size();
+  ConversionConstants k;
+  k.qhat_inv.resize(src);
+  for (std::size_t i = 0; i < src; ++i) k.qhat_inv[i] = make_shoup(from.qhat_inverse(i), from.modulus(i).value());
+  k.factor.resize(dst * src);
+  for (std::size_t j = 0; j < dst; ++j)
+    for (std::size_t i = 0; i < src; ++i)
+      k.factor[j * src + i] = make_shoup(conv.qhat_mod_p()[j * src + i], to.modulus(j).value());
+  if (exact) k.v_times_q = v_times_q_table(conv);
+  return k;
 }
 
-// The many-sources layout; out_limb as above (coefficient form).
+// Pass 1 over one source limb's block: y = x * qhat_inv mod q.
+void scale_block(const u64* x, u64* y, std::size_t len, ShoupOperand qhat_inv, u64 q) {
+  std::size_t c = 0;
+#if RF_CPU_AVX2
+  using namespace avx2;
+  const VMod m = vmod(q);
+  const VShoup w = vshoup(qhat_inv.value, qhat_inv.quotient);
+  for (; c + 4 <= len; c += 4) vstore(y + c, vmul_shoup(vload(x + c), w, m));
+#endif
+  for (; c < len; ++c) y[c] = kernel::base_convert_scale_body(x[c], qhat_inv, q);
+}
+
+// Pass 3 for one target limb's block: z = sum_i y_i f_i (- v Q) mod p, with
+// y_i at y + i * stride. vq is null for the fast conversion.
+void accumulate_block(const u64* y, std::size_t stride, std::size_t src, const ShoupOperand* f, const u64* v,
+                      const u64* vq, u64* z, std::size_t len, u64 p) {
+  std::size_t c = 0;
+#if RF_CPU_AVX2
+  using namespace avx2;
+  const VMod m = vmod(p);
+  constexpr std::size_t kMaxInline = 16;
+  VShoup vf_inline[kMaxInline];
+  std::vector<VShoup> vf_heap(src > kMaxInline ? src : 0);
+  VShoup* vf = src > kMaxInline ? vf_heap.data() : vf_inline;
+  for (std::size_t i = 0; i < src; ++i) vf[i] = vshoup(f[i].value, f[i].quotient);
+  // Two vectors per step: independent sums hide the products' latency.
+  for (; c + 8 <= len; c += 8) {
+    V r0 = _mm256_setzero_si256(), r1 = _mm256_setzero_si256();
+    for (std::size_t i = 0; i < src; ++i) {
+      const u64* yi = y + i * stride + c;
+      r0 = vsub_if_ge(_mm256_add_epi64(r0, vmul_shoup_lazy(vload(yi), vf[i], m)), m.two_q);
+      r1 = vsub_if_ge(_mm256_add_epi64(r1, vmul_shoup_lazy(vload(yi + 4), vf[i], m)), m.two_q);
+    }
+    r0 = vsub_if_ge(r0, m.q);
+    r1 = vsub_if_ge(r1, m.q);
+    if (vq != nullptr) {
+      const auto* table = reinterpret_cast<const long long*>(vq);
+      r0 = vsub_mod(r0, _mm256_i64gather_epi64(table, vload(v + c), 8), m);
+      r1 = vsub_mod(r1, _mm256_i64gather_epi64(table, vload(v + c + 4), 8), m);
+    }
+    vstore(z + c, r0);
+    vstore(z + c + 4, r1);
+  }
+#endif
+  for (; c < len; ++c) {
+    u64 r = 0;
+    for (std::size_t i = 0; i < src; ++i) r = kernel::base_convert_shoup_step(r, y[i * stride + c], f[i], p);
+    r -= (r >= p) ? p : 0;
+    z[c] = vq != nullptr ? sub_mod(r, vq[v[c]], p) : r;
+  }
+}
+
+// Pass 2 over a block: v[c] = round(sum_i y_i[c] / q_i) with y_i at
+// y + i * stride. The double-precision sum decides every coefficient not
+// within kBaseConvRoundingMargin of a half, far beyond its rounding error, so
+// how it is summed (vector or scalar, fused or not) cannot change v; the rest
+// take the multiword rule.
+void rounded_quotients(const u64* y, std::size_t stride, std::size_t src, std::size_t len, const BaseConverter& conv,
+                       u64* v, u64* multiword) {
+  const double* r = conv.q_reciprocal();
+  const RnsBase& from = conv.from();
+  auto exact_at = [&](std::size_t c) {
+    return kernel::exact_rounded_quotient(y + c, stride, from.qhat(0), from.product().data(), src, multiword);
+  };
+  std::size_t c = 0;
+#if RF_CPU_AVX2
+  // y < 2^61 to double, rounded once: its low 52 and high 9 bits are exact
+  // doubles (2^52 magic), and their sum rounds the exact value.
+  const __m256i low_mask = _mm256_set1_epi64x((1LL << 52) - 1);
+  const __m256i magic_bits = _mm256_set1_epi64x(0x4330000000000000LL);  // 2^52
+  const __m256d magic = _mm256_castsi256_pd(magic_bits), two52 = _mm256_set1_pd(4503599627370496.0);
+  const __m256d half = _mm256_set1_pd(0.5), margin = _mm256_set1_pd(kernel::kBaseConvRoundingMargin);
+  const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFLL));
+  for (; c + 4 <= len; c += 4) {
+    __m256d sum = _mm256_setzero_pd();
+    for (std::size_t i = 0; i < src; ++i) {
+      const __m256i yi = avx2::vload(y + i * stride + c);
+      const __m256d low = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(_mm256_and_si256(yi, low_mask), magic_bits)), magic);
+      const __m256d high = _mm256_mul_pd(
+          _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(_mm256_srli_epi64(yi, 52), magic_bits)), magic), two52);
+      sum = _mm256_fmadd_pd(_mm256_add_pd(high, low), _mm256_set1_pd(r[i]), sum);
+    }
+    const __m256d fraction = _mm256_sub_pd(sum, _mm256_floor_pd(sum));
+    const __m256d distance = _mm256_and_pd(_mm256_sub_pd(fraction, half), abs_mask);
+    const int near_half = _mm256_movemask_pd(_mm256_cmp_pd(distance, margin, _CMP_LT_OQ));
+    // 0 <= sum < src + 1: the truncation fits 32 bits.
+    avx2::vstore(v + c, _mm256_cvtepi32_epi64(_mm256_cvttpd_epi32(_mm256_add_pd(sum, half))));
+    for (int lane = 0; lane < 4; ++lane)
+      if (near_half & (1 << lane)) v[c + lane] = exact_at(c + lane);
+  }
+#endif
+  for (; c < len; ++c) {
+    double s = 0.0;
+    for (std::size_t i = 0; i < src; ++i) s = kernel::base_convert_sum_step(s, y[i * stride + c], r[i]);
+    v[c] = kernel::base_convert_near_half(s) ? exact_at(c) : kernel::base_convert_rounded(s);
+  }
+}
+
+// out_limb(poly, j) is where target limb j of polynomial `poly` goes
+// (coefficient form).
 template <class OutLimb>
-void convert_blocked(const u64* in, std::size_t batch, const BaseConverter& conv, BaseConversion kind,
-                     OutLimb out_limb) {
+void convert(const u64* in, std::size_t batch, const BaseConverter& conv, BaseConversion kind, OutLimb out_limb) {
   const RnsBase& from = conv.from();
   const RnsBase& to = conv.to();
   const std::size_t n = from.n(), src = from.size(), dst = to.size();
   const std::size_t blocks = (n + kBlock - 1) / kBlock;
   const bool exact = kind == BaseConversion::exact;
-  const std::vector<u64> v_times_q = exact ? v_times_q_table(conv) : std::vector<u64>();
-  std::vector<ShoupOperand> qhat_inv(src);
-  for (std::size_t i = 0; i < src; ++i) qhat_inv[i] = make_shoup(from.qhat_inverse(i), from.modulus(i).value());
+  const ConversionConstants k = constants_of(conv, exact);
   parallel_for(batch * blocks, kBlock * src * (dst + 1), [&](std::size_t index) {
     const std::size_t poly = index / blocks, c0 = (index % blocks) * kBlock, len = std::min(kBlock, n - c0);
     thread_local std::vector<u64> scratch;
     scratch.resize(src * kBlock + kBlock + src + 1);
-    u64* y = scratch.data();      // y_i of coefficient c at y[c * src + i]
+    u64* y = scratch.data();      // y_i of coefficient c at y[i * kBlock + c]
     u64* v = y + src * kBlock;    // the rounded quotients (exact)
     u64* multiword = v + kBlock;  // near-half scratch, src + 1 words
-    // Pass 1: y_i = [x_i * (Q/q_i)^-1]_{q_i}.
-    for (std::size_t i = 0; i < src; ++i) {
-      const u64* x = in + (poly * src + i) * n + c0;
-      const u64 qi = from.modulus(i).value();
-      for (std::size_t c = 0; c < len; ++c) y[c * src + i] = kernel::base_convert_scale_body(x[c], qhat_inv[i], qi);
-    }
-    // Pass 2 (exact): v = round(sum_i y_i / q_i); the sum runs over i in order,
-    // as the GPU's does (ring/kernel_bodies.h).
-    if (exact) {
-      const double* r = conv.q_reciprocal();
-      for (std::size_t c = 0; c < len; ++c) {
-        const u64* yc = y + c * src;
-        double s = 0.0;
-        for (std::size_t i = 0; i < src; ++i) s = kernel::base_convert_sum_step(s, yc[i], r[i]);
-        v[c] = kernel::base_convert_near_half(s)
-                   ? kernel::exact_rounded_quotient(yc, 1, from.qhat(0), from.product().data(), src, multiword)
-                   : kernel::base_convert_rounded(s);
-      }
-    }
-    // Pass 3: z_j = sum_i y_i * (Q/q_i mod p_j) - v * Q, summed lazily in a
-    // 128-bit register (one reduction per 63 terms).
+    for (std::size_t i = 0; i < src; ++i)
+      scale_block(in + (poly * src + i) * n + c0, y + i * kBlock, len, k.qhat_inv[i], from.modulus(i).value());
+    if (exact) rounded_quotients(y, kBlock, src, len, conv, v, multiword);
     for (std::size_t j = 0; j < dst; ++j) {
-      const Modulus& p = to.modulus(j);
-      const u64 pv = p.value();
-      const u64* f = conv.qhat_mod_p() + j * src;
-      const u64* vq = exact ? v_times_q.data() + j * (src + 1) : nullptr;
-      u64* z = out_limb(poly, j) + c0;
-      for (std::size_t c = 0; c < len; ++c) {
-        const u64* yc = y + c * src;
-        u64 r = 0;
-        for (std::size_t i0 = 0; i0 < src; i0 += kLazyTerms) {
-          u128 acc = 0;
-          const std::size_t i1 = std::min(src, i0 + kLazyTerms);
-          for (std::size_t i = i0; i < i1; ++i) acc += mul_wide(yc[i], f[i]);
-          r = add_mod(r, reduce_u128(acc, p), pv);
-        }
-        z[c] = exact ? sub_mod(r, vq[v[c]], pv) : r;
-      }
+      accumulate_block(y, kBlock, src, k.factor.data() + j * src, v, exact ? k.v_times_q.data() + j * (src + 1) : nullptr,
+                       out_limb(poly, j) + c0, len, to.modulus(j).value());
     }
   });
 }
@@ -203,19 +221,14 @@ void CpuBackend::base_convert(const u64* in, u64* out, std::size_t batch, const 
     return;
   }
   auto contiguous = [out, dst, n](std::size_t poly, std::size_t j) { return out + (poly * dst + j) * n; };
-  if (src <= kFewSources) convert_few_sources(in, batch, conv, kind, contiguous, false);
-  else convert_blocked(in, batch, conv, kind, contiguous);
+  convert(in, batch, conv, kind, contiguous);
 }
 
 void CpuBackend::base_convert_ntt(const u64* in, u64* /*scratch*/, u64* const* out_limbs, const BaseConverter& conv,
                                   BaseConversion kind) {
   const RnsBase& to = conv.to();
   auto scattered = [out_limbs](std::size_t, std::size_t j) { return out_limbs[j]; };
-  if (conv.from().size() <= kFewSources) {
-    convert_few_sources(in, 1, conv, kind, scattered, true);
-    return;
-  }
-  convert_blocked(in, 1, conv, kind, scattered);
+  convert(in, 1, conv, kind, scattered);
   parallel_for(to.size(), to.n() * 8, [&](std::size_t j) { ntt_forward_limb(out_limbs[j], to.ntt(j)); });
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "avx2_modular.h"
 #include "ntt_kernels.h"
 #include "parallel_for.h"
 #include "ringfire/arith/modular.h"
@@ -20,6 +21,74 @@ void for_each_limb(std::size_t batch, const RnsBase& base, std::size_t cost, Bod
   parallel_for(batch * limbs, cost, [&](std::size_t index) {
     const std::size_t limb = index % limbs;
     body(index * base.n(), limb);
+  });
+}
+
+// s0[c] (+)= sum_g in[g][at + c] * b[g][at + c], s1 likewise with a, for
+// G terms at once: the sums stay in registers across the G products.
+template <std::size_t G>
+void add_products(const u64* const* in, const u64* const* b, const u64* const* a, std::size_t at, std::size_t len,
+                  u128* s0, u128* s1, bool first) {
+  const u64 *x[G], *kb[G], *ka[G];
+  for (std::size_t g = 0; g < G; ++g) {
+    x[g] = in[g] + at;
+    kb[g] = b[g] + at;
+    ka[g] = a[g] + at;
+  }
+  for (std::size_t c = 0; c < len; ++c) {
+    u128 p0 = first ? 0 : s0[c], p1 = first ? 0 : s1[c];
+    for (std::size_t g = 0; g < G; ++g) {
+      p0 += mul_wide(x[g][c], kb[g][c]);
+      p1 += mul_wide(x[g][c], ka[g][c]);
+    }
+    s0[c] = p0;
+    s1[c] = p1;
+  }
+}
+
+// Element-wise operations on reduced words, each with a scalar form and, on
+// AVX2 targets, a four-lane one; both give the same fully reduced words.
+struct AddOp {
+  static u64 scalar(u64 x, u64 y, u64 q) { return add_mod(x, y, q); }
+#if RF_CPU_AVX2
+  static avx2::V vec(avx2::V x, avx2::V y, const avx2::VMod& m) {
+    return avx2::vsub_if_ge(_mm256_add_epi64(x, y), m.q);
+  }
+#endif
+};
+struct SubOp {
+  static u64 scalar(u64 x, u64 y, u64 q) { return sub_mod(x, y, q); }
+#if RF_CPU_AVX2
+  static avx2::V vec(avx2::V x, avx2::V y, const avx2::VMod& m) { return avx2::vsub_mod(x, y, m); }
+#endif
+};
+// y is unused: negation is sub from zero.
+struct NegateOp {
+  static u64 scalar(u64 x, u64 /*y*/, u64 q) { return neg_mod(x, q); }
+#if RF_CPU_AVX2
+  static avx2::V vec(avx2::V x, avx2::V /*y*/, const avx2::VMod& m) {
+    return avx2::vsub_mod(_mm256_setzero_si256(), x, m);
+  }
+#endif
+};
+
+// out = Op(a, b) word by word over every (polynomial, limb); b == nullptr
+// for unary operations.
+template <class Op>
+void map_words(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base) {
+  const std::size_t n = base.n();
+  for_each_limb(batch, base, n / 4, [&](std::size_t offset, std::size_t limb) {
+    const u64 q = base.modulus(limb).value();
+    const u64* x = a + offset;
+    const u64* y = b ? b + offset : nullptr;
+    u64* z = out + offset;
+    std::size_t j = 0;
+#if RF_CPU_AVX2
+    const avx2::VMod m = avx2::vmod(q);
+    const avx2::V zero = _mm256_setzero_si256();
+    for (; j + 4 <= n; j += 4) avx2::vstore(z + j, Op::vec(avx2::vload(x + j), y ? avx2::vload(y + j) : zero, m));
+#endif
+    for (; j < n; ++j) z[j] = Op::scalar(x[j], y ? y[j] : 0, q);
   });
 }
 
@@ -45,27 +114,19 @@ void CpuBackend::ntt_inverse(u64* data, std::size_t batch, const RnsBase& base) 
 }
 
 void CpuBackend::add(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base) {
-  const std::size_t n = base.n();
-  for_each_limb(batch, base, n / 4, [&](std::size_t offset, std::size_t limb) {
-    const u64 q = base.modulus(limb).value();
-    for (std::size_t j = offset; j < offset + n; ++j) out[j] = add_mod(a[j], b[j], q);
-  });
+  map_words<AddOp>(a, b, out, batch, base);
 }
 
 void CpuBackend::sub(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base) {
-  const std::size_t n = base.n();
-  for_each_limb(batch, base, n / 4, [&](std::size_t offset, std::size_t limb) {
-    const u64 q = base.modulus(limb).value();
-    for (std::size_t j = offset; j < offset + n; ++j) out[j] = sub_mod(a[j], b[j], q);
-  });
+  map_words<SubOp>(a, b, out, batch, base);
 }
 
 void CpuBackend::inner_product_pair(const u64* const* in, const u64* const* b, const u64* const* a, std::size_t terms,
                                     u64* out0, u64* out1, const RnsBase& base) {
   const std::size_t n = base.n();
   // Blocks of coefficients: the two 128-bit sums of a block stay in L1 while
-  // every digit streams through once (the same sums as inner_product_pair_body,
-  // term by term, so the same words).
+  // the digits stream through once, up to three at a time with the sums in
+  // registers (the same sums as inner_product_pair_body, so the same words).
   constexpr std::size_t kBlock = 256;
   for_each_limb(1, base, n * terms, [&](std::size_t offset, std::size_t limb) {
     const Modulus& mod = base.modulus(limb);
@@ -73,22 +134,20 @@ void CpuBackend::inner_product_pair(const u64* const* in, const u64* const* b, c
     u128 s0[kBlock], s1[kBlock];
     for (std::size_t c0 = 0; c0 < n; c0 += kBlock) {
       const std::size_t len = std::min(kBlock, n - c0), at = offset + c0;
-      std::fill(out0 + at, out0 + at + len, 0);
-      std::fill(out1 + at, out1 + at + len, 0);
       for (std::size_t t0 = 0; t0 < terms; t0 += kernel::kInnerProductChunk) {
         const std::size_t t1 = std::min(terms, t0 + kernel::kInnerProductChunk);
-        std::fill(s0, s0 + len, 0);
-        std::fill(s1, s1 + len, 0);
-        for (std::size_t t = t0; t < t1; ++t) {
-          const u64 *x = in[t] + at, *kb = b[t] + at, *ka = a[t] + at;
-          for (std::size_t c = 0; c < len; ++c) {
-            s0[c] += mul_wide(x[c], kb[c]);
-            s1[c] += mul_wide(x[c], ka[c]);
+        for (std::size_t t = t0; t < t1;) {
+          const bool first = t == t0;
+          switch (std::min<std::size_t>(t1 - t, 3)) {
+            case 3: add_products<3>(in + t, b + t, a + t, at, len, s0, s1, first); t += 3; break;
+            case 2: add_products<2>(in + t, b + t, a + t, at, len, s0, s1, first); t += 2; break;
+            default: add_products<1>(in + t, b + t, a + t, at, len, s0, s1, first); t += 1; break;
           }
         }
         for (std::size_t c = 0; c < len; ++c) {
-          out0[at + c] = add_mod(out0[at + c], reduce_u128(s0[c], mod), q);
-          out1[at + c] = add_mod(out1[at + c], reduce_u128(s1[c], mod), q);
+          const u64 r0 = reduce_u128(s0[c], mod), r1 = reduce_u128(s1[c], mod);
+          out0[at + c] = t0 == 0 ? r0 : add_mod(out0[at + c], r0, q);
+          out1[at + c] = t0 == 0 ? r1 : add_mod(out1[at + c], r1, q);
         }
       }
     }
@@ -126,7 +185,13 @@ void CpuBackend::add_scalar(const u64* a, const u64* scalars, u64* out, std::siz
   const std::size_t n = base.n();
   for_each_limb(batch, base, n / 4, [&](std::size_t offset, std::size_t limb) {
     const u64 q = base.modulus(limb).value(), s = scalars[limb];
-    for (std::size_t j = offset; j < offset + n; ++j) out[j] = add_mod(a[j], s, q);
+    std::size_t j = offset;
+#if RF_CPU_AVX2
+    const avx2::VMod m = avx2::vmod(q);
+    const avx2::V vs = avx2::vbroadcast(s);
+    for (; j + 4 <= offset + n; j += 4) avx2::vstore(out + j, AddOp::vec(avx2::vload(a + j), vs, m));
+#endif
+    for (; j < offset + n; ++j) out[j] = add_mod(a[j], s, q);
   });
 }
 
@@ -139,11 +204,7 @@ void CpuBackend::zero(u64* dst, std::size_t words) {
 }
 
 void CpuBackend::negate(const u64* a, u64* out, std::size_t batch, const RnsBase& base) {
-  const std::size_t n = base.n();
-  for_each_limb(batch, base, n / 4, [&](std::size_t offset, std::size_t limb) {
-    const u64 q = base.modulus(limb).value();
-    for (std::size_t j = offset; j < offset + n; ++j) out[j] = neg_mod(a[j], q);
-  });
+  map_words<NegateOp>(a, nullptr, out, batch, base);
 }
 
 void CpuBackend::multiply(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base) {
@@ -168,7 +229,13 @@ void CpuBackend::multiply_scalar(const u64* a, const u64* scalars, u64* out, std
   for_each_limb(batch, base, n, [&](std::size_t offset, std::size_t limb) {
     const u64 q = base.modulus(limb).value();
     const ShoupOperand s = make_shoup(scalars[limb], q);
-    for (std::size_t j = offset; j < offset + n; ++j) out[j] = mul_mod_shoup(a[j], s.value, s.quotient, q);
+    std::size_t j = offset;
+#if RF_CPU_AVX2
+    const avx2::VMod m = avx2::vmod(q);
+    const avx2::VShoup vs = avx2::vshoup(s.value, s.quotient);
+    for (; j + 4 <= offset + n; j += 4) avx2::vstore(out + j, avx2::vmul_shoup(avx2::vload(a + j), vs, m));
+#endif
+    for (; j < offset + n; ++j) out[j] = mul_mod_shoup(a[j], s.value, s.quotient, q);
   });
 }
 

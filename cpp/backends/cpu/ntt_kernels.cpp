@@ -23,16 +23,12 @@
 // and twiddle Psi^-1_br[m + g]; it runs from lm = log2(N) - 1 down to 0.
 #include "ntt_kernels.h"
 
+#include "avx2_modular.h"
+
 #include "ringfire/ring/kernel_bodies.h"
 
 #include <algorithm>
 
-#if defined(__AVX2__)
-#include <immintrin.h>
-#define RF_NTT_AVX2 1
-#else
-#define RF_NTT_AVX2 0
-#endif
 
 namespace ringfire::cpu {
 
@@ -64,14 +60,11 @@ inline u64 reduce_4q(u64 v, u64 q) {
 }
 
 // ===========================================================================
-// AVX2 primitives
+// AVX2 kernels' own primitives (the shared ones: avx2_modular.h)
 
-#if RF_NTT_AVX2
-using V = __m256i;
+#if RF_CPU_AVX2
+using namespace avx2;
 
-inline V vload(const u64* p) { return _mm256_loadu_si256(reinterpret_cast<const V*>(p)); }
-inline void vstore(u64* p, V v) { _mm256_storeu_si256(reinterpret_cast<V*>(p), v); }
-inline V vbroadcast(u64 x) { return _mm256_set1_epi64x(static_cast<long long>(x)); }
 // [p[0], p[0], p[1], p[1]] (two broadcast loads and a blend; vpermq is slow
 // on Zen 3).
 inline V vload_pairs(const u64* p) {
@@ -88,66 +81,8 @@ inline void vstore_halves(u64* lo, u64* hi, V v) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(hi), _mm256_extracti128_si256(v, 1));
 }
 
-// x - bound if x >= bound, else x; needs x, bound < 2^63 (signed compare).
-inline V vsub_if_ge(V x, V bound) {
-  const V lt = _mm256_cmpgt_epi64(bound, x);
-  return _mm256_sub_epi64(x, _mm256_andnot_si256(lt, bound));
-}
-
-// Swaps the 32-bit halves of every 64-bit lane.
-inline V vswap_halves(V x) { return _mm256_shuffle_epi32(x, 0xB1); }
-// Moves each lane's high 32 bits to its low half (the high half is junk,
-// which vpmuludq ignores).
-inline V vhigh_to_low(V x) { return _mm256_shuffle_epi32(x, 0xF5); }
-
-// The modulus in the forms the lanes need.
-struct VMod {
-  V q, q_swapped, two_q;
-};
-inline VMod vmod(u64 q) { return {vbroadcast(q), vswap_halves(vbroadcast(q)), vbroadcast(2 * q)}; }
-
-// A Shoup twiddle per lane: w, w with swapped halves, and the halved Shoup
-// constant ws2 = floor(ws / 2) = floor(w 2^63 / q) with its high half.
-struct VTwiddle {
-  V w, w_swapped, ws2, ws2_hi;
-};
-inline VTwiddle vtwiddle(V w, V ws) {
-  const V ws2 = _mm256_srli_epi64(ws, 1);
-  return {w, vswap_halves(w), ws2, _mm256_srli_epi64(ws2, 32)};
-}
-// The same for one twiddle in every lane, prepared on the scalar side.
-inline VTwiddle vtwiddle(u64 w, u64 ws) {
-  return {vbroadcast(w), vbroadcast((w << 32) | (w >> 32)), vbroadcast(ws >> 1), vbroadcast(ws >> 33)};
-}
-
-// y * w mod q in [0, 2q) for y < 2^63 (Shoup, with 2^63 in place of 2^64):
-//   quot = floor(y ws2 / 2^63) lies in (y w / q - 2, y w / q], so
-//   r = y w - quot q is in [0, 2q) and is exact from its low 64 bits.
-// With y, ws2 < 2^63 the middle sum of the 32x32-bit partial products stays
-// below 2^64. The low words of y w and quot q share their cross terms, which
-// are only needed mod 2^32 (vpmulld on the 32-bit halves).
-inline V vmul_shoup_lazy(V y, const VTwiddle& t, const VMod& m) {
-  const V y_hi = vhigh_to_low(y);
-  const V lh = _mm256_mul_epu32(y, t.ws2_hi);
-  const V hl = _mm256_mul_epu32(y_hi, t.ws2);
-  const V hh = _mm256_mul_epu32(y_hi, t.ws2_hi);
-  const V ll = _mm256_mul_epu32(y, t.ws2);
-  // y ws2 = hh 2^64 + mid 2^32 + (ll mod 2^32), so quot = 2 hh + floor(mid / 2^31).
-  const V mid = _mm256_add_epi64(_mm256_add_epi64(lh, hl), _mm256_srli_epi64(ll, 32));  // < 2^64
-  const V quot = _mm256_add_epi64(_mm256_add_epi64(hh, hh), _mm256_srli_epi64(mid, 31));
-  // Low 32x32 products, then the cross terms y_lo w_hi + y_hi w_lo -
-  // quot_lo q_hi - quot_hi q_lo (mod 2^32) added into the high halves.
-  const V lo = _mm256_sub_epi64(_mm256_mul_epu32(y, t.w), _mm256_mul_epu32(quot, m.q));
-  const V c = _mm256_sub_epi32(_mm256_mullo_epi32(y, t.w_swapped), _mm256_mullo_epi32(quot, m.q_swapped));
-  const V cross = _mm256_blend_epi32(_mm256_setzero_si256(), _mm256_add_epi32(c, vswap_halves(c)), 0xAA);
-  return _mm256_add_epi64(lo, cross);
-}
-
-// y * w mod q in [0, q).
-inline V vmul_shoup(V y, const VTwiddle& t, const VMod& m) { return vsub_if_ge(vmul_shoup_lazy(y, t, m), m.q); }
-
 // Lane-wise ct_butterfly. In/out [0, 4q).
-inline void vct(V& x, V& y, const VTwiddle& t, const VMod& m) {
+inline void vct(V& x, V& y, const VShoup& t, const VMod& m) {
   const V xv = vsub_if_ge(x, m.two_q);
   const V tv = vmul_shoup_lazy(y, t, m);
   x = _mm256_add_epi64(xv, tv);
@@ -155,7 +90,7 @@ inline void vct(V& x, V& y, const VTwiddle& t, const VMod& m) {
 }
 
 // Lane-wise gs_butterfly. In/out [0, 2q).
-inline void vgs(V& x, V& y, const VTwiddle& t, const VMod& m) {
+inline void vgs(V& x, V& y, const VShoup& t, const VMod& m) {
   const V s = _mm256_add_epi64(x, y);
   const V d = _mm256_add_epi64(_mm256_sub_epi64(x, y), m.two_q);
   x = vsub_if_ge(s, m.two_q);
@@ -174,15 +109,15 @@ inline V vreduce_4q(V v, const VMod& m) { return vsub_if_ge(vsub_if_ge(v, m.two_
 // Butterfly policy supplies the scalar and vector forms (CT or GS).
 template <class Butterfly>
 void radix2_stage(u64* a, std::size_t len, std::size_t k, StageTwiddles tw, u64 q) {
-#if RF_NTT_AVX2
+#if RF_CPU_AVX2
   const VMod m = vmod(q);
 #endif
   for (std::size_t g = 0; g < len / (2 * k); ++g) {
     u64* x = a + 2 * g * k;
     u64* y = x + k;
     std::size_t j = 0;
-#if RF_NTT_AVX2
-    const VTwiddle w = vtwiddle(tw.w[g], tw.ws[g]);
+#if RF_CPU_AVX2
+    const VShoup w = vshoup(tw.w[g], tw.ws[g]);
     for (; j + 4 <= k; j += 4) {
       V xv = vload(x + j), yv = vload(y + j);
       Butterfly::vector(xv, yv, w, m);
@@ -196,15 +131,15 @@ void radix2_stage(u64* a, std::size_t len, std::size_t k, StageTwiddles tw, u64 
 
 struct CooleyTukey {
   static void scalar(u64& x, u64& y, u64 w, u64 ws, u64 q) { ct_butterfly(x, y, w, ws, q); }
-#if RF_NTT_AVX2
-  static void vector(V& x, V& y, const VTwiddle& w, const VMod& m) { vct(x, y, w, m); }
+#if RF_CPU_AVX2
+  static void vector(V& x, V& y, const VShoup& w, const VMod& m) { vct(x, y, w, m); }
 #endif
 };
 
 struct GentlemanSande {
   static void scalar(u64& x, u64& y, u64 w, u64 ws, u64 q) { gs_butterfly(x, y, w, ws, q); }
-#if RF_NTT_AVX2
-  static void vector(V& x, V& y, const VTwiddle& w, const VMod& m) { vgs(x, y, w, m); }
+#if RF_CPU_AVX2
+  static void vector(V& x, V& y, const VShoup& w, const VMod& m) { vgs(x, y, w, m); }
 #endif
 };
 
@@ -237,7 +172,7 @@ void forward_final_pair_scalar(u64* a, std::size_t len, std::size_t k, StageTwid
   }
 }
 
-#if RF_NTT_AVX2
+#if RF_CPU_AVX2
 // k = 4 (h = 2): one 8-element group per step, as lo = a[0..3], hi = a[4..7].
 // Stage 1 pairs lo with hi (one twiddle); stage 2 pairs [a0 a1 a4 a5] with
 // [a2 a3 a6 a7] (twiddles t2[2g], t2[2g], t2[2g+1], t2[2g+1]).
@@ -246,9 +181,9 @@ void forward_final_pair_k4_avx2(u64* a, std::size_t len, StageTwiddles t1, Stage
   for (std::size_t g = 0; g < len / 8; ++g) {
     u64* p = a + 8 * g;
     V lo = vload(p), hi = vload(p + 4);
-    vct(lo, hi, vtwiddle(t1.w[g], t1.ws[g]), m);
+    vct(lo, hi, vshoup(t1.w[g], t1.ws[g]), m);
     V x = _mm256_permute2x128_si256(lo, hi, 0x20), y = _mm256_permute2x128_si256(lo, hi, 0x31);
-    vct(x, y, vtwiddle(vload_pairs(t2.w + 2 * g), vload_pairs(t2.ws + 2 * g)), m);
+    vct(x, y, vshoup(vload_pairs(t2.w + 2 * g), vload_pairs(t2.ws + 2 * g)), m);
     x = vreduce_4q(x, m);
     y = vreduce_4q(y, m);
     vstore_halves(p, p + 4, x);
@@ -264,9 +199,9 @@ void forward_final_pair_k2_avx2(u64* a, std::size_t len, StageTwiddles t1, Stage
   for (std::size_t g = 0; g < len / 4; g += 2) {
     u64* p = a + 4 * g;
     V x = vload_halves(p, p + 4), y = vload_halves(p + 2, p + 6);
-    vct(x, y, vtwiddle(vload_pairs(t1.w + g), vload_pairs(t1.ws + g)), m);
+    vct(x, y, vshoup(vload_pairs(t1.w + g), vload_pairs(t1.ws + g)), m);
     V u = _mm256_unpacklo_epi64(x, y), v = _mm256_unpackhi_epi64(x, y);
-    vct(u, v, vtwiddle(vload(t2.w + 2 * g), vload(t2.ws + 2 * g)), m);
+    vct(u, v, vshoup(vload(t2.w + 2 * g), vload(t2.ws + 2 * g)), m);
     u = vreduce_4q(u, m);
     v = vreduce_4q(v, m);
     vstore_halves(p, p + 4, _mm256_unpacklo_epi64(u, v));
@@ -276,7 +211,7 @@ void forward_final_pair_k2_avx2(u64* a, std::size_t len, StageTwiddles t1, Stage
 #endif
 
 void forward_final_pair(u64* a, std::size_t len, std::size_t k, StageTwiddles t1, StageTwiddles t2, u64 q) {
-#if RF_NTT_AVX2
+#if RF_CPU_AVX2
   if (k == 4) return forward_final_pair_k4_avx2(a, len, t1, t2, q);
   if (k == 2 && len >= 8) return forward_final_pair_k2_avx2(a, len, t1, t2, q);
 #endif
@@ -360,7 +295,7 @@ void inverse_head_pair_scalar(u64* a, std::size_t len, std::size_t k, StageTwidd
   }
 }
 
-#if RF_NTT_AVX2
+#if RF_CPU_AVX2
 // k = 2: one 8-element group per step. Stage 1 pairs [a0 a1 a4 a5] with
 // [a2 a3 a6 a7] (twiddles t1[2g], t1[2g], t1[2g+1], t1[2g+1]); stage 2
 // pairs a[0..3] with a[4..7] (one twiddle).
@@ -369,9 +304,9 @@ void inverse_head_pair_k2_avx2(u64* a, std::size_t len, StageTwiddles t1, StageT
   for (std::size_t g = 0; g < len / 8; ++g) {
     u64* p = a + 8 * g;
     V x = vload_halves(p, p + 4), y = vload_halves(p + 2, p + 6);
-    vgs(x, y, vtwiddle(vload_pairs(t1.w + 2 * g), vload_pairs(t1.ws + 2 * g)), m);
+    vgs(x, y, vshoup(vload_pairs(t1.w + 2 * g), vload_pairs(t1.ws + 2 * g)), m);
     V lo = _mm256_permute2x128_si256(x, y, 0x20), hi = _mm256_permute2x128_si256(x, y, 0x31);
-    vgs(lo, hi, vtwiddle(t2.w[g], t2.ws[g]), m);
+    vgs(lo, hi, vshoup(t2.w[g], t2.ws[g]), m);
     vstore(p, lo);
     vstore(p + 4, hi);
   }
@@ -386,9 +321,9 @@ void inverse_head_pair_k1_avx2(u64* a, std::size_t len, StageTwiddles t1, StageT
     u64* p = a + 4 * g;
     const V x = vload_halves(p, p + 4), y = vload_halves(p + 2, p + 6);
     V u = _mm256_unpacklo_epi64(x, y), v = _mm256_unpackhi_epi64(x, y);
-    vgs(u, v, vtwiddle(vload(t1.w + 2 * g), vload(t1.ws + 2 * g)), m);
+    vgs(u, v, vshoup(vload(t1.w + 2 * g), vload(t1.ws + 2 * g)), m);
     V s = _mm256_unpacklo_epi64(u, v), d = _mm256_unpackhi_epi64(u, v);
-    vgs(s, d, vtwiddle(vload_pairs(t2.w + g), vload_pairs(t2.ws + g)), m);
+    vgs(s, d, vshoup(vload_pairs(t2.w + g), vload_pairs(t2.ws + g)), m);
     vstore_halves(p, p + 4, s);
     vstore_halves(p + 2, p + 6, d);
   }
@@ -396,7 +331,7 @@ void inverse_head_pair_k1_avx2(u64* a, std::size_t len, StageTwiddles t1, StageT
 #endif
 
 void inverse_head_pair(u64* a, std::size_t len, std::size_t k, StageTwiddles t1, StageTwiddles t2, u64 q) {
-#if RF_NTT_AVX2
+#if RF_CPU_AVX2
   if (k == 2) return inverse_head_pair_k2_avx2(a, len, t1, t2, q);
   if (k == 1 && len >= 8) return inverse_head_pair_k1_avx2(a, len, t1, t2, q);
 #endif
@@ -429,10 +364,10 @@ void inverse_last_two_stages(u64* a, const NttTables& t, ShoupOperand scale, Sho
   u64* x2 = a + 2 * h;
   u64* x3 = a + 3 * h;
   std::size_t j = 0;
-#if RF_NTT_AVX2
+#if RF_CPU_AVX2
   const VMod m = vmod(q);
-  const VTwiddle vw0 = vtwiddle(w0, w0s), vw1 = vtwiddle(w1, w1s);
-  const VTwiddle vs = vtwiddle(scale.value, scale.quotient), vl = vtwiddle(last.value, last.quotient);
+  const VShoup vw0 = vshoup(w0, w0s), vw1 = vshoup(w1, w1s);
+  const VShoup vs = vshoup(scale.value, scale.quotient), vl = vshoup(last.value, last.quotient);
   for (; j + 4 <= h; j += 4) {
     V v0 = vload(x0 + j), v1 = vload(x1 + j), v2 = vload(x2 + j), v3 = vload(x3 + j);
     vgs(v0, v1, vw0, m);

@@ -6,6 +6,9 @@
 // and runs none of them: the values it computes are meaningless, its counts
 // are those of the real run (the control flow never depends on the data).
 //
+// Each entry also sums the wall time spent inside its calls, so a trace is a
+// per-kernel profile too.
+//
 // One trace at a time per process; calls from every thread are counted.
 // Provided by the backends target (backends/trace).
 #pragma once
@@ -29,6 +32,10 @@ struct TraceEntry {
   std::uint64_t words = 0;          // copy and zero: 64-bit words moved or cleared
   std::uint64_t bytes_read = 0;     // operand bytes each call reads (no tables, no twiddles)
   std::uint64_t bytes_written = 0;  // result bytes
+  // Wall time inside the calls, summed over them (calls on several threads at
+  // once add up); 0 in a dry run. Device calls are timed as issued: a CUDA
+  // kernel's time lands on the next call that waits for it.
+  std::uint64_t nanoseconds = 0;
 };
 
 // Opens the process-wide trace; raises InvalidArgument when one is open.
