@@ -157,26 +157,55 @@ void CpuBackend::inner_product_pair(const u64* const* in, const u64* const* b, c
 void CpuBackend::linear_combination(const u64* const* inputs, const u64* weights, std::size_t terms, u64* out,
                                     std::size_t batch, const RnsBase& base) {
   const std::size_t n = base.n(), limbs = base.size();
-  // Products are < 2^122 for 61-bit primes: 32 of them fit a 128-bit sum.
-  constexpr std::size_t kChunk = 32;
+  // A weight is fixed per (term, limb), so each product is a Shoup product,
+  // summed lazily in [0, 2q) over a block of coefficients that stays in L1
+  // (no 128-bit sums, no reduction per term; AVX2 four words at a time).
+  constexpr std::size_t kBlock = 512;
   for_each_limb(batch, base, n * terms, [&](std::size_t offset, std::size_t limb) {
-    const Modulus& mod = base.modulus(limb);
-    std::vector<u128> acc(n, 0);
-    std::vector<u64> partial(n, 0);
-    for (std::size_t t0 = 0; t0 < terms; t0 += kChunk) {
-      const std::size_t t1 = std::min(terms, t0 + kChunk);
-      for (std::size_t t = t0; t < t1; ++t) {
-        const u64 w = weights[t * limbs + limb];
-        if (w == 0) continue;
-        const u64* x = inputs[t] + offset;
-        for (std::size_t j = 0; j < n; ++j) acc[j] += mul_wide(x[j], w);
-      }
-      for (std::size_t j = 0; j < n; ++j) {
-        partial[j] = add_mod(partial[j], reduce_u128(acc[j], mod), mod.value());
-        acc[j] = 0;
-      }
+    const u64 q = base.modulus(limb).value();
+    thread_local std::vector<ShoupOperand> w;
+    thread_local std::vector<const u64*> x;
+    w.clear();
+    x.clear();
+    for (std::size_t t = 0; t < terms; ++t) {
+      const u64 weight = weights[t * limbs + limb];
+      if (weight == 0) continue;
+      w.push_back(make_shoup(weight, q));
+      x.push_back(inputs[t] + offset);
     }
-    std::copy(partial.begin(), partial.end(), out + offset);
+#if RF_CPU_AVX2
+    const avx2::VMod m = avx2::vmod(q);
+#endif
+    alignas(32) u64 acc[kBlock];
+    for (std::size_t c0 = 0; c0 < n; c0 += kBlock) {
+      const std::size_t len = std::min(kBlock, n - c0);
+      std::fill(acc, acc + len, 0);
+      std::size_t t = 0;
+#if RF_CPU_AVX2
+      // Two terms per pass over the block: half the loads and stores of acc.
+      for (; t + 2 <= w.size(); t += 2) {
+        const u64 *x0 = x[t] + c0, *x1 = x[t + 1] + c0;
+        const avx2::VShoup w0 = avx2::vshoup(w[t].value, w[t].quotient);
+        const avx2::VShoup w1 = avx2::vshoup(w[t + 1].value, w[t + 1].quotient);
+        std::size_t c = 0;
+        for (; c + 4 <= len; c += 4) {
+          avx2::V sum = _mm256_add_epi64(avx2::vload(acc + c), avx2::vmul_shoup_lazy(avx2::vload(x0 + c), w0, m));
+          sum = avx2::vsub_if_ge(sum, m.two_q);
+          sum = _mm256_add_epi64(sum, avx2::vmul_shoup_lazy(avx2::vload(x1 + c), w1, m));
+          avx2::vstore(acc + c, avx2::vsub_if_ge(sum, m.two_q));
+        }
+        for (; c < len; ++c)
+          acc[c] = kernel::base_convert_shoup_step(kernel::base_convert_shoup_step(acc[c], x0[c], w[t], q), x1[c],
+                                                   w[t + 1], q);
+      }
+#endif
+      for (; t < w.size(); ++t) {
+        const u64* xt = x[t] + c0;
+        for (std::size_t c = 0; c < len; ++c) acc[c] = kernel::base_convert_shoup_step(acc[c], xt[c], w[t], q);
+      }
+      u64* z = out + offset + c0;
+      for (std::size_t c = 0; c < len; ++c) z[c] = acc[c] >= q ? acc[c] - q : acc[c];
+    }
   });
 }
 

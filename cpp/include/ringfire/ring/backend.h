@@ -55,7 +55,7 @@ class Backend {
                                   u64* out0, u64* out1, const RnsBase& base) = 0;
   // out = sum_t weights[t * limbs + i] * inputs[t] on limb i, for `batch`
   // polynomials per input (each input a batch x limbs x N block); weights
-  // are residues (< q_i). One reduction per output word (lazy 128-bit sums).
+  // are residues (< q_i); out is fully reduced.
   virtual void linear_combination(const u64* const* inputs, const u64* weights, std::size_t terms, u64* out,
                                   std::size_t batch, const RnsBase& base) = 0;
   // out = a * scalars[i] on limb i (scalars[i] < q_i).
