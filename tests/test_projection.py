@@ -140,19 +140,20 @@ def test_table2_measures_the_cpu():
 
 
 def test_the_docs_snippets_run(tmp_path, monkeypatch):
-    """docs/projection.md's two Python snippets, in order, in one namespace (the second uses the first's trace)."""
+    """docs/projection.md's Python snippets, in order, in one namespace (the later ones use the first's trace)."""
     import pathlib
     import re
 
     text = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "projection.md").read_text()
     snippets = re.findall(r"```python\n(.+?)\n```", text, re.S)
-    assert len(snippets) == 2
+    assert len(snippets) == 3
     monkeypatch.chdir(tmp_path)
     namespace = {}
     for snippet in snippets:
         exec(compile(snippet, "docs/projection.md", "exec"), namespace)
     assert (tmp_path / "square.json").exists()
     assert namespace["p"].seconds > 0
+    assert namespace["profile"].timed
 
 
 def test_one_cost_model_prices_any_table():

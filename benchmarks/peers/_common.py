@@ -23,6 +23,7 @@ ROUTINES = [
     "decrypt",
     "MulLin",
     "MulLinRS",
+    "MulLinRS_two_steps",  # ringfire only: relinearize then rescale, two ModDowns (MulLinRS fuses them)
     "SqrLinRS",
     "MulLinRSModSwAdd",
     "Rotate",

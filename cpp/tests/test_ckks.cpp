@@ -597,6 +597,74 @@ TEST_F(CkksEvaluator, MultiplyRelinearizeRescale) {
   EXPECT_TRUE(std::equal(inplace.data(), inplace.data() + 2 * inplace.poly_words(), s.data()));
 }
 
+// relinearize_rescale divides once by P * q_level where relinearize and
+// rescale divide by P and then by q_level: the two results differ by at
+// most one in any coefficient (rounding u/q or (u + e)/q with |e| <= 1/2),
+// equal in most, and both decrypt to the product.
+void expect_fused_matches_two_steps(const Env& e, const ckks::ContextPtr& ctx, const RelinKey& rk, const SecretKey& sk,
+                                    std::mt19937_64& rng, Prng& prng) {
+  const Evaluator ev(ctx);
+  const RlweContext& rlwe = *ctx->rlwe();
+  const std::size_t top = ctx->max_level(), n = rlwe.n(), slots = ctx->slots();
+  const auto x = random_slots(rng, slots), y = random_slots(rng, slots);
+  std::vector<Complex> xy(slots);
+  for (std::size_t i = 0; i < slots; ++i) xy[i] = x[i] * y[i];
+  auto encrypt = [&](const std::vector<Complex>& z) {
+    return encrypt_secret(sk, ctx->encoder().encode(z.data(), z.size(), top, ctx->scale_at(top)), prng);
+  };
+  auto decrypt = [&](const Ciphertext& c) {
+    Buffer plain(c.poly_words());
+    decrypt_core(sk, c, plain.data());
+    return ctx->encoder().decode_coefficients(plain.data(), c.level(), c.scale());
+  };
+  const Ciphertext product = ev.multiply(encrypt(x), encrypt(y));
+  const Ciphertext fused = ev.relinearize_rescale(product, rk);
+  const Ciphertext two_steps = ev.rescale(ev.relinearize(product, rk));
+  EXPECT_EQ(fused.level(), top - 1);
+  EXPECT_EQ(fused.size(), 2u);
+  EXPECT_EQ(fused.scale(), two_steps.scale());
+  EXPECT_NEAR(fused.noise_bits(), two_steps.noise_bits(), 0.5);
+  EXPECT_GE(bits_of(max_error(decrypt(fused), xy)), 12.0);
+  EXPECT_GE(bits_of(max_error(decrypt(fused), xy)), bits_of(max_error(decrypt(two_steps), xy)) - 0.5);
+  const RnsBase& base = *rlwe.level_base(top - 1);
+  std::size_t differing = 0;
+  for (std::size_t p = 0; p < 2; ++p) {
+    std::vector<u64> diff(base.size() * n);
+    Backend& be = backend_for(Device::cpu());
+    be.sub(fused.poly(p), two_steps.poly(p), diff.data(), 1, base);
+    be.ntt_inverse(diff.data(), 1, base);
+    for (std::size_t c = 0; c < n; ++c) {
+      const u64 first = diff[c], q0 = base.modulus(0).value();
+      ASSERT_TRUE(first == 0 || first == 1 || first == q0 - 1) << "coefficient " << c << " differs by more than one";
+      for (std::size_t i = 1; i < base.size(); ++i) {
+        const u64 qi = base.modulus(i).value();
+        ASSERT_EQ(diff[i * n + c], first == q0 - 1 ? qi - 1 : first) << "limbs disagree at coefficient " << c;
+      }
+      differing += first != 0;
+    }
+  }
+  EXPECT_LT(differing, n / 2) << "the one-rounding result should equal the two-step one in most coefficients";
+  (void)e;
+}
+
+TEST_F(CkksEvaluator, RelinearizeRescaleIsOneRoundingOfTheTwoSteps) {
+  expect_fused_matches_two_steps(e, e.ctx, e.rk, e.sk, rng, prng);
+  // Two special primes and digits of two primes: the fused conversion has
+  // three sources, and the digits' ModUp crosses limbs.
+  ParameterLiteral lit = small_literal(30);
+  lit.q_bits = {40, 30, 30, 30};
+  lit.p_bits = {40, 40};
+  lit.dnum = 2;
+  auto ctx = std::make_shared<const ckks::Context>(Parameters(lit));
+  Prng keys_prng = Prng::from_seed(seed_from(9));
+  const SecretKey sk = generate_secret_key(ctx->rlwe(), keys_prng);
+  const RelinKey rk = generate_relin_key(sk, keys_prng);
+  expect_fused_matches_two_steps(e, ctx, rk, sk, rng, prng);
+  // A size-2 ciphertext has nothing to relinearize.
+  const Ciphertext fresh = e.encrypt(random_slots(rng, e.slots()), 1, prng);
+  expect_invalid([&] { (void)ev.relinearize_rescale(fresh, e.rk); }, "size-3");
+}
+
 TEST_F(CkksEvaluator, SquareMatchesMultiply) {
   const auto x = random_slots(rng, e.slots());
   const Ciphertext cx = e.encrypt(x, 2, prng);

@@ -370,6 +370,7 @@ void bind_ckks(nb::module_& m) {
            nb::arg("scale"), Release())
       .def("rescale", &Evaluator::rescale, Release())
       .def("rescale_inplace", &Evaluator::rescale_inplace, Release())
+      .def("relinearize_rescale", &Evaluator::relinearize_rescale, nb::arg("a"), nb::arg("key"), Release())
       .def("adjust_to", &Evaluator::adjust_to, Release())
       .def("weighted_sum", &Evaluator::weighted_sum, nb::arg("inputs"), nb::arg("values"), nb::arg("level"),
            nb::arg("scale"), nb::arg("constant") = 0.0, Release())

@@ -4,8 +4,8 @@ five routines of seed 000 (XeHE) and its encrypted matMul.
 Routines (all on fresh size-2 ciphertexts at the top level):
 
 * ``MulLin``            multiply + relinearize
-* ``MulLinRS``          multiply + relinearize + rescale
-* ``SqrLinRS``          square + relinearize + rescale
+* ``MulLinRS``          multiply + relinearize + rescale (``relinearize_rescale``: one ModDown, as ``a * b``)
+* ``SqrLinRS``          square + relinearize + rescale (the same)
 * ``MulLinRSModSwAdd``  MulLinRS, then mod-switch a fresh ciphertext to its level and add
 * ``Rotate``            rotate by one slot (Galois key for step 1)
 * ``matmul_MxNxK``      C += A * B with encrypted M x K and K x N matrices of
@@ -96,7 +96,7 @@ def bench_ckks(set_names=("N14", "seed000"), repeat=5, with_matmul=False, quiet=
         a, b, c = (ctx.encrypt(v, keys) for v in (x, y, z))
 
         def mul_lin_rs():
-            return ev.rescale(ev.relinearize(ev.multiply(a, b)))
+            return ev.relinearize_rescale(ev.multiply(a, b))
 
         def mod_sw_add():
             r = mul_lin_rs()
@@ -110,7 +110,7 @@ def bench_ckks(set_names=("N14", "seed000"), repeat=5, with_matmul=False, quiet=
                 "decrypt": (lambda: ctx.decrypt(a, sk), x),
                 "MulLin": (lambda: ev.relinearize(ev.multiply(a, b)), None),
                 "MulLinRS": (mul_lin_rs, x * y),
-                "SqrLinRS": (lambda: ev.rescale(ev.relinearize(ev.square(a))), x * x),
+                "SqrLinRS": (lambda: ev.relinearize_rescale(ev.square(a)), x * x),
                 "MulLinRSModSwAdd": (mod_sw_add, x * y + z),
                 "Rotate": (lambda: ev.rotate(a, 1), np.roll(x, -1)),
             }

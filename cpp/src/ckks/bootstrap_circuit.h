@@ -3,7 +3,7 @@
 // supplies, on its Value type: level, scale, set_scale, mod_switch,
 // multiply_integer, to_sparse / from_sparse (the encapsulation key
 // switches), mod_raise, rotate, add, sub, conjugate, multiply_by_i,
-// linear_transform, evaluate_polynomial, square, relinearize, weighted_sum
+// linear_transform, evaluate_polynomial, square, relinearize, relinearize_rescale, weighted_sum
 // and rescale; end_phase(phase) marks where each phase ends (for timings).
 #pragma once
 
@@ -50,10 +50,12 @@ typename Ops::Value eval_mod(const Ops& ops, const Bootstrapper& b, const typena
   const Polynomial cos_scaled(Basis::chebyshev, std::move(coeffs), -1.0, 1.0);
   Value c = ops.evaluate_polynomial(y, cos_scaled, target);
   // cos(2x) = 2 cos(x)^2 - 1, on a-scaled values: 2 c^2 - a^2 = a^2 cos(2x).
+  // The sum is taken before relinearizing (it is linear in the size-3
+  // product), so one key switch divides by P * q_level and rescales at once.
   for (std::size_t step = 0; step < r; ++step) {
-    Value sq = ops.relinearize(ops.square(c));
+    Value sq = ops.square(c);
     const double sq_scale = ops.scale(sq);
-    c = ops.rescale(ops.weighted_sum({&sq}, {2.0}, ops.level(sq), sq_scale, -a * a));
+    c = ops.relinearize_rescale(ops.weighted_sum({&sq}, {2.0}, ops.level(sq), sq_scale, -a * a));
     a *= a;
   }
   if (cfg.arcsine_degree) {

@@ -29,6 +29,7 @@ struct EvaluatorOps {
   }
   Value relinearize(const Value& a) const { return ev.relinearize(a, relin); }
   Value rescale(const Value& a) const { return ev.rescale(a); }
+  Value relinearize_rescale(const Value& a) const { return ev.relinearize_rescale(a, relin); }
   Value negate(const Value& a) const { return ev.negate(a); }
   void add_inplace(Value& a, const Value& b) const { ev.add_inplace(a, b); }
   Value weighted_sum(const std::vector<const Value*>& inputs, const std::vector<double>& values, std::size_t level,

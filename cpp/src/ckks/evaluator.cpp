@@ -450,6 +450,15 @@ Ciphertext Evaluator::rescale(const Ciphertext& a) const {
 
 void Evaluator::rescale_inplace(Ciphertext& a) const { a = rescale(a); }
 
+Ciphertext Evaluator::relinearize_rescale(const Ciphertext& a, const RelinKey& key) const {
+  constexpr const char* op = "ckks.relinearize_rescale";
+  const OpLabel label(op);
+  check_operand(a, op);
+  require(a.level() >= 1, op, "the ciphertext is at level 0: no prime left to rescale by");
+  const double q_last = static_cast<double>(context_->params().q_primes()[a.level()]);
+  return relinearize_and_divide(a, key, with_scale(a.metadata(), a.scale() / q_last), op);
+}
+
 Ciphertext Evaluator::adjust_to(const Ciphertext& a, std::size_t level) const {
   constexpr const char* op = "ckks.adjust_to";
   const OpLabel label(op);

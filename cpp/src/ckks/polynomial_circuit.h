@@ -2,7 +2,7 @@
 // simulator (ckks/simulator.h). `Ops` supplies, on its Value type: level,
 // scale, size, set_scale, copy, prime(level) (q_level), multiply(a, b, level)
 // (a product at `level`, which may lie below either operand's), relinearize,
-// rescale, negate, add_inplace, weighted_sum (Evaluator::weighted_sum) and
+// rescale, relinearize_rescale (the two in one), negate, add_inplace, weighted_sum (Evaluator::weighted_sum) and
 // constant(level, scale, value, like) (a noiseless ciphertext of a constant).
 // EvaluatorOps (polynomial_ops.cpp) and SimOps (simulator.cpp) implement it.
 //
@@ -56,8 +56,7 @@ class PolynomialCircuit {
     powers_.emplace(1, mapped_input(x));
     top_level_ = ops_.level(powers_.at(1));
     Value out = node(p_.coefficients(), out_level + 1, target_scale * ops_.prime(out_level + 1));
-    if (ops_.size(out) > 2) out = ops_.relinearize(out);
-    out = ops_.rescale(out);
+    out = ops_.size(out) > 2 ? ops_.relinearize_rescale(out) : ops_.rescale(out);
     ops_.set_scale(out, target_scale);
     return out;
   }
@@ -102,7 +101,7 @@ class PolynomialCircuit {
         product = ops_.weighted_sum({&product, &pc}, {2.0, -1.0}, level, ops_.scale(product));
       }
     }
-    product = ops_.rescale(ops_.relinearize(product));
+    product = ops_.relinearize_rescale(product);
     return powers_.emplace(k, std::move(product)).first->second;
   }
 
@@ -145,8 +144,7 @@ class PolynomialCircuit {
     require(level + 1 <= top_level_, "ckks.evaluate_polynomial", "internal: a quotient above the input level");
     const double quotient_scale = scale * ops_.prime(level + 1) / ops_.scale(giant);
     Value q = node(split.quotient, level + 1, quotient_scale);
-    if (ops_.size(q) > 2) q = ops_.relinearize(q);
-    q = ops_.rescale(q);
+    q = ops_.size(q) > 2 ? ops_.relinearize_rescale(q) : ops_.rescale(q);
     Value out = ops_.multiply(q, giant, level);
     ops_.set_scale(out, scale);  // scale * q_{l+1} / s_g / q_{l+1} * s_g, up to rounding
     bool rest = false;

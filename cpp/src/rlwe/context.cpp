@@ -91,6 +91,18 @@ const BaseConverter& RlweContext::mod_down(std::size_t level) const {
   return *slot;
 }
 
+const BaseConverter& RlweContext::mod_down_rescale(std::size_t level) const {
+  require(level >= 1 && level <= max_level(), "rlwe.rescale", "no limb to drop at level " + std::to_string(level));
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& slot = mod_down_rescale_[level];
+  if (!slot) {
+    std::vector<std::size_t> from{level};
+    for (std::size_t j = 0; j < special_count(); ++j) from.push_back(params_.q_primes().size() + j);
+    slot = std::make_unique<BaseConverter>(key_base_->select(from), level_base(level - 1));
+  }
+  return *slot;
+}
+
 const BaseConverter& RlweContext::rescale_lift(std::size_t level) const {
   require(level >= 1 && level <= max_level(), "rlwe.rescale", "no limb to drop at level " + std::to_string(level));
   std::lock_guard<std::mutex> lock(mutex_);

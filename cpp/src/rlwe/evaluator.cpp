@@ -140,6 +140,23 @@ Ciphertext RlweEvaluator::divide_by_last_prime(const Ciphertext& a, const Metada
   return out;
 }
 
+Ciphertext RlweEvaluator::relinearize_and_divide(const Ciphertext& a, const RelinKey& key, const Metadata& meta,
+                                                 const char* op) const {
+  check_operand(a, op);
+  check_context(key.fingerprint(), op);
+  require(a.size() == 3, op, "needs a size-3 ciphertext, got size " + std::to_string(a.size()));
+  require(a.level() >= 1, op, "the ciphertext is at level 0: no prime left to divide by");
+  check_key_device(key.device(), a, op);
+  const RlweContext& ctx = *rlwe_;
+  const std::size_t level = a.level();
+  Ciphertext out(a.context(), 2, level - 1, meta, a.device(), kUninitialized);
+  key_switch_rescale(ctx, a.poly(2), a.poly(0), a.poly(1), level, key.key(), out.poly(0), out.poly(1));
+  const double q_last = static_cast<double>(ctx.params().q_primes()[level]);
+  const double switched = noise::add(a.noise_bits(), noise::key_switch(ctx, level));
+  out.set_noise_bits(noise::add(switched - std::log2(q_last), noise::rounding(ctx)));
+  return out;
+}
+
 // ---- raising and switching (bootstrapping) --------------------------------------
 
 Ciphertext RlweEvaluator::mod_raise(const Ciphertext& a, std::size_t level) const {

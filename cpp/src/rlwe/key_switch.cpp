@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "ringfire/arith/modular.h"
 #include "ringfire/base/errors.h"
 #include "ringfire/base/op_label.h"
 
@@ -55,13 +56,12 @@ Buffer to_coefficients(const RlweContext& ctx, const u64* c, std::size_t level, 
 }
 
 // The inner product of the extended digits (digit_words apart, starting at
-// `digits`) with the key's (b_j, a_j), then ModDown of both sums into out0 /
-// out1. Key polynomials hold the Q limbs first and the P limbs at L+1; the
-// digits hold q_0..q_level then P.
-void inner_product_and_mod_down(const RlweContext& ctx, std::size_t level, const u64* digits, std::size_t count,
-                                std::size_t digit_words, const KeySwitchKey& key, u64* out0, u64* out1, Backend& be) {
+// `digits`) with the key's (b_j, a_j) into acc0/acc1 (level+1+k limbs each).
+// Key polynomials hold the Q limbs first and the P limbs at L+1; the digits
+// hold q_0..q_level then P.
+void inner_product(const RlweContext& ctx, std::size_t level, const u64* digits, std::size_t count,
+                   std::size_t digit_words, const KeySwitchKey& key, u64* acc0, u64* acc1, Backend& be) {
   const std::size_t n = ctx.n(), q = level + 1, key_q_limbs = key.level() + 1;
-  const std::size_t ext_limbs = q + ctx.special_count();
   std::vector<const u64*> in(count), b(count), a(count), in_p(count), b_p(count), a_p(count);
   for (std::size_t j = 0; j < count; ++j) {
     in[j] = digits + j * digit_words;
@@ -71,13 +71,53 @@ void inner_product_and_mod_down(const RlweContext& ctx, std::size_t level, const
     b_p[j] = b[j] + key_q_limbs * n;
     a_p[j] = a[j] + key_q_limbs * n;
   }
-  Buffer acc0(ext_limbs * n, key.device()), acc1(ext_limbs * n, key.device());
-  be.inner_product_pair(in.data(), b.data(), a.data(), count, acc0.data(), acc1.data(), *ctx.level_base(level));
-  be.inner_product_pair(in_p.data(), b_p.data(), a_p.data(), count, acc0.data() + q * n, acc1.data() + q * n,
-                        *ctx.special_base());
+  be.inner_product_pair(in.data(), b.data(), a.data(), count, acc0, acc1, *ctx.level_base(level));
+  be.inner_product_pair(in_p.data(), b_p.data(), a_p.data(), count, acc0 + q * n, acc1 + q * n, *ctx.special_base());
+}
+
+// The inner product, then ModDown of both sums into out0 / out1.
+void inner_product_and_mod_down(const RlweContext& ctx, std::size_t level, const u64* digits, std::size_t count,
+                                std::size_t digit_words, const KeySwitchKey& key, u64* out0, u64* out1, Backend& be) {
+  const std::size_t words = (level + 1 + ctx.special_count()) * ctx.n();
+  Buffer acc0(words, key.device()), acc1(words, key.device());
+  inner_product(ctx, level, digits, count, digit_words, key, acc0.data(), acc1.data(), be);
   mod_down(ctx, level, acc0.data(), out0, be);
   mod_down(ctx, level, acc1.data(), out1, be);
 }
+
+// out = round((d P + acc) / (P q_level)) over q_0..q_{level-1}: acc holds
+// (level+1+k) limbs in evaluation form and is clobbered; d has level+1 limbs.
+// T = d P + acc is acc on the P primes (P = 0 there) and d P + acc on q_i;
+// its residues on q_level and P (adjacent in acc) convert exactly to the
+// centred T mod (q_level P), and out = (d P + acc - that) / (P q_level)
+// = d q_level^-1 + (acc - that) (P q_level)^-1: one linear combination.
+void mod_down_rescale(const RlweContext& ctx, std::size_t level, u64* acc, const u64* d, u64* out, Backend& be,
+                      const Device& device) {
+  const std::size_t n = ctx.n();
+  const BaseConverter& conv = ctx.mod_down_rescale(level);
+  const RnsBase& lower = *ctx.level_base(level - 1);
+  const RnsBase& last = *ctx.prime_base(level);
+  u64* top = acc + level * n;  // q_level's limb, then P's: the converter's source, in its order
+  Buffer scaled(n, device), lifted(level * n, device);
+  const u64 p_mod_q_last = ctx.p_mod_q(level);
+  be.multiply_scalar(d + level * n, &p_mod_q_last, scaled.data(), 1, last);
+  be.add(top, scaled.data(), top, 1, last);
+  be.ntt_inverse(top, 1, conv.from());
+  be.base_convert(top, lifted.data(), 1, conv, BaseConversion::exact);
+  be.ntt_forward(lifted.data(), 1, lower);
+  std::vector<u64> weights(3 * level);
+  for (std::size_t i = 0; i < level; ++i) {
+    const Modulus& qi = lower.modulus(i);
+    const u64 q_last_inv = ctx.q_last_inverse(level, i);
+    const u64 pq_inv = mul_mod(ctx.p_inverse_mod_q(i), q_last_inv, qi);
+    weights[i] = q_last_inv;
+    weights[level + i] = pq_inv;
+    weights[2 * level + i] = neg_mod(pq_inv, qi.value());
+  }
+  const u64* inputs[3] = {d, acc, lifted.data()};
+  be.linear_combination(inputs, weights.data(), 3, out, 1, lower);
+}
+
 
 void check_key_level(std::size_t level, const KeySwitchKey& key) {
   require(level <= key.level(), "rlwe.key_switch",
@@ -105,6 +145,20 @@ HoistedDigits::HoistedDigits(const RlweContext& ctx, const u64* c, std::size_t l
   const Buffer c_coeff = to_coefficients(ctx, c, level, device, be);
   for (std::size_t j = 0; j < digits_; ++j)
     mod_up_digit(ctx, c, c_coeff.data(), level, j, converted.data(), digit(j), be);
+}
+
+void key_switch_rescale(const RlweContext& ctx, const u64* c, const u64* d0, const u64* d1, std::size_t level,
+                        const KeySwitchKey& key, u64* out0, u64* out1) {
+  const OpLabel op_label("rlwe.key_switch");
+  check_key_level(level, key);
+  require(level >= 1, "rlwe.key_switch", "the ciphertext is at level 0: no prime left to rescale by");
+  Backend& be = backend_for(key.device());
+  const HoistedDigits digits(ctx, c, level, key.device());
+  const std::size_t words = (level + 1 + ctx.special_count()) * ctx.n();
+  Buffer acc0(words, key.device()), acc1(words, key.device());
+  inner_product(ctx, level, digits.digit(0), digits.count(), digits.digit_words(), key, acc0.data(), acc1.data(), be);
+  mod_down_rescale(ctx, level, acc0.data(), d0, out0, be, key.device());
+  mod_down_rescale(ctx, level, acc1.data(), d1, out1, be, key.device());
 }
 
 void key_switch_hoisted(const RlweContext& ctx, const HoistedDigits& digits, u64 galois_element,

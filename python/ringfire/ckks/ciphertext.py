@@ -85,7 +85,7 @@ class Ciphertext(CiphertextBase):
         ev = self._context._core_evaluator
         relin = self._eval_keys().require_relin("ckks.multiply")._on(self._device)
         prod = ev.square(a) if a is b else ev.multiply(a, b)
-        return self._wrap(ev.rescale(ev.relinearize(prod, relin)))
+        return self._wrap(ev.relinearize_rescale(prod, relin))
 
     def _mul_constant(self, value) -> "Ciphertext":
         ctx, ev, a = self._context, self._context._core_evaluator, self._native

@@ -58,6 +58,17 @@ class Evaluator(EvaluatorBase):
         """Divides by the level's last prime (exact rounding): level - 1."""
         return self._wrap(self._ev.rescale(a._native), a)
 
+    def relinearize_rescale(self, a: Ciphertext, keys: KeySet | None = None) -> Ciphertext:
+        """``rescale(relinearize(a))`` as one step: the key switch divides by P * q_level at once.
+
+        One rounding instead of two, so a few coefficients differ by one from the
+        two-step result and the error is no larger; it saves the rescale's NTTs
+        and two passes over the data (about 15-20 % of a multiply at N = 2^16).
+        ``a * b`` on ciphertexts uses it.
+        """
+        relin = (keys or self._keyset()).require_relin("ckks.relinearize_rescale")
+        return self._wrap(self._ev.relinearize_rescale(a._native, relin._on(a.device)), a)
+
     def adjust_to(self, a: Ciphertext, level: int) -> Ciphertext:
         """``a`` at ``level`` with that level's canonical scale (costs a level unless only limbs drop)."""
         return self._wrap(self._ev.adjust_to(a._native, int(level)), a)
@@ -172,4 +183,5 @@ class Evaluator(EvaluatorBase):
     def multiply_scalar_inplace(self, a, v, scale=None): return self._set(a, self.multiply_scalar(a, v, scale))
     def multiply_integer_inplace(self, a, v): return self._set(a, self.multiply_integer(a, v))
     def rescale_inplace(self, a): return self._set(a, self.rescale(a))
+    def relinearize_rescale_inplace(self, a, keys=None): return self._set(a, self.relinearize_rescale(a, keys))
     def conjugate_inplace(self, a, keys=None): return self._set(a, self.conjugate(a, keys))

@@ -92,7 +92,7 @@ def measure_costs(ctx, keys=None, secret_key=None, ks=(1, 8, 32, 96), repeats: i
     add_ct = _median_time(lambda: cts[0] + cts[1], repeats, 16)
 
     if getattr(keys, "relin", None) is not None:
-        mult = _median_time(lambda: ev.rescale(ev.relinearize(ev.multiply(cts[0], cts[1]))), repeats, 4)
+        mult = _median_time(lambda: ev.relinearize_rescale(ev.multiply(cts[0], cts[1])), repeats, 4)
     else:  # fall back to the Python operator (same path)
         mult = _median_time(lambda: cts[0] * cts[1], repeats, 4)
 

@@ -47,6 +47,10 @@ class RlweContext {
   const BaseConverter& mod_up(std::size_t level, std::size_t digit) const;
   // ModDown converter: P -> q_0..q_level.
   const BaseConverter& mod_down(std::size_t level) const;
+  // Fused ModDown-and-rescale converter: q_level, p_0..p_{k-1} (in that
+  // order, as they sit in an extended polynomial) -> q_0..q_{level-1}
+  // (level >= 1); its exact form is the centred residue mod q_level * P.
+  const BaseConverter& mod_down_rescale(std::size_t level) const;
   // Rescale converter: q_level -> q_0..q_{level-1} (level >= 1); its exact
   // form is the centred lift of the dropped limb.
   const BaseConverter& rescale_lift(std::size_t level) const;
@@ -81,6 +85,7 @@ class RlweContext {
   mutable std::map<std::pair<std::size_t, std::size_t>, std::unique_ptr<BaseConverter>> mod_up_;
   mutable std::map<std::size_t, std::unique_ptr<BaseConverter>> mod_down_;
   mutable std::map<std::size_t, std::unique_ptr<BaseConverter>> rescale_lift_;
+  mutable std::map<std::size_t, std::unique_ptr<BaseConverter>> mod_down_rescale_;
   mutable std::map<std::size_t, std::unique_ptr<BaseConverter>> mod_raise_lift_;
 };
 

@@ -74,6 +74,10 @@ class RlweEvaluator {
   // coefficient), with metadata `meta`: CKKS rescaling and BGV modulus
   // switching. The noise shrinks by q_level and gains a rounding term.
   Ciphertext divide_by_last_prime(const Ciphertext& a, const Metadata& meta, const char* op) const;
+  // divide_by_last_prime(relinearize(a, key)) with one rounding: the key
+  // switch's ModDown divides by P * q_level (key_switch_rescale).
+  Ciphertext relinearize_and_divide(const Ciphertext& a, const RelinKey& key, const Metadata& meta,
+                                    const char* op) const;
 
  private:
   RlweContextPtr rlwe_;

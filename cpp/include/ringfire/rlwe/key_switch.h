@@ -19,6 +19,16 @@ namespace ringfire {
 void key_switch(const RlweContext& context, const u64* c, std::size_t level, const KeySwitchKey& key, u64* out0,
                 u64* out1);
 
+// Relinearization and rescaling in one: with (ks0, ks1) the key switch of c
+// before its division by P, out_i = round((d_i P + ks_i) / (P q_level)) over
+// q_0..q_{level-1} (level >= 1), i.e. round((d_i + ks_i / P) / q_level) with
+// one rounding instead of two. One ModDown by P * q_level replaces ModDown by
+// P and the rescale's division: (k + 1) inverse NTTs and `level` forward NTTs
+// per output instead of (k + 1) and 2 * level + 1. d0, d1: polynomials over
+// q_0..q_level (the ciphertext's first two); out0/out1: over q_0..q_{level-1}.
+void key_switch_rescale(const RlweContext& context, const u64* c, const u64* d0, const u64* d1, std::size_t level,
+                        const KeySwitchKey& key, u64* out0, u64* out1);
+
 // Hoisting (Halevi-Shoup): the ModUp of c's digits, computed once and reused
 // by several key switches of automorphisms of c (e.g. many rotations of one
 // ciphertext). Holds digits x (level+1+k) x N words.
