@@ -4,6 +4,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 
 def run(*args):
     out = subprocess.run([sys.executable, "-m", "ringfire", *args], capture_output=True, text=True, timeout=600)
@@ -49,3 +51,14 @@ def test_gpu_flags_fail_clearly_where_they_cannot_run():
     import ringfire as rf
     if not rf.cuda_available():
         assert "cuda" in fails("bench", "ntt", "--device", "cuda", "--n", "12", "--limbs", "1")
+
+
+def test_keyswitch_kernel_timings_run_and_refuse_bad_kernels():
+    from ringfire import _core
+    for kernel, terms in [("convert", 3), ("inner_product", 2), ("linear_combination", 4), ("sub", 1),
+                          ("multiply_scalar", 1)]:
+        assert _core.time_keyswitch_kernel(1 << 10, 4, terms, kernel, 2, 40) > 0
+    with pytest.raises(ValueError, match="kernel must be"):
+        _core.time_keyswitch_kernel(1 << 10, 4, 1, "ntt", 2, 40)
+    with pytest.raises(ValueError, match="terms and limbs"):
+        _core.time_keyswitch_kernel(1 << 10, 0, 1, "sub", 2, 40)

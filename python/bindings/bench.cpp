@@ -15,6 +15,7 @@
 #include "ringfire/arith/primes.h"
 #include "ringfire/base/buffer.h"
 #include "ringfire/ring/backend.h"
+#include "ringfire/ring/base_converter.h"
 #include "ringfire/ring/rns_base.h"
 
 namespace ringfire::python {
@@ -142,6 +143,58 @@ double time_data_kernel(std::size_t n, std::size_t limbs, const std::string& ker
   });
 }
 
+// Median seconds for one call of a key-switching kernel over `limbs` limbs of
+// N words (`bits`-bit primes), with `terms` its other size:
+//   convert             exact base conversion from `terms` limbs to `limbs`
+//                       (a ModUp digit, or ModDown from the special primes);
+//   inner_product       the key-switching inner product of `terms` digits;
+//   linear_combination  `terms` polynomials weighted per limb;
+//   sub, multiply_scalar  element-wise (terms ignored).
+double time_keyswitch_kernel(std::size_t n, std::size_t limbs, std::size_t terms, const std::string& kernel, int reps,
+                             int bits) {
+  constexpr const char* op = "bench.keyswitch_kernel";
+  require(kernel == "convert" || kernel == "inner_product" || kernel == "linear_combination" || kernel == "sub" ||
+              kernel == "multiply_scalar",
+          op, "kernel must be convert, inner_product, linear_combination, sub or multiply_scalar, got '" + kernel + "'");
+  require(terms >= 1 && terms <= 64 && limbs >= 1 && limbs <= 64, op, "terms and limbs must be in [1, 64]");
+  const std::vector<u64> primes = find_ntt_primes(bits, limbs + terms, n);
+  const auto base = std::make_shared<const RnsBase>(n, std::vector<u64>(primes.begin(), primes.begin() + limbs));
+  const auto source = std::make_shared<const RnsBase>(n, std::vector<u64>(primes.begin() + limbs, primes.end()));
+  Backend& backend = backend_for(Device::cpu());
+  Buffer out0(limbs * n), out1(limbs * n);
+  if (kernel == "convert") {
+    const BaseConverter conv(source, base);
+    Buffer in(terms * n);
+    fill_random(in.data(), n, *source, 9);
+    nb::gil_scoped_release release;
+    return median_seconds(reps, [&] { backend.base_convert(in.data(), out0.data(), 1, conv, BaseConversion::exact); });
+  }
+  const std::size_t polys = kernel == "inner_product" ? 3 * terms : terms;
+  std::vector<Buffer> data;
+  std::vector<const u64*> ptrs;
+  for (std::size_t t = 0; t < std::max<std::size_t>(polys, 2); ++t) {
+    data.emplace_back(limbs * n);
+    fill_random(data.back().data(), n, *base, 10 + t);
+    ptrs.push_back(data.back().data());
+  }
+  std::vector<u64> weights(terms * limbs);
+  for (std::size_t t = 0; t < terms; ++t)
+    for (std::size_t l = 0; l < limbs; ++l) weights[t * limbs + l] = base->modulus(l).value() / (t + 2);
+  nb::gil_scoped_release release;
+  return median_seconds(reps, [&] {
+    if (kernel == "inner_product") {
+      backend.inner_product_pair(ptrs.data(), ptrs.data() + terms, ptrs.data() + 2 * terms, terms, out0.data(),
+                                 out1.data(), *base);
+    } else if (kernel == "linear_combination") {
+      backend.linear_combination(ptrs.data(), weights.data(), terms, out0.data(), 1, *base);
+    } else if (kernel == "sub") {
+      backend.sub(ptrs[0], ptrs[1], out0.data(), 1, *base);
+    } else {
+      backend.multiply_scalar(ptrs[0], weights.data(), out0.data(), 1, *base);
+    }
+  });
+}
+
 // Median seconds for one ringAdd, ringMult or forward negacyclic NTT over N
 // words modulo one `bits`-bit prime with 128-bit words (Modulus128, one
 // thread): the single-tower arithmetic of seed 003's CPU baseline, which ran
@@ -200,6 +253,8 @@ void bind_bench(nb::module_& m) {
         nb::arg("bits"));
   m.def("time_data_kernel", &time_data_kernel, nb::arg("n"), nb::arg("limbs"), nb::arg("kernel"), nb::arg("reps"),
         nb::arg("bits"));
+  m.def("time_keyswitch_kernel", &time_keyswitch_kernel, nb::arg("n"), nb::arg("limbs"), nb::arg("terms"),
+        nb::arg("kernel"), nb::arg("reps"), nb::arg("bits"));
   m.def("time_ring128", &time_ring128, nb::arg("n"), nb::arg("op"), nb::arg("reps"), nb::arg("bits"));
   m.def("time_modmul", &time_modmul, nb::arg("method"), nb::arg("count"), nb::arg("bits"), nb::arg("reps"));
 }
