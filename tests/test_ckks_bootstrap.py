@@ -298,3 +298,15 @@ def test_n16_boot_preset():
     public = ctx.encrypt(x, keys).bootstrap()
     mean, low = bits(exact(ctx, sk, public), x)
     assert mean >= 22.3 and low >= 19.2, (mean, low)  # measured 22.8 / 19.7-19.9
+
+
+def test_bench_bootstrap_reports_phases_and_both_precisions():
+    from ringfire.bench_bootstrap import bench_bootstrap
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        rows = {r["measure"].strip(): r["value"] for r in bench_bootstrap("N12_BOOT_INSECURE", repeat=1, quiet=True)}
+    for phase in ("mod_raise", "coeffs_to_slots", "eval_mod", "slots_to_coeffs"):
+        assert 0 < rows[phase] < rows["bootstrap"]
+    # Against NumPy the encryption's own error counts too, so that figure is the lower one.
+    assert 20 < rows["precision mean"] <= rows["own error vs the input's decryption, mean"]
+    assert rows["levels left"] >= 1

@@ -5,7 +5,9 @@ the one-time precomputation (DFT diagonals, EvalMod polynomial), bootstrap
 key generation, the median bootstrap time and each phase's (ModRaise,
 CoeffsToSlots, EvalMod, SlotsToCoeffs) over ``repeat`` runs after a warm-up,
 precision in bits against NumPy (mean and minimum over the slots, N/2
-uniform reals in [-1, 1] encrypted with the public key at the default scale),
+uniform reals in [-1, 1] encrypted with the public key at the default scale)
+and against the input's own decryption (the bootstrap's own error, without
+the encryption's),
 levels left, key and plaintext bytes, key switches, failure probability and
 the process's peak memory. ``meta=True`` adds Meta-BTS on an input precise
 enough to show its gain (scale q_0 / 2^7, secret-key encryption).
@@ -53,6 +55,9 @@ def bench_bootstrap(preset: str = "N16_BOOT", repeat: int = 2, device: str = "cp
     rng = np.random.default_rng(0)
     x = rng.uniform(-1, 1, ctx.slots)
     ct = ctx.encrypt(x, keys)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        before = ctx.decrypt(ct, sk, insecure_exact=True)
     on_device = ctx.evaluator(keys.to(device) if device != "cpu" else keys)
     ct = ct.to(device)
     runs, phases, out = [], {}, None
@@ -78,6 +83,9 @@ def bench_bootstrap(preset: str = "N16_BOOT", repeat: int = 2, device: str = "cp
     mean, low = _bits(got, x)
     row("precision mean", mean, "bits")
     row("precision min", low, "bits")
+    mean, low = _bits(got, before)
+    row("own error vs the input's decryption, mean", mean, "bits")
+    row("own error vs the input's decryption, min", low, "bits")
     row("levels left", out.level, "levels")
     if meta:
         q0 = ctx.params.q_primes[0]
