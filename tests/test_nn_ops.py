@@ -587,3 +587,12 @@ def test_the_client_can_flood_what_it_decrypts(ctx2):
     error = np.max(np.abs(wide.decrypt_batch(out, wsk, noise_flooding=True) - ref))
     assert error < 2.0**-8 * max(1.0, float(np.max(np.abs(ref)))), error
     assert error > 2.0**-30  # the flooding noise is there
+
+
+def test_the_operator_registry_is_the_one_table_load_and_executor_use():
+    from ringfire.nn import graph, nonlinear, operators
+    assert graph.SUPPORTED == set(operators.OPERATORS) | {"Constant"}
+    assert operators.of_kind("nonlinear") == frozenset(nonlinear.NONLINEAR_OPS)
+    assert {op.kind for op in operators.OPERATORS.values()} <= set(operators.KINDS)
+    assert {"Conv", "Gemm", "ReduceMean", "Slice", "Pad"} <= set(operators.OPERATORS)
+    assert operators.OPERATORS["Conv"].kind == "linear" and operators.OPERATORS["Pad"].kind == "structural"

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .nonlinear import NONLINEAR_OPS
+from .operators import OPERATORS
 
-LINEAR_OPS = {"Conv", "Gemm", "MatMul", "Add", "Sub", "Mul", "Div", "BatchNormalization", "AveragePool",
-              "GlobalAveragePool", "ReduceMean", "Flatten", "Reshape", "Concat", "Pad", "Slice", "Identity",
-              "Dropout", "Squeeze", "Unsqueeze", "Transpose"}
-SUPPORTED = LINEAR_OPS | NONLINEAR_OPS | {"Constant"}
+# What load() accepts: the executor's operators (operators.py) and Constant,
+# which is folded while parsing.
+SUPPORTED = set(OPERATORS) | {"Constant"}
 
 # What to do about operators people meet in exported models that cannot run here.
 HINTS = {

@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from ..ckks.batch import tile
-from .executor import gemm_weights
+from .operators import gemm_weights
 from .graph import Graph, UnsupportedOperator
 from .nonlinear import ELEMENTWISE
 
