@@ -114,10 +114,11 @@ void mod_down_rescale(const RlweContext& ctx, std::size_t level, u64* acc, const
     weights[level + i] = pq_inv;
     weights[2 * level + i] = neg_mod(pq_inv, qi.value());
   }
+  // One polynomial per input: only the first `level` limbs of d and acc
+  // (which have more) are read.
   const u64* inputs[3] = {d, acc, lifted.data()};
   be.linear_combination(inputs, weights.data(), 3, out, 1, lower);
 }
-
 
 void check_key_level(std::size_t level, const KeySwitchKey& key) {
   require(level <= key.level(), "rlwe.key_switch",
