@@ -59,14 +59,16 @@ def main() -> None:
           f"{docs[-1]['own_error_min_bits']:.1f} bits", file=sys.stderr, flush=True)
     docs.append(run_openfhe(args.repeat))
     print(f"OpenFHE: {docs[-1].get('bootstrap_s', docs[-1].get('error'))}", file=sys.stderr, flush=True)
-    print("| library | settings | bootstrap (s) | bits vs NumPy, mean / min | user levels left | keygen (s) | peak (GiB) |")
+    print("| library | settings | bootstrap (s) | bits vs NumPy, mean / min | user levels left | keygen (s) "
+          "| peak (GiB) |")
     print("|---|---|---|---|---|---|---|")
     for d in docs:
         if "error" in d:
             print(f"| {d['library']} | {d['preset']} | {d['error']} | | | | |")
             continue
         print(f"| {d['library']} | {d['preset']} | {d['bootstrap_s']:.1f} | {d['precision_mean_bits']:.1f} / "
-              f"{d['precision_min_bits']:.1f} | {d['levels_left']} | {d['keygen_s']:.1f} | {d['peak_memory_gib']:.1f} |")
+              f"{d['precision_min_bits']:.1f} | {d['levels_left']} | {d['keygen_s']:.1f} | "
+              f"{d['peak_memory_gib']:.1f} |")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(docs, f, indent=1)

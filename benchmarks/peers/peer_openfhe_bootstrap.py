@@ -92,7 +92,8 @@ def main() -> None:
     err = np.abs(got - x)
     doc = {
         "library": "OpenFHE", "version": getattr(fhe, "__version__", "unknown"), "preset": "example",
-        "threads": args.threads, "n": n, "depth": depth, "user_levels": levels, "scale_bits": scale_bits, "level_budget": level_budget,
+        "threads": args.threads, "n": n, "depth": depth, "user_levels": levels, "scale_bits": scale_bits,
+        "level_budget": level_budget,
         "setup_s": setup_s, "keygen_s": keygen_s, "bootstrap_s": statistics.median(runs), "runs_s": runs,
         "precision_mean_bits": float(-np.log2(err.mean())), "precision_min_bits": float(-np.log2(err.max())),
         "levels_left": levels, "peak_memory_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,

@@ -155,7 +155,8 @@ double time_keyswitch_kernel(std::size_t n, std::size_t limbs, std::size_t terms
   constexpr const char* op = "bench.keyswitch_kernel";
   require(kernel == "convert" || kernel == "inner_product" || kernel == "linear_combination" || kernel == "sub" ||
               kernel == "multiply_scalar",
-          op, "kernel must be convert, inner_product, linear_combination, sub or multiply_scalar, got '" + kernel + "'");
+          op,
+          "kernel must be convert, inner_product, linear_combination, sub or multiply_scalar, got '" + kernel + "'");
   require(terms >= 1 && terms <= 64 && limbs >= 1 && limbs <= 64, op, "terms and limbs must be in [1, 64]");
   const std::vector<u64> primes = find_ntt_primes(bits, limbs + terms, n);
   const auto base = std::make_shared<const RnsBase>(n, std::vector<u64>(primes.begin(), primes.begin() + limbs));

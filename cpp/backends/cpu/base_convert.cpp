@@ -8,9 +8,9 @@
 //   pass 3  z_j = sum_i y_i * (Q/q_i mod p_j) - v Q     (Shoup products summed
 //           in [0, 2p_j), four coefficients per AVX2 vector)
 // Shoup products with the conversion's fixed factors need no 128-bit
-// reduction; in AVX2 they cost about a third of the scalar 128-bit
-// multiply-accumulate the kernel used before (2.5-3 ns per product at
-// N = 2^16, one Zen 3 core; BENCHMARKS.md, "Base conversion").
+// reduction; in AVX2 a conversion measured 1.4-2.8x faster than with the
+// scalar 128-bit multiply-accumulate used before (BENCHMARKS.md, "CKKS key
+// switching after the kernel work").
 // Every step gives the unique fully reduced value, so the vector and scalar
 // loops (and the CUDA kernels) agree bit for bit.
 #include <algorithm>
@@ -46,11 +46,15 @@ std::vector<u64> v_times_q_table(const BaseConverter& conv) {
 }
 
 // The per-call constants: Shoup forms of (Q/q_i)^-1 mod q_i and of every
-// factor (Q/q_i) mod p_j, and the v * Q table.
+// factor (Q/q_i) mod p_j (also broadcast to AVX2 lanes, once per call rather
+// than per block), and the v * Q table.
 struct ConversionConstants {
   std::vector<ShoupOperand> qhat_inv;  // [i]
   std::vector<ShoupOperand> factor;    // [j * src + i]
-  std::vector<u64> v_times_q;          // exact only
+#if RF_CPU_AVX2
+  std::vector<avx2::VShoup> vector_factor;  // [j * src + i]
+#endif
+  std::vector<u64> v_times_q;  // exact only
 };
 
 ConversionConstants constants_of(const BaseConverter& conv, bool exact) {
@@ -64,6 +68,10 @@ ConversionConstants constants_of(const BaseConverter& conv, bool exact) {
   for (std::size_t j = 0; j < dst; ++j)
     for (std::size_t i = 0; i < src; ++i)
       k.factor[j * src + i] = make_shoup(conv.qhat_mod_p()[j * src + i], to.modulus(j).value());
+#if RF_CPU_AVX2
+  k.vector_factor.reserve(k.factor.size());
+  for (const ShoupOperand& f : k.factor) k.vector_factor.push_back(avx2::vshoup(f.value, f.quotient));
+#endif
   if (exact) k.v_times_q = v_times_q_table(conv);
   return k;
 }
@@ -80,19 +88,17 @@ void scale_block(const u64* x, u64* y, std::size_t len, ShoupOperand qhat_inv, u
   for (; c < len; ++c) y[c] = kernel::base_convert_scale_body(x[c], qhat_inv, q);
 }
 
-// Pass 3 for one target limb's block: z = sum_i y_i f_i (- v Q) mod p, with
-// y_i at y + i * stride. vq is null for the fast conversion.
-void accumulate_block(const u64* y, std::size_t stride, std::size_t src, const ShoupOperand* f, const u64* v,
-                      const u64* vq, u64* z, std::size_t len, u64 p) {
+// Pass 3 for target limb j's block: z = sum_i y_i f_i (- v Q) mod p, with
+// y_i at y + i * stride and f_i = k's factors of row j. vq is null for the
+// fast conversion.
+void accumulate_block(const u64* y, std::size_t stride, std::size_t src, const ConversionConstants& k, std::size_t j,
+                      const u64* v, const u64* vq, u64* z, std::size_t len, u64 p) {
+  const ShoupOperand* f = k.factor.data() + j * src;
   std::size_t c = 0;
 #if RF_CPU_AVX2
   using namespace avx2;
   const VMod m = vmod(p);
-  constexpr std::size_t kMaxInline = 16;
-  VShoup vf_inline[kMaxInline];
-  std::vector<VShoup> vf_heap(src > kMaxInline ? src : 0);
-  VShoup* vf = src > kMaxInline ? vf_heap.data() : vf_inline;
-  for (std::size_t i = 0; i < src; ++i) vf[i] = vshoup(f[i].value, f[i].quotient);
+  const VShoup* vf = k.vector_factor.data() + j * src;
   // Two vectors per step: independent sums hide the products' latency.
   for (; c + 8 <= len; c += 8) {
     V r0 = _mm256_setzero_si256(), r1 = _mm256_setzero_si256();
@@ -145,9 +151,10 @@ void rounded_quotients(const u64* y, std::size_t stride, std::size_t src, std::s
     __m256d sum = _mm256_setzero_pd();
     for (std::size_t i = 0; i < src; ++i) {
       const __m256i yi = avx2::vload(y + i * stride + c);
-      const __m256d low = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(_mm256_and_si256(yi, low_mask), magic_bits)), magic);
-      const __m256d high = _mm256_mul_pd(
-          _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(_mm256_srli_epi64(yi, 52), magic_bits)), magic), two52);
+      const __m256i low_bits = _mm256_or_si256(_mm256_and_si256(yi, low_mask), magic_bits);
+      const __m256i high_bits = _mm256_or_si256(_mm256_srli_epi64(yi, 52), magic_bits);
+      const __m256d low = _mm256_sub_pd(_mm256_castsi256_pd(low_bits), magic);
+      const __m256d high = _mm256_mul_pd(_mm256_sub_pd(_mm256_castsi256_pd(high_bits), magic), two52);
       sum = _mm256_fmadd_pd(_mm256_add_pd(high, low), _mm256_set1_pd(r[i]), sum);
     }
     const __m256d fraction = _mm256_sub_pd(sum, _mm256_floor_pd(sum));
@@ -187,8 +194,8 @@ void convert(const u64* in, std::size_t batch, const BaseConverter& conv, BaseCo
       scale_block(in + (poly * src + i) * n + c0, y + i * kBlock, len, k.qhat_inv[i], from.modulus(i).value());
     if (exact) rounded_quotients(y, kBlock, src, len, conv, v, multiword);
     for (std::size_t j = 0; j < dst; ++j) {
-      accumulate_block(y, kBlock, src, k.factor.data() + j * src, v, exact ? k.v_times_q.data() + j * (src + 1) : nullptr,
-                       out_limb(poly, j) + c0, len, to.modulus(j).value());
+      const u64* vq = exact ? k.v_times_q.data() + j * (src + 1) : nullptr;
+      accumulate_block(y, kBlock, src, k, j, v, vq, out_limb(poly, j) + c0, len, to.modulus(j).value());
     }
   });
 }

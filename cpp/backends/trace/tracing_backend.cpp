@@ -44,7 +44,9 @@ struct TraceState {
   std::atomic<bool> dry_run{false};
   std::mutex mutex;
   std::map<Shape, Counts> counts;
-  std::uint64_t generation = 0;  // bumped by start_trace, so a call still running when its trace closed is dropped
+  // Bumped by start_trace, so the time of a call still running when its trace
+  // closed is dropped.
+  std::uint64_t generation = 0;
 };
 
 TraceState& state() {
@@ -76,7 +78,8 @@ class CallTimer {
     TraceState& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
     if (s.open.load(std::memory_order_relaxed) && s.generation == generation_)
-      counts_->nanoseconds += static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
+      counts_->nanoseconds +=
+          static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
   }
   explicit operator bool() const { return run_; }
 
@@ -99,10 +102,14 @@ class TracingBackend final : public Backend {
   void synchronize() override { inner_.synchronize(); }
 
   void ntt_forward(u64* d, std::size_t b, const RnsBase& base) override {
-    if (const auto timer = count("ntt_forward", base, b, words_of(b, base), words_of(b, base))) inner_.ntt_forward(d, b, base);
+    if (const auto timer = count("ntt_forward", base, b, words_of(b, base), words_of(b, base))) {
+      inner_.ntt_forward(d, b, base);
+    }
   }
   void ntt_inverse(u64* d, std::size_t b, const RnsBase& base) override {
-    if (const auto timer = count("ntt_inverse", base, b, words_of(b, base), words_of(b, base))) inner_.ntt_inverse(d, b, base);
+    if (const auto timer = count("ntt_inverse", base, b, words_of(b, base), words_of(b, base))) {
+      inner_.ntt_inverse(d, b, base);
+    }
   }
   void add(const u64* a, const u64* b, u64* o, std::size_t n, const RnsBase& base) override {
     if (const auto timer = binary("add", n, base)) inner_.add(a, b, o, n, base);
@@ -117,25 +124,33 @@ class TracingBackend final : public Backend {
     if (const auto timer = binary("multiply", n, base)) inner_.multiply(a, b, o, n, base);
   }
   void multiply_add(const u64* a, const u64* b, u64* acc, std::size_t n, const RnsBase& base) override {
-    if (const auto timer = count("multiply_add", base, n, 3 * words_of(n, base), words_of(n, base))) inner_.multiply_add(a, b, acc, n, base);
+    if (const auto timer = count("multiply_add", base, n, 3 * words_of(n, base), words_of(n, base))) {
+      inner_.multiply_add(a, b, acc, n, base);
+    }
   }
   void inner_product_pair(const u64* const* in, const u64* const* b, const u64* const* a, std::size_t terms,
                           u64* out0, u64* out1, const RnsBase& base) override {
-    if (const auto timer = count("inner_product_pair", base, 1, 3 * terms * words_of(1, base), 2 * words_of(1, base), 0, terms)) {
+    const std::uint64_t read = 3 * terms * words_of(1, base), written = 2 * words_of(1, base);
+    if (const auto timer = count("inner_product_pair", base, 1, read, written, 0, terms)) {
       inner_.inner_product_pair(in, b, a, terms, out0, out1, base);
     }
   }
   void linear_combination(const u64* const* in, const u64* w, std::size_t terms, u64* out, std::size_t n,
                           const RnsBase& base) override {
-    if (const auto timer = count("linear_combination", base, n, terms * words_of(n, base), words_of(n, base), 0, terms)) {
+    const std::uint64_t read = terms * words_of(n, base), written = words_of(n, base);
+    if (const auto timer = count("linear_combination", base, n, read, written, 0, terms)) {
       inner_.linear_combination(in, w, terms, out, n, base);
     }
   }
   void multiply_scalar(const u64* a, const u64* s, u64* o, std::size_t n, const RnsBase& base) override {
-    if (const auto timer = count("multiply_scalar", base, n, words_of(n, base), words_of(n, base))) inner_.multiply_scalar(a, s, o, n, base);
+    if (const auto timer = count("multiply_scalar", base, n, words_of(n, base), words_of(n, base))) {
+      inner_.multiply_scalar(a, s, o, n, base);
+    }
   }
   void add_scalar(const u64* a, const u64* s, u64* o, std::size_t n, const RnsBase& base) override {
-    if (const auto timer = count("add_scalar", base, n, words_of(n, base), words_of(n, base))) inner_.add_scalar(a, s, o, n, base);
+    if (const auto timer = count("add_scalar", base, n, words_of(n, base), words_of(n, base))) {
+      inner_.add_scalar(a, s, o, n, base);
+    }
   }
   void copy(const u64* src, u64* dst, std::size_t words) override {
     if (const auto timer = move("copy", words, words)) inner_.copy(src, dst, words);
@@ -154,10 +169,14 @@ class TracingBackend final : public Backend {
                         BaseConversion k) override {
     // Counted as one fused call (conversion + forward NTTs of the new limbs);
     // forwarded whole, so the inner backend's own fusion runs untraced.
-    if (const auto timer = convert("base_convert_ntt", conv, 1)) inner_.base_convert_ntt(in, scratch, out_limbs, conv, k);
+    if (const auto timer = convert("base_convert_ntt", conv, 1)) {
+      inner_.base_convert_ntt(in, scratch, out_limbs, conv, k);
+    }
   }
   void automorphism(const u64* in, u64* out, std::size_t n, const RnsBase& base, u64 g, Form f) override {
-    if (const auto timer = count("automorphism", base, n, words_of(n, base), words_of(n, base))) inner_.automorphism(in, out, n, base, g, f);
+    if (const auto timer = count("automorphism", base, n, words_of(n, base), words_of(n, base))) {
+      inner_.automorphism(in, out, n, base, g, f);
+    }
   }
 
  private:
@@ -165,8 +184,8 @@ class TracingBackend final : public Backend {
   // and times it while it lives. A call that arrives after the trace closed
   // runs uncounted.
   CallTimer record(const char* kernel, std::uint32_t n, std::uint32_t limbs, std::uint32_t source_limbs,
-              std::uint32_t terms, std::uint64_t polys, std::uint64_t words, std::uint64_t read_words,
-              std::uint64_t written_words) {
+                   std::uint32_t terms, std::uint64_t polys, std::uint64_t words, std::uint64_t read_words,
+                   std::uint64_t written_words) {
     TraceState& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
     if (!s.open.load(std::memory_order_relaxed)) return CallTimer();
@@ -180,7 +199,7 @@ class TracingBackend final : public Backend {
     return CallTimer(&c, s.generation);
   }
   CallTimer count(const char* kernel, const RnsBase& base, std::size_t batch, std::uint64_t read_words,
-             std::uint64_t written_words, std::uint32_t source_limbs = 0, std::size_t terms = 0) {
+                  std::uint64_t written_words, std::uint32_t source_limbs = 0, std::size_t terms = 0) {
     return record(kernel, static_cast<std::uint32_t>(base.n()), static_cast<std::uint32_t>(base.size()), source_limbs,
                   static_cast<std::uint32_t>(terms), batch, 0, read_words, written_words);
   }

@@ -3,8 +3,8 @@
 // supplies, on its Value type: level, scale, set_scale, mod_switch,
 // multiply_integer, to_sparse / from_sparse (the encapsulation key
 // switches), mod_raise, rotate, add, sub, conjugate, multiply_by_i,
-// linear_transform, evaluate_polynomial, square, relinearize, relinearize_rescale, weighted_sum
-// and rescale; end_phase(phase) marks where each phase ends (for timings).
+// linear_transform, evaluate_polynomial, square, relinearize,
+// relinearize_rescale, weighted_sum and rescale; end_phase(phase) marks where each phase ends (for timings).
 #pragma once
 
 #include <cmath>

@@ -149,7 +149,7 @@ void Bootstrapper::build_transforms() {
     Value square(const Value& x) const { return sim.square(x); }
     Value relinearize(const Value& x) const { return sim.relinearize(x); }
     Value rescale(const Value& x) const { return sim.rescale(x); }
-    Value relinearize_rescale(const Value& x) const { return sim.rescale(sim.relinearize(x)); }
+    Value relinearize_rescale(const Value& x) const { return sim.relinearize_rescale(x); }
     Value weighted_sum(const std::vector<const Value*>& in, const std::vector<double>& v, std::size_t level,
                        double scale, double constant) const {
       return sim.weighted_sum(in, v, level, scale, constant);
@@ -308,7 +308,7 @@ struct SimOps {
   Value square(const Value& v) const { return sim.square(v); }
   Value relinearize(const Value& v) const { return sim.relinearize(v); }
   Value rescale(const Value& v) const { return sim.rescale(v); }
-  Value relinearize_rescale(const Value& v) const { return sim.rescale(sim.relinearize(v)); }
+  Value relinearize_rescale(const Value& v) const { return sim.relinearize_rescale(v); }
   Value weighted_sum(const std::vector<const Value*>& in, const std::vector<double>& v, std::size_t level,
                      double scale, double constant) const {
     return sim.weighted_sum(in, v, level, scale, constant);

@@ -439,13 +439,17 @@ Ciphertext Evaluator::weighted_sum(const std::vector<const Ciphertext*>& inputs,
 
 // ---- key switching -------------------------------------------------------------
 
-Ciphertext Evaluator::rescale(const Ciphertext& a) const {
-  constexpr const char* op = "ckks.rescale";
-  const OpLabel label(op);
+Metadata Evaluator::rescaled_metadata(const Ciphertext& a, const char* op) const {
   check_operand(a, op);
   require(a.level() >= 1, op, "the ciphertext is at level 0: no prime left to rescale by");
   const double q_last = static_cast<double>(context_->params().q_primes()[a.level()]);
-  return divide_by_last_prime(a, with_scale(a.metadata(), a.scale() / q_last), op);
+  return with_scale(a.metadata(), a.scale() / q_last);
+}
+
+Ciphertext Evaluator::rescale(const Ciphertext& a) const {
+  constexpr const char* op = "ckks.rescale";
+  const OpLabel label(op);
+  return divide_by_last_prime(a, rescaled_metadata(a, op), op);
 }
 
 void Evaluator::rescale_inplace(Ciphertext& a) const { a = rescale(a); }
@@ -453,10 +457,7 @@ void Evaluator::rescale_inplace(Ciphertext& a) const { a = rescale(a); }
 Ciphertext Evaluator::relinearize_rescale(const Ciphertext& a, const RelinKey& key) const {
   constexpr const char* op = "ckks.relinearize_rescale";
   const OpLabel label(op);
-  check_operand(a, op);
-  require(a.level() >= 1, op, "the ciphertext is at level 0: no prime left to rescale by");
-  const double q_last = static_cast<double>(context_->params().q_primes()[a.level()]);
-  return relinearize_and_divide(a, key, with_scale(a.metadata(), a.scale() / q_last), op);
+  return relinearize_and_divide(a, key, rescaled_metadata(a, op), op);
 }
 
 Ciphertext Evaluator::adjust_to(const Ciphertext& a, std::size_t level) const {

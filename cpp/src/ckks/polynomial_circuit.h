@@ -2,8 +2,9 @@
 // simulator (ckks/simulator.h). `Ops` supplies, on its Value type: level,
 // scale, size, set_scale, copy, prime(level) (q_level), multiply(a, b, level)
 // (a product at `level`, which may lie below either operand's), relinearize,
-// rescale, relinearize_rescale (the two in one), negate, add_inplace, weighted_sum (Evaluator::weighted_sum) and
-// constant(level, scale, value, like) (a noiseless ciphertext of a constant).
+// rescale, relinearize_rescale (the two in one), negate, add_inplace,
+// weighted_sum (Evaluator::weighted_sum) and constant(level, scale, value,
+// like) (a noiseless ciphertext of a constant).
 // EvaluatorOps (polynomial_ops.cpp) and SimOps (simulator.cpp) implement it.
 //
 // The algorithm is baby-step/giant-step (Paterson-Stockmeyer) with

@@ -204,7 +204,7 @@ struct SimOps {
   }
   Value relinearize(const Value& a) const { return sim.relinearize(a); }
   Value rescale(const Value& a) const { return sim.rescale(a); }
-  Value relinearize_rescale(const Value& a) const { return sim.rescale(sim.relinearize(a)); }
+  Value relinearize_rescale(const Value& a) const { return sim.relinearize_rescale(a); }
   static Value negate(const Value& a) { return a; }
   void add_inplace(Value& a, const Value& b) const { sim.add_inplace(a, b); }
   Value weighted_sum(const std::vector<const Value*>& inputs, const std::vector<double>& values, std::size_t level,

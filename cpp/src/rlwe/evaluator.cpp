@@ -15,8 +15,16 @@ namespace {
 Backend& backend(const Ciphertext& c) { return backend_for(c.device()); }
 
 // A key switch at the ciphertext's level adds its noise (rlwe/noise.h).
-void add_key_switch_noise(Ciphertext& out, const Ciphertext& a) {
-  out.set_noise_bits(noise::add(a.noise_bits(), noise::key_switch(*a.context(), a.level())));
+double key_switched_noise(const Ciphertext& a) {
+  return noise::add(a.noise_bits(), noise::key_switch(*a.context(), a.level()));
+}
+
+void add_key_switch_noise(Ciphertext& out, const Ciphertext& a) { out.set_noise_bits(key_switched_noise(a)); }
+
+// Dividing by q (exact rounding) shrinks the noise by q and adds a rounding
+// term.
+double divided_noise(const RlweContext& ctx, double noise_bits, u64 q) {
+  return noise::add(noise_bits - std::log2(static_cast<double>(q)), noise::rounding(ctx));
 }
 
 }  // namespace
@@ -66,13 +74,17 @@ void RlweEvaluator::accumulate(Ciphertext& a, const Ciphertext& b, bool subtract
 
 // ---- relinearization ------------------------------------------------------------
 
-Ciphertext RlweEvaluator::relinearize(const Ciphertext& a, const RelinKey& key) const {
-  const char* op = op_name(Op::relinearize);
-  const OpLabel label(op);
+void RlweEvaluator::check_relinearization(const Ciphertext& a, const RelinKey& key, const char* op) const {
   check_operand(a, op);
   check_context(key.fingerprint(), op);
   require(a.size() == 3, op, "needs a size-3 ciphertext, got size " + std::to_string(a.size()));
   check_key_device(key.device(), a, op);
+}
+
+Ciphertext RlweEvaluator::relinearize(const Ciphertext& a, const RelinKey& key) const {
+  const char* op = op_name(Op::relinearize);
+  const OpLabel label(op);
+  check_relinearization(a, key, op);
   Ciphertext out(a.context(), 2, a.level(), a.metadata(), a.device(), kUninitialized);
   key_switch(*rlwe_, a.poly(2), a.level(), key.key(), out.poly(0), out.poly(1));
   backend(a).add(out.data(), a.data(), out.data(), 2, a.base());
@@ -136,24 +148,19 @@ Ciphertext RlweEvaluator::divide_by_last_prime(const Ciphertext& a, const Metada
   for (std::size_t p = 0; p < polys; ++p)
     be.sub(a.poly(p), correction.data() + p * level * n, out.poly(p), 1, lower);
   be.multiply_scalar(out.data(), q_last_inv.data(), out.data(), polys, lower);
-  out.set_noise_bits(noise::add(a.noise_bits() - std::log2(static_cast<double>(q_last)), noise::rounding(ctx)));
+  out.set_noise_bits(divided_noise(ctx, a.noise_bits(), q_last));
   return out;
 }
 
 Ciphertext RlweEvaluator::relinearize_and_divide(const Ciphertext& a, const RelinKey& key, const Metadata& meta,
                                                  const char* op) const {
-  check_operand(a, op);
-  check_context(key.fingerprint(), op);
-  require(a.size() == 3, op, "needs a size-3 ciphertext, got size " + std::to_string(a.size()));
+  check_relinearization(a, key, op);
   require(a.level() >= 1, op, "the ciphertext is at level 0: no prime left to divide by");
-  check_key_device(key.device(), a, op);
   const RlweContext& ctx = *rlwe_;
   const std::size_t level = a.level();
   Ciphertext out(a.context(), 2, level - 1, meta, a.device(), kUninitialized);
   key_switch_rescale(ctx, a.poly(2), a.poly(0), a.poly(1), level, key.key(), out.poly(0), out.poly(1));
-  const double q_last = static_cast<double>(ctx.params().q_primes()[level]);
-  const double switched = noise::add(a.noise_bits(), noise::key_switch(ctx, level));
-  out.set_noise_bits(noise::add(switched - std::log2(q_last), noise::rounding(ctx)));
+  out.set_noise_bits(divided_noise(ctx, key_switched_noise(a), ctx.params().q_primes()[level]));
   return out;
 }
 

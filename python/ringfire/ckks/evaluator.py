@@ -62,7 +62,7 @@ class Evaluator(EvaluatorBase):
         """``rescale(relinearize(a))`` as one step: the key switch divides by P * q_level at once.
 
         One rounding instead of two, so a few coefficients differ by one from the
-        two-step result and the error is no larger; it saves the rescale's NTTs
+        two-step result and the error is no larger (to within half a bit, tested); it saves the rescale's NTTs
         and two passes over the data (about 15-20 % of a multiply at N = 2^16).
         ``a * b`` on ciphertexts uses it.
         """

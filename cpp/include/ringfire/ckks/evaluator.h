@@ -82,10 +82,10 @@ class Evaluator : public RlweEvaluator {
   // rescale(relinearize(a, key)) as one operation (a: size 3, level >= 1):
   // the key switch's division by P and the rescale's by q_level become one
   // division by P * q_level (rlwe/key_switch.h, key_switch_rescale). One
-  // rounding instead of two, so the result differs from the two-step one in
-  // the last bit of a few coefficients and its error is no larger; about 20
-  // fewer NTTs per limb of work. The scale and level are those of the two
-  // steps.
+  // rounding instead of two, so the result differs from the two-step one by
+  // one in a few coefficients and its error is no larger (to within half a
+  // bit, tested); level + 1 fewer forward NTTs per output polynomial. The
+  // scale and level are those of the two steps.
   Ciphertext relinearize_rescale(const Ciphertext& a, const RelinKey& key) const;
   // Moves a ciphertext to `level` with exactly the canonical scale of that
   // level (Context::scale_at): drops limbs, then multiplies by the constant
@@ -118,6 +118,9 @@ class Evaluator : public RlweEvaluator {
   void check_same_scale(double a, double b, const char* op) const;
   void check_plain(const Ciphertext& a, const Plaintext& p, const char* op, bool same_scale) const;
   void check_product_fits(double scale, std::size_t level, const char* op) const;
+  // a's metadata with the scale divided by q_level, after checking that a can
+  // be rescaled (an operand of this context above level 0).
+  Metadata rescaled_metadata(const Ciphertext& a, const char* op) const;
 
   ContextPtr context_;
 };

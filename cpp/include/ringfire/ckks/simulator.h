@@ -61,6 +61,8 @@ class Simulator {
   SimCiphertext multiply_scalar(const SimCiphertext& a, double scale) const;
   SimCiphertext relinearize(const SimCiphertext& a) const;
   SimCiphertext rescale(const SimCiphertext& a) const;
+  // rescale(relinearize(a)): Evaluator::relinearize_rescale's level, scale and noise.
+  SimCiphertext relinearize_rescale(const SimCiphertext& a) const { return rescale(relinearize(a)); }
   SimCiphertext mod_switch(const SimCiphertext& a, std::size_t level) const;
   SimCiphertext adjust_to(const SimCiphertext& a, std::size_t level) const;
   SimCiphertext rotate(const SimCiphertext& a) const;  // one keyed rotation (or conjugation)

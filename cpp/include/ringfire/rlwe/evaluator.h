@@ -67,6 +67,9 @@ class RlweEvaluator {
   // An operand of this context, in evaluation form.
   void check_operand(const Ciphertext& a, const char* op) const;
   static void check_key_device(const Device& key, const Ciphertext& a, const char* op);
+  // a is a size-3 operand of this context and `key` is of this context and
+  // on a's device.
+  void check_relinearization(const Ciphertext& a, const RelinKey& key, const char* op) const;
   // a (+ or -)= b for ciphertexts of one level (the scheme checked the rest):
   // a grows to b's size, the noise estimates add, the complex flags combine.
   static void accumulate(Ciphertext& a, const Ciphertext& b, bool subtract);
