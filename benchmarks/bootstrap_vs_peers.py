@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""CKKS bootstrapping at N = 2^16, ringfire and OpenFHE in one run, one after the other.
+"""CKKS bootstrapping at N = 2^16, ringfire, OpenFHE and DESILO in one run, one after the other.
 
-    benchmarks/peers/setup_peers.sh                     # once: the OpenFHE venv
+    benchmarks/peers/setup_peers.sh                     # once: the OpenFHE and DESILO venvs
     python benchmarks/bootstrap_vs_peers.py [--repeat 3] [--json out.json]
 
 ringfire runs ``ringfire bench bootstrap`` (preset N16_BOOT, 128-bit); OpenFHE runs
 benchmarks/peers/peer_openfhe_bootstrap.py with its bootstrapping example's settings at N = 2^16, which are
-not 128-bit secure there (that script says why no 128-bit setting runs). Each library
+not 128-bit secure there (that script says why no 128-bit setting runs); DESILO runs
+benchmarks/peers/peer_desilo_bootstrap.py with its own bootstrapping engine, whose ring, primes and
+levels cannot be set. Each library
 runs in its own process, one at a time (each needs about 15 GB), on both threads, with the same data:
 N/2 uniform reals in [-1, 1], public-key encrypted. The table gives the median bootstrap time, the
 precision against NumPy, the user levels left and the process's peak memory.
@@ -35,18 +37,27 @@ def run_ringfire(repeat: int) -> dict:
             "own_error_min_bits": rows["own error vs the input's decryption, min"]}
 
 
-def run_openfhe(repeat: int) -> dict:
-    python = os.path.join(PEERS_HOME, "py310", "bin", "python")
+def run_peer(library: str, venv: str, script: str, preset: str, repeat: int) -> dict:
+    python = os.path.join(PEERS_HOME, venv, "bin", "python")
     if not os.path.exists(python):
-        return {"library": "OpenFHE", "preset": "example",
-                "error": f"no OpenFHE venv at {python} (run setup_peers.sh)"}
-    script = os.path.join(HERE, "peers", "peer_openfhe_bootstrap.py")
-    out = subprocess.run([python, script, "--repeat", str(repeat), "--json"], capture_output=True, text=True)
+        return {"library": library, "preset": preset, "error": f"no {library} venv at {python} (run setup_peers.sh)"}
+    out = subprocess.run([python, os.path.join(HERE, "peers", script), "--repeat", str(repeat), "--json"],
+                         capture_output=True, text=True)
     if out.returncode != 0:
-        return {"library": "OpenFHE", "preset": "example", "error": out.stderr.strip().splitlines()[-1]}
+        return {"library": library, "preset": preset, "error": out.stderr.strip().splitlines()[-1]}
     doc = json.loads(out.stdout)
-    doc["preset"] = "its example: 59-bit primes, HEStd_NotSet (not 128-bit at 2^16)"
+    doc["preset"] = preset
     return doc
+
+
+def run_openfhe(repeat: int) -> dict:
+    return run_peer("OpenFHE", "py310", "peer_openfhe_bootstrap.py",
+                    "its example: 59-bit primes, HEStd_NotSet (not 128-bit at 2^16)", repeat)
+
+
+def run_desilo(repeat: int) -> dict:
+    return run_peer("DESILO", "py311", "peer_desilo_bootstrap.py",
+                    "its bootstrap engine (N = 2^16, its own primes)", repeat)
 
 
 def main() -> None:
@@ -59,6 +70,8 @@ def main() -> None:
           f"{docs[-1]['own_error_min_bits']:.1f} bits", file=sys.stderr, flush=True)
     docs.append(run_openfhe(args.repeat))
     print(f"OpenFHE: {docs[-1].get('bootstrap_s', docs[-1].get('error'))}", file=sys.stderr, flush=True)
+    docs.append(run_desilo(args.repeat))
+    print(f"DESILO: {docs[-1].get('bootstrap_s', docs[-1].get('error'))}", file=sys.stderr, flush=True)
     print("| library | settings | bootstrap (s) | bits vs NumPy, mean / min | user levels left | keygen (s) "
           "| peak (GiB) |")
     print("|---|---|---|---|---|---|---|")
