@@ -7,8 +7,8 @@ test-suite (tests/nn_models.py), exports them to ONNX, and measures:
 * batch-axis packing: the 360 held-out images in one batch (images/s, s/batch);
 * inter-axis packing (MLP only): one image per ciphertext (s/image);
 
-with client-aided ReLU and with a degree-2 polynomial. Accuracy and top-1
-agreement with the plaintext model are printed alongside.
+with client-aided ReLU (plain, and masked: ``masking=True``) and with a degree-2
+polynomial. Accuracy and top-1 agreement with the plaintext model are printed alongside.
 
     python benchmarks/nn_digits.py [--threads 1] [--json]
 """
@@ -58,12 +58,14 @@ def main() -> None:
     deep = rf.ckks.Context(poly_degree=2**14, coeff_bits=[60, 40, 40, 40, 40, 40], scale_bits=40, special_bits=[60])
     rows = []
     for name, (onnx_bytes, x) in nets.items():
-        for mode in ("client", "poly"):
+        for mode in ("client", "client-masked", "poly"):
             if name == "cnn" and mode == "poly":
                 continue  # MaxPool has no polynomial form
-            ctx = shallow if mode == "client" else deep
+            activation = "poly" if mode == "poly" else "client"
+            ctx = shallow if activation == "client" else deep
             calib = x_train if name == "mlp" else x_train.reshape(-1, 1, 8, 8)
-            model = rf.nn.load(onnx_bytes, ctx, activation=mode, calibration=calib)
+            model = rf.nn.load(onnx_bytes, ctx, activation=activation, calibration=calib,
+                               masking=(mode == "client-masked"))
             rotations = model.rotations() if name == "mlp" else []
             sk, keys = ctx.keygen(rotations=rotations)
             packings = ["batch"] + (["inter"] if name == "mlp" else [])

@@ -82,6 +82,18 @@ def test_infer_cli_json(tmp_path, capsys):
     assert report["predicted_peak_bytes"] > 0 and report["levels_needed"] == 1
 
 
+def test_infer_cli_masking(tmp_path, capsys):
+    path, xs = tmp_path / "mlp.onnx", tmp_path / "x.npy"
+    path.write_bytes(mlp_bytes())
+    np.save(xs, np.random.default_rng(7).uniform(-1, 1, (6, 16)))
+    assert cli.main(["infer", str(path), "--input", str(xs), "--masking", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["top1_agreement"] == 1.0 and report["max_abs_error"] < 1e-3
+    assert report["levels_needed"] == 2 and report["counts"]["masked_values"] > 0  # a level each side of the mask
+    assert cli.main(["infer", str(path), "--input", str(xs), "--masking", "--activation", "poly"]) == 2
+    assert "needs --activation client" in capsys.readouterr().err
+
+
 def test_infer_cli_poly_reports_agreement_with_the_true_model(tmp_path, capsys):
     path, xs = tmp_path / "mlp.onnx", tmp_path / "x.npy"
     path.write_bytes(mlp_bytes())

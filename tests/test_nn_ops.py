@@ -596,3 +596,30 @@ def test_the_operator_registry_is_the_one_table_load_and_executor_use():
     assert {op.kind for op in operators.OPERATORS.values()} <= set(operators.KINDS)
     assert {"Conv", "Gemm", "ReduceMean", "Slice", "Pad"} <= set(operators.OPERATORS)
     assert operators.OPERATORS["Conv"].kind == "linear" and operators.OPERATORS["Pad"].kind == "structural"
+    # The planner's term counts and inter-axis packing read the same table.
+    table = operators.OPERATORS
+    assert all(table[name].terms is not None for name in ("Conv", "Gemm", "MatMul", "AveragePool"))
+    assert all(op.terms is None for op in table.values() if op.kind != "linear")
+    inter = {name for name, op in table.items() if op.inter is not None}
+    assert {"Gemm", "MatMul", "Add", "Sub", "Mul", "Flatten", "Reshape", "Identity", "Relu", "Tanh"} <= inter
+    assert not inter & {"Conv", "MaxPool", "PRelu", "Softmax", "LayerNormalization", "Concat", "Slice"}
+
+
+def test_planner_counts_what_the_encrypted_run_does_for_each_linear_operator(ctx2):
+    """Per linear operator, the plan's multiply-adds against the encrypted run's (equal
+    when there is no padding to skip)."""
+    ctx, sk, keys = ctx2
+    r = rng_for("terms")
+    cases = {
+        "Conv": ([node("Conv", ["x", "W"], "y", strides=[2, 2])], (2, 5, 5), {"W": r.normal(0, 1, (3, 2, 3, 3))}),
+        "Gemm": ([node("Flatten", ["x"], "f"), node("Gemm", ["f", "W"], "y")], (2, 5, 5),
+                 {"W": r.normal(0, 1, (50, 4))}),
+        "MatMul": ([node("MatMul", ["x", "W"], "y")], (2, 5, 5), {"W": r.normal(0, 1, (5, 3))}),
+        "AveragePool": ([node("AveragePool", ["x"], "y", kernel_shape=[3, 3], strides=[1, 1])], (2, 5, 5), {}),
+        "BatchNormalization": ([node("BatchNormalization", ["x", "g", "b", "m", "v"], "y")], (2, 5, 5),
+                               {k: r.uniform(0.5, 1.5, 2) for k in "gbmv"}),
+    }
+    for name, (nodes, shape, inits) in cases.items():
+        model = rf.nn.load(make_model(nodes, shape, inits), ctx)
+        model(ctx.encrypt_batch(r.uniform(-1, 1, (2,) + shape), keys))
+        assert model.plan().counts["linear_terms"] == model.last_run["linear_terms"], name

@@ -106,3 +106,36 @@ def test_measure_costs_small_context():
                 "mult_relin_rescale_per_limb"):
         assert costs[key] > 0, key
     assert costs["top_limbs"] == 3
+
+
+@pytest.mark.parametrize("masking", [False, True])
+def test_the_plan_holds_what_the_run_holds_after_every_node(masking):
+    """The planner's live ciphertext bytes equal ringfire's pool in use after each node of a
+    small ResNet-20 (residual adds, projection shortcuts), plain and masked: nothing is kept
+    alive past the point where the plan frees it."""
+    from ringfire.nn.executor import Executor
+    from ringfire.nn.runtimes import EncryptedRuntime, PlanRuntime
+    from ringfire.nn.masking import Masker
+
+    ctx = rf.ckks.Context(poly_degree=2**13, coeff_bits=[60, 30, 30, 30], scale_bits=30, special_bits=[60])
+    model = rf.nn.load(zoo.resnet20(4, blocks=1, widths=(4, 8, 8))[0], ctx, masking=masking)
+    planned, held = [], []
+
+    class Planned(PlanRuntime):
+        def after_node(self, node, out, shape):
+            planned.append(self.live)
+
+    plan_rt = Planned(ctx.max_level, 2 * ctx.poly_degree * 8, model.polys, masking=masking, graph=model.graph)
+    Executor(model.graph, plan_rt).run(plan_rt.input(model.graph.input_shape))
+    sk, keys = ctx.keygen()
+    enc = ctx.encrypt_batch(np.random.default_rng(3).uniform(0, 1, (2, 3, 4, 4)), keys)
+    in_use = lambda: int(rf._core.host_pool_stats()["bytes_in_use"])  # noqa: E731
+    base = in_use() - plan_rt.input(model.graph.input_shape).size * (ctx.max_level + 1) * 2 * ctx.poly_degree * 8
+
+    class Held(EncryptedRuntime):
+        def after_node(self, node, out, shape):
+            held.append(in_use() - base)
+
+    masker = Masker(ctx, keys) if masking else None
+    Executor(model.graph, Held(ctx, keys, rf.nn.LocalClient(ctx, sk, keys), model.polys, masker)).run(enc.cts)
+    assert held == planned

@@ -38,6 +38,11 @@ def register(subparsers) -> None:
     p.add_argument("--activation", choices=["client", "poly"], default="client",
                    help="client-aided non-linear layers (default) or fitted polynomials")
     p.add_argument("--poly-degree", type=int, default=2)
+    p.add_argument("--masking", action="store_true",
+                   help="client mode: the key holder decrypts masked values where the layer allows it "
+                        "(ReLU-like and MaxPool scaled, Softmax/LayerNorm shifted; see docs/nn.md)")
+    p.add_argument("--mask-bits", type=float, default=4.0,
+                   help="with --masking: scale masks span 2^-B..2^B (costs up to B bits of precision per layer)")
     p.add_argument("--calibration", help=".npy inputs that set polynomial ranges (default: the input itself)")
     p.add_argument("--max-memory", type=float, default=None, help="refuse runs predicted above this many GiB")
     p.add_argument("--layout", choices=["nchw", "nhwc"], default="nchw",
@@ -90,7 +95,10 @@ def main(args) -> int:
     say = (lambda *a: print(*a, file=sys.stderr)) if not args.json else (lambda *a: None)
     graph = Graph.from_onnx(args.model)
     x = _fit_input(x, tuple(graph.input_shape), args.layout)
-    options = dict(activation=args.activation, poly_degree=args.poly_degree)
+    if args.masking and args.activation != "client":
+        raise ValueError("[infer] --masking masks what the key holder decrypts: it needs --activation client")
+    options = dict(activation=args.activation, poly_degree=args.poly_degree, masking=args.masking,
+                   mask_bits=args.mask_bits)
     if args.activation == "poly":
         options["calibration"] = np.load(args.calibration) if args.calibration else x
     # Plan with a deep provisional context, then pick the real one.

@@ -2,7 +2,9 @@
 ciphertexts of a non-linear layer's input (ReLU, Sigmoid, GELU, Softmax,
 LayerNorm, MaxPool, ...: :mod:`.nonlinear`) to the key holder, who decrypts,
 applies the layer in the clear, re-encrypts at a fresh level and returns them.
-The key holder therefore sees every pre-activation value of every sample.
+The key holder therefore sees every pre-activation value of every sample, unless the
+model masks them (``masking=True``, :mod:`.masking`: a random positive factor per value
+for ReLU-like layers and MaxPool, a random shift per sample for Softmax and LayerNorm).
 :class:`Client` is the interface (in-process today, a network later)."""
 
 from __future__ import annotations

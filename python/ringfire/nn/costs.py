@@ -145,7 +145,7 @@ def limb_profile(model) -> dict:
             self.add_limbs += out.size * (out.level + 1)
             return out
 
-    rt = _Profiler(ctx.max_level, 2 * ctx.poly_degree * 8, model.polys)
+    rt = _Profiler(ctx.max_level, 2 * ctx.poly_degree * 8, model.polys, masking=model.masking, graph=model.graph)
     Executor(model.graph, rt).run(rt.input(model.graph.input_shape))
     return {"term_limbs": rt.term_limbs, "output_limbs": rt.output_limbs, "add_limbs": rt.add_limbs}
 

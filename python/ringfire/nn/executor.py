@@ -40,11 +40,17 @@ class Executor:
             for name in node.inputs:  # free activations nobody needs any more
                 if last_use.get(name) == i and name in values and name not in self.graph.output_names \
                         and name != self.graph.input_name:
-                    value = values.pop(name)
-                    # Reshape-like operators return their input: it is still alive under another name.
-                    if not any(v is value for v in values.values()):
-                        self.rt.release(value)
+                    self._free(values, name)
+            del out  # the last node's output lives on in `values` only, so freeing it there frees it
         return [values[name] for name in self.graph.output_names], [shapes[n] for n in self.graph.output_names]
+
+    def _free(self, values, name):
+        """Drops a value from ``values``; a local here dies with the call, so the tensor is freed
+        now rather than when the loop next reassigns a variable (the planner counts it freed)."""
+        value = values.pop(name)
+        # Reshape-like operators return their input: it is still alive under another name.
+        if not any(v is value for v in values.values()):
+            self.rt.release(value)
 
     # ---- one node -------------------------------------------------------------
     def const(self, name):

@@ -16,26 +16,23 @@ import math
 
 import numpy as np
 
+from dataclasses import dataclass
+from typing import Callable
+
 from ..ckks.batch import tile
-from .operators import gemm_weights
 from .graph import Graph, UnsupportedOperator
+from .masking import mask_kind
 from .nonlinear import ELEMENTWISE
-
-# Element-wise activations work on the tiled slot vector as they are (PRelu's
-# per-channel slope would not line up with the tiling).
-ACTIVATIONS = set(ELEMENTWISE) - {"PRelu"}
-INTER_OPS = {"Gemm", "MatMul", "Add", "Sub", "Mul", "Flatten", "Reshape", "Identity"} | ACTIVATIONS
-
+from .operators import OPERATORS, attach, gemm_weights
 
 def period_for(graph: Graph) -> int:
     widths = [int(np.prod(graph.input_shape))]
     for n in graph.nodes:
-        if n.op not in INTER_OPS:
+        inter = OPERATORS[n.op].inter
+        if inter is None:
             raise UnsupportedOperator(f"[nn.load] packing='inter' supports dense models only; operator '{n.op}' at "
                                       f"node '{n.name}' needs packing='batch'")
-        if n.op in ("Gemm", "MatMul"):
-            w = graph.constants[n.inputs[1]]
-            widths += list(w.shape)
+        widths += list(inter.widths(n, graph))
     return 1 << max(1, math.ceil(math.log2(max(widths))))
 
 
@@ -87,44 +84,96 @@ class InterRunner:
             out = out + tile(bias, p, ctx.slots)
         return out
 
-    def run(self, ct, client=None):
+    def run(self, ct, client=None, masker=None):
         values = {self.graph.input_name: ct}
         for node in self.graph.nodes:
-            x = values[node.inputs[0]]
-            if node.op in ("Gemm", "MatMul"):
-                w, b = dense_weights(node, self.graph)
-                y = self._matvec(x, w, b, node.name)
-            elif node.op in ("Flatten", "Reshape", "Identity"):
-                y = x
-            elif node.op in ("Add", "Sub", "Mul"):
-                c = self.graph.constants.get(node.inputs[1])
-                if c is None:
-                    raise UnsupportedOperator(f"[nn] packing='inter': '{node.op}' of two tensors at '{node.name}'")
-                vec = tile(np.asarray(c, dtype=np.float64).reshape(-1), self.period, self.ctx.slots)
-                if node.op == "Mul" and np.asarray(c).size != 1:
-                    raise UnsupportedOperator(f"[nn] packing='inter': element-wise Mul at '{node.name}'")
-                y = x * float(np.asarray(c).reshape(-1)[0]) if node.op == "Mul" else (x + vec if node.op == "Add"
-                                                                                      else x - vec)
-            elif node.op in ACTIVATIONS:
-                if node.name in self.polys:
-                    y = self.polys[node.name].evaluate_encrypted(x)
-                else:
-                    if client is None:
-                        raise ValueError(f"[nn] node '{node.name}' is client-aided: pass client=LocalClient(...)")
-                    y = client.apply_vector(node, x)
-            else:
-                raise UnsupportedOperator(f"[nn] packing='inter': operator '{node.op}' at '{node.name}'")
-            values[node.outputs[0]] = y
+            values[node.outputs[0]] = OPERATORS[node.op].inter.run(self, node, values[node.inputs[0]], client, masker)
         return values[self.graph.output_names[0]]
 
-    def levels_needed(self) -> int:
+    def levels_needed(self, masking: bool = False) -> int:
+        """The most levels any stretch between (re-)encryptions consumes."""
         need = used = 0
         for node in self.graph.nodes:
-            if node.op in ("Gemm", "MatMul"):
-                used += 1
-            elif node.op == "Mul":
-                used += 1
-            elif node.op in ACTIVATIONS:
-                used = used + self.polys[node.name].depth if node.name in self.polys else 0
-            need = max(need, used)
+            peak, used = OPERATORS[node.op].inter.levels(self, node, used, masking)
+            need = max(need, peak)
         return need
+
+
+# ---- the operators under inter-axis packing (attached to the operator registry) --------
+
+@dataclass(frozen=True)
+class InterOp:
+    """``run(runner, node, x, client, masker)`` -> the output ciphertext;
+    ``levels(runner, node, used, masking)`` -> (the most levels used while it runs, levels used after);
+    ``widths(node, graph)`` -> the vector widths it needs the period to cover."""
+    run: Callable
+    levels: Callable
+    widths: Callable = lambda node, graph: ()
+
+
+def _dense(runner, node, x, client, masker):
+    w, b = dense_weights(node, runner.graph)
+    return runner._matvec(x, w, b, node.name)
+
+
+def _identity(runner, node, x, client, masker):
+    return x
+
+
+def _with_constant(runner, node, x, client, masker):
+    c = runner.graph.constants.get(node.inputs[1])
+    if c is None:
+        raise UnsupportedOperator(f"[nn] packing='inter': '{node.op}' of two tensors at '{node.name}'")
+    if node.op == "Mul":
+        if np.asarray(c).size != 1:
+            raise UnsupportedOperator(f"[nn] packing='inter': element-wise Mul at '{node.name}'")
+        return x * float(np.asarray(c).reshape(-1)[0])
+    vec = tile(np.asarray(c, dtype=np.float64).reshape(-1), runner.period, runner.ctx.slots)
+    return x + vec if node.op == "Add" else x - vec
+
+
+def _activation(runner, node, x, client, masker):
+    if node.name in runner.polys:
+        return runner.polys[node.name].evaluate_encrypted(x)
+    if client is None:
+        raise ValueError(f"[nn] node '{node.name}' is client-aided: pass client=LocalClient(...)")
+    if masker is None:
+        return client.apply_vector(node, x)
+    masked, masks = masker.mask(node, np.array([x], dtype=object), (1,))
+    return masker.unmask(node, np.array([client.apply_vector(node, masked[0])], dtype=object), masks)[0]
+
+
+def _one_level(runner, node, used, masking):
+    return used + 1, used + 1
+
+
+def _no_level(runner, node, used, masking):
+    return used, used
+
+
+def _mul_levels(runner, node, used, masking):
+    return (used + 1, used + 1) if node.op == "Mul" else (used, used)
+
+
+def _activation_levels(runner, node, used, masking):
+    if node.name in runner.polys:
+        return used + runner.polys[node.name].depth, used + runner.polys[node.name].depth
+    if masking and mask_kind(node) == "scale":  # a level to mask, and one to unmask the answer
+        return used + 1, 1
+    return used, 0  # the key holder returns fresh ciphertexts
+
+
+def _dense_widths(node, graph):
+    return graph.constants[node.inputs[1]].shape
+
+
+for _name in ("Gemm", "MatMul"):
+    attach(_name, inter=InterOp(_dense, _one_level, _dense_widths))
+for _name in ("Flatten", "Reshape", "Identity"):
+    attach(_name, inter=InterOp(_identity, _no_level))
+for _name in ("Add", "Sub", "Mul"):
+    attach(_name, inter=InterOp(_with_constant, _mul_levels))
+# Element-wise activations work on the tiled slot vector as they are (PRelu's
+# per-channel slope would not line up with the tiling).
+for _name in sorted(set(ELEMENTWISE) - {"PRelu"}):
+    attach(_name, inter=InterOp(_activation, _activation_levels))

@@ -11,6 +11,8 @@ from .._progress import progress_bar
 from .activations import Polynomial
 from .executor import Executor
 from .graph import Graph, UnsupportedOperator
+from .inter import InterRunner, period_for, rotation_steps
+from .masking import Masker
 from ..ckks.batch import EncryptedTensor
 from .runtimes import EncryptedRuntime, PlainRuntime, PlanRuntime
 from .nonlinear import ELEMENTWISE, NONLINEAR_OPS, PER_SAMPLE
@@ -56,24 +58,6 @@ class Plan:
         return "\n".join(lines + self.notes)
 
 
-def _conv_terms(node, graph) -> int:
-    """Multiply-adds of a Conv with padding taps left out (what the encrypted run does)."""
-    m, c_per_group, kh, kw = graph.constants[node.inputs[1]].shape
-    in_shape = graph.shapes.get(node.inputs[0])
-    if in_shape is None:
-        return 0
-    _, h, w = in_shape
-    pads = tuple(node.attrs.get("pads", (0,) * 4))
-    sh, sw = tuple(node.attrs.get("strides", (1, 1)))
-    dh, dw = tuple(node.attrs.get("dilations", (1, 1)))
-
-    def valid_taps(size, k, s, d, lo, hi):
-        out = (size + lo + hi - d * (k - 1) - 1) // s + 1
-        return sum(sum(0 <= o * s - lo + t * d < size for t in range(k)) for o in range(out))
-
-    return int(m * c_per_group * valid_taps(h, kh, sh, dh, pads[0], pads[2]) * valid_taps(w, kw, sw, dw, pads[1], pads[3]))
-
-
 def secure_degree(levels: int, slots: int = 1, scale_bits: int = 40, base_bits: int = 60) -> int | None:
     """log2 of the smallest N (2^13..2^17) with >= `slots` slots whose 128-bit bound fits a
     base prime, `levels` rescaling primes and one 60-bit special prime; None if none does."""
@@ -104,16 +88,28 @@ class Model:
         calibration: plaintext inputs (batch first) whose activation ranges set the
             fitting intervals (``"poly"`` mode), widened by ``range_margin``.
         activation_range: a fixed interval bound for every activation instead.
+        masking: (``"client"`` mode) mask what the key holder decrypts where the layer
+            allows it: a random positive factor per value for ReLU-like layers and
+            MaxPool, a random shift per sample for Softmax and LayerNorm
+            (:mod:`ringfire.nn.masking` says what the key holder still learns). Scale
+            masks cost two levels per layer; ``plan()`` counts them.
+        mask_bits: scale masks are 2^u with u uniform in [-mask_bits, mask_bits]: wider
+            hides magnitudes better and costs up to ``mask_bits`` bits of precision per layer.
     """
 
     def __init__(self, graph: Graph, ctx, activation: str = "client", poly_degree: int = 2, calibration=None,
-                 activation_range: float | None = None, range_margin: float = 1.2, packing: str = "batch"):
+                 activation_range: float | None = None, range_margin: float = 1.2, packing: str = "batch",
+                 masking: bool = False, mask_bits: float = 4.0):
         if packing not in ("batch", "inter", "any"):
             raise ValueError("[nn] packing must be 'batch', 'inter' or 'any'")
         self.packing = packing
         if activation not in ("client", "poly"):
             raise ValueError("[nn] activation must be 'client' or 'poly'")
-        self.graph, self.ctx, self.activation = graph, ctx, activation
+        if masking and activation != "client":
+            raise ValueError("[nn] masking=True masks what the key holder decrypts: it needs activation='client'")
+        self.graph, self.ctx, self.activation, self.masking = graph, ctx, activation, bool(masking)
+        Masker.check_bits(mask_bits)
+        self.mask_bits = float(mask_bits)
         self.polys: dict[str, Polynomial] = {}
         nonlinear = [n for n in graph.nodes if n.op in NONLINEAR_OPS]
         if activation == "poly":
@@ -138,10 +134,7 @@ class Model:
                 else:  # any other element-wise layer: a fit of its exact function on the range seen
                     self.polys[n.name] = Polynomial.fit(lambda z, n=n: ELEMENTWISE[n.op](n, z), bound, poly_degree,
                                                         name=n.op.lower())
-        for n in graph.nodes:  # facts the planner needs without building maps
-            if n.op == "Conv":
-                n._weight_shape = graph.constants[n.inputs[1]].shape
-                n._conv_terms = _conv_terms(n, graph)
+        for n in graph.nodes:  # what the planner needs without running the layer
             n._out_shape = graph.shapes.get(n.outputs[0])
 
     # ---- plaintext -------------------------------------------------------------
@@ -175,7 +168,8 @@ class Model:
         if self.activation == "client" and client is None and any(n.op in NONLINEAR_OPS for n in self.graph.nodes):
             raise ValueError("[nn] this model has client-aided layers: pass client=rf.nn.LocalClient(ctx, sk, keys)")
         keys = next(c for c in enc.cts.flat if c is not None).keys
-        runtime = EncryptedRuntime(self.ctx, keys, client, self.polys)
+        masker = Masker(self.ctx, keys, self.mask_bits) if self.masking else None
+        runtime = EncryptedRuntime(self.ctx, keys, client, self.polys, masker)
         start = time.perf_counter()
         work = {id(n): int(np.prod(n._out_shape or (1,))) for n in self.graph.nodes}
         with progress_bar(sum(work.values()), "encrypted inference", progress, unit="ct") as bar:
@@ -183,13 +177,13 @@ class Model:
                 bar.set_postfix_str(f"{node.op} {node.name}")
                 bar.update(work[id(node)])
             values, _ = Executor(self.graph, runtime).run(enc.cts, on_node=advance)
-        self.last_run = {"seconds": time.perf_counter() - start, **runtime.counts}
+        self.last_run = {"seconds": time.perf_counter() - start, **runtime.counts,
+                         "masked_values": masker.masked_values if masker else 0}
         return EncryptedTensor(values[0], enc.batch, self.ctx)
 
     def rotations(self) -> list[int]:
         """Galois-key steps inter-axis packing needs (pass to ``ctx.keygen(rotations=...)``);
         batch packing needs none, so a model only it can run (convolutions) returns []."""
-        from .inter import period_for, rotation_steps
         try:
             return rotation_steps(period_for(self.graph))
         except UnsupportedOperator:
@@ -198,8 +192,6 @@ class Model:
             return []
 
     def _call_inter(self, enc: EncryptedTensor, client, progress=False) -> EncryptedTensor:
-        from .inter import InterRunner, period_for
-
         if tuple(enc.sample_shape) != tuple(self.graph.input_shape):
             raise ValueError(f"[nn] the model expects inputs of shape {self.graph.input_shape} per sample, got "
                              f"{enc.sample_shape}")
@@ -207,18 +199,22 @@ class Model:
         if not hasattr(self, "_inter_cache"):
             self._inter_cache = {}
         runner = InterRunner(self.graph, self.ctx, self.polys, period, self._inter_cache)
-        if runner.levels_needed() > self.ctx.max_level:
-            raise ValueError(f"[nn] packing='inter' needs {runner.levels_needed()} levels, the context has "
-                             f"{self.ctx.max_level}. Try {suggest_parameters(runner.levels_needed())}")
+        needed = runner.levels_needed(self.masking)
+        if needed > self.ctx.max_level:
+            raise ValueError(f"[nn] packing='inter' needs {needed} levels, the context has "
+                             f"{self.ctx.max_level}. Try {suggest_parameters(needed)}")
+        keys = next(c for c in enc.cts.flat if c is not None).keys
+        masker = Masker(self.ctx, keys, self.mask_bits) if self.masking else None
         if client is not None and getattr(client, "graph", None) is None:
             client.graph = self.graph
         start = time.perf_counter()
         outs = np.empty(enc.cts.size, dtype=object)
         with progress_bar(enc.cts.size, "encrypted inference", progress, unit="sample") as bar:
             for i, ct in enumerate(enc.cts):
-                outs[i] = runner.run(ct, client)
+                outs[i] = runner.run(ct, client, masker)
                 bar.update()
-        self.last_run = {"seconds": time.perf_counter() - start, "packing": "inter", "period": period}
+        self.last_run = {"seconds": time.perf_counter() - start, "packing": "inter", "period": period,
+                         "masked_values": masker.masked_values if masker else 0}
         out_shape = self.graph.shapes.get(self.graph.output_names[0]) or (None,)
         return EncryptedTensor(outs, enc.batch, self.ctx, "inter", period, out_shape)
 
@@ -226,7 +222,7 @@ class Model:
     def plan(self) -> Plan:
         ctx = self.ctx
         n = ctx.poly_degree
-        rt = PlanRuntime(ctx.max_level, 2 * n * 8, self.polys)
+        rt = PlanRuntime(ctx.max_level, 2 * n * 8, self.polys, masking=self.masking, graph=self.graph)
         x = rt.input(self.graph.input_shape)
         values, _ = Executor(self.graph, rt).run(x)
         limbs = ctx.max_level + 1

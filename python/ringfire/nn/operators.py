@@ -18,11 +18,16 @@ hint for the others), and the executor dispatches through the table. A handler
 receives the executor (its runtime ``ex.rt`` and constants ``ex.const``), the
 node, its first input's value and per-sample shape, and every value and shape
 computed so far; it returns the output value and shape.
+
+Beside ``run``, an entry may carry ``terms`` (the multiply-adds of a linear map,
+which the planner counts; without it, one per output or input value) and
+``inter`` (how inter-axis packing runs the operator, filled in by
+:mod:`.inter`; operators without it need batch packing).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
@@ -38,19 +43,34 @@ class Operator:
     name: str
     kind: str
     run: Callable
+    terms: Callable | None = None  # (node, graph, in_shape, out_shape) -> multiply-adds of a linear map
+    inter: object | None = None    # inter.InterOp: the operator under inter-axis packing
 
 
 OPERATORS: dict[str, Operator] = {}
 
 
-def _register(*names: str, kind: str):
+def _register(*names: str, kind: str, terms: Callable | None = None):
     assert kind in KINDS, kind
 
     def add(run):
         for name in names:
-            OPERATORS[name] = Operator(name, kind, run)
+            OPERATORS[name] = Operator(name, kind, run, terms)
         return run
     return add
+
+
+def attach(name: str, **fields) -> None:
+    """Adds a packing's behaviour (``inter=...``) to a registered operator."""
+    OPERATORS[name] = replace(OPERATORS[name], **fields)
+
+
+def linear_terms(node, graph, in_shape, out_shape) -> int:
+    """The multiply-adds a linear node costs the encrypted run, as the planner counts them."""
+    op = OPERATORS.get(node.op)
+    if op is not None and op.terms is not None:
+        return int(op.terms(node, graph, tuple(in_shape), tuple(out_shape)))
+    return max(int(np.prod(out_shape)), int(np.prod(in_shape)))  # element-wise: one term per value
 
 
 def per_sample_const(value: np.ndarray, rank: int) -> np.ndarray:
@@ -105,7 +125,31 @@ def _same_size_const(node, shape, const) -> np.ndarray:
 
 # ---- linear maps ------------------------------------------------------------------
 
-@_register("Conv", kind="linear")
+def conv_terms(node, graph, in_shape, out_shape) -> int:
+    """Multiply-adds of a Conv with the taps over zero padding left out (the encrypted run skips them)."""
+    m, c_per_group, kh, kw = graph.constants[node.inputs[1]].shape
+    _, h, w = in_shape
+    pads = tuple(node.attrs.get("pads", (0,) * 4))
+    sh, sw = tuple(node.attrs.get("strides", (1, 1)))
+    dh, dw = tuple(node.attrs.get("dilations", (1, 1)))
+
+    def valid_taps(size, k, s, d, lo, hi):
+        out = (size + lo + hi - d * (k - 1) - 1) // s + 1
+        return sum(sum(0 <= o * s - lo + t * d < size for t in range(k)) for o in range(out))
+
+    return m * c_per_group * valid_taps(h, kh, sh, dh, pads[0], pads[2]) * valid_taps(w, kw, sw, dw, pads[1], pads[3])
+
+
+def _dense_terms(node, graph, in_shape, out_shape) -> int:
+    inputs = in_shape[-1] if node.op == "MatMul" else int(np.prod(in_shape))
+    return int(np.prod(out_shape)) * int(inputs)
+
+
+def _pool_terms(node, graph, in_shape, out_shape) -> int:
+    return int(np.prod(out_shape)) * int(np.prod(node.attrs["kernel_shape"]))
+
+
+@_register("Conv", kind="linear", terms=conv_terms)
 def _conv(ex, node, x, shape, values, shapes):
     a = node.attrs
     w = ex.const(node.inputs[1])
@@ -123,14 +167,14 @@ def _conv(ex, node, x, shape, values, shapes):
                         conv_output_shape(shape, w.shape, strides, pads, dil), node)
 
 
-@_register("Gemm", kind="linear")
+@_register("Gemm", kind="linear", terms=_dense_terms)
 def _gemm(ex, node, x, shape, values, shapes):
     w_in_out, bias = gemm_weights(node, ex.graph.constants)
     flat = (int(np.prod(shape)),)
     return ex.rt.linear(x, flat, lambda: lm.matrix(flat, w_in_out, bias), (w_in_out.shape[1],), node)
 
 
-@_register("MatMul", kind="linear")
+@_register("MatMul", kind="linear", terms=_dense_terms)
 def _matmul(ex, node, x, shape, values, shapes):
     w = ex.const(node.inputs[1])
     if w is None or w.ndim != 2:
@@ -165,7 +209,7 @@ def _batch_norm(ex, node, x, shape, values, shapes):
                         shape, node)
 
 
-@_register("AveragePool", kind="linear")
+@_register("AveragePool", kind="linear", terms=_pool_terms)
 def _average_pool(ex, node, x, shape, values, shapes):
     a = node.attrs
     k = tuple(a["kernel_shape"])

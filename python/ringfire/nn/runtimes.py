@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .masking import mask_kind
 from .nonlinear import exact as exact_layer
+from .operators import linear_terms
 
 
 # ---- element movers shared by the array-based runtimes ----------------------------
@@ -87,8 +89,9 @@ def _const_value(v) -> float:
 class EncryptedRuntime(_ArrayMoves):
     """Object arrays of Ciphertexts (batch in the slots): batch-axis packing."""
 
-    def __init__(self, ctx, keys, client=None, polys=None):
+    def __init__(self, ctx, keys, client=None, polys=None, masker=None):
         self.ctx, self.keys, self.client, self.polys = ctx, keys, client, polys or {}
+        self.masker = masker  # a masking.Masker: what the key holder sees is masked where the layer allows
         self.ev = ctx.evaluator(keys)
         self.counts = {"linear_terms": 0, "rescales": 0, "ct_mults": 0, "client_round_trips": 0}
 
@@ -199,14 +202,22 @@ class EncryptedRuntime(_ArrayMoves):
         if self.client is None:
             raise ValueError(f"[nn] node '{node.name}' ({node.op}) is client-aided: pass client=rf.nn.LocalClient(...)")
         self.counts["client_round_trips"] += int(sum(is_ct(c) for c in x.flat))
-        return self.client.apply(node, x, shape, node.attrs.get("bounds"))
+        if self.masker is None:
+            return self.client.apply(node, x, shape, node.attrs.get("bounds"))
+        masked, masks = self.masker.mask(node, x, shape)
+        out, out_shape = self.client.apply(node, masked, shape, node.attrs.get("bounds"))
+        del masked  # freed before unmasking: the planner counts these copies one after the other
+        return self.masker.unmask(node, out, masks), out_shape
 
 
 class PlanRuntime:
     """Tracks, without encrypting: levels, ciphertext counts, linear terms, and live memory."""
 
-    def __init__(self, top_level: int, bytes_per_limb: int, polys=None, client_aided=True):
+    def __init__(self, top_level: int, bytes_per_limb: int, polys=None, client_aided=True, masking=False,
+                 graph=None):
         self.top = top_level
+        self.graph = graph  # the constants the operators' term counts read
+        self.masking = masking  # scale masks cost a level before the key holder and one after
         self.bytes_per_limb = bytes_per_limb  # 2 polynomials x N x 8 bytes
         self.polys = polys or {}
         self.client_aided = client_aided
@@ -241,12 +252,7 @@ class PlanRuntime:
 
     def linear(self, x, in_shape, make_map, out_shape, node):
         size = int(np.prod(out_shape))
-        if node.op == "Conv":
-            self.counts["linear_terms"] += node._conv_terms  # taps inside the image only
-        elif node.op in ("Gemm", "MatMul"):
-            self.counts["linear_terms"] += size * int(in_shape[-1] if node.op == "MatMul" else np.prod(in_shape))
-        else:
-            self.counts["linear_terms"] += max(size, x.size)
+        self.counts["linear_terms"] += linear_terms(node, self.graph, in_shape, out_shape)
         self.counts["rescales"] += size
         return self._alloc(self.V(self._consume(x.level, 1), size)), tuple(out_shape)
 
@@ -267,8 +273,20 @@ class PlanRuntime:
             return self._alloc(self.V(self._consume(x.level, self.polys[node.name].depth), x.size)), shape
         self.counts["client_round_trips"] += x.size
         out_size = int(np.prod(node._out_shape)) if getattr(node, "_out_shape", None) else x.size
-        return self._alloc(self.V(self.top, out_size)), (tuple(node._out_shape) if getattr(node, "_out_shape", None)
-                                                          else shape)
+        out_shape = tuple(node._out_shape) if getattr(node, "_out_shape", None) else shape
+        kind = mask_kind(node) if self.masking else None
+        if kind is None:
+            return self._alloc(self.V(self.top, out_size)), out_shape
+        # Masked: the masked copy lives beside the input until the key holder answers; the
+        # answer beside the unmasked result (a scale mask costs a level on each side).
+        masked = self._alloc(self.V(self._consume(x.level, 1) if kind == "scale" else x.level, x.size))
+        fresh = self._alloc(self.V(self.top, out_size))
+        self.release(masked)
+        if kind == "shift":
+            return fresh, out_shape
+        out = self._alloc(self.V(self._consume(self.top, 1), out_size))
+        self.release(fresh)
+        return out, out_shape
 
     def reshape(self, x, shape, new):
         return x

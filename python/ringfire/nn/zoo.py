@@ -21,6 +21,8 @@ width 1.0) + BN + ReLU6 -> GlobalAveragePool -> Gemm (1000 classes). ReLU6 is
 (PyTorch/Keras-style ``pads=1``); TF "SAME" pads stride-2 layers
 asymmetrically but gives the same output shapes for the even resolutions here.
 
+ResNet-20 (:func:`resnet20`): the CIFAR network of the same paper, basic blocks.
+
 ResNet-50: He et al. 2016 (torchvision v1.5 layout, stride on the 3x3 conv):
 conv 7x7/2 + BN + ReLU, MaxPool 3x3/2, bottleneck stages [3, 4, 6, 3] with
 widths 64..512 (x4 expansion), projection shortcuts (1x1 conv + BN),
@@ -185,6 +187,26 @@ def resnet50(resolution: int = 224, classes: int = 1000, seed: int = 0, layers=(
             short = x if (stride == 1 and in_c == w * expansion) else b.conv(x, w * expansion, 1, stride=stride)
             x = b.relu(b.add(short, h))
             in_c = w * expansion
+    return b.finish(b.head(x, classes))
+
+
+def resnet20(resolution: int = 32, classes: int = 10, seed: int = 0, blocks: int = 3, widths=(16, 32, 64)):
+    """ResNet-20 for CIFAR-10-shaped inputs (He et al. 2016, Sec. 4.2) as ONNX; returns
+    ``(model, info)``: conv 3x3 (16) + BN + ReLU, three stages of ``blocks`` basic blocks
+    (two 3x3 convs with BN) at widths 16/32/64, the first of stages 2 and 3 with stride 2
+    and a projection shortcut (1x1 conv + BN, option B), residual Add + ReLU,
+    GlobalAveragePool, Gemm."""
+    b = _Builder(f"resnet20_{resolution}", (3, resolution, resolution), seed)
+    x = b.relu(b.conv("x", widths[0], 3))
+    in_c = widths[0]
+    for stage, w in enumerate(widths):
+        for i in range(blocks):
+            stride = 2 if (i == 0 and stage > 0) else 1
+            h = b.relu(b.conv(x, w, 3, stride=stride))
+            h = b.conv(h, w, 3, gamma=(0.2, 0.5))  # small gamma: bounded residual sums
+            short = x if (stride == 1 and in_c == w) else b.conv(x, w, 1, stride=stride)
+            x = b.relu(b.add(short, h))
+            in_c = w
     return b.finish(b.head(x, classes))
 
 
