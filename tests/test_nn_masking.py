@@ -76,8 +76,8 @@ def test_relu_inputs_reach_the_key_holder_scaled_by_a_fresh_factor_each(ctx3):
     assert np.all(ratio > 0)  # the sign is what ReLU needs, and all the key holder gets exactly
     assert np.all(np.abs(np.log2(ratio)) <= 4.0 + 1e-6)
     assert np.std(np.log2(ratio)) > 1.0 and len(np.unique(np.round(ratio, 6))) == ratio.size  # no two alike
-    assert model.last_run["masked_values"] == 8
-    # Two levels more than unmasked: one to mask before the key holder, one to unmask after.
+    assert model.last_run["masked_values"] == 8 and "masking (mask_bits=4)" in model.describe()
+    # Gemm + mask before the key holder, unmask + Gemm after: 2 levels per stretch instead of 1.
     plain_plan, masked_plan = rf.nn.load(data, ctx3[0]).plan(), model.plan()
     assert (plain_plan.levels_needed, masked_plan.levels_needed) == (1, 2)
 

@@ -242,7 +242,8 @@ class Model:
         ops = {}
         for node in self.graph.nodes:
             ops[node.op] = ops.get(node.op, 0) + 1
-        lines = [f"input per sample {self.graph.input_shape}; operators {ops}; activation={self.activation}"]
+        masking = f", masking (mask_bits={self.mask_bits:g})" if self.masking else ""
+        lines = [f"input per sample {self.graph.input_shape}; operators {ops}; activation={self.activation}{masking}"]
         lines += [f"  {name}: {p.describe()}" for name, p in self.polys.items()]
         return "\n".join(lines)
 
