@@ -94,6 +94,16 @@ def test_infer_cli_masking(tmp_path, capsys):
     assert "needs --activation client" in capsys.readouterr().err
 
 
+def test_infer_cli_dry_run(tmp_path, capsys):
+    path, xs = tmp_path / "mlp.onnx", tmp_path / "x.npy"
+    path.write_bytes(mlp_bytes())
+    np.save(xs, np.zeros((3, 16)))
+    assert cli.main(["infer", str(path), "--input", str(xs), "--dry-run", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["dry_run_activation_bytes"] == report["planned_activation_bytes"] > 0
+    assert "outputs" not in report  # nothing was computed
+
+
 def test_infer_cli_poly_reports_agreement_with_the_true_model(tmp_path, capsys):
     path, xs = tmp_path / "mlp.onnx", tmp_path / "x.npy"
     path.write_bytes(mlp_bytes())

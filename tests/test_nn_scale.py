@@ -2,6 +2,7 @@
 a tiny MobileNetV2 runs encrypted, and the runtime model behaves."""
 
 import copy
+import gc
 
 import numpy as np
 import pytest
@@ -130,12 +131,37 @@ def test_the_plan_holds_what_the_run_holds_after_every_node(masking):
     sk, keys = ctx.keygen()
     enc = ctx.encrypt_batch(np.random.default_rng(3).uniform(0, 1, (2, 3, 4, 4)), keys)
     in_use = lambda: int(rf._core.host_pool_stats()["bytes_in_use"])  # noqa: E731
-    base = in_use() - plan_rt.input(model.graph.input_shape).size * (ctx.max_level + 1) * 2 * ctx.poly_degree * 8
 
     class Held(EncryptedRuntime):
         def after_node(self, node, out, shape):
             held.append(in_use() - base)
 
     masker = Masker(ctx, keys) if masking else None
-    Executor(model.graph, Held(ctx, keys, rf.nn.LocalClient(ctx, sk, keys), model.polys, masker)).run(enc.cts)
+    runtime = Held(ctx, keys, rf.nn.LocalClient(ctx, sk, keys), model.polys, masker)
+    gc.collect()  # earlier tests' garbage must not be freed during the run
+    gc.disable()
+    try:
+        base = in_use() - plan_rt.input(model.graph.input_shape).size * (ctx.max_level + 1) * 2 * ctx.poly_degree * 8
+        Executor(model.graph, runtime).run(enc.cts)
+    finally:
+        gc.enable()
     assert held == planned
+
+
+def test_a_dry_run_runs_the_real_code_path_and_measures_its_memory(monkeypatch):
+    ctx = rf.ckks.Context(poly_degree=2**13, coeff_bits=[60, 30, 30, 30], scale_bits=30, special_bits=[60])
+    onnx_model = zoo.resnet20(4, blocks=1, widths=(4, 8, 8))[0]
+    plain = rf.nn.load(onnx_model, ctx).plan(dry_run=True)
+    assert plain.dry_run_bytes == plain.activation_bytes  # measured on the pool after every node
+    assert "ran to the end" in plain.describe()
+    masked = rf.nn.load(onnx_model, ctx, masking=True).plan(dry_run=True)
+    # The masked copies live only inside a node: the plan counts them, the after-node samples do not.
+    assert 0 < masked.dry_run_bytes <= masked.activation_bytes
+    # A planner that forgot levels would say "fits"; the dry run meets the real run's refusal.
+    gemms = zoo.resnet20(4, blocks=1, widths=(4, 8, 8))[0]
+    from ringfire.nn.runtimes import PlanRuntime
+    monkeypatch.setattr(PlanRuntime, "_consume", lambda self, level, amount: level)
+    lying = rf.nn.load(gemms, rf.ckks.Context(poly_degree=2**13, coeff_bits=[60, 30, 60], scale_bits=30))
+    assert lying.plan().fits
+    with pytest.raises(ValueError, match="dry run of the encrypted code path failed.*out of levels"):
+        lying.plan(dry_run=True)

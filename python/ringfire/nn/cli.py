@@ -45,6 +45,9 @@ def register(subparsers) -> None:
                    help="with --masking: scale masks span 2^-B..2^B (costs up to B bits of precision per layer)")
     p.add_argument("--calibration", help=".npy inputs that set polynomial ranges (default: the input itself)")
     p.add_argument("--max-memory", type=float, default=None, help="refuse runs predicted above this many GiB")
+    p.add_argument("--dry-run", action="store_true",
+                   help="plan, then run the encrypted code path on placeholders (no arithmetic) and stop: "
+                        "checks that the run works and measures its memory")
     p.add_argument("--layout", choices=["nchw", "nhwc"], default="nchw",
                    help="layout of image inputs in the .npy (default nchw, the ONNX convention); nhwc is transposed")
     p.add_argument("--json", action="store_true")
@@ -112,6 +115,16 @@ def main(args) -> int:
     if args.max_memory is not None and plan.peak_bytes > args.max_memory * 2**30:
         raise ValueError(f"[infer] predicted peak memory {plan.peak_bytes / 2**30:.2f} GiB exceeds --max-memory "
                          f"{args.max_memory} GiB")
+    if args.dry_run:
+        plan = model.plan(dry_run=True)
+        say(plan.notes[-1])
+        if args.json:
+            print(json.dumps({"context": ctx.describe(), "levels_needed": plan.levels_needed,
+                              "predicted_peak_bytes": plan.peak_bytes, "planned_activation_bytes": plan.activation_bytes,
+                              "dry_run_activation_bytes": plan.dry_run_bytes}, indent=2))
+        else:
+            print(plan.notes[-1])
+        return 0
     t0 = time.perf_counter()
     sk, keys = ctx.keygen()
     enc = ctx.encrypt_batch(x, keys)

@@ -34,6 +34,7 @@ class Plan:
     workspace_bytes: int
     suggestion: str | None = None
     notes: list = field(default_factory=list)
+    dry_run_bytes: int | None = None  # activations' peak measured by a dry run (plan(dry_run=True))
 
     @property
     def fits(self) -> bool:
@@ -219,7 +220,26 @@ class Model:
         return EncryptedTensor(outs, enc.batch, self.ctx, "inter", period, out_shape)
 
     # ---- planning -----------------------------------------------------------------
-    def plan(self) -> Plan:
+    def plan(self, dry_run: bool = False) -> Plan:
+        """Levels, ciphertext counts, operations and memory, from the planner's rules. With
+        ``dry_run=True``, the real encrypted code path then runs on placeholders
+        (:mod:`.dry_run`: no arithmetic, the memory of a real run): it raises where the
+        real run would, and ``dry_run_bytes`` is the activations' measured peak."""
+        plan = self._plan()
+        if dry_run and plan.fits:
+            from .dry_run import dry_run as run_dry
+            try:
+                rehearsal = run_dry(self)
+            except Exception as e:
+                raise type(e)(f"[nn] the dry run of the encrypted code path failed although the plan fits: {e}") \
+                    from e
+            plan.dry_run_bytes = int(rehearsal["activation_bytes"])
+            plan.notes.append(f"dry run of the encrypted code path: ran to the end in {rehearsal['seconds']:.1f} s; "
+                              f"activations peaked at {plan.dry_run_bytes / 2**30:.3f} GiB "
+                              f"(planned {plan.activation_bytes / 2**30:.3f})")
+        return plan
+
+    def _plan(self) -> Plan:
         ctx = self.ctx
         n = ctx.poly_degree
         rt = PlanRuntime(ctx.max_level, 2 * n * 8, self.polys, masking=self.masking, graph=self.graph)
