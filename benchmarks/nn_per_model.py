@@ -12,7 +12,9 @@ Models (batch-axis packing, client-aided activations, plain and with ``masking=T
   (N = 2^12, q = 30 + 22 + 22, P = 30), and N = 2^13 with three 30-bit levels, plain and
   masked (masking needs the third level);
 - ``resnet20_32``: the same network at 32x32, planned and predicted (``ringfire.nn.costs``)
-  unless ``--run-resnet20-32`` (about an hour on two cores).
+  unless ``--run-resnet20-32`` (about 20 minutes on two cores);
+- ``mobilenet_48`` (only when named): MobileNetV2(0.35, 48) at batch 2048 with seed 001's parameters
+  (about 10 minutes, 9 GB).
 
 Each row: max |logit error| and top-1 agreement against onnxruntime on the original model,
 inference seconds, images per second, and memory: the plan's predicted peak against the
@@ -124,6 +126,10 @@ def main() -> None:
         deeper = choose_context(3, len(x), scale_bits=30)
         for masking in (False, True):
             record(measure("ResNet-20 8x8", onnx_bytes, deeper, x, masking))
+    if "mobilenet_48" in wanted:  # seed 001's network at the largest resolution this machine holds at batch 2048
+        onnx_bytes = zoo.mobilenet_v2(0.35, 48)[0].SerializeToString()
+        big = np.random.default_rng(0).uniform(0, 1, (2048, 3, 48, 48))
+        record(measure("MobileNetV2(0.35, 48)", onnx_bytes, ctx, big, False))
     if "resnet20_32" in wanted:
         onnx_bytes = zoo.resnet20(32)[0].SerializeToString()
         if args.run_resnet20_32:
