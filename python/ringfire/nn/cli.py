@@ -117,7 +117,6 @@ def main(args) -> int:
                          f"{args.max_memory} GiB")
     if args.dry_run:
         plan = model.plan(dry_run=True)
-        say(plan.notes[-1])
         if args.json:
             print(json.dumps({"context": ctx.describe(), "levels_needed": plan.levels_needed,
                               "predicted_peak_bytes": plan.peak_bytes, "planned_activation_bytes": plan.activation_bytes,

@@ -13,17 +13,17 @@ activations (polynomial, or client-aided on the decrypted vector).
 from __future__ import annotations
 
 import math
-
-import numpy as np
-
 from dataclasses import dataclass
 from typing import Callable
+
+import numpy as np
 
 from ..ckks.batch import tile
 from .graph import Graph, UnsupportedOperator
 from .masking import mask_kind
 from .nonlinear import ELEMENTWISE
 from .operators import OPERATORS, attach, gemm_weights
+
 
 def period_for(graph: Graph) -> int:
     widths = [int(np.prod(graph.input_shape))]

@@ -119,15 +119,15 @@ class Masker:
             if c.level < 1:
                 raise ValueError(f"[nn.masking] node '{node.name}' ({node.op}): its input is at level 0 and the "
                                  f"scale mask needs one level; see Model.plan()")
-            pt = self.ctx.encode(r[idx], level=c.level, scale=self.ctx.landing_scale(c.level, c.scale))
-            return self.ev.rescale(self.ev.multiply_plain(c, pt))
+            return self._times(c, r[idx])
 
         return self._map(x, scale_ct, lambda idx, v: r[idx] * v, zeros_too=False), masks
 
     def _pool_scales(self, node, shape):
         """MaxPool's masks: one r per window (and channel and sample) when the windows do
         not overlap (stride >= kernel), else one per channel. Returns the mask of every
-        input value and the mask of every output value."""
+        input value, and the masks per window (channel, window index..., slot), which
+        ``unmask`` reads at each output position."""
         slots, spatial = self.ctx.slots, len(shape) - 1
         kernel = tuple(node.attrs["kernel_shape"])
         strides = tuple(node.attrs.get("strides", (1,) * spatial))
@@ -158,11 +158,12 @@ class Masker:
         else:
             inverse = 1.0 / r
 
-        def unscale(idx, c):
-            pt = self.ctx.encode(inverse[idx], level=c.level, scale=self.ctx.landing_scale(c.level, c.scale))
-            return self.ev.rescale(self.ev.multiply_plain(c, pt))
+        return self._map(out, lambda idx, c: self._times(c, inverse[idx]), None, zeros_too=False, count=False)
 
-        return self._map(out, unscale, None, zeros_too=False, count=False)
+    def _times(self, c, factors):
+        """c times a slot vector, rescaled onto the canonical scale of the level below."""
+        pt = self.ctx.encode(factors, level=c.level, scale=self.ctx.landing_scale(c.level, c.scale))
+        return self.ev.rescale(self.ev.multiply_plain(c, pt))
 
     def _map(self, x, on_ct, on_constant, zeros_too: bool, count: bool = True):
         """Ciphertexts through ``on_ct``. Known constants (floats; None is a known zero, which

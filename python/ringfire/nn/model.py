@@ -92,8 +92,8 @@ class Model:
         masking: (``"client"`` mode) mask what the key holder decrypts where the layer
             allows it: a random positive factor per value for ReLU-like layers and
             MaxPool, a random shift per sample for Softmax and LayerNorm
-            (:mod:`ringfire.nn.masking` says what the key holder still learns). Scale
-            masks cost two levels per layer; ``plan()`` counts them.
+            (:mod:`ringfire.nn.masking` says what the key holder still learns). A scale
+            mask costs a level before the key holder and one after; ``plan()`` counts them.
         mask_bits: scale masks are 2^u with u uniform in [-mask_bits, mask_bits]: wider
             hides magnitudes better and costs up to ``mask_bits`` bits of precision per layer.
     """
@@ -169,7 +169,7 @@ class Model:
         if self.activation == "client" and client is None and any(n.op in NONLINEAR_OPS for n in self.graph.nodes):
             raise ValueError("[nn] this model has client-aided layers: pass client=rf.nn.LocalClient(ctx, sk, keys)")
         keys = next(c for c in enc.cts.flat if c is not None).keys
-        masker = Masker(self.ctx, keys, self.mask_bits) if self.masking else None
+        masker = self._masker(keys)
         runtime = EncryptedRuntime(self.ctx, keys, client, self.polys, masker)
         start = time.perf_counter()
         work = {id(n): int(np.prod(n._out_shape or (1,))) for n in self.graph.nodes}
@@ -181,6 +181,9 @@ class Model:
         self.last_run = {"seconds": time.perf_counter() - start, **runtime.counts,
                          "masked_values": masker.masked_values if masker else 0}
         return EncryptedTensor(values[0], enc.batch, self.ctx)
+
+    def _masker(self, keys) -> Masker | None:
+        return Masker(self.ctx, keys, self.mask_bits) if self.masking else None
 
     def rotations(self) -> list[int]:
         """Galois-key steps inter-axis packing needs (pass to ``ctx.keygen(rotations=...)``);
@@ -204,8 +207,7 @@ class Model:
         if needed > self.ctx.max_level:
             raise ValueError(f"[nn] packing='inter' needs {needed} levels, the context has "
                              f"{self.ctx.max_level}. Try {suggest_parameters(needed)}")
-        keys = next(c for c in enc.cts.flat if c is not None).keys
-        masker = Masker(self.ctx, keys, self.mask_bits) if self.masking else None
+        masker = self._masker(next(c for c in enc.cts.flat if c is not None).keys)
         if client is not None and getattr(client, "graph", None) is None:
             client.graph = self.graph
         start = time.perf_counter()
