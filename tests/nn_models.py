@@ -248,3 +248,23 @@ def cnn_onnx(p, pool="avg"):
 
 def accuracy(logits, y):
     return float(np.mean(np.argmax(logits, axis=1) == y))
+
+
+# ---- a deeper MLP (scikit-learn's trainer), for bootstrapped non-interactive inference ------------
+def deep_mlp_onnx(x_train, y_train, hidden=(16, 16), seed=0):
+    """An MLP 64-hidden...-10 with ReLU, trained by scikit-learn on ``x_train``; returns
+    (onnx bytes, the classifier). Each hidden ReLU layer costs a bootstrap without a client."""
+    from sklearn.neural_network import MLPClassifier
+
+    clf = MLPClassifier(hidden_layer_sizes=tuple(hidden), max_iter=500, random_state=seed)
+    clf.fit(x_train.reshape(len(x_train), -1), y_train)
+    inits, nodes, prev = {}, [node("Flatten", ["x"], ["f"])], "f"
+    last = len(clf.coefs_) - 1
+    for i, (w, b) in enumerate(zip(clf.coefs_, clf.intercepts_)):
+        inits[f"W{i}"], inits[f"b{i}"] = w.T.copy(), b.copy()
+        out = "y" if i == last else f"h{i}"
+        nodes.append(node("Gemm", [prev, f"W{i}", f"b{i}"], [out], transB=1))
+        if i != last:
+            nodes.append(node("Relu", [out], [f"a{i}"]))
+            prev = f"a{i}"
+    return make_model(nodes, tuple(x_train.shape[1:]), inits, out_shape=(10,)), clf

@@ -173,6 +173,26 @@ def test_inputs_beyond_the_bound_lose_precision_then_wrap(boot):
     assert bits(exact(ctx, sk, ctx.encrypt(y, keys).bootstrap()), y)[1] >= 22
 
 
+def test_a_bound_refreshes_large_values_at_full_precision(boot):
+    """bound=B reads the slots as x / B through the circuit and multiplies B back: a constant
+    vector of 60 wraps without it and keeps its relative precision with it, alone or in pairs."""
+    ctx, sk, keys = boot
+    ev = ctx.evaluator(keys)
+    y = np.full(ctx.slots, -60.0)
+    ct = ctx.encrypt(y, keys)
+    assert bits(exact(ctx, sk, ct.bootstrap()), y)[1] < 0            # wraps: wrong, not noisy
+    out = ct.bootstrap(bound=64)
+    assert out.level == ctx.max_level and out.scale == pytest.approx(ctx.scale_at(ctx.max_level), rel=1e-12)
+    assert bits(exact(ctx, sk, out) / 60, y / 60)[1] >= 22.5          # relative to |x|: measured 25.2
+    a, b = ev.bootstrap_pair(ct, ev.mod_switch(ctx.encrypt(y / 2, keys), 2), bound=64)
+    assert bits(exact(ctx, sk, a) / 60, y / 60)[1] >= 22.5 and bits(exact(ctx, sk, b) / 30, y / 60)[1] >= 22.5
+    for wrong in (0, 2.5, True, -3):
+        with pytest.raises(ValueError, match="bound must be an integer"):
+            ct.bootstrap(bound=wrong)
+    with pytest.raises(ValueError, match="one iteration only"):
+        ct.bootstrap(iterations=2, bound=4)
+
+
 def test_a_large_input_scale_warns_about_the_range(boot):
     ctx, _, keys = boot
     ct = ctx.encrypt(ctx.encode(np.zeros(4), level=0, scale=2.0**56), keys)

@@ -221,11 +221,11 @@ void bind_ckks_bootstrap(nb::module_& m) {
       .def(
           "bootstrap",
           [](const Bootstrapper& b, const Evaluator& ev, const Ciphertext& ct, const RelinKey& relin,
-             const BootstrapKeys& keys, double target_scale, bool timed) {
+             const BootstrapKeys& keys, double target_scale, bool timed, std::int64_t bound) {
             ckks::BootstrapTimings t;
             Ciphertext out = [&] {
               nb::gil_scoped_release release;
-              return b.bootstrap(ev, ct, relin, keys, target_scale, timed ? &t : nullptr);
+              return b.bootstrap(ev, ct, relin, keys, target_scale, timed ? &t : nullptr, bound);
             }();
             nb::dict times;
             if (timed) {
@@ -237,18 +237,19 @@ void bind_ckks_bootstrap(nb::module_& m) {
             return nb::make_tuple(std::move(out), times);
           },
           nb::arg("evaluator"), nb::arg("ciphertext"), nb::arg("relin_key"), nb::arg("keys"),
-          nb::arg("target_scale") = 0.0, nb::arg("timed") = false)
+          nb::arg("target_scale") = 0.0, nb::arg("timed") = false, nb::arg("bound") = 1)
       .def(
           "bootstrap_pair",
           [](const Bootstrapper& b, const Evaluator& ev, const Ciphertext& x, const Ciphertext& y,
-             const RelinKey& relin, const BootstrapKeys& keys) {
+             const RelinKey& relin, const BootstrapKeys& keys, std::int64_t bound) {
             std::pair<Ciphertext, Ciphertext> out = [&] {
               nb::gil_scoped_release release;
-              return b.bootstrap_pair(ev, x, y, relin, keys);
+              return b.bootstrap_pair(ev, x, y, relin, keys, bound);
             }();
             return nb::make_tuple(std::move(out.first), std::move(out.second));
           },
-          nb::arg("evaluator"), nb::arg("a"), nb::arg("b"), nb::arg("relin_key"), nb::arg("keys"))
+          nb::arg("evaluator"), nb::arg("a"), nb::arg("b"), nb::arg("relin_key"), nb::arg("keys"),
+          nb::arg("bound") = 1)
       .def("bootstrap_twice", &Bootstrapper::bootstrap_twice, nb::arg("evaluator"), nb::arg("ciphertext"),
            nb::arg("relin_key"), nb::arg("keys"), nb::arg("correction_bits"), Release())
       .def("simulate", [](const Bootstrapper& b, const ckks::Simulator& sim, const ckks::SimCiphertext& ct) {

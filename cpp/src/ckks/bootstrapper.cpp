@@ -318,8 +318,11 @@ struct SimOps {
 }  // namespace
 
 Ciphertext Bootstrapper::bootstrap(const Evaluator& ev, const Ciphertext& ct, const RelinKey& relin,
-                                   const BootstrapKeys& keys, double target_scale, BootstrapTimings* timings) const {
+                                   const BootstrapKeys& keys, double target_scale, BootstrapTimings* timings,
+                                   std::int64_t bound) const {
   const OpLabel label("ckks.bootstrap");
+  require(bound >= 1 && bound <= (std::int64_t{1} << 30), "ckks.bootstrap",
+          "bound must be an integer in [1, 2^30], got " + std::to_string(bound));
   require(ev.context()->fingerprint() == context_->fingerprint(), "ckks.bootstrap",
           "the evaluator belongs to a different context (parameter fingerprint mismatch)");
   require(ct.fingerprint() == context_->fingerprint(), "ckks.bootstrap",
@@ -327,13 +330,24 @@ Ciphertext Bootstrapper::bootstrap(const Evaluator& ev, const Ciphertext& ct, co
   require(ct.size() == 2, "ckks.bootstrap",
           "needs a size-2 ciphertext (relinearize first), got size " + std::to_string(ct.size()));
   const double target = target_scale == 0.0 ? context_->scale_at(output_level()) : target_scale;
-  Ciphertext out = detail::run_bootstrap(EvaluatorOps{ev, relin, keys, timings, ct.device()}, *this, ct, target);
-  // The error is now EvalMod's approximation and the key switches' noise;
-  // the input's own error is carried in the slots (it is message to EvalMod).
+  const EvaluatorOps ops{ev, relin, keys, timings, ct.device()};
+  Ciphertext out = [&] {
+    if (bound == 1) return detail::run_bootstrap(ops, *this, ct, target);
+    // The same message read at a scale `bound` times larger holds x / bound,
+    // which ScaleDown brings under the message ratio like any |x| <= 1; the
+    // integer product restores x on the target scale without using a level.
+    Ciphertext low = ct.level() > 0 ? ev.mod_switch(ct, 0) : ct.clone();
+    low.set_scale(ct.scale() * static_cast<double>(bound));
+    return ev.multiply_integer(detail::run_bootstrap(ops, *this, low, target), bound);
+  }();
+  // The error is now EvalMod's approximation and the key switches' noise
+  // (times the bound); the input's own error is carried in the slots (it is
+  // message to EvalMod).
   const RlweContext& rlwe = *context_->rlwe();
   const double approx = std::log2(target) + cos_error_log2_ + 0.5 * std::log2(static_cast<double>(rlwe.n()));
   out.set_noise_bits(noise::add(noise::add(approx, noise::key_switch(rlwe, output_level() + 1)),
-                                noise::rounding(rlwe)));
+                                noise::rounding(rlwe)) +
+                     std::log2(static_cast<double>(bound)));
   out.set_complex(ct.is_complex());
   return out;
 }
@@ -362,7 +376,7 @@ Ciphertext Bootstrapper::bootstrap_twice(const Evaluator& ev, const Ciphertext& 
 
 std::pair<Ciphertext, Ciphertext> Bootstrapper::bootstrap_pair(const Evaluator& ev, const Ciphertext& a,
                                                               const Ciphertext& b, const RelinKey& relin,
-                                                              const BootstrapKeys& keys) const {
+                                                              const BootstrapKeys& keys, std::int64_t bound) const {
   const OpLabel label("ckks.bootstrap");
   constexpr const char* op = "ckks.bootstrap_pair";
   require(a.level() == b.level() && same_scale(a.scale(), b.scale()), op,
@@ -373,7 +387,7 @@ std::pair<Ciphertext, Ciphertext> Bootstrapper::bootstrap_pair(const Evaluator& 
   Ciphertext z = ev.add(a, ev.multiply_by_i(b));
   z.set_complex(true);
   const double canonical = context_->scale_at(output_level());
-  const Ciphertext out = bootstrap(ev, z, relin, keys, canonical / 2.0);
+  const Ciphertext out = bootstrap(ev, z, relin, keys, canonical / 2.0, nullptr, bound);
   const Ciphertext conj = ev.conjugate(out, keys.galois);
   // z + z̄ = 2 Re z and -i (z - z̄) = 2 Im z: read at twice the landing scale,
   // they are a and b on the canonical scale.

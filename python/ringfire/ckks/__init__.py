@@ -21,8 +21,9 @@ from .circuits import LinearTransform, Polynomial, chebyshev_fit
 from .context import PRESETS, Context
 from .evaluator import Evaluator
 from .matmul import matmul_rotations
+from .minimax import minimax_fit
 from ..rlwe.keys import GaloisKeys, KeySet, PublicKey, RelinKey, SecretKey
 
 __all__ = ["Context", "PRESETS", "Ciphertext", "Plaintext", "Evaluator", "KeySet", "SecretKey", "PublicKey",
            "RelinKey", "GaloisKeys", "BootstrapKeys", "BootstrapPlan", "BOOTSTRAP_DEFAULTS",
-           "Polynomial", "LinearTransform", "chebyshev_fit", "matmul_rotations"]
+           "Polynomial", "LinearTransform", "chebyshev_fit", "minimax_fit", "matmul_rotations"]

@@ -5,6 +5,7 @@ sense; errors name the operation and the values that disagree."""
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -115,10 +116,13 @@ class Evaluator(EvaluatorBase):
 
     # ---- bootstrapping ----------------------------------------------------------------
     def bootstrap(self, a: Ciphertext, *, iterations: int = 1, correction_bits: int = 20,
-                  scale: float | None = None, keys: KeySet | None = None, timings: dict | None = None) -> Ciphertext:
+                  scale: float | None = None, keys: KeySet | None = None, timings: dict | None = None,
+                  bound: int = 1) -> Ciphertext:
         """``a`` (any level) refreshed to ``ctx.max_level``, landing on that level's
-        canonical scale (or on ``scale``). Slots must hold values with ``|x| <= 1``
-        (docs/bootstrapping.md): beyond that the result is wrong, not noisy.
+        canonical scale (or on ``scale``). Slots must hold values with ``|x| <= bound``
+        (an integer, default 1; docs/bootstrapping.md): beyond that the result is
+        wrong, not noisy. A larger ``bound`` costs nothing but precision: the error
+        grows with it (about log2(bound) bits).
 
         ``iterations=2``: Meta-BTS (Bae et al.): bootstrap, then bootstrap the
         remaining error scaled up by 2^correction_bits and subtract it; the
@@ -135,11 +139,10 @@ class Evaluator(EvaluatorBase):
             raise ValueError(f"[ckks.bootstrap] iterations is 1 or 2 (Meta-BTS), got {iterations!r}")
         ctx = self._context
         native = ctx._native_bootstrapper("ckks.bootstrap")
-        ratio = bootstrapping.message_ratio_bits(ctx._bootstrap_options, ctx.params.q_primes[0], a.scale)
-        if bootstrapping.input_bound(ratio) < 1:
-            warn_at_caller(f"[ckks.bootstrap] the input's scale 2^{math.log2(a.scale):.1f} leaves q_0 / scale = "
-                           f"2^{ratio:.1f}: only |x| <= {bootstrapping.input_bound(ratio):g} bootstraps at full "
-                           "precision (use a scale at most q_0 / 2^7)")
+        bound = _check_bound(bound, "ckks.bootstrap")
+        self._warn_if_scale_too_large(a, bound)
+        if iterations == 2 and bound != 1:
+            raise ValueError("[ckks.bootstrap] bound= applies to one iteration only (Meta-BTS refreshes |x| <= 1)")
         keyset = keys or a.keys or self._keyset()
         boot = keyset.require_bootstrap("ckks.bootstrap")._on(a.device)
         relin = keyset.require_relin("ckks.bootstrap")._on(a.device)
@@ -151,16 +154,17 @@ class Evaluator(EvaluatorBase):
                                  "scale= applies to one iteration only")
             return self._wrap(native.bootstrap_twice(self._ev, a._native, relin, boot, int(correction_bits)), a)
         out, times = native.bootstrap(self._ev, a._native, relin, boot, 0.0 if scale is None else float(scale),
-                                      timed=timings is not None)
+                                      timed=timings is not None, bound=bound)
         if timings is not None:
             timings.update(times)
         return self._wrap(out, a)
 
-    def bootstrap_pair(self, a: Ciphertext, b: Ciphertext, *, keys: KeySet | None = None):
+    def bootstrap_pair(self, a: Ciphertext, b: Ciphertext, *, keys: KeySet | None = None, bound: int = 1):
         """Two real-valued ciphertexts refreshed by one bootstrap (half the work of
         two): a + i b is bootstrapped and split again with one conjugation. Returns
         ``(a', b')`` at ``ctx.max_level`` on its canonical scale. Operands at
-        different levels are aligned first; complex-valued ones are refused."""
+        different levels are aligned first; complex-valued ones are refused.
+        ``bound``: as for :meth:`bootstrap` (``|a + i b| <= bound``)."""
         for c in (a, b):
             if not isinstance(c, Ciphertext):
                 raise TypeError(f"[ckks.bootstrap_pair] expected Ciphertexts, got {type(c).__name__}")
@@ -171,9 +175,19 @@ class Evaluator(EvaluatorBase):
         keyset = keys or a.keys or self._keyset()
         boot = keyset.require_bootstrap("ckks.bootstrap")._on(a.device)
         relin = keyset.require_relin("ckks.bootstrap")._on(a.device)
+        bound = _check_bound(bound, "ckks.bootstrap_pair")
         x, y = a._aligned(b)
-        first, second = native.bootstrap_pair(self._ev, x, y, relin, boot)
+        self._warn_if_scale_too_large(a, bound)
+        first, second = native.bootstrap_pair(self._ev, x, y, relin, boot, bound)
         return self._wrap(first, a), self._wrap(second, b)
+
+    def _warn_if_scale_too_large(self, a: Ciphertext, bound: int) -> None:
+        ctx = self._context
+        ratio = bootstrapping.message_ratio_bits(ctx._bootstrap_options, ctx.params.q_primes[0], a.scale * bound)
+        if bootstrapping.input_bound(ratio) < 1:
+            warn_at_caller(f"[ckks.bootstrap] the input's scale 2^{math.log2(a.scale):.1f} leaves q_0 / scale = "
+                           f"2^{ratio + math.log2(bound):.1f}: only |x| <= {bootstrapping.input_bound(ratio) * bound:g} "
+                           f"bootstraps at full precision (use a scale at most q_0 / 2^{7 + math.log2(bound):g})")
 
     # ---- in-place forms ------------------------------------------------------------
     def add_plain_inplace(self, a, p): return self._set(a, self.add_plain(a, p))
@@ -185,3 +199,9 @@ class Evaluator(EvaluatorBase):
     def rescale_inplace(self, a): return self._set(a, self.rescale(a))
     def relinearize_rescale_inplace(self, a, keys=None): return self._set(a, self.relinearize_rescale(a, keys))
     def conjugate_inplace(self, a, keys=None): return self._set(a, self.conjugate(a, keys))
+
+
+def _check_bound(bound, op: str) -> int:
+    if isinstance(bound, bool) or not isinstance(bound, numbers.Integral) or not 1 <= bound <= 2**30:
+        raise ValueError(f"[{op}] bound must be an integer in [1, 2^30] (the largest |x| in the slots), got {bound!r}")
+    return int(bound)

@@ -3,6 +3,8 @@ polynomial approximations for non-interactive encrypted evaluation."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 
@@ -43,34 +45,49 @@ FUNCTIONS = {
 }
 
 
+@functools.lru_cache(maxsize=None)
+def _unit_relu(degree: int) -> np.ndarray:
+    """Chebyshev coefficients of ReLU's minimax polynomial on [-1, 1]."""
+    from ..ckks import minimax_fit
+    coeffs = minimax_fit(FUNCTIONS["relu"], (-1.0, 1.0), degree).coefficients
+    coeffs.flags.writeable = False
+    return coeffs
+
+
+def _reference(function, name):
+    """(callable, label) for an activation given by name or as a vectorised callable."""
+    if callable(function):
+        return function, name or "custom"
+    if function not in FUNCTIONS:
+        raise ValueError(f"[nn] unknown activation '{function}'; choose from {sorted(FUNCTIONS)}")
+    return FUNCTIONS[function], function
+
+
 class Polynomial:
-    """p(z) = sum_k coeffs[k] z^k, evaluated on ciphertexts by the scheme's
-    Paterson–Stockmeyer evaluator (``ev.evaluate_polynomial``, monomial basis).
+    """p(z) = sum_k coeffs[k] z^k (``fit``), or a Chebyshev series on its interval
+    (``minimax``), evaluated on ciphertexts by the scheme's Paterson–Stockmeyer
+    evaluator (``ev.evaluate_polynomial``).
 
     Depth: ceil(log2(degree + 1)) levels (1 for degree 1, 2 for degrees 2 and 3,
-    3 up to degree 7), the figure the scheme layer announces and consumes.
+    3 up to degree 7), plus one for a Chebyshev series whose interval is not
+    [-1, 1]: the figure the scheme layer announces and consumes.
     """
 
-    def __init__(self, coeffs, function: str = "custom", interval=None, reference=None):
+    def __init__(self, coeffs, function: str = "custom", interval=None, reference=None, scheme=None):
         self.reference = reference if reference is not None else FUNCTIONS.get(function)
         self.coeffs = [float(c) for c in coeffs]
         while len(self.coeffs) > 1 and self.coeffs[-1] == 0.0:
             self.coeffs.pop()
         self.function = function
         self.interval = interval
-        self._scheme_polynomial = None
+        self._scheme_polynomial = scheme  # a ckks.Polynomial (Chebyshev) when built by minimax()
 
     @classmethod
     def fit(cls, function, bound: float, degree: int = 2, samples: int = 2001, name: str | None = None
             ) -> "Polynomial":
         """Least-squares fit on [-bound, bound] (Chebyshev nodes) of ``function``: a name
         (relu, relu6, silu, square) or any vectorised callable (then ``name`` labels it)."""
-        if callable(function):
-            reference, function = function, name or "custom"
-        elif function not in FUNCTIONS:
-            raise ValueError(f"[nn] unknown activation '{function}'; choose from {sorted(FUNCTIONS)}")
-        else:
-            reference = FUNCTIONS[function]
+        reference, function = _reference(function, name)
         if function == "square":
             return cls([0.0, 0.0, 1.0], "square", None)
         bound = float(bound)
@@ -79,6 +96,22 @@ class Polynomial:
         t = np.cos(np.pi * (np.arange(samples) + 0.5) / samples) * bound
         coeffs = np.polynomial.polynomial.polyfit(t, reference(t), degree)
         return cls(coeffs, function, (-bound, bound), reference)
+
+    @classmethod
+    def minimax(cls, function, bound: float, degree: int, name: str | None = None) -> "Polynomial":
+        """The minimax polynomial of ``degree`` on [-bound, bound] (``rf.ckks.minimax_fit``,
+        Chebyshev basis): the smallest largest error, for the high degrees that
+        bootstrapping affords (ReLU at degree 127: 0.0011 * bound)."""
+        from ..ckks import Polynomial as SchemePolynomial, minimax_fit
+        reference, function = _reference(function, name)
+        bound = float(bound)
+        if not bound > 0:
+            raise ValueError("[nn] the activation's input range must be positive")
+        if function == "relu":  # relu(x) = R relu(x / R): one fit per degree serves every range
+            scheme = SchemePolynomial(_unit_relu(int(degree)) * bound, "chebyshev", (-bound, bound))
+        else:
+            scheme = minimax_fit(reference, (-bound, bound), degree)
+        return cls(scheme.coefficients, function, (-bound, bound), reference, scheme)
 
     @property
     def degree(self) -> int:
@@ -99,6 +132,8 @@ class Polynomial:
         return max(0, self.degree - 1)
 
     def __call__(self, z):
+        if self._scheme_polynomial is not None and self._scheme_polynomial.basis == "chebyshev":
+            return self._scheme_polynomial(z)
         return np.polynomial.polynomial.polyval(z, self.coeffs)
 
     def max_error(self) -> float | None:
@@ -113,6 +148,9 @@ class Polynomial:
         return ct.context.evaluator(ct.keys).evaluate_polynomial(ct, self._scheme())
 
     def describe(self) -> str:
-        terms = " + ".join(f"{c:.6g}*z^{k}" for k, c in enumerate(self.coeffs) if c != 0)
         where = f" on [{self.interval[0]:.3g}, {self.interval[1]:.3g}]" if self.interval else ""
+        if self._scheme_polynomial is not None and self._scheme_polynomial.basis == "chebyshev":
+            return (f"{self.function} ~ minimax polynomial{where} (degree {self.degree}, depth {self.depth}, "
+                    f"largest error {self.max_error():.3g})")
+        terms = " + ".join(f"{c:.6g}*z^{k}" for k, c in enumerate(self.coeffs) if c != 0)
         return f"{self.function} ~ {terms}{where} (degree {self.degree}, depth {self.depth})"

@@ -1,7 +1,7 @@
 """``ringfire infer net.onnx --input x.npy``: encrypted inference from the command line.
 
 Picks CKKS parameters from the model's plan (levels between re-encryptions,
-batch size), generates keys, encrypts the batch, runs the model with an
+batch size), or a bootstrappable preset with ``--bootstrap``, generates keys, encrypts the batch, runs the model with an
 in-process client for ReLU/MaxPool, decrypts, and reports outputs, agreement
 with the plaintext model, time and memory (predicted and measured).
 """
@@ -26,9 +26,20 @@ def choose_context(levels: int, batch: int, scale_bits: int = 40):
     log_n = secure_degree(levels, batch, scale_bits)
     if log_n is None:
         raise ValueError(f"[infer] no 128-bit context has {levels} levels and {batch} slots (N <= 2^17); use "
-                         "client-aided activations or a smaller batch")
+                         "client-aided activations, --bootstrap (polynomial mode at any depth) or a smaller batch")
     # The last entry sizes the special primes; their count is chosen for speed within the bound.
     return ckks.Context(poly_degree=2**log_n, coeff_bits=[60] + [scale_bits] * levels + [60], scale_bits=scale_bits)
+
+
+def _bootstrap_context(preset: str, batch: int):
+    from .. import ckks
+
+    ctx = ckks.Context.preset(preset)
+    if not ctx.can_bootstrap:
+        raise ValueError(f"[infer] preset {preset!r} reserves no levels for bootstrapping; try N16_BOOT")
+    if batch > ctx.slots:
+        raise ValueError(f"[infer] a batch of {batch} does not fit {preset}'s {ctx.slots} slots: split it")
+    return ctx
 
 
 def register(subparsers) -> None:
@@ -37,7 +48,12 @@ def register(subparsers) -> None:
     p.add_argument("--input", required=True, help=".npy array, batch first")
     p.add_argument("--activation", choices=["client", "poly"], default="client",
                    help="client-aided non-linear layers (default) or fitted polynomials")
-    p.add_argument("--poly-degree", type=int, default=2)
+    p.add_argument("--poly-degree", type=int, default=None,
+                   help="polynomial degree (default 2; with --bootstrap, the planner's choice)")
+    p.add_argument("--bootstrap", action="store_true",
+                   help="with --activation poly: bootstrap where levels run out, so models of any depth run "
+                        "without a client (context: --preset; N16_BOOT holds about 9 GiB of keys)")
+    p.add_argument("--preset", default="N16_BOOT", help="with --bootstrap: the bootstrappable context preset")
     p.add_argument("--masking", action="store_true",
                    help="client mode: the key holder decrypts masked values where the layer allows it "
                         "(ReLU-like and MaxPool scaled, Softmax/LayerNorm shifted; see docs/nn.md)")
@@ -102,12 +118,17 @@ def main(args) -> int:
         raise ValueError("[infer] --masking masks what the key holder decrypts: it needs --activation client")
     options = dict(activation=args.activation, poly_degree=args.poly_degree, masking=args.masking,
                    mask_bits=args.mask_bits)
+    if args.bootstrap and args.activation != "poly":
+        raise ValueError("[infer] --bootstrap refreshes polynomial activations: it needs --activation poly")
     if args.activation == "poly":
         options["calibration"] = np.load(args.calibration) if args.calibration else x
-    # Plan with a deep provisional context, then pick the real one.
-    probe = choose_context(12, 1)
-    levels = nn.Model(graph, probe, **options).plan().levels_needed
-    ctx = choose_context(levels, x.shape[0])
+    if args.bootstrap:
+        ctx = _bootstrap_context(args.preset, x.shape[0])
+        options["bootstrap"] = True
+    else:  # plan with a deep provisional context, then pick the real one
+        probe = choose_context(12, 1)
+        levels = nn.Model(graph, probe, **options).plan().levels_needed
+        ctx = choose_context(levels, x.shape[0])
     model = nn.Model(Graph.from_onnx(args.model), ctx, **options)
     plan = model.plan()
     say(f"context: {ctx.describe()}")
@@ -125,7 +146,7 @@ def main(args) -> int:
             print(plan.notes[-1])
         return 0
     t0 = time.perf_counter()
-    sk, keys = ctx.keygen()
+    sk, keys = ctx.keygen(bootstrap=args.bootstrap)
     enc = ctx.encrypt_batch(x, keys)
     t1 = time.perf_counter()
     out = model(enc, client=nn.LocalClient(ctx, sk, keys), progress=None if not args.json else False)

@@ -23,6 +23,7 @@ from ..tracing import trace
 from .client import Client
 from .executor import Executor
 from .masking import Masker
+from .refresh import Refresher
 from .nonlinear import exact as exact_layer
 from .runtimes import EncryptedRuntime
 
@@ -64,11 +65,12 @@ def dry_run(model) -> dict:
     ctx = model.ctx
     start = time.perf_counter()
     with trace(dry_run=True):
-        _, keys = ctx.keygen()
+        _, keys = ctx.keygen(bootstrap=model.bootstrap)
         gc.collect()  # garbage freed during the run would hide the run's own allocations
         base = _pool_bytes()
         enc = ctx.encrypt_batch(np.zeros((1,) + tuple(model.graph.input_shape)), keys)
         masker = Masker(ctx, keys, model.mask_bits) if model.masking else None
-        runtime = _Measured(ctx, keys, PlaceholderClient(ctx, keys), model.polys, masker, base=base)
+        refresher = Refresher(ctx, keys, model._bounds) if model.bootstrap else None
+        runtime = _Measured(ctx, keys, PlaceholderClient(ctx, keys), model.polys, masker, refresher, base=base)
         Executor(model.graph, runtime).run(enc.cts)
     return {"activation_bytes": runtime.peak, "seconds": time.perf_counter() - start}

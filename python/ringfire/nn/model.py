@@ -13,6 +13,7 @@ from .executor import Executor
 from .graph import Graph, UnsupportedOperator
 from .inter import InterRunner, period_for, rotation_steps
 from .masking import Masker
+from .refresh import Refresher, choose_degrees, element_bounds
 from ..ckks.batch import EncryptedTensor
 from .runtimes import EncryptedRuntime, PlainRuntime, PlanRuntime
 from .nonlinear import ELEMENTWISE, NONLINEAR_OPS, PER_SAMPLE
@@ -85,7 +86,8 @@ class Model:
     Args:
         activation: ``"client"`` (ReLU/Clip/MaxPool by the key holder, seed 001 §4.2)
             or ``"poly"`` (polynomial approximations, no interaction; MaxPool unsupported).
-        poly_degree: degree of the fitted polynomials (``"poly"`` mode).
+        poly_degree: degree of the fitted polynomials (``"poly"`` mode; default 2, or the
+            planner's choice when bootstrapping).
         calibration: plaintext inputs (batch first) whose activation ranges set the
             fitting intervals (``"poly"`` mode), widened by ``range_margin``.
         activation_range: a fixed interval bound for every activation instead.
@@ -96,11 +98,19 @@ class Model:
             mask costs a level before the key holder and one after; ``plan()`` counts them.
         mask_bits: scale masks are 2^u with u uniform in [-mask_bits, mask_bits]: wider
             hides magnitudes better and costs up to ``mask_bits`` bits of precision per layer.
+        bootstrap: (``"poly"`` mode) bootstrap tensors where an operator needs more
+            levels than they have left, so models of any depth run without a client
+            (:mod:`ringfire.nn.refresh`). Default: whenever the context can bootstrap
+            (``Context.preset("N16_BOOT")``). Each activation is then a minimax
+            polynomial whose degree the planner picks to bootstrap the fewest
+            ciphertexts (127, 63 or 31 on N16_BOOT) unless ``poly_degree`` is given, and
+            calibration data is required: it bounds every bootstrapped value.
     """
 
-    def __init__(self, graph: Graph, ctx, activation: str = "client", poly_degree: int = 2, calibration=None,
-                 activation_range: float | None = None, range_margin: float = 1.2, packing: str = "batch",
-                 masking: bool = False, mask_bits: float = 4.0):
+    def __init__(self, graph: Graph, ctx, activation: str = "client", poly_degree: int | None = None,
+                 calibration=None, activation_range: float | None = None, range_margin: float = 1.2,
+                 packing: str = "batch", masking: bool = False, mask_bits: float = 4.0,
+                 bootstrap: bool | None = None):
         if packing not in ("batch", "inter", "any"):
             raise ValueError("[nn] packing must be 'batch', 'inter' or 'any'")
         self.packing = packing
@@ -111,7 +121,11 @@ class Model:
         self.graph, self.ctx, self.activation, self.masking = graph, ctx, activation, bool(masking)
         Masker.check_bits(mask_bits)
         self.mask_bits = float(mask_bits)
+        for n in graph.nodes:  # what the planner needs without running the layer
+            n._out_shape = graph.shapes.get(n.outputs[0])
+        self.bootstrap = self._bootstrapping(bootstrap, activation, packing)
         self.polys: dict[str, Polynomial] = {}
+        self._bounds: dict[str, np.ndarray] = {}  # tensor name -> integer bootstrap bound per element
         nonlinear = [n for n in graph.nodes if n.op in NONLINEAR_OPS]
         if activation == "poly":
             for n in nonlinear:
@@ -121,22 +135,64 @@ class Model:
                             " (or replace MaxPool by AveragePool)" if n.op == "MaxPool" else "")
                     raise UnsupportedOperator(f"[nn.load] {n.op} at node '{n.name}' has no polynomial form: use "
                                               f"activation='client'{hint}")
-            ranges = {}
-            if activation_range is None:
+            ranges, tensors = {}, {}
+            if self.bootstrap and calibration is None:
+                raise ValueError("[nn.load] bootstrapping needs calibration=inputs: they bound the values it "
+                                 "refreshes (ev.bootstrap(bound=...))")
+            if activation_range is None or self.bootstrap:
                 if calibration is None:
                     raise ValueError("[nn.load] activation='poly' needs calibration=inputs or activation_range=")
-                self._run_plain(np.asarray(calibration, dtype=np.float64), PlainRuntime(record_ranges=ranges))
+                self._calibrate(np.asarray(calibration, dtype=np.float64), ranges, tensors, range_margin)
+            fit = Polynomial.minimax if self.bootstrap else Polynomial.fit
+            bounds = {n.name: activation_range if activation_range is not None else ranges[n.name] * range_margin
+                      for n in nonlinear}
+            degrees = self._activation_degrees(bounds, poly_degree)
             for n in nonlinear:
-                bound = activation_range if activation_range is not None else ranges[n.name] * range_margin
+                degree, bound = degrees[n.name], bounds[n.name]
                 if n.op == "Relu":
-                    self.polys[n.name] = Polynomial.fit("relu", bound, poly_degree)
+                    self.polys[n.name] = fit("relu", bound, degree)
                 elif n.op == "Clip" and n.attrs["bounds"] == (0.0, 6.0):
-                    self.polys[n.name] = Polynomial.fit("relu6", bound, poly_degree)
+                    self.polys[n.name] = fit("relu6", bound, degree)
                 else:  # any other element-wise layer: a fit of its exact function on the range seen
-                    self.polys[n.name] = Polynomial.fit(lambda z, n=n: ELEMENTWISE[n.op](n, z), bound, poly_degree,
-                                                        name=n.op.lower())
-        for n in graph.nodes:  # what the planner needs without running the layer
-            n._out_shape = graph.shapes.get(n.outputs[0])
+                    self.polys[n.name] = fit(lambda z, n=n: ELEMENTWISE[n.op](n, z), bound, degree,
+                                             name=n.op.lower())
+
+    def _bootstrapping(self, bootstrap, activation, packing) -> bool:
+        if bootstrap is None:
+            return activation == "poly" and packing == "batch" and self.ctx.can_bootstrap
+        if bootstrap and activation != "poly":
+            raise ValueError("[nn] bootstrap=True is for activation='poly' (client-aided layers already return "
+                             "fresh ciphertexts)")
+        if bootstrap and not self.ctx.can_bootstrap:
+            raise ValueError("[nn] bootstrap=True needs a context that reserves levels for bootstrapping: "
+                             "rf.ckks.Context.preset('N16_BOOT') or Context(..., bootstrap=True)")
+        if bootstrap and packing != "batch":
+            raise ValueError("[nn] bootstrapping runs with packing='batch' only")
+        return bool(bootstrap)
+
+    def _activation_degrees(self, bounds: dict, pinned) -> dict:
+        """Each activation's degree: ``pinned`` if given, 2 without bootstrapping (seed 001),
+        else the planner's choice (:func:`.refresh.choose_degrees`)."""
+        if pinned is not None or not self.bootstrap:
+            return dict.fromkeys(bounds, 2 if pinned is None else pinned)
+        return choose_degrees(bounds, self.ctx.max_level,
+                              lambda polys: self._plan_runtime(polys)[0].counts["bootstrapped_ciphertexts"])
+
+    def _plan_runtime(self, polys):
+        """The planner's walk of the graph with these activations: (PlanRuntime, output ciphertexts)."""
+        rt = PlanRuntime(self.ctx.max_level, 2 * self.ctx.poly_degree * 8, polys, masking=self.masking,
+                         graph=self.graph, bootstrapping=self.bootstrap)
+        values, _ = Executor(self.graph, rt).run(rt.input(self.graph.input_shape))
+        return rt, values[0].size
+
+    def _calibrate(self, x, ranges, tensors, margin) -> None:
+        """Runs the calibration inputs in the clear: each activation's input range, and
+        (bootstrapping) each tensor's bound per element."""
+        self._run_plain(x, PlainRuntime(record_ranges=ranges, record_tensors=tensors if self.bootstrap else None))
+        if self.bootstrap:
+            per_sample = np.moveaxis(x.reshape((x.shape[0],) + self.graph.input_shape), 0, -1)
+            tensors[self.graph.input_name] = np.max(np.abs(per_sample), axis=-1)
+            self._bounds = {name: element_bounds(m, margin) for name, m in tensors.items()}
 
     # ---- plaintext -------------------------------------------------------------
     def _run_plain(self, x, runtime):
@@ -170,7 +226,8 @@ class Model:
             raise ValueError("[nn] this model has client-aided layers: pass client=rf.nn.LocalClient(ctx, sk, keys)")
         keys = next(c for c in enc.cts.flat if c is not None).keys
         masker = self._masker(keys)
-        runtime = EncryptedRuntime(self.ctx, keys, client, self.polys, masker)
+        refresher = Refresher(self.ctx, keys, self._bounds) if self.bootstrap else None
+        runtime = EncryptedRuntime(self.ctx, keys, client, self.polys, masker, refresher)
         start = time.perf_counter()
         work = {id(n): int(np.prod(n._out_shape or (1,))) for n in self.graph.nodes}
         with progress_bar(sum(work.values()), "encrypted inference", progress, unit="ct") as bar:
@@ -180,6 +237,9 @@ class Model:
             values, _ = Executor(self.graph, runtime).run(enc.cts, on_node=advance)
         self.last_run = {"seconds": time.perf_counter() - start, **runtime.counts,
                          "masked_values": masker.masked_values if masker else 0}
+        if refresher is not None:
+            self.last_run.update(bootstraps=refresher.bootstraps, bootstrapped_ciphertexts=refresher.ciphertexts,
+                                 bootstrap_seconds=refresher.seconds)
         return EncryptedTensor(values[0], enc.batch, self.ctx)
 
     def _masker(self, keys) -> Masker | None:
@@ -244,18 +304,24 @@ class Model:
     def _plan(self) -> Plan:
         ctx = self.ctx
         n = ctx.poly_degree
-        rt = PlanRuntime(ctx.max_level, 2 * n * 8, self.polys, masking=self.masking, graph=self.graph)
-        x = rt.input(self.graph.input_shape)
-        values, _ = Executor(self.graph, rt).run(x)
+        rt, output_ciphertexts = self._plan_runtime(self.polys)
         limbs = ctx.max_level + 1
         special = len(ctx.params.p_primes)
         key_limbs = limbs + special
         switch_key = ctx.params.dnum * 2 * key_limbs * n * 8
         key_bytes = switch_key + 2 * limbs * n * 8   # relinearization key + public key
+        if self.bootstrap:  # its Galois and encapsulation keys, and the DFT diagonals
+            boot = ctx.bootstrap_plan()
+            key_bytes += boot.key_bytes + boot.plaintext_bytes
         workspace = (2 * 2 + 3) * key_limbs * n * 8   # key-switching accumulators and temporaries
         levels = rt.levels_needed
-        return Plan(levels_needed=levels, levels_available=ctx.max_level,
-                    input_ciphertexts=int(np.prod(self.graph.input_shape)), output_ciphertexts=values[0].size,
+        notes = []
+        if self.bootstrap:
+            notes.append("bootstrapping's own working memory is not in the peak above: on N16_BOOT one bootstrap "
+                         "held 4.6 GiB more (the pool keeps it cached), and a run's RSS peaked 5.5 GiB above the "
+                         "plan (benchmarks/nn_bootstrapped.py)")
+        return Plan(notes=notes, levels_needed=levels, levels_available=ctx.max_level,
+                    input_ciphertexts=int(np.prod(self.graph.input_shape)), output_ciphertexts=output_ciphertexts,
                     largest_tensor=rt.largest_tensor, counts=dict(rt.counts), activation_bytes=int(rt.peak),
                     key_bytes=int(key_bytes), workspace_bytes=int(workspace),
                     suggestion=None if levels <= ctx.max_level else suggest_parameters(levels))
@@ -265,6 +331,7 @@ class Model:
         for node in self.graph.nodes:
             ops[node.op] = ops.get(node.op, 0) + 1
         masking = f", masking (mask_bits={self.mask_bits:g})" if self.masking else ""
+        masking += ", bootstrapping where levels run out" if self.bootstrap else ""
         lines = [f"input per sample {self.graph.input_shape}; operators {ops}; activation={self.activation}{masking}"]
         lines += [f"  {name}: {p.describe()}" for name, p in self.polys.items()]
         return "\n".join(lines)

@@ -45,9 +45,14 @@ class _ArrayMoves:
 class PlainRuntime(_ArrayMoves):
     """float arrays (*sample_shape, batch): the model in the clear, for references and calibration."""
 
-    def __init__(self, activation="exact", record_ranges=None):
+    def __init__(self, activation="exact", record_ranges=None, record_tensors=None):
         self.activation = activation
         self.ranges = record_ranges  # dict node name -> max |input| seen, when calibrating
+        self.tensors = record_tensors  # dict tensor name -> max |x| per element, when calibrating
+
+    def after_node(self, node, out, shape):
+        if self.tensors is not None and np.issubdtype(np.asarray(out).dtype, np.floating):
+            self.tensors[node.outputs[0]] = np.max(np.abs(out), axis=-1)
 
     def linear(self, x, in_shape, make_map, out_shape, node):
         m = make_map()
@@ -89,11 +94,23 @@ def _const_value(v) -> float:
 class EncryptedRuntime(_ArrayMoves):
     """Object arrays of Ciphertexts (batch in the slots): batch-axis packing."""
 
-    def __init__(self, ctx, keys, client=None, polys=None, masker=None):
+    def __init__(self, ctx, keys, client=None, polys=None, masker=None, refresher=None):
         self.ctx, self.keys, self.client, self.polys = ctx, keys, client, polys or {}
         self.masker = masker  # a masking.Masker: what the key holder sees is masked where the layer allows
+        self.refresher = refresher  # a refresh.Refresher: bootstraps where levels run out
         self.ev = ctx.evaluator(keys)
         self.counts = {"linear_terms": 0, "rescales": 0, "ct_mults": 0, "client_round_trips": 0}
+
+    def _ready(self, x, name, levels):
+        """``x`` with at least ``levels`` levels: bootstrapped if it has fewer and the model may."""
+        if self.refresher is None:
+            return x
+        level = min((c.level for c in x.flat if is_ct(c)), default=levels)
+        return x if level >= levels else self.refresher.refresh(x, name, is_ct)
+
+    def release(self, value):
+        if self.refresher is not None:
+            self.refresher.forget(value)
 
     def _level_scale(self, x):
         first = next((c for c in x.flat if is_ct(c)), None)
@@ -112,7 +129,7 @@ class EncryptedRuntime(_ArrayMoves):
 
     def linear(self, x, in_shape, make_map, out_shape, node):
         m = make_map()
-        x = self._uniform(x)
+        x = self._ready(self._uniform(x), node.inputs[0], 1)
         level, scale = self._level_scale(x)
         flat = x.reshape(-1)
         order = np.argsort(m.rows, kind="stable")
@@ -173,6 +190,7 @@ class EncryptedRuntime(_ArrayMoves):
         return out
 
     def mul(self, x, y, node):
+        x, y = self._ready(x, node.inputs[0], 1), self._ready(y, node.inputs[1], 1)
         out = np.empty(x.shape, dtype=object)
         for idx, a in np.ndenumerate(x):
             b = y[idx]
@@ -188,6 +206,7 @@ class EncryptedRuntime(_ArrayMoves):
     def nonlinear(self, node, x, shape):
         if node.name in self.polys:
             poly = self.polys[node.name]
+            x = self._ready(x, node.inputs[0], poly.depth)
             out = np.empty(x.shape, dtype=object)
             for idx, c in np.ndenumerate(x):
                 out[idx] = poly.evaluate_encrypted(c) if is_ct(c) else (float(poly(_const_value(c))) or None)
@@ -214,8 +233,10 @@ class PlanRuntime:
     """Tracks, without encrypting: levels, ciphertext counts, linear terms, and live memory."""
 
     def __init__(self, top_level: int, bytes_per_limb: int, polys=None, client_aided=True, masking=False,
-                 graph=None):
+                 graph=None, bootstrapping=False):
         self.top = top_level
+        self.bootstrapping = bootstrapping  # refresh a tensor where an operator needs more levels (refresh.py)
+        self._refreshed = {}
         self.graph = graph  # the constants the operators' term counts read
         self.masking = masking  # scale masks cost a level before the key holder and one after
         self.bytes_per_limb = bytes_per_limb  # 2 polynomials x N x 8 bytes
@@ -225,6 +246,8 @@ class PlanRuntime:
         self.segment_start = top_level
         self.counts = {"linear_terms": 0, "rescales": 0, "ct_mults": 0, "client_round_trips": 0,
                        "poly_activations": 0}
+        if bootstrapping:
+            self.counts.update(bootstraps=0, bootstrapped_ciphertexts=0)
         self.live = 0
         self.peak = 0
         self.largest_tensor = 0
@@ -241,6 +264,20 @@ class PlanRuntime:
 
     def release(self, v):
         self.live -= v.size * (v.level + 1) * self.bytes_per_limb
+        hit = self._refreshed.pop(id(v), None)
+        if hit is not None:
+            self.release(hit[1])
+
+    def _ready(self, x, levels):
+        """Refresher.refresh on levels: the tensor at the top, bootstrapped once while it lives."""
+        if not self.bootstrapping or x.level >= levels:
+            return x
+        hit = self._refreshed.get(id(x))
+        if hit is None:
+            hit = self._refreshed[id(x)] = (x, self._alloc(self.V(self.top, x.size)))
+            self.counts["bootstraps"] += (x.size + 1) // 2
+            self.counts["bootstrapped_ciphertexts"] += x.size
+        return hit[1]
 
     def input(self, shape):
         return self._alloc(self.V(self.top, int(np.prod(shape))))
@@ -251,6 +288,7 @@ class PlanRuntime:
         return new
 
     def linear(self, x, in_shape, make_map, out_shape, node):
+        x = self._ready(x, 1)
         size = int(np.prod(out_shape))
         self.counts["linear_terms"] += linear_terms(node, self.graph, in_shape, out_shape)
         self.counts["rescales"] += size
@@ -263,11 +301,13 @@ class PlanRuntime:
         return self._alloc(self.V(min(x.level, y.level), x.size))
 
     def mul(self, x, y, node):
+        x, y = self._ready(x, 1), self._ready(y, 1)
         self.counts["ct_mults"] += x.size
         return self._alloc(self.V(self._consume(min(x.level, y.level), 1), x.size))
 
     def nonlinear(self, node, x, shape):
         if node.name in self.polys:
+            x = self._ready(x, self.polys[node.name].depth)
             self.counts["poly_activations"] += x.size
             self.counts["ct_mults"] += x.size * self.polys[node.name].multiplications
             return self._alloc(self.V(self._consume(x.level, self.polys[node.name].depth), x.size)), shape

@@ -116,9 +116,12 @@ class Bootstrapper {
 
   // The bootstrapped ciphertext at output_level(), landing on the canonical
   // scale there (or on `target_scale`, which re-encodes the last transform).
-  // With `timings`, each phase's time is recorded there.
+  // With `timings`, each phase's time is recorded there. `bound`: the slots
+  // hold |x| <= bound (an integer >= 1), refreshed as x / bound and multiplied
+  // back, so the full precision (relative to bound) holds past |x| = 1.
   Ciphertext bootstrap(const Evaluator& ev, const Ciphertext& ct, const RelinKey& relin, const BootstrapKeys& keys,
-                       double target_scale = 0.0, BootstrapTimings* timings = nullptr) const;
+                       double target_scale = 0.0, BootstrapTimings* timings = nullptr,
+                       std::int64_t bound = 1) const;
   // Meta-BTS (Bae et al. 2022): bootstrap, bootstrap the error scaled by
   // 2^correction_bits, subtract. The result has scale 2^correction_bits times
   // the input's (the precision it gained), at output_level().
@@ -128,9 +131,10 @@ class Bootstrapper {
   // bootstrapped (landing at half the canonical scale), then a = (z + z̄)/2
   // and b = (z - z̄)/(2i) are split with one conjugation and no level, each
   // on the canonical scale of output_level(). a and b must share level and
-  // scale; the result holds real values.
+  // scale; the result holds real values. `bound` as for bootstrap().
   std::pair<Ciphertext, Ciphertext> bootstrap_pair(const Evaluator& ev, const Ciphertext& a, const Ciphertext& b,
-                                                   const RelinKey& relin, const BootstrapKeys& keys) const;
+                                                   const RelinKey& relin, const BootstrapKeys& keys,
+                                                   std::int64_t bound = 1) const;
   // The same circuit on placeholders.
   SimCiphertext bootstrap(const Simulator& sim, const SimCiphertext& ct) const;
 
