@@ -106,10 +106,15 @@ def main() -> None:
         "machine": f"{platform.machine()}, {rf.num_threads()} threads",
         "date": time.strftime("%Y-%m-%d"),
     }
+    emit(row, args.json)
+
+
+def emit(row: dict, json_path: str | None) -> None:
+    """Prints the row one measure per line, and writes it as JSON when asked."""
     for k, v in row.items():
         print(f"{k:34s} {v}")
-    if args.json:
-        pathlib.Path(args.json).write_text(json.dumps(row, indent=2) + "\n")
+    if json_path:
+        pathlib.Path(json_path).write_text(json.dumps(row, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -83,6 +83,14 @@ def test_bootstrapping_errors_name_the_fix(digits, boot):
     with pytest.raises(ValueError, match="N16_BOOT"):
         rf.nn.load(onnx_bytes, plain_ctx, activation="poly", calibration=x_train, bootstrap=True)
     assert not rf.nn.load(onnx_bytes, plain_ctx, activation="poly", calibration=x_train).bootstrap
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        options = dict(rf.ckks.PRESETS["N12_BOOT_INSECURE"])
+        options["bootstrap"] = {**options["bootstrap"], "slots": 256}
+        sparse = rf.ckks.Context(**options)
+    for explicit in (True, None):
+        with pytest.raises(ValueError, match="sparse packing"):
+            rf.nn.load(onnx_bytes, sparse, activation="poly", calibration=x_train, bootstrap=explicit)
     _, keys = ctx.keygen()  # no bootstrapping keys
     model = rf.nn.load(onnx_bytes, ctx, activation="poly", calibration=x_train)
     with pytest.raises(ValueError, match=r"keygen\(bootstrap=True\)"):
@@ -130,3 +138,54 @@ def test_infer_cli_bootstraps(tmp_path, capsys, monkeypatch, digits):
     assert "needs --activation poly" in capsys.readouterr().err
     assert cli.main(args + ["--bootstrap", "--preset", "N13_D2"]) == 2
     assert "reserves no levels for bootstrapping" in capsys.readouterr().err
+
+
+def test_products_and_residuals_bootstrap_once_and_stay_exact(boot):
+    """SiLU as Gemm -> Sigmoid -> Mul(h, sigmoid(h)) (a product of two encrypted tensors),
+    a residual Add that reads the input a second time, then Gemm -> Relu -> Gemm: every
+    operator path that can trigger a bootstrap, against onnxruntime."""
+    ctx, sk, keys = boot
+    rng = np.random.default_rng(3)
+    inits = {"W1": rng.normal(0, 0.5, (8, 8)), "W2": rng.normal(0, 0.5, (8, 8)), "W3": rng.normal(0, 0.5, (4, 8)),
+             "b1": rng.normal(0, 0.1, 8), "b2": rng.normal(0, 0.1, 8), "b3": np.zeros(4)}
+    nodes = [M.node("Gemm", ["x", "W1", "b1"], ["h"], transB=1), M.node("Sigmoid", ["h"], ["s"]),
+             M.node("Mul", ["h", "s"], ["silu"]), M.node("Add", ["silu", "x"], ["r"]),
+             M.node("Gemm", ["r", "W2", "b2"], ["h2"], transB=1), M.node("Relu", ["h2"], ["a"]),
+             M.node("Gemm", ["a", "W3", "b3"], ["y"], transB=1)]
+    onnx_bytes = M.make_model(nodes, (8,), inits)
+    x_cal, x = rng.uniform(-1, 1, (2000, 8)), rng.uniform(-1, 1, (64, 8))
+    model = rf.nn.load(onnx_bytes, ctx, activation="poly", calibration=x_cal)
+    plan = model.plan()
+    assert plan.counts["bootstraps"] > 0
+    got = ctx.decrypt_batch(model(ctx.encrypt_batch(x, keys)), sk)
+    assert model.last_run["bootstraps"] == plan.counts["bootstraps"]
+    approx = model.plaintext(x, approximate=True)
+    assert np.max(np.abs(got - approx)) < 1e-3
+    ref = M.ort_run(onnx_bytes, x)
+    assert np.max(np.abs(got - ref)) <= np.max(np.abs(approx - ref)) + 1e-3 < 0.5
+
+
+def test_one_image_per_ciphertext_bootstraps_too(boot):
+    """Inter-axis packing (one image per ciphertext) of a small residual CNN without a client: the
+    runner bootstraps the image's one ciphertext where a layer needs levels, as many times per
+    image as it planned, and matches the polynomial network and onnxruntime."""
+    ctx, _, _ = boot
+    rng = np.random.default_rng(12)
+    inits = {"W1": rng.normal(0, 0.4, (4, 1, 3, 3)), "W2": rng.normal(0, 0.3, (4, 4, 3, 3)),
+             "W3": rng.normal(0, 0.5, (3, 16))}
+    nodes = [M.node("Conv", ["x", "W1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]), M.node("Relu", ["c1"], ["r1"]),
+             M.node("Conv", ["r1", "W2"], ["c2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             M.node("Add", ["c2", "r1"], ["s"]), M.node("Relu", ["s"], ["r2"]),
+             M.node("AveragePool", ["r2"], ["p"], kernel_shape=[2, 2], strides=[2, 2]), M.node("Flatten", ["p"], ["f"]),
+             M.node("Gemm", ["f", "W3"], ["y"], transB=1)]
+    onnx_bytes = M.make_model(nodes, (1, 4, 4), inits)
+    model = rf.nn.load(onnx_bytes, ctx, activation="poly", calibration=rng.uniform(-1, 1, (500, 1, 4, 4)),
+                       packing="inter")
+    sk, keys = ctx.keygen(rotations=model.rotations(), bootstrap=True)
+    x = rng.uniform(-1, 1, (2, 1, 4, 4))
+    got = ctx.decrypt_batch(model(ctx.encrypt_batch(x, keys, packing="inter")), sk)
+    run = model.last_run
+    assert run["bootstraps"] == 2 * run["bootstraps_planned_per_sample"] > 0
+    assert np.max(np.abs(got - model.plaintext(x, approximate=True))) < 1e-3
+    ref = M.ort_run(onnx_bytes, x)
+    assert np.max(np.abs(got - ref)) <= np.max(np.abs(model.plaintext(x, approximate=True) - ref)) + 1e-3

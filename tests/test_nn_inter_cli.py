@@ -58,15 +58,37 @@ def test_inter_packing_matches_plaintext_and_batch_packing(ctx, deep_ctx, activa
     assert np.max(np.abs(batch - ref)) < 1e-4
 
 
-def test_inter_packing_refuses_conv_models(ctx):
-    w = numpy_helper.from_array(np.ones((1, 1, 3, 3), np.float32), "W")
-    g = helper.make_graph([helper.make_node("Conv", ["x", "W"], ["y"])], "c",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 4, 4])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1, 2, 2])], [w])
-    model = rf.nn.load(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString(), ctx)
-    _, keys = ctx.keygen()
-    with pytest.raises(rf.nn.UnsupportedOperator, match="packing='inter' supports dense models only"):
-        model(ctx.encrypt_batch(np.ones((1, 1, 4, 4)), keys, packing="inter"))
+def test_inter_packing_runs_convolutional_models_against_onnxruntime(deep_ctx):
+    """One image per ciphertext through Conv (padded, strided, 1x1), a residual Add, AveragePool,
+    GlobalAveragePool and Gemm: each linear layer is a BSGS product with the nonzero diagonals of
+    its sparse matrix. Against onnxruntime, with client-aided ReLU."""
+    from nn_models import make_model, node, ort_run
+
+    rng = np.random.default_rng(11)
+    inits = {"W1": rng.normal(0, 0.4, (4, 2, 3, 3)), "B1": rng.normal(0, 0.1, 4),
+             "W2": rng.normal(0, 0.3, (4, 4, 3, 3)), "W3": rng.normal(0, 0.4, (4, 4, 1, 1)),
+             "W4": rng.normal(0, 0.5, (3, 4)), "B4": rng.normal(0, 0.1, 3)}
+    nodes = [node("Conv", ["x", "W1", "B1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             node("Relu", ["c1"], ["r1"]),
+             node("Conv", ["r1", "W2"], ["c2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             node("Add", ["c2", "r1"], ["s"]), node("Relu", ["s"], ["r2"]),
+             node("AveragePool", ["r2"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             node("Conv", ["p", "W3"], ["c3"], kernel_shape=[1, 1], strides=[2, 2]),
+             node("GlobalAveragePool", ["c3"], ["g"]), node("Flatten", ["g"], ["f"]),
+             node("Gemm", ["f", "W4", "B4"], ["y"], transB=1)]
+    data = make_model(nodes, (2, 6, 6), inits)
+    model = rf.nn.load(data, deep_ctx, packing="inter")
+    sk, keys = deep_ctx.keygen(rotations=model.rotations())
+    x = rng.uniform(-1, 1, (3, 2, 6, 6))
+    got = deep_ctx.decrypt_batch(model(deep_ctx.encrypt_batch(x, keys, packing="inter"),
+                                       client=rf.nn.LocalClient(deep_ctx, sk, keys)), sk)
+    assert model.last_run["period"] == 256  # 4 x 6 x 6 = 144 values, padded to a power of two
+    assert np.max(np.abs(got - ort_run(data, x))) < 1e-4
+
+    maxpool = make_model([node("Conv", ["x", "W1"], ["c"], kernel_shape=[3, 3]),
+                          node("MaxPool", ["c"], ["y"], kernel_shape=[2, 2])], (2, 6, 6), {"W1": inits["W1"]})
+    with pytest.raises(rf.nn.UnsupportedOperator, match="MaxPool' at node .* needs packing='batch'"):
+        rf.nn.load(maxpool, deep_ctx, packing="inter").rotations()
 
 
 def test_infer_cli_json(tmp_path, capsys):

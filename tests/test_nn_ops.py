@@ -601,8 +601,9 @@ def test_the_operator_registry_is_the_one_table_load_and_executor_use():
     assert all(table[name].terms is not None for name in ("Conv", "Gemm", "MatMul", "AveragePool"))
     assert all(op.terms is None for op in table.values() if op.kind != "linear")
     inter = {name for name, op in table.items() if op.inter is not None}
-    assert {"Gemm", "MatMul", "Add", "Sub", "Mul", "Flatten", "Reshape", "Identity", "Relu", "Tanh"} <= inter
-    assert not inter & {"Conv", "MaxPool", "PRelu", "Softmax", "LayerNormalization", "Concat", "Slice"}
+    assert {"Gemm", "MatMul", "Conv", "AveragePool", "GlobalAveragePool", "Add", "Sub", "Mul", "Flatten", "Reshape",
+            "Identity", "Relu", "Tanh"} <= inter
+    assert not inter & {"MaxPool", "PRelu", "Softmax", "LayerNormalization", "Concat", "Slice", "Pad", "Transpose"}
 
 
 def test_planner_counts_what_the_encrypted_run_does_for_each_linear_operator(ctx2):

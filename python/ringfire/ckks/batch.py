@@ -4,7 +4,7 @@ and what ``ringfire.nn`` computes on).
 ``packing="batch"`` (nGraph-HE / seed 001): one ciphertext per element of a
 sample, the batch (up to N/2 inputs) in its slots. ``packing="inter"``: one
 ciphertext per sample, its features tiled over the slots with a power-of-two
-period (dense models; rotations reduce within a period)."""
+period (features in C-order; rotations reduce within a period)."""
 
 from __future__ import annotations
 

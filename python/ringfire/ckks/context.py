@@ -299,7 +299,7 @@ class Context(ContextBase):
         """Encrypts a batch (first axis) for :mod:`ringfire.nn`. ``packing="batch"``: one
         ciphertext per element of a sample, the batch in the slots (throughput);
         ``"inter"``: one ciphertext per sample, features tiled over the slots (latency,
-        dense models; needs the Galois keys of ``model.rotations()``)."""
+        dense and convolutional layers; needs the Galois keys of ``model.rotations()``)."""
         from .batch import encrypt_batch
         return encrypt_batch(self, x, keys, packing)
 

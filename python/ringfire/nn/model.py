@@ -100,7 +100,8 @@ class Model:
             hides magnitudes better and costs up to ``mask_bits`` bits of precision per layer.
         bootstrap: (``"poly"`` mode) bootstrap tensors where an operator needs more
             levels than they have left, so models of any depth run without a client
-            (:mod:`ringfire.nn.refresh`). Default: whenever the context can bootstrap
+            (:mod:`ringfire.nn.refresh`; with inter-axis packing, one bootstrap per image
+            and refresh). Default: whenever the context can bootstrap
             (``Context.preset("N16_BOOT")``). Each activation is then a minimax
             polynomial whose degree the planner picks to bootstrap the fewest
             ciphertexts (127, 63 or 31 on N16_BOOT) unless ``poly_degree`` is given, and
@@ -159,15 +160,20 @@ class Model:
 
     def _bootstrapping(self, bootstrap, activation, packing) -> bool:
         if bootstrap is None:
-            return activation == "poly" and packing == "batch" and self.ctx.can_bootstrap
+            bootstrap = activation == "poly" and self.ctx.can_bootstrap
         if bootstrap and activation != "poly":
             raise ValueError("[nn] bootstrap=True is for activation='poly' (client-aided layers already return "
                              "fresh ciphertexts)")
         if bootstrap and not self.ctx.can_bootstrap:
             raise ValueError("[nn] bootstrap=True needs a context that reserves levels for bootstrapping: "
                              "rf.ckks.Context.preset('N16_BOOT') or Context(..., bootstrap=True)")
-        if bootstrap and packing != "batch":
-            raise ValueError("[nn] bootstrapping runs with packing='batch' only")
+        sparse = (self.ctx.bootstrap_options or {}).get("slots")
+        if bootstrap and sparse not in (None, self.ctx.slots):
+            # A batch fills the first slots and zeros the rest, which a sparse bootstrap (of
+            # n-periodic vectors only) would return divided by the number of copies.
+            raise ValueError(f"[nn] this context bootstraps {sparse} of its {self.ctx.slots} slots (sparse packing), "
+                             "which keeps only periodic vectors; batch packing needs full-slot bootstrapping "
+                             "(bootstrap=True or N16_BOOT)")
         return bool(bootstrap)
 
     def _activation_degrees(self, bounds: dict, pinned) -> dict:
@@ -175,8 +181,13 @@ class Model:
         else the planner's choice (:func:`.refresh.choose_degrees`)."""
         if pinned is not None or not self.bootstrap:
             return dict.fromkeys(bounds, 2 if pinned is None else pinned)
-        return choose_degrees(bounds, self.ctx.max_level,
-                              lambda polys: self._plan_runtime(polys)[0].counts["bootstrapped_ciphertexts"])
+        if self.packing == "inter":  # one ciphertext per sample: count bootstraps per sample
+            period = period_for(self.graph)
+            bootstrapped = lambda polys: InterRunner(self.graph, self.ctx, polys, period,  # noqa: E731
+                                                     bounds={}).bootstraps_needed()
+        else:
+            bootstrapped = lambda polys: self._plan_runtime(polys)[0].counts["bootstrapped_ciphertexts"]  # noqa: E731
+        return choose_degrees(bounds, self.ctx.max_level, bootstrapped)
 
     def _plan_runtime(self, polys):
         """The planner's walk of the graph with these activations: (PlanRuntime, output ciphertexts)."""
@@ -262,7 +273,8 @@ class Model:
         period = max(period_for(self.graph), enc.period)
         if not hasattr(self, "_inter_cache"):
             self._inter_cache = {}
-        runner = InterRunner(self.graph, self.ctx, self.polys, period, self._inter_cache)
+        bounds = {name: int(b.max()) for name, b in self._bounds.items()} if self.bootstrap else None
+        runner = InterRunner(self.graph, self.ctx, self.polys, period, self._inter_cache, bounds)
         needed = runner.levels_needed(self.masking)
         if needed > self.ctx.max_level:
             raise ValueError(f"[nn] packing='inter' needs {needed} levels, the context has "
@@ -278,6 +290,9 @@ class Model:
                 bar.update()
         self.last_run = {"seconds": time.perf_counter() - start, "packing": "inter", "period": period,
                          "masked_values": masker.masked_values if masker else 0}
+        if self.bootstrap:
+            self.last_run.update(bootstraps=runner.bootstraps, bootstrap_seconds=runner.bootstrap_seconds,
+                                 bootstraps_planned_per_sample=runner.bootstraps_needed())
         out_shape = self.graph.shapes.get(self.graph.output_names[0]) or (None,)
         return EncryptedTensor(outs, enc.batch, self.ctx, "inter", period, out_shape)
 
@@ -305,7 +320,7 @@ class Model:
         ctx = self.ctx
         n = ctx.poly_degree
         rt, output_ciphertexts = self._plan_runtime(self.polys)
-        limbs = ctx.max_level + 1
+        limbs = len(ctx.params.q_primes)  # keys span the whole chain, bootstrapping's levels included
         special = len(ctx.params.p_primes)
         key_limbs = limbs + special
         switch_key = ctx.params.dnum * 2 * key_limbs * n * 8
