@@ -60,6 +60,12 @@ class Plan:
         return "\n".join(lines + self.notes)
 
 
+# What one bootstrap leaves in the pool's cache (its hoisted rotations and key-switching
+# buffers), in ciphertexts spanning the whole chain: 4.57 GiB = 167 of them on N16_BOOT,
+# measured after a bootstrap_pair; the toy rings measured 46-148, so there it over-estimates.
+BOOTSTRAP_TEMPORARIES = 167
+
+
 def secure_degree(levels: int, slots: int = 1, scale_bits: int = 40, base_bits: int = 60) -> int | None:
     """log2 of the smallest N (2^13..2^17) with >= `slots` slots whose 128-bit bound fits a
     base prime, `levels` rescaling primes and one 60-bit special prime; None if none does."""
@@ -325,16 +331,16 @@ class Model:
         key_limbs = limbs + special
         switch_key = ctx.params.dnum * 2 * key_limbs * n * 8
         key_bytes = switch_key + 2 * limbs * n * 8   # relinearization key + public key
-        if self.bootstrap:  # its Galois and encapsulation keys, and the DFT diagonals
+        workspace = (2 * 2 + 3) * key_limbs * n * 8   # key-switching accumulators and temporaries
+        notes = []
+        if self.bootstrap:  # its Galois and encapsulation keys, the DFT diagonals, its temporaries
             boot = ctx.bootstrap_plan()
             key_bytes += boot.key_bytes + boot.plaintext_bytes
-        workspace = (2 * 2 + 3) * key_limbs * n * 8   # key-switching accumulators and temporaries
+            temporaries = BOOTSTRAP_TEMPORARIES * 2 * limbs * n * 8
+            workspace += temporaries
+            notes.append(f"the workspace includes {temporaries / 2**30:.2f} GiB for a bootstrap's temporaries, "
+                         f"estimated as {BOOTSTRAP_TEMPORARIES} ciphertexts of the whole chain (measured on N16_BOOT)")
         levels = rt.levels_needed
-        notes = []
-        if self.bootstrap:
-            notes.append("bootstrapping's own working memory is not in the peak above: on N16_BOOT one bootstrap "
-                         "held 4.6 GiB more (the pool keeps it cached), and a run's RSS peaked 5.5 GiB above the "
-                         "plan (benchmarks/nn_bootstrapped.py)")
         return Plan(notes=notes, levels_needed=levels, levels_available=ctx.max_level,
                     input_ciphertexts=int(np.prod(self.graph.input_shape)), output_ciphertexts=output_ciphertexts,
                     largest_tensor=rt.largest_tensor, counts=dict(rt.counts), activation_bytes=int(rt.peak),
