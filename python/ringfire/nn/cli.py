@@ -1,9 +1,10 @@
 """``ringfire infer net.onnx --input x.npy``: encrypted inference from the command line.
 
 Picks CKKS parameters from the model's plan (levels between re-encryptions,
-batch size), or a bootstrappable preset with ``--bootstrap``, generates keys, encrypts the batch, runs the model with an
-in-process client for ReLU/MaxPool, decrypts, and reports outputs, agreement
-with the plaintext model, time and memory (predicted and measured).
+batch size), or a bootstrappable preset with ``--bootstrap``; generates keys,
+encrypts the batch, runs the model with an in-process client for ReLU/MaxPool,
+decrypts, and reports outputs, agreement with onnxruntime (the true model),
+time and memory (predicted and measured).
 """
 
 from __future__ import annotations
