@@ -177,11 +177,12 @@ class Evaluator(EvaluatorBase):
         relin = keyset.require_relin("ckks.bootstrap")._on(a.device)
         bound = _check_bound(bound, "ckks.bootstrap_pair")
         x, y = a._aligned(b)
-        self._warn_if_scale_too_large(a, bound)
+        self._warn_if_scale_too_large(x, bound)  # the operands as they enter the circuit
         first, second = native.bootstrap_pair(self._ev, x, y, relin, boot, bound)
         return self._wrap(first, a), self._wrap(second, b)
 
-    def _warn_if_scale_too_large(self, a: Ciphertext, bound: int) -> None:
+    def _warn_if_scale_too_large(self, a, bound: int) -> None:
+        """Warns where ``a``'s scale (a Ciphertext or its native) leaves EvalMod too little room for |x| <= bound."""
         ctx = self._context
         ratio = bootstrapping.message_ratio_bits(ctx._bootstrap_options, ctx.params.q_primes[0], a.scale * bound)
         if bootstrapping.input_bound(ratio) < 1:

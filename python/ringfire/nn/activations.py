@@ -131,8 +131,13 @@ class Polynomial:
     def multiplications(self) -> int:
         return max(0, self.degree - 1)
 
+    @property
+    def _is_minimax(self) -> bool:
+        """Built by :meth:`minimax`: a Chebyshev series on its interval, not monomial coefficients."""
+        return self._scheme_polynomial is not None and self._scheme_polynomial.basis == "chebyshev"
+
     def __call__(self, z):
-        if self._scheme_polynomial is not None and self._scheme_polynomial.basis == "chebyshev":
+        if self._is_minimax:
             return self._scheme_polynomial(z)
         return np.polynomial.polynomial.polyval(z, self.coeffs)
 
@@ -149,7 +154,7 @@ class Polynomial:
 
     def describe(self) -> str:
         where = f" on [{self.interval[0]:.3g}, {self.interval[1]:.3g}]" if self.interval else ""
-        if self._scheme_polynomial is not None and self._scheme_polynomial.basis == "chebyshev":
+        if self._is_minimax:
             return (f"{self.function} ~ minimax polynomial{where} (degree {self.degree}, depth {self.depth}, "
                     f"largest error {self.max_error():.3g})")
         terms = " + ".join(f"{c:.6g}*z^{k}" for k, c in enumerate(self.coeffs) if c != 0)

@@ -207,15 +207,17 @@ class Model:
         (bootstrapping) each tensor's bound per element."""
         self._run_plain(x, PlainRuntime(record_ranges=ranges, record_tensors=tensors if self.bootstrap else None))
         if self.bootstrap:
-            per_sample = np.moveaxis(x.reshape((x.shape[0],) + self.graph.input_shape), 0, -1)
-            tensors[self.graph.input_name] = np.max(np.abs(per_sample), axis=-1)
+            tensors[self.graph.input_name] = np.max(np.abs(self._per_sample(x)), axis=-1)
             self._bounds = {name: element_bounds(m, margin) for name, m in tensors.items()}
 
     # ---- plaintext -------------------------------------------------------------
     def _run_plain(self, x, runtime):
-        values, _ = Executor(self.graph, runtime).run(np.moveaxis(x.reshape((x.shape[0],) + self.graph.input_shape),
-                                                                  0, -1))
+        values, _ = Executor(self.graph, runtime).run(self._per_sample(x))
         return np.moveaxis(values[0], -1, 0)
+
+    def _per_sample(self, x):
+        """A batch-first array as the plaintext runtime holds it: (*sample_shape, batch)."""
+        return np.moveaxis(x.reshape((x.shape[0],) + self.graph.input_shape), 0, -1)
 
     def plaintext(self, x, approximate: bool = False) -> np.ndarray:
         """The model in the clear (batch first); ``approximate`` uses the fitted polynomials."""
