@@ -13,6 +13,9 @@ Models, client-aided ReLU, against onnxruntime on the original model:
 
 Inter packing: the first image (which encodes every layer's diagonals) and the mean of the
 next ones. Batch packing: one run of ``--images`` images, whose latency is that of the batch.
+Beside them, the planner's predictions (``ringfire.nn.costs``, from per-operation costs
+measured first in the same run) and the packing ``model.choose_packing`` picks for 1 image
+and for ``--images``.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))  # the shared trainer
 import nn_models as M  # noqa: E402
 
 import ringfire as rf  # noqa: E402
-from ringfire.nn import zoo  # noqa: E402
+from ringfire.nn import costs as C, zoo  # noqa: E402
 
 
 def models(names):
@@ -60,6 +63,9 @@ def main() -> None:
         model = rf.nn.load(onnx_bytes, ctx, packing="any")
         sk, keys = ctx.keygen(rotations=model.rotations())
         client = rf.nn.LocalClient(ctx, sk, keys)
+        costs = C.measure_costs(ctx, keys, sk)
+        predicted = C.predict_inter_breakdown(model, costs)
+        choices = {n: model.choose_packing(n, costs)["packing"] for n in (1, len(x))}
         seconds, outs = [], []
         for i in range(len(x)):
             t = time.perf_counter()
@@ -72,7 +78,11 @@ def main() -> None:
                "inter_first_image_s": round(seconds[0], 2),
                "inter_per_image_s": round(float(np.mean(seconds[1:])), 2) if len(seconds) > 1 else None,
                "inter_max_error": float(np.max(np.abs(got - ref))),
-               "inter_agreement": float(np.mean(got.argmax(1) == ref.argmax(1)))}
+               "inter_agreement": float(np.mean(got.argmax(1) == ref.argmax(1))),
+               "predicted_inter_per_image_s": round(predicted["total"], 2),
+               "predicted_inter_encoding_s": round(predicted["encoding"], 2),
+               "predicted_batch_s": round(C.predict_batch_seconds(model, costs), 2),
+               "planner_choice": {str(n): c for n, c in choices.items()}}
         if not args.skip_batch:
             t = time.perf_counter()
             out = model(ctx.encrypt_batch(x, keys), client=client)

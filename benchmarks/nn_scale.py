@@ -67,15 +67,23 @@ def study(name, builder, ctx, costs):
 
 
 class PeakSampler:
-    """Polls RSS and ringfire's host pool while a run is in progress."""
+    """Polls RSS (also split into anonymous memory and file pages, which spilled blocks
+    are) and ringfire's host pool while a run is in progress."""
 
     def __init__(self, period=0.2):
         self.period, self.peak_rss, self.peak_pool, self._stop = period, 0, 0, threading.Event()
+        self.peak_anon = self.peak_file = 0
 
     @staticmethod
     def rss():
         with open("/proc/self/statm") as f:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    @staticmethod
+    def status(*fields) -> int:
+        """The sum of /proc/self/status memory fields (RssAnon, RssFile, ...), in bytes."""
+        with open("/proc/self/status") as f:
+            return sum(int(line.split()[1]) * 1024 for line in f if line.split(":")[0] in fields)
 
     def _loop(self):
         while not self._stop.is_set():
@@ -85,6 +93,8 @@ class PeakSampler:
     def sample(self):
         self.peak_rss = max(self.peak_rss, self.rss())
         self.peak_pool = max(self.peak_pool, int(rf._core.host_pool_stats()["bytes_in_use"]))
+        self.peak_anon = max(self.peak_anon, self.status("RssAnon"))
+        self.peak_file = max(self.peak_file, self.status("RssFile", "RssShmem"))
 
     def __enter__(self):
         self._t = threading.Thread(target=self._loop, daemon=True)

@@ -239,6 +239,42 @@ def test_bootstrap_keys_serialize(boot):
     assert len(ctx.load(authenticated, mac_key=b"k" * 32)) == len(keys.bootstrap)
 
 
+def test_galois_keys_stop_at_the_users_top_level(boot):
+    """On a bootstrappable chain a user's rotation keys serve the user's levels
+    only (bootstrapping has its own): a fraction of a whole-chain key's bytes."""
+    ctx, sk, made = boot
+    rlwe, top = ctx._core.rlwe, len(ctx.params.q_primes) - 1
+    galois = ctx.galois_keys(sk, [1, -3], conjugate=True)
+    assert galois.level == ctx.max_level < top
+    assert galois.nbytes == 3 * rlwe.switch_key_bytes(ctx.max_level) < 3 * rlwe.switch_key_bytes(top) / 2
+    keys = rf.ckks.KeySet(public=made.public, relin=made.relin, galois=galois, bootstrap=made.bootstrap)
+    assert keys.relin.level == top  # bootstrapping's EvalMod multiplies at the top
+    x = np.random.default_rng(8).uniform(-1, 1, ctx.slots)
+    ev = ctx.evaluator(keys)
+    ct = ctx.encrypt(x, keys)
+    np.testing.assert_allclose(ctx.decrypt(ev.rotate(ct, 1), sk).real, np.roll(x, -1), atol=1e-4)
+    refreshed = ev.bootstrap(ev.rotate(ct, -3))
+    np.testing.assert_allclose(ctx.decrypt(ev.rotate(refreshed, 1), sk).real, np.roll(x, 2), atol=1e-3)
+    loaded = ctx.load(galois.to_bytes())
+    assert (loaded.level, loaded.nbytes, loaded.elements) == (galois.level, galois.nbytes, galois.elements)
+
+
+def test_galois_keys_made_for_a_lower_level(boot):
+    ctx, sk, keys = boot
+    low = ctx.galois_keys(sk, [2], level=1)
+    assert low.level == 1 and "level 1" in repr(low)
+    assert low.nbytes == ctx._core.rlwe.switch_key_bytes(1)
+    ev = ctx.evaluator(rf.ckks.KeySet(public=keys.public, relin=keys.relin, galois=low))
+    x = np.arange(ctx.slots) / ctx.slots
+    ct = ctx.encrypt(x, keys)
+    with pytest.raises(ValueError, match=f"made for levels up to 1, the ciphertext is at level {ctx.max_level}"):
+        ev.rotate(ct, 2)
+    np.testing.assert_allclose(ctx.decrypt(ev.rotate(ev.mod_switch(ct, 1), 2), sk).real, np.roll(x, -2), atol=1e-4)
+    for bad in (-1, ctx.max_level + 1, True, 1.5):
+        with pytest.raises(ValueError, match=rf"level must be an integer in \[0, {ctx.max_level}\]"):
+            ctx.galois_keys(sk, [2], level=bad)
+
+
 def test_parameters_round_trip_keeps_the_reserved_levels(boot):
     ctx, _, _ = boot
     with warnings.catch_warnings():

@@ -80,10 +80,23 @@ def test_inter_packing_runs_convolutional_models_against_onnxruntime(deep_ctx):
     model = rf.nn.load(data, deep_ctx, packing="inter")
     sk, keys = deep_ctx.keygen(rotations=model.rotations())
     x = rng.uniform(-1, 1, (3, 2, 6, 6))
-    got = deep_ctx.decrypt_batch(model(deep_ctx.encrypt_batch(x, keys, packing="inter"),
-                                       client=rf.nn.LocalClient(deep_ctx, sk, keys)), sk)
-    assert model.last_run["period"] == 256  # 4 x 6 x 6 = 144 values, padded to a power of two
+    enc = deep_ctx.encrypt_batch(x, keys, packing="inter")
+    plan, before = model.plan(), rf.memory.stats()["bytes_in_use"]
+    got = deep_ctx.decrypt_batch(model(enc, client=rf.nn.LocalClient(deep_ctx, sk, keys)), sk)
+    cached = rf.memory.stats()["bytes_in_use"] - before
+    assert model.last_run["period"] == plan.counts["period"] == 256  # 4 x 6 x 6 = 144 values, padded
     assert np.max(np.abs(got - ort_run(data, x))) < 1e-4
+    # The plan counts what the run built: its transforms, their diagonals and rotations, and the
+    # pool bytes of the encoded diagonals every sample reuses.
+    transforms = [lt for key, lt in model._inter_cache.items() if key[0] != "map"]
+    assert plan.counts["transforms"] == len(transforms) == 6  # 3 Conv, 2 pooling layers, Gemm
+    assert plan.counts["diagonals"] == sum(lt.diagonal_count for lt in transforms)
+    assert plan.counts["rotations_per_sample"] == sum(len(lt.rotations()) for lt in transforms)
+    assert plan.counts["galois_keys"] == len(model.rotations()) == len(keys.galois)
+    assert abs(cached - plan.counts["diagonal_bytes"]) <= 0.1 * plan.counts["diagonal_bytes"]
+    assert plan.key_bytes >= keys.galois.nbytes + keys.relin.nbytes
+    with pytest.raises(ValueError, match=r"dry_run=True\) rehearses batch packing"):
+        model.plan(dry_run=True)
 
     maxpool = make_model([node("Conv", ["x", "W1"], ["c"], kernel_shape=[3, 3]),
                           node("MaxPool", ["c"], ["y"], kernel_shape=[2, 2])], (2, 6, 6), {"W1": inits["W1"]})
@@ -102,6 +115,54 @@ def test_infer_cli_json(tmp_path, capsys):
     assert report["top1_agreement"] == 1.0
     assert report["max_abs_error"] < 1e-4
     assert report["predicted_peak_bytes"] > 0 and report["levels_needed"] == 1
+
+
+@pytest.mark.parametrize("packing", ["inter", "auto"])
+def test_infer_cli_packing(tmp_path, capsys, packing):
+    """--packing inter runs one ciphertext per sample; auto runs the packing the planner predicts
+    to finish first, from costs it measures, and reports both predictions."""
+    path, xs = tmp_path / "mlp.onnx", tmp_path / "x.npy"
+    path.write_bytes(mlp_bytes())
+    np.save(xs, np.random.default_rng(5).uniform(-1, 1, (3, 16)))
+    assert cli.main(["infer", str(path), "--input", str(xs), "--packing", packing, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["top1_agreement"] == 1.0 and report["max_abs_error"] < 1e-4  # against onnxruntime
+    if packing == "inter":
+        assert report["packing"] == "inter" and report["packing_choice"] is None
+        assert report["counts"]["period"] == 16
+    else:
+        choice = report["packing_choice"]
+        assert choice["batch_seconds"] > 0 and choice["inter_seconds"] > 0
+        faster = "inter" if choice["inter_seconds"] < choice["batch_seconds"] else "batch"
+        assert report["packing"] == choice["packing"] == faster
+
+
+def test_choose_packing_follows_the_sample_count(deep_ctx):
+    """Batch packing costs the same for 1 sample as for a full batch, one ciphertext per sample
+    costs per sample: the planner picks inter for few samples and batch for many, and batch
+    where inter cannot run."""
+    from ringfire.nn import costs as C
+
+    model = rf.nn.load(mlp_bytes(), deep_ctx, packing="any")
+    costs = {"top_limbs": deep_ctx.max_level + 1, "lc_term_per_limb": 1e-4, "lc_call_per_limb": 1e-4,
+             "rescale_per_limb": 1e-3, "add_scalar_per_limb": 1e-5, "add_ct_per_limb": 1e-5,
+             "mult_relin_rescale_per_limb": 1e-2, "encrypt_per_limb": 1e-2, "decrypt_per_limb": 1e-2,
+             "client_clear": 1e-6, "rotate_per_limb": 1e-3, "multiply_plain_per_limb": 1e-4,
+             "encode_per_limb": 1e-4, "bootstrap": None}
+    per_sample = C.predict_inter_breakdown(model, costs)
+    batch = C.predict_batch_seconds(model, costs)
+    crossover = int((batch - per_sample["encoding"]) // per_sample["total"])
+    assert crossover >= 1
+    assert model.choose_packing(1, costs)["packing"] == "inter"
+    many = model.choose_packing(crossover + 1, costs)
+    assert many["packing"] == "batch" and many["inter_seconds"] > many["batch_seconds"]
+    assert model.choose_packing(deep_ctx.slots + 1, costs)["batch_seconds"] == pytest.approx(2 * batch)
+    with pytest.raises(ValueError, match="samples must be a positive integer"):
+        model.choose_packing(0, costs)
+    from nn_models import make_model, node
+    maxpool = make_model([node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2])], (1, 4, 4), {})
+    choice = rf.nn.load(maxpool, deep_ctx, packing="any").choose_packing(1, costs)
+    assert choice["packing"] == "batch" and "cannot run this model" in choice["reason"]
 
 
 def test_infer_cli_masking(tmp_path, capsys):

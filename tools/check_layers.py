@@ -18,7 +18,7 @@ against a view of the headers below it.)
 
 Python (python/ringfire/):
 
-    _core, _checks, _progress, _cpu -> arith, arith128, ring, cuda, io, tracing -> rlwe, costing -> ckks, bgv
+    _core, _checks, _progress, _cpu -> arith, arith128, ring, cuda, io, memory, tracing -> rlwe, costing -> ckks, bgv
         (side by side) -> bfv (a mode of bgv) -> nn, rpu, apps (side by side) ->
         bench, bench_ckks, demo, trace_cli -> cli -> __main__, the package
 
@@ -49,7 +49,7 @@ SUFFIXES = {".h", ".hpp", ".cpp", ".cu", ".cuh"}
 
 PY_RANK = {
     "_core": 0, "_checks": 0, "_progress": 0, "_cpu": 0,
-    "arith": 1, "arith128": 1, "ring": 1, "cuda": 1, "io": 1, "tracing": 1,
+    "arith": 1, "arith128": 1, "ring": 1, "cuda": 1, "io": 1, "memory": 1, "tracing": 1,
     "rlwe": 2, "costing": 2,
     "ckks": 3, "bgv": 3,
     "bfv": 4,

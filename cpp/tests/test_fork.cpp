@@ -1,7 +1,9 @@
 // The thread pool and fork(): loops cover every item once, errors come back
 // to the caller, and a forked child neither hangs in a parallel loop nor
-// replays its parent's OS-seeded random stream.
+// replays its parent's OS-seeded random stream, and spilled memory is the
+// child's own copy.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,11 +11,15 @@
 #include <chrono>
 #include <csignal>
 #include <numeric>
+#include <string>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
+#include "ringfire/base/buffer.h"
+#include "ringfire/base/errors.h"
 #include "ringfire/base/fork.h"
+#include "ringfire/base/memory_pool.h"
 #include "ringfire/base/parallel.h"
 #include "ringfire/rlwe/prng.h"
 
@@ -143,6 +149,40 @@ TEST(Fork, SeededGeneratorsStayDeterministic) {
   Prng a = Prng::from_seed(seed);
   const Prng::Seed child = next_seed_in_child(a);
   EXPECT_EQ(child, a.next_seed());
+}
+
+TEST(Fork, SpilledBlocksAreTheChildsOwnCopy) {
+  start_host_spill(0, "/tmp");  // every page-sized block goes to a file
+  Buffer spilled(1 << 16);
+  for (std::size_t i = 0; i < spilled.size(); ++i) spilled.data()[i] = i;
+  const int status = run_in_child([&] {
+    for (std::size_t i = 0; i < spilled.size(); ++i)
+      if (spilled.data()[i] != i) return 1;  // inherited bytes are readable
+    for (std::size_t i = 0; i < spilled.size(); ++i) spilled.data()[i] = 7;
+    Buffer fresh(1 << 16);  // the child spills to files of its own
+    fresh.data()[0] = 1;
+    return 0;
+  });
+  stop_host_spill();
+  EXPECT_EQ(status, 0);
+  for (std::size_t i = 0; i < spilled.size(); i += 97) ASSERT_EQ(spilled.data()[i], i);  // the child's writes stay there
+}
+
+TEST(Fork, AFullSpillDiskIsAClearError) {
+  // In a child: a 1 MiB file-size limit plays a full disk.
+  const int status = run_in_child([] {
+    std::signal(SIGXFSZ, SIG_IGN);
+    const rlimit limit{1 << 20, 1 << 20};
+    setrlimit(RLIMIT_FSIZE, &limit);
+    start_host_spill(0, "/tmp");
+    try {
+      Buffer too_big((2 << 20) / 8);
+    } catch (const DeviceError& e) {
+      return std::string(e.what()).find("[memory.spill] cannot reserve") == 0 ? 0 : 2;
+    }
+    return 1;
+  });
+  EXPECT_EQ(status, 0);
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ class QueuedPool final : public MemoryPool {
 
  protected:
   void* raw_allocate(std::size_t bytes) override { return ::operator new(bytes); }
-  void raw_free(void* block) override {
+  void raw_free(void* block, std::size_t) override {
     ++frees;
     ::operator delete(block);
   }

@@ -40,6 +40,23 @@ void bind_base(nb::module_& m) {
   m.def("set_num_threads", &set_num_threads, nb::arg("n"), "Sets the threads the CPU kernels use (n >= 1).");
   m.def("host_pool_stats", []() { return stats_dict(host_pool().stats()); }, "Statistics of the host memory pool.");
   m.def("host_pool_flush", []() { host_pool().flush(); }, "Returns cached host blocks to the system.");
+  m.def("start_host_spill", &start_host_spill, nb::arg("ram_limit_bytes"), nb::arg("directory"),
+        "Host blocks beyond ram_limit_bytes of resident pool memory come from files in directory.");
+  m.def("stop_host_spill", &stop_host_spill, "Later host blocks come from RAM again.");
+  m.def(
+      "host_spill_stats",
+      []() {
+        const HostSpillStats s = host_spill_stats();
+        nb::dict d;
+        d["active"] = s.active;
+        d["ram_limit"] = s.ram_limit;
+        d["directory"] = s.directory;
+        d["bytes_resident"] = s.bytes_resident;
+        d["bytes_spilled"] = s.bytes_spilled;
+        d["bytes_mapped"] = s.bytes_mapped;
+        return d;
+      },
+      "Where the host pool's blocks live: RAM and spill files.");
   m.def(
       "pool_stats", [](const std::string& device) { return stats_dict(pool_for(Device::parse(device)).stats()); },
       nb::arg("device"), "Statistics of a device's caching memory pool.");

@@ -278,6 +278,8 @@ void bind_ckks(nb::module_& m) {
       .def_prop_ro("fingerprint", &RlweContext::fingerprint)
       .def("galois_element", &RlweContext::galois_element, nb::arg("steps"))
       .def("conjugation_element", &RlweContext::conjugation_element)
+      .def("switch_key_bytes", &RlweContext::switch_key_bytes, nb::arg("level"),
+           "Bytes of one switching key made for `level`.")
       .def("rotation_of", &RlweContext::rotation_of, nb::arg("galois_element"),
            "The rotation step k in [0, N/2) with 5^k = g (mod 2N), or -1 (the conjugation).");
 

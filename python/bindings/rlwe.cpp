@@ -172,6 +172,8 @@ void bind_rlwe(nb::module_& m) {
       .def("to", &move_to<PublicKey>, nb::arg("device"), nb::arg("queue") = 0, kToDoc);
   nb::class_<RelinKey>(m, "RelinKey")
       .def_prop_ro("fingerprint", &RelinKey::fingerprint)
+      .def_prop_ro("level", [](const RelinKey& k) { return k.key().level(); })
+      .def_prop_ro("nbytes", [](const RelinKey& k) { return k.key().bytes(); })
       .def_prop_ro("device", &device_of<RelinKey>)
       .def("to", &move_to<RelinKey>, nb::arg("device"), nb::arg("queue") = 0, kToDoc);
   nb::class_<GaloisKeys>(m, "GaloisKeys")
@@ -180,7 +182,9 @@ void bind_rlwe(nb::module_& m) {
       .def("to", &move_to<GaloisKeys>, nb::arg("device"), nb::arg("queue") = 0, kToDoc)
       .def("elements", &GaloisKeys::elements)
       .def("__len__", &GaloisKeys::size)
-      .def("has", &GaloisKeys::has, nb::arg("galois_element"));
+      .def("has", &GaloisKeys::has, nb::arg("galois_element"))
+      .def_prop_ro("nbytes", &GaloisKeys::bytes)
+      .def("level", [](const GaloisKeys& k, u64 g) { return k.get(g).level(); }, nb::arg("galois_element"));
 
   // The scheme-neutral operations (the scheme evaluators derive from it).
   using Release = nb::call_guard<nb::gil_scoped_release>;
@@ -215,11 +219,14 @@ void bind_rlwe(nb::module_& m) {
     nb::gil_scoped_release release;
     return generate_relin_key(sk, prng);
   });
-  m.def("generate_galois_keys", [](const SecretKey& sk, const std::vector<u64>& elements, Prng& parent) {
-    Prng prng = Prng::from_seed(parent.next_seed());
-    nb::gil_scoped_release release;
-    return generate_galois_keys(sk, elements, prng);
-  });
+  m.def(
+      "generate_galois_keys",
+      [](const SecretKey& sk, const std::vector<u64>& elements, Prng& parent, std::optional<std::size_t> level) {
+        Prng prng = Prng::from_seed(parent.next_seed());
+        nb::gil_scoped_release release;
+        return generate_galois_keys(sk, elements, prng, level.value_or(sk.context()->max_level()));
+      },
+      nb::arg("secret_key"), nb::arg("elements"), nb::arg("prng"), nb::arg("level") = nb::none());
   m.def("encrypt_public", [](const PublicKey& pk, const Plaintext& pt, Prng& parent) {
     Prng prng = Prng::from_seed(parent.next_seed());
     nb::gil_scoped_release release;

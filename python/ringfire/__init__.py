@@ -18,6 +18,8 @@ Layers available in this release:
   products; the same keys, serialization and GPU placement as CKKS.
 * :mod:`ringfire.cuda` -- the GPU runtime: streams, compute frames, memory-pool
   statistics, the kernel profiler.
+* :mod:`ringfire.memory` -- the host memory pool's statistics, and runs larger than RAM:
+  ``rf.memory.spill(directory, ram_limit_gib=...)`` backs blocks beyond the limit with files.
 * :mod:`ringfire.apps` -- whole workloads: encrypted logistic-regression training (HELR) with
   bootstrapping.
 * :mod:`ringfire.tracing` -- ``with rf.trace() as t:`` records what a real run asks of the
@@ -35,7 +37,7 @@ from ._cpu import check_cpu as _check_cpu
 
 _check_cpu(_pathlib.Path(__file__).parent)  # before any native code runs
 from . import _core  # noqa: E402
-from . import apps, arith, arith128, bfv, bgv, ckks, cuda, io, nn, ring, rpu, tracing
+from . import apps, arith, arith128, bfv, bgv, ckks, cuda, io, memory, nn, ring, rpu, tracing
 from .tracing import Trace, trace  # noqa: E402
 
 __version__ = "0.1.0"

@@ -46,7 +46,7 @@ class CudaPool final : public MemoryPool {
 
  protected:
   void* raw_allocate(std::size_t bytes) override;
-  void raw_free(void* block) override;
+  void raw_free(void* block, std::size_t capacity) override;
   bool reuse_per_queue() const override { return true; }
 
  private:

@@ -25,7 +25,7 @@ void* CudaPool::raw_allocate(std::size_t bytes) {
   return block;
 }
 
-void CudaPool::raw_free(void* block) {
+void CudaPool::raw_free(void* block, std::size_t) {
   DeviceGuard guard(device_);
   (void)cudaFree(block);  // implicitly synchronises the device: only flush() gets here
 }

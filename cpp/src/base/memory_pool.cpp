@@ -3,9 +3,12 @@
 #include <pthread.h>
 
 #include <cstdlib>
+#include <memory>
 #include <new>
+#include <vector>
 
 #include "ringfire/base/errors.h"
+#include "ringfire/base/spill.h"
 
 namespace ringfire {
 
@@ -14,14 +17,82 @@ namespace {
 constexpr std::size_t kAlignment = 64;  // one cache line; AVX-friendly
 
 class HostPool final : public MemoryPool {
+ public:
+  void start_spill(std::size_t ram_limit, const std::string& directory) {
+    auto arena = std::make_unique<SpillArena>(directory);  // raises before anything changes
+    std::lock_guard<std::mutex> lock(spill_mutex_);
+    arenas_.push_back(std::move(arena));
+    active_ = arenas_.back().get();
+    ram_limit_ = ram_limit;
+  }
+  void stop_spill() {
+    std::lock_guard<std::mutex> lock(spill_mutex_);
+    active_ = nullptr;
+  }
+  HostSpillStats spill_stats() const {
+    std::lock_guard<std::mutex> lock(spill_mutex_);
+    HostSpillStats s;
+    s.active = active_ != nullptr;
+    s.ram_limit = ram_limit_;
+    if (active_ != nullptr) s.directory = active_->directory();
+    s.bytes_resident = resident_;
+    for (const auto& arena : arenas_) {
+      const SpillStats a = arena->stats();
+      s.bytes_spilled += a.bytes_in_use;
+      s.bytes_mapped += a.bytes_mapped;
+    }
+    return s;
+  }
+  // Fork handlers: the forking thread holds both locks across fork().
+  void lock_all() {
+    lock();
+    spill_mutex_.lock();
+  }
+  void unlock_all(bool in_child) {
+    if (in_child)
+      for (const auto& arena : arenas_) arena->after_fork_in_child();
+    spill_mutex_.unlock();
+    unlock();
+  }
+
  protected:
   void* raw_allocate(std::size_t bytes) override {
+    {
+      std::lock_guard<std::mutex> lock(spill_mutex_);
+      if (active_ != nullptr && bytes % kPageBytes == 0 && resident_ + bytes > ram_limit_)
+        return active_->allocate(bytes);
+      resident_ += bytes;
+    }
     void* block = std::aligned_alloc(kAlignment, bytes);
-    if (block == nullptr) throw std::bad_alloc();
+    if (block == nullptr) {
+      std::lock_guard<std::mutex> lock(spill_mutex_);
+      resident_ -= bytes;
+      throw std::bad_alloc();
+    }
     return block;
   }
-  void raw_free(void* block) override { std::free(block); }
+  void raw_free(void* block, std::size_t capacity) override {
+    std::lock_guard<std::mutex> lock(spill_mutex_);
+    for (const auto& arena : arenas_)
+      if (arena->owns(block)) return arena->release(block, capacity);
+    resident_ -= capacity;
+    std::free(block);
+  }
+
+ private:
+  static constexpr std::size_t kPageBytes = 4096;
+  mutable std::mutex spill_mutex_;
+  std::vector<std::unique_ptr<SpillArena>> arenas_;  // kept: their blocks may still be in use
+  SpillArena* active_ = nullptr;
+  std::size_t ram_limit_ = 0;
+  std::size_t resident_ = 0;
 };
+
+HostPool& the_host_pool() {
+  // Leaked on purpose: buffers in static objects may be released after main.
+  static HostPool* pool = new HostPool();
+  return *pool;
+}
 
 }  // namespace
 
@@ -78,7 +149,7 @@ void MemoryPool::flush() {
     stats_.bytes_cached = 0;
   }
   for (auto& [key, blocks] : lists)
-    for (void* block : blocks) raw_free(block);
+    for (void* block : blocks) raw_free(block, key.second);
 }
 
 void MemoryPool::settle_locked() {
@@ -119,20 +190,24 @@ PoolStats MemoryPool::stats() const {
   return stats_;
 }
 
-MemoryPool& host_pool() {
-  // Leaked on purpose: buffers in static objects may be released after main.
-  static MemoryPool* pool = new HostPool();
-  return *pool;
+MemoryPool& host_pool() { return the_host_pool(); }
+
+void start_host_spill(std::size_t ram_limit_bytes, const std::string& directory) {
+  the_host_pool().start_spill(ram_limit_bytes, directory);
 }
+void stop_host_spill() { the_host_pool().stop_spill(); }
+HostSpillStats host_spill_stats() { return the_host_pool().spill_stats(); }
 
 namespace {
 
-void lock_host_pool() { host_pool().lock(); }
-void unlock_host_pool() { host_pool().unlock(); }
+void lock_host_pool() { the_host_pool().lock_all(); }
+void unlock_host_pool_in_parent() { the_host_pool().unlock_all(false); }
+void unlock_host_pool_in_child() { the_host_pool().unlock_all(true); }
 
-// The forking thread holds the host pool's lock across fork(): the parent and
-// the child each release their copy afterwards.
-const int g_fork_handlers = pthread_atfork(&lock_host_pool, &unlock_host_pool, &unlock_host_pool);
+// The forking thread holds the host pool's locks across fork(): the parent and
+// the child each release their copy afterwards (the child after remapping the
+// spill files privately, see spill.h).
+const int g_fork_handlers = pthread_atfork(&lock_host_pool, &unlock_host_pool_in_parent, &unlock_host_pool_in_child);
 
 }  // namespace
 

@@ -414,13 +414,10 @@ BootstrapPlan Bootstrapper::plan() const {
   p.arcsine_degree = config_.arcsine_degree;
   p.cos_fit_error_log2 = cos_error_log2_;
   const RlweContext& rlwe = *context_->rlwe();
-  const std::size_t n = rlwe.n(), k = rlwe.special_count();
-  auto key_bytes = [&](std::size_t level) {
-    return static_cast<std::uint64_t>(2 * rlwe.digit_count(level) * (level + 1 + k) * n * 8);
-  };
-  for (const auto& [step, level] : rotation_levels_) p.key_bytes += key_bytes(level);
+  const std::size_t n = rlwe.n();
+  for (const auto& [step, level] : rotation_levels_) p.key_bytes += rlwe.switch_key_bytes(level);
   // The key into the ephemeral secret: one digit over q_0 and p_0.
-  p.key_bytes += key_bytes(conjugation_level_) + key_bytes(context_->max_level()) + 2 * 2 * n * 8;
+  p.key_bytes += rlwe.switch_key_bytes(conjugation_level_) + rlwe.switch_key_bytes(context_->max_level()) + 2 * 2 * n * 8;
   p.rotation_keys = rotation_levels_.size() + 1;
   for (const auto* group : {&cts_, &stc_})
     for (const LinearTransform& lt : *group) {

@@ -67,6 +67,12 @@ GaloisKeys GaloisKeys::to(const Device& device) const {
   return copy;
 }
 
+std::uint64_t GaloisKeys::bytes() const {
+  std::uint64_t total = 0;
+  for (const auto& [g, key] : keys_) total += key.bytes();
+  return total;
+}
+
 std::vector<u64> GaloisKeys::elements() const {
   std::vector<u64> out;
   for (const auto& [g, key] : keys_) out.push_back(g);

@@ -147,9 +147,12 @@ class Context(ContextBase):
         """
         return self._generate_keys(rotations, self._swap_element(swap_rows))
 
-    def galois_keys(self, secret_key: SecretKey, rotations: Iterable[int] | str = (), swap_rows: bool = False):
-        """More Galois keys for an existing secret key of this context."""
-        return self._more_galois_keys(secret_key, rotations, self._swap_element(swap_rows))
+    def galois_keys(self, secret_key: SecretKey, rotations: Iterable[int] | str = (), swap_rows: bool = False,
+                    level: int | None = None):
+        """More Galois keys for an existing secret key of this context, serving
+        levels up to ``level`` (default :attr:`max_level`): lower keys are smaller,
+        and rotating a ciphertext above their level raises."""
+        return self._more_galois_keys(secret_key, rotations, self._swap_element(swap_rows), level)
 
     def _swap_element(self, swap_rows: bool) -> list[int]:
         return [self._core.rlwe.conjugation_element()] if swap_rows else []

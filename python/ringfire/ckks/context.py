@@ -161,7 +161,8 @@ class Context(ContextBase):
         return self.scale_at(level - 1) * self.params.q_primes[level] / float(scale)
 
     # ---- keys -------------------------------------------------------------------
-    def keygen(self, rotations: Iterable[int] | str | None = (), conjugate: bool = False, bootstrap: bool = False):
+    def keygen(self, rotations: Iterable[int] | str | None = (), conjugate: bool = False, bootstrap: bool = False,
+               galois_level: int | None = None):
         """Generates a secret key and the evaluation keys.
 
         Args:
@@ -170,11 +171,17 @@ class Context(ContextBase):
             conjugate: also make the complex-conjugation key.
             bootstrap: also make the bootstrapping keys (``keys.bootstrap``; see
                 :meth:`bootstrap_plan` for their count and size first).
+            galois_level: the highest level the rotation and conjugation keys
+                serve (default :attr:`max_level`, the top of the user's chain).
+                A lower one makes smaller keys when rotations only happen late in
+                a circuit; rotating a ciphertext above it raises.
 
         Returns ``(secret_key, keys)``; ``keys`` (a :class:`KeySet`: public,
         relin, galois, bootstrap) also becomes this context's default evaluation keys.
+        On a bootstrappable chain the Galois keys stop at the user's top level, so
+        they are a fraction of a whole-chain key's size (bootstrapping makes its own).
         """
-        sk, keys = self._generate_keys(rotations, self._conjugation(conjugate))
+        sk, keys = self._generate_keys(rotations, self._conjugation(conjugate), galois_level)
         if bootstrap:
             keys.bootstrap = self.bootstrap_keys(sk)
         return sk, keys
@@ -209,9 +216,11 @@ class Context(ContextBase):
         ratio = bootstrapping.message_ratio_bits(self._bootstrap_options, self.params.q_primes[0], self.scale_at(0))
         return BootstrapPlan.from_native(native.plan(), native.slots, bootstrapping.input_bound(ratio))
 
-    def galois_keys(self, secret_key: SecretKey, rotations: Iterable[int] | str = (), conjugate: bool = False):
-        """More Galois keys for an existing secret key of this context."""
-        return self._more_galois_keys(secret_key, rotations, self._conjugation(conjugate))
+    def galois_keys(self, secret_key: SecretKey, rotations: Iterable[int] | str = (), conjugate: bool = False,
+                    level: int | None = None):
+        """More Galois keys for an existing secret key of this context, serving
+        levels up to ``level`` (default :attr:`max_level`; see :meth:`keygen`)."""
+        return self._more_galois_keys(secret_key, rotations, self._conjugation(conjugate), level)
 
     def _conjugation(self, conjugate: bool) -> list[int]:
         return [self._core.rlwe.conjugation_element()] if conjugate else []

@@ -2,9 +2,12 @@
 
 Picks CKKS parameters from the model's plan (levels between re-encryptions,
 batch size), or a bootstrappable preset with ``--bootstrap``; generates keys,
-encrypts the batch, runs the model with an in-process client for ReLU/MaxPool,
-decrypts, and reports outputs, agreement with onnxruntime (the true model),
-time and memory (predicted and measured).
+encrypts the batch (``--packing``: the batch in the slots, one ciphertext per
+sample, or the one the planner predicts to finish first), runs the model with an
+in-process client for ReLU/MaxPool, decrypts, and reports outputs, agreement with
+onnxruntime (the true model), time and memory (predicted and measured). A run
+predicted above the machine's RAM is refused unless ``--spill-dir`` backs the
+excess with files.
 """
 
 from __future__ import annotations
@@ -60,8 +63,17 @@ def register(subparsers) -> None:
                         "(ReLU-like and MaxPool scaled, Softmax/LayerNorm shifted; see docs/nn.md)")
     p.add_argument("--mask-bits", type=float, default=4.0,
                    help="with --masking: scale masks span 2^-B..2^B (costs up to B bits of precision per layer)")
+    p.add_argument("--packing", choices=["batch", "inter", "auto"], default="batch",
+                   help="batch: the batch in the slots, one ciphertext per value (throughput; default); inter: one "
+                        "ciphertext per sample (latency); auto: the one the planner predicts to finish first, from "
+                        "costs measured on this machine")
     p.add_argument("--calibration", help=".npy inputs that set polynomial ranges (default: the input itself)")
     p.add_argument("--max-memory", type=float, default=None, help="refuse runs predicted above this many GiB")
+    p.add_argument("--spill-dir", default=None,
+                   help="back memory beyond --ram-limit with files in this directory, so runs larger than RAM "
+                        "slow down instead of failing (ringfire.memory.spill)")
+    p.add_argument("--ram-limit", type=float, default=None,
+                   help="with --spill-dir: GiB of ciphertexts and keys kept in RAM (default: 2/3 of RAM)")
     p.add_argument("--dry-run", action="store_true",
                    help="plan, then run the encrypted code path on placeholders (no arithmetic) and stop: "
                         "checks that the run works and measures its memory")
@@ -107,9 +119,48 @@ def _reference_outputs(model_path, x, model):
     return session.run(None, {name: x.astype(np.float32)})[0].astype(np.float64), "onnxruntime"
 
 
+def _packings(graph, wanted: str) -> list:
+    """The packings to consider: the one asked for, or (auto) both when one ciphertext per
+    sample can run the model."""
+    from .graph import UnsupportedOperator
+    from .inter import period_for
+
+    if wanted != "auto":
+        return [wanted]
+    try:
+        period_for(graph)
+    except UnsupportedOperator:
+        return ["batch"]
+    return ["batch", "inter"]
+
+
+def model_plan(model, packing: str):
+    """The model's plan under ``packing``."""
+    return model._plan_inter() if packing == "inter" else model._plan_batch()
+
+
+def _check_memory(peak_bytes: int, args) -> None:
+    """Refuses a run predicted above --max-memory, and one predicted above this
+    machine's RAM unless --spill-dir backs the excess with files."""
+    from .. import memory
+
+    gib = 2**30
+    if args.max_memory is not None and peak_bytes > args.max_memory * gib:
+        raise ValueError(f"[infer] predicted peak memory {peak_bytes / gib:.2f} GiB exceeds --max-memory "
+                         f"{args.max_memory} GiB")
+    if args.ram_limit is not None and not args.spill_dir:
+        raise ValueError("[infer] --ram-limit sets what stays in RAM when spilling: it needs --spill-dir")
+    ram = memory.total_ram_bytes()
+    if not args.spill_dir and peak_bytes > ram:
+        raise ValueError(f"[infer] predicted peak memory {peak_bytes / gib:.2f} GiB exceeds this machine's "
+                         f"{ram / gib:.1f} GiB of RAM: pass --spill-dir DIR to keep the excess in files there "
+                         "(slower, not killed), or run a smaller model or input")
+
+
 def main(args) -> int:
-    from .. import nn
+    from .. import memory, nn
     from .graph import Graph
+    from .inter import period_for
 
     x = np.load(args.input).astype(np.float64)
     say = (lambda *a: print(*a, file=sys.stderr)) if not args.json else (lambda *a: None)
@@ -123,20 +174,23 @@ def main(args) -> int:
         raise ValueError("[infer] --bootstrap refreshes polynomial activations: it needs --activation poly")
     if args.activation == "poly":
         options["calibration"] = np.load(args.calibration) if args.calibration else x
+    candidates = _packings(graph, args.packing)
     if args.bootstrap:
-        ctx = _bootstrap_context(args.preset, x.shape[0])
+        ctx = _bootstrap_context(args.preset, x.shape[0] if "batch" in candidates else 1)
         options["bootstrap"] = True
     else:  # plan with a deep provisional context, then pick the real one
         probe = choose_context(12, 1)
-        levels = nn.Model(graph, probe, **options).plan().levels_needed
-        ctx = choose_context(levels, x.shape[0])
-    model = nn.Model(Graph.from_onnx(args.model), ctx, **options)
-    plan = model.plan()
+        levels = max(nn.Model(graph, probe, packing=p, **options).plan().levels_needed for p in candidates)
+        slots = max([x.shape[0] if "batch" in candidates else 1]
+                    + ([period_for(graph)] if "inter" in candidates else []))
+        ctx = choose_context(levels, slots)
+    model = nn.Model(Graph.from_onnx(args.model), ctx, packing="any" if len(candidates) > 1 else candidates[0],
+                     **options)
     say(f"context: {ctx.describe()}")
-    say(plan.describe())
-    if args.max_memory is not None and plan.peak_bytes > args.max_memory * 2**30:
-        raise ValueError(f"[infer] predicted peak memory {plan.peak_bytes / 2**30:.2f} GiB exceeds --max-memory "
-                         f"{args.max_memory} GiB")
+    plans = {p: model_plan(model, p) for p in candidates}
+    for p, plan in plans.items():
+        say((f"{p} packing: " if len(plans) > 1 else "") + plan.describe())
+    _check_memory(max(plan.peak_bytes for plan in plans.values()), args)
     if args.dry_run:
         plan = model.plan(dry_run=True)
         if args.json:
@@ -146,20 +200,33 @@ def main(args) -> int:
         else:
             print(plan.notes[-1])
         return 0
+    spill = memory.spill(args.spill_dir, ram_limit_gib=args.ram_limit) if args.spill_dir else None
     t0 = time.perf_counter()
-    sk, keys = ctx.keygen(bootstrap=args.bootstrap)
-    enc = ctx.encrypt_batch(x, keys)
+    sk, keys = ctx.keygen(rotations=model.rotations() if "inter" in candidates else (), bootstrap=args.bootstrap)
+    choice = None
+    if len(candidates) > 1:
+        from .costs import measure_costs
+        choice = model.choose_packing(x.shape[0], measure_costs(ctx, keys, sk))
+        say(f"packing: {choice['packing']} ({choice['reason']})")
+    packing = choice["packing"] if choice else candidates[0]
+    model.packing, plan = packing, plans[packing]
+    enc = ctx.encrypt_batch(x, keys, packing=packing)
     t1 = time.perf_counter()
     out = model(enc, client=nn.LocalClient(ctx, sk, keys), progress=None if not args.json else False)
     t2 = time.perf_counter()
+    spilled = memory.stats()["bytes_spilled"]
+    if spill is not None:
+        spill.stop()
     y = ctx.decrypt_batch(out, sk)
     t3 = time.perf_counter()
     ref, reference = _reference_outputs(args.model, x, model)
     agree = _top1_agreement(y, ref)
     report = {
-        "context": ctx.describe(), "batch": int(x.shape[0]), "output_shape": list(y.shape),
+        "context": ctx.describe(), "batch": int(x.shape[0]), "output_shape": list(y.shape), "packing": packing,
+        "packing_choice": choice,
         "levels_needed": plan.levels_needed, "predicted_peak_bytes": plan.peak_bytes,
         "measured_max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "spilled_bytes": spilled,
         "seconds": {"keygen_encrypt": t1 - t0, "inference": t2 - t1, "decrypt": t3 - t2},
         "images_per_second": x.shape[0] / (t2 - t1), "reference": reference, "top1_agreement": agree,
         "max_abs_error": float(np.max(np.abs(y - ref))), "counts": model.last_run,
@@ -182,5 +249,6 @@ def main(args) -> int:
         print(f"time: keygen+encrypt {t1 - t0:.2f} s, inference {t2 - t1:.2f} s "
               f"({report['images_per_second']:.1f} images/s), decrypt {t3 - t2:.2f} s")
         print(f"memory: predicted peak {plan.peak_bytes / 2**30:.3f} GiB, measured max RSS "
-              f"{report['measured_max_rss_bytes'] / 2**30:.3f} GiB")
+              f"{report['measured_max_rss_bytes'] / 2**30:.3f} GiB"
+              + (f", {spilled / 2**30:.3f} GiB in spill files at the end" if spill is not None else ""))
     return 0

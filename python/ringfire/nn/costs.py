@@ -37,6 +37,8 @@ import time
 
 import numpy as np
 
+from .nonlinear import NONLINEAR_OPS as _CLIENT_AIDED
+
 
 def _median_time(fn, repeats: int = 5, inner: int = 1) -> float:
     times = []
@@ -96,7 +98,23 @@ def measure_costs(ctx, keys=None, secret_key=None, ks=(1, 8, 32, 96), repeats: i
     else:  # fall back to the Python operator (same path)
         mult = _median_time(lambda: cts[0] * cts[1], repeats, 4)
 
+    # One-image-per-ciphertext packing: rotations (key switches) and diagonal products.
+    if keys.galois is None or 1 not in keys.galois.rotations():
+        rotation_keys = type(keys)(public=keys.public, relin=keys.relin,
+                                   galois=ctx.galois_keys(secret_key, [1]))
+    else:
+        rotation_keys = keys
+    rotate = _median_time(lambda: ctx.evaluator(rotation_keys).rotate(cts[0], 1), repeats, 4)
     values = rng.uniform(0, 1, slots)
+    encode = _median_time(lambda: ctx.encode(values), repeats, 8)
+    diagonal = ctx.encode(values)
+    multiply_plain = _median_time(lambda: ev.multiply_plain(cts[0], diagonal), repeats, 16)
+    bootstrap = None
+    if getattr(keys, "bootstrap", None) is not None:  # one is enough: seconds each, and steady
+        start = time.perf_counter()
+        ev.bootstrap(cts[0])
+        bootstrap = time.perf_counter() - start
+
     encrypt = _median_time(lambda: ctx.encrypt(values, keys), repeats, 8)
     decrypt = _median_time(lambda: ctx.decrypt(cts[0], secret_key), repeats, 8)
     clear_relu = _median_time(lambda: np.clip(values, 0.0, 6.0), repeats, 64)
@@ -110,11 +128,16 @@ def measure_costs(ctx, keys=None, secret_key=None, ks=(1, 8, 32, 96), repeats: i
         "add_scalar_per_limb": add_scalar / limbs,
         "add_ct_per_limb": add_ct / limbs,
         "mult_relin_rescale_per_limb": mult / limbs,
+        "rotate_per_limb": rotate / limbs,
+        "multiply_plain_per_limb": multiply_plain / limbs,
+        "encode_per_limb": encode / limbs,
+        "bootstrap": bootstrap,                        # seconds of one (None: no bootstrapping keys)
         "encrypt_per_limb": encrypt / limbs,
         "decrypt_per_limb": decrypt / limbs,
         "client_clear": clear_relu,
         "raw": {"ks": list(ks), "lc_seconds": [float(t) for t in lc_times], "rescale": rescale, "mult": mult,
-                "encrypt": encrypt, "decrypt": decrypt, "add_scalar": add_scalar, "add_ct": add_ct},
+                "encrypt": encrypt, "decrypt": decrypt, "add_scalar": add_scalar, "add_ct": add_ct,
+                "rotate": rotate, "multiply_plain": multiply_plain},
     }
 
 
@@ -145,7 +168,8 @@ def limb_profile(model) -> dict:
             self.add_limbs += out.size * (out.level + 1)
             return out
 
-    rt = _Profiler(ctx.max_level, 2 * ctx.poly_degree * 8, model.polys, masking=model.masking, graph=model.graph)
+    rt = _Profiler(ctx.max_level, 2 * ctx.poly_degree * 8, model.polys, masking=model.masking, graph=model.graph,
+                   bootstrapping=model.bootstrap)
     Executor(model.graph, rt).run(rt.input(model.graph.input_shape))
     return {"term_limbs": rt.term_limbs, "output_limbs": rt.output_limbs, "add_limbs": rt.add_limbs}
 
@@ -182,3 +206,60 @@ def predict_seconds(plan, costs: dict, limbs: float | None = None, profile: dict
     """Predicted wall-clock seconds of ``model(enc, client=LocalClient(...))`` for a plan
     (independent of the batch size: the batch lives in the slots)."""
     return predict_breakdown(plan, costs, limbs, profile, adds)["total"]
+
+
+def _bootstrap_seconds(costs: dict) -> float:
+    if costs.get("bootstrap") is None:
+        raise ValueError("[nn.costs] this model bootstraps: measure costs with keygen(bootstrap=True) keys "
+                         "(measure_costs(ctx, keys, secret_key)) so they include one bootstrap")
+    return costs["bootstrap"]
+
+
+# A hoisted baby-step rotation shares the input's decomposition with the others: about half
+# a full rotation (ckks/linear_transform.h). The diagonal products of a giant step run as one
+# lazily reduced pass, about one multiply_plain per diagonal (the additions are free).
+HOISTED_ROTATION = 0.5
+
+
+def predict_inter_breakdown(model, costs: dict) -> dict:
+    """Seconds per sample of ``model(enc)`` with ``packing='inter'`` once its diagonals are
+    encoded (the first sample also encodes them), per part: the rotations and diagonal
+    products of its BSGS transforms (:mod:`.inter_plan` counts them), the activations
+    (polynomial products, or the key holder's decrypt and encrypt), and the bootstraps.
+    Costs scale with the limbs of the level each step runs at. ``"encoding"``, the first
+    sample's extra work, is not part of ``"total"``."""
+    from .inter import InterRunner, period_for
+    from .inter_plan import steps
+
+    ctx, top = model.ctx, costs["top_limbs"]
+    runner = InterRunner(model.graph, ctx, model.polys, period_for(model.graph),
+                         bounds={} if model.bootstrap else None)
+    per_diagonal = costs["multiply_plain_per_limb"]
+    parts = dict.fromkeys(("rotations", "diagonals", "activations", "bootstraps"), 0.0)
+    for step in steps(runner, model.masking):
+        limbs = step.level + 1
+        if step.refreshed:
+            parts["bootstraps"] += _bootstrap_seconds(costs)
+        if step.diagonals:
+            parts["rotations"] += ((HOISTED_ROTATION * step.baby_rotations + step.giant_rotations)
+                                   * costs["rotate_per_limb"] * limbs)
+            parts["diagonals"] += (step.diagonals * per_diagonal + costs["rescale_per_limb"]) * limbs
+        elif step.node.name in model.polys:
+            parts["activations"] += (model.polys[step.node.name].multiplications
+                                     * costs["mult_relin_rescale_per_limb"] * limbs)
+        elif step.node.op in _CLIENT_AIDED:
+            parts["activations"] += (costs["decrypt_per_limb"] * limbs + costs["encrypt_per_limb"] * top
+                                     + costs["client_clear"])
+    parts["total"] = float(sum(parts.values()))
+    parts["encoding"] = float(sum(step.diagonals * (step.level + 1) for step in steps(runner, model.masking))
+                              * costs["encode_per_limb"])
+    return parts
+
+
+def predict_batch_seconds(model, costs: dict) -> float:
+    """Seconds of one batch-packed run (any batch up to the slots), bootstraps included."""
+    plan = model._plan_batch()
+    seconds = predict_seconds(plan, costs, profile=limb_profile(model))
+    if model.bootstrap:
+        seconds += plan.counts.get("bootstraps", 0) * _bootstrap_seconds(costs)
+    return seconds

@@ -142,18 +142,24 @@ class InterRunner:
             need = max(need, peak)
         return need
 
-    def bootstraps_needed(self) -> int:
-        """The bootstraps :meth:`run` makes per sample, from levels alone."""
+    def level_walk(self, masking: bool = False):
+        """How :meth:`run` moves down the chain, from levels alone: per node, (node, the
+        level it reads at, whether its input is bootstrapped first, its output's level)."""
         top = self.ctx.max_level
-        level, count = {self.graph.input_name: top}, 0
+        level = {self.graph.input_name: top}
         for node in self.graph.nodes:
             source = node.inputs[0]
-            if level[source] < self._levels_of(node):
-                level[source], count = top, count + 1
-            tensors = [level[name] for name in node.inputs if name in level]
-            _, used = OPERATORS[node.op].inter.levels(self, node, top - min(tensors), False)
+            refreshed = self.bounds is not None and level[source] < self._levels_of(node, masking)
+            if refreshed:
+                level[source] = top
+            lowest = min(level[name] for name in node.inputs if name in level)
+            _, used = OPERATORS[node.op].inter.levels(self, node, top - lowest, masking)
             level[node.outputs[0]] = top - used
-        return count
+            yield node, lowest, refreshed, top - used
+
+    def bootstraps_needed(self) -> int:
+        """The bootstraps :meth:`run` makes per sample, from levels alone."""
+        return sum(refreshed for _, _, refreshed, _ in self.level_walk())
 
 
 # ---- the operators under inter-axis packing (attached to the operator registry) --------
@@ -162,10 +168,12 @@ class InterRunner:
 class InterOp:
     """``run(runner, node, x, client, masker)`` -> the output ciphertext;
     ``levels(runner, node, used, masking)`` -> (the most levels used while it runs, levels used after);
-    ``widths(node, graph)`` -> the vector widths it needs the period to cover."""
+    ``widths(node, graph)`` -> the vector widths it needs the period to cover;
+    ``offsets(node, graph, period)`` -> a linear layer's nonzero diagonal indices (None: not one)."""
     run: Callable
     levels: Callable
     widths: Callable = lambda node, graph: ()
+    offsets: Callable = lambda node, graph, period: None
 
 
 def _dense(runner, node, x, client, masker):
@@ -227,6 +235,13 @@ def _dense_widths(node, graph):
     return graph.constants[node.inputs[1]].shape
 
 
+def _dense_offsets(node, graph, period):
+    """W (out x in) padded to P x P: diagonal k holds W[r, r + k] for some r, so k runs over
+    -(out - 1)..(in - 1) modulo P."""
+    w, _ = dense_weights(node, graph)
+    return np.unique(np.arange(-(w.shape[0] - 1), w.shape[1]) % period)
+
+
 class _CapturedMap:
     """Runs a linear operator's registry entry to obtain its map instead of applying it."""
 
@@ -259,15 +274,20 @@ def _mapped(runner, node, x, client, masker):
     return runner._apply_map(x, runner.cache[key], node.name)
 
 
+def _mapped_offsets(node, graph, period):
+    m = linear_map(node, graph)
+    return np.unique((m.cols - m.rows) % period)
+
+
 def _mapped_widths(node, graph):
     sizes = [graph.shapes.get(node.inputs[0]), graph.shapes.get(node.outputs[0])]
     return tuple(int(np.prod(s)) for s in sizes if s)
 
 
 for _name in ("Gemm", "MatMul"):
-    attach(_name, inter=InterOp(_dense, _one_level, _dense_widths))
+    attach(_name, inter=InterOp(_dense, _one_level, _dense_widths, _dense_offsets))
 for _name in ("Conv", "AveragePool", "GlobalAveragePool", "BatchNormalization", "ReduceMean", "Div"):
-    attach(_name, inter=InterOp(_mapped, _one_level, _mapped_widths))
+    attach(_name, inter=InterOp(_mapped, _one_level, _mapped_widths, _mapped_offsets))
 for _name in ("Flatten", "Reshape", "Identity"):
     attach(_name, inter=InterOp(_identity, _no_level))
 for _name in ("Add", "Sub", "Mul"):

@@ -11,7 +11,8 @@ from .._progress import progress_bar
 from .activations import Polynomial
 from .executor import Executor
 from .graph import Graph, UnsupportedOperator
-from .inter import InterRunner, period_for, rotation_steps
+from .inter import InterRunner, giant_step, period_for, rotation_steps
+from .inter_plan import galois_key_count, inter_costs
 from .masking import Masker
 from .refresh import Refresher, choose_degrees, element_bounds
 from ..ckks.batch import EncryptedTensor
@@ -311,6 +312,9 @@ class Model:
         (:mod:`.dry_run`: no arithmetic, the memory of a real run): it raises where the
         real run would, and ``dry_run_bytes`` is the activations' measured peak."""
         plan = self._plan()
+        if dry_run and self.packing == "inter":
+            raise ValueError("[nn] plan(dry_run=True) rehearses batch packing; an inter-packed model's plan comes "
+                             "from its levels and diagonals (plan() without dry_run)")
         if dry_run and plan.fits:
             from .dry_run import dry_run as run_dry
             try:
@@ -325,14 +329,27 @@ class Model:
         return plan
 
     def _plan(self) -> Plan:
+        return self._plan_inter() if self.packing == "inter" else self._plan_batch()
+
+    def _plan_batch(self) -> Plan:
+        ctx = self.ctx
+        rt, output_ciphertexts = self._plan_runtime(self.polys)
+        key_bytes, workspace, notes = self._keys_and_workspace()
+        levels = rt.levels_needed
+        return Plan(notes=notes, levels_needed=levels, levels_available=ctx.max_level,
+                    input_ciphertexts=int(np.prod(self.graph.input_shape)), output_ciphertexts=output_ciphertexts,
+                    largest_tensor=rt.largest_tensor, counts=dict(rt.counts), activation_bytes=int(rt.peak),
+                    key_bytes=int(key_bytes), workspace_bytes=int(workspace),
+                    suggestion=None if levels <= ctx.max_level else suggest_parameters(levels))
+
+    def _keys_and_workspace(self) -> tuple[int, int, list]:
+        """Bytes of the relinearization, public and bootstrapping keys, of the key-switching
+        (and bootstrapping) temporaries, and notes saying what they hold."""
         ctx = self.ctx
         n = ctx.poly_degree
-        rt, output_ciphertexts = self._plan_runtime(self.polys)
-        limbs = len(ctx.params.q_primes)  # keys span the whole chain, bootstrapping's levels included
-        special = len(ctx.params.p_primes)
-        key_limbs = limbs + special
-        switch_key = ctx.params.dnum * 2 * key_limbs * n * 8
-        key_bytes = switch_key + 2 * limbs * n * 8   # relinearization key + public key
+        limbs = len(ctx.params.q_primes)  # these keys span the whole chain, bootstrapping's levels included
+        key_limbs = limbs + len(ctx.params.p_primes)
+        key_bytes = ctx._core.rlwe.switch_key_bytes(limbs - 1) + 2 * limbs * n * 8  # relinearization + public
         workspace = (2 * 2 + 3) * key_limbs * n * 8   # key-switching accumulators and temporaries
         notes = []
         if self.bootstrap:  # its Galois and encapsulation keys, the DFT diagonals, its temporaries
@@ -342,12 +359,65 @@ class Model:
             workspace += temporaries
             notes.append(f"the workspace includes {temporaries / 2**30:.2f} GiB for a bootstrap's temporaries, "
                          f"estimated as {BOOTSTRAP_TEMPORARIES} ciphertexts of the whole chain (measured on N16_BOOT)")
-        levels = rt.levels_needed
-        return Plan(notes=notes, levels_needed=levels, levels_available=ctx.max_level,
-                    input_ciphertexts=int(np.prod(self.graph.input_shape)), output_ciphertexts=output_ciphertexts,
-                    largest_tensor=rt.largest_tensor, counts=dict(rt.counts), activation_bytes=int(rt.peak),
-                    key_bytes=int(key_bytes), workspace_bytes=int(workspace),
+        return key_bytes, workspace, notes
+
+    def _plan_inter(self) -> Plan:
+        """One ciphertext per sample (:mod:`.inter_plan`): counts per sample; memory for one
+        sample in flight, the Galois keys and the diagonals every sample reuses."""
+        ctx = self.ctx
+        period = period_for(self.graph)
+        runner = InterRunner(self.graph, ctx, self.polys, period, bounds={} if self.bootstrap else None)
+        costs = inter_costs(runner, self.masking)
+        key_bytes, workspace, notes = self._keys_and_workspace()
+        galois = galois_key_count(period)
+        key_bytes += galois * ctx._core.rlwe.switch_key_bytes(ctx.max_level)
+        hoisted = giant_step(period) * 2 * (ctx.max_level + 1) * ctx.poly_degree * 8  # the baby rotations
+        workspace += hoisted + costs.cache_bytes
+        notes.append(f"packing='inter', period {period}: per sample {costs.transforms} linear transforms "
+                     f"({costs.diagonals} diagonals, {costs.key_switches} rotations)"
+                     + (f", {costs.bootstraps} bootstraps" if self.bootstrap else "")
+                     + f"; {galois} Galois keys; the workspace includes {costs.cache_bytes / 2**30:.2f} GiB of "
+                     "encoded diagonals, cached for every sample")
+        counts = {"packing": "inter", "period": period, "galois_keys": galois, "transforms": costs.transforms,
+                  "diagonals": costs.diagonals, "rotations_per_sample": costs.key_switches,
+                  "bootstraps_per_sample": costs.bootstraps, "diagonal_bytes": costs.diagonal_bytes}
+        levels = runner.levels_needed(self.masking)
+        return Plan(notes=notes, levels_needed=levels, levels_available=ctx.max_level, input_ciphertexts=1,
+                    output_ciphertexts=1, largest_tensor=1, counts=counts,
+                    activation_bytes=int(costs.activation_bytes), key_bytes=int(key_bytes),
+                    workspace_bytes=int(workspace),
                     suggestion=None if levels <= ctx.max_level else suggest_parameters(levels))
+
+    def choose_packing(self, samples: int, costs: dict | None = None) -> dict:
+        """The packing that runs ``samples`` samples sooner, from the plan's counts and
+        measured per-operation costs (``costs.measure_costs(ctx, keys, secret_key)``;
+        measured here when None, a few seconds; with bootstrapping, pass costs measured
+        with bootstrapping keys). A batch-packed run costs the same for 1 sample as for a
+        full batch (the batch lives in the slots: ``ceil(samples / slots)`` runs); one
+        ciphertext per sample costs per sample, far less each, after encoding its diagonals once. Returns ``{"packing",
+        "batch_seconds", "inter_seconds", "reason"}``; encrypt with
+        ``ctx.encrypt_batch(x, keys, packing=choice["packing"])`` on a model loaded with
+        ``packing="any"``."""
+        from . import costs as cost_model
+
+        if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
+            raise ValueError(f"[nn.choose_packing] samples must be a positive integer, got {samples!r}")
+        if costs is None:
+            costs = cost_model.measure_costs(self.ctx)
+        runs = -(-int(samples) // self.ctx.slots)
+        batch = runs * cost_model.predict_batch_seconds(self, costs)
+        try:
+            period_for(self.graph)
+        except UnsupportedOperator as e:
+            return {"packing": "batch", "batch_seconds": batch, "inter_seconds": None,
+                    "reason": f"one ciphertext per sample cannot run this model: {e}"}
+        parts = cost_model.predict_inter_breakdown(self, costs)
+        inter = parts["encoding"] + int(samples) * parts["total"]
+        packing = "inter" if inter < batch else "batch"
+        reason = (f"{samples} sample(s): about {inter:.3g} s one per ciphertext ({parts['encoding']:.3g} s of it "
+                  f"encoding the diagonals once) against {batch:.3g} s batch-packed ({runs} run(s) of up to "
+                  f"{self.ctx.slots})")
+        return {"packing": packing, "batch_seconds": batch, "inter_seconds": inter, "reason": reason}
 
     def describe(self) -> str:
         ops = {}

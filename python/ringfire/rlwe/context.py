@@ -160,24 +160,42 @@ class ContextBase:
         return self.__deepcopy__({})
 
     # ---- keys --------------------------------------------------------------------------
-    def _generate_keys(self, rotations, extra_elements: Iterable[int] = ()) -> tuple[SecretKey, KeySet]:
+    def _generate_keys(self, rotations, extra_elements: Iterable[int] = (),
+                       galois_level: int | None = None) -> tuple[SecretKey, KeySet]:
         """A secret key and its public, relinearization and Galois keys (for
-        ``rotations`` and the Galois elements ``extra_elements``); the key set becomes
-        this context's default."""
+        ``rotations`` and the Galois elements ``extra_elements``, made for levels up
+        to ``galois_level``); the key set becomes this context's default."""
+        level = self._galois_key_level(galois_level, f"{self.scheme}.keygen")
         sk = SecretKey(_core.generate_secret_key(self._core.rlwe, self._prng), self)
         keys = KeySet(public=PublicKey(_core.generate_public_key(sk._native, self._prng), self),
                       relin=RelinKey(_core.generate_relin_key(sk._native, self._prng), self))
         elements = self._galois_elements(rotations, extra_elements)
         if elements:
-            keys.galois = GaloisKeys(_core.generate_galois_keys(sk._native, elements, self._prng), self)
+            keys.galois = GaloisKeys(_core.generate_galois_keys(sk._native, elements, self._prng, level), self)
         self._default_keys = keys
         return sk, keys
 
-    def _more_galois_keys(self, secret_key: SecretKey, rotations, extra_elements: Iterable[int] = ()) -> GaloisKeys:
-        secret_key = self._own_secret_key(secret_key, f"{self.scheme}.galois_keys")
+    def _more_galois_keys(self, secret_key: SecretKey, rotations, extra_elements: Iterable[int] = (),
+                          level: int | None = None) -> GaloisKeys:
+        op = f"{self.scheme}.galois_keys"
+        level = self._galois_key_level(level, op)
+        secret_key = self._own_secret_key(secret_key, op)
         return GaloisKeys(_core.generate_galois_keys(secret_key._native,
-                                                     self._galois_elements(rotations, extra_elements), self._prng),
+                                                     self._galois_elements(rotations, extra_elements), self._prng,
+                                                     level),
                           self)
+
+    def _galois_key_level(self, level, op: str) -> int:
+        """The highest level Galois keys serve: ``max_level`` by default, the top of
+        the chain a user's ciphertexts reach (a bootstrappable CKKS chain keeps its
+        upper levels to bootstrapping, whose keys are its own). Lower keys are
+        smaller: a key's size grows with its level, and a level-``l`` key switches
+        ciphertexts at levels up to ``l`` only."""
+        if level is None:
+            return self.max_level
+        if isinstance(level, bool) or not isinstance(level, numbers.Integral) or not 0 <= level <= self.max_level:
+            raise ValueError(f"[{op}] level must be an integer in [0, {self.max_level}], got {level!r}")
+        return int(level)
 
     def _rotation_count(self) -> int:
         """How many distinct rotation steps there are (the slots of one row)."""

@@ -106,6 +106,9 @@ class RelinKey(_Key):
 
     _save = staticmethod(_core.save_relin_key)
 
+    level = property(lambda self: self._host().level, doc="The highest ciphertext level it switches.")
+    nbytes = property(lambda self: self._host().nbytes, doc="Bytes it holds in memory.")
+
 
 class GaloisKeys(_Key):
     """Rotation and conjugation keys, one per Galois element."""
@@ -127,10 +130,19 @@ class GaloisKeys(_Key):
     def has_conjugation(self) -> bool:
         return self._native.has(self._context._core.rlwe.conjugation_element())
 
+    nbytes = property(lambda self: self._host().nbytes, doc="Bytes the keys hold in memory.")
+
+    @property
+    def level(self) -> int | None:
+        """The highest ciphertext level every key switches (None when empty)."""
+        native = self._host()
+        return min((native.level(g) for g in native.elements()), default=None)
+
     def _describe(self) -> str:
         steps = self.rotations()
         shown = ", ".join(map(str, steps[:6])) + (", ..." if len(steps) > 6 else "")
-        return f"{len(self)} keys, rotations [{shown}]" + (", conjugation/row swap" if self.has_conjugation() else "")
+        return (f"{len(self)} keys, rotations [{shown}]" + (", conjugation/row swap" if self.has_conjugation() else "")
+                + (f", level {self.level}" if len(self) else ""))
 
 
 @dataclass

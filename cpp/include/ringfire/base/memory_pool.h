@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <map>
 #include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -62,7 +63,7 @@ class MemoryPool {
 
  protected:
   virtual void* raw_allocate(std::size_t bytes) = 0;
-  virtual void raw_free(void* block) = 0;
+  virtual void raw_free(void* block, std::size_t capacity) = 0;
   // Whether blocks are reused only on the queue that released them.
   virtual bool reuse_per_queue() const { return false; }
 
@@ -78,6 +79,24 @@ class MemoryPool {
 
 // The process-wide pool of host memory.
 MemoryPool& host_pool();
+
+// Spilling (base/spill.h): while on, host blocks of whole pages that the pool
+// would take from the system beyond `ram_limit_bytes` of resident blocks
+// come from files in `directory` instead. Blocks already handed out stay
+// where they are; turning it off (or on again elsewhere) affects only later
+// allocations. Raises InvalidArgument when the directory is unusable.
+void start_host_spill(std::size_t ram_limit_bytes, const std::string& directory);
+void stop_host_spill();
+
+struct HostSpillStats {
+  bool active = false;
+  std::size_t ram_limit = 0;
+  std::string directory;
+  std::size_t bytes_resident = 0;  // blocks the pool holds in RAM (in use or cached)
+  std::size_t bytes_spilled = 0;   // blocks the pool holds in files (in use or cached)
+  std::size_t bytes_mapped = 0;    // file space mapped so far
+};
+HostSpillStats host_spill_stats();
 
 // The pool for a device: the host pool, or the one its kind registered
 // (device.h); raises NotSupported for a kind without a pool.

@@ -41,6 +41,11 @@ class RlweContext {
   // Key-switching digits active at `level`: digit j covers Q indices
   // [j*alpha, min((j+1)*alpha, level+1)).
   std::size_t digit_count(std::size_t level) const;
+  // Bytes of one switching key made for `level`: a (b_j, a_j) pair per
+  // digit, each over q_0..q_level and P.
+  std::uint64_t switch_key_bytes(std::size_t level) const {
+    return static_cast<std::uint64_t>(2 * digit_count(level) * (level + 1 + special_count()) * n() * sizeof(u64));
+  }
   std::pair<std::size_t, std::size_t> digit_range(std::size_t level, std::size_t digit) const;
   // ModUp converter for a digit at a level: from the digit's primes to the
   // rest of extended_base(level), in extended order with the digit removed.

@@ -68,6 +68,8 @@ class KeySwitchKey {
   std::size_t level() const { return level_; }
   // Words of one key polynomial: (level + 1 + k) * N, Q's limbs then P's.
   std::size_t poly_words() const { return (level_ + 1 + context_->special_count()) * context_->n(); }
+  // Bytes the key holds in memory.
+  std::uint64_t bytes() const { return static_cast<std::uint64_t>(2 * digits_ * poly_words() * sizeof(u64)); }
   u64* b(std::size_t digit) { return buffer_.data() + (2 * digit) * poly_words(); }
   u64* a(std::size_t digit) { return buffer_.data() + (2 * digit + 1) * poly_words(); }
   const u64* b(std::size_t digit) const { return buffer_.data() + (2 * digit) * poly_words(); }
@@ -142,6 +144,8 @@ class GaloisKeys {
   void insert(KeySwitchKey key);
   std::vector<u64> elements() const;
   std::size_t size() const { return keys_.size(); }
+  // Bytes the keys hold in memory (each key's size follows its level).
+  std::uint64_t bytes() const;
   // Where the keys live (all on one device; cpu when empty).
   Device device() const { return keys_.empty() ? Device::cpu() : keys_.begin()->second.device(); }
   GaloisKeys to(const Device& device) const;

@@ -1,0 +1,78 @@
+// Spilling host memory to files: blocks keep their bytes, come back for reuse,
+// free their disk pages, and the host pool spills only beyond its RAM limit.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "ringfire/base/buffer.h"
+#include "ringfire/base/errors.h"
+#include "ringfire/base/memory_pool.h"
+#include "ringfire/base/spill.h"
+
+namespace ringfire {
+namespace {
+
+std::string temp_dir() {
+  const char* dir = std::getenv("TMPDIR");
+  return dir != nullptr && *dir != '\0' ? dir : "/tmp";
+}
+
+TEST(SpillArena, BlocksKeepTheirBytesAndAreReused) {
+  SpillArena arena(temp_dir(), 1 << 20);
+  constexpr std::size_t kBytes = 64 * 4096;
+  std::vector<std::uint64_t*> blocks;
+  for (int b = 0; b < 40; ++b) {  // 40 x 256 KiB: ten 1 MiB files
+    auto* p = static_cast<std::uint64_t*>(arena.allocate(kBytes));
+    for (std::size_t i = 0; i < kBytes / 8; ++i) p[i] = i * 31 + static_cast<std::uint64_t>(b);
+    blocks.push_back(p);
+  }
+  EXPECT_EQ(arena.stats().files, 10u);
+  EXPECT_EQ(arena.stats().bytes_in_use, 40 * kBytes);
+  for (int b = 0; b < 40; ++b) {
+    EXPECT_TRUE(arena.owns(blocks[b]));
+    for (std::size_t i = 0; i < kBytes / 8; i += 511) ASSERT_EQ(blocks[b][i], i * 31 + static_cast<std::uint64_t>(b));
+  }
+  arena.release(blocks[7], kBytes);
+  EXPECT_EQ(blocks[7][0], 0u);  // punched out: the page reads as zero again
+  EXPECT_EQ(arena.allocate(kBytes), blocks[7]);
+  EXPECT_EQ(arena.stats().files, 10u);
+  int on_stack = 0;
+  EXPECT_FALSE(arena.owns(&on_stack));
+}
+
+TEST(SpillArena, AnUnusableDirectoryIsAClearError) {
+  try {
+    SpillArena arena("/nonexistent/ringfire-spill");
+    FAIL() << "expected an error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot create a file in '/nonexistent/ringfire-spill'"), std::string::npos);
+  }
+  EXPECT_THROW(start_host_spill(0, "/nonexistent/ringfire-spill"), InvalidArgument);
+  EXPECT_FALSE(host_spill_stats().active);
+}
+
+TEST(HostSpill, OnlyBlocksBeyondTheLimitGoToFiles) {
+  host_pool().flush();
+  const std::size_t resident = host_spill_stats().bytes_resident;
+  start_host_spill(resident + (1 << 20), temp_dir());
+  const std::size_t spilled_before = host_spill_stats().bytes_spilled;
+  Buffer small(100);                 // below a page: always in RAM
+  Buffer first((1 << 20) / 8 - 512);  // fits under the limit
+  Buffer second((1 << 20) / 8);      // beyond it: a file
+  for (std::size_t i = 0; i < second.size(); ++i) second.data()[i] = ~i;
+  HostSpillStats s = host_spill_stats();
+  EXPECT_TRUE(s.active);
+  EXPECT_EQ(s.directory, temp_dir());
+  EXPECT_EQ(s.bytes_spilled - spilled_before, std::size_t{1} << 20);
+  stop_host_spill();
+  Buffer third((1 << 20) / 8);  // spilling is off: RAM again
+  EXPECT_EQ(host_spill_stats().bytes_spilled - spilled_before, std::size_t{1} << 20);
+  for (std::size_t i = 0; i < second.size(); i += 1001) ASSERT_EQ(second.data()[i], ~i);
+  EXPECT_FALSE(host_spill_stats().active);
+}
+
+}  // namespace
+}  // namespace ringfire

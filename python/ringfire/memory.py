@@ -1,0 +1,104 @@
+"""Host memory: where the caching pool's blocks live, and runs larger than RAM.
+
+Every ciphertext, plaintext and key on the CPU lives in one caching pool. With
+:func:`spill`, blocks the pool would take from the system beyond a RAM limit come
+from files in a directory instead (memory-mapped; seed 001 ran models larger than
+DRAM the same way, with Optane behind a DRAM cache). The kernel keeps the pages in
+use in RAM and writes cold ones to disk, so a run larger than RAM slows down
+instead of being killed::
+
+    with rf.memory.spill("/scratch", ram_limit_gib=16):
+        out = model(enc)                 # may hold more than 16 GiB of ciphertexts
+    print(rf.memory.stats())             # bytes in RAM and in spill files
+
+The limit counts the pool's blocks (ciphertexts, keys, their temporaries), not the
+rest of the process. Leave the kernel room beside it: the pages of spilled blocks
+that are in use sit in the page cache, so a limit of about two thirds of the
+machine's RAM keeps the working set in memory. The files are unlinked as soon as
+they are made: nothing is left on disk when the process ends, even if it is killed.
+Disk space is reserved as blocks are made, so a full disk raises a clear error.
+
+Fork: a child gets private copies of spilled blocks (it never writes into its
+parent's); pages the parent rewrites after the fork can show through in the
+child until the child writes them, so a forked child should only read ciphertexts
+its parent has stopped computing on (or use the ``spawn`` start method).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import warnings
+
+from . import _core
+
+__all__ = ["flush", "spill", "stats", "total_ram_bytes"]
+
+
+def stats() -> dict:
+    """The host pool: ``bytes_in_use`` (held by live objects), ``bytes_cached`` (kept for
+    reuse), ``bytes_resident`` and ``bytes_spilled`` (of all blocks, in RAM and in
+    files), ``bytes_mapped`` (file space mapped so far), and the spill settings
+    (``active``, ``ram_limit``, ``directory``)."""
+    return {**_core.host_pool_stats(), **_core.host_spill_stats()}
+
+
+def flush() -> None:
+    """Gives the blocks the pool keeps for reuse back to the system (spilled ones free their
+    disk space); blocks in use are untouched. Starting to spill does this first."""
+    _core.host_pool_flush()
+
+
+def total_ram_bytes() -> int:
+    """Physical memory of this machine."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+class spill:
+    """Spills host blocks beyond ``ram_limit_gib`` (default: two thirds of RAM) to files in
+    ``directory`` (default: the system's temporary directory) from now on, until
+    :meth:`stop` or the end of a ``with`` block. It first gives back the blocks the pool
+    keeps for reuse (:func:`flush`). Blocks in use stay where they are, and blocks made
+    while spilling stay in their files after it stops (they remain valid).
+
+    Raises ValueError for a limit that is not a positive number and for a directory
+    where no file can be made."""
+
+    def __init__(self, directory: str | os.PathLike | None = None, ram_limit_gib: float | None = None):
+        if ram_limit_gib is None:
+            ram_limit_gib = total_ram_bytes() * 2 / 3 / 2**30
+        if isinstance(ram_limit_gib, bool) or not isinstance(ram_limit_gib, (int, float)) or not ram_limit_gib >= 0:
+            raise ValueError(f"[memory.spill] ram_limit_gib must be a number >= 0, got {ram_limit_gib!r}")
+        directory = os.fspath(directory) if directory is not None else tempfile.gettempdir()
+        if not os.path.isdir(directory):
+            raise ValueError(f"[memory.spill] {directory!r} is not a directory")
+        self.directory = directory
+        self.ram_limit_bytes = int(ram_limit_gib * 2**30)
+        _core.start_host_spill(self.ram_limit_bytes, directory)
+        flush()  # blocks cached for reuse would otherwise be handed out again before any file
+
+    def stop(self) -> None:
+        """Later blocks come from RAM again."""
+        _core.stop_host_spill()
+
+    def __enter__(self) -> "spill":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        s = stats()
+        return (f"spill(directory={self.directory!r}, ram_limit_gib={self.ram_limit_bytes / 2**30:.2f}; "
+                f"{'active' if s['active'] else 'stopped'}, {s['bytes_spilled'] / 2**30:.2f} GiB in files)")
+
+
+def _after_fork_in_child() -> None:
+    if _core.host_spill_stats()["bytes_spilled"]:
+        warnings.warn("[memory.spill] this forked child inherited spilled blocks: it reads private copies, and "
+                      "pages its parent rewrites can show through until the child writes them; read only "
+                      "ciphertexts the parent has stopped computing on, or use the 'spawn' start method",
+                      RuntimeWarning, stacklevel=1)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,0 +1,84 @@
+"""What a run with inter-axis packing (one ciphertext per sample) costs, from the graph
+alone: levels, bootstraps, rotations and memory, per sample.
+
+The walk is :meth:`.inter.InterRunner.level_walk`, the levels :meth:`~.inter.InterRunner.run`
+moves through. Each linear layer is one BSGS transform of its nonzero diagonals (the
+registry's ``offsets``) with ``giant_step(P)`` baby steps: its key switches are its distinct
+nonzero baby offsets (hoisted) plus its distinct nonzero giant offsets, and its encoded
+diagonals stay cached for the next sample, each a plaintext of the level it is applied at
+(plus the complex diagonal it was encoded from, kept for pickling). The runner keeps every
+tensor of a sample alive until the sample ends (a residual sum may read any of them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .inter import InterRunner, giant_step, rotation_steps
+from .operators import OPERATORS
+
+
+@dataclass(frozen=True)
+class NodeStep:
+    """One node of a sample's run: the level it reads at, whether its input is bootstrapped
+    first, its output's level, and (linear layers) its diagonals and rotations."""
+
+    node: object
+    level: int
+    refreshed: bool
+    out_level: int
+    diagonals: int = 0
+    baby_rotations: int = 0   # hoisted: they share one decomposition of the input
+    giant_rotations: int = 0
+
+    @property
+    def rotations(self) -> int:
+        return self.baby_rotations + self.giant_rotations
+
+
+def steps(runner: InterRunner, masking: bool = False):
+    """The :class:`NodeStep` of every node, in running order."""
+    period = runner.period
+    baby = giant_step(period)
+    for node, level, refreshed, out_level in runner.level_walk(masking):
+        offsets = OPERATORS[node.op].inter.offsets(node, runner.graph, period)
+        if offsets is None:
+            yield NodeStep(node, level, refreshed, out_level)
+            continue
+        babies = {int(k) % baby for k in offsets} - {0}
+        giants = {int(k) - int(k) % baby for k in offsets} - {0}
+        yield NodeStep(node, level, refreshed, out_level, len(offsets), len(babies), len(giants))
+
+
+@dataclass
+class InterCosts:
+    """Per sample, except the cached diagonals, which all samples share."""
+
+    transforms: int = 0
+    diagonals: int = 0
+    key_switches: int = 0      # rotations inside the transforms
+    bootstraps: int = 0
+    activation_bytes: int = 0  # every tensor of one sample
+    cache_bytes: int = 0       # the encoded diagonals of every transform (in the pool) and their sources
+    diagonal_bytes: int = 0    # of it, the encoded plaintexts (the pool's share)
+
+
+def inter_costs(runner: InterRunner, masking: bool = False) -> InterCosts:
+    ctx, period = runner.ctx, runner.period
+    n = ctx.poly_degree
+    costs = InterCosts(activation_bytes=2 * (ctx.max_level + 1) * n * 8)  # the input
+    for step in steps(runner, masking):
+        costs.bootstraps += int(step.refreshed)
+        costs.activation_bytes += 2 * (step.out_level + 1) * n * 8
+        if step.diagonals:
+            costs.transforms += 1
+            costs.diagonals += step.diagonals
+            costs.key_switches += step.rotations
+            costs.diagonal_bytes += step.diagonals * (step.level + 1) * n * 8
+            costs.cache_bytes += step.diagonals * ((step.level + 1) * n * 8 + period * 16)
+    return costs
+
+
+def galois_key_count(period: int) -> int:
+    """The Galois keys ``Model.rotations()`` asks for."""
+    return len(rotation_steps(period))

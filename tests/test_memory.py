@@ -1,0 +1,125 @@
+"""Spilling host memory to files (``ringfire.memory``): results are bit-identical to
+an all-RAM run, the statistics say where blocks live, bad settings are refused, a
+forked child reads its own copy, and ``ringfire infer`` spills or refuses by RAM."""
+
+import json
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import ringfire as rf
+from ringfire import cli
+
+SEED = bytes(range(32))
+
+
+def seeded_context():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # deterministic on purpose: two runs must give the same bytes
+        return rf.ckks.Context(poly_degree=2**13, coeff_bits=[50, 40, 40], scale_bits=40, special_bits=[50],
+                               insecure_deterministic_seed=SEED)
+
+
+def square_and_rotate(spill_dir=None):
+    """Encrypt, square, rotate: (result bytes, decrypted values, spill stats inside)."""
+    ctx = seeded_context()
+    sk, keys = ctx.keygen(rotations=[1])
+    x = np.linspace(-1, 1, ctx.slots)
+    spill = rf.memory.spill(spill_dir, ram_limit_gib=0) if spill_dir is not None else None
+    try:
+        ev = ctx.evaluator(keys)
+        ct = ctx.encrypt(x, keys)
+        out = ev.rotate(ev.relinearize(ev.multiply(ct, ct)), 1)
+        inside = rf.memory.stats()
+    finally:
+        if spill is not None:
+            spill.stop()
+    return out.to_bytes(), ctx.decrypt(out, sk).real, inside, x
+
+
+def test_spilled_results_are_bit_identical(tmp_path):
+    in_ram, values, stats_ram, x = square_and_rotate()
+    spilled, _, stats_spill, _ = square_and_rotate(tmp_path)
+    assert spilled == in_ram
+    np.testing.assert_allclose(values, np.roll(x * x, -1), atol=1e-4)
+    assert not stats_ram["active"]
+    assert stats_spill["active"] and stats_spill["directory"] == str(tmp_path)
+    assert stats_spill["bytes_spilled"] > 0 and stats_spill["bytes_mapped"] >= stats_spill["bytes_spilled"]
+    assert not rf.memory.stats()["active"]
+    assert os.listdir(tmp_path) == []  # the files are unlinked as soon as they are made
+
+
+def test_blocks_made_while_spilling_stay_valid_after_it_stops(tmp_path):
+    ctx = seeded_context()
+    sk, keys = ctx.keygen()
+    with rf.memory.spill(tmp_path, ram_limit_gib=0):
+        ct = ctx.encrypt(np.full(8, 0.5), keys)
+    later = ctx.encrypt(np.full(8, 0.25), keys)
+    np.testing.assert_allclose(ctx.decrypt(ct + later, sk)[:8].real, 0.75, atol=1e-4)
+
+
+@pytest.mark.parametrize("limit", [-1, True, "4", float("nan")])
+def test_bad_limits_are_refused(limit):
+    with pytest.raises(ValueError, match="ram_limit_gib must be a number >= 0"):
+        rf.memory.spill(ram_limit_gib=limit)
+
+
+def test_unusable_directories_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="is not a directory"):
+        rf.memory.spill(tmp_path / "missing")
+    read_only = tmp_path / "ro"
+    read_only.mkdir(mode=0o500)
+    if os.access(read_only, os.W_OK):
+        pytest.skip("running as a user who can write anywhere")
+    with pytest.raises(ValueError, match="cannot create a file"):
+        rf.memory.spill(read_only)
+    assert not rf.memory.stats()["active"]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_reads_its_own_copy_and_is_warned(tmp_path):
+    ctx = seeded_context()
+    sk, keys = ctx.keygen()
+    with rf.memory.spill(tmp_path, ram_limit_gib=0):
+        ct = ctx.encrypt(np.full(8, 0.5), keys)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pid = os.fork()
+        if pid == 0:  # the child decrypts the inherited ciphertext (C++ tests check writes stay in the child)
+            ok = np.allclose(ctx.decrypt(ct, sk)[:8].real, 0.5, atol=1e-4)
+            warned = any("forked child inherited spilled blocks" in str(w.message) for w in caught)
+            os._exit(0 if ok and warned else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+    np.testing.assert_allclose(ctx.decrypt(ct, sk)[:8].real, 0.5, atol=1e-4)
+
+
+def mlp_onnx(path):
+    from test_nn_inter_cli import mlp_bytes
+    path.write_bytes(mlp_bytes())
+
+
+def test_infer_spills_to_the_directory_given(tmp_path, capsys):
+    pytest.importorskip("onnx")
+    path, xs = tmp_path / "mlp.onnx", tmp_path / "x.npy"
+    mlp_onnx(path)
+    np.save(xs, np.random.default_rng(5).uniform(-1, 1, (6, 16)))
+    assert cli.main(["infer", str(path), "--input", str(xs), "--spill-dir", str(tmp_path), "--ram-limit", "0",
+                     "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["spilled_bytes"] > 0 and report["top1_agreement"] == 1.0 and report["max_abs_error"] < 1e-4
+    assert not rf.memory.stats()["active"]
+
+
+def test_infer_refuses_a_run_larger_than_ram_without_spilling(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("onnx")
+    path, xs = tmp_path / "mlp.onnx", tmp_path / "x.npy"
+    mlp_onnx(path)
+    np.save(xs, np.zeros((2, 16)))
+    monkeypatch.setattr(rf.memory, "total_ram_bytes", lambda: 1000)  # a machine far smaller than the plan
+    assert cli.main(["infer", str(path), "--input", str(xs)]) == 2
+    assert "exceeds this machine's 0.0 GiB of RAM: pass --spill-dir" in capsys.readouterr().err
+    assert cli.main(["infer", str(path), "--input", str(xs), "--ram-limit", "1"]) == 2
+    assert "needs --spill-dir" in capsys.readouterr().err
