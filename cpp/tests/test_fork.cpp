@@ -152,16 +152,21 @@ TEST(Fork, SeededGeneratorsStayDeterministic) {
 }
 
 TEST(Fork, SpilledBlocksAreTheChildsOwnCopy) {
+  host_pool().flush();
   start_host_spill(0, "/tmp");  // every page-sized block goes to a file
+  const std::size_t before = host_spill_stats().bytes_spilled;
   Buffer spilled(1 << 16);
+  ASSERT_EQ(host_spill_stats().bytes_spilled - before, std::size_t{1} << 19);
   for (std::size_t i = 0; i < spilled.size(); ++i) spilled.data()[i] = i;
   const int status = run_in_child([&] {
     for (std::size_t i = 0; i < spilled.size(); ++i)
       if (spilled.data()[i] != i) return 1;  // inherited bytes are readable
     for (std::size_t i = 0; i < spilled.size(); ++i) spilled.data()[i] = 7;
-    Buffer fresh(1 << 16);  // the child spills to files of its own
+    Buffer fresh(1 << 16);  // a block of the child's own files
     fresh.data()[0] = 1;
-    return 0;
+    // A grandchild inherits the child's writes as they are, not the files' bytes.
+    const int grandchild = run_in_child([&] { return spilled.data()[5] == 7 && fresh.data()[0] == 1 ? 0 : 1; });
+    return grandchild == 0 ? 0 : 2;
   });
   stop_host_spill();
   EXPECT_EQ(status, 0);

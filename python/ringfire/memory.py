@@ -16,12 +16,16 @@ rest of the process. Leave the kernel room beside it: the pages of spilled block
 that are in use sit in the page cache, so a limit of about two thirds of the
 machine's RAM keeps the working set in memory. The files are unlinked as soon as
 they are made: nothing is left on disk when the process ends, even if it is killed.
-Disk space is reserved as blocks are made, so a full disk raises a clear error.
+Disk space is reserved a file (1 GiB) at a time before blocks are handed out, so a
+full disk raises a clear error (on file systems where ``fallocate`` reserves space:
+ext4, xfs).
 
 Fork: a child gets private copies of spilled blocks (it never writes into its
-parent's); pages the parent rewrites after the fork can show through in the
-child until the child writes them, so a forked child should only read ciphertexts
-its parent has stopped computing on (or use the ``spawn`` start method).
+parent's) and spills to files of its own. Pages the parent rewrites or frees after
+the fork can show through in the child until the child writes them, so a forked
+child's view of inherited blocks holds only while the parent leaves them alone:
+use the ``spawn`` start method where the parent keeps computing. The directory's
+file system should be a disk: on tmpfs the "files" are RAM.
 """
 
 from __future__ import annotations
@@ -61,13 +65,16 @@ class spill:
     keeps for reuse (:func:`flush`). Blocks in use stay where they are, and blocks made
     while spilling stay in their files after it stops (they remain valid).
 
-    Raises ValueError for a limit that is not a positive number and for a directory
-    where no file can be made."""
+    Spilling is one setting for the whole process: a second ``spill`` replaces the first,
+    and either one's :meth:`stop` ends it. Calling ``spill`` again on the same directory
+    reuses its files. Raises ValueError for a limit that is not a number >= 0 and for a
+    directory where no file can be made."""
 
     def __init__(self, directory: str | os.PathLike | None = None, ram_limit_gib: float | None = None):
         if ram_limit_gib is None:
             ram_limit_gib = total_ram_bytes() * 2 / 3 / 2**30
-        if isinstance(ram_limit_gib, bool) or not isinstance(ram_limit_gib, (int, float)) or not ram_limit_gib >= 0:
+        if (isinstance(ram_limit_gib, bool) or not isinstance(ram_limit_gib, (int, float))
+                or not 0 <= ram_limit_gib < 2**33):
             raise ValueError(f"[memory.spill] ram_limit_gib must be a number >= 0, got {ram_limit_gib!r}")
         directory = os.fspath(directory) if directory is not None else tempfile.gettempdir()
         if not os.path.isdir(directory):
@@ -78,8 +85,10 @@ class spill:
         flush()  # blocks cached for reuse would otherwise be handed out again before any file
 
     def stop(self) -> None:
-        """Later blocks come from RAM again."""
+        """Later blocks come from RAM again: spilling stops (for the whole process) and the
+        pool gives back the spilled blocks it kept for reuse. Blocks in use stay valid."""
         _core.stop_host_spill()
+        flush()
 
     def __enter__(self) -> "spill":
         return self

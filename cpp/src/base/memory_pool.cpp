@@ -19,6 +19,15 @@ constexpr std::size_t kAlignment = 64;  // one cache line; AVX-friendly
 class HostPool final : public MemoryPool {
  public:
   void start_spill(std::size_t ram_limit, const std::string& directory) {
+    {
+      std::lock_guard<std::mutex> lock(spill_mutex_);
+      for (const auto& arena : arenas_)
+        if (arena->directory() == directory) {  // its files and reserved space serve again
+          active_ = arena.get();
+          ram_limit_ = ram_limit;
+          return;
+        }
+    }
     auto arena = std::make_unique<SpillArena>(directory);  // raises before anything changes
     std::lock_guard<std::mutex> lock(spill_mutex_);
     arenas_.push_back(std::move(arena));
@@ -59,7 +68,7 @@ class HostPool final : public MemoryPool {
   void* raw_allocate(std::size_t bytes) override {
     {
       std::lock_guard<std::mutex> lock(spill_mutex_);
-      if (active_ != nullptr && bytes % kPageBytes == 0 && resident_ + bytes > ram_limit_)
+      if (active_ != nullptr && bytes % SpillArena::page_bytes() == 0 && resident_ + bytes > ram_limit_)
         return active_->allocate(bytes);
       resident_ += bytes;
     }
@@ -80,7 +89,6 @@ class HostPool final : public MemoryPool {
   }
 
  private:
-  static constexpr std::size_t kPageBytes = 4096;
   mutable std::mutex spill_mutex_;
   std::vector<std::unique_ptr<SpillArena>> arenas_;  // kept: their blocks may still be in use
   SpillArena* active_ = nullptr;

@@ -19,7 +19,6 @@ namespace ringfire {
 namespace {
 
 constexpr const char* kOp = "memory.spill";
-constexpr std::size_t kPage = 4096;
 
 std::string system_error(const std::string& what, int error) { return what + ": " + std::strerror(error); }
 
@@ -39,7 +38,7 @@ int anonymous_file(const std::string& directory) {
 }  // namespace
 
 SpillArena::SpillArena(std::string directory, std::size_t chunk_bytes)
-    : directory_(std::move(directory)), chunk_bytes_(std::max(chunk_bytes, kPage) / kPage * kPage) {
+    : directory_(std::move(directory)), chunk_bytes_(std::max(chunk_bytes, page_bytes()) / page_bytes() * page_bytes()) {
   ::close(anonymous_file(directory_));  // fail now, not at the first spilled block
 }
 
@@ -51,7 +50,12 @@ SpillArena::~SpillArena() {
 }
 
 void SpillArena::map_chunk(std::size_t bytes) {
-  const int fd = anonymous_file(directory_);
+  int fd = -1;
+  try {
+    fd = anonymous_file(directory_);
+  } catch (const InvalidArgument& e) {  // out of descriptors or inodes: an I/O failure now
+    throw DeviceError(e.what());
+  }
   // Reserve the disk space now: a full disk raises here instead of killing
   // the process with SIGBUS at the first write into a sparse page.
   if (const int error = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes)); error != 0) {
@@ -67,13 +71,13 @@ void SpillArena::map_chunk(std::size_t bytes) {
     throw_device_error(kOp, system_error("cannot map a spill file", error));
   }
   ::madvise(base, bytes, MADV_DONTFORK);
-  chunks_.push_back(Chunk{static_cast<char*>(base), bytes, 0, fd});
+  chunks_.push_back(Chunk{static_cast<char*>(base), bytes, 0, fd, false});
   stats_.bytes_mapped += bytes;
   ++stats_.files;
 }
 
 void* SpillArena::allocate(std::size_t capacity) {
-  require(capacity > 0 && capacity % kPage == 0, kOp, "spilled blocks are whole pages");
+  require(capacity > 0 && capacity % page_bytes() == 0, kOp, "spilled blocks are whole pages");
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = free_.find(capacity); it != free_.end() && !it->second.empty()) {
     char* block = static_cast<char*>(it->second.back());
@@ -88,13 +92,19 @@ void* SpillArena::allocate(std::size_t capacity) {
     stats_.bytes_in_use += capacity;
     return block;
   }
-  if (chunks_.empty() || chunks_.back().bytes - chunks_.back().used < capacity)
+  if (chunks_.empty() || chunks_.back().private_copy || chunks_.back().bytes - chunks_.back().used < capacity)
     map_chunk(std::max(capacity, chunk_bytes_));
   Chunk& c = chunks_.back();
   void* block = c.base + c.used;
   c.used += capacity;
   stats_.bytes_in_use += capacity;
   return block;
+}
+
+std::size_t SpillArena::page_bytes() {
+  // Blocks and punched ranges must be whole pages of the system's size.
+  static const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  return page;
 }
 
 bool SpillArena::owns(const void* block) const {
@@ -116,8 +126,18 @@ SpillStats SpillArena::stats() const {
 }
 
 void SpillArena::after_fork_in_child() {
-  for (const Chunk& c : chunks_)
-    ::mmap(c.base, c.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, c.fd, 0);
+  for (Chunk& c : chunks_) {
+    if (c.private_copy) continue;  // already private: fork copied it like any memory
+    if (::mmap(c.base, c.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, c.fd, 0) == MAP_FAILED) {
+      // The inherited blocks would be unmapped: fail here, plainly, not at some later access.
+      static const char kMessage[] = "ringfire: a forked child cannot map its parent's spill files\n";
+      (void)::write(2, kMessage, sizeof(kMessage) - 1);
+      ::_exit(70);
+    }
+    c.private_copy = true;
+  }
+  // The parent hands out its free blocks and its chunks' tails: new blocks come from new files.
+  free_.clear();
 }
 
 }  // namespace ringfire

@@ -191,6 +191,18 @@ def main(args) -> int:
     for p, plan in plans.items():
         say((f"{p} packing: " if len(plans) > 1 else "") + plan.describe())
     _check_memory(max(plan.peak_bytes for plan in plans.values()), args)
+    spill = memory.spill(args.spill_dir, ram_limit_gib=args.ram_limit) if args.spill_dir else None
+    try:
+        return _run(args, model, ctx, plans, candidates, x, say, memory, spill)
+    finally:
+        if spill is not None:
+            spill.stop()
+
+
+def _run(args, model, ctx, plans, candidates, x, say, memory, spill) -> int:
+    """Dry run, or keys, encryption, the model, decryption and the report."""
+    from .. import nn
+
     if args.dry_run:
         plan = model.plan(dry_run=True)
         if args.json:
@@ -200,7 +212,6 @@ def main(args) -> int:
         else:
             print(plan.notes[-1])
         return 0
-    spill = memory.spill(args.spill_dir, ram_limit_gib=args.ram_limit) if args.spill_dir else None
     t0 = time.perf_counter()
     sk, keys = ctx.keygen(rotations=model.rotations() if "inter" in candidates else (), bootstrap=args.bootstrap)
     choice = None
@@ -215,8 +226,6 @@ def main(args) -> int:
     out = model(enc, client=nn.LocalClient(ctx, sk, keys), progress=None if not args.json else False)
     t2 = time.perf_counter()
     spilled = memory.stats()["bytes_spilled"]
-    if spill is not None:
-        spill.stop()
     y = ctx.decrypt_batch(out, sk)
     t3 = time.perf_counter()
     ref, reference = _reference_outputs(args.model, x, model)

@@ -106,8 +106,8 @@ class RelinKey(_Key):
 
     _save = staticmethod(_core.save_relin_key)
 
-    level = property(lambda self: self._host().level, doc="The highest ciphertext level it switches.")
-    nbytes = property(lambda self: self._host().nbytes, doc="Bytes it holds in memory.")
+    level = property(lambda self: self._res.any().level, doc="The highest ciphertext level it switches.")
+    nbytes = property(lambda self: self._res.any().nbytes, doc="Bytes it holds in memory.")
 
 
 class GaloisKeys(_Key):
@@ -130,12 +130,12 @@ class GaloisKeys(_Key):
     def has_conjugation(self) -> bool:
         return self._native.has(self._context._core.rlwe.conjugation_element())
 
-    nbytes = property(lambda self: self._host().nbytes, doc="Bytes the keys hold in memory.")
+    nbytes = property(lambda self: self._res.any().nbytes, doc="Bytes the keys hold in memory.")
 
     @property
     def level(self) -> int | None:
         """The highest ciphertext level every key switches (None when empty)."""
-        native = self._host()
+        native = self._res.any()  # metadata: no download of device-resident keys
         return min((native.level(g) for g in native.elements()), default=None)
 
     def _describe(self) -> str:

@@ -14,9 +14,11 @@
 // Fork: the mappings are not inherited (MADV_DONTFORK), because a shared
 // mapping would let a parent and its child overwrite each other's blocks. In a
 // child, after_fork_in_child() maps the same ranges privately (copy on write)
-// from the files, so inherited objects stay readable; pages the parent
-// rewrites later can show through until the child writes them, so a child
-// should not rely on ciphertexts the parent keeps computing on.
+// from the files, so inherited objects stay readable, and takes new blocks
+// from files of its own; its private ranges are inherited as they are by its
+// own children. Pages the parent rewrites or frees later can show through
+// until the child writes them: a child's view of inherited blocks is a
+// snapshot only while the parent leaves those blocks alone.
 #pragma once
 
 #include <cstddef>
@@ -42,11 +44,13 @@ class SpillArena {
   SpillArena& operator=(const SpillArena&) = delete;
 
   const std::string& directory() const { return directory_; }
-  // A block of `capacity` bytes (a multiple of 4096) backed by a file; raises
+  // A block of `capacity` bytes (a multiple of page_bytes()) backed by a file; raises
   // DeviceError on an I/O error (a full disk shows up here, not later as
   // SIGBUS: the file space is reserved before the block is handed out).
   void* allocate(std::size_t capacity);
   bool owns(const void* block) const;
+  // The system's page size: only whole pages spill.
+  static std::size_t page_bytes();
   // Frees the block's disk pages and keeps its address range for reuse.
   void release(void* block, std::size_t capacity);
   SpillStats stats() const;
@@ -61,6 +65,7 @@ class SpillArena {
     std::size_t bytes;
     std::size_t used;
     int fd;
+    bool private_copy;  // remapped in a forked child: inherited normally from then on
   };
   void map_chunk(std::size_t bytes);
 
