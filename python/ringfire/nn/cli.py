@@ -134,11 +134,6 @@ def _packings(graph, wanted: str) -> list:
     return ["batch", "inter"]
 
 
-def model_plan(model, packing: str):
-    """The model's plan under ``packing``."""
-    return model._plan_inter() if packing == "inter" else model._plan_batch()
-
-
 def _check_memory(peak_bytes: int, args) -> None:
     """Refuses a run predicted above --max-memory, and one predicted above this
     machine's RAM unless --spill-dir backs the excess with files."""
@@ -187,7 +182,7 @@ def main(args) -> int:
     model = nn.Model(Graph.from_onnx(args.model), ctx, packing="any" if len(candidates) > 1 else candidates[0],
                      **options)
     say(f"context: {ctx.describe()}")
-    plans = {p: model_plan(model, p) for p in candidates}
+    plans = {p: model._plan(p) for p in candidates}
     for p, plan in plans.items():
         say((f"{p} packing: " if len(plans) > 1 else "") + plan.describe())
     _check_memory(max(plan.peak_bytes for plan in plans.values()), args)

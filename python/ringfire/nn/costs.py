@@ -228,19 +228,18 @@ def predict_inter_breakdown(model, costs: dict) -> dict:
     (polynomial products, or the key holder's decrypt and encrypt), and the bootstraps.
     Costs scale with the limbs of the level each step runs at. ``"encoding"``, the first
     sample's extra work, is not part of ``"total"``."""
-    from .inter import InterRunner, period_for
     from .inter_plan import steps
 
-    ctx, top = model.ctx, costs["top_limbs"]
-    runner = InterRunner(model.graph, ctx, model.polys, period_for(model.graph),
-                         bounds={} if model.bootstrap else None)
+    top = costs["top_limbs"]
     per_diagonal = costs["multiply_plain_per_limb"]
     parts = dict.fromkeys(("rotations", "diagonals", "activations", "bootstraps"), 0.0)
-    for step in steps(runner, model.masking):
+    encoded_limbs = 0
+    for step in steps(model._inter_runner(), model.masking):
         limbs = step.level + 1
         if step.refreshed:
             parts["bootstraps"] += _bootstrap_seconds(costs)
         if step.diagonals:
+            encoded_limbs += step.diagonals * limbs
             parts["rotations"] += ((HOISTED_ROTATION * step.baby_rotations + step.giant_rotations)
                                    * costs["rotate_per_limb"] * limbs)
             parts["diagonals"] += (step.diagonals * per_diagonal + costs["rescale_per_limb"]) * limbs
@@ -251,8 +250,7 @@ def predict_inter_breakdown(model, costs: dict) -> dict:
             parts["activations"] += (costs["decrypt_per_limb"] * limbs + costs["encrypt_per_limb"] * top
                                      + costs["client_clear"])
     parts["total"] = float(sum(parts.values()))
-    parts["encoding"] = float(sum(step.diagonals * (step.level + 1) for step in steps(runner, model.masking))
-                              * costs["encode_per_limb"])
+    parts["encoding"] = float(encoded_limbs * costs["encode_per_limb"])
     return parts
 
 

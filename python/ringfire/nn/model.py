@@ -328,8 +328,14 @@ class Model:
                               f"(planned {plan.activation_bytes / 2**30:.3f})")
         return plan
 
-    def _plan(self) -> Plan:
-        return self._plan_inter() if self.packing == "inter" else self._plan_batch()
+    def _plan(self, packing: str | None = None) -> Plan:
+        """The plan under ``packing`` (default: the model's own)."""
+        return self._plan_inter() if (packing or self.packing) == "inter" else self._plan_batch()
+
+    def _inter_runner(self) -> InterRunner:
+        """A runner for planning one ciphertext per sample (no cache; bootstrapping from levels)."""
+        return InterRunner(self.graph, self.ctx, self.polys, period_for(self.graph),
+                           bounds={} if self.bootstrap else None)
 
     def _plan_batch(self) -> Plan:
         ctx = self.ctx
@@ -365,8 +371,8 @@ class Model:
         """One ciphertext per sample (:mod:`.inter_plan`): counts per sample; memory for one
         sample in flight, the Galois keys and the diagonals every sample reuses."""
         ctx = self.ctx
-        period = period_for(self.graph)
-        runner = InterRunner(self.graph, ctx, self.polys, period, bounds={} if self.bootstrap else None)
+        runner = self._inter_runner()
+        period = runner.period
         costs = inter_costs(runner, self.masking)
         key_bytes, workspace, notes = self._keys_and_workspace()
         galois = galois_key_count(period)
