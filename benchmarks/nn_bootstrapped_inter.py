@@ -2,21 +2,30 @@
 """ResNet-20 without a client, one image per ciphertext: inter-axis packing (convolutions as
 BSGS products with their nonzero diagonals) with bootstraps placed by the runner.
 
-    python benchmarks/nn_bootstrapped_inter.py [--preset toy|N16_BOOT] [--images 2]
+    python benchmarks/nn_bootstrapped_inter.py [--preset toy|N16_BOOT] [--resolution 8|16|32]
+        [--trained tests/data/resnet20_digits32.onnx] [--images 2]
         [--spill-dir DIR --ram-limit-gib 15] [--json out.json]
 
-``ringfire.nn.zoo.resnet20`` at 8x8 (random weights, projection shortcuts), calibrated on 64
-random inputs, polynomial ReLU; against onnxruntime on the original ReLU model and against the
-same polynomial network in the clear. The toy ring (N = 2^12, NOT SECURE) is the default. On
-N16_BOOT the 62 Galois keys (made for the user's levels: 1.8 GiB) and the bootstrapping keys
-fit this machine, but the diagonals every image reuses do not (50 GiB encoded at N = 2^16):
-``--spill-dir`` keeps what exceeds ``--ram-limit-gib`` in files there (``ringfire.memory``).
+``ringfire.nn.zoo.resnet20`` (random weights, projection shortcuts) at 8x8 by default,
+calibrated on 64 random inputs, polynomial ReLU; against onnxruntime on the original ReLU model
+and against the same polynomial network in the clear. The toy ring (N = 2^12, NOT SECURE,
+1024 slots: 8x8 only) is the default. On N16_BOOT the Galois keys (made for the user's levels:
+30 MiB each) and the bootstrapping keys fit this machine, but the diagonals every image reuses
+do not (50 GiB encoded at 32x32 in the multiplexed layout): ``--spill-dir`` keeps them in files
+there (the runner makes them cold, ``ringfire.memory.cold``) with whatever else exceeds
+``--ram-limit-gib``.
+
+``--trained`` runs the trained 32x32 network of ``train_resnet20.py`` instead (no CIFAR-10 here:
+digits upsampled to 3x32x32), calibrated on 128 training images: onnxruntime's accuracy with
+ReLU and the polynomial network's in the clear on all 360 held-out images, then the first
+``--images`` of them encrypted.
 """
 
 from __future__ import annotations
 
 import argparse
 import pathlib
+import resource
 import sys
 import time
 import warnings
@@ -31,20 +40,46 @@ import ringfire as rf  # noqa: E402
 from ringfire.nn import zoo  # noqa: E402
 
 
+def inputs(args):
+    """(ONNX bytes, calibration inputs, test inputs, their labels or None)."""
+    r = args.resolution
+    rng = np.random.default_rng(0)
+    if args.trained:  # trained weights: digits at 32x32 (benchmarks/train_resnet20.py)
+        sys.path.insert(0, str(HERE.parent / "tests"))
+        import nn_models as M
+        xtr, _, xte, yte = M.digits_split()
+        return (pathlib.Path(args.trained).read_bytes(), M.cifar_shaped(xtr[:128]).astype(np.float64),
+                M.cifar_shaped(xte).astype(np.float64), yte)
+    net, _ = zoo.resnet20(resolution=r, classes=10, seed=0)
+    return net.SerializeToString(), rng.uniform(0, 1, (64, 3, r, r)), rng.uniform(0, 1, (args.images, 3, r, r)), None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", choices=["toy", "N16_BOOT"], default="toy")
+    ap.add_argument("--resolution", type=int, help="input height and width (default 8; CIFAR-10: 32)")
+    ap.add_argument("--trained", metavar="ONNX", help="the trained 32x32 ResNet-20 of train_resnet20.py, run on "
+                                                     "the 360 held-out digits (all in the clear, --images encrypted)")
     ap.add_argument("--images", type=int, default=2)
     ap.add_argument("--spill-dir", help="spill host memory beyond --ram-limit-gib to files here")
     ap.add_argument("--ram-limit-gib", type=float, default=None)
     ap.add_argument("--json")
     args = ap.parse_args()
-    net, _ = zoo.resnet20(resolution=8, classes=10, seed=0)
-    onnx_bytes = net.SerializeToString()
-    rng = np.random.default_rng(0)
-    calibration, x = rng.uniform(0, 1, (64, 3, 8, 8)), rng.uniform(0, 1, (args.images, 3, 8, 8))
+    if args.trained and args.resolution not in (None, 32):
+        ap.error("--trained runs the 32x32 model")
+    args.resolution = args.resolution or (32 if args.trained else 8)
+    onnx_bytes, calibration, tests, labels = inputs(args)
+    x = tests[:args.images]
     ctx = context(args.preset)
     model = rf.nn.load(onnx_bytes, ctx, activation="poly", calibration=calibration, packing="inter")
+    clear = {}
+    if labels is not None:  # the polynomial network in the clear on every held-out image
+        relu = onnxruntime_outputs(onnx_bytes, tests)
+        poly = np.concatenate([model.plaintext(tests[i:i + 64], approximate=True) for i in range(0, len(tests), 64)])
+        clear = {"clear_images": len(tests), "accuracy_relu_onnxruntime": float(np.mean(relu.argmax(1) == labels)),
+                 "accuracy_polynomial_clear": float(np.mean(poly.argmax(1) == labels)),
+                 "agreement_polynomial_clear_vs_onnxruntime": float(np.mean(poly.argmax(1) == relu.argmax(1)))}
+        print(clear, file=sys.stderr, flush=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t0 = time.perf_counter()
@@ -59,11 +94,14 @@ def main() -> None:
         t = time.perf_counter()
         outs.append(ctx.decrypt_batch(model(ctx.encrypt_batch(x[i:i + 1], keys, packing="inter")), sk)[0])
         seconds.append(time.perf_counter() - t)
+        print(f"image {i + 1}: {seconds[-1]:.1f} s", file=sys.stderr, flush=True)
     got = np.stack(outs)
     ref = onnxruntime_outputs(onnx_bytes, x)
     approx = model.plaintext(x, approximate=True)
     run = model.last_run
-    row = {"preset": args.preset, "N": ctx.poly_degree, "levels": ctx.max_level, "period": run["period"],
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    row = {"preset": args.preset, "resolution": x.shape[-1], "weights": "trained" if args.trained else "random",
+           "N": ctx.poly_degree, "levels": ctx.max_level, "period": run["period"], "layout": run["layout"],
            "galois_keys": len(model.rotations()), "keygen_s": round(keygen, 1),
            "relu_degrees": sorted({p.degree for p in model.polys.values()}),
            "bootstraps_per_image": run["bootstraps_planned_per_sample"],
@@ -73,14 +111,19 @@ def main() -> None:
            "max_error_vs_onnxruntime": float(np.max(np.abs(got - ref))),
            "max_error_vs_polynomial_model": float(np.max(np.abs(got - approx))),
            "top1_agreement": float(np.mean(got.argmax(1) == ref.argmax(1))),
-           "max_logit": float(np.max(np.abs(ref))),
-           "planned": {"rotations_per_image": plan.counts["rotations_per_sample"],
+           "top1_agreement_vs_polynomial_model": float(np.mean(got.argmax(1) == approx.argmax(1))),
+           "max_logit": float(np.max(np.abs(ref))), **clear,
+           "planned": {"diagonals": plan.counts["diagonals"],
+                       "rotations_per_image": plan.counts["rotations_per_sample"],
                        "bootstraps_per_image": plan.counts["bootstraps_per_sample"],
                        "key_gib": round(plan.key_bytes / 2**30, 2),
                        "diagonal_gib": round(plan.counts["diagonal_bytes"] / 2**30, 2),
                        "peak_gib": round(plan.peak_bytes / 2**30, 2)},
            "galois_key_gib": round(keys.galois.nbytes / 2**30, 2),
            "spilled_gib": round(rf.memory.stats()["bytes_spilled"] / 2**30, 2),
+           "max_rss_gib": round(usage.ru_maxrss / 2**20, 2),  # anonymous + file pages
+           "disk_read_gb": round(usage.ru_inblock * 512 / 1e9, 1),  # getrusage: 512-byte blocks
+           "disk_written_gb": round(usage.ru_oublock * 512 / 1e9, 1),
            "date": time.strftime("%Y-%m-%d")}
     emit(row, args.json)
 

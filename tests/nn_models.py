@@ -75,6 +75,12 @@ def digits_split(seed=0):
     return xtr, ytr, xte, yte
 
 
+def cifar_shaped(x8: np.ndarray) -> np.ndarray:
+    """(n, 1, 8, 8) digits -> (n, 3, 32, 32) float32: each pixel a 4x4 block, gray on all channels
+    (a CIFAR-10-shaped stand-in where no CIFAR-10 ships)."""
+    return np.repeat(np.kron(x8, np.ones((1, 1, 4, 4))), 3, axis=1).astype(np.float32)
+
+
 # ---- a tiny NumPy trainer ------------------------------------------------------------------
 def relu(z):
     return np.maximum(z, 0.0)

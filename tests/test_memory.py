@@ -126,3 +126,31 @@ def test_infer_refuses_a_run_larger_than_ram_without_spilling(tmp_path, capsys, 
     assert "exceeds this machine's 0.0 GiB of RAM: pass --spill-dir" in capsys.readouterr().err
     assert cli.main(["infer", str(path), "--input", str(xs), "--ram-limit", "1"]) == 2
     assert "needs --spill-dir" in capsys.readouterr().err
+
+
+def test_cold_blocks_spill_below_the_limit_and_inter_diagonals_are_cold(tmp_path):
+    """rf.memory.cold() sends new blocks to the files whatever the limit; an inter-packed model
+    makes its cached diagonals cold, so under a limit nothing reaches, they alone are spilled."""
+    from test_nn_inter_cli import mlp_bytes
+
+    ctx = seeded_context()
+    sk, keys = ctx.keygen()
+    with rf.memory.spill(tmp_path, ram_limit_gib=1024):
+        before = rf.memory.stats()["bytes_spilled"]
+        ctx.encrypt(np.zeros(8), keys)
+        assert rf.memory.stats()["bytes_spilled"] == before  # under the limit: RAM
+        with rf.memory.cold():
+            ct = ctx.encrypt(np.full(8, 0.25), keys)
+        assert rf.memory.stats()["bytes_spilled"] > before
+        np.testing.assert_allclose(ctx.decrypt(ct, sk).real[:8], 0.25, atol=1e-6)
+
+    model = rf.nn.load(mlp_bytes(sizes=(16, 8)), ctx, packing="inter")
+    sk, keys = ctx.keygen(rotations=model.rotations())
+    x = np.random.default_rng(1).uniform(-1, 1, (2, 16))
+    rf.memory.flush()
+    with rf.memory.spill(tmp_path, ram_limit_gib=1024):
+        before = rf.memory.stats()["bytes_spilled"]
+        got = ctx.decrypt_batch(model(ctx.encrypt_batch(x, keys, packing="inter")), sk)
+        spilled = rf.memory.stats()["bytes_spilled"] - before
+    assert spilled >= model.plan().counts["diagonal_bytes"]  # the encoded diagonals (and their temporaries)
+    np.testing.assert_allclose(got, model.plaintext(x), atol=1e-4)

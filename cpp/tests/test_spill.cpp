@@ -74,5 +74,44 @@ TEST(HostSpill, OnlyBlocksBeyondTheLimitGoToFiles) {
   EXPECT_FALSE(host_spill_stats().active);
 }
 
+TEST(HostSpill, ColdBlocksGoToFilesBelowTheLimit) {
+  host_pool().flush();
+  start_host_spill(std::size_t{1} << 40, temp_dir());  // a limit nothing here reaches
+  constexpr std::size_t kWords = (1 << 20) / 8 + 8;   // 1 MiB + 64 bytes: 1 MiB + a page in the pool
+  constexpr std::size_t kCapacity = (1 << 20) + 4096;
+  const std::size_t spilled_before = host_spill_stats().bytes_spilled;
+  const std::size_t resident_before = host_spill_stats().bytes_resident;
+  { Buffer cached(kWords); }  // freed into the pool's cache, in RAM
+  EXPECT_EQ(host_spill_stats().bytes_resident - resident_before, kCapacity);
+
+  begin_cold_host_allocations();
+  const std::uint64_t* cold_block = nullptr;
+  {
+    Buffer cold(kWords);  // a new block from a file, not the cached RAM one
+    for (std::size_t i = 0; i < cold.size(); ++i) cold.data()[i] = i * 7;
+    for (std::size_t i = 0; i < cold.size(); i += 997) ASSERT_EQ(cold.data()[i], i * 7);
+    cold_block = cold.data();
+  }
+  end_cold_host_allocations();
+  end_cold_host_allocations();  // unbalanced: ignored, the count stays at zero
+  EXPECT_EQ(host_spill_stats().bytes_spilled - spilled_before, kCapacity);
+
+  {
+    Buffer hot(kWords);  // under the limit: the cached RAM block, not the freed cold one
+    EXPECT_NE(hot.data(), cold_block);
+    EXPECT_EQ(host_spill_stats().bytes_resident - resident_before, kCapacity);
+    begin_cold_host_allocations();
+    Buffer cold_again(kWords);  // the cached cold block serves the next cold request
+    end_cold_host_allocations();
+    EXPECT_EQ(cold_again.data(), cold_block);
+    EXPECT_EQ(host_spill_stats().bytes_spilled - spilled_before, kCapacity);
+  }
+  stop_host_spill();
+  begin_cold_host_allocations();  // not spilling: cold requests are ordinary ones
+  Buffer after(kWords);
+  end_cold_host_allocations();
+  EXPECT_EQ(host_spill_stats().bytes_spilled - spilled_before, kCapacity);
+}
+
 }  // namespace
 }  // namespace ringfire

@@ -43,6 +43,9 @@ void bind_base(nb::module_& m) {
   m.def("start_host_spill", &start_host_spill, nb::arg("ram_limit_bytes"), nb::arg("directory"),
         "Host blocks beyond ram_limit_bytes of resident pool memory come from files in directory.");
   m.def("stop_host_spill", &stop_host_spill, "Later host blocks come from RAM again.");
+  m.def("begin_cold_host_allocations", &begin_cold_host_allocations,
+        "Opens a scope whose new host blocks go to the spill files first (see memory_pool.h).");
+  m.def("end_cold_host_allocations", &end_cold_host_allocations, "Closes a cold-allocation scope.");
   m.def(
       "host_spill_stats",
       []() {

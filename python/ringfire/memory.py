@@ -12,7 +12,9 @@ instead of being killed::
     print(rf.memory.stats())             # bytes in RAM and in spill files
 
 The limit counts the pool's blocks (ciphertexts, keys, their temporaries), not the
-rest of the process. Leave the kernel room beside it: the pages of spilled blocks
+rest of the process. Blocks made inside :func:`cold` go to the files first whatever
+the limit: data written once and read now and then belongs there, so that the RAM
+holds what is rewritten all the time. Leave the kernel room beside it: the pages of spilled blocks
 that are in use sit in the page cache, so a limit of about two thirds of the
 machine's RAM keeps the working set in memory. The files are unlinked as soon as
 they are made: nothing is left on disk when the process ends, even if it is killed.
@@ -30,13 +32,14 @@ file system should be a disk: on tmpfs the "files" are RAM.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import warnings
 
 from . import _core
 
-__all__ = ["flush", "spill", "stats", "total_ram_bytes"]
+__all__ = ["cold", "flush", "spill", "stats", "total_ram_bytes"]
 
 
 def stats() -> dict:
@@ -100,6 +103,24 @@ class spill:
         s = stats()
         return (f"spill(directory={self.directory!r}, ram_limit_gib={self.ram_limit_bytes / 2**30:.2f}; "
                 f"{'active' if s['active'] else 'stopped'}, {s['bytes_spilled'] / 2**30:.2f} GiB in files)")
+
+
+@contextlib.contextmanager
+def cold():
+    """While spilling, blocks made inside this block come from the spill files, whatever
+    the RAM limit: spilled blocks the pool keeps for reuse, or new ones, never its RAM
+    blocks (process-wide, every thread; no effect when not spilling). Once freed, such a
+    block serves later cold requests, and other requests only where a new block would be
+    spilled too. For data made once and read now and
+    then, like the encoded diagonals an inter-packed model reuses for every input
+    (``ringfire.nn`` marks them itself): the RAM under the limit then serves the blocks
+    rewritten all the time, such as a bootstrap's temporaries, whose pages in a file the
+    kernel would keep writing back to disk."""
+    _core.begin_cold_host_allocations()
+    try:
+        yield
+    finally:
+        _core.end_cold_host_allocations()
 
 
 def _after_fork_in_child() -> None:

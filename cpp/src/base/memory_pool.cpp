@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <new>
@@ -31,12 +32,19 @@ class HostPool final : public MemoryPool {
     auto arena = std::make_unique<SpillArena>(directory);  // raises before anything changes
     std::lock_guard<std::mutex> lock(spill_mutex_);
     arenas_.push_back(std::move(arena));
+    ever_spilled_.store(true);
     active_ = arenas_.back().get();
     ram_limit_ = ram_limit;
   }
   void stop_spill() {
     std::lock_guard<std::mutex> lock(spill_mutex_);
     active_ = nullptr;
+  }
+  void begin_cold() { cold_.fetch_add(1); }
+  void end_cold() {
+    int open = cold_.load();
+    while (open > 0 && !cold_.compare_exchange_weak(open, open - 1)) {
+    }
   }
   HostSpillStats spill_stats() const {
     std::lock_guard<std::mutex> lock(spill_mutex_);
@@ -65,10 +73,27 @@ class HostPool final : public MemoryPool {
   }
 
  protected:
+  // Cold requests take only spilled blocks (cached, or new from the files); the others
+  // take RAM blocks first, and spilled ones only where a new block would be spilled too.
+  Reuse reuse_for(std::size_t capacity) const override {
+    if (!ever_spilled_.load()) return Reuse::kRamOnly;  // the common case, without the lock
+    std::lock_guard<std::mutex> lock(spill_mutex_);
+    if (active_ == nullptr || capacity % SpillArena::page_bytes() != 0) return Reuse::kRamOnly;
+    if (cold_.load() > 0) return Reuse::kSpilledOnly;
+    return resident_ + capacity > ram_limit_ ? Reuse::kRamThenSpilled : Reuse::kRamOnly;
+  }
+  bool is_spilled(const void* block) const override {
+    if (!ever_spilled_.load()) return false;
+    std::lock_guard<std::mutex> lock(spill_mutex_);
+    for (const auto& arena : arenas_)
+      if (arena->owns(block)) return true;
+    return false;
+  }
   void* raw_allocate(std::size_t bytes) override {
     {
       std::lock_guard<std::mutex> lock(spill_mutex_);
-      if (active_ != nullptr && bytes % SpillArena::page_bytes() == 0 && resident_ + bytes > ram_limit_)
+      if (active_ != nullptr && bytes % SpillArena::page_bytes() == 0 &&
+          (cold_.load() > 0 || resident_ + bytes > ram_limit_))
         return active_->allocate(bytes);
       resident_ += bytes;
     }
@@ -94,6 +119,8 @@ class HostPool final : public MemoryPool {
   SpillArena* active_ = nullptr;
   std::size_t ram_limit_ = 0;
   std::size_t resident_ = 0;
+  std::atomic<int> cold_{0};  // open cold-allocation scopes
+  std::atomic<bool> ever_spilled_{false};  // an arena exists: blocks may live in files
 };
 
 HostPool& the_host_pool() {
@@ -114,18 +141,22 @@ std::size_t MemoryPool::capacity_for(std::size_t bytes) {
 
 void* MemoryPool::allocate(std::size_t bytes, QueueHandle queue) {
   const std::size_t capacity = capacity_for(bytes);
+  const Reuse reuse = reuse_for(capacity);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    // The queue's own blocks first, then blocks settled for any queue.
-    for (QueueHandle q : {reuse_per_queue() ? queue : kAnyQueue, kAnyQueue}) {
-      auto it = free_lists_.find({q, capacity});
-      if (it == free_lists_.end() || it->second.empty()) continue;
-      void* block = it->second.back();
-      it->second.pop_back();
-      ++stats_.hits;
-      stats_.bytes_cached -= capacity;
-      stats_.bytes_in_use += capacity;
-      return block;
+    for (bool spilled : {false, true}) {
+      if ((spilled && reuse == Reuse::kRamOnly) || (!spilled && reuse == Reuse::kSpilledOnly)) continue;
+      // The queue's own blocks first, then blocks settled for any queue.
+      for (QueueHandle q : {reuse_per_queue() ? queue : kAnyQueue, kAnyQueue}) {
+        auto it = free_lists_.find({spilled, q, capacity});
+        if (it == free_lists_.end() || it->second.empty()) continue;
+        void* block = it->second.back();
+        it->second.pop_back();
+        ++stats_.hits;
+        stats_.bytes_cached -= capacity;
+        stats_.bytes_in_use += capacity;
+        return block;
+      }
     }
   }
   void* block = raw_allocate(capacity);
@@ -138,35 +169,36 @@ void* MemoryPool::allocate(std::size_t bytes, QueueHandle queue) {
 void MemoryPool::release(void* block, std::size_t bytes, QueueHandle queue) {
   if (block == nullptr) return;
   const std::size_t capacity = capacity_for(bytes);
+  const bool spilled = is_spilled(block);
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.bytes_in_use -= capacity;
   if (stats_.open_frames > 0) {
-    retained_.emplace_back(block, capacity);
+    retained_.push_back({block, capacity, spilled});
     stats_.bytes_retained += capacity;
     return;
   }
-  free_lists_[{reuse_per_queue() ? queue : kAnyQueue, capacity}].push_back(block);
+  free_lists_[{spilled, reuse_per_queue() ? queue : kAnyQueue, capacity}].push_back(block);
   stats_.bytes_cached += capacity;
 }
 
 void MemoryPool::flush() {
-  std::map<std::pair<QueueHandle, std::size_t>, std::vector<void*>> lists;
+  std::map<ListKey, std::vector<void*>> lists;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     lists.swap(free_lists_);
     stats_.bytes_cached = 0;
   }
   for (auto& [key, blocks] : lists)
-    for (void* block : blocks) raw_free(block, key.second);
+    for (void* block : blocks) raw_free(block, key.capacity);
 }
 
 void MemoryPool::settle_locked() {
   for (auto it = free_lists_.begin(); it != free_lists_.end();) {
-    if (it->first.first == kAnyQueue) {
+    if (it->first.queue == kAnyQueue) {
       ++it;
       continue;
     }
-    auto& any = free_lists_[{kAnyQueue, it->first.second}];
+    auto& any = free_lists_[{it->first.spilled, kAnyQueue, it->first.capacity}];
     any.insert(any.end(), it->second.begin(), it->second.end());
     it = free_lists_.erase(it);
   }
@@ -186,7 +218,7 @@ void MemoryPool::end_frame() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (stats_.open_frames == 0) return;
   if (--stats_.open_frames > 0) return;
-  for (auto [block, capacity] : retained_) free_lists_[{kAnyQueue, capacity}].push_back(block);
+  for (const Retained& r : retained_) free_lists_[{r.spilled, kAnyQueue, r.capacity}].push_back(r.block);
   stats_.bytes_cached += stats_.bytes_retained;
   stats_.bytes_retained = 0;
   retained_.clear();
@@ -204,6 +236,8 @@ void start_host_spill(std::size_t ram_limit_bytes, const std::string& directory)
   the_host_pool().start_spill(ram_limit_bytes, directory);
 }
 void stop_host_spill() { the_host_pool().stop_spill(); }
+void begin_cold_host_allocations() { the_host_pool().begin_cold(); }
+void end_cold_host_allocations() { the_host_pool().end_cold(); }
 HostSpillStats host_spill_stats() { return the_host_pool().spill_stats(); }
 
 namespace {

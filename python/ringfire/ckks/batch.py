@@ -4,7 +4,8 @@ and what ``ringfire.nn`` computes on).
 ``packing="batch"`` (nGraph-HE / seed 001): one ciphertext per element of a
 sample, the batch (up to N/2 inputs) in its slots. ``packing="inter"``: one
 ciphertext per sample, its features tiled over the slots with a power-of-two
-period (features in C-order; rotations reduce within a period)."""
+period (rotations reduce within a period): ``encrypt_batch`` puts them in C-order,
+and a model's output says where each of its elements sits (``element_slots``)."""
 
 from __future__ import annotations
 
@@ -17,13 +18,15 @@ class EncryptedTensor:
     ``packing="batch"``: ``cts`` is an object array of the per-sample shape, one
     ciphertext per element, the batch in the slots. ``packing="inter"``: ``cts``
     holds one ciphertext per sample, its features tiled over the slots with
-    ``period``; ``sample_shape`` is the per-sample shape.
+    ``period``; ``sample_shape`` is the per-sample shape, and ``element_slots`` (None:
+    the first slots, in C-order) says which slot holds each element.
     """
 
     def __init__(self, cts: np.ndarray, batch: int, ctx, packing: str = "batch", period: int = 0,
-                 sample_shape=None):
+                 sample_shape=None, element_slots=None):
         self.cts, self.batch, self.ctx = cts, int(batch), ctx
         self.packing, self.period = packing, int(period)
+        self.element_slots = None if element_slots is None else np.array(element_slots, dtype=np.int64)
         self.sample_shape = tuple(cts.shape) if sample_shape is None else tuple(sample_shape)
 
     @property
@@ -76,8 +79,10 @@ def tile(vec: np.ndarray, period: int, slots: int) -> np.ndarray:
 def decrypt_batch(ctx, tensor: EncryptedTensor, secret_key, **decrypt_options) -> np.ndarray:
     """``decrypt_options`` go to every ``ctx.decrypt`` (e.g. ``noise_flooding=True``)."""
     if tensor.packing == "inter":
-        width = int(np.prod(tensor.sample_shape))
-        rows = [ctx.decrypt(ct, secret_key, **decrypt_options)[:width] for ct in tensor.cts]
+        where = tensor.element_slots
+        if where is None:
+            where = np.arange(int(np.prod(tensor.sample_shape)))
+        rows = [ctx.decrypt(ct, secret_key, **decrypt_options)[where] for ct in tensor.cts]
         return np.stack(rows).reshape((tensor.batch,) + tensor.sample_shape)
     out = np.zeros(tuple(tensor.cts.shape) + (tensor.batch,))
     for idx, ct in np.ndenumerate(tensor.cts):

@@ -93,8 +93,9 @@ class LinearTransform:
     def __init__(self, context, matrix_or_diagonals, *, level: int | None = None, scale: float | None = None,
                  baby_steps: int | None = None, bsgs_ratio: float | None = None):
         if isinstance(matrix_or_diagonals, dict):
-            diagonals = {int(k): np.asarray(v, dtype=complex).ravel().tolist()
-                         for k, v in matrix_or_diagonals.items()}
+            # Kept as given for pickling: real diagonals take half the memory of complex ones.
+            source = {int(k): np.array(v).ravel() for k, v in matrix_or_diagonals.items()}
+            diagonals = {k: np.asarray(v, dtype=complex).tolist() for k, v in source.items()}
         else:
             matrix = np.asarray(matrix_or_diagonals, dtype=complex)
             if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
@@ -104,6 +105,7 @@ class LinearTransform:
                 raise ValueError(f"[ckks.LinearTransform] the matrix side {n} must be a power of two dividing "
                                  f"the {context.slots} slots")
             diagonals = _core.LinearTransform.diagonals_of(np.ascontiguousarray(matrix.ravel()), n)
+            source = {k: np.asarray(v, dtype=complex) for k, v in diagonals.items()}
         if baby_steps is not None and bsgs_ratio is not None:
             raise ValueError("[ckks.LinearTransform] give baby_steps or bsgs_ratio, not both")
         if bsgs_ratio is not None:
@@ -113,10 +115,10 @@ class LinearTransform:
         self._context = context
         self._native = _core.LinearTransform(context._core, diagonals, level, 0.0 if scale is None else float(scale),
                                              0 if baby_steps is None else int(baby_steps))
+        del diagonals  # the Python lists: several times the bytes of the arrays
         self._copies = {"cpu": self._native}
         # What pickling rebuilds it from (the encoded diagonals are derived data).
-        self._source = ({k: np.asarray(v, dtype=complex) for k, v in diagonals.items()}, level, scale,
-                        self._native.baby_steps)
+        self._source = (source, level, scale, self._native.baby_steps)
 
     def __reduce__(self):
         diagonals, level, scale, baby_steps = self._source

@@ -1,20 +1,19 @@
-"""Inter-axis packing (latency mode): one input per ciphertext, its features
-spread over the slots and tiled with period P (a power of two >= every layer
-width), so a rotation by i moves feature j+i to slot j for every tile.
+"""Inter-axis packing (latency mode): one input per ciphertext, its elements spread
+over the slots and tiled with period P (a power of two), so a rotation by i moves slot
+j+i to slot j in every tile.
 
-Dense layers use the diagonal method with baby-step/giant-step rotations
-(Halevi-Shoup): y = sum_k rot_{k g}( sum_j diag'_{k g + j} * rot_j(x) ), where
-diag'_i is diagonal i of the padded P x P weight matrix pre-rotated by -k g.
-That costs about 2 sqrt(P) rotations per layer instead of P. Convolutions,
-pooling, BatchNorm, ReduceMean and Div by a constant are the same product with
-the sparse matrix of their linear map (:mod:`.linear_maps`, C-order over the
-sample's (C, H, W) elements), of which only the nonzero diagonals are encoded
-(a 3x3 convolution from C to C' channels has at most (C + C' - 1) * 9 of
-them). Supported graphs: those layers, element-wise constants, residual sums
-of two tensors, Flatten/Reshape/Identity and element-wise activations
-(polynomial, or client-aided on the decrypted vector); MaxPool and the
-operators that move elements (Transpose, Concat, Pad, Slice) need batch
-packing.
+Every linear layer (Gemm, MatMul, Conv, pooling, BatchNorm, ReduceMean, Div by a
+constant) is one product with the sparse matrix of its map (:mod:`.linear_maps`),
+evaluated with the diagonal method and baby-step/giant-step rotations (Halevi-Shoup):
+y = sum_k rot_{k g}( sum_j diag'_{k g + j} * rot_j(x) ), where diag'_i is diagonal i
+pre-rotated by -k g, about 2 sqrt(P) rotations instead of P, and only the nonzero
+diagonals are encoded. Which diagonals are nonzero depends on where each tensor's
+elements sit: :mod:`.layouts` keeps strided convolutions translation-invariant by
+multiplexing channels into the gaps they leave. Supported graphs: those layers,
+element-wise constants, residual sums of two tensors, Flatten/Reshape/Identity and
+element-wise activations (polynomial, or client-aided on the decrypted vector);
+MaxPool and the operators that move elements (Transpose, Concat, Pad, Slice) need
+batch packing.
 """
 
 from __future__ import annotations
@@ -26,79 +25,85 @@ from typing import Callable
 
 import numpy as np
 
-from ..ckks.batch import tile
+from .. import memory
 from .graph import Graph, UnsupportedOperator
+from .layouts import layout_period, layout_plan, linear_map, shape_of
 from .masking import mask_kind
 from .nonlinear import ELEMENTWISE
-from .operators import OPERATORS, attach, gemm_weights
+from .operators import OPERATORS, attach, per_sample_const
 
 
 def period_for(graph: Graph) -> int:
-    widths = [int(np.prod(graph.input_shape))]
-    for n in graph.nodes:
-        inter = OPERATORS[n.op].inter
-        if inter is None:
-            raise UnsupportedOperator(f"[nn.load] packing='inter' runs linear layers, residual sums and element-wise "
-                                      f"activations; operator '{n.op}' at node '{n.name}' needs packing='batch'")
-        widths += list(inter.widths(n, graph))
-    return 1 << max(1, math.ceil(math.log2(max(widths))))
+    """The period inter-axis packing tiles ``graph``'s tensors with (raises
+    :class:`UnsupportedOperator` for a graph it cannot run)."""
+    return layout_period(graph)
 
 
 def giant_step(period: int) -> int:
     return 1 << math.ceil(math.log2(period) / 2)
 
 
-def rotation_steps(period: int) -> list[int]:
-    g = giant_step(period)
-    return sorted(set(list(range(1, g)) + list(range(g, period, g))))
-
-
-def dense_weights(node, graph: Graph) -> tuple[np.ndarray, np.ndarray]:
-    """(W as out x in, bias) of a Gemm/MatMul node."""
-    if node.op == "Gemm":
-        w, bias = gemm_weights(node, graph.constants)
-        return w.T, np.zeros(w.shape[1]) if bias is None else bias
-    w = graph.constants[node.inputs[1]]
-    return w.T, np.zeros(w.shape[1])
-
-
 class InterRunner:
     """Evaluates a graph on tiled ciphertexts (one per sample)."""
 
-    def __init__(self, graph: Graph, ctx, polys: dict, period: int, cache: dict | None = None, bounds=None):
-        self.graph, self.ctx, self.polys, self.period = graph, ctx, polys, period
-        self.g = giant_step(period)
+    def __init__(self, graph: Graph, ctx, polys: dict, period: int = 0, cache: dict | None = None, bounds=None):
+        self.graph, self.ctx, self.polys = graph, ctx, polys
+        self.placement = layout_plan(graph)  # each tensor's layout and the period
+        self.period = max(int(period), self.placement.period)
+        self.g = giant_step(self.period)
         self.cache = {} if cache is None else cache  # encoded diagonals, reused across samples
         # Bootstrapping (``bounds``: tensor name -> largest |x| bound): a tensor is refreshed
         # where its next operator needs more levels than it has, as batch packing does.
         self.bounds = bounds
         self.bootstraps, self.bootstrap_seconds = 0, 0.0
 
-    def _matvec(self, ct, w_out_in, bias, name=""):
-        """W x (+ bias), W dense (Gemm, MatMul), as one linear transform of the padded P x P matrix."""
-        def padded():
-            m = np.zeros((self.period, self.period))
-            m[:w_out_in.shape[0], :w_out_in.shape[1]] = w_out_in
-            return m
-        return self._transform(ct, padded, bias, name)
+    def offsets(self, node) -> np.ndarray:
+        """Linear layer ``node``'s nonzero diagonal indices in this runner's layouts."""
+        return self.placement.offsets(node, self.graph, self.period)
 
-    def _apply_map(self, ct, m, name=""):
-        """A sparse :class:`~.linear_maps.LinearMap` (convolutions, pooling, ...) as one linear
-        transform of its nonzero diagonals only: diag_k[r] = M[r, (r + k) mod P]."""
+    def rotations(self) -> list[int]:
+        """The rotation steps of every transform: its nonzero baby offsets (k mod g) and giant
+        offsets (k - k mod g), as the scheme's BSGS transform with g baby steps uses them."""
+        steps = set()
+        for node in self.graph.nodes:
+            if OPERATORS[node.op].kind == "linear":
+                for k in self.offsets(node).tolist():
+                    steps |= {k % self.g, k - k % self.g}
+        return sorted(steps - {0})
+
+    def output_slots(self) -> np.ndarray:
+        """Where the output's elements (C-order) sit in the decrypted slots."""
+        return self.placement.layouts[self.graph.output_names[0]].slots
+
+    def _apply_map(self, ct, node):
+        """Linear layer ``node`` as one transform of the nonzero diagonals of its map in the
+        layouts of its input and output: diag_k[r] = M[r, (r + k) mod P] in slot terms."""
         def diagonals():
-            offsets = (m.cols - m.rows) % self.period
+            rows, cols, weights = self.placement.placed(node, linear_map(node, self.graph))
+            offsets = (cols - rows) % self.period
+            order = np.argsort(offsets, kind="stable")
+            keys, starts = np.unique(offsets[order], return_index=True)
             out = {}
-            for k in np.unique(offsets):
-                vec, pick = np.zeros(self.period), offsets == k
-                np.add.at(vec, m.rows[pick], m.weights[pick])
-                out[int(k)] = vec
+            for k, r, w in zip(keys.tolist(), np.split(rows[order], starts[1:]), np.split(weights[order], starts[1:])):
+                out[k] = np.zeros(self.period)
+                np.add.at(out[k], r, w)
             return out
-        return self._transform(ct, diagonals, m.bias, name)
+
+        key = ("bias", node.name, self.period)
+        if key not in self.cache:  # the bias in the output's layout (None: no bias)
+            bias = linear_map(node, self.graph).bias
+            self.cache[key] = self._tiled(node.outputs[0], bias) if np.any(bias) else None
+        return self._transform(ct, diagonals, self.cache[key], node.name)
+
+    def _tiled(self, tensor: str, values) -> np.ndarray:
+        """``values`` (C-order over ``tensor``'s elements) in its layout, repeated over the slots."""
+        one_period = self.placement.layouts[tensor].scatter(values, self.period)
+        return np.tile(one_period, self.ctx.slots // self.period)
 
     def _transform(self, ct, operand, bias, name):
-        """``operand()`` (a matrix or its diagonals) times ``ct`` plus ``bias``, with the scheme's
-        BSGS linear transform (hoisted baby steps, g of them, so the Galois keys are
-        rotation_steps(P)), landing on the next level's canonical scale. The encoded transform
+        """``operand()`` (the diagonals) times ``ct`` plus ``bias`` (tiled, or None), with the scheme's
+        BSGS linear transform (hoisted baby steps, g of them, so the Galois keys are those of
+        :meth:`rotations`), landing on the next level's canonical scale. The encoded transform
         is cached per node, level and scale, and so reused across samples."""
         from ..ckks import LinearTransform
 
@@ -106,14 +111,22 @@ class InterRunner:
         if ct.level == 0:
             raise ValueError(f"[nn] out of levels at node '{name}' (linear layer); see Model.plan()")
         scale = ctx.landing_scale(ct.level, ct.scale)
-        key = (name, ct.level, round(scale))
+        key = (name, ct.level, round(scale), self.period)
         lt = self.cache.get(key)
         if lt is None:
-            lt = self.cache[key] = LinearTransform(ctx, operand(), level=ct.level, scale=scale, baby_steps=self.g)
+            diagonals = operand()
+            with memory.cold():  # kept for every sample, read once per sample: the first to spill
+                lt = self.cache[key] = LinearTransform(ctx, diagonals, level=ct.level, scale=scale,
+                                                       baby_steps=self.g)
         out = ctx.evaluator(ct.keys).linear_transform(ct, lt)
-        if np.any(bias):
-            out = out + tile(np.asarray(bias, dtype=np.float64), self.period, ctx.slots)
-        return out
+        return out if bias is None else out + bias
+
+    def check_fits(self) -> None:
+        """Raises where the context's slots cannot hold a period."""
+        if self.period > self.ctx.slots:
+            raise ValueError(f"[nn] packing='inter' tiles this model's tensors with period {self.period} "
+                             f"({self.placement.kind} layout), more than the context's {self.ctx.slots} slots: use "
+                             f"poly_degree >= {2 * self.period}, or packing='batch'")
 
     def run(self, ct, client=None, masker=None):
         self.values = values = {self.graph.input_name: ct}  # the second operand of a residual sum
@@ -167,18 +180,9 @@ class InterRunner:
 @dataclass(frozen=True)
 class InterOp:
     """``run(runner, node, x, client, masker)`` -> the output ciphertext;
-    ``levels(runner, node, used, masking)`` -> (the most levels used while it runs, levels used after);
-    ``widths(node, graph)`` -> the vector widths it needs the period to cover;
-    ``offsets(node, graph, period)`` -> a linear layer's nonzero diagonal indices (None: not one)."""
+    ``levels(runner, node, used, masking)`` -> (the most levels used while it runs, levels used after)."""
     run: Callable
     levels: Callable
-    widths: Callable = lambda node, graph: ()
-    offsets: Callable = lambda node, graph, period: None
-
-
-def _dense(runner, node, x, client, masker):
-    w, b = dense_weights(node, runner.graph)
-    return runner._matvec(x, w, b, node.name)
 
 
 def _identity(runner, node, x, client, masker):
@@ -196,7 +200,13 @@ def _with_constant(runner, node, x, client, masker):
         if np.asarray(c).size != 1:
             raise UnsupportedOperator(f"[nn] packing='inter': element-wise Mul at '{node.name}'")
         return x * float(np.asarray(c).reshape(-1)[0])
-    vec = tile(np.asarray(c, dtype=np.float64).reshape(-1), runner.period, runner.ctx.slots)
+    shape = shape_of(runner.graph, node.inputs[0])
+    try:  # as batch packing reads it: a leading batch axis of 1 dropped, then broadcast per sample
+        values = np.broadcast_to(per_sample_const(c, len(shape)), shape)
+    except ValueError:
+        raise UnsupportedOperator(f"[nn] packing='inter': the constant of shape {np.shape(c)} at '{node.name}' "
+                                  f"does not broadcast to the sample's shape {shape}") from None
+    vec = runner._tiled(node.inputs[0], values)
     return x + vec if node.op == "Add" else x - vec
 
 
@@ -231,63 +241,13 @@ def _activation_levels(runner, node, used, masking):
     return used, 0  # the key holder returns fresh ciphertexts
 
 
-def _dense_widths(node, graph):
-    return graph.constants[node.inputs[1]].shape
-
-
-def _dense_offsets(node, graph, period):
-    """W (out x in) padded to P x P: diagonal k holds W[r, r + k] for some r, so k runs over
-    -(out - 1)..(in - 1) modulo P."""
-    w, _ = dense_weights(node, graph)
-    return np.unique(np.arange(-(w.shape[0] - 1), w.shape[1]) % period)
-
-
-class _CapturedMap:
-    """Runs a linear operator's registry entry to obtain its map instead of applying it."""
-
-    def __init__(self, graph):
-        self.graph, self.rt, self.map = graph, self, None
-
-    def const(self, name):
-        return self.graph.constants.get(name)
-
-    def linear(self, x, in_shape, make_map, out_shape, node):
-        self.map = make_map()
-        return None, out_shape
-
-
-def linear_map(node, graph):
-    """The :class:`~.linear_maps.LinearMap` of a linear node, from its input's per-sample shape."""
-    source = node.inputs[0]
-    shape = tuple(graph.input_shape if source == graph.input_name else graph.shapes.get(source) or ())
-    if not shape:
-        raise UnsupportedOperator(f"[nn] packing='inter': the input shape of '{node.name}' is unknown")
-    captured = _CapturedMap(graph)
-    OPERATORS[node.op].run(captured, node, None, shape, {}, {node.inputs[0]: shape})
-    return captured.map
-
-
 def _mapped(runner, node, x, client, masker):
-    key = ("map", node.name)
-    if key not in runner.cache:
-        runner.cache[key] = linear_map(node, runner.graph)
-    return runner._apply_map(x, runner.cache[key], node.name)
+    return runner._apply_map(x, node)
 
 
-def _mapped_offsets(node, graph, period):
-    m = linear_map(node, graph)
-    return np.unique((m.cols - m.rows) % period)
-
-
-def _mapped_widths(node, graph):
-    sizes = [graph.shapes.get(node.inputs[0]), graph.shapes.get(node.outputs[0])]
-    return tuple(int(np.prod(s)) for s in sizes if s)
-
-
-for _name in ("Gemm", "MatMul"):
-    attach(_name, inter=InterOp(_dense, _one_level, _dense_widths, _dense_offsets))
-for _name in ("Conv", "AveragePool", "GlobalAveragePool", "BatchNormalization", "ReduceMean", "Div"):
-    attach(_name, inter=InterOp(_mapped, _one_level, _mapped_widths, _mapped_offsets))
+for _name in ("Gemm", "MatMul", "Conv", "AveragePool", "GlobalAveragePool", "BatchNormalization", "ReduceMean",
+              "Div"):
+    attach(_name, inter=InterOp(_mapped, _one_level))
 for _name in ("Flatten", "Reshape", "Identity"):
     attach(_name, inter=InterOp(_identity, _no_level))
 for _name in ("Add", "Sub", "Mul"):

@@ -2,11 +2,11 @@
 alone: levels, bootstraps, rotations and memory, per sample.
 
 The walk is :meth:`.inter.InterRunner.level_walk`, the levels :meth:`~.inter.InterRunner.run`
-moves through. Each linear layer is one BSGS transform of its nonzero diagonals (the
-registry's ``offsets``) with ``giant_step(P)`` baby steps: its key switches are its distinct
+moves through. Each linear layer is one BSGS transform of its nonzero diagonals (in the
+layouts of :mod:`.layouts`) with ``giant_step(P)`` baby steps: its key switches are its distinct
 nonzero baby offsets (hoisted) plus its distinct nonzero giant offsets, and its encoded
 diagonals stay cached for the next sample, each a plaintext of the level it is applied at
-(plus the complex diagonal it was encoded from, kept for pickling). The runner keeps every
+(plus the real diagonal it was encoded from, kept for pickling). The runner keeps every
 tensor of a sample alive until the sample ends (a residual sum may read any of them).
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .inter import InterRunner, giant_step, rotation_steps
+from .inter import InterRunner, giant_step
 from .operators import OPERATORS
 
 
@@ -41,12 +41,12 @@ def steps(runner: InterRunner, masking: bool = False):
     period = runner.period
     baby = giant_step(period)
     for node, level, refreshed, out_level in runner.level_walk(masking):
-        offsets = OPERATORS[node.op].inter.offsets(node, runner.graph, period)
-        if offsets is None:
+        if OPERATORS[node.op].kind != "linear":
             yield NodeStep(node, level, refreshed, out_level)
             continue
-        babies = {int(k) % baby for k in offsets} - {0}
-        giants = {int(k) - int(k) % baby for k in offsets} - {0}
+        offsets = runner.offsets(node).tolist()
+        babies = {k % baby for k in offsets} - {0}
+        giants = {k - k % baby for k in offsets} - {0}
         yield NodeStep(node, level, refreshed, out_level, len(offsets), len(babies), len(giants))
 
 
@@ -75,10 +75,5 @@ def inter_costs(runner: InterRunner, masking: bool = False) -> InterCosts:
             costs.diagonals += step.diagonals
             costs.key_switches += step.rotations
             costs.diagonal_bytes += step.diagonals * (step.level + 1) * n * 8
-            costs.cache_bytes += step.diagonals * ((step.level + 1) * n * 8 + period * 16)
+            costs.cache_bytes += step.diagonals * ((step.level + 1) * n * 8 + period * 8)  # + the real source
     return costs
-
-
-def galois_key_count(period: int) -> int:
-    """The Galois keys ``Model.rotations()`` asks for."""
-    return len(rotation_steps(period))

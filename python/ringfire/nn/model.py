@@ -11,8 +11,8 @@ from .._progress import progress_bar
 from .activations import Polynomial
 from .executor import Executor
 from .graph import Graph, UnsupportedOperator
-from .inter import InterRunner, giant_step, period_for, rotation_steps
-from .inter_plan import galois_key_count, inter_costs
+from .inter import InterRunner, giant_step, period_for
+from .inter_plan import inter_costs
 from .masking import Masker
 from .refresh import Refresher, choose_degrees, element_bounds
 from ..ckks.batch import EncryptedTensor
@@ -189,8 +189,7 @@ class Model:
         if pinned is not None or not self.bootstrap:
             return dict.fromkeys(bounds, 2 if pinned is None else pinned)
         if self.packing == "inter":  # one ciphertext per sample: count bootstraps per sample
-            period = period_for(self.graph)
-            bootstrapped = lambda polys: InterRunner(self.graph, self.ctx, polys, period,  # noqa: E731
+            bootstrapped = lambda polys: InterRunner(self.graph, self.ctx, polys,  # noqa: E731
                                                      bounds={}).bootstraps_needed()
         else:
             bootstrapped = lambda polys: self._plan_runtime(polys)[0].counts["bootstrapped_ciphertexts"]  # noqa: E731
@@ -269,7 +268,7 @@ class Model:
         """Galois-key steps inter-axis packing needs (pass to ``ctx.keygen(rotations=...)``);
         batch packing needs none, so a model only it can run (convolutions) returns []."""
         try:
-            return rotation_steps(period_for(self.graph))
+            return InterRunner(self.graph, self.ctx, self.polys).rotations()
         except UnsupportedOperator:
             if self.packing == "inter":
                 raise
@@ -279,11 +278,16 @@ class Model:
         if tuple(enc.sample_shape) != tuple(self.graph.input_shape):
             raise ValueError(f"[nn] the model expects inputs of shape {self.graph.input_shape} per sample, got "
                              f"{enc.sample_shape}")
-        period = max(period_for(self.graph), enc.period)
+        if enc.element_slots is not None and not np.array_equal(enc.element_slots, np.arange(enc.element_slots.size)):
+            raise ValueError("[nn] this input's elements are not in C-order (it is another model's output, in its "
+                             "layout): decrypt it, or encrypt it again with ctx.encrypt_batch(x, keys, "
+                             "packing='inter')")
         if not hasattr(self, "_inter_cache"):
             self._inter_cache = {}
         bounds = {name: int(b.max()) for name, b in self._bounds.items()} if self.bootstrap else None
-        runner = InterRunner(self.graph, self.ctx, self.polys, period, self._inter_cache, bounds)
+        runner = InterRunner(self.graph, self.ctx, self.polys, enc.period, self._inter_cache, bounds)
+        runner.check_fits()
+        period = runner.period
         needed = runner.levels_needed(self.masking)
         if needed > self.ctx.max_level:
             raise ValueError(f"[nn] packing='inter' needs {needed} levels, the context has "
@@ -298,12 +302,14 @@ class Model:
                 outs[i] = runner.run(ct, client, masker)
                 bar.update()
         self.last_run = {"seconds": time.perf_counter() - start, "packing": "inter", "period": period,
+                         "layout": runner.placement.kind,
                          "masked_values": masker.masked_values if masker else 0}
         if self.bootstrap:
             self.last_run.update(bootstraps=runner.bootstraps, bootstrap_seconds=runner.bootstrap_seconds,
                                  bootstraps_planned_per_sample=runner.bootstraps_needed())
         out_shape = self.graph.shapes.get(self.graph.output_names[0]) or (None,)
-        return EncryptedTensor(outs, enc.batch, self.ctx, "inter", period, out_shape)
+        return EncryptedTensor(outs, enc.batch, self.ctx, "inter", period, out_shape,
+                               element_slots=runner.output_slots())
 
     # ---- planning -----------------------------------------------------------------
     def plan(self, dry_run: bool = False) -> Plan:
@@ -334,8 +340,7 @@ class Model:
 
     def _inter_runner(self) -> InterRunner:
         """A runner for planning one ciphertext per sample (no cache; bootstrapping from levels)."""
-        return InterRunner(self.graph, self.ctx, self.polys, period_for(self.graph),
-                           bounds={} if self.bootstrap else None)
+        return InterRunner(self.graph, self.ctx, self.polys, bounds={} if self.bootstrap else None)
 
     def _plan_batch(self) -> Plan:
         ctx = self.ctx
@@ -375,17 +380,18 @@ class Model:
         period = runner.period
         costs = inter_costs(runner, self.masking)
         key_bytes, workspace, notes = self._keys_and_workspace()
-        galois = galois_key_count(period)
+        galois = len(runner.rotations())
         key_bytes += galois * ctx._core.rlwe.switch_key_bytes(ctx.max_level)
         hoisted = giant_step(period) * 2 * (ctx.max_level + 1) * ctx.poly_degree * 8  # the baby rotations
         workspace += hoisted + costs.cache_bytes
-        notes.append(f"packing='inter', period {period}: per sample {costs.transforms} linear transforms "
-                     f"({costs.diagonals} diagonals, {costs.key_switches} rotations)"
+        notes.append(f"packing='inter', period {period}, {runner.placement.kind} layout: per sample "
+                     f"{costs.transforms} linear transforms ({costs.diagonals} diagonals, {costs.key_switches} "
+                     "rotations)"
                      + (f", {costs.bootstraps} bootstraps" if self.bootstrap else "")
                      + f"; {galois} Galois keys; the workspace includes {costs.cache_bytes / 2**30:.2f} GiB of "
                      "encoded diagonals, cached for every sample")
-        counts = {"packing": "inter", "period": period, "galois_keys": galois, "transforms": costs.transforms,
-                  "diagonals": costs.diagonals, "rotations_per_sample": costs.key_switches,
+        counts = {"packing": "inter", "period": period, "layout": runner.placement.kind, "galois_keys": galois,
+                  "transforms": costs.transforms, "diagonals": costs.diagonals, "rotations_per_sample": costs.key_switches,
                   "bootstraps_per_sample": costs.bootstraps, "diagonal_bytes": costs.diagonal_bytes}
         levels = runner.levels_needed(self.masking)
         return Plan(notes=notes, levels_needed=levels, levels_available=ctx.max_level, input_ciphertexts=1,

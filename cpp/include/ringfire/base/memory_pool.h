@@ -18,6 +18,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -66,14 +67,32 @@ class MemoryPool {
   virtual void raw_free(void* block, std::size_t capacity) = 0;
   // Whether blocks are reused only on the queue that released them.
   virtual bool reuse_per_queue() const { return false; }
+  // Cached blocks live on two sets of free lists: blocks in RAM and blocks in
+  // spill files (is_spilled). A request of `capacity` takes cached blocks from:
+  enum class Reuse { kRamOnly, kRamThenSpilled, kSpilledOnly };
+  virtual Reuse reuse_for(std::size_t /*capacity*/) const { return Reuse::kRamOnly; }
+  virtual bool is_spilled(const void* /*block*/) const { return false; }
 
  private:
   static constexpr QueueHandle kAnyQueue = ~QueueHandle{0};
   void settle_locked();
 
   mutable std::mutex mutex_;
-  std::map<std::pair<QueueHandle, std::size_t>, std::vector<void*>> free_lists_;
-  std::vector<std::pair<void*, std::size_t>> retained_;  // (block, capacity)
+  struct ListKey {
+    bool spilled;
+    QueueHandle queue;
+    std::size_t capacity;
+    bool operator<(const ListKey& o) const {
+      return std::tie(spilled, queue, capacity) < std::tie(o.spilled, o.queue, o.capacity);
+    }
+  };
+  struct Retained {
+    void* block;
+    std::size_t capacity;
+    bool spilled;
+  };
+  std::map<ListKey, std::vector<void*>> free_lists_;
+  std::vector<Retained> retained_;
   PoolStats stats_;
 };
 
@@ -87,6 +106,15 @@ MemoryPool& host_pool();
 // allocations. Raises InvalidArgument when the directory is unusable.
 void start_host_spill(std::size_t ram_limit_bytes, const std::string& directory);
 void stop_host_spill();
+// While at least one scope is open (process-wide, any thread) and spilling is on,
+// host blocks of whole pages come from the spill files whatever the RAM limit: cached
+// spilled blocks or new ones, never cached RAM blocks. For data made once and read
+// rarely (a transform's encoded diagonals, reused by every input), so that the RAM
+// under the limit serves the blocks rewritten all the time (temporaries), whose pages
+// in a file the kernel would keep writing back. Freed spilled blocks serve other
+// requests only where a new block would be spilled too.
+void begin_cold_host_allocations();
+void end_cold_host_allocations();
 
 struct HostSpillStats {
   bool active = false;
