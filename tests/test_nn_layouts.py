@@ -47,15 +47,21 @@ def test_every_layout_of_resnet20_is_one_to_one_and_fits_the_period():
                              if n.op in ("Conv", "GlobalAveragePool", "Gemm"))
 
 
-def _run(data, ctx, x, shape):
+def _matches_onnxruntime(ctx, nodes, in_shape, inits, rng, layout):
+    """Runs the model encrypted (two samples, client-aided ReLU) in the layout expected, against
+    onnxruntime, with exactly the Galois keys its transforms use."""
+    data = make_model(nodes, in_shape, inits)
+    x = rng.uniform(-1, 1, (2,) + tuple(in_shape))
     model = rf.nn.load(data, ctx, packing="inter")
     sk, keys = ctx.keygen(rotations=model.rotations())
     plan = model.plan()
     out = ctx.decrypt_batch(model(ctx.encrypt_batch(x, keys, packing="inter"), client=rf.nn.LocalClient(ctx, sk, keys)),
                             sk)
-    assert out.shape == (len(x),) + shape
     assert plan.counts["galois_keys"] == len(keys.galois)  # the keys the run's transforms use, no more
-    return model, out
+    assert model.last_run["layout"] == layout
+    ref = ort_run(data, x)
+    assert out.shape == ref.shape
+    assert np.max(np.abs(out - ref)) < 1e-4
 
 
 def test_strided_network_in_multiplexed_layout_matches_onnxruntime(ctx):
@@ -72,11 +78,7 @@ def test_strided_network_in_multiplexed_layout_matches_onnxruntime(ctx):
              node("Conv", ["r1", "WS"], ["s"], kernel_shape=[1, 1], strides=[2, 2]),
              node("Add", ["c3", "s"], ["a"]), node("Add", ["a", "C"], ["b"]), node("Relu", ["b"], ["r3"]),
              node("Conv", ["r3", "W4"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2])]
-    data = make_model(nodes, (2, 8, 8), inits)
-    x = rng.uniform(-1, 1, (2, 2, 8, 8))
-    model, out = _run(data, ctx, x, (8, 2, 2))
-    assert model.last_run["layout"] == "multiplexed"
-    assert np.max(np.abs(out - ort_run(data, x))) < 1e-4
+    _matches_onnxruntime(ctx, nodes, (2, 8, 8), inits, rng, "multiplexed")
 
 
 def test_a_residual_sum_of_two_layouts_runs_compact(ctx):
@@ -86,11 +88,7 @@ def test_a_residual_sum_of_two_layouts_runs_compact(ctx):
     inits = {"W1": rng.normal(0, 0.3, (4, 2, 3, 3)), "W2": rng.normal(0, 0.3, (4, 2, 5, 5))}
     nodes = [node("Conv", ["x", "W1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]),
              node("Conv", ["x", "W2"], ["c2"], kernel_shape=[5, 5]), node("Add", ["c1", "c2"], ["y"])]
-    data = make_model(nodes, (2, 8, 8), inits)
-    x = rng.uniform(-1, 1, (2, 2, 8, 8))
-    model, out = _run(data, ctx, x, (4, 4, 4))
-    assert model.last_run["layout"] == "compact"
-    assert np.max(np.abs(out - ort_run(data, x))) < 1e-4
+    _matches_onnxruntime(ctx, nodes, (2, 8, 8), inits, rng, "compact")
 
 
 def test_a_period_wider_than_the_slots_is_refused_before_running(ctx):
@@ -118,13 +116,9 @@ def test_non_square_images_pooling_biases_and_a_dense_head_in_multiplexed_layout
              node("Add", ["p", "C"], ["a"]), node("Relu", ["a"], ["r2"]), node("GlobalAveragePool", ["r2"], ["g"]),
              node("Flatten", ["g"], ["f"]),
              node("Gemm", ["f", "W2", "B2"], ["y"], transB=1)]
-    data = make_model(nodes, (2, 8, 12), inits)
-    g = Graph.from_onnx(data)
+    g = Graph.from_onnx(make_model(nodes, (2, 8, 12), inits))
     assert layout_plan(g).layouts["p"].grid == (4, 8, 12)  # two strides: gap 4 on the input's 8 x 12 grid
-    x = rng.uniform(-1, 1, (2, 2, 8, 12))
-    model, out = _run(data, ctx, x, (3,))
-    assert model.last_run["layout"] == "multiplexed"
-    assert np.max(np.abs(out - ort_run(data, x))) < 1e-4
+    _matches_onnxruntime(ctx, nodes, (2, 8, 12), inits, rng, "multiplexed")
 
 
 def test_inputs_inter_packing_cannot_take_are_refused_plainly(ctx):
