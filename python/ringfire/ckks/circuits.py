@@ -146,5 +146,13 @@ class LinearTransform:
                 f"{self.baby_steps} baby steps, {len(self.rotations())} rotation keys)")
 
 
+def bsgs_steps(indices, baby_steps: int) -> tuple[set[int], set[int]]:
+    """The nonzero rotation steps of a BSGS transform over diagonals ``indices`` with
+    ``baby_steps`` baby steps: its baby steps (k mod g) and its giant steps (k - k mod g)."""
+    babies = {int(k) % baby_steps for k in indices} - {0}
+    giants = {int(k) - int(k) % baby_steps for k in indices} - {0}
+    return babies, giants
+
+
 def _rebuild_transform(context, diagonals, level, scale, baby_steps) -> LinearTransform:
     return LinearTransform(context, diagonals, level=level, scale=scale, baby_steps=baby_steps)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _core
-from .circuits import LinearTransform
+from .circuits import LinearTransform, bsgs_steps
 
 
 def _indices(n: int, m: int, slots: int) -> list[int]:
@@ -35,9 +35,8 @@ def matmul_rotations(ctx, shape) -> list[int]:
     a matrix of ``shape`` (n, m): pass them to ``ctx.keygen(rotations=...)``."""
     n, m = _check_shape("ckks.matmul_rotations", shape, ctx.slots)
     indices = _indices(n, m, ctx.slots)
-    baby = _core.LinearTransform.best_baby_steps(indices, ctx.slots)
-    steps = {k % baby for k in indices} | {k - k % baby for k in indices}
-    return sorted(s for s in steps if s != 0)
+    babies, giants = bsgs_steps(indices, _core.LinearTransform.best_baby_steps(indices, ctx.slots))
+    return sorted(babies | giants)
 
 
 def _diagonals(matrix: np.ndarray, slots: int) -> dict[int, np.ndarray]:

@@ -26,6 +26,7 @@ from typing import Callable
 import numpy as np
 
 from .. import memory
+from ..ckks.circuits import bsgs_steps
 from .graph import Graph, UnsupportedOperator
 from .layouts import layout_period, layout_plan, linear_map, shape_of
 from .masking import mask_kind
@@ -67,9 +68,8 @@ class InterRunner:
         steps = set()
         for node in self.graph.nodes:
             if OPERATORS[node.op].kind == "linear":
-                for k in self.offsets(node).tolist():
-                    steps |= {k % self.g, k - k % self.g}
-        return sorted(steps - {0})
+                steps.update(*bsgs_steps(self.offsets(node).tolist(), self.g))
+        return sorted(steps)
 
     def output_slots(self) -> np.ndarray:
         """Where the output's elements (C-order) sit in the decrypted slots."""
@@ -77,9 +77,18 @@ class InterRunner:
 
     def _apply_map(self, ct, node):
         """Linear layer ``node`` as one transform of the nonzero diagonals of its map in the
-        layouts of its input and output: diag_k[r] = M[r, (r + k) mod P] in slot terms."""
+        layouts of its input and output: diag_k[r] = M[r, (r + k) mod P] in slot terms.
+        The map is built only where its bias or this level's transform is not cached yet,
+        and then once for both."""
+        built = []
+
+        def the_map():
+            if not built:
+                built.append(linear_map(node, self.graph))
+            return built[0]
+
         def diagonals():
-            rows, cols, weights = self.placement.placed(node, linear_map(node, self.graph))
+            rows, cols, weights = self.placement.placed(node, the_map())
             offsets = (cols - rows) % self.period
             order = np.argsort(offsets, kind="stable")
             keys, starts = np.unique(offsets[order], return_index=True)
@@ -91,7 +100,7 @@ class InterRunner:
 
         key = ("bias", node.name, self.period)
         if key not in self.cache:  # the bias in the output's layout (None: no bias)
-            bias = linear_map(node, self.graph).bias
+            bias = the_map().bias
             self.cache[key] = self._tiled(node.outputs[0], bias) if np.any(bias) else None
         return self._transform(ct, diagonals, self.cache[key], node.name)
 

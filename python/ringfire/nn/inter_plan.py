@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..ckks.circuits import bsgs_steps
 from .inter import InterRunner, giant_step
 from .operators import OPERATORS
 
@@ -44,9 +45,8 @@ def steps(runner: InterRunner, masking: bool = False):
         if OPERATORS[node.op].kind != "linear":
             yield NodeStep(node, level, refreshed, out_level)
             continue
-        offsets = runner.offsets(node).tolist()
-        babies = {k % baby for k in offsets} - {0}
-        giants = {k - k % baby for k in offsets} - {0}
+        offsets = runner.offsets(node)
+        babies, giants = bsgs_steps(offsets.tolist(), baby)
         yield NodeStep(node, level, refreshed, out_level, len(offsets), len(babies), len(giants))
 
 

@@ -199,25 +199,30 @@ def _signature(graph: Graph) -> tuple:
     return tuple((n.op, n.name, tuple(n.inputs), tuple(n.outputs)) for n in graph.nodes)
 
 
+def _cached_plan(graph: Graph) -> LayoutPlan | None:
+    """The plan made for this graph, unless its nodes changed since (then it plans again)."""
+    cached = getattr(graph, "_layout_plan", None)
+    return cached[1] if cached is not None and cached[0] == _signature(graph) else None
+
+
 def layout_plan(graph: Graph) -> LayoutPlan:
     """The layouts inter-axis packing runs ``graph`` in (computed once per graph)."""
-    signature = _signature(graph)
-    cached = getattr(graph, "_layout_plan", None)
-    if cached is not None and cached[0] == signature:  # the same nodes: a changed graph plans again
-        return cached[1]
+    cached = _cached_plan(graph)
+    if cached is not None:
+        return cached
     chosen, multiplexed = _candidates(graph)
     if multiplexed is not None:
         compact_count, multiplexed_count = _diagonal_counts([chosen, multiplexed], graph)
         chosen = multiplexed if multiplexed_count < compact_count else chosen
-    graph._layout_plan = (signature, chosen)
+    graph._layout_plan = (_signature(graph), chosen)
     return chosen
 
 
 def layout_period(graph: Graph) -> int:
     """:func:`layout_plan`'s period, without counting diagonals where both layouts share it."""
-    cached = getattr(graph, "_layout_plan", None)
-    if cached is not None and cached[0] == _signature(graph):
-        return cached[1].period
+    cached = _cached_plan(graph)
+    if cached is not None:
+        return cached.period
     compact_plan, multiplexed = _candidates(graph)
     if multiplexed is None or multiplexed.period == compact_plan.period:
         return compact_plan.period
