@@ -37,13 +37,19 @@ from nn_scale import PeakSampler  # noqa: E402
 import ringfire as rf  # noqa: E402
 
 
-def context(preset: str):
+def context(preset: str, bootstrap_slots: int | None = None):
+    """N16_BOOT or the toy ring with 9 user levels; ``bootstrap_slots``: sparse bootstrapping
+    where it is at most N/4."""
     if preset == "N16_BOOT":
-        return rf.ckks.Context.preset("N16_BOOT")
-    with warnings.catch_warnings():  # the toy ring is insecure by design and says so
-        warnings.simplefilter("ignore")
+        options = dict(rf.ckks.PRESETS["N16_BOOT"])
+    else:
         options = dict(rf.ckks.PRESETS["N12_BOOT_INSECURE"])
         options.update(coeff_bits=[60] + [40] * 9 + [45] * 3 + [60] * 11 + [56] * 3, dnum=9)
+    if bootstrap_slots is not None and 4 * bootstrap_slots <= options["poly_degree"]:  # else: all N/2 slots
+        options["bootstrap"] = {**({} if options["bootstrap"] is True else options["bootstrap"]),
+                                "slots": bootstrap_slots}
+    with warnings.catch_warnings():  # the toy ring is insecure by design and says so
+        warnings.simplefilter("ignore")
         return rf.ckks.Context(**options)
 
 

@@ -4,7 +4,7 @@ BSGS products with their nonzero diagonals) with bootstraps placed by the runner
 
     python benchmarks/nn_bootstrapped_inter.py [--preset toy|N16_BOOT] [--resolution 8|16|32]
         [--trained tests/data/resnet20_digits32.onnx] [--images 2]
-        [--spill-dir DIR --ram-limit-gib 15] [--json out.json]
+        [--spill-dir DIR --ram-limit-gib 15] [--bootstrap-slots period|full] [--json out.json]
 
 ``ringfire.nn.zoo.resnet20`` (random weights, projection shortcuts) at 8x8 by default,
 calibrated on 64 random inputs, polynomial ReLU; against onnxruntime on the original ReLU model
@@ -15,6 +15,10 @@ do not (50 GiB encoded at 32x32 in the multiplexed layout): ``--spill-dir`` keep
 there (the runner makes them cold, ``ringfire.memory.cold``) with whatever else exceeds
 ``--ram-limit-gib``.
 
+The context bootstraps only the slots of the model's period (``rf.nn.inter_period``; sparse
+packing, where the period is at most N/4: one EvalMod instead of two, fewer keys) unless
+``--bootstrap-slots full``.
+
 ``--trained`` runs the trained 32x32 network of ``train_resnet20.py`` instead (no CIFAR-10 here:
 digits upsampled to 3x32x32), calibrated on 128 training images: onnxruntime's accuracy with
 ReLU and the polynomial network's in the clear on all 360 held-out images, then the first
@@ -24,7 +28,10 @@ ReLU and the polynomial network's in the clear on all 360 held-out images, then 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import pathlib
+import platform
 import resource
 import sys
 import time
@@ -54,6 +61,30 @@ def inputs(args):
     return net.SerializeToString(), rng.uniform(0, 1, (64, 3, r, r)), rng.uniform(0, 1, (args.images, 3, r, r)), None
 
 
+def machine() -> str:
+    """The CPU (vendor, family, model) and how many the process may use: timings compare
+    only on the same machine."""
+    fields = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        pass
+    return (f"{fields.get('model name', platform.processor() or 'unknown CPU')} (cpu family "
+            f"{fields.get('cpu family', '?')}, model {fields.get('model', '?')}), {len(os.sched_getaffinity(0))} CPUs")
+
+
+def disk_written_bytes() -> int | None:
+    """Bytes this process caused to be written to disk so far (Linux), or None."""
+    try:
+        with open("/proc/self/io") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("write_bytes:"))
+    except (OSError, StopIteration):
+        return None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", choices=["toy", "N16_BOOT"], default="toy")
@@ -63,6 +94,11 @@ def main() -> None:
     ap.add_argument("--images", type=int, default=2)
     ap.add_argument("--spill-dir", help="spill host memory beyond --ram-limit-gib to files here")
     ap.add_argument("--ram-limit-gib", type=float, default=None)
+    ap.add_argument("--cold-keys", action="store_true",
+                    help="with --spill-dir: make the keys (and the bootstrap's DFT diagonals) cold too, so the RAM "
+                         "under the limit serves the temporaries and the kernel caches the keys it reads most")
+    ap.add_argument("--bootstrap-slots", choices=["period", "full"], default="period",
+                    help="bootstrap the slots of the model's period (sparse packing, the default) or all N/2")
     ap.add_argument("--json")
     args = ap.parse_args()
     if args.trained and args.resolution not in (None, 32):
@@ -70,7 +106,8 @@ def main() -> None:
     args.resolution = args.resolution or (32 if args.trained else 8)
     onnx_bytes, calibration, tests, labels = inputs(args)
     x = tests[:args.images]
-    ctx = context(args.preset)
+    period = rf.nn.inter_period(onnx_bytes)
+    ctx = context(args.preset, period if args.bootstrap_slots == "period" else None)
     model = rf.nn.load(onnx_bytes, ctx, activation="poly", calibration=calibration, packing="inter")
     clear = {}
     if labels is not None:  # the polynomial network in the clear on every held-out image
@@ -80,21 +117,24 @@ def main() -> None:
                  "accuracy_polynomial_clear": float(np.mean(poly.argmax(1) == labels)),
                  "agreement_polynomial_clear_vs_onnxruntime": float(np.mean(poly.argmax(1) == relu.argmax(1)))}
         print(clear, file=sys.stderr, flush=True)
-    with warnings.catch_warnings():
+    if args.spill_dir and args.cold_keys:  # before keygen: the keys go to the files too
+        rf.memory.spill(args.spill_dir, ram_limit_gib=args.ram_limit_gib)
+    with warnings.catch_warnings(), (rf.memory.cold() if args.cold_keys else contextlib.nullcontext()):
         warnings.simplefilter("ignore")
         t0 = time.perf_counter()
         sk, keys = ctx.keygen(rotations=model.rotations(), bootstrap=True)
     keygen = time.perf_counter() - t0
     plan = model.plan()
     print(plan.describe(), file=sys.stderr, flush=True)
-    if args.spill_dir:  # after keygen: the keys stay in RAM, the cached diagonals go to files
+    if args.spill_dir and not args.cold_keys:  # after keygen: the keys stay in RAM, the cached diagonals go to files
         rf.memory.spill(args.spill_dir, ram_limit_gib=args.ram_limit_gib)
-    seconds, outs = [], []
+    seconds, outs, written = [], [], []
     for i in range(len(x)):
-        t = time.perf_counter()
+        t, before = time.perf_counter(), disk_written_bytes()
         outs.append(ctx.decrypt_batch(model(ctx.encrypt_batch(x[i:i + 1], keys, packing="inter")), sk)[0])
         seconds.append(time.perf_counter() - t)
-        print(f"image {i + 1}: {seconds[-1]:.1f} s", file=sys.stderr, flush=True)
+        written.append(None if before is None else round((disk_written_bytes() - before) / 1e9, 1))
+        print(f"image {i + 1}: {seconds[-1]:.1f} s, {written[-1]} GB written", file=sys.stderr, flush=True)
     got = np.stack(outs)
     ref = onnxruntime_outputs(onnx_bytes, x)
     approx = model.plaintext(x, approximate=True)
@@ -102,6 +142,7 @@ def main() -> None:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     row = {"preset": args.preset, "resolution": x.shape[-1], "weights": "trained" if args.trained else "random",
            "N": ctx.poly_degree, "levels": ctx.max_level, "period": run["period"], "layout": run["layout"],
+           "bootstrap_slots": ctx.bootstrap_plan().slots, "bootstrap_keys_gib": round(ctx.bootstrap_plan().key_bytes / 2**30, 2),
            "galois_keys": len(model.rotations()), "keygen_s": round(keygen, 1),
            "relu_degrees": sorted({p.degree for p in model.polys.values()}),
            "bootstraps_per_image": run["bootstraps_planned_per_sample"],
@@ -120,11 +161,12 @@ def main() -> None:
                        "diagonal_gib": round(plan.counts["diagonal_bytes"] / 2**30, 2),
                        "peak_gib": round(plan.peak_bytes / 2**30, 2)},
            "galois_key_gib": round(keys.galois.nbytes / 2**30, 2),
-           "spilled_gib": round(rf.memory.stats()["bytes_spilled"] / 2**30, 2),
+           "spilled_gib": round(rf.memory.stats()["bytes_spilled"] / 2**30, 2), "cold_keys": args.cold_keys,
            "max_rss_gib": round(usage.ru_maxrss / 2**20, 2),  # anonymous + file pages
            "disk_read_gb": round(usage.ru_inblock * 512 / 1e9, 1),  # getrusage: 512-byte blocks
            "disk_written_gb": round(usage.ru_oublock * 512 / 1e9, 1),
-           "date": time.strftime("%Y-%m-%d")}
+           "disk_written_gb_per_image": written,  # the first image encodes the diagonals
+           "machine": machine(), "date": time.strftime("%Y-%m-%d")}
     emit(row, args.json)
 
 

@@ -114,6 +114,11 @@ def test_infer_spills_to_the_directory_given(tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)
     assert report["spilled_bytes"] > 0 and report["top1_agreement"] == 1.0 and report["max_abs_error"] < 1e-4
     assert not rf.memory.stats()["active"]
+    # Under a limit nothing reaches, the keys still go to the files: they are made cold.
+    assert cli.main(["infer", str(path), "--input", str(xs), "--spill-dir", str(tmp_path), "--ram-limit", "1000",
+                     "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["spilled_bytes"] > 0 and report["top1_agreement"] == 1.0
 
 
 def test_infer_refuses_a_run_larger_than_ram_without_spilling(tmp_path, capsys, monkeypatch):

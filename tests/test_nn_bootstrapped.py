@@ -16,13 +16,16 @@ import nn_models as M  # noqa: E402
 SEED = bytes(range(32))
 
 
-def toy_context(user_levels=6):
-    """N12_BOOT_INSECURE's circuit with `user_levels` levels of 40 bits for the model (NOT SECURE)."""
+def toy_context(user_levels=6, bootstrap_slots=None):
+    """N12_BOOT_INSECURE's circuit with `user_levels` levels of 40 bits for the model (NOT SECURE);
+    `bootstrap_slots`: sparse bootstrapping of that many slots."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the toy ring is insecure by design and says so
         options = dict(rf.ckks.PRESETS["N12_BOOT_INSECURE"])
         coeff_bits = [60] + [40] * user_levels + [45] * 3 + [60] * 11 + [56] * 3
         options.update(coeff_bits=coeff_bits, dnum=-(-len(coeff_bits) // 3))  # three primes per digit
+        if bootstrap_slots is not None:
+            options["bootstrap"] = {**options["bootstrap"], "slots": bootstrap_slots}
         return rf.ckks.Context(**options, insecure_deterministic_seed=SEED)
 
 
@@ -91,8 +94,12 @@ def test_bootstrapping_errors_name_the_fix(digits, boot):
         options["bootstrap"] = {**options["bootstrap"], "slots": 256}
         sparse = rf.ckks.Context(**options)
     for explicit in (True, None):
-        with pytest.raises(ValueError, match="sparse packing"):
+        with pytest.raises(ValueError, match="sparse packing.*packing='inter' runs under it"):
             rf.nn.load(onnx_bytes, sparse, activation="poly", calibration=x_train, bootstrap=explicit)
+    cnn = residual_cnn(np.random.default_rng(12))  # period 64: a 32-slot bootstrap would average its tiles
+    with pytest.raises(ValueError, match=r"fewer than this model's period 64.*bootstrap=\{'slots': 64\}"):
+        rf.nn.load(cnn, toy_context(bootstrap_slots=32), activation="poly",
+                   calibration=np.zeros((4, 1, 4, 4)), packing="inter")
     _, keys = ctx.keygen()  # no bootstrapping keys
     model = rf.nn.load(onnx_bytes, ctx, activation="poly", calibration=x_train)
     with pytest.raises(ValueError, match=r"keygen\(bootstrap=True\)"):
@@ -136,6 +143,15 @@ def test_infer_cli_bootstraps(tmp_path, capsys, monkeypatch, digits):
     report = json.loads(capsys.readouterr().out)
     assert report["reference"] == "onnxruntime" and report["top1_agreement"] >= 0.95
     assert report["counts"]["bootstraps"] == 16 and report["max_abs_error_vs_polynomial_model"] < 1e-3
+    assert report["bootstrap_slots"] == 2048  # batch packing: every slot
+    cnn, images = tmp_path / "cnn.onnx", tmp_path / "images.npy"
+    cnn.write_bytes(residual_cnn(np.random.default_rng(12)))
+    np.save(images, np.random.default_rng(5).uniform(-1, 1, (2, 1, 4, 4)))
+    assert cli.main(["infer", str(cnn), "--input", str(images), "--activation", "poly", "--packing", "inter",
+                     "--bootstrap", "--preset", "TOY6_BOOT_INSECURE", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["bootstrap_slots"] == 64 and report["counts"]["bootstraps"] > 0  # the period only
+    assert report["reference"] == "onnxruntime" and report["max_abs_error_vs_polynomial_model"] < 1e-3
     assert cli.main(["infer", str(path), "--input", str(xs), "--bootstrap"]) == 2
     assert "needs --activation poly" in capsys.readouterr().err
     assert cli.main(args + ["--bootstrap", "--preset", "N13_D2"]) == 2
@@ -167,12 +183,8 @@ def test_products_and_residuals_bootstrap_once_and_stay_exact(boot):
     assert np.max(np.abs(got - ref)) <= np.max(np.abs(approx - ref)) + 1e-3 < 0.5
 
 
-def test_one_image_per_ciphertext_bootstraps_too(boot):
-    """Inter-axis packing (one image per ciphertext) of a small residual CNN without a client: the
-    runner bootstraps the image's one ciphertext where a layer needs levels, as many times per
-    image as it planned, and matches the polynomial network and onnxruntime."""
-    ctx, _, _ = boot
-    rng = np.random.default_rng(12)
+def residual_cnn(rng):
+    """A small residual CNN on 1x4x4 images: period 64 under inter-axis packing."""
     inits = {"W1": rng.normal(0, 0.4, (4, 1, 3, 3)), "W2": rng.normal(0, 0.3, (4, 4, 3, 3)),
              "W3": rng.normal(0, 0.5, (3, 16))}
     nodes = [M.node("Conv", ["x", "W1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]), M.node("Relu", ["c1"], ["r1"]),
@@ -180,9 +192,23 @@ def test_one_image_per_ciphertext_bootstraps_too(boot):
              M.node("Add", ["c2", "r1"], ["s"]), M.node("Relu", ["s"], ["r2"]),
              M.node("AveragePool", ["r2"], ["p"], kernel_shape=[2, 2], strides=[2, 2]), M.node("Flatten", ["p"], ["f"]),
              M.node("Gemm", ["f", "W3"], ["y"], transB=1)]
-    onnx_bytes = M.make_model(nodes, (1, 4, 4), inits)
+    return M.make_model(nodes, (1, 4, 4), inits)
+
+
+@pytest.mark.parametrize("bootstrap_slots", [None, 64], ids=["full-slot", "sparse"])
+def test_one_image_per_ciphertext_bootstraps_too(boot, bootstrap_slots):
+    """Inter-axis packing (one image per ciphertext) of a small residual CNN without a client: the
+    runner bootstraps the image's one ciphertext where a layer needs levels, as many times per
+    image as it planned, and matches the polynomial network and onnxruntime; with all N/2 slots
+    bootstrapped, and with only the 64 of the model's period (sparse packing)."""
+    rng = np.random.default_rng(12)
+    onnx_bytes = residual_cnn(rng)
+    assert rf.nn.inter_period(onnx_bytes) == 64
+    ctx = boot[0] if bootstrap_slots is None else toy_context(bootstrap_slots=bootstrap_slots)
     model = rf.nn.load(onnx_bytes, ctx, activation="poly", calibration=rng.uniform(-1, 1, (500, 1, 4, 4)),
                        packing="inter")
+    assert ctx.bootstrap_plan().slots == (bootstrap_slots or ctx.slots)
+    assert any("bootstrap={'slots': 64}" in note for note in model.plan().notes) == (bootstrap_slots is None)
     sk, keys = ctx.keygen(rotations=model.rotations(), bootstrap=True)
     x = rng.uniform(-1, 1, (2, 1, 4, 4))
     got = ctx.decrypt_batch(model(ctx.encrypt_batch(x, keys, packing="inter")), sk)

@@ -2,12 +2,16 @@
 the ``ringfire infer`` command line."""
 
 import json
+import pickle
 
 import numpy as np
 import pytest
 
 import ringfire as rf
 from ringfire import cli
+from ringfire.ckks.circuits import bsgs_steps
+from ringfire.nn.inter import InterRunner
+from ringfire.nn.operators import OPERATORS
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
@@ -93,6 +97,18 @@ def test_inter_packing_runs_convolutional_models_against_onnxruntime(deep_ctx):
     assert plan.counts["diagonals"] == sum(lt.diagonal_count for lt in transforms)
     assert plan.counts["rotations_per_sample"] == sum(len(lt.rotations()) for lt in transforms)
     assert plan.counts["galois_keys"] == len(model.rotations()) == len(keys.galois)
+    # Each transform picks its own baby steps: never dearer (a hoisted baby rotation counting
+    # half) than the period's square root, which they all used to share.
+    runner = InterRunner(model.graph, deep_ctx, model.polys)
+    linear = [n for n in model.graph.nodes if OPERATORS[n.op].kind == "linear"]
+    assert sorted(runner.baby_steps(n) for n in linear) == sorted(lt.baby_steps for lt in transforms)
+    for n in linear:
+        offsets = runner.offsets(n).tolist()
+        shared, own = bsgs_steps(offsets, 16), bsgs_steps(offsets, runner.baby_steps(n))
+        assert 0.5 * len(own[0]) + len(own[1]) <= 0.5 * len(shared[0]) + len(shared[1])
+    with pytest.raises(TypeError, match="picklable=False"):  # the cache is rebuilt, not pickled
+        pickle.dumps(transforms[0])
+    assert not hasattr(pickle.loads(pickle.dumps(model)), "_inter_cache")
     assert abs(cached - plan.counts["diagonal_bytes"]) <= 0.1 * plan.counts["diagonal_bytes"]
     assert plan.key_bytes >= keys.galois.nbytes + keys.relin.nbytes
     with pytest.raises(ValueError, match=r"dry_run=True\) rehearses batch packing"):

@@ -113,5 +113,37 @@ TEST(HostSpill, ColdBlocksGoToFilesBelowTheLimit) {
   EXPECT_EQ(host_spill_stats().bytes_spilled - spilled_before, kCapacity);
 }
 
+TEST(HostSpill, AReleasedSpilledBlockIsNeverWrittenBack) {
+  host_pool().flush();
+  start_host_spill(0, temp_dir());
+  const std::uint64_t* first = nullptr;
+  {
+    Buffer temporary((1 << 20) / 8);
+    for (std::size_t i = 0; i < temporary.size(); ++i) temporary.data()[i] = i + 1;
+    first = temporary.data();
+  }
+  Buffer reused((1 << 20) / 8);  // the cached block again, its dirty pages dropped: zeros
+  stop_host_spill();
+  ASSERT_EQ(reused.data(), first);
+  for (std::size_t i = 0; i < reused.size(); i += 509) ASSERT_EQ(reused.data()[i], 0u);
+}
+
+TEST(HostSpill, PrefetchingLeavesTheBytesAsTheyAre) {
+  host_pool().flush();
+  start_host_spill(0, temp_dir());  // every whole-page block goes to a file
+  Buffer spilled((1 << 20) / 8);
+  Buffer in_ram(100);  // below a page: RAM
+  for (std::size_t i = 0; i < spilled.size(); ++i) spilled.data()[i] = i * 13;
+  for (std::size_t i = 0; i < in_ram.size(); ++i) in_ram.data()[i] = i;
+  prefetch_host_block(spilled.data(), spilled.size() * 8);
+  prefetch_host_block(spilled.data() + 1000, 12345);  // unaligned start and length
+  prefetch_host_block(in_ram.data(), in_ram.size() * 8);
+  prefetch_host_block(nullptr, 4096);
+  prefetch_host_block(spilled.data(), 0);
+  stop_host_spill();
+  for (std::size_t i = 0; i < spilled.size(); i += 101) ASSERT_EQ(spilled.data()[i], i * 13);
+  for (std::size_t i = 0; i < in_ram.size(); ++i) ASSERT_EQ(in_ram.data()[i], i);
+}
+
 }  // namespace
 }  // namespace ringfire

@@ -14,7 +14,14 @@ instead of being killed::
 The limit counts the pool's blocks (ciphertexts, keys, their temporaries), not the
 rest of the process. Blocks made inside :func:`cold` go to the files first whatever
 the limit: data written once and read now and then belongs there, so that the RAM
-holds what is rewritten all the time. Leave the kernel room beside it: the pages of spilled blocks
+holds what is rewritten all the time. Make the keys there too (``with rf.memory.cold():
+sk, keys = ctx.keygen(...)`` after starting to spill; ``ringfire infer --spill-dir`` does):
+the kernel keeps the ones read most in its page cache, and the temporaries stay in RAM
+(ResNet-20 at 32x32 on N16_BOOT: 174 s per image instead of 224, no disk writes after the
+first image; BENCHMARKS.md). A spilled block's pages are dropped when it is freed, so a
+temporary that did land in a file is not written back once it is dead. Before a linear
+transform multiplies by a giant step's diagonals it asks the kernel to read the next
+step's (``MADV_WILLNEED``). Leave the kernel room beside it: the pages of spilled blocks
 that are in use sit in the page cache, so a limit of about two thirds of the
 machine's RAM keeps the working set in memory. The files are unlinked as soon as
 they are made: nothing is left on disk when the process ends, even if it is killed.
@@ -113,9 +120,9 @@ def cold():
     block serves later cold requests, and other requests only where a new block would be
     spilled too. For data made once and read now and
     then, like the encoded diagonals an inter-packed model reuses for every input
-    (``ringfire.nn`` marks them itself): the RAM under the limit then serves the blocks
-    rewritten all the time, such as a bootstrap's temporaries, whose pages in a file the
-    kernel would keep writing back to disk."""
+    (``ringfire.nn`` marks them itself), or the keys: the RAM under the limit then serves
+    the blocks rewritten all the time, such as a bootstrap's temporaries, whose pages in a
+    file the kernel would keep writing back to disk."""
     _core.begin_cold_host_allocations()
     try:
         yield

@@ -1,8 +1,10 @@
 #include "ringfire/base/memory_pool.h"
 
 #include <pthread.h>
+#include <sys/mman.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <new>
@@ -40,6 +42,7 @@ class HostPool final : public MemoryPool {
     std::lock_guard<std::mutex> lock(spill_mutex_);
     active_ = nullptr;
   }
+  bool may_spill() const { return ever_spilled_.load(); }
   void begin_cold() { cold_.fetch_add(1); }
   void end_cold() {
     int open = cold_.load();
@@ -88,6 +91,9 @@ class HostPool final : public MemoryPool {
     for (const auto& arena : arenas_)
       if (arena->owns(block)) return true;
     return false;
+  }
+  void discard_spilled(void* block, std::size_t capacity) override {
+    ::madvise(block, capacity, MADV_REMOVE);  // punched: the dirty pages are never written
   }
   void* raw_allocate(std::size_t bytes) override {
     {
@@ -177,6 +183,8 @@ void MemoryPool::release(void* block, std::size_t bytes, QueueHandle queue) {
     stats_.bytes_retained += capacity;
     return;
   }
+  // Before another request can take it; not while a frame may still read it.
+  if (spilled) discard_spilled(block, capacity);
   free_lists_[{spilled, reuse_per_queue() ? queue : kAnyQueue, capacity}].push_back(block);
   stats_.bytes_cached += capacity;
 }
@@ -238,6 +246,15 @@ void start_host_spill(std::size_t ram_limit_bytes, const std::string& directory)
 void stop_host_spill() { the_host_pool().stop_spill(); }
 void begin_cold_host_allocations() { the_host_pool().begin_cold(); }
 void end_cold_host_allocations() { the_host_pool().end_cold(); }
+
+void prefetch_host_block(const void* block, std::size_t bytes) {
+  if (block == nullptr || bytes == 0 || !the_host_pool().may_spill()) return;
+  // MADV_WILLNEED on a file mapping starts readahead and returns; on RAM it does nothing.
+  const std::uintptr_t page = SpillArena::page_bytes();
+  const std::uintptr_t start = reinterpret_cast<std::uintptr_t>(block) & ~(page - 1);
+  const std::uintptr_t end = reinterpret_cast<std::uintptr_t>(block) + bytes;
+  ::madvise(reinterpret_cast<void*>(start), end - start, MADV_WILLNEED);
+}
 HostSpillStats host_spill_stats() { return the_host_pool().spill_stats(); }
 
 namespace {

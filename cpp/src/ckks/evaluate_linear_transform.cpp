@@ -4,6 +4,7 @@
 
 #include "linear_transform_circuit.h"
 #include "ringfire/base/errors.h"
+#include "ringfire/base/memory_pool.h"
 #include "ringfire/base/op_label.h"
 #include "ringfire/ckks/evaluator.h"
 #include "ringfire/ckks/simulator.h"
@@ -56,6 +57,10 @@ struct EvaluatorOps {
   Value rotate(const Value& v, long long steps) const { return ev.rotate(v, steps, keys); }
   void add_inplace(Value& a, const Value& b) const { ev.add_inplace(a, b); }
   Value rescale(const Value& v) const { return ev.rescale(v); }
+  static void prefetch(const LinearTransform::GiantStep& giant) {
+    for (const auto& [b, plain] : giant.terms)
+      if (plain.device().is_host()) prefetch_host_block(plain.data(), plain.poly_words() * sizeof(u64));
+  }
 };
 
 struct SimOps {
@@ -79,6 +84,7 @@ struct SimOps {
   Value rotate(const Value& v, long long) const { return sim.rotate(v); }
   void add_inplace(Value& a, const Value& b) const { sim.add_inplace(a, b); }
   Value rescale(const Value& v) const { return sim.rescale(v); }
+  static void prefetch(const LinearTransform::GiantStep&) {}
 };
 
 void check_transform(const ContextPtr& ours, const LinearTransform& lt, std::size_t level) {

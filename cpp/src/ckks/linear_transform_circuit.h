@@ -2,7 +2,7 @@
 // ciphertexts and for the level/scale simulator. `Ops` supplies, on its Value
 // type: level, mod_switch, rotate_many(x, steps) (hoisted), inner_sum(babies,
 // giant step) (sum_b diagonal_b * rot_b(x), unrescaled), rotate(v, steps),
-// add_inplace and rescale.
+// add_inplace and rescale; and prefetch(giant step) (a hint: its diagonals are next).
 #pragma once
 
 #include <map>
@@ -23,12 +23,17 @@ typename Ops::Value run_linear_transform(const Ops& ops, const typename Ops::Val
   std::optional<Value> lowered;
   if (ops.level(x) > lt.level()) lowered.emplace(ops.mod_switch(x, lt.level()));
   const Value& in = lowered ? *lowered : x;
+  // Diagonals kept in spill files are read one giant step ahead, in the order they are used.
+  const std::vector<LinearTransform::GiantStep>& giants = lt.giant_steps();
+  ops.prefetch(giants.front());
   // rot_b(x) for every baby step, sharing one ModUp.
   std::vector<Value> rotated = ops.rotate_many(in, lt.baby_rotations());
   std::map<long long, const Value*> babies;
   for (std::size_t i = 0; i < rotated.size(); ++i) babies[lt.baby_rotations()[i]] = &rotated[i];
   std::optional<Value> total;
-  for (const LinearTransform::GiantStep& giant : lt.giant_steps()) {
+  for (std::size_t j = 0; j < giants.size(); ++j) {
+    const LinearTransform::GiantStep& giant = giants[j];
+    if (j + 1 < giants.size()) ops.prefetch(giants[j + 1]);
     Value inner = ops.inner_sum(babies, giant);
     if (giant.rotation != 0) inner = ops.rotate(inner, giant.rotation);
     if (total) ops.add_inplace(*total, inner);

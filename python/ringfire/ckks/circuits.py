@@ -88,10 +88,13 @@ class LinearTransform:
             the rescale returns the input's scale).
         baby_steps: the BSGS split (a power of two; default: chosen by cost), or
         bsgs_ratio: giant steps per baby step wanted (Lattigo's convention).
+        picklable: keep the given diagonals, which pickling rebuilds the transform from;
+            ``False`` keeps only the encoded ones (less memory, for a caller's cache of
+            transforms it can rebuild itself), and pickling it raises.
     """
 
     def __init__(self, context, matrix_or_diagonals, *, level: int | None = None, scale: float | None = None,
-                 baby_steps: int | None = None, bsgs_ratio: float | None = None):
+                 baby_steps: int | None = None, bsgs_ratio: float | None = None, picklable: bool = True):
         if isinstance(matrix_or_diagonals, dict):
             # Kept as given for pickling: real diagonals take half the memory of complex ones.
             source = {int(k): np.array(v).ravel() for k, v in matrix_or_diagonals.items()}
@@ -118,9 +121,12 @@ class LinearTransform:
         del diagonals  # the Python lists: several times the bytes of the arrays
         self._copies = {"cpu": self._native}
         # What pickling rebuilds it from (the encoded diagonals are derived data).
-        self._source = (source, level, scale, self._native.baby_steps)
+        self._source = (source, level, scale, self._native.baby_steps) if picklable else None
 
     def __reduce__(self):
+        if self._source is None:
+            raise TypeError("[ckks.LinearTransform] this transform was made with picklable=False: it keeps only its "
+                            "encoded diagonals; build it again from its matrix instead of pickling it")
         diagonals, level, scale, baby_steps = self._source
         return _rebuild_transform, (self._context, diagonals, level, scale, baby_steps)
 

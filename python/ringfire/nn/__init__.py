@@ -18,8 +18,8 @@ rescaling); ReLU/Clip/MaxPool run client-aided, or as fitted polynomials.
 from .activations import Polynomial
 from .client import Client, LocalClient
 from .graph import Graph, UnsupportedOperator
-from .model import Model, Plan, load, suggest_parameters
+from .model import Model, Plan, inter_period, load, suggest_parameters
 from ..ckks.batch import EncryptedTensor, decrypt_batch, encrypt_batch
 
 __all__ = ["load", "Model", "Plan", "Graph", "Client", "LocalClient", "EncryptedTensor", "Polynomial",
-           "UnsupportedOperator", "encrypt_batch", "decrypt_batch", "suggest_parameters"]
+           "UnsupportedOperator", "encrypt_batch", "decrypt_batch", "suggest_parameters", "inter_period"]

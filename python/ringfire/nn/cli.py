@@ -13,6 +13,7 @@ excess with files.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import resource
 import sys
@@ -35,7 +36,9 @@ def choose_context(levels: int, batch: int, scale_bits: int = 40):
     return ckks.Context(poly_degree=2**log_n, coeff_bits=[60] + [scale_bits] * levels + [60], scale_bits=scale_bits)
 
 
-def _bootstrap_context(preset: str, batch: int):
+def _bootstrap_context(preset: str, batch: int, period: int | None = None):
+    """The preset; with ``period`` (one sample per ciphertext only), bootstrapping just the
+    slots a sample's period needs (sparse packing: faster, fewer keys)."""
     from .. import ckks
 
     ctx = ckks.Context.preset(preset)
@@ -43,6 +46,8 @@ def _bootstrap_context(preset: str, batch: int):
         raise ValueError(f"[infer] preset {preset!r} reserves no levels for bootstrapping; try N16_BOOT")
     if batch > ctx.slots:
         raise ValueError(f"[infer] a batch of {batch} does not fit {preset}'s {ctx.slots} slots: split it")
+    if period is not None and 2 * period <= ctx.slots:
+        ctx = ckks.Context.preset(preset, bootstrap={**ctx.bootstrap_options, "slots": period})
     return ctx
 
 
@@ -171,7 +176,8 @@ def main(args) -> int:
         options["calibration"] = np.load(args.calibration) if args.calibration else x
     candidates = _packings(graph, args.packing)
     if args.bootstrap:
-        ctx = _bootstrap_context(args.preset, x.shape[0] if "batch" in candidates else 1)
+        ctx = _bootstrap_context(args.preset, x.shape[0] if "batch" in candidates else 1,
+                                 period_for(graph) if candidates == ["inter"] else None)
         options["bootstrap"] = True
     else:  # plan with a deep provisional context, then pick the real one
         probe = choose_context(12, 1)
@@ -208,7 +214,11 @@ def _run(args, model, ctx, plans, candidates, x, say, memory, spill) -> int:
             print(plan.notes[-1])
         return 0
     t0 = time.perf_counter()
-    sk, keys = ctx.keygen(rotations=model.rotations() if "inter" in candidates else (), bootstrap=args.bootstrap)
+    # Spilling: the keys, made once and read all run long, go to the files (the kernel caches
+    # the ones read most), so the RAM under the limit serves the temporaries, which would
+    # otherwise be written back to disk over and over.
+    with memory.cold() if spill is not None else contextlib.nullcontext():
+        sk, keys = ctx.keygen(rotations=model.rotations() if "inter" in candidates else (), bootstrap=args.bootstrap)
     choice = None
     if len(candidates) > 1:
         from .costs import measure_costs
@@ -227,6 +237,7 @@ def _run(args, model, ctx, plans, candidates, x, say, memory, spill) -> int:
     agree = _top1_agreement(y, ref)
     report = {
         "context": ctx.describe(), "batch": int(x.shape[0]), "output_shape": list(y.shape), "packing": packing,
+        "bootstrap_slots": ctx.bootstrap_plan().slots if args.bootstrap else None,
         "packing_choice": choice,
         "levels_needed": plan.levels_needed, "predicted_peak_bytes": plan.peak_bytes,
         "measured_max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,

@@ -18,14 +18,13 @@ batch packing.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
-from .. import memory
+from .. import _core, memory
 from ..ckks.circuits import bsgs_steps
 from .graph import Graph, UnsupportedOperator
 from .layouts import layout_period, layout_plan, linear_map, shape_of
@@ -40,8 +39,16 @@ def period_for(graph: Graph) -> int:
     return layout_period(graph)
 
 
-def giant_step(period: int) -> int:
-    return 1 << math.ceil(math.log2(period) / 2)
+def check_sparse_bootstrap(ctx, period: int) -> None:
+    """Raises unless ``ctx``'s bootstrap keeps every slot of a vector tiled with ``period``.
+    A sparse bootstrap of n slots keeps n-periodic vectors only (any other comes back as
+    its average over the copies); a tiled sample is n-periodic when its period divides n."""
+    sparse = (ctx.bootstrap_options or {}).get("slots")
+    if sparse is not None and sparse % period:
+        raise ValueError(f"[nn] this context bootstraps {sparse} slots (sparse packing), fewer than this model's "
+                         f"period {period}: a bootstrap would average the tiles. Bootstrap at least {period} slots: "
+                         f"Context.preset(..., bootstrap={{'slots': {period}}}) (rf.nn.inter_period(model) says "
+                         "which), or full-slot bootstrapping")
 
 
 class InterRunner:
@@ -51,7 +58,7 @@ class InterRunner:
         self.graph, self.ctx, self.polys = graph, ctx, polys
         self.placement = layout_plan(graph)  # each tensor's layout and the period
         self.period = max(int(period), self.placement.period)
-        self.g = giant_step(self.period)
+        self._baby_steps = {}  # node name -> its transform's baby steps
         self.cache = {} if cache is None else cache  # encoded diagonals, reused across samples
         # Bootstrapping (``bounds``: tensor name -> largest |x| bound): a tensor is refreshed
         # where its next operator needs more levels than it has, as batch packing does.
@@ -62,13 +69,22 @@ class InterRunner:
         """Linear layer ``node``'s nonzero diagonal indices in this runner's layouts."""
         return self.placement.offsets(node, self.graph, self.period)
 
+    def baby_steps(self, node) -> int:
+        """The baby steps g of linear layer ``node``'s transform: the power of two that makes its
+        rotations cheapest (the scheme's rule, a hoisted baby rotation counting half), chosen
+        per transform from its own diagonals."""
+        if node.name not in self._baby_steps:
+            self._baby_steps[node.name] = _core.LinearTransform.best_baby_steps(self.offsets(node).tolist(),
+                                                                                self.period)
+        return self._baby_steps[node.name]
+
     def rotations(self) -> list[int]:
         """The rotation steps of every transform: its nonzero baby offsets (k mod g) and giant
-        offsets (k - k mod g), as the scheme's BSGS transform with g baby steps uses them."""
+        offsets (k - k mod g), as the scheme's BSGS transform with its g baby steps uses them."""
         steps = set()
         for node in self.graph.nodes:
             if OPERATORS[node.op].kind == "linear":
-                steps.update(*bsgs_steps(self.offsets(node).tolist(), self.g))
+                steps.update(*bsgs_steps(self.offsets(node).tolist(), self.baby_steps(node)))
         return sorted(steps)
 
     def output_slots(self) -> np.ndarray:
@@ -102,16 +118,16 @@ class InterRunner:
         if key not in self.cache:  # the bias in the output's layout (None: no bias)
             bias = the_map().bias
             self.cache[key] = self._tiled(node.outputs[0], bias) if np.any(bias) else None
-        return self._transform(ct, diagonals, self.cache[key], node.name)
+        return self._transform(ct, diagonals, self.cache[key], node.name, self.baby_steps(node))
 
     def _tiled(self, tensor: str, values) -> np.ndarray:
         """``values`` (C-order over ``tensor``'s elements) in its layout, repeated over the slots."""
         one_period = self.placement.layouts[tensor].scatter(values, self.period)
         return np.tile(one_period, self.ctx.slots // self.period)
 
-    def _transform(self, ct, operand, bias, name):
+    def _transform(self, ct, operand, bias, name, baby_steps):
         """``operand()`` (the diagonals) times ``ct`` plus ``bias`` (tiled, or None), with the scheme's
-        BSGS linear transform (hoisted baby steps, g of them, so the Galois keys are those of
+        BSGS linear transform (``baby_steps`` hoisted baby steps, so the Galois keys are those of
         :meth:`rotations`), landing on the next level's canonical scale. The encoded transform
         is cached per node, level and scale, and so reused across samples."""
         from ..ckks import LinearTransform
@@ -126,16 +142,19 @@ class InterRunner:
             diagonals = operand()
             with memory.cold():  # kept for every sample, read once per sample: the first to spill
                 lt = self.cache[key] = LinearTransform(ctx, diagonals, level=ct.level, scale=scale,
-                                                       baby_steps=self.g)
+                                                       baby_steps=baby_steps, picklable=False)
         out = ctx.evaluator(ct.keys).linear_transform(ct, lt)
         return out if bias is None else out + bias
 
     def check_fits(self) -> None:
-        """Raises where the context's slots cannot hold a period."""
+        """Raises where the context's slots cannot hold a period, or where its bootstrap
+        keeps fewer slots than a period."""
         if self.period > self.ctx.slots:
             raise ValueError(f"[nn] packing='inter' tiles this model's tensors with period {self.period} "
                              f"({self.placement.kind} layout), more than the context's {self.ctx.slots} slots: use "
                              f"poly_degree >= {2 * self.period}, or packing='batch'")
+        if self.bounds is not None:
+            check_sparse_bootstrap(self.ctx, self.period)
 
     def run(self, ct, client=None, masker=None):
         self.values = values = {self.graph.input_name: ct}  # the second operand of a residual sum

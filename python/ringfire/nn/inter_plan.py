@@ -3,10 +3,11 @@ alone: levels, bootstraps, rotations and memory, per sample.
 
 The walk is :meth:`.inter.InterRunner.level_walk`, the levels :meth:`~.inter.InterRunner.run`
 moves through. Each linear layer is one BSGS transform of its nonzero diagonals (in the
-layouts of :mod:`.layouts`) with ``giant_step(P)`` baby steps: its key switches are its distinct
-nonzero baby offsets (hoisted) plus its distinct nonzero giant offsets, and its encoded
-diagonals stay cached for the next sample, each a plaintext of the level it is applied at
-(plus the real diagonal it was encoded from, kept for pickling). The runner keeps every
+layouts of :mod:`.layouts`) with its own baby steps (``InterRunner.baby_steps``): its key
+switches are its distinct nonzero baby offsets (hoisted) plus its distinct nonzero giant
+offsets, and its encoded diagonals stay cached for the next sample, each a plaintext of the
+level it is applied at (the real diagonals they were encoded from are dropped: the cache is
+rebuilt, not pickled). The runner keeps every
 tensor of a sample alive until the sample ends (a residual sum may read any of them).
 """
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ckks.circuits import bsgs_steps
-from .inter import InterRunner, giant_step
+from .inter import InterRunner
 from .operators import OPERATORS
 
 
@@ -39,14 +40,12 @@ class NodeStep:
 
 def steps(runner: InterRunner, masking: bool = False):
     """The :class:`NodeStep` of every node, in running order."""
-    period = runner.period
-    baby = giant_step(period)
     for node, level, refreshed, out_level in runner.level_walk(masking):
         if OPERATORS[node.op].kind != "linear":
             yield NodeStep(node, level, refreshed, out_level)
             continue
         offsets = runner.offsets(node)
-        babies, giants = bsgs_steps(offsets.tolist(), baby)
+        babies, giants = bsgs_steps(offsets.tolist(), runner.baby_steps(node))
         yield NodeStep(node, level, refreshed, out_level, len(offsets), len(babies), len(giants))
 
 
@@ -59,12 +58,12 @@ class InterCosts:
     key_switches: int = 0      # rotations inside the transforms
     bootstraps: int = 0
     activation_bytes: int = 0  # every tensor of one sample
-    cache_bytes: int = 0       # the encoded diagonals of every transform (in the pool) and their sources
-    diagonal_bytes: int = 0    # of it, the encoded plaintexts (the pool's share)
+    diagonal_bytes: int = 0    # the encoded diagonals of every transform (in the pool)
+    hoisted: int = 0           # the most baby rotations of any transform: they are held at once
 
 
 def inter_costs(runner: InterRunner, masking: bool = False) -> InterCosts:
-    ctx, period = runner.ctx, runner.period
+    ctx = runner.ctx
     n = ctx.poly_degree
     costs = InterCosts(activation_bytes=2 * (ctx.max_level + 1) * n * 8)  # the input
     for step in steps(runner, masking):
@@ -74,6 +73,6 @@ def inter_costs(runner: InterRunner, masking: bool = False) -> InterCosts:
             costs.transforms += 1
             costs.diagonals += step.diagonals
             costs.key_switches += step.rotations
+            costs.hoisted = max(costs.hoisted, step.baby_rotations)
             costs.diagonal_bytes += step.diagonals * (step.level + 1) * n * 8
-            costs.cache_bytes += step.diagonals * ((step.level + 1) * n * 8 + period * 8)  # + the real source
     return costs

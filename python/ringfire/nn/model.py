@@ -11,7 +11,7 @@ from .._progress import progress_bar
 from .activations import Polynomial
 from .executor import Executor
 from .graph import Graph, UnsupportedOperator
-from .inter import InterRunner, giant_step, period_for
+from .inter import InterRunner, check_sparse_bootstrap, period_for
 from .inter_plan import inter_costs
 from .masking import Masker
 from .refresh import Refresher, choose_degrees, element_bounds
@@ -177,10 +177,13 @@ class Model:
         sparse = (self.ctx.bootstrap_options or {}).get("slots")
         if bootstrap and sparse not in (None, self.ctx.slots):
             # A batch fills the first slots and zeros the rest, which a sparse bootstrap (of
-            # n-periodic vectors only) would return divided by the number of copies.
-            raise ValueError(f"[nn] this context bootstraps {sparse} of its {self.ctx.slots} slots (sparse packing), "
-                             "which keeps only periodic vectors; batch packing needs full-slot bootstrapping "
-                             "(bootstrap=True or N16_BOOT)")
+            # n-periodic vectors only) would return divided by the number of copies. One
+            # sample per ciphertext is tiled with the model's period: periodic by construction.
+            if packing != "inter":
+                raise ValueError(f"[nn] this context bootstraps {sparse} of its {self.ctx.slots} slots (sparse "
+                                 "packing), which keeps only periodic vectors; batch packing needs full-slot "
+                                 "bootstrapping (bootstrap=True or N16_BOOT), packing='inter' runs under it")
+            check_sparse_bootstrap(self.ctx, period_for(self.graph))
         return bool(bootstrap)
 
     def _activation_degrees(self, bounds: dict, pinned) -> dict:
@@ -260,6 +263,13 @@ class Model:
             self.last_run.update(bootstraps=refresher.bootstraps, bootstrapped_ciphertexts=refresher.ciphertexts,
                                  bootstrap_seconds=refresher.seconds)
         return EncryptedTensor(values[0], enc.batch, self.ctx)
+
+    def __getstate__(self) -> dict:
+        # The encoded diagonals one ciphertext per sample caches (tens of GiB on N16_BOOT)
+        # are rebuilt by the next run rather than pickled.
+        state = dict(self.__dict__)
+        state.pop("_inter_cache", None)
+        return state
 
     def _masker(self, keys) -> Masker | None:
         return Masker(self.ctx, keys, self.mask_bits) if self.masking else None
@@ -382,14 +392,19 @@ class Model:
         key_bytes, workspace, notes = self._keys_and_workspace()
         galois = len(runner.rotations())
         key_bytes += galois * ctx._core.rlwe.switch_key_bytes(ctx.max_level)
-        hoisted = giant_step(period) * 2 * (ctx.max_level + 1) * ctx.poly_degree * 8  # the baby rotations
-        workspace += hoisted + costs.cache_bytes
+        hoisted = costs.hoisted * 2 * (ctx.max_level + 1) * ctx.poly_degree * 8  # the baby rotations
+        workspace += hoisted + costs.diagonal_bytes
         notes.append(f"packing='inter', period {period}, {runner.placement.kind} layout: per sample "
                      f"{costs.transforms} linear transforms ({costs.diagonals} diagonals, {costs.key_switches} "
                      "rotations)"
                      + (f", {costs.bootstraps} bootstraps" if self.bootstrap else "")
-                     + f"; {galois} Galois keys; the workspace includes {costs.cache_bytes / 2**30:.2f} GiB of "
+                     + f"; {galois} Galois keys; the workspace includes {costs.diagonal_bytes / 2**30:.2f} GiB of "
                      "encoded diagonals, cached for every sample")
+        if self.bootstrap and (ctx.bootstrap_options or {}).get("slots") in (None, ctx.slots) \
+                and 2 * period <= ctx.slots:
+            notes.append(f"the bootstrap keeps all {ctx.slots} slots where a sample needs {period}: a context made "
+                         f"with bootstrap={{'slots': {period}}} bootstraps sooner (one EvalMod instead of two), "
+                         "with fewer keys")
         counts = {"packing": "inter", "period": period, "layout": runner.placement.kind, "galois_keys": galois,
                   "transforms": costs.transforms, "diagonals": costs.diagonals, "rotations_per_sample": costs.key_switches,
                   "bootstraps_per_sample": costs.bootstraps, "diagonal_bytes": costs.diagonal_bytes}
@@ -446,10 +461,24 @@ def load(model, ctx, **options) -> Model:
     """Loads an ONNX model (path, bytes, ``onnx.ModelProto``, or a ``torch.nn.Module``
     in eval mode with ``example_input=`` and optionally ``exporter="auto"|"torchscript"|
     "dynamo"``, see :mod:`ringfire.nn.torch_export`) for encrypted inference under ``ctx``."""
-    example = options.pop("example_input", None)
-    exporter = options.pop("exporter", "auto")
+    return Model(_graph(model, options.pop("example_input", None), options.pop("exporter", "auto")), ctx, **options)
+
+
+def inter_period(model, example_input=None, exporter: str = "auto") -> int:
+    """The period one sample per ciphertext (``packing="inter"``) tiles ``model``'s tensors
+    with (``model`` as :func:`load` takes it). It is known before any context exists, so a
+    bootstrappable context can bootstrap just those slots, which is faster and needs fewer
+    keys than full-slot bootstrapping::
+
+        period = rf.nn.inter_period("resnet20.onnx")                       # 16384 at 32x32
+        ctx = rf.ckks.Context.preset("N16_BOOT", bootstrap={"slots": period})
+    """
+    return period_for(_graph(model, example_input, exporter))
+
+
+def _graph(model, example, exporter) -> Graph:
     if is_torch_module(model):
         model = export_torch(model, example, exporter)
     elif example is not None:
         raise ValueError("[nn.load] example_input= is for torch modules; an ONNX model carries its input shape")
-    return Model(Graph.from_onnx(model), ctx, **options)
+    return Graph.from_onnx(model)

@@ -72,6 +72,10 @@ class MemoryPool {
   enum class Reuse { kRamOnly, kRamThenSpilled, kSpilledOnly };
   virtual Reuse reuse_for(std::size_t /*capacity*/) const { return Reuse::kRamOnly; }
   virtual bool is_spilled(const void* /*block*/) const { return false; }
+  // A spilled block's contents are dead once it is released: dropping its pages keeps
+  // the kernel from writing them back to the file (a temporary rewritten all the time
+  // would otherwise cost a disk write each time).
+  virtual void discard_spilled(void* /*block*/, std::size_t /*capacity*/) {}
 
  private:
   static constexpr QueueHandle kAnyQueue = ~QueueHandle{0};
@@ -115,6 +119,11 @@ void stop_host_spill();
 // requests only where a new block would be spilled too.
 void begin_cold_host_allocations();
 void end_cold_host_allocations();
+// Asks the kernel to start reading a host block's pages from its spill file in the
+// background, so that the disk works while the caller computes on what it already
+// holds (a linear transform reads its next giant step's diagonals this way). Returns at
+// once; a no-op unless blocks may live in spill files.
+void prefetch_host_block(const void* block, std::size_t bytes);
 
 struct HostSpillStats {
   bool active = false;
