@@ -144,6 +144,10 @@ def test_sparse_slots_keep_the_periodic_part():
     sk, keys = ctx.keygen(bootstrap=True)
     plan = ctx.bootstrap_plan()
     assert plan.slots == 256 and plan.key_switches < toy_context().bootstrap_plan().key_switches
+    with warnings.catch_warnings():  # a preset's bootstrap options, changed one at a time
+        warnings.simplefilter("ignore")
+        preset = rf.ckks.Context.preset("N12_BOOT_INSECURE", bootstrap={"slots": 256})
+    assert preset.bootstrap_options == ctx.bootstrap_options  # cts_levels=3 kept, not the default 4
     v = np.random.default_rng(5).uniform(-1, 1, 256)
     copies = ctx.slots // 256
     out = exact(ctx, sk, ctx.encrypt(np.tile(v, copies), keys).bootstrap())

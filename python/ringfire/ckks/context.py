@@ -112,10 +112,16 @@ class Context(ContextBase):
     @classmethod
     def preset(cls, name: str, **overrides) -> "Context":
         """A context from :data:`PRESETS` (``"N13_D2"``, ``"N14_D6"``, ``"N15_D16"``, ``"N16_D30"``;
-        bootstrappable: ``"N16_BOOT"``, and ``"N12_BOOT_INSECURE"`` for tests)."""
+        bootstrappable: ``"N16_BOOT"``, and ``"N12_BOOT_INSECURE"`` for tests). A ``bootstrap``
+        dict in ``overrides`` changes those options of the preset's and keeps the others
+        (``bootstrap={"slots": 16384}``: sparse packing)."""
         if name not in PRESETS:
             raise ValueError(f"[ckks.Context] unknown preset {name!r}; choose one of {sorted(PRESETS)}")
-        return cls(**{**PRESETS[name], **overrides})
+        options = {**PRESETS[name], **overrides}
+        preset_bootstrap = PRESETS[name].get("bootstrap")
+        if isinstance(overrides.get("bootstrap"), dict) and isinstance(preset_bootstrap, dict):
+            options["bootstrap"] = {**preset_bootstrap, **overrides["bootstrap"]}
+        return cls(**options)
 
     @classmethod
     def from_bytes(cls, data: bytes, *, mac_key: bytes | None = None, insecure_no_security_check: bool = False,

@@ -47,7 +47,7 @@ def _bootstrap_context(preset: str, batch: int, period: int | None = None):
     if batch > ctx.slots:
         raise ValueError(f"[infer] a batch of {batch} does not fit {preset}'s {ctx.slots} slots: split it")
     if period is not None and 2 * period <= ctx.slots:
-        ctx = ckks.Context.preset(preset, bootstrap={**ctx.bootstrap_options, "slots": period})
+        ctx = ckks.Context.preset(preset, bootstrap={"slots": period})
     return ctx
 
 
