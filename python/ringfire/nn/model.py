@@ -480,5 +480,5 @@ def _graph(model, example, exporter) -> Graph:
     if is_torch_module(model):
         model = export_torch(model, example, exporter)
     elif example is not None:
-        raise ValueError("[nn.load] example_input= is for torch modules; an ONNX model carries its input shape")
+        raise ValueError("[nn] example_input= is for torch modules; an ONNX model carries its input shape")
     return Graph.from_onnx(model)
