@@ -40,17 +40,15 @@ import ringfire as rf  # noqa: E402
 def context(preset: str, bootstrap_slots: int | None = None):
     """N16_BOOT or the toy ring with 9 user levels; ``bootstrap_slots``: sparse bootstrapping
     where it is at most N/4."""
-    if preset == "N16_BOOT":
-        options = dict(rf.ckks.PRESETS["N16_BOOT"])
-    else:
-        options = dict(rf.ckks.PRESETS["N12_BOOT_INSECURE"])
-        options.update(coeff_bits=[60] + [40] * 9 + [45] * 3 + [60] * 11 + [56] * 3, dnum=9)
-    if bootstrap_slots is not None and 4 * bootstrap_slots <= options["poly_degree"]:  # else: all N/2 slots
-        options["bootstrap"] = {**({} if options["bootstrap"] is True else options["bootstrap"]),
-                                "slots": bootstrap_slots}
+    name, overrides = preset, {}
+    if preset != "N16_BOOT":
+        name = "N12_BOOT_INSECURE"
+        overrides = dict(coeff_bits=[60] + [40] * 9 + [45] * 3 + [60] * 11 + [56] * 3, dnum=9)
+    if bootstrap_slots is not None and 4 * bootstrap_slots <= rf.ckks.PRESETS[name]["poly_degree"]:  # else: N/2
+        overrides["bootstrap"] = {"slots": bootstrap_slots}
     with warnings.catch_warnings():  # the toy ring is insecure by design and says so
         warnings.simplefilter("ignore")
-        return rf.ckks.Context(**options)
+        return rf.ckks.Context.preset(name, **overrides)
 
 
 def onnxruntime_outputs(onnx_bytes, x):

@@ -39,11 +39,17 @@ def period_for(graph: Graph) -> int:
     return layout_period(graph)
 
 
+def sparse_bootstrap_slots(ctx) -> int | None:
+    """The n slots ``ctx``'s bootstrap keeps when fewer than all (sparse packing), else None."""
+    slots = (ctx.bootstrap_options or {}).get("slots")
+    return None if slots in (None, ctx.slots) else slots
+
+
 def check_sparse_bootstrap(ctx, period: int) -> None:
     """Raises unless ``ctx``'s bootstrap keeps every slot of a vector tiled with ``period``.
     A sparse bootstrap of n slots keeps n-periodic vectors only (any other comes back as
     its average over the copies); a tiled sample is n-periodic when its period divides n."""
-    sparse = (ctx.bootstrap_options or {}).get("slots")
+    sparse = sparse_bootstrap_slots(ctx)
     if sparse is not None and sparse % period:
         raise ValueError(f"[nn] this context bootstraps {sparse} slots (sparse packing), fewer than this model's "
                          f"period {period}: a bootstrap would average the tiles. Bootstrap at least {period} slots: "

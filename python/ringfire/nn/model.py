@@ -11,7 +11,7 @@ from .._progress import progress_bar
 from .activations import Polynomial
 from .executor import Executor
 from .graph import Graph, UnsupportedOperator
-from .inter import InterRunner, check_sparse_bootstrap, period_for
+from .inter import InterRunner, check_sparse_bootstrap, period_for, sparse_bootstrap_slots
 from .inter_plan import inter_costs
 from .masking import Masker
 from .refresh import Refresher, choose_degrees, element_bounds
@@ -174,8 +174,8 @@ class Model:
         if bootstrap and not self.ctx.can_bootstrap:
             raise ValueError("[nn] bootstrap=True needs a context that reserves levels for bootstrapping: "
                              "rf.ckks.Context.preset('N16_BOOT') or Context(..., bootstrap=True)")
-        sparse = (self.ctx.bootstrap_options or {}).get("slots")
-        if bootstrap and sparse not in (None, self.ctx.slots):
+        sparse = sparse_bootstrap_slots(self.ctx)
+        if bootstrap and sparse is not None:
             # A batch fills the first slots and zeros the rest, which a sparse bootstrap (of
             # n-periodic vectors only) would return divided by the number of copies. One
             # sample per ciphertext is tiled with the model's period: periodic by construction.
@@ -400,8 +400,7 @@ class Model:
                      + (f", {costs.bootstraps} bootstraps" if self.bootstrap else "")
                      + f"; {galois} Galois keys; the workspace includes {costs.diagonal_bytes / 2**30:.2f} GiB of "
                      "encoded diagonals, cached for every sample")
-        if self.bootstrap and (ctx.bootstrap_options or {}).get("slots") in (None, ctx.slots) \
-                and 2 * period <= ctx.slots:
+        if self.bootstrap and sparse_bootstrap_slots(ctx) is None and 2 * period <= ctx.slots:
             notes.append(f"the bootstrap keeps all {ctx.slots} slots where a sample needs {period}: a context made "
                          f"with bootstrap={{'slots': {period}}} bootstraps sooner (one EvalMod instead of two), "
                          "with fewer keys")
