@@ -354,10 +354,10 @@ def test_n16_boot_preset():
     # The bootstrap's own error: a secret-key input (a public-key one adds its own, ~1 bit here).
     out = ctx.evaluator(keys).bootstrap(ctx.encrypt(x, sk))
     mean, low = bits(exact(ctx, sk, out), x)
-    assert out.level == 9 and mean >= 23.3 and low >= 20.5, (mean, low)  # measured 23.8 / 21.2
+    assert out.level == 9 and mean >= 24.0 and low >= 21.5, (mean, low)  # measured 24.7 / 22.2-22.3
     public = ctx.encrypt(x, keys).bootstrap()
     mean, low = bits(exact(ctx, sk, public), x)
-    assert mean >= 22.3 and low >= 19.2, (mean, low)  # measured 22.8 / 19.7-19.9
+    assert mean >= 22.4 and low >= 19.2, (mean, low)  # measured 23.0 / 19.7-20.0
 
 
 def test_bench_bootstrap_reports_phases_and_both_precisions():

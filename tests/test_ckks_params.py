@@ -71,6 +71,22 @@ def test_primes_are_distinct_ntt_friendly_and_sized():
         assert rf.ring.is_prime(x) and x % (2 * 2**14) == 1
 
 
+def test_61_bit_primes_are_below_2_61_and_compute_exactly_like_smaller_ones():
+    # The arithmetic's limit (q < 2^61), for ciphertext and special primes alike:
+    # N16_BOOT's EvalMod and special primes have 61 bits.
+    ctx = rf.ckks.Context(poly_degree=2**13, coeff_bits=[61, 40, 40], scale_bits=40, special_bits=[61])
+    q, p = ctx.params.q_primes, ctx.params.p_primes
+    assert q[0].bit_length() == 61 and p[0].bit_length() == 61 and max(q + p) < 2**61
+    sk, keys = ctx.keygen(rotations=[3])
+    rng = np.random.default_rng(7)
+    x, y = rng.uniform(-1, 1, ctx.slots), rng.uniform(-1, 1, ctx.slots)
+    ev = ctx.evaluator(keys)
+    # Relinearization and rotation both switch keys through the 61-bit special prime.
+    product = ev.relinearize_rescale(ev.multiply(ctx.encrypt(x, keys), ctx.encrypt(y, keys)))
+    got = ctx.decrypt(ev.rotate(product, 3), sk)
+    assert np.max(np.abs(got - np.roll(x * y, -3))) < 2**-15
+
+
 def test_default_dnum_follows_special_primes():
     one = rf.ckks.Context(poly_degree=2**14, coeff_bits=[60] + [40] * 6, scale_bits=40, special_bits=[60])
     three = rf.ckks.Context(poly_degree=2**14, coeff_bits=[60] + [40] * 6, scale_bits=40, special_bits=[60, 60])
@@ -80,7 +96,9 @@ def test_default_dnum_follows_special_primes():
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(poly_degree=3000), "power of two"),
-    (dict(coeff_bits=[60, 70]), r"\[20, 60\]"),
+    (dict(coeff_bits=[60, 70]), r"\[20, 61\]"),
+    (dict(coeff_bits=[60, 62, 60]), r"coeff_bits entries must be in \[20, 61\], got 62"),
+    (dict(special_bits=[62]), r"special_bits entries must be in \[20, 61\], got 62"),
     (dict(dnum=9), "dnum must be in"),
     (dict(coeff_bits=[60]), "at least two entries"),
 ])

@@ -219,8 +219,11 @@ TEST(CkksParameters, LiteralValidation) {
   lit.poly_degree = 3000;
   EXPECT_THROW(Parameters{lit}, InvalidArgument);
   lit = small_literal();
-  lit.q_bits = {50, 61};
-  EXPECT_THROW(Parameters{lit}, InvalidArgument);
+  lit.q_bits = {50, 62};  // the arithmetic needs q < 2^61
+  expect_invalid([&] { Parameters p(lit); }, "coeff_bits entries must be in [20, 61], got 62");
+  lit = small_literal();
+  lit.p_bits = {62};
+  expect_invalid([&] { Parameters p(lit); }, "special_bits entries must be in [20, 61], got 62");
   lit = small_literal();
   lit.p_bits = {};
   EXPECT_THROW(Parameters{lit}, InvalidArgument);

@@ -20,13 +20,18 @@ namespace {
 
 constexpr const char* kOp = "rlwe.Parameters";
 constexpr int kMinPrimeBits = 20;
+// The plaintext modulus t and the scale stay below 2^60.
 constexpr int kMaxPrimeBits = 60;
+// Ciphertext and special primes may take the arithmetic's whole range (q <
+// 2^61). A bootstrap's EvalMod gains about a bit of precision from 61-bit
+// primes, and 61-bit special primes still cover key-switching digits of them.
+constexpr int kMaxRnsPrimeBits = kMaxModulusBits;
 
 void check_bits(const std::vector<int>& bits, const char* name) {
   for (int b : bits)
-    require(b >= kMinPrimeBits && b <= kMaxPrimeBits, kOp,
+    require(b >= kMinPrimeBits && b <= kMaxRnsPrimeBits, kOp,
             std::string(name) + " entries must be in [" + std::to_string(kMinPrimeBits) + ", " +
-                std::to_string(kMaxPrimeBits) + "], got " + std::to_string(b));
+                std::to_string(kMaxRnsPrimeBits) + "], got " + std::to_string(b));
 }
 
 // NTT-friendly primes (q = 1 mod 2N) nearest to 2^bits on either side,
@@ -167,8 +172,10 @@ Parameters::Parameters(const ParameterLiteral& lit)
     require(!p_.empty(), kOp, "needs at least one special prime for key switching");
     // The bound first, from the primes' sizes alone: oversized input (a
     // crafted file) is refused before any primality test or table is computed.
-    for (u64 q : q_) require(bit_length(q) <= kMaxPrimeBits + 1, kOp, std::to_string(q) + " has more than 61 bits");
-    for (u64 q : p_) require(bit_length(q) <= kMaxPrimeBits, kOp, std::to_string(q) + " has more than 60 bits");
+    for (const auto* primes : {&q_, &p_})
+      for (u64 q : *primes)
+        require(bit_length(q) <= kMaxRnsPrimeBits, kOp,
+                std::to_string(q) + " has more than " + std::to_string(kMaxRnsPrimeBits) + " bits");
     if (security_ != 0) check_security(n_, log2_product(q_, p_), security_);
     for (const auto* primes : {&q_, &p_})
       for (u64 q : *primes)

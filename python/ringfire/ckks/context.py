@@ -27,10 +27,12 @@ PRESETS = {
     "N15_D16": dict(poly_degree=2**15, coeff_bits=[60] + [40] * 16 + [60], scale_bits=40),
     "N16_D30": dict(poly_degree=2**16, coeff_bits=[60] + [40] * 30 + [60], scale_bits=40),
     # Bootstrappable, 128-bit (log QP = 1745 of 1747): 9 levels of 40 bits for the
-    # user; from the top, 4 primes of 56 bits for CoeffsToSlots, 11 of 60 for
-    # EvalMod, 3 of 47 for SlotsToCoeffs (docs/bootstrapping.md).
-    "N16_BOOT": dict(poly_degree=2**16, coeff_bits=[60] + [40] * 9 + [47] * 3 + [60] * 11 + [56] * 4,
-                     scale_bits=40, special_bits=[60] * 5, dnum=6, bootstrap=True),
+    # user; from the top, 4 primes of 55 bits for CoeffsToSlots, 11 of 61 for
+    # EvalMod (its precision grows a bit per bit of them), 3 of 43 for
+    # SlotsToCoeffs; 5 special primes of 61 bits, which cover a digit of five
+    # EvalMod primes (docs/bootstrapping.md).
+    "N16_BOOT": dict(poly_degree=2**16, coeff_bits=[60] + [40] * 9 + [43] * 3 + [61] * 11 + [55] * 4,
+                     scale_bits=40, special_bits=[61] * 5, dnum=6, bootstrap=True),
     # The same circuit on a toy ring, for tests and examples only: NOT SECURE
     # (N = 2^12 with this modulus gives no security at all); it warns.
     "N12_BOOT_INSECURE": dict(poly_degree=2**12, coeff_bits=[60] + [40] * 3 + [45] * 3 + [60] * 11 + [56] * 3,
@@ -54,7 +56,8 @@ class Context(ContextBase):
             ``[60, 40, 40, 60]``.
         scale_bits: the default scale is 2^scale_bits.
         special_bits: bit sizes of the key-switching primes P, exactly (``[60]``:
-            one special prime, SEAL's convention).
+            one special prime, SEAL's convention). Prime sizes, here and in
+            ``coeff_bits``, are 20 to 61 bits (the arithmetic needs q < 2^61).
         dnum: number of key-switching digits (default: the fewest that P covers).
         security: 128, 192 or 256; parameters beyond the HomomorphicEncryption.org
             bound for uniform ternary secrets raise ``ValueError``. There is no
