@@ -314,6 +314,95 @@ def test_errors_a_user_meets(boot):
                         bootstrap=True, insecure_no_security_check=True)
 
 
+@pytest.fixture(scope="module")
+def first():
+    """The toy preset with SlotsToCoeffs first: its three SlotsToCoeffs primes join the user's chain."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ctx = rf.ckks.Context.preset("N12_BOOT_INSECURE", bootstrap={"stc_first": True},
+                                     insecure_deterministic_seed=SEED)
+    sk, keys = ctx.keygen(bootstrap=True)
+    return ctx, sk, keys
+
+
+def test_slots_to_coeffs_first_plan_and_chain(first, boot):
+    ctx, _, keys = first
+    plan = ctx.bootstrap_plan()
+    assert (plan.output_level, plan.input_level_min, plan.levels_left, plan.levels_consumed) == (6, 3, 3, 17)
+    assert ctx.max_level == 6 and ctx.bootstrap_min_level == 3 and boot[0].bootstrap_min_level == 0
+    assert ctx.params.reserved_levels == 14 and ctx.bootstrap_options["log_message_ratio"] == 8
+    # The preset's SlotsToCoeffs primes (45 bits) are now user primes of the scale's size.
+    assert [round(np.log2(q)) for q in ctx.params.q_primes[:7]] == [60] + [40] * 6
+    assert "SlotsToCoeffs runs first, on your levels 3..1" in str(plan)
+    assert plan.rotation_keys == len(keys.bootstrap)
+    # SlotsToCoeffs' diagonals live at levels 3..1 instead of 6..4 above the user's.
+    assert plan.plaintext_bytes < boot[0].bootstrap_plan().plaintext_bytes
+
+
+def own_error(ctx, sk, x, level):
+    ct = ctx.evaluator().mod_switch(ctx.encrypt(x, sk), level)
+    out = ct.bootstrap()
+    assert out.level == ctx.max_level and out.scale == pytest.approx(ctx.scale_at(ctx.max_level), rel=1e-12)
+    return bits(exact(ctx, sk, out), exact(ctx, sk, ct))
+
+
+@pytest.mark.parametrize("start_level", [3, 6])
+def test_slots_to_coeffs_first_is_as_precise_on_any_data(first, boot, start_level):
+    """EvalMod then sees the slots' values themselves, so a constant vector (the
+    worst case of the usual order, whose coefficients concentrate) is no worse
+    than random data: against the input's decryption, both keep 29+ bits."""
+    ctx, sk, _ = first
+    x = np.random.default_rng(11).uniform(-1, 1, ctx.slots)
+    mean, low = own_error(ctx, sk, x, start_level)
+    assert mean >= 29.5 and low >= 26.3, (mean, low)  # measured 30.3 / 27.2-27.6 (the usual order: 29.6 / 27.4)
+    mean, low = own_error(ctx, sk, np.ones(ctx.slots), start_level)
+    assert mean >= 28.3 and low >= 26.3, (mean, low)  # measured 29.1 / 27.1-27.2
+    usual, _ = own_error(boot[0], boot[1], np.ones(ctx.slots), 0)
+    assert usual <= 26.5, usual  # measured 25.1
+
+
+def test_slots_to_coeffs_first_complex_pair_meta_and_bound(first):
+    ctx, sk, keys = first
+    ev = ctx.evaluator(keys)
+    rng = np.random.default_rng(12)
+    z = (rng.uniform(-1, 1, ctx.slots) + 1j * rng.uniform(-1, 1, ctx.slots)) / np.sqrt(2)
+    mean, low = bits(exact(ctx, sk, ctx.encrypt(z, keys).bootstrap()), z)
+    assert mean >= 25 and low >= 22.5, (mean, low)  # measured 26.4 / 24.1 (the encryption's error included)
+    x, y = rng.uniform(-1, 1, ctx.slots), rng.uniform(-1, 1, ctx.slots)
+    for ct, want in zip(ev.bootstrap_pair(ctx.encrypt(x, keys), ctx.encrypt(y, keys)), (x, y)):
+        assert ct.level == ctx.max_level and not ct.is_complex
+        mean, low = bits(exact(ctx, sk, ct), want)
+        assert mean >= 25 and low >= 22.5, (mean, low)  # measured 26.5 / 23.8
+    # Meta-BTS from the lowest level a bootstrap takes, at q_0 / scale = 2^8.
+    precise = ctx.encrypt(ctx.encode(x, level=3, scale=2.0**52), sk)
+    mean, low = bits(exact(ctx, sk, ev.bootstrap(precise, iterations=2, correction_bits=16)), x)
+    assert mean >= 42 and low >= 40, (mean, low)  # measured 45.2 / 43.1
+    big = 50 * np.ones(ctx.slots)
+    mean, low = bits(exact(ctx, sk, ev.bootstrap(ctx.encrypt(big, sk), bound=64)) / 50, np.ones(ctx.slots))
+    assert mean >= 27 and low >= 25, (mean, low)  # measured 29.9 / 27.3, relative to 50
+    timings = {}
+    ev.bootstrap(ctx.encrypt(x, keys), timings=timings)
+    assert 0 < timings["slots_to_coeffs"] < timings["coeffs_to_slots"]
+
+
+def test_slots_to_coeffs_first_refusals(first):
+    ctx, _, keys = first
+    low = ctx.evaluator().mod_switch(ctx.encrypt(np.zeros(4), keys), 2)
+    with pytest.raises(ValueError, match="must be at level 3 or above; this one is at level 2"):
+        low.bootstrap()
+    with pytest.raises(ValueError, match="needs full packing"):
+        toy_context(stc_first=True, slots=256).bootstrap_plan()
+    with pytest.raises(ValueError, match="arcsine_degree must be odd"):
+        toy_context(stc_first=True, arcsine_degree=0).bootstrap_plan()
+    with pytest.raises(ValueError, match="stc_first must be True or False"):
+        toy_context(stc_first=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        again = rf.ckks.Context.from_bytes(ctx.to_bytes(), insecure_no_security_check=True,
+                                           bootstrap=dict(cts_levels=3, stc_levels=3, stc_first=True))
+    assert again.bootstrap_options == ctx.bootstrap_options and again.bootstrap_min_level == 3
+
+
 def test_the_docs_snippet_runs_on_the_toy_ring():
     """docs/bootstrapping.md's first snippet, with the toy preset for N16_BOOT."""
     import pathlib
@@ -332,9 +421,26 @@ def test_the_docs_snippet_runs_on_the_toy_ring():
     assert bits(exact(ctx, sk, ct), x ** (2 ** 30))[1] >= 20
 
 
+def test_the_docs_slots_to_coeffs_first_snippet_runs_on_the_toy_ring():
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "bootstrapping.md").read_text()
+    snippet = next(s for s in re.findall(r"```python\n(.+?)\n```", text, re.S) if "stc_first" in s)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        namespace = {}
+        exec(compile(snippet.replace('"N16_BOOT"', '"N12_BOOT_INSECURE"'), "docs/bootstrapping.md", "exec"),
+             namespace)
+    ct, x, ctx, sk = namespace["ct"], namespace["x"], namespace["ctx"], namespace["sk"]
+    assert ctx.bootstrap_min_level == 3 and ct.level >= 3
+    assert bits(exact(ctx, sk, ct), x ** (2 ** 30))[1] >= 20
+
+
 @pytest.mark.skipif(not rf.cuda_available(), reason="no CUDA backend or GPU in this build/machine")
-def test_gpu_bootstrap_is_bit_identical(boot):
-    ctx, _, keys = boot
+@pytest.mark.parametrize("order", ["usual", "stc_first"])
+def test_gpu_bootstrap_is_bit_identical(order, request):
+    ctx, _, keys = request.getfixturevalue("boot" if order == "usual" else "first")
     x = np.random.default_rng(7).uniform(-1, 1, ctx.slots)
     ct = ctx.encrypt(x, keys)
     cpu = ct.bootstrap()
@@ -360,13 +466,33 @@ def test_n16_boot_preset():
     assert mean >= 22.4 and low >= 19.2, (mean, low)  # measured 23.0 / 19.7-20.0
 
 
-def test_bench_bootstrap_reports_phases_and_both_precisions():
+@pytest.mark.slow
+def test_n16_boot_slots_to_coeffs_first():
+    """The 128-bit preset with SlotsToCoeffs first (about a minute and 13 GB on 2 cores)."""
+    ctx = rf.ckks.Context.preset("N16_BOOT", bootstrap={"stc_first": True})
+    plan = ctx.bootstrap_plan()
+    assert (plan.output_level, plan.input_level_min, plan.levels_left) == (12, 3, 9)
+    assert ctx.params.log_qp <= _core.max_log_qp(2**16, 128) and plan.key_bytes < 8 * 2**30
+    sk, keys = ctx.keygen(bootstrap=True)
+    ev = ctx.evaluator(keys)
+    for x in (np.random.default_rng(8).uniform(-1, 1, ctx.slots), np.ones(ctx.slots)):
+        ct = ev.mod_switch(ctx.encrypt(x, sk), 3)
+        out = ev.bootstrap(ct)
+        mean, low = bits(exact(ctx, sk, out), exact(ctx, sk, ct))
+        assert out.level == 12 and mean >= 25.8 and low >= 22.5, (mean, low)  # measured 26.6 / 23.1-23.3
+
+
+@pytest.mark.parametrize("stc_first", [False, True])
+def test_bench_bootstrap_reports_phases_and_both_precisions(stc_first):
     from ringfire.bench_bootstrap import bench_bootstrap
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        rows = {r["measure"].strip(): r["value"] for r in bench_bootstrap("N12_BOOT_INSECURE", repeat=1, quiet=True)}
+        rows = {r["measure"].strip(): r["value"]
+                for r in bench_bootstrap("N12_BOOT_INSECURE", repeat=1, quiet=True, stc_first=stc_first, meta=stc_first)}
     for phase in ("mod_raise", "coeffs_to_slots", "eval_mod", "slots_to_coeffs"):
         assert 0 < rows[phase] < rows["bootstrap"]
     # Against NumPy the encryption's own error counts too, so that figure is the lower one.
     assert 20 < rows["precision mean"] <= rows["own error vs the input's decryption, mean"]
-    assert rows["levels left"] >= 1
+    assert rows["levels left"] == 3  # the toy ring's user levels: SlotsToCoeffs first keeps 3 more below
+    if stc_first:
+        assert rows["Meta-BTS precision mean"] >= 40

@@ -79,6 +79,24 @@ def test_encrypted_training_matches_plaintext(toy, cancer):
     assert report.seconds_per_iteration > 0
 
 
+def test_encrypted_training_with_slots_to_coeffs_first(cancer):
+    """Bootstrapping with SlotsToCoeffs first needs 3 levels left: the trainer bootstraps
+    (w, v) while they still have them."""
+    Xtr, _, ytr, _ = cancer
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ctx = rf.ckks.Context.preset("N12_BOOT_INSECURE", coeff_bits=[60] + [40] * 9 + [60] * 11 + [56] * 3, dnum=8,
+                                     bootstrap={"stc_first": True})
+        trainer = logreg.EncryptedTrainer(ctx, 32)
+        sk, _ = trainer.keygen()
+    report = logreg.FitReport()
+    w = trainer.decrypt_weights(trainer.fit(Xtr, ytr, 2, report=report), sk)
+    assert np.abs(w - logreg.train_plain(Xtr, ytr, 2)).max() < 1e-4
+    # 9 user levels: an iteration uses 6 and a bootstrap needs 3 of what is left.
+    assert [s.bootstraps for s in report.iterations] == [0, 1]
+    assert all(s.level_after >= 3 for s in report.iterations)
+
+
 def test_one_iteration_traced_dry_equals_real(toy, cancer):
     ctx, trainer, sk, keys = toy
     Xtr, _, ytr, _ = cancer

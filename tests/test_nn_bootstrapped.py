@@ -96,6 +96,11 @@ def test_bootstrapping_errors_name_the_fix(digits, boot):
     for explicit in (True, None):
         with pytest.raises(ValueError, match="sparse packing.*packing='inter' runs under it"):
             rf.nn.load(onnx_bytes, sparse, activation="poly", calibration=x_train, bootstrap=explicit)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first = rf.ckks.Context.preset("N12_BOOT_INSECURE", bootstrap={"stc_first": True})
+    with pytest.raises(ValueError, match="runs SlotsToCoeffs first.*from level 3 up"):
+        rf.nn.load(onnx_bytes, first, activation="poly", calibration=x_train)
     cnn = residual_cnn(np.random.default_rng(12))  # period 64: a 32-slot bootstrap would average its tiles
     with pytest.raises(ValueError, match=r"fewer than this model's period 64.*bootstrap=\{'slots': 64\}"):
         rf.nn.load(cnn, toy_context(bootstrap_slots=32), activation="poly",

@@ -156,5 +156,60 @@ TEST(Bootstrap, RefusesWhatItCannotRun) {
   expect_invalid([&] { t.boot.bootstrap_twice(t.ev, in, t.rk, t.keys, 0); }, "correction_bits");
 }
 
+TEST(Bootstrap, SlotsToCoeffsFirstRunsOnTheUsersLowestLevels) {
+  // The same ring with the three SlotsToCoeffs primes moved into the user's
+  // chain as 40-bit primes: only CoeffsToSlots and EvalMod are reserved.
+  test::CapturedWarnings quiet;
+  ParameterLiteral lit = toy_literal();
+  lit.q_bits = {60, 40, 40, 40, 40, 40, 40};
+  for (int i = 0; i < 11; ++i) lit.q_bits.push_back(60);
+  for (int i = 0; i < 3; ++i) lit.q_bits.push_back(56);
+  lit.reserved_levels = 14;
+  const auto ctx = std::make_shared<const ckks::Context>(Parameters(lit));
+  BootstrapConfig config = toy_config();
+  config.stc_first = true;
+  const Bootstrapper boot(ctx, config);
+  EXPECT_EQ(boot.input_level_min(), 3u);
+  EXPECT_EQ(boot.output_level(), 6u);
+  Prng prng = Prng::from_seed(Prng::Seed{8});
+  const SecretKey sk = generate_secret_key(ctx->rlwe(), prng);
+  const PublicKey pk = generate_public_key(sk, prng);
+  const RelinKey rk = generate_relin_key(sk, prng);
+  const BootstrapKeys keys = generate_bootstrap_keys(boot, sk, prng);
+  const ckks::Evaluator ev(ctx);
+  std::vector<Complex> z = random_real(ctx->slots(), 4);
+  const std::vector<Complex> im = random_real(ctx->slots(), 5);
+  for (std::size_t i = 0; i < z.size(); ++i) z[i] = (z[i] + Complex(0.0, im[i].real())) / std::sqrt(2.0);
+  const auto encode = [&](std::size_t level) {
+    return encrypt_public(pk, ctx->encoder().encode(z.data(), z.size(), level, ctx->scale_at(level)), prng);
+  };
+  const auto decrypt = [&](const Ciphertext& c) {
+    Buffer plain(c.poly_words());
+    decrypt_core(sk, c, plain.data());
+    return ctx->encoder().decode_coefficients(plain.data(), c.level(), c.scale());
+  };
+  for (std::size_t level : {std::size_t{6}, std::size_t{3}}) {
+    const Ciphertext out = boot.bootstrap(ev, encode(level), rk, keys);
+    EXPECT_EQ(out.level(), 6u);
+    EXPECT_DOUBLE_EQ(out.scale(), ctx->scale_at(6));
+    EXPECT_GE(min_bits(decrypt(out), z), 23.0) << level;  // measured 24.2 (fresh encryption noise included)
+  }
+  const ckks::Simulator sim(ctx);
+  const ckks::SimCiphertext predicted = boot.bootstrap(sim, sim.fresh(3));
+  EXPECT_EQ(predicted.level, 6u);
+  EXPECT_DOUBLE_EQ(predicted.scale, ctx->scale_at(6));
+  const ckks::BootstrapPlan plan = boot.plan();
+  EXPECT_EQ(plan.input_level_min, 3u);
+  EXPECT_EQ(plan.levels_consumed, 17u);
+  expect_invalid([&] { boot.bootstrap(ev, encode(2), rk, keys); }, "must be at level 3 or above");
+  expect_invalid([&] { boot.bootstrap_twice(ev, encode(2), rk, keys, 16); }, "must be at level 3 or above");
+  BootstrapConfig sparse = config;
+  sparse.slots = 256;
+  expect_invalid([&] { Bootstrapper(ctx, sparse); }, "needs full packing");
+  BootstrapConfig no_arcsine = config;
+  no_arcsine.arcsine_degree = 0;
+  expect_invalid([&] { Bootstrapper(ctx, no_arcsine); }, "arcsine_degree must be odd");
+}
+
 }  // namespace
 }  // namespace ringfire

@@ -161,7 +161,8 @@ void bind_ckks_bootstrap(nb::module_& m) {
       .def_rw("cos_degree", &BootstrapConfig::cos_degree)
       .def_rw("arcsine_degree", &BootstrapConfig::arcsine_degree)
       .def_rw("log_message_ratio", &BootstrapConfig::log_message_ratio)
-      .def_rw("ephemeral_weight", &BootstrapConfig::ephemeral_weight);
+      .def_rw("ephemeral_weight", &BootstrapConfig::ephemeral_weight)
+      .def_rw("stc_first", &BootstrapConfig::stc_first);
 
   nb::class_<BootstrapKeys>(m, "BootstrapKeys")
       .def_prop_ro("galois", [](const BootstrapKeys& k) -> const GaloisKeys& { return k.galois; },
@@ -189,6 +190,7 @@ void bind_ckks_bootstrap(nb::module_& m) {
           nb::arg("context"), nb::arg("config"))
       .def_prop_ro("slots", &Bootstrapper::slots)
       .def_prop_ro("output_level", &Bootstrapper::output_level)
+      .def_prop_ro("input_level_min", &Bootstrapper::input_level_min)
       .def_prop_ro("rotation_levels", &Bootstrapper::rotation_levels)
       .def_prop_ro("conjugation_level", &Bootstrapper::conjugation_level)
       .def("plan", [](const Bootstrapper& b) {
@@ -199,6 +201,7 @@ void bind_ckks_bootstrap(nb::module_& m) {
         }
         nb::dict out;
         out["output_level"] = p.output_level;
+        out["input_level_min"] = p.input_level_min;
         out["levels_consumed"] = p.levels_consumed;
         out["cts_levels"] = p.cts_levels;
         out["eval_mod_levels"] = p.eval_mod_levels;

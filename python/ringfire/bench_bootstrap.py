@@ -31,7 +31,7 @@ def _bits(got, want) -> tuple[float, float]:
 
 
 def bench_bootstrap(preset: str = "N16_BOOT", repeat: int = 2, device: str = "cpu", meta: bool = False,
-                    quiet: bool = False) -> list[dict]:
+                    quiet: bool = False, stc_first: bool = False) -> list[dict]:
     from . import ckks
 
     def say(text):
@@ -41,9 +41,10 @@ def bench_bootstrap(preset: str = "N16_BOOT", repeat: int = 2, device: str = "cp
     rows = []
 
     def row(measure, value, unit):
-        rows.append({"preset": preset, "device": device, "measure": measure, "value": value, "unit": unit})
+        rows.append({"preset": preset, "device": device, "stc_first": stc_first, "measure": measure, "value": value,
+                     "unit": unit})
 
-    ctx = ckks.Context.preset(preset)
+    ctx = ckks.Context.preset(preset, bootstrap={"stc_first": True}) if stc_first else ckks.Context.preset(preset)
     t = time.perf_counter()
     plan = ctx.bootstrap_plan()
     row("precomputation", time.perf_counter() - t, "s")
@@ -86,11 +87,13 @@ def bench_bootstrap(preset: str = "N16_BOOT", repeat: int = 2, device: str = "cp
     mean, low = _bits(got, before)
     row("own error vs the input's decryption, mean", mean, "bits")
     row("own error vs the input's decryption, min", low, "bits")
-    row("levels left", out.level, "levels")
+    # Rescalings before the next bootstrap (SlotsToCoeffs first keeps its own levels at the bottom).
+    row("levels left", out.level - ctx.bootstrap_min_level, "levels")
     if meta:
         q0 = ctx.params.q_primes[0]
         ratio = ctx.bootstrap_options["log_message_ratio"]
-        precise = ctx.encrypt(ctx.encode(x, level=0, scale=float(2 ** int(np.log2(q0) - ratio))), sk)
+        # At the lowest level a bootstrap takes (0, or SlotsToCoeffs' levels when it runs first).
+        precise = ctx.encrypt(ctx.encode(x, level=ctx.bootstrap_min_level, scale=float(2 ** int(np.log2(q0) - ratio))), sk)
         t = time.perf_counter()
         refined = on_device.bootstrap(precise.to(device), iterations=2, correction_bits=20)
         ctx.synchronize()

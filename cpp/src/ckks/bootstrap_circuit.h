@@ -34,9 +34,11 @@ inline std::vector<double> arcsine_coefficients(std::size_t degree, double facto
 
 // EvalMod on slots holding y = t / (K q_0): returns slots holding
 // factor * sin(2 pi K y) / (2 pi), factor = q_0 / scale_in, which is the
-// message coefficient m / scale_in when t = m + q_0 I.
+// message coefficient m / scale_in when t = m + q_0 I. The arcsine (when
+// there is one) lands on `landing`, 0 meaning EvalMod's own scale.
 template <class Ops>
-typename Ops::Value eval_mod(const Ops& ops, const Bootstrapper& b, const typename Ops::Value& y, double factor) {
+typename Ops::Value eval_mod(const Ops& ops, const Bootstrapper& b, const typename Ops::Value& y, double factor,
+                             double landing = 0.0) {
   using Value = typename Ops::Value;
   const BootstrapConfig& cfg = b.config();
   const double target = b.eval_mod_scale();
@@ -60,9 +62,45 @@ typename Ops::Value eval_mod(const Ops& ops, const Bootstrapper& b, const typena
   }
   if (cfg.arcsine_degree) {
     const Polynomial arcsine(Basis::monomial, arcsine_coefficients(cfg.arcsine_degree, factor));
-    c = ops.evaluate_polynomial(c, arcsine, target);
+    c = ops.evaluate_polynomial(c, arcsine, landing == 0.0 ? target : landing);
   }
   return c;
+}
+
+inline void require_input_level(const Bootstrapper& b, std::size_t level) {
+  require(level >= b.input_level_min(), "ckks.bootstrap",
+          "SlotsToCoeffs runs first, on levels " + std::to_string(b.input_level_min()) +
+              " .. 1, so the input must be at level " + std::to_string(b.input_level_min()) +
+              " or above; this one is at level " + std::to_string(level) + " (bootstrap it earlier)");
+}
+
+// The message ratio: x times 2^j (no level) so that q_0 / scale is
+// 2^log_message_ratio, when it is above that.
+template <class Ops>
+typename Ops::Value raise_to_message_ratio(const Ops& ops, const Bootstrapper& b, typename Ops::Value x) {
+  const int ratio = b.config().log_message_ratio;
+  if (ratio <= 0) return x;
+  const double q0 = static_cast<double>(b.context()->params().q_primes()[0]);
+  const int j = static_cast<int>(std::floor(std::log2(q0 / ops.scale(x)))) - ratio;
+  if (j < 1) return x;
+  const double scale = ops.scale(x) * std::ldexp(1.0, std::min(j, 62));
+  x = ops.multiply_integer(x, std::int64_t{1} << std::min(j, 62));
+  ops.set_scale(x, scale);
+  return x;
+}
+
+// SlotsToCoeffs first (stc_first): from level stc_levels down to 0, the
+// slots z become the coefficients (Re z, Im z). The message ratio is set
+// before it, so that its rescalings' noise is small against the larger scale.
+template <class Ops>
+typename Ops::Value slots_to_coeffs_first(const Ops& ops, const Bootstrapper& b, const typename Ops::Value& in) {
+  using Value = typename Ops::Value;
+  const std::size_t floor = b.input_level_min();
+  require_input_level(b, ops.level(in));
+  Value x = raise_to_message_ratio(ops, b, ops.level(in) > floor ? ops.mod_switch(in, floor) : ops.copy(in));
+  for (std::size_t i = 0; i < b.stc_count(); ++i) x = ops.linear_transform(x, b.slots_to_coeffs(i, 0.0), true);
+  ops.end_phase(BootstrapPhase::slots_to_coeffs);
+  return x;
 }
 
 template <class Ops>
@@ -76,20 +114,14 @@ typename Ops::Value run_bootstrap(const Ops& ops, const Bootstrapper& b, const t
   const double q0 = static_cast<double>(ctx.params().q_primes()[0]);
 
   // 1. ScaleDown: level 0, and q_0 / scale raised to the message ratio.
-  Value x = ops.level(in) > 0 ? ops.mod_switch(in, 0) : ops.copy(in);
+  Value x = cfg.stc_first ? slots_to_coeffs_first(ops, b, in) : ops.level(in) > 0 ? ops.mod_switch(in, 0) : ops.copy(in);
   double scale_in = ops.scale(x);
   const double ratio_bits = std::log2(q0 / scale_in);
   require(ratio_bits >= 3.0, op,
           "the input's scale 2^" + std::to_string(std::log2(scale_in)) + " is too close to q_0 = 2^" +
               std::to_string(std::log2(q0)) + ": bootstrapping needs q_0 / scale >= 8");
-  if (cfg.log_message_ratio > 0) {
-    const int j = static_cast<int>(std::floor(ratio_bits)) - cfg.log_message_ratio;
-    if (j >= 1) {
-      x = ops.multiply_integer(x, std::int64_t{1} << std::min(j, 62));
-      scale_in *= std::ldexp(1.0, std::min(j, 62));
-      ops.set_scale(x, scale_in);
-    }
-  }
+  x = raise_to_message_ratio(ops, b, std::move(x));
+  scale_in = ops.scale(x);
   // 2-4. Encapsulated ModRaise: t = m + q_0 I under the main secret at the top.
   x = ops.from_sparse(ops.mod_raise(ops.to_sparse(x), top));
   ops.end_phase(BootstrapPhase::mod_raise);
@@ -108,6 +140,8 @@ typename Ops::Value run_bootstrap(const Ops& ops, const Bootstrapper& b, const t
   Value re = ops.add(x, conj);
   Value im = ops.multiply_by_i(ops.sub(x, conj), true);
   const double factor = q0 / scale_in;
+  // With SlotsToCoeffs done, EvalMod's result is the output: it lands there.
+  const double landing = cfg.stc_first ? target_scale : 0.0;
   Value v = [&] {
     if (2 * n <= slots) {
       // Sparse: [re; 0] + [0; im] in 2n slots, one EvalMod for both halves.
@@ -118,14 +152,17 @@ typename Ops::Value run_bootstrap(const Ops& ops, const Bootstrapper& b, const t
     re = ops.rescale(re);
     im = ops.rescale(im);
     ops.end_phase(BootstrapPhase::coeffs_to_slots);
-    const Value re_mod = eval_mod(ops, b, re, factor);
-    const Value im_mod = eval_mod(ops, b, im, factor);
+    const Value re_mod = eval_mod(ops, b, re, factor, landing);
+    const Value im_mod = eval_mod(ops, b, im, factor, landing);
     return ops.add(re_mod, ops.multiply_by_i(im_mod, false));
   }();
   ops.end_phase(BootstrapPhase::eval_mod);
-  // 8. SlotsToCoeffs, landing on the target scale.
-  for (std::size_t i = 0; i < b.stc_count(); ++i) v = ops.linear_transform(v, b.slots_to_coeffs(i, target_scale), true);
-  ops.end_phase(BootstrapPhase::slots_to_coeffs);
+  // 8. SlotsToCoeffs, landing on the target scale (unless it ran first).
+  if (!cfg.stc_first) {
+    for (std::size_t i = 0; i < b.stc_count(); ++i)
+      v = ops.linear_transform(v, b.slots_to_coeffs(i, target_scale), true);
+    ops.end_phase(BootstrapPhase::slots_to_coeffs);
+  }
   ops.set_scale(v, target_scale);
   return v;
 }

@@ -67,10 +67,21 @@ void check_config(const Context& ctx, const BootstrapConfig& cfg, std::size_t sl
   require(cfg.log_message_ratio >= 0 && cfg.log_message_ratio <= 50, kOp, "log_message_ratio must be in [0, 50]");
   require(cfg.ephemeral_weight >= 1 && cfg.ephemeral_weight <= ctx.rlwe()->n(), kOp,
           "ephemeral_weight must be in [1, N]");
-  require(ctx.params().reserved_levels() >= cfg.cts_levels + cfg.stc_levels + 1, kOp,
+  const std::size_t stc_reserved = cfg.stc_first ? 0 : cfg.stc_levels;
+  require(ctx.params().reserved_levels() >= cfg.cts_levels + stc_reserved + 1, kOp,
           "the parameters reserve " + std::to_string(ctx.params().reserved_levels()) +
               " levels; CoeffsToSlots (" + std::to_string(cfg.cts_levels) + ") and SlotsToCoeffs (" +
-              std::to_string(cfg.stc_levels) + ") leave none for EvalMod");
+              std::to_string(stc_reserved) + ") leave none for EvalMod");
+  if (!cfg.stc_first) return;
+  require(slots == half, kOp,
+          "SlotsToCoeffs first needs full packing (slots = " + std::to_string(half) + ", got " +
+              std::to_string(slots) + "); sparse packing runs it last");
+  require(cfg.arcsine_degree != 0, kOp,
+          "SlotsToCoeffs first lands the result with EvalMod's arcsine: arcsine_degree must be odd, not 0");
+  require(cfg.stc_levels >= 1 && ctx.user_max_level() > cfg.stc_levels, kOp,
+          "SlotsToCoeffs first runs on the user's levels " + std::to_string(cfg.stc_levels) +
+              " .. 1, so the user's chain needs more than " + std::to_string(cfg.stc_levels) + " levels, has " +
+              std::to_string(ctx.user_max_level()));
 }
 
 // log2 of P(|I| >= K) for one coefficient, I the rounded sum of h + 1 values
@@ -97,7 +108,7 @@ Bootstrapper::Bootstrapper(ContextPtr context, const BootstrapConfig& config)
   slots_ = config_.slots == 0 ? context_->slots() : config_.slots;
   check_config(*context_, config_, slots_);
   const std::size_t reserved = context_->params().reserved_levels();
-  eval_mod_levels_ = reserved - config_.cts_levels - config_.stc_levels;
+  eval_mod_levels_ = reserved - config_.cts_levels - (config_.stc_first ? 0 : config_.stc_levels);
   const std::size_t arcsine_depth = config_.arcsine_degree ? ceil_log2(config_.arcsine_degree + 1) : 0;
   require(eval_mod_levels_ > config_.double_angles + arcsine_depth, kOp,
           "EvalMod gets " + std::to_string(eval_mod_levels_) + " levels, fewer than its " +
@@ -158,12 +169,13 @@ void Bootstrapper::build_transforms() {
   const SimCiphertext after = detail::eval_mod(EvalModSim{sim}, *this, SimCiphertext{eval_top, eval_mod_scale_, 2},
                                                std::ldexp(1.0, 20));
   stc_input_scale_ = after.scale;
-  const std::size_t stc_top = after.level;
-  require(stc_top == context_->user_max_level() + config_.stc_levels, kOp,
-          "internal: EvalMod ends at level " + std::to_string(stc_top) + ", expected " +
-              std::to_string(context_->user_max_level() + config_.stc_levels));
+  const std::size_t eval_mod_end = context_->user_max_level() + (config_.stc_first ? 0 : config_.stc_levels);
+  require(after.level == eval_mod_end, kOp,
+          "internal: EvalMod ends at level " + std::to_string(after.level) + ", expected " +
+              std::to_string(eval_mod_end));
   std::vector<bootstrap::Diagonals> stc = bootstrap::slots_to_coeffs(n, config_.stc_levels, sparse);
   const double target = context_->scale_at(context_->user_max_level());
+  const std::size_t stc_top = config_.stc_first ? config_.stc_levels : after.level;
   for (std::size_t i = 0; i < stc.size(); ++i) {
     const std::size_t level = stc_top - i;
     stc_.emplace_back(context_, stc[i], level, stc_scale(i, target));
@@ -179,6 +191,9 @@ void Bootstrapper::build_transforms() {
 // encoding scale, and its rounding would dominate the error.
 double Bootstrapper::stc_scale(std::size_t i, double target) const {
   const auto& q = context_->params().q_primes();
+  // First, on the user's levels: each transform keeps the input's scale,
+  // which ScaleDown then raises to the message ratio.
+  if (config_.stc_first) return static_cast<double>(q[config_.stc_levels - i]);
   const std::size_t stc_top = context_->user_max_level() + config_.stc_levels, count = config_.stc_levels;
   const double canonical = context_->scale_at(output_level());
   const double step = std::pow(canonical / stc_input_scale_, 1.0 / static_cast<double>(count));
@@ -201,7 +216,7 @@ LinearTransform Bootstrapper::make_stc_last(double target_scale) const {
 
 const LinearTransform& Bootstrapper::slots_to_coeffs(std::size_t i, double target_scale) const {
   const bool last = i + 1 == stc_.size();
-  if (!last || same_scale(target_scale, context_->scale_at(output_level()))) return stc_.at(i);
+  if (!last || config_.stc_first || same_scale(target_scale, context_->scale_at(output_level()))) return stc_.at(i);
   std::lock_guard<std::mutex> lock(retarget_mutex_);
   auto& slot = retargeted_[target_scale];
   if (!slot) slot = std::make_shared<const LinearTransform>(make_stc_last(target_scale));
@@ -336,7 +351,8 @@ Ciphertext Bootstrapper::bootstrap(const Evaluator& ev, const Ciphertext& ct, co
     // The same message read at a scale `bound` times larger holds x / bound,
     // which ScaleDown brings under the message ratio like any |x| <= 1; the
     // integer product restores x on the target scale without using a level.
-    Ciphertext low = ct.level() > 0 ? ev.mod_switch(ct, 0) : ct.clone();
+    const std::size_t floor = input_level_min();
+    Ciphertext low = ct.level() > floor ? ev.mod_switch(ct, floor) : ct.clone();
     low.set_scale(ct.scale() * static_cast<double>(bound));
     return ev.multiply_integer(detail::run_bootstrap(ops, *this, low, target), bound);
   }();
@@ -362,10 +378,12 @@ Ciphertext Bootstrapper::bootstrap_twice(const Evaluator& ev, const Ciphertext& 
   require(correction_bits >= 1 && correction_bits <= 40, "ckks.bootstrap",
           "correction_bits must be in [1, 40], got " + std::to_string(correction_bits));
   // x1 = x + e lands on the input's own scale, so the difference with the
-  // input at level 0 is exact: -e.
-  const Ciphertext low = ev.mod_switch(ct, 0);
+  // input at the lowest input level is exact: -e.
+  const std::size_t floor = input_level_min();
+  detail::require_input_level(*this, ct.level());
+  const Ciphertext low = ev.mod_switch(ct, floor);
   const Ciphertext first = bootstrap(ev, low, relin, keys, low.scale());
-  Ciphertext error = ev.sub(low, ev.mod_switch(first, 0));
+  Ciphertext error = ev.sub(low, ev.mod_switch(first, floor));
   // 2^c (-e), bootstrapped: -2^c e + e2; read at scale 2^c: -e + e2 / 2^c.
   error = ev.multiply_integer(error, std::int64_t{1} << correction_bits);
   Ciphertext correction = bootstrap(ev, error, relin, keys, low.scale());
@@ -406,7 +424,8 @@ std::pair<Ciphertext, Ciphertext> Bootstrapper::bootstrap_pair(const Evaluator& 
 BootstrapPlan Bootstrapper::plan() const {
   BootstrapPlan p;
   p.output_level = output_level();
-  p.levels_consumed = context_->params().reserved_levels();
+  p.input_level_min = input_level_min();
+  p.levels_consumed = context_->params().reserved_levels() + (config_.stc_first ? config_.stc_levels : 0);
   p.cts_levels = config_.cts_levels;
   p.stc_levels = config_.stc_levels;
   p.eval_mod_levels = eval_mod_levels_;
@@ -426,7 +445,7 @@ BootstrapPlan Bootstrapper::plan() const {
     }
   p.failure_log2 = coefficient_failure_log2(config_.ephemeral_weight, config_.k) + std::log2(static_cast<double>(n));
   const Simulator sim(context_);
-  bootstrap(sim, sim.fresh(0));
+  bootstrap(sim, sim.fresh(input_level_min()));
   p.counts = sim.counts();
   return p;
 }

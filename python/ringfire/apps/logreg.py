@@ -182,7 +182,8 @@ class EncryptedTrainer:
         self.learning_rate, self.weight_scale = float(learning_rate), float(weight_scale)
         self.coeffs = sigmoid_polynomial(degree, bound)
         self.bound = float(bound)
-        self.needed = LEVELS_PER_ITERATION + max(0, math.ceil(math.log2(degree + 1)) - 2)
+        # Levels an iteration uses, and those a bootstrap must still find (SlotsToCoeffs first).
+        self.needed = LEVELS_PER_ITERATION + max(0, math.ceil(math.log2(degree + 1)) - 2) + ctx.bootstrap_min_level
         # Rotation steps: within a row (the inner product), and down the rows (the sum over samples).
         self.row_steps = [1 << i for i in range(int(math.log2(self.f)))]
         self.sample_steps = [self.f << i for i in range(int(math.log2(self.rows)))]

@@ -29,9 +29,13 @@ BOOTSTRAP_DEFAULTS = dict(
     double_angles=3,       # double-angle steps of the cosine
     cos_degree=0,          # 0: the least degree reaching 2^-50 within EvalMod's levels
     arcsine_degree=3,      # 0: none; else odd (3, 5, 7): makes the precision independent of the data
-    log_message_ratio=7,   # q_0 / scale seen by EvalMod (bits); 0 keeps the input's
+    log_message_ratio=7,   # q_0 / scale seen by EvalMod (bits); 0 keeps the input's (stc_first: 8)
     ephemeral_weight=32,   # Hamming weight of the ephemeral sparse secret around ModRaise
+    stc_first=False,       # SlotsToCoeffs first, on the user's lowest levels (full packing)
 )
+
+
+STC_FIRST_MESSAGE_RATIO = 8
 
 
 def bootstrap_options(bootstrap, reserved_levels: int | None = None) -> dict:
@@ -50,15 +54,35 @@ def bootstrap_options(bootstrap, reserved_levels: int | None = None) -> dict:
     for name, value in opts.items():
         if name == "slots" and value is None:
             continue
+        if name == "stc_first":
+            if not isinstance(value, bool):
+                raise ValueError(f"[ckks.Context] bootstrap option stc_first must be True or False, got {value!r}")
+            continue
         if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 0:
             raise ValueError(f"[ckks.Context] bootstrap option {name} must be a non-negative number, got {value!r}")
+    if opts["stc_first"] is True and "log_message_ratio" not in bootstrap:
+        # EvalMod then sees each slot's value as a coefficient, as large as the
+        # value itself: a larger ratio shrinks the arcsine's truncation, and 2^8
+        # measured best (docs/bootstrapping.md).
+        opts["log_message_ratio"] = STC_FIRST_MESSAGE_RATIO
     if reserved_levels is not None and "eval_mod_levels" not in bootstrap:
-        opts["eval_mod_levels"] = reserved_levels - opts["cts_levels"] - opts["stc_levels"]
+        opts["eval_mod_levels"] = reserved_levels - opts["cts_levels"] - reserved_stc_levels(opts)
     return opts
 
 
+def reserved_stc_levels(opts: dict) -> int:
+    """SlotsToCoeffs' reserved primes: none when it runs first, on the user's levels."""
+    return 0 if opts["stc_first"] else int(opts["stc_levels"])
+
+
+def input_level_min(opts: dict) -> int:
+    """The user's lowest levels SlotsToCoeffs runs on when it runs first (else 0): a
+    ciphertext is bootstrapped from that level or above."""
+    return int(opts["stc_levels"]) if opts["stc_first"] else 0
+
+
 def reserved_levels(opts: dict) -> int:
-    return int(opts["cts_levels"]) + int(opts["eval_mod_levels"]) + int(opts["stc_levels"])
+    return int(opts["cts_levels"]) + int(opts["eval_mod_levels"]) + reserved_stc_levels(opts)
 
 
 def native_config(opts: dict):
@@ -68,6 +92,7 @@ def native_config(opts: dict):
                  "ephemeral_weight"):
         setattr(config, name, int(opts[name]))
     config.k = float(opts["k"])
+    config.stc_first = bool(opts["stc_first"])
     return config
 
 
@@ -77,8 +102,8 @@ class BootstrapPlan:
     (``ctx.bootstrap_plan()``)."""
 
     slots: int                 # values per ciphertext the bootstrap keeps
-    levels_left: int           # the output level: rescalings the user gets after each bootstrap
-    levels_consumed: int       # reserved for the circuit
+    levels_left: int           # rescalings the user gets after each bootstrap, before the next
+    levels_consumed: int       # used by the circuit: the reserved levels (and the lowest, with stc_first)
     cts_levels: int
     eval_mod_levels: int
     stc_levels: int
@@ -90,10 +115,14 @@ class BootstrapPlan:
     key_switches: int          # per bootstrap
     failure_log2: float        # log2 of the probability that one bootstrap fails (|I| >= K)
     input_bound: float = 1.0   # |x| up to which the precision holds for any data (input_bound())
+    output_level: int = 0      # where a bootstrapped ciphertext lands (ctx.max_level)
+    input_level_min: int = 0   # bootstrap from this level or above (stc_levels when SlotsToCoeffs runs first)
 
     @classmethod
     def from_native(cls, plan: dict, slots: int, input_bound: float) -> "BootstrapPlan":
-        return cls(slots=slots, input_bound=input_bound, levels_left=plan["output_level"], levels_consumed=plan["levels_consumed"],
+        return cls(slots=slots, input_bound=input_bound, output_level=plan["output_level"],
+                   input_level_min=plan["input_level_min"],
+                   levels_left=plan["output_level"] - plan["input_level_min"], levels_consumed=plan["levels_consumed"],
                    cts_levels=plan["cts_levels"], eval_mod_levels=plan["eval_mod_levels"],
                    stc_levels=plan["stc_levels"], cos_degree=plan["cos_degree"],
                    arcsine_degree=plan["arcsine_degree"], rotation_keys=plan["rotation_keys"],
@@ -102,10 +131,13 @@ class BootstrapPlan:
 
     def __str__(self) -> str:
         gib = 2.0 ** 30
+        first = (f"  SlotsToCoeffs runs first, on your levels {self.input_level_min}..1: bootstrap at level "
+                 f"{self.input_level_min} or above; the result lands at level {self.output_level}")
         return "\n".join([
             f"bootstrap plan: {self.slots} slots, inputs |x| <= {self.input_bound:g}",
             f"  levels: {self.levels_consumed} consumed (CoeffsToSlots {self.cts_levels}, EvalMod "
             f"{self.eval_mod_levels}, SlotsToCoeffs {self.stc_levels}); {self.levels_left} left for the user",
+            *([first] if self.input_level_min else []),
             f"  EvalMod: cosine degree {self.cos_degree}, arcsine degree {self.arcsine_degree}",
             f"  keys: {self.rotation_keys} Galois keys + 2 encapsulation keys, {self.key_bytes / gib:.2f} GiB; "
             f"DFT plaintexts {self.plaintext_bytes / gib:.2f} GiB",

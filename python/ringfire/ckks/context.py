@@ -41,6 +41,18 @@ PRESETS = {
 }
 
 
+def _stc_primes_to_the_user(options: dict, preset_bootstrap) -> list[int]:
+    """A preset's chain for SlotsToCoeffs first: the primes it reserves for
+    SlotsToCoeffs (just above the user's) become user primes of the scale's size,
+    since SlotsToCoeffs then runs on the user's lowest levels."""
+    preset = bootstrapping.bootstrap_options(preset_bootstrap if preset_bootstrap is not None else True)
+    above = preset["cts_levels"] + preset["eval_mod_levels"]
+    bits = list(options["coeff_bits"])
+    end = len(bits) - above
+    bits[end - preset["stc_levels"]:end] = [options["scale_bits"]] * preset["stc_levels"]
+    return bits
+
+
 class Context(ContextBase):
     """CKKS parameters and everything derived from them.
 
@@ -117,13 +129,18 @@ class Context(ContextBase):
         """A context from :data:`PRESETS` (``"N13_D2"``, ``"N14_D6"``, ``"N15_D16"``, ``"N16_D30"``;
         bootstrappable: ``"N16_BOOT"``, and ``"N12_BOOT_INSECURE"`` for tests). A ``bootstrap``
         dict in ``overrides`` changes those options of the preset's and keeps the others
-        (``bootstrap={"slots": 16384}``: sparse packing)."""
+        (``bootstrap={"slots": 16384}``: sparse packing). With ``bootstrap={"stc_first": True}``
+        the primes the preset reserves for SlotsToCoeffs join your chain at the scale's
+        size, since SlotsToCoeffs then runs on your lowest levels."""
         if name not in PRESETS:
             raise ValueError(f"[ckks.Context] unknown preset {name!r}; choose one of {sorted(PRESETS)}")
         options = {**PRESETS[name], **overrides}
         preset_bootstrap = PRESETS[name].get("bootstrap")
         if isinstance(overrides.get("bootstrap"), dict) and isinstance(preset_bootstrap, dict):
             options["bootstrap"] = {**preset_bootstrap, **overrides["bootstrap"]}
+        boot = options.get("bootstrap")
+        if isinstance(boot, dict) and boot.get("stc_first") and "coeff_bits" not in overrides:
+            options["coeff_bits"] = _stc_primes_to_the_user(options, preset_bootstrap)
         return cls(**options)
 
     @classmethod
@@ -217,12 +234,19 @@ class Context(ContextBase):
         """The bootstrapping options (None: not bootstrappable)."""
         return None if self._bootstrap_options is None else dict(self._bootstrap_options)
 
+    @property
+    def bootstrap_min_level(self) -> int:
+        """The lowest level a ciphertext can be bootstrapped from: 0, or ``stc_levels``
+        when SlotsToCoeffs runs first (``bootstrap={"stc_first": True}``)."""
+        return 0 if self._bootstrap_options is None else bootstrapping.input_level_min(self._bootstrap_options)
+
     def bootstrap_plan(self) -> BootstrapPlan:
         """Levels consumed and left, Galois keys and their bytes, key switches and
         the failure probability of one bootstrap, before any key exists
         (``print(ctx.bootstrap_plan())``)."""
         native = self._native_bootstrapper("ckks.bootstrap_plan")
-        ratio = bootstrapping.message_ratio_bits(self._bootstrap_options, self.params.q_primes[0], self.scale_at(0))
+        ratio = bootstrapping.message_ratio_bits(self._bootstrap_options, self.params.q_primes[0],
+                                                 self.scale_at(self.bootstrap_min_level))
         return BootstrapPlan.from_native(native.plan(), native.slots, bootstrapping.input_bound(ratio))
 
     def galois_keys(self, secret_key: SecretKey, rotations: Iterable[int] | str = (), conjugate: bool = False,

@@ -174,6 +174,10 @@ class Model:
         if bootstrap and not self.ctx.can_bootstrap:
             raise ValueError("[nn] bootstrap=True needs a context that reserves levels for bootstrapping: "
                              "rf.ckks.Context.preset('N16_BOOT') or Context(..., bootstrap=True)")
+        if bootstrap and self.ctx.bootstrap_min_level:
+            raise ValueError(f"[nn] this context runs SlotsToCoeffs first (bootstrap={{'stc_first': True}}), so it "
+                             f"bootstraps only from level {self.ctx.bootstrap_min_level} up; the runner refreshes "
+                             "tensors at level 0: use a context without stc_first")
         sparse = sparse_bootstrap_slots(self.ctx)
         if bootstrap and sparse is not None:
             # A batch fills the first slots and zeros the rest, which a sparse bootstrap (of

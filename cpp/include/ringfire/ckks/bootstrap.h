@@ -27,6 +27,13 @@
 // top primes for it (Parameters::reserved_levels); the result always sits at
 // user_max_level(). Input slots must be bounded: |x| <= 1 is the documented
 // range, beyond it EvalMod's approximation (and its K) no longer holds.
+//
+// SlotsToCoeffs first (`stc_first`, full packing): step 8 runs before step 1,
+// on the user's lowest levels (stc_levels .. 1), where it is cheapest: it
+// turns the slots z into the coefficients (Re z, Im z), which CoeffsToSlots
+// brings back to slots after ModRaise and EvalMod cleans. Only CoeffsToSlots
+// and EvalMod are reserved; the input must be at level >= stc_levels, and
+// EvalMod's arcsine lands the result on the target scale.
 #pragma once
 
 #include <cstddef>
@@ -57,6 +64,7 @@ struct BootstrapConfig {
   std::size_t arcsine_degree = 0;   // 0: none; else an odd degree (3, 5, 7)
   int log_message_ratio = 0;        // 0: keep the input's q_0 / scale; else raise it to 2^r when above
   std::size_t ephemeral_weight = 32;  // h of the ephemeral secret
+  bool stc_first = false;           // SlotsToCoeffs before ModRaise, on the user's levels (full packing)
 };
 
 // The evaluation keys bootstrapping needs besides the relinearization key:
@@ -83,9 +91,9 @@ struct BootstrapTimings {
 
 // What a bootstrap costs and gives, known before any key exists.
 struct BootstrapPlan {
-  std::size_t input_level_min = 0;      // any level works; shown for clarity
+  std::size_t input_level_min = 0;      // the lowest input level (stc_levels when SlotsToCoeffs runs first)
   std::size_t output_level = 0;         // the user's top level
-  std::size_t levels_consumed = 0;      // the reserved levels
+  std::size_t levels_consumed = 0;      // the reserved levels (and the user's lowest, with stc_first)
   std::size_t cts_levels = 0, eval_mod_levels = 0, stc_levels = 0;
   std::size_t cos_degree = 0, arcsine_degree = 0;
   double cos_fit_error_log2 = 0.0;      // EvalMod polynomial's max error (units of its amplitude)
@@ -107,6 +115,9 @@ class Bootstrapper {
   const BootstrapConfig& config() const { return config_; }
   std::size_t slots() const { return slots_; }
   std::size_t output_level() const { return context_->user_max_level(); }
+  // The lowest level a ciphertext can be bootstrapped from: stc_levels when
+  // SlotsToCoeffs runs first (on the levels below), else 0.
+  std::size_t input_level_min() const { return config_.stc_first ? config_.stc_levels : 0; }
 
   // Rotation steps with the level their key is needed at (the highest use).
   const std::map<long long, std::size_t>& rotation_levels() const { return rotation_levels_; }
