@@ -396,6 +396,8 @@ def test_slots_to_coeffs_first_refusals(first):
         toy_context(stc_first=True, arcsine_degree=0).bootstrap_plan()
     with pytest.raises(ValueError, match="stc_first must be True or False"):
         toy_context(stc_first=1)
+    with pytest.raises(ValueError, match="reserves the top 15 primes but coeff_bits has only 7"):
+        rf.ckks.Context.preset("N14_D6", bootstrap={"stc_first": True})  # no bootstrap primes to move
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         again = rf.ckks.Context.from_bytes(ctx.to_bytes(), insecure_no_security_check=True,
@@ -419,6 +421,23 @@ def test_the_docs_snippet_runs_on_the_toy_ring():
     ct, x = namespace["ct"], namespace["x"]
     ctx, sk = namespace["ctx"], namespace["sk"]
     assert bits(exact(ctx, sk, ct), x ** (2 ** 30))[1] >= 20
+
+
+def test_the_docs_cold_keys_snippet_runs_on_the_toy_ring(tmp_path):
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "bootstrapping.md").read_text()
+    snippet = next(s for s in re.findall(r"```python\n(.+?)\n```", text, re.S) if "memory.cold()" in s)
+    ctx = toy_context()
+    x = np.random.default_rng(13).uniform(-1, 1, ctx.slots)
+    namespace = {"rf": rf, "ctx": ctx, "x": x}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exec(compile(snippet.replace('"/scratch"', repr(str(tmp_path))), "docs/bootstrapping.md", "exec"), namespace)
+    assert rf.memory.stats()["bytes_mapped"] > 0  # the keys live in the spill files
+    mean, low = bits(exact(ctx, namespace["sk"], namespace["out"]), x)
+    assert mean >= 25.5 and low >= 22.5, (mean, low)
 
 
 def test_the_docs_slots_to_coeffs_first_snippet_runs_on_the_toy_ring():

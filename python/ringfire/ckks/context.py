@@ -45,7 +45,7 @@ def _stc_primes_to_the_user(options: dict, preset_bootstrap) -> list[int]:
     """A preset's chain for SlotsToCoeffs first: the primes it reserves for
     SlotsToCoeffs (just above the user's) become user primes of the scale's size,
     since SlotsToCoeffs then runs on the user's lowest levels."""
-    preset = bootstrapping.bootstrap_options(preset_bootstrap if preset_bootstrap is not None else True)
+    preset = bootstrapping.bootstrap_options(preset_bootstrap)
     above = preset["cts_levels"] + preset["eval_mod_levels"]
     bits = list(options["coeff_bits"])
     end = len(bits) - above
@@ -139,7 +139,8 @@ class Context(ContextBase):
         if isinstance(overrides.get("bootstrap"), dict) and isinstance(preset_bootstrap, dict):
             options["bootstrap"] = {**preset_bootstrap, **overrides["bootstrap"]}
         boot = options.get("bootstrap")
-        if isinstance(boot, dict) and boot.get("stc_first") and "coeff_bits" not in overrides:
+        if (isinstance(boot, dict) and boot.get("stc_first") and preset_bootstrap is not None
+                and "coeff_bits" not in overrides):
             options["coeff_bits"] = _stc_primes_to_the_user(options, preset_bootstrap)
         return cls(**options)
 

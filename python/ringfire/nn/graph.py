@@ -141,10 +141,18 @@ class Graph:
             raise ValueError(f"[nn.load] models with {len(g.output)} outputs are not supported; keep one output")
         graph = cls(nodes, constants, inputs[0].name, input_shape, [o.name for o in g.output], shapes)
         graph._remove_inference_dropout()
+        graph._mark_tensor_products()
         graph._fold_batch_norm()
         graph._attach_layer_constants(opset)
         graph._conv1d_as_conv2d()
         return graph
+
+    def broadcasts(self, node: Node) -> bool:
+        """Whether a node combines two tensors of different (known) per-sample shapes."""
+        if len(node.inputs) < 2 or any(name in self.constants for name in node.inputs[:2]):
+            return False
+        a, b = (self.input_shape if name == self.input_name else self.shapes.get(name) for name in node.inputs[:2])
+        return a is not None and b is not None and tuple(a) != tuple(b)
 
     # ---- rewrites --------------------------------------------------------------
     def consumers(self, tensor: str) -> list[Node]:
@@ -178,6 +186,13 @@ class Graph:
                 continue
             kept.append(node)
         self.nodes = kept
+
+    def _mark_tensor_products(self) -> None:
+        """A MatMul of two tensors (attention's Q K^T and P V) is not a linear map of one
+        tensor: it runs as TensorMatMul, products of ciphertexts."""
+        for node in self.nodes:
+            if node.op == "MatMul" and not any(name in self.constants for name in node.inputs[:2]):
+                node.op = "TensorMatMul"
 
     def _remove_inference_dropout(self) -> None:
         """Inference-mode Dropout passes its input through: it becomes an Identity.

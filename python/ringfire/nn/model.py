@@ -174,6 +174,15 @@ class Model:
         if bootstrap and not self.ctx.can_bootstrap:
             raise ValueError("[nn] bootstrap=True needs a context that reserves levels for bootstrapping: "
                              "rf.ckks.Context.preset('N16_BOOT') or Context(..., bootstrap=True)")
+        products = [n.name for n in self.graph.nodes if n.op == "TensorMatMul"]
+        if bootstrap and products:
+            raise ValueError(f"[nn] MatMul of two encrypted tensors (node '{products[0]}') runs without "
+                             "bootstrapping: use activation='client' (attention's Softmax needs the key holder "
+                             "anyway)")
+        broadcast = [n.name for n in self.graph.nodes if n.op in ("Add", "Sub", "Mul") and self.graph.broadcasts(n)]
+        if bootstrap and broadcast:
+            raise ValueError(f"[nn] node '{broadcast[0]}' broadcasts one encrypted tensor against another, which "
+                             "runs without bootstrapping: use activation='client'")
         if bootstrap and self.ctx.bootstrap_min_level:
             raise ValueError(f"[nn] this context runs SlotsToCoeffs first (bootstrap={{'stc_first': True}}), so it "
                              f"bootstraps only from level {self.ctx.bootstrap_min_level} up; the runner refreshes "

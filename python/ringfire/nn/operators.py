@@ -244,13 +244,56 @@ def _binary(ex, node, x, shape, values, shapes):
         if op == "Mul":
             return rt.linear(x, shape, lambda: lm.elementwise(shape, c, 0.0), shape, node)
         return rt.add_const(x, np.broadcast_to(-c if op == "Sub" else c, shape)), shape
-    y = values[other_name]
-    if shapes[other_name] != tuple(shape):
-        raise ValueError(f"[nn] node '{node.name}': encrypted operands must have equal shapes, got "
-                         f"{shape} and {shapes[other_name]}")
+    y, y_shape = values[other_name], tuple(shapes[other_name])
+    if y_shape != tuple(shape):
+        x, y, shape = _broadcast_pair(ex, node, x, tuple(shape), y, y_shape)
     if op == "Mul":
         return rt.mul(x, y, node), shape
     return rt.add(x, y, subtract=(op == "Sub")), shape
+
+
+def _broadcast_pair(ex, node, x, x_shape, y, y_shape):
+    """Two encrypted operands of different per-sample shapes, broadcast as ONNX does (a
+    squeeze-and-excitation block's x * s with s of shape (C, 1, 1)): each is repeated to
+    the common shape by reference, which costs no level."""
+    try:
+        if len(x_shape) != len(y_shape):
+            raise ValueError
+        target = tuple(np.broadcast_shapes(x_shape, y_shape))
+    except ValueError:
+        raise ValueError(f"[nn] node '{node.name}': encrypted operands of per-sample shapes {x_shape} and "
+                         f"{y_shape} do not broadcast (equal ranks, sizes equal or 1)") from None
+
+    def repeat(t, shape):
+        if shape == target:
+            return t
+        grid = np.indices(target)
+        return ex.rt.select(t, tuple(g if s == n else np.zeros_like(g) for g, s, n in zip(grid, shape, target)), target)
+
+    return repeat(x, x_shape), repeat(y, y_shape), target
+
+
+@_register("TensorMatMul", kind="binary")
+def _tensor_matmul(ex, node, x, shape, values, shapes):
+    """ONNX MatMul of two tensors, (..., m, k) by (..., k, n) per sample (the graph renames
+    such a MatMul): for each of the k inner indices, the products of the matching columns
+    and rows as one product of tensors, then their sum, which costs no level. One level in
+    all, m k n products of ciphertexts."""
+    other, other_shape, shape = values[node.inputs[1]], tuple(shapes[node.inputs[1]]), tuple(shape)
+    if len(shape) < 2 or len(other_shape) != len(shape) or shape[:-2] != other_shape[:-2] \
+            or shape[-1] != other_shape[-2]:
+        raise ValueError(f"[nn] node '{node.name}': MatMul of two tensors needs per-sample shapes (..., m, k) and "
+                         f"(..., k, n), got {shape} and {other_shape}")
+    out_shape = shape[:-1] + other_shape[-1:]
+    grid = tuple(np.indices(out_shape))  # the output's coordinates, one array per axis
+    total = None
+    for inner in range(shape[-1]):
+        at = np.full(out_shape, inner)
+        column = ex.rt.select(x, grid[:-1] + (at,), out_shape)          # x[..., i, inner] at (..., i, j)
+        row = ex.rt.select(other, grid[:-2] + (at, grid[-1]), out_shape)  # other[..., inner, j] at (..., i, j)
+        product = ex.rt.mul(column, row, node)
+        total = product if total is None else ex.rt.add(total, product)
+    return total, out_shape
 
 
 # ---- non-linear layers (nonlinear.py's table) ---------------------------------------
