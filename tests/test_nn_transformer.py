@@ -94,6 +94,9 @@ def test_tensor_products_are_refused_under_bootstrapping():
         toy = rf.ckks.Context.preset("N12_BOOT_INSECURE")
     with pytest.raises(ValueError, match="MatMul of two encrypted tensors .* runs without bootstrapping"):
         rf.nn.load(gram, toy, activation="poly", calibration=np.ones((2, SEQ, D)))
+    with pytest.raises(ValueError, match="broadcasts one encrypted tensor against another.*bootstrap=False"):
+        rf.nn.load(squeeze_excitation(), toy, activation="poly", calibration=np.ones((2, 4, 4, 4)))
+    assert not rf.nn.load(gram, toy, activation="poly", calibration=np.ones((2, SEQ, D)), bootstrap=False).bootstrap
 
 
 def squeeze_excitation(seed=2, c=4, hw=4):

@@ -178,11 +178,11 @@ class Model:
         if bootstrap and products:
             raise ValueError(f"[nn] MatMul of two encrypted tensors (node '{products[0]}') runs without "
                              "bootstrapping: use activation='client' (attention's Softmax needs the key holder "
-                             "anyway)")
+                             "anyway), or bootstrap=False")
         broadcast = [n.name for n in self.graph.nodes if n.op in ("Add", "Sub", "Mul") and self.graph.broadcasts(n)]
         if bootstrap and broadcast:
             raise ValueError(f"[nn] node '{broadcast[0]}' broadcasts one encrypted tensor against another, which "
-                             "runs without bootstrapping: use activation='client'")
+                             "runs without bootstrapping: use activation='client', or bootstrap=False")
         if bootstrap and self.ctx.bootstrap_min_level:
             raise ValueError(f"[nn] this context runs SlotsToCoeffs first (bootstrap={{'stc_first': True}}), so it "
                              f"bootstraps only from level {self.ctx.bootstrap_min_level} up; the runner refreshes "
