@@ -44,7 +44,7 @@ def bench_bootstrap(preset: str = "N16_BOOT", repeat: int = 2, device: str = "cp
         rows.append({"preset": preset, "device": device, "stc_first": stc_first, "measure": measure, "value": value,
                      "unit": unit})
 
-    ctx = ckks.Context.preset(preset, bootstrap={"stc_first": True}) if stc_first else ckks.Context.preset(preset)
+    ctx = ckks.Context.preset(preset, bootstrap={"stc_first": stc_first})
     t = time.perf_counter()
     plan = ctx.bootstrap_plan()
     row("precomputation", time.perf_counter() - t, "s")

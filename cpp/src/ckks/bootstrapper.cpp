@@ -56,6 +56,9 @@ std::pair<Polynomial, double> fit_cosine(const BootstrapConfig& cfg, std::size_t
   throw_invalid(kOp, "internal: no cosine fit");
 }
 
+// The top primes SlotsToCoeffs takes: none when it runs first, on the user's levels.
+std::size_t reserved_stc_levels(const BootstrapConfig& cfg) { return cfg.stc_first ? 0 : cfg.stc_levels; }
+
 void check_config(const Context& ctx, const BootstrapConfig& cfg, std::size_t slots) {
   const std::size_t half = ctx.slots();
   require(std::has_single_bit(slots) && slots >= 2 && slots <= half, kOp,
@@ -67,7 +70,7 @@ void check_config(const Context& ctx, const BootstrapConfig& cfg, std::size_t sl
   require(cfg.log_message_ratio >= 0 && cfg.log_message_ratio <= 50, kOp, "log_message_ratio must be in [0, 50]");
   require(cfg.ephemeral_weight >= 1 && cfg.ephemeral_weight <= ctx.rlwe()->n(), kOp,
           "ephemeral_weight must be in [1, N]");
-  const std::size_t stc_reserved = cfg.stc_first ? 0 : cfg.stc_levels;
+  const std::size_t stc_reserved = reserved_stc_levels(cfg);
   require(ctx.params().reserved_levels() >= cfg.cts_levels + stc_reserved + 1, kOp,
           "the parameters reserve " + std::to_string(ctx.params().reserved_levels()) +
               " levels; CoeffsToSlots (" + std::to_string(cfg.cts_levels) + ") and SlotsToCoeffs (" +
@@ -108,7 +111,7 @@ Bootstrapper::Bootstrapper(ContextPtr context, const BootstrapConfig& config)
   slots_ = config_.slots == 0 ? context_->slots() : config_.slots;
   check_config(*context_, config_, slots_);
   const std::size_t reserved = context_->params().reserved_levels();
-  eval_mod_levels_ = reserved - config_.cts_levels - (config_.stc_first ? 0 : config_.stc_levels);
+  eval_mod_levels_ = reserved - config_.cts_levels - reserved_stc_levels(config_);
   const std::size_t arcsine_depth = config_.arcsine_degree ? ceil_log2(config_.arcsine_degree + 1) : 0;
   require(eval_mod_levels_ > config_.double_angles + arcsine_depth, kOp,
           "EvalMod gets " + std::to_string(eval_mod_levels_) + " levels, fewer than its " +
@@ -169,7 +172,7 @@ void Bootstrapper::build_transforms() {
   const SimCiphertext after = detail::eval_mod(EvalModSim{sim}, *this, SimCiphertext{eval_top, eval_mod_scale_, 2},
                                                std::ldexp(1.0, 20));
   stc_input_scale_ = after.scale;
-  const std::size_t eval_mod_end = context_->user_max_level() + (config_.stc_first ? 0 : config_.stc_levels);
+  const std::size_t eval_mod_end = context_->user_max_level() + reserved_stc_levels(config_);
   require(after.level == eval_mod_end, kOp,
           "internal: EvalMod ends at level " + std::to_string(after.level) + ", expected " +
               std::to_string(eval_mod_end));
@@ -425,7 +428,7 @@ BootstrapPlan Bootstrapper::plan() const {
   BootstrapPlan p;
   p.output_level = output_level();
   p.input_level_min = input_level_min();
-  p.levels_consumed = context_->params().reserved_levels() + (config_.stc_first ? config_.stc_levels : 0);
+  p.levels_consumed = config_.cts_levels + eval_mod_levels_ + config_.stc_levels;  // stc_first: on the user's
   p.cts_levels = config_.cts_levels;
   p.stc_levels = config_.stc_levels;
   p.eval_mod_levels = eval_mod_levels_;
