@@ -47,12 +47,13 @@ def main() -> None:
                     help="N16_BOOT (128-bit) or toy (N=2^12, insecure, seconds)")
     ap.add_argument("--shape", choices=["data", "helr"], default="data")
     ap.add_argument("--iterations", type=int, default=32)
+    ap.add_argument("--device", default="cpu", help="'cpu' (default) or 'cuda[:N]': where training runs")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--trace-dir", help="save traces of one iteration and one bootstrap here")
     args = ap.parse_args()
     warnings.simplefilter("ignore", RuntimeWarning)   # the toy preset's insecurity warning, once per object
 
-    ctx = logreg.context(args.preset)
+    ctx = logreg.context(args.preset, args.device)
     Xtr, ytr, Xte, yte = dataset(args.shape, ctx.slots)
     trainer = logreg.EncryptedTrainer(ctx, Xtr.shape[1])
     start = time.perf_counter()
@@ -61,7 +62,7 @@ def main() -> None:
     report = logreg.FitReport()
     w_ct = trainer.fit(Xtr, ytr, args.iterations, report=report, progress=True)
     w = trainer.decrypt_weights(w_ct, sk)
-    out = {"preset": args.preset, "shape": args.shape, "iterations": args.iterations,
+    out = {"preset": args.preset, "device": ctx.device, "shape": args.shape, "iterations": args.iterations,
            "samples": len(Xtr), "features": Xtr.shape[1], "ciphertexts": -(-len(Xtr) // trainer.rows),
            "keygen_s": keygen_s, "encrypt_s": report.encrypt_seconds,
            "iteration_s": [s.seconds for s in report.iterations],

@@ -44,6 +44,23 @@ def make_model(nodes, in_shape, inits=None, out_name="y", out_shape=None, in_nam
     return build(tuple(out_shape))
 
 
+def mlp_bytes(sizes=(16, 8, 4), seed=0, activation="Relu"):
+    """A random Gemm MLP with `activation` between layers, as a serialized ONNX model."""
+    from onnx import helper
+
+    rng = np.random.default_rng(seed)
+    nodes, inits, prev = [], {}, "x"
+    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+        inits[f"W{i}"], inits[f"B{i}"] = rng.normal(0, 0.4, (a, b)), rng.normal(0, 0.1, b)
+        nodes.append(helper.make_node("Gemm", [prev, f"W{i}", f"B{i}"], [f"h{i}"]))
+        prev = f"h{i}"
+        if i < len(sizes) - 2:
+            nodes.append(helper.make_node(activation, [prev], [f"a{i}"]))
+            prev = f"a{i}"
+    nodes[-1].output[0] = "y"
+    return make_model(nodes, (sizes[0],), inits, out_shape=(sizes[-1],))
+
+
 def ort_run(model_bytes, x, in_name="x"):
     """onnxruntime's output (float64), x batch first."""
     import onnxruntime as ort

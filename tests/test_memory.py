@@ -100,7 +100,7 @@ def test_a_forked_child_reads_its_own_copy_and_is_warned(tmp_path):
 
 
 def mlp_onnx(path):
-    from test_nn_inter_cli import mlp_bytes
+    from nn_models import mlp_bytes
     path.write_bytes(mlp_bytes())
 
 
@@ -136,7 +136,7 @@ def test_infer_refuses_a_run_larger_than_ram_without_spilling(tmp_path, capsys, 
 def test_cold_blocks_spill_below_the_limit_and_inter_diagonals_are_cold(tmp_path):
     """rf.memory.cold() sends new blocks to the files whatever the limit; an inter-packed model
     makes its cached diagonals cold, so under a limit nothing reaches, they alone are spilled."""
-    from test_nn_inter_cli import mlp_bytes
+    from nn_models import mlp_bytes
 
     ctx = seeded_context()
     sk, keys = ctx.keygen()

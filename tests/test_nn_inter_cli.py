@@ -14,24 +14,7 @@ from ringfire.nn.inter import InterRunner
 from ringfire.nn.operators import OPERATORS
 
 onnx = pytest.importorskip("onnx")
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
-
-
-def mlp_bytes(sizes=(16, 8, 4), seed=0, activation="Relu"):
-    rng = np.random.default_rng(seed)
-    nodes, inits, prev = [], [], "x"
-    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
-        inits += [numpy_helper.from_array(rng.normal(0, 0.4, (a, b)).astype(np.float32), f"W{i}"),
-                  numpy_helper.from_array(rng.normal(0, 0.1, b).astype(np.float32), f"B{i}")]
-        nodes.append(helper.make_node("Gemm", [prev, f"W{i}", f"B{i}"], [f"h{i}"]))
-        prev = f"h{i}"
-        if i < len(sizes) - 2:
-            nodes.append(helper.make_node(activation, [prev], [f"a{i}"]))
-            prev = f"a{i}"
-    nodes[-1].output[0] = "y"
-    g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", sizes[0]])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", sizes[-1]])], inits)
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+from nn_models import mlp_bytes  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -36,7 +36,8 @@ SETS = {
                    dnum=3, insecure_no_security_check=True,
                    doc="N=2^16, 45 limbs (Q=55+44x45), P=15x60, dnum=3 (100x's shape; beyond 128-bit: timing only)"),
 }
-ROUTINES = ["MulLin", "MulLinRS", "SqrLinRS", "MulLinRSModSwAdd", "Rotate"]
+# MulLinRS_fused: relinearize_rescale, one key switch that also divides by the last prime.
+ROUTINES = ["MulLin", "MulLinRS", "MulLinRS_fused", "SqrLinRS", "MulLinRSModSwAdd", "Rotate"]
 
 
 def say(msg):
@@ -57,6 +58,7 @@ def routines(ctx, keys):
         return ev.add(r, ev.mod_switch(c, r.level))
 
     return {"MulLin": mul_lin, "MulLinRS": mul_lin_rs,
+            "MulLinRS_fused": lambda: ev.relinearize_rescale(ev.multiply(a, b)),
             "SqrLinRS": lambda: ev.rescale(ev.relinearize(ev.square(a))),
             "MulLinRSModSwAdd": modsw_add, "Rotate": lambda: ev.rotate(a, 1)}, (a, b)
 

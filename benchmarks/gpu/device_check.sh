@@ -1,39 +1,121 @@
 #!/usr/bin/env bash
-# One pass on a GPU machine: build, the GPU test suites, the same under
-# compute-sanitizer, and the benchmarks. Logs and JSON are packed into
-# $OUT/gpu_logs.tgz (or ./gpu-out/gpu_logs.tgz) at the end.
-# Run from the repository root:
-#   bash benchmarks/gpu/device_check.sh [all or a comma list of tests,ntt,ckks]
+# One pass on a GPU machine, inside a fixed time budget: install (a prebuilt
+# wheel when it matches the sources, else a build for sm_90), the GPU test
+# suites, the CKKS routines, a full-size bootstrap, compute-sanitizer, the NTT,
+# HELR training, encrypted inference and BGV/BFV, then a one-screen summary.
+# Every step is bounded by what is left of the budget and writes its log or
+# JSON to a folder packed into $OUT/gpu_logs.tgz (or ./gpu-out/) at the end.
+#
+#   bash benchmarks/gpu/device_check.sh            # everything, <= 8 minutes
+#   bash benchmarks/gpu/device_check.sh --quick    # tests and the headline numbers, <= 3.5 minutes
+#   STEPS=tests,bootstrap BOOT_ORDERS=stc bash benchmarks/gpu/device_check.sh   # those steps only
+#
+# Prebuilding the wheel on a machine without a GPU (same Python minor version
+# as the GPU machine's python3) saves the build there:
+#   bash benchmarks/gpu/device_check.sh --prebuild /path/to/python3.12
 set -uo pipefail
-FINAL=${OUT:-gpu-out}; mkdir -p "$FINAL"
-OUT=$(mktemp -d)
-trap 'tar czf "$FINAL/gpu_logs.tgz" -C "$OUT" .' EXIT
-what=${1:-all}
+cd "$(dirname "$0")/../.."
+
+source_hash() {  # what the compiled part is built from
+  find cpp python/bindings CMakeLists.txt pyproject.toml -type f -not -name '*.pyc' | LC_ALL=C sort | xargs cat \
+    | sha256sum | cut -d' ' -f1
+}
+
+if [[ ${1:-} == --prebuild ]]; then
+  rm -rf dist/gpu && mkdir -p dist/gpu
+  RINGFIRE_CUDA=ON SKBUILD_CMAKE_DEFINE="CMAKE_CUDA_ARCHITECTURES=90" "${2:-python3}" -m pip wheel --no-deps \
+    -w dist/gpu . && source_hash >dist/gpu/SOURCE_HASH && ls -la dist/gpu
+  exit $?
+fi
+
+QUICK=0
+[[ ${1:-} == --quick ]] && QUICK=1
+BUDGET=$(( QUICK ? 210 : 480 ))
+FINAL=${OUT:-gpu-out}
+mkdir -p "$FINAL"
+LOG=$(mktemp -d)
+T0=$(date +%s)
 export PYTHONUNBUFFERED=1 CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-16}
 export SKBUILD_CMAKE_DEFINE="CMAKE_CUDA_ARCHITECTURES=90"
-nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
-echo "== build"; start=$(date +%s)
-python3 -m pip install --no-build-isolation --no-deps . >"$OUT/build.log" 2>&1 || { tail -60 "$OUT/build.log"; exit 1; }
-echo "built in $(( $(date +%s) - start )) s"
-if [[ $what == all || $what == *tests* ]]; then
-  echo "== GPU tests"
-  ldd "$(python3 -c 'import ringfire._core as c; print(c.__file__)')" | grep -E "stdc|cuda" || true
-  python3 -m pytest -q -rs tests/test_cuda.py tests/test_gpu_runtime.py tests/test_cli.py tests/test_readme.py \
-    2>&1 | tee "$OUT/pytest.log" | tail -30
-  echo "== compute-sanitizer (memcheck): self-test and the runtime tests"
-  compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m pytest -q -x tests/test_cuda.py \
-    tests/test_gpu_runtime.py -k "bit_identical or lazy or frames or streams or profiler" >"$OUT/sanitizer.log" 2>&1
-  echo "sanitizer exit $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/sanitizer.log" | tail -4
+trap 'python3 benchmarks/gpu/summary.py "$LOG" | tee "$LOG/summary.txt"; tar czf "$FINAL/gpu_logs.tgz" -C "$LOG" .' EXIT
+
+# step NAME CAP_SECONDS COMMAND...: runs COMMAND (output to $LOG/NAME.log) for at
+# most CAP seconds and never past the budget; skipped when under 10 s are left.
+step() {
+  local name=$1 cap=$2 start left limit rc
+  shift 2
+  if [[ -n ${STEPS:-} && $name != install && ,$STEPS, != *,$name,* ]]; then
+    return 0
+  fi
+  start=$(date +%s)
+  left=$(( T0 + BUDGET - start ))
+  limit=$(( cap < left ? cap : left ))
+  if (( limit < 10 )); then
+    echo "== $name: skipped (budget spent)"
+    echo "$name skipped 0" >>"$LOG/steps.txt"
+    return 1
+  fi
+  echo "== $name (at $(( start - T0 )) s, limit $limit s)"
+  timeout --kill-after=5 "$limit" "$@" >"$LOG/$name.log" 2>&1
+  rc=$?
+  echo "$name $rc $(( $(date +%s) - start ))" >>"$LOG/steps.txt"
+  tail -n 4 "$LOG/$name.log"
+  return $rc
+}
+
+install() {
+  local wheel
+  wheel=$(ls dist/gpu/ringfire-*-cp"$(python3 -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')"-*.whl \
+          2>/dev/null | head -1)
+  if [[ -n $wheel && -f dist/gpu/SOURCE_HASH && $(cat dist/gpu/SOURCE_HASH) == "$(source_hash)" ]]; then
+    echo "prebuilt wheel $wheel matches the sources"
+    python3 -m pip install -q --no-deps --force-reinstall "$wheel" || return 1
+  else
+    echo "building (no prebuilt wheel for these sources and this Python)"
+    python3 -m pip install --no-build-isolation --no-deps . || return 1
+  fi
+  # The package's Python files from this tree (the wheel may predate them).
+  local site
+  site=$(cd /tmp && python3 -c 'import os, ringfire; print(os.path.dirname(ringfire.__file__))') || return 1
+  cp -r python/ringfire/. "$site/"
+  (cd /tmp && python3 -c 'import ringfire as rf, ringfire._core as c
+print("cuda compiled:", c.cuda_compiled(), "devices:", c.cuda_device_count(), "available:", rf.cuda_available())
+assert rf.cuda_available()')
+}
+
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv | tee "$LOG/gpu.txt"
+nproc >>"$LOG/gpu.txt"
+step install 200 bash -c "$(declare -f source_hash install); install" || { tail -40 "$LOG/install.log"; exit 1; }
+(cd /tmp && python3 -c 'import ringfire._core as c; print(c.__file__)') | xargs ldd | grep -E "stdc|cuda" >>"$LOG/gpu.txt"
+
+TESTS=(tests/test_cuda.py tests/test_gpu_runtime.py tests/test_gpu_schemes.py tests/test_devices.py
+       "tests/test_bgv.py::test_gpu_results_are_bit_identical_to_the_cpu" tests/test_cli.py::test_gpu_flags_fail_clearly_where_they_cannot_run)
+step tests 200 python3 -m pytest -q -rs -p no:cacheprovider --durations=8 "${TESTS[@]}"
+
+if (( QUICK )); then
+  step ckks 70 python3 benchmarks/gpu/ckks_gpu.py --quick --sets n16l24 --json "$LOG/ckks_gpu.json"
+  step bootstrap 80 python3 benchmarks/gpu/bootstrap_gpu.py --orders cts --repeat 2 --json "$LOG/bootstrap_gpu.json"
+  exit 0
 fi
-if [[ $what == all || $what == *ntt* ]]; then
-  echo "== NTT benchmark"
-  python3 benchmarks/gpu/ntt_gpu.py --json "$OUT/ntt_gpu.json" 2>"$OUT/ntt_progress.log" | tail -40
-fi
-if [[ $what == all || $what == *ckks* ]]; then
-  echo "== CKKS routines"
-  python3 benchmarks/gpu/ckks_gpu.py --json "$OUT/ckks_gpu.json" 2>"$OUT/ckks_progress.log" || tail -30 "$OUT/ckks_progress.log"
-  echo "== ringfire bench ckks --device cuda --profile (CLI)"
-  ringfire bench ckks --device cuda --profile --sets N14 --repeat 3 >"$OUT/cli_profile.txt" 2>"$OUT/cli_profile_progress.txt" \
-    && tail -12 "$OUT/cli_profile.txt" || tail -20 "$OUT/cli_profile_progress.txt"
-  ringfire bench ntt --device cuda --n 16 --limbs 1,32 | tail -10
-fi
+
+step ckks 110 python3 benchmarks/gpu/ckks_gpu.py --json "$LOG/ckks_gpu.json"
+step bootstrap 100 python3 benchmarks/gpu/bootstrap_gpu.py --orders "${BOOT_ORDERS:-cts,stc}" \
+  --json "$LOG/bootstrap_gpu.json"
+# memcheck on the self-test (every Backend method, the scatter of ModUp included), the
+# runtime, the fused key switch, BGV and BFV; 0 errors expected.
+step sanitizer 80 compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m pytest -q -x -p no:cacheprovider \
+  tests/test_cuda.py tests/test_gpu_runtime.py tests/test_gpu_schemes.py \
+  -k "selftest_covers or 12 or bit_identical and N13 or lazy or frames or bgv and 13"
+grep -s -E "ERROR SUMMARY" "$LOG/sanitizer.log" | tail -1
+step ntt 40 python3 benchmarks/gpu/ntt_gpu.py --json "$LOG/ntt_gpu.json"
+step helr 100 python3 benchmarks/logreg_helr.py --preset N16_BOOT --shape helr --iterations 4 --device cuda \
+  --json "$LOG/helr_gpu.json"
+step digits 40 bash -c "python3 benchmarks/nn_digits.py --device cuda,cpu --models cnn,mlp --modes client --json \
+  >'$LOG/digits.json'"
+for scheme in bgv bfv; do
+  step "${scheme}_gpu" 25 bash -c "ringfire bench $scheme --device cuda --sets N16 --config default --repeat 3 --json \
+    --quiet >'$LOG/${scheme}_gpu.json'"
+  step "${scheme}_cpu" 25 bash -c "ringfire bench $scheme --sets N16 --config default --repeat 3 --json --quiet \
+    >'$LOG/${scheme}_cpu.json'"
+done
+echo "total $(( $(date +%s) - T0 )) s"

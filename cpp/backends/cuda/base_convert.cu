@@ -4,6 +4,7 @@
 #include "device.h"
 #include "launch.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 
@@ -113,6 +114,20 @@ __global__ void base_convert_sum_kernel(const u64* y, const u64* v, u64* out, Co
   }
 }
 
+// Key switching's ModUp writes its converted limbs around the digit's own, so
+// they are not contiguous: their addresses travel as a kernel parameter (1 KiB)
+// and one launch moves them all, where a copy per limb took a launch each
+// (the digit count times the extended base's size per key switch).
+constexpr std::size_t kScatterLimbs = 128;
+struct LimbPointers {
+  u64* limb[kScatterLimbs];
+};
+
+__global__ void scatter_limbs_kernel(const u64* src, LimbPointers dst, int log_n) {
+  const Coord c = coord(log_n);
+  dst.limb[c.limb][c.j] = src[c.index];
+}
+
 }  // namespace
 
 // --- base conversion ----------------------------------------------------------
@@ -148,6 +163,22 @@ void CudaBackend::base_convert(const u64* in, u64* out, std::size_t batch, const
   base_convert_sum_kernel<<<g3.grid, g3.block, 0, launch_stream()>>>(y.data(), v ? v->data() : nullptr, out, cc, src,
                                                                        dst, g3.log_n);
   after_launch("base_convert_sum");
+}
+
+void CudaBackend::base_convert_ntt(const u64* in, u64* scratch, u64* const* out_limbs, const BaseConverter& conv,
+                                   BaseConversion kind) {
+  base_convert(in, scratch, 1, conv, kind);
+  ntt_forward(scratch, 1, conv.to());
+  DeviceGuard guard(device_);
+  const std::size_t n = conv.to().n(), limbs = conv.to().size();
+  for (std::size_t l0 = 0; l0 < limbs; l0 += kScatterLimbs) {
+    const std::size_t count = std::min(kScatterLimbs, limbs - l0);
+    LimbPointers pointers{};
+    for (std::size_t l = 0; l < count; ++l) pointers.limb[l] = out_limbs[l0 + l];
+    const Geometry g = coeff_geometry(n, count, 1);
+    scatter_limbs_kernel<<<g.grid, g.block, 0, launch_stream()>>>(scratch + l0 * n, pointers, g.log_n);
+    after_launch("scatter_limbs");
+  }
 }
 
 }  // namespace ringfire::cuda

@@ -131,6 +131,9 @@ class CudaBackend final : public Backend {
                      PolyMulMethod method) override;
   void base_convert(const u64* in, u64* out, std::size_t batch, const BaseConverter& conv,
                     BaseConversion kind) override;
+  // Converted and transformed in scratch, then scattered in one launch.
+  void base_convert_ntt(const u64* in, u64* scratch, u64* const* out_limbs, const BaseConverter& conv,
+                        BaseConversion kind) override;
   void automorphism(const u64* in, u64* out, std::size_t batch, const RnsBase& base, u64 galois_elt,
                     Form form) override;
 

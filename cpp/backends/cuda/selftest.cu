@@ -210,6 +210,17 @@ std::vector<std::pair<std::string, bool>> selftest(std::size_t n, std::size_t li
     compare("base_convert_" + k + "_12_limbs", {xw, converted}, {1},
             [&](Backend& be, auto& p) { be.base_convert(p[0], p[1], batch, wide_conv, kind); });
   }
+  // Key switching's ModUp: one polynomial converted, transformed and scattered
+  // to limbs that are not contiguous (the target limbs interleaved with gaps).
+  {
+    const std::size_t to = target->size();
+    const std::vector<u64> spread(2 * to * n, 0), scratch(to * n, 0);
+    compare("base_convert_ntt", {x, scratch, spread}, {2}, [&](Backend& be, auto& p) {
+      std::vector<u64*> limbs(to);
+      for (std::size_t j = 0; j < to; ++j) limbs[j] = p[2] + (2 * (to - 1 - j) + j % 2) * n;
+      be.base_convert_ntt(p[0], p[1], limbs.data(), conv, BaseConversion::exact);
+    });
+  }
 
   // Automorphisms: a rotation generator power, and conjugation (2N - 1).
   for (u64 galois : {u64{5}, u64{25} % (2 * n), u64{2 * n - 1}}) {

@@ -226,6 +226,14 @@ const LinearTransform& Bootstrapper::slots_to_coeffs(std::size_t i, double targe
   return *slot;
 }
 
+const LinearTransform& Bootstrapper::resident_on(const LinearTransform& transform, const Device& device) const {
+  if (transform.device() == device) return transform;
+  std::lock_guard<std::mutex> lock(resident_mutex_);
+  auto& slot = resident_[{&transform, device.str()}];
+  if (!slot) slot = std::make_unique<const LinearTransform>(transform.to(device));
+  return *slot;
+}
+
 // ---- the circuit on ciphertexts and on placeholders -------------------------------
 
 namespace {
@@ -246,6 +254,7 @@ Ciphertext switch_to_sparse(const Ciphertext& a, const KeySwitchKey& key) {
 
 struct EvaluatorOps {
   using Value = Ciphertext;
+  const Bootstrapper& boot;
   const Evaluator& ev;
   const RelinKey& relin;
   const BootstrapKeys& keys;
@@ -282,7 +291,7 @@ struct EvaluatorOps {
   Value conjugate(const Value& v) const { return ev.conjugate(v, keys.galois); }
   Value multiply_by_i(const Value& v, bool negative) const { return ev.multiply_by_i(v, negative); }
   Value linear_transform(const Value& v, const LinearTransform& lt, bool rescale) const {
-    return ev.linear_transform(v, lt, keys.galois, rescale);
+    return ev.linear_transform(v, boot.resident_on(lt, v.device()), keys.galois, rescale);
   }
   Value evaluate_polynomial(const Value& v, const Polynomial& p, double target) const {
     return ev.evaluate_polynomial(v, p, relin, target);
@@ -348,7 +357,7 @@ Ciphertext Bootstrapper::bootstrap(const Evaluator& ev, const Ciphertext& ct, co
   require(ct.size() == 2, "ckks.bootstrap",
           "needs a size-2 ciphertext (relinearize first), got size " + std::to_string(ct.size()));
   const double target = target_scale == 0.0 ? context_->scale_at(output_level()) : target_scale;
-  const EvaluatorOps ops{ev, relin, keys, timings, ct.device()};
+  const EvaluatorOps ops{*this, ev, relin, keys, timings, ct.device()};
   Ciphertext out = [&] {
     if (bound == 1) return detail::run_bootstrap(ops, *this, ct, target);
     // The same message read at a scale `bound` times larger holds x / bound,

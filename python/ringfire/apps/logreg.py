@@ -45,17 +45,17 @@ from .._progress import progress_bar
 LEVELS_PER_ITERATION = 6
 
 
-def context(size: str = "N16_BOOT"):
+def context(size: str = "N16_BOOT", device: str = "cpu"):
     """A bootstrappable CKKS context for training: ``"N16_BOOT"`` (128-bit, 9 levels per bootstrap:
     one iteration each), or ``"toy"`` -- N = 2^12 with 6 user levels, NOT SECURE, for tests and
-    examples (it warns)."""
+    examples (it warns). ``device="cuda"``: training runs on the GPU (encryption on the host)."""
     from .. import ckks
 
     if size == "N16_BOOT":
-        return ckks.Context.preset("N16_BOOT")
+        return ckks.Context.preset("N16_BOOT", device=device)
     if size == "toy":
         return ckks.Context.preset("N12_BOOT_INSECURE", coeff_bits=[60] + [40] * 6 + [45] * 3 + [60] * 11 + [56] * 3,
-                                   dnum=8)
+                                   dnum=8, device=device)
     raise ValueError(f"[logreg] size must be 'N16_BOOT' or 'toy', got {size!r}")
 
 
@@ -274,6 +274,7 @@ class EncryptedTrainer:
                     w, v = ev.bootstrap_pair(w, v)
                     boots = 1
                 w, v = self.iteration(data, w, v, k, len(X))
+                self.ctx.synchronize()  # a GPU queues the work: the iteration ends when it has run
                 report.iterations.append(IterationStats(time.perf_counter() - start, boots, min(w.level, v.level)))
                 bar.update(1)
         return w

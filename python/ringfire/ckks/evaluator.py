@@ -13,6 +13,7 @@ from .._checks import warn_at_caller
 from . import bootstrapping
 from .ciphertext import Ciphertext, Plaintext
 from .circuits import LinearTransform, Polynomial
+from ..rlwe.context import call_with_evaluator
 from ..rlwe.evaluator import EvaluatorBase
 from ..rlwe.keys import KeySet
 
@@ -152,9 +153,11 @@ class Evaluator(EvaluatorBase):
             if scale is not None:
                 raise ValueError("[ckks.bootstrap] Meta-BTS returns the input's scale times 2^correction_bits; "
                                  "scale= applies to one iteration only")
-            return self._wrap(native.bootstrap_twice(self._ev, a._native, relin, boot, int(correction_bits)), a)
-        out, times = native.bootstrap(self._ev, a._native, relin, boot, 0.0 if scale is None else float(scale),
-                                      timed=timings is not None, bound=bound)
+            return self._wrap(call_with_evaluator(self._ev, native.bootstrap_twice, a._native, relin, boot,
+                                                  int(correction_bits)), a)
+        out, times = call_with_evaluator(self._ev, native.bootstrap, a._native, relin, boot,
+                                         0.0 if scale is None else float(scale), timed=timings is not None,
+                                         bound=bound)
         if timings is not None:
             timings.update(times)
         return self._wrap(out, a)
@@ -178,7 +181,7 @@ class Evaluator(EvaluatorBase):
         bound = _check_bound(bound, "ckks.bootstrap_pair")
         x, y = a._aligned(b)
         self._warn_if_scale_too_large(x, bound)  # the operands as they enter the circuit
-        first, second = native.bootstrap_pair(self._ev, x, y, relin, boot, bound)
+        first, second = call_with_evaluator(self._ev, native.bootstrap_pair, x, y, relin, boot, bound)
         return self._wrap(first, a), self._wrap(second, b)
 
     def _warn_if_scale_too_large(self, a, bound: int) -> None:

@@ -22,8 +22,8 @@ import time
 import numpy as np
 
 
-def choose_context(levels: int, batch: int, scale_bits: int = 40):
-    """The smallest 128-bit-secure context with `levels` rescalings and >= batch slots."""
+def choose_context(levels: int, batch: int, scale_bits: int = 40, device: str = "cpu"):
+    """The smallest 128-bit-secure context with `levels` rescalings and >= batch slots, on `device`."""
     from .. import ckks
     from .model import secure_degree
 
@@ -33,21 +33,22 @@ def choose_context(levels: int, batch: int, scale_bits: int = 40):
         raise ValueError(f"[infer] no 128-bit context has {levels} levels and {batch} slots (N <= 2^17); use "
                          "client-aided activations, --bootstrap (polynomial mode at any depth) or a smaller batch")
     # The last entry sizes the special primes; their count is chosen for speed within the bound.
-    return ckks.Context(poly_degree=2**log_n, coeff_bits=[60] + [scale_bits] * levels + [60], scale_bits=scale_bits)
+    return ckks.Context(poly_degree=2**log_n, coeff_bits=[60] + [scale_bits] * levels + [60], scale_bits=scale_bits,
+                        device=device)
 
 
-def _bootstrap_context(preset: str, batch: int, period: int | None = None):
-    """The preset; with ``period`` (one sample per ciphertext only), bootstrapping just the
-    slots a sample's period needs (sparse packing: faster, fewer keys)."""
+def _bootstrap_context(preset: str, batch: int, period: int | None = None, device: str = "cpu"):
+    """The preset on `device`; with ``period`` (one sample per ciphertext only), bootstrapping
+    just the slots a sample's period needs (sparse packing: faster, fewer keys)."""
     from .. import ckks
 
-    ctx = ckks.Context.preset(preset)
+    ctx = ckks.Context.preset(preset, device=device)
     if not ctx.can_bootstrap:
         raise ValueError(f"[infer] preset {preset!r} reserves no levels for bootstrapping; try N16_BOOT")
     if batch > ctx.slots:
         raise ValueError(f"[infer] a batch of {batch} does not fit {preset}'s {ctx.slots} slots: split it")
     if period is not None and 2 * period <= ctx.slots:
-        ctx = ckks.Context.preset(preset, bootstrap={"slots": period})
+        ctx = ckks.Context.preset(preset, bootstrap={"slots": period}, device=device)
     return ctx
 
 
@@ -84,6 +85,9 @@ def register(subparsers) -> None:
                         "checks that the run works and measures its memory")
     p.add_argument("--layout", choices=["nchw", "nhwc"], default="nchw",
                    help="layout of image inputs in the .npy (default nchw, the ONNX convention); nhwc is transposed")
+    p.add_argument("--device", default="cpu",
+                   help="where the server's work runs: 'cpu' (default) or 'cuda[:N]' (keys, encryption and the "
+                        "client-aided layers stay on the host; results are bit-identical to the CPU's)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--output", help="write the decrypted outputs to this .npy file")
     p.set_defaults(func=main)
@@ -177,14 +181,14 @@ def main(args) -> int:
     candidates = _packings(graph, args.packing)
     if args.bootstrap:
         ctx = _bootstrap_context(args.preset, x.shape[0] if "batch" in candidates else 1,
-                                 period_for(graph) if candidates == ["inter"] else None)
+                                 period_for(graph) if candidates == ["inter"] else None, args.device)
         options["bootstrap"] = True
     else:  # plan with a deep provisional context, then pick the real one
         probe = choose_context(12, 1)
         levels = max(nn.Model(graph, probe, packing=p, **options).plan().levels_needed for p in candidates)
         slots = max([x.shape[0] if "batch" in candidates else 1]
                     + ([period_for(graph)] if "inter" in candidates else []))
-        ctx = choose_context(levels, slots)
+        ctx = choose_context(levels, slots, device=args.device)
     model = nn.Model(Graph.from_onnx(args.model), ctx, packing="any" if len(candidates) > 1 else candidates[0],
                      **options)
     say(f"context: {ctx.describe()}")
@@ -236,7 +240,8 @@ def _run(args, model, ctx, plans, candidates, x, say, memory, spill) -> int:
     ref, reference = _reference_outputs(args.model, x, model)
     agree = _top1_agreement(y, ref)
     report = {
-        "context": ctx.describe(), "batch": int(x.shape[0]), "output_shape": list(y.shape), "packing": packing,
+        "context": ctx.describe(), "device": ctx.device, "batch": int(x.shape[0]), "output_shape": list(y.shape),
+        "packing": packing,
         "bootstrap_slots": ctx.bootstrap_plan().slots if args.bootstrap else None,
         "packing_choice": choice,
         "levels_needed": plan.levels_needed, "predicted_peak_bytes": plan.peak_bytes,

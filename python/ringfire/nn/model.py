@@ -14,6 +14,7 @@ from .graph import Graph, UnsupportedOperator
 from .inter import InterRunner, check_sparse_bootstrap, period_for, sparse_bootstrap_slots
 from .inter_plan import inter_costs
 from .masking import Masker
+from .placement import on_device
 from .refresh import Refresher, choose_degrees, element_bounds
 from ..ckks.batch import EncryptedTensor
 from .runtimes import EncryptedRuntime, PlainRuntime, PlanRuntime
@@ -241,12 +242,18 @@ class Model:
         return self._run_plain(np.asarray(x, dtype=np.float64), runtime)
 
     # ---- encrypted ---------------------------------------------------------------
-    def __call__(self, enc: EncryptedTensor, client=None, progress: bool | None = False) -> EncryptedTensor:
+    def __call__(self, enc: EncryptedTensor, client=None, progress: bool | None = False,
+                 device: str | None = None) -> EncryptedTensor:
         """Runs the model on ``ctx.encrypt_batch(x, keys)``; ``client`` applies the
         client-aided layers. ``progress=True`` shows a bar on stderr (ciphertexts
-        produced, layer by layer); ``None`` shows it when stderr is a terminal."""
+        produced, layer by layer); ``None`` shows it when stderr is a terminal.
+        ``device`` (``"cuda"``, ``"cuda:N"``, ``"cpu"``): where the server's work runs
+        (default: where the input's ciphertexts live, e.g. a ``device="cuda"`` context's);
+        the input is moved there and the client's replies are placed there, with
+        results bit-identical to the CPU's (:mod:`.placement`)."""
         if not isinstance(enc, EncryptedTensor):
             raise TypeError("[nn] expected the EncryptedTensor from ctx.encrypt_batch(x, keys)")
+        enc, client = on_device(enc, client, device)
         if enc.packing == "inter":
             return self._call_inter(enc, client, progress)
         if tuple(enc.cts.shape) != tuple(self.graph.input_shape):

@@ -300,8 +300,7 @@ class _OnQueue:
         self._native_evaluator = native
         self._queue = queue
 
-    def __getattr__(self, name):  # first use of a method only: the wrapper is cached on the instance
-        method = getattr(self._native_evaluator, name)
+    def _on_queue(self, method):
         queue = self._queue
 
         def on_queue(*args, **kwargs):
@@ -314,5 +313,21 @@ class _OnQueue:
             finally:
                 _core.exchange_current_queue(previous)
 
+        return on_queue
+
+    def __getattr__(self, name):  # first use of a method only: the wrapper is cached on the instance
+        on_queue = self._on_queue(getattr(self._native_evaluator, name))
         setattr(self, name, on_queue)
         return on_queue
+
+    def passing_self(self, function, *args, **kwargs):
+        """``function(native evaluator, *args)`` on the stream (the bootstrapper's functions
+        take the evaluator itself)."""
+        return self._on_queue(function)(self._native_evaluator, *args, **kwargs)
+
+
+def call_with_evaluator(evaluator, function, *args, **kwargs):
+    """``function(native evaluator, *args)`` for a context's ``_core_evaluator``, on its stream."""
+    if isinstance(evaluator, _OnQueue):
+        return evaluator.passing_self(function, *args, **kwargs)
+    return function(evaluator, *args, **kwargs)

@@ -42,6 +42,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -156,6 +157,11 @@ class Bootstrapper {
   const Polynomial& cos_polynomial() const { return cos_; }
   double eval_mod_scale() const { return eval_mod_scale_; }
   double stc_input_scale() const { return stc_input_scale_; }
+  // One of the transforms above with its diagonals on `device`: uploaded at
+  // the first bootstrap there and kept for the next ones (the DFT plaintexts
+  // are GiBs at N = 2^16: moving them per call would cost more than the
+  // bootstrap's arithmetic on a GPU). The host's is the transform itself.
+  const LinearTransform& resident_on(const LinearTransform& transform, const Device& device) const;
 
  private:
   void build_transforms();
@@ -172,6 +178,8 @@ class Bootstrapper {
   std::size_t conjugation_level_ = 0;
   mutable std::mutex retarget_mutex_;
   mutable std::map<double, std::shared_ptr<const LinearTransform>> retargeted_;
+  mutable std::mutex resident_mutex_;
+  mutable std::map<std::pair<const LinearTransform*, std::string>, std::unique_ptr<const LinearTransform>> resident_;
 };
 
 // The context of the key into the ephemeral sparse secret: q_0 and the first

@@ -1,0 +1,134 @@
+"""One screen of what device_check.sh found: each step's exit and time, the test
+and sanitizer verdicts, and the headline numbers from the benchmarks' JSON,
+beside the issue's goals. Reads the log folder the script writes.
+
+    python benchmarks/gpu/summary.py LOGDIR
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+import sys
+
+
+def _json(folder: pathlib.Path, name: str):
+    path = folder / name
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _last_match(path: pathlib.Path, pattern: str) -> str:
+    try:
+        lines = [line for line in path.read_text(errors="replace").splitlines() if re.search(pattern, line)]
+    except OSError:
+        return "(no log)"
+    return lines[-1].strip() if lines else "(no verdict line)"
+
+
+def steps(folder: pathlib.Path) -> list[str]:
+    out = []
+    for line in (folder / "steps.txt").read_text().splitlines() if (folder / "steps.txt").exists() else []:
+        name, rc, seconds = line.split()
+        verdict = "ok" if rc == "0" else ("TIMED OUT" if rc in ("124", "137") else f"exit {rc}")
+        out.append(f"{name}: {verdict} ({seconds} s)")
+    return ["steps: " + "; ".join(out)] if out else ["steps: none recorded"]
+
+
+def ckks(folder: pathlib.Path) -> list[str]:
+    data = _json(folder, "ckks_gpu.json")
+    if not data:
+        return ["CKKS routines: no result"]
+    lines = ["CKKS routines, GPU ms synced (queued) / CPU ms:"]
+    by_set: dict = {}
+    for r in data["rows"]:
+        by_set.setdefault(r["set"], []).append(f"{r['routine']} {r['gpu_ms']:.3f} ({r['gpu_queued_ms']:.3f})/"
+                                               f"{r['cpu_ms']:.1f}")
+    lines += [f"  {name}: " + ", ".join(rows) for name, rows in by_set.items()]
+    fused = [r for r in data["rows"] if r["set"] == "n16l24" and r["routine"] == "MulLinRS_fused"]
+    if fused:
+        lines.append(f"  goal: N=2^16 24 limbs multiply+relinearize+rescale <= 0.3 ms: "
+                     f"{fused[0]['gpu_ms']:.3f} ms fused (2026-11-22: 1.51 ms unfused)")
+    if data.get("streams"):
+        lines.append("  streams: " + ", ".join(f"{s['streams']}: {s['ops_per_s']:.0f}/s" for s in data["streams"]))
+    return lines
+
+
+def ntt(folder: pathlib.Path) -> list[str]:
+    data = _json(folder, "ntt_gpu.json")
+    if not data:
+        return ["NTT: no result"]
+    pick = {(r["log_n"], r["limbs"]): r for r in data["rows"] if r["op"] == "ntt_forward" and r["kernel"] == "shared"}
+    cells = [f"2^{n}x{limbs}: {r['us_per_limb']:.2f}" for (n, limbs), r in sorted(pick.items()) if n >= 14]
+    copy = data.get("copy_gb_per_s")
+    return [f"NTT forward us/limb (copy {copy:.0f} GB/s): " + ", ".join(cells) if copy else
+            "NTT forward us/limb: " + ", ".join(cells),
+            "  goals: batched 2^16 <= 1.0 us/limb, single <= 8 us"]
+
+
+def bootstrap(folder: pathlib.Path) -> list[str]:
+    rows = _json(folder, "bootstrap_gpu.json")
+    if not rows:
+        return ["bootstrap: no result"]
+    out = []
+    for r in rows:
+        p = r["gpu_phases_s"]
+        out.append(f"bootstrap {r['preset']} {r['order']}: GPU {r['gpu_s'] * 1e3:.1f} ms (first {r['gpu_first_s']:.2f} s;"
+                   f" CtS {p['coeffs_to_slots'] * 1e3:.1f}, EvalMod {p['eval_mod'] * 1e3:.1f}, StC "
+                   f"{p['slots_to_coeffs'] * 1e3:.1f}), CPU {r['cpu_s']:.2f} s, {r['speedup']:.0f}x, "
+                   f"{r['bits_mean']:.1f}/{r['bits_min']:.1f} bits, bit-identical {r['bit_identical']}")
+    out.append("  goal: <= 100 ms (Cheddar 31.2 ms)")
+    return out
+
+
+def helr(folder: pathlib.Path) -> list[str]:
+    data = _json(folder, "helr_gpu.json")
+    if not data:
+        return ["HELR: no result"]
+    its = ", ".join(f"{s:.3f}" for s in data["iteration_s"])
+    return [f"HELR iterations on {data.get('device')} (s): {its}; bootstraps {data['bootstraps']} "
+            f"(goal <= 0.1 s per iteration; Cheddar 40.7 ms)"]
+
+
+def digits(folder: pathlib.Path) -> list[str]:
+    rows = _json(folder, "digits.json")
+    if not rows:
+        return ["digits: no result"]
+    return ["digits " + ", ".join(f"{r['model']} {r['activation']} {r['packing']} {r['device']}: "
+                                  f"{r['images_per_s']:.0f} img/s" for r in rows)]
+
+
+def bgv(folder: pathlib.Path) -> list[str]:
+    out = []
+    for scheme in ("bgv", "bfv"):
+        gpu, cpu = (((_json(folder, f"{scheme}_{d}.json") or {}).get("results") or []) for d in ("gpu", "cpu"))
+        if not gpu:
+            continue
+        cpu_ms = {r["routine"]: r["ms"] for r in cpu}
+        cells = [f"{r['routine']} {r['ms']:.2f}" + (f"/{cpu_ms[r['routine']]:.1f}" if r["routine"] in cpu_ms else "")
+                 + ("" if r["exact"] != "NO" else " NOT EXACT") for r in gpu if r["routine"] in ("MulRelin", "Rotate")]
+        out.append(f"{scheme} {gpu[0]['set']} GPU/CPU ms: " + ", ".join(cells))
+    return out or ["BGV/BFV bench: no result"]
+
+
+def main(folder: str) -> None:
+    d = pathlib.Path(folder)
+    lines = ["=" * 30 + " device check summary " + "=" * 30]
+    lines.append(_last_match(d / "gpu.txt", r"H100|H200|NVIDIA"))
+    lines += steps(d)
+    lines.append("tests: " + _last_match(d / "tests.log", r"passed|failed|error"))
+    lines.append("sanitizer: " + _last_match(d / "sanitizer.log", r"ERROR SUMMARY") + " | "
+                 + _last_match(d / "sanitizer.log", r"passed|failed"))
+    for part in (ckks, bootstrap, ntt, helr, digits, bgv):
+        try:
+            lines += part(d)
+        except Exception as e:  # a summary never hides the logs behind a traceback
+            lines.append(f"{part.__name__}: could not summarise ({type(e).__name__}: {e})")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "gpu-out")
