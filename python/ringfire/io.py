@@ -206,10 +206,12 @@ def is_compressed(blob: bytes) -> bool:
 
 
 def decompress(blob: bytes, max_size: int = 0) -> bytes:
-    """The inverse of :func:`compress`. The declared size must be at most 8x the
-    input's or ``max_size`` (``ctx.load`` passes the largest ciphertext its
-    parameters allow), checked before anything is decompressed; the output is
-    produced in chunks and cut at the declared size: a bomb fails fast and small."""
+    """The inverse of :func:`compress`, bounded whatever the frame holds: the declared
+    size must be at most 8x the input's or ``max_size`` (``ctx.load`` passes the largest
+    object its parameters allow); the frame's header must agree with it (one frame, no
+    dictionary, a window no larger than the output); and the output is decoded into a
+    buffer of exactly the declared size, so a bomb stops at that size instead of
+    expanding first and being measured afterwards (:func:`_bounded_frame`)."""
     if len(blob) < _ZSTD_HEADER.size:
         raise ValueError(f"[io.decompress] {len(blob)} bytes are too short for a compressed object")
     magic, version, algorithm, length = _ZSTD_HEADER.unpack_from(blob)
@@ -222,19 +224,45 @@ def decompress(blob: bytes, max_size: int = 0) -> bytes:
                          f"{_ZSTD_MAX_RATIO}x and more than the largest object these parameters allow ({max_size} "
                          "bytes); refused")
     zstd = _zstandard()
-    reader = zstd.ZstdDecompressor().decompressobj()
-    out = bytearray()
+    window = _bounded_frame(zstd, frame, length)
     try:
-        for start in range(0, len(frame), 1 << 20):
-            out += reader.decompress(frame[start:start + (1 << 20)])
-            if len(out) > length:
-                break
+        # One frame, decoded into a buffer of `length` bytes: more output is an error
+        # (the decoder stops when the buffer is full), trailing bytes too.
+        out = zstd.ZstdDecompressor(max_window_size=window).decompress(
+            frame, max_output_size=max(length, 1), read_across_frames=False, allow_extra_data=False)
     except zstd.ZstdError as error:
+        if "did not decompress full frame" in str(error):  # what the full buffer, or a cut frame, reports
+            raise ValueError(f"[io.decompress] the compressed data does not decode to the {length} bytes the header "
+                             "says (it holds more, or it is cut short)") from None
         raise ValueError(f"[io.decompress] corrupt compressed data: {error}") from None
     if len(out) != length:
-        raise ValueError(f"[io.decompress] the compressed data holds {len(out)}{'+' if len(out) > length else ''} "
-                         f"bytes, the header says {length}")
-    return bytes(out)
+        raise ValueError(f"[io.decompress] the compressed data holds {len(out)} bytes, the header says {length}")
+    return out
+
+
+# The smallest window a Zstandard frame can declare (2^10 bytes).
+_ZSTD_MIN_WINDOW = 1 << 10
+
+
+def _bounded_frame(zstd, frame: bytes, length: int) -> int:
+    """Checks the frame's header against the declared ``length`` before any decoding and
+    returns the largest window the decoder may open: a frame from :func:`compress` is
+    one frame with its content size and no dictionary, whose window never exceeds its
+    content; a larger declared window would make the decoder allocate it up front."""
+    try:
+        params = zstd.get_frame_parameters(frame)
+    except zstd.ZstdError as error:
+        raise ValueError(f"[io.decompress] corrupt compressed data: {error}") from None
+    if params.dict_id != 0:
+        raise ValueError(f"[io.decompress] the frame needs dictionary {params.dict_id}; ringfire's frames use none")
+    if params.content_size not in (zstd.CONTENTSIZE_UNKNOWN, length):
+        raise ValueError(f"[io.decompress] the frame says it holds {params.content_size} bytes, the header says "
+                         f"{length}")
+    window = max(_ZSTD_MIN_WINDOW, 1 << max(length - 1, 1).bit_length())
+    if params.window_size > window:
+        raise ValueError(f"[io.decompress] the frame asks for a {params.window_size}-byte window to produce "
+                         f"{length} bytes; refused")
+    return window
 
 
 def wrap(data: bytes, mac_key: bytes | None = None, compress_level: int | None = None) -> bytes:
