@@ -65,13 +65,20 @@ def test_closed_pipe_exits_quietly():
     assert "BrokenPipeError" not in err and "Traceback" not in err
 
 
-def test_infer_has_no_device_flag_that_cannot_run():
-    # `infer --device cuda` used to be offered and then refused.
-    assert "--device" not in run_cli("infer", "--help").stdout
+def test_infer_on_a_device_that_is_missing_is_a_clear_error(tmp_path, capsys):
+    # `infer --device cuda` runs on a GPU (tests/test_gpu_schemes.py); without one it says why.
+    assert "--device" in run_cli("infer", "--help").stdout
+    if rf.cuda_available():
+        pytest.skip("a GPU is present")
+    xs = tmp_path / "x.npy"
+    np.save(xs, np.zeros((2, 16)))
+    assert cli.main(["infer", str(_mlp(tmp_path)), "--input", str(xs), "--device", "cuda"]) == 2
+    err = capsys.readouterr().err
+    assert "cuda" in err and ("GPU" in err or "CUDA" in err) and "Traceback" not in err
 
 
 def _mlp(tmp_path, width=16):
-    from test_nn_inter_cli import mlp_bytes
+    from nn_models import mlp_bytes
     path = tmp_path / "mlp.onnx"
     path.write_bytes(mlp_bytes((width, 8, 4)))
     return path
