@@ -246,15 +246,38 @@ def test_coefficient_encoding_with_a_power_of_two_modulus(scheme):
     sk, keys = ctx.keygen()
     n = ctx.poly_degree
     a, b = RNG.integers(0, 2**16, n), RNG.integers(0, 2**16, 8)
-    x = ctx.encrypt(a, keys)
+    x = ctx.encrypt(ctx.encode_coefficients(a), keys)
     assert (ctx.decrypt_coefficients(x, sk, signed=False) == a).all()
     prod = x * ctx.encode_coefficients(b)
     full = np.convolve(a.astype(object), b.astype(object))
     want = full[:n].copy()
     want[:len(full) - n] -= full[n:]
-    assert (ctx.decrypt(prod, sk, signed=False) == mod(ctx, want)).all()
+    assert (ctx.decrypt_coefficients(prod, sk, signed=False) == mod(ctx, want)).all()
     with pytest.raises(ValueError, match="cannot batch"):
         ctx.encode([1, 2, 3])
+
+
+@pytest.mark.parametrize("scheme", SCHEMES, ids=["bgv", "bfv"])
+def test_a_vector_means_slots_or_is_refused(scheme):
+    """The same user code under a batching t and under one that cannot batch: slot-wise
+    squares, or a clear refusal that names encode_coefficients (it used to square the
+    coefficient vector as a polynomial: [0 0 1 4 10 20 35 ...] for arange(10))."""
+    x = np.arange(10)
+    for t in (None, 65536):
+        ctx = scheme.Context(poly_degree=2**13, plain_modulus=t) if t else scheme.Context(poly_degree=2**13)
+        sk, keys = ctx.keygen()
+        if ctx.can_batch:
+            ct = ctx.encrypt(x, keys)
+            assert list(ctx.decrypt(ct * ct, sk)) == list(x * x)
+            continue
+        with pytest.raises(ValueError, match=r"cannot batch.*encode_coefficients.*decrypt_coefficients"):
+            ctx.encrypt(x, keys)
+        ct = ctx.encrypt(ctx.encode_coefficients(x), keys)
+        with pytest.raises(ValueError, match=r"cannot batch.*decrypt_coefficients"):
+            ctx.decrypt(ct, sk)
+        with pytest.raises(ValueError, match=r"cannot batch"):
+            ct + x  # a vector operand means slots too
+        assert list(ctx.decrypt_coefficients(ct * 3, sk)[:10]) == list(3 * x)
 
 
 def test_plain_modulus_choice_and_refusals():

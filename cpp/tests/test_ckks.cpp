@@ -349,12 +349,31 @@ TEST(CkksParameters, FingerprintIsStableAndDiscriminating) {
 
 TEST(CkksParameters, CanonicalScaleChain) {
   const Env& e = env();
+  // Primes of about the scale's size: the top at 2^40 exactly, products land exactly.
   EXPECT_EQ(e.ctx->default_scale(), std::ldexp(1.0, 40));
   EXPECT_EQ(e.ctx->scale_at(2), std::ldexp(1.0, 40));
-  const double s1 = std::ldexp(1.0, 40) * std::ldexp(1.0, 40) / static_cast<double>(e.q(2));
-  EXPECT_EQ(e.ctx->scale_at(1), s1);
-  EXPECT_EQ(e.ctx->scale_at(0), s1 * s1 / static_cast<double>(e.q(1)));
+  for (std::size_t level = 1; level <= 2; ++level)
+    EXPECT_EQ(e.ctx->scale_at(level - 1), e.ctx->scale_at(level) * e.ctx->scale_at(level) / static_cast<double>(e.q(level)));
   EXPECT_THROW(e.ctx->scale_at(3), InvalidArgument);
+}
+
+TEST(CkksParameters, ALargeTopPrimeRaisesTheTopScaleInsteadOfCollapsingTheChain) {
+  // SEAL's habit: a 60-bit prime listed last among the ciphertext primes.
+  ParameterLiteral lit = small_literal();
+  lit.poly_degree = 1 << 14;
+  lit.q_bits = {60, 40, 40, 40, 40, 40, 40, 60};
+  const ckks::Context ctx{Parameters(lit)};
+  EXPECT_NEAR(std::log2(ctx.scale_at(7)), 50.0, 0.01);
+  EXPECT_EQ(ctx.default_scale(), ctx.scale_at(7));
+  for (std::size_t level = 0; level < 7; ++level) EXPECT_NEAR(std::log2(ctx.scale_at(level)), 40.0, 0.01) << level;
+}
+
+TEST(CkksParameters, AChainThatCannotHoldItsScaleIsRefused) {
+  // At scale 2^50, a 22-bit q_1 puts level 1 at 2^36 from below (14 bits off)
+  // and level 0 at 2^78 from above.
+  ParameterLiteral lit = small_literal(50);
+  lit.q_bits = {60, 22, 50};
+  expect_invalid([&] { ckks::Context{Parameters(lit)}; }, "22-bit prime q_1");
 }
 
 // ---- encoder -------------------------------------------------------------------

@@ -106,8 +106,9 @@ TEST(Decryptor, FloodingAddsWhatItsFormulaStates) {
     EXPECT_NEAR(flooded.added_noise_bits, flooded.noise_bits + s / 2.0, 1e-9) << s;
     EXPECT_NEAR(-std::log2(rms(flooded.slots, z)), flooded.precision_bits, 0.5) << s;
   }
-  // 40 bits at a 40-bit scale leaves nothing: refused, with the scale it needs.
-  expect_invalid([&] { k.decrypt(c, DecryptionNoise::flooding, 40.0); }, "need a scale above");
+  // 64 bits of statistical distance at a 40-bit scale leave nothing (the noise
+  // grows by 32 bits over a fresh one's): refused, with the scale it needs.
+  expect_invalid([&] { k.decrypt(c, DecryptionNoise::flooding, 64.0); }, "need a scale above");
   expect_invalid([&] { k.decrypt(c, DecryptionNoise::flooding, 4.0); }, "8 to 128 bits of statistical security, got 4");
 }
 

@@ -23,6 +23,7 @@
 #include "ringfire/io/serialize.h"
 #include "ringfire/rlwe/encryptor.h"
 #include "ringfire/rlwe/keygen.h"
+#include "ringfire/rlwe/noise.h"
 #include "ringfire/rlwe/prng.h"
 
 namespace ringfire {
@@ -250,6 +251,27 @@ TEST(IoRoundTrip, Keys) {
     const PublicKey k = io::load_public_key(e.rlwe, blob.data(), blob.size());
     expect_same_ciphertext(k.key(), e.pk.key());
     EXPECT_TRUE(k.key().seed().has_value());
+    EXPECT_EQ(io::save(k), blob);
+    // The part over P travels as b alone (a's P limbs come from the seed) and encrypts the same.
+    ASSERT_TRUE(k.covers_special());
+    const std::size_t p_words = e.rlwe->special_count() * e.rlwe->n();
+    EXPECT_TRUE(same_words(k.special(0), e.pk.special(0), p_words));
+    EXPECT_TRUE(same_words(k.special(1), e.pk.special(1), p_words));
+    Prng p1 = Prng::from_seed(seed_from(21)), p2 = Prng::from_seed(seed_from(21));
+    const Plaintext m = e.encode(e.values(5), 2);
+    expect_same_ciphertext(encrypt_public(k, m, p1), encrypt_public(e.pk, m, p2));
+  }
+  // A key over Q alone (files written before encryption ran over Q P) still loads and
+  // encrypts, the older way: its noise is the larger sqrt(N)-wide one.
+  {
+    const PublicKey q_only(e.pk.key().clone());
+    const Bytes blob = io::save(q_only);
+    const PublicKey k = io::load_public_key(e.rlwe, blob.data(), blob.size());
+    EXPECT_FALSE(k.covers_special());
+    Prng prng = Prng::from_seed(seed_from(22));
+    const Plaintext m = e.encode(e.values(6), 2);
+    const Ciphertext old_way = encrypt_public(k, m, prng), new_way = encrypt_public(e.pk, m, prng);
+    EXPECT_GT(old_way.noise_bits(), new_way.noise_bits() + 3.0);
     EXPECT_EQ(io::save(k), blob);
   }
   // Relinearization key: b polynomials plus seeds.
@@ -598,7 +620,8 @@ TEST(IoRoundTrip, ReadsVersionOneFiles) {
   const Bytes old_ct = as_version_one(io::save(c), 16, 22);  // complex, form, correction, length, noise
   const Ciphertext loaded = io::load_ciphertext(e.rlwe, old_ct.data(), old_ct.size());
   EXPECT_FALSE(loaded.is_complex());
-  EXPECT_NEAR(loaded.noise_bits(), c.noise_bits(), 1e-9);  // a fresh encryption's estimate
+  // Version 1 recorded no estimate: a fresh encryption over Q's (how such files were made).
+  EXPECT_NEAR(loaded.noise_bits(), noise::add(noise::fresh_public(*e.rlwe), noise::encoding(*e.rlwe)), 1e-9);
   EXPECT_TRUE(same_words(loaded.data(), c.data(), c.size() * c.poly_words()));
   const Bytes params = io::save(e.ctx->params());
   // scheme u8 + t u64 + reserved levels u32

@@ -316,7 +316,7 @@ void bind_ckks(nb::module_& m) {
       .def(
           "decrypt",
           [](const Context& c, const Ciphertext& ct, const SecretKey& sk, Prng& prng, const std::string& noise,
-             double statistical_security, double decryptions) {
+             double statistical_security, double decryptions, double value_bound) {
             ckks::DecryptOptions options;
             options.noise = noise == "estimate"         ? ckks::DecryptionNoise::estimate
                             : noise == "flooding"       ? ckks::DecryptionNoise::flooding
@@ -325,6 +325,7 @@ void bind_ckks(nb::module_& m) {
                                                               "ckks.decrypt", "unknown noise mode '" + noise + "'"));
             options.statistical_security = statistical_security;
             options.decryptions = decryptions;
+            options.value_bound = value_bound;
             ckks::Decryption d;
             {
               // The flooding noise comes from a child of the context's generator (drawn under the GIL).
@@ -340,7 +341,7 @@ void bind_ckks(nb::module_& m) {
             return nb::make_tuple(to_numpy(std::move(d.slots)), info);
           },
           nb::arg("ciphertext"), nb::arg("secret_key"), nb::arg("prng"), nb::arg("noise") = "estimate",
-          nb::arg("statistical_security") = 40.0, nb::arg("decryptions") = 1.0)
+          nb::arg("statistical_security") = 40.0, nb::arg("decryptions") = 1.0, nb::arg("value_bound") = -1.0)
       .def("slots_to_coefficients", [](const Context& c, ComplexArray values) {
         require(values.shape(0) == c.slots(), "ckks.encode", "expected exactly one value per slot");
         std::vector<Complex> v(values.data(), values.data() + values.shape(0));

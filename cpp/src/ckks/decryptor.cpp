@@ -45,6 +45,36 @@ void check_options(const DecryptOptions& options) {
           "the number of decryptions must be at least 1, got " + number_text(options.decryptions));
 }
 
+double log2_modulus(const Context& context, std::size_t level) {
+  double bits = 0.0;
+  for (std::size_t i = 0; i <= level; ++i) bits += std::log2(static_cast<double>(context.params().q_primes()[i]));
+  return bits;
+}
+
+// Values whose coefficients reach Q_l / 2 wrap around modulo Q_l and decrypt
+// wrong. A legitimate coefficient is at most scale * max|x| (the coefficients
+// are averages of the slots), so values below max_value(level) = Q_l / (2
+// scale) cannot wrap; a wrapped one is a residue anywhere in (-Q_l/2, Q_l/2],
+// most often (data just past the wrap point) near -Q_l/2. So a coefficient of
+// Q_l / 4 or more is refused unless a known bound on the values proves it
+// legitimate: without a bound, data between max_value / 2 and max_value is
+// refused too (the documented price of deciding from the coefficients
+// alone). The imaginary parts, which reveal most other wraps, stay clean
+// when only the constant coefficient wraps: data with a large mean.
+void check_not_wrapped(const Context& context, std::size_t level, double scale, double largest_bits,
+                       double value_bound) {
+  const double modulus_bits = log2_modulus(context, level);
+  if (!(largest_bits >= modulus_bits - 2.0)) return;
+  const double max_value_bits = modulus_bits - 1.0 - std::log2(scale);
+  if (value_bound >= 0.0 && std::log2(value_bound) < max_value_bits) return;
+  throw_invalid(kOp, "the values outgrew level " + std::to_string(level) + ": a coefficient reached " +
+      bits_text(largest_bits) + " where the level's modulus is " + bits_text(modulus_bits) + ", so at scale " +
+      bits_text(std::log2(scale)) + " the slots held values near or beyond max_value(" + std::to_string(level) +
+      ") = " + bits_text(max_value_bits) + " and may have wrapped (wrong, not noisy). Fixes: a larger first prime "
+      "(coeff_bits[0]) or a smaller scale (scale_bits), scaling the data down before encrypting, fewer levels "
+      "spent before the large values appear, or bootstrap(bound=...) to refresh them at full range");
+}
+
 }  // namespace
 
 Decryption decrypt(const Context& context, const Ciphertext& cipher, const SecretKey& key,
@@ -59,10 +89,11 @@ Decryption decrypt(const Context& context, const Ciphertext& cipher, const Secre
   const double scale = cipher.scale();
 
   Decryption out;
+  double largest_bits = 0.0;
   {
     Buffer m(cipher.poly_words());
     decrypt_core(key, cipher, m.data());
-    out.slots = encoder.decode_coefficients(m.data(), cipher.level(), scale);
+    out.slots = encoder.decode_coefficients(m.data(), cipher.level(), scale, &largest_bits);
     secure_zero(m.data(), m.size() * sizeof(u64));  // m + e: never back to the pool as it is
   }
   out.noise_bits = std::max(cipher.noise_bits(), noise::encoding(rlwe));
@@ -79,6 +110,10 @@ Decryption decrypt(const Context& context, const Ciphertext& cipher, const Secre
                 bits_text(std::log2(scale)) +
                 "): the result would be noise. The values outgrew what the parameters hold, the computation was "
                 "deeper than its levels allow, or the ciphertext was not made by this key");
+  // After the noise check, whose message also covers a wrong key (garbage fills the
+  // coefficients too); `insecure_exact` returns the raw values, as it does the raw noise.
+  if (options.noise != DecryptionNoise::insecure_exact)
+    check_not_wrapped(context, cipher.level(), scale, largest_bits, options.value_bound);
 
   double sigma_bits = -std::numeric_limits<double>::infinity();
   if (options.noise == DecryptionNoise::estimate) {

@@ -200,7 +200,8 @@ Plaintext Encoder::encode_scalar(Complex value, std::size_t level, double scale)
   return plain;
 }
 
-std::vector<Complex> Encoder::decode_coefficients(const u64* coeffs, std::size_t level, double scale) const {
+std::vector<Complex> Encoder::decode_coefficients(const u64* coeffs, std::size_t level, double scale,
+                                                  double* largest_bits) const {
   const RnsBase& base = *context_->level_base(level);
   const std::size_t len = base.size();
   std::vector<u64> words(n_ * len);
@@ -211,6 +212,7 @@ std::vector<Complex> Encoder::decode_coefficients(const u64* coeffs, std::size_t
   std::vector<u64> negated(len);
   std::vector<double> real(n_);
   const double inv_scale = 1.0 / scale;
+  double largest = 0.0;  // in units of the scale (a double holds any level's Q / scale here)
   for (std::size_t k = 0; k < n_; ++k) {
     const u64* x = words.data() + k * len;
     const bool negative = multiword::greater_equal(x, half.data(), len) &&
@@ -224,7 +226,9 @@ std::vector<Complex> Encoder::decode_coefficients(const u64* coeffs, std::size_t
     double value = 0.0;
     for (std::size_t i = len; i-- > 0;) value = value * 0x1p64 + static_cast<double>(magnitude[i]);
     real[k] = (negative ? -value : value) * inv_scale;
+    largest = std::max(largest, std::fabs(real[k]));
   }
+  if (largest_bits != nullptr) *largest_bits = std::log2(largest) + std::log2(scale);
   std::vector<Complex> slots = coefficients_to_slots(real);
   // These are a decryption's m + e in other forms: wipe them.
   secure_zero(words.data(), words.size() * sizeof(u64));

@@ -1,5 +1,6 @@
 #include "ringfire/io/serialize.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "ringfire/arith/modular.h"
@@ -369,10 +370,20 @@ Bytes save(const Ciphertext& cipher) {
   return seal(Kind::ciphertext, cipher.context()->params(), w);
 }
 
+// A public key: the ciphertext payload of its part over Q, then (keys that
+// reach the special primes) u8 1 | b over P | a over P unless the Q part is
+// seeded (a's P limbs continue the seed's stream). Files without the tail
+// hold keys over Q alone, which encrypt the older, noisier way.
 Bytes save(const PublicKey& key) {
   if (!on_host(key.device())) return save(key.to(Device::cpu()));
   Writer w;
   write_ciphertext_payload(w, key.key());
+  if (key.covers_special()) {
+    const std::size_t words = key.key().context()->special_count() * key.key().context()->n();
+    w.u8(1);
+    write_poly(w, key.special(0), words);
+    if (!key.key().seed().has_value()) write_poly(w, key.special(1), words);
+  }
   return seal(Kind::public_key, key.key().context()->params(), w);
 }
 
@@ -488,8 +499,25 @@ PublicKey load_public_key(const RlweContextPtr& ctx, const std::uint8_t* data, s
   const Envelope e = open_as(Kind::public_key, ctx.get(), data, size);
   Reader r(e.payload, e.payload_size);
   Ciphertext c = read_ciphertext_payload(r, ctx, e.version, Holder::public_key);
+  if (r.remaining() == 0) return PublicKey(std::move(c));  // a key over Q alone
+  require(r.u8("the special-prime flag") == 1, "io.load", "corrupt: bad special-prime flag in a public key");
+  const RnsBase& special = *ctx->special_base();
+  const std::size_t words = special.size() * ctx->n();
+  const bool seeded = c.seed().has_value();
+  r.need(poly_bytes(*ctx, special.size()) * (seeded ? 1 : 2), "the public key over the special primes");
+  Buffer tail(2 * words);
+  read_poly(r, special, special.size(), tail.data(), "a public-key polynomial");
+  if (seeded) {
+    // a over Q then P from the seed: its P limbs follow the Q limbs in the stream.
+    const RnsBase& key_base = *ctx->key_base();
+    Buffer a(key_base.size() * ctx->n());
+    expand_uniform(*c.seed(), key_base, a.data());
+    std::copy(a.data() + (key_base.size() - special.size()) * ctx->n(), a.data() + a.size(), tail.data() + words);
+  } else {
+    read_poly(r, special, special.size(), tail.data() + words, "a public-key polynomial");
+  }
   r.expect_end();
-  return PublicKey(std::move(c));
+  return PublicKey(std::move(c), std::move(tail));
 }
 
 RelinKey load_relin_key(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size) {

@@ -1,7 +1,10 @@
 #include "ringfire/rlwe/encryptor.h"
 
+#include <algorithm>
+
 #include "ringfire/base/errors.h"
 #include "ringfire/base/op_label.h"
+#include "ringfire/rlwe/key_switch.h"
 #include "ringfire/rlwe/keygen.h"
 #include "ringfire/rlwe/noise.h"
 
@@ -17,6 +20,47 @@ void check_same(std::uint64_t a, std::uint64_t b, const char* op, const char* wh
 // it); operands that live on a GPU are copied over first.
 bool on_host(const Device& device) { return device.is_host(); }
 
+// out = u * pk + (e0, e1) over q_0..q_level: the encryption of zero of a key
+// over Q alone (noise u e_pk + e0 + e1 s, about sqrt(N) sigma^2 wide).
+void encrypt_zero_over_q(const PublicKey& key, std::size_t level, Prng& prng, Ciphertext& out) {
+  const RnsBase& base = *out.context()->level_base(level);
+  Backend& be = backend_for(Device::cpu());
+  Buffer u(out.poly_words()), e(out.poly_words());
+  sample_ternary_eval(prng, base, u.data());
+  // The key lives at the top level; its first level+1 limbs serve this base.
+  for (std::size_t i = 0; i < 2; ++i) {
+    sample_error_eval(prng, base, e.data());
+    be.multiply(u.data(), key.key().poly(i), out.poly(i), 1, base);
+    be.add(out.poly(i), e.data(), out.poly(i), 1, base);
+  }
+  // The ephemeral u and errors decrypt the ciphertext: do not leave them in the pool.
+  secure_zero(u.data(), u.size() * sizeof(u64));
+  secure_zero(e.data(), e.size() * sizeof(u64));
+}
+
+// The same over q_0..q_level and P, then divided by P with rounding (SEAL's
+// way): the noise (u e_pk + e0 + e1 s) / P vanishes and what is left is the
+// division's rounding, r0 + r1 s with |r_i| <= 1/2 -- a fresh ciphertext is
+// as precise as its encoding allows.
+void encrypt_zero_over_special(const RlweContext& ctx, const PublicKey& key, std::size_t level, Prng& prng,
+                               Ciphertext& out) {
+  const RnsBase& base = *ctx.extended_base(level);
+  const std::size_t n = ctx.n(), q_words = (level + 1) * n, p_words = ctx.special_count() * n;
+  Backend& be = backend_for(Device::cpu());
+  Buffer u(q_words + p_words), e(q_words + p_words), pk(q_words + p_words), c(q_words + p_words);
+  sample_ternary_eval(prng, base, u.data());
+  for (std::size_t i = 0; i < 2; ++i) {
+    // The key over q_0..q_level (its first limbs), then over P.
+    std::copy(key.key().poly(i), key.key().poly(i) + q_words, pk.data());
+    std::copy(key.special(i), key.special(i) + p_words, pk.data() + q_words);
+    sample_error_eval(prng, base, e.data());
+    be.multiply(u.data(), pk.data(), c.data(), 1, base);
+    be.add(c.data(), e.data(), c.data(), 1, base);
+    divide_by_special(ctx, level, c.data(), out.poly(i), be);
+  }
+  for (Buffer* b : {&u, &e, &c}) secure_zero(b->data(), b->size() * sizeof(u64));
+}
+
 }  // namespace
 
 Ciphertext encrypt_public(const PublicKey& key, const Plaintext& plain, Prng& prng) {
@@ -26,23 +70,16 @@ Ciphertext encrypt_public(const PublicKey& key, const Plaintext& plain, Prng& pr
   check_same(key.fingerprint(), plain.fingerprint(), "rlwe.encrypt", "the plaintext");
   const RlweContextPtr& ctx = plain.context();
   const std::size_t level = plain.level();
-  const RnsBase& base = plain.base();
   Backend& be = backend_for(Device::cpu());
   Ciphertext out(ctx, 2, level, plain.metadata());
-  Buffer u(out.poly_words()), e(out.poly_words());
-  sample_ternary_eval(prng, base, u.data());
-  // The key lives at the top level; its first level+1 limbs serve this base.
-  const Ciphertext& pk = key.key();
-  for (std::size_t i = 0; i < 2; ++i) {
-    sample_error_eval(prng, base, e.data());
-    be.multiply(u.data(), pk.poly(i), out.poly(i), 1, base);
-    be.add(out.poly(i), e.data(), out.poly(i), 1, base);
+  if (key.covers_special()) {
+    encrypt_zero_over_special(*ctx, key, level, prng, out);
+    out.set_noise_bits(noise::add(noise::fresh_public_special(*ctx), noise::encoding(*ctx)));
+  } else {
+    encrypt_zero_over_q(key, level, prng, out);
+    out.set_noise_bits(noise::add(noise::fresh_public(*ctx), noise::encoding(*ctx)));
   }
-  be.add(out.poly(0), plain.data(), out.poly(0), 1, base);
-  out.set_noise_bits(noise::add(noise::fresh_public(*ctx), noise::encoding(*ctx)));
-  // The ephemeral u and errors decrypt the ciphertext: do not leave them in the pool.
-  secure_zero(u.data(), u.size() * sizeof(u64));
-  secure_zero(e.data(), e.size() * sizeof(u64));
+  be.add(out.poly(0), plain.data(), out.poly(0), 1, plain.base());
   return out;
 }
 

@@ -10,22 +10,6 @@ namespace ringfire {
 
 namespace {
 
-// out = acc / P over q_0..q_level: acc holds (level+1+k) limbs in evaluation
-// form (Q part then P part); acc's P part is clobbered.
-void mod_down(const RlweContext& ctx, std::size_t level, u64* acc, u64* out, Backend& be) {
-  const std::size_t n = ctx.n(), q_limbs = level + 1;
-  const RnsBase& q_base = *ctx.level_base(level);
-  const BaseConverter& conv = ctx.mod_down(level);
-  u64* p_part = acc + q_limbs * n;
-  be.ntt_inverse(p_part, 1, *ctx.special_base());
-  be.base_convert(p_part, out, 1, conv, BaseConversion::exact);
-  be.ntt_forward(out, 1, q_base);
-  be.sub(acc, out, out, 1, q_base);
-  std::vector<u64> p_inv(q_limbs);
-  for (std::size_t i = 0; i < q_limbs; ++i) p_inv[i] = ctx.p_inverse_mod_q(i);
-  be.multiply_scalar(out, p_inv.data(), out, 1, q_base);
-}
-
 // ModUp of digit j: c's coefficients on the digit's primes extended to the
 // rest of q_0..q_level and P, in evaluation form over the extended base,
 // written straight into `extended` around the digit's own limbs (which are
@@ -81,8 +65,8 @@ void inner_product_and_mod_down(const RlweContext& ctx, std::size_t level, const
   const std::size_t words = (level + 1 + ctx.special_count()) * ctx.n();
   Buffer acc0(words, key.device()), acc1(words, key.device());
   inner_product(ctx, level, digits, count, digit_words, key, acc0.data(), acc1.data(), be);
-  mod_down(ctx, level, acc0.data(), out0, be);
-  mod_down(ctx, level, acc1.data(), out1, be);
+  divide_by_special(ctx, level, acc0.data(), out0, be);
+  divide_by_special(ctx, level, acc1.data(), out1, be);
 }
 
 // out = round((d P + acc) / (P q_level)) over q_0..q_{level-1}: acc holds
@@ -127,6 +111,22 @@ void check_key_level(std::size_t level, const KeySwitchKey& key) {
 }
 
 }  // namespace
+
+// out = acc / P over q_0..q_level: acc holds (level+1+k) limbs in evaluation
+// form (Q part then P part); acc's P part is clobbered.
+void divide_by_special(const RlweContext& ctx, std::size_t level, u64* acc, u64* out, Backend& be) {
+  const std::size_t n = ctx.n(), q_limbs = level + 1;
+  const RnsBase& q_base = *ctx.level_base(level);
+  const BaseConverter& conv = ctx.mod_down(level);
+  u64* p_part = acc + q_limbs * n;
+  be.ntt_inverse(p_part, 1, *ctx.special_base());
+  be.base_convert(p_part, out, 1, conv, BaseConversion::exact);
+  be.ntt_forward(out, 1, q_base);
+  be.sub(acc, out, out, 1, q_base);
+  std::vector<u64> p_inv(q_limbs);
+  for (std::size_t i = 0; i < q_limbs; ++i) p_inv[i] = ctx.p_inverse_mod_q(i);
+  be.multiply_scalar(out, p_inv.data(), out, 1, q_base);
+}
 
 void key_switch(const RlweContext& ctx, const u64* c, std::size_t level, const KeySwitchKey& key, u64* out0,
                 u64* out1) {

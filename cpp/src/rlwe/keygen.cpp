@@ -1,5 +1,7 @@
 #include "ringfire/rlwe/keygen.h"
 
+#include <algorithm>
+
 #include "ringfire/base/errors.h"
 #include "ringfire/base/op_label.h"
 #include "ringfire/rlwe/sampling.h"
@@ -37,20 +39,28 @@ SecretKey generate_secret_key(const RlweContextPtr& context, Prng& prng) {
 PublicKey generate_public_key(const SecretKey& secret, Prng& prng) {
   const OpLabel op_label("rlwe.keygen");
   const RlweContextPtr& ctx = secret.context();
-  const std::size_t level = ctx->max_level();
-  const RnsBase& base = *ctx->level_base(level);
+  const std::size_t level = ctx->max_level(), n = ctx->n(), q_limbs = level + 1, p_limbs = ctx->special_count();
+  // (b, a) over the key base (Q then P): a from one seed (its first L+1
+  // limbs are what expanding the seed over Q alone gives), one error e.
+  const RnsBase& base = *ctx->key_base();
   Backend& be = backend_for(Device::cpu());
-  Ciphertext key(ctx, 2, level, Metadata{});  // scale 1: an encryption of zero
   const Seed seed = prng.next_seed();
-  expand_uniform(seed, base, key.poly(1));
-  // b = -(a * s) + e; the first level+1 limbs of s serve this base.
-  sample_error_eval(prng, base, key.poly(0));
-  Buffer as(key.poly_words());
-  be.multiply(key.poly(1), secret.eval(), as.data(), 1, base);
-  be.sub(key.poly(0), as.data(), key.poly(0), 1, base);
+  Buffer a(base.size() * n), b(base.size() * n);
+  expand_uniform(seed, base, a.data());
+  sample_error_eval(prng, base, b.data());
+  // b = -(a * s) + e.
+  Buffer as(base.size() * n);
+  be.multiply(a.data(), secret.eval(), as.data(), 1, base);
+  be.sub(b.data(), as.data(), b.data(), 1, base);
   secure_zero(as.data(), as.size() * sizeof(u64));
+  Ciphertext key(ctx, 2, level, Metadata{});  // scale 1: an encryption of zero
+  std::copy(b.data(), b.data() + q_limbs * n, key.poly(0));
+  std::copy(a.data(), a.data() + q_limbs * n, key.poly(1));
   key.set_seed(seed);
-  return PublicKey(std::move(key));
+  Buffer special(2 * p_limbs * n);
+  std::copy(b.data() + q_limbs * n, b.data() + (q_limbs + p_limbs) * n, special.data());
+  std::copy(a.data() + q_limbs * n, a.data() + (q_limbs + p_limbs) * n, special.data() + p_limbs * n);
+  return PublicKey(std::move(key), std::move(special));
 }
 
 namespace {

@@ -39,6 +39,12 @@ double fresh_public(const RlweContext& context) {
   return norm_bits(context, sigma * sigma * (1.0 + 4.0 * n / 3.0));
 }
 
+double fresh_public_special(const RlweContext& context) {
+  const RnsBase& base = *context.key_base();
+  const double log_p = log2_product(base, context.max_level() + 1, base.size());
+  return add(fresh_public(context) - log_p, rounding(context));
+}
+
 double fresh_secret(const RlweContext& context) {
   return norm_bits(context, kDefaultGaussianSigma * kDefaultGaussianSigma);
 }

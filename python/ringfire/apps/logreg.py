@@ -237,7 +237,11 @@ class EncryptedTrainer:
         grad = None
         for ct in data:
             t = self._rotsum(ct * v, self.row_steps)
-            t = self._rotsum(t * mask, [-s for s in self.row_steps])
+            masked = t * mask
+            t = self._rotsum(masked, [-s for s in self.row_steps])
+            # One nonzero per row: these rotations copy it across the row, they add nothing
+            # to it (the carried magnitude bound would count each copy, ringfire.ckks.magnitude).
+            t._bound = masked._bound
             p = ev.evaluate_polynomial(t, poly.coef, basis="monomial")
             g = self._rotsum(p * ct, self.sample_steps)
             grad = g if grad is None else grad + g

@@ -85,6 +85,14 @@ class Ciphertext(CiphertextBase):
         """Bits of noise budget left, measured with the secret key (exact)."""
         return self._context.noise_budget(self, secret_key)
 
+    def _operand(self, other, op: str):
+        # A vector operand means slots: under a t that cannot batch there are none (the
+        # context's error names encode_coefficients); a Plaintext or a scalar is fine.
+        if not self._context.can_batch and not isinstance(other, (CiphertextBase, PlaintextBase)) \
+                and np.ndim(other) > 0:
+            self._context._coefficients_of_slots(other, f"{self._context.scheme}.{op}")
+        return super()._operand(other, op)
+
     # ---- alignment ------------------------------------------------------------------
     def _natives(self, other: "Ciphertext"):
         """Both operands' natives at the lower of their levels (the higher divided down)."""

@@ -198,8 +198,9 @@ class Context(ContextBase):
     def _coefficients_of_slots(self, values, op: str) -> np.ndarray:
         if not self.can_batch:
             raise ValueError(f"[{op}] t={self.plain_modulus} cannot batch N={self.poly_degree} slots (batching needs "
-                             f"a prime t = 1 mod {2 * self.poly_degree}): use encode_coefficients, or choose t with "
-                             "plain_bits=...")
+                             f"a prime t = 1 mod {2 * self.poly_degree}), so a vector has no slots to go to: encrypt "
+                             "ctx.encode_coefficients(values) (a polynomial: products are negacyclic, not slot-wise) "
+                             "and read it with decrypt_coefficients, or choose a batching t with plain_bits=...")
         return np.asarray(self._core.batch_encode(self._residues(values, op, self.slots)))
 
     def encode(self, values, level: int | None = None) -> Plaintext:
@@ -217,10 +218,16 @@ class Context(ContextBase):
         return Plaintext.from_coefficients(self, coefficients, self.max_level if level is None else int(level))
 
     def decode(self, plaintext: Plaintext, signed: bool = True) -> np.ndarray:
-        """The slots of a plaintext (its coefficients when t cannot batch)."""
-        coefficients = plaintext.coefficients()
-        values = np.asarray(self._core.batch_decode(coefficients)) if self.can_batch else coefficients
-        return self._signed(values, signed)
+        """The slots of a plaintext (under a t that cannot batch: ``plaintext.coefficients()``)."""
+        self._require_slots(f"{self.scheme}.decode", "plaintext.coefficients()")
+        return self._signed(np.asarray(self._core.batch_decode(plaintext.coefficients())), signed)
+
+    def _require_slots(self, op: str, instead: str) -> None:
+        if not self.can_batch:
+            raise ValueError(f"[{op}] t={self.plain_modulus} cannot batch N={self.poly_degree} slots (batching needs "
+                             f"a prime t = 1 mod {2 * self.poly_degree}), so there are no slots to read: use "
+                             f"{instead} for the polynomial's coefficients, or choose a batching t with "
+                             "plain_bits=...")
 
     def _signed(self, values: np.ndarray, signed: bool) -> np.ndarray:
         """Residues as int64: centred in (-t/2, t/2] when ``signed``, else in [0, t)."""
@@ -236,8 +243,9 @@ class Context(ContextBase):
         :class:`KeySet` / :class:`PublicKey`, or symmetrically with the :class:`SecretKey`
         (a smaller, seeded ciphertext)."""
         level = self.max_level if level is None else int(level)
-        plain = values if isinstance(values, Plaintext) else (
-            self.encode(values, level) if self.can_batch else self.encode_coefficients(values, level))
+        # A vector means slots; under a t that cannot batch, encode_coefficients says
+        # what it means instead (a polynomial), so no vector is silently reinterpreted.
+        plain = values if isinstance(values, Plaintext) else self.encode(values, level)
         pt = plain._at(level, 1)
         keys = key if isinstance(key, KeySet) else None
         if isinstance(key, SecretKey):
@@ -261,13 +269,12 @@ class Context(ContextBase):
     def decrypt(self, ciphertext: Ciphertext, secret_key: SecretKey, signed: bool = True) -> np.ndarray:
         """The slots as int64, in the ciphertext's shape (the length encrypted, or a
         scalar for shape ()): centred in (-t/2, t/2] (``signed=True``) or in [0, t).
-        When t cannot batch, the plaintext's N coefficients.
 
         Raises ``ValueError`` when the noise has overflowed (less than one bit of
-        budget left): the result would be wrong, so none is returned."""
+        budget left): the result would be wrong, so none is returned; and when t
+        cannot batch (there are no slots: :meth:`decrypt_coefficients`)."""
+        self._require_slots(f"{self.scheme}.decrypt", "decrypt_coefficients")
         coefficients = self._decrypt_native(ciphertext, secret_key, f"{self.scheme}.decrypt")
-        if not self.can_batch:
-            return self._signed(coefficients, signed)
         values = self._signed(np.asarray(self._core.batch_decode(coefficients)), signed)
         shape = ciphertext.shape
         return values[0] if not shape else values[:shape[0]]

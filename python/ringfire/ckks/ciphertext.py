@@ -21,11 +21,14 @@ import numpy as np
 from .. import _core
 from ..rlwe.ciphertext import CiphertextBase, PlaintextBase
 from ..rlwe.shapes import as_values, plain_operand
+from . import magnitude
 from .circuits import Polynomial
 
 
 class Plaintext(PlaintextBase):
     """An encoded vector (evaluation form) at a level and scale."""
+
+    _bound = None  # the largest |value| encoded (ringfire.ckks.magnitude); None: unknown
 
     # Metadata is the same on every copy: read it without moving data.
     scale = property(lambda self: self._res.any().scale)
@@ -55,6 +58,24 @@ class Ciphertext(CiphertextBase):
     scale = property(lambda self: self._res.any().scale)
     is_complex = property(lambda self: self._res.any().is_complex,
                           doc="Whether the slots may hold complex values (else decrypt returns reals).")
+    _bound = None  # see `bound`
+
+    @property
+    def bound(self) -> float | None:
+        """An upper bound on |slot value| (:mod:`ringfire.ckks.magnitude`): from the data
+        encrypted, carried through the operations; None when unknown (a loaded ciphertext)."""
+        return self._bound
+
+    def _wrap(self, native):
+        out = super()._wrap(native)
+        out._bound = self._bound  # rotations, rescaling, negation keep the values' size
+        return out
+
+    def _bounded(self, bound, op: str) -> "Ciphertext":
+        """This result with its new bound, checked against its level's room."""
+        self._bound = bound
+        magnitude.check(self, op)
+        return self
 
     def __repr__(self) -> str:
         return (f"Ciphertext({self._length_text()}, level={self.level}, scale=2^{np.log2(self.scale):.2f}, "
@@ -85,21 +106,23 @@ class Ciphertext(CiphertextBase):
         ev = self._context._core_evaluator
         relin = self._eval_keys().require_relin("ckks.multiply")._on(self._device)
         prod = ev.square(a) if a is b else ev.multiply(a, b)
-        return self._wrap(ev.relinearize_rescale(prod, relin))
+        return self._wrap(ev.relinearize_rescale(prod, relin))._bounded(
+            magnitude.times(self._bound, other._bound), "ckks.multiply")
 
     def _mul_constant(self, value) -> "Ciphertext":
         ctx, ev, a = self._context, self._context._core_evaluator, self._native
+        bound = magnitude.times(self._bound, magnitude.of_values(value))
         if isinstance(value, (numbers.Integral, np.integer)):
-            return self._wrap(ev.multiply_integer(a, int(value)))
+            return self._wrap(ev.multiply_integer(a, int(value)))._bounded(bound, "ckks.multiply_integer")
         if a.level == 0:
             raise ValueError("[ckks.multiply] out of levels: the ciphertext is at level 0")
         # Encode at the scale that lands the product on the next canonical scale.
         scale = ctx.landing_scale(a.level, a.scale)
         if np.ndim(value) == 0:
             v = complex(value)
-            return self._wrap(ev.rescale(ev.multiply_scalar(a, v, scale)))
+            return self._wrap(ev.rescale(ev.multiply_scalar(a, v, scale)))._bounded(bound, "ckks.multiply_scalar")
         pt = ctx._encode_native(np.asarray(value), a.level, scale)
-        return self._wrap(ev.rescale(ev.multiply_plain(a, pt)))
+        return self._wrap(ev.rescale(ev.multiply_plain(a, pt)))._bounded(bound, "ckks.multiply_plain")
 
     def _mul_plain(self, pt: Plaintext) -> "Ciphertext":
         ev, a, p = self._context._core_evaluator, self._native, pt._native
@@ -108,24 +131,28 @@ class Ciphertext(CiphertextBase):
         elif p.level < a.level:
             a = ev.mod_switch(a, p.level)
         out = ev.multiply_plain(a, p)
-        return self._wrap(ev.rescale(out) if out.level > 0 else out)
+        return self._wrap(ev.rescale(out) if out.level > 0 else out)._bounded(
+            magnitude.times(self._bound, pt._bound), "ckks.multiply_plain")
 
     def _add_any(self, other, sign: int) -> "Ciphertext":
         ctx, ev = self._context, self._context._core_evaluator
         if isinstance(other, Ciphertext):
             a, b = self._aligned(other)
-            return self._wrap(ev.add(a, b) if sign > 0 else ev.sub(a, b))
+            return self._wrap(ev.add(a, b) if sign > 0 else ev.sub(a, b))._bounded(
+                magnitude.add(self._bound, other._bound), "ckks.add")
         a = self._native
         if isinstance(other, Plaintext):
             p = other._native
             if p.level != a.level:
                 raise ValueError(f"[ckks.add] level mismatch: ciphertext {a.level} vs plaintext {p.level}; encode "
                                  "at the ciphertext's level")
-            return self._wrap(ev.add_plain(a, p) if sign > 0 else ev.sub_plain(a, p))
+            return self._wrap(ev.add_plain(a, p) if sign > 0 else ev.sub_plain(a, p))._bounded(
+                magnitude.add(self._bound, other._bound), "ckks.add_plain")
+        bound = magnitude.add(self._bound, magnitude.of_values(other))
         if np.ndim(other) == 0:
-            return self._wrap(ev.add_scalar(a, complex(other) * sign))
+            return self._wrap(ev.add_scalar(a, complex(other) * sign))._bounded(bound, "ckks.add_scalar")
         pt = ctx._encode_native(np.asarray(other) * sign, a.level, a.scale)
-        return self._wrap(ev.add_plain(a, pt))
+        return self._wrap(ev.add_plain(a, pt))._bounded(bound, "ckks.add_plain")
 
     def _square(self) -> "Ciphertext":
         return self._mul_ct(self)

@@ -119,6 +119,8 @@ class LinearTransform:
         self._native = _core.LinearTransform(context._core, diagonals, level, 0.0 if scale is None else float(scale),
                                              0 if baby_steps is None else int(baby_steps))
         del diagonals  # the Python lists: several times the bytes of the arrays
+        # max |y_i| <= max |x| * sum_k max |diag_k|: the output's magnitude bound.
+        self._gain = float(sum(np.max(np.abs(v)) for v in source.values() if np.size(v)))
         self._copies = {"cpu": self._native}
         # What pickling rebuilds it from (the encoded diagonals are derived data).
         self._source = (source, level, scale, self._native.baby_steps) if picklable else None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numbers
 from typing import Iterable, Sequence
 
@@ -12,7 +14,7 @@ from .._checks import warn_at_caller, warnings_at_caller
 from ..rlwe.context import ContextBase, check_security_argument, split_special_bits
 from ..rlwe.keys import GaloisKeys, KeySet, PublicKey, SecretKey
 from ..rlwe.shapes import as_values
-from . import bootstrapping
+from . import bootstrapping, magnitude
 from .bootstrapping import BootstrapKeys, BootstrapPlan
 from .ciphertext import Ciphertext, Plaintext
 from .evaluator import Evaluator
@@ -175,8 +177,32 @@ class Context(ContextBase):
     scale = property(lambda self: self._core.default_scale, doc="The default (fresh) scale.")
 
     def scale_at(self, level: int) -> float:
-        """The canonical scale of a level (see :mod:`ringfire.ckks.ciphertext`)."""
+        """The canonical scale of a level (see :mod:`ringfire.ckks.ciphertext`): a product
+        rescaled at level l lands on level l-1's scale. The top takes 2^scale_bits when the
+        primes are about scale_bits bits; otherwise (a larger top prime, say) level 0 does and
+        each level above is the geometric mean of the one below and its prime. Every level
+        stays within 2^(scale_bits - 8) .. 2^(scale_bits + 12), or the context is refused."""
         return self._core.scale_at(int(level))
+
+    def max_value(self, level: int, scale: float | None = None) -> float:
+        """The largest |x| a ciphertext at ``level`` holds at ``scale`` (default: the
+        level's canonical one), Q_level / (2 scale): beyond it the values may wrap
+        around the modulus and decrypt wrong. Operations whose result may exceed it
+        warn, and decryption refuses results that came near it unless their known
+        bound (``ct.bound``) stays below it (docs/security.md). inf where the level
+        holds more than a float can say."""
+        level = int(level)
+        if not 0 <= level <= self.params.max_level:
+            raise ValueError(f"[ckks.max_value] level must be in [0, {self.params.max_level}], got {level}")
+        bits = sum(math.log2(q) for q in self.params.q_primes[:level + 1]) - 1
+        bits -= math.log2(self.scale_at(level) if scale is None else float(scale))
+        return math.inf if bits >= 1023 else 2.0**bits
+
+    def describe(self) -> str:
+        """The parameters, then the canonical scale of every level (log2, level 0 first) and
+        the largest value level 0 holds at its scale."""
+        scales = ", ".join(f"{math.log2(self.scale_at(level)):.2f}" for level in range(self.max_level + 1))
+        return f"{super().describe()}; scales by level (log2): {scales}; max |x| at level 0: {self.max_value(0):.4g}"
 
     def landing_scale(self, level: int, scale: float) -> float:
         """The encoding scale of a constant (or plaintext) that, multiplied into a
@@ -279,7 +305,9 @@ class Context(ContextBase):
         level = self.max_level if level is None else int(level)
         scale = self.scale_at(level) if scale is None else float(scale)
         values = as_values(values)
-        return Plaintext(self._encode_native(values, level, scale), self)._set_shape(values.shape, True)
+        out = Plaintext(self._encode_native(values, level, scale), self)._set_shape(values.shape, True)
+        out._bound = magnitude.of_values(values)
+        return out
 
     def decode(self, plaintext: Plaintext) -> np.ndarray:
         return np.asarray(self._core.decode(plaintext._host()))
@@ -299,7 +327,10 @@ class Context(ContextBase):
                 raise TypeError("[ckks.encrypt] key must be a KeySet, a PublicKey or a SecretKey")
             native = _core.encrypt_public(public._native, pt, self._prng)
         # Encryption runs on the host; the upload waits for the first GPU operation.
-        return Ciphertext(native, self, keys, device=self.device)._set_shape(plain.shape, plain._zero_tail)
+        out = Ciphertext(native, self, keys, device=self.device)._set_shape(plain.shape, plain._zero_tail)
+        out._bound = plain._bound
+        magnitude.check(out, "ckks.encrypt")
+        return out
 
     def decrypt(self, ciphertext: Ciphertext, secret_key: SecretKey, complex: bool | None = None, *,
                 noise_flooding: bool | float = False, decryptions: int = 1,
@@ -323,15 +354,26 @@ class Context(ContextBase):
         * ``insecure_exact=True``: no noise (warns); never release such a result.
 
         Raises ``ValueError`` when the ciphertext's noise exceeds its scale (the
-        result would be meaningless) or when flooding leaves no precision.
-        Docs: docs/security.md.
+        result would be meaningless), when its values outgrew its level (they may
+        have wrapped around the modulus: ``max_value``), or when flooding leaves no
+        precision. Docs: docs/security.md.
         """
         if not isinstance(ciphertext, Ciphertext):
             raise TypeError("[ckks.decrypt] expected a Ciphertext")
         secret_key = self._own_secret_key(secret_key, "ckks.decrypt")
         noise, bits = _decryption_noise(noise_flooding, insecure_exact)
+        bound = ciphertext.bound
         out, _ = self._core.decrypt(ciphertext._host(), secret_key._native, self._prng, noise,
-                                    statistical_security=bits, decryptions=float(decryptions))
+                                    statistical_security=bits, decryptions=float(decryptions),
+                                    value_bound=-1.0 if bound is None else float(bound))
+        room = self.max_value(ciphertext.level, ciphertext.scale)
+        if bound is not None and bound > room:
+            # The coefficients showed no wrap, but a wrap by a whole multiple of the range
+            # leaves none (a constant offset); only the bound can say it may have happened.
+            warn_at_caller(f"[ckks.decrypt] the values may have outgrown level {ciphertext.level}: their bound "
+                           f"{bound:.4g} exceeds ctx.max_value({ciphertext.level}) = {room:.4g}, so they may have "
+                           "wrapped around the modulus, which decryption cannot always see. Scale the data down, use "
+                           "a larger first prime or a smaller scale, or bootstrap with bound=...")
         out = np.asarray(out)
         want_complex = ciphertext.is_complex if complex is None else complex
         out = out if want_complex else out.real

@@ -10,7 +10,7 @@ import numbers
 import numpy as np
 
 from .._checks import warn_at_caller
-from . import bootstrapping
+from . import bootstrapping, magnitude
 from .ciphertext import Ciphertext, Plaintext
 from .circuits import LinearTransform, Polynomial
 from ..rlwe.context import call_with_evaluator
@@ -19,21 +19,44 @@ from ..rlwe.keys import KeySet
 
 
 class Evaluator(EvaluatorBase):
+    """Every result carries a magnitude bound (:mod:`.magnitude`): inherited from the
+    operand where the values keep their size, computed where they change."""
+
+    def _wrap(self, native, like):
+        out = super()._wrap(native, like)
+        out._bound = like._bound
+        return out
 
     # ---- additive -----------------------------------------------------------------
+    def add(self, a, b):
+        return super().add(a, b)._bounded(magnitude.add(a._bound, b._bound), "ckks.add")
+
+    def sub(self, a, b):
+        return super().sub(a, b)._bounded(magnitude.add(a._bound, b._bound), "ckks.sub")
+
     def add_plain(self, a: Ciphertext, p: Plaintext) -> Ciphertext:
-        return self._wrap(self._ev.add_plain(a._native, p._native), a)
+        return self._wrap(self._ev.add_plain(a._native, p._native), a)._bounded(magnitude.add(a._bound, p._bound),
+                                                                                 "ckks.add_plain")
 
     def sub_plain(self, a: Ciphertext, p: Plaintext) -> Ciphertext:
-        return self._wrap(self._ev.sub_plain(a._native, p._native), a)
+        return self._wrap(self._ev.sub_plain(a._native, p._native), a)._bounded(magnitude.add(a._bound, p._bound),
+                                                                                 "ckks.sub_plain")
 
     def add_scalar(self, a: Ciphertext, value: complex) -> Ciphertext:
         v = complex(value)
-        return self._wrap(self._ev.add_scalar(a._native, v), a)
+        return self._wrap(self._ev.add_scalar(a._native, v), a)._bounded(magnitude.add(a._bound, abs(v)),
+                                                                          "ckks.add_scalar")
 
     # ---- multiplicative ---------------------------------------------------------------
+    def multiply(self, a, b):
+        return super().multiply(a, b)._bounded(magnitude.times(a._bound, b._bound), "ckks.multiply")
+
+    def square(self, a):
+        return super().square(a)._bounded(magnitude.times(a._bound, a._bound), "ckks.square")
+
     def multiply_plain(self, a: Ciphertext, p: Plaintext) -> Ciphertext:
-        return self._wrap(self._ev.multiply_plain(a._native, p._native), a)
+        return self._wrap(self._ev.multiply_plain(a._native, p._native), a)._bounded(
+            magnitude.times(a._bound, p._bound), "ckks.multiply_plain")
 
     def multiply_scalar(self, a: Ciphertext, value: complex, scale: float | None = None) -> Ciphertext:
         """Multiplies by a constant encoded at ``scale`` (default: the last prime
@@ -41,7 +64,8 @@ class Evaluator(EvaluatorBase):
         v = complex(value)
         if scale is None:
             scale = float(self._context.params.q_primes[a.level])
-        return self._wrap(self._ev.multiply_scalar(a._native, v, float(scale)), a)
+        return self._wrap(self._ev.multiply_scalar(a._native, v, float(scale)), a)._bounded(
+            magnitude.times(a._bound, abs(v)), "ckks.multiply_scalar")
 
     def linear_combination(self, inputs: list[Ciphertext], weights, scale: float) -> Ciphertext:
         """sum_t weights[t] * inputs[t], each weight encoded at ``scale`` (one pass, one reduction
@@ -50,11 +74,16 @@ class Evaluator(EvaluatorBase):
         if not inputs:
             raise ValueError("[ckks.linear_combination] needs at least one input")
         natives = [c._native for c in inputs]
-        return self._wrap(self._ev.linear_combination(natives, [float(w) for w in weights], float(scale)), inputs[0])
+        weights = [float(w) for w in weights]
+        bounds = [c._bound for c in inputs]
+        bound = None if None in bounds else sum(abs(w) * b for w, b in zip(weights, bounds))
+        return self._wrap(self._ev.linear_combination(natives, weights, float(scale)), inputs[0])._bounded(
+            bound, "ckks.linear_combination")
 
     def multiply_integer(self, a: Ciphertext, value: int) -> Ciphertext:
         """Multiplies by an integer: no scale change, no level used."""
-        return self._wrap(self._ev.multiply_integer(a._native, int(value)), a)
+        return self._wrap(self._ev.multiply_integer(a._native, int(value)), a)._bounded(
+            magnitude.times(a._bound, abs(int(value))), "ckks.multiply_integer")
 
     def rescale(self, a: Ciphertext) -> Ciphertext:
         """Divides by the level's last prime (exact rounding): level - 1."""
@@ -94,7 +123,8 @@ class Evaluator(EvaluatorBase):
                                                             else ""))
         relin = (keys or a.keys or self._keyset()).require_relin("ckks.evaluate_polynomial")._on(a.device)
         return self._wrap(self._ev.evaluate_polynomial(a._native, polynomial._native, relin,
-                                                       0.0 if scale is None else float(scale)), a)
+                                                       0.0 if scale is None else float(scale)), a)._bounded(
+            magnitude.polynomial(a._bound, polynomial), "ckks.evaluate_polynomial")
 
     def linear_transform(self, a: Ciphertext, transform: LinearTransform, *, rescale: bool = True,
                          keys: KeySet | None = None) -> Ciphertext:
@@ -113,7 +143,8 @@ class Evaluator(EvaluatorBase):
             raise ValueError(f"[ckks.linear_transform] the Galois keys lack rotations {missing[:8]}"
                              f"{' ...' if len(missing) > 8 else ''}: pass lt.rotations() to ctx.keygen(rotations=...)")
         return self._wrap(self._ev.linear_transform(a._native, transform._on(a.device), galois._on(a.device),
-                                                    bool(rescale)), a)
+                                                    bool(rescale)), a)._bounded(
+            magnitude.times(a._bound, transform._gain), "ckks.linear_transform")
 
     # ---- bootstrapping ----------------------------------------------------------------
     def bootstrap(self, a: Ciphertext, *, iterations: int = 1, correction_bits: int = 20,
@@ -154,13 +185,15 @@ class Evaluator(EvaluatorBase):
                 raise ValueError("[ckks.bootstrap] Meta-BTS returns the input's scale times 2^correction_bits; "
                                  "scale= applies to one iteration only")
             return self._wrap(call_with_evaluator(self._ev, native.bootstrap_twice, a._native, relin, boot,
-                                                  int(correction_bits)), a)
+                                                  int(correction_bits)), a)._bounded(_refreshed(a, 1), "ckks.bootstrap")
         out, times = call_with_evaluator(self._ev, native.bootstrap, a._native, relin, boot,
                                          0.0 if scale is None else float(scale), timed=timings is not None,
                                          bound=bound)
         if timings is not None:
             timings.update(times)
-        return self._wrap(out, a)
+        # The circuit's contract: |x| <= bound in, the same values out (beyond it the result is
+        # wrong whatever a carried bound says), so the carried bound restarts from it.
+        return self._wrap(out, a)._bounded(_refreshed(a, bound), "ckks.bootstrap")
 
     def bootstrap_pair(self, a: Ciphertext, b: Ciphertext, *, keys: KeySet | None = None, bound: int = 1):
         """Two real-valued ciphertexts refreshed by one bootstrap (half the work of
@@ -182,7 +215,8 @@ class Evaluator(EvaluatorBase):
         x, y = a._aligned(b)
         self._warn_if_scale_too_large(x, bound)  # the operands as they enter the circuit
         first, second = call_with_evaluator(self._ev, native.bootstrap_pair, x, y, relin, boot, bound)
-        return self._wrap(first, a), self._wrap(second, b)
+        return (self._wrap(first, a)._bounded(_refreshed(a, bound), "ckks.bootstrap_pair"),
+                self._wrap(second, b)._bounded(_refreshed(b, bound), "ckks.bootstrap_pair"))
 
     def _warn_if_scale_too_large(self, a, bound: int) -> None:
         """Warns where ``a``'s scale (a Ciphertext or its native) leaves EvalMod too little room for |x| <= bound."""
@@ -203,6 +237,12 @@ class Evaluator(EvaluatorBase):
     def rescale_inplace(self, a): return self._set(a, self.rescale(a))
     def relinearize_rescale_inplace(self, a, keys=None): return self._set(a, self.relinearize_rescale(a, keys))
     def conjugate_inplace(self, a, keys=None): return self._set(a, self.conjugate(a, keys))
+
+
+def _refreshed(a: Ciphertext, bound: int) -> float:
+    """A bootstrap's output bound: its contract is |x| <= bound in, the same values out (beyond
+    it the result is wrong whatever a carried bound said), so the carried bound restarts there."""
+    return float(bound) if a._bound is None else min(a._bound, float(bound))
 
 
 def _check_bound(bound, op: str) -> int:

@@ -150,6 +150,11 @@ class Polynomial:
     def evaluate_encrypted(self, ct):
         if self.degree == 0:
             raise ValueError("[nn] a constant polynomial activation is not supported")
+        if self.interval and ct.bound is not None:
+            # Calibration put this activation's inputs inside its interval; the worst-case
+            # bound carried through the linear layers before it is far looser than that.
+            ct = ct._wrap(ct._native)
+            ct._bound = min(ct._bound, max(abs(v) for v in self.interval))
         return ct.context.evaluator(ct.keys).evaluate_polynomial(ct, self._scheme())
 
     def describe(self) -> str:

@@ -1,14 +1,25 @@
 // The CKKS context: the RLWE context plus the encoder and the canonical
 // scale of every level.
 //
-// Canonical scales follow the rescaling chain: the user's top level (where
-// fresh ciphertexts start: L, or L - reserved levels when bootstrapping keeps
-// the top primes) has the default scale 2^scale_bits, and scale(l-1) =
-// scale(l)^2 / q_l, the scale a product of two level-l ciphertexts has after
-// rescaling. Keeping every ciphertext of a level at that level's scale is
-// what lets the automatic operators add anything to anything (OpenFHE's
-// FLEXIBLEAUTO idea). Reserved levels have the default scale (bootstrapping
-// manages its own scales there).
+// Canonical scales follow the rescaling chain: a product of two ciphertexts
+// at level l, rescaled by q_l, lands on the canonical scale of level l-1, so
+// scale(l)^2 / q_l = scale(l-1). Keeping every ciphertext of a level at that
+// level's scale is what lets the automatic operators add anything to
+// anything (OpenFHE's FLEXIBLEAUTO idea). One scale fixes the chain:
+//   - the user's top level (where fresh ciphertexts start) takes
+//     2^scale_bits when every level below then stays within a bit of it --
+//     chains of primes of about scale_bits bits;
+//   - otherwise level 0 takes 2^scale_bits and the chain rises as
+//     scale(l) = sqrt(scale(l-1) q_l): each level a weighted mean of
+//     2^scale_bits and the primes above q_0, so a larger top prime (SEAL's
+//     habit of a 60-bit prime last) only raises the top (2^50 over 40-bit
+//     primes, which then rescales to 2^40; OpenFHE's FLEXIBLEAUTOEXT does
+//     the same with its extra prime), and a prime's distance from the scale
+//     is halved at every level above it instead of doubled at every level
+//     below (which made long chains drift and large top primes collapse).
+// A chain that does not then stay within 2^(scale_bits - 8) .. 2^(scale_bits
+// + 12) at every level is refused, naming the level and its prime. Reserved levels have the default scale
+// (bootstrapping manages its own scales there).
 #pragma once
 
 #include <algorithm>
@@ -24,6 +35,12 @@ namespace ringfire::ckks {
 // of double operations agree to the last bit; 2^-30 leaves room for
 // rounding. (The Python operators use the same constant, from the bindings.)
 inline constexpr double kScaleTolerance = 0x1p-30;
+// Where a level's canonical scale may sit, in bits from 2^scale_bits: a scale
+// below loses its bits of precision (kept within 8, so three chained products
+// keep scale_bits - 20 bits), one above only narrows the headroom of the level
+// (12: a 60-bit top prime over 40-bit ones puts the top at 2^50). A chain
+// within kRegularScaleBits everywhere when the top takes 2^scale_bits keeps it.
+inline constexpr double kScaleBitsBelow = 8.0, kScaleBitsAbove = 12.0, kRegularScaleBits = 1.0;
 inline bool same_scale(double a, double b) { return std::fabs(a - b) <= kScaleTolerance * std::max(a, b); }
 
 // adjust_to moves a scale onto a level's canonical scale by multiplying by an
@@ -46,7 +63,8 @@ class Context {
   // The top of the user's chain: fresh ciphertexts start here.
   std::size_t user_max_level() const { return rlwe_->params().user_max_level(); }
   std::uint64_t fingerprint() const { return rlwe_->fingerprint(); }
-  double default_scale() const { return scales_.back(); }
+  // The scale fresh ciphertexts take: the canonical scale of the user's top level.
+  double default_scale() const { return scales_[user_max_level()]; }
   double scale_at(std::size_t level) const;
 
  private:

@@ -54,6 +54,11 @@ struct DecryptOptions {
   // decryptions (of this or related ciphertexts) one party may see.
   double statistical_security = 40.0;
   double decryptions = 1.0;
+  // An upper bound on |slot value| known from the computation (the Python
+  // layer's magnitude bounds), or < 0 when unknown. Below the level's wrap
+  // point it proves the values did not wrap, which spares legitimate data
+  // between Q/4 and Q/2 the refusal below.
+  double value_bound = -1.0;
 };
 
 struct Decryption {
@@ -73,8 +78,10 @@ struct Decryption {
 // InvalidArgument when the secret key belongs to other parameters, when the
 // options are out of range (s in [8, 128], t >= 1), when the ciphertext's
 // noise already exceeds its scale (the result would be noise: the data
-// outgrew the parameters, or the ciphertext was crafted), and when flooding
-// would leave no precision (the message says what scale it needs).
+// outgrew the parameters, or the ciphertext was crafted), when a coefficient
+// reached a quarter of the level's modulus and no known bound rules out a
+// wrap around it (the values outgrew the level), and when flooding would
+// leave no precision (the message says what scale it needs).
 Decryption decrypt(const Context& context, const Ciphertext& cipher, const SecretKey& key,
                    const DecryptOptions& options, Prng& prng);
 

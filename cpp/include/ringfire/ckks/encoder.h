@@ -34,8 +34,11 @@ class Encoder {
   std::vector<u64> scalar_residues(double value, std::size_t level, double scale, const char* op) const;
 
   // The slots of a coefficient-form polynomial over q_0..q_level (its
-  // temporaries are wiped: they may hold a decryption's m + e).
-  std::vector<Complex> decode_coefficients(const u64* coeffs, std::size_t level, double scale) const;
+  // temporaries are wiped: they may hold a decryption's m + e). With
+  // `largest_bits`, log2 of the largest centred coefficient is written there
+  // (-inf for the zero polynomial): how close the data came to wrapping.
+  std::vector<Complex> decode_coefficients(const u64* coeffs, std::size_t level, double scale,
+                                           double* largest_bits = nullptr) const;
   // The slots of a plaintext (evaluation form).
   std::vector<Complex> decode(const Plaintext& plain) const;
 

@@ -29,6 +29,12 @@ void key_switch(const RlweContext& context, const u64* c, std::size_t level, con
 void key_switch_rescale(const RlweContext& context, const u64* c, const u64* d0, const u64* d1, std::size_t level,
                         const KeySwitchKey& key, u64* out0, u64* out1);
 
+// ModDown on its own: out = round(x / P) over q_0..q_level, where `extended`
+// holds x over q_0..q_level then P (evaluation form; its P part is
+// clobbered). Key switching ends with it; public-key encryption over Q P
+// uses it to divide its noise by P (encryptor.h).
+void divide_by_special(const RlweContext& context, std::size_t level, u64* extended, u64* out, Backend& backend);
+
 // Hoisting (Halevi-Shoup): the ModUp of c's digits, computed once and reused
 // by several key switches of automorphisms of c (e.g. many rotations of one
 // ciphertext). Holds digits x (level+1+k) x N words.

@@ -1,6 +1,7 @@
 // Keys. The secret key is a uniform ternary polynomial s; every other key is
 // public material derived from it:
-//   PublicKey      (b, a) = (-a*s + e, a) modulo Q (all ciphertext primes)
+//   PublicKey      (b, a) = (-a*s + e, a) modulo Q P (all ciphertext primes,
+//                  then the special ones)
 //   KeySwitchKey   for digit j: (b_j, a_j) = (-a_j*s + e_j + g_j*s', a_j)
 //                  modulo Q_l P, with g_j = P on digit j's primes and 0 on
 //                  the other primes (hybrid key switching, dnum digits); l is
@@ -100,17 +101,29 @@ class KeySwitchKey {
   std::vector<Seed> seeds_;
 };
 
-// The public key is a size-2 ciphertext of zero at the top level, scale 1.
+// The public key is a size-2 ciphertext of zero at the top level, scale 1,
+// and (keys made since public-key encryption runs over Q P) its continuation
+// over the special primes: (b, a) over Q then P, from one seed and one error,
+// so that encryption can work modulo Q P and divide its noise by P.
 class PublicKey {
  public:
-  explicit PublicKey(Ciphertext key) : key_(std::move(key)) {}
+  // `special`: b then a over P's k primes (2 k N words, evaluation form);
+  // empty for a key over Q alone (read from older files).
+  explicit PublicKey(Ciphertext key, Buffer special = Buffer()) : key_(std::move(key)), special_(std::move(special)) {}
   const Ciphertext& key() const { return key_; }
   std::uint64_t fingerprint() const { return key_.fingerprint(); }
   const Device& device() const { return key_.device(); }
-  PublicKey to(const Device& device) const { return PublicKey(key_.to(device)); }
+  PublicKey to(const Device& device) const {
+    return PublicKey(key_.to(device), special_.size() ? special_.to(device) : Buffer());
+  }
+  // Whether the key reaches the special primes (encryption over Q P).
+  bool covers_special() const { return special_.size() != 0; }
+  // Polynomial i (0: b, 1: a) of the key over P, k limbs.
+  const u64* special(std::size_t i) const { return special_.data() + i * (special_.size() / 2); }
 
  private:
   Ciphertext key_;
+  Buffer special_;
 };
 
 class RelinKey {

@@ -30,6 +30,9 @@ double scale(double a, double factor);
 // A fresh public-key encryption: e = u e_pk + e0 + e1 s, per coefficient
 // variance sigma^2 (1 + 4N/3) with Var(u) = Var(s) = 2/3.
 double fresh_public(const RlweContext& context);
+// A fresh public-key encryption over Q P divided by P: the above over P,
+// plus the division's rounding.
+double fresh_public_special(const RlweContext& context);
 // A fresh secret-key encryption: e = e0, variance sigma^2.
 double fresh_secret(const RlweContext& context);
 // What one key switch at `level` adds: the digits' error sum_j D_j e_j
