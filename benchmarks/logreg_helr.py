@@ -12,7 +12,9 @@ to 32; 80/20 split) and compares the decrypted weights' test accuracy with plain
 
 With ``--trace-dir``, one iteration and one bootstrap of the (w, v) pair are traced (dry runs,
 checked equal to the real calls' counts by the tests) and saved for ``ringfire project``.
-N16_BOOT needs about 15 GB of memory.
+N16_BOOT needs about 15 GB of memory; key generation and training go through the memory guard
+(``ringfire.memory_guard``: spilled to the temporary directory, or refused with the numbers,
+where the process cannot get that).
 """
 
 import argparse

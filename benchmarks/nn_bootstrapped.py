@@ -13,6 +13,10 @@ it); the planner bootstraps each tensor whose next operator needs more levels th
 Printed: the plan (bootstraps, levels), key generation and inference seconds, seconds per
 bootstrap, top-1 agreement and max logit error against onnxruntime, accuracy of both, and
 the error against the same polynomial model in the clear (what bootstrapping adds).
+
+Memory: N16_BOOT needs about 16 GiB (keys 9 GiB, a bootstrap's temporaries 4.6 GiB); where the
+process cannot get the plan's peak, the run spills to the temporary directory or stops before it
+starts (``ringfire.memory_guard``). The toy ring needs under 2 GiB.
 """
 
 from __future__ import annotations

@@ -19,6 +19,12 @@ The context bootstraps only the slots of the model's period (``rf.nn.inter_perio
 packing, where the period is at most N/4: one EvalMod instead of two, fewer keys) unless
 ``--bootstrap-slots full``.
 
+Memory: the toy ring needs under 2 GiB. On N16_BOOT the plan predicts 50.4 GiB at 8x8 (keys
+9.1, workspace 41.0); where the process cannot get that, the run spills to the temporary
+directory by itself (a warning says where and how much: the excess over two thirds of what is
+available) or stops before it starts with the numbers (``ringfire.memory_guard``), and
+``--spill-dir`` chooses the directory.
+
 ``--trained`` runs the trained 32x32 network of ``train_resnet20.py`` instead (no CIFAR-10 here:
 digits upsampled to 3x32x32), calibrated on 128 training images: onnxruntime's accuracy with
 ReLU and the polynomial network's in the clear on all 360 held-out images, then the first

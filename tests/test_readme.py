@@ -20,7 +20,7 @@ def python_blocks(text: str) -> list[tuple[str, str]]:
 
 def test_readme_python_snippets_run():
     """Every Python snippet in README.md runs as written; a snippet that is not meant to
-    run says so with <!-- not run: why --> right above it (none does today)."""
+    run says so with <!-- not run: why --> right above it (the service's, which needs a server)."""
     blocks = python_blocks((ROOT / "README.md").read_text())
     runnable = [code for marker, code in blocks if "not run" not in marker]
     assert len(runnable) >= 7

@@ -109,7 +109,7 @@ def test_inference_progress_bar_only_when_asked(tmp_path, ctx, keyed, capsys):
 
 
 def test_infer_fit_input_layouts():
-    from ringfire.nn.cli import _fit_input
+    from ringfire.nn.cli import fit_input as _fit_input
     nchw = np.arange(2 * 3 * 4 * 5, dtype=float).reshape(2, 3, 4, 5)
     nhwc = nchw.transpose(0, 2, 3, 1)
     assert np.array_equal(_fit_input(nhwc, (3, 4, 5), "nhwc"), nchw)

@@ -19,7 +19,10 @@ Layers available in this release:
 * :mod:`ringfire.cuda` -- the GPU runtime: streams, compute frames, memory-pool
   statistics, the kernel profiler.
 * :mod:`ringfire.memory` -- the host memory pool's statistics, and runs larger than RAM:
-  ``rf.memory.spill(directory, ram_limit_gib=...)`` backs blocks beyond the limit with files.
+  ``rf.memory.spill(directory, ram_limit_gib=...)`` backs blocks beyond the limit with files;
+  :mod:`ringfire.memory_guard` spills or refuses a run that does not fit before it starts.
+* :mod:`ringfire.serve` -- encrypted inference as a service: ``ringfire serve`` and its
+  client ``rf.serve.Client`` (the ``ringfire[serve]`` extra).
 * :mod:`ringfire.apps` -- whole workloads: encrypted logistic-regression training (HELR) with
   bootstrapping.
 * :mod:`ringfire.tracing` -- ``with rf.trace() as t:`` records what a real run asks of the
@@ -37,14 +40,14 @@ from ._cpu import check_cpu as _check_cpu
 
 _check_cpu(_pathlib.Path(__file__).parent)  # before any native code runs
 from . import _core  # noqa: E402
-from . import apps, arith, arith128, bfv, bgv, ckks, cuda, io, memory, nn, ring, rpu, tracing
+from . import apps, arith, arith128, bfv, bgv, ckks, cuda, io, memory, memory_guard, nn, ring, rpu, serve, tracing
 from .tracing import Trace, trace  # noqa: E402
 
 __version__ = "0.1.0"
 
 DeviceError = _core.DeviceError  # a device that exists failed (a CUDA error, device memory); a RuntimeError
 
-__all__ = ["DeviceError", "apps", "arith", "arith128", "bfv", "bgv", "ckks", "cuda", "io", "nn", "ring", "rpu", "tracing", "Trace", "trace", "num_threads", "set_num_threads", "cuda_available", "__version__"]
+__all__ = ["DeviceError", "apps", "arith", "arith128", "bfv", "bgv", "ckks", "cuda", "io", "memory", "memory_guard", "nn", "ring", "rpu", "serve", "tracing", "Trace", "trace", "num_threads", "set_num_threads", "cuda_available", "__version__"]
 
 
 def num_threads() -> int:

@@ -23,10 +23,11 @@ class _Silent:
         pass
 
 
-def progress_bar(total: int, desc: str, progress: bool | None = None, unit: str = "it"):
-    """A context-managed bar with ``update(n)``; silent when not wanted."""
+def progress_bar(total: int | None, desc: str, progress: bool | None = None, unit: str = "it"):
+    """A context-managed bar with ``update(n)`` (``total=None``: a count with no end known);
+    silent when not wanted."""
     show = sys.stderr.isatty() if progress is None else bool(progress)
-    if not show or total <= 0:
+    if not show or (total is not None and total <= 0):
         return _Silent()
     from tqdm import tqdm
 

@@ -178,6 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     from . import trace_cli
     trace_cli.register(sub)
+
+    from .serve import cli as serve_cli
+    serve_cli.register(sub)
     return p
 
 
@@ -191,6 +194,9 @@ def _error_text(e: BaseException) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "server", None):  # `ringfire infer MODEL --server URL`: the service's client
+        from .serve.cli import remote_infer
+        args.func = remote_infer
     try:
         return args.func(args)
     except BrokenPipeError:

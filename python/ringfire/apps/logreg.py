@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._progress import progress_bar
+from ..memory_guard import guard
 
 LEVELS_PER_ITERATION = 6
 
@@ -249,16 +250,32 @@ class EncryptedTrainer:
         v_next = w_next + (w_next - w) * nesterov_eta(k)
         return w_next, v_next
 
-    def fit(self, X, y, iterations: int, keys=None, progress: bool = False, report: FitReport | None = None):
+    def fit(self, X, y, iterations: int, keys=None, progress: bool = False, report: FitReport | None = None,
+            memory_check: bool = True):
         """Encrypts (X, y), trains ``iterations`` steps on ciphertexts, returns the encrypted weights ``w / weight_scale``.
 
         Decrypt with :meth:`decrypt_weights`. ``report`` (a :class:`FitReport`)
-        receives per-iteration times and bootstraps.
+        receives per-iteration times and bootstraps. The memory the run allocates goes
+        through the memory guard first (:mod:`ringfire.memory_guard`; ``memory_check=False``
+        skips it and warns).
         """
         keys = keys or self.keys
         if keys is None:
             raise ValueError("[logreg] call trainer.keygen() first, or pass keys=")
         self.keys = keys
+        with guard(self._bytes_to_allocate(len(X)), "logistic-regression training", memory_check=memory_check,
+                   fixes="fewer samples per call"):
+            return self._fit(X, y, iterations, keys, progress, report)
+
+    def _bytes_to_allocate(self, samples: int) -> int:
+        """The encrypted data, w and v, and a bootstrap's temporaries (ciphertexts of the whole chain)."""
+        from ..ckks.bootstrapping import TEMPORARY_CIPHERTEXTS
+        ctx = self.ctx
+        ciphertext = 2 * len(ctx.params.q_primes) * ctx.poly_degree * 8
+        data = -(-samples // self.rows) + 2
+        return (data + (TEMPORARY_CIPHERTEXTS if ctx.can_bootstrap else 16)) * ciphertext
+
+    def _fit(self, X, y, iterations: int, keys, progress: bool, report: FitReport | None):
         report = report if report is not None else FitReport()
         start = time.perf_counter()
         data = self.encrypt_data(X, y, keys)

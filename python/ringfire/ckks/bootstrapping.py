@@ -38,6 +38,13 @@ BOOTSTRAP_DEFAULTS = dict(
 STC_FIRST_MESSAGE_RATIO = 8
 
 
+# Ciphertexts of the whole chain a bootstrap leaves in the pool's cache (its hoisted rotations
+# and key-switching buffers): 4.57 GiB = 167 of them on N16_BOOT, measured after a
+# bootstrap_pair; the toy rings measured 46-148, so there it over-estimates. Memory plans
+# (ringfire.nn, logistic regression) count it per bootstrap in flight.
+TEMPORARY_CIPHERTEXTS = 167
+
+
 def bootstrap_options(bootstrap, reserved_levels: int | None = None) -> dict:
     """The full option dict from ``True`` or a partial dict. With
     ``reserved_levels`` (loaded parameters), EvalMod gets what the two

@@ -62,7 +62,7 @@ class Ciphertext(CiphertextBase):
 
     @property
     def bound(self) -> float | None:
-        """An upper bound on |slot value| (:mod:`ringfire.ckks.magnitude`): from the data
+        """An upper bound on the slots' absolute values (:mod:`ringfire.ckks.magnitude`): from the data
         encrypted, carried through the operations; None when unknown (a loaded ciphertext)."""
         return self._bound
 

@@ -10,6 +10,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .. import _core
+from ..memory_guard import guard
 from .._checks import warn_at_caller, warnings_at_caller
 from ..rlwe.context import ContextBase, check_security_argument, split_special_bits
 from ..rlwe.keys import GaloisKeys, KeySet, PublicKey, SecretKey
@@ -185,7 +186,7 @@ class Context(ContextBase):
         return self._core.scale_at(int(level))
 
     def max_value(self, level: int, scale: float | None = None) -> float:
-        """The largest |x| a ciphertext at ``level`` holds at ``scale`` (default: the
+        """The largest ``abs(x)`` a ciphertext at ``level`` holds at ``scale`` (default: the
         level's canonical one), Q_level / (2 scale): beyond it the values may wrap
         around the modulus and decrypt wrong. Operations whose result may exceed it
         warn, and decryption refuses results that came near it unless their known
@@ -239,11 +240,15 @@ class Context(ContextBase):
             keys.bootstrap = self.bootstrap_keys(sk)
         return sk, keys
 
-    def bootstrap_keys(self, secret_key: SecretKey) -> BootstrapKeys:
-        """The bootstrapping keys for an existing secret key (``keygen(bootstrap=True)`` makes them too)."""
+    def bootstrap_keys(self, secret_key: SecretKey, *, memory_check: bool = True) -> BootstrapKeys:
+        """The bootstrapping keys for an existing secret key (``keygen(bootstrap=True)`` makes them too).
+        Their size (``bootstrap_plan().key_bytes``: 7 GiB at N16_BOOT) goes through the memory guard
+        first (:mod:`ringfire.memory_guard`): spilled to disk, or refused, when it does not fit."""
         secret_key = self._own_secret_key(secret_key, "ckks.bootstrap_keys")
-        return BootstrapKeys(_core.generate_bootstrap_keys(self._native_bootstrapper("ckks.keygen"), secret_key._native,
-                                                           self._prng), self)
+        native = self._native_bootstrapper("ckks.keygen")
+        with guard(self.bootstrap_plan().key_bytes, "bootstrapping key generation", memory_check=memory_check,
+                   fixes="a sparse bootstrap with fewer keys (bootstrap={'slots': n}) where the data allows"):
+            return BootstrapKeys(_core.generate_bootstrap_keys(native, secret_key._native, self._prng), self)
 
     # ---- bootstrapping ------------------------------------------------------------
     def _native_bootstrapper(self, op: str):

@@ -34,9 +34,9 @@ def times(a: float | None, factor: float | None) -> float | None:
 
 
 def polynomial(bound: float | None, poly) -> float | None:
-    """A bound on |p(x)| for |x| <= bound. p is evaluated at y = (2x - (a + b)) / (b - a)
-    for its interval (a, b): |y| <= Y, and |y^k| <= Y^k, |T_k(y)| <= (Y + sqrt(Y^2 - 1))^k
-    for Y >= 1 (at most 1 inside [-1, 1])."""
+    """A bound on ``abs(p(x))`` for ``abs(x) <= bound``. p is evaluated at y = (2x - (a + b)) /
+    (b - a) for its interval (a, b): ``abs(y) <= Y``, so ``abs(y**k) <= Y**k`` and
+    ``abs(T_k(y)) <= (Y + sqrt(Y**2 - 1))**k`` for Y >= 1 (at most 1 inside [-1, 1])."""
     if bound is None:
         return None
     a, b = poly.interval

@@ -6,8 +6,9 @@ encrypts the batch (``--packing``: the batch in the slots, one ciphertext per
 sample, or the one the planner predicts to finish first), runs the model with an
 in-process client for ReLU/MaxPool, decrypts, and reports outputs, agreement with
 onnxruntime (the true model), time and memory (predicted and measured). A run
-predicted above the machine's RAM is refused unless ``--spill-dir`` backs the
-excess with files.
+predicted above what the process can get (RAM, cgroup and address-space limits) spills
+to the temporary directory, or to ``--spill-dir``, or is refused with the numbers when
+the disk cannot take it (:mod:`ringfire.memory_guard`).
 """
 
 from __future__ import annotations
@@ -85,6 +86,10 @@ def register(subparsers) -> None:
                         "checks that the run works and measures its memory")
     p.add_argument("--layout", choices=["nchw", "nhwc"], default="nchw",
                    help="layout of image inputs in the .npy (default nchw, the ONNX convention); nhwc is transposed")
+    p.add_argument("--server", metavar="URL",
+                   help="run on a ringfire serve server instead (MODEL: the model's name there, or an ONNX file "
+                        "of that name to check the result against); keys and encryption stay here")
+    p.add_argument("--token", help="the server's bearer token (default: $RINGFIRE_TOKEN)")
     p.add_argument("--device", default="cpu",
                    help="where the server's work runs: 'cpu' (default) or 'cuda[:N]' (keys, encryption and the "
                         "client-aided layers stay on the host; results are bit-identical to the CPU's)")
@@ -93,7 +98,7 @@ def register(subparsers) -> None:
     p.set_defaults(func=main)
 
 
-def _fit_input(x: np.ndarray, shape: tuple, layout: str) -> np.ndarray:
+def fit_input(x: np.ndarray, shape: tuple, layout: str) -> np.ndarray:
     """The batch in the model's input shape: NHWC images transposed when asked, flat rows
     of the right size reshaped; anything else refused with both shapes (never guessed)."""
     if x.ndim < 2:
@@ -112,11 +117,11 @@ def _fit_input(x: np.ndarray, shape: tuple, layout: str) -> np.ndarray:
                      f"{tuple(x.shape)}{hint}")
 
 
-def _top1_agreement(a, b) -> float:
+def top1_agreement(a, b) -> float:
     return float(np.mean(np.argmax(a.reshape(len(a), -1), 1) == np.argmax(b.reshape(len(b), -1), 1)))
 
 
-def _reference_outputs(model_path, x, model):
+def reference_outputs(model_path, x, model):
     """The model's true outputs: onnxruntime on the ONNX file when installed (an
     independent implementation), else ringfire's own exact plaintext executor."""
     try:
@@ -144,32 +149,26 @@ def _packings(graph, wanted: str) -> list:
 
 
 def _check_memory(peak_bytes: int, args) -> None:
-    """Refuses a run predicted above --max-memory, and one predicted above this
-    machine's RAM unless --spill-dir backs the excess with files."""
-    from .. import memory
-
+    """Refuses a run predicted above --max-memory, and --ram-limit without --spill-dir. Whether
+    the run fits this machine is the memory guard's question (ringfire.memory_guard)."""
     gib = 2**30
     if args.max_memory is not None and peak_bytes > args.max_memory * gib:
         raise ValueError(f"[infer] predicted peak memory {peak_bytes / gib:.2f} GiB exceeds --max-memory "
                          f"{args.max_memory} GiB")
     if args.ram_limit is not None and not args.spill_dir:
         raise ValueError("[infer] --ram-limit sets what stays in RAM when spilling: it needs --spill-dir")
-    ram = memory.total_ram_bytes()
-    if not args.spill_dir and peak_bytes > ram:
-        raise ValueError(f"[infer] predicted peak memory {peak_bytes / gib:.2f} GiB exceeds this machine's "
-                         f"{ram / gib:.1f} GiB of RAM: pass --spill-dir DIR to keep the excess in files there "
-                         "(slower, not killed), or run a smaller model or input")
 
 
 def main(args) -> int:
     from .. import memory, nn
+    from ..memory_guard import guard
     from .graph import Graph
     from .inter import period_for
 
     x = np.load(args.input).astype(np.float64)
     say = (lambda *a: print(*a, file=sys.stderr)) if not args.json else (lambda *a: None)
     graph = Graph.from_onnx(args.model)
-    x = _fit_input(x, tuple(graph.input_shape), args.layout)
+    x = fit_input(x, tuple(graph.input_shape), args.layout)
     if args.masking and args.activation != "client":
         raise ValueError("[infer] --masking masks what the key holder decrypts: it needs --activation client")
     options = dict(activation=args.activation, poly_degree=args.poly_degree, masking=args.masking,
@@ -198,7 +197,11 @@ def main(args) -> int:
     _check_memory(max(plan.peak_bytes for plan in plans.values()), args)
     spill = memory.spill(args.spill_dir, ram_limit_gib=args.ram_limit) if args.spill_dir else None
     try:
-        return _run(args, model, ctx, plans, candidates, x, say, memory, spill)
+        # Keys, encryption and the run: past what this process can get, spill or refuse
+        # before the first of them (the dry run allocates next to nothing).
+        with guard(0 if args.dry_run else max(plan.peak_bytes for plan in plans.values()), "ringfire infer",
+                   fixes="--spill-dir DIR and --ram-limit GIB, a smaller batch in --input, or another --packing"):
+            return _run(args, model, ctx, plans, candidates, x, say, memory, spill)
     finally:
         if spill is not None:
             spill.stop()
@@ -237,8 +240,8 @@ def _run(args, model, ctx, plans, candidates, x, say, memory, spill) -> int:
     spilled = memory.stats()["bytes_spilled"]
     y = ctx.decrypt_batch(out, sk)
     t3 = time.perf_counter()
-    ref, reference = _reference_outputs(args.model, x, model)
-    agree = _top1_agreement(y, ref)
+    ref, reference = reference_outputs(args.model, x, model)
+    agree = top1_agreement(y, ref)
     report = {
         "context": ctx.describe(), "device": ctx.device, "batch": int(x.shape[0]), "output_shape": list(y.shape),
         "packing": packing,
@@ -253,7 +256,7 @@ def _run(args, model, ctx, plans, candidates, x, say, memory, spill) -> int:
     }
     if args.activation == "poly":  # how much of the difference the polynomials themselves explain
         approx = model.plaintext(x, approximate=True)
-        report["top1_agreement_with_polynomial_model"] = _top1_agreement(y, approx)
+        report["top1_agreement_with_polynomial_model"] = top1_agreement(y, approx)
         report["max_abs_error_vs_polynomial_model"] = float(np.max(np.abs(y - approx)))
     if args.output:
         np.save(args.output, y)

@@ -14,9 +14,11 @@ from .graph import Graph, UnsupportedOperator
 from .inter import InterRunner, check_sparse_bootstrap, period_for, sparse_bootstrap_slots
 from .inter_plan import inter_costs
 from .masking import Masker
-from .placement import on_device
+from .placement import ciphertext_device, on_device
+from ..memory_guard import guard
 from .refresh import Refresher, choose_degrees, element_bounds
 from ..ckks.batch import EncryptedTensor
+from ..ckks.bootstrapping import TEMPORARY_CIPHERTEXTS
 from .runtimes import EncryptedRuntime, PlainRuntime, PlanRuntime
 from .nonlinear import ELEMENTWISE, NONLINEAR_OPS, PER_SAMPLE
 from .torch_export import export as export_torch, is_torch_module
@@ -63,9 +65,8 @@ class Plan:
 
 
 # What one bootstrap leaves in the pool's cache (its hoisted rotations and key-switching
-# buffers), in ciphertexts spanning the whole chain: 4.57 GiB = 167 of them on N16_BOOT,
-# measured after a bootstrap_pair; the toy rings measured 46-148, so there it over-estimates.
-BOOTSTRAP_TEMPORARIES = 167
+# buffers), in ciphertexts spanning the whole chain (ckks.bootstrapping).
+BOOTSTRAP_TEMPORARIES = TEMPORARY_CIPHERTEXTS
 
 
 def secure_degree(levels: int, slots: int = 1, scale_bits: int = 40, base_bits: int = 60) -> int | None:
@@ -243,17 +244,39 @@ class Model:
 
     # ---- encrypted ---------------------------------------------------------------
     def __call__(self, enc: EncryptedTensor, client=None, progress: bool | None = False,
-                 device: str | None = None) -> EncryptedTensor:
+                 device: str | None = None, memory_check: bool = True) -> EncryptedTensor:
         """Runs the model on ``ctx.encrypt_batch(x, keys)``; ``client`` applies the
         client-aided layers. ``progress=True`` shows a bar on stderr (ciphertexts
-        produced, layer by layer); ``None`` shows it when stderr is a terminal.
+        produced, layer by layer); ``None`` shows it when stderr is a terminal; a
+        callable receives ``(done, total, label)`` after each layer (or sample) instead.
         ``device`` (``"cuda"``, ``"cuda:N"``, ``"cpu"``): where the server's work runs
         (default: where the input's ciphertexts live, e.g. a ``device="cuda"`` context's);
         the input is moved there and the client's replies are placed there, with
-        results bit-identical to the CPU's (:mod:`.placement`)."""
+        results bit-identical to the CPU's (:mod:`.placement`).
+
+        Before anything is allocated, the plan's predicted peak (less the keys, which
+        exist already) is compared with the memory this process can get: a run that does
+        not fit spills to disk, or is refused with the numbers
+        (:mod:`ringfire.memory_guard`); ``memory_check=False`` skips that (and warns)."""
         if not isinstance(enc, EncryptedTensor):
             raise TypeError("[nn] expected the EncryptedTensor from ctx.encrypt_batch(x, keys)")
         enc, client = on_device(enc, client, device)
+        on_host = (ciphertext_device(enc) or "cpu") == "cpu"
+        needed = self._bytes_to_allocate(enc.packing) if on_host and memory_check else 0
+        with guard(needed, "this encrypted inference", memory_check=memory_check,
+                   fixes="a smaller batch, or the other packing"):
+            return self._run(enc, client, progress)
+
+    def _bytes_to_allocate(self, packing: str) -> int:
+        """The plan's predicted peak less the keys (made already), per packing, computed once
+        (an inter plan builds every linear map to count its diagonals)."""
+        cache = self.__dict__.setdefault("_guard_bytes", {})
+        if packing not in cache:
+            plan = self._plan(packing)
+            cache[packing] = plan.peak_bytes - plan.key_bytes
+        return cache[packing]
+
+    def _run(self, enc: EncryptedTensor, client, progress) -> EncryptedTensor:
         if enc.packing == "inter":
             return self._call_inter(enc, client, progress)
         if tuple(enc.cts.shape) != tuple(self.graph.input_shape):
@@ -272,10 +295,14 @@ class Model:
         runtime = EncryptedRuntime(self.ctx, keys, client, self.polys, masker, refresher)
         start = time.perf_counter()
         work = {id(n): int(np.prod(n._out_shape or (1,))) for n in self.graph.nodes}
-        with progress_bar(sum(work.values()), "encrypted inference", progress, unit="ct") as bar:
+        total, done = sum(work.values()), [0]
+        with progress_bar(total, "encrypted inference", _bar_option(progress), unit="ct") as bar:
             def advance(node):
                 bar.set_postfix_str(f"{node.op} {node.name}")
                 bar.update(work[id(node)])
+                done[0] += work[id(node)]
+                if callable(progress):
+                    progress(done[0], total, f"{node.op} {node.name}")
             values, _ = Executor(self.graph, runtime).run(enc.cts, on_node=advance)
         self.last_run = {"seconds": time.perf_counter() - start, **runtime.counts,
                          "masked_values": masker.masked_values if masker else 0}
@@ -327,10 +354,12 @@ class Model:
             client.graph = self.graph
         start = time.perf_counter()
         outs = np.empty(enc.cts.size, dtype=object)
-        with progress_bar(enc.cts.size, "encrypted inference", progress, unit="sample") as bar:
+        with progress_bar(enc.cts.size, "encrypted inference", _bar_option(progress), unit="sample") as bar:
             for i, ct in enumerate(enc.cts):
                 outs[i] = runner.run(ct, client, masker)
                 bar.update()
+                if callable(progress):
+                    progress(i + 1, enc.cts.size, f"sample {i + 1}")
         self.last_run = {"seconds": time.perf_counter() - start, "packing": "inter", "period": period,
                          "layout": runner.placement.kind,
                          "masked_values": masker.masked_values if masker else 0}
@@ -474,6 +503,11 @@ class Model:
         lines = [f"input per sample {self.graph.input_shape}; operators {ops}; activation={self.activation}{masking}"]
         lines += [f"  {name}: {p.describe()}" for name, p in self.polys.items()]
         return "\n".join(lines)
+
+
+def _bar_option(progress):
+    """What the progress bar takes: a callable reports on its own, without a bar."""
+    return False if callable(progress) else progress
 
 
 def load(model, ctx, **options) -> Model:

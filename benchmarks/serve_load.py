@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""``ringfire serve`` under load, against the same work in-process, in one run.
+
+Starts a real server (uvicorn on 127.0.0.1, its own process) for the digits MLP and CNN of
+the test suite (client-aided ReLU, batch packing, 64 images per request), then:
+
+* key upload: the relinearization key of N16_D30 (58.5 MiB) through the chunked,
+  resumable protocol, MB/s on loopback, and the client's and server's peak memory;
+* throughput: ``--clients`` client threads, each ``--requests`` inferences, requests/s and
+  p50/p99 latency, against the same inferences run in-process one after the other
+  (the server runs one job at a time: both use both cores for one inference);
+* health: ``GET /v2/health/live`` latency every 20 ms while the inferences run (p50/p99);
+* the server's resident memory over the run (from ``/metrics``).
+
+Every result is decrypted and compared with onnxruntime. Bounded: clients x requests
+inferences. Needs ``pip install 'ringfire[serve]'``; a few GiB of memory.
+
+    python benchmarks/serve_load.py [--clients 4] [--requests 5] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import resource
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
+import nn_models as M  # noqa: E402
+from serve_support import free_port, server_process  # noqa: E402
+
+import ringfire as rf  # noqa: E402
+from ringfire.serve import Client  # noqa: E402
+from ringfire.serve.auth import add_token  # noqa: E402
+
+
+def percentile(values, q):
+    return float(np.percentile(values, q)) if values else float("nan")
+
+
+def server_rss(url: str) -> float:
+    import httpx
+    for line in httpx.get(f"{url}/metrics").text.splitlines():
+        if line.startswith("ringfire_resident_memory_bytes"):
+            return float(line.split()[-1])
+    return float("nan")
+
+
+def key_upload(workdir: pathlib.Path) -> dict:
+    """The N16_D30 relinearization key through the upload protocol of a server for that preset."""
+    model = workdir / "tiny.onnx"
+    model.write_bytes(M.mlp_bytes((16, 4)))
+    token = add_token(workdir / "tokens-keys", "bench")
+    port = free_port()
+    args = [str(model), "--store", str(workdir / "store-keys"), "--tokens", str(workdir / "tokens-keys"),
+            "--preset", "N16_D30"]
+    with server_process(args, port):
+        url = f"http://127.0.0.1:{port}"
+        with Client(url, token, chunk_bytes=16 * 2**20) as client:
+            ctx = client.context("tiny")
+            sk, keys = ctx.keygen()
+            size = len(keys.relin.to_bytes())
+            rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            start = time.perf_counter()
+            session = client.session("tiny", ctx, sk, keys, progress=False)
+            seconds = time.perf_counter() - start
+            client_peak = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
+            server_mem = server_rss(url)
+            again = client.session("tiny", ctx, sk, keys, progress=False)  # the same keys: linked
+            return {"bytes": size, "seconds": seconds, "mb_per_s": size / seconds / 1e6,
+                    "client_extra_peak_mib": client_peak, "server_rss_mib": server_mem / 2**20,
+                    "second_session": again.upload_keys(progress=False), "first_session": "uploaded"}
+
+
+def throughput(name: str, onnx_bytes: bytes, x: np.ndarray, clients: int, requests: int, workdir) -> dict:
+    path = workdir / f"{name}.onnx"
+    path.write_bytes(onnx_bytes)
+    tokens = {f"t{i}": add_token(workdir / f"tokens-{name}", f"t{i}") for i in range(clients)}
+    port = free_port()
+    args = [str(path), "--store", str(workdir / f"store-{name}"), "--tokens", str(workdir / f"tokens-{name}"),
+            "--preset", "N13_D2", "--requests-per-second", "1000", "--queue", str(4 * clients)]
+    ref = M.ort_run(onnx_bytes, x)
+    out = {"model": name, "images_per_request": len(x), "clients": clients, "requests_per_client": requests}
+    # In-process: the same inferences, one after the other.
+    ctx = rf.ckks.Context.preset("N13_D2")
+    model = rf.nn.load(onnx_bytes, ctx)
+    sk, keys = ctx.keygen()
+    local = rf.nn.LocalClient(ctx, sk, keys)
+    times = []
+    for _ in range(clients * requests):
+        start = time.perf_counter()
+        got = ctx.decrypt_batch(model(ctx.encrypt_batch(x, keys), client=local), sk)
+        times.append(time.perf_counter() - start)
+    out["in_process"] = {"requests_per_s": len(times) / sum(times), "p50_s": percentile(times, 50),
+                         "p99_s": percentile(times, 99), "max_abs_error": float(np.max(np.abs(got - ref)))}
+    with server_process(args, port):
+        url = f"http://127.0.0.1:{port}"
+        sessions = []
+        for tenant, token in tokens.items():
+            client = Client(url, token)
+            sessions.append(client.session(name, progress=False))
+        latencies, errors, health, rss = [], [], [], []
+        done = threading.Event()
+
+        def watch():
+            import httpx
+            with httpx.Client() as h:
+                while not done.is_set():
+                    start = time.perf_counter()
+                    h.get(f"{url}/v2/health/live")
+                    health.append(time.perf_counter() - start)
+                    if len(health) % 25 == 0:
+                        rss.append(server_rss(url))
+                    time.sleep(0.02)
+
+        def work(session):
+            for _ in range(requests):
+                start = time.perf_counter()
+                got = session.infer(x, progress=False)
+                latencies.append(time.perf_counter() - start)
+                errors.append(float(np.max(np.abs(got - ref))))
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        start = time.perf_counter()
+        threads = [threading.Thread(target=work, args=(s,)) for s in sessions]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        wall = time.perf_counter() - start
+        done.set()
+        watcher.join()
+        for s in sessions:
+            s.client.close()
+    out["service"] = {"requests_per_s": len(latencies) / wall, "p50_s": percentile(latencies, 50),
+                      "p99_s": percentile(latencies, 99), "max_abs_error": max(errors),
+                      "health_p50_ms": 1e3 * percentile(health, 50), "health_p99_ms": 1e3 * percentile(health, 99),
+                      "health_max_ms": 1e3 * max(health), "server_rss_mib_max": max(rss) / 2**20 if rss else None}
+    out["throughput_ratio"] = out["service"]["requests_per_s"] / out["in_process"]["requests_per_s"]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--clients", type=int, default=4)
+    ap.add_argument("--requests", type=int, default=5)
+    ap.add_argument("--images", type=int, default=64)
+    ap.add_argument("--skip-keys", action="store_true")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    x_train, y_train, x_test, _ = M.digits_split()
+    mlp = M.mlp_onnx(M.mlp_train(x_train, y_train))
+    cnn = M.cnn_onnx(M.cnn_train(x_train.reshape(-1, 1, 8, 8), y_train, pool="max"), pool="max")
+    results = {"date": time.strftime("%Y-%m-%d"), "cpus": __import__("os").cpu_count()}
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = pathlib.Path(tmp)
+        if not args.skip_keys:
+            results["key_upload"] = key_upload(workdir)
+            print(f"key upload: {results['key_upload']['bytes'] / 2**20:.1f} MiB at "
+                  f"{results['key_upload']['mb_per_s']:.0f} MB/s", file=sys.stderr)
+        results["runs"] = []
+        for name, onnx_bytes, x in (("mlp", mlp, x_test[:args.images]),
+                                    ("cnn", cnn, x_test[:args.images].reshape(-1, 1, 8, 8))):
+            r = throughput(name, onnx_bytes, x, args.clients, args.requests, workdir)
+            results["runs"].append(r)
+            print(f"{name}: service {r['service']['requests_per_s']:.2f} req/s vs in-process "
+                  f"{r['in_process']['requests_per_s']:.2f} ({100 * r['throughput_ratio']:.0f} %), p99 "
+                  f"{r['service']['p99_s']:.2f} s, health p99 {r['service']['health_p99_ms']:.1f} ms", file=sys.stderr)
+    print(json.dumps(results, indent=2))
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

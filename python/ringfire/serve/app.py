@@ -1,0 +1,408 @@
+"""The HTTP service: Open Inference Protocol v2 where it fits (health, model metadata),
+and what encrypted inference adds (sessions, resumable key uploads, jobs with
+client-aided rounds, streamed results). Every body is bounded before it is read
+(``Content-Length`` against the route's limit, then a counted read), every refusal is
+a 4xx with ``{"error": ...}`` that names the problem, and a tenant only ever sees its
+own sessions, keys and jobs (another tenant's ids answer 404, like unknown ones).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import re
+import threading
+import time
+
+import anyio
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.exceptions import HTTPException
+
+from .. import __version__
+from . import wire
+from .auth import load_tokens, tenant_of
+from .config import ServeConfig
+from .host import Host
+from .jobs import Job, JobRunner, QueueFull
+from .metrics import Metrics
+from .store import Store, sha256_hex
+
+log = logging.getLogger("ringfire.serve")
+JSON_LIMIT = 64 * 1024
+_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+)$")
+_SHA = re.compile(r"^[0-9a-f]{64}$")
+
+
+def refuse(status: int, message: str, headers: dict | None = None):
+    raise HTTPException(status, detail=message, headers=headers)
+
+
+async def read_body(request: Request, limit: int, what: str) -> bytes:
+    """The body, at most `limit` bytes: its declared length is checked before any is read,
+    and the read stops at the limit whatever the sender does."""
+    declared = request.headers.get("content-length")
+    if declared is None:
+        refuse(411, f"{what}: send a Content-Length (bodies are bounded before they are read)")
+    if not declared.isdigit():
+        refuse(400, f"{what}: Content-Length {declared!r} is not a number")
+    if int(declared) > limit:
+        refuse(413, f"{what}: {int(declared)} bytes; this endpoint takes at most {limit}")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > min(limit, int(declared)):
+            refuse(413, f"{what}: more bytes than the Content-Length said")
+        chunks.append(chunk)
+    if size != int(declared):
+        refuse(400, f"{what}: {size} bytes arrived, Content-Length said {declared}")
+    return b"".join(chunks)
+
+
+async def read_json(request: Request, what: str) -> dict:
+    body = await read_body(request, JSON_LIMIT, what)
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        refuse(400, f"{what}: the body is not JSON")
+    if not isinstance(data, dict):
+        refuse(400, f"{what}: expected a JSON object")
+    return data
+
+
+class RateLimiter:
+    """A token bucket per tenant: `rate` requests per second, bursts of twice that."""
+
+    def __init__(self, rate: float):
+        self.rate, self.burst = rate, 2 * rate
+        self._buckets: dict[str, tuple[float, float]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, tenant: str) -> float:
+        """0 if the request may go ahead, else the seconds until it may."""
+        now = time.monotonic()
+        with self._lock:
+            tokens, last = self._buckets.get(tenant, (self.burst, now))
+            tokens = min(self.burst, tokens + (now - last) * self.rate)
+            if tokens < 1:
+                self._buckets[tenant] = (tokens, now)
+                return (1 - tokens) / self.rate
+            self._buckets[tenant] = (tokens - 1, now)
+            return 0.0
+
+
+def create_app(config: ServeConfig) -> FastAPI:
+    tokens = load_tokens(config.tokens)
+    store = Store(config.store)
+    restarted = store.fail_unfinished("server restarted while the job was unfinished; submit it again")
+    host = Host(config)
+    metrics = Metrics()
+    runner = JobRunner(host, store, config, metrics)
+    limiter = RateLimiter(config.requests_per_second)
+    state = {"stopping": False}
+    if restarted:
+        log.warning("%d jobs left unfinished by the previous server process marked failed", restarted)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        yield
+        state["stopping"] = True
+        failed = await anyio.to_thread.run_sync(runner.stop, config.drain_timeout)
+        store.close()
+        log.info("stopped; %d unfinished jobs marked failed", failed)
+
+    app = FastAPI(title="ringfire serve", version=__version__, lifespan=lifespan,
+                  description="Encrypted inference: the server holds the model and the client's evaluation keys; "
+                              "the secret key never leaves the client. See docs/serving.md.")
+    app.state.runner, app.state.store, app.state.host, app.state.metrics = runner, store, host, metrics
+
+    # ---- errors and metrics ---------------------------------------------------------------
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException):
+        metrics.refused.labels(str(exc.status_code)).inc()
+        return JSONResponse({"error": exc.detail, "status": exc.status_code}, exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError):
+        metrics.refused.labels("422").inc()
+        return JSONResponse({"error": f"malformed request: {exc.errors()}", "status": 422}, 422)
+
+    @app.exception_handler(Exception)
+    async def internal_error(request: Request, exc: Exception):
+        log.exception("internal error on %s %s", request.method, request.url.path)
+        return JSONResponse({"error": f"internal error: {type(exc).__name__}", "status": 500}, 500)
+
+    @app.middleware("http")
+    async def observe(request: Request, call_next):
+        start = time.perf_counter()
+        response = await call_next(request)
+        route = getattr(request.scope.get("route"), "path", "unmatched")
+        metrics.requests.labels(route, str(response.status_code)).observe(time.perf_counter() - start)
+        return response
+
+    def tenant(request: Request) -> str:
+        who = tenant_of(request.headers.get("authorization"), tokens)
+        if who is None:
+            refuse(401, "missing or unknown bearer token (Authorization: Bearer <token>)",
+                   {"WWW-Authenticate": "Bearer"})
+        wait = limiter.take(who)
+        if wait:
+            refuse(429, f"more than {config.requests_per_second:g} requests per second", {"Retry-After": str(
+                max(1, round(wait)))})
+        return who
+
+    def own_session(sid: str, who: str) -> dict:
+        session = store.session(sid, who)
+        if session is None:
+            refuse(404, f"no session {sid}")
+        return session
+
+    def own_job(jid: str, who: str) -> dict:
+        job = store.job(jid, who)
+        if job is None:
+            refuse(404, f"no job {jid}")
+        return job
+
+    # ---- health and models (Open Inference Protocol v2) ----------------------------------
+    @app.get("/v2/health/live")
+    async def live():
+        return {"live": True}
+
+    @app.get("/v2/health/ready")
+    async def ready():
+        if state["stopping"]:
+            refuse(503, "shutting down")
+        return {"ready": True}
+
+    @app.get("/v2/models")
+    async def models(who: str = Depends(tenant)):
+        return {"models": [config.name]}
+
+    def own_model(name: str):
+        if name != config.name:
+            refuse(404, f"no model {name!r}; this server has {config.name!r}")
+
+    @app.get("/v2/models/{name}")
+    async def model(name: str, who: str = Depends(tenant)):
+        own_model(name)
+        return host.describe()
+
+    @app.get("/v2/models/{name}/context")
+    async def context(name: str, who: str = Depends(tenant)):
+        own_model(name)
+        return Response(host.ctx.to_bytes(), media_type="application/octet-stream")
+
+    # ---- sessions and keys ------------------------------------------------------------------
+    @app.post("/v1/sessions", status_code=201)
+    async def new_session(request: Request, who: str = Depends(tenant)):
+        body = await read_json(request, "session")
+        own_model(str(body.get("model")))
+        if body.get("fingerprint") != host.fingerprint:
+            refuse(409, f"the client's parameters (fingerprint {body.get('fingerprint')!r}) are not the model's "
+                        f"({host.fingerprint}): make the context from GET /v2/models/{config.name}/context")
+        if store.count_sessions(who) >= config.tenant_sessions:
+            refuse(429, f"at most {config.tenant_sessions} sessions per tenant")
+        sid = store.create_session(who, config.name, host.fingerprint)
+        return {"id": sid, "keys": host.needs}
+
+    def key_status(session: dict) -> dict:
+        out = {}
+        for kind in host.needs:
+            if kind in session["keys"]:
+                out[kind] = {"stored": True, **session["keys"][kind]}
+            else:
+                up = store.upload_state(session["id"], kind)
+                out[kind] = {"stored": False, "received": up["received"] if up else 0,
+                             "total": up["total"] if up else None, "max_bytes": host.max_key_bytes(kind)}
+        return out
+
+    @app.get("/v1/sessions/{sid}")
+    async def session(sid: str, who: str = Depends(tenant)):
+        s = own_session(sid, who)
+        keys = key_status(s)
+        return {"id": sid, "model": s["model"], "keys": keys, "missing": [k for k, v in keys.items() if not v["stored"]]}
+
+    def known_kind(kind: str):
+        if kind not in host.needs:
+            refuse(404, f"this model takes keys {host.needs}, not {kind!r}")
+
+    @app.post("/v1/sessions/{sid}/keys/{kind}/link")
+    async def link(sid: str, kind: str, request: Request, who: str = Depends(tenant)):
+        own_session(sid, who)
+        known_kind(kind)
+        sha = str((await read_json(request, "link")).get("sha256", ""))
+        if not _SHA.match(sha):
+            refuse(400, "sha256: 64 lowercase hex digits")
+        if not store.link_key(sid, kind, who, sha):
+            refuse(404, f"no stored {kind} keys with SHA-256 {sha}: upload them")
+        metrics.key_hits.inc()
+        host.forget(sid)
+        return {"stored": True, "sha256": sha}
+
+    @app.put("/v1/sessions/{sid}/keys/{kind}")
+    async def upload(sid: str, kind: str, request: Request, who: str = Depends(tenant)):
+        own_session(sid, who)
+        known_kind(kind)
+        match = _RANGE.match(request.headers.get("content-range", ""))
+        if not match:
+            refuse(400, "Content-Range: bytes FIRST-LAST/TOTAL is required (resumable chunked upload)")
+        first, last, total = (int(v) for v in match.groups())
+        whole = request.headers.get("x-content-sha256", "")
+        if not _SHA.match(whole):
+            refuse(400, "X-Content-SHA256: the whole upload's SHA-256 (64 lowercase hex digits) is required")
+        if total > host.max_key_bytes(kind):
+            refuse(413, f"{kind} keys for these parameters take at most {host.max_key_bytes(kind)} bytes; "
+                        f"{total} declared")
+        if not first <= last < total or last - first + 1 > config.chunk_bytes:
+            refuse(416, f"bad range {first}-{last}/{total} (chunks of at most {config.chunk_bytes} bytes)")
+        state_now = store.upload_state(sid, kind)
+        fresh = state_now is None or state_now["total"] != total or state_now["sha256"] != whole
+        if fresh and store.stored_bytes(who) + total > config.tenant_bytes:
+            refuse(413, f"this tenant would store more than {config.tenant_bytes} bytes")
+        up = store.upload(sid, kind, who, total, whole)
+        if first != up["received"]:
+            refuse(409, f"this upload has {up['received']} bytes; send the chunk starting there",
+                   {"X-Received": str(up["received"])})
+        chunk = await read_body(request, last - first + 1, "key chunk")
+        if len(chunk) != last - first + 1:
+            refuse(400, f"the chunk holds {len(chunk)} bytes, its range {last - first + 1}")
+        if request.headers.get("x-chunk-sha256") not in (None, sha256_hex(chunk)):
+            refuse(422, "the chunk's SHA-256 does not match X-Chunk-SHA256: send it again")
+        received = await anyio.to_thread.run_sync(store.append, up["id"], first, chunk)
+        metrics.uploaded.inc(len(chunk))
+        if received < total:
+            return {"received": received, "total": total, "stored": False}
+        return await anyio.to_thread.run_sync(_commit, sid, kind, who, up["id"], whole, total)
+
+    def _commit(sid: str, kind: str, who: str, uid: str, whole: str, total: int) -> dict:
+        """The complete upload, checked (hash, envelope, parameters, kind) before it is kept."""
+        data = store.part_path(uid).read_bytes()
+        if sha256_hex(data) != whole:
+            store.drop_upload(uid)
+            refuse(422, "the upload's SHA-256 does not match X-Content-SHA256: send it again from the start")
+        try:
+            host.check_keys(kind, data)
+        except (ValueError, TypeError) as e:
+            store.drop_upload(uid)
+            refuse(422, f"these are not valid {kind} keys for this model: {e}")
+        new = store.commit_upload(uid, sid, kind, who, whole, total)
+        if not new:
+            metrics.key_hits.inc()
+        host.forget(sid)
+        return {"received": total, "total": total, "stored": True, "sha256": whole, "new": new}
+
+    # ---- inference jobs ------------------------------------------------------------------------
+    def max_input_bytes() -> int:
+        return host.max_input_entries() * (host.max_ciphertext_bytes() + 16) + 4096
+
+    @app.post("/v1/sessions/{sid}/infer", status_code=202)
+    async def infer(sid: str, request: Request, who: str = Depends(tenant)):
+        s = own_session(sid, who)
+        missing = [k for k in host.needs if k not in s["keys"]]
+        if missing:
+            refuse(409, f"the session lacks its {', '.join(missing)} keys: upload them first")
+        idempotency = request.headers.get("idempotency-key")
+        if idempotency is not None and not re.fullmatch(r"[A-Za-z0-9_.:-]{1,128}", idempotency):
+            refuse(400, "Idempotency-Key: 1-128 letters, digits, '_', '.', ':', '-'")
+        repeated = store.job_for(sid, idempotency) if idempotency else None
+        if repeated is not None:  # a retry: the job made the first time, never a second run
+            return JSONResponse({"job": repeated["id"], "state": repeated["state"], "repeated": True}, 200)
+        if store.jobs_in_flight(who) >= config.tenant_jobs:
+            refuse(429, f"at most {config.tenant_jobs} jobs in flight per tenant", {"Retry-After": "5"})
+        body = await read_body(request, max_input_bytes(), "encrypted input")
+        jid, created = store.create_job(who, sid, idempotency)
+        if not created:  # the same key arrived twice at once: the other request made the job
+            return JSONResponse({"job": jid, "state": store.job(jid, who)["state"], "repeated": True}, 200)
+        try:
+            runner.submit(Job(jid, who, sid, body))
+        except QueueFull as e:
+            store.set_job(jid, "failed", error=str(e))
+            refuse(429, str(e), {"Retry-After": "10"})
+        return {"job": jid, "state": "queued"}
+
+    @app.get("/v1/jobs/{jid}")
+    async def job_status(jid: str, who: str = Depends(tenant)):
+        job = own_job(jid, who)
+        live = runner.live(jid)
+        out = {k: job[k] for k in ("id", "session", "state", "error", "progress")}
+        r = runner.open_round(live) if live is not None else None
+        if r is not None:
+            out["state"] = "awaiting_client"
+            out["round"] = {"number": r.number, "layer": json.loads(r.layer)}
+        elif out["state"] == "awaiting_client":
+            out["state"] = "running"  # answered: the worker is about to go on
+        return out
+
+    def waiting_job(jid: str, who: str, number: int):
+        own_job(jid, who)
+        live = runner.live(jid)
+        r = runner.open_round(live) if live is not None else None
+        if r is None or r.number != number:
+            refuse(409, f"job {jid} is not waiting for round {number}")
+        return live, r
+
+    @app.get("/v1/jobs/{jid}/rounds/{number}")
+    async def get_round(jid: str, number: int, who: str = Depends(tenant)):
+        _, r = waiting_job(jid, who, number)
+        return Response(r.payload, media_type="application/octet-stream", headers={"X-Ringfire-Layer": r.layer})
+
+    @app.post("/v1/jobs/{jid}/rounds/{number}")
+    async def answer_round(jid: str, number: int, request: Request, who: str = Depends(tenant)):
+        live, r = waiting_job(jid, who, number)
+        try:
+            out_shape = tuple(int(v) for v in json.loads(request.headers.get("x-ringfire-out-shape", "null")))
+        except (TypeError, ValueError):
+            refuse(400, "X-Ringfire-Out-Shape: the layer's output shape as a JSON list is required")
+        entries = max(1, r.entries)
+        body = await read_body(request, entries * (host.max_ciphertext_bytes() + 16) + 4096, "round answer")
+        keys = host.keys_for(live.session, {k: store.blob_path(who, v["sha256"])
+                                            for k, v in store.session(live.session, who)["keys"].items()})
+
+        def load(data: bytes):
+            ct = host.ctx.load(data)
+            ct._keys = keys
+            return ct
+
+        try:
+            fields = await anyio.to_thread.run_sync(lambda: wire.unpack_tensor(
+                body, load, max_entries=entries, max_entry_bytes=host.max_ciphertext_bytes()))
+        except ValueError as e:
+            refuse(422, f"the answer is not a valid encrypted tensor for this model: {e}")
+        try:
+            runner.answer(live, number, fields["cts"], out_shape)
+        except LookupError as e:
+            refuse(409, str(e))
+        return {"accepted": True}
+
+    @app.get("/v1/jobs/{jid}/result")
+    async def result(jid: str, who: str = Depends(tenant)):
+        job = own_job(jid, who)
+        if job["state"] == "failed":
+            refuse(410, f"job {jid} failed: {job['error']}")
+        if job["state"] != "done":
+            refuse(409, f"job {jid} is {job['state']}", {"Retry-After": "1"})
+        path = store.result_path(jid)
+
+        def parts():
+            with open(path, "rb") as f:
+                while block := f.read(1 << 20):
+                    yield block
+        return StreamingResponse(parts(), media_type="application/octet-stream",
+                                 headers={"Content-Length": str(path.stat().st_size)})
+
+    @app.delete("/v1/jobs/{jid}")
+    async def cancel(jid: str, who: str = Depends(tenant)):
+        own_job(jid, who)
+        live = runner.live(jid)
+        if live is not None:
+            runner.cancel(live)
+        return {"cancelled": live is not None}
+
+    @app.get("/metrics")
+    async def prometheus():
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return app

@@ -1,0 +1,103 @@
+"""``ringfire serve MODEL.onnx``: the server under uvicorn, and ``--add-token`` for its
+tokens file; ``ringfire infer MODEL --server URL``: its client on the command line."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+import numpy as np
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("serve", help="serve an ONNX model for encrypted inference over HTTP")
+    p.add_argument("model", nargs="?", help="the ONNX file")
+    p.add_argument("--store", default="ringfire-store", help="directory for keys, sessions, jobs and results")
+    p.add_argument("--tokens", default="ringfire-tokens", help="tokens file: 'TENANT SHA256' per line")
+    p.add_argument("--add-token", metavar="TENANT", help="append a new token for TENANT to --tokens, print it, exit")
+    p.add_argument("--preset", default=None, help="CKKS preset (default N14_D6)")
+    p.add_argument("--params", help="a file of context bytes (ctx.to_bytes()) instead of a preset")
+    p.add_argument("--activation", choices=["client", "poly"], default="client")
+    p.add_argument("--calibration", help=".npy inputs that fit polynomial activations (--activation poly)")
+    p.add_argument("--packing", choices=["batch", "inter"], default="batch")
+    p.add_argument("--masking", action="store_true", help="mask what the key holder decrypts")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--tls-cert", help="certificate (PEM): serve HTTPS")
+    p.add_argument("--tls-key", help="the certificate's private key (PEM)")
+    p.add_argument("--queue", type=int, default=16, help="jobs waiting to run, all tenants")
+    p.add_argument("--round-timeout", type=float, default=300.0, help="seconds a job waits for its client")
+    p.add_argument("--drain-timeout", type=float, default=600.0, help="seconds a shutdown waits for running jobs")
+    p.add_argument("--requests-per-second", type=float, default=50.0, help="per tenant")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    from .auth import add_token
+    if args.add_token:
+        print(add_token(args.tokens, args.add_token))
+        return 0
+    if not args.model:
+        raise ValueError("[serve] give the ONNX model to serve (or --add-token TENANT)")
+    try:
+        import uvicorn
+    except ImportError:
+        raise ImportError("[serve] the server needs its extra: pip install 'ringfire[serve]'") from None
+    from . import ServeConfig, create_app
+    if bool(args.tls_cert) != bool(args.tls_key):
+        raise ValueError("[serve] --tls-cert and --tls-key go together")
+    config = ServeConfig(model=args.model, store=args.store, tokens=args.tokens,
+                         preset=None if args.params else (args.preset or "N14_D6"), params=args.params,
+                         activation=args.activation, calibration=args.calibration, packing=args.packing,
+                         masking=args.masking, queue=args.queue, round_timeout=args.round_timeout,
+                         drain_timeout=args.drain_timeout, requests_per_second=args.requests_per_second)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    uvicorn.run(create_app(config), host=args.host, port=args.port, ssl_certfile=args.tls_cert,
+                ssl_keyfile=args.tls_key, timeout_graceful_shutdown=int(config.drain_timeout) + 5,
+                log_level="info")
+    return 0
+
+
+def remote_infer(args) -> int:
+    """``--server``: keys made here and uploaded once per session, the batch encrypted here,
+    the model run by the server (client-aided rounds answered here), decrypted here."""
+    import importlib.util
+    import os
+    import pathlib
+
+    from ..nn import cli as nn_cli
+    from . import Client
+    x = np.load(args.input).astype(np.float64)
+    token = args.token or os.environ.get("RINGFIRE_TOKEN")
+    if not token:
+        raise ValueError("[infer] --server needs the tenant's token: --token or $RINGFIRE_TOKEN")
+    path = pathlib.Path(args.model)
+    name = path.stem if path.suffix == ".onnx" else args.model
+    if path.is_file():
+        from ..nn.graph import Graph
+        x = nn_cli.fit_input(x, tuple(Graph.from_onnx(path).input_shape), args.layout)
+    t0 = time.perf_counter()
+    with Client(args.server, token) as client:
+        session = client.session(name, progress=None if not args.json else False)
+        t1 = time.perf_counter()
+        y = session.infer(x, progress=None if not args.json else False)
+        t2 = time.perf_counter()
+    report = {"server": args.server, "model": name, "batch": int(x.shape[0]), "output_shape": list(y.shape),
+              "rounds": session.rounds, "seconds": {"keys": t1 - t0, "inference": t2 - t1}}
+    if path.is_file() and importlib.util.find_spec("onnxruntime") is not None:
+        ref, reference = nn_cli.reference_outputs(path, x, None)
+        report.update(reference=reference, top1_agreement=nn_cli.top1_agreement(y, ref),
+                      max_abs_error=float(np.max(np.abs(y - ref))))
+    if args.output:
+        np.save(args.output, y)
+    if args.json:
+        print(json.dumps({**report, "outputs": y.tolist()}, indent=2))
+    else:
+        print(f"outputs: shape {y.shape}; first row {np.round(y.reshape(len(y), -1)[0][:10], 4)}")
+        if "top1_agreement" in report:
+            print(f"top-1 agreement with {report['reference']}: {report['top1_agreement'] * 100:.2f}%  "
+                  f"(max |error| {report['max_abs_error']:.2e})")
+        print(f"server {args.server}: keys {report['seconds']['keys']:.2f} s, inference "
+              f"{report['seconds']['inference']:.2f} s, {session.rounds} client-aided rounds")
+    return 0

@@ -1,0 +1,225 @@
+"""The client of ``ringfire serve``: it makes (or takes) the keys, uploads the evaluation
+keys once (resuming an interrupted upload, skipping keys the server already has),
+encrypts, submits, answers the client-aided rounds, and decrypts. The secret key never
+leaves it; the server sees the evaluation keys, the ciphertexts, the model's layer
+names, and timing.
+
+    client = rf.serve.Client("http://127.0.0.1:8000", token=TOKEN)
+    session = client.session("mlp")            # keys made here, uploaded once
+    y = session.infer(x)                       # x: NumPy, batch first
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import uuid
+
+import numpy as np
+
+from .. import _progress, ckks
+from ..ckks.batch import EncryptedTensor
+from ..nn.client import LocalClient
+from . import wire
+
+CHUNK = 16 * 2**20
+
+
+class ServerError(RuntimeError):
+    """The server refused a request or a job failed: its status and message."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(f"[serve] {status}: {message}")
+        self.status, self.message = status, message
+
+
+class Client:
+    """A connection to a server. ``token``: the tenant's bearer token; ``verify``: TLS
+    verification (a CA bundle path for a private CA); ``timeout``: seconds per request."""
+
+    def __init__(self, url: str, token: str, *, verify=True, timeout: float = 120.0, chunk_bytes: int = CHUNK):
+        import httpx
+        self.url = url.rstrip("/")
+        self.chunk_bytes = int(chunk_bytes)
+        self.http = httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {token}"}, verify=verify,
+                                 timeout=timeout)
+
+    def close(self) -> None:
+        self.http.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def request(self, method: str, path: str, *, expect=(200,), retries: int = 4, **kwargs):
+        """One request, retried on 429 (after Retry-After) and on dropped connections."""
+        import httpx
+        for attempt in range(retries + 1):
+            try:
+                response = self.http.request(method, path, **kwargs)
+            except httpx.TransportError:
+                if attempt == retries:
+                    raise
+                time.sleep(0.2 * 2**attempt)
+                continue
+            if response.status_code == 429 and attempt < retries:
+                time.sleep(min(30.0, float(response.headers.get("retry-after", "1"))))
+                continue
+            if response.status_code not in expect:
+                try:
+                    message = response.json().get("error", response.text)
+                except ValueError:
+                    message = response.text
+                raise ServerError(response.status_code, message)
+            return response
+        raise AssertionError("unreachable")
+
+    def models(self) -> list[str]:
+        return self.request("GET", "/v2/models").json()["models"]
+
+    def model(self, name: str) -> dict:
+        return self.request("GET", f"/v2/models/{name}").json()
+
+    def context(self, name: str, **options) -> ckks.Context:
+        """The model's parameters as a context (made here; its randomness is the client's).
+        ``options`` go to :meth:`ckks.Context.from_bytes`; parameters the server runs without the
+        security check (toy rings, for tests) load with it off, which warns."""
+        params = self.model(name)["parameters"]
+        return ckks.Context.from_bytes(self.request("GET", f"/v2/models/{name}/context").content,
+                                       bootstrap=params["bootstrap_options"],
+                                       insecure_no_security_check=params["insecure"], **options)
+
+    def session(self, name: str, ctx=None, secret_key=None, keys=None, *, progress: bool | None = None) -> "Session":
+        """A session for model `name`: with `ctx`, `secret_key` and `keys` given, those (they must
+        match the model's parameters and cover its rotations); else a context and keys made here.
+        Evaluation keys the server lacks are uploaded."""
+        info = self.model(name)
+        if ctx is None:
+            ctx = self.context(name)
+        params = info["parameters"]
+        if f"{ctx.fingerprint:016x}" != params["fingerprint"]:
+            raise ValueError(f"[serve] this context's parameters are not the model's: make it with "
+                             f"client.context({name!r})")
+        if secret_key is None or keys is None:
+            secret_key, keys = ctx.keygen(rotations=params["rotations"], bootstrap=params["bootstrap"])
+        sid = self.request("POST", "/v1/sessions", expect=(201,),
+                           json={"model": name, "fingerprint": params["fingerprint"]}).json()["id"]
+        session = Session(self, name, sid, ctx, secret_key, keys, info)
+        session.upload_keys(progress=progress)
+        return session
+
+
+class Session:
+    def __init__(self, client: Client, model: str, sid: str, ctx, secret_key, keys, info: dict):
+        self.client, self.model, self.id = client, model, sid
+        self.ctx, self.secret_key, self.keys, self.info = ctx, secret_key, keys, info
+        self.packing = info["parameters"]["packing"]
+        self.local = LocalClient(ctx, secret_key, keys)
+        self.rounds = 0
+
+    # ---- keys ---------------------------------------------------------------------------
+    def upload_keys(self, progress: bool | None = None) -> dict:
+        """Each evaluation key set the session lacks: linked when the server stored it already
+        (same SHA-256), else uploaded in chunks, from the server's offset when an earlier
+        upload was interrupted. Returns {kind: "linked" | "uploaded" | "stored"}."""
+        status = self.client.request("GET", f"/v1/sessions/{self.id}").json()["keys"]
+        out = {}
+        for kind, st in status.items():
+            if st["stored"]:
+                out[kind] = "stored"
+                continue
+            data = getattr(self.keys, kind).to_bytes()
+            sha = hashlib.sha256(data).hexdigest()
+            linked = self.client.request("POST", f"/v1/sessions/{self.id}/keys/{kind}/link", expect=(200, 404),
+                                         json={"sha256": sha})
+            if linked.status_code == 200:
+                out[kind] = "linked"
+                continue
+            self._upload(kind, data, sha, st["received"] if st.get("total") == len(data) else 0, progress)
+            out[kind] = "uploaded"
+        return out
+
+    def _upload(self, kind: str, data: bytes, sha: str, start: int, progress) -> None:
+        total, step = len(data), self.client.chunk_bytes
+        with _progress.progress_bar(total, f"uploading {kind} keys", progress, unit="B") as bar:
+            bar.update(start)
+            offset = start
+            while offset < total:
+                chunk = data[offset:offset + step]
+                headers = {"Content-Range": f"bytes {offset}-{offset + len(chunk) - 1}/{total}",
+                           "X-Content-SHA256": sha, "X-Chunk-SHA256": hashlib.sha256(chunk).hexdigest(),
+                           "Content-Type": "application/octet-stream"}
+                response = self.client.request("PUT", f"/v1/sessions/{self.id}/keys/{kind}", content=chunk,
+                                               headers=headers, expect=(200, 409))
+                if response.status_code == 409:  # the server has a different offset: resume there
+                    offset = int(response.headers.get("x-received", "0"))
+                    continue
+                offset += len(chunk)
+                bar.update(len(chunk))
+
+    # ---- inference ---------------------------------------------------------------------------
+    def submit(self, enc: EncryptedTensor, idempotency_key: str | None = None) -> str:
+        body = wire.pack_tensor(enc.cts, enc.batch, enc.packing, enc.period, enc.sample_shape, enc.element_slots)
+        key = idempotency_key or uuid.uuid4().hex
+        response = self.client.request("POST", f"/v1/sessions/{self.id}/infer", content=body, expect=(200, 202),
+                                       headers={"Idempotency-Key": key, "Content-Type": "application/octet-stream"})
+        return response.json()["job"]
+
+    def wait(self, job: str, progress: bool | None = None, poll: float = 0.05, timeout: float | None = None
+             ) -> EncryptedTensor:
+        """Answers the job's rounds until it is done, then downloads the result."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        answered = 0  # the last round answered: never twice (a status read can lag the worker)
+        with _progress.progress_bar(None, "encrypted inference (server)", progress, unit="step") as bar:
+            while True:
+                status = self.client.request("GET", f"/v1/jobs/{job}").json()
+                if status["progress"]:
+                    bar.set_postfix_str(f"{status['progress'].get('layer', '')} "
+                                        f"{status['progress'].get('done')}/{status['progress'].get('total')}")
+                if status["state"] == "done":
+                    break
+                if status["state"] == "failed":
+                    raise ServerError(410, f"job {job} failed: {status['error']}")
+                if status["state"] == "awaiting_client" and "round" in status \
+                        and status["round"]["number"] > answered:
+                    answered = status["round"]["number"]
+                    self._answer(job, answered)
+                    bar.update()
+                    continue
+                if deadline is not None and time.monotonic() > deadline:
+                    raise TimeoutError(f"[serve] job {job} still {status['state']} after {timeout:g} s")
+                time.sleep(poll)
+        data = self.client.request("GET", f"/v1/jobs/{job}/result").content
+        fields = wire.unpack_tensor(data, self.ctx.load, max_entries=2**24,
+                                    max_entry_bytes=self.ctx._largest_object_bytes())
+        return EncryptedTensor(fields["cts"], fields["batch"], self.ctx, fields["packing"], fields["period"],
+                               fields["sample_shape"], fields["element_slots"])
+
+    def _answer(self, job: str, number: int) -> None:
+        response = self.client.request("GET", f"/v1/jobs/{job}/rounds/{number}")
+        node, shape, clip = wire.node_from_json(response.headers["x-ringfire-layer"])
+        fields = wire.unpack_tensor(response.content, self.ctx.load, max_entries=2**24,
+                                    max_entry_bytes=self.ctx._largest_object_bytes())
+        x = fields["cts"]
+        if self.packing == "inter":  # one sample per ciphertext: the layer on its slot vector
+            out, out_shape = np.array([self.local.apply_vector(node, x.flat[0])], dtype=object), (1,)
+        else:
+            out, out_shape = self.local.apply(node, x, shape, clip)
+        body = wire.pack_tensor(out, batch=0, sample_shape=out.shape)
+        self.client.request("POST", f"/v1/jobs/{job}/rounds/{number}", content=body,
+                            headers={"X-Ringfire-Out-Shape": json.dumps(list(out_shape)),
+                                     "Content-Type": "application/octet-stream"})
+        self.rounds += 1
+
+    def infer_encrypted(self, enc: EncryptedTensor, progress: bool | None = None,
+                        idempotency_key: str | None = None) -> EncryptedTensor:
+        return self.wait(self.submit(enc, idempotency_key), progress)
+
+    def infer(self, x, progress: bool | None = None) -> np.ndarray:
+        """The model's outputs on `x` (NumPy, batch first): encrypted here, computed by the
+        server, decrypted here."""
+        enc = self.ctx.encrypt_batch(np.asarray(x, dtype=np.float64), self.keys, packing=self.packing)
+        return self.ctx.decrypt_batch(self.infer_encrypted(enc, progress), self.secret_key)

@@ -1,0 +1,43 @@
+"""A server's settings and limits, one place (``ringfire serve`` fills them from its flags)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MIB = 2**20
+
+
+@dataclass
+class ServeConfig:
+    model: str                                # the ONNX file
+    store: str                                # where keys, sessions, jobs and results live
+    tokens: str                               # the tokens file (tenant and SHA-256 per line)
+    preset: str | None = "N14_D6"             # the CKKS preset ...
+    params: str | None = None                 # ... or a file of context bytes (ctx.to_bytes())
+    bootstrap: dict | None = None             # bootstrapping options the parameters bytes do not record
+    activation: str = "client"                # "client" (rounds with the key holder) or "poly"
+    calibration: str | None = None            # .npy inputs that fit the polynomial activations
+    packing: str = "batch"                    # "batch" or "inter"
+    masking: bool = False                     # mask what the key holder decrypts (ringfire.nn.masking)
+    # Limits ------------------------------------------------------------------------------
+    chunk_bytes: int = 64 * MIB               # the largest key-upload chunk a request may carry
+    tenant_bytes: int = 64 * 2**30            # stored keys, partial uploads and results per tenant
+    tenant_sessions: int = 64
+    tenant_jobs: int = 4                      # jobs queued, running or waiting for their client
+    queue: int = 16                           # jobs waiting to run, all tenants (more: 429)
+    requests_per_second: float = 50.0         # per tenant, with a burst of twice that
+    round_timeout: float = 300.0              # seconds a job waits for its client's answer
+    drain_timeout: float = 600.0              # seconds a shutdown waits for the running job
+    workers: int = 1                          # jobs run at once (each can use every core)
+    name: str = field(default="")             # the model's name (default: the file's stem)
+
+    def __post_init__(self):
+        if not self.name:
+            self.name = Path(self.model).stem
+        if self.activation not in ("client", "poly"):
+            raise ValueError(f"[serve] activation is 'client' or 'poly', got {self.activation!r}")
+        if self.packing not in ("batch", "inter"):
+            raise ValueError(f"[serve] packing is 'batch' or 'inter', got {self.packing!r}")
+        if (self.preset is None) == (self.params is None):
+            raise ValueError("[serve] give a preset or a parameters file, not both")

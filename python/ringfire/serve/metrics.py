@@ -1,0 +1,35 @@
+"""The server's Prometheus metrics (``GET /metrics``), in a registry of its own so that
+several servers in one process (tests) do not collide."""
+
+from __future__ import annotations
+
+import resource
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+
+def _resident_bytes() -> float:
+    try:
+        with open("/proc/self/statm") as f:
+            return float(int(f.read().split()[1]) * resource.getpagesize())
+    except OSError:
+        return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+
+
+class Metrics:
+    def __init__(self):
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Histogram("ringfire_request_seconds", "Request latency by route and status",
+                                  ["route", "status"], registry=r,
+                                  buckets=(0.001, 0.005, 0.02, 0.05, 0.1, 0.25, 1, 5, 30))
+        self.job_seconds = Histogram("ringfire_job_seconds", "Inference job latency, from start to result",
+                                     registry=r, buckets=(0.1, 0.5, 1, 5, 15, 60, 300, 1800))
+        self.jobs_failed = Counter("ringfire_jobs_failed_total", "Jobs that ended in failure", registry=r)
+        self.queue_depth = Gauge("ringfire_queue_depth", "Jobs waiting to run", registry=r)
+        self.uploaded = Counter("ringfire_uploaded_bytes_total", "Key bytes received", registry=r)
+        self.key_hits = Counter("ringfire_keystore_hits_total", "Key sets linked or uploaded that the store had",
+                                registry=r)
+        self.refused = Counter("ringfire_refused_total", "Requests refused, by reason", ["reason"], registry=r)
+        Gauge("ringfire_resident_memory_bytes", "The server's resident memory", registry=r).set_function(
+            _resident_bytes)

@@ -1,0 +1,213 @@
+"""What a server keeps on disk, so that a restart loses nothing: a SQLite table of
+sessions, key sets and jobs, key blobs named by their SHA-256 (uploaded once, linked by
+any session of the same tenant that has the same keys), partial uploads (resumable at
+any chunk), and finished results.
+
+Layout under the store directory::
+
+    state.sqlite                       sessions, uploads, keys, jobs
+    blobs/<tenant>/<sha256>            committed keys (read-only once written)
+    uploads/<upload id>.part           bytes received so far
+    results/<job id>.rft               a finished job's encrypted output
+
+Every write of a blob or a result goes to a temporary file first and is renamed into
+place, so a crash never leaves half a file under a final name. The connection is shared
+by the server's threads behind one lock (SQLite's own locking is per process).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+import uuid
+from pathlib import Path
+
+SCHEMA = """
+create table if not exists sessions (id text primary key, tenant text not null, model text not null,
+    fingerprint text not null, created real not null);
+create table if not exists session_keys (session text not null, kind text not null, sha256 text not null,
+    size integer not null, primary key (session, kind));
+create table if not exists blobs (tenant text not null, sha256 text not null, size integer not null,
+    kind text not null, primary key (tenant, sha256));
+create table if not exists uploads (id text primary key, tenant text not null, session text not null,
+    kind text not null, total integer not null, sha256 text not null, received integer not null);
+create table if not exists jobs (id text primary key, tenant text not null, session text not null,
+    idempotency text, state text not null, error text, progress text, created real not null,
+    updated real not null, result_bytes integer);
+create unique index if not exists jobs_idempotency on jobs (session, idempotency);
+"""
+
+TERMINAL = ("done", "failed")
+
+
+def sha256_hex(data) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+class Store:
+    def __init__(self, directory: str | os.PathLike):
+        self.root = Path(directory)
+        for sub in ("blobs", "uploads", "results"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.root / "state.sqlite", check_same_thread=False, isolation_level=None)
+        self._db.execute("pragma journal_mode=wal")
+        self._db.executescript(SCHEMA)
+
+    def _q(self, sql: str, args=()) -> list:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    # ---- sessions ---------------------------------------------------------------------
+    def create_session(self, tenant: str, model: str, fingerprint: str) -> str:
+        sid = new_id()
+        self._q("insert into sessions values (?, ?, ?, ?, ?)", (sid, tenant, model, fingerprint, time.time()))
+        return sid
+
+    def session(self, sid: str, tenant: str) -> dict | None:
+        """The tenant's session, or None (another tenant's ids look the same as unknown ones)."""
+        rows = self._q("select id, model, fingerprint, created from sessions where id = ? and tenant = ?", (sid, tenant))
+        if not rows:
+            return None
+        keys = {k: {"sha256": s, "size": n} for k, s, n in
+                self._q("select kind, sha256, size from session_keys where session = ?", (sid,))}
+        return {"id": rows[0][0], "model": rows[0][1], "fingerprint": rows[0][2], "created": rows[0][3], "keys": keys}
+
+    def count_sessions(self, tenant: str) -> int:
+        return self._q("select count(*) from sessions where tenant = ?", (tenant,))[0][0]
+
+    # ---- key blobs ----------------------------------------------------------------------
+    def blob_path(self, tenant: str, sha: str) -> Path:
+        return self.root / "blobs" / hashlib.sha256(tenant.encode()).hexdigest()[:32] / sha
+
+    def has_blob(self, tenant: str, sha: str) -> bool:
+        return bool(self._q("select 1 from blobs where tenant = ? and sha256 = ?", (tenant, sha)))
+
+    def link_key(self, sid: str, kind: str, tenant: str, sha: str) -> bool:
+        """Points the session's `kind` at a blob of that kind the tenant already stored (False: none)."""
+        rows = self._q("select size from blobs where tenant = ? and sha256 = ? and kind = ?", (tenant, sha, kind))
+        if not rows:
+            return False
+        self._q("insert or replace into session_keys values (?, ?, ?, ?)", (sid, kind, sha, rows[0][0]))
+        return True
+
+    def stored_bytes(self, tenant: str) -> int:
+        blobs = self._q("select coalesce(sum(size), 0) from blobs where tenant = ?", (tenant,))[0][0]
+        parts = self._q("select coalesce(sum(received), 0) from uploads where tenant = ?", (tenant,))[0][0]
+        results = self._q("select coalesce(sum(result_bytes), 0) from jobs where tenant = ?", (tenant,))[0][0]
+        return int(blobs + parts + results)
+
+    # ---- resumable uploads -------------------------------------------------------------
+    def upload(self, sid: str, kind: str, tenant: str, total: int, sha: str) -> dict:
+        """The upload of `kind` for the session with this size and hash: the one under way
+        (to resume), or a new one."""
+        rows = self._q("select id, received from uploads where session = ? and kind = ? and total = ? and sha256 = ?",
+                       (sid, kind, total, sha))
+        if rows:
+            return {"id": rows[0][0], "received": rows[0][1]}
+        self._q("delete from uploads where session = ? and kind = ?", (sid, kind))
+        uid = new_id()
+        self._q("insert into uploads values (?, ?, ?, ?, ?, ?, 0)", (uid, tenant, sid, kind, total, sha))
+        (self.root / "uploads" / f"{uid}.part").write_bytes(b"")
+        return {"id": uid, "received": 0}
+
+    def upload_state(self, sid: str, kind: str) -> dict | None:
+        rows = self._q("select id, total, sha256, received from uploads where session = ? and kind = ?", (sid, kind))
+        return None if not rows else dict(zip(("id", "total", "sha256", "received"), rows[0]))
+
+    def append(self, uid: str, offset: int, chunk: bytes) -> int:
+        """Writes `chunk` at `offset` (which must be what was received so far); returns the new total."""
+        path = self.root / "uploads" / f"{uid}.part"
+        with open(path, "r+b") as f:
+            f.seek(offset)
+            f.write(chunk)
+            f.truncate()
+        received = offset + len(chunk)
+        self._q("update uploads set received = ? where id = ?", (received, uid))
+        return received
+
+    def part_path(self, uid: str) -> Path:
+        return self.root / "uploads" / f"{uid}.part"
+
+    def commit_upload(self, uid: str, sid: str, kind: str, tenant: str, sha: str, size: int) -> bool:
+        """Moves a complete, checked upload under its hash (dropping it if the tenant has the
+        blob already) and links it to the session; True if the blob was new."""
+        part, final = self.part_path(uid), self.blob_path(tenant, sha)
+        new = not self.has_blob(tenant, sha)
+        if new:
+            final.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(part, final)
+            os.chmod(final, 0o444)
+            self._q("insert or ignore into blobs values (?, ?, ?, ?)", (tenant, sha, size, kind))
+        else:
+            part.unlink(missing_ok=True)
+        self._q("delete from uploads where id = ?", (uid,))
+        self._q("insert or replace into session_keys values (?, ?, ?, ?)", (sid, kind, sha, size))
+        return new
+
+    def drop_upload(self, uid: str) -> None:
+        self.part_path(uid).unlink(missing_ok=True)
+        self._q("delete from uploads where id = ?", (uid,))
+
+    # ---- jobs ---------------------------------------------------------------------------
+    def job_for(self, sid: str, idempotency: str) -> dict | None:
+        """The job a session already made under this idempotency key."""
+        rows = self._q("select id, state from jobs where session = ? and idempotency = ?", (sid, idempotency))
+        return None if not rows else {"id": rows[0][0], "state": rows[0][1]}
+
+    def create_job(self, tenant: str, sid: str, idempotency: str | None) -> tuple[str, bool]:
+        """(job id, created): an idempotency key already seen for the session returns its job
+        (the unique index settles two requests with the same key at once)."""
+        jid, now = new_id(), time.time()
+        try:
+            self._q("insert into jobs values (?, ?, ?, ?, 'queued', null, null, ?, ?, null)",
+                    (jid, tenant, sid, idempotency, now, now))
+        except sqlite3.IntegrityError:
+            return self.job_for(sid, idempotency)["id"], False
+        return jid, True
+
+    def set_job(self, jid: str, state: str, *, error: str | None = None, progress: dict | None = None,
+                result_bytes: int | None = None) -> None:
+        self._q("update jobs set state = ?, error = coalesce(?, error), progress = coalesce(?, progress), "
+                "updated = ?, result_bytes = coalesce(?, result_bytes) where id = ?",
+                (state, error, None if progress is None else json.dumps(progress), time.time(), result_bytes, jid))
+
+    def job(self, jid: str, tenant: str) -> dict | None:
+        rows = self._q("select id, session, state, error, progress, created, updated, result_bytes from jobs "
+                       "where id = ? and tenant = ?", (jid, tenant))
+        if not rows:
+            return None
+        keys = ("id", "session", "state", "error", "progress", "created", "updated", "result_bytes")
+        out = dict(zip(keys, rows[0]))
+        out["progress"] = json.loads(out["progress"]) if out["progress"] else None
+        return out
+
+    def jobs_in_flight(self, tenant: str) -> int:
+        return self._q("select count(*) from jobs where tenant = ? and state not in ('done', 'failed')", (tenant,))[0][0]
+
+    def fail_unfinished(self, reason: str) -> int:
+        """Marks every job a previous server process left unfinished as failed; returns how many."""
+        rows = self._q("select id from jobs where state not in ('done', 'failed')")
+        for (jid,) in rows:
+            self.set_job(jid, "failed", error=reason)
+        return len(rows)
+
+    def result_path(self, jid: str) -> Path:
+        return self.root / "results" / f"{jid}.rft"
+
+    def write_result(self, jid: str, data: bytes) -> None:
+        tmp = self.result_path(jid).with_suffix(".tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, self.result_path(jid))
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

@@ -1,0 +1,145 @@
+"""What crosses the network: encrypted tensors as one binary body, never base64 or JSON
+numbers. Each ciphertext travels in its own checksummed envelope (``to_bytes``), and the
+container around them is bounded before it is parsed: the caller says how many entries
+and how many bytes per entry it accepts, so a body cannot make the reader allocate more
+than the body itself.
+
+Container ``RFT1``::
+
+    magic "RFT1" | version u16 | packing u8 (0 batch, 1 inter) | reserved u8 |
+    batch u32 | period u32 | ndim u8 | shape u32 x ndim |
+    sample ndim u8 | sample shape u32 x ndim | slots flag u8 [| count u32 | u32 x count] |
+    entries: kind u8 (0 absent, 1 a known constant f64, 2 a ciphertext: length u64 | bytes)
+
+The layer description of a client-aided round is JSON (``node_to_json``): the operator,
+its name and attributes, the tensor's shape, and the clip bounds.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import numpy as np
+
+MAGIC = b"RFT1"
+_HEAD = struct.Struct("<4sHBBIIB")
+_ABSENT, _CONSTANT, _CIPHERTEXT = 0, 1, 2
+MAX_DIMS = 8
+
+
+class WireError(ValueError):
+    """A body that is not a well-formed container (the message says what is wrong)."""
+
+
+def pack_tensor(cts: np.ndarray, batch: int, packing: str = "batch", period: int = 0, sample_shape=None,
+                element_slots=None) -> bytes:
+    """The container of an object array of ciphertexts (None and floats allowed)."""
+    sample_shape = tuple(cts.shape) if sample_shape is None else tuple(sample_shape)
+    parts = [_HEAD.pack(MAGIC, 1, 1 if packing == "inter" else 0, 0, int(batch), int(period), cts.ndim),
+             struct.pack(f"<{cts.ndim}I", *cts.shape), struct.pack("<B", len(sample_shape)),
+             struct.pack(f"<{len(sample_shape)}I", *sample_shape)]
+    if element_slots is None:
+        parts.append(b"\0")
+    else:
+        slots = np.asarray(element_slots, dtype=np.uint32).ravel()
+        parts += [b"\1", struct.pack("<I", slots.size), slots.tobytes()]
+    for c in cts.flat:
+        if c is None:
+            parts.append(struct.pack("<B", _ABSENT))
+        elif isinstance(c, float):
+            parts.append(struct.pack("<Bd", _CONSTANT, c))
+        else:
+            data = c.to_bytes()
+            parts += [struct.pack("<BQ", _CIPHERTEXT, len(data)), data]
+    return b"".join(parts)
+
+
+class _Reader:
+    def __init__(self, data: bytes):
+        self.data, self.pos = memoryview(data), 0
+
+    def take(self, n: int, what: str) -> memoryview:
+        if n > len(self.data) - self.pos:
+            raise WireError(f"[serve.wire] truncated body: {what} needs {n} bytes, {len(self.data) - self.pos} left")
+        out = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return out
+
+    def unpack(self, fmt: str, what: str):
+        s = struct.Struct(fmt)
+        return s.unpack(self.take(s.size, what))
+
+
+def unpack_tensor(data: bytes, load, *, max_entries: int, max_entry_bytes: int) -> dict:
+    """The container's fields and its entries, each ciphertext passed through ``load`` (the
+    context's, which checks its envelope). Entry counts and sizes are checked against the
+    limits before anything is allocated for them."""
+    r = _Reader(data)
+    magic, version, packing, _, batch, period, ndim = r.unpack("<4sHBBIIB", "the header")
+    if magic != MAGIC or version != 1 or packing > 1:
+        raise WireError(f"[serve.wire] not an encrypted-tensor container (magic {bytes(magic)!r}, version {version})")
+    if ndim > MAX_DIMS:
+        raise WireError(f"[serve.wire] {ndim} dimensions; at most {MAX_DIMS}")
+    shape = r.unpack(f"<{ndim}I", "the shape")
+    (sample_ndim,) = r.unpack("<B", "the sample rank")
+    if sample_ndim > MAX_DIMS:
+        raise WireError(f"[serve.wire] {sample_ndim} sample dimensions; at most {MAX_DIMS}")
+    sample_shape = r.unpack(f"<{sample_ndim}I", "the sample shape")
+    count = int(np.prod(shape, dtype=np.int64)) if ndim else 1
+    if count > max_entries:
+        raise WireError(f"[serve.wire] {count} entries; this endpoint takes at most {max_entries}")
+    (has_slots,) = r.unpack("<B", "the slot flag")
+    element_slots = None
+    if has_slots:
+        (n,) = r.unpack("<I", "the slot count")
+        if n > max_entries * 65536:
+            raise WireError(f"[serve.wire] {n} element slots is more than the tensor can hold")
+        element_slots = np.frombuffer(r.take(4 * n, "the element slots"), dtype=np.uint32).astype(np.int64)
+    cts = np.empty(count, dtype=object)
+    for i in range(count):
+        (kind,) = r.unpack("<B", "an entry kind")
+        if kind == _ABSENT:
+            cts[i] = None
+        elif kind == _CONSTANT:
+            (cts[i],) = r.unpack("<d", "a constant")
+        elif kind == _CIPHERTEXT:
+            (length,) = r.unpack("<Q", "an entry length")
+            if length > max_entry_bytes:
+                raise WireError(f"[serve.wire] a ciphertext of {length} bytes; these parameters make at most "
+                                f"{max_entry_bytes}")
+            cts[i] = load(bytes(r.take(length, "a ciphertext")))
+        else:
+            raise WireError(f"[serve.wire] unknown entry kind {kind}")
+    if r.pos != len(r.data):
+        raise WireError(f"[serve.wire] {len(r.data) - r.pos} bytes after the last entry")
+    return {"cts": cts.reshape(shape), "batch": batch, "packing": "inter" if packing else "batch",
+            "period": period, "sample_shape": tuple(sample_shape), "element_slots": element_slots}
+
+
+def _jsonable(value):
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (np.integer, np.floating)):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, bytes):
+        return value.decode("latin-1")
+    return value
+
+
+def node_to_json(node, shape, clip) -> str:
+    """The layer a client-aided round asks the key holder to apply."""
+    return json.dumps({"op": node.op, "name": node.name, "attrs": {k: _jsonable(v) for k, v in node.attrs.items()},
+                       "shape": list(shape), "clip": _jsonable(clip)})
+
+
+def node_from_json(text: str):
+    """(node, shape, clip) from :func:`node_to_json` (attributes as lists; NumPy reads them)."""
+    from ..nn.graph import Node
+    d = json.loads(text)
+    attrs = {k: (tuple(v) if isinstance(v, list) and all(isinstance(x, int) for x in v) else v)
+             for k, v in d["attrs"].items()}
+    clip = tuple(d["clip"]) if isinstance(d["clip"], list) else d["clip"]
+    return Node(d["op"], d["name"], [], [], attrs), tuple(d["shape"]), clip

@@ -1,0 +1,120 @@
+"""Real servers for the serving tests: uvicorn on 127.0.0.1 in a thread (or a subprocess,
+for the restart tests), each bounded in time; a tokens file with two tenants."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import warnings
+
+import numpy as np
+
+SEED = bytes(range(32))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def tokens_file(path) -> dict[str, str]:
+    """Two tenants, one token each; returns {tenant: token}."""
+    from ringfire.serve.auth import add_token
+    return {tenant: add_token(path, tenant) for tenant in ("alice", "bob")}
+
+
+@contextlib.contextmanager
+def server_thread(config, port: int | None = None, **uvicorn_options):
+    """A uvicorn server of `config` in this process; yields (base URL, app). ``uvicorn_options``:
+    e.g. ``ssl_certfile`` / ``ssl_keyfile`` for HTTPS."""
+    import uvicorn
+
+    from ringfire.serve import create_app
+    port = port or free_port()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        app = create_app(config)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
+                                           timeout_graceful_shutdown=5, **uvicorn_options))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.02)
+    try:
+        scheme = "https" if uvicorn_options.get("ssl_certfile") else "http"
+        yield f"{scheme}://127.0.0.1:{port}", app
+    finally:
+        server.should_exit = True
+        thread.join(timeout=20)
+
+
+@contextlib.contextmanager
+def server_process(args: list[str], port: int):
+    """`ringfire serve ...` as its own process (killed at the end if still running)."""
+    # The log goes to a file: a pipe nobody reads fills up and stalls the server.
+    log = tempfile.TemporaryFile()
+    proc = subprocess.Popen([sys.executable, "-m", "ringfire", "serve", *args, "--port", str(port)],
+                            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    import httpx
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/v2/health/live", timeout=1).status_code == 200:
+                break
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            log.seek(0)
+            raise RuntimeError("the server process did not start: " + log.read().decode()[-2000:])
+        time.sleep(0.1)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=10)
+        log.close()
+
+
+def batch(n: int, width: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(-1, 1, (n, width))
+
+
+def self_signed(directory) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 and its key (PEM files), for the TLS test."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_path, key_path = f"{directory}/cert.pem", f"{directory}/key.pem"
+    with open(cert_path, "wb") as f:
+        f.write(cert.public_bytes(serialization.Encoding.PEM))
+    with open(key_path, "wb") as f:
+        f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                  serialization.NoEncryption()))
+    return cert_path, key_path

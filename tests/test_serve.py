@@ -1,0 +1,447 @@
+"""ringfire serve on loopback: remote inference equals the in-process model bit for bit;
+keys upload once, resume, deduplicate and survive restarts; tenants are isolated; faults
+and abuse end in clear errors while the server keeps serving. Every test is bounded in
+requests and time."""
+
+import hashlib
+import json
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+httpx = pytest.importorskip("httpx")
+pytest.importorskip("onnx")
+
+import ringfire as rf  # noqa: E402
+from ringfire.serve import Client, ServeConfig, ServerError  # noqa: E402
+from nn_models import mlp_bytes, ort_run  # noqa: E402
+from serve_support import (SEED, batch, free_port, self_signed, server_process, server_thread,  # noqa: E402
+                           tokens_file)
+
+
+def quiet(make):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return make()
+
+
+@pytest.fixture(scope="module")
+def mlp_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("models") / "mlp.onnx"
+    path.write_bytes(mlp_bytes((16, 8, 4)))
+    return path
+
+
+@pytest.fixture(scope="module")
+def served(mlp_path, tmp_path_factory):
+    """One server for the MLP (client-aided ReLU, batch packing) shared by the tests below."""
+    root = tmp_path_factory.mktemp("serve")
+    tokens = tokens_file(root / "tokens")
+    config = ServeConfig(model=str(mlp_path), store=str(root / "store"), tokens=str(root / "tokens"),
+                         preset="N13_D2", round_timeout=3.0, requests_per_second=400)
+    with server_thread(config) as (url, app):
+        yield url, tokens, app, config
+
+
+def deterministic_session(url, token, name="mlp"):
+    client = Client(url, token)
+    ctx = quiet(lambda: client.context(name, insecure_deterministic_seed=SEED))
+    params = client.model(name)["parameters"]
+    sk, keys = ctx.keygen(rotations=params["rotations"], bootstrap=params["bootstrap"])
+    return client, client.session(name, ctx, sk, keys, progress=False)
+
+
+def in_process(model_bytes, config, x, packing="batch", **options):
+    """The same run in this process: same parameters, same seed, same calls in the same order."""
+    client_ctx = quiet(lambda: rf.ckks.Context.preset(config.preset, insecure_deterministic_seed=SEED))
+    model = rf.nn.load(model_bytes, client_ctx, packing=packing, **options)
+    sk, keys = client_ctx.keygen(rotations=model.rotations() if packing == "inter" else ())
+    enc = client_ctx.encrypt_batch(x, keys, packing=packing)
+    out = model(enc, client=rf.nn.LocalClient(client_ctx, sk, keys))
+    return out, client_ctx, sk
+
+
+def tensor_bytes(enc):
+    return [c.to_bytes() if c is not None and not isinstance(c, float) else c for c in enc.cts.flat]
+
+
+# ---- results ---------------------------------------------------------------------------------
+
+def test_remote_inference_equals_the_in_process_model_bit_for_bit(served, mlp_path):
+    url, tokens, _, config = served
+    x = batch(6, 16)
+    client, session = deterministic_session(url, tokens["alice"])
+    enc = session.ctx.encrypt_batch(x, session.keys)
+    remote = session.infer_encrypted(enc, progress=False)
+    local, ctx, sk = in_process(mlp_path.read_bytes(), config, x)
+    assert tensor_bytes(remote) == tensor_bytes(local)
+    assert session.rounds == 1  # one client-aided ReLU
+    got = session.ctx.decrypt_batch(remote, session.secret_key)
+    assert np.max(np.abs(got - ort_run(mlp_path.read_bytes(), x))) < 1e-4
+    client.close()
+
+
+def test_infer_with_keys_made_by_the_client(served, mlp_path):
+    url, tokens, _, _ = served
+    x = batch(5, 16, seed=1)
+    with Client(url, tokens["bob"]) as client:
+        session = client.session("mlp", progress=False)
+        got = session.infer(x, progress=False)
+    assert got.shape == (5, 4)
+    assert np.max(np.abs(got - ort_run(mlp_path.read_bytes(), x))) < 1e-4
+
+
+@pytest.mark.parametrize("packing, masking", [("inter", False), ("batch", True)])
+def test_inter_packing_and_masking_agree_with_onnxruntime(packing, masking, mlp_path, tmp_path):
+    tokens = tokens_file(tmp_path / "tokens")
+    config = ServeConfig(model=str(mlp_path), store=str(tmp_path / "store"), tokens=str(tmp_path / "tokens"),
+                         preset="N13_D2", packing=packing, masking=masking, requests_per_second=400)
+    x = batch(3, 16, seed=2)
+    with server_thread(config) as (url, _):
+        client, session = deterministic_session(url, tokens["alice"])
+        remote = session.infer_encrypted(session.ctx.encrypt_batch(x, session.keys, packing=packing))
+        got = session.ctx.decrypt_batch(remote, session.secret_key)
+        if not masking:  # the server draws the masks: only an unmasked run repeats in process
+            local, _, _ = in_process(mlp_path.read_bytes(), config, x, packing=packing)
+            assert tensor_bytes(remote) == tensor_bytes(local)
+        client.close()
+    assert np.max(np.abs(got - ort_run(mlp_path.read_bytes(), x))) < 1e-3
+
+
+def test_a_cnn_with_pooling_runs_remotely(tmp_path):
+    from nn_models import cnn_init, cnn_onnx
+    data = cnn_onnx(cnn_init(seed=3), pool="max")
+    path = tmp_path / "cnn.onnx"
+    path.write_bytes(data)
+    tokens = tokens_file(tmp_path / "tokens")
+    config = ServeConfig(model=str(path), store=str(tmp_path / "store"), tokens=str(tmp_path / "tokens"),
+                         preset="N13_D2", requests_per_second=400)
+    x = np.random.default_rng(4).uniform(0, 1, (4, 1, 8, 8))
+    with server_thread(config) as (url, _):
+        client, session = deterministic_session(url, tokens["alice"], "cnn")
+        remote = session.infer_encrypted(session.ctx.encrypt_batch(x, session.keys))
+        local, _, _ = in_process(data, config, x)
+        assert tensor_bytes(remote) == tensor_bytes(local)
+        assert session.rounds == 2  # ReLU, then MaxPool
+        got = session.ctx.decrypt_batch(remote, session.secret_key)
+        client.close()
+    assert np.max(np.abs(got - ort_run(data, x))) < 1e-3
+
+
+# ---- keys ------------------------------------------------------------------------------------
+
+def put_chunk(url, token, sid, data, start, end, sha, chunk_sha=None):
+    chunk = data[start:end]
+    return httpx.put(f"{url}/v1/sessions/{sid}/keys/relin", content=chunk, headers={
+        "Authorization": f"Bearer {token}", "Content-Range": f"bytes {start}-{end - 1}/{len(data)}",
+        "X-Content-SHA256": sha, "X-Chunk-SHA256": chunk_sha or hashlib.sha256(chunk).hexdigest()})
+
+
+def new_session(url, token, fingerprint):
+    r = httpx.post(f"{url}/v1/sessions", json={"model": "mlp", "fingerprint": fingerprint},
+                   headers={"Authorization": f"Bearer {token}"})
+    assert r.status_code == 201, r.text
+    return r.json()["id"]
+
+
+def test_an_interrupted_upload_resumes_and_a_corrupt_chunk_is_refused(served):
+    url, tokens, _, _ = served
+    token = tokens["alice"]
+    client = Client(url, token)
+    ctx = client.context("mlp")
+    _, keys = ctx.keygen()
+    data = keys.relin.to_bytes()
+    sha = hashlib.sha256(data).hexdigest()
+    sid = new_session(url, token, client.model("mlp")["parameters"]["fingerprint"])
+    third = len(data) // 3
+    assert put_chunk(url, token, sid, data, 0, third, sha).json()["received"] == third
+    bad = put_chunk(url, token, sid, data, third, 2 * third, sha, chunk_sha="0" * 64)
+    assert bad.status_code == 422 and "send it again" in bad.json()["error"]
+    skipped = put_chunk(url, token, sid, data, 2 * third, len(data), sha)
+    assert skipped.status_code == 409 and skipped.headers["x-received"] == str(third)
+    status = httpx.get(f"{url}/v1/sessions/{sid}", headers={"Authorization": f"Bearer {token}"}).json()
+    assert status["keys"]["relin"]["received"] == third and status["missing"] == ["relin"]
+    # The client resumes from the server's offset.
+    from ringfire.serve.client import Session
+    session = Session(client, "mlp", sid, ctx, None, keys, client.model("mlp"))
+    assert session.upload_keys(progress=False) == {"relin": "uploaded"}
+    # The same keys for another session: linked, not uploaded again.
+    sid2 = new_session(url, token, client.model("mlp")["parameters"]["fingerprint"])
+    again = Session(client, "mlp", sid2, ctx, None, keys, client.model("mlp"))
+    assert again.upload_keys(progress=False) == {"relin": "linked"}
+    client.close()
+
+
+def test_oversized_and_wrong_keys_are_refused_before_they_are_stored(served):
+    url, tokens, app, _ = served
+    token = tokens["alice"]
+    client = Client(url, token)
+    fingerprint = client.model("mlp")["parameters"]["fingerprint"]
+    sid = new_session(url, token, fingerprint)
+    limit = client.model("mlp")["parameters"]["max_key_bytes"]["relin"]
+    huge = httpx.put(f"{url}/v1/sessions/{sid}/keys/relin", content=b"x" * 16, headers={
+        "Authorization": f"Bearer {token}", "Content-Range": f"bytes 0-15/{limit + 1}", "X-Content-SHA256": "0" * 64})
+    assert huge.status_code == 413 and "at most" in huge.json()["error"]
+    other = rf.ckks.Context(poly_degree=2**13, coeff_bits=[60, 30, 30], scale_bits=30, special_bits=[60])
+    data = other.keygen()[1].relin.to_bytes()  # another context's key
+    sha = hashlib.sha256(data).hexdigest()
+    wrong = put_chunk(url, token, sid, data, 0, len(data), sha)
+    assert wrong.status_code == 422 and "not valid relin keys" in wrong.json()["error"]
+    store = app.state.store
+    assert not store.has_blob("alice", sha) and store.upload_state(sid, "relin") is None
+    public = client.context("mlp").keygen()[1].public.to_bytes()  # the right parameters, the wrong kind
+    kind = put_chunk(url, token, sid, public, 0, len(public), hashlib.sha256(public).hexdigest())
+    assert kind.status_code == 422 and "PublicKey" in kind.json()["error"]
+    client.close()
+
+
+def test_keys_and_results_survive_a_server_restart(mlp_path, tmp_path):
+    tokens = tokens_file(tmp_path / "tokens")
+    config = ServeConfig(model=str(mlp_path), store=str(tmp_path / "store"), tokens=str(tmp_path / "tokens"),
+                         preset="N13_D2", requests_per_second=400)
+    x = batch(3, 16, seed=5)
+    port = free_port()
+    with server_thread(config, port) as (url, _):
+        client, session = deterministic_session(url, tokens["alice"])
+        first = session.ctx.decrypt_batch(session.infer_encrypted(session.ctx.encrypt_batch(x, session.keys)),
+                                          session.secret_key)
+        client.close()
+    with server_thread(config, port) as (url, app):
+        client = Client(url, tokens["alice"])
+        from ringfire.serve.client import Session
+        again = Session(client, "mlp", session.id, session.ctx, session.secret_key, session.keys,
+                        client.model("mlp"))
+        assert again.upload_keys(progress=False) == {"relin": "stored"}  # 0 re-uploads
+        second = again.infer(x, progress=False)
+        assert app.state.metrics.uploaded._value.get() == 0
+        client.close()
+    assert np.max(np.abs(first - second)) < 1e-4
+
+
+# ---- isolation ---------------------------------------------------------------------------------
+
+def test_a_tenant_cannot_see_another_tenants_session_keys_or_jobs(served):
+    url, tokens, _, _ = served
+    client, session = deterministic_session(url, tokens["alice"])
+    job = session.submit(session.ctx.encrypt_batch(batch(2, 16), session.keys))
+    session.wait(job)
+    bob = {"Authorization": f"Bearer {tokens['bob']}"}
+    for method, path in [("GET", f"/v1/sessions/{session.id}"), ("GET", f"/v1/jobs/{job}"),
+                         ("GET", f"/v1/jobs/{job}/result"), ("DELETE", f"/v1/jobs/{job}"),
+                         ("POST", f"/v1/sessions/{session.id}/infer")]:
+        r = httpx.request(method, url + path, headers=bob, content=b"")
+        assert r.status_code == 404, (method, path, r.status_code)
+    sha = session.keys.relin.to_bytes()
+    sid_bob = new_session(url, tokens["bob"], client.model("mlp")["parameters"]["fingerprint"])
+    link = httpx.post(f"{url}/v1/sessions/{sid_bob}/keys/relin/link", headers=bob,
+                      json={"sha256": hashlib.sha256(sha).hexdigest()})
+    assert link.status_code == 404  # alice's keys are not bob's to link
+    assert httpx.get(f"{url}/v2/models", headers={"Authorization": "Bearer nope"}).status_code == 401
+    client.close()
+
+
+# ---- faults and abuse -----------------------------------------------------------------------------
+
+def test_a_client_that_never_answers_times_the_job_out(served):
+    url, tokens, app, config = served
+    client, session = deterministic_session(url, tokens["alice"])
+    job = session.submit(session.ctx.encrypt_batch(batch(2, 16), session.keys))
+    deadline = time.monotonic() + config.round_timeout + 10
+    while time.monotonic() < deadline:
+        status = client.request("GET", f"/v1/jobs/{job}").json()
+        if status["state"] == "failed":
+            break
+        time.sleep(0.1)
+    assert status["state"] == "failed" and "did not answer round 1" in status["error"]
+    assert app.state.runner.live(job) is None  # freed
+    with pytest.raises(ServerError, match="failed"):
+        client.request("GET", f"/v1/jobs/{job}/result", expect=(200,))
+    # The idempotency key of a job returns it, never a second run.
+    enc = session.ctx.encrypt_batch(batch(2, 16), session.keys)
+    a = session.submit(enc, idempotency_key="retry-1")
+    b = session.submit(enc, idempotency_key="retry-1")
+    assert a == b
+    session.wait(a)
+    client.close()
+
+
+def test_garbage_is_refused_and_the_server_keeps_answering(served):
+    url, tokens, _, _ = served
+    auth = {"Authorization": f"Bearer {tokens['alice']}"}
+    client, session = deterministic_session(url, tokens["alice"])
+    infer = f"{url}/v1/sessions/{session.id}/infer"
+    cases = [
+        (httpx.post(infer, headers=auth, content=b"garbage"), 202),  # accepted, then the job fails cleanly
+        (httpx.post(f"{url}/v1/sessions", headers=auth, content=b"{not json"), 400),
+        (httpx.put(f"{url}/v1/sessions/{session.id}/keys/relin", headers=auth, content=b"x"), 400),
+        (httpx.put(f"{url}/v1/sessions/{session.id}/keys/nope", headers=auth, content=b"x"), 404),
+        (httpx.get(f"{url}/v1/jobs/{'0' * 32}", headers=auth), 404),
+        (httpx.post(f"{url}/v1/sessions", headers=auth, json={"model": "mlp", "fingerprint": "0"}), 409),
+    ]
+    for response, status in cases:
+        assert response.status_code == status, (response.request.url, response.text)
+        assert "error" in response.json() or status == 202
+    # A body declared at 1 GB is refused from its headers, before any of it is read.
+    import socket
+    host, port = url.rsplit(":", 1)
+    with socket.create_connection(("127.0.0.1", int(port)), timeout=5) as raw:
+        raw.sendall(f"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {tokens['alice']}\r\n"
+                    f"Content-Length: {10**9}\r\n\r\n".encode())
+        reply = b""
+        while b"}" not in reply:
+            part = raw.recv(4096)
+            if not part:
+                break
+            reply += part
+    assert reply.startswith(b"HTTP/1.1 413") and b"at most" in reply
+    job = cases[0][0].json()["job"]
+    for _ in range(100):
+        state = client.request("GET", f"/v1/jobs/{job}").json()
+        if state["state"] == "failed":
+            break
+        time.sleep(0.05)
+    assert state["state"] == "failed" and "truncated body" in state["error"]
+    truncated = session.ctx.encrypt_batch(batch(2, 16), session.keys)
+    from ringfire.serve import wire
+    body = wire.pack_tensor(truncated.cts, 2)[:-100]
+    job = httpx.post(infer, headers=auth, content=body).json()["job"]
+    for _ in range(100):
+        state = client.request("GET", f"/v1/jobs/{job}").json()
+        if state["state"] == "failed":
+            break
+        time.sleep(0.05)
+    assert "truncated" in state["error"]
+    assert httpx.get(f"{url}/v2/health/live").status_code == 200
+    client.close()
+
+
+def test_too_many_requests_are_told_to_wait(mlp_path, tmp_path):
+    tokens = tokens_file(tmp_path / "tokens")
+    config = ServeConfig(model=str(mlp_path), store=str(tmp_path / "store"), tokens=str(tmp_path / "tokens"),
+                         preset="N13_D2", requests_per_second=5)
+    with server_thread(config) as (url, _):
+        auth = {"Authorization": f"Bearer {tokens['alice']}"}
+        replies = [httpx.get(f"{url}/v2/models", headers=auth) for _ in range(40)]
+        refused = [r for r in replies if r.status_code == 429]
+        assert replies[0].status_code == 200 and len(refused) >= 20  # a burst of 10, then 5 per second
+        assert int(refused[0].headers["retry-after"]) >= 1 and "requests per second" in refused[0].json()["error"]
+        assert httpx.get(f"{url}/v2/models", headers={"Authorization": f"Bearer {tokens['bob']}"}).status_code \
+            == 200  # another tenant's budget is its own
+        assert httpx.get(f"{url}/v2/health/live").status_code == 200
+
+
+def test_health_answers_fast_during_an_inference_and_metrics_count(served):
+    url, tokens, _, _ = served
+    client, session = deterministic_session(url, tokens["alice"])
+    job = session.submit(session.ctx.encrypt_batch(batch(64, 16), session.keys))
+    latencies = []
+    for _ in range(20):
+        start = time.perf_counter()
+        assert httpx.get(f"{url}/v2/health/live").status_code == 200
+        latencies.append(time.perf_counter() - start)
+    session.wait(job)
+    assert max(latencies) < 0.1, latencies
+    text = httpx.get(f"{url}/metrics").text
+    for name in ("ringfire_request_seconds", "ringfire_job_seconds", "ringfire_queue_depth",
+                 "ringfire_uploaded_bytes_total", "ringfire_resident_memory_bytes"):
+        assert name in text
+    client.close()
+
+
+def test_a_server_killed_mid_job_reports_it_after_the_restart(mlp_path, tmp_path):
+    tokens = tokens_file(tmp_path / "tokens")
+    args = [str(mlp_path), "--store", str(tmp_path / "store"), "--tokens", str(tmp_path / "tokens"),
+            "--preset", "N13_D2", "--round-timeout", "60"]
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with server_process(args, port) as proc:
+        client, session = deterministic_session(url, tokens["alice"])
+        job = session.submit(session.ctx.encrypt_batch(batch(2, 16), session.keys))
+        for _ in range(200):  # the job waits for its client-aided round: kill the server then
+            if client.request("GET", f"/v1/jobs/{job}").json()["state"] == "awaiting_client":
+                break
+            time.sleep(0.05)
+        proc.kill()
+        proc.wait(timeout=10)
+        client.close()
+    with server_process(args, port):
+        client = Client(url, tokens["alice"])
+        status = client.request("GET", f"/v1/jobs/{job}").json()
+        assert status["state"] == "failed" and "server restarted" in status["error"]
+        from ringfire.serve.client import Session
+        again = Session(client, "mlp", session.id, session.ctx, session.secret_key, session.keys,
+                        client.model("mlp"))
+        assert again.upload_keys(progress=False) == {"relin": "stored"}
+        x = batch(2, 16, seed=9)
+        assert np.max(np.abs(again.infer(x) - ort_run(mlp_path.read_bytes(), x))) < 1e-4
+        client.close()
+
+
+def test_openapi_and_model_metadata(served):
+    url, tokens, _, _ = served
+    assert "/v1/sessions/{sid}/infer" in httpx.get(f"{url}/openapi.json").json()["paths"]
+    info = httpx.get(f"{url}/v2/models/mlp", headers={"Authorization": f"Bearer {tokens['alice']}"}).json()
+    assert info["parameters"]["keys"] == ["relin"] and info["inputs"][0]["shape"] == [-1, 16]
+    assert json.dumps(info)
+
+
+def test_a_bootstrapped_model_runs_remotely_without_rounds(tmp_path):
+    """Polynomial activations and bootstraps on the toy ring (NOT SECURE): no client round, and
+    the server's result equals the in-process model's bit for bit."""
+    from ringfire.apps import logreg
+    data = mlp_bytes((16, 8, 4))
+    (tmp_path / "deep.onnx").write_bytes(data)
+    deep = quiet(lambda: logreg.context("toy"))
+    (tmp_path / "params").write_bytes(deep.to_bytes())
+    calibration = batch(64, 16, seed=6)
+    np.save(tmp_path / "calib.npy", calibration)
+    tokens = tokens_file(tmp_path / "tokens")
+    options = dict(rf.ckks.PRESETS["N12_BOOT_INSECURE"]["bootstrap"])
+    config = ServeConfig(model=str(tmp_path / "deep.onnx"), store=str(tmp_path / "store"),
+                         tokens=str(tmp_path / "tokens"), preset=None, params=str(tmp_path / "params"),
+                         bootstrap=options, activation="poly", calibration=str(tmp_path / "calib.npy"),
+                         requests_per_second=400)
+    x = batch(4, 16, seed=7)
+    with server_thread(config) as (url, _):
+        client, session = deterministic_session(url, tokens["alice"], "deep")
+        assert client.model("deep")["parameters"]["keys"] == ["relin", "bootstrap"]
+        remote = session.infer_encrypted(session.ctx.encrypt_batch(x, session.keys))
+        assert session.rounds == 0
+        client.close()
+    ctx = quiet(lambda: rf.ckks.Context.from_bytes(deep.to_bytes(), bootstrap=options, insecure_no_security_check=True,
+                                                   insecure_deterministic_seed=SEED))
+    model = rf.nn.load(data, ctx, activation="poly", calibration=calibration)
+    sk, keys = ctx.keygen(bootstrap=True)
+    local = model(ctx.encrypt_batch(x, keys))
+    assert tensor_bytes(remote) == tensor_bytes(local)
+    assert np.max(np.abs(ctx.decrypt_batch(local, sk) - model.plaintext(x, approximate=True))) < 1e-3
+
+
+def test_tls_on_loopback_and_the_command_line_client(mlp_path, tmp_path, capsys):
+    from ringfire import cli
+    cert, key = self_signed(tmp_path)
+    tokens = tokens_file(tmp_path / "tokens")
+    config = ServeConfig(model=str(mlp_path), store=str(tmp_path / "store"), tokens=str(tmp_path / "tokens"),
+                         preset="N13_D2", requests_per_second=400)
+    x = batch(3, 16, seed=8)
+    np.save(tmp_path / "x.npy", x)
+    with server_thread(config, ssl_certfile=cert, ssl_keyfile=key) as (url, _):
+        assert url.startswith("https://")
+        with pytest.raises(httpx.ConnectError):  # an unknown certificate is refused
+            httpx.get(f"{url}/v2/health/live")
+        with Client(url, tokens["alice"], verify=cert) as client:
+            got = client.session("mlp", progress=False).infer(x)
+        assert np.max(np.abs(got - ort_run(mlp_path.read_bytes(), x))) < 1e-4
+        import os
+        os.environ["SSL_CERT_FILE"] = cert  # the command line trusts the certificate the usual way
+        try:
+            assert cli.main(["infer", str(mlp_path), "--input", str(tmp_path / "x.npy"), "--server", url,
+                             "--token", tokens["bob"], "--json"]) == 0
+        finally:
+            del os.environ["SSL_CERT_FILE"]
+    report = json.loads(capsys.readouterr().out)
+    assert report["top1_agreement"] == 1.0 and report["max_abs_error"] < 1e-4 and report["rounds"] == 1
