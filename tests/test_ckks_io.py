@@ -7,31 +7,23 @@ import struct
 import numpy as np
 import pytest
 from conftest import precision_bits
+from envelope_checksum import fnv1a64, reseal, xxh64
 
 import ringfire as rf
 
 
-def fnv1a64_reference(data: bytes) -> int:
-    h = 0xCBF29CE484222325
-    for b in data:
-        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return h
-
-
-def fnv1a64(data: bytes) -> int:
+def test_native_checksums_match_the_references(objects):
     from ringfire import _core
-    return _core.fnv1a64(data)
-
-
-def test_native_checksum_matches_the_reference(objects):
-    blob = objects["ciphertext"][:5000]
-    assert fnv1a64(blob) == fnv1a64_reference(blob)
-    assert fnv1a64(objects["ciphertext"][:-8]) == struct.unpack("<Q", objects["ciphertext"][-8:])[0]
-
-
-def reseal(blob: bytes) -> bytes:
-    """Recomputes the checksum, so corruption must be caught by field validation."""
-    return blob[:-8] + struct.pack("<Q", fnv1a64(blob[:-8]))
+    blob = objects["ciphertext"]
+    for size in (0, 1, 3, 4, 7, 8, 31, 32, 33, 63, 64, 100, 5000):  # every tail path of XXH64
+        assert _core.checksum64(blob[:size]) == xxh64(blob[:size]), size
+    assert _core.fnv1a64(blob[:5000]) == fnv1a64(blob[:5000])
+    # The published XXH64 vectors (seed 0), so the reference itself is anchored.
+    assert xxh64(b"") == 0xEF46DB3751D8E999
+    assert xxh64(b"a") == 0xD24EC4F1A98C6E5B
+    assert xxh64(b"abc") == 0x44BC2CF5AD770999
+    assert _core.checksum64(blob[:-8]) == struct.unpack("<Q", blob[-8:])[0]
+    assert struct.unpack("<H", blob[4:6])[0] == 4
 
 
 @pytest.fixture(scope="module")

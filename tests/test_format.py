@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import ringfire as rf
+from envelope_checksum import reseal
 
 V2 = Path(__file__).parent / "data" / "format_v2"
 
@@ -30,9 +31,9 @@ def test_version_2_ckks_files_load_and_decrypt():
     values = ctx.decrypt(ct, sk)
     assert np.allclose(values[:4], [0.5, -1.25, 2.0, 3.5], atol=1e-4)
     assert np.allclose(values[4:], 0.0, atol=1e-4)
-    # Saved again, it is version 3 and keeps loading.
+    # Saved again, it is the current version (4) and keeps loading.
     again = ctx.load(ct.to_bytes())
-    assert struct.unpack_from("<H", ct.to_bytes(), 4)[0] == 3
+    assert struct.unpack_from("<H", ct.to_bytes(), 4)[0] == 4
     assert np.allclose(ctx.decrypt(again, sk)[:4], [0.5, -1.25, 2.0, 3.5], atol=1e-4)
 
 
@@ -68,8 +69,7 @@ def test_a_newer_version_is_refused_by_name():
     ctx = rf.ckks.Context.preset("N13_D2")
     sk, keys = ctx.keygen()
     blob = bytearray(ctx.encrypt([1.0], keys).to_bytes())
-    blob[4] = 4
-    body = bytes(blob[:-8])
-    blob = body + struct.pack("<Q", rf._core.fnv1a64(body))
+    blob[4] = 5
+    blob = reseal(blob)
     with pytest.raises(ValueError, match="written by a newer ringfire"):
         ctx.load(blob)

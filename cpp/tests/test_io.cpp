@@ -20,6 +20,7 @@
 #include "ringfire/base/errors.h"
 #include "ringfire/ckks/evaluator.h"
 #include "ringfire/io/byte_io.h"
+#include "ringfire/io/checksum.h"
 #include "ringfire/io/serialize.h"
 #include "ringfire/rlwe/encryptor.h"
 #include "ringfire/rlwe/keygen.h"
@@ -58,9 +59,14 @@ void write_le64(std::uint8_t* p, std::uint64_t v) {
   for (int i = 0; i < 8; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
 }
 
-// Recomputes the trailing checksum after a deliberate edit, so the edit
-// reaches the payload parser.
-void reseal(Bytes& b) { write_le64(b.data() + b.size() - 8, fnv1a64(b.data(), b.size() - 8)); }
+// Recomputes the trailing checksum (of the version the header names: FNV-1a
+// before version 4) after a deliberate edit, so the edit reaches the payload
+// parser.
+void reseal(Bytes& b) {
+  const unsigned version = b[4] | (b[5] << 8);
+  const std::size_t body = b.size() - 8;
+  write_le64(b.data() + body, version >= 4 ? io::checksum64(b.data(), body) : fnv1a64(b.data(), body));
+}
 
 struct Env {
   ckks::ContextPtr ctx;
@@ -129,6 +135,22 @@ void expect_same_switch_key(const KeySwitchKey& a, const KeySwitchKey& b) {
 }
 
 // ---- round trips -----------------------------------------------------------------
+
+TEST(IoChecksum, MatchesThePublishedXxh64Vectors) {
+  // XXH64 with seed 0 (the values the xxHash project publishes).
+  EXPECT_EQ(io::checksum64("", 0), 0xEF46DB3751D8E999ULL);
+  EXPECT_EQ(io::checksum64("a", 1), 0xD24EC4F1A98C6E5BULL);
+  EXPECT_EQ(io::checksum64("abc", 3), 0x44BC2CF5AD770999ULL);
+  // Every byte counts, at every position of a stripe and of the tail.
+  std::vector<std::uint8_t> data(100);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::uint8_t>(i * 37 + 11);
+  const std::uint64_t whole = io::checksum64(data.data(), data.size());
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    data[i] ^= 1;
+    EXPECT_NE(io::checksum64(data.data(), data.size()), whole) << i;
+    data[i] ^= 1;
+  }
+}
 
 TEST(IoRoundTrip, Parameters) {
   const test::CapturedWarnings quiet;  // variant 1 uses the named opt-out
@@ -345,7 +367,7 @@ TEST(IoRoundTrip, KindsAndNames) {
     EXPECT_TRUE(std::equal(blob.begin() + 8, blob.begin() + 40, e.ctx->params().identity().begin()));
     EXPECT_EQ(read_le64(blob.data() + 8), e.ctx->fingerprint());  // the identity's first 8 bytes
     EXPECT_EQ(read_le64(blob.data() + kLengthAt), blob.size() - kHeader - 8);
-    EXPECT_EQ(read_le64(blob.data() + blob.size() - 8), fnv1a64(blob.data(), blob.size() - 8));
+    EXPECT_EQ(read_le64(blob.data() + blob.size() - 8), io::checksum64(blob.data(), blob.size() - 8));
   }
   EXPECT_EQ(std::string(io::kind_name(io::Kind::ciphertext)), "ciphertext");
   EXPECT_EQ(std::string(io::kind_name(io::Kind::galois_keys)), "Galois key set");
@@ -607,7 +629,7 @@ Bytes as_old_version(const Bytes& current, std::uint16_t version, std::uint64_t 
 }
 
 // Files of format version 1 (no noise estimate, complex flag or key source)
-// and 2 (no length, a 64-bit fingerprint) still load.
+// and 2 (no length, a 64-bit fingerprint) and 3 (an FNV-1a checksum) still load.
 TEST(IoRoundTrip, ReadsVersionOneFiles) {
   const Env& e = env();
   const std::uint64_t legacy = e.ctx->params().legacy_fingerprint();
@@ -644,13 +666,25 @@ TEST(IoRoundTrip, ReadsVersionOneFiles) {
   // A version 2 file whose fingerprint is another parameter set's.
   const Bytes v2_other = as_old_version(v3_blob, 2, legacy ^ 1, {{26, 4}});
   expect_invalid([&] { io::load_ciphertext(e.rlwe, v2_other.data(), v2_other.size()); }, "fingerprint mismatch");
-  const Bytes v4 = [&] {
+  // Version 3 differs from 4 only by its FNV-1a checksum.
+  const Bytes v3 = [&] {
     Bytes b = io::save(c);
-    b[4] = 4;
+    b[4] = 3;
     reseal(b);
     return b;
   }();
-  expect_invalid([&] { io::load_ciphertext(e.rlwe, v4.data(), v4.size()); }, "written by a newer ringfire");
+  EXPECT_TRUE(same_words(io::load_ciphertext(e.rlwe, v3.data(), v3.size()).data(), c.data(), c.size() * c.poly_words()));
+  Bytes v3_with_new_checksum = v3;
+  write_le64(v3_with_new_checksum.data() + v3.size() - 8, io::checksum64(v3.data(), v3.size() - 8));
+  expect_invalid([&] { io::load_ciphertext(e.rlwe, v3_with_new_checksum.data(), v3_with_new_checksum.size()); },
+                 "checksum mismatch");
+  const Bytes newer = [&] {
+    Bytes b = io::save(c);
+    b[4] = io::kFormatVersion + 1;
+    reseal(b);
+    return b;
+  }();
+  expect_invalid([&] { io::load_ciphertext(e.rlwe, newer.data(), newer.size()); }, "written by a newer ringfire");
 }
 
 // Memory follows the input: a blob that declares large objects but holds

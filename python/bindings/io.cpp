@@ -3,6 +3,7 @@
 #include <nanobind/stl/string.h>
 
 #include "common.h"
+#include "ringfire/io/checksum.h"
 #include "ringfire/io/serialize.h"
 
 namespace ringfire::python {
@@ -38,7 +39,9 @@ void bind_io(nb::module_& m) {
   def_save<SecretKey>(m, "save_secret_key");
   def_save<ckks::BootstrapKeys>(m, "save_bootstrap_keys");
   m.def("fnv1a64", [](const nb::bytes& b) { return fnv1a64(b.c_str(), b.size()); },
-        "The FNV-1a digest behind fingerprints and checksums.");
+        "The FNV-1a digest behind legacy fingerprints and the checksums of format versions 1-3.");
+  m.def("checksum64", [](const nb::bytes& b) { return io::checksum64(b.c_str(), b.size()); },
+        "The XXH64 checksum that closes objects of format version 4 on.");
   m.def("peek_kind", [](const nb::bytes& b) {
     const std::uint8_t* data = ptr(b);
     const std::size_t size = b.size();

@@ -1,7 +1,8 @@
 """Envelopes for bytes that cross a trust boundary.
 
-ringfire's binary format (``obj.to_bytes()``) carries an FNV-1a checksum: it
-catches accidents, not an attacker, who can edit any field and recompute it.
+ringfire's binary format (``obj.to_bytes()``) carries a checksum (XXH64 from
+format version 4, FNV-1a before): it catches accidents, not an attacker, who
+can edit any field and recompute it.
 Loading validates every field, but some edits stay well-formed (a Galois key
 under another element with its own tag edited to match, a different noise
 estimate). Two envelopes close that gap:

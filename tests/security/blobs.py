@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import struct
 
-import ringfire as rf
+from envelope_checksum import reseal
 
 # "RFHE" | version u16 | kind u16 | parameter identity (32 bytes) | payload length u64
 HEADER = 48
@@ -15,8 +15,8 @@ KINDS = {"parameters": 1, "plaintext": 2, "ciphertext": 3, "public key": 4, "rel
          "secret key": 7}
 
 
-def envelope(kind: str, payload: bytes, identity: bytes | int = b"", version: int = 3) -> bytes:
-    """Version 3: ``identity`` is ``params.identity`` (32 bytes); versions 1 and 2:
+def envelope(kind: str, payload: bytes, identity: bytes | int = b"", version: int = 4) -> bytes:
+    """Versions 3 and 4: ``identity`` is ``params.identity`` (32 bytes); versions 1 and 2:
     the u64 ``params.legacy_fingerprint``."""
     if version >= 3:
         who = bytes(identity).ljust(32, b"\0")
@@ -24,12 +24,7 @@ def envelope(kind: str, payload: bytes, identity: bytes | int = b"", version: in
     else:
         who = struct.pack("<Q", int(identity))
     body = b"RFHE" + struct.pack("<HH", version, KINDS[kind]) + who + struct.pack("<Q", len(payload)) + payload
-    return body + struct.pack("<Q", rf._core.fnv1a64(body))
-
-
-def reseal(blob: bytes) -> bytes:
-    body = bytes(blob[:-8])
-    return body + struct.pack("<Q", rf._core.fnv1a64(body))
+    return reseal(body + bytes(8))
 
 
 def parameters_payload(n: int, q: list[int], p: list[int], dnum: int, security: int, scale_bits: int,

@@ -5,6 +5,7 @@
 
 #include "ringfire/arith/modular.h"
 #include "ringfire/io/byte_io.h"
+#include "ringfire/io/checksum.h"
 #include "ringfire/rlwe/keygen.h"
 #include "ringfire/rlwe/noise.h"
 
@@ -19,16 +20,31 @@ constexpr std::size_t kMaxCiphertextSize = 16;
 // version 3, a u64 fingerprint before), the payload length.
 constexpr std::size_t header_bytes(std::uint16_t version) { return 4 + 2 + 2 + (version >= 3 ? 32 : 8) + 8; }
 
-Bytes seal(Kind kind, const Parameters& params, Writer& payload) {
+// The trailing checksum: XXH64 from version 4, FNV-1a before.
+std::uint64_t envelope_checksum(std::uint16_t version, const std::uint8_t* data, std::size_t size) {
+  return version >= 4 ? checksum64(data, size) : fnv1a64(data, size);
+}
+
+// An envelope is written in place: the header (its payload length patched by
+// seal), the payload, the checksum — the payload is never copied again.
+Writer start(Kind kind, const Parameters& params, std::size_t payload_bytes_hint = 0) {
   Writer out;
+  out.reserve(header_bytes(kFormatVersion) + payload_bytes_hint + 8);
   out.raw(kMagic, 4);
   out.u16(kFormatVersion);
   out.u16(static_cast<std::uint16_t>(kind));
   out.raw(params.identity().data(), params.identity().size());
-  out.u64(payload.bytes().size());
-  out.raw(payload.bytes().data(), payload.bytes().size());
-  out.u64(fnv1a64(out.bytes().data(), out.bytes().size()));
-  return std::move(out.bytes());
+  out.u64(0);  // the payload length, known at seal()
+  return out;
+}
+
+Bytes seal(Writer& out) {
+  constexpr std::size_t header = header_bytes(kFormatVersion);
+  Bytes& b = out.bytes();
+  const std::uint64_t length = b.size() - header;
+  for (int i = 0; i < 8; ++i) b[header - 8 + i] = static_cast<std::uint8_t>(length >> (8 * i));
+  out.u64(envelope_checksum(kFormatVersion, b.data(), b.size()));
+  return std::move(b);
 }
 
 struct Envelope {
@@ -69,7 +85,7 @@ Envelope open(const std::uint8_t* data, std::size_t size) {
               std::to_string(size < framing ? 0 : size - framing));
   std::uint64_t stored = 0;
   for (int i = 0; i < 8; ++i) stored |= static_cast<std::uint64_t>(data[size - 8 + i]) << (8 * i);
-  require(fnv1a64(data, size - 8) == stored, "io.load", "checksum mismatch: the data is corrupted");
+  require(envelope_checksum(version, data, size - 8) == stored, "io.load", "checksum mismatch: the data is corrupted");
   return {static_cast<Kind>(kind), version, identity, legacy_fingerprint, data + header_bytes(version),
           static_cast<std::size_t>(length)};
 }
@@ -227,6 +243,18 @@ Ciphertext read_ciphertext_payload(Reader& r, const RlweContextPtr& ctx, std::ui
 //   a_j or its seed (polynomials over q_0..q_level and P)
 // Version 1 had no source (it is implied by where the key is stored) and no
 // level (always the top).
+// The payload bytes write_switch_key makes (to reserve them at once).
+std::size_t switch_key_bytes(const KeySwitchKey& k) {
+  const bool seeded = k.seeds().size() == k.digits();
+  return 17 + k.digits() * (k.poly_words() * 8 + (seeded ? 32 : k.poly_words() * 8));
+}
+
+std::size_t galois_payload_bytes(const GaloisKeys& keys) {
+  std::size_t bytes = 4;
+  for (u64 g : keys.elements()) bytes += 8 + switch_key_bytes(keys.get(g));
+  return bytes;
+}
+
 void write_switch_key(Writer& w, const KeySwitchKey& k) {
   w.u32(static_cast<std::uint32_t>(k.digits()));
   w.u64(k.source());
@@ -327,7 +355,7 @@ Kind peek_kind(const std::uint8_t* data, std::size_t size) { return open(data, s
 //   scale_bits u32 | scheme u8 | plain modulus u64 | reserved levels u32
 // Version 1 ended after scale_bits (CKKS).
 Bytes save(const Parameters& params) {
-  Writer w;
+  Writer w = start(Kind::parameters, params);
   w.u64(params.n());
   w.u32(static_cast<std::uint32_t>(params.q_primes().size()));
   w.words(params.q_primes().data(), params.q_primes().size());
@@ -339,7 +367,7 @@ Bytes save(const Parameters& params) {
   w.u8(static_cast<std::uint8_t>(params.scheme()));
   w.u64(params.plain_modulus());
   w.u32(static_cast<std::uint32_t>(params.reserved_levels()));
-  return seal(Kind::parameters, params, w);
+  return seal(w);
 }
 
 namespace {
@@ -349,7 +377,7 @@ bool on_host(const Device& device) { return device.is_host(); }
 
 Bytes save(const Plaintext& plain) {
   if (!on_host(plain.device())) return save(plain.to(Device::cpu()));
-  Writer w;
+  Writer w = start(Kind::plaintext, plain.context()->params(), plain.poly_words() * 8);
   w.u32(static_cast<std::uint32_t>(plain.level()));
   write_metadata(w, plain.metadata());
   w.u8(plain.is_scalar() ? 1 : 0);
@@ -360,14 +388,14 @@ Bytes save(const Plaintext& plain) {
   } else {
     write_poly(w, plain.data(), plain.poly_words());
   }
-  return seal(Kind::plaintext, plain.context()->params(), w);
+  return seal(w);
 }
 
 Bytes save(const Ciphertext& cipher) {
   if (!on_host(cipher.device())) return save(cipher.to(Device::cpu()));
-  Writer w;
+  Writer w = start(Kind::ciphertext, cipher.context()->params(), 64 + cipher.size() * cipher.poly_words() * 8);
   write_ciphertext_payload(w, cipher);
-  return seal(Kind::ciphertext, cipher.context()->params(), w);
+  return seal(w);
 }
 
 // A public key: the ciphertext payload of its part over Q, then (keys that
@@ -376,7 +404,7 @@ Bytes save(const Ciphertext& cipher) {
 // hold keys over Q alone, which encrypt the older, noisier way.
 Bytes save(const PublicKey& key) {
   if (!on_host(key.device())) return save(key.to(Device::cpu()));
-  Writer w;
+  Writer w = start(Kind::public_key, key.key().context()->params(), 4 * key.key().poly_words() * 8);
   write_ciphertext_payload(w, key.key());
   if (key.covers_special()) {
     const std::size_t words = key.key().context()->special_count() * key.key().context()->n();
@@ -384,39 +412,41 @@ Bytes save(const PublicKey& key) {
     write_poly(w, key.special(0), words);
     if (!key.key().seed().has_value()) write_poly(w, key.special(1), words);
   }
-  return seal(Kind::public_key, key.key().context()->params(), w);
+  return seal(w);
 }
 
 Bytes save(const RelinKey& key) {
   if (!on_host(key.device())) return save(key.to(Device::cpu()));
-  Writer w;
+  Writer w = start(Kind::relin_key, key.key().context()->params(), switch_key_bytes(key.key()));
   write_switch_key(w, key.key());
-  return seal(Kind::relin_key, key.key().context()->params(), w);
+  return seal(w);
 }
 
 Bytes save(const GaloisKeys& keys) {
   if (!on_host(keys.device())) return save(keys.to(Device::cpu()));
-  Writer w;
+  Writer w = start(Kind::galois_keys, keys.context()->params(), galois_payload_bytes(keys));
   write_galois_payload(w, keys);
-  return seal(Kind::galois_keys, keys.context()->params(), w);
+  return seal(w);
 }
 
 // Payload: the Galois key set's payload, then the key to the ephemeral
 // sparse secret and the key back.
 Bytes save(const ckks::BootstrapKeys& keys) {
   if (!on_host(keys.from_sparse.device())) return save(keys.to(Device::cpu()));
-  Writer w;
+  Writer w = start(Kind::bootstrap_keys, keys.galois.context()->params(),
+                   galois_payload_bytes(keys.galois) + switch_key_bytes(keys.to_sparse) +
+                       switch_key_bytes(keys.from_sparse));
   write_galois_payload(w, keys.galois);
   write_switch_key(w, keys.to_sparse);
   write_switch_key(w, keys.from_sparse);
-  return seal(Kind::bootstrap_keys, keys.galois.context()->params(), w);
+  return seal(w);
 }
 
 Bytes save(const SecretKey& key) {
-  Writer w;
+  Writer w = start(Kind::secret_key, key.context()->params(), key.coefficients().size());
   // Two bits per coefficient would do; one byte keeps the format obvious.
   w.raw(key.coefficients().data(), key.coefficients().size());
-  return seal(Kind::secret_key, key.context()->params(), w);
+  return seal(w);
 }
 
 // ---- load ---------------------------------------------------------------------

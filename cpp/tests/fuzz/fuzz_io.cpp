@@ -29,6 +29,7 @@
 #include "ringfire/bgv/plaintext.h"
 #include "ringfire/ckks/decryptor.h"
 #include "ringfire/ckks/evaluator.h"
+#include "ringfire/io/checksum.h"
 #include "ringfire/io/serialize.h"
 #include "ringfire/rlwe/encryptor.h"
 #include "ringfire/rlwe/keygen.h"
@@ -112,7 +113,9 @@ void offer(Load load) {
 
 void reseal(std::vector<std::uint8_t>& b) {
   if (b.size() < 8) return;
-  const std::uint64_t sum = fnv1a64(b.data(), b.size() - 8);
+  // The checksum of the version the (mutated) header declares: the current one otherwise.
+  const unsigned version = b.size() >= 6 ? b[4] | (b[5] << 8) : io::kFormatVersion;
+  const std::uint64_t sum = version >= 4 ? io::checksum64(b.data(), b.size() - 8) : fnv1a64(b.data(), b.size() - 8);
   for (int i = 0; i < 8; ++i) b[b.size() - 8 + i] = static_cast<std::uint8_t>(sum >> (8 * i));
 }
 

@@ -24,7 +24,8 @@ class Client:
 
 
 class LocalClient(Client):
-    """Runs the key holder in-process: decrypt, apply, re-encrypt at the top level.
+    """Runs the key holder in-process: decrypt, apply, re-encrypt at the top level (with the
+    secret key: seeded ciphertexts, half the bytes to send back).
 
     The server chooses what the key holder decrypts, so every decryption here
     adds fresh noise before the values are used (``ctx.decrypt``'s default: noise
@@ -64,8 +65,16 @@ class LocalClient(Client):
         out_plain, out_shape = exact_layer(node, plain, shape)
         out = np.empty(out_plain.shape[:-1], dtype=object)
         for idx in np.ndindex(out.shape):
-            out[idx] = self.ctx.encrypt(out_plain[idx], self.keys)
+            out[idx] = self._encrypt(out_plain[idx])
         return out, tuple(out_shape)
+
+    def _encrypt(self, values):
+        """Encrypted with the secret key the key holder has anyway: a seeded ciphertext (half the
+        bytes on the way back to the server) with only the encryption's own Gaussian error; it
+        computes with the key set's evaluation keys."""
+        ct = self.ctx.encrypt(values, self.secret_key)
+        ct._keys = self.keys
+        return ct
 
     def apply_vector(self, node, ct):
         """Inter-axis packing: the layer on one decrypted, tiled slot vector."""
@@ -73,4 +82,4 @@ class LocalClient(Client):
         self.ciphertexts_received += 1
         values = self._decrypt(ct)
         out, _ = exact_layer(node, values, values.shape)
-        return self.ctx.encrypt(out, self.keys)
+        return self._encrypt(out)

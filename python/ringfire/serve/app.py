@@ -29,7 +29,7 @@ from .config import ServeConfig
 from .host import Host
 from .jobs import Job, JobRunner, QueueFull
 from .metrics import Metrics
-from .store import Store, sha256_hex
+from .store import TERMINAL, Store, sha256_hex
 
 log = logging.getLogger("ringfire.serve")
 JSON_LIMIT = 64 * 1024
@@ -323,11 +323,15 @@ def create_app(config: ServeConfig) -> FastAPI:
             refuse(429, str(e), {"Retry-After": "10"})
         return {"job": jid, "state": "queued"}
 
-    @app.get("/v1/jobs/{jid}")
-    async def job_status(jid: str, who: str = Depends(tenant)):
-        job = own_job(jid, who)
+    def job_snapshot(jid: str, who: str) -> dict:
+        """A job's state: from the worker while it lives (no store read), else from the store."""
         live = runner.live(jid)
-        out = {k: job[k] for k in ("id", "session", "state", "error", "progress")}
+        if live is not None and live.tenant == who and live.state not in TERMINAL:
+            out = {"id": jid, "session": live.session, "state": live.state, "error": None,
+                   "progress": dict(live.progress) or None}
+        else:
+            job = own_job(jid, who)
+            out = {k: job[k] for k in ("id", "session", "state", "error", "progress")}
         r = runner.open_round(live) if live is not None else None
         if r is not None:
             out["state"] = "awaiting_client"
@@ -335,6 +339,17 @@ def create_app(config: ServeConfig) -> FastAPI:
         elif out["state"] == "awaiting_client":
             out["state"] = "running"  # answered: the worker is about to go on
         return out
+
+    @app.get("/v1/jobs/{jid}")
+    async def job_status(jid: str, who: str = Depends(tenant), wait: float = 0.0, seen: str = ""):
+        """With ``wait`` (seconds, at most 30) and ``seen`` (the ``state:round`` last read), the
+        answer comes when the job moves on or the wait ends: no polling loop on the client."""
+        deadline = time.monotonic() + min(max(wait, 0.0), 30.0)
+        while True:
+            out = job_snapshot(jid, who)
+            if f"{out['state']}:{out.get('round', {}).get('number', '')}" != seen or time.monotonic() >= deadline:
+                return out
+            await anyio.sleep(0.005)
 
     def waiting_job(jid: str, who: str, number: int):
         own_job(jid, who)

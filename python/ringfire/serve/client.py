@@ -168,14 +168,16 @@ class Session:
                                        headers={"Idempotency-Key": key, "Content-Type": "application/octet-stream"})
         return response.json()["job"]
 
-    def wait(self, job: str, progress: bool | None = None, poll: float = 0.05, timeout: float | None = None
-             ) -> EncryptedTensor:
-        """Answers the job's rounds until it is done, then downloads the result."""
+    def wait(self, job: str, progress: bool | None = None, timeout: float | None = None) -> EncryptedTensor:
+        """Answers the job's rounds until it is done, then downloads the result (the status
+        requests wait on the server until the job moves on)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         answered = 0  # the last round answered: never twice (a status read can lag the worker)
+        seen = ""
         with _progress.progress_bar(None, "encrypted inference (server)", progress, unit="step") as bar:
             while True:
-                status = self.client.request("GET", f"/v1/jobs/{job}").json()
+                status = self.client.request("GET", f"/v1/jobs/{job}", params={"wait": 10, "seen": seen}).json()
+                seen = f"{status['state']}:{status.get('round', {}).get('number', '')}"
                 if status["progress"]:
                     bar.set_postfix_str(f"{status['progress'].get('layer', '')} "
                                         f"{status['progress'].get('done')}/{status['progress'].get('total')}")
@@ -191,7 +193,6 @@ class Session:
                     continue
                 if deadline is not None and time.monotonic() > deadline:
                     raise TimeoutError(f"[serve] job {job} still {status['state']} after {timeout:g} s")
-                time.sleep(poll)
         data = self.client.request("GET", f"/v1/jobs/{job}/result").content
         fields = wire.unpack_tensor(data, self.ctx.load, max_entries=2**24,
                                     max_entry_bytes=self.ctx._largest_object_bytes())
@@ -221,5 +222,6 @@ class Session:
     def infer(self, x, progress: bool | None = None) -> np.ndarray:
         """The model's outputs on `x` (NumPy, batch first): encrypted here, computed by the
         server, decrypted here."""
-        enc = self.ctx.encrypt_batch(np.asarray(x, dtype=np.float64), self.keys, packing=self.packing)
+        # With the secret key: seeded ciphertexts, half the bytes of public-key ones.
+        enc = self.ctx.encrypt_batch(np.asarray(x, dtype=np.float64), self.secret_key, packing=self.packing)
         return self.ctx.decrypt_batch(self.infer_encrypted(enc, progress), self.secret_key)

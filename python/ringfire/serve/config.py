@@ -29,7 +29,8 @@ class ServeConfig:
     requests_per_second: float = 50.0         # per tenant, with a burst of twice that
     round_timeout: float = 300.0              # seconds a job waits for its client's answer
     drain_timeout: float = 600.0              # seconds a shutdown waits for the running job
-    workers: int = 1                          # jobs run at once (each can use every core)
+    workers: int = 2                          # jobs run at once: one computes while another waits for its
+                                              # client (inter packing: 1, its cached diagonals are shared)
     name: str = field(default="")             # the model's name (default: the file's stem)
 
     def __post_init__(self):
@@ -39,5 +40,7 @@ class ServeConfig:
             raise ValueError(f"[serve] activation is 'client' or 'poly', got {self.activation!r}")
         if self.packing not in ("batch", "inter"):
             raise ValueError(f"[serve] packing is 'batch' or 'inter', got {self.packing!r}")
+        if self.packing == "inter":
+            self.workers = 1
         if (self.preset is None) == (self.params is None):
             raise ValueError("[serve] give a preset or a parameters file, not both")

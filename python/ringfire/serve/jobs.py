@@ -121,8 +121,9 @@ class JobRunner:
             return self._live.get(jid)
 
     def set_state(self, job: Job, state: str, **extra) -> None:
-        job.state = state
+        # The store first: a reader who sees the live state can then find its error and result.
         self.store.set_job(job.id, state, progress=job.progress or None, **extra)
+        job.state = state
 
     def answer(self, job: Job, number: int, out: np.ndarray, out_shape) -> None:
         """The client's answer to a round: taken once (a repeated answer is refused, so a

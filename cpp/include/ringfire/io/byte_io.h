@@ -3,6 +3,7 @@
 // raises InvalidArgument ("[io.load] truncated: ...") otherwise.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -11,6 +12,10 @@
 #include "ringfire/base/errors.h"
 
 namespace ringfire::io {
+
+// The format is little-endian; on a little-endian host a block of words is
+// its own encoding and is copied whole (polynomials are most of every object).
+inline constexpr bool kLittleEndianHost = std::endian::native == std::endian::little;
 
 class Writer {
  public:
@@ -28,8 +33,13 @@ class Writer {
     bytes_.insert(bytes_.end(), p, p + n);
   }
   void words(const std::uint64_t* data, std::size_t count) {
-    for (std::size_t i = 0; i < count; ++i) u64(data[i]);
+    if constexpr (kLittleEndianHost) {
+      raw(data, count * 8);
+    } else {
+      for (std::size_t i = 0; i < count; ++i) u64(data[i]);
+    }
   }
+  void reserve(std::size_t bytes) { bytes_.reserve(bytes); }
   std::vector<std::uint8_t>& bytes() { return bytes_; }
 
  private:
@@ -67,11 +77,18 @@ class Reader {
   // `count` words, each checked to be below `bound` (a residue mod q).
   void residues(std::uint64_t* out, std::size_t count, std::uint64_t bound, const char* what) {
     need(count * 8, what);
-    for (std::size_t i = 0; i < count; ++i) {
-      const std::uint64_t v = get(8, what);
-      if (v >= bound) throw_invalid("io.load", std::string("corrupt: ") + what + " holds a value outside [0, q)");
-      out[i] = v;
+    bool outside = false;
+    if constexpr (kLittleEndianHost) {
+      std::memcpy(out, data_ + pos_, count * 8);
+      pos_ += count * 8;
+      for (std::size_t i = 0; i < count; ++i) outside |= out[i] >= bound;  // no early exit: vectorizes
+    } else {
+      for (std::size_t i = 0; i < count; ++i) {
+        out[i] = get(8, what);
+        outside |= out[i] >= bound;
+      }
     }
+    if (outside) throw_invalid("io.load", std::string("corrupt: ") + what + " holds a value outside [0, q)");
   }
   void expect_end() const {
     if (remaining() != 0)

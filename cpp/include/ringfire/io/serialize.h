@@ -39,7 +39,9 @@ enum class Kind : std::uint16_t {
   bootstrap_keys = 8,  // Galois keys and the two encapsulation keys
 };
 
-// Version 3 replaced the 64-bit FNV-1a fingerprint in the header by the
+// Version 4 closes the envelope with the XXH64 checksum (io/checksum.h)
+// instead of FNV-1a, which ran at ~0.3 GB/s and dominated saving and loading;
+// nothing else changed. Version 3 replaced the 64-bit FNV-1a fingerprint in the header by the
 // 32-byte SHA-256 parameter identity (Parameters::identity) and added the
 // logical length to the metadata of ciphertexts and plaintexts. Version 2
 // added the noise estimate and complex flag of ciphertexts, the complex flag
@@ -48,7 +50,7 @@ enum class Kind : std::uint16_t {
 // ciphertexts and plaintexts have no recorded length (all slots); version 1
 // ciphertexts take a fresh encryption's noise estimate and count as real,
 // its keys take their source from where they are stored.
-constexpr std::uint16_t kFormatVersion = 3;
+constexpr std::uint16_t kFormatVersion = 4;
 constexpr std::uint16_t kOldestReadableVersion = 1;
 
 using Bytes = std::vector<std::uint8_t>;
