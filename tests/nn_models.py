@@ -291,3 +291,15 @@ def deep_mlp_onnx(x_train, y_train, hidden=(16, 16), seed=0):
             nodes.append(node("Relu", [out], [f"a{i}"]))
             prev = f"a{i}"
     return make_model(nodes, tuple(x_train.shape[1:]), inits, out_shape=(10,)), clf
+
+
+def residual_cnn(rng):
+    """A small residual CNN on 1x4x4 images: period 64 under inter-axis packing."""
+    inits = {"W1": rng.normal(0, 0.4, (4, 1, 3, 3)), "W2": rng.normal(0, 0.3, (4, 4, 3, 3)),
+             "W3": rng.normal(0, 0.5, (3, 16))}
+    nodes = [node("Conv", ["x", "W1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]), node("Relu", ["c1"], ["r1"]),
+             node("Conv", ["r1", "W2"], ["c2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             node("Add", ["c2", "r1"], ["s"]), node("Relu", ["s"], ["r2"]),
+             node("AveragePool", ["r2"], ["p"], kernel_shape=[2, 2], strides=[2, 2]), node("Flatten", ["p"], ["f"]),
+             node("Gemm", ["f", "W3"], ["y"], transB=1)]
+    return make_model(nodes, (1, 4, 4), inits)

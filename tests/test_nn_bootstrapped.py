@@ -101,7 +101,7 @@ def test_bootstrapping_errors_name_the_fix(digits, boot):
         first = rf.ckks.Context.preset("N12_BOOT_INSECURE", bootstrap={"stc_first": True})
     with pytest.raises(ValueError, match="runs SlotsToCoeffs first.*from level 3 up"):
         rf.nn.load(onnx_bytes, first, activation="poly", calibration=x_train)
-    cnn = residual_cnn(np.random.default_rng(12))  # period 64: a 32-slot bootstrap would average its tiles
+    cnn = M.residual_cnn(np.random.default_rng(12))  # period 64: a 32-slot bootstrap would average its tiles
     with pytest.raises(ValueError, match=r"fewer than this model's period 64.*bootstrap=\{'slots': 64\}"):
         rf.nn.load(cnn, toy_context(bootstrap_slots=32), activation="poly",
                    calibration=np.zeros((4, 1, 4, 4)), packing="inter")
@@ -150,7 +150,7 @@ def test_infer_cli_bootstraps(tmp_path, capsys, monkeypatch, digits):
     assert report["counts"]["bootstraps"] == 16 and report["max_abs_error_vs_polynomial_model"] < 1e-3
     assert report["bootstrap_slots"] == 2048  # batch packing: every slot
     cnn, images = tmp_path / "cnn.onnx", tmp_path / "images.npy"
-    cnn.write_bytes(residual_cnn(np.random.default_rng(12)))
+    cnn.write_bytes(M.residual_cnn(np.random.default_rng(12)))
     np.save(images, np.random.default_rng(5).uniform(-1, 1, (2, 1, 4, 4)))
     assert cli.main(["infer", str(cnn), "--input", str(images), "--activation", "poly", "--packing", "inter",
                      "--bootstrap", "--preset", "TOY6_BOOT_INSECURE", "--json"]) == 0
@@ -188,18 +188,6 @@ def test_products_and_residuals_bootstrap_once_and_stay_exact(boot):
     assert np.max(np.abs(got - ref)) <= np.max(np.abs(approx - ref)) + 1e-3 < 0.5
 
 
-def residual_cnn(rng):
-    """A small residual CNN on 1x4x4 images: period 64 under inter-axis packing."""
-    inits = {"W1": rng.normal(0, 0.4, (4, 1, 3, 3)), "W2": rng.normal(0, 0.3, (4, 4, 3, 3)),
-             "W3": rng.normal(0, 0.5, (3, 16))}
-    nodes = [M.node("Conv", ["x", "W1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]), M.node("Relu", ["c1"], ["r1"]),
-             M.node("Conv", ["r1", "W2"], ["c2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
-             M.node("Add", ["c2", "r1"], ["s"]), M.node("Relu", ["s"], ["r2"]),
-             M.node("AveragePool", ["r2"], ["p"], kernel_shape=[2, 2], strides=[2, 2]), M.node("Flatten", ["p"], ["f"]),
-             M.node("Gemm", ["f", "W3"], ["y"], transB=1)]
-    return M.make_model(nodes, (1, 4, 4), inits)
-
-
 @pytest.mark.parametrize("bootstrap_slots", [None, 64], ids=["full-slot", "sparse"])
 def test_one_image_per_ciphertext_bootstraps_too(boot, bootstrap_slots):
     """Inter-axis packing (one image per ciphertext) of a small residual CNN without a client: the
@@ -207,7 +195,7 @@ def test_one_image_per_ciphertext_bootstraps_too(boot, bootstrap_slots):
     image as it planned, and matches the polynomial network and onnxruntime; with all N/2 slots
     bootstrapped, and with only the 64 of the model's period (sparse packing)."""
     rng = np.random.default_rng(12)
-    onnx_bytes = residual_cnn(rng)
+    onnx_bytes = M.residual_cnn(rng)
     assert rf.nn.inter_period(onnx_bytes) == 64
     ctx = boot[0] if bootstrap_slots is None else toy_context(bootstrap_slots=bootstrap_slots)
     model = rf.nn.load(onnx_bytes, ctx, activation="poly", calibration=rng.uniform(-1, 1, (500, 1, 4, 4)),

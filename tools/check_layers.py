@@ -19,8 +19,8 @@ against a view of the headers below it.)
 Python (python/ringfire/):
 
     _core, _checks, _progress, _cpu -> arith, arith128, ring, cuda, io, memory, tracing -> rlwe, costing,
-        memory_guard -> ckks, bgv (side by side) -> bfv (a mode of bgv) -> nn, rpu, apps (side by side) ->
-        bench, bench_ckks, demo, trace_cli, serve -> cli -> __main__, the package
+        memory_guard, parallel -> ckks, bgv (side by side) -> bfv (a mode of bgv) -> nn, rpu, apps (side by
+        side) -> bench, bench_ckks, demo, trace_cli, distributed -> serve -> cli -> __main__, the package
 
 * a module imports only from its own package or from lower ranks;
 * no module reaches into another package's private names: an attribute
@@ -50,13 +50,15 @@ SUFFIXES = {".h", ".hpp", ".cpp", ".cu", ".cuh"}
 PY_RANK = {
     "_core": 0, "_checks": 0, "_progress": 0, "_cpu": 0,
     "arith": 1, "arith128": 1, "ring": 1, "cuda": 1, "io": 1, "memory": 1, "tracing": 1,
-    "rlwe": 2, "costing": 2, "memory_guard": 2,
+    "rlwe": 2, "costing": 2, "memory_guard": 2, "parallel": 2,
     "ckks": 3, "bgv": 3,
     "bfv": 4,
     "nn": 5, "rpu": 5, "apps": 5,
-    "bench": 6, "bench_ckks": 6, "bench_bootstrap": 6, "bench_bgv": 6, "demo": 6, "trace_cli": 6, "serve": 6,
-    "cli": 7,
-    "__main__": 8, "__init__": 8,
+    "bench": 6, "bench_ckks": 6, "bench_bootstrap": 6, "bench_bgv": 6, "demo": 6, "trace_cli": 6,
+    "distributed": 6,
+    "serve": 7,
+    "cli": 8,
+    "__main__": 9, "__init__": 9,
 }
 # Modules and packages whose private names every unit may use.
 SHARED_INTERNALS = ("_checks.py", "rlwe")

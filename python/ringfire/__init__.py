@@ -21,6 +21,8 @@ Layers available in this release:
 * :mod:`ringfire.memory` -- the host memory pool's statistics, and runs larger than RAM:
   ``rf.memory.spill(directory, ram_limit_gib=...)`` backs blocks beyond the limit with files;
   :mod:`ringfire.memory_guard` spills or refuses a run that does not fit before it starts.
+* :mod:`ringfire.distributed` -- a model's ciphertexts spread over a Ray cluster
+  (``executor=rf.distributed.RayExecutor(...)``, the ``ringfire[ray]`` extra).
 * :mod:`ringfire.serve` -- encrypted inference as a service: ``ringfire serve`` and its
   client ``rf.serve.Client`` (the ``ringfire[serve]`` extra).
 * :mod:`ringfire.apps` -- whole workloads: encrypted logistic-regression training (HELR) with
@@ -40,14 +42,14 @@ from ._cpu import check_cpu as _check_cpu
 
 _check_cpu(_pathlib.Path(__file__).parent)  # before any native code runs
 from . import _core  # noqa: E402
-from . import apps, arith, arith128, bfv, bgv, ckks, cuda, io, memory, memory_guard, nn, ring, rpu, serve, tracing
+from . import apps, arith, arith128, bfv, bgv, ckks, cuda, distributed, io, memory, memory_guard, nn, parallel, ring, rpu, serve, tracing
 from .tracing import Trace, trace  # noqa: E402
 
 __version__ = "0.1.0"
 
 DeviceError = _core.DeviceError  # a device that exists failed (a CUDA error, device memory); a RuntimeError
 
-__all__ = ["DeviceError", "apps", "arith", "arith128", "bfv", "bgv", "ckks", "cuda", "io", "memory", "memory_guard", "nn", "ring", "rpu", "serve", "tracing", "Trace", "trace", "num_threads", "set_num_threads", "cuda_available", "__version__"]
+__all__ = ["DeviceError", "apps", "arith", "arith128", "bfv", "bgv", "ckks", "cuda", "distributed", "io", "memory", "memory_guard", "nn", "parallel", "ring", "rpu", "serve", "tracing", "Trace", "trace", "num_threads", "set_num_threads", "cuda_available", "__version__"]
 
 
 def num_threads() -> int:

@@ -58,7 +58,9 @@ Context::Context(Parameters params) : rlwe_(make_rlwe(std::move(params))), encod
   if (first_off_level(chain, bits, kRegularScaleBits, kRegularScaleBits) != chain.size())
     chain = scale_chain(q, top, bits, false);
   const std::size_t off = first_off_level(chain, bits, kScaleBitsBelow, kScaleBitsAbove);
-  require(off == chain.size(), "ckks.Context",
+  // The message indexes chain[off] and q[off]: build it only when off is a level.
+  if (off != chain.size())
+    throw_invalid("ckks.Context",
           "the canonical scales cannot stay within 2^(" + std::to_string(bits) + " - " +
               std::to_string(static_cast<int>(kScaleBitsBelow)) + ") .. 2^(" + std::to_string(bits) + " + " +
               std::to_string(static_cast<int>(kScaleBitsAbove)) + "): level " + std::to_string(off) +

@@ -69,3 +69,10 @@ def check(ct, op: str) -> None:
                    "decrypt wrong. Scale the data down, use a larger first prime or a smaller scale, or bootstrap "
                    "with bound=... (warned once per operation)", RuntimeWarning)
 
+
+
+def restore(ct, bound: float | None):
+    """``ct`` (just loaded from bytes, so its bound is unknown) with the bound its sender
+    knew: a ciphertext that travels to another process keeps its magnitude check."""
+    ct._bound = bound
+    return ct

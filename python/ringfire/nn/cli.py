@@ -93,6 +93,9 @@ def register(subparsers) -> None:
     p.add_argument("--device", default="cpu",
                    help="where the server's work runs: 'cpu' (default) or 'cuda[:N]' (keys, encryption and the "
                         "client-aided layers stay on the host; results are bit-identical to the CPU's)")
+    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="spread each layer's ciphertexts over a Ray cluster (ringfire[ray]): ADDRESS, e.g. "
+                        "127.0.0.1:6379; without it $RAY_ADDRESS or the cluster `ray start` made here")
     p.add_argument("--json", action="store_true")
     p.add_argument("--output", help="write the decrypted outputs to this .npy file")
     p.set_defaults(func=main)
@@ -235,7 +238,9 @@ def _run(args, model, ctx, plans, candidates, x, say, memory, spill) -> int:
     model.packing, plan = packing, plans[packing]
     enc = ctx.encrypt_batch(x, keys, packing=packing)
     t1 = time.perf_counter()
-    out = model(enc, client=nn.LocalClient(ctx, sk, keys), progress=None if not args.json else False)
+    executor = getattr(args, "executor", None)  # --ray: made by the command line (ringfire.distributed)
+    out = model(enc, client=nn.LocalClient(ctx, sk, keys), progress=None if not args.json else False,
+                executor=executor)
     t2 = time.perf_counter()
     spilled = memory.stats()["bytes_spilled"]
     y = ctx.decrypt_batch(out, sk)
@@ -254,6 +259,8 @@ def _run(args, model, ctx, plans, candidates, x, say, memory, spill) -> int:
         "images_per_second": x.shape[0] / (t2 - t1), "reference": reference, "top1_agreement": agree,
         "max_abs_error": float(np.max(np.abs(y - ref))), "counts": model.last_run,
     }
+    if executor is not None:
+        report["distributed"] = executor.summary()
     if args.activation == "poly":  # how much of the difference the polynomials themselves explain
         approx = model.plaintext(x, approximate=True)
         report["top1_agreement_with_polynomial_model"] = top1_agreement(y, approx)
@@ -271,6 +278,10 @@ def _run(args, model, ctx, plans, candidates, x, say, memory, spill) -> int:
                   f"|error| {report['max_abs_error_vs_polynomial_model']:.2e})")
         print(f"time: keygen+encrypt {t1 - t0:.2f} s, inference {t2 - t1:.2f} s "
               f"({report['images_per_second']:.1f} images/s), decrypt {t3 - t2:.2f} s")
+        if executor is not None:
+            d = report["distributed"]
+            print(f"ray: {d['tasks']} tasks on {d['nodes']} nodes ({d['retried']} run again), "
+                  f"{d['bytes_out'] / 2**20:.1f} MiB out, {d['bytes_back'] / 2**20:.1f} MiB back")
         print(f"memory: predicted peak {plan.peak_bytes / 2**30:.3f} GiB, measured max RSS "
               f"{report['measured_max_rss_bytes'] / 2**30:.3f} GiB"
               + (f", {spilled / 2**30:.3f} GiB in spill files at the end" if spill is not None else ""))

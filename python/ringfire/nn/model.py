@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import time
+import uuid
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .._progress import progress_bar
+from ..parallel import IN_PROCESS
+from . import work
 from .activations import Polynomial
 from .executor import Executor
 from .graph import Graph, UnsupportedOperator
@@ -244,7 +247,7 @@ class Model:
 
     # ---- encrypted ---------------------------------------------------------------
     def __call__(self, enc: EncryptedTensor, client=None, progress: bool | None = False,
-                 device: str | None = None, memory_check: bool = True) -> EncryptedTensor:
+                 device: str | None = None, memory_check: bool = True, executor=None) -> EncryptedTensor:
         """Runs the model on ``ctx.encrypt_batch(x, keys)``; ``client`` applies the
         client-aided layers. ``progress=True`` shows a bar on stderr (ciphertexts
         produced, layer by layer); ``None`` shows it when stderr is a terminal; a
@@ -257,15 +260,21 @@ class Model:
         Before anything is allocated, the plan's predicted peak (less the keys, which
         exist already) is compared with the memory this process can get: a run that does
         not fit spills to disk, or is refused with the numbers
-        (:mod:`ringfire.memory_guard`); ``memory_check=False`` skips that (and warns)."""
+        (:mod:`ringfire.memory_guard`); ``memory_check=False`` skips that (and warns).
+
+        ``executor`` (:mod:`ringfire.parallel`; e.g. ``rf.distributed.RayExecutor(...)``)
+        runs each layer's independent ciphertexts -- a linear layer's outputs, an
+        activation's elements, a refresh's bootstraps; with inter packing, the samples --
+        elsewhere, with results bit-identical to the default in-process run."""
         if not isinstance(enc, EncryptedTensor):
             raise TypeError("[nn] expected the EncryptedTensor from ctx.encrypt_batch(x, keys)")
+        executor = IN_PROCESS if executor is None else executor
         enc, client = on_device(enc, client, device)
         on_host = (ciphertext_device(enc) or "cpu") == "cpu"
         needed = self._bytes_to_allocate(enc.packing) if on_host and memory_check else 0
         with guard(needed, "this encrypted inference", memory_check=memory_check,
                    fixes="a smaller batch, or the other packing"):
-            return self._run(enc, client, progress)
+            return self._run(enc, client, progress, executor)
 
     def _bytes_to_allocate(self, packing: str) -> int:
         """The plan's predicted peak less the keys (made already), per packing, computed once
@@ -276,9 +285,9 @@ class Model:
             cache[packing] = plan.peak_bytes - plan.key_bytes
         return cache[packing]
 
-    def _run(self, enc: EncryptedTensor, client, progress) -> EncryptedTensor:
+    def _run(self, enc: EncryptedTensor, client, progress, executor) -> EncryptedTensor:
         if enc.packing == "inter":
-            return self._call_inter(enc, client, progress)
+            return self._call_inter(enc, client, progress, executor)
         if tuple(enc.cts.shape) != tuple(self.graph.input_shape):
             raise ValueError(f"[nn] the model expects inputs of shape {self.graph.input_shape} per sample, got "
                              f"{tuple(enc.cts.shape)}")
@@ -291,8 +300,8 @@ class Model:
             raise ValueError("[nn] this model has client-aided layers: pass client=rf.nn.LocalClient(ctx, sk, keys)")
         keys = next(c for c in enc.cts.flat if c is not None).keys
         masker = self._masker(keys)
-        refresher = Refresher(self.ctx, keys, self._bounds) if self.bootstrap else None
-        runtime = EncryptedRuntime(self.ctx, keys, client, self.polys, masker, refresher)
+        refresher = Refresher(self.ctx, keys, self._bounds, executor) if self.bootstrap else None
+        runtime = EncryptedRuntime(self.ctx, keys, client, self.polys, masker, refresher, executor)
         start = time.perf_counter()
         work = {id(n): int(np.prod(n._out_shape or (1,))) for n in self.graph.nodes}
         total, done = sum(work.values()), [0]
@@ -331,7 +340,7 @@ class Model:
                 raise
             return []
 
-    def _call_inter(self, enc: EncryptedTensor, client, progress=False) -> EncryptedTensor:
+    def _call_inter(self, enc: EncryptedTensor, client, progress=False, executor=IN_PROCESS) -> EncryptedTensor:
         if tuple(enc.sample_shape) != tuple(self.graph.input_shape):
             raise ValueError(f"[nn] the model expects inputs of shape {self.graph.input_shape} per sample, got "
                              f"{enc.sample_shape}")
@@ -354,12 +363,15 @@ class Model:
             client.graph = self.graph
         start = time.perf_counter()
         outs = np.empty(enc.cts.size, dtype=object)
-        with progress_bar(enc.cts.size, "encrypted inference", _bar_option(progress), unit="sample") as bar:
-            for i, ct in enumerate(enc.cts):
-                outs[i] = runner.run(ct, client, masker)
-                bar.update()
-                if callable(progress):
-                    progress(i + 1, enc.cts.size, f"sample {i + 1}")
+        if executor is not IN_PROCESS:
+            outs[:] = self._inter_elsewhere(enc, client, executor, runner, bounds)
+        else:
+            with progress_bar(enc.cts.size, "encrypted inference", _bar_option(progress), unit="sample") as bar:
+                for i, ct in enumerate(enc.cts):
+                    outs[i] = runner.run(ct, client, masker)
+                    bar.update()
+                    if callable(progress):
+                        progress(i + 1, enc.cts.size, f"sample {i + 1}")
         self.last_run = {"seconds": time.perf_counter() - start, "packing": "inter", "period": period,
                          "layout": runner.placement.kind,
                          "masked_values": masker.masked_values if masker else 0}
@@ -369,6 +381,23 @@ class Model:
         out_shape = self.graph.shapes.get(self.graph.output_names[0]) or (None,)
         return EncryptedTensor(outs, enc.batch, self.ctx, "inter", period, out_shape,
                                element_slots=runner.output_slots())
+
+    def _inter_elsewhere(self, enc: EncryptedTensor, client, executor, runner, bounds) -> list:
+        """The samples of an inter-packed batch on ``executor``, one task per sample (the
+        executor shows its own progress)."""
+        if self.activation == "client" and any(n.op in NONLINEAR_OPS for n in self.graph.nodes):
+            raise ValueError("[nn] an inter-packed model with client-aided layers runs its samples in this process "
+                             "(each waits on the key holder): drop executor=, or use batch packing or polynomial "
+                             "activations (activation='poly') to spread it")
+        first = next(c for c in enc.cts.flat if c is not None)
+        # The token names this model and period in the workers' runner caches (built once each).
+        token = self.__dict__.setdefault("_executor_token", uuid.uuid4().hex) + f":{runner.period}"
+        spec = (token, self, runner.period, bounds)
+        outs = executor.map(work.inter_sample, list(range(enc.cts.size)), ev=self.ctx.evaluator(first.keys),
+                            shared=enc.cts.reshape(-1), const=spec, label="samples")
+        if self.bootstrap:  # what the runners elsewhere did, as the local runner would count it
+            runner.bootstraps = runner.bootstraps_needed() * enc.cts.size
+        return outs
 
     # ---- planning -----------------------------------------------------------------
     def plan(self, dry_run: bool = False) -> Plan:

@@ -25,6 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..parallel import IN_PROCESS
+from . import work
+
 
 def element_bounds(max_abs: np.ndarray, margin: float) -> np.ndarray:
     """Integer bootstrap bounds per element from calibration's largest ``|x|`` (widened by
@@ -35,9 +38,10 @@ def element_bounds(max_abs: np.ndarray, margin: float) -> np.ndarray:
 class Refresher:
     """Bootstraps tensors of an :class:`~ringfire.nn.runtimes.EncryptedRuntime`."""
 
-    def __init__(self, ctx, keys, bounds: dict):
+    def __init__(self, ctx, keys, bounds: dict, executor=IN_PROCESS):
         keys.require_bootstrap("nn")
         self.ev = ctx.evaluator(keys)
+        self.executor = executor      # where the bootstraps run (ringfire.parallel)
         self.bounds = bounds          # tensor name -> integer bound per element (the sample's shape)
         self._refreshed = {}          # id(tensor) -> (tensor, its refreshed copy)
         self.bootstraps = 0           # bootstrap circuits run (a pair counts once)
@@ -53,18 +57,22 @@ class Refresher:
             raise ValueError(f"[nn] no bootstrap bound for tensor '{name}': calibration did not reach it")
         start = time.perf_counter()
         bounds = np.broadcast_to(self.bounds[name], x.shape)
-        out = x.copy()
-        where = sorted((idx for idx, c in np.ndenumerate(x) if is_ct(c)), key=lambda idx: bounds[idx])
-        for k in range(0, len(where) - 1, 2):
-            i, j = where[k], where[k + 1]
-            bound = int(max(bounds[i], bounds[j]))
-            # |a + ib| <= sqrt(2) max(|a|, |b|): the pair's bound covers both parts at once.
-            out[i], out[j] = self.ev.bootstrap_pair(x[i], x[j], bound=math.ceil(bound * math.sqrt(2)))
-            self.bootstraps += 1
+        flat, flat_bounds = x.reshape(-1), bounds.reshape(-1)
+        where = sorted((i for i, c in enumerate(flat) if is_ct(c)), key=lambda i: flat_bounds[i])
+        # |a + ib| <= sqrt(2) max(|a|, |b|): a pair's bound covers both parts at once.
+        circuits = [(where[k], where[k + 1], math.ceil(int(max(flat_bounds[where[k]], flat_bounds[where[k + 1]]))
+                                                       * math.sqrt(2)))
+                    for k in range(0, len(where) - 1, 2)]
         if len(where) % 2:
-            last = where[-1]
-            out[last] = self.ev.bootstrap(x[last], bound=int(bounds[last]))
-            self.bootstraps += 1
+            circuits.append((where[-1], None, int(flat_bounds[where[-1]])))
+        refreshed = self.executor.map(work.bootstrap, circuits, ev=self.ev, shared=flat, label=f"bootstrap {name}")
+        out = flat.copy()
+        for (i, j, _), cts in zip(circuits, refreshed):
+            out[i] = cts[0]
+            if j is not None:
+                out[j] = cts[1]
+        out = out.reshape(x.shape)
+        self.bootstraps += len(circuits)
         self.ciphertexts += len(where)
         self.seconds += time.perf_counter() - start
         self._refreshed[id(x)] = (x, out)

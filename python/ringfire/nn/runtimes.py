@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..parallel import IN_PROCESS
+from . import work
 from .masking import mask_kind
 from .nonlinear import exact as exact_layer
 from .operators import linear_terms
@@ -92,12 +94,14 @@ def _const_value(v) -> float:
 
 
 class EncryptedRuntime(_ArrayMoves):
-    """Object arrays of Ciphertexts (batch in the slots): batch-axis packing."""
+    """Object arrays of Ciphertexts (batch in the slots): batch-axis packing. The loops over a
+    layer's independent ciphertexts go through ``executor`` (:mod:`ringfire.parallel`)."""
 
-    def __init__(self, ctx, keys, client=None, polys=None, masker=None, refresher=None):
+    def __init__(self, ctx, keys, client=None, polys=None, masker=None, refresher=None, executor=IN_PROCESS):
         self.ctx, self.keys, self.client, self.polys = ctx, keys, client, polys or {}
         self.masker = masker  # a masking.Masker: what the key holder sees is masked where the layer allows
         self.refresher = refresher  # a refresh.Refresher: bootstraps where levels run out
+        self.executor = executor
         self.ev = ctx.evaluator(keys)
         self.counts = {"linear_terms": 0, "rescales": 0, "ct_mults": 0, "client_round_trips": 0}
 
@@ -136,28 +140,33 @@ class EncryptedRuntime(_ArrayMoves):
         rows, cols, weights = m.rows[order], m.cols[order], m.weights[order]
         bounds = np.searchsorted(rows, np.arange(int(np.prod(m.out_shape)) + 1))
         out = np.empty(int(np.prod(m.out_shape)), dtype=object)
+        delta = None
         if level is not None:
             if level == 0:
                 raise ValueError(f"[nn] out of levels at node '{node.name}' ({node.op}); see Model.plan()")
-            ctx = self.ctx
-            delta = ctx.landing_scale(level, scale)
+            delta = self.ctx.landing_scale(level, scale)
+        outputs, items = [], []
         for o in range(out.size):
             lo, hi = bounds[o], bounds[o + 1]
-            cts, ws, constant = [], [], float(m.bias[o])
+            ct_cols, ws, constant = [], [], float(m.bias[o])
             for c, w in zip(cols[lo:hi], weights[lo:hi]):
                 v = flat[c]
                 if is_ct(v):
-                    cts.append(v)
+                    ct_cols.append(int(c))
                     ws.append(float(w))
                 elif v is not None:
                     constant += float(w) * v
-            if not cts:
+            if not ct_cols:
                 out[o] = constant if constant != 0.0 else None
                 continue
-            acc = self.ev.rescale(self.ev.linear_combination(cts, ws, delta))
-            out[o] = self.ev.add_scalar(acc, constant) if constant != 0.0 else acc
-            self.counts["linear_terms"] += len(cts)
+            outputs.append(o)
+            items.append((ct_cols, ws, constant))
+            self.counts["linear_terms"] += len(ct_cols)
             self.counts["rescales"] += 1
+        results = self.executor.map(work.linear_output, items, ev=self.ev, shared=flat, const=delta,
+                                    label=f"{node.op} {node.name}")
+        for o, ct in zip(outputs, results):
+            out[o] = ct
         return out.reshape(m.out_shape), tuple(m.out_shape)
 
     def add_const(self, x, c):
@@ -191,26 +200,40 @@ class EncryptedRuntime(_ArrayMoves):
 
     def mul(self, x, y, node):
         x, y = self._ready(x, node.inputs[0], 1), self._ready(y, node.inputs[1], 1)
-        out = np.empty(x.shape, dtype=object)
-        for idx, a in np.ndenumerate(x):
-            b = y[idx]
+        out = np.empty(x.shape, dtype=object).reshape(-1)
+        xs, ys = x.reshape(-1), y.reshape(-1)
+        products = []
+        for i, (a, b) in enumerate(zip(xs, ys)):
             if a is None or b is None:
-                out[idx] = None
+                out[i] = None
             elif is_ct(a) or is_ct(b):
-                out[idx] = a * b
-                self.counts["ct_mults"] += 1
+                products.append(i)
             else:
-                out[idx] = float(a) * float(b) or None
-        return out
+                out[i] = float(a) * float(b) or None
+        self.counts["ct_mults"] += len(products)
+        results = self.executor.map(work.product, products, ev=self.ev, shared=(xs, ys),
+                                    label=f"{node.op} {node.name}")
+        for i, ct in zip(products, results):
+            out[i] = ct
+        return out.reshape(x.shape)
 
     def nonlinear(self, node, x, shape):
         if node.name in self.polys:
             poly = self.polys[node.name]
             x = self._ready(x, node.inputs[0], poly.depth)
-            out = np.empty(x.shape, dtype=object)
-            for idx, c in np.ndenumerate(x):
-                out[idx] = poly.evaluate_encrypted(c) if is_ct(c) else (float(poly(_const_value(c))) or None)
-            return out, shape
+            flat = x.reshape(-1)
+            out = np.empty(flat.size, dtype=object)
+            elements = []
+            for i, c in enumerate(flat):
+                if is_ct(c):
+                    elements.append(i)
+                else:
+                    out[i] = float(poly(_const_value(c))) or None
+            results = self.executor.map(work.polynomial, elements, ev=self.ev, shared=flat, const=poly,
+                                        label=f"{node.op} {node.name}")
+            for i, ct in zip(elements, results):
+                out[i] = ct
+            return out.reshape(x.shape), shape
         if not any(is_ct(c) for c in x.flat):  # everything known: the server computes it
             plain = np.vectorize(_const_value, otypes=[float])(x)[..., None]
             vals, out_shape = exact_layer(node, plain, shape)

@@ -20,6 +20,11 @@ class EvaluatorBase:
     def keys(self) -> KeySet | None:
         return self._keys
 
+    @property
+    def context(self):
+        """The context this evaluator computes in."""
+        return self._context
+
     def __reduce__(self):
         return type(self), (self._context, self._keys)
 

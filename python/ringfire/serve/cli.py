@@ -22,6 +22,8 @@ def register(subparsers) -> None:
     p.add_argument("--calibration", help=".npy inputs that fit polynomial activations (--activation poly)")
     p.add_argument("--packing", choices=["batch", "inter"], default="batch")
     p.add_argument("--masking", action="store_true", help="mask what the key holder decrypts")
+    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="run each job's layers on a Ray cluster (ringfire[ray]); keys and jobs stay here")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--tls-cert", help="certificate (PEM): serve HTTPS")
@@ -50,7 +52,7 @@ def main(args) -> int:
     config = ServeConfig(model=args.model, store=args.store, tokens=args.tokens,
                          preset=None if args.params else (args.preset or "N14_D6"), params=args.params,
                          activation=args.activation, calibration=args.calibration, packing=args.packing,
-                         masking=args.masking, queue=args.queue, round_timeout=args.round_timeout,
+                         masking=args.masking, ray=args.ray, queue=args.queue, round_timeout=args.round_timeout,
                          drain_timeout=args.drain_timeout, requests_per_second=args.requests_per_second)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     uvicorn.run(create_app(config), host=args.host, port=args.port, ssl_certfile=args.tls_cert,

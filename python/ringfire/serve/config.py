@@ -20,6 +20,8 @@ class ServeConfig:
     calibration: str | None = None            # .npy inputs that fit the polynomial activations
     packing: str = "batch"                    # "batch" or "inter"
     masking: bool = False                     # mask what the key holder decrypts (ringfire.nn.masking)
+    ray: str | None = None                    # a Ray cluster's address ("": RAY_ADDRESS or the local
+                                              # one) that runs each layer's ciphertexts (ringfire.distributed)
     # Limits ------------------------------------------------------------------------------
     chunk_bytes: int = 64 * MIB               # the largest key-upload chunk a request may carry
     tenant_bytes: int = 64 * 2**30            # stored keys, partial uploads and results per tenant

@@ -95,6 +95,10 @@ class RemoteClient(Client):
 class JobRunner:
     def __init__(self, host, store, config, metrics):
         self.host, self.store, self.config, self.metrics = host, store, config, metrics
+        self.executor = None  # --ray: every job's layers go to the cluster (connected at start: fail fast)
+        if config.ray is not None:
+            from ..distributed import RayExecutor
+            self.executor = RayExecutor(config.ray or None)
         self._queue: queue.Queue = queue.Queue(maxsize=config.queue)
         self._live: dict[str, Job] = {}
         self._lock = threading.Lock()
@@ -202,7 +206,7 @@ class JobRunner:
             if job.state == "running":
                 self.store.set_job(job.id, "running", progress=job.progress)
 
-        return host.model(enc, client=RemoteClient(self, job, keys), progress=progress)
+        return host.model(enc, client=RemoteClient(self, job, keys), progress=progress, executor=self.executor)
 
     def stop(self, drain_timeout: float) -> int:
         """Stops taking jobs, waits up to `drain_timeout` for the running ones, fails the rest."""

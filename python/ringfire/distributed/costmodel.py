@@ -1,0 +1,172 @@
+"""How long a distributed run takes on K nodes of C cores, from a profile of one run here.
+
+``profile = record(model, enc, client)`` runs the model in this process on one core with a
+recording executor: each ``map`` becomes a :class:`Stage` (its items, their measured compute
+seconds, how many input ciphertexts an item reads, the bytes of the inputs and the results);
+whatever runs outside the maps (the key holder's rounds, structural operators, sums) is the
+serial part. ``predict(profile, nodes, cores, bandwidth)`` then prices each stage as the
+executor runs it:
+
+* the items cut into ``chunks_per_worker`` chunks per worker, run in waves of W = K x C
+  tasks; a chunk costs its items' compute, the decoding of the inputs it reads and the
+  encoding of its results (seconds per byte measured here), and a fixed task overhead;
+* the stage's inputs cross the network once to every node that runs a chunk, the results
+  once back, at ``bandwidth`` bytes/s (the driver's link carries all of it, one after the
+  other: no overlap is assumed);
+* the driver encodes the inputs, decodes the results, and runs the serial part;
+* the keys cross once per node (the first run).
+
+Efficiency is ``T(1 core) / (W x T(W))`` against the same model on one worker. The model
+ignores contention between the driver and the workers for a machine's cores (none on a real
+cluster, where the driver has its own) and network latency beyond the task overhead.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+
+from .. import _core
+
+
+@dataclass
+class Stage:
+    label: str
+    items: int
+    compute_seconds: float       # all items, one core
+    shared_elements: int         # ciphertexts in the stage's input
+    shared_bytes: int            # their serialized bytes
+    reads_per_item: float        # distinct inputs an item reads (a dense layer: all of them)
+    result_bytes: int            # the results' serialized bytes
+
+
+@dataclass
+class Profile:
+    stages: list = field(default_factory=list)
+    serial_seconds: float = 0.0  # outside the maps: the key holder, structural operators, sums
+    total_seconds: float = 0.0   # the whole run here, one core
+    load_seconds_per_byte: float = 0.0
+    save_seconds_per_byte: float = 0.0
+    key_bytes: int = 0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class _CountingReads:
+    """The shared inputs, counting which elements an item reads."""
+
+    def __init__(self, inner):
+        self.inner, self.read = inner, set()
+
+    def __getitem__(self, index):
+        self.read.add(int(index))
+        return self.inner[index]
+
+    def __len__(self):
+        return len(self.inner)
+
+
+def _ct_bytes(value) -> int:
+    if value is None or isinstance(value, (float, int)):
+        return 0
+    if isinstance(value, (tuple, list)):
+        return sum(_ct_bytes(v) for v in value)
+    return value.size * (value.level + 1) * value.context.poly_degree * 8
+
+
+class RecordingExecutor:
+    """Runs maps in this process (as :data:`ringfire.parallel.IN_PROCESS`) and records them."""
+
+    name = "recording"
+    workers = 1
+
+    def __init__(self):
+        self.stages: list[Stage] = []
+
+    def map(self, fn, items, *, ev, shared=None, const=None, label: str = "work") -> list:
+        items = list(items)
+        parts = shared if isinstance(shared, tuple) else (shared,)
+        flat = [p.reshape(-1) if hasattr(p, "reshape") else p for p in parts if p is not None]
+        counted = tuple(_CountingReads(p) for p in flat)
+        view = counted if isinstance(shared, tuple) else (counted[0] if counted else None)
+        start = time.perf_counter()
+        out, reads = [], 0
+        for item in items:
+            for c in counted:
+                c.read.clear()
+            out.append(fn(ev, view, item, const))
+            reads += sum(len(c.read) for c in counted)
+        seconds = time.perf_counter() - start
+        elements = sum(len(p) for p in flat)
+        self.stages.append(Stage(label, len(items), seconds, elements,
+                                 sum(_ct_bytes(v) for p in flat for v in p),
+                                 reads / max(1, len(items)), _ct_bytes(out)))
+        return out
+
+
+def _codec_seconds_per_byte(ctx, keys) -> tuple[float, float]:
+    """(load, save) seconds per byte of a ciphertext at the top level (best of a few)."""
+    ct = ctx.encrypt([0.5], keys)
+    data = ct.to_bytes()
+    load = save = float("inf")
+    for _ in range(20):
+        t = time.perf_counter()
+        ctx.load(data)
+        load = min(load, time.perf_counter() - t)
+        t = time.perf_counter()
+        ct.to_bytes()
+        save = min(save, time.perf_counter() - t)
+    return load / len(data), save / len(data)
+
+
+def record(model, enc, client=None) -> Profile:
+    """Runs ``model(enc, client=client)`` here on one core and returns its profile."""
+    from .bundle import KeyBundle
+    first = next(c for c in enc.cts.flat if c is not None)
+    recorder = RecordingExecutor()
+    threads = _core.num_threads()
+    _core.set_num_threads(1)  # the cost of an item on one core, as a one-core task pays it
+    try:
+        start = time.perf_counter()
+        model(enc, client=client, executor=recorder)
+        total = time.perf_counter() - start
+    finally:
+        _core.set_num_threads(threads)
+    load, save = _codec_seconds_per_byte(model.ctx, first.keys)
+    return Profile(recorder.stages, total - sum(s.compute_seconds for s in recorder.stages), total, load, save,
+                   KeyBundle.of(model.ctx, first.keys).nbytes)
+
+
+def predict(profile: Profile, nodes: int, cores: int = 1, bandwidth: float = 1.25e9, task_overhead: float = 0.005,
+            chunks_per_worker: int = 2, include_keys: bool = False) -> dict:
+    """Predicted seconds of the profiled run on ``nodes`` x ``cores`` one-core tasks over a link of
+    ``bandwidth`` bytes/s (1.25e9: 10 Gb/s), and its parts."""
+    workers = nodes * cores
+    parts = {"serial": profile.serial_seconds, "compute": 0.0, "codec": 0.0, "network": 0.0, "overhead": 0.0,
+             "keys": profile.key_bytes * nodes / bandwidth if include_keys else 0.0}
+    for s in profile.stages:
+        if s.items == 0:
+            continue
+        chunks = min(s.items, workers * chunks_per_worker)
+        waves = math.ceil(chunks / workers)
+        per_chunk = s.items / chunks
+        element = s.shared_bytes / max(1, s.shared_elements)
+        decoded = min(s.shared_elements, per_chunk * s.reads_per_item) * element
+        results = s.result_bytes / s.items * per_chunk
+        parts["compute"] += waves * per_chunk * s.compute_seconds / s.items
+        parts["codec"] += waves * (decoded * profile.load_seconds_per_byte + results * profile.save_seconds_per_byte)
+        parts["codec"] += s.shared_bytes * profile.save_seconds_per_byte + s.result_bytes * profile.load_seconds_per_byte
+        parts["network"] += (s.shared_bytes * min(nodes, chunks) + s.result_bytes) / bandwidth
+        parts["overhead"] += waves * task_overhead
+    parts["total"] = float(sum(parts.values()))
+    return parts
+
+
+def efficiency(profile: Profile, nodes: int, cores: int = 1, **options) -> float:
+    """Parallel efficiency on ``nodes`` x ``cores`` against one worker of one core."""
+    one = predict(profile, 1, 1, **options)["total"]
+    return one / (nodes * cores * predict(profile, nodes, cores, **options)["total"])
+
+

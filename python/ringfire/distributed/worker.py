@@ -1,0 +1,123 @@
+"""The worker's side: the node's key cache and the task that runs a chunk of items.
+
+Keys are fetched once per node: the first task on a node that lacks a bundle gets it (from
+the driver's object store, or a shared path), checks its SHA-256 and writes it to the node's
+key cache (``RINGFIRE_KEY_CACHE``, else ``<temp dir>/ringfire-keys``) under that hash; every
+later task on the node reads it from there, and each worker process keeps the opened keys in
+memory for the tasks after it. A worker process that dies costs a reload from the node's
+disk, not a fetch. ``fetches.log`` in the cache records each fetch (hash, node, process).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import hashlib
+import os
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+from .. import _core
+from ..parallel import forget_key_set
+from .bundle import open_bundle
+from .codec import decode, decode_shared, encode
+
+_OPENED: dict = {}  # bundle SHA-256 -> (context, keys, evaluator), in this process
+_THREADS = {"set": 0}
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("RINGFIRE_KEY_CACHE") or Path(tempfile.gettempdir()) / "ringfire-keys")
+
+
+def _node_id() -> str:
+    try:
+        import ray
+        return ray.get_runtime_context().get_node_id()
+    except Exception:  # outside Ray (tests of the cache alone)
+        return "local"
+
+
+def _fetch(sha: str, source) -> bytes:
+    kind, where = source
+    if kind == "path":
+        data = Path(where).read_bytes()
+    else:
+        import ray
+        data = ray.get(where[0])  # boxed in a list: the task fetches it only on a cache miss
+    if hashlib.sha256(data).hexdigest() != sha:
+        raise ValueError(f"[distributed] the key bundle fetched from {kind} does not hash to {sha}")
+    return data
+
+
+def bundle_bytes(sha: str, source) -> bytes:
+    """The bundle from this node's key cache, fetched and stored there first if missing."""
+    directory = cache_dir()
+    path = directory / sha
+    if path.exists():
+        data = path.read_bytes()
+        if hashlib.sha256(data).hexdigest() == sha:
+            return data
+        path.unlink(missing_ok=True)  # a damaged copy: fetch it again
+    data = _fetch(sha, source)
+    directory.mkdir(parents=True, exist_ok=True)
+    tmp = directory / f".{sha}.{os.getpid()}.tmp"
+    tmp.write_bytes(data)
+    os.replace(tmp, path)  # atomic: tasks beside this one see the whole file or none
+    with open(directory / "fetches.log", "a") as log:
+        log.write(f"{sha} {_node_id()} {os.getpid()}\n")
+    return data
+
+
+def opened(sha: str, source):
+    """(context, keys, evaluator) of a bundle in this process."""
+    hit = _OPENED.get(sha)
+    if hit is None:
+        _OPENED.clear()  # one key set per process at a time: a new one replaces the last
+        forget_key_set()  # and what was cached for it (its context and keys with it)
+        gc.collect()
+        _reset_peak_rss()  # the peak reported from here on is this key set's job's, not the last one's
+        ctx, keys = open_bundle(bundle_bytes(sha, source))
+        hit = _OPENED[sha] = (ctx, keys, ctx.evaluator(keys))
+    return hit
+
+
+def _reset_peak_rss() -> None:
+    _core.host_pool_flush()  # the pool's cached blocks (the last key set's) go back to the system
+    try:  # and so do glibc's freed heap pages: the new peak starts from what is live
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+    try:  # Linux: "5" resets the process's resident-set high-water mark (proc(5), clear_refs)
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+
+
+def peak_rss() -> int:
+    """The process's peak resident set in bytes since its current key set was opened (since
+    it started where the high-water mark cannot be reset)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def run_chunk(sha: str, source, fn, items: list, shared, const, threads: int) -> dict:
+    """``fn(ev, shared, item, const)`` for each item, with the results encoded for the trip
+    back, and where and how long it ran."""
+    if _THREADS["set"] != threads:  # the cores the task was given, no more (no oversubscription)
+        _core.set_num_threads(max(1, int(threads)))
+        _THREADS["set"] = threads
+    start = time.perf_counter()
+    ctx, keys, ev = opened(sha, source)
+    inputs = decode_shared(shared, ctx, keys)
+    constant = decode(const, ctx, keys)
+    results = [encode(fn(ev, inputs, item, constant)) for item in items]
+    return {"results": results, "node": _node_id(), "pid": os.getpid(), "seconds": time.perf_counter() - start,
+            "peak_rss": peak_rss()}
