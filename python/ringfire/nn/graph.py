@@ -15,6 +15,7 @@ import numpy as np
 
 from .nonlinear import NONLINEAR_OPS
 from .operators import OPERATORS
+from .static_shapes import make_static, needs_static
 
 # What load() accepts: the executor's operators (operators.py) and Constant,
 # which is folded while parsing.
@@ -24,7 +25,6 @@ SUPPORTED = set(OPERATORS) | {"Constant"}
 HINTS = {
     "Shape": "the model computes with its own shape: export with a fixed input shape (torch: dynamo=False, or "
              "replace x.view(x.size(0), -1) by torch.flatten(x, 1))",
-    "Gather": "indexing a tensor by values is not linear in the encrypted data; export with fixed shapes",
     "LSTM": "recurrent layers are not supported",
     "GRU": "recurrent layers are not supported",
     "Sqrt": "a square root of encrypted values needs the client: use LayerNormalization (opset 17+) instead of "
@@ -101,6 +101,8 @@ class Graph:
             model = onnx.load_from_string(model)
         elif hasattr(model, "__fspath__"):
             model = onnx.load(str(model))
+        if needs_static(model):  # x.size(0), attention's moved batch axis: one static form per sample
+            model = make_static(model)
         try:
             model = shape_inference.infer_shapes(model)
         except Exception:  # noqa: BLE001 - inference is an aid, not a requirement

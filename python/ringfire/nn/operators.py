@@ -322,6 +322,26 @@ def _slice(ex, node, x, shape, values, shapes):
     return ex.rt.select(x, index, out_shape), out_shape
 
 
+@_register("Gather", kind="structural")
+def _gather(ex, node, x, shape, values, shapes):
+    """Elements picked by constant indices along one per-sample axis (torch's ``x[..., i]``,
+    ``unbind``, the q/k/v of a packed projection): a selection, like Slice."""
+    indices = ex.const(node.inputs[1])
+    if indices is None:
+        raise ValueError(f"[nn] node '{node.name}': Gather needs constant indices (indexing by encrypted values is "
+                         "not linear in them)")
+    axis = int(node.attrs.get("axis", 0))
+    full = axis + len(shape) + 1 if axis < 0 else axis
+    if full == 0:
+        raise ValueError(f"[nn] node '{node.name}': Gather along the batch axis mixes samples")
+    size = shape[full - 1]
+    picked = np.where(np.asarray(indices) < 0, np.asarray(indices) + size, np.asarray(indices)).astype(np.int64)
+    index = [slice(None)] * len(shape)
+    index[full - 1] = picked if picked.ndim else int(picked)
+    out_shape = np.empty(shape, dtype=np.int8)[tuple(index)].shape
+    return ex.rt.select(x, tuple(index), out_shape), out_shape
+
+
 @_register("Flatten", kind="structural")
 def _flatten(ex, node, x, shape, values, shapes):
     if int(node.attrs.get("axis", 1)) != 1:

@@ -70,6 +70,11 @@ def _torchscript(torch, module, example) -> bytes:
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", FutureWarning)
         warnings.filterwarnings("ignore", message="Constant folding", category=UserWarning)  # torch's own notes
+        # "the trace might not generalize": shape checks traced as constants, which is what a
+        # static shape per sample means here.
+        tracer_warning = getattr(getattr(torch, "jit", None), "TracerWarning", None)
+        if tracer_warning is not None:
+            warnings.filterwarnings("ignore", category=tracer_warning)
         kwargs = {"dynamo": False} if "dynamo" in _export_parameters(torch) else {}
         torch.onnx.export(module, (example,), buffer, input_names=["x"], output_names=["y"],
                           dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, **kwargs)

@@ -1,0 +1,150 @@
+"""Graphs that compute with their own shape (``x.size(0)``) or move the batch axis (torch's
+attention) load, equal onnxruntime one sample at a time, and run encrypted; torch's own
+exports of transformer layers among them."""
+
+import numpy as np
+import pytest
+
+import ringfire as rf
+from ringfire.nn.static_shapes import make_static, needs_static
+
+ort = pytest.importorskip("onnxruntime")
+
+from nn_models import make_model, node, ort_run  # noqa: E402
+
+L, E = 3, 4  # sequence and width of the attention graph below
+
+
+@pytest.fixture(scope="module")
+def ctx3():
+    ctx = rf.ckks.Context(poly_degree=2**14, coeff_bits=[60, 40, 40, 40], scale_bits=40, special_bits=[60])
+    sk, keys = ctx.keygen()
+    return ctx, sk, keys
+
+
+def flatten_by_own_size() -> bytes:
+    """x.view(x.size(0), -1) then a dense layer, as the TorchScript exporter writes it."""
+    r = np.random.default_rng(1)
+    nodes = [node("Shape", ["x"], "s"), node("Gather", ["s", "zero"], "n", axis=0),
+             node("Unsqueeze", ["n", "axes0"], "n1"), node("Concat", ["n1", "minus_one"], "target", axis=0),
+             node("Reshape", ["x", "target"], "flat"), node("Gemm", ["flat", "W", "B"], "y")]
+    return make_model(nodes, (2, 3), {"zero": np.array(0), "axes0": np.array([0]), "minus_one": np.array([-1]),
+                                      "W": r.normal(0, 0.5, (6, 4)), "B": r.normal(0, 0.1, 4)})
+
+
+def attention_moving_the_batch() -> bytes:
+    """Self-attention as torch's exporter writes it: the batch goes to axis 1, then merges with
+    two heads into axis 0 through a shape computed from the tensor's own Shape, and back."""
+    r = np.random.default_rng(2)
+    half = np.array([E // 2])
+    nodes = [node("Transpose", ["x"], "t", perm=[1, 0, 2]), node("MatMul", ["t", "W"], "p"),
+             node("Shape", ["p"], "s"), node("Gather", ["s", "zero"], "len", axis=0),
+             node("Gather", ["s", "one"], "batch", axis=0), node("Mul", ["batch", "two"], "batch_heads"),
+             node("Unsqueeze", ["len", "axes0"], "len1"), node("Unsqueeze", ["batch_heads", "axes0"], "bh1"),
+             node("Unsqueeze", ["batch", "axes0"], "b1"),
+             node("Concat", ["len1", "bh1", "half"], "split_heads", axis=0),
+             node("Reshape", ["p", "split_heads"], "r"), node("Transpose", ["r"], "q", perm=[1, 0, 2]),
+             node("Transpose", ["q"], "k", perm=[0, 2, 1]), node("MatMul", ["q", "k"], "scores"),
+             node("Mul", ["scores", "scale"], "scaled"), node("Softmax", ["scaled"], "weights", axis=-1),
+             node("MatMul", ["weights", "q"], "o"), node("Transpose", ["o"], "o2", perm=[1, 0, 2]),
+             node("Concat", ["len1", "b1", "width"], "merge_heads", axis=0),
+             node("Reshape", ["o2", "merge_heads"], "o3"), node("Transpose", ["o3"], "y", perm=[1, 0, 2])]
+    return make_model(nodes, (L, E), {"W": r.normal(0, 0.5, (E, E)), "zero": np.array(0), "one": np.array(1),
+                                      "two": np.array(2), "axes0": np.array([0]), "half": half,
+                                      "width": np.array([E]), "scale": np.array([0.5])})
+
+
+def static_of(data: bytes):
+    import onnx
+    return make_static(onnx.load_from_string(data))
+
+
+@pytest.mark.parametrize("build,lifted", [(flatten_by_own_size, False), (attention_moving_the_batch, True)])
+def test_the_static_form_equals_the_original_one_sample_at_a_time(build, lifted):
+    import onnx
+    data = build()
+    assert needs_static(onnx.load_from_string(data))
+    static = static_of(data)
+    onnx.checker.check_model(static)
+    ops = {n.op_type for n in static.graph.node}
+    assert "Shape" not in ops
+    x = np.random.default_rng(3).standard_normal((5,) + (((2, 3)) if not lifted else (L, E)))
+    expected = np.concatenate([ort_run(data, x[i:i + 1]) for i in range(len(x))])
+    got = ort_run(static.SerializeToString(), x)
+    assert got.shape == expected.shape and np.max(np.abs(got - expected)) < 1e-5
+    # Lifted graphs carry the batch in front of the batch-1 tensors: Transposes keep it first.
+    assert all(list(n.attribute[0].ints)[0] == 0 for n in static.graph.node if n.op_type == "Transpose")
+
+
+@pytest.mark.parametrize("build", [flatten_by_own_size, attention_moving_the_batch])
+def test_graphs_that_read_their_shape_run_encrypted(build, ctx3):
+    ctx, sk, keys = ctx3
+    data = build()
+    model = rf.nn.load(data, ctx)
+    x = np.random.default_rng(4).uniform(-1, 1, (4,) + tuple(model.graph.input_shape))
+    expected = np.concatenate([ort_run(data, x[i:i + 1]) for i in range(len(x))])
+    assert np.max(np.abs(model.plaintext(x) - expected)) < 1e-5
+    got = ctx.decrypt_batch(model(ctx.encrypt_batch(x, keys), client=rf.nn.LocalClient(ctx, sk, keys)), sk)
+    assert got.shape == expected.shape and np.max(np.abs(got - expected)) < 1e-3
+
+
+def test_a_class_token_concatenated_after_the_batch_moved_is_refused_by_name():
+    import onnx
+    r = np.random.default_rng(5)
+    nodes = [node("Transpose", ["x"], "t", perm=[1, 0, 2]), node("Concat", ["token", "t"], "y_t", axis=0),
+             node("Transpose", ["y_t"], "y", perm=[1, 0, 2])]
+    data = make_model(nodes, (L, E), {"token": r.normal(0, 1, (1, 1, E))}, out_shape=(L + 1, E))
+    with pytest.raises(ValueError, match="Concat of the input with a constant"):
+        make_static(onnx.load_from_string(data))
+
+
+def test_ordinary_graphs_are_left_as_they_are():
+    import onnx
+    data = make_model([node("Relu", ["x"], "y")], (4,))
+    assert not needs_static(onnx.load_from_string(data))
+
+
+# ---- torch's own exports ---------------------------------------------------------------------
+def torch_or_skip():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("onnxscript")  # torch's default (dynamo) exporter
+    return torch
+
+
+def test_torch_transformer_encoder_layer_runs_encrypted(ctx3):
+    """nn.TransformerEncoderLayer(batch_first=True) as torch exports it (the TorchScript exporter
+    fails on it in torch 2.15; the dynamo one writes Shape, Gather and batch-moving transposes)."""
+    torch = torch_or_skip()
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, batch_first=True,
+                                             dropout=0.0).eval()
+    x = torch.randn(3, 4, 8)
+    ctx, sk, keys = ctx3
+    model = rf.nn.load(layer, ctx, example_input=x[:1])
+    got = ctx.decrypt_batch(model(ctx.encrypt_batch(x.numpy(), keys), client=rf.nn.LocalClient(ctx, sk, keys)), sk)
+    with torch.no_grad():
+        expected = layer(x).numpy()
+    assert got.shape == expected.shape and np.max(np.abs(got - expected)) < 1e-3
+
+
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_torch_multihead_attention_runs_encrypted(exporter, ctx3):
+    torch = torch_or_skip()
+
+    class SelfAttention(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attention = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+
+        def forward(self, x):
+            return self.attention(x, x, x, need_weights=False)[0]
+
+    torch.manual_seed(1)
+    module = SelfAttention().eval()
+    x = torch.randn(2, 4, 8)
+    ctx, sk, keys = ctx3
+    model = rf.nn.load(module, ctx, example_input=x[:1], exporter=exporter)
+    got = ctx.decrypt_batch(model(ctx.encrypt_batch(x.numpy(), keys), client=rf.nn.LocalClient(ctx, sk, keys)), sk)
+    with torch.no_grad():
+        expected = module(x).numpy()
+    assert np.max(np.abs(got - expected)) < 1e-3
