@@ -35,8 +35,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import os
 import secrets
 import struct
+from pathlib import Path
 
 __all__ = ["new_mac_key", "authenticate", "verify", "is_authenticated", "seal_secret", "open_secret", "is_sealed",
            "compress", "decompress", "is_compressed", "wrap", "unwrap"]
@@ -60,6 +62,15 @@ _SEAL_MAGIC = b"RFSK"
 _SEAL_HEADER = struct.Struct("<4sHHBBB16s12s")
 _SCRYPT_DEFAULT = (17, 8, 1)  # log2(N), r, p
 _SCRYPT_MAX_BYTES = 1 << 30   # 128 * r * N
+
+
+def write_atomically(path, data: bytes) -> None:
+    """Writes ``data`` to ``path`` through a temporary file beside it and a rename, so readers
+    (other processes included) see the whole file or none of it."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
 
 
 def new_mac_key() -> bytes:

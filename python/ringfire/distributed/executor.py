@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 
 from .._progress import progress_bar
+from ..io import write_atomically
 from .bundle import KeyBundle
 from .codec import decode, encode, encode_shared
 from .worker import run_chunk
@@ -99,14 +100,15 @@ class RayExecutor:
 
     # ---- keys -------------------------------------------------------------------------------
     def _bundle(self, ev):
-        """(sha, source) of the evaluator's context and keys, made and published once."""
+        """(context, keys, sha, source) of the evaluator's context and keys, the bundle made and
+        published once."""
         ctx = ev.context
         keys = ev.keys if ev.keys is not None else ctx._default_keys  # ctx.set_keys(...)'s
         if keys is None:
             raise ValueError("[distributed] the work needs evaluation keys: encrypt with ctx.encrypt(values, keys) "
                              "or call ctx.set_keys(keys)")
         with self._lock:
-            return self._publish(ctx, keys)
+            return (ctx, keys) + self._publish(ctx, keys)
 
     def _publish(self, ctx, keys):
         hit = self._bundles.get((id(ctx), id(keys)))
@@ -117,9 +119,7 @@ class RayExecutor:
                 self.key_path.mkdir(parents=True, exist_ok=True)
                 path = self.key_path / bundle.sha256
                 if not path.exists():
-                    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-                    tmp.write_bytes(bundle.blob)
-                    os.replace(tmp, path)
+                    write_atomically(path, bundle.blob)
                 source = ("path", str(path))
             else:
                 source = ("ref", [ray.put(bundle.blob)])  # boxed: tasks fetch it only on a cache miss
@@ -156,7 +156,7 @@ class RayExecutor:
         items = list(items)
         if not items:
             return []
-        sha, source = self._bundle(ev)
+        ctx, keys, sha, source = self._bundle(ev)
         encoded_shared = None if shared is None else encode_shared(shared)
         with self._lock:
             self.stats["shared_bytes"] += _shared_bytes(encoded_shared)
@@ -204,8 +204,6 @@ class RayExecutor:
         with self._lock:
             self.stats["maps"] += 1
             self.stats["items"] += len(items)
-        ctx = ev.context
-        keys = ev.keys if ev.keys is not None else ctx._default_keys
         return [decode(r, ctx, keys) for chunk in out for r in chunk]
 
 

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from .. import _core
+from ..io import write_atomically
 from ..parallel import forget_key_set
 from .bundle import open_bundle
 from .codec import decode, decode_shared, encode
@@ -63,9 +64,7 @@ def bundle_bytes(sha: str, source) -> bytes:
         path.unlink(missing_ok=True)  # a damaged copy: fetch it again
     data = _fetch(sha, source)
     directory.mkdir(parents=True, exist_ok=True)
-    tmp = directory / f".{sha}.{os.getpid()}.tmp"
-    tmp.write_bytes(data)
-    os.replace(tmp, path)  # atomic: tasks beside this one see the whole file or none
+    write_atomically(path, data)  # tasks beside this one see the whole file or none
     with open(directory / "fetches.log", "a") as log:
         log.write(f"{sha} {_node_id()} {os.getpid()}\n")
     return data

@@ -105,6 +105,12 @@ class EncryptedRuntime(_ArrayMoves):
         self.ev = ctx.evaluator(keys)
         self.counts = {"linear_terms": 0, "rescales": 0, "ct_mults": 0, "client_round_trips": 0}
 
+    def _map_into(self, out, where, fn, items, shared, const, node) -> None:
+        """``out[where[k]] = fn(ev, shared, items[k], const)`` for every k, through the executor."""
+        results = self.executor.map(fn, items, ev=self.ev, shared=shared, const=const, label=f"{node.op} {node.name}")
+        for i, ct in zip(where, results):
+            out[i] = ct
+
     def _ready(self, x, name, levels):
         """``x`` with at least ``levels`` levels: bootstrapped if it has fewer and the model may."""
         if self.refresher is None:
@@ -163,10 +169,7 @@ class EncryptedRuntime(_ArrayMoves):
             items.append((ct_cols, ws, constant))
             self.counts["linear_terms"] += len(ct_cols)
             self.counts["rescales"] += 1
-        results = self.executor.map(work.linear_output, items, ev=self.ev, shared=flat, const=delta,
-                                    label=f"{node.op} {node.name}")
-        for o, ct in zip(outputs, results):
-            out[o] = ct
+        self._map_into(out, outputs, work.linear_output, items, flat, delta, node)
         return out.reshape(m.out_shape), tuple(m.out_shape)
 
     def add_const(self, x, c):
@@ -211,10 +214,7 @@ class EncryptedRuntime(_ArrayMoves):
             else:
                 out[i] = float(a) * float(b) or None
         self.counts["ct_mults"] += len(products)
-        results = self.executor.map(work.product, products, ev=self.ev, shared=(xs, ys),
-                                    label=f"{node.op} {node.name}")
-        for i, ct in zip(products, results):
-            out[i] = ct
+        self._map_into(out, products, work.product, products, (xs, ys), None, node)
         return out.reshape(x.shape)
 
     def nonlinear(self, node, x, shape):
@@ -229,10 +229,7 @@ class EncryptedRuntime(_ArrayMoves):
                     elements.append(i)
                 else:
                     out[i] = float(poly(_const_value(c))) or None
-            results = self.executor.map(work.polynomial, elements, ev=self.ev, shared=flat, const=poly,
-                                        label=f"{node.op} {node.name}")
-            for i, ct in zip(elements, results):
-                out[i] = ct
+            self._map_into(out, elements, work.polynomial, elements, flat, poly, node)
             return out.reshape(x.shape), shape
         if not any(is_ct(c) for c in x.flat):  # everything known: the server computes it
             plain = np.vectorize(_const_value, otypes=[float])(x)[..., None]

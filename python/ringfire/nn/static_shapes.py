@@ -40,14 +40,12 @@ REDUCE = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"}
 
 def needs_static(model) -> bool:
     """Whether the graph computes with its own shape or moves the batch axis."""
-    for n in model.graph.node:
-        if n.op_type in SHAPE_ONLY:
-            return True
-        if n.op_type == "Transpose":
-            perm = next((list(a.ints) for a in n.attribute if a.name == "perm"), [])
-            if perm and perm[0] != 0:
-                return True
-    return False
+    return any(n.op_type in SHAPE_ONLY or _transposes_axis_0(n) for n in model.graph.node)
+
+
+def _transposes_axis_0(node) -> bool:
+    """A Transpose that moves the first axis (the batch, unless it moved already)."""
+    return node.op_type == "Transpose" and list(_attr(node, "perm", [0]))[:1] != [0]
 
 
 def make_static(model):
@@ -71,7 +69,7 @@ def make_static(model):
             if i and i not in data and i in values:
                 constants[i] = np.asarray(values[i])
     lift = any(shape[:1] != (1,) for shape in shapes.values()) or any(
-        n.op_type == "Transpose" and list(_attr(n, "perm", [0]))[:1] != [0] for n in g.node if n.input and n.input[0] in data)
+        _transposes_axis_0(n) for n in g.node if n.input and n.input[0] in data)
     builder = _Builder(constants)
     if lift:
         for name, shape in shapes.items():
@@ -94,7 +92,7 @@ def make_static(model):
             _lift(builder, node, shapes)
         else:
             _keep_batch_first(builder, node, shapes)
-    outputs = []
+    outputs, output_names = [], {o.name for o in g.output}
     for out in g.output:
         shape = shapes.get(out.name)
         if shape is None:
@@ -107,7 +105,7 @@ def make_static(model):
         outputs.append(helper.make_tensor_value_info(out.name, out.type.tensor_type.elem_type,
                                                      ["batch", *shape[1:]]))
     value_info = [helper.make_tensor_value_info(name, 1, ["batch", *(shape if lift else shape[1:])])
-                  for name, shape in shapes.items() if name not in {o.name for o in g.output} and name != source.name]
+                  for name, shape in shapes.items() if name not in output_names and name != source.name]
     value_info += builder.value_info
     graph = helper.make_graph(builder.nodes, g.name or "static", [_with_batch(source, sample)], outputs,
                               builder.initializers(), value_info=value_info)
@@ -147,8 +145,8 @@ def _with_batch(value_info, sample):
 def _observe(model, source, sample) -> dict:
     """Every tensor's value in one run at batch 1 (the values of the constants; the shapes
     of the rest)."""
+    from onnx import helper, numpy_helper
     from onnx.reference import ReferenceEvaluator
-    from onnx import helper
 
     dtype = helper.tensor_dtype_to_np_dtype(source.type.tensor_type.elem_type)
     x = np.random.default_rng(0).standard_normal((1, *sample)).astype(dtype)
@@ -157,14 +155,9 @@ def _observe(model, source, sample) -> dict:
     except Exception as error:  # noqa: BLE001 - the evaluator raises many types
         raise ValueError(f"[nn.load] the graph could not be evaluated at batch 1 to find its static shapes: "
                          f"{type(error).__name__}: {error}") from None
-    values = {t.name: np.asarray(_to_array(t)) for t in model.graph.initializer}
+    values = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     values.update(results)
     return values
-
-
-def _to_array(tensor):
-    from onnx import numpy_helper
-    return numpy_helper.to_array(tensor)
 
 
 def _data_tensors(graph, source: str) -> set[str]:

@@ -26,6 +26,8 @@ import time
 import uuid
 from pathlib import Path
 
+from ..io import write_atomically
+
 SCHEMA = """
 create table if not exists sessions (id text primary key, tenant text not null, model text not null,
     fingerprint text not null, created real not null);
@@ -204,9 +206,7 @@ class Store:
         return self.root / "results" / f"{jid}.rft"
 
     def write_result(self, jid: str, data: bytes) -> None:
-        tmp = self.result_path(jid).with_suffix(".tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, self.result_path(jid))
+        write_atomically(self.result_path(jid), data)
 
     def close(self) -> None:
         with self._lock:
