@@ -473,3 +473,43 @@ def test_a_graceful_shutdown_drains_then_reports_what_it_could_not_finish(mlp_pa
         with Client(url, tokens["alice"]) as client:
             status = client.request("GET", f"/v1/jobs/{job}").json()
     assert status["state"] == "failed" and "stopped before the job finished" in status["error"]
+
+
+def test_master_keys_stand_in_for_the_galois_keys(mlp_path, tmp_path):
+    """An inter-packed model on the toy ring (NOT SECURE; the secure presets that have room
+    for master keys at the user's top level are N = 2^16): the client sends master keys, the
+    server derives the model's Galois keys once, keeps them beside the master keys, and a
+    second session with the same keys links them without deriving again."""
+    tokens = tokens_file(tmp_path / "tokens")
+    config = ServeConfig(model=str(mlp_path), store=str(tmp_path / "store"), tokens=str(tmp_path / "tokens"),
+                         preset="N12_BOOT_INSECURE", packing="inter", requests_per_second=400)
+    x = batch(2, 16, seed=9)
+    with server_thread(config) as (url, _), Client(url, tokens["alice"]) as client:
+        params = client.model("mlp")["parameters"]
+        assert params["master_keys"] and params["keys"] == ["relin", "galois"]
+        ctx = quiet(lambda: client.context("mlp"))
+        sk, keys = ctx.keygen(master_rotations=True)
+        session = client.session("mlp", ctx, sk, keys, progress=False)
+        status = client.request("GET", f"/v1/sessions/{session.id}").json()
+        assert status["missing"] == [] and status["keys"]["galois"]["derived_from"] == "master"
+        got = session.ctx.decrypt_batch(session.infer_encrypted(ctx.encrypt_batch(x, keys, packing="inter")), sk)
+        derived = list((tmp_path / "store").rglob("*.galois-*"))
+        assert len(derived) == 1
+        again = client.session("mlp", ctx, sk, keys, progress=False)
+        assert again.upload_keys() == {"relin": "stored", "galois": "stored"}
+        assert again.infer(x, progress=False).shape == (2, 4)
+        assert list((tmp_path / "store").rglob("*.galois-*")) == derived
+        # An upload is bounded by what master keys of these parameters can take.
+        wrong = client.request("PUT", f"/v1/sessions/{session.id}/keys/master", expect=(413,),
+                               content=b"x", headers={"Content-Range": f"bytes 0-0/{10**12}",
+                                                      "X-Content-SHA256": "0" * 64})
+        assert "master keys for these parameters take at most" in wrong.json()["error"]
+    assert np.max(np.abs(got - ort_run(mlp_path.read_bytes(), x))) < 1e-3
+
+
+def test_master_keys_are_refused_where_the_server_cannot_derive(served):
+    url, tokens, _, _ = served
+    with Client(url, tokens["alice"]) as client:
+        assert not client.model("mlp")["parameters"]["master_keys"]
+        with pytest.raises(ValueError, match="takes no master keys"):
+            client.session("mlp", master_rotations=True, progress=False)

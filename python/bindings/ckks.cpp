@@ -283,6 +283,8 @@ void bind_ckks(nb::module_& m) {
       .def("conjugation_element", &RlweContext::conjugation_element)
       .def("switch_key_bytes", &RlweContext::switch_key_bytes, nb::arg("level"),
            "Bytes of one switching key made for `level`.")
+      .def("digit_count", &RlweContext::digit_count, nb::arg("level"),
+           "Key-switching digits at `level` (a switching key holds one pair per digit).")
       .def("rotation_of", &RlweContext::rotation_of, nb::arg("galois_element"),
            "The rotation step k in [0, N/2) with 5^k = g (mod 2N), or -1 (the conjugation).");
 

@@ -27,6 +27,53 @@ void def_save(nb::module_& m, const char* name) {
   });
 }
 
+// A Python write(memoryview) as a Sink: each piece is lent as a read-only
+// view of the key's own memory (no copy), under the GIL.
+io::Sink python_sink(const nb::callable& write) {
+  return [&write](const std::uint8_t* data, std::size_t size) {
+    nb::gil_scoped_acquire gil;
+    nb::object view = nb::steal(PyMemoryView_FromMemory(
+        reinterpret_cast<char*>(const_cast<std::uint8_t*>(data)), static_cast<Py_ssize_t>(size), PyBUF_READ));
+    write(view);
+  };
+}
+
+// A Python readinto(memoryview) -> count as a Source, filling the object's
+// memory in place.
+io::Source python_source(const nb::callable& readinto) {
+  return [&readinto](std::uint8_t* out, std::size_t size) -> std::size_t {
+    nb::gil_scoped_acquire gil;
+    nb::object view = nb::steal(
+        PyMemoryView_FromMemory(reinterpret_cast<char*>(out), static_cast<Py_ssize_t>(size), PyBUF_WRITE));
+    nb::object got = readinto(view);
+    const std::size_t n = got.is_none() ? 0 : nb::cast<std::size_t>(got);
+    require(n <= size, "io.load", "the stream returned more bytes than asked for");
+    return n;
+  };
+}
+
+template <class T>
+void def_stream_save(nb::module_& m, const char* name) {
+  m.def(name, [](const T& object, const nb::callable& write) {
+    const io::Sink sink = python_sink(write);
+    nb::gil_scoped_release release;
+    io::save(object, sink);
+  });
+}
+
+template <class T>
+void def_stream_load(nb::module_& m, const char* name,
+                     T (*load)(const RlweContextPtr&, const io::Source&, std::size_t)) {
+  m.def(name, [load](const RlweContextPtr& ctx, const nb::callable& readinto, std::size_t size) {
+    const io::Source source = python_source(readinto);
+    nb::gil_scoped_release release;
+    return load(ctx, source, size);
+  });
+}
+
+template <class T>
+using WholeLoad = T (*)(const RlweContextPtr&, const std::uint8_t*, std::size_t);
+
 }  // namespace
 
 void bind_io(nb::module_& m) {
@@ -38,6 +85,7 @@ void bind_io(nb::module_& m) {
   def_save<GaloisKeys>(m, "save_galois_keys");
   def_save<SecretKey>(m, "save_secret_key");
   def_save<ckks::BootstrapKeys>(m, "save_bootstrap_keys");
+  def_save<MasterKeys>(m, "save_master_keys");
   m.def("fnv1a64", [](const nb::bytes& b) { return fnv1a64(b.c_str(), b.size()); },
         "The FNV-1a digest behind legacy fingerprints and the checksums of format versions 1-3.");
   m.def("checksum64", [](const nb::bytes& b) { return io::checksum64(b.c_str(), b.size()); },
@@ -56,7 +104,7 @@ void bind_io(nb::module_& m) {
       nb::arg("data"), nb::arg("insecure_no_security_check") = false);
   // Loads parse and validate with the GIL released (the bytes object is
   // immutable and kept alive by the call), so other Python threads run on.
-  auto def_load = [&m](const char* name, auto load) {
+  auto def_load = [&m](const char* name, auto load) {  // a function pointer
     m.def(name, [load](const RlweContextPtr& c, const nb::bytes& b) {
       const std::uint8_t* data = ptr(b);
       const std::size_t size = b.size();
@@ -66,11 +114,24 @@ void bind_io(nb::module_& m) {
   };
   def_load("load_plaintext", &io::load_plaintext);
   def_load("load_ciphertext", &io::load_ciphertext);
-  def_load("load_public_key", &io::load_public_key);
-  def_load("load_relin_key", &io::load_relin_key);
-  def_load("load_galois_keys", &io::load_galois_keys);
+  def_load("load_public_key", WholeLoad<PublicKey>(&io::load_public_key));
+  def_load("load_relin_key", WholeLoad<RelinKey>(&io::load_relin_key));
+  def_load("load_galois_keys", WholeLoad<GaloisKeys>(&io::load_galois_keys));
   def_load("load_secret_key", &io::load_secret_key);
-  def_load("load_bootstrap_keys", &io::load_bootstrap_keys);
+  def_load("load_bootstrap_keys", WholeLoad<ckks::BootstrapKeys>(&io::load_bootstrap_keys));
+  def_load("load_master_keys", WholeLoad<MasterKeys>(&io::load_master_keys));
+  // Streamed keys (ringfire.io.save_to / Context.load_from): the GIL is
+  // released except while Python moves a piece.
+  def_stream_save<PublicKey>(m, "stream_public_key");
+  def_stream_save<RelinKey>(m, "stream_relin_key");
+  def_stream_save<GaloisKeys>(m, "stream_galois_keys");
+  def_stream_save<ckks::BootstrapKeys>(m, "stream_bootstrap_keys");
+  def_stream_save<MasterKeys>(m, "stream_master_keys");
+  def_stream_load<PublicKey>(m, "stream_load_public_key", &io::load_public_key);
+  def_stream_load<RelinKey>(m, "stream_load_relin_key", &io::load_relin_key);
+  def_stream_load<GaloisKeys>(m, "stream_load_galois_keys", &io::load_galois_keys);
+  def_stream_load<ckks::BootstrapKeys>(m, "stream_load_bootstrap_keys", &io::load_bootstrap_keys);
+  def_stream_load<MasterKeys>(m, "stream_load_master_keys", &io::load_master_keys);
 }
 
 }  // namespace ringfire::python

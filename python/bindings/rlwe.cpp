@@ -14,6 +14,7 @@
 #include "ringfire/rlwe/chacha20.h"
 #include "ringfire/rlwe/encryptor.h"
 #include "ringfire/rlwe/evaluator.h"
+#include "ringfire/rlwe/key_derivation.h"
 #include "ringfire/rlwe/keygen.h"
 #include "ringfire/rlwe/security.h"
 
@@ -227,6 +228,29 @@ void bind_rlwe(nb::module_& m) {
         return generate_galois_keys(sk, elements, prng, level.value_or(sk.context()->max_level()));
       },
       nb::arg("secret_key"), nb::arg("elements"), nb::arg("prng"), nb::arg("level") = nb::none());
+  nb::class_<MasterKeys>(m, "MasterKeys")
+      .def_prop_ro("fingerprint", [](const MasterKeys& k) { return k.context->fingerprint(); })
+      .def_prop_ro("level", [](const MasterKeys& k) { return k.level; })
+      .def_prop_ro("nbytes", &MasterKeys::bytes)
+      .def_prop_ro("device", [](const MasterKeys&) { return std::string("cpu"); })
+      .def("elements", [](const MasterKeys& k) { return k.keys.elements(); })
+      .def("__len__", [](const MasterKeys& k) { return k.keys.size(); })
+      .def("describe_derivation", [](const MasterKeys& k) { return k.derivation->params().describe(); });
+  m.def(
+      "generate_master_keys",
+      [](const SecretKey& sk, std::size_t level, bool conjugate, Prng& parent) {
+        Prng prng = Prng::from_seed(parent.next_seed());
+        nb::gil_scoped_release release;
+        return generate_master_keys(sk, level, conjugate, prng);
+      },
+      nb::arg("secret_key"), nb::arg("level"), nb::arg("conjugate"), nb::arg("prng"));
+  m.def("derive_galois_keys", &derive_galois_keys, nb::arg("masters"), nb::arg("elements"),
+        nb::call_guard<nb::gil_scoped_release>());
+  m.def("highest_derivation_level", &highest_derivation_level, nb::arg("context"));
+  m.def(
+      "derivation_parameters",
+      [](const RlweContext& ctx, std::size_t level) { return derivation_context(ctx, level)->params(); },
+      nb::arg("context"), nb::arg("level"));
   m.def("encrypt_public", [](const PublicKey& pk, const Plaintext& pt, Prng& parent) {
     Prng prng = Prng::from_seed(parent.next_seed());
     nb::gil_scoped_release release;

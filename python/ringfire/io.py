@@ -320,3 +320,91 @@ def unwrap(data: bytes, mac_key: bytes | None = None, password=None, max_size: i
     if is_compressed(data):
         data = decompress(data, max_size)
     return data
+
+
+# ---- streamed keys --------------------------------------------------------------------------
+# A key's envelope (format version 4): magic, version u16, kind u16, the parameter identity
+# (32 bytes), the payload length u64 — then the payload and the u64 checksum.
+_STREAM_HEADER = struct.Struct("<4sHH32sQ")
+STREAMED_KINDS = {4: "public key", 5: "relinearization key", 6: "Galois key set", 8: "bootstrap key set",
+                  9: "master key set"}
+
+
+def stream_out(file, write_all) -> int:
+    """Runs ``write_all(write)`` against ``file`` (a path, written atomically: a temporary
+    file renamed into place, or a binary file object); returns the bytes written."""
+    written = 0
+
+    def write(view) -> None:
+        nonlocal written
+        out.write(view)
+        written += len(view)
+
+    if hasattr(file, "write"):
+        out = file
+        write_all(write)
+        return written
+    path = Path(file)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        with open(tmp, "wb") as out:
+            write_all(write)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return written
+
+
+class Stream:
+    """A binary source with ``readinto`` (a file, a socket's ``makefile("rb")``, anything
+    with ``read``), with the bytes already taken from it put back in front."""
+
+    def __init__(self, file, prefix: bytes = b""):
+        self._file, self._prefix = file, prefix
+
+    def readinto(self, view) -> int:
+        if self._prefix:
+            n = min(len(view), len(self._prefix))
+            view[:n] = self._prefix[:n]
+            self._prefix = self._prefix[n:]
+            return n
+        if hasattr(self._file, "readinto"):
+            return self._file.readinto(view) or 0
+        data = self._file.read(len(view))
+        view[:len(data)] = data
+        return len(data)
+
+    def read_exactly(self, n: int) -> bytes:
+        """n bytes, or fewer only where the stream ends (b"" at its end)."""
+        buf = bytearray(n)
+        view, got = memoryview(buf), 0
+        while got < n:
+            step = self.readinto(view[got:])
+            if not step:
+                break
+            got += step
+        return bytes(buf[:got])
+
+
+def read_envelope_header(stream: Stream) -> tuple[str, int] | None:
+    """The kind and total size of the next streamed key envelope (None at the stream's end);
+    the header stays in the stream for the native loader, which checks it in full."""
+    head = stream.read_exactly(_STREAM_HEADER.size)
+    if not head:
+        return None
+    if len(head) < _STREAM_HEADER.size:
+        raise ValueError(f"[io.load] truncated: {len(head)} bytes where a key's header needs {_STREAM_HEADER.size}")
+    magic, version, kind, _, length = _STREAM_HEADER.unpack(head)
+    if magic != b"RFHE":
+        raise ValueError("[io.load] not a ringfire object (bad magic bytes); authenticated, sealed or compressed "
+                         "blobs load with ctx.load(bytes)")
+    if version < 4:
+        raise ValueError(f"[io.load] streamed loading reads format version 4 on (this is version {version}); "
+                         "load older files whole with ctx.load(bytes)")
+    if kind not in STREAMED_KINDS:
+        raise ValueError(f"[io.load] kind {kind} is not a streamed key (keys stream: "
+                         f"{', '.join(STREAMED_KINDS.values())}); load it whole with ctx.load(bytes)")
+    stream._prefix = head + stream._prefix
+    return STREAMED_KINDS[kind], _STREAM_HEADER.size + length + 8

@@ -1,5 +1,6 @@
 #include "ringfire/io/checksum.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace ringfire::io {
@@ -37,32 +38,33 @@ std::uint64_t merge_lane(std::uint64_t h, std::uint64_t lane) {
   return h * kP1 + kP4;
 }
 
-}  // namespace
+// Four lanes with no dependency between them: the multiplies overlap.
+void consume_stripes(std::uint64_t* v, const unsigned char* p, std::size_t stripes) {
+  std::uint64_t v1 = v[0], v2 = v[1], v3 = v[2], v4 = v[3];
+  for (std::size_t i = 0; i < stripes; ++i, p += 32) {
+    v1 = lane_round(v1, load64(p));
+    v2 = lane_round(v2, load64(p + 8));
+    v3 = lane_round(v3, load64(p + 16));
+    v4 = lane_round(v4, load64(p + 24));
+  }
+  v[0] = v1;
+  v[1] = v2;
+  v[2] = v3;
+  v[3] = v4;
+}
 
-std::uint64_t checksum64(const void* data, std::size_t bytes, std::uint64_t seed) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  const unsigned char* const end = p + bytes;
+// The end of XXH64: the lanes (when 32 bytes or more went in) or the seed,
+// the total length, the last < 32 bytes, the avalanche.
+std::uint64_t finish(const std::uint64_t* v, std::uint64_t seed, std::uint64_t total, const unsigned char* p,
+                     const unsigned char* end) {
   std::uint64_t h;
-  if (bytes >= 32) {
-    // Four lanes with no dependency between them: the multiplies overlap.
-    std::uint64_t v1 = seed + kP1 + kP2, v2 = seed + kP2, v3 = seed, v4 = seed - kP1;
-    const unsigned char* const last_stripe = end - 32;
-    do {
-      v1 = lane_round(v1, load64(p));
-      v2 = lane_round(v2, load64(p + 8));
-      v3 = lane_round(v3, load64(p + 16));
-      v4 = lane_round(v4, load64(p + 24));
-      p += 32;
-    } while (p <= last_stripe);
-    h = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
-    h = merge_lane(h, v1);
-    h = merge_lane(h, v2);
-    h = merge_lane(h, v3);
-    h = merge_lane(h, v4);
+  if (total >= 32) {
+    h = rotl(v[0], 1) + rotl(v[1], 7) + rotl(v[2], 12) + rotl(v[3], 18);
+    for (int i = 0; i < 4; ++i) h = merge_lane(h, v[i]);
   } else {
     h = seed + kP5;
   }
-  h += static_cast<std::uint64_t>(bytes);
+  h += total;
   for (; p + 8 <= end; p += 8) {
     h ^= lane_round(0, load64(p));
     h = rotl(h, 27) * kP1 + kP4;
@@ -83,6 +85,49 @@ std::uint64_t checksum64(const void* data, std::size_t bytes, std::uint64_t seed
   h *= kP3;
   h ^= h >> 32;
   return h;
+}
+
+void initial_lanes(std::uint64_t* v, std::uint64_t seed) {
+  v[0] = seed + kP1 + kP2;
+  v[1] = seed + kP2;
+  v[2] = seed;
+  v[3] = seed - kP1;
+}
+
+}  // namespace
+
+std::uint64_t checksum64(const void* data, std::size_t bytes, std::uint64_t seed) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  std::uint64_t v[4];
+  initial_lanes(v, seed);
+  const std::size_t stripes = bytes / 32;
+  consume_stripes(v, p, stripes);
+  return finish(v, seed, bytes, p + 32 * stripes, p + bytes);
+}
+
+Checksum64Stream::Checksum64Stream(std::uint64_t seed) : seed_(seed) { initial_lanes(lanes_, seed); }
+
+void Checksum64Stream::update(const void* data, std::size_t bytes) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  total_ += bytes;
+  if (pending_bytes_ != 0) {  // complete the partial stripe first
+    const std::size_t take = std::min(bytes, 32 - pending_bytes_);
+    std::memcpy(pending_ + pending_bytes_, p, take);
+    pending_bytes_ += take;
+    p += take;
+    bytes -= take;
+    if (pending_bytes_ < 32) return;
+    consume_stripes(lanes_, pending_, 1);
+    pending_bytes_ = 0;
+  }
+  const std::size_t stripes = bytes / 32;
+  consume_stripes(lanes_, p, stripes);
+  pending_bytes_ = bytes - 32 * stripes;
+  std::memcpy(pending_, p + 32 * stripes, pending_bytes_);
+}
+
+std::uint64_t Checksum64Stream::digest() const {
+  return finish(lanes_, seed_, total_, pending_, pending_ + pending_bytes_);
 }
 
 }  // namespace ringfire::io

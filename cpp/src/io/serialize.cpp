@@ -61,9 +61,17 @@ struct Envelope {
   }
 };
 
-Envelope open(const std::uint8_t* data, std::size_t size) {
-  require(data != nullptr || size == 0, "io.load", "no data");
-  Reader r(data, size);
+struct Header {
+  Kind kind;
+  std::uint16_t version;
+  Sha256Digest identity;
+  std::uint64_t legacy_fingerprint;
+  std::uint64_t length;
+};
+
+// Magic, version, kind, parameter identity and payload length, read from
+// `r`; `size` is the whole envelope's (checked against the length).
+Header read_header(Reader& r, std::size_t size) {
   char magic[4];
   r.raw(magic, 4, "the magic bytes");
   require(std::equal(magic, magic + 4, kMagic), "io.load", "not a ringfire object (bad magic bytes)");
@@ -73,21 +81,27 @@ Envelope open(const std::uint8_t* data, std::size_t size) {
               std::to_string(kOldestReadableVersion) + " to " + std::to_string(kFormatVersion) +
               (version > kFormatVersion ? "; it was written by a newer ringfire" : "") + ")");
   const std::uint16_t kind = r.u16("the kind");
-  require(kind >= 1 && kind <= 8, "io.load", "unknown object kind " + std::to_string(kind));
-  Sha256Digest identity{};
-  std::uint64_t legacy_fingerprint = 0;
-  if (version >= 3) r.raw(identity.data(), identity.size(), "the parameter identity");
-  else legacy_fingerprint = r.u64("the fingerprint");
-  const std::uint64_t length = r.u64("the payload length");
+  require(kind >= 1 && kind <= 9, "io.load", "unknown object kind " + std::to_string(kind));
+  Header h{static_cast<Kind>(kind), version, {}, 0, 0};
+  if (version >= 3) r.raw(h.identity.data(), h.identity.size(), "the parameter identity");
+  else h.legacy_fingerprint = r.u64("the fingerprint");
+  h.length = r.u64("the payload length");
   const std::size_t framing = header_bytes(version) + 8;
-  require(length == size - std::min(size, framing) && size >= framing, "io.load",
-          "truncated or padded: the header declares " + std::to_string(length) + " payload bytes, the input has " +
+  require(h.length == size - std::min(size, framing) && size >= framing, "io.load",
+          "truncated or padded: the header declares " + std::to_string(h.length) + " payload bytes, the input has " +
               std::to_string(size < framing ? 0 : size - framing));
+  return h;
+}
+
+Envelope open(const std::uint8_t* data, std::size_t size) {
+  require(data != nullptr || size == 0, "io.load", "no data");
+  Reader r(data, size);
+  const Header h = read_header(r, size);
   std::uint64_t stored = 0;
   for (int i = 0; i < 8; ++i) stored |= static_cast<std::uint64_t>(data[size - 8 + i]) << (8 * i);
-  require(envelope_checksum(version, data, size - 8) == stored, "io.load", "checksum mismatch: the data is corrupted");
-  return {static_cast<Kind>(kind), version, identity, legacy_fingerprint, data + header_bytes(version),
-          static_cast<std::size_t>(length)};
+  require(envelope_checksum(h.version, data, size - 8) == stored, "io.load", "checksum mismatch: the data is corrupted");
+  return {h.kind, h.version, h.identity, h.legacy_fingerprint, data + header_bytes(h.version),
+          static_cast<std::size_t>(h.length)};
 }
 
 Envelope open_as(Kind expected, const RlweContext* ctx, const std::uint8_t* data, std::size_t size) {
@@ -342,6 +356,7 @@ const char* kind_name(Kind kind) {
     case Kind::galois_keys: return "Galois key set";
     case Kind::secret_key: return "secret key";
     case Kind::bootstrap_keys: return "bootstrap key set";
+    case Kind::master_keys: return "master key set";
   }
   return "unknown object";
 }
@@ -398,13 +413,13 @@ Bytes save(const Ciphertext& cipher) {
   return seal(w);
 }
 
+namespace {
+
 // A public key: the ciphertext payload of its part over Q, then (keys that
 // reach the special primes) u8 1 | b over P | a over P unless the Q part is
 // seeded (a's P limbs continue the seed's stream). Files without the tail
 // hold keys over Q alone, which encrypt the older, noisier way.
-Bytes save(const PublicKey& key) {
-  if (!on_host(key.device())) return save(key.to(Device::cpu()));
-  Writer w = start(Kind::public_key, key.key().context()->params(), 4 * key.key().poly_words() * 8);
+void write_public_key_payload(Writer& w, const PublicKey& key) {
   write_ciphertext_payload(w, key.key());
   if (key.covers_special()) {
     const std::size_t words = key.key().context()->special_count() * key.key().context()->n();
@@ -412,34 +427,115 @@ Bytes save(const PublicKey& key) {
     write_poly(w, key.special(0), words);
     if (!key.key().seed().has_value()) write_poly(w, key.special(1), words);
   }
-  return seal(w);
-}
-
-Bytes save(const RelinKey& key) {
-  if (!on_host(key.device())) return save(key.to(Device::cpu()));
-  Writer w = start(Kind::relin_key, key.key().context()->params(), switch_key_bytes(key.key()));
-  write_switch_key(w, key.key());
-  return seal(w);
-}
-
-Bytes save(const GaloisKeys& keys) {
-  if (!on_host(keys.device())) return save(keys.to(Device::cpu()));
-  Writer w = start(Kind::galois_keys, keys.context()->params(), galois_payload_bytes(keys));
-  write_galois_payload(w, keys);
-  return seal(w);
 }
 
 // Payload: the Galois key set's payload, then the key to the ephemeral
 // sparse secret and the key back.
-Bytes save(const ckks::BootstrapKeys& keys) {
-  if (!on_host(keys.from_sparse.device())) return save(keys.to(Device::cpu()));
-  Writer w = start(Kind::bootstrap_keys, keys.galois.context()->params(),
-                   galois_payload_bytes(keys.galois) + switch_key_bytes(keys.to_sparse) +
-                       switch_key_bytes(keys.from_sparse));
+void write_bootstrap_payload(Writer& w, const ckks::BootstrapKeys& keys) {
   write_galois_payload(w, keys.galois);
   write_switch_key(w, keys.to_sparse);
   write_switch_key(w, keys.from_sparse);
-  return seal(w);
+}
+
+// Payload: the derivation level u32, then the master keys as a Galois key
+// set of that level's derivation context.
+void write_master_payload(Writer& w, const MasterKeys& keys) {
+  w.u32(static_cast<std::uint32_t>(keys.level));
+  write_galois_payload(w, keys.keys);
+}
+
+// The envelope of a key kind, saved whole or streamed.
+struct KeyKind {
+  template <class T>
+  static Bytes save(Kind kind, const Parameters& params, std::size_t hint, const T& key,
+                    void (*payload)(Writer&, const T&)) {
+    Writer w = start(kind, params, hint);
+    payload(w, key);
+    return seal(w);
+  }
+
+  // A counting pass sizes the payload (the header carries its length), then
+  // the object streams through the sink: buffered in 1 MiB pieces, whole
+  // polynomials handed over as they are, hashed on the way.
+  template <class T>
+  static void stream(Kind kind, const Parameters& params, const Sink& sink, const T& key,
+                     void (*payload)(Writer&, const T&)) {
+    Writer counter = Writer::counting();
+    payload(counter, key);
+    Writer w(sink);
+    w.raw(kMagic, 4);
+    w.u16(kFormatVersion);
+    w.u16(static_cast<std::uint16_t>(kind));
+    w.raw(params.identity().data(), params.identity().size());
+    w.u64(counter.written());
+    payload(w, key);
+    require(w.written() == header_bytes(kFormatVersion) + counter.written(), "io.save",
+            "internal: the payload changed size between its two passes");
+    w.flush();
+    std::uint8_t tail[8];
+    const std::uint64_t digest = w.digest();
+    for (int i = 0; i < 8; ++i) tail[i] = static_cast<std::uint8_t>(digest >> (8 * i));
+    w.unhashed(tail, 8);
+  }
+};
+
+void write_relin_payload(Writer& w, const RelinKey& key) { write_switch_key(w, key.key()); }
+
+}  // namespace
+
+Bytes save(const PublicKey& key) {
+  if (!on_host(key.device())) return save(key.to(Device::cpu()));
+  return KeyKind::save(Kind::public_key, key.key().context()->params(), 4 * key.key().poly_words() * 8, key,
+                       &write_public_key_payload);
+}
+
+Bytes save(const RelinKey& key) {
+  if (!on_host(key.device())) return save(key.to(Device::cpu()));
+  return KeyKind::save(Kind::relin_key, key.key().context()->params(), switch_key_bytes(key.key()), key,
+                       &write_relin_payload);
+}
+
+Bytes save(const GaloisKeys& keys) {
+  if (!on_host(keys.device())) return save(keys.to(Device::cpu()));
+  return KeyKind::save(Kind::galois_keys, keys.context()->params(), galois_payload_bytes(keys), keys,
+                       &write_galois_payload);
+}
+
+Bytes save(const ckks::BootstrapKeys& keys) {
+  if (!on_host(keys.from_sparse.device())) return save(keys.to(Device::cpu()));
+  return KeyKind::save(Kind::bootstrap_keys, keys.galois.context()->params(),
+                       galois_payload_bytes(keys.galois) + switch_key_bytes(keys.to_sparse) +
+                           switch_key_bytes(keys.from_sparse),
+                       keys, &write_bootstrap_payload);
+}
+
+Bytes save(const MasterKeys& keys) {
+  return KeyKind::save(Kind::master_keys, keys.context->params(), 4 + galois_payload_bytes(keys.keys), keys,
+                       &write_master_payload);
+}
+
+void save(const PublicKey& key, const Sink& sink) {
+  if (!on_host(key.device())) return save(key.to(Device::cpu()), sink);
+  KeyKind::stream(Kind::public_key, key.key().context()->params(), sink, key, &write_public_key_payload);
+}
+
+void save(const RelinKey& key, const Sink& sink) {
+  if (!on_host(key.device())) return save(key.to(Device::cpu()), sink);
+  KeyKind::stream(Kind::relin_key, key.key().context()->params(), sink, key, &write_relin_payload);
+}
+
+void save(const GaloisKeys& keys, const Sink& sink) {
+  if (!on_host(keys.device())) return save(keys.to(Device::cpu()), sink);
+  KeyKind::stream(Kind::galois_keys, keys.context()->params(), sink, keys, &write_galois_payload);
+}
+
+void save(const ckks::BootstrapKeys& keys, const Sink& sink) {
+  if (!on_host(keys.from_sparse.device())) return save(keys.to(Device::cpu()), sink);
+  KeyKind::stream(Kind::bootstrap_keys, keys.galois.context()->params(), sink, keys, &write_bootstrap_payload);
+}
+
+void save(const MasterKeys& keys, const Sink& sink) {
+  KeyKind::stream(Kind::master_keys, keys.context->params(), sink, keys, &write_master_payload);
 }
 
 Bytes save(const SecretKey& key) {
@@ -525,10 +621,10 @@ Ciphertext load_ciphertext(const RlweContextPtr& ctx, const std::uint8_t* data, 
   return c;
 }
 
-PublicKey load_public_key(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size) {
-  const Envelope e = open_as(Kind::public_key, ctx.get(), data, size);
-  Reader r(e.payload, e.payload_size);
-  Ciphertext c = read_ciphertext_payload(r, ctx, e.version, Holder::public_key);
+namespace {
+
+PublicKey read_public_key_payload(Reader& r, const RlweContextPtr& ctx, std::uint16_t version) {
+  Ciphertext c = read_ciphertext_payload(r, ctx, version, Holder::public_key);
   if (r.remaining() == 0) return PublicKey(std::move(c));  // a key over Q alone
   require(r.u8("the special-prime flag") == 1, "io.load", "corrupt: bad special-prime flag in a public key");
   const RnsBase& special = *ctx->special_base();
@@ -546,34 +642,103 @@ PublicKey load_public_key(const RlweContextPtr& ctx, const std::uint8_t* data, s
   } else {
     read_poly(r, special, special.size(), tail.data() + words, "a public-key polynomial");
   }
-  r.expect_end();
   return PublicKey(std::move(c), std::move(tail));
 }
 
-RelinKey load_relin_key(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size) {
-  const Envelope e = open_as(Kind::relin_key, ctx.get(), data, size);
+RelinKey read_relin_payload(Reader& r, const RlweContextPtr& ctx, std::uint16_t version) {
+  return RelinKey(read_switch_key(r, ctx, version, kRelinearizationSource));
+}
+
+ckks::BootstrapKeys read_bootstrap_payload(Reader& r, const RlweContextPtr& ctx, std::uint16_t version) {
+  GaloisKeys galois = read_galois_payload(r, ctx, version);
+  KeySwitchKey to_sparse = read_switch_key(r, ckks::encapsulation_context(*ctx), version, kToSparseSource);
+  KeySwitchKey from_sparse = read_switch_key(r, ctx, version, kFromSparseSource);
+  return ckks::BootstrapKeys{std::move(galois), std::move(to_sparse), std::move(from_sparse)};
+}
+
+MasterKeys read_master_payload(Reader& r, const RlweContextPtr& ctx, std::uint16_t version) {
+  const std::uint32_t level = r.u32("the derivation level");
+  require(level <= ctx->max_level(), "io.load", "corrupt: derivation level " + std::to_string(level) + " is out of range");
+  RlweContextPtr derivation = derivation_context(*ctx, level);
+  GaloisKeys keys = read_galois_payload(r, derivation, version);
+  return MasterKeys(ctx, level, std::move(derivation), std::move(keys));
+}
+
+// A whole envelope in memory: checked (checksum first), then parsed.
+template <class T>
+T load_whole(Kind kind, const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size,
+             T (*parse)(Reader&, const RlweContextPtr&, std::uint16_t)) {
+  const Envelope e = open_as(kind, ctx.get(), data, size);
   Reader r(e.payload, e.payload_size);
-  KeySwitchKey k = read_switch_key(r, ctx, e.version, kRelinearizationSource);
+  T out = parse(r, ctx, e.version);
   r.expect_end();
-  return RelinKey(std::move(k));
+  return out;
+}
+
+// A streamed envelope of `size` bytes: parsed as it arrives (every bound
+// checked against the declared length, so a polynomial is allocated only
+// once the rest of the envelope may hold it), hashed on the way; the
+// checksum at the end decides whether the object is returned.
+template <class T>
+T load_streamed(Kind kind, const RlweContextPtr& ctx, const Source& source, std::size_t size,
+                T (*parse)(Reader&, const RlweContextPtr&, std::uint16_t)) {
+  require(size >= header_bytes(kFormatVersion) + 8, "io.load", "truncated: " + std::to_string(size) + " bytes");
+  Reader r(source, size - 8);
+  const Header h = read_header(r, size);
+  require(h.version >= 4, "io.load", "streamed loading reads format version 4 on; load older files whole");
+  require(h.kind == kind, "io.load", std::string("expected a ") + kind_name(kind) + ", got a " + kind_name(h.kind));
+  require(h.identity == ctx->params().identity(), "io.load",
+          std::string("this ") + kind_name(h.kind) + " was made under different parameters (parameter identity mismatch)");
+  T out = parse(r, ctx, h.version);
+  r.expect_end();
+  std::uint8_t tail[8];
+  r.trailer(tail, 8);
+  std::uint64_t stored = 0;
+  for (int i = 0; i < 8; ++i) stored |= static_cast<std::uint64_t>(tail[i]) << (8 * i);
+  require(r.digest() == stored, "io.load", "checksum mismatch: the data is corrupted");
+  return out;
+}
+
+}  // namespace
+
+PublicKey load_public_key(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size) {
+  return load_whole(Kind::public_key, ctx, data, size, &read_public_key_payload);
+}
+
+RelinKey load_relin_key(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size) {
+  return load_whole(Kind::relin_key, ctx, data, size, &read_relin_payload);
 }
 
 GaloisKeys load_galois_keys(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size) {
-  const Envelope e = open_as(Kind::galois_keys, ctx.get(), data, size);
-  Reader r(e.payload, e.payload_size);
-  GaloisKeys keys = read_galois_payload(r, ctx, e.version);
-  r.expect_end();
-  return keys;
+  return load_whole(Kind::galois_keys, ctx, data, size, &read_galois_payload);
 }
 
 ckks::BootstrapKeys load_bootstrap_keys(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size) {
-  const Envelope e = open_as(Kind::bootstrap_keys, ctx.get(), data, size);
-  Reader r(e.payload, e.payload_size);
-  GaloisKeys galois = read_galois_payload(r, ctx, e.version);
-  KeySwitchKey to_sparse = read_switch_key(r, ckks::encapsulation_context(*ctx), e.version, kToSparseSource);
-  KeySwitchKey from_sparse = read_switch_key(r, ctx, e.version, kFromSparseSource);
-  r.expect_end();
-  return ckks::BootstrapKeys{std::move(galois), std::move(to_sparse), std::move(from_sparse)};
+  return load_whole(Kind::bootstrap_keys, ctx, data, size, &read_bootstrap_payload);
+}
+
+MasterKeys load_master_keys(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size) {
+  return load_whole(Kind::master_keys, ctx, data, size, &read_master_payload);
+}
+
+PublicKey load_public_key(const RlweContextPtr& ctx, const Source& source, std::size_t size) {
+  return load_streamed(Kind::public_key, ctx, source, size, &read_public_key_payload);
+}
+
+RelinKey load_relin_key(const RlweContextPtr& ctx, const Source& source, std::size_t size) {
+  return load_streamed(Kind::relin_key, ctx, source, size, &read_relin_payload);
+}
+
+GaloisKeys load_galois_keys(const RlweContextPtr& ctx, const Source& source, std::size_t size) {
+  return load_streamed(Kind::galois_keys, ctx, source, size, &read_galois_payload);
+}
+
+ckks::BootstrapKeys load_bootstrap_keys(const RlweContextPtr& ctx, const Source& source, std::size_t size) {
+  return load_streamed(Kind::bootstrap_keys, ctx, source, size, &read_bootstrap_payload);
+}
+
+MasterKeys load_master_keys(const RlweContextPtr& ctx, const Source& source, std::size_t size) {
+  return load_streamed(Kind::master_keys, ctx, source, size, &read_master_payload);
 }
 
 SecretKey load_secret_key(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size) {

@@ -1,5 +1,6 @@
 // Fuzz target for the loaders: every input is offered to every loader of
-// io/serialize.h, and a ciphertext that loads is decrypted. The only
+// io/serialize.h (the streamed ones too), a ciphertext that loads is
+// decrypted and master keys that load derive keys. The only
 // acceptable failure is InvalidArgument; anything else (another exception, a
 // crash, a sanitizer report) is a bug.
 //
@@ -12,6 +13,7 @@
 // deterministic mutation loop over valid objects of every kind (bit flips,
 // byte sets, truncations, insertions, field-sized overwrites), which any
 // compiler and sanitizer can build.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -32,6 +34,7 @@
 #include "ringfire/io/checksum.h"
 #include "ringfire/io/serialize.h"
 #include "ringfire/rlwe/encryptor.h"
+#include "ringfire/rlwe/key_derivation.h"
 #include "ringfire/rlwe/keygen.h"
 
 namespace ringfire {
@@ -89,7 +92,8 @@ struct Target {
     t.seeds = {io::save(ctx->params()),  io::save(p), io::save(ctx->encoder().encode_scalar({0.5, 0.0}, 1, 1e9)),
                io::save(c),              io::save(encrypt_secret(t.sk, p, prng)), io::save(ev.multiply(c, c)),
                io::save(t.pk),           io::save(t.rk), io::save(t.gk), io::save(t.sk),
-               io::save(bctx->params()), io::save(bp), io::save(bc), io::save(bpk)};
+               io::save(bctx->params()), io::save(bp), io::save(bc), io::save(bpk),
+               io::save(generate_master_keys(t.sk, 1, true, prng))};
     return t;
   }
 };
@@ -136,6 +140,22 @@ void fuzz_one(const std::uint8_t* data, std::size_t size) {
   offer([&] { (void)io::load_relin_key(rl, p, n); });
   offer([&] { (void)io::load_galois_keys(rl, p, n); });
   offer([&] { (void)io::load_secret_key(rl, p, n); });
+  offer([&] {  // master keys that load must derive without crashing (forged ones derive garbage)
+    const MasterKeys m = io::load_master_keys(rl, p, n);
+    (void)derive_galois_keys(m, {rl->galois_element(3), rl->conjugation_element()});
+  });
+  // The streamed loaders, fed in odd-sized pieces (a partial checksum stripe each time).
+  auto pieces = [&] {
+    return io::Source([&, at = std::size_t{0}](std::uint8_t* out, std::size_t want) mutable {
+      const std::size_t take = std::min({want, n - at, std::size_t{4093}});
+      std::memcpy(out, p + at, take);
+      at += take;
+      return take;
+    });
+  };
+  offer([&] { (void)io::load_public_key(rl, pieces(), n); });
+  offer([&] { (void)io::load_galois_keys(rl, pieces(), n); });
+  offer([&] { (void)io::load_master_keys(rl, pieces(), n); });
   offer([&] {
     const Ciphertext c = io::load_ciphertext(rl, p, n);
     Prng prng = Prng::from_seed(Prng::Seed{2});

@@ -23,7 +23,7 @@ from ..bgv.chains import DEFAULT_CHAINS
 from ..bgv.context import DEFAULT_PLAIN_BITS, PRESETS
 from ..bgv.context import Context as BgvContext
 from ..bgv.evaluator import Evaluator
-from ..rlwe.keys import GaloisKeys, KeySet, PublicKey, RelinKey, SecretKey
+from ..rlwe.keys import GaloisKeys, KeySet, MasterKeys, PublicKey, RelinKey, SecretKey
 
 
 class Context(BgvContext):
@@ -38,4 +38,4 @@ class Context(BgvContext):
 
 
 __all__ = ["Context", "PRESETS", "DEFAULT_CHAINS", "DEFAULT_PLAIN_BITS", "Ciphertext", "Plaintext", "Evaluator",
-           "KeySet", "SecretKey", "PublicKey", "RelinKey", "GaloisKeys"]
+           "KeySet", "SecretKey", "PublicKey", "RelinKey", "GaloisKeys", "MasterKeys"]

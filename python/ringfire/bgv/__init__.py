@@ -17,11 +17,11 @@ scale-invariant. :class:`Evaluator` (``ctx.evaluator(keys)``) has the
 explicit operations, both kinds of product included.
 """
 
-from ..rlwe.keys import GaloisKeys, KeySet, PublicKey, RelinKey, SecretKey
+from ..rlwe.keys import GaloisKeys, KeySet, MasterKeys, PublicKey, RelinKey, SecretKey
 from .ciphertext import Ciphertext, Plaintext
 from .chains import DEFAULT_CHAINS
 from .context import DEFAULT_PLAIN_BITS, PRESETS, Context
 from .evaluator import Evaluator
 
 __all__ = ["Context", "PRESETS", "DEFAULT_CHAINS", "DEFAULT_PLAIN_BITS", "Ciphertext", "Plaintext", "Evaluator",
-           "KeySet", "SecretKey", "PublicKey", "RelinKey", "GaloisKeys"]
+           "KeySet", "SecretKey", "PublicKey", "RelinKey", "GaloisKeys", "MasterKeys"]

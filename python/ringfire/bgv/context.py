@@ -12,7 +12,7 @@ import numpy as np
 from .. import _core
 from .._checks import warnings_at_caller
 from ..rlwe.context import ContextBase, check_security_argument, split_special_bits
-from ..rlwe.keys import KeySet, PublicKey, SecretKey
+from ..rlwe.keys import GaloisKeys, KeySet, MasterKeys, PublicKey, SecretKey
 from ..rlwe.shapes import as_values
 from .chains import DEFAULT_CHAINS, SPECIAL_PRIME_BITS, chain_for_depth
 from .ciphertext import Ciphertext, Plaintext
@@ -134,18 +134,37 @@ class Context(ContextBase):
     max_level = property(lambda self: self._core.max_level, doc="Primes a fresh ciphertext can switch away.")
 
     # ---- keys --------------------------------------------------------------------------
-    def keygen(self, rotations: Iterable[int] | str | None = (), swap_rows: bool = False):
+    def keygen(self, rotations: Iterable[int] | str | None = (), swap_rows: bool = False,
+               master_rotations: bool = False):
         """Generates a secret key and the evaluation keys.
 
         Args:
             rotations: row rotation steps to make Galois keys for (negative = right),
                 or ``"power_of_two"`` for every ±2^k (any rotation is then reachable).
             swap_rows: also make the key that swaps the two rows.
+            master_rotations: make master keys (``keys.master``, see
+                :meth:`master_keys`) instead of the row-swap key: the server derives
+                every rotation it needs from them. ``rotations`` still get direct keys.
 
         Returns ``(secret_key, keys)``; ``keys`` (public, relin, galois) also becomes
         this context's default evaluation keys.
         """
-        return self._generate_keys(rotations, self._swap_element(swap_rows))
+        return self._generate_keys(rotations, self._swap_element(swap_rows), None, master_rotations)
+
+    def master_keys(self, secret_key: SecretKey, level: int | None = None, swap_rows: bool = False) -> MasterKeys:
+        """Master rotation keys (client side): one per power-of-two row rotation, and
+        the row swap with ``swap_rows``, from which :meth:`derive_galois_keys` makes
+        any rotation key for levels up to ``level`` (default :attr:`master_key_level`,
+        the highest with room under the security bound for the masters' special
+        primes) without the secret key (docs/keys.md)."""
+        return self._master_keys(secret_key, level, swap_rows, f"{self.scheme}.master_keys")
+
+    def derive_galois_keys(self, master: MasterKeys, rotations: Iterable[int] | str = (),
+                           swap_rows: bool = False) -> GaloisKeys:
+        """Row-rotation keys (and the row swap) derived from ``master`` (server side,
+        no secret key), for ciphertexts up to ``master.level``."""
+        return self._derive_galois_keys(master, rotations, self._swap_element(swap_rows),
+                                        f"{self.scheme}.derive_galois_keys")
 
     def galois_keys(self, secret_key: SecretKey, rotations: Iterable[int] | str = (), swap_rows: bool = False,
                     level: int | None = None):

@@ -22,8 +22,8 @@ from .context import PRESETS, Context
 from .evaluator import Evaluator
 from .matmul import matmul_rotations
 from .minimax import minimax_fit
-from ..rlwe.keys import GaloisKeys, KeySet, PublicKey, RelinKey, SecretKey
+from ..rlwe.keys import GaloisKeys, KeySet, MasterKeys, PublicKey, RelinKey, SecretKey
 
 __all__ = ["Context", "PRESETS", "Ciphertext", "Plaintext", "Evaluator", "KeySet", "SecretKey", "PublicKey",
-           "RelinKey", "GaloisKeys", "BootstrapKeys", "BootstrapPlan", "BOOTSTRAP_DEFAULTS",
+           "RelinKey", "GaloisKeys", "MasterKeys", "BootstrapKeys", "BootstrapPlan", "BOOTSTRAP_DEFAULTS",
            "Polynomial", "LinearTransform", "chebyshev_fit", "minimax_fit", "matmul_rotations"]

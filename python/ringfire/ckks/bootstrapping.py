@@ -160,6 +160,7 @@ class BootstrapKeys(_Key):
     ``to_bytes()`` and read back with ``ctx.load``."""
 
     _save = staticmethod(_core.save_bootstrap_keys)
+    _stream = staticmethod(_core.stream_bootstrap_keys)
 
     def __len__(self) -> int:
         return len(self._native)

@@ -13,7 +13,7 @@ from .. import _core
 from ..memory_guard import guard
 from .._checks import warn_at_caller, warnings_at_caller
 from ..rlwe.context import ContextBase, check_security_argument, split_special_bits
-from ..rlwe.keys import GaloisKeys, KeySet, PublicKey, SecretKey
+from ..rlwe.keys import GaloisKeys, KeySet, MasterKeys, PublicKey, SecretKey
 from ..rlwe.shapes import as_values
 from . import bootstrapping, magnitude
 from .bootstrapping import BootstrapKeys, BootstrapPlan
@@ -216,7 +216,7 @@ class Context(ContextBase):
 
     # ---- keys -------------------------------------------------------------------
     def keygen(self, rotations: Iterable[int] | str | None = (), conjugate: bool = False, bootstrap: bool = False,
-               galois_level: int | None = None):
+               galois_level: int | None = None, master_rotations: bool = False):
         """Generates a secret key and the evaluation keys.
 
         Args:
@@ -229,13 +229,17 @@ class Context(ContextBase):
                 serve (default :attr:`max_level`, the top of the user's chain).
                 A lower one makes smaller keys when rotations only happen late in
                 a circuit; rotating a ciphertext above it raises.
+            master_rotations: make master keys (``keys.master``, see
+                :meth:`master_keys`) for ``galois_level`` instead of the
+                conjugation key: the server derives every rotation it needs from
+                them (:meth:`derive_galois_keys`). ``rotations`` still get direct keys.
 
         Returns ``(secret_key, keys)``; ``keys`` (a :class:`KeySet`: public,
         relin, galois, bootstrap) also becomes this context's default evaluation keys.
         On a bootstrappable chain the Galois keys stop at the user's top level, so
         they are a fraction of a whole-chain key's size (bootstrapping makes its own).
         """
-        sk, keys = self._generate_keys(rotations, self._conjugation(conjugate), galois_level)
+        sk, keys = self._generate_keys(rotations, self._conjugation(conjugate), galois_level, master_rotations)
         if bootstrap:
             keys.bootstrap = self.bootstrap_keys(sk)
         return sk, keys
@@ -249,6 +253,10 @@ class Context(ContextBase):
         with guard(self.bootstrap_plan().key_bytes, "bootstrapping key generation", memory_check=memory_check,
                    fixes="a sparse bootstrap with fewer keys (bootstrap={'slots': n}) where the data allows"):
             return BootstrapKeys(_core.generate_bootstrap_keys(native, secret_key._native, self._prng), self)
+
+    def _streamed_kinds(self) -> dict:
+        return {**super()._streamed_kinds(),
+                "bootstrap key set": (BootstrapKeys, _core.stream_load_bootstrap_keys)}
 
     # ---- bootstrapping ------------------------------------------------------------
     def _native_bootstrapper(self, op: str):
@@ -286,6 +294,26 @@ class Context(ContextBase):
         """More Galois keys for an existing secret key of this context, serving
         levels up to ``level`` (default :attr:`max_level`; see :meth:`keygen`)."""
         return self._more_galois_keys(secret_key, rotations, self._conjugation(conjugate), level)
+
+    def master_keys(self, secret_key: SecretKey, level: int | None = None, conjugate: bool = False) -> MasterKeys:
+        """Master rotation keys (client side): one per power-of-two rotation, and the
+        conjugation with ``conjugate``, from which :meth:`derive_galois_keys` makes any
+        rotation key for levels up to ``level`` without the secret key. They live
+        modulo the level's key modulus times fresh special primes, which must stay
+        within the security bound: the default, :attr:`master_key_level`, is the
+        highest level where they do (the user's top unless the chain is near the
+        bound); an explicit ``level`` without room raises, naming both sizes
+        (docs/keys.md)."""
+        return self._master_keys(secret_key, level, conjugate, "ckks.master_keys")
+
+    def derive_galois_keys(self, master: MasterKeys, rotations: Iterable[int] | str = (),
+                           conjugate: bool = False) -> GaloisKeys:
+        """Galois keys for ``rotations`` (and the conjugation) derived from ``master``
+        (server side, no secret key): each takes popcount(step) key switches, shared
+        prefixes once. They switch ciphertexts up to ``master.level``; their error is
+        larger than a fresh key's but enters divided by the special modulus
+        (docs/keys.md has the measured precision)."""
+        return self._derive_galois_keys(master, rotations, self._conjugation(conjugate), "ckks.derive_galois_keys")
 
     def _conjugation(self, conjugate: bool) -> list[int]:
         return [self._core.rlwe.conjugation_element()] if conjugate else []

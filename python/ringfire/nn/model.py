@@ -478,6 +478,11 @@ class Model:
                      + (f", {costs.bootstraps} bootstraps" if self.bootstrap else "")
                      + f"; {galois} Galois keys; the workspace includes {costs.diagonal_bytes / 2**30:.2f} GiB of "
                      "encoded diagonals, cached for every sample")
+        if galois:
+            try:
+                notes.append(f"keys on the wire: {ctx.master_key_plan(runner.rotations(), ctx.max_level)}")
+            except ValueError:  # no room for master keys at the user's top level
+                pass
         if self.bootstrap and sparse_bootstrap_slots(ctx) is None and 2 * period <= ctx.slots:
             notes.append(f"the bootstrap keeps all {ctx.slots} slots where a sample needs {period}: a context made "
                          f"with bootstrap={{'slots': {period}}} bootstraps sooner (one EvalMod instead of two), "

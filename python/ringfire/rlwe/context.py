@@ -7,14 +7,17 @@ key generation, Galois elements, default keys and loading serialized objects.
 
 from __future__ import annotations
 
+import contextlib
+
 import numbers
 import weakref
+from dataclasses import dataclass
 from typing import Iterable
 
 from .. import _core
 from .. import io as rf_io
 from .._checks import warn_at_caller, warnings_at_caller
-from .keys import GaloisKeys, KeySet, PublicKey, RelinKey, SecretKey
+from .keys import GaloisKeys, KeySet, MasterKeys, PublicKey, RelinKey, SecretKey
 
 
 def check_security_argument(scheme: str, security) -> int:
@@ -161,14 +164,20 @@ class ContextBase:
 
     # ---- keys --------------------------------------------------------------------------
     def _generate_keys(self, rotations, extra_elements: Iterable[int] = (),
-                       galois_level: int | None = None) -> tuple[SecretKey, KeySet]:
+                       galois_level: int | None = None, master_rotations: bool = False) -> tuple[SecretKey, KeySet]:
         """A secret key and its public, relinearization and Galois keys (for
         ``rotations`` and the Galois elements ``extra_elements``, made for levels up
-        to ``galois_level``); the key set becomes this context's default."""
-        level = self._galois_key_level(galois_level, f"{self.scheme}.keygen")
+        to ``galois_level``); the key set becomes this context's default. With
+        ``master_rotations``, master keys at ``galois_level`` take the place of
+        ``extra_elements`` (the conjugation) and of every rotation not listed."""
+        op = f"{self.scheme}.keygen"
+        level = self._galois_key_level(galois_level, op)
         sk = SecretKey(_core.generate_secret_key(self._core.rlwe, self._prng), self)
         keys = KeySet(public=PublicKey(_core.generate_public_key(sk._native, self._prng), self),
                       relin=RelinKey(_core.generate_relin_key(sk._native, self._prng), self))
+        if master_rotations:
+            keys.master = self._master_keys(sk, galois_level, bool(list(extra_elements)), op)
+            extra_elements = ()
         elements = self._galois_elements(rotations, extra_elements)
         if elements:
             keys.galois = GaloisKeys(_core.generate_galois_keys(sk._native, elements, self._prng, level), self)
@@ -183,6 +192,49 @@ class ContextBase:
         return GaloisKeys(_core.generate_galois_keys(secret_key._native,
                                                      self._galois_elements(rotations, extra_elements), self._prng,
                                                      level),
+                          self)
+
+    def _master_keys(self, secret_key: SecretKey, level, conjugation: bool, op: str) -> MasterKeys:
+        level = self.master_key_level if level is None else self._galois_key_level(level, op)
+        secret_key = self._own_secret_key(secret_key, op)
+        return MasterKeys(_core.generate_master_keys(secret_key._native, level, conjugation, self._prng), self)
+
+    @property
+    def master_key_level(self) -> int:
+        """The highest level master keys can serve (:meth:`master_keys`' default): the
+        top of the user's chain, or lower where the key modulus there leaves no room
+        under the security bound for the masters' special primes. Raises when no
+        level has room (then send Galois keys themselves)."""
+        level = _core.highest_derivation_level(self._core.rlwe)
+        if level is None:
+            raise ValueError(f"[{self.scheme}.master_keys] no level of these parameters leaves room under the security "
+                             "bound for master keys; generate the Galois keys directly")
+        return min(int(level), self.max_level)
+
+    def master_key_plan(self, rotations, level: int | None = None) -> "MasterKeyPlan":
+        """What a client sends for Galois keys of ``rotations`` at ``level`` (default
+        :attr:`master_key_level`), directly or as master keys, and what the server's
+        derivation costs, before any key exists (serialized, seeded bytes)."""
+        level = self.master_key_level if level is None else self._galois_key_level(level, "master_key_plan")
+        rl = self._core.rlwe
+        derivation = _core.derivation_parameters(rl, level)
+        n = self.poly_degree
+        steps = sorted({rl.rotation_of(g) for g in self._galois_elements(rotations)} - {-1})
+        masters = (self._rotation_count()).bit_length() - 1
+        per_master = derivation.dnum * (len(derivation.q_primes) + len(derivation.p_primes)) * n * 8
+        # The derivation tree's nodes: each step with its set bits added from the lowest up.
+        prefixes = {step & ((2 << bit) - 1) for step in steps for bit in range(step.bit_length()) if step >> bit & 1}
+        return MasterKeyPlan(level=level, rotations=len(steps), direct_bytes=len(steps) * rl.switch_key_bytes(level) // 2,
+                             master_keys=masters, master_bytes=masters * per_master,
+                             derived_key_switches=len(prefixes) * rl.digit_count(level))
+
+    def _derive_galois_keys(self, master, rotations, extra_elements: Iterable[int], op: str) -> GaloisKeys:
+        if not isinstance(master, MasterKeys):
+            raise TypeError(f"[{op}] expected MasterKeys (ctx.master_keys or keygen(master_rotations=True)), "
+                            f"got {type(master).__name__}")
+        if master._native.fingerprint != self.fingerprint:
+            raise ValueError(f"[{op}] the master keys were made under different parameters (fingerprint mismatch)")
+        return GaloisKeys(_core.derive_galois_keys(master._native, self._galois_elements(rotations, extra_elements)),
                           self)
 
     def _galois_key_level(self, level, op: str) -> int:
@@ -259,6 +311,51 @@ class ContextBase:
         params = self._core.params
         return 3 * self.poly_degree * (len(params.q_primes) + len(params.p_primes)) * 8 + (1 << 16)
 
+    def _streamed_kinds(self) -> dict:
+        """Streamed key kinds: name -> (wrapper class, native streamed loader)."""
+        return {"public key": (PublicKey, _core.stream_load_public_key),
+                "relinearization key": (RelinKey, _core.stream_load_relin_key),
+                "Galois key set": (GaloisKeys, _core.stream_load_galois_keys),
+                "master key set": (MasterKeys, _core.stream_load_master_keys)}
+
+    def _load_streamed(self, stream):
+        """The next key in ``stream`` (None at its end)."""
+        header = rf_io.read_envelope_header(stream)
+        if header is None:
+            return None
+        kind, size = header
+        kinds = self._streamed_kinds()
+        if kind not in kinds:
+            raise ValueError(f"[io.load] a {kind} does not belong to {self.scheme} parameters")
+        wrapper, load = kinds[kind]
+        return wrapper(load(self._core.rlwe, stream.readinto, size), self)
+
+    def load_from(self, file):
+        """Reads one key written by ``key.save_to(file)`` (or ``to_bytes()`` without
+        ``mac_key``, ``password`` or compression) from ``file``, a path or a binary file
+        object, as it arrives: beyond the key it holds ~100 bytes. Every field is checked
+        as ``load`` checks it, and the trailing checksum decides whether the key is
+        returned; a truncated, corrupted or foreign stream raises ``ValueError``."""
+        with _open_for_reading(file) as f:
+            key = self._load_streamed(rf_io.Stream(f))
+        if key is None:
+            raise ValueError("[io.load] the stream is empty")
+        return key
+
+    def load_keys(self, file) -> KeySet:
+        """Reads a key set written by ``keys.save_to(file)``: every key in the stream,
+        each checked as :meth:`load_from` checks it, into one :class:`KeySet`."""
+        keys = KeySet()
+        slots = {PublicKey: "public", RelinKey: "relin", GaloisKeys: "galois", MasterKeys: "master"}
+        with _open_for_reading(file) as f:
+            stream = rf_io.Stream(f)
+            while (key := self._load_streamed(stream)) is not None:
+                name = slots.get(type(key), "bootstrap")
+                if getattr(keys, name) is not None:
+                    raise ValueError(f"[io.load] the stream holds two {type(key).__name__} objects")
+                setattr(keys, name, key)
+        return keys
+
     def load(self, data: bytes, *, mac_key: bytes | None = None, password=None):
         """Reads any object written by ``to_bytes()`` under these parameters.
 
@@ -278,6 +375,8 @@ class ContextBase:
             return RelinKey(_core.load_relin_key(rl, data), self)
         if kind == "Galois key set":
             return GaloisKeys(_core.load_galois_keys(rl, data), self)
+        if kind == "master key set":
+            return MasterKeys(_core.load_master_keys(rl, data), self)
         if kind == "secret key":
             return SecretKey(_core.load_secret_key(rl, data), self)
         other = self._load_other(kind, data)
@@ -290,6 +389,33 @@ class ContextBase:
         if params.fingerprint != self.fingerprint:
             raise ValueError("[io.load] these parameters differ from this context's (fingerprint mismatch)")
         return params
+
+
+def _open_for_reading(file):
+    """``file`` opened for reading when it is a path, else as given (and left open)."""
+    if hasattr(file, "read") or hasattr(file, "readinto"):
+        return contextlib.nullcontext(file)
+    return open(file, "rb", buffering=0)
+
+
+@dataclass(frozen=True)
+class MasterKeyPlan:
+    """Galois keys sent directly against master keys the server derives them from
+    (:meth:`ContextBase.master_key_plan`); bytes are serialized (seeded) sizes."""
+
+    level: int
+    rotations: int
+    direct_bytes: int
+    master_keys: int
+    master_bytes: int
+    derived_key_switches: int  # what the server's derivation runs (each in the wider derivation context)
+
+    def __str__(self) -> str:
+        mb = 1e6
+        return (f"{self.rotations} rotations at level {self.level}: {self.direct_bytes / mb:.1f} MB of Galois keys, "
+                f"or {self.master_keys} master keys, {self.master_bytes / mb:.1f} MB "
+                f"({self.direct_bytes / max(self.master_bytes, 1):.1f}x less), from which the server derives them "
+                f"in {self.derived_key_switches} key switches")
 
 
 class _OnQueue:

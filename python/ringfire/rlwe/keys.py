@@ -17,6 +17,7 @@ def _restore_key(context, data: bytes, device: str):
 
 class _Key(Placed):
     _save = None
+    _stream = None  # the native streamed save, for key kinds that have one
 
     def __init__(self, native, context):
         self._context = context
@@ -34,6 +35,17 @@ class _Key(Placed):
         """Serialized form (see ``Context.load``); with ``mac_key``, authenticated
         (:func:`ringfire.io.authenticate`); ``compress=True`` or a level: Zstandard."""
         return rf_io.wrap(type(self)._save(self._host()), mac_key, rf_io.compress_level(compress))
+
+    def save_to(self, file) -> int:
+        """Streams the serialized key (the bytes ``to_bytes()`` returns) into ``file``, a
+        path or a binary file object with ``write`` (a socket's ``makefile("wb")``),
+        without ever holding those bytes whole: writing costs ~1 MiB beyond the key.
+        Returns the bytes written; ``ctx.load_from(file)`` reads them back the same way.
+        Not authenticated: across a trust boundary, check a digest of the file or use
+        ``to_bytes(mac_key=...)`` (docs/keys.md)."""
+        if type(self)._stream is None:
+            raise TypeError(f"[io.save_to] a {type(self).__name__} is not streamed; use to_bytes()")
+        return rf_io.stream_out(file, lambda write: type(self)._stream(self._host(), write))
 
     def __reduce__(self):
         # Through the checksummed format, under the (pickled) context's parameters.
@@ -99,12 +111,14 @@ class PublicKey(_Key):
     """Encrypts (anyone holding it can encrypt; only the secret key decrypts)."""
 
     _save = staticmethod(_core.save_public_key)
+    _stream = staticmethod(_core.stream_public_key)
 
 
 class RelinKey(_Key):
     """Relinearization key: turns a ciphertext product (size 3) back into size 2."""
 
     _save = staticmethod(_core.save_relin_key)
+    _stream = staticmethod(_core.stream_relin_key)
 
     level = property(lambda self: self._res.any().level, doc="The highest ciphertext level it switches.")
     nbytes = property(lambda self: self._res.any().nbytes, doc="Bytes it holds in memory.")
@@ -114,6 +128,7 @@ class GaloisKeys(_Key):
     """Rotation and conjugation keys, one per Galois element."""
 
     _save = staticmethod(_core.save_galois_keys)
+    _stream = staticmethod(_core.stream_galois_keys)
 
     @property
     def elements(self) -> list[int]:
@@ -145,6 +160,35 @@ class GaloisKeys(_Key):
                 + (f", level {self.level}" if len(self) else ""))
 
 
+class MasterKeys(_Key):
+    """Master rotation keys (hierarchical rotation keys, Lee-Lee-Kim-No 2023): one per
+    power-of-two rotation and, optionally, the conjugation (BGV/BFV: the row swap),
+    from which a server derives any rotation key at or below :attr:`level` with
+    ``ctx.derive_galois_keys(master, rotations)``, without the secret key. What a
+    client sends instead of a model's Galois keys: log2(N/2) keys however many
+    rotations the model makes (docs/keys.md)."""
+
+    _save = staticmethod(_core.save_master_keys)
+    _stream = staticmethod(_core.stream_master_keys)
+
+    level = property(lambda self: self._native.level, doc="The highest ciphertext level derived keys switch.")
+    nbytes = property(lambda self: self._native.nbytes, doc="Bytes the master keys hold in memory.")
+
+    def __len__(self) -> int:
+        return len(self._native)
+
+    def has_conjugation(self) -> bool:
+        return self._context._core.rlwe.conjugation_element() in self._native.elements()
+
+    def to(self, device: str):
+        """Master keys stay on the host: derivation runs there (the derived keys move)."""
+        return self
+
+    def _describe(self) -> str:
+        return (f"{len(self)} master keys (rotations 1, 2, 4, ..."
+                + (", conjugation" if self.has_conjugation() else "") + f"), level {self.level}")
+
+
 @dataclass
 class KeySet:
     """The public evaluation keys: what a server needs to compute on ciphertexts."""
@@ -153,6 +197,7 @@ class KeySet:
     relin: RelinKey | None = None
     galois: GaloisKeys | None = None
     bootstrap: "_Key | None" = None  # CKKS: ckks.bootstrapping.BootstrapKeys
+    master: MasterKeys | None = None  # what the server derives Galois keys from
     _extra: dict = field(default_factory=dict, repr=False)
 
     def to(self, device: str) -> "KeySet":
@@ -160,7 +205,16 @@ class KeySet:
         time an operation there needs it, then cached)."""
         moved = {name: (getattr(self, name).to(device) if getattr(self, name) is not None else None)
                  for name in ("public", "relin", "galois", "bootstrap")}
-        return KeySet(**moved, _extra=self._extra)
+        return KeySet(**moved, master=self.master, _extra=self._extra)
+
+    def save_to(self, file) -> int:
+        """Streams every key this set holds (public, relin, galois, bootstrap, master, in
+        that order) into one file (a path or a binary file object), one envelope after
+        another, never holding a key's bytes whole; ``ctx.load_keys(file)`` reads the set
+        back. Returns the bytes written."""
+        present = [getattr(self, name) for name in ("public", "relin", "galois", "bootstrap", "master")]
+        present = [key for key in present if key is not None]
+        return rf_io.stream_out(file, lambda write: [type(k)._stream(k._host(), write) for k in present])
 
     def require_relin(self, op: str) -> RelinKey:
         if self.relin is None:
@@ -169,6 +223,9 @@ class KeySet:
 
     def require_galois(self, op: str) -> GaloisKeys:
         if self.galois is None:
+            if self.master is not None:
+                raise ValueError(f"[{op}] needs Galois keys: derive them from the master keys first, "
+                                 "keys.galois = ctx.derive_galois_keys(keys.master, rotations)")
             raise ValueError(f"[{op}] needs Galois keys; pass rotations=[...] (or conjugate=True) to ctx.keygen()")
         return self.galois
 

@@ -29,7 +29,7 @@ from .config import ServeConfig
 from .host import Host
 from .jobs import Job, JobRunner, QueueFull
 from .metrics import Metrics
-from .store import TERMINAL, Store, sha256_hex
+from .store import TERMINAL, Store, sha256_hex, sha256_of_file
 
 log = logging.getLogger("ringfire.serve")
 JSON_LIMIT = 64 * 1024
@@ -211,7 +211,9 @@ def create_app(config: ServeConfig) -> FastAPI:
     def key_status(session: dict) -> dict:
         out = {}
         for kind in host.needs:
-            if kind in session["keys"]:
+            if kind == "galois" and "master" in session["keys"] and host.takes_master:
+                out[kind] = {"stored": True, "derived_from": "master", **session["keys"]["master"]}
+            elif kind in session["keys"]:
                 out[kind] = {"stored": True, **session["keys"][kind]}
             else:
                 up = store.upload_state(session["id"], kind)
@@ -226,8 +228,9 @@ def create_app(config: ServeConfig) -> FastAPI:
         return {"id": sid, "model": s["model"], "keys": keys, "missing": [k for k, v in keys.items() if not v["stored"]]}
 
     def known_kind(kind: str):
-        if kind not in host.needs:
-            refuse(404, f"this model takes keys {host.needs}, not {kind!r}")
+        if not host.accepts(kind):
+            refuse(404, f"this model takes keys {host.needs}" + (" (master keys for the Galois keys)"
+                                                                 if host.takes_master else "") + f", not {kind!r}")
 
     @app.post("/v1/sessions/{sid}/keys/{kind}/link")
     async def link(sid: str, kind: str, request: Request, who: str = Depends(tenant)):
@@ -279,12 +282,12 @@ def create_app(config: ServeConfig) -> FastAPI:
 
     def _commit(sid: str, kind: str, who: str, uid: str, whole: str, total: int) -> dict:
         """The complete upload, checked (hash, envelope, parameters, kind) before it is kept."""
-        data = store.part_path(uid).read_bytes()
-        if sha256_hex(data) != whole:
+        part = store.part_path(uid)
+        if sha256_of_file(part) != whole:
             store.drop_upload(uid)
             refuse(422, "the upload's SHA-256 does not match X-Content-SHA256: send it again from the start")
         try:
-            host.check_keys(kind, data)
+            host.check_keys(kind, part)
         except (ValueError, TypeError) as e:
             store.drop_upload(uid)
             refuse(422, f"these are not valid {kind} keys for this model: {e}")
@@ -301,7 +304,7 @@ def create_app(config: ServeConfig) -> FastAPI:
     @app.post("/v1/sessions/{sid}/infer", status_code=202)
     async def infer(sid: str, request: Request, who: str = Depends(tenant)):
         s = own_session(sid, who)
-        missing = [k for k in host.needs if k not in s["keys"]]
+        missing = host.missing(s["keys"])
         if missing:
             refuse(409, f"the session lacks its {', '.join(missing)} keys: upload them first")
         idempotency = request.headers.get("idempotency-key")

@@ -62,8 +62,9 @@ def main(args) -> int:
 
 
 def remote_infer(args) -> int:
-    """``--server``: keys made here and uploaded once per session, the batch encrypted here,
-    the model run by the server (client-aided rounds answered here), decrypted here."""
+    """``--server``: keys made here (master keys where the model takes them) and uploaded once
+    per session, the batch encrypted here, the model run by the server (client-aided rounds
+    answered here), decrypted here."""
     import importlib.util
     import os
     import pathlib
@@ -81,12 +82,14 @@ def remote_infer(args) -> int:
         x = nn_cli.fit_input(x, tuple(Graph.from_onnx(path).input_shape), args.layout)
     t0 = time.perf_counter()
     with Client(args.server, token) as client:
-        session = client.session(name, progress=None if not args.json else False)
+        # Master keys where the model takes them: the server derives its Galois keys.
+        master = bool(client.model(name)["parameters"].get("master_keys"))
+        session = client.session(name, progress=None if not args.json else False, master_rotations=master)
         t1 = time.perf_counter()
         y = session.infer(x, progress=None if not args.json else False)
         t2 = time.perf_counter()
     report = {"server": args.server, "model": name, "batch": int(x.shape[0]), "output_shape": list(y.shape),
-              "rounds": session.rounds, "seconds": {"keys": t1 - t0, "inference": t2 - t1}}
+              "rounds": session.rounds, "master_keys": master, "seconds": {"keys": t1 - t0, "inference": t2 - t1}}
     if path.is_file() and importlib.util.find_spec("onnxruntime") is not None:
         ref, reference = nn_cli.reference_outputs(path, x, None)
         report.update(reference=reference, top1_agreement=nn_cli.top1_agreement(y, ref),

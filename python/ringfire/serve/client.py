@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tempfile
 import time
 import uuid
 
@@ -22,6 +23,7 @@ from .. import _progress, ckks
 from ..ckks.batch import EncryptedTensor
 from ..nn.client import LocalClient
 from . import wire
+from .store import sha256_of_file
 
 CHUNK = 16 * 2**20
 
@@ -92,10 +94,13 @@ class Client:
                                        bootstrap=params["bootstrap_options"],
                                        insecure_no_security_check=params["insecure"], **options)
 
-    def session(self, name: str, ctx=None, secret_key=None, keys=None, *, progress: bool | None = None) -> "Session":
+    def session(self, name: str, ctx=None, secret_key=None, keys=None, *, progress: bool | None = None,
+                master_rotations: bool = False) -> "Session":
         """A session for model `name`: with `ctx`, `secret_key` and `keys` given, those (they must
         match the model's parameters and cover its rotations); else a context and keys made here.
-        Evaluation keys the server lacks are uploaded."""
+        Evaluation keys the server lacks are uploaded. ``master_rotations``: make and send master
+        keys instead of the model's Galois keys (the server derives those; a fraction of the
+        bytes and of the client's keygen time, docs/keys.md), where the model accepts them."""
         info = self.model(name)
         if ctx is None:
             ctx = self.context(name)
@@ -103,8 +108,12 @@ class Client:
         if f"{ctx.fingerprint:016x}" != params["fingerprint"]:
             raise ValueError(f"[serve] this context's parameters are not the model's: make it with "
                              f"client.context({name!r})")
+        if master_rotations and not params.get("master_keys"):
+            raise ValueError(f"[serve] model {name!r} takes no master keys (it makes no rotations, or its "
+                             "parameters leave no room for them under the security bound): send its Galois keys")
         if secret_key is None or keys is None:
-            secret_key, keys = ctx.keygen(rotations=params["rotations"], bootstrap=params["bootstrap"])
+            secret_key, keys = (ctx.keygen(bootstrap=params["bootstrap"], master_rotations=True) if master_rotations
+                                else ctx.keygen(rotations=params["rotations"], bootstrap=params["bootstrap"]))
         sid = self.request("POST", "/v1/sessions", expect=(201,),
                            json={"model": name, "fingerprint": params["fingerprint"]}).json()["id"]
         session = Session(self, name, sid, ctx, secret_key, keys, info)
@@ -124,31 +133,37 @@ class Session:
     def upload_keys(self, progress: bool | None = None) -> dict:
         """Each evaluation key set the session lacks: linked when the server stored it already
         (same SHA-256), else uploaded in chunks, from the server's offset when an earlier
-        upload was interrupted. Returns {kind: "linked" | "uploaded" | "stored"}."""
+        upload was interrupted. Each key is streamed into a temporary file first (its bytes are
+        never held whole beside the keys: 3.48 GiB at N16_BOOT) and the chunks are read from
+        there. Returns {kind: "linked" | "uploaded" | "stored"}."""
         status = self.client.request("GET", f"/v1/sessions/{self.id}").json()["keys"]
         out = {}
         for kind, st in status.items():
             if st["stored"]:
                 out[kind] = "stored"
                 continue
-            data = getattr(self.keys, kind).to_bytes()
-            sha = hashlib.sha256(data).hexdigest()
-            linked = self.client.request("POST", f"/v1/sessions/{self.id}/keys/{kind}/link", expect=(200, 404),
-                                         json={"sha256": sha})
-            if linked.status_code == 200:
-                out[kind] = "linked"
-                continue
-            self._upload(kind, data, sha, st["received"] if st.get("total") == len(data) else 0, progress)
+            if kind == "galois" and self.keys.galois is None and self.keys.master is not None:
+                kind, st = "master", {}  # the server derives the Galois keys; a 409 says where to resume
+            with tempfile.TemporaryFile() as data:
+                total = getattr(self.keys, kind).save_to(data)
+                sha = sha256_of_file(data)
+                linked = self.client.request("POST", f"/v1/sessions/{self.id}/keys/{kind}/link",
+                                             expect=(200, 404), json={"sha256": sha})
+                if linked.status_code == 200:
+                    out[kind] = "linked"
+                    continue
+                self._upload(kind, data, total, sha, st["received"] if st.get("total") == total else 0, progress)
             out[kind] = "uploaded"
         return out
 
-    def _upload(self, kind: str, data: bytes, sha: str, start: int, progress) -> None:
-        total, step = len(data), self.client.chunk_bytes
+    def _upload(self, kind: str, data, total: int, sha: str, start: int, progress) -> None:
+        step = self.client.chunk_bytes
         with _progress.progress_bar(total, f"uploading {kind} keys", progress, unit="B") as bar:
             bar.update(start)
             offset = start
             while offset < total:
-                chunk = data[offset:offset + step]
+                data.seek(offset)
+                chunk = data.read(min(step, total - offset))
                 headers = {"Content-Range": f"bytes {offset}-{offset + len(chunk) - 1}/{total}",
                            "X-Content-SHA256": sha, "X-Chunk-SHA256": hashlib.sha256(chunk).hexdigest(),
                            "Content-Type": "application/octet-stream"}

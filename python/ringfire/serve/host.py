@@ -11,12 +11,14 @@ its parameters, its kind, and the rotations it covers.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 from collections import OrderedDict
 
 import numpy as np
 
-from .. import ckks, nn
+from .. import _core, ckks, nn
 from ..rlwe.keys import KeySet
 from .config import ServeConfig
 
@@ -51,9 +53,29 @@ class Host:
         self.rotations = self.model.rotations() if config.packing == "inter" else []
         self.needs = ["relin"] + (["galois"] if self.rotations else []) + (["bootstrap"] if self.model.bootstrap
                                                                             else [])
+        # Master keys may stand in for the Galois keys where the server can derive keys for
+        # every level the model rotates at (its Galois keys serve the top of the user's chain).
+        self.takes_master = bool(self.rotations) and self._master_level() >= self.ctx.max_level
         self._cache: OrderedDict[str, tuple[KeySet, int]] = OrderedDict()
         self._cache_bytes, self._cache_limit = 0, key_cache_bytes
         self._lock = threading.Lock()
+
+    def _master_level(self) -> int:
+        try:
+            return self.ctx.master_key_level
+        except ValueError:  # no level has room for master keys under the security bound
+            return -1
+
+    def accepts(self, kind: str) -> bool:
+        """Whether a session may upload keys of `kind`: what the model needs, and master keys
+        instead of the Galois keys where the server can derive those."""
+        return kind in self.needs or (kind == "master" and self.takes_master)
+
+    def missing(self, stored) -> list[str]:
+        """The key kinds a session with keys `stored` still lacks (master keys count as the
+        Galois keys, which the server derives from them)."""
+        have = set(stored) | ({"galois"} if "master" in stored and self.takes_master else set())
+        return [k for k in self.needs if k not in have]
 
     @property
     def fingerprint(self) -> str:
@@ -71,7 +93,9 @@ class Host:
                                "bootstrap": bool(self.model.bootstrap), "slots": self.ctx.slots,
                                "bootstrap_options": self.ctx.bootstrap_options,
                                "insecure": self.ctx.params.security == 0,
-                               "max_key_bytes": {k: self.max_key_bytes(k) for k in self.needs}}}
+                               "master_keys": self.takes_master,
+                               "max_key_bytes": {k: self.max_key_bytes(k) for k in self.needs
+                                                 + (["master"] if self.takes_master else [])}}}
 
     # ---- key sizes --------------------------------------------------------------------
     def _switch_key_bytes(self) -> int:
@@ -89,15 +113,33 @@ class Host:
             return len(self.rotations) * (self._switch_key_bytes() + SLACK) + SLACK
         if kind == "bootstrap":
             return int(self.ctx.bootstrap_plan().key_bytes * 1.05) + 8 * SLACK
+        if kind == "master":  # log2(N/2) rotations and the conjugation, over the derivation context
+            derivation = _core.derivation_parameters(self.ctx._core.rlwe, self.ctx.max_level)
+            limbs = len(derivation.q_primes) + len(derivation.p_primes)
+            per_key = 2 * derivation.dnum * limbs * self.ctx.poly_degree * 8 + SLACK
+            return self.ctx.poly_degree.bit_length() * per_key + SLACK
         raise KeyError(kind)
 
     # ---- session keys --------------------------------------------------------------------
-    def check_keys(self, kind: str, data: bytes):
-        """The key object in `data` (a complete upload), or ValueError saying what is wrong."""
-        obj = self.ctx.load(data)
-        expected = {"relin": "RelinKey", "galois": "GaloisKeys", "bootstrap": "BootstrapKeys"}[kind]
+    def check_keys(self, kind: str, path):
+        """The key object in the file at `path` (a complete upload, read as it streams in), or
+        ValueError saying what is wrong."""
+        obj = self._load_blob(path)
+        expected = {"relin": "RelinKey", "galois": "GaloisKeys", "bootstrap": "BootstrapKeys",
+                    "master": "MasterKeys"}[kind]
         if type(obj).__name__ != expected:
             raise ValueError(f"[serve] this upload holds a {type(obj).__name__}, not the {kind} keys ({expected})")
+        if kind == "master":
+            if obj.level < self.ctx.max_level:
+                raise ValueError(f"[serve] the master keys serve levels up to {obj.level}; the model rotates "
+                                 f"at levels up to {self.ctx.max_level}")
+            steps = {r % (self.ctx.slots) for r in self.rotations} - {0}
+            needed = {self.ctx._core.rlwe.galois_element(1 << bit) for step in steps
+                      for bit in range(step.bit_length()) if step >> bit & 1}
+            missing = sorted(needed - set(obj._native.elements()))
+            if missing:
+                raise ValueError(f"[serve] the master keys lack the elements {missing[:8]} the model's rotations "
+                                 "are derived from")
         if kind == "galois":
             have = set(obj.rotations())
             missing = sorted({r % self.ctx.slots for r in self.rotations} - {0} - have)
@@ -113,8 +155,10 @@ class Host:
             if sid in self._cache:
                 self._cache.move_to_end(sid)
                 return self._cache[sid][0]
-        loaded = {kind: self.ctx.load(path.read_bytes()) for kind, path in paths.items()}
+        loaded = {kind: self._load_blob(path) for kind, path in paths.items()}
         size = sum(path.stat().st_size for path in paths.values())
+        if "galois" not in loaded and "master" in paths:
+            loaded["galois"] = self._derived(paths["master"], loaded["master"])
         keys = KeySet(relin=loaded.get("relin"), galois=loaded.get("galois"), bootstrap=loaded.get("bootstrap"))
         with self._lock:
             self._cache[sid] = (keys, size)
@@ -123,6 +167,29 @@ class Host:
                 _, (_, dropped) = self._cache.popitem(last=False)
                 self._cache_bytes -= dropped
         return keys
+
+    def _load_blob(self, path):
+        """A stored key: streamed from its file (no copy of its bytes beside the keys), unless the
+        client sent it compressed or authenticated, which loads whole."""
+        with open(path, "rb") as f:
+            plain = f.read(4) == b"RFHE"
+        return self.ctx.load_from(path) if plain else self.ctx.load(path.read_bytes())
+
+    def derive(self, master):
+        """The model's Galois keys derived from `master` (seconds at N = 2^16)."""
+        return self.ctx.derive_galois_keys(master, self.rotations)
+
+    def _derived(self, master_path, master):
+        """The Galois keys derived from the stored master keys at `master_path`: derived once and
+        kept beside them (content-addressed by the master keys' blob and the rotations), so other
+        sessions with the same keys and restarts load them instead of deriving again."""
+        steps = hashlib.sha256(json.dumps(sorted(self.rotations)).encode()).hexdigest()[:16]
+        path = master_path.with_name(f"{master_path.name}.galois-{steps}")
+        if path.exists():
+            return self.ctx.load_from(path)
+        galois = self.derive(master)
+        galois.save_to(path)  # atomic: a temporary file renamed into place
+        return galois
 
     def forget(self, sid: str) -> None:
         with self._lock:

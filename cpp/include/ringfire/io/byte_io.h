@@ -6,10 +6,12 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "ringfire/base/errors.h"
+#include "ringfire/io/checksum.h"
 
 namespace ringfire::io {
 
@@ -17,9 +19,25 @@ namespace ringfire::io {
 // its own encoding and is copied whole (polynomials are most of every object).
 inline constexpr bool kLittleEndianHost = std::endian::native == std::endian::little;
 
+// Where a streamed object goes, and where one comes from: read(out, n)
+// fills up to n bytes and returns how many (0: the stream ended).
+using Sink = std::function<void(const std::uint8_t* data, std::size_t size)>;
+using Source = std::function<std::size_t(std::uint8_t* out, std::size_t size)>;
+
+// Writes into memory (the default), only counts (to size a payload before
+// streaming it), or streams through a Sink in chunks, hashing what passes
+// (io/checksum.h) so the envelope can close with its checksum.
 class Writer {
  public:
-  void u8(std::uint8_t v) { bytes_.push_back(v); }
+  Writer() = default;
+  explicit Writer(Sink sink) : mode_(Mode::stream), sink_(std::move(sink)) {}
+  static Writer counting() {
+    Writer w;
+    w.mode_ = Mode::count;
+    return w;
+  }
+
+  void u8(std::uint8_t v) { put(v, 1); }
   void u16(std::uint16_t v) { put(v, 2); }
   void u32(std::uint32_t v) { put(v, 4); }
   void u64(std::uint64_t v) { put(v, 8); }
@@ -29,8 +47,16 @@ class Writer {
     u64(bits);
   }
   void raw(const void* data, std::size_t n) {
+    written_ += n;
+    if (mode_ == Mode::count) return;
     const auto* p = static_cast<const std::uint8_t*>(data);
+    if (mode_ == Mode::stream && n >= kChunk) {  // a polynomial: straight through, no copy
+      flush();
+      emit(p, n);
+      return;
+    }
     bytes_.insert(bytes_.end(), p, p + n);
+    if (mode_ == Mode::stream && bytes_.size() >= kChunk) flush();
   }
   void words(const std::uint64_t* data, std::size_t count) {
     if constexpr (kLittleEndianHost) {
@@ -39,19 +65,52 @@ class Writer {
       for (std::size_t i = 0; i < count; ++i) u64(data[i]);
     }
   }
-  void reserve(std::size_t bytes) { bytes_.reserve(bytes); }
+  void reserve(std::size_t bytes) {
+    if (mode_ == Mode::memory) bytes_.reserve(bytes);
+  }
+  // Memory mode: everything written.
   std::vector<std::uint8_t>& bytes() { return bytes_; }
+  // Bytes written so far, in every mode.
+  std::size_t written() const { return written_; }
+  // Stream mode: hands the buffered bytes to the sink.
+  void flush() {
+    if (bytes_.empty()) return;
+    emit(bytes_.data(), bytes_.size());
+    bytes_.clear();
+  }
+  // Stream mode: the checksum of everything written (after flush()).
+  std::uint64_t digest() const { return hash_.digest(); }
+  // Stream mode: bytes for the sink that the checksum does not cover (the
+  // checksum itself), after flush().
+  void unhashed(const std::uint8_t* data, std::size_t n) { sink_(data, n); }
 
  private:
+  enum class Mode { memory, count, stream };
+  static constexpr std::size_t kChunk = std::size_t{1} << 20;
+
   void put(std::uint64_t v, int n) {
-    for (int i = 0; i < n; ++i) bytes_.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+    std::uint8_t b[8];
+    for (int i = 0; i < n; ++i) b[i] = static_cast<std::uint8_t>(v >> (8 * i));
+    raw(b, static_cast<std::size_t>(n));
   }
+  void emit(const std::uint8_t* p, std::size_t n) {
+    hash_.update(p, n);
+    sink_(p, n);
+  }
+
+  Mode mode_ = Mode::memory;
+  Sink sink_;
+  Checksum64Stream hash_;
   std::vector<std::uint8_t> bytes_;
+  std::size_t written_ = 0;
 };
 
+// Reads from memory, or from a Source that holds `size` bytes (hashing what
+// it reads, so a streamed envelope's checksum is checked at its end).
 class Reader {
  public:
   Reader(const std::uint8_t* data, std::size_t size) : data_(data), size_(size) {}
+  Reader(Source source, std::size_t size) : data_(nullptr), size_(size), source_(std::move(source)) {}
 
   std::size_t remaining() const { return size_ - pos_; }
   void need(std::size_t n, const char* what) const {
@@ -71,16 +130,14 @@ class Reader {
   }
   void raw(void* out, std::size_t n, const char* what) {
     need(n, what);
-    std::memcpy(out, data_ + pos_, n);
-    pos_ += n;
+    fetch(static_cast<std::uint8_t*>(out), n, what);
   }
   // `count` words, each checked to be below `bound` (a residue mod q).
   void residues(std::uint64_t* out, std::size_t count, std::uint64_t bound, const char* what) {
     need(count * 8, what);
     bool outside = false;
     if constexpr (kLittleEndianHost) {
-      std::memcpy(out, data_ + pos_, count * 8);
-      pos_ += count * 8;
+      fetch(reinterpret_cast<std::uint8_t*>(out), count * 8, what);
       for (std::size_t i = 0; i < count; ++i) outside |= out[i] >= bound;  // no early exit: vectorizes
     } else {
       for (std::size_t i = 0; i < count; ++i) {
@@ -94,18 +151,45 @@ class Reader {
     if (remaining() != 0)
       throw_invalid("io.load", std::to_string(remaining()) + " unexpected trailing bytes in the payload");
   }
+  bool streaming() const { return static_cast<bool>(source_); }
+  // Stream mode: the checksum of everything read so far.
+  std::uint64_t digest() const { return hash_.digest(); }
+  // Stream mode: n bytes past the end (the checksum), not hashed.
+  void trailer(std::uint8_t* out, std::size_t n) {
+    pull(out, n, "the checksum");
+  }
 
  private:
   std::uint64_t get(int n, const char* what) {
-    need(static_cast<std::size_t>(n), what);
+    std::uint8_t b[8];
+    raw(b, static_cast<std::size_t>(n), what);
     std::uint64_t v = 0;
-    for (int i = 0; i < n; ++i) v |= static_cast<std::uint64_t>(data_[pos_ + i]) << (8 * i);
-    pos_ += static_cast<std::size_t>(n);
+    for (int i = 0; i < n; ++i) v |= static_cast<std::uint64_t>(b[i]) << (8 * i);
     return v;
+  }
+  void fetch(std::uint8_t* out, std::size_t n, const char* what) {
+    if (source_) {
+      pull(out, n, what);
+      hash_.update(out, n);
+    } else {
+      std::memcpy(out, data_ + pos_, n);
+    }
+    pos_ += n;
+  }
+  void pull(std::uint8_t* out, std::size_t n, const char* what) {
+    while (n != 0) {
+      const std::size_t got = source_(out, n);
+      if (got == 0)
+        throw_invalid("io.load", std::string("truncated: the stream ended inside ") + what);
+      out += got;
+      n -= got;
+    }
   }
   const std::uint8_t* data_;
   std::size_t size_;
   std::size_t pos_ = 0;
+  Source source_;
+  Checksum64Stream hash_;
 };
 
 }  // namespace ringfire::io

@@ -14,4 +14,20 @@ namespace ringfire::io {
 
 std::uint64_t checksum64(const void* data, std::size_t bytes, std::uint64_t seed = 0);
 
+// The same checksum over data that arrives in pieces (streamed saving and
+// loading): update() any number of times, then digest() equals checksum64
+// of the concatenation.
+class Checksum64Stream {
+ public:
+  explicit Checksum64Stream(std::uint64_t seed = 0);
+  void update(const void* data, std::size_t bytes);
+  std::uint64_t digest() const;
+
+ private:
+  std::uint64_t seed_, lanes_[4];
+  std::uint64_t total_ = 0;
+  unsigned char pending_[32];  // a partial stripe
+  std::size_t pending_bytes_ = 0;
+};
+
 }  // namespace ringfire::io

@@ -24,6 +24,8 @@
 #include <vector>
 
 #include "ringfire/ckks/bootstrap.h"
+#include "ringfire/io/byte_io.h"
+#include "ringfire/rlwe/key_derivation.h"
 #include "ringfire/rlwe/keys.h"
 
 namespace ringfire::io {
@@ -37,6 +39,7 @@ enum class Kind : std::uint16_t {
   galois_keys = 6,
   secret_key = 7,
   bootstrap_keys = 8,  // Galois keys and the two encapsulation keys
+  master_keys = 9,     // hierarchical rotation keys (rlwe/key_derivation.h)
 };
 
 // Version 4 closes the envelope with the XXH64 checksum (io/checksum.h)
@@ -68,6 +71,19 @@ Bytes save(const RelinKey& key);
 Bytes save(const GaloisKeys& keys);
 Bytes save(const SecretKey& key);
 Bytes save(const ckks::BootstrapKeys& keys);
+// Under the main parameters' identity: the level, then the master keys as a
+// Galois key set of that level's derivation context (rebuilt on load).
+Bytes save(const MasterKeys& keys);
+
+// Keys streamed: the bytes save() returns, handed to `sink` in pieces (1 MiB
+// buffers, polynomials straight from the key), never held whole: what
+// writing keys to a file or a socket costs beyond the keys is ~1 MiB. A
+// first pass over the key counts the payload's length for the header.
+void save(const PublicKey& key, const Sink& sink);
+void save(const RelinKey& key, const Sink& sink);
+void save(const GaloisKeys& keys, const Sink& sink);
+void save(const ckks::BootstrapKeys& keys, const Sink& sink);
+void save(const MasterKeys& keys, const Sink& sink);
 
 // Parameters saved without the security check load only with
 // insecure_no_security_check set (which warns; see Parameters).
@@ -79,5 +95,17 @@ RelinKey load_relin_key(const RlweContextPtr& ctx, const std::uint8_t* data, std
 GaloisKeys load_galois_keys(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size);
 SecretKey load_secret_key(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size);
 ckks::BootstrapKeys load_bootstrap_keys(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size);
+MasterKeys load_master_keys(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size);
+
+// Keys read from a stream of `size` bytes (the whole envelope, version 4 on),
+// parsed as they arrive: beyond the keys, a load holds one 32-byte stripe.
+// Every field is validated as in the whole-buffer loads, and every length
+// against `size` before anything is allocated for it; the checksum, checked
+// at the end, decides whether the keys are returned.
+PublicKey load_public_key(const RlweContextPtr& ctx, const Source& source, std::size_t size);
+RelinKey load_relin_key(const RlweContextPtr& ctx, const Source& source, std::size_t size);
+GaloisKeys load_galois_keys(const RlweContextPtr& ctx, const Source& source, std::size_t size);
+ckks::BootstrapKeys load_bootstrap_keys(const RlweContextPtr& ctx, const Source& source, std::size_t size);
+MasterKeys load_master_keys(const RlweContextPtr& ctx, const Source& source, std::size_t size);
 
 }  // namespace ringfire::io
