@@ -9,8 +9,9 @@ workload needs and the level they serve, the serialized bytes of the direct Galo
 of the master keys, the client's time to make each, the server's time to derive the keys
 from the loaded master bytes, and one rotation checked against NumPy with both key sets
 (CKKS: bits of precision; BGV/BFV: exact). ``boot`` reports N16_BOOT's bootstrapping keys
-(bytes, keygen time) and why derivation cannot shrink them (the levels they serve leave no
-room under the 128-bit bound). Workloads:
+(bytes, keygen time, streamed saving and loading against whole) and why derivation cannot
+shrink them (the levels they serve leave no room under the 128-bit bound); ``keygen`` times
+the client's keygen on N16_BOOT. Workloads:
 
 - ``bgv``, ``bfv``: N = 2^15 (the N15 preset), every rotation 1..127 (the baby and giant
   steps of a 4096-wide BSGS matrix-vector product, or a 128-wide diagonal one) at level 8 of 17;
@@ -39,7 +40,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 import ringfire as rf  # noqa: E402
 
-CASES = ("bgv", "bfv", "cnn", "resnet8", "resnet32", "boot")
+CASES = ("bgv", "bfv", "cnn", "resnet8", "resnet32", "boot", "keygen")
 
 
 def peak_rss_bytes() -> int:
@@ -164,6 +165,24 @@ def measure_boot(case: str) -> dict:
             "peak_rss_bytes": peak_rss_bytes()}
 
 
+def measure_keygen(case: str) -> dict:
+    """The client's keygen on N16_BOOT: the bootstrapping keys, 95 Galois keys at the user's
+    top level, and the master keys (the DFT precomputation is made first and not counted)."""
+    ctx = rf.ckks.Context.preset("N16_BOOT")
+    ctx.bootstrap_plan()
+    sk, _ = ctx.keygen()
+    out = {"case": case, "workload": "N16_BOOT client keygen", "N": ctx.poly_degree,
+           "threads": rf._core.num_threads() if hasattr(rf._core, "num_threads") else None}
+    for name, make in (("bootstrap_keys_s", lambda: ctx.bootstrap_keys(sk)),
+                       ("galois_95_s", lambda: ctx.galois_keys(sk, list(range(1, 96)))),
+                       ("master_keys_s", lambda: ctx.master_keys(sk))):
+        t0 = time.perf_counter()
+        keys = make()
+        out[name] = time.perf_counter() - t0
+        del keys
+    return out
+
+
 def measure_load(path: str, mode: str) -> dict:
     """Loads the keys at ``path`` streamed (ctx.load_from) or whole (read, then ctx.load):
     the process's peak RSS against the keys' own size."""
@@ -190,7 +209,8 @@ def main() -> None:
         return
     if args.one:
         warnings.simplefilter("ignore")
-        row = measure_boot(args.one) if args.one == "boot" else measure_galois(args.one)
+        measure = {"boot": measure_boot, "keygen": measure_keygen}.get(args.one, measure_galois)
+        row = measure(args.one)
         print(json.dumps(row), flush=True)
         return
     rows = []
@@ -206,7 +226,7 @@ def main() -> None:
           "(direct / master) | server derive s | probe (direct / derived) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        if r["case"] == "boot":
+        if r["case"] in ("boot", "keygen"):
             continue
         probe = (f"{r['probe_direct']:.1f} / {r['probe_derived']:.1f} bits" if r["scheme"] == "ckks"
                  else ("exact / exact" if r["probe_direct"] and r["probe_derived"] else "MISMATCH"))
@@ -228,6 +248,9 @@ def main() -> None:
                       f"{load['keys_in_memory'] / gib:.2f} GiB of keys, "
                       f"+{(load['peak_rss_over_start'] - load['keys_in_memory']) / mib:.0f} MiB over them "
                       f"({load['seconds']:.1f} s)")
+        if r["case"] == "keygen":
+            print(f"\nN16_BOOT client keygen: bootstrapping keys {r['bootstrap_keys_s']:.1f} s, 95 Galois keys "
+                  f"{r['galois_95_s']:.1f} s, master keys {r['master_keys_s']:.2f} s")
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(rows, indent=1))
 

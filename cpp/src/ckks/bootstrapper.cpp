@@ -481,17 +481,10 @@ BootstrapKeys generate_bootstrap_keys(const Bootstrapper& b, const SecretKey& se
   const RlweContextPtr& ctx = secret.context();
   require(ctx->fingerprint() == b.context()->fingerprint(), "ckks.bootstrap_keys",
           "the secret key belongs to a different context (parameter fingerprint mismatch)");
-  const RnsBase& base = *ctx->key_base();
-  Backend& be = backend_for(Device::cpu());
-  GaloisKeys galois(ctx);
-  Buffer rotated(base.size() * base.n());
-  auto add_key = [&](u64 g, std::size_t level) {
-    be.automorphism(secret.eval(), rotated.data(), 1, base, g, Form::eval);
-    galois.insert(generate_switch_key(secret, rotated.data(), g, prng, level));
-  };
-  for (const auto& [step, level] : b.rotation_levels()) add_key(ctx->galois_element(step), level);
-  add_key(ctx->conjugation_element(), b.conjugation_level());
-  secure_zero(rotated.data(), rotated.size() * sizeof(u64));
+  std::vector<std::pair<u64, std::size_t>> wanted;
+  for (const auto& [step, level] : b.rotation_levels()) wanted.emplace_back(ctx->galois_element(step), level);
+  wanted.emplace_back(ctx->conjugation_element(), b.conjugation_level());
+  GaloisKeys galois = generate_galois_keys_at_levels(secret, wanted, prng);
   // The ephemeral sparse secret lives only here: the key into it is made
   // modulo q_0 p_0 alone (encapsulation_context), the key back under the
   // main secret over the whole chain.

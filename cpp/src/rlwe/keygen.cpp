@@ -1,9 +1,11 @@
 #include "ringfire/rlwe/keygen.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "ringfire/base/errors.h"
 #include "ringfire/base/op_label.h"
+#include "ringfire/base/parallel.h"
 #include "ringfire/rlwe/sampling.h"
 
 namespace ringfire {
@@ -131,20 +133,42 @@ GaloisKeys generate_galois_keys(const SecretKey& secret, const std::vector<u64>&
 
 GaloisKeys generate_galois_keys(const SecretKey& secret, const std::vector<u64>& elements, Prng& prng,
                                 std::size_t level) {
+  std::vector<std::pair<u64, std::size_t>> wanted;
+  for (u64 g : elements) wanted.emplace_back(g, level);
+  return generate_galois_keys_at_levels(secret, wanted, prng);
+}
+
+GaloisKeys generate_galois_keys_at_levels(const SecretKey& secret,
+                                          const std::vector<std::pair<u64, std::size_t>>& wanted, Prng& prng) {
   const OpLabel op_label("rlwe.keygen");
   const RlweContextPtr& ctx = secret.context();
   const RnsBase& base = *ctx->key_base();
-  Backend& be = backend_for(Device::cpu());
-  GaloisKeys keys(ctx);
-  Buffer rotated(base.size() * base.n());
-  for (u64 g : elements) {
+  std::vector<std::pair<u64, std::size_t>> keys_to_make;
+  for (const auto& [g, level] : wanted) {
     require(g % 2 == 1 && g < 2 * ctx->n(), "rlwe.keygen",
             "Galois element must be odd and below 2N, got " + std::to_string(g));
-    if (keys.has(g)) continue;
-    be.automorphism(secret.eval(), rotated.data(), 1, base, g, Form::eval);
-    keys.insert(generate_switch_key(secret, rotated.data(), g, prng, level));
+    const bool seen = std::any_of(keys_to_make.begin(), keys_to_make.end(), [g = g](const auto& k) { return k.first == g; });
+    if (!seen) keys_to_make.emplace_back(g, level);
   }
-  secure_zero(rotated.data(), rotated.size() * sizeof(u64));
+  // One child seed per key, drawn in order: the keys are the same whatever
+  // the thread count, and the keys are made in parallel (sampling and seed
+  // expansion are serial inside one key).
+  std::vector<Seed> seeds;
+  for (std::size_t i = 0; i < keys_to_make.size(); ++i) seeds.push_back(prng.next_seed());
+  std::vector<std::optional<KeySwitchKey>> made(keys_to_make.size());
+  auto body = [&](std::size_t begin, std::size_t end) {
+    Buffer rotated(base.size() * base.n());
+    for (std::size_t i = begin; i < end; ++i) {
+      Prng child = Prng::from_seed(seeds[i]);
+      backend_for(Device::cpu()).automorphism(secret.eval(), rotated.data(), 1, base, keys_to_make[i].first, Form::eval);
+      made[i] = generate_switch_key(secret, rotated.data(), keys_to_make[i].first, child, keys_to_make[i].second);
+    }
+    secure_zero(rotated.data(), rotated.size() * sizeof(u64));
+  };
+  parallel_ranges(keys_to_make.size(),
+                  std::min<std::size_t>(keys_to_make.size(), static_cast<std::size_t>(num_threads())), body);
+  GaloisKeys keys(ctx);
+  for (auto& key : made) keys.insert(std::move(*key));
   return keys;
 }
 

@@ -3,6 +3,7 @@
 // keys keep, so they can be serialized compactly.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "ringfire/rlwe/keys.h"
@@ -18,6 +19,11 @@ RelinKey generate_relin_key(const SecretKey& secret, Prng& prng);
 GaloisKeys generate_galois_keys(const SecretKey& secret, const std::vector<u64>& elements, Prng& prng);
 GaloisKeys generate_galois_keys(const SecretKey& secret, const std::vector<u64>& elements, Prng& prng,
                                 std::size_t level);
+// One key per (Galois element, level) (repeated elements: the first), each
+// from its own child seed of `prng` drawn in order, made in parallel on the
+// library's threads: the same keys whatever the thread count.
+GaloisKeys generate_galois_keys_at_levels(const SecretKey& secret,
+                                          const std::vector<std::pair<u64, std::size_t>>& wanted, Prng& prng);
 // A key switching from s' (given in evaluation form over the key base) to s;
 // `source` names s' (see KeySwitchKey::source). With `level`, the key holds
 // only q_0..q_level and P: switching at higher levels is refused, and the
