@@ -41,7 +41,9 @@ def test_every_evaluation_key_kind_travels_seeded(ckks_keys, boot_keys):
     public_limbs = ctx.max_level + 1 + len(ctx.params.p_primes)
     assert len(keys.public.to_bytes()) < _words(ctx, public_limbs) + 4096  # b over Q P, a as a seed
     bctx, _, bkeys = boot_keys
-    assert len(bkeys.bootstrap.to_bytes()) < bctx.bootstrap_plan().key_bytes / 2 * 1.01 + 4096
+    wire = len(bkeys.bootstrap.to_bytes())
+    assert wire < bctx.bootstrap_plan().key_bytes / 2 * 1.01 + 4096
+    assert abs(wire - bctx.bootstrap_plan().wire_bytes) < 0.001 * wire  # what the plan says is sent
     for scheme in ("bgv", "bfv"):
         sctx = getattr(rf, scheme).Context.preset("N13")
         _, skeys = sctx.keygen(rotations=[1], master_rotations=True)

@@ -125,6 +125,12 @@ class BootstrapPlan:
     output_level: int = 0      # where a bootstrapped ciphertext lands (ctx.max_level)
     input_level_min: int = 0   # bootstrap from this level or above (stc_levels when SlotsToCoeffs runs first)
 
+    @property
+    def wire_bytes(self) -> int:
+        """What the keys take serialized, seeded (``to_bytes()`` or ``save_to``): half their
+        memory, the uniform halves travelling as 32-byte seeds (docs/keys.md)."""
+        return self.key_bytes // 2
+
     @classmethod
     def from_native(cls, plan: dict, slots: int, input_bound: float) -> "BootstrapPlan":
         return cls(slots=slots, input_bound=input_bound, output_level=plan["output_level"],
@@ -146,8 +152,8 @@ class BootstrapPlan:
             f"{self.eval_mod_levels}, SlotsToCoeffs {self.stc_levels}); {self.levels_left} left for the user",
             *([first] if self.input_level_min else []),
             f"  EvalMod: cosine degree {self.cos_degree}, arcsine degree {self.arcsine_degree}",
-            f"  keys: {self.rotation_keys} Galois keys + 2 encapsulation keys, {self.key_bytes / gib:.2f} GiB; "
-            f"DFT plaintexts {self.plaintext_bytes / gib:.2f} GiB",
+            f"  keys: {self.rotation_keys} Galois keys + 2 encapsulation keys, {self.key_bytes / gib:.2f} GiB "
+            f"({self.wire_bytes / gib:.2f} GiB sent, seeded); DFT plaintexts {self.plaintext_bytes / gib:.2f} GiB",
             f"  {self.key_switches} key switches per bootstrap; failure probability 2^{self.failure_log2:.1f}",
         ])
 
