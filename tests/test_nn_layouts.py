@@ -140,3 +140,18 @@ def test_inputs_inter_packing_cannot_take_are_refused_plainly(ctx):
     relu = make_model([node("Relu", ["x"], ["y"])], (4, 4, 4))
     with pytest.raises(ValueError, match="elements are not in C-order"):
         rf.nn.load(relu, ctx, packing="inter")(out, client=rf.nn.LocalClient(ctx, sk, keys))
+
+
+def test_a_broadcast_gate_is_refused_by_name_in_inter_packing(ctx):
+    """A squeeze-excitation gate (C, 1, 1) times its feature map (C, H, W), as MobileNetV3 has:
+    no one layout serves both operands, so inter packing names the node (it used to fail deep in
+    the layout pass with an IndexError); batch packing runs it."""
+    rng = np.random.default_rng(10)
+    inits = {"W": rng.normal(0, 0.3, (4, 2, 3, 3))}
+    data = make_model([node("Conv", ["x", "W"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+                       node("GlobalAveragePool", ["c"], ["g"]), node("Sigmoid", ["g"], ["s"]),
+                       node("Mul", ["s", "c"], ["y"])], (2, 4, 4), inits)
+    with pytest.raises(rf.nn.UnsupportedOperator, match=r"'Mul' at node .* broadcasts its operand of 4 elements "
+                                                        r"to shape \(4, 4, 4\); use packing='batch'"):
+        rf.nn.load(data, ctx, packing="inter").rotations()
+    assert rf.nn.load(data, ctx).plan().fits

@@ -161,6 +161,13 @@ def _assign(graph: Graph, multiplexed: bool) -> dict[str, Layout]:
                 raise _Disagree(f"[nn.load] packing='inter': the two operands of '{node.op}' at node '{node.name}' "
                                 f"are laid out differently ({source.slots.size} and {other.slots.size} "
                                 f"elements); use packing='batch'")
+        out = graph.shapes.get(node.outputs[0])
+        if OPERATORS[node.op].kind != "linear" and out is not None and int(np.prod(out)) != source.slots.size:
+            # An element-wise operator whose output is larger than its first operand broadcasts
+            # it (a squeeze-excitation gate times its feature map): no layout serves both.
+            raise UnsupportedOperator(f"[nn.load] packing='inter': '{node.op}' at node '{node.name}' broadcasts "
+                                      f"its operand of {source.slots.size} elements to shape {tuple(out)}; use "
+                                      "packing='batch'")
         layouts[node.outputs[0]] = _output_layout(node, graph, source, multiplexed)
     return layouts
 
