@@ -137,3 +137,19 @@ def test_keys_cross_a_loopback_socket(ckks_keys):
     got = received["keys"]
     assert sent == sum(len(getattr(keys, n).to_bytes()) for n in ("public", "relin", "galois", "master"))
     assert got.galois.to_bytes() == keys.galois.to_bytes() and got.master.to_bytes() == keys.master.to_bytes()
+
+
+def test_a_worker_opens_a_key_bundle_streamed(ckks_keys, tmp_path):
+    """A Ray worker's key bundle (distributed/bundle.py) opens from its file key by key, without
+    the bundle's bytes in memory; a part that lies about its size is refused."""
+    from ringfire.distributed.bundle import KeyBundle, open_bundle_file
+    ctx, _, keys = ckks_keys
+    bundle = KeyBundle.of(ctx, keys)
+    path = tmp_path / bundle.sha256
+    path.write_bytes(bundle.blob)
+    opened_ctx, opened = open_bundle_file(path)
+    assert opened_ctx.fingerprint == ctx.fingerprint
+    assert opened.relin.to_bytes() == keys.relin.to_bytes() and opened.galois.to_bytes() == keys.galois.to_bytes()
+    path.write_bytes(bundle.blob + b"x")
+    with pytest.raises(ValueError, match="after the last part"):
+        open_bundle_file(path)

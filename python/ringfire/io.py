@@ -408,3 +408,16 @@ def read_envelope_header(stream: Stream) -> tuple[str, int] | None:
                          f"{', '.join(STREAMED_KINDS.values())}); load it whole with ctx.load(bytes)")
     stream._prefix = head + stream._prefix
     return STREAMED_KINDS[kind], _STREAM_HEADER.size + length + 8
+
+
+def sha256_of_file(file) -> str:
+    """The SHA-256 of a file (a path, or a binary file object read from its start), read in
+    4 MiB blocks, never whole."""
+    if not hasattr(file, "read"):
+        with open(file, "rb") as f:
+            return sha256_of_file(f)
+    file.seek(0)
+    digest = hashlib.sha256()
+    while block := file.read(1 << 22):
+        digest.update(block)
+    return digest.hexdigest()

@@ -46,22 +46,30 @@ class KeyBundle:
         return len(self.blob)
 
 
-def open_bundle(blob: bytes):
-    """(context, KeySet) from a bundle's blob."""
+def open_bundle_file(path):
+    """(context, KeySet) from a bundle in a file, each key streamed from it (``ctx.load_from``):
+    the keys are never held beside their bytes, so a worker holds the keys alone."""
     from ..rlwe.keys import KeySet
-    view = memoryview(blob)
-    if bytes(view[:4]) != MAGIC:
-        raise ValueError("[distributed] not a key bundle (bad magic bytes)")
-    version, length = struct.unpack_from("<HI", view, 4)
-    if version != VERSION:
-        raise ValueError(f"[distributed] key bundle version {version}; this ringfire reads version {VERSION}")
-    header = json.loads(bytes(view[10:10 + length]))
-    pos, parts = 10 + length, {}
-    for name, size in header["parts"]:
-        parts[name] = bytes(view[pos:pos + size])
-        pos += size
-    if pos != len(blob):
-        raise ValueError(f"[distributed] key bundle: {len(blob) - pos} bytes after the last part")
-    ctx = pickle.loads(parts.pop("context"))
-    keys = KeySet(**{kind: ctx.load(data) for kind, data in parts.items()})
-    return ctx, keys
+    with open(path, "rb") as f:
+        head = f.read(10)
+        if head[:4] != MAGIC:
+            raise ValueError("[distributed] not a key bundle (bad magic bytes)")
+        version, length = struct.unpack_from("<HI", head, 4)
+        if version != VERSION:
+            raise ValueError(f"[distributed] key bundle version {version}; this ringfire reads version {VERSION}")
+        parts = json.loads(f.read(length))["parts"]
+        if not parts or parts[0][0] != "context":
+            raise ValueError("[distributed] key bundle: the context must come first")
+        ctx = pickle.loads(f.read(parts[0][1]))
+        keys = {}
+        for name, size in parts[1:]:
+            if name not in KEY_KINDS:
+                raise ValueError(f"[distributed] key bundle: unknown part {name!r}")
+            start = f.tell()
+            keys[name] = ctx.load_from(f)
+            if f.tell() - start != size:
+                raise ValueError(f"[distributed] key bundle: part {name!r} declares {size} bytes, holds "
+                                 f"{f.tell() - start}")
+        if f.read(1):
+            raise ValueError("[distributed] key bundle: bytes after the last part")
+    return ctx, KeySet(**keys)

@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 from .. import _core
-from ..io import write_atomically
+from ..io import sha256_of_file, write_atomically
 from ..parallel import forget_key_set
-from .bundle import open_bundle
+from .bundle import open_bundle_file
 from .codec import decode, decode_shared, encode
 
 _OPENED: dict = {}  # bundle SHA-256 -> (context, keys, evaluator), in this process
@@ -53,21 +53,22 @@ def _fetch(sha: str, source) -> bytes:
     return data
 
 
-def bundle_bytes(sha: str, source) -> bytes:
-    """The bundle from this node's key cache, fetched and stored there first if missing."""
+def bundle_path(sha: str, source) -> Path:
+    """The bundle's file in this node's key cache (its hash checked, reading it in blocks),
+    fetched and stored there first if missing."""
     directory = cache_dir()
     path = directory / sha
     if path.exists():
-        data = path.read_bytes()
-        if hashlib.sha256(data).hexdigest() == sha:
-            return data
+        if sha256_of_file(path) == sha:
+            return path
         path.unlink(missing_ok=True)  # a damaged copy: fetch it again
     data = _fetch(sha, source)
     directory.mkdir(parents=True, exist_ok=True)
     write_atomically(path, data)  # tasks beside this one see the whole file or none
+    del data
     with open(directory / "fetches.log", "a") as log:
         log.write(f"{sha} {_node_id()} {os.getpid()}\n")
-    return data
+    return path
 
 
 def opened(sha: str, source):
@@ -78,7 +79,7 @@ def opened(sha: str, source):
         forget_key_set()  # and what was cached for it (its context and keys with it)
         gc.collect()
         _reset_peak_rss()  # the peak reported from here on is this key set's job's, not the last one's
-        ctx, keys = open_bundle(bundle_bytes(sha, source))
+        ctx, keys = open_bundle_file(bundle_path(sha, source))
         hit = _OPENED[sha] = (ctx, keys, ctx.evaluator(keys))
     return hit
 

@@ -23,13 +23,14 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException
 
 from .. import __version__
+from ..io import sha256_of_file
 from . import wire
 from .auth import load_tokens, tenant_of
 from .config import ServeConfig
 from .host import Host
 from .jobs import Job, JobRunner, QueueFull
 from .metrics import Metrics
-from .store import TERMINAL, Store, sha256_hex, sha256_of_file
+from .store import TERMINAL, Store, sha256_hex
 
 log = logging.getLogger("ringfire.serve")
 JSON_LIMIT = 64 * 1024

@@ -21,9 +21,9 @@ import numpy as np
 
 from .. import _progress, ckks
 from ..ckks.batch import EncryptedTensor
+from ..io import sha256_of_file
 from ..nn.client import LocalClient
 from . import wire
-from .store import sha256_of_file
 
 CHUNK = 16 * 2**20
 

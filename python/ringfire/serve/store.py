@@ -46,19 +46,6 @@ create unique index if not exists jobs_idempotency on jobs (session, idempotency
 TERMINAL = ("done", "failed")
 
 
-def sha256_of_file(file) -> str:
-    """The SHA-256 of a file (a path, or a binary file object read from its start), read in
-    4 MiB blocks, never whole."""
-    if not hasattr(file, "read"):
-        with open(file, "rb") as f:
-            return sha256_of_file(f)
-    file.seek(0)
-    digest = hashlib.sha256()
-    while block := file.read(1 << 22):
-        digest.update(block)
-    return digest.hexdigest()
-
-
 def sha256_hex(data) -> str:
     return hashlib.sha256(data).hexdigest()
 
