@@ -148,3 +148,15 @@ def test_torch_multihead_attention_runs_encrypted(exporter, ctx3):
     with torch.no_grad():
         expected = module(x).numpy()
     assert np.max(np.abs(got - expected)) < 1e-3
+
+
+def test_a_sequence_first_layer_is_refused_not_run_wrong(ctx3):
+    """torch's default for its transformer layers is batch_first=False: the first axis is the
+    sequence. Run sample by sample along it, the layer would be silently wrong (it was: 0.87
+    from torch); the loader sees torch's outputs change when inputs share a batch and refuses."""
+    torch = torch_or_skip()
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, dropout=0.0).eval()
+    ctx, _, _ = ctx3
+    with pytest.raises(ValueError, match="mixes values across the first axis .*batch_first=True"):
+        rf.nn.load(layer, ctx, example_input=torch.randn(4, 1, 8))

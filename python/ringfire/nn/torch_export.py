@@ -45,6 +45,7 @@ def export(module, example_input, exporter: str = "auto") -> bytes:
         raise ValueError(f"[nn.load] example_input must be batch-first (batch, features...), got shape "
                          f"{tuple(example.shape)}: add a batch axis, e.g. x[None]")
 
+    _check_samples_independent(torch, module, example)
     order = ("torchscript", "dynamo") if exporter == "auto" else (exporter,)
     failures = []
     for name in order:
@@ -55,6 +56,37 @@ def export(module, example_input, exporter: str = "auto") -> bytes:
         except Exception as error:  # torch raises many types; all mean "this exporter failed"
             failures.append(f"{name} exporter: {type(error).__name__}: {error}")
     raise ValueError("[nn.load] torch.onnx could not export the module; " + "; ".join(failures))
+
+
+def _first_tensor(out):
+    """A module's output, or the first tensor of a tuple of them (MultiheadAttention's)."""
+    while isinstance(out, (tuple, list)) and out:
+        out = out[0]
+    return out
+
+
+def _check_samples_independent(torch, module, example) -> None:
+    """ringfire runs a model on each sample along the first axis on its own. A module that mixes
+    values across that axis (a sequence-first layer, ``batch_first=False``, whose first axis is
+    the sequence) would run silently wrong: run torch on a batch of two different inputs and on
+    each alone, and refuse when they disagree."""
+    try:
+        pair = torch.cat([example[:1], example[:1] * 0.5 + 0.25]) if example.shape[0] == 1 else example[:2]
+        with torch.no_grad():
+            together = _first_tensor(module(pair))
+            alone = torch.cat([_first_tensor(module(pair[i:i + 1])) for i in range(pair.shape[0])])
+        if not isinstance(together, torch.Tensor) or together.shape != alone.shape:
+            return
+        scale = float(together.abs().max()) or 1.0
+        mixed = float((together - alone).abs().max()) > 1e-4 * scale + 1e-6
+    except Exception:  # noqa: BLE001 - a module that takes one shape only: the exporter will tell
+        return
+    if mixed:
+        raise ValueError(f"[nn.load] {type(module).__name__} mixes values across the first axis of its input "
+                         f"(shape {tuple(example.shape)}): torch's outputs for two inputs run together differ from "
+                         "each run alone, so that axis is not a batch. ringfire runs each sample along the first "
+                         "axis on its own: put the batch first (batch_first=True for torch's transformer layers, "
+                         "or wrap the module so it takes (batch, sequence, features) and transposes inside)")
 
 
 def _as_float_tensor(torch, value):
