@@ -104,6 +104,13 @@ def test_broken_streams_are_refused(ckks_keys, tmp_path):
     for name, blob in cases.items():
         with pytest.raises(ValueError, match=messages[name]):
             ctx.load_from(io.BytesIO(blob))
+    forged = bytearray(data)
+    forged[40:48] = (2**63).to_bytes(8, "little")  # the payload length
+    with pytest.raises(ValueError, match="declares a 9223372036854775808-byte payload"):
+        ctx.load_from(io.BytesIO(bytes(forged)))
+    forged[40:48] = (len(data) * 1000).to_bytes(8, "little")  # plausible, but the keys end sooner
+    with pytest.raises(ValueError, match="unexpected trailing bytes|truncated"):
+        ctx.load_from(io.BytesIO(bytes(forged)))
     with pytest.raises(ValueError, match="not a streamed key"):
         ctx.load_from(io.BytesIO(ctx.encrypt(np.ones(3), keys).to_bytes()))
     with pytest.raises(ValueError, match="bad magic"):

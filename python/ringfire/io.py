@@ -406,6 +406,8 @@ def read_envelope_header(stream: Stream) -> tuple[str, int] | None:
     if kind not in STREAMED_KINDS:
         raise ValueError(f"[io.load] kind {kind} is not a streamed key (keys stream: "
                          f"{', '.join(STREAMED_KINDS.values())}); load it whole with ctx.load(bytes)")
+    if length > 1 << 48:  # 256 TiB: no key is that large; a forged header, refused before any allocation
+        raise ValueError(f"[io.load] the header declares a {length}-byte payload")
     stream._prefix = head + stream._prefix
     return STREAMED_KINDS[kind], _STREAM_HEADER.size + length + 8
 
