@@ -160,3 +160,21 @@ def test_a_sequence_first_layer_is_refused_not_run_wrong(ctx3):
     ctx, _, _ = ctx3
     with pytest.raises(ValueError, match="mixes values across the first axis .*batch_first=True"):
         rf.nn.load(layer, ctx, example_input=torch.randn(4, 1, 8))
+
+
+def test_an_upsampling_adaptive_pool_runs_encrypted():
+    """AdaptiveAvgPool2d((7, 7)) on a 1x1 map (torchvision's VGGs at 32x32) exports as a GatherND
+    by constant indices across the batch-1 axis: it becomes one Gather along the flattened sample,
+    and the model runs encrypted within 1e-6 of torch."""
+    torch = torch_or_skip()
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.AdaptiveAvgPool2d((7, 7)),
+                                 torch.nn.Flatten(), torch.nn.Linear(196, 3)).eval()
+    ctx = rf.ckks.Context(poly_degree=2**14, coeff_bits=[60] + [40] * 3 + [60], scale_bits=40)
+    model = rf.nn.load(module, ctx, example_input=torch.randn(1, 3, 1, 1))
+    x = np.random.default_rng(0).normal(size=(5, 3, 1, 1))
+    with torch.no_grad():
+        expected = module(torch.tensor(x, dtype=torch.float32)).numpy()
+    sk, keys = ctx.keygen()
+    got = ctx.decrypt_batch(model(ctx.encrypt_batch(x, keys)), sk)
+    assert np.max(np.abs(got - expected)) < 1e-6

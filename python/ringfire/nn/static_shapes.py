@@ -36,6 +36,8 @@ ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Gelu", "E
 # Operators with one `axis` attribute (ONNX axes count the batch).
 AXIS_ATTR = {"Softmax", "LogSoftmax", "LayerNormalization", "Concat", "Gather", "Split"}
 REDUCE = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"}
+# Gathers by constant indices that may pick along any axis, the batch-1 axis included.
+GATHER_BY_TABLE = {"GatherND", "GatherElements"}
 
 
 def needs_static(model) -> bool:
@@ -285,6 +287,8 @@ def _lift(b: _Builder, node, shapes) -> None:
         b.add(node)
     elif op == "Gemm":
         _gemm_as_matmul(b, node, shapes)
+    elif op in GATHER_BY_TABLE and data_in == [node.input[0]]:
+        _gather_as_selection(b, node, shapes)
     elif op == "MatMul" or op in ELEMENTWISE:
         # Broadcasting aligns from the right, so the new batch axes line up only when the
         # data operands have one rank: a lower one gets leading ones after its batch axis.
@@ -312,6 +316,25 @@ def _lift(b: _Builder, node, shapes) -> None:
     else:
         raise ValueError(f"[nn.load] node '{node.name}': {op} moves the batch axis in this graph and cannot be "
                          "made per-sample yet")
+
+
+def _gather_as_selection(b: _Builder, node, shapes) -> None:
+    """A gather by constant indices on the lifted tensor (torch writes GatherND for an adaptive
+    pooling that upsamples): the same node run on each element's position in the batch-1 tensor
+    says which element every output takes, so it becomes one Gather along the flattened sample."""
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+
+    src, out = node.input[0], node.output[0]
+    sample = shapes[src]
+    count = int(np.prod(sample))
+    positions = np.arange(count, dtype=np.int64).reshape(sample)
+    feeds = {src: positions, **{i: b.const(i) for i in node.input[1:] if i}}
+    taken = np.asarray(ReferenceEvaluator(node).run(None, feeds)[0], dtype=np.int64)
+    flat = f"{src}/flat"
+    b.reshape(src, flat, (-1, count))
+    b.value_info.append(helper.make_tensor_value_info(flat, 1, ["batch", count]))
+    b.add(helper.make_node("Gather", [flat, b.new_const(taken, "positions")], [out], name=node.name, axis=1))
 
 
 def _gemm_as_matmul(b: _Builder, node, shapes) -> None:
