@@ -178,3 +178,28 @@ def test_an_upsampling_adaptive_pool_runs_encrypted():
     sk, keys = ctx.keygen()
     got = ctx.decrypt_batch(model(ctx.encrypt_batch(x, keys)), sk)
     assert np.max(np.abs(got - expected)) < 1e-6
+
+
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_a_pad_after_the_batch_moved_is_lifted(exporter):
+    """Swin's windowed attention pads a tensor whose batch axis has moved: the new batch axis is
+    not padded (a zero pair joins the constant pads), in the clear equal to torch."""
+    torch = torch_or_skip()
+    torch.manual_seed(0)
+
+    class PadAfterTranspose(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(6, 3)
+
+        def forward(self, x):  # (batch, L, d)
+            y = torch.nn.functional.pad(x.transpose(0, 1), (1, 1))  # (L, batch, d + 2)
+            return self.linear(y.transpose(0, 1))
+
+    module = PadAfterTranspose().eval()
+    ctx = rf.ckks.Context(poly_degree=2**14, coeff_bits=[60] + [40] * 3 + [60], scale_bits=40)
+    model = rf.nn.load(module, ctx, example_input=torch.randn(1, 5, 4), exporter=exporter)
+    x = np.random.default_rng(1).normal(size=(3, 5, 4))
+    with torch.no_grad():
+        expected = module(torch.tensor(x, dtype=torch.float32)).numpy()
+    assert np.max(np.abs(model.plaintext(x) - expected)) < 1e-6

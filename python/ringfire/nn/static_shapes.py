@@ -287,6 +287,8 @@ def _lift(b: _Builder, node, shapes) -> None:
         b.add(node)
     elif op == "Gemm":
         _gemm_as_matmul(b, node, shapes)
+    elif op == "Pad" and data_in == [node.input[0]] and len(node.input) > 1 and b.is_const(node.input[1]):
+        _lift_pad(b, node, rank)
     elif op in GATHER_BY_TABLE and data_in == [node.input[0]]:
         _gather_as_selection(b, node, shapes)
     elif op == "MatMul" or op in ELEMENTWISE:
@@ -316,6 +318,20 @@ def _lift(b: _Builder, node, shapes) -> None:
     else:
         raise ValueError(f"[nn.load] node '{node.name}': {op} moves the batch axis in this graph and cannot be "
                          "made per-sample yet")
+
+
+def _lift_pad(b: _Builder, node, rank: int) -> None:
+    """Pad on the lifted tensor: the new batch axis is not padded (its `axes`, where given,
+    shift by one; else a zero pair joins the constant pads in front)."""
+    if len(node.input) > 3 and node.input[3]:
+        axes = np.atleast_1d(b.const(node.input[3]))
+        node.input[3] = b.new_const(np.array([_full_axis(int(a), rank, node) + 1 for a in axes], dtype=np.int64),
+                                    "axes")
+    else:
+        pads = np.asarray(b.const(node.input[1]), dtype=np.int64)
+        half = pads.size // 2
+        node.input[1] = b.new_const(np.concatenate([[0], pads[:half], [0], pads[half:]]), "pads")
+    b.add(node)
 
 
 def _gather_as_selection(b: _Builder, node, shapes) -> None:
