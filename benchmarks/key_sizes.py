@@ -39,19 +39,14 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 import ringfire as rf  # noqa: E402
+from nn_scale import PeakSampler  # noqa: E402
 
 CASES = ("bgv", "bfv", "cnn", "resnet8", "resnet32", "boot", "keygen")
 
 
 def peak_rss_bytes() -> int:
     """This process's peak RSS (VmHWM: unlike ru_maxrss, not inherited across fork and exec)."""
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
-
-
-def rss_bytes() -> int:
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
+    return PeakSampler.status("VmHWM")
 
 
 def workload(case: str):
@@ -127,7 +122,6 @@ def measure_galois(case: str) -> dict:
 def measure_boot(case: str) -> dict:
     """N16_BOOT's bootstrapping keys: bytes, keygen time, what saving and loading them costs
     in memory beyond the keys (streamed against whole), and why derivation cannot help."""
-    from nn_scale import PeakSampler
     ctx = rf.ckks.Context.preset("N16_BOOT")
     plan = ctx.bootstrap_plan()
     sk, _ = ctx.keygen()
@@ -187,7 +181,7 @@ def measure_load(path: str, mode: str) -> dict:
     """Loads the keys at ``path`` streamed (ctx.load_from) or whole (read, then ctx.load):
     the process's peak RSS against the keys' own size."""
     ctx = rf.ckks.Context.preset("N16_BOOT")
-    base = rss_bytes()
+    base = PeakSampler.rss()
     t0 = time.perf_counter()
     keys = ctx.load_from(path) if mode == "stream" else ctx.load(pathlib.Path(path).read_bytes())
     seconds = time.perf_counter() - t0

@@ -33,6 +33,7 @@ bounded (at most 1 GiB of scrypt memory), so hostile bytes fail fast.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import os
@@ -64,13 +65,27 @@ _SCRYPT_DEFAULT = (17, 8, 1)  # log2(N), r, p
 _SCRYPT_MAX_BYTES = 1 << 30   # 128 * r * N
 
 
-def write_atomically(path, data: bytes) -> None:
-    """Writes ``data`` to ``path`` through a temporary file beside it and a rename, so readers
-    (other processes included) see the whole file or none of it."""
+@contextlib.contextmanager
+def atomic_file(path):
+    """A binary file to write ``path`` through: a temporary file beside it, synced and renamed
+    into place when the block ends, removed if it raises; readers (other processes included)
+    see the whole file or none of it."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        with open(tmp, "wb") as out:
+            yield out
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_atomically(path, data: bytes) -> None:
+    """Writes ``data`` to ``path`` whole or not at all (:func:`atomic_file`)."""
+    with atomic_file(path) as out:
+        out.write(data)
 
 
 def new_mac_key() -> bytes:
@@ -340,20 +355,8 @@ def stream_out(file, write_all) -> int:
         out.write(view)
         written += len(view)
 
-    if hasattr(file, "write"):
-        out = file
+    with contextlib.nullcontext(file) if hasattr(file, "write") else atomic_file(file) as out:
         write_all(write)
-        return written
-    path = Path(file)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    try:
-        with open(tmp, "wb") as out:
-            write_all(write)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
     return written
 
 

@@ -25,16 +25,29 @@ std::uint64_t envelope_checksum(std::uint16_t version, const std::uint8_t* data,
   return version >= 4 ? checksum64(data, size) : fnv1a64(data, size);
 }
 
+// The header of the current version: magic, version, kind, parameter
+// identity, payload length.
+void write_header(Writer& out, Kind kind, const Parameters& params, std::uint64_t payload_length) {
+  out.raw(kMagic, 4);
+  out.u16(kFormatVersion);
+  out.u16(static_cast<std::uint16_t>(kind));
+  out.raw(params.identity().data(), params.identity().size());
+  out.u64(payload_length);
+}
+
+// A little-endian u64 from 8 bytes (the checksum that closes an envelope).
+std::uint64_t read_le64(const std::uint8_t* bytes) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(bytes[i]) << (8 * i);
+  return v;
+}
+
 // An envelope is written in place: the header (its payload length patched by
 // seal), the payload, the checksum — the payload is never copied again.
 Writer start(Kind kind, const Parameters& params, std::size_t payload_bytes_hint = 0) {
   Writer out;
   out.reserve(header_bytes(kFormatVersion) + payload_bytes_hint + 8);
-  out.raw(kMagic, 4);
-  out.u16(kFormatVersion);
-  out.u16(static_cast<std::uint16_t>(kind));
-  out.raw(params.identity().data(), params.identity().size());
-  out.u64(0);  // the payload length, known at seal()
+  write_header(out, kind, params, 0);  // the payload length, known at seal()
   return out;
 }
 
@@ -47,13 +60,12 @@ Bytes seal(Writer& out) {
   return std::move(b);
 }
 
-struct Envelope {
+struct Header {
   Kind kind;
   std::uint16_t version;
   Sha256Digest identity;            // version 3
   std::uint64_t legacy_fingerprint;  // versions 1 and 2
-  const std::uint8_t* payload;
-  std::size_t payload_size;
+  std::uint64_t length;             // of the payload
 
   // Whether the object was made under `params`.
   bool made_under(const Parameters& params) const {
@@ -61,12 +73,10 @@ struct Envelope {
   }
 };
 
-struct Header {
-  Kind kind;
-  std::uint16_t version;
-  Sha256Digest identity;
-  std::uint64_t legacy_fingerprint;
-  std::uint64_t length;
+// A whole envelope in memory: its header and where its payload lies.
+struct Envelope : Header {
+  const std::uint8_t* payload;
+  std::size_t payload_size;
 };
 
 // Magic, version, kind, parameter identity and payload length, read from
@@ -97,21 +107,24 @@ Envelope open(const std::uint8_t* data, std::size_t size) {
   require(data != nullptr || size == 0, "io.load", "no data");
   Reader r(data, size);
   const Header h = read_header(r, size);
-  std::uint64_t stored = 0;
-  for (int i = 0; i < 8; ++i) stored |= static_cast<std::uint64_t>(data[size - 8 + i]) << (8 * i);
-  require(envelope_checksum(h.version, data, size - 8) == stored, "io.load", "checksum mismatch: the data is corrupted");
-  return {h.kind, h.version, h.identity, h.legacy_fingerprint, data + header_bytes(h.version),
-          static_cast<std::size_t>(h.length)};
+  require(envelope_checksum(h.version, data, size - 8) == read_le64(data + size - 8), "io.load",
+          "checksum mismatch: the data is corrupted");
+  return {h, data + header_bytes(h.version), static_cast<std::size_t>(h.length)};
+}
+
+// The object is the kind expected, made under `ctx`'s parameters (when given).
+void expect(const Header& h, Kind expected, const RlweContext* ctx) {
+  require(h.kind == expected, "io.load",
+          std::string("expected a ") + kind_name(expected) + ", got a " + kind_name(h.kind));
+  if (ctx)
+    require(h.made_under(ctx->params()), "io.load",
+            std::string("this ") + kind_name(h.kind) + " was made under different parameters (" +
+                (h.version >= 3 ? "parameter identity" : "fingerprint") + " mismatch)");
 }
 
 Envelope open_as(Kind expected, const RlweContext* ctx, const std::uint8_t* data, std::size_t size) {
   Envelope e = open(data, size);
-  require(e.kind == expected, "io.load",
-          std::string("expected a ") + kind_name(expected) + ", got a " + kind_name(e.kind));
-  if (ctx)
-    require(e.made_under(ctx->params()), "io.load",
-            std::string("this ") + kind_name(e.kind) + " was made under different parameters (" +
-                (e.version >= 3 ? "parameter identity" : "fingerprint") + " mismatch)");
+  expect(e, expected, ctx);
   return e;
 }
 
@@ -463,19 +476,11 @@ struct KeyKind {
     Writer counter = Writer::counting();
     payload(counter, key);
     Writer w(sink);
-    w.raw(kMagic, 4);
-    w.u16(kFormatVersion);
-    w.u16(static_cast<std::uint16_t>(kind));
-    w.raw(params.identity().data(), params.identity().size());
-    w.u64(counter.written());
+    write_header(w, kind, params, counter.written());
     payload(w, key);
     require(w.written() == header_bytes(kFormatVersion) + counter.written(), "io.save",
             "internal: the payload changed size between its two passes");
-    w.flush();
-    std::uint8_t tail[8];
-    const std::uint64_t digest = w.digest();
-    for (int i = 0; i < 8; ++i) tail[i] = static_cast<std::uint8_t>(digest >> (8 * i));
-    w.unhashed(tail, 8);
+    w.finish();  // the checksum of everything written, outside what it covers
   }
 };
 
@@ -686,16 +691,12 @@ T load_streamed(Kind kind, const RlweContextPtr& ctx, const Source& source, std:
   Reader r(source, size - 8);
   const Header h = read_header(r, size);
   require(h.version >= 4, "io.load", "streamed loading reads format version 4 on; load older files whole");
-  require(h.kind == kind, "io.load", std::string("expected a ") + kind_name(kind) + ", got a " + kind_name(h.kind));
-  require(h.identity == ctx->params().identity(), "io.load",
-          std::string("this ") + kind_name(h.kind) + " was made under different parameters (parameter identity mismatch)");
+  expect(h, kind, ctx.get());
   T out = parse(r, ctx, h.version);
   r.expect_end();
   std::uint8_t tail[8];
   r.trailer(tail, 8);
-  std::uint64_t stored = 0;
-  for (int i = 0; i < 8; ++i) stored |= static_cast<std::uint64_t>(tail[i]) << (8 * i);
-  require(r.digest() == stored, "io.load", "checksum mismatch: the data is corrupted");
+  require(r.digest() == read_le64(tail), "io.load", "checksum mismatch: the data is corrupted");
   return out;
 }
 

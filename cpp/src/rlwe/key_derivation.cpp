@@ -101,6 +101,7 @@ std::vector<KeySwitchKey> apply_masters(const MasterKeys& masters, const KeySwit
 }
 
 struct DerivationShape {
+  std::vector<u64> primes;             // the level's key primes: the derivation context's chain
   std::size_t dnum = 0, specials = 0;  // dnum 0: nothing fits
   double key_bits = 0, bound = 0;
 };
@@ -110,8 +111,9 @@ struct DerivationShape {
 DerivationShape derivation_shape(const RlweContext& ctx, std::size_t level) {
   require(level <= ctx.max_level(), kOp,
           "level " + std::to_string(level) + " exceeds the maximum " + std::to_string(ctx.max_level()));
-  const std::vector<u64> primes = key_primes(ctx, level);
   DerivationShape shape;
+  shape.primes = key_primes(ctx, level);
+  const std::vector<u64>& primes = shape.primes;
   for (u64 p : primes) shape.key_bits += std::log2(static_cast<double>(p));
   const int security = ctx.params().security();
   shape.bound = security != 0 ? max_log_qp(ctx.n(), security) : 1e300;
@@ -143,12 +145,11 @@ RlweContextPtr derivation_context(const RlweContext& ctx, std::size_t level) {
                            "even one prime per digit exceed the " + std::to_string(static_cast<int>(shape.bound)) +
                            "-bit bound of " + std::to_string(security) + "-bit security at N = " +
                            std::to_string(ctx.n()) + " (derive at a lower level, or generate these keys directly)");
-  const std::vector<u64> primes = key_primes(ctx, level);
   ParameterLiteral lit;
   lit.scheme = Scheme::ckks;  // only key switching runs here; the scheme adds nothing
   lit.poly_degree = ctx.n();
-  lit.q_primes = primes;
-  lit.p_primes = fresh_primes(shape.specials, ctx.n(), primes);
+  lit.q_primes = shape.primes;
+  lit.p_primes = fresh_primes(shape.specials, ctx.n(), shape.primes);
   lit.dnum = shape.dnum;
   lit.security = security != 0 ? security : 128;
   lit.insecure_no_security_check = security == 0;

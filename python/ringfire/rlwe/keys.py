@@ -45,7 +45,11 @@ class _Key(Placed):
         ``to_bytes(mac_key=...)`` (docs/keys.md)."""
         if type(self)._stream is None:
             raise TypeError(f"[io.save_to] a {type(self).__name__} is not streamed; use to_bytes()")
-        return rf_io.stream_out(file, lambda write: type(self)._stream(self._host(), write))
+        return rf_io.stream_out(file, self._stream_into)
+
+    def _stream_into(self, write) -> None:
+        """Hands the serialized key to ``write`` piece by piece."""
+        type(self)._stream(self._host(), write)
 
     def __reduce__(self):
         # Through the checksummed format, under the (pickled) context's parameters.
@@ -214,7 +218,7 @@ class KeySet:
         back. Returns the bytes written."""
         present = [getattr(self, name) for name in ("public", "relin", "galois", "bootstrap", "master")]
         present = [key for key in present if key is not None]
-        return rf_io.stream_out(file, lambda write: [type(k)._stream(k._host(), write) for k in present])
+        return rf_io.stream_out(file, lambda write: [key._stream_into(write) for key in present])
 
     def require_relin(self, op: str) -> RelinKey:
         if self.relin is None:

@@ -56,6 +56,7 @@ class Host:
         # Master keys may stand in for the Galois keys where the server can derive keys for
         # every level the model rotates at (its Galois keys serve the top of the user's chain).
         self.takes_master = bool(self.rotations) and self._master_level() >= self.ctx.max_level
+        self._max_key_bytes: dict[str, int] = {}
         self._cache: OrderedDict[str, tuple[KeySet, int]] = OrderedDict()
         self._cache_bytes, self._cache_limit = 0, key_cache_bytes
         self._lock = threading.Lock()
@@ -106,7 +107,13 @@ class Host:
         return 2 * params.dnum * limbs * self.ctx.poly_degree * 8
 
     def max_key_bytes(self, kind: str) -> int:
-        """The most bytes a key set of `kind` for these parameters and this model can take."""
+        """The most bytes a key set of `kind` for these parameters and this model can take
+        (computed once per kind: every uploaded chunk asks)."""
+        if kind not in self._max_key_bytes:
+            self._max_key_bytes[kind] = self._key_bytes_bound(kind)
+        return self._max_key_bytes[kind]
+
+    def _key_bytes_bound(self, kind: str) -> int:
         if kind == "relin":
             return self._switch_key_bytes() + SLACK
         if kind == "galois":

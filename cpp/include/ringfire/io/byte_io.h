@@ -78,11 +78,15 @@ class Writer {
     emit(bytes_.data(), bytes_.size());
     bytes_.clear();
   }
-  // Stream mode: the checksum of everything written (after flush()).
-  std::uint64_t digest() const { return hash_.digest(); }
-  // Stream mode: bytes for the sink that the checksum does not cover (the
-  // checksum itself), after flush().
-  void unhashed(const std::uint8_t* data, std::size_t n) { sink_(data, n); }
+  // Stream mode: flushes, then hands the sink the checksum of everything
+  // written (little-endian, itself not covered), closing the envelope.
+  void finish() {
+    flush();
+    std::uint8_t tail[8];
+    const std::uint64_t digest = hash_.digest();
+    for (int i = 0; i < 8; ++i) tail[i] = static_cast<std::uint8_t>(digest >> (8 * i));
+    sink_(tail, 8);
+  }
 
  private:
   enum class Mode { memory, count, stream };
@@ -151,7 +155,6 @@ class Reader {
     if (remaining() != 0)
       throw_invalid("io.load", std::to_string(remaining()) + " unexpected trailing bytes in the payload");
   }
-  bool streaming() const { return static_cast<bool>(source_); }
   // Stream mode: the checksum of everything read so far.
   std::uint64_t digest() const { return hash_.digest(); }
   // Stream mode: n bytes past the end (the checksum), not hashed.
