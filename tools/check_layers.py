@@ -3,7 +3,7 @@
 
 C++ (every .h/.cpp/.cu/.cuh under cpp/ and python/bindings/):
 
-    base -> arith -> ring -> rlwe -> ckks/bfv/bgv -> io -> python
+    base -> arith -> ring -> rlwe -> ckks/bfv/bgv/tfhe -> io -> python
                       \\-> backends (base, arith and ring only)
 
 * ``#include "ringfire/<layer>/..."`` may name the file's own layer or one
@@ -19,7 +19,7 @@ against a view of the headers below it.)
 Python (python/ringfire/):
 
     _core, _checks, _progress, _cpu -> arith, arith128, ring, cuda, io, memory, tracing -> rlwe, costing,
-        memory_guard, parallel -> ckks, bgv (side by side) -> bfv (a mode of bgv) -> nn, rpu, apps (side by
+        memory_guard, parallel -> ckks, bgv, tfhe (side by side) -> bfv (a mode of bgv) -> nn, rpu, apps (side by
         side) -> bench, bench_ckks, demo, trace_cli, distributed -> serve -> cli -> __main__, the package
 
 * a module imports only from its own package or from lower ranks;
@@ -39,9 +39,9 @@ import pathlib
 import re
 import sys
 
-ORDER = ["base", "arith", "ring", "rlwe", "ckks", "bfv", "bgv", "io", "backends", "python"]
+ORDER = ["base", "arith", "ring", "rlwe", "ckks", "bfv", "bgv", "tfhe", "io", "backends", "python"]
 # Schemes sit side by side: none of them may include another.
-PEERS = {"ckks", "bfv", "bgv"}
+PEERS = {"ckks", "bfv", "bgv", "tfhe"}
 RANK = {name: i for i, name in enumerate(ORDER)}
 BACKENDS_MAY_USE = {"base", "arith", "ring"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
@@ -51,7 +51,7 @@ PY_RANK = {
     "_core": 0, "_checks": 0, "_progress": 0, "_cpu": 0,
     "arith": 1, "arith128": 1, "ring": 1, "cuda": 1, "io": 1, "memory": 1, "tracing": 1,
     "rlwe": 2, "costing": 2, "memory_guard": 2, "parallel": 2,
-    "ckks": 3, "bgv": 3,
+    "ckks": 3, "bgv": 3, "tfhe": 3,
     "bfv": 4,
     "nn": 5, "rpu": 5, "apps": 5,
     "bench": 6, "bench_ckks": 6, "bench_bootstrap": 6, "bench_bgv": 6, "demo": 6, "trace_cli": 6,

@@ -35,5 +35,6 @@ void bind_ckks(nb::module_& m);
 void bind_bgv(nb::module_& m);
 void bind_io(nb::module_& m);
 void bind_cuda(nb::module_& m);
+void bind_tfhe(nb::module_& m);
 
 }  // namespace ringfire::python

@@ -54,4 +54,5 @@ NB_MODULE(_core, m) {
   bind_bgv(m);
   bind_io(m);
   bind_cuda(m);
+  bind_tfhe(m);
 }

@@ -1,0 +1,74 @@
+// Programmable bootstrapping (FHEW/TFHE): the blind rotation of a test
+// polynomial by an LWE ciphertext's phase, then back to a gate ciphertext.
+//
+// Blind rotation (GINX/CGGI with a ternary secret, as OpenFHE's binfhe):
+// acc = X^-b TV, then for each LWE coefficient i
+//   acc <- acc + acc [x] ((X^{a_i} - 1) BK+_i + (X^{-a_i} - 1) BK-_i),
+// where BK+_i, BK-_i are RGSW encryptions of [s_i = 1] and [s_i = -1]
+// under the ring secret z and [x] is the external product. One decomposition
+// of acc, 2 d_g forward NTTs and 2 inverse NTTs per coefficient; the two keys
+// and the monomials meet in the evaluation form: with D_r the digits,
+//   acc' = sum_r D_r (BK+_r (X^a - 1) + BK-_r (X^-a - 1))
+//        = (X^a - 1) sum_r D_r BK+_r + (X^-a - 1) sum_r D_r BK-_r,
+// two lazy sums per output polynomial, reduced once (Montgomery), and one
+// product with each monomial (a table of NTT(X^k) - 1 for k < 2N). The
+// constant coefficient of the result is TV[phase] for phase < N and
+// -TV[phase - N] above (negacyclic).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "ringfire/tfhe/lwe.h"
+#include "ringfire/tfhe/ntt32.h"
+
+namespace ringfire::tfhe {
+
+// RGSW encryptions of the LWE secret's two indicator vectors, in the
+// evaluation layout (Montgomery form), interleaved for one sequential pass
+// per coefficient: [i][chunk of 8 slots][row r][b+, a+, b-, a-][8].
+class BootstrapKey {
+ public:
+  BootstrapKey(const SecretKey& key, const Ntt32& ntt, Prng& prng);
+
+  const u32* coefficient(std::size_t i) const { return data_.data() + i * stride_; }
+  std::size_t bytes() const { return data_.size() * sizeof(u32); }
+
+ private:
+  std::size_t stride_;
+  std::vector<u32> data_;
+};
+
+class Bootstrapper {
+ public:
+  // Generates the evaluation keys (bootstrapping and key-switching) of `key`.
+  Bootstrapper(const SecretKey& key, Prng& prng);
+
+  const Params& params() const { return params_; }
+
+  // out = the LWE ciphertext (n + 1 words mod q) of the constant coefficient
+  // of X^-phase(in) TV. test_vector: N words mod Q.
+  void bootstrap(const u32* in, const u32* test_vector, u32* out) const;
+  // The same for `count` ciphertexts, on up to `threads` threads (0: the
+  // library's thread count).
+  void bootstrap_many(const u32* in, std::size_t count, const u32* test_vector, u32* out, int threads = 0) const;
+
+  // The blind rotation alone: acc (2 x N words, b then a, mod Q) =
+  // X^-phase(in) TV under the ring secret (for tests and noise analysis).
+  void blind_rotate(const u32* in, const u32* test_vector, u32* acc) const;
+
+  std::size_t bootstrap_key_bytes() const { return bsk_->bytes(); }
+  std::size_t key_switch_key_bytes() const { return ksk_->bytes(); }
+
+ private:
+  void step(u32* acc, std::size_t i, u32 exponent, u32* scratch) const;
+
+  Params params_;
+  std::unique_ptr<Ntt32> ntt_;
+  std::unique_ptr<BootstrapKey> bsk_;
+  std::unique_ptr<KeySwitchKey> ksk_;
+  std::vector<u32> monomials_;  // [k][N]: Montgomery(NTT(X^k) - 1), k < 2N
+};
+
+}  // namespace ringfire::tfhe

@@ -1,0 +1,141 @@
+#include "ringfire/tfhe/lwe.h"
+
+#include "ringfire/base/errors.h"
+#include "ringfire/rlwe/sampling.h"
+
+namespace ringfire::tfhe {
+
+namespace {
+
+using u64 = std::uint64_t;
+
+// a uniform mod `modulus` (a power of two here or below 2^32 in general).
+void sample_uniform_words(Prng& prng, u32* out, std::size_t count, u32 modulus) {
+  for (std::size_t i = 0; i < count; ++i) out[i] = static_cast<u32>(prng.uniform_below(modulus));
+}
+
+// b = <a, s> + mu + e mod modulus, a already drawn.
+u32 lwe_body(const u32* a, const std::int8_t* s, std::size_t d, u32 mu, std::int64_t e, u64 modulus) {
+  std::int64_t acc = 0;
+  for (std::size_t i = 0; i < d; ++i) acc += static_cast<std::int64_t>(a[i]) * s[i];
+  acc += static_cast<std::int64_t>(mu) + e;
+  const std::int64_t m = static_cast<std::int64_t>(modulus);
+  acc %= m;
+  if (acc < 0) acc += m;
+  return static_cast<u32>(acc);
+}
+
+}  // namespace
+
+SecretKey::SecretKey(const Params& params, Prng& prng) : params_(params) {
+  params_.validate();
+  s_.resize(params.lwe_dimension);
+  z_.resize(params.ring_dimension);
+  sample_ternary(prng, s_.data(), s_.size());
+  sample_ternary(prng, z_.data(), z_.size());
+}
+
+SecretKey::~SecretKey() {
+  secure_zero(s_.data(), s_.size());
+  secure_zero(z_.data(), z_.size());
+}
+
+void SecretKey::encrypt(const u32* mu, std::size_t count, u32* out, Prng& prng) const {
+  const std::size_t n = params_.lwe_dimension;
+  const u32 q = params_.lwe_modulus();
+  std::vector<std::int64_t> e(count);
+  sample_gaussian(prng, e.data(), count, params_.sigma);
+  for (std::size_t c = 0; c < count; ++c) {
+    require(mu[c] < q, "tfhe.encrypt", "a phase is not below q=" + std::to_string(q));
+    u32* ct = out + c * (n + 1);
+    sample_uniform_words(prng, ct, n, q);
+    ct[n] = lwe_body(ct, s_.data(), n, mu[c], e[c], q);
+  }
+  secure_zero(e.data(), e.size() * sizeof(std::int64_t));
+}
+
+void SecretKey::phases(const u32* cts, std::size_t count, u32* out) const {
+  const std::size_t n = params_.lwe_dimension;
+  const u32 q = params_.lwe_modulus();
+  for (std::size_t c = 0; c < count; ++c) {
+    const u32* ct = cts + c * (n + 1);
+    std::int64_t acc = ct[n];
+    for (std::size_t i = 0; i < n; ++i) acc -= static_cast<std::int64_t>(ct[i] % q) * s_[i];
+    acc %= q;
+    if (acc < 0) acc += q;
+    out[c] = static_cast<u32>(acc);
+  }
+}
+
+void SecretKey::ring_phases(const u32* acc, u32* out) const {
+  const std::size_t N = params_.ring_dimension;
+  const std::int64_t Q = params_.ring_modulus;
+  const u32* a = acc + N;
+  for (std::size_t k = 0; k < N; ++k) {
+    // (a z)_k = sum_{i <= k} a_i z_{k-i} - sum_{i > k} a_i z_{N+k-i}.
+    std::int64_t s = 0;
+    for (std::size_t i = 0; i <= k; ++i) s += static_cast<std::int64_t>(a[i]) * z_[k - i];
+    for (std::size_t i = k + 1; i < N; ++i) s -= static_cast<std::int64_t>(a[i]) * z_[N + k - i];
+    std::int64_t r = (static_cast<std::int64_t>(acc[k]) - s) % Q;
+    out[k] = static_cast<u32>(r < 0 ? r + Q : r);
+  }
+}
+
+void switch_modulus(const u32* in, std::size_t count, u64 from, u64 to, u32* out) {
+  for (std::size_t i = 0; i < count; ++i) {
+    const u64 r = (static_cast<u64>(in[i]) * to + from / 2) / from;
+    out[i] = static_cast<u32>(r % to);
+  }
+}
+
+KeySwitchKey::KeySwitchKey(const SecretKey& key, Prng& prng) : params_(key.params()) {
+  const Params& p = params_;
+  const std::size_t n = p.lwe_dimension, N = p.ring_dimension, width = n + 1;
+  const u32 base = 1u << p.ks_base_log, qks = p.ks_modulus;
+  const std::size_t entries = N * p.ks_digits * (base - 1);
+  table_.resize(entries * width);
+  // Public randomness for the a vectors, private for the errors.
+  Prng public_a = Prng::from_seed(prng.next_seed());
+  std::vector<std::int64_t> e(entries);
+  sample_gaussian(prng, e.data(), entries, p.sigma);
+  std::vector<u32> a(n);
+  const auto& s = key.lwe();
+  const auto& z = key.ring();
+  std::size_t entry = 0;
+  for (std::size_t i = 0; i < N; ++i) {
+    for (unsigned j = 0; j < p.ks_digits; ++j) {
+      const u64 scale = u64{1} << (j * p.ks_base_log);
+      for (u32 v = 1; v < base; ++v, ++entry) {
+        sample_uniform_words(public_a, a.data(), n, qks);
+        const std::int64_t m = static_cast<std::int64_t>(v * scale % qks) * z[i];
+        const u32 mu = static_cast<u32>(((m % qks) + qks) % qks);
+        std::uint16_t* row = &table_[entry * width];
+        for (std::size_t k = 0; k < n; ++k) row[k] = static_cast<std::uint16_t>(a[k]);
+        row[n] = static_cast<std::uint16_t>(lwe_body(a.data(), s.data(), n, mu, e[entry], qks));
+      }
+    }
+  }
+  secure_zero(e.data(), e.size() * sizeof(std::int64_t));
+}
+
+void KeySwitchKey::apply(const u32* in, u32* out) const {
+  const Params& p = params_;
+  const std::size_t n = p.lwe_dimension, N = p.ring_dimension, width = n + 1;
+  const u32 base = 1u << p.ks_base_log, mask = base - 1;
+  // Sums wrap mod 2^16, which Q_ks divides.
+  std::vector<std::uint16_t> acc(width, 0);
+  acc[n] = static_cast<std::uint16_t>(in[N]);
+  const std::size_t per_coefficient = p.ks_digits * (base - 1);
+  for (std::size_t i = 0; i < N; ++i) {
+    u32 x = in[i];
+    for (unsigned j = 0; j < p.ks_digits; ++j, x >>= p.ks_base_log) {
+      const u32 v = x & mask;
+      if (v == 0) continue;
+      const std::uint16_t* row = &table_[(i * per_coefficient + j * (base - 1) + (v - 1)) * width];
+      for (std::size_t k = 0; k < width; ++k) acc[k] = static_cast<std::uint16_t>(acc[k] - row[k]);
+    }
+  }
+  for (std::size_t k = 0; k < width; ++k) out[k] = acc[k] & (p.ks_modulus - 1);
+}
+
+}  // namespace ringfire::tfhe

@@ -1,0 +1,155 @@
+// Bindings of the FHEW/TFHE layer (ringfire/tfhe): parameters, the client's
+// secret key, the evaluation keys with the bootstrapper, and the 32-bit NTT
+// for tests. Ciphertexts cross as uint32 arrays of shape (count, n + 1).
+#include <cstring>
+
+#include "common.h"
+#include "ringfire/rlwe/prng.h"
+#include "ringfire/tfhe/bootstrapper.h"
+#include "ringfire/tfhe/lwe.h"
+#include "ringfire/tfhe/ntt32.h"
+#include "ringfire/tfhe/params.h"
+
+namespace ringfire::python {
+
+namespace {
+
+using tfhe::u32;
+using U32Array = nb::ndarray<std::uint32_t, nb::numpy, nb::c_contig, nb::device::cpu>;
+using ConstU32Array = nb::ndarray<const std::uint32_t, nb::numpy, nb::c_contig, nb::device::cpu>;
+
+U32Array new_u32(std::size_t rows, std::size_t cols) {
+  auto* data = new std::uint32_t[rows * cols == 0 ? 1 : rows * cols]();
+  nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<std::uint32_t*>(p); });
+  const std::size_t shape[2] = {rows, cols};
+  return U32Array(data, 2, shape, owner);
+}
+
+// A (count, width) view of a 1-D or 2-D array, checked.
+std::size_t rows_of(const ConstU32Array& a, std::size_t width, const char* op, const char* name) {
+  if (a.ndim() == 1) {
+    require(a.shape(0) == width, op, std::string(name) + ": expected " + std::to_string(width) + " words, got " +
+                                         std::to_string(a.shape(0)));
+    return 1;
+  }
+  require(a.ndim() == 2 && a.shape(1) == width, op,
+          std::string(name) + ": expected shape (count, " + std::to_string(width) + ")");
+  return a.shape(0);
+}
+
+void check_below(const ConstU32Array& a, u32 bound, const char* op, const char* name) {
+  const u32* p = a.data();
+  for (std::size_t i = 0; i < a.size(); ++i)
+    require(p[i] < bound, op, std::string(name) + ": a word is not below " + std::to_string(bound));
+}
+
+}  // namespace
+
+void bind_tfhe(nb::module_& m) {
+  using namespace tfhe;
+  nb::class_<Params>(m, "TfheParams")
+      .def(nb::init<>())
+      .def_rw("lwe_dimension", &Params::lwe_dimension)
+      .def_rw("ring_dimension", &Params::ring_dimension)
+      .def_rw("ring_modulus", &Params::ring_modulus)
+      .def_rw("gadget_base_log", &Params::gadget_base_log)
+      .def_rw("gadget_digits", &Params::gadget_digits)
+      .def_rw("gadget_skip_bits", &Params::gadget_skip_bits)
+      .def_rw("ks_modulus", &Params::ks_modulus)
+      .def_rw("ks_base_log", &Params::ks_base_log)
+      .def_rw("ks_digits", &Params::ks_digits)
+      .def_rw("sigma", &Params::sigma)
+      .def_prop_ro("lwe_modulus", &Params::lwe_modulus)
+      .def("validate", &Params::validate)
+      .def("__repr__", [](const Params& p) { return "TfheParams(" + p.describe() + ")"; });
+
+  nb::class_<SecretKey>(m, "TfheSecretKey")
+      .def(nb::init<const Params&, Prng&>(), nb::arg("params"), nb::arg("prng"))
+      .def("encrypt",
+           [](const SecretKey& key, const ConstU32Array& phases, Prng& prng) {
+             const std::size_t count = phases.size();
+             check_below(phases, key.params().lwe_modulus(), "tfhe.encrypt", "phases");
+             U32Array out = new_u32(count, key.params().lwe_dimension + 1);
+             key.encrypt(phases.data(), count, out.data(), prng);
+             return out;
+           },
+           nb::arg("phases"), nb::arg("prng"))
+      .def("phases",
+           [](const SecretKey& key, const ConstU32Array& cts) {
+             const std::size_t count = rows_of(cts, key.params().lwe_dimension + 1, "tfhe.decrypt", "ciphertexts");
+             U32Array out = new_u32(1, count);
+             key.phases(cts.data(), count, out.data());
+             return out;
+           },
+           nb::arg("ciphertexts"))
+      .def("ring_phases",
+           [](const SecretKey& key, const ConstU32Array& acc) {
+             const std::size_t N = key.params().ring_dimension;
+             require(acc.ndim() == 2 && acc.shape(0) == 2 && acc.shape(1) == N, "tfhe.ring_phases",
+                     "an RLWE pair of shape (2, N)");
+             U32Array out = new_u32(1, N);
+             key.ring_phases(acc.data(), out.data());
+             return out;
+           },
+           nb::arg("acc"));
+
+  nb::class_<Bootstrapper>(m, "TfheBootstrapper")
+      .def(
+          "__init__",
+          [](Bootstrapper* self, const SecretKey& key, Prng& prng) {
+            nb::gil_scoped_release release;
+            new (self) Bootstrapper(key, prng);
+          },
+          nb::arg("secret_key"), nb::arg("prng"))
+      .def_prop_ro("bootstrap_key_bytes", &Bootstrapper::bootstrap_key_bytes)
+      .def_prop_ro("key_switch_key_bytes", &Bootstrapper::key_switch_key_bytes)
+      .def(
+          "bootstrap",
+          [](const Bootstrapper& b, const ConstU32Array& cts, const ConstU32Array& tv, int threads) {
+            const Params& p = b.params();
+            const std::size_t count = rows_of(cts, p.lwe_dimension + 1, "tfhe.bootstrap", "ciphertexts");
+            require(tv.ndim() == 1 && tv.shape(0) == p.ring_dimension, "tfhe.bootstrap",
+                    "the test vector must have N=" + std::to_string(p.ring_dimension) + " coefficients");
+            check_below(cts, p.lwe_modulus(), "tfhe.bootstrap", "ciphertexts");
+            check_below(tv, p.ring_modulus, "tfhe.bootstrap", "test vector");
+            U32Array out = new_u32(count, p.lwe_dimension + 1);
+            {
+              nb::gil_scoped_release release;
+              b.bootstrap_many(cts.data(), count, tv.data(), out.data(), threads);
+            }
+            return out;
+          },
+          nb::arg("ciphertexts"), nb::arg("test_vector"), nb::arg("threads") = 0)
+      .def(
+          "blind_rotate",
+          [](const Bootstrapper& b, const ConstU32Array& ct, const ConstU32Array& tv) {
+            const Params& p = b.params();
+            rows_of(ct, p.lwe_dimension + 1, "tfhe.blind_rotate", "ciphertext");
+            require(ct.ndim() == 1 && tv.ndim() == 1 && tv.shape(0) == p.ring_dimension, "tfhe.blind_rotate",
+                    "one ciphertext and a test vector of N coefficients");
+            check_below(ct, p.lwe_modulus(), "tfhe.blind_rotate", "ciphertext");
+            check_below(tv, p.ring_modulus, "tfhe.blind_rotate", "test vector");
+            U32Array out = new_u32(2, p.ring_dimension);
+            nb::gil_scoped_release release;
+            b.blind_rotate(ct.data(), tv.data(), out.data());
+            return out;
+          },
+          nb::arg("ciphertext"), nb::arg("test_vector"));
+
+  nb::class_<Ntt32>(m, "Ntt32")
+      .def(nb::init<std::size_t, u32>(), nb::arg("n"), nb::arg("q"))
+      .def("forward",
+           [](const Ntt32& t, U32Array a, bool scalar) {
+             require(a.ndim() == 1 && a.shape(0) == t.n(), "tfhe.Ntt32", "one polynomial of N words");
+             scalar ? t.forward_scalar(a.data()) : t.forward(a.data());
+           },
+           nb::arg("a"), nb::arg("scalar") = false)
+      .def("inverse",
+           [](const Ntt32& t, U32Array a, bool scalar) {
+             require(a.ndim() == 1 && a.shape(0) == t.n(), "tfhe.Ntt32", "one polynomial of N words");
+             scalar ? t.inverse_scalar(a.data()) : t.inverse(a.data());
+           },
+           nb::arg("a"), nb::arg("scalar") = false);
+}
+
+}  // namespace ringfire::python

@@ -1,0 +1,99 @@
+"""Encrypted booleans and small integers (LWE ciphertexts modulo q = 2N)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class Ciphertext:
+    """``count`` LWE ciphertexts (``data``: uint32, shape ``(count, n + 1)``,
+    the vector ``a`` then ``b``) holding an array of ``shape``: booleans when
+    ``bits`` is None, else integers in [0, 2^bits) with a padding bit.
+
+    Boolean operators bootstrap (``&``, ``|``, ``^``; ``~`` is free).
+    Integers add and subtract without a bootstrap (mod 2^(bits+1): keep the
+    result below 2^bits before a lookup table) and multiply by small ints.
+    """
+
+    __array_priority__ = 1000  # numpy defers to these operators
+
+    def __init__(self, context, data: np.ndarray, shape: tuple, bits: int | None):
+        self.context, self.data, self.shape, self.bits = context, data, tuple(shape), bits
+
+    def __len__(self) -> int:
+        return self.shape[0] if self.shape else 1
+
+    @property
+    def size(self) -> int:
+        return self.data.shape[0]
+
+    def __repr__(self) -> str:
+        kind = "bool" if self.bits is None else f"uint{self.bits}"
+        return f"tfhe.Ciphertext({kind}, shape={self.shape}, {self.context.params.name})"
+
+    def __reduce__(self):
+        raise TypeError("tfhe ciphertexts are not picklable yet; send ct.data (a uint32 array) with its shape and bits")
+
+    def reshape(self, *shape) -> "Ciphertext":
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape
+        if int(np.prod(shape)) != self.size:
+            raise ValueError(f"cannot reshape {self.shape} to {shape}")
+        return Ciphertext(self.context, self.data, tuple(shape), self.bits)
+
+    def __getitem__(self, index) -> "Ciphertext":
+        picked = np.arange(self.size).reshape(self.shape)[index]
+        return Ciphertext(self.context, self.data[np.ravel(picked)], np.shape(picked), self.bits)
+
+    # ---- booleans ------------------------------------------------------------------
+
+    def __and__(self, other): return self.context.and_(self, self._lift(other))
+    def __rand__(self, other): return self.context.and_(self._lift(other), self)
+    def __or__(self, other): return self.context.or_(self, self._lift(other))
+    def __ror__(self, other): return self.context.or_(self._lift(other), self)
+    def __xor__(self, other): return self.context.xor(self, self._lift(other))
+    def __rxor__(self, other): return self.context.xor(self._lift(other), self)
+    def __invert__(self): return self.context.not_(self)
+
+    # ---- integers ------------------------------------------------------------------
+
+    def __add__(self, other): return self._linear(other, 1)
+    def __radd__(self, other): return self._linear(other, 1)
+    def __sub__(self, other): return self._linear(other, -1)
+    def __rsub__(self, other): return (-self)._linear(other, 1)
+
+    def __neg__(self):
+        self._need_int("-")
+        q = self.context.params.lwe_modulus
+        return Ciphertext(self.context, np.mod(-self.data.astype(np.int64), q).astype(np.uint32), self.shape, self.bits)
+
+    def __mul__(self, k):
+        self._need_int("*")
+        if not isinstance(k, (int, np.integer)):
+            raise TypeError("integer ciphertexts multiply by Python ints only (products of two ciphertexts need a table)")
+        q = self.context.params.lwe_modulus
+        return Ciphertext(self.context, np.mod(self.data.astype(np.int64) * int(k), q).astype(np.uint32),
+                          self.shape, self.bits)
+
+    __rmul__ = __mul__
+
+    def _linear(self, other, sign: int) -> "Ciphertext":
+        self._need_int("+" if sign > 0 else "-")
+        q = self.context.params.lwe_modulus
+        if isinstance(other, Ciphertext):
+            if other.bits != self.bits or other.shape != self.shape or other.context is not self.context:
+                raise ValueError(f"operands differ: {self!r} and {other!r}")
+            data = self.data.astype(np.int64) + sign * other.data.astype(np.int64)
+        else:
+            const = np.broadcast_to(np.asarray(other, dtype=np.int64), self.shape).reshape(-1)
+            data = self.data.astype(np.int64).copy()
+            data[:, -1] += sign * const * (q // (2 << self.bits))
+        return Ciphertext(self.context, np.mod(data, q).astype(np.uint32), self.shape, self.bits)
+
+    def _need_int(self, op: str) -> None:
+        if self.bits is None:
+            raise TypeError(f"'{op}' is for integer ciphertexts; booleans use &, |, ^, ~")
+
+    def _lift(self, other) -> "Ciphertext":
+        if isinstance(other, Ciphertext):
+            return other
+        return self.context.trivial(np.broadcast_to(np.asarray(other), self.shape), bits=self.bits)

@@ -1,0 +1,308 @@
+"""The FHEW/TFHE context: keys, encryption, gates and lookup tables."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Callable
+
+import numpy as np
+
+from .. import _core
+from .._checks import warn_at_caller
+from .ciphertext import Ciphertext
+from .params import PRESETS, ParameterSet, tail_probability
+
+# Boolean encoding: 1 -> +q/8, 0 -> -q/8; a bootstrap with the constant test
+# vector Q/8 returns +q/8 for a phase in [0, q/2) and -q/8 above (negacyclic).
+# Each gate is a linear combination of its inputs, then that bootstrap:
+# the combination lands at +-q/8 (or further from the two boundaries 0 and
+# q/2), so errors below q/8 decide correctly (XOR and XNOR double their
+# inputs and land at +-q/4).
+_GATES = {
+    # name: (coefficient of each input, constant in units of q/8)
+    "and": (1, -1), "or": (1, 1), "nand": (-1, 1), "nor": (-1, -1),
+    "xor": (2, 2), "xnor": (-2, -2),
+}
+
+
+class SecretKey:
+    """The client's secrets (LWE and ring). Never leaves the process: the
+    evaluation keys that a server needs are generated from it by
+    :meth:`Context.keygen`."""
+
+    def __init__(self, context: "Context", native: _core.TfheSecretKey):
+        self.context = context
+        self._native = native
+
+    def __reduce__(self):
+        raise TypeError("a ringfire.tfhe.SecretKey is not picklable: it holds the client's secrets")
+
+    def __repr__(self) -> str:
+        return f"tfhe.SecretKey({self.context.params.name})"
+
+
+class LookupTable:
+    """A function of a ``bits``-bit message evaluated by one programmable
+    bootstrap (:meth:`Context.lut`). Call it on a :class:`Ciphertext`."""
+
+    def __init__(self, context: "Context", values: np.ndarray, bits: int, out_bits: int):
+        self.context, self.values, self.bits, self.out_bits = context, values, bits, out_bits
+        self.test_vector = context._test_vector(values, bits, out_bits)
+
+    def __call__(self, x: Ciphertext) -> Ciphertext:
+        return self.context.apply(self, x)
+
+    def __repr__(self) -> str:
+        return f"tfhe.LookupTable({self.bits} -> {self.out_bits} bits: {self.values.tolist()})"
+
+
+class Context:
+    """FHEW/TFHE over a parameter set (:data:`PRESETS` or a :class:`ParameterSet`).
+
+    ::
+
+        ctx = rf.tfhe.Context.preset("STD128")
+        sk = ctx.keygen()                        # also builds the evaluation keys
+        a, b = ctx.encrypt([1, 0, 1], sk), ctx.encrypt([1, 1, 0], sk)
+        print(ctx.decrypt(~(a & b), sk))         # NAND: [0 1 1]
+
+    Gates take ciphertexts of any shape and bootstrap every element (on all
+    the library's threads). Integers of ``bits`` bits (``ctx.encrypt(v, sk,
+    bits=3)``) go through lookup tables: ``ctx.lut(lambda m: m * m % 8,
+    bits=3)(x)``.
+    """
+
+    def __init__(self, params: ParameterSet | str = "STD128", *, insecure: bool = False):
+        if isinstance(params, str):
+            if params not in PRESETS:
+                raise ValueError(f"unknown tfhe parameter set {params!r}; the presets are {sorted(PRESETS)}")
+            params = PRESETS[params]
+        if not isinstance(params, ParameterSet):
+            raise TypeError(f"params must be a preset name or a ringfire.tfhe.ParameterSet, got {type(params).__name__}")
+        if params.security is None:
+            if not insecure:
+                raise ValueError(f"tfhe parameter set {params.name!r} has no security claim (a test set, or one "
+                                 f"you made): pass insecure=True to use it anyway")
+            warn_at_caller(f"[tfhe.Context] parameter set {params.name!r} is insecure (insecure=True): for tests only")
+        self.params = params
+        self._native_params = params.native()
+        self._bootstrapper: _core.TfheBootstrapper | None = None
+        self._prng = _core.Prng.from_os()
+        self.threads = 0  # 0: the library's thread count (ringfire.parallel)
+
+    @classmethod
+    def preset(cls, name: str, *, insecure: bool = False) -> "Context":
+        return cls(name, insecure=insecure)
+
+    def __repr__(self) -> str:
+        p = self.params
+        return (f"tfhe.Context({p.name}: n={p.lwe_dimension}, N={p.ring_dimension}, log2 Q={p.ring_modulus_bits}, "
+                f"security={'none' if p.security is None else p.security})")
+
+    # ---- keys ----------------------------------------------------------------------
+
+    def keygen(self, *, insecure_deterministic_seed: bytes | int | None = None) -> SecretKey:
+        """A fresh secret key; the evaluation keys (bootstrapping and key
+        switching) are generated from it and kept by this context."""
+        if insecure_deterministic_seed is None:
+            prng = _core.Prng.from_os()
+        else:
+            warn_at_caller("[tfhe.Context] deterministic randomness (insecure_deterministic_seed) is for tests only")
+            seed = insecure_deterministic_seed
+            if isinstance(seed, int):
+                seed = hashlib.sha256(seed.to_bytes(16, "little", signed=True)).digest()
+            prng = _core.Prng.from_seed(bytes(seed))
+            self._prng = _core.Prng.from_seed(prng.bytes(32))
+        native = _core.TfheSecretKey(self._native_params, prng)
+        self._bootstrapper = _core.TfheBootstrapper(native, prng)
+        return SecretKey(self, native)
+
+    @property
+    def evaluation_key_bytes(self) -> dict[str, int]:
+        """Bytes of the evaluation keys in memory, by kind."""
+        b = self._require_keys()
+        return {"bootstrap": b.bootstrap_key_bytes, "key_switch": b.key_switch_key_bytes}
+
+    # ---- encryption ----------------------------------------------------------------
+
+    def encrypt(self, values, secret_key: SecretKey, *, bits: int | None = None) -> Ciphertext:
+        """Booleans (``bits=None``) or integers in [0, 2^bits), any shape."""
+        self._check_key(secret_key)
+        arr = np.asarray(values)
+        phases = self._encode(arr, bits)
+        data = secret_key._native.encrypt(phases.reshape(-1), self._prng)
+        return Ciphertext(self, data, arr.shape, bits)
+
+    def trivial(self, values, *, bits: int | None = None) -> Ciphertext:
+        """Public constants as noiseless ciphertexts (a = 0)."""
+        arr = np.asarray(values)
+        phases = self._encode(arr, bits).reshape(-1)
+        data = np.zeros((phases.size, self.params.lwe_dimension + 1), dtype=np.uint32)
+        data[:, -1] = phases
+        return Ciphertext(self, data, arr.shape, bits)
+
+    def decrypt(self, ct: Ciphertext, secret_key: SecretKey) -> np.ndarray:
+        """The messages: a bool array, or integers in [0, 2^bits). Warns when
+        an integer's padding bit is set (it overflowed past 2^bits or went
+        below zero, so a lookup table on it would have been wrong)."""
+        self._check_key(secret_key)
+        self._check_ct(ct)
+        phases = secret_key._native.phases(ct.data)[0].astype(np.int64)
+        q = self.params.lwe_modulus
+        if ct.bits is None:
+            return (phases < q // 2).reshape(ct.shape)
+        p = 1 << ct.bits
+        m = np.floor(phases * (2 * p) / q + 0.5).astype(np.int64) % (2 * p)
+        over = m >= p
+        if over.any():
+            warn_at_caller(f"[tfhe.decrypt] {int(over.sum())} of {m.size} integers have their padding bit set "
+                           f"(past 2^{ct.bits} - 1 or below 0): the values shown are mod 2^{ct.bits}")
+        return (m % p).reshape(ct.shape)
+
+    # ---- gates ---------------------------------------------------------------------
+
+    def gate(self, name: str, x: Ciphertext, y: Ciphertext) -> Ciphertext:
+        """One of and, or, nand, nor, xor, xnor on boolean ciphertexts of
+        the same shape (or one a broadcastable constant), one bootstrap per
+        element."""
+        if name not in _GATES:
+            raise ValueError(f"unknown gate {name!r}; the gates are {sorted(_GATES)} (and not_, mux)")
+        x, y = self._bool_operand(x), self._bool_operand(y)
+        if x.shape != y.shape:
+            raise ValueError(f"tfhe.{name}: shapes {x.shape} and {y.shape} differ")
+        coef, const = _GATES[name]
+        q = self.params.lwe_modulus
+        combo = (x.data.astype(np.int64) + y.data) * coef
+        combo[:, -1] += const * (q // 8)
+        return Ciphertext(self, self._bootstrap(np.mod(combo, q).astype(np.uint32), self._sign_vector()), x.shape, None)
+
+    def and_(self, x, y): return self.gate("and", x, y)
+    def or_(self, x, y): return self.gate("or", x, y)
+    def nand(self, x, y): return self.gate("nand", x, y)
+    def nor(self, x, y): return self.gate("nor", x, y)
+    def xor(self, x, y): return self.gate("xor", x, y)
+    def xnor(self, x, y): return self.gate("xnor", x, y)
+
+    def not_(self, x: Ciphertext) -> Ciphertext:
+        """Negation: free (no bootstrap)."""
+        x = self._bool_operand(x)
+        return Ciphertext(self, np.mod(-x.data.astype(np.int64), self.params.lwe_modulus).astype(np.uint32),
+                          x.shape, None)
+
+    def mux(self, select: Ciphertext, a: Ciphertext, b: Ciphertext) -> Ciphertext:
+        """a where select else b (three bootstraps)."""
+        return self.or_(self.and_(select, a), self.and_(self.not_(select), b))
+
+    # ---- lookup tables -------------------------------------------------------------
+
+    def lut(self, fn: Callable[[int], int] | np.ndarray | list, *, bits: int, out_bits: int | None = None) -> LookupTable:
+        """A lookup table from ``bits``-bit to ``out_bits``-bit integers (default
+        ``bits``): a function of one int, or its 2^bits values."""
+        out_bits = bits if out_bits is None else out_bits
+        self._check_bits(bits), self._check_bits(out_bits)
+        p = 1 << bits
+        values = np.asarray([fn(m) for m in range(p)] if callable(fn) else fn, dtype=np.int64)
+        if values.shape != (p,):
+            raise ValueError(f"a {bits}-bit lookup table has {p} values, got shape {values.shape}")
+        if values.min() < 0 or values.max() >= 1 << out_bits:
+            raise ValueError(f"lookup-table values must lie in [0, 2^{out_bits}); got {values.min()}..{values.max()}")
+        return LookupTable(self, values, bits, out_bits)
+
+    def apply(self, table: LookupTable, x: Ciphertext) -> Ciphertext:
+        """table(x) for every element: one programmable bootstrap each."""
+        self._check_ct(x)
+        if table.context is not self:
+            raise ValueError("this lookup table belongs to another context")
+        if x.bits != table.bits:
+            raise ValueError(f"the table reads {table.bits}-bit integers; the ciphertext holds "
+                             f"{'booleans' if x.bits is None else f'{x.bits}-bit integers'}")
+        q, p = self.params.lwe_modulus, 1 << table.bits
+        data = x.data.copy()
+        # Half a message slot up: slot m then spans [m, m + 1) in units of q / 2p.
+        data[:, -1] = (data[:, -1].astype(np.int64) + q // (4 * p)) % q
+        return Ciphertext(self, self._bootstrap(data, table.test_vector), x.shape, table.out_bits)
+
+    # ---- noise ---------------------------------------------------------------------
+
+    def failure_probability(self, operation: str = "nand", *, bits: int | None = None) -> float:
+        """Predicted probability that one operation on bootstrapped inputs
+        decrypts wrongly (ParameterSet.noise_terms): a gate by name, or
+        ``"lut"`` with ``bits`` (a table on a bootstrapped ``bits``-bit input).
+
+        AND, OR, NAND and NOR land q/8 from one decision boundary and 3q/8
+        from the other (a one-sided tail, mostly); XOR and XNOR land q/4 from
+        both with doubled errors; a table's input lies half a slot, q/(4p),
+        from both edges of its slot.
+        """
+        var, q = self.params.bootstrap_variance(), self.params.lwe_modulus
+        if operation == "lut":
+            if bits is None:
+                raise ValueError("failure_probability('lut') needs bits=")
+            return tail_probability(var, q / (4 << bits))
+        if operation not in _GATES:
+            raise ValueError(f"unknown operation {operation!r}: a gate {sorted(_GATES)} or 'lut'")
+        coef = _GATES[operation][0]
+        var_in = 2 * coef * coef * var
+        if abs(coef) == 2:
+            return tail_probability(var_in, q / 4)
+        return (tail_probability(var_in, q / 8) + tail_probability(var_in, 3 * q / 8)) / 2
+
+    # ---- internals -----------------------------------------------------------------
+
+    def _bootstrap(self, data: np.ndarray, test_vector: np.ndarray) -> np.ndarray:
+        return self._require_keys().bootstrap(np.ascontiguousarray(data, dtype=np.uint32), test_vector, self.threads)
+
+    def _sign_vector(self) -> np.ndarray:
+        if not hasattr(self, "_sign_tv"):
+            Q = self.params.ring_modulus
+            self._sign_tv = np.full(self.params.ring_dimension, round(Q / 8), dtype=np.uint32)
+        return self._sign_tv
+
+    def _test_vector(self, values: np.ndarray, bits: int, out_bits: int) -> np.ndarray:
+        N, Q = self.params.ring_dimension, self.params.ring_modulus
+        p = 1 << bits
+        slot = (np.arange(N) * p) // N  # the message each coefficient answers for
+        out = np.floor(values[slot] * Q / (2 << out_bits) + 0.5).astype(np.int64) % Q
+        return out.astype(np.uint32)
+
+    def _encode(self, arr: np.ndarray, bits: int | None) -> np.ndarray:
+        q = self.params.lwe_modulus
+        if bits is None:
+            if arr.dtype != bool and not np.isin(arr, (0, 1)).all():
+                raise ValueError("booleans must be 0/1 or bool (pass bits= for integers)")
+            return np.where(arr.astype(bool), q // 8, q - q // 8).astype(np.uint32)
+        self._check_bits(bits)
+        if not np.issubdtype(arr.dtype, np.integer):
+            raise ValueError(f"integers expected, got dtype {arr.dtype}")
+        if arr.size and (arr.min() < 0 or arr.max() >= 1 << bits):
+            raise ValueError(f"{bits}-bit integers must lie in [0, {(1 << bits) - 1}]; got {arr.min()}..{arr.max()}")
+        return (arr.astype(np.int64) * (q // (2 << bits))).astype(np.uint32)
+
+    def _check_bits(self, bits: int) -> None:
+        limit = int(math.log2(self.params.ring_dimension)) - 1
+        if not isinstance(bits, (int, np.integer)) or not 1 <= bits <= limit:
+            raise ValueError(f"bits must be an int in [1, {limit}] for N={self.params.ring_dimension}, got {bits!r}")
+
+    def _bool_operand(self, x) -> Ciphertext:
+        if not isinstance(x, Ciphertext):
+            raise TypeError(f"expected a ringfire.tfhe.Ciphertext, got {type(x).__name__}")
+        self._check_ct(x)
+        if x.bits is not None:
+            raise ValueError(f"gates take booleans; this ciphertext holds {x.bits}-bit integers")
+        return x
+
+    def _check_ct(self, ct) -> None:
+        if not isinstance(ct, Ciphertext):
+            raise TypeError(f"expected a ringfire.tfhe.Ciphertext, got {type(ct).__name__}")
+        if ct.context is not self:
+            raise ValueError("this ciphertext belongs to another tfhe context")
+
+    def _check_key(self, key) -> None:
+        if not isinstance(key, SecretKey) or key.context is not self:
+            raise ValueError("expected a secret key made by this context's keygen()")
+
+    def _require_keys(self) -> _core.TfheBootstrapper:
+        if self._bootstrapper is None:
+            raise RuntimeError("this context has no evaluation keys yet: call ctx.keygen() first")
+        return self._bootstrapper

@@ -1,0 +1,139 @@
+"""FHEW/TFHE parameter sets, their security sources and their noise model.
+
+A set names the LWE ciphertexts that gates and lookup tables act on (dimension
+``n``, modulus ``q = 2N``), the ring of the blind rotation (``N``, a prime
+``Q`` below 2^29) with its gadget, and the key switch back (``Q_ks``, digits).
+The noise model gives the variance of a bootstrapped ciphertext's error,
+term by term, and from it the probability that a gate or a table lookup
+decrypts wrongly (two-sided Gaussian tail) -- the numbers
+:meth:`ringfire.tfhe.Context.failure_probability` reports and the tests
+check against measured errors.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from .. import _core
+
+# Where the security of the named sets comes from.
+_OPENFHE_STD128 = (
+    "OpenFHE binfhe's STD128 set (src/binfhe/lib/binfhecontext.cpp, paramsMap: n=556, Q_ks=2^15, q=2048, "
+    "N=1024, log2 Q=27, uniform ternary secrets, sigma=3.19; estimated there with the lattice estimator at "
+    ">= 128-bit classical security); the ring also meets the HE standard's bound for N=1024 (log2 Q <= 27)")
+
+
+@dataclasses.dataclass(frozen=True)
+class ParameterSet:
+    """One FHEW/TFHE parameter set (see the module docstring).
+
+    ``security`` is the claimed classical security in bits with its
+    ``source``, or ``None`` for sets that are insecure by design (tests,
+    failure counting): :class:`~ringfire.tfhe.Context` refuses those unless
+    asked with ``insecure=True``.
+    """
+
+    name: str
+    lwe_dimension: int
+    ring_dimension: int
+    ring_modulus_bits: int
+    gadget_base_log: int
+    gadget_digits: int
+    gadget_skip_bits: int
+    ks_modulus_log: int
+    ks_base_log: int
+    ks_digits: int
+    sigma: float = 3.19
+    security: int | None = None
+    source: str = ""
+
+    @property
+    def lwe_modulus(self) -> int:
+        return 2 * self.ring_dimension
+
+    @property
+    def ring_modulus(self) -> int:
+        """Q: the largest prime below 2^ring_modulus_bits with Q = 1 mod 2N."""
+        return _ring_modulus(self.ring_modulus_bits, self.ring_dimension)
+
+    def native(self) -> _core.TfheParams:
+        p = _core.TfheParams()
+        p.lwe_dimension = self.lwe_dimension
+        p.ring_dimension = self.ring_dimension
+        p.ring_modulus = self.ring_modulus
+        p.gadget_base_log = self.gadget_base_log
+        p.gadget_digits = self.gadget_digits
+        p.gadget_skip_bits = self.gadget_skip_bits
+        p.ks_modulus = 1 << self.ks_modulus_log
+        p.ks_base_log = self.ks_base_log
+        p.ks_digits = self.ks_digits
+        p.sigma = self.sigma
+        p.validate()
+        return p
+
+    # ---- noise model ---------------------------------------------------------------
+
+    def noise_terms(self) -> dict[str, float]:
+        """Error variances of one bootstrapped ciphertext, each at modulus q.
+
+        - ``blind_rotation``: n steps, each adding the external product's
+          error N sum_r Var(D_r) * 4 sigma^2 (the digits D_r of both
+          polynomials times the two keys' errors, each multiplied by a
+          monomial minus one: 2 sigma^2 apiece) and the approximate
+          gadget's rounding; scaled by (q/Q)^2.
+        - ``mod_switch_ring``: rounding the N+1 words from Q to Q_ks.
+        - ``key_switch``: N d_ks fresh errors (one table entry per nonzero digit).
+        - ``mod_switch_lwe``: rounding the n+1 words from Q_ks to q.
+        A ternary secret coefficient has E[s^2] = 2/3.
+        """
+        n, N, Q = self.lwe_dimension, self.ring_dimension, self.ring_modulus
+        q, qks, s2 = self.lwe_modulus, 1 << self.ks_modulus_log, self.sigma ** 2
+        bg = 1 << self.gadget_base_log
+        top = Q / 2 ** (self.gadget_skip_bits + 1) / bg ** (self.gadget_digits - 1)  # |last digit| bound
+        digits_var = 2 * ((self.gadget_digits - 1) * bg * bg / 12 + top * top / 3)
+        rounding = 4 ** self.gadget_skip_bits / 12 if self.gadget_skip_bits else 0.0
+        step = N * digits_var * 4 * s2 + 2 * rounding * (1 + N * 2 / 3)
+        base = 1 << self.ks_base_log
+        return {
+            "blind_rotation": n * step * (q / Q) ** 2,
+            "mod_switch_ring": (1 + N * 2 / 3) / 12 * (q / qks) ** 2,
+            "key_switch": N * self.ks_digits * (1 - 1 / base) * s2 * (q / qks) ** 2,
+            "mod_switch_lwe": (1 + n * 2 / 3) / 12,
+        }
+
+    def bootstrap_variance(self) -> float:
+        """Variance (at q) of a bootstrapped ciphertext's error."""
+        return sum(self.noise_terms().values())
+
+
+def tail_probability(variance: float, tolerance: float) -> float:
+    """P(|e| >= tolerance) for e ~ N(0, variance)."""
+    return math.erfc(tolerance / math.sqrt(2 * variance))
+
+
+def _ring_modulus(bits: int, n: int, _cache: dict = {}) -> int:  # noqa: B006 (a deliberate cache)
+    key = (bits, n)
+    if key not in _cache:
+        _cache[key] = _core.find_ntt_primes(bits, 1, n)[0]
+    return _cache[key]
+
+
+PRESETS: dict[str, ParameterSet] = {
+    # Gates at 128-bit security: OpenFHE's STD128 lattice parameters; the
+    # gadget and key-switching digits are ours (noise model above: p_fail of
+    # a NAND about 2^-88, see Context.failure_probability).
+    "STD128": ParameterSet("STD128", lwe_dimension=556, ring_dimension=1024, ring_modulus_bits=27,
+                           gadget_base_log=7, gadget_digits=3, gadget_skip_bits=6,
+                           ks_modulus_log=15, ks_base_log=3, ks_digits=5,
+                           security=128, source=_OPENFHE_STD128),
+    # Small and insecure: exhaustive tests in milliseconds.
+    "TOY": ParameterSet("TOY", lwe_dimension=64, ring_dimension=512, ring_modulus_bits=27,
+                        gadget_base_log=7, gadget_digits=3, gadget_skip_bits=6,
+                        ks_modulus_log=16, ks_base_log=4, ks_digits=4),
+    # Insecure and deliberately noisy (wide errors, a coarse gadget): gates
+    # fail often enough to count, to check the noise model's p_fail.
+    "NOISY": ParameterSet("NOISY", lwe_dimension=128, ring_dimension=512, ring_modulus_bits=27,
+                          gadget_base_log=9, gadget_digits=2, gadget_skip_bits=8,
+                          ks_modulus_log=14, ks_base_log=7, ks_digits=2, sigma=16.0),
+}

@@ -1,0 +1,242 @@
+"""FHEW/TFHE (ringfire.tfhe): exhaustive gates and lookup tables on the toy
+set, every gate at 128-bit security, the noise model against measured errors
+and counted failures, the 32-bit NTT against schoolbook products, and the
+errors wrong inputs get."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+
+import ringfire as rf
+from ringfire import _core
+
+BOOL_GATES = {
+    "and": lambda x, y: x & y, "or": lambda x, y: x | y, "nand": lambda x, y: ~(x & y),
+    "nor": lambda x, y: ~(x | y), "xor": lambda x, y: x ^ y, "xnor": lambda x, y: ~(x ^ y),
+}
+
+
+def insecure(name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ctx = rf.tfhe.Context.preset(name, insecure=True)
+        sk = ctx.keygen(insecure_deterministic_seed=7)
+    return ctx, sk
+
+
+@pytest.fixture(scope="module")
+def toy():
+    return insecure("TOY")
+
+
+@pytest.fixture(scope="module")
+def std128():
+    ctx = rf.tfhe.Context.preset("STD128")
+    return ctx, ctx.keygen()
+
+
+# ---- the 32-bit NTT ------------------------------------------------------------------
+
+@pytest.mark.parametrize("n", [64, 128, 1024, 2048])
+def test_ntt32_vector_path_matches_scalar_and_multiplies_negacyclically(n):
+    q = _core.find_ntt_primes(27, 1, n)[0]
+    ntt = _core.Ntt32(n, q)
+    rng = np.random.default_rng(n)
+    a, b = rng.integers(0, q, n, dtype=np.uint32), rng.integers(0, q, n, dtype=np.uint32)
+    fa, fa_ref, fb = a.copy(), a.copy(), b.copy()
+    ntt.forward(fa), ntt.forward(fa_ref, scalar=True), ntt.forward(fb)
+    assert (fa == fa_ref).all() and fa.max() < q
+    prod = (fa.astype(object) * fb.astype(object) % q).astype(np.uint32)
+    prod_ref = prod.copy()
+    ntt.inverse(prod), ntt.inverse(prod_ref, scalar=True)
+    assert (prod == prod_ref).all()
+    full = np.convolve(a.astype(object), b.astype(object))
+    want = [(full[i] - (full[i + n] if i + n < len(full) else 0)) % q for i in range(n)]
+    assert [int(v) for v in prod] == want
+    back = fa.copy()
+    ntt.inverse(back)
+    assert (back == a).all()
+
+
+def test_ntt32_refuses_what_it_cannot_transform():
+    with pytest.raises(ValueError, match="power of two"):
+        _core.Ntt32(96, 97)
+    with pytest.raises(ValueError, match="prime below 2\\^29"):
+        _core.Ntt32(1024, (1 << 30) + 1)
+
+
+# ---- gates -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("gate", sorted(BOOL_GATES))
+def test_every_gate_on_every_input_toy(toy, gate):
+    ctx, sk = toy
+    x = np.array([0, 0, 1, 1] * 16, bool)
+    y = np.array([0, 1, 0, 1] * 16, bool)
+    got = ctx.decrypt(ctx.gate(gate, ctx.encrypt(x, sk), ctx.encrypt(y, sk)), sk)
+    assert (got == BOOL_GATES[gate](x, y)).all()
+
+
+def test_gates_compose_and_operators_match_numpy_toy(toy):
+    ctx, sk = toy
+    rng = np.random.default_rng(1)
+    x, y, s = (rng.integers(0, 2, (4, 8)).astype(bool) for _ in range(3))
+    a, b, c = ctx.encrypt(x, sk), ctx.encrypt(y, sk), ctx.encrypt(s, sk)
+    out = ~(a & b) ^ (a | 1)  # constants become noiseless ciphertexts
+    assert out.shape == (4, 8)
+    assert (ctx.decrypt(out, sk) == (~(x & y) ^ (x | True))).all()
+    assert (ctx.decrypt(ctx.mux(c, a, b), sk) == np.where(s, x, y)).all()
+    assert (ctx.decrypt(~a, sk) == ~x).all()
+    assert (ctx.decrypt(a[1:3, ::2], sk) == x[1:3, ::2]).all()
+
+
+@pytest.mark.parametrize("gate", sorted(BOOL_GATES))
+def test_every_gate_on_every_input_std128(std128, gate):
+    ctx, sk = std128
+    x = np.array([0, 0, 1, 1], bool)
+    y = np.array([0, 1, 0, 1], bool)
+    got = ctx.decrypt(ctx.gate(gate, ctx.encrypt(x, sk), ctx.encrypt(y, sk)), sk)
+    assert (got == BOOL_GATES[gate](x, y)).all()
+
+
+def test_std128_claims_its_source_and_a_gate_failure_probability_below_2_to_minus_64(std128):
+    ctx, _ = std128
+    assert ctx.params.security == 128 and "OpenFHE" in ctx.params.source
+    for gate in BOOL_GATES:
+        assert ctx.failure_probability(gate) < 2.0 ** -64
+    assert sum(ctx.evaluation_key_bytes.values()) < 150e6
+
+
+# ---- lookup tables -----------------------------------------------------------------
+
+@pytest.mark.parametrize("bits", [1, 2, 3, 4])
+def test_every_table_entry_toy(toy, bits):
+    ctx, sk = toy
+    assert ctx.failure_probability("lut", bits=bits) < 1e-6
+    p = 1 << bits
+    rng = np.random.default_rng(bits)
+    table = rng.integers(0, p, p)
+    x = ctx.encrypt(np.tile(np.arange(p), 3), sk, bits=bits)
+    got = ctx.decrypt(ctx.lut(table, bits=bits)(x), sk)
+    assert (got == np.tile(table, 3)).all()
+
+
+def test_tables_change_width_and_integers_add_before_a_table(toy):
+    ctx, sk = toy
+    x = ctx.encrypt(np.arange(4), sk, bits=2)
+    y = ctx.encrypt(np.array([3, 2, 1, 0]), sk, bits=2)
+    widen = ctx.lut(lambda m: 5 * m, bits=2, out_bits=4)
+    assert (ctx.decrypt(widen(x), sk) == 5 * np.arange(4)).all()
+    s = ctx.encrypt(np.array([0, 1, 2, 0]), sk, bits=3) + ctx.encrypt(np.array([1, 1, 2, 7]), sk, bits=3)
+    assert (ctx.decrypt(s, sk) == [1, 2, 4, 7]).all()
+    assert (ctx.decrypt(x + y, sk) == 3).all()
+    assert (ctx.decrypt(2 * x[:2] + 1, sk) == [1, 3]).all()
+    assert (ctx.decrypt(3 - x, sk) == [3, 2, 1, 0]).all()
+    with pytest.warns(RuntimeWarning, match="padding bit"):
+        ctx.decrypt(x - 1, sk)  # 0 - 1 goes below zero
+
+
+def test_table_and_encryption_inputs_are_checked(toy):
+    ctx, sk = toy
+    with pytest.raises(ValueError, match="must lie in"):
+        ctx.encrypt([4], sk, bits=2)
+    with pytest.raises(ValueError, match="values must lie in"):
+        ctx.lut(lambda m: m + 4, bits=2)
+    with pytest.raises(ValueError, match="has 4 values"):
+        ctx.lut([1, 2, 3], bits=2)
+    with pytest.raises(ValueError, match="bits must be"):
+        ctx.lut(lambda m: m, bits=0)
+    with pytest.raises(ValueError, match="reads 2-bit"):
+        ctx.lut(lambda m: m, bits=2)(ctx.encrypt([1], sk, bits=3))
+    with pytest.raises(ValueError, match="gates take booleans"):
+        ctx.and_(ctx.encrypt([1], sk, bits=2), ctx.encrypt([1], sk, bits=2))
+    with pytest.raises(ValueError, match="booleans must be"):
+        ctx.encrypt([2], sk)
+    with pytest.raises(ValueError, match="shapes"):
+        ctx.and_(ctx.encrypt([1, 0], sk), ctx.encrypt([1], sk))
+
+
+# ---- the noise model -----------------------------------------------------------------
+
+def _bootstrapped_errors(ctx, sk, count):
+    q = ctx.params.lwe_modulus
+    ones = ctx.encrypt(np.ones(count, bool), sk)
+    out = ctx.and_(ones, ones)
+    phases = sk._native.phases(out.data)[0].astype(np.int64)
+    return (phases - q // 8 + q // 2) % q - q // 2
+
+
+@pytest.mark.parametrize("preset", ["TOY", "STD128"])
+def test_measured_error_variance_matches_the_model(preset, toy, std128):
+    ctx, sk = toy if preset == "TOY" else std128
+    errors = _bootstrapped_errors(ctx, sk, 600)
+    ratio = errors.var() / ctx.params.bootstrap_variance()
+    assert 0.7 < ratio < 1.3, (errors.var(), ctx.params.noise_terms())
+
+
+def test_counted_gate_failures_match_the_predicted_rate():
+    ctx, sk = insecure("NOISY")
+    trials = 3000
+    p_fail = ctx.failure_probability("nand")
+    assert 0.01 < p_fail < 0.1  # the set is meant to fail countably often
+    rng = np.random.default_rng(5)
+    # Gate inputs are bootstrapped ciphertexts (what the model assumes);
+    # their own values are read back so only the NAND's failures count.
+    x = ctx.and_(ctx.encrypt(rng.integers(0, 2, trials).astype(bool), sk), ctx.trivial(np.ones(trials, bool)))
+    y = ctx.and_(ctx.encrypt(rng.integers(0, 2, trials).astype(bool), sk), ctx.trivial(np.ones(trials, bool)))
+    want = ~(ctx.decrypt(x, sk) & ctx.decrypt(y, sk))
+    failures = int((ctx.decrypt(ctx.nand(x, y), sk) != want).sum())
+    expected = p_fail * trials
+    assert expected / 2 <= failures <= expected * 2, (failures, expected)
+
+
+# ---- refusals ----------------------------------------------------------------------
+
+def test_sets_without_a_security_claim_need_insecure_and_warn():
+    with pytest.raises(ValueError, match="insecure=True"):
+        rf.tfhe.Context.preset("TOY")
+    with pytest.warns(RuntimeWarning, match="insecure"):
+        rf.tfhe.Context.preset("TOY", insecure=True)
+    with pytest.raises(ValueError, match="unknown tfhe parameter set"):
+        rf.tfhe.Context.preset("STD999")
+
+
+def test_unrunnable_parameters_are_named():
+    import dataclasses
+
+    bad = dataclasses.replace(rf.tfhe.PRESETS["TOY"], gadget_digits=1)
+    with pytest.raises(ValueError, match="gadget"):
+        rf.tfhe.Context(bad, insecure=True)
+    bad = dataclasses.replace(rf.tfhe.PRESETS["TOY"], ks_base_log=5)
+    with pytest.raises(ValueError, match="ks_base_log \\* ks_digits"):
+        rf.tfhe.Context(bad, insecure=True)
+
+
+def test_secret_keys_do_not_pickle_and_keys_belong_to_their_context(toy):
+    ctx, sk = toy
+    with pytest.raises(TypeError, match="not picklable"):
+        pickle.dumps(sk)
+    other, other_sk = insecure("TOY")
+    with pytest.raises(ValueError, match="this context"):
+        other.encrypt([1], sk)
+    with pytest.raises(ValueError, match="another tfhe context"):
+        other.decrypt(ctx.encrypt([1], sk), other_sk)
+    fresh = rf.tfhe.Context.preset("STD128")
+    with pytest.raises(RuntimeError, match="keygen"):
+        fresh.evaluation_key_bytes
+
+
+def test_native_bootstrap_refuses_malformed_arrays(toy):
+    ctx, _ = toy
+    b = ctx._bootstrapper
+    n, N, q = ctx.params.lwe_dimension, ctx.params.ring_dimension, ctx.params.lwe_modulus
+    tv = np.zeros(N, np.uint32)
+    with pytest.raises(ValueError, match="expected shape"):
+        b.bootstrap(np.zeros((2, n), np.uint32), tv)
+    with pytest.raises(ValueError, match="not below"):
+        b.bootstrap(np.full((1, n + 1), q, np.uint32), tv)
+    with pytest.raises(ValueError, match="test vector"):
+        b.bootstrap(np.zeros((1, n + 1), np.uint32), np.zeros(N - 1, np.uint32))
+    with pytest.raises(ValueError, match="not below"):
+        b.bootstrap(np.zeros((1, n + 1), np.uint32), np.full(N, ctx.params.ring_modulus, np.uint32))
