@@ -60,11 +60,28 @@ def test_ntt32_vector_path_matches_scalar_and_multiplies_negacyclically(n):
     assert (back == a).all()
 
 
+def test_bootstraps_are_bit_identical_on_every_instruction_set():
+    params = rf.tfhe.PRESETS["TOY"].native()
+    outputs = {}
+    for isa in sorted({"scalar", _core.tfhe_best_isa()}):
+        prng = _core.Prng.from_seed(bytes(32))
+        key = _core.TfheSecretKey(params, prng)
+        boot = _core.TfheBootstrapper(key, prng, isa)
+        assert boot.isa == isa
+        cts = key.encrypt(np.arange(0, params.lwe_modulus, 37, dtype=np.uint32), _core.Prng.from_seed(bytes([1] * 32)))
+        tv = np.arange(params.ring_dimension, dtype=np.uint32) * 977 % params.ring_modulus
+        outputs[isa] = boot.bootstrap(cts, tv)
+    first = next(iter(outputs.values()))
+    assert all((out == first).all() for out in outputs.values())
+
+
 def test_ntt32_refuses_what_it_cannot_transform():
     with pytest.raises(ValueError, match="power of two"):
         _core.Ntt32(96, 97)
     with pytest.raises(ValueError, match="prime below 2\\^29"):
         _core.Ntt32(1024, (1 << 30) + 1)
+    with pytest.raises(ValueError, match="unknown instruction set"):
+        _core.Ntt32(1024, _core.find_ntt_primes(27, 1, 1024)[0], "avx1024")
 
 
 # ---- gates -------------------------------------------------------------------------

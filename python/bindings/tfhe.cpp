@@ -1,11 +1,15 @@
 // Bindings of the FHEW/TFHE layer (ringfire/tfhe): parameters, the client's
 // secret key, the evaluation keys with the bootstrapper, and the 32-bit NTT
 // for tests. Ciphertexts cross as uint32 arrays of shape (count, n + 1).
+#include <algorithm>
 #include <cstring>
+
+#include <nanobind/stl/string.h>
 
 #include "common.h"
 #include "ringfire/rlwe/prng.h"
 #include "ringfire/tfhe/bootstrapper.h"
+#include "ringfire/tfhe/isa.h"
 #include "ringfire/tfhe/lwe.h"
 #include "ringfire/tfhe/ntt32.h"
 #include "ringfire/tfhe/params.h"
@@ -96,11 +100,13 @@ void bind_tfhe(nb::module_& m) {
   nb::class_<Bootstrapper>(m, "TfheBootstrapper")
       .def(
           "__init__",
-          [](Bootstrapper* self, const SecretKey& key, Prng& prng) {
+          [](Bootstrapper* self, const SecretKey& key, Prng& prng, const std::string& isa) {
+            const Isa chosen = isa.empty() ? default_isa() : parse_isa(isa);
             nb::gil_scoped_release release;
-            new (self) Bootstrapper(key, prng);
+            new (self) Bootstrapper(key, prng, chosen);
           },
-          nb::arg("secret_key"), nb::arg("prng"))
+          nb::arg("secret_key"), nb::arg("prng"), nb::arg("isa") = "")
+      .def_prop_ro("isa", [](const Bootstrapper& b) { return isa_name(b.isa()); })
       .def_prop_ro("bootstrap_key_bytes", &Bootstrapper::bootstrap_key_bytes)
       .def_prop_ro("key_switch_key_bytes", &Bootstrapper::key_switch_key_bytes)
       .def(
@@ -136,8 +142,18 @@ void bind_tfhe(nb::module_& m) {
           },
           nb::arg("ciphertext"), nb::arg("test_vector"));
 
+  m.def("tfhe_best_isa", [] { return isa_name(best_isa()); });
+  m.def("tfhe_default_isa", [] { return isa_name(default_isa()); });
+  m.def("tfhe_set_default_isa", [](const std::string& name) { set_default_isa(parse_isa(name)); }, nb::arg("isa"));
+
   nb::class_<Ntt32>(m, "Ntt32")
-      .def(nb::init<std::size_t, u32>(), nb::arg("n"), nb::arg("q"))
+      .def(
+          "__init__",
+          [](Ntt32* self, std::size_t n, u32 q, const std::string& isa) {
+            new (self) Ntt32(n, q, isa.empty() ? default_isa() : parse_isa(isa));
+          },
+          nb::arg("n"), nb::arg("q"), nb::arg("isa") = "")
+      .def_prop_ro("isa", [](const Ntt32& t) { return isa_name(t.isa()); })
       .def("forward",
            [](const Ntt32& t, U32Array a, bool scalar) {
              require(a.ndim() == 1 && a.shape(0) == t.n(), "tfhe.Ntt32", "one polynomial of N words");
@@ -147,6 +163,8 @@ void bind_tfhe(nb::module_& m) {
       .def("inverse",
            [](const Ntt32& t, U32Array a, bool scalar) {
              require(a.ndim() == 1 && a.shape(0) == t.n(), "tfhe.Ntt32", "one polynomial of N words");
+             require(*std::max_element(a.data(), a.data() + t.n()) < 2 * t.modulus(), "tfhe.Ntt32",
+                     "the inverse reads values below 2q");
              scalar ? t.inverse_scalar(a.data()) : t.inverse(a.data());
            },
            nb::arg("a"), nb::arg("scalar") = false);

@@ -93,7 +93,7 @@ KeySwitchKey::KeySwitchKey(const SecretKey& key, Prng& prng) : params_(key.param
   const std::size_t n = p.lwe_dimension, N = p.ring_dimension, width = n + 1;
   const u32 base = 1u << p.ks_base_log, qks = p.ks_modulus;
   const std::size_t entries = N * p.ks_digits * (base - 1);
-  table_.resize(entries * width);
+  table_ = KeyBuffer<std::uint16_t>(entries * width);
   // Public randomness for the a vectors, private for the errors.
   Prng public_a = Prng::from_seed(prng.next_seed());
   std::vector<std::int64_t> e(entries);

@@ -32,7 +32,8 @@ std::size_t layout_slot(std::size_t e) { return (e & ~std::size_t{63}) | ((e & 7
 
 }  // namespace
 
-Ntt32::Ntt32(std::size_t n, u32 q) : n_(n), q_(q) {
+Ntt32::Ntt32(std::size_t n, u32 q, Isa isa) : n_(n), isa_(isa), q_(q) {
+  check_isa(isa);
   require(n >= 64 && n <= (std::size_t{1} << 13) && std::has_single_bit(n), "tfhe.Ntt32",
           "N must be a power of two in [64, 8192], got " + std::to_string(n));
   require(q < (u32{1} << 29) && is_ntt_friendly(q, n), "tfhe.Ntt32",

@@ -20,6 +20,7 @@
 #include <memory>
 #include <vector>
 
+#include "ringfire/tfhe/key_buffer.h"
 #include "ringfire/tfhe/lwe.h"
 #include "ringfire/tfhe/ntt32.h"
 
@@ -27,7 +28,7 @@ namespace ringfire::tfhe {
 
 // RGSW encryptions of the LWE secret's two indicator vectors, in the
 // evaluation layout (Montgomery form), interleaved for one sequential pass
-// per coefficient: [i][chunk of 8 slots][row r][b+, a+, b-, a-][8].
+// per coefficient: [i][chunk of 16 slots][row r][b+, a+, b-, a-][16].
 class BootstrapKey {
  public:
   BootstrapKey(const SecretKey& key, const Ntt32& ntt, Prng& prng);
@@ -37,15 +38,17 @@ class BootstrapKey {
 
  private:
   std::size_t stride_;
-  std::vector<u32> data_;
+  KeyBuffer<u32> data_;
 };
 
 class Bootstrapper {
  public:
-  // Generates the evaluation keys (bootstrapping and key-switching) of `key`.
-  Bootstrapper(const SecretKey& key, Prng& prng);
+  // Generates the evaluation keys (bootstrapping and key-switching) of
+  // `key`; the kernels run on `isa` (isa.h; every path gives the same bits).
+  Bootstrapper(const SecretKey& key, Prng& prng, Isa isa = default_isa());
 
   const Params& params() const { return params_; }
+  Isa isa() const { return ntt_->isa(); }
 
   // out = the LWE ciphertext (n + 1 words mod q) of the constant coefficient
   // of X^-phase(in) TV. test_vector: N words mod Q.
@@ -62,13 +65,20 @@ class Bootstrapper {
   std::size_t key_switch_key_bytes() const { return ksk_->bytes(); }
 
  private:
-  void step(u32* acc, std::size_t i, u32 exponent, u32* scratch) const;
+  // acc <- acc X^{s_i exponent}; next_exponent is the next step's (its key
+  // and monomials are prefetched meanwhile).
+  void step(u32* acc, std::size_t i, u32 exponent, u32 next_exponent, u32* scratch) const;
+  // Montgomery(NTT(X^k) - 1) for k mod 2N.
+  const u32* monomial(std::size_t k) const {
+    const std::size_t N = params_.ring_dimension;
+    return monomials_.data() + (k % (2 * N)) * N;
+  }
 
   Params params_;
   std::unique_ptr<Ntt32> ntt_;
   std::unique_ptr<BootstrapKey> bsk_;
   std::unique_ptr<KeySwitchKey> ksk_;
-  std::vector<u32> monomials_;  // [k][N]: Montgomery(NTT(X^k) - 1), k < 2N
+  KeyBuffer<u32> monomials_;  // [k][N]: Montgomery(NTT(X^k) - 1), k < 2N
 };
 
 }  // namespace ringfire::tfhe

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ringfire/rlwe/prng.h"
+#include "ringfire/tfhe/key_buffer.h"
 #include "ringfire/tfhe/params.h"
 
 namespace ringfire::tfhe {
@@ -62,7 +63,7 @@ class KeySwitchKey {
 
  private:
   Params params_;
-  std::vector<std::uint16_t> table_;  // [i][j][v - 1][n + 1]
+  KeyBuffer<std::uint16_t> table_;  // [i][j][v - 1][n + 1]
 };
 
 }  // namespace ringfire::tfhe

@@ -23,6 +23,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "ringfire/tfhe/isa.h"
+
 namespace ringfire::tfhe {
 
 using u32 = std::uint32_t;
@@ -30,10 +32,11 @@ using u32 = std::uint32_t;
 class Ntt32 {
  public:
   // Raises InvalidArgument unless N is a power of two in [64, 2^13] and q is
-  // a prime < 2^29 with q = 1 mod 2N.
-  Ntt32(std::size_t n, u32 q);
+  // a prime < 2^29 with q = 1 mod 2N, or when `isa` cannot run here.
+  Ntt32(std::size_t n, u32 q, Isa isa = default_isa());
 
   std::size_t n() const { return n_; }
+  Isa isa() const { return isa_; }
   u32 modulus() const { return q_; }
 
   // Coefficients (< q) -> evaluation layout, values < q.
@@ -63,6 +66,7 @@ class Ntt32 {
   void inverse_avx2(u32* a, u32* accumulate) const;
 
   std::size_t n_;
+  Isa isa_;
   int log_n_;
   u32 q_, neg_q_inv_, r2_;  // r2 = 2^64 mod q
   // psi^br(i) and psi^-br(i) (i in [0, N)) with Shoup constants floor(w 2^32 / q).

@@ -1,0 +1,44 @@
+// The per-element bodies of one blind-rotation step (bootstrapper.cpp), one
+// set per instruction set (isa.h), all bit-identical:
+//   decompose: signed gadget digits of a polynomial (coefficient form);
+//   product:   the two lazy sums of digits times keys, and their products
+//              with the two monomials, in the evaluation form.
+// The key layout they read (BootstrapKey): per LWE coefficient,
+// [chunk of 16 slots][row r < R][b+, a+, b-, a-][16], Montgomery form.
+#pragma once
+
+#include <cstddef>
+
+#include "ringfire/tfhe/isa.h"
+#include "ringfire/tfhe/ntt32.h"
+#include "ringfire/tfhe/params.h"
+
+namespace ringfire::tfhe::kernels {
+
+inline constexpr std::size_t kChunk = 16;
+
+// Digit r of polynomial p (p = 0: b, 1: a) goes to D + (p d_g + r) N.
+void decompose(Isa isa, const u32* poly, std::size_t N, const Params& p, u32* D);
+
+// out_b, out_a (evaluation layout, < 2Q) = (X^a - 1) sum_r D_r BK+_r +
+// (X^-a - 1) sum_r D_r BK-_r; mp, mm: Montgomery(NTT(X^{+-a}) - 1).
+// next_key, next_mp, next_mm (or null): the next step's key and monomials,
+// prefetched into L2 while these are read.
+struct ProductArgs {
+  const u32* D;
+  std::size_t R, N;
+  const u32* key;
+  const u32 *mp, *mm;
+  u32 Q, neg_q_inv;
+  u32 *out_b, *out_a;
+  const char* next_key;
+  const u32 *next_mp, *next_mm;
+};
+void product(Isa isa, const ProductArgs& args);
+
+void decompose_scalar(const u32* poly, std::size_t N, const Params& p, u32* D);
+void decompose_avx2(const u32* poly, std::size_t N, const Params& p, u32* D);
+void product_scalar(const ProductArgs& args);
+void product_avx2(const ProductArgs& args);
+
+}  // namespace ringfire::tfhe::kernels

@@ -1,0 +1,63 @@
+#include "ringfire/tfhe/isa.h"
+
+#include <atomic>
+#include <cstdlib>
+
+#include "ringfire/base/errors.h"
+
+namespace ringfire::tfhe {
+
+namespace {
+
+std::atomic<int> chosen{-1};
+
+}  // namespace
+
+Isa best_isa() {
+#if defined(__AVX2__)
+  return Isa::avx2;
+#else
+  return Isa::scalar;
+#endif
+}
+
+std::string isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::scalar: return "scalar";
+    case Isa::avx2: return "avx2";
+  }
+  return "?";
+}
+
+Isa parse_isa(const std::string& name) {
+  if (name == "scalar") return Isa::scalar;
+  if (name == "avx2") return Isa::avx2;
+  throw InvalidArgument("tfhe.isa: unknown instruction set '" + name + "' (scalar, avx2)");
+}
+
+void check_isa(Isa isa) {
+  const bool ok = isa == Isa::scalar || isa == best_isa();
+  require(ok, "tfhe.isa", "this build or CPU cannot run the " + isa_name(isa) + " kernels (best: " +
+                              isa_name(best_isa()) + ")");
+}
+
+Isa default_isa() {
+  int v = chosen.load();
+  if (v < 0) {
+    Isa isa = best_isa();
+    if (const char* env = std::getenv("RINGFIRE_TFHE_ISA"); env != nullptr && *env != '\0') {
+      isa = parse_isa(env);
+      check_isa(isa);
+    }
+    v = static_cast<int>(isa);
+    chosen.store(v);
+  }
+  return static_cast<Isa>(v);
+}
+
+void set_default_isa(Isa isa) {
+  check_isa(isa);
+  chosen.store(static_cast<int>(isa));
+}
+
+}  // namespace ringfire::tfhe
