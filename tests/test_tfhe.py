@@ -192,18 +192,28 @@ def test_measured_error_variance_matches_the_model(preset, toy, std128):
     assert 0.7 < ratio < 1.3, (errors.var(), ctx.params.noise_terms())
 
 
-def test_counted_gate_failures_match_the_predicted_rate():
-    ctx, sk = insecure("NOISY")
+@pytest.fixture(scope="module")
+def noisy():
+    return insecure("NOISY")
+
+
+@pytest.mark.parametrize("gate", ["nand", "xor", "maj"])
+def test_counted_gate_failures_match_the_predicted_rate(noisy, gate):
+    ctx, sk = noisy
     trials = 3000
-    p_fail = ctx.failure_probability("nand")
+    p_fail = ctx.failure_probability(gate)
     assert 0.01 < p_fail < 0.1  # the set is meant to fail countably often
     rng = np.random.default_rng(5)
     # Gate inputs are bootstrapped ciphertexts (what the model assumes);
-    # their own values are read back so only the NAND's failures count.
-    x = ctx.and_(ctx.encrypt(rng.integers(0, 2, trials).astype(bool), sk), ctx.trivial(np.ones(trials, bool)))
-    y = ctx.and_(ctx.encrypt(rng.integers(0, 2, trials).astype(bool), sk), ctx.trivial(np.ones(trials, bool)))
-    want = ~(ctx.decrypt(x, sk) & ctx.decrypt(y, sk))
-    failures = int((ctx.decrypt(ctx.nand(x, y), sk) != want).sum())
+    # their own values are read back so only the gate's failures count.
+    one = ctx.trivial(np.ones(trials, bool))
+    ins = [ctx.and_(ctx.encrypt(rng.integers(0, 2, trials).astype(bool), sk), one) for _ in range(3)]
+    x, y, z = (ctx.decrypt(c, sk) for c in ins)
+    if gate == "maj":
+        got, want = ctx.maj(*ins), (x.astype(int) + y + z) >= 2
+    else:
+        got, want = ctx.gate(gate, ins[0], ins[1]), BOOL_GATES[gate](x, y)
+    failures = int((ctx.decrypt(got, sk) != want).sum())
     expected = p_fail * trials
     assert expected / 2 <= failures <= expected * 2, (failures, expected)
 
@@ -257,3 +267,56 @@ def test_native_bootstrap_refuses_malformed_arrays(toy):
         b.bootstrap(np.zeros((1, n + 1), np.uint32), np.zeros(N - 1, np.uint32))
     with pytest.raises(ValueError, match="not below"):
         b.bootstrap(np.zeros((1, n + 1), np.uint32), np.full(N, ctx.params.ring_modulus, np.uint32))
+
+
+# ---- integers ------------------------------------------------------------------------
+
+def test_uint8_arithmetic_matches_python_integers_toy(toy):
+    ctx, sk = toy
+    rng = np.random.default_rng(3)
+    a, b = rng.integers(0, 256, 24), rng.integers(0, 256, 24)
+    a[:5], b[:5] = [0, 255, 255, 17, 128], [0, 255, 0, 17, 127]  # edges: zero, wrap, equal, neighbours
+    x, y = ctx.encrypt_uint(a, sk, bits=8), ctx.encrypt_uint(b, sk, bits=8)
+    m = 256
+    cases = {
+        "+": (x + y, (a + b) % m), "-": (x - y, (a - b) % m), "*3": (x * 3, a * 3 % m), "*0": (x * 0, 0 * a),
+        "neg": (-x, -a % m), "+c": (x + 200, (a + 200) % m), "c-": (7 - x, (7 - a) % m),
+        "min": (x.min(y), np.minimum(a, b)), "max": (x.max(y), np.maximum(a, b)),
+        "&": (x & y, a & b), "|": (x | y, a | b), "^": (x ^ y, a ^ b), "~": (~x, 255 - a),
+        "<<": (x << 3, (a << 3) % m), ">>": (x >> 2, a >> 2),
+    }
+    for name, (got, want) in cases.items():
+        assert (ctx.decrypt(got, sk) == want).all(), name
+    comparisons = {"<": (x < y, a < b), "<=": (x <= y, a <= b), ">": (x > y, a > b), ">=": (x >= y, a >= b),
+                   "==": (x == y, a == b), "!=": (x != y, a != b)}
+    for name, (got, want) in comparisons.items():
+        assert (ctx.decrypt(got, sk) == want).all(), name
+
+
+def test_uint16_at_128_bits_with_every_gate_below_2_to_minus_128():
+    ctx = rf.tfhe.Context.preset("STD128_LP")
+    for gate in ["and", "or", "nand", "xor", "maj", "xor3"]:
+        assert ctx.failure_probability(gate) < 2.0 ** -128
+    sk = ctx.keygen()
+    a, b = np.array([1234, 65535, 0, 40000]), np.array([4321, 1, 0, 39999])
+    x, y = ctx.encrypt_uint(a, sk, bits=16), ctx.encrypt_uint(b, sk, bits=16)
+    assert (ctx.decrypt(x + y, sk) == (a + b) % 65536).all()
+    assert (ctx.decrypt(x < y, sk) == (a < b)).all()
+    assert (ctx.decrypt(x * 1000, sk) == a * 1000 % 65536).all()
+
+
+def test_integer_inputs_are_checked(toy):
+    ctx, sk = toy
+    with pytest.raises(ValueError, match="must lie in"):
+        ctx.encrypt_uint([256], sk, bits=8)
+    with pytest.raises(ValueError, match="must lie in"):
+        ctx.encrypt_uint([-1], sk, bits=8)
+    with pytest.raises(ValueError, match="bits must be"):
+        ctx.encrypt_uint([1], sk, bits=65)
+    x = ctx.encrypt_uint([1, 2], sk, bits=8)
+    with pytest.raises(ValueError, match="operands differ"):
+        x + ctx.encrypt_uint([1, 2], sk, bits=4)
+    with pytest.raises(TypeError, match="public constant"):
+        x * x
+    with pytest.raises(TypeError, match="boolean ciphertext"):
+        x + ctx.encrypt([1, 0], sk)

@@ -10,9 +10,12 @@ one programmable bootstrap.
     a, b = ctx.encrypt([1, 0, 1, 1], sk), ctx.encrypt([1, 1, 0, 1], sk)
     print(ctx.decrypt(~(a & b) ^ a, sk))          # gates bootstrap every element
 
-    x = ctx.encrypt([0, 1, 2, 3], sk, bits=2)     # 2-bit integers
+    x = ctx.encrypt([0, 1, 2, 3], sk, bits=2)     # 2-bit integers, one ciphertext each
     square = ctx.lut(lambda m: m * m % 4, bits=2)
     print(ctx.decrypt(square(x), sk))             # [0 1 0 1]
+
+    u = ctx.encrypt_uint([1234, 7], sk, bits=16)  # 16-bit integers, one ciphertext per bit
+    print(ctx.decrypt((u + 100).max(u * 3), sk), ctx.decrypt(u < 1000, sk))
 
 The blind rotation is GINX/CGGI with ternary secrets (OpenFHE's binfhe
 design) on ringfire's own 32-bit NTT; parameter sets, their sources and the
@@ -22,6 +25,7 @@ noise model that gives each operation's failure probability are in
 
 from .ciphertext import Ciphertext
 from .context import Context, LookupTable, SecretKey
+from .integers import UInt
 from .params import PRESETS, ParameterSet, tail_probability
 
-__all__ = ["Context", "Ciphertext", "LookupTable", "SecretKey", "ParameterSet", "PRESETS", "tail_probability"]
+__all__ = ["Context", "Ciphertext", "UInt", "LookupTable", "SecretKey", "ParameterSet", "PRESETS", "tail_probability"]

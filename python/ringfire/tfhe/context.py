@@ -11,6 +11,7 @@ import numpy as np
 from .. import _core
 from .._checks import warn_at_caller
 from .ciphertext import Ciphertext
+from .integers import UInt
 from .params import PRESETS, ParameterSet, tail_probability
 
 # Boolean encoding: 1 -> +q/8, 0 -> -q/8; a bootstrap with the constant test
@@ -24,6 +25,12 @@ _GATES = {
     "and": (1, -1), "or": (1, 1), "nand": (-1, 1), "nor": (-1, -1),
     "xor": (2, 2), "xnor": (-2, -2),
 }
+# Three inputs, one bootstrap: the sum of three +-q/8 is +-q/8 or +-3q/8, so
+# its sign is the majority; twice the sum, negated, lands at +q/4 for an odd
+# number of ones and at -q/4 (mod q) for an even one: parity (the full
+# adder's sum). Each lands q/8 (majority) or q/4 (parity, with doubled
+# errors) from the nearest decision boundary.
+_GATES3 = {"maj": (1, 0), "xor3": (-2, 0)}
 
 
 class SecretKey:
@@ -142,11 +149,42 @@ class Context:
         data[:, -1] = phases
         return Ciphertext(self, data, arr.shape, bits)
 
-    def decrypt(self, ct: Ciphertext, secret_key: SecretKey) -> np.ndarray:
+    def encrypt_uint(self, values, secret_key: SecretKey, *, bits: int) -> UInt:
+        """Unsigned integers of ``bits`` bits (up to 64), any shape: one gate
+        ciphertext per bit (:class:`~ringfire.tfhe.UInt`)."""
+        arr = self._check_uint(values, bits)
+        planes = self.encrypt(np.stack([(arr >> i) & 1 for i in range(bits)]).astype(bool), secret_key)
+        return UInt(self, [planes[i] for i in range(bits)])
+
+    def trivial_uint(self, values, *, bits: int) -> UInt:
+        """Public integers as noiseless :class:`~ringfire.tfhe.UInt` (operands of mixed expressions)."""
+        arr = self._check_uint(values, bits)
+        planes = self.trivial(np.stack([(arr >> i) & 1 for i in range(bits)]).astype(bool))
+        return UInt(self, [planes[i] for i in range(bits)])
+
+    def _check_uint(self, values, bits: int) -> np.ndarray:
+        if not isinstance(bits, (int, np.integer)) or not 1 <= bits <= 64:
+            raise ValueError(f"bits must be an int in [1, 64], got {bits!r}")
+        arr = np.asarray(values)
+        if arr.dtype == object or not np.issubdtype(arr.dtype, np.integer):
+            if not all(isinstance(v, (int, np.integer)) for v in arr.reshape(-1)):
+                raise ValueError(f"integers expected, got dtype {arr.dtype}")
+        if arr.size and (min(int(v) for v in arr.reshape(-1)) < 0 or max(int(v) for v in arr.reshape(-1)) >= 1 << bits):
+            raise ValueError(f"{bits}-bit unsigned integers must lie in [0, 2^{bits} - 1]")
+        return arr.astype(np.uint64)
+
+    def decrypt(self, ct: Ciphertext | UInt, secret_key: SecretKey) -> np.ndarray:
         """The messages: a bool array, or integers in [0, 2^bits). Warns when
         an integer's padding bit is set (it overflowed past 2^bits or went
         below zero, so a lookup table on it would have been wrong)."""
         self._check_key(secret_key)
+        if isinstance(ct, UInt):
+            if ct.context is not self:
+                raise ValueError("these integers belong to another tfhe context")
+            out = np.zeros(ct.shape, dtype=np.uint64)
+            for i, plane in enumerate(ct.planes):
+                out |= self.decrypt(plane, secret_key).astype(np.uint64) << np.uint64(i)
+            return out
         self._check_ct(ct)
         phases = secret_key._native.phases(ct.data)[0].astype(np.int64)
         q = self.params.lwe_modulus
@@ -171,11 +209,7 @@ class Context:
         x, y = self._bool_operand(x), self._bool_operand(y)
         if x.shape != y.shape:
             raise ValueError(f"tfhe.{name}: shapes {x.shape} and {y.shape} differ")
-        coef, const = _GATES[name]
-        q = self.params.lwe_modulus
-        combo = (x.data.astype(np.int64) + y.data) * coef
-        combo[:, -1] += const * (q // 8)
-        return Ciphertext(self, self._bootstrap(np.mod(combo, q).astype(np.uint32), self._sign_vector()), x.shape, None)
+        return Ciphertext(self, self._sign_bootstrap([self._combination(name, (x, y))])[0], x.shape, None)
 
     def and_(self, x, y): return self.gate("and", x, y)
     def or_(self, x, y): return self.gate("or", x, y)
@@ -183,6 +217,35 @@ class Context:
     def nor(self, x, y): return self.gate("nor", x, y)
     def xor(self, x, y): return self.gate("xor", x, y)
     def xnor(self, x, y): return self.gate("xnor", x, y)
+
+    def maj(self, x: Ciphertext, y: Ciphertext, z: Ciphertext) -> Ciphertext:
+        """Majority of three booleans, one bootstrap per element (a full
+        adder's carry)."""
+        return self._gate3("maj", x, y, z)
+
+    def xor3(self, x: Ciphertext, y: Ciphertext, z: Ciphertext) -> Ciphertext:
+        """Parity of three booleans, one bootstrap per element (a full adder's sum)."""
+        return self._gate3("xor3", x, y, z)
+
+    def _gate3(self, name, x, y, z) -> Ciphertext:
+        x, y, z = self._bool_operand(x), self._bool_operand(y), self._bool_operand(z)
+        if not x.shape == y.shape == z.shape:
+            raise ValueError(f"tfhe.{name}: shapes {x.shape}, {y.shape} and {z.shape} differ")
+        return Ciphertext(self, self._sign_bootstrap([self._combination(name, (x, y, z))])[0], x.shape, None)
+
+    def _combination(self, name: str, inputs) -> np.ndarray:
+        """A gate's linear combination of its inputs' data (before the bootstrap)."""
+        coef, const = _GATES[name] if name in _GATES else _GATES3[name]
+        q = self.params.lwe_modulus
+        combo = sum(x.data.astype(np.int64) for x in inputs) * coef
+        combo[:, -1] += const * (q // 8)
+        return np.mod(combo, q).astype(np.uint32)
+
+    def _sign_bootstrap(self, combos: list[np.ndarray]) -> list[np.ndarray]:
+        """Bootstraps several gates' combinations in one batch (one call, all threads)."""
+        sizes = [c.shape[0] for c in combos]
+        out = self._bootstrap(np.concatenate(combos), self._sign_vector())
+        return np.split(out, np.cumsum(sizes)[:-1])
 
     def not_(self, x: Ciphertext) -> Ciphertext:
         """Negation: free (no bootstrap)."""
@@ -232,18 +295,20 @@ class Context:
 
         AND, OR, NAND and NOR land q/8 from one decision boundary and 3q/8
         from the other (a one-sided tail, mostly); XOR and XNOR land q/4 from
-        both with doubled errors; a table's input lies half a slot, q/(4p),
-        from both edges of its slot.
+        both with doubled errors; MAJ sums three inputs and lands q/8 from
+        one boundary (3q/8 from the other), XOR3 q/4 from both with doubled
+        errors; a table's input lies half a slot, q/(4p), from both edges of
+        its slot.
         """
         var, q = self.params.bootstrap_variance(), self.params.lwe_modulus
         if operation == "lut":
             if bits is None:
                 raise ValueError("failure_probability('lut') needs bits=")
             return tail_probability(var, q / (4 << bits))
-        if operation not in _GATES:
-            raise ValueError(f"unknown operation {operation!r}: a gate {sorted(_GATES)} or 'lut'")
-        coef = _GATES[operation][0]
-        var_in = 2 * coef * coef * var
+        if operation not in _GATES and operation not in _GATES3:
+            raise ValueError(f"unknown operation {operation!r}: a gate {sorted(_GATES) + sorted(_GATES3)} or 'lut'")
+        coef, inputs = (_GATES[operation][0], 2) if operation in _GATES else (_GATES3[operation][0], 3)
+        var_in = inputs * coef * coef * var
         if abs(coef) == 2:
             return tail_probability(var_in, q / 4)
         return (tail_probability(var_in, q / 8) + tail_probability(var_in, 3 * q / 8)) / 2

@@ -18,6 +18,10 @@ import math
 from .. import _core
 
 # Where the security of the named sets comes from.
+_OPENFHE_STD128_3 = (
+    "OpenFHE binfhe's STD128_3 set (src/binfhe/lib/binfhecontext.cpp, paramsMap: n=595, Q_ks=2^16, q=2048, "
+    "N=1024, log2 Q=27, uniform ternary secrets, sigma=3.19; estimated there with the lattice estimator at "
+    ">= 128-bit classical security); the ring also meets the HE standard's bound for N=1024 (log2 Q <= 27)")
 _OPENFHE_STD128 = (
     "OpenFHE binfhe's STD128 set (src/binfhe/lib/binfhecontext.cpp, paramsMap: n=556, Q_ks=2^15, q=2048, "
     "N=1024, log2 Q=27, uniform ternary secrets, sigma=3.19; estimated there with the lattice estimator at "
@@ -121,12 +125,21 @@ def _ring_modulus(bits: int, n: int, _cache: dict = {}) -> int:  # noqa: B006 (a
 
 PRESETS: dict[str, ParameterSet] = {
     # Gates at 128-bit security: OpenFHE's STD128 lattice parameters; the
-    # gadget and key-switching digits are ours (noise model above: p_fail of
-    # a NAND about 2^-88, see Context.failure_probability).
+    # gadget and key-switching digits are ours (noise model above: a NAND
+    # fails with probability 2^-98, MAJ and XOR3 2^-66; see
+    # Context.failure_probability).
     "STD128": ParameterSet("STD128", lwe_dimension=556, ring_dimension=1024, ring_modulus_bits=27,
                            gadget_base_log=7, gadget_digits=3, gadget_skip_bits=6,
                            ks_modulus_log=15, ks_base_log=3, ks_digits=5,
                            security=128, source=_OPENFHE_STD128),
+    # Low probability of failure, for circuits of many bootstraps (the
+    # integers' full adders): OpenFHE's STD128_3 lattice parameters, a key
+    # switch at 2^16; every gate, MAJ and XOR3 included, fails with
+    # probability below 2^-128.
+    "STD128_LP": ParameterSet("STD128_LP", lwe_dimension=595, ring_dimension=1024, ring_modulus_bits=27,
+                              gadget_base_log=7, gadget_digits=3, gadget_skip_bits=6,
+                              ks_modulus_log=16, ks_base_log=4, ks_digits=4,
+                              security=128, source=_OPENFHE_STD128_3),
     # Small and insecure: exhaustive tests in milliseconds.
     "TOY": ParameterSet("TOY", lwe_dimension=64, ring_dimension=512, ring_modulus_bits=27,
                         gadget_base_log=7, gadget_digits=3, gadget_skip_bits=6,

@@ -1,0 +1,202 @@
+"""Encrypted unsigned integers of k bits, as radix-2 blocks with carries:
+each bit a gate ciphertext, arithmetic by full adders (one MAJ and one XOR3
+bootstrap per bit, both in one batch), all exact modulo 2^k.
+
+::
+
+    x = ctx.encrypt_uint([1234, 7], sk, bits=16)
+    y = ctx.encrypt_uint([42, 9], sk, bits=16)
+    print(ctx.decrypt(x + y, sk), ctx.decrypt(x < y, sk), ctx.decrypt(x.max(y) * 3, sk))
+
+Costs (bootstraps per element, k bits; each level is one batched call):
+``+``/``-`` 2k in k levels; ``<``/``>=`` k (carries only) in k levels;
+``==`` 2k - 1 in 1 + log2 k levels; ``min``/``max`` k + 3k in k + 2
+levels; ``* c`` (public c) popcount(c) - 1 additions; bitwise ops k in one
+level; shifts by a constant are free.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .ciphertext import Ciphertext
+
+
+class UInt:
+    """``bits``-bit unsigned integers of any ``shape``; ``planes[i]`` is bit i
+    (least significant first), a boolean :class:`Ciphertext` of ``shape``."""
+
+    def __init__(self, context, planes: list[Ciphertext]):
+        self.context, self.planes = context, list(planes)
+
+    @property
+    def bits(self) -> int:
+        return len(self.planes)
+
+    @property
+    def shape(self) -> tuple:
+        return self.planes[0].shape
+
+    def __repr__(self) -> str:
+        return f"tfhe.UInt(uint{self.bits}, shape={self.shape}, {self.context.params.name})"
+
+    def __reduce__(self):
+        raise TypeError("tfhe integers are not picklable yet")
+
+    # ---- arithmetic ----------------------------------------------------------------
+
+    def __add__(self, other) -> "UInt":
+        return _add(self, self._operand(other), carry_in=False)
+
+    __radd__ = __add__
+
+    def __sub__(self, other) -> "UInt":
+        y = self._operand(other)
+        return _add(self, y.invert(), carry_in=True)
+
+    def __rsub__(self, other) -> "UInt":
+        return self._operand(other) - self
+
+    def __neg__(self) -> "UInt":
+        return self._operand(0) - self
+
+    def __mul__(self, k) -> "UInt":
+        if not isinstance(k, (int, np.integer)):
+            raise TypeError("encrypted integers multiply by Python ints (a public constant) only")
+        k = int(k) % (1 << self.bits)
+        terms = [self << i for i in range(self.bits) if k >> i & 1]
+        if not terms:
+            return self._operand(0)
+        total = terms[0]
+        for t in terms[1:]:
+            total = total + t
+        return total
+
+    __rmul__ = __mul__
+
+    def __lshift__(self, n: int) -> "UInt":
+        zero = self._constant_plane(False)
+        n = min(int(n), self.bits)
+        return UInt(self.context, [zero] * n + self.planes[: self.bits - n])
+
+    def __rshift__(self, n: int) -> "UInt":
+        zero = self._constant_plane(False)
+        n = min(int(n), self.bits)
+        return UInt(self.context, self.planes[n:] + [zero] * n)
+
+    # ---- comparisons (encrypted booleans) --------------------------------------------
+
+    def __lt__(self, other) -> Ciphertext:
+        return ~_carry_out(self, self._operand(other).invert())  # no carry from x + ~y + 1: x < y
+
+    def __ge__(self, other) -> Ciphertext:
+        return _carry_out(self, self._operand(other).invert())
+
+    def __gt__(self, other) -> Ciphertext:
+        return self._operand(other) < self
+
+    def __le__(self, other) -> Ciphertext:
+        return self._operand(other) >= self
+
+    def __eq__(self, other) -> Ciphertext:  # type: ignore[override]
+        y = self._operand(other)
+        ctx = self.context
+        same = ctx._sign_bootstrap([ctx._combination("xnor", (a, b)) for a, b in zip(self.planes, y.planes)])
+        planes = [Ciphertext(ctx, d, self.shape, None) for d in same]
+        while len(planes) > 1:  # an AND tree, one batch per level
+            pairs = [(planes[i], planes[i + 1]) for i in range(0, len(planes) - 1, 2)]
+            joined = ctx._sign_bootstrap([ctx._combination("and", p) for p in pairs])
+            planes = [Ciphertext(ctx, d, self.shape, None) for d in joined] + planes[len(pairs) * 2:]
+        return planes[0]
+
+    def __ne__(self, other) -> Ciphertext:  # type: ignore[override]
+        return ~(self == other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def min(self, other) -> "UInt":
+        y = self._operand(other)
+        return _select(self < y, self, y)
+
+    def max(self, other) -> "UInt":
+        y = self._operand(other)
+        return _select(self < y, y, self)
+
+    # ---- bitwise ---------------------------------------------------------------------
+
+    def invert(self) -> "UInt":
+        return UInt(self.context, [~p for p in self.planes])
+
+    __invert__ = invert
+
+    def __and__(self, other) -> "UInt":
+        return self._bitwise("and", other)
+
+    def __or__(self, other) -> "UInt":
+        return self._bitwise("or", other)
+
+    def __xor__(self, other) -> "UInt":
+        return self._bitwise("xor", other)
+
+    def _bitwise(self, gate: str, other) -> "UInt":
+        y = self._operand(other)
+        ctx = self.context
+        out = ctx._sign_bootstrap([ctx._combination(gate, (a, b)) for a, b in zip(self.planes, y.planes)])
+        return UInt(ctx, [Ciphertext(ctx, d, self.shape, None) for d in out])
+
+    # ---- helpers ---------------------------------------------------------------------
+
+    def _operand(self, other) -> "UInt":
+        if isinstance(other, UInt):
+            if other.context is not self.context:
+                raise ValueError("these integers belong to different tfhe contexts")
+            if other.bits != self.bits or other.shape != self.shape:
+                raise ValueError(f"operands differ: {self!r} and {other!r}")
+            return other
+        if isinstance(other, Ciphertext):
+            raise TypeError("combine a UInt with a UInt or a public int, not a boolean ciphertext")
+        values = np.broadcast_to(np.asarray(other), self.shape)
+        return self.context.trivial_uint(values, bits=self.bits)
+
+    def _constant_plane(self, value: bool) -> Ciphertext:
+        return self.context.trivial(np.full(self.shape, value, dtype=bool))
+
+
+def _add(x: UInt, y: UInt, carry_in: bool) -> UInt:
+    """Ripple-carry addition mod 2^k: per bit one batch of the sum (XOR3) and
+    the carry (MAJ); the last carry is not computed."""
+    ctx = x.context
+    carry = x._constant_plane(carry_in)
+    out = []
+    for i, (a, b) in enumerate(zip(x.planes, y.planes)):
+        last = i == x.bits - 1
+        combos = [ctx._combination("xor3", (a, b, carry))]
+        if not last:
+            combos.append(ctx._combination("maj", (a, b, carry)))
+        done = ctx._sign_bootstrap(combos)
+        out.append(Ciphertext(ctx, done[0], x.shape, None))
+        if not last:
+            carry = Ciphertext(ctx, done[1], x.shape, None)
+    return UInt(ctx, out)
+
+
+def _carry_out(x: UInt, y: UInt) -> Ciphertext:
+    """The carry out of x + y + 1 (MAJ chain only): x >= ~y + 1 ... i.e. with
+    y = ~z, whether x >= z."""
+    ctx = x.context
+    carry = x._constant_plane(True)
+    for a, b in zip(x.planes, y.planes):
+        carry = Ciphertext(ctx, ctx._sign_bootstrap([ctx._combination("maj", (a, b, carry))])[0], x.shape, None)
+    return carry
+
+
+def _select(cond: Ciphertext, a: UInt, b: UInt) -> UInt:
+    """a where cond else b, bit by bit: (cond AND a_i) OR (NOT cond AND b_i),
+    all ANDs in one batch, all ORs in the next."""
+    ctx = a.context
+    ands = ctx._sign_bootstrap([ctx._combination("and", (cond, p)) for p in a.planes] +
+                               [ctx._combination("and", (~cond, p)) for p in b.planes])
+    k = a.bits
+    halves = [Ciphertext(ctx, d, a.shape, None) for d in ands]
+    ors = ctx._sign_bootstrap([ctx._combination("or", (halves[i], halves[k + i])) for i in range(k)])
+    return UInt(ctx, [Ciphertext(ctx, d, a.shape, None) for d in ors])
