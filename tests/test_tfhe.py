@@ -18,6 +18,12 @@ BOOL_GATES = {
 }
 
 
+def instruction_sets():
+    """Every kernel path this build and CPU can run (scalar is always there)."""
+    best = _core.tfhe_best_isa()
+    return {"scalar": ["scalar"], "avx2": ["scalar", "avx2"], "avx512": ["scalar", "avx2", "avx512"]}[best]
+
+
 def insecure(name):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -48,6 +54,13 @@ def test_ntt32_vector_path_matches_scalar_and_multiplies_negacyclically(n):
     fa, fa_ref, fb = a.copy(), a.copy(), b.copy()
     ntt.forward(fa), ntt.forward(fa_ref, scalar=True), ntt.forward(fb)
     assert (fa == fa_ref).all() and fa.max() < q
+    for isa in instruction_sets():  # every path: the same evaluation layout, the same inverse
+        other = _core.Ntt32(n, q, isa)
+        fo = a.copy()
+        other.forward(fo)
+        assert (fo == fa_ref).all(), isa
+        other.inverse(fo)
+        assert (fo == a).all(), isa
     prod = (fa.astype(object) * fb.astype(object) % q).astype(np.uint32)
     prod_ref = prod.copy()
     ntt.inverse(prod), ntt.inverse(prod_ref, scalar=True)
@@ -63,7 +76,7 @@ def test_ntt32_vector_path_matches_scalar_and_multiplies_negacyclically(n):
 def test_bootstraps_are_bit_identical_on_every_instruction_set():
     params = rf.tfhe.PRESETS["TOY"].native()
     outputs = {}
-    for isa in sorted({"scalar", _core.tfhe_best_isa()}):
+    for isa in instruction_sets():
         prng = _core.Prng.from_seed(bytes(32))
         key = _core.TfheSecretKey(params, prng)
         boot = _core.TfheBootstrapper(key, prng, isa)
@@ -320,3 +333,74 @@ def test_integer_inputs_are_checked(toy):
         x * x
     with pytest.raises(TypeError, match="boolean ciphertext"):
         x + ctx.encrypt([1, 0], sk)
+
+
+# ---- serialization -------------------------------------------------------------------
+
+def test_evaluation_keys_travel_seeded_and_a_server_computes_with_them(toy):
+    ctx, sk = toy
+    blob = ctx.save_evaluation_keys()
+    p = ctx.params
+    key_words = p.lwe_dimension * 2 * 2 * p.gadget_digits * p.ring_dimension
+    assert len(blob) < 4 * key_words + 2 * p.ring_dimension * p.ks_digits * (1 << p.ks_base_log) + 4096
+    assert len(blob) * 2 <= sum(ctx.evaluation_key_bytes.values()) + 64 * 1024  # half the keys in memory
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        server = rf.tfhe.Context.preset("TOY", insecure=True)
+    server.load_evaluation_keys(blob)
+    x = np.array([0, 1, 1, 0], bool)
+    y = np.array([0, 0, 1, 1], bool)
+    a, b = server.load(ctx.encrypt(x, sk).to_bytes()), server.load(ctx.encrypt(y, sk).to_bytes())
+    out = ctx.load((a ^ b).to_bytes())  # back to the client
+    assert (ctx.decrypt(out, sk) == x ^ y).all()
+    u = ctx.encrypt_uint(np.array([[3, 200], [17, 255]]), sk, bits=8)
+    back = ctx.load(u.to_bytes(compress=3))
+    assert isinstance(back, rf.tfhe.UInt) and back.shape == (2, 2)
+    assert (ctx.decrypt(back, sk) == [[3, 200], [17, 255]]).all()
+    ints = ctx.load(ctx.encrypt([1, 2, 3], sk, bits=2).to_bytes())
+    assert ints.bits == 2 and (ctx.decrypt(ints, sk) == [1, 2, 3]).all()
+
+
+def test_malformed_or_foreign_tfhe_bytes_are_refused(toy):
+    ctx, sk = toy
+    ct = ctx.encrypt([1, 0], sk).to_bytes()
+    keys = ctx.save_evaluation_keys()
+    std = rf.tfhe.Context.preset("STD128")
+    with pytest.raises(ValueError, match="different tfhe parameters"):
+        std.load(ct)
+    with pytest.raises(ValueError, match="different tfhe parameters"):
+        std.load_evaluation_keys(keys)
+    with pytest.raises(ValueError, match="expected a tfhe ciphertext"):
+        ctx.load(keys)
+    with pytest.raises(ValueError, match="checksum|truncated"):
+        ctx.load(ct[:-3])
+    flipped = bytearray(ct)
+    flipped[len(ct) // 2] ^= 1
+    with pytest.raises(ValueError, match="checksum"):
+        ctx.load(bytes(flipped))
+    with pytest.raises(ValueError, match="checksum|truncated"):
+        ctx.load_evaluation_keys(keys[: len(keys) // 2])
+    mac = rf.io.new_mac_key()
+    signed = ctx.encrypt([1], sk).to_bytes(mac_key=mac)
+    assert (ctx.decrypt(ctx.load(signed, mac_key=mac), sk) == [True]).all()
+    with pytest.raises(ValueError):
+        ctx.load(signed, mac_key=rf.io.new_mac_key())
+
+
+def test_crafted_tfhe_payloads_are_refused_before_allocating(toy):
+    """Envelopes with valid checksums but lying fields (rebuilt through the
+    native writer's format): a huge shape, a count that disagrees, words above q."""
+    ctx, sk = toy
+    p = ctx._native_params
+    width = ctx.params.lwe_dimension + 1
+    good = np.zeros((2, width), np.uint32)
+    with pytest.raises(ValueError, match="shape is larger"):
+        _core.tfhe_load_ciphertexts(p, _core.tfhe_save_ciphertexts(p, 0, 0, [1 << 40], good))
+    with pytest.raises(ValueError, match="ciphertexts for a shape"):
+        _core.tfhe_load_ciphertexts(p, _core.tfhe_save_ciphertexts(p, 0, 0, [3], good))
+    with pytest.raises(ValueError, match="do not fit encoding"):
+        _core.tfhe_load_ciphertexts(p, _core.tfhe_save_ciphertexts(p, 1, 40, [2], good))
+    bad = good.copy()
+    bad[0, 0] = ctx.params.lwe_modulus
+    with pytest.raises(ValueError, match="not below q"):
+        _core.tfhe_load_ciphertexts(p, _core.tfhe_save_ciphertexts(p, 0, 0, [2], bad))

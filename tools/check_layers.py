@@ -54,7 +54,7 @@ PY_RANK = {
     "ckks": 3, "bgv": 3, "tfhe": 3,
     "bfv": 4,
     "nn": 5, "rpu": 5, "apps": 5,
-    "bench": 6, "bench_ckks": 6, "bench_bootstrap": 6, "bench_bgv": 6, "demo": 6, "trace_cli": 6,
+    "bench": 6, "bench_ckks": 6, "bench_bootstrap": 6, "bench_bgv": 6, "bench_tfhe": 6, "demo": 6, "trace_cli": 6,
     "distributed": 6,
     "serve": 7,
     "cli": 8,

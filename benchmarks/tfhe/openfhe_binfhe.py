@@ -2,12 +2,13 @@
 """OpenFHE binfhe (FHEW/TFHE-style) peer numbers: NAND gate, 3-bit LUT, large-precision sign.
 
 Standalone: runs under a Python 3.10 venv holding the ``openfhe`` wheel (1.6.1.0.22.4 ships
-only a cp310 extension, so the default 3.11 cannot import it):
+only a cp310 extension, so a 3.11 interpreter cannot import it). benchmarks/peers/setup_peers.sh
+builds one at ~/.ringfire-peers/py310 (or by hand: ``python3.10 -m venv VENV && VENV/bin/pip
+install openfhe==1.6.1.0.22.4``), then:
 
-    ~/.pyenv/versions/3.10.13/bin/python -m venv /tmp/scratch/openfhe_venv
-    /tmp/scratch/openfhe_venv/bin/pip install openfhe==1.6.1.0.22.4
-    /tmp/scratch/openfhe_venv/bin/python benchmarks/tfhe/openfhe_binfhe.py --json out.json
-    (benchmarks/peers/setup_peers.sh builds the same thing at ~/.ringfire-peers/py310)
+    ~/.ringfire-peers/py310/bin/python benchmarks/tfhe/openfhe_binfhe.py --json out.json
+
+benchmarks/tfhe_vs_peers.py runs it beside ringfire in one run.
 
 Single-threaded on purpose: OMP_NUM_THREADS is forced to 1 below, BEFORE openfhe is
 imported (OpenMP reads it once at load time; setting it later has no effect).

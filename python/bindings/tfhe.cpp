@@ -5,8 +5,11 @@
 #include <cstring>
 
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
 
 #include "common.h"
+#include "ringfire/io/serialize_tfhe.h"
 #include "ringfire/rlwe/prng.h"
 #include "ringfire/tfhe/bootstrapper.h"
 #include "ringfire/tfhe/isa.h"
@@ -67,10 +70,10 @@ void bind_tfhe(nb::module_& m) {
       .def("validate", &Params::validate)
       .def("__repr__", [](const Params& p) { return "TfheParams(" + p.describe() + ")"; });
 
-  nb::class_<SecretKey>(m, "TfheSecretKey")
+  nb::class_<tfhe::SecretKey>(m, "TfheSecretKey")
       .def(nb::init<const Params&, Prng&>(), nb::arg("params"), nb::arg("prng"))
       .def("encrypt",
-           [](const SecretKey& key, const ConstU32Array& phases, Prng& prng) {
+           [](const tfhe::SecretKey& key, const ConstU32Array& phases, Prng& prng) {
              const std::size_t count = phases.size();
              check_below(phases, key.params().lwe_modulus(), "tfhe.encrypt", "phases");
              U32Array out = new_u32(count, key.params().lwe_dimension + 1);
@@ -79,7 +82,7 @@ void bind_tfhe(nb::module_& m) {
            },
            nb::arg("phases"), nb::arg("prng"))
       .def("phases",
-           [](const SecretKey& key, const ConstU32Array& cts) {
+           [](const tfhe::SecretKey& key, const ConstU32Array& cts) {
              const std::size_t count = rows_of(cts, key.params().lwe_dimension + 1, "tfhe.decrypt", "ciphertexts");
              U32Array out = new_u32(1, count);
              key.phases(cts.data(), count, out.data());
@@ -87,7 +90,7 @@ void bind_tfhe(nb::module_& m) {
            },
            nb::arg("ciphertexts"))
       .def("ring_phases",
-           [](const SecretKey& key, const ConstU32Array& acc) {
+           [](const tfhe::SecretKey& key, const ConstU32Array& acc) {
              const std::size_t N = key.params().ring_dimension;
              require(acc.ndim() == 2 && acc.shape(0) == 2 && acc.shape(1) == N, "tfhe.ring_phases",
                      "an RLWE pair of shape (2, N)");
@@ -100,13 +103,22 @@ void bind_tfhe(nb::module_& m) {
   nb::class_<Bootstrapper>(m, "TfheBootstrapper")
       .def(
           "__init__",
-          [](Bootstrapper* self, const SecretKey& key, Prng& prng, const std::string& isa) {
+          [](Bootstrapper* self, const tfhe::SecretKey& key, Prng& prng, const std::string& isa) {
             const Isa chosen = isa.empty() ? default_isa() : parse_isa(isa);
             nb::gil_scoped_release release;
             new (self) Bootstrapper(key, prng, chosen);
           },
           nb::arg("secret_key"), nb::arg("prng"), nb::arg("isa") = "")
       .def_prop_ro("isa", [](const Bootstrapper& b) { return isa_name(b.isa()); })
+      .def("save",
+           [](const Bootstrapper& b) {
+             io::Bytes bytes;
+             {
+               nb::gil_scoped_release release;
+               bytes = io::save(b);
+             }
+             return nb::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+           })
       .def_prop_ro("bootstrap_key_bytes", &Bootstrapper::bootstrap_key_bytes)
       .def_prop_ro("key_switch_key_bytes", &Bootstrapper::key_switch_key_bytes)
       .def(
@@ -141,6 +153,37 @@ void bind_tfhe(nb::module_& m) {
             return out;
           },
           nb::arg("ciphertext"), nb::arg("test_vector"));
+
+  m.def(
+      "tfhe_load_evaluation_keys",
+      [](const Params& params, const nb::bytes& data) {
+        nb::gil_scoped_release release;
+        return io::load_tfhe_evaluation_keys(params, reinterpret_cast<const std::uint8_t*>(data.c_str()), data.size());
+      },
+      nb::arg("params"), nb::arg("data"));
+  m.def(
+      "tfhe_save_ciphertexts",
+      [](const Params& params, int encoding, int bits, const std::vector<std::uint64_t>& shape,
+         const ConstU32Array& words) {
+        require(encoding >= 0 && encoding <= 2 && bits >= 0 && bits <= 64, "tfhe.save", "bad encoding or bits");
+        rows_of(words, params.lwe_dimension + 1, "tfhe.save", "ciphertexts");
+        io::TfheCiphertexts cts{static_cast<std::uint8_t>(encoding), static_cast<std::uint8_t>(bits), shape,
+                                std::vector<std::uint32_t>(words.data(), words.data() + words.size())};
+        const io::Bytes bytes = io::save(params, cts);
+        return nb::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+      },
+      nb::arg("params"), nb::arg("encoding"), nb::arg("bits"), nb::arg("shape"), nb::arg("words"));
+  m.def(
+      "tfhe_load_ciphertexts",
+      [](const Params& params, const nb::bytes& data) {
+        io::TfheCiphertexts cts =
+            io::load_tfhe_ciphertexts(params, reinterpret_cast<const std::uint8_t*>(data.c_str()), data.size());
+        const std::size_t width = params.lwe_dimension + 1;
+        U32Array words = new_u32(cts.words.size() / width, width);
+        std::memcpy(words.data(), cts.words.data(), cts.words.size() * 4);
+        return nb::make_tuple(cts.encoding, cts.bits, nb::tuple(nb::cast(cts.shape)), words);
+      },
+      nb::arg("params"), nb::arg("data"));
 
   m.def("tfhe_best_isa", [] { return isa_name(best_isa()); });
   m.def("tfhe_default_isa", [] { return isa_name(default_isa()); });

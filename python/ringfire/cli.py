@@ -64,6 +64,14 @@ def cmd_bench(args) -> int:
                                       ("dnum", "dnum", "d"), ("routine", "routine", "s"), ("ms", "ms", ".2f"),
                                       ("exact", "exact", "s")])
         return 0
+    if args.what == "tfhe":
+        from .bench_tfhe import SETS as TFHE_SETS
+        from .bench_tfhe import bench_tfhe
+        sets = TFHE_SETS if args.sets == "N14,seed000" else args.sets.split(",")
+        rows = bench_tfhe(sets, repeat=args.repeat or 20, quiet=quiet)
+        _emit(args, "tfhe", rows, [("set", "set", "s"), ("routine", "routine", "s"), ("value", "value", ".4g"),
+                                   ("unit", "unit", "s"), ("exact", "exact", "")])
+        return 0
     if args.what == "ckks":
         from .bench_ckks import SETS, bench_ckks
         sets = args.sets.split(",")
@@ -138,16 +146,17 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--json", action="store_true")
     info.set_defaults(func=cmd_info)
 
-    b = sub.add_parser("bench", help="benchmarks (ckks, bootstrap, bgv, bfv, ntt, modmul, polymul)")
-    b.add_argument("what", choices=["ckks", "bootstrap", "bgv", "bfv", "ntt", "modmul", "polymul"])
+    b = sub.add_parser("bench", help="benchmarks (ckks, bootstrap, bgv, bfv, tfhe, ntt, modmul, polymul)")
+    b.add_argument("what", choices=["ckks", "bootstrap", "bgv", "bfv", "tfhe", "ntt", "modmul", "polymul"])
     b.add_argument("--sets", default="N14,seed000",
                    help="ckks: parameter sets N14, seed000, N16, matmul (default N14,seed000); "
-                        "bgv/bfv: N14, N15, N16 (default all three)")
+                        "bgv/bfv: N14, N15, N16 (default all three); tfhe: STD128, STD128_LP (default both)")
     b.add_argument("--config", choices=["default", "one-special", "both"], default="both",
                    help="bgv/bfv: the chain and key switching Context(depth=...) chooses (default), the same chain "
                         "with one special prime (one-special, SEAL's convention), or both")
     b.add_argument("--repeat", type=int, default=None,
-                   help="ckks: timed runs per routine (median; default 5); bootstrap: timed bootstraps (default 2)")
+                   help="ckks: timed runs per routine (median; default 5); bootstrap: timed bootstraps (default 2); "
+                        "tfhe: timed gates (default 20)")
     b.add_argument("--preset", default="N16_BOOT",
                    help="bootstrap: a bootstrappable preset (N16_BOOT, 128-bit; N12_BOOT_INSECURE, a toy)")
     b.add_argument("--meta", action="store_true", help="bootstrap: also Meta-BTS (two iterations) and its precision")

@@ -1,5 +1,7 @@
 #include "ringfire/io/serialize.h"
 
+#include "envelope.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -11,43 +13,33 @@
 
 namespace ringfire::io {
 
-namespace {
+namespace detail {
 
 constexpr char kMagic[4] = {'R', 'F', 'H', 'E'};
-constexpr std::size_t kMaxCiphertextSize = 16;
-
-// Header bytes: magic, version, kind, the parameter identity (32 bytes from
-// version 3, a u64 fingerprint before), the payload length.
-constexpr std::size_t header_bytes(std::uint16_t version) { return 4 + 2 + 2 + (version >= 3 ? 32 : 8) + 8; }
 
 // The trailing checksum: XXH64 from version 4, FNV-1a before.
 std::uint64_t envelope_checksum(std::uint16_t version, const std::uint8_t* data, std::size_t size) {
   return version >= 4 ? checksum64(data, size) : fnv1a64(data, size);
 }
 
-// The header of the current version: magic, version, kind, parameter
-// identity, payload length.
-void write_header(Writer& out, Kind kind, const Parameters& params, std::uint64_t payload_length) {
+void write_header(Writer& out, Kind kind, const Sha256Digest& identity, std::uint64_t payload_length) {
   out.raw(kMagic, 4);
   out.u16(kFormatVersion);
   out.u16(static_cast<std::uint16_t>(kind));
-  out.raw(params.identity().data(), params.identity().size());
+  out.raw(identity.data(), identity.size());
   out.u64(payload_length);
 }
 
-// A little-endian u64 from 8 bytes (the checksum that closes an envelope).
 std::uint64_t read_le64(const std::uint8_t* bytes) {
   std::uint64_t v = 0;
   for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(bytes[i]) << (8 * i);
   return v;
 }
 
-// An envelope is written in place: the header (its payload length patched by
-// seal), the payload, the checksum — the payload is never copied again.
-Writer start(Kind kind, const Parameters& params, std::size_t payload_bytes_hint = 0) {
+Writer start(Kind kind, const Sha256Digest& identity, std::size_t payload_bytes_hint) {
   Writer out;
   out.reserve(header_bytes(kFormatVersion) + payload_bytes_hint + 8);
-  write_header(out, kind, params, 0);  // the payload length, known at seal()
+  write_header(out, kind, identity, 0);  // the payload length, known at seal()
   return out;
 }
 
@@ -60,27 +52,10 @@ Bytes seal(Writer& out) {
   return std::move(b);
 }
 
-struct Header {
-  Kind kind;
-  std::uint16_t version;
-  Sha256Digest identity;            // version 3
-  std::uint64_t legacy_fingerprint;  // versions 1 and 2
-  std::uint64_t length;             // of the payload
+bool Header::made_under(const Parameters& params) const {
+  return version >= 3 ? identity == params.identity() : legacy_fingerprint == params.legacy_fingerprint();
+}
 
-  // Whether the object was made under `params`.
-  bool made_under(const Parameters& params) const {
-    return version >= 3 ? identity == params.identity() : legacy_fingerprint == params.legacy_fingerprint();
-  }
-};
-
-// A whole envelope in memory: its header and where its payload lies.
-struct Envelope : Header {
-  const std::uint8_t* payload;
-  std::size_t payload_size;
-};
-
-// Magic, version, kind, parameter identity and payload length, read from
-// `r`; `size` is the whole envelope's (checked against the length).
 Header read_header(Reader& r, std::size_t size) {
   char magic[4];
   r.raw(magic, 4, "the magic bytes");
@@ -91,7 +66,7 @@ Header read_header(Reader& r, std::size_t size) {
               std::to_string(kOldestReadableVersion) + " to " + std::to_string(kFormatVersion) +
               (version > kFormatVersion ? "; it was written by a newer ringfire" : "") + ")");
   const std::uint16_t kind = r.u16("the kind");
-  require(kind >= 1 && kind <= 9, "io.load", "unknown object kind " + std::to_string(kind));
+  require(kind >= 1 && kind <= kLastKind, "io.load", "unknown object kind " + std::to_string(kind));
   Header h{static_cast<Kind>(kind), version, {}, 0, 0};
   if (version >= 3) r.raw(h.identity.data(), h.identity.size(), "the parameter identity");
   else h.legacy_fingerprint = r.u64("the fingerprint");
@@ -110,6 +85,22 @@ Envelope open(const std::uint8_t* data, std::size_t size) {
   require(envelope_checksum(h.version, data, size - 8) == read_le64(data + size - 8), "io.load",
           "checksum mismatch: the data is corrupted");
   return {h, data + header_bytes(h.version), static_cast<std::size_t>(h.length)};
+}
+
+}  // namespace detail
+
+namespace {
+
+using namespace detail;
+
+constexpr std::size_t kMaxCiphertextSize = 16;
+
+void write_header(Writer& out, Kind kind, const Parameters& params, std::uint64_t payload_length) {
+  detail::write_header(out, kind, params.identity(), payload_length);
+}
+
+Writer start(Kind kind, const Parameters& params, std::size_t payload_bytes_hint = 0) {
+  return detail::start(kind, params.identity(), payload_bytes_hint);
 }
 
 // The object is the kind expected, made under `ctx`'s parameters (when given).
@@ -370,6 +361,8 @@ const char* kind_name(Kind kind) {
     case Kind::secret_key: return "secret key";
     case Kind::bootstrap_keys: return "bootstrap key set";
     case Kind::master_keys: return "master key set";
+    case Kind::tfhe_evaluation_keys: return "tfhe evaluation key set";
+    case Kind::tfhe_ciphertexts: return "tfhe ciphertext";
   }
   return "unknown object";
 }

@@ -14,6 +14,7 @@ using u64 = std::uint64_t;
 
 void decompose(Isa isa, const u32* poly, std::size_t N, const Params& p, u32* D) {
   switch (isa) {
+    case Isa::avx512: return decompose_avx512(poly, N, p, D);
     case Isa::avx2: return decompose_avx2(poly, N, p, D);
     case Isa::scalar: return decompose_scalar(poly, N, p, D);
   }
@@ -21,6 +22,7 @@ void decompose(Isa isa, const u32* poly, std::size_t N, const Params& p, u32* D)
 
 void product(Isa isa, const ProductArgs& args) {
   switch (isa) {
+    case Isa::avx512: return product_avx512(args);
     case Isa::avx2: return product_avx2(args);
     case Isa::scalar: return product_scalar(args);
   }

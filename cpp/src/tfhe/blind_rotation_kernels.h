@@ -38,7 +38,9 @@ void product(Isa isa, const ProductArgs& args);
 
 void decompose_scalar(const u32* poly, std::size_t N, const Params& p, u32* D);
 void decompose_avx2(const u32* poly, std::size_t N, const Params& p, u32* D);
+void decompose_avx512(const u32* poly, std::size_t N, const Params& p, u32* D);
 void product_scalar(const ProductArgs& args);
 void product_avx2(const ProductArgs& args);
+void product_avx512(const ProductArgs& args);
 
 }  // namespace ringfire::tfhe::kernels

@@ -28,13 +28,32 @@ void rotate(const u32* src, std::size_t N, std::size_t k, u32 Q, u32* dst) {
 
 }  // namespace
 
+void BootstrapKey::init(const Params& params) {
+  params_ = params;
+  params_.validate();
+  stride_ = params.ring_dimension * 2 * params.gadget_digits * 4;
+  data_ = KeyBuffer<u32>(params.lwe_dimension * stride_);
+}
+
+void BootstrapKey::store_row(const Ntt32& ntt, std::size_t i, std::size_t t, std::size_t r, const u32* ahat,
+                             const u32* bhat) {
+  constexpr std::size_t W = kernels::kChunk;
+  const std::size_t N = params_.ring_dimension, R = 2 * params_.gadget_digits;
+  u32* out = data_.data() + i * stride_;
+  for (std::size_t s = 0; s < N; ++s) {
+    u32* dst = out + ((s / W) * R + r) * 4 * W + s % W;
+    dst[(2 * t) * W] = ntt.to_montgomery(bhat[s]);
+    dst[(2 * t + 1) * W] = ntt.to_montgomery(ahat[s]);
+  }
+}
+
 BootstrapKey::BootstrapKey(const SecretKey& key, const Ntt32& ntt, Prng& prng) {
   const Params& p = key.params();
+  init(p);
   const std::size_t n = p.lwe_dimension, N = p.ring_dimension, R = 2 * p.gadget_digits;
   const u32 Q = p.ring_modulus;
-  stride_ = N * R * 4;
-  data_ = KeyBuffer<u32>(n * stride_);
-  Prng public_a = Prng::from_seed(prng.next_seed());
+  seed_ = prng.next_seed();
+  Prng public_a = Prng::from_seed(seed_);
 
   std::vector<u32> zhat(N), A(N), E(N);
   for (std::size_t c = 0; c < N; ++c) zhat[c] = key.ring()[c] < 0 ? Q - 1 : static_cast<u32>(key.ring()[c]);
@@ -45,8 +64,7 @@ BootstrapKey::BootstrapKey(const SecretKey& key, const Ntt32& ntt, Prng& prng) {
     gadget[j] = static_cast<u32>((u64{1} << (p.gadget_skip_bits + j * p.gadget_base_log)) % Q);
 
   for (std::size_t i = 0; i < n; ++i) {
-    u32* out = data_.data() + i * stride_;
-    for (int t = 0; t < 2; ++t) {
+    for (std::size_t t = 0; t < 2; ++t) {
       const u32 m = key.lwe()[i] == (t == 0 ? 1 : -1) ? 1 : 0;
       for (std::size_t r = 0; r < R; ++r) {
         const bool on_a = r >= p.gadget_digits;
@@ -57,16 +75,13 @@ BootstrapKey::BootstrapKey(const SecretKey& key, const Ntt32& ntt, Prng& prng) {
         ntt.forward(A.data());
         ntt.forward(E.data());
         for (std::size_t s = 0; s < N; ++s) {
-          // B = A z + e (+ m g on the b rows); A (+ m g on the a rows). NTT(constant) = constant.
+          // B = A z + e, plus m g (b rows) or minus m g z (a rows); NTT(constant) = constant.
           u32 b = add_mod(mul_mod(A[s], zhat[s], Q), E[s], Q);
-          u32 a = A[s];
-          if (on_a) a = add_mod(a, g, Q);
+          if (on_a) b = add_mod(b, Q - mul_mod(g, zhat[s], Q), Q);
           else b = add_mod(b, g, Q);
-          constexpr std::size_t W = kernels::kChunk;
-          u32* dst = out + ((s / W) * R + r) * 4 * W + s % W;
-          dst[(2 * t) * W] = ntt.to_montgomery(b);
-          dst[(2 * t + 1) * W] = ntt.to_montgomery(a);
+          E[s] = b;
         }
+        store_row(ntt, i, t, r, A.data(), E.data());
       }
     }
   }
@@ -75,13 +90,70 @@ BootstrapKey::BootstrapKey(const SecretKey& key, const Ntt32& ntt, Prng& prng) {
   secure_zero(zhat.data(), zhat.size() * sizeof(u32));
 }
 
-Bootstrapper::Bootstrapper(const SecretKey& key, Prng& prng, Isa isa) : params_(key.params()) {
-  params_.validate();
-  const std::size_t N = params_.ring_dimension;
+BootstrapKey::BootstrapKey(const Params& params, const Ntt32& ntt, const Prng::Seed& seed, const u32* bodies) {
+  init(params);
+  const std::size_t n = params.lwe_dimension, N = params.ring_dimension, R = 2 * params.gadget_digits;
+  const u32 Q = params.ring_modulus;
+  seed_ = seed;
+  Prng public_a = Prng::from_seed(seed_);
+  std::vector<u32> A(N), B(N);
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t t = 0; t < 2; ++t)
+      for (std::size_t r = 0; r < R; ++r) {
+        for (std::size_t c = 0; c < N; ++c) A[c] = static_cast<u32>(public_a.uniform_below(Q));
+        const u32* b = bodies + ((i * 2 + t) * R + r) * N;
+        for (std::size_t c = 0; c < N; ++c) {
+          require(b[c] < Q, "tfhe.BootstrapKey", "a body coefficient is not below Q");
+          B[c] = b[c];
+        }
+        ntt.forward(A.data());
+        ntt.forward(B.data());
+        store_row(ntt, i, t, r, A.data(), B.data());
+      }
+}
+
+std::vector<u32> BootstrapKey::bodies(const Ntt32& ntt) const {
+  constexpr std::size_t W = kernels::kChunk;
+  const std::size_t n = params_.lwe_dimension, N = params_.ring_dimension, R = 2 * params_.gadget_digits;
   const u32 Q = params_.ring_modulus;
-  ntt_ = std::make_unique<Ntt32>(N, Q, isa);
+  std::vector<u32> out(n * 2 * R * N);
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t t = 0; t < 2; ++t)
+      for (std::size_t r = 0; r < R; ++r) {
+        u32* b = out.data() + ((i * 2 + t) * R + r) * N;
+        const u32* src = data_.data() + i * stride_;
+        for (std::size_t s = 0; s < N; ++s) {
+          const u32 v = Ntt32::montgomery_reduce(src[((s / W) * R + r) * 4 * W + s % W + (2 * t) * W], Q,
+                                                 ntt.neg_q_inverse());
+          b[s] = v >= Q ? v - Q : v;
+        }
+        ntt.inverse(b);
+      }
+  return out;
+}
+
+std::unique_ptr<Ntt32> Bootstrapper::make_ntt(const Params& params, Isa isa) {
+  params.validate();
+  return std::make_unique<Ntt32>(params.ring_dimension, params.ring_modulus, isa);
+}
+
+Bootstrapper::Bootstrapper(const SecretKey& key, Prng& prng, Isa isa) : params_(key.params()) {
+  ntt_ = make_ntt(params_, isa);
   bsk_ = std::make_unique<BootstrapKey>(key, *ntt_, prng);
   ksk_ = std::make_unique<KeySwitchKey>(key, prng);
+  build_monomials();
+}
+
+Bootstrapper::Bootstrapper(const Params& params, std::unique_ptr<BootstrapKey> bsk, std::unique_ptr<KeySwitchKey> ksk,
+                           Isa isa)
+    : params_(params), bsk_(std::move(bsk)), ksk_(std::move(ksk)) {
+  ntt_ = make_ntt(params_, isa);
+  build_monomials();
+}
+
+void Bootstrapper::build_monomials() {
+  const std::size_t N = params_.ring_dimension;
+  const u32 Q = params_.ring_modulus;
   monomials_ = KeyBuffer<u32>(2 * N * N);
   for (std::size_t k = 0; k < 2 * N; ++k) {
     u32* row = monomials_.data() + k * N;

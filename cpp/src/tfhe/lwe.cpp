@@ -88,16 +88,32 @@ void switch_modulus(const u32* in, std::size_t count, u64 from, u64 to, u32* out
   }
 }
 
-KeySwitchKey::KeySwitchKey(const SecretKey& key, Prng& prng) : params_(key.params()) {
-  const Params& p = params_;
+std::size_t KeySwitchKey::entries() const {
+  return params_.ring_dimension * params_.ks_digits * ((std::size_t{1} << params_.ks_base_log) - 1);
+}
+
+void KeySwitchKey::expand(const Params& params, const Prng::Seed& seed) {
+  params_ = params;
+  params_.validate();
+  seed_ = seed;
+  const std::size_t n = params.lwe_dimension, width = n + 1;
+  table_ = KeyBuffer<std::uint16_t>(entries() * width);
+  Prng public_a = Prng::from_seed(seed_);
+  std::vector<u32> a(n);
+  for (std::size_t entry = 0; entry < entries(); ++entry) {
+    sample_uniform_words(public_a, a.data(), n, params.ks_modulus);
+    std::uint16_t* row = &table_[entry * width];
+    for (std::size_t k = 0; k < n; ++k) row[k] = static_cast<std::uint16_t>(a[k]);
+  }
+}
+
+KeySwitchKey::KeySwitchKey(const SecretKey& key, Prng& prng) {
+  const Params& p = key.params();
+  expand(p, prng.next_seed());
   const std::size_t n = p.lwe_dimension, N = p.ring_dimension, width = n + 1;
   const u32 base = 1u << p.ks_base_log, qks = p.ks_modulus;
-  const std::size_t entries = N * p.ks_digits * (base - 1);
-  table_ = KeyBuffer<std::uint16_t>(entries * width);
-  // Public randomness for the a vectors, private for the errors.
-  Prng public_a = Prng::from_seed(prng.next_seed());
-  std::vector<std::int64_t> e(entries);
-  sample_gaussian(prng, e.data(), entries, p.sigma);
+  std::vector<std::int64_t> e(entries());
+  sample_gaussian(prng, e.data(), e.size(), p.sigma);
   std::vector<u32> a(n);
   const auto& s = key.lwe();
   const auto& z = key.ring();
@@ -106,16 +122,31 @@ KeySwitchKey::KeySwitchKey(const SecretKey& key, Prng& prng) : params_(key.param
     for (unsigned j = 0; j < p.ks_digits; ++j) {
       const u64 scale = u64{1} << (j * p.ks_base_log);
       for (u32 v = 1; v < base; ++v, ++entry) {
-        sample_uniform_words(public_a, a.data(), n, qks);
+        std::uint16_t* row = &table_[entry * width];
+        for (std::size_t k = 0; k < n; ++k) a[k] = row[k];
         const std::int64_t m = static_cast<std::int64_t>(v * scale % qks) * z[i];
         const u32 mu = static_cast<u32>(((m % qks) + qks) % qks);
-        std::uint16_t* row = &table_[entry * width];
-        for (std::size_t k = 0; k < n; ++k) row[k] = static_cast<std::uint16_t>(a[k]);
         row[n] = static_cast<std::uint16_t>(lwe_body(a.data(), s.data(), n, mu, e[entry], qks));
       }
     }
   }
   secure_zero(e.data(), e.size() * sizeof(std::int64_t));
+}
+
+KeySwitchKey::KeySwitchKey(const Params& params, const Prng::Seed& seed, const u32* bodies) {
+  expand(params, seed);
+  const std::size_t width = params.lwe_dimension + 1;
+  for (std::size_t entry = 0; entry < entries(); ++entry) {
+    require(bodies[entry] < params.ks_modulus, "tfhe.KeySwitchKey", "a body is not below Q_ks");
+    table_[entry * width + params.lwe_dimension] = static_cast<std::uint16_t>(bodies[entry]);
+  }
+}
+
+std::vector<u32> KeySwitchKey::bodies() const {
+  const std::size_t width = params_.lwe_dimension + 1;
+  std::vector<u32> out(entries());
+  for (std::size_t entry = 0; entry < out.size(); ++entry) out[entry] = table_[entry * width + params_.lwe_dimension];
+  return out;
 }
 
 void KeySwitchKey::apply(const u32* in, u32* out) const {

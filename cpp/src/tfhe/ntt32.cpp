@@ -34,6 +34,7 @@ std::size_t layout_slot(std::size_t e) { return (e & ~std::size_t{63}) | ((e & 7
 
 Ntt32::Ntt32(std::size_t n, u32 q, Isa isa) : n_(n), isa_(isa), q_(q) {
   check_isa(isa);
+  if (isa_ == Isa::avx512 && n < 128) isa_ = Isa::avx2;  // it transforms two 64-blocks at a time
   require(n >= 64 && n <= (std::size_t{1} << 13) && std::has_single_bit(n), "tfhe.Ntt32",
           "N must be a power of two in [64, 8192], got " + std::to_string(n));
   require(q < (u32{1} << 29) && is_ntt_friendly(q, n), "tfhe.Ntt32",
@@ -320,16 +321,27 @@ void Ntt32::inverse_avx2(u32* a, u32* accumulate) const {
   }
 }
 
-void Ntt32::forward(u32* a) const { forward_avx2(a); }
-void Ntt32::inverse(u32* a, u32* accumulate) const { inverse_avx2(a, accumulate); }
-
 #else
 
 void Ntt32::forward_avx2(u32* a) const { forward_scalar(a); }
-void Ntt32::inverse_avx2(u32* a, u32* accumulate) const { inverse_scalar(a); }
-void Ntt32::forward(u32* a) const { forward_scalar(a); }
-void Ntt32::inverse(u32* a, u32* accumulate) const { inverse_scalar(a, accumulate); }
+void Ntt32::inverse_avx2(u32* a, u32* accumulate) const { inverse_scalar(a, accumulate); }
 
 #endif
+
+void Ntt32::forward(u32* a) const {
+  switch (isa_) {
+    case Isa::avx512: return forward_avx512(a);
+    case Isa::avx2: return forward_avx2(a);
+    case Isa::scalar: return forward_scalar(a);
+  }
+}
+
+void Ntt32::inverse(u32* a, u32* accumulate) const {
+  switch (isa_) {
+    case Isa::avx512: return inverse_avx512(a, accumulate);
+    case Isa::avx2: return inverse_avx2(a, accumulate);
+    case Isa::scalar: return inverse_scalar(a, accumulate);
+  }
+}
 
 }  // namespace ringfire::tfhe

@@ -2,6 +2,8 @@
 
 #include <bit>
 #include <cmath>
+#include <cstring>
+#include <vector>
 
 #include "ringfire/arith/primes.h"
 #include "ringfire/base/errors.h"
@@ -43,6 +45,22 @@ std::string Params::describe() const {
          std::to_string(ring_modulus) + " Bg=2^" + std::to_string(gadget_base_log) + "x" +
          std::to_string(gadget_digits) + " (skip " + std::to_string(gadget_skip_bits) + ") Qks=" +
          std::to_string(ks_modulus) + " Bks=2^" + std::to_string(ks_base_log) + "x" + std::to_string(ks_digits);
+}
+
+Sha256Digest Params::identity() const {
+  std::vector<std::uint8_t> bytes;
+  const char tag[] = "ringfire.tfhe.Params/1";
+  bytes.insert(bytes.end(), tag, tag + sizeof(tag) - 1);
+  auto put = [&](std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  };
+  std::uint64_t sigma_bits;
+  std::memcpy(&sigma_bits, &sigma, 8);
+  for (std::uint64_t v : {std::uint64_t{lwe_dimension}, std::uint64_t{ring_dimension}, std::uint64_t{ring_modulus},
+                          std::uint64_t{gadget_base_log}, std::uint64_t{gadget_digits}, std::uint64_t{gadget_skip_bits},
+                          std::uint64_t{ks_modulus}, std::uint64_t{ks_base_log}, std::uint64_t{ks_digits}, sigma_bits})
+    put(v);
+  return sha256(bytes.data(), bytes.size());
 }
 
 }  // namespace ringfire::tfhe

@@ -33,6 +33,8 @@
 #include "ringfire/ckks/evaluator.h"
 #include "ringfire/io/checksum.h"
 #include "ringfire/io/serialize.h"
+#include "ringfire/io/serialize_tfhe.h"
+#include "ringfire/arith/primes.h"
 #include "ringfire/rlwe/encryptor.h"
 #include "ringfire/rlwe/key_derivation.h"
 #include "ringfire/rlwe/keygen.h"
@@ -58,6 +60,9 @@ struct Target {
   RelinKey rk;
   GaloisKeys gk;
   IntegerTarget bgv;
+  // FHEW/TFHE: a tiny set (n=8, N=64) with its keys.
+  tfhe::Params tp;
+  std::shared_ptr<tfhe::SecretKey> tsk;
   std::vector<io::Bytes> seeds;
 
   static Target make() {
@@ -83,7 +88,15 @@ struct Target {
     const Plaintext bp = bgv::encode_plaintext(*bctx, std::vector<u64>(1024, 7), 2, 3);
     const Ciphertext bc = bgv::Evaluator(bctx).mod_reduce(encrypt_public(bpk, bgv::encode_plaintext(*bctx,
                                                                                  std::vector<u64>(1024, 5), 2), prng));
-    Target t{ctx, std::move(sk), std::move(pk), std::move(rk), std::move(gk), {bctx, std::move(bsk)}, {}};
+    tfhe::Params tp;
+    tp.lwe_dimension = 8, tp.ring_dimension = 64, tp.ring_modulus = static_cast<std::uint32_t>(find_ntt_primes(27, 1, 64)[0]);
+    tp.gadget_base_log = 7, tp.gadget_digits = 3, tp.gadget_skip_bits = 6;
+    tp.ks_modulus = 256, tp.ks_base_log = 4, tp.ks_digits = 2;
+    auto tsk = std::make_shared<tfhe::SecretKey>(tp, prng);
+    const tfhe::Bootstrapper tboot(*tsk, prng);
+    io::TfheCiphertexts tcts{0, 0, {2}, std::vector<std::uint32_t>(2 * 9)};
+    tsk->encrypt(std::vector<std::uint32_t>{16, 112}.data(), 2, tcts.words.data(), prng);
+    Target t{ctx, std::move(sk), std::move(pk), std::move(rk), std::move(gk), {bctx, std::move(bsk)}, tp, tsk, {}};
     std::vector<ckks::Complex> z(ctx->slots());
     for (std::size_t i = 0; i < z.size(); ++i) z[i] = ckks::Complex(std::sin(0.1 * i), 0.0);
     const Plaintext p = ctx->encoder().encode(z.data(), z.size(), 2, ctx->scale_at(2));
@@ -93,7 +106,8 @@ struct Target {
                io::save(c),              io::save(encrypt_secret(t.sk, p, prng)), io::save(ev.multiply(c, c)),
                io::save(t.pk),           io::save(t.rk), io::save(t.gk), io::save(t.sk),
                io::save(bctx->params()), io::save(bp), io::save(bc), io::save(bpk),
-               io::save(generate_master_keys(t.sk, 1, true, prng))};
+               io::save(generate_master_keys(t.sk, 1, true, prng)),
+               io::save(tboot), io::save(tp, tcts)};
     return t;
   }
 };
@@ -165,6 +179,13 @@ void fuzz_one(const std::uint8_t* data, std::size_t size) {
       offer([&] { (void)ckks::decrypt(*t.ctx, c, t.sk, options, prng); });
     }
   });
+  // The same bytes as FHEW/TFHE objects: loaded keys bootstrap a ciphertext.
+  offer([&] {
+    const auto boot = io::load_tfhe_evaluation_keys(t.tp, p, n);
+    std::vector<std::uint32_t> ct(9, 0), tv(64, 5), out(9);
+    boot->bootstrap(ct.data(), tv.data(), out.data());
+  });
+  offer([&] { (void)io::load_tfhe_ciphertexts(t.tp, p, n); });
   // The same bytes as BGV objects: loading checks correction factors, and a
   // ciphertext that loads is decrypted (an overflowed one is refused).
   const RlweContextPtr& brl = t.bgv.ctx->rlwe();

@@ -32,7 +32,13 @@ class Ciphertext:
         return f"tfhe.Ciphertext({kind}, shape={self.shape}, {self.context.params.name})"
 
     def __reduce__(self):
-        raise TypeError("tfhe ciphertexts are not picklable yet; send ct.data (a uint32 array) with its shape and bits")
+        raise TypeError("tfhe ciphertexts are not picklable: send ct.to_bytes() and read it with ctx.load(...)")
+
+    def to_bytes(self, *, mac_key: bytes | None = None, compress: int | None = None) -> bytes:
+        """The ciphertexts in a checksummed envelope (``Context.load`` reads
+        them), authenticated with ``mac_key``, zstd-compressed at level ``compress``."""
+        encoding, bits = (0, 0) if self.bits is None else (1, self.bits)
+        return self.context._save(self.data, self.shape, encoding, bits, mac_key, compress)
 
     def reshape(self, *shape) -> "Ciphertext":
         shape = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape

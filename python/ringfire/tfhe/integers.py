@@ -41,7 +41,12 @@ class UInt:
         return f"tfhe.UInt(uint{self.bits}, shape={self.shape}, {self.context.params.name})"
 
     def __reduce__(self):
-        raise TypeError("tfhe integers are not picklable yet")
+        raise TypeError("tfhe integers are not picklable: send x.to_bytes() and read it with ctx.load(...)")
+
+    def to_bytes(self, *, mac_key: bytes | None = None, compress: int | None = None) -> bytes:
+        """The integers' bit planes in one checksummed envelope (``Context.load`` reads them)."""
+        words = np.concatenate([p.data for p in self.planes])
+        return self.context._save(words, self.shape, 2, self.bits, mac_key, compress)
 
     # ---- arithmetic ----------------------------------------------------------------
 

@@ -40,6 +40,8 @@ enum class Kind : std::uint16_t {
   secret_key = 7,
   bootstrap_keys = 8,  // Galois keys and the two encapsulation keys
   master_keys = 9,     // hierarchical rotation keys (rlwe/key_derivation.h)
+  tfhe_evaluation_keys = 10,  // FHEW/TFHE bootstrapping + key-switching keys (serialize_tfhe.h)
+  tfhe_ciphertexts = 11,      // FHEW/TFHE LWE ciphertexts (serialize_tfhe.h)
 };
 
 // Version 4 closes the envelope with the XXH64 checksum (io/checksum.h)

@@ -29,15 +29,33 @@ namespace ringfire::tfhe {
 // RGSW encryptions of the LWE secret's two indicator vectors, in the
 // evaluation layout (Montgomery form), interleaved for one sequential pass
 // per coefficient: [i][chunk of 16 slots][row r][b+, a+, b-, a-][16].
+//
+// Every row is an RLWE pair (A, B) whose A is expanded from one public seed
+// (in the order i, indicator t, row r): a row of the a-digits holds its
+// message as B = A z + e - m g_r z rather than A + m g_r (the same phase, so
+// the same external product), so no row's A depends on the secret and the
+// key travels as the seed and the B polynomials: half its size in memory.
 class BootstrapKey {
  public:
   BootstrapKey(const SecretKey& key, const Ntt32& ntt, Prng& prng);
+  // From its seed and bodies (bodies(): n x 2 x R x N words below Q, in
+  // coefficient form), as saved.
+  BootstrapKey(const Params& params, const Ntt32& ntt, const Prng::Seed& seed, const u32* bodies);
 
   const u32* coefficient(std::size_t i) const { return data_.data() + i * stride_; }
   std::size_t bytes() const { return data_.size() * sizeof(u32); }
+  const Prng::Seed& seed() const { return seed_; }
+  // The B polynomials in coefficient form, [i][t][r][N].
+  std::vector<u32> bodies(const Ntt32& ntt) const;
 
  private:
-  std::size_t stride_;
+  void init(const Params& params);
+  // Stores row (i, t, r) from A and B in the evaluation form.
+  void store_row(const Ntt32& ntt, std::size_t i, std::size_t t, std::size_t r, const u32* ahat, const u32* bhat);
+
+  Params params_;
+  Prng::Seed seed_{};
+  std::size_t stride_ = 0;
   KeyBuffer<u32> data_;
 };
 
@@ -46,6 +64,11 @@ class Bootstrapper {
   // Generates the evaluation keys (bootstrapping and key-switching) of
   // `key`; the kernels run on `isa` (isa.h; every path gives the same bits).
   Bootstrapper(const SecretKey& key, Prng& prng, Isa isa = default_isa());
+  // From loaded keys (io/serialize.h).
+  Bootstrapper(const Params& params, std::unique_ptr<BootstrapKey> bsk, std::unique_ptr<KeySwitchKey> ksk,
+               Isa isa = default_isa());
+  // An Ntt32 for params on isa: what a BootstrapKey is built or loaded against.
+  static std::unique_ptr<Ntt32> make_ntt(const Params& params, Isa isa = default_isa());
 
   const Params& params() const { return params_; }
   Isa isa() const { return ntt_->isa(); }
@@ -63,10 +86,14 @@ class Bootstrapper {
 
   std::size_t bootstrap_key_bytes() const { return bsk_->bytes(); }
   std::size_t key_switch_key_bytes() const { return ksk_->bytes(); }
+  const BootstrapKey& bootstrap_key() const { return *bsk_; }
+  const KeySwitchKey& key_switch_key() const { return *ksk_; }
+  const Ntt32& ntt() const { return *ntt_; }
 
  private:
   // acc <- acc X^{s_i exponent}; next_exponent is the next step's (its key
   // and monomials are prefetched meanwhile).
+  void build_monomials();
   void step(u32* acc, std::size_t i, u32 exponent, u32 next_exponent, u32* scratch) const;
   // Montgomery(NTT(X^k) - 1) for k mod 2N.
   const u32* monomial(std::size_t k) const {

@@ -56,13 +56,23 @@ void switch_modulus(const u32* in, std::size_t count, std::uint64_t from, std::u
 class KeySwitchKey {
  public:
   KeySwitchKey(const SecretKey& key, Prng& prng);
+  // From its seed and bodies (bodies(): entries() words below Q_ks), as saved.
+  KeySwitchKey(const Params& params, const Prng::Seed& seed, const u32* bodies);
 
   // in: N + 1 words mod Q_ks; out: n + 1 words mod Q_ks.
   void apply(const u32* in, u32* out) const;
   std::size_t bytes() const { return table_.size() * sizeof(std::uint16_t); }
+  const Prng::Seed& seed() const { return seed_; }
+  // Number of table entries, N d_ks (B_ks - 1), and their b words.
+  std::size_t entries() const;
+  std::vector<u32> bodies() const;
 
  private:
+  // Allocates the table and fills every entry's a from the seed.
+  void expand(const Params& params, const Prng::Seed& seed);
+
   Params params_;
+  Prng::Seed seed_{};
   KeyBuffer<std::uint16_t> table_;  // [i][j][v - 1][n + 1]
 };
 

@@ -32,7 +32,8 @@ using u32 = std::uint32_t;
 class Ntt32 {
  public:
   // Raises InvalidArgument unless N is a power of two in [64, 2^13] and q is
-  // a prime < 2^29 with q = 1 mod 2N, or when `isa` cannot run here.
+  // a prime < 2^29 with q = 1 mod 2N, or when `isa` cannot run here. The
+  // AVX-512 path transforms two blocks of 64 at a time: N = 64 runs AVX2.
   Ntt32(std::size_t n, u32 q, Isa isa = default_isa());
 
   std::size_t n() const { return n_; }
@@ -64,6 +65,8 @@ class Ntt32 {
  private:
   void forward_avx2(u32* a) const;
   void inverse_avx2(u32* a, u32* accumulate) const;
+  void forward_avx512(u32* a) const;
+  void inverse_avx512(u32* a, u32* accumulate) const;
 
   std::size_t n_;
   Isa isa_;

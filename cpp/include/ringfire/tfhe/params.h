@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <string>
 
+#include "ringfire/base/sha256.h"
+
 namespace ringfire::tfhe {
 
 struct Params {
@@ -32,6 +34,9 @@ struct Params {
   // Raises InvalidArgument naming the first field that cannot run.
   void validate() const;
   std::string describe() const;
+  // SHA-256 of every field (a domain tag first): what serialized keys and
+  // ciphertexts are checked against.
+  Sha256Digest identity() const;
 };
 
 }  // namespace ringfire::tfhe

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""FHEW/TFHE: ringfire beside OpenFHE's binfhe, in one run on one machine.
+
+    python benchmarks/tfhe_vs_peers.py [--quick] [--openfhe-python PATH] [--json PATH]
+
+* ringfire: ``ringfire bench tfhe --json`` in a child process (STD128 and
+  STD128_LP: key generation, key bytes, NAND on one thread, a batch of NANDs on
+  every thread, a 2-bit table, 16-bit integer addition and comparison, the
+  noise model's failure probabilities).
+* OpenFHE 1.6.1 binfhe (the ``openfhe`` wheel, which needs Python 3.10:
+  benchmarks/peers/setup_peers.sh makes ~/.ringfire-peers/py310):
+  benchmarks/tfhe/openfhe_binfhe.py with OMP_NUM_THREADS=1 (NAND with GINX and
+  LMKCDEY at STD128, EvalFunc on 3 bits, EvalSign on 9 bits, key bytes).
+* tfhe-rs: its published numbers, cited with their machine (not run here).
+
+Both libraries' security comes from the same lattice parameters (OpenFHE's
+STD128 and STD128_3 rows), so the gates compare at matched security; the
+failure probabilities differ and are printed. Key bytes are serialized
+evaluation keys for both (what a client sends a server); ringfire's in
+memory are printed too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+DEFAULT_OPENFHE_PYTHON = pathlib.Path.home() / ".ringfire-peers" / "py310" / "bin" / "python"
+
+# tfhe-rs, from its docs (research/tfhe_anchors.md): AWS hpc7a (EPYC 9R14, AVX-512), one PBS.
+TFHE_RS = [
+    ("boolean gate, DEFAULT_PARAMETERS_KS_PBS (p_fail 2^-64)", 9.98, "ms", "hpc7a, EPYC 9R14, AVX-512 (June 2024 docs)"),
+    ("4-bit KS-PBS, PARAM_MESSAGE_2_CARRY_2 (p_fail 2^-128)", 7.28, "ms", "hpc8a, EPYC 9R45, AVX-512"),
+]
+
+
+def run_ringfire(quick: bool) -> dict:
+    cmd = [sys.executable, "-m", "ringfire", "bench", "tfhe", "--json", "--quiet", "--repeat", "10" if quick else "30"]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def run_openfhe(python: pathlib.Path, quick: bool) -> dict | None:
+    if not python.exists():
+        print(f"[tfhe_vs_peers] no OpenFHE interpreter at {python}: run benchmarks/peers/setup_peers.sh "
+              "or pass --openfhe-python", file=sys.stderr)
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        out = pathlib.Path(tmp) / "openfhe.json"
+        cmd = [str(python), str(HERE / "tfhe" / "openfhe_binfhe.py"), "--json", str(out)]
+        if quick:
+            cmd += ["--quick", "--no-key-sizes", "--only", "nand", "--only", "lut"]
+        env = dict(os.environ, OMP_NUM_THREADS="1")
+        subprocess.run(cmd, check=True, env=env, stdout=sys.stderr)
+        return json.loads(out.read_text())
+
+
+def value(rows, set_name, routine):
+    for r in rows:
+        if r["set"] == set_name and r["routine"] == routine:
+            return r["value"]
+    return None
+
+
+def table(rf: dict, ofhe: dict | None) -> str:
+    rows = rf["results"]
+    by_op = {}
+    if ofhe:
+        for r in ofhe["results"]:
+            by_op[(r["op"].split()[0], r["method"])] = r
+    nand_g = by_op.get(("NAND", "GINX"))
+    nand_l = by_op.get(("NAND", "LMKCDEY"))
+    lut = next((r for (op, _), r in by_op.items() if op == "LUT"), None)
+    sign = next((r for (op, _), r in by_op.items() if op == "sign,"), None)
+
+    def f(x, fmt=".2f"):
+        return "n/a" if x is None else format(x, fmt)
+
+    lines = ["| operation | ringfire STD128 | ringfire STD128_LP | OpenFHE GINX | OpenFHE LMKCDEY | OpenFHE / ringfire STD128 |",
+             "|---|---|---|---|---|---|"]
+    nand = value(rows, "STD128", "NAND")
+    lines.append(f"| NAND, one thread (ms) | {f(nand)} | {f(value(rows, 'STD128_LP', 'NAND'))} | "
+                 f"{f(nand_g and nand_g['median_ms'])} | {f(nand_l and nand_l['median_ms'])} | "
+                 f"{f(nand_g and nand and nand_g['median_ms'] / nand)} |")
+    lines.append(f"| NANDs per second, both cores | {f(value(rows, 'STD128', 'NAND batch'), '.0f')} | "
+                 f"{f(value(rows, 'STD128_LP', 'NAND batch'), '.0f')} | "
+                 f"{f(nand_g and 1e3 / nand_g['median_ms'], '.0f')} (one thread) | "
+                 f"{f(nand_l and 1e3 / nand_l['median_ms'], '.0f')} (one thread) | |")
+    kg = value(rows, "STD128", "keygen")
+    lines.append(f"| key generation (s) | {f(kg)} | {f(value(rows, 'STD128_LP', 'keygen'))} | "
+                 f"{f(nand_g and nand_g['btkeygen_s'])} | {f(nand_l and nand_l['btkeygen_s'])} | "
+                 f"{f(nand_g and kg and nand_g['btkeygen_s'] / kg)} |")
+    keys = [value(rows, s, "keys serialized") for s in ("STD128", "STD128_LP")]
+    memory = [sum(value(rows, s, k) or 0 for k in ("bootstrap key", "key switch key")) for s in ("STD128", "STD128_LP")]
+
+    def mb(r):
+        return None if not r or r.get("bt_key_bytes") is None else r["bt_key_bytes"] / 1e6
+
+    lines.append(f"| evaluation keys serialized (MB) | {f(keys[0], '.1f')} | {f(keys[1], '.1f')} | "
+                 f"{f(mb(nand_g), '.0f')} | {f(mb(nand_l), '.0f')} | {f(mb(nand_g) and keys[0] and mb(nand_g) / keys[0], '.0f')} |")
+    lines.append(f"| evaluation keys in memory (MB) | {f(memory[0], '.0f')} | {f(memory[1], '.0f')} | | | |")
+    pf = [value(rows, s, "p_fail NAND") for s in ("STD128", "STD128_LP")]
+    lines.append(f"| NAND failure probability | 2^{f(pf[0], '.0f')} | 2^{f(pf[1], '.0f')} | 2^-135 (OpenFHE's "
+                 f"constant) | 2^-60 (STD128_LMKCDEY) | |")
+    lut2 = value(rows, "STD128", "LUT 2-bit")
+    lines.append(f"| table lookup, one thread (ms) | {f(lut2)} (2 bits, p_fail 2^{f(value(rows, 'STD128', 'p_fail LUT 2-bit'), '.0f')}) | "
+                 f"{f(value(rows, 'STD128_LP', 'LUT 2-bit'))} (2 bits, p_fail "
+                 f"2^{f(value(rows, 'STD128_LP', 'p_fail LUT 2-bit'), '.0f')}) | "
+                 f"{f(lut and lut['median_ms'])} (3 bits, EvalFunc) | | |")
+    lines.append(f"| 16-bit addition, both cores (ms) | {f(value(rows, 'STD128', 'uint16 add'), '.0f')} | "
+                 f"{f(value(rows, 'STD128_LP', 'uint16 add'), '.0f')} | | | |")
+    lines.append(f"| 16-bit comparison, both cores (ms) | {f(value(rows, 'STD128', 'uint16 <'), '.0f')} | "
+                 f"{f(value(rows, 'STD128_LP', 'uint16 <'), '.0f')} | {f(sign and sign['median_ms'], '.0f')} "
+                 f"(EvalSign, 9 bits) | | |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions; OpenFHE without sign and key sizes")
+    ap.add_argument("--openfhe-python", type=pathlib.Path, default=DEFAULT_OPENFHE_PYTHON)
+    ap.add_argument("--json", type=pathlib.Path, default=None)
+    args = ap.parse_args()
+    t0 = time.time()
+    rf = run_ringfire(args.quick)
+    ofhe = run_openfhe(args.openfhe_python, args.quick)
+    print(table(rf, ofhe))
+    print()
+    print("tfhe-rs, published (not run here):")
+    for op, v, unit, machine in TFHE_RS:
+        print(f"  {op}: {v} {unit} ({machine})")
+    doc = {"ringfire": rf, "openfhe": ofhe, "tfhe_rs_published": TFHE_RS, "seconds": time.time() - t0}
+    if args.json:
+        args.json.write_text(json.dumps(doc, indent=1))
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

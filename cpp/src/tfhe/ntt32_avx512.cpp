@@ -1,0 +1,252 @@
+// The 32-bit NTT on sixteen AVX-512 lanes, compiled for AVX-512 F/BW/DQ/VL
+// function by function (the rest of the library targets the baseline CPU)
+// and run only where isa.cpp found those extensions. Same evaluation layout
+// as the AVX2 and scalar paths (ntt32.h): the in-block stages run on two
+// 64-blocks at once, one in each 256-bit half of a register.
+#include "ringfire/tfhe/ntt32.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+// GCC 12's AVX-512 headers start some intrinsics from _mm512_undefined_*,
+// which -Wmaybe-uninitialized reports once they are inlined here.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#define RF_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
+
+namespace ringfire::tfhe {
+
+namespace {
+
+using Z = __m512i;
+
+RF_AVX512 inline Z load(const u32* p) { return _mm512_loadu_si512(p); }
+RF_AVX512 inline void store(u32* p, Z v) { _mm512_storeu_si512(p, v); }
+RF_AVX512 inline Z splat(u32 x) { return _mm512_set1_epi32(static_cast<int>(x)); }
+// Two blocks' rows: p0 in the low half, p1 in the high half.
+RF_AVX512 inline Z load_halves(const u32* p0, const u32* p1) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p0))),
+                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p1)), 1);
+}
+RF_AVX512 inline void store_halves(u32* p0, u32* p1, Z v) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p0), _mm512_castsi512_si256(v));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p1), _mm512_extracti64x4_epi64(v, 1));
+}
+RF_AVX512 inline Z reduce_below(Z x, Z bound) { return _mm512_min_epu32(x, _mm512_sub_epi32(x, bound)); }
+RF_AVX512 inline Z odd_to_even(Z x) { return _mm512_shuffle_epi32(x, static_cast<_MM_PERM_ENUM>(0xF5)); }
+RF_AVX512 inline Z mul_shoup(Z y, Z w, Z ws, Z ws_odd, Z q) {
+  const Z even = odd_to_even(_mm512_mul_epu32(y, ws));
+  const Z odd = _mm512_mul_epu32(odd_to_even(y), ws_odd);
+  const Z hi = _mm512_mask_blend_epi32(0xAAAA, even, odd);
+  return _mm512_sub_epi32(_mm512_mullo_epi32(y, w), _mm512_mullo_epi32(hi, q));
+}
+
+struct Twiddle {
+  Z w, ws, ws_odd;
+};
+RF_AVX512 inline Twiddle splat_twiddle(u32 w, u32 ws) { return {splat(w), splat(ws), splat(ws)}; }
+RF_AVX512 inline Twiddle make_twiddle(Z w, Z ws) { return {w, ws, odd_to_even(ws)}; }
+// [a x 8 | b x 8]
+RF_AVX512 inline Z splat_halves(u32 a, u32 b) {
+  return _mm512_inserti64x4(_mm512_set1_epi32(static_cast<int>(a)), _mm256_set1_epi32(static_cast<int>(b)), 1);
+}
+
+RF_AVX512 inline void ct(Z& x, Z& y, const Twiddle& t, Z q, Z two_q) {
+  x = reduce_below(x, two_q);
+  const Z p = mul_shoup(y, t.w, t.ws, t.ws_odd, q);
+  y = _mm512_sub_epi32(_mm512_add_epi32(x, two_q), p);
+  x = _mm512_add_epi32(x, p);
+}
+RF_AVX512 inline void gs(Z& x, Z& y, const Twiddle& t, Z q, Z two_q) {
+  const Z d = _mm512_sub_epi32(_mm512_add_epi32(x, two_q), y);
+  x = reduce_below(_mm512_add_epi32(x, y), two_q);
+  y = mul_shoup(d, t.w, t.ws, t.ws_odd, q);
+}
+
+// An 8 x 8 transpose in each 256-bit half (AVX2's transpose8, two at once).
+RF_AVX512 inline void transpose8x2(Z r[8]) {
+  const Z t0 = _mm512_unpacklo_epi32(r[0], r[1]), t1 = _mm512_unpackhi_epi32(r[0], r[1]);
+  const Z t2 = _mm512_unpacklo_epi32(r[2], r[3]), t3 = _mm512_unpackhi_epi32(r[2], r[3]);
+  const Z t4 = _mm512_unpacklo_epi32(r[4], r[5]), t5 = _mm512_unpackhi_epi32(r[4], r[5]);
+  const Z t6 = _mm512_unpacklo_epi32(r[6], r[7]), t7 = _mm512_unpackhi_epi32(r[6], r[7]);
+  const Z u0 = _mm512_unpacklo_epi64(t0, t2), u1 = _mm512_unpackhi_epi64(t0, t2);
+  const Z u2 = _mm512_unpacklo_epi64(t1, t3), u3 = _mm512_unpackhi_epi64(t1, t3);
+  const Z u4 = _mm512_unpacklo_epi64(t4, t6), u5 = _mm512_unpackhi_epi64(t4, t6);
+  const Z u6 = _mm512_unpacklo_epi64(t5, t7), u7 = _mm512_unpackhi_epi64(t5, t7);
+  // Per half: [u.lo128, v.lo128] and [u.hi128, v.hi128] (AVX2's permute2x128 0x20 and 0x31).
+  const Z lo = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13), hi = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+  r[0] = _mm512_permutex2var_epi64(u0, lo, u4);
+  r[1] = _mm512_permutex2var_epi64(u1, lo, u5);
+  r[2] = _mm512_permutex2var_epi64(u2, lo, u6);
+  r[3] = _mm512_permutex2var_epi64(u3, lo, u7);
+  r[4] = _mm512_permutex2var_epi64(u0, hi, u4);
+  r[5] = _mm512_permutex2var_epi64(u1, hi, u5);
+  r[6] = _mm512_permutex2var_epi64(u2, hi, u6);
+  r[7] = _mm512_permutex2var_epi64(u3, hi, u7);
+}
+
+}  // namespace
+
+RF_AVX512 void Ntt32::forward_avx512(u32* a) const {
+  const Z q = splat(q_), two_q = splat(2 * q_);
+  std::size_t t = n_ / 2, m = 1;
+  for (; t >= 32; m *= 4, t /= 4) {  // radix 4 while both stages have t >= 16
+    const std::size_t h = t / 2;
+    for (std::size_t i = 0; i < m; ++i) {
+      const Twiddle wa = splat_twiddle(fwd_[m + i], fwd_shoup_[m + i]);
+      const Twiddle wb0 = splat_twiddle(fwd_[2 * m + 2 * i], fwd_shoup_[2 * m + 2 * i]);
+      const Twiddle wb1 = splat_twiddle(fwd_[2 * m + 2 * i + 1], fwd_shoup_[2 * m + 2 * i + 1]);
+      u32* x = a + 2 * i * t;
+      for (std::size_t j = 0; j < h; j += 16) {
+        Z x0 = load(x + j), x1 = load(x + h + j), x2 = load(x + t + j), x3 = load(x + t + h + j);
+        ct(x0, x2, wa, q, two_q);
+        ct(x1, x3, wa, q, two_q);
+        ct(x0, x1, wb0, q, two_q);
+        ct(x2, x3, wb1, q, two_q);
+        store(x + j, x0), store(x + h + j, x1), store(x + t + j, x2), store(x + t + h + j, x3);
+      }
+    }
+  }
+  if (t == 16) {
+    for (std::size_t i = 0; i < m; ++i) {
+      const Twiddle w = splat_twiddle(fwd_[m + i], fwd_shoup_[m + i]);
+      u32* x = a + 32 * i;
+      Z vx = load(x), vy = load(x + 16);
+      ct(vx, vy, w, q, two_q);
+      store(x, vx), store(x + 16, vy);
+    }
+    m *= 2, t = 8;
+  }
+  // t = 8: groups of 16 (x: 8 words, y: 8 words), two groups per register.
+  for (std::size_t i = 0; i < m; i += 2) {
+    u32* p = a + 16 * i;
+    const Z z0 = load(p), z1 = load(p + 16);
+    Z x = _mm512_shuffle_i64x2(z0, z1, _MM_SHUFFLE(1, 0, 1, 0));
+    Z y = _mm512_shuffle_i64x2(z0, z1, _MM_SHUFFLE(3, 2, 3, 2));
+    const Twiddle w = make_twiddle(splat_halves(fwd_[m + i], fwd_[m + i + 1]),
+                                   splat_halves(fwd_shoup_[m + i], fwd_shoup_[m + i + 1]));
+    ct(x, y, w, q, two_q);
+    store(p, _mm512_shuffle_i64x2(x, y, _MM_SHUFFLE(1, 0, 1, 0)));
+    store(p + 16, _mm512_shuffle_i64x2(x, y, _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  // The in-block stages t = 4, 2, 1 on blocks b (low halves) and b + 1.
+  for (std::size_t b = 0; b < n_ / 64; b += 2) {
+    u32* b0 = a + 64 * b;
+    u32* b1 = b0 + 64;
+    Z w[8];
+    for (int k = 0; k < 8; ++k) w[k] = load_halves(b0 + 8 * k, b1 + 8 * k);
+    transpose8x2(w);
+    const Twiddle t4 = make_twiddle(load(&f4_[b * 8]), load(&f4s_[b * 8]));
+    for (int j = 0; j < 4; ++j) ct(w[j], w[j + 4], t4, q, two_q);
+    for (int p = 0; p < 2; ++p) {
+      const std::size_t o0 = (b * 2 + p) * 8, o1 = ((b + 1) * 2 + p) * 8;
+      const Twiddle t2 = make_twiddle(load_halves(&f2_[o0], &f2_[o1]), load_halves(&f2s_[o0], &f2s_[o1]));
+      ct(w[4 * p], w[4 * p + 2], t2, q, two_q);
+      ct(w[4 * p + 1], w[4 * p + 3], t2, q, two_q);
+    }
+    for (int p = 0; p < 4; ++p) {
+      const std::size_t o0 = (b * 4 + p) * 8, o1 = ((b + 1) * 4 + p) * 8;
+      const Twiddle t1 = make_twiddle(load_halves(&f1_[o0], &f1_[o1]), load_halves(&f1s_[o0], &f1s_[o1]));
+      ct(w[2 * p], w[2 * p + 1], t1, q, two_q);
+    }
+    for (int j = 0; j < 8; ++j) store_halves(b0 + 8 * j, b1 + 8 * j, reduce_below(reduce_below(w[j], two_q), q));
+  }
+}
+
+RF_AVX512 void Ntt32::inverse_avx512(u32* a, u32* accumulate) const {
+  const Z q = splat(q_), two_q = splat(2 * q_);
+  for (std::size_t b = 0; b < n_ / 64; b += 2) {
+    u32* b0 = a + 64 * b;
+    u32* b1 = b0 + 64;
+    Z w[8];
+    for (int j = 0; j < 8; ++j) w[j] = load_halves(b0 + 8 * j, b1 + 8 * j);
+    for (int p = 0; p < 4; ++p) {
+      const std::size_t o0 = (b * 4 + p) * 8, o1 = ((b + 1) * 4 + p) * 8;
+      const Twiddle t1 = make_twiddle(load_halves(&i1_[o0], &i1_[o1]), load_halves(&i1s_[o0], &i1s_[o1]));
+      gs(w[2 * p], w[2 * p + 1], t1, q, two_q);
+    }
+    for (int p = 0; p < 2; ++p) {
+      const std::size_t o0 = (b * 2 + p) * 8, o1 = ((b + 1) * 2 + p) * 8;
+      const Twiddle t2 = make_twiddle(load_halves(&i2_[o0], &i2_[o1]), load_halves(&i2s_[o0], &i2s_[o1]));
+      gs(w[4 * p], w[4 * p + 2], t2, q, two_q);
+      gs(w[4 * p + 1], w[4 * p + 3], t2, q, two_q);
+    }
+    const Twiddle t4 = make_twiddle(load(&i4_[b * 8]), load(&i4s_[b * 8]));
+    for (int j = 0; j < 4; ++j) gs(w[j], w[j + 4], t4, q, two_q);
+    transpose8x2(w);
+    for (int k = 0; k < 8; ++k) store_halves(b0 + 8 * k, b1 + 8 * k, w[k]);
+  }
+  // t = 8 (m = N/16 groups), two groups per register.
+  std::size_t m = n_ / 16, t = 8;
+  for (std::size_t i = 0; i < m; i += 2) {
+    u32* p = a + 16 * i;
+    const Z z0 = load(p), z1 = load(p + 16);
+    Z x = _mm512_shuffle_i64x2(z0, z1, _MM_SHUFFLE(1, 0, 1, 0));
+    Z y = _mm512_shuffle_i64x2(z0, z1, _MM_SHUFFLE(3, 2, 3, 2));
+    const Twiddle w = make_twiddle(splat_halves(inv_[m + i], inv_[m + i + 1]),
+                                   splat_halves(inv_shoup_[m + i], inv_shoup_[m + i + 1]));
+    gs(x, y, w, q, two_q);
+    store(p, _mm512_shuffle_i64x2(x, y, _MM_SHUFFLE(1, 0, 1, 0)));
+    store(p + 16, _mm512_shuffle_i64x2(x, y, _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  m /= 2, t = 16;
+  for (; m >= 4; m /= 4, t *= 4) {  // radix 4
+    for (std::size_t g = 0; g < m / 2; ++g) {
+      const Twiddle wa0 = splat_twiddle(inv_[m + 2 * g], inv_shoup_[m + 2 * g]);
+      const Twiddle wa1 = splat_twiddle(inv_[m + 2 * g + 1], inv_shoup_[m + 2 * g + 1]);
+      const Twiddle wb = splat_twiddle(inv_[m / 2 + g], inv_shoup_[m / 2 + g]);
+      u32* x = a + 4 * g * t;
+      for (std::size_t j = 0; j < t; j += 16) {
+        Z x0 = load(x + j), x1 = load(x + t + j), x2 = load(x + 2 * t + j), x3 = load(x + 3 * t + j);
+        gs(x0, x1, wa0, q, two_q);
+        gs(x2, x3, wa1, q, two_q);
+        gs(x0, x2, wb, q, two_q);
+        gs(x1, x3, wb, q, two_q);
+        store(x + j, x0), store(x + t + j, x1), store(x + 2 * t + j, x2), store(x + 3 * t + j, x3);
+      }
+    }
+  }
+  if (m == 2) {
+    for (std::size_t i = 0; i < 2; ++i) {
+      const Twiddle w = splat_twiddle(inv_[2 + i], inv_shoup_[2 + i]);
+      u32* x = a + 2 * i * t;
+      for (std::size_t j = 0; j < t; j += 16) {
+        Z vx = load(x + j), vy = load(x + t + j);
+        gs(vx, vy, w, q, two_q);
+        store(x + j, vx), store(x + t + j, vy);
+      }
+    }
+  }
+  // Last stage (t = N/2) with 1/N folded in, optionally added into accumulate.
+  const Twiddle scale = splat_twiddle(n_inv_, n_inv_shoup_);
+  const Twiddle last = splat_twiddle(last_n_inv_, last_n_inv_shoup_);
+  u32* x = a;
+  u32* y = a + n_ / 2;
+  u32* ax = accumulate == nullptr ? x : accumulate;
+  u32* ay = ax + n_ / 2;
+  for (std::size_t j = 0; j < n_ / 2; j += 16) {
+    const Z vx = load(x + j), vy = load(y + j);
+    const Z s = _mm512_add_epi32(vx, vy);
+    const Z d = _mm512_sub_epi32(_mm512_add_epi32(vx, two_q), vy);
+    Z rx = reduce_below(mul_shoup(s, scale.w, scale.ws, scale.ws_odd, q), q);
+    Z ry = reduce_below(mul_shoup(d, last.w, last.ws, last.ws_odd, q), q);
+    if (accumulate != nullptr) {
+      rx = reduce_below(_mm512_add_epi32(rx, load(ax + j)), q);
+      ry = reduce_below(_mm512_add_epi32(ry, load(ay + j)), q);
+    }
+    store(ax + j, rx);
+    store(ay + j, ry);
+  }
+}
+
+}  // namespace ringfire::tfhe
+
+#else
+
+namespace ringfire::tfhe {
+// Not an x86-64 GCC/Clang build: isa.cpp never selects these.
+void Ntt32::forward_avx512(u32* a) const { forward_scalar(a); }
+void Ntt32::inverse_avx512(u32* a, u32* accumulate) const { inverse_scalar(a, accumulate); }
+}  // namespace ringfire::tfhe
+
+#endif

@@ -1,0 +1,121 @@
+// FHEW/TFHE core: the 32-bit NTT on every instruction set against the scalar
+// reference and a schoolbook product, gates through a bootstrap on a small
+// set, and evaluation keys through serialization.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "ringfire/arith/primes.h"
+#include "ringfire/io/serialize_tfhe.h"
+#include "ringfire/tfhe/bootstrapper.h"
+
+namespace ringfire::tfhe {
+namespace {
+
+std::vector<Isa> instruction_sets() {
+  std::vector<Isa> out{Isa::scalar};
+  if (best_isa() != Isa::scalar) out.push_back(Isa::avx2);
+  if (best_isa() == Isa::avx512) out.push_back(Isa::avx512);
+  return out;
+}
+
+TEST(TfheNtt32, EveryPathMatchesTheScalarReference) {
+  for (std::size_t n : {64, 128, 1024, 2048})
+    for (Isa isa : instruction_sets()) {
+      const u32 q = static_cast<u32>(find_ntt_primes(27, 1, n)[0]);
+      const Ntt32 ntt(n, q, isa);
+      std::vector<u32> a(n);
+      for (std::size_t i = 0; i < n; ++i) a[i] = static_cast<u32>((i * 104729 + 17) % q);
+      std::vector<u32> f = a, ref = a;
+      ntt.forward(f.data());
+      ntt.forward_scalar(ref.data());
+      ASSERT_EQ(f, ref) << isa_name(isa) << " n=" << n;
+      ntt.inverse(f.data());
+      ASSERT_EQ(f, a) << isa_name(isa) << " n=" << n;
+    }
+}
+
+TEST(TfheNtt32, VectorPathMatchesScalarAndMultipliesNegacyclically) {
+  for (std::size_t n : {64, 256, 1024}) {
+    const u32 q = static_cast<u32>(find_ntt_primes(27, 1, n)[0]);
+    const Ntt32 ntt(n, q);
+    std::vector<u32> a(n), b(n);
+    for (std::size_t i = 0; i < n; ++i) a[i] = static_cast<u32>((i * 7919 + 3) % q), b[i] = static_cast<u32>((i * i + 11) % q);
+    std::vector<u32> fa = a, fa_ref = a, fb = b;
+    ntt.forward(fa.data());
+    ntt.forward_scalar(fa_ref.data());
+    ntt.forward(fb.data());
+    EXPECT_EQ(fa, fa_ref);
+    std::vector<u32> prod(n);
+    for (std::size_t i = 0; i < n; ++i) prod[i] = static_cast<u32>(std::uint64_t{fa[i]} * fb[i] % q);
+    ntt.inverse(prod.data());
+    for (std::size_t k = 0; k < n; ++k) {
+      std::int64_t want = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::size_t j = (k + n - i) % n;
+        const std::int64_t term = static_cast<std::int64_t>(std::uint64_t{a[i]} * b[j] % q);
+        want = (want + (i <= k ? term : q - term)) % q;
+      }
+      ASSERT_EQ(prod[k], static_cast<u32>(want)) << "n=" << n << " k=" << k;
+    }
+  }
+}
+
+Params small_params() {
+  Params p;
+  p.lwe_dimension = 32, p.ring_dimension = 256, p.ring_modulus = static_cast<u32>(find_ntt_primes(27, 1, 256)[0]);
+  p.gadget_base_log = 7, p.gadget_digits = 3, p.gadget_skip_bits = 6;
+  p.ks_modulus = 1u << 14, p.ks_base_log = 7, p.ks_digits = 2;
+  return p;
+}
+
+TEST(TfheBootstrap, GatesAndKeysThroughSerialization) {
+  const Params p = small_params();
+  Prng prng = Prng::from_seed(Prng::Seed{3});
+  const SecretKey sk(p, prng);
+  const Bootstrapper boot(sk, prng);
+  const u32 q = p.lwe_modulus();
+  // AND of two bits (1 -> q/8, 0 -> -q/8): x + y - q/8, then the sign test vector.
+  std::vector<u32> mu = {q / 8, q - q / 8}, cts(2 * (p.lwe_dimension + 1));
+  sk.encrypt(mu.data(), 2, cts.data(), prng);
+  const std::vector<u32> tv(p.ring_dimension, p.ring_modulus / 8);
+  const io::Bytes saved = io::save(boot);
+  const auto loaded = io::load_tfhe_evaluation_keys(p, saved.data(), saved.size());
+  // The same keys on every kernel path give the same bits.
+  std::vector<std::unique_ptr<Bootstrapper>> paths;
+  for (Isa isa : instruction_sets()) paths.push_back(io::load_tfhe_evaluation_keys(p, saved.data(), saved.size(), isa));
+  for (int x = 0; x < 2; ++x)
+    for (int y = 0; y < 2; ++y) {
+      std::vector<u32> in(p.lwe_dimension + 1), out(p.lwe_dimension + 1), out2(p.lwe_dimension + 1);
+      const u32* cx = cts.data() + (x ? 0 : 1) * (p.lwe_dimension + 1);
+      const u32* cy = cts.data() + (y ? 0 : 1) * (p.lwe_dimension + 1);
+      for (std::size_t i = 0; i <= p.lwe_dimension; ++i) in[i] = (cx[i] + cy[i]) % q;
+      in[p.lwe_dimension] = (in[p.lwe_dimension] + q - q / 8) % q;
+      boot.bootstrap(in.data(), tv.data(), out.data());
+      loaded->bootstrap(in.data(), tv.data(), out2.data());
+      EXPECT_EQ(out, out2);
+      for (const auto& other : paths) {
+        other->bootstrap(in.data(), tv.data(), out2.data());
+        EXPECT_EQ(out, out2) << isa_name(other->isa());
+      }
+      u32 phase;
+      sk.phases(out.data(), 1, &phase);
+      EXPECT_EQ(phase < q / 2, x && y) << x << y;
+    }
+}
+
+TEST(TfheSerialize, RefusesOtherParametersAndBadWords) {
+  const Params p = small_params();
+  Params other = p;
+  other.sigma = 3.2;
+  io::TfheCiphertexts cts{0, 0, {1}, std::vector<u32>(p.lwe_dimension + 1, 0)};
+  const io::Bytes bytes = io::save(p, cts);
+  EXPECT_THROW(io::load_tfhe_ciphertexts(other, bytes.data(), bytes.size()), InvalidArgument);
+  EXPECT_NO_THROW(io::load_tfhe_ciphertexts(p, bytes.data(), bytes.size()));
+  cts.words[0] = p.lwe_modulus();
+  const io::Bytes bad = io::save(p, cts);
+  EXPECT_THROW(io::load_tfhe_ciphertexts(p, bad.data(), bad.size()), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace ringfire::tfhe

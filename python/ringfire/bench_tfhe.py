@@ -1,0 +1,97 @@
+"""``ringfire bench tfhe``: FHEW/TFHE gates, tables and integers per preset.
+
+For each parameter set, rows (set, routine, value, unit, exact):
+
+* keygen          secret key + bootstrapping and key-switching keys (s)
+* bootstrap key   its bytes in memory (MB); ``key switch key`` likewise
+* keys serialized the evaluation keys as a client sends them (seeded, MB)
+* NAND            one gate, one thread: median latency over ``repeat`` gates (ms)
+* NAND batch      64 gates on all threads (gates/s)
+* LUT 2-bit       one 2-bit table lookup, one thread (ms)
+* uint16 add      one 16-bit addition (16 levels of full adders), all threads (ms)
+* uint16 <        one 16-bit comparison (the carry chain), all threads (ms)
+* p_fail ...      the noise model's failure probability (log2) of NAND, MAJ, a 2-bit table
+
+``exact`` says whether every result decrypted to Python's answer. The same
+gate, table and key-generation figures for OpenFHE's binfhe run beside these
+in ``benchmarks/tfhe_vs_peers.py``.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from . import _core
+from .tfhe import Context
+
+SETS = ("STD128", "STD128_LP")
+
+
+def _median_ms(fn, repeat: int) -> float:
+    fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def bench_tfhe(sets=SETS, repeat: int = 20, quiet: bool = False) -> list[dict]:
+    rows: list[dict] = []
+    rng = np.random.default_rng(7)
+    threads = _core.num_threads()
+    for name in sets:
+        def row(routine, value, unit, exact=None):
+            rows.append({"set": name, "routine": routine, "value": value, "unit": unit, "exact": exact})
+            if not quiet:
+                print(f"[bench tfhe] {name} {routine}: {value:.4g} {unit}", file=sys.stderr)
+
+        ctx = Context.preset(name)
+        t0 = time.perf_counter()
+        sk = ctx.keygen()
+        row("keygen", time.perf_counter() - t0, "s")
+        sizes = ctx.evaluation_key_bytes
+        row("bootstrap key", sizes["bootstrap"] / 1e6, "MB")
+        row("key switch key", sizes["key_switch"] / 1e6, "MB")
+        row("keys serialized", len(ctx.save_evaluation_keys()) / 1e6, "MB")
+
+        bits = rng.integers(0, 2, (2, 64)).astype(bool)
+        a, b = ctx.encrypt(bits[0], sk), ctx.encrypt(bits[1], sk)
+        want = ~(bits[0] & bits[1])
+        ctx.threads = 1
+        one_a, one_b = a[:1], b[:1]
+        ms = _median_ms(lambda: ctx.nand(one_a, one_b), repeat)
+        row("NAND", ms, "ms", bool((ctx.decrypt(ctx.nand(one_a, one_b), sk) == want[:1]).all()))
+        ctx.threads = 0
+        t0 = time.perf_counter()
+        out = ctx.nand(a, b)
+        row("NAND batch", 64 / (time.perf_counter() - t0), "gates/s", bool((ctx.decrypt(out, sk) == want).all()))
+
+        ctx.threads = 1
+        table = ctx.lut(lambda m: (3 * m + 1) % 4, bits=2)
+        x = ctx.encrypt([2], sk, bits=2)
+        ms = _median_ms(lambda: table(x), repeat)
+        row("LUT 2-bit", ms, "ms", bool(ctx.decrypt(table(x), sk)[0] == 3))
+        ctx.threads = 0
+
+        u, v = rng.integers(0, 1 << 16, 2)
+        xu, yu = ctx.encrypt_uint([u], sk, bits=16), ctx.encrypt_uint([v], sk, bits=16)
+        ms = _median_ms(lambda: xu + yu, max(1, repeat // 10))
+        row("uint16 add", ms, "ms", bool(ctx.decrypt(xu + yu, sk)[0] == (u + v) % 65536))
+        ms = _median_ms(lambda: xu < yu, max(1, repeat // 10))
+        row("uint16 <", ms, "ms", bool(ctx.decrypt(xu < yu, sk)[0] == (u < v)))
+
+        for label, p in (("p_fail NAND", ctx.failure_probability("nand")), ("p_fail MAJ", ctx.failure_probability("maj")),
+                         ("p_fail LUT 2-bit", ctx.failure_probability("lut", bits=2))):
+            row(label, math.log2(p), "log2")
+        row("threads", threads, "")
+        del ctx, sk
+        gc.collect()
+    return rows
