@@ -167,6 +167,20 @@ def test_tables_change_width_and_integers_add_before_a_table(toy):
         ctx.decrypt(x - 1, sk)  # 0 - 1 goes below zero
 
 
+def test_bootstrap_many_refreshes_and_applies_tables_across_shapes(toy):
+    ctx, sk = toy
+    a, b = ctx.encrypt([[1, 0], [0, 1]], sk), ctx.encrypt([1, 1, 0], sk)
+    ra, rb = ctx.bootstrap_many([a, b])
+    assert ra.shape == (2, 2) and (ctx.decrypt(ra, sk) == [[1, 0], [0, 1]]).all()
+    assert (ctx.decrypt(rb, sk) == [1, 1, 0]).all()
+    table = ctx.lut(lambda m: 3 - m, bits=2)
+    x, y = ctx.encrypt([0, 1], sk, bits=2), ctx.encrypt([[2], [3]], sk, bits=2)
+    tx, ty = ctx.bootstrap_many([x, y], table)
+    assert (ctx.decrypt(tx, sk) == [3, 2]).all() and (ctx.decrypt(ty, sk) == [[1], [0]]).all()
+    with pytest.raises(ValueError, match="reads 2-bit"):
+        ctx.bootstrap_many([ctx.encrypt([1], sk, bits=3)], table)
+
+
 def test_table_and_encryption_inputs_are_checked(toy):
     ctx, sk = toy
     with pytest.raises(ValueError, match="must lie in"):
@@ -197,9 +211,13 @@ def _bootstrapped_errors(ctx, sk, count):
     return (phases - q // 8 + q // 2) % q - q // 2
 
 
-@pytest.mark.parametrize("preset", ["TOY", "STD128"])
+@pytest.mark.parametrize("preset", ["TOY", "STD128", "STD128_LP"])
 def test_measured_error_variance_matches_the_model(preset, toy, std128):
-    ctx, sk = toy if preset == "TOY" else std128
+    if preset == "STD128_LP":
+        ctx = rf.tfhe.Context.preset("STD128_LP")
+        sk = ctx.keygen()
+    else:
+        ctx, sk = toy if preset == "TOY" else std128
     errors = _bootstrapped_errors(ctx, sk, 600)
     ratio = errors.var() / ctx.params.bootstrap_variance()
     assert 0.7 < ratio < 1.3, (errors.var(), ctx.params.noise_terms())
@@ -300,6 +318,7 @@ def test_uint8_arithmetic_matches_python_integers_toy(toy):
     }
     for name, (got, want) in cases.items():
         assert (ctx.decrypt(got, sk) == want).all(), name
+    assert len(x) == 24 and (ctx.decrypt(x[3:6] + y[3:6], sk) == (a[3:6] + b[3:6]) % m).all()
     comparisons = {"<": (x < y, a < b), "<=": (x <= y, a <= b), ">": (x > y, a > b), ">=": (x >= y, a >= b),
                    "==": (x == y, a == b), "!=": (x != y, a != b)}
     for name, (got, want) in comparisons.items():
@@ -388,19 +407,113 @@ def test_malformed_or_foreign_tfhe_bytes_are_refused(toy):
 
 
 def test_crafted_tfhe_payloads_are_refused_before_allocating(toy):
-    """Envelopes with valid checksums but lying fields (rebuilt through the
-    native writer's format): a huge shape, a count that disagrees, words above q."""
+    """Envelopes with valid checksums but lying fields (a valid object edited,
+    its checksum recomputed): a huge shape, a count that disagrees, bits that
+    do not fit, a word above q. The saver refuses to write any of them."""
+    import struct
+
+    from envelope_checksum import reseal
+
     ctx, sk = toy
     p = ctx._native_params
-    width = ctx.params.lwe_dimension + 1
-    good = np.zeros((2, width), np.uint32)
+    good = _core.tfhe_save_ciphertexts(p, 0, 0, [2], ctx.encrypt([1, 0], sk).data)
+    head = 48  # magic, version, kind, identity, length
+    dims = head + 3
+
+    def edited(offset, fmt, value):
+        blob = bytearray(good)
+        struct.pack_into(fmt, blob, offset, value)
+        return reseal(bytes(blob))
+
     with pytest.raises(ValueError, match="shape is larger"):
-        _core.tfhe_load_ciphertexts(p, _core.tfhe_save_ciphertexts(p, 0, 0, [1 << 40], good))
+        _core.tfhe_load_ciphertexts(p, edited(dims, "<Q", 1 << 40))
     with pytest.raises(ValueError, match="ciphertexts for a shape"):
-        _core.tfhe_load_ciphertexts(p, _core.tfhe_save_ciphertexts(p, 0, 0, [3], good))
+        _core.tfhe_load_ciphertexts(p, edited(dims + 8, "<Q", 3))
     with pytest.raises(ValueError, match="do not fit encoding"):
-        _core.tfhe_load_ciphertexts(p, _core.tfhe_save_ciphertexts(p, 1, 40, [2], good))
-    bad = good.copy()
-    bad[0, 0] = ctx.params.lwe_modulus
+        _core.tfhe_load_ciphertexts(p, reseal(good[:head] + bytes([1, 40]) + good[head + 2:]))
     with pytest.raises(ValueError, match="not below q"):
-        _core.tfhe_load_ciphertexts(p, _core.tfhe_save_ciphertexts(p, 0, 0, [2], bad))
+        _core.tfhe_load_ciphertexts(p, edited(dims + 16, "<H", ctx.params.lwe_modulus))
+    width = ctx.params.lwe_dimension + 1
+    with pytest.raises(ValueError, match="does not match"):
+        _core.tfhe_save_ciphertexts(p, 0, 0, [3], np.zeros((2, width), np.uint32))
+    with pytest.raises(ValueError, match="not below q"):
+        _core.tfhe_save_ciphertexts(p, 0, 0, [1], np.full((1, width), ctx.params.lwe_modulus, np.uint32))
+
+
+# ---- what a careless or hostile caller gets --------------------------------------------
+
+def test_a_changed_preset_loses_its_security_claim():
+    import dataclasses
+
+    weakened = dataclasses.replace(rf.tfhe.PRESETS["STD128"], lwe_dimension=64, sigma=0.5)
+    assert weakened.security == 128  # the field survives the copy ...
+    with pytest.raises(ValueError, match="no security claim"):
+        rf.tfhe.Context(weakened)  # ... the claim does not
+    with pytest.warns(RuntimeWarning, match="insecure"):
+        rf.tfhe.Context(weakened, insecure=True)
+
+
+def test_deterministic_keys_still_encrypt_with_fresh_randomness():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        one, two = (rf.tfhe.Context.preset("TOY", insecure=True) for _ in range(2))
+        k1, k2 = one.keygen(insecure_deterministic_seed=9), two.keygen(insecure_deterministic_seed=9)
+    assert k1.key_id == k2.key_id  # the same keys ...
+    c1, c2 = one.encrypt([1, 0, 1], k1), two.encrypt([1, 0, 1], k2)
+    assert not (c1.data == c2.data).all()  # ... but no shared encryption randomness
+
+
+def test_a_replaced_key_set_refuses_the_old_secret_key():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ctx = rf.tfhe.Context.preset("TOY", insecure=True)
+    old = ctx.keygen()
+    ct = ctx.encrypt([1, 0], old)
+    ctx.keygen()
+    with pytest.raises(ValueError, match="does not belong"):
+        ctx.decrypt(ct, old)
+    with pytest.raises(ValueError, match="does not belong"):
+        ctx.encrypt([1], old)
+
+
+def test_secret_keys_seal_with_a_password_and_come_back(toy):
+    ctx, sk = toy
+    blob = sk.to_bytes(password="correct horse", scrypt_log_n=10)
+    assert sk._native.secret_bytes() not in blob
+    back = ctx.load_secret_key(blob, password="correct horse")
+    assert back.key_id == sk.key_id
+    assert (ctx.decrypt(ctx.encrypt([1, 0, 1], back), sk) == [1, 0, 1]).all()
+    with pytest.raises(ValueError):
+        ctx.load_secret_key(blob, password="wrong")
+    with pytest.raises(ValueError, match="password"):
+        ctx.load_secret_key(blob)
+    with pytest.warns(RuntimeWarning, match="without a password"):
+        plain = sk.to_bytes()
+    with pytest.raises(ValueError, match="different tfhe parameters"):
+        rf.tfhe.Context.preset("STD128").load_secret_key(plain)
+
+
+def test_no_truth_values_no_negative_shifts_no_fractional_constants(toy):
+    ctx, sk = toy
+    b = ctx.encrypt([1], sk)
+    u = ctx.encrypt_uint([5], sk, bits=8)
+    with pytest.raises(TypeError, match="truth value"):
+        bool(b)
+    with pytest.raises(TypeError, match="truth value"):
+        if u < 3:
+            pass
+    with pytest.raises(ValueError, match="non-negative"):
+        u >> -2
+    with pytest.raises(TypeError, match="add integers"):
+        ctx.encrypt([1], sk, bits=2) + 1.7
+
+
+def test_a_table_on_an_amplified_error_warns(toy):
+    ctx, sk = toy
+    x = ctx.encrypt([1], sk, bits=2)
+    table = ctx.lut(lambda m: m, bits=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        table(x)  # a fresh input: no warning
+    with pytest.warns(RuntimeWarning, match="fails with probability"):
+        table(x * 3 * 3 - x * 8)  # the same message, its error variance 146 times larger

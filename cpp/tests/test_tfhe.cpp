@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ringfire/arith/primes.h"
+#include "ringfire/io/checksum.h"
 #include "ringfire/io/serialize_tfhe.h"
 #include "ringfire/tfhe/bootstrapper.h"
 
@@ -112,8 +113,16 @@ TEST(TfheSerialize, RefusesOtherParametersAndBadWords) {
   const io::Bytes bytes = io::save(p, cts);
   EXPECT_THROW(io::load_tfhe_ciphertexts(other, bytes.data(), bytes.size()), InvalidArgument);
   EXPECT_NO_THROW(io::load_tfhe_ciphertexts(p, bytes.data(), bytes.size()));
-  cts.words[0] = p.lwe_modulus();
-  const io::Bytes bad = io::save(p, cts);
+  // A word at q: the saver refuses it, and so does the loader when it is written in anyway.
+  io::TfheCiphertexts bad_cts = cts;
+  bad_cts.words[0] = p.lwe_modulus();
+  EXPECT_THROW(io::save(p, bad_cts), InvalidArgument);
+  io::Bytes bad = bytes;
+  const std::size_t first_word = 48 + 3 + 8 + 8;  // header, encoding/bits/ndim, one dimension, count
+  bad[first_word] = static_cast<std::uint8_t>(p.lwe_modulus() & 0xFF);
+  bad[first_word + 1] = static_cast<std::uint8_t>(p.lwe_modulus() >> 8);
+  const std::uint64_t sum = io::checksum64(bad.data(), bad.size() - 8);
+  for (int i = 0; i < 8; ++i) bad[bad.size() - 8 + i] = static_cast<std::uint8_t>(sum >> (8 * i));
   EXPECT_THROW(io::load_tfhe_ciphertexts(p, bad.data(), bad.size()), InvalidArgument);
 }
 

@@ -75,7 +75,15 @@ std::unique_ptr<tfhe::Bootstrapper> load_tfhe_evaluation_keys(const tfhe::Params
 Bytes save(const tfhe::Params& params, const TfheCiphertexts& cts) {
   params.validate();
   const std::size_t width = params.lwe_dimension + 1;
-  require(cts.shape.size() <= 8 && cts.words.size() % width == 0, "io.save", "tfhe ciphertexts: malformed");
+  require(cts.shape.size() <= 8 && cts.words.size() % width == 0 && cts.encoding <= 2, "io.save",
+          "tfhe ciphertexts: malformed (shape, encoding or word count)");
+  std::uint64_t elements = 1;
+  for (std::uint64_t d : cts.shape) elements *= d;
+  require(cts.words.size() / width == elements * (cts.encoding == 2 ? cts.bits : 1) &&
+              (cts.encoding == 0) == (cts.bits == 0),
+          "io.save", "tfhe ciphertexts: the count does not match the shape, encoding and bits");
+  for (u32 v : cts.words)
+    require(v < params.lwe_modulus(), "io.save", "tfhe ciphertexts: a word is not below q");
   Writer w = detail::start(Kind::tfhe_ciphertexts, params.identity(), 19 + 8 * cts.shape.size() + cts.words.size() * 2);
   w.u8(cts.encoding);
   w.u8(cts.bits);

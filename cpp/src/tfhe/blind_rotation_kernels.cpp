@@ -30,7 +30,8 @@ void product(Isa isa, const ProductArgs& args) {
 
 // Signed base-2^log_base digits of round(centred(v) / 2^skip): digit j is
 // ((x + B/2) mod B) - B/2 of what the digits below it left; the last digit
-// takes the rest (|it| <= B/2 + 1 when the gadget covers Q, Params::validate).
+// takes the rest (|it| < B when the gadget just covers Q, Params::validate;
+// the noise model counts its wider range).
 void decompose_scalar(const u32* poly, std::size_t N, const Params& p, u32* D) {
   const u32 Q = p.ring_modulus, half_q = Q / 2;
   const int skip = static_cast<int>(p.gadget_skip_bits), lb = static_cast<int>(p.gadget_base_log);

@@ -1,5 +1,7 @@
 #include "ringfire/tfhe/lwe.h"
 
+#include <algorithm>
+
 #include "ringfire/base/errors.h"
 #include "ringfire/rlwe/sampling.h"
 
@@ -33,6 +35,17 @@ SecretKey::SecretKey(const Params& params, Prng& prng) : params_(params) {
   z_.resize(params.ring_dimension);
   sample_ternary(prng, s_.data(), s_.size());
   sample_ternary(prng, z_.data(), z_.size());
+}
+
+SecretKey::SecretKey(const Params& params, const std::vector<std::int8_t>& s, const std::vector<std::int8_t>& z)
+    : params_(params), s_(s), z_(z) {
+  params_.validate();
+  require(s_.size() == params.lwe_dimension && z_.size() == params.ring_dimension, "tfhe.SecretKey",
+          "a secret key of " + std::to_string(params.lwe_dimension) + " + " + std::to_string(params.ring_dimension) +
+              " coefficients expected");
+  auto ternary = [](std::int8_t v) { return v >= -1 && v <= 1; };
+  require(std::all_of(s_.begin(), s_.end(), ternary) && std::all_of(z_.begin(), z_.end(), ternary), "tfhe.SecretKey",
+          "secret coefficients must be -1, 0 or 1");
 }
 
 SecretKey::~SecretKey() {

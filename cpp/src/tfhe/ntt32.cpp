@@ -7,6 +7,7 @@
 #include "ringfire/arith/primes.h"
 #include "ringfire/base/errors.h"
 #include "ringfire/ring/ntt_tables.h"
+#include "ringfire/rlwe/prng.h"
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -105,6 +106,7 @@ void Ntt32::forward_scalar(u32* a) const {
   }
   std::vector<u32> tmp(a, a + n_);
   for (std::size_t e = 0; e < n_; ++e) a[layout_slot(e)] = tmp[e];
+  secure_zero(tmp.data(), tmp.size() * sizeof(u32));  // key generation transforms secrets here
 }
 
 void Ntt32::inverse_scalar(u32* a, u32* accumulate) const {
@@ -112,6 +114,7 @@ void Ntt32::inverse_scalar(u32* a, u32* accumulate) const {
   {
     std::vector<u32> tmp(a, a + n_);
     for (std::size_t e = 0; e < n_; ++e) a[e] = tmp[layout_slot(e)] % q;
+    secure_zero(tmp.data(), tmp.size() * sizeof(u32));
   }
   std::size_t t = 1;
   for (std::size_t m = n_ / 2; m >= 1; m /= 2) {

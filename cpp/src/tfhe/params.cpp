@@ -32,6 +32,10 @@ void Params::validate() const {
               " digits of " + std::to_string(gadget_base_log) + " bits) must cover the " +
               std::to_string(std::bit_width(ring_modulus) - 1) + " bits of a centred residue mod Q");
   require(gadget_skip_bits < 24 && gadget_base_log <= 16, op, "gadget_skip_bits must be < 24, gadget_base_log <= 16");
+  // Digits beyond Q's width would be zero, and their gadget factors 2^(skip + j log Bg) overflow.
+  require(gadget_skip_bits + gadget_digits * gadget_base_log <= static_cast<unsigned>(std::bit_width(ring_modulus)) +
+                                                                     gadget_base_log,
+          op, "the gadget has more digits than Q needs (skip + d_g log Bg must be at most log2 Q + log Bg)");
   require(std::has_single_bit(ks_modulus) && ks_modulus >= lwe_modulus() && ks_modulus <= (1u << 16), op,
           "ks_modulus must be a power of two in [2N, 2^16], got " + std::to_string(ks_modulus));
   require(ks_base_log >= 1 && ks_digits >= 1 && ks_base_log * ks_digits == static_cast<unsigned>(std::countr_zero(ks_modulus)),

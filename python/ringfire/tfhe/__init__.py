@@ -5,7 +5,7 @@ one programmable bootstrap.
 
     import ringfire as rf
 
-    ctx = rf.tfhe.Context.preset("STD128")        # 128-bit security
+    ctx = rf.tfhe.Context.preset("STD128_LP")     # 128-bit security, every gate below 2^-128
     sk = ctx.keygen()                             # secret key + evaluation keys
     a, b = ctx.encrypt([1, 0, 1, 1], sk), ctx.encrypt([1, 1, 0, 1], sk)
     print(ctx.decrypt(~(a & b) ^ a, sk))          # gates bootstrap every element

@@ -13,12 +13,21 @@ class Ciphertext:
     Boolean operators bootstrap (``&``, ``|``, ``^``; ``~`` is free).
     Integers add and subtract without a bootstrap (mod 2^(bits+1): keep the
     result below 2^bits before a lookup table) and multiply by small ints.
+
+    ``variance`` is the error's variance at q as the operations predict it
+    (a fresh encryption: sigma^2; a bootstrap's output, and anything loaded
+    from bytes: the noise model's; sums and multiples: accordingly); a table
+    applied to an input whose error may cross a slot's edge warns.
     """
 
     __array_priority__ = 1000  # numpy defers to these operators
 
-    def __init__(self, context, data: np.ndarray, shape: tuple, bits: int | None):
+    def __init__(self, context, data: np.ndarray, shape: tuple, bits: int | None, variance: float | None = None):
         self.context, self.data, self.shape, self.bits = context, data, tuple(shape), bits
+        self.variance = context.params.bootstrap_variance() if variance is None else float(variance)
+
+    def __bool__(self):
+        raise TypeError("an encrypted boolean has no truth value here: decrypt it, or use ctx.mux to select")
 
     def __len__(self) -> int:
         return self.shape[0] if self.shape else 1
@@ -44,11 +53,11 @@ class Ciphertext:
         shape = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape
         if int(np.prod(shape)) != self.size:
             raise ValueError(f"cannot reshape {self.shape} to {shape}")
-        return Ciphertext(self.context, self.data, tuple(shape), self.bits)
+        return Ciphertext(self.context, self.data, tuple(shape), self.bits, self.variance)
 
     def __getitem__(self, index) -> "Ciphertext":
         picked = np.arange(self.size).reshape(self.shape)[index]
-        return Ciphertext(self.context, self.data[np.ravel(picked)], np.shape(picked), self.bits)
+        return Ciphertext(self.context, self.data[np.ravel(picked)], np.shape(picked), self.bits, self.variance)
 
     # ---- booleans ------------------------------------------------------------------
 
@@ -70,7 +79,8 @@ class Ciphertext:
     def __neg__(self):
         self._need_int("-")
         q = self.context.params.lwe_modulus
-        return Ciphertext(self.context, np.mod(-self.data.astype(np.int64), q).astype(np.uint32), self.shape, self.bits)
+        return Ciphertext(self.context, np.mod(-self.data.astype(np.int64), q).astype(np.uint32), self.shape, self.bits,
+                          self.variance)
 
     def __mul__(self, k):
         self._need_int("*")
@@ -78,22 +88,27 @@ class Ciphertext:
             raise TypeError("integer ciphertexts multiply by Python ints only (products of two ciphertexts need a table)")
         q = self.context.params.lwe_modulus
         return Ciphertext(self.context, np.mod(self.data.astype(np.int64) * int(k), q).astype(np.uint32),
-                          self.shape, self.bits)
+                          self.shape, self.bits, self.variance * int(k) ** 2)
 
     __rmul__ = __mul__
 
     def _linear(self, other, sign: int) -> "Ciphertext":
         self._need_int("+" if sign > 0 else "-")
         q = self.context.params.lwe_modulus
+        variance = self.variance
         if isinstance(other, Ciphertext):
             if other.bits != self.bits or other.shape != self.shape or other.context is not self.context:
                 raise ValueError(f"operands differ: {self!r} and {other!r}")
             data = self.data.astype(np.int64) + sign * other.data.astype(np.int64)
+            variance += other.variance
         else:
-            const = np.broadcast_to(np.asarray(other, dtype=np.int64), self.shape).reshape(-1)
+            value = np.asarray(other)
+            if value.dtype == bool or not np.issubdtype(value.dtype, np.integer):
+                raise TypeError(f"integer ciphertexts add integers; got {value.dtype}")
+            const = np.broadcast_to(value.astype(np.int64), self.shape).reshape(-1)
             data = self.data.astype(np.int64).copy()
             data[:, -1] += sign * const * (q // (2 << self.bits))
-        return Ciphertext(self.context, np.mod(data, q).astype(np.uint32), self.shape, self.bits)
+        return Ciphertext(self.context, np.mod(data, q).astype(np.uint32), self.shape, self.bits, variance)
 
     def _need_int(self, op: str) -> None:
         if self.bits is None:

@@ -32,19 +32,38 @@ _GATES = {
 # adder's sum). Each lands q/8 (majority) or q/4 (parity, with doubled
 # errors) from the nearest decision boundary.
 _GATES3 = {"maj": (1, 0), "xor3": (-2, 0)}
+# A table whose input may fail more often than this warns (Context.apply).
+_WARN_P_FAIL = 2.0 ** -40
+
+
+_SECRET_MAGIC = b"RFTFHESK1"
 
 
 class SecretKey:
-    """The client's secrets (LWE and ring). Never leaves the process: the
-    evaluation keys that a server needs are generated from it by
-    :meth:`Context.keygen`."""
+    """The client's secrets (LWE and ring), tied to the evaluation keys made
+    with them (``key_id``: a hash of their public seeds). The evaluation keys a
+    server needs are generated from it by :meth:`Context.keygen`."""
 
-    def __init__(self, context: "Context", native: _core.TfheSecretKey):
+    def __init__(self, context: "Context", native: _core.TfheSecretKey, key_id: bytes):
         self.context = context
         self._native = native
+        self.key_id = key_id
 
     def __reduce__(self):
-        raise TypeError("a ringfire.tfhe.SecretKey is not picklable: it holds the client's secrets")
+        raise TypeError("a ringfire.tfhe.SecretKey is not picklable: it holds the client's secrets "
+                        "(sk.to_bytes(password=...) seals it)")
+
+    def to_bytes(self, *, password=None, mac_key: bytes | None = None, scrypt_log_n: int = 17) -> bytes:
+        """The key for a later session (``Context.load_secret_key``). With
+        ``password`` it is encrypted (scrypt + ChaCha20-Poly1305,
+        :func:`ringfire.io.seal_secret`); without one the bytes decrypt
+        everything, and this warns."""
+        raw = _SECRET_MAGIC + self.context._native_params.identity + self.key_id + self._native.secret_bytes()
+        if password is None:
+            warn_at_caller("[tfhe.SecretKey] serialized without a password: anyone who reads these bytes decrypts "
+                           "everything; pass password=... to encrypt them")
+            return rf_io.wrap(raw, mac_key)
+        return rf_io.wrap(rf_io.seal_secret(raw, password, scrypt_log_n=scrypt_log_n), mac_key)
 
     def __repr__(self) -> str:
         return f"tfhe.SecretKey({self.context.params.name})"
@@ -88,15 +107,20 @@ class Context:
             params = PRESETS[params]
         if not isinstance(params, ParameterSet):
             raise TypeError(f"params must be a preset name or a ringfire.tfhe.ParameterSet, got {type(params).__name__}")
-        if params.security is None:
+        # A claim holds only for the presets as published: a set made or
+        # altered by hand (dataclasses.replace of a preset included) has none.
+        claimed = params.security is not None and PRESETS.get(params.name) == params
+        if not claimed:
             if not insecure:
                 raise ValueError(f"tfhe parameter set {params.name!r} has no security claim (a test set, or one "
-                                 f"you made): pass insecure=True to use it anyway")
+                                 f"you made or changed: only the presets as published carry one): pass "
+                                 f"insecure=True to use it anyway")
             warn_at_caller(f"[tfhe.Context] parameter set {params.name!r} is insecure (insecure=True): for tests only")
         self.params = params
         self._native_params = params.native()
         self._bootstrapper: _core.TfheBootstrapper | None = None
-        self._prng = _core.Prng.from_os()
+        self._key_id: bytes | None = None  # the evaluation keys' (None: none yet)
+        self._prng = _core.Prng.from_os()  # encryption randomness: always the OS's
         self.threads = 0  # 0: the library's thread count (ringfire.parallel)
 
     @classmethod
@@ -116,15 +140,30 @@ class Context:
         if insecure_deterministic_seed is None:
             prng = _core.Prng.from_os()
         else:
-            warn_at_caller("[tfhe.Context] deterministic randomness (insecure_deterministic_seed) is for tests only")
+            # The keys only: encryptions stay OS-seeded (equal randomness in
+            # two encryptions would reveal their messages' difference).
+            warn_at_caller("[tfhe.Context] deterministic keys (insecure_deterministic_seed) are for tests only")
             seed = insecure_deterministic_seed
             if isinstance(seed, int):
                 seed = hashlib.sha256(seed.to_bytes(16, "little", signed=True)).digest()
             prng = _core.Prng.from_seed(bytes(seed))
-            self._prng = _core.Prng.from_seed(prng.bytes(32))
         native = _core.TfheSecretKey(self._native_params, prng)
         self._bootstrapper = _core.TfheBootstrapper(native, prng)
-        return SecretKey(self, native)
+        self._key_id = self._bootstrapper.key_id
+        return SecretKey(self, native, self._key_id)
+
+    def load_secret_key(self, data: bytes, *, password=None, mac_key: bytes | None = None) -> SecretKey:
+        """A key saved by ``SecretKey.to_bytes`` under these parameters."""
+        raw = rf_io.unwrap(bytes(data), mac_key, password=password)
+        identity = self._native_params.identity
+        head = len(_SECRET_MAGIC)
+        if not raw.startswith(_SECRET_MAGIC):
+            raise ValueError("not a ringfire.tfhe secret key")
+        if raw[head:head + 32] != identity:
+            raise ValueError("this secret key was made under different tfhe parameters")
+        key_id = raw[head + 32:head + 64]
+        native = _core.TfheSecretKey.from_secret_bytes(self._native_params, raw[head + 64:])
+        return SecretKey(self, native, key_id)
 
     def save_evaluation_keys(self, *, mac_key: bytes | None = None, compress: int | None = None) -> bytes:
         """The evaluation keys a server needs (bootstrapping and key switching),
@@ -140,6 +179,7 @@ class Context:
         bound = 2 * 4 * self.params.lwe_dimension * 2 * 2 * self.params.gadget_digits * self.params.ring_dimension
         raw = rf_io.unwrap(bytes(data), mac_key, max_size=bound + (64 << 20))
         self._bootstrapper = _core.tfhe_load_evaluation_keys(self._native_params, raw)
+        self._key_id = self._bootstrapper.key_id
 
     def load(self, data: bytes, *, mac_key: bytes | None = None):
         """A :class:`Ciphertext` or :class:`~ringfire.tfhe.UInt` saved by its ``to_bytes``."""
@@ -168,7 +208,7 @@ class Context:
         arr = np.asarray(values)
         phases = self._encode(arr, bits)
         data = secret_key._native.encrypt(phases.reshape(-1), self._prng)
-        return Ciphertext(self, data, arr.shape, bits)
+        return Ciphertext(self, data, arr.shape, bits, self.params.sigma ** 2)
 
     def trivial(self, values, *, bits: int | None = None) -> Ciphertext:
         """Public constants as noiseless ciphertexts (a = 0)."""
@@ -176,7 +216,7 @@ class Context:
         phases = self._encode(arr, bits).reshape(-1)
         data = np.zeros((phases.size, self.params.lwe_dimension + 1), dtype=np.uint32)
         data[:, -1] = phases
-        return Ciphertext(self, data, arr.shape, bits)
+        return Ciphertext(self, data, arr.shape, bits, 0.0)
 
     def encrypt_uint(self, values, secret_key: SecretKey, *, bits: int) -> UInt:
         """Unsigned integers of ``bits`` bits (up to 64), any shape: one gate
@@ -280,7 +320,7 @@ class Context:
         """Negation: free (no bootstrap)."""
         x = self._bool_operand(x)
         return Ciphertext(self, np.mod(-x.data.astype(np.int64), self.params.lwe_modulus).astype(np.uint32),
-                          x.shape, None)
+                          x.shape, None, x.variance)
 
     def mux(self, select: Ciphertext, a: Ciphertext, b: Ciphertext) -> Ciphertext:
         """a where select else b (three bootstraps)."""
@@ -310,10 +350,35 @@ class Context:
             raise ValueError(f"the table reads {table.bits}-bit integers; the ciphertext holds "
                              f"{'booleans' if x.bits is None else f'{x.bits}-bit integers'}")
         q, p = self.params.lwe_modulus, 1 << table.bits
+        risk = tail_probability(x.variance, q / (4 * p)) if x.variance > 0 else 0.0
+        if risk > _WARN_P_FAIL:
+            warn_at_caller(f"[tfhe.lut] each element of this {table.bits}-bit lookup fails with probability "
+                           f"{risk:.2g} (its input's error variance {x.variance:.0f} at q={q}, a slot half-width of "
+                           f"{q / (4 * p):.0f}): bootstrap before scaling, use fewer bits, or a lower-noise set")
         data = x.data.copy()
         # Half a message slot up: slot m then spans [m, m + 1) in units of q / 2p.
         data[:, -1] = (data[:, -1].astype(np.int64) + q // (4 * p)) % q
         return Ciphertext(self, self._bootstrap(data, table.test_vector), x.shape, table.out_bits)
+
+    def bootstrap_many(self, items: list, table: LookupTable | None = None) -> list:
+        """Bootstraps several ciphertexts of any shapes in one batch on every
+        thread: booleans are refreshed (fresh noise, same values) when
+        ``table`` is None; integers go through ``table``. Returns them in order."""
+        cts = [self._bool_operand(x) if table is None else x for x in items]
+        if table is None:
+            one = [self.trivial(np.ones(x.shape, dtype=bool)) for x in cts]
+            done = self._sign_bootstrap([self._combination("and", (x, o)) for x, o in zip(cts, one)])
+            return [Ciphertext(self, d, x.shape, None) for d, x in zip(done, cts)]
+        for x in cts:
+            self._check_ct(x)
+            if x.bits != table.bits:
+                raise ValueError(f"the table reads {table.bits}-bit integers; an item holds "
+                                 f"{'booleans' if x.bits is None else f'{x.bits}-bit integers'}")
+        merged = Ciphertext(self, np.concatenate([x.data for x in cts]), (sum(x.size for x in cts),), table.bits,
+                            max(x.variance for x in cts))
+        out = self.apply(table, merged).data
+        pieces = np.split(out, np.cumsum([x.size for x in cts])[:-1])
+        return [Ciphertext(self, d, x.shape, table.out_bits) for d, x in zip(pieces, cts)]
 
     # ---- noise ---------------------------------------------------------------------
 
@@ -394,7 +459,10 @@ class Context:
 
     def _check_key(self, key) -> None:
         if not isinstance(key, SecretKey) or key.context is not self:
-            raise ValueError("expected a secret key made by this context's keygen()")
+            raise ValueError("expected a secret key made by this context's keygen() or load_secret_key()")
+        if self._key_id is not None and key.key_id != self._key_id:
+            raise ValueError("this secret key does not belong to the evaluation keys this context holds (a later "
+                             "keygen() or load_evaluation_keys() replaced them)")
 
     def _require_keys(self) -> _core.TfheBootstrapper:
         if self._bootstrapper is None:

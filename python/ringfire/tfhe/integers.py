@@ -40,6 +40,15 @@ class UInt:
     def __repr__(self) -> str:
         return f"tfhe.UInt(uint{self.bits}, shape={self.shape}, {self.context.params.name})"
 
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d tfhe.UInt")
+        return self.shape[0]
+
+    def __getitem__(self, index) -> "UInt":
+        """Elements by NumPy indexing (every bit plane alike)."""
+        return UInt(self.context, [p[index] for p in self.planes])
+
     def __reduce__(self):
         raise TypeError("tfhe integers are not picklable: send x.to_bytes() and read it with ctx.load(...)")
 
@@ -79,14 +88,17 @@ class UInt:
 
     __rmul__ = __mul__
 
+    def __bool__(self):
+        raise TypeError("encrypted integers have no truth value here: decrypt, or compare and use ctx.mux")
+
     def __lshift__(self, n: int) -> "UInt":
         zero = self._constant_plane(False)
-        n = min(int(n), self.bits)
+        n = _shift_count(n, self.bits)
         return UInt(self.context, [zero] * n + self.planes[: self.bits - n])
 
     def __rshift__(self, n: int) -> "UInt":
         zero = self._constant_plane(False)
-        n = min(int(n), self.bits)
+        n = _shift_count(n, self.bits)
         return UInt(self.context, self.planes[n:] + [zero] * n)
 
     # ---- comparisons (encrypted booleans) --------------------------------------------
@@ -165,6 +177,12 @@ class UInt:
 
     def _constant_plane(self, value: bool) -> Ciphertext:
         return self.context.trivial(np.full(self.shape, value, dtype=bool))
+
+
+def _shift_count(n, bits: int) -> int:
+    if not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"shift counts are non-negative ints, got {n!r}")
+    return min(int(n), bits)
 
 
 def _add(x: UInt, y: UInt, carry_in: bool) -> UInt:

@@ -89,6 +89,7 @@ class ParameterSet:
         - ``mod_switch_ring``: rounding the N+1 words from Q to Q_ks.
         - ``key_switch``: N d_ks fresh errors (one table entry per nonzero digit).
         - ``mod_switch_lwe``: rounding the n+1 words from Q_ks to q.
+
         A ternary secret coefficient has E[s^2] = 2/3.
         """
         n, N, Q = self.lwe_dimension, self.ring_dimension, self.ring_modulus
@@ -112,7 +113,8 @@ class ParameterSet:
 
 
 def tail_probability(variance: float, tolerance: float) -> float:
-    """P(|e| >= tolerance) for e ~ N(0, variance)."""
+    """The probability that a Gaussian error of this variance reaches ``tolerance`` in
+    absolute value (two-sided)."""
     return math.erfc(tolerance / math.sqrt(2 * variance))
 
 

@@ -23,6 +23,8 @@ using u32 = std::uint32_t;
 class SecretKey {
  public:
   SecretKey(const Params& params, Prng& prng);
+  // A saved key: s (n values) and z (N values), each -1, 0 or 1.
+  SecretKey(const Params& params, const std::vector<std::int8_t>& s, const std::vector<std::int8_t>& z);
   ~SecretKey();
   SecretKey(const SecretKey&) = delete;
   SecretKey& operator=(const SecretKey&) = delete;
