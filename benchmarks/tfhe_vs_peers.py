@@ -3,10 +3,10 @@
 
     python benchmarks/tfhe_vs_peers.py [--quick] [--openfhe-python PATH] [--json PATH]
 
-* ringfire: ``ringfire bench tfhe --json`` in a child process (STD128 and
-  STD128_LP: key generation, key bytes, NAND on one thread, a batch of NANDs on
-  every thread, a 2-bit table, 16-bit integer addition and comparison, the
-  noise model's failure probabilities).
+* ringfire: ``ringfire bench tfhe --json`` in a child process (STD128,
+  STD128_LP and STD128_LUT: key generation, key bytes, NAND on one thread, a
+  batch of NANDs on every thread, 2- and 3-bit tables, 16-bit integer addition
+  and comparison, the noise model's failure probabilities).
 * OpenFHE 1.6.1 binfhe (the ``openfhe`` wheel, which needs Python 3.10:
   benchmarks/peers/setup_peers.sh makes ~/.ringfire-peers/py310):
   benchmarks/tfhe/openfhe_binfhe.py with OMP_NUM_THREADS=1 (NAND with GINX and
@@ -71,6 +71,7 @@ def value(rows, set_name, routine):
 
 def table(rf: dict, ofhe: dict | None) -> str:
     rows = rf["results"]
+    sets = list(dict.fromkeys(r["set"] for r in rows))
     by_op = {}
     if ofhe:
         for r in ofhe["results"]:
@@ -83,42 +84,37 @@ def table(rf: dict, ofhe: dict | None) -> str:
     def f(x, fmt=".2f"):
         return "n/a" if x is None else format(x, fmt)
 
-    lines = ["| operation | ringfire STD128 | ringfire STD128_LP | OpenFHE GINX | OpenFHE LMKCDEY | OpenFHE / ringfire STD128 |",
-             "|---|---|---|---|---|---|"]
-    nand = value(rows, "STD128", "NAND")
-    lines.append(f"| NAND, one thread (ms) | {f(nand)} | {f(value(rows, 'STD128_LP', 'NAND'))} | "
-                 f"{f(nand_g and nand_g['median_ms'])} | {f(nand_l and nand_l['median_ms'])} | "
-                 f"{f(nand_g and nand and nand_g['median_ms'] / nand)} |")
-    lines.append(f"| NANDs per second, both cores | {f(value(rows, 'STD128', 'NAND batch'), '.0f')} | "
-                 f"{f(value(rows, 'STD128_LP', 'NAND batch'), '.0f')} | "
-                 f"{f(nand_g and 1e3 / nand_g['median_ms'], '.0f')} (one thread) | "
-                 f"{f(nand_l and 1e3 / nand_l['median_ms'], '.0f')} (one thread) | |")
-    kg = value(rows, "STD128", "keygen")
-    lines.append(f"| key generation (s) | {f(kg)} | {f(value(rows, 'STD128_LP', 'keygen'))} | "
-                 f"{f(nand_g and nand_g['btkeygen_s'])} | {f(nand_l and nand_l['btkeygen_s'])} | "
-                 f"{f(nand_g and kg and nand_g['btkeygen_s'] / kg)} |")
-    keys = [value(rows, s, "keys serialized") for s in ("STD128", "STD128_LP")]
-    memory = [sum(value(rows, s, k) or 0 for k in ("bootstrap key", "key switch key")) for s in ("STD128", "STD128_LP")]
-
     def mb(r):
         return None if not r or r.get("bt_key_bytes") is None else r["bt_key_bytes"] / 1e6
 
-    lines.append(f"| evaluation keys serialized (MB) | {f(keys[0], '.1f')} | {f(keys[1], '.1f')} | "
-                 f"{f(mb(nand_g), '.0f')} | {f(mb(nand_l), '.0f')} | {f(mb(nand_g) and keys[0] and mb(nand_g) / keys[0], '.0f')} |")
-    lines.append(f"| evaluation keys in memory (MB) | {f(memory[0], '.0f')} | {f(memory[1], '.0f')} | | | |")
-    pf = [value(rows, s, "p_fail NAND") for s in ("STD128", "STD128_LP")]
-    lines.append(f"| NAND failure probability | 2^{f(pf[0], '.0f')} | 2^{f(pf[1], '.0f')} | 2^-135 (OpenFHE's "
-                 f"constant) | 2^-60 (STD128_LMKCDEY) | |")
-    lut2 = value(rows, "STD128", "LUT 2-bit")
-    lines.append(f"| table lookup, one thread (ms) | {f(lut2)} (2 bits, p_fail 2^{f(value(rows, 'STD128', 'p_fail LUT 2-bit'), '.0f')}) | "
-                 f"{f(value(rows, 'STD128_LP', 'LUT 2-bit'))} (2 bits, p_fail "
-                 f"2^{f(value(rows, 'STD128_LP', 'p_fail LUT 2-bit'), '.0f')}) | "
-                 f"{f(lut and lut['median_ms'])} (3 bits, EvalFunc) | | |")
-    lines.append(f"| 16-bit addition, both cores (ms) | {f(value(rows, 'STD128', 'uint16 add'), '.0f')} | "
-                 f"{f(value(rows, 'STD128_LP', 'uint16 add'), '.0f')} | | | |")
-    lines.append(f"| 16-bit comparison, both cores (ms) | {f(value(rows, 'STD128', 'uint16 <'), '.0f')} | "
-                 f"{f(value(rows, 'STD128_LP', 'uint16 <'), '.0f')} | {f(sign and sign['median_ms'], '.0f')} "
-                 f"(EvalSign, 9 bits) | | |")
+    def ours(routine, fmt=".2f", suffix=""):
+        return [f(value(rows, s, routine), fmt) + suffix for s in sets]
+
+    head = ["operation"] + [f"ringfire {s}" for s in sets] + ["OpenFHE GINX", "OpenFHE LMKCDEY"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+
+    def add(label, cells, g="", lm=""):
+        lines.append("| " + " | ".join([label] + cells + [g, lm]) + " |")
+
+    add("NAND, one thread (ms)", ours("NAND"), f(nand_g and nand_g["median_ms"]), f(nand_l and nand_l["median_ms"]))
+    add("NANDs per second, both cores", ours("NAND batch", ".0f"),
+        f(nand_g and 1e3 / nand_g["median_ms"], ".0f") + " (one thread)",
+        f(nand_l and 1e3 / nand_l["median_ms"], ".0f") + " (one thread)")
+    add("key generation (s)", ours("keygen"), f(nand_g and nand_g["btkeygen_s"]), f(nand_l and nand_l["btkeygen_s"]))
+    add("evaluation keys serialized (MB)", ours("keys serialized", ".1f"), f(mb(nand_g), ".0f"), f(mb(nand_l), ".0f"))
+    add("evaluation keys in memory (MB)",
+        [f(sum(value(rows, s, k) or 0 for k in ("bootstrap key", "key switch key")), ".0f") for s in sets])
+    add("log2 p_fail: NAND", ours("p_fail NAND", ".0f"), "-135 (its constant)", "-60 (its constant)")
+    add("2-bit table, one thread (ms)", ours("LUT 2-bit"))
+    add("log2 p_fail: 2-bit table", ours("p_fail LUT 2-bit", ".0f"))
+    add("3-bit table, one thread (ms)", ours("LUT 3-bit"), f(lut and lut["median_ms"]) + " (EvalFunc, its own set)")
+    add("log2 p_fail: 3-bit table", ours("p_fail LUT 3-bit", ".0f"))
+    add("16-bit addition, both cores (ms)", ours("uint16 add", ".0f"))
+    add("16-bit comparison, both cores (ms)", ours("uint16 <", ".0f"),
+        f(sign and sign["median_ms"], ".0f") + " (EvalSign, 9 bits, its own set)")
+    ratio = value(rows, "STD128", "NAND")
+    if nand_g and ratio:
+        lines.append(f"\nOpenFHE GINX / ringfire STD128, NAND: {nand_g['median_ms'] / ratio:.2f}x")
     return "\n".join(lines)
 
 

@@ -266,7 +266,7 @@ def test_unrunnable_parameters_are_named():
     bad = dataclasses.replace(rf.tfhe.PRESETS["TOY"], gadget_digits=1)
     with pytest.raises(ValueError, match="gadget"):
         rf.tfhe.Context(bad, insecure=True)
-    bad = dataclasses.replace(rf.tfhe.PRESETS["TOY"], ks_base_log=5)
+    bad = dataclasses.replace(rf.tfhe.PRESETS["TOY"], ks_base_log=6)  # 4 digits of 6 bits for 16: one to spare
     with pytest.raises(ValueError, match="ks_base_log \\* ks_digits"):
         rf.tfhe.Context(bad, insecure=True)
 
@@ -517,3 +517,21 @@ def test_a_table_on_an_amplified_error_warns(toy):
         table(x)  # a fresh input: no warning
     with pytest.warns(RuntimeWarning, match="fails with probability"):
         table(x * 3 * 3 - x * 8)  # the same message, its error variance 146 times larger
+
+
+def test_three_bit_tables_at_128_bits_on_the_table_set():
+    ctx = rf.tfhe.Context.preset("STD128_LUT")
+    assert ctx.failure_probability("lut", bits=3) < 2.0 ** -50
+    assert ctx.failure_probability("nand") < 2.0 ** -128
+    sk = ctx.keygen()
+    table = np.random.default_rng(8).integers(0, 8, 8)
+    x = ctx.encrypt(np.arange(8), sk, bits=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a fresh 3-bit input is well inside its slot
+        got = ctx.decrypt(ctx.lut(table, bits=3)(x), sk)
+    assert (got == table).all()
+    # Its key switch has 32-bit words: the keys still travel seeded and come back whole.
+    server = rf.tfhe.Context.preset("STD128_LUT")
+    server.load_evaluation_keys(ctx.save_evaluation_keys())
+    assert (ctx.decrypt(ctx.load(server.apply(server.lut(table, bits=3), server.load(x.to_bytes())).to_bytes()), sk)
+            == table).all()

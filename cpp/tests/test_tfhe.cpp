@@ -70,8 +70,17 @@ Params small_params() {
   return p;
 }
 
-TEST(TfheBootstrap, GatesAndKeysThroughSerialization) {
-  const Params p = small_params();
+// A key switch above 2^16 (32-bit table words) whose top digit is partial.
+Params wide_key_switch_params() {
+  Params p = small_params();
+  p.ks_modulus = 1u << 17, p.ks_base_log = 3, p.ks_digits = 6;
+  return p;
+}
+
+class TfheBootstrap : public ::testing::TestWithParam<bool> {};
+
+TEST_P(TfheBootstrap, GatesAndKeysThroughSerialization) {
+  const Params p = GetParam() ? wide_key_switch_params() : small_params();
   Prng prng = Prng::from_seed(Prng::Seed{3});
   const SecretKey sk(p, prng);
   const Bootstrapper boot(sk, prng);
@@ -103,6 +112,18 @@ TEST(TfheBootstrap, GatesAndKeysThroughSerialization) {
       sk.phases(out.data(), 1, &phase);
       EXPECT_EQ(phase < q / 2, x && y) << x << y;
     }
+}
+
+INSTANTIATE_TEST_SUITE_P(KeySwitchWords, TfheBootstrap, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "wide" : "narrow"; });
+
+TEST(TfheParams, KeySwitchDigitsMustCoverWithoutSpare) {
+  Params p = wide_key_switch_params();
+  EXPECT_NO_THROW(p.validate());
+  p.ks_digits = 7;  // 21 bits for 17: a digit to spare
+  EXPECT_THROW(p.validate(), InvalidArgument);
+  p.ks_digits = 5;  // 15 bits: too few
+  EXPECT_THROW(p.validate(), InvalidArgument);
 }
 
 TEST(TfheSerialize, RefusesOtherParametersAndBadWords) {

@@ -21,6 +21,8 @@ std::size_t bootstrap_body_words(const tfhe::Params& p) {
 std::size_t key_switch_entries(const tfhe::Params& p) {
   return p.ring_dimension * p.ks_digits * ((std::size_t{1} << p.ks_base_log) - 1);
 }
+// Key-switching bodies travel as u16 up to Q_ks = 2^16, as u32 above.
+std::size_t key_switch_word_bytes(const tfhe::Params& p) { return p.ks_modulus > (1u << 16) ? 4 : 2; }
 
 Envelope open_tfhe(Kind kind, const tfhe::Params& params, const std::uint8_t* data, std::size_t size) {
   params.validate();
@@ -43,11 +45,16 @@ Bytes save(const tfhe::Bootstrapper& keys) {
   const tfhe::Params& p = keys.params();
   const std::vector<u32> bodies = keys.bootstrap_key().bodies(keys.ntt());
   const std::vector<u32> ks = keys.key_switch_key().bodies();
-  Writer w = detail::start(Kind::tfhe_evaluation_keys, p.identity(), 2 * kSeedBytes + bodies.size() * 4 + ks.size() * 2);
+  const std::size_t ks_word = key_switch_word_bytes(p);
+  Writer w = detail::start(Kind::tfhe_evaluation_keys, p.identity(),
+                           2 * kSeedBytes + bodies.size() * 4 + ks.size() * ks_word);
   w.raw(keys.bootstrap_key().seed().data(), kSeedBytes);
   for (u32 v : bodies) w.u32(v);
   w.raw(keys.key_switch_key().seed().data(), kSeedBytes);
-  for (u32 v : ks) w.u16(static_cast<std::uint16_t>(v));
+  for (u32 v : ks) {
+    if (ks_word == 2) w.u16(static_cast<std::uint16_t>(v));
+    else w.u32(v);
+  }
   return detail::seal(w);
 }
 
@@ -55,7 +62,8 @@ std::unique_ptr<tfhe::Bootstrapper> load_tfhe_evaluation_keys(const tfhe::Params
                                                                std::size_t size, tfhe::Isa isa) {
   const Envelope e = open_tfhe(Kind::tfhe_evaluation_keys, params, data, size);
   const std::size_t words = bootstrap_body_words(params), entries = key_switch_entries(params);
-  const std::size_t expected = 2 * kSeedBytes + words * 4 + entries * 2;
+  const std::size_t ks_word = key_switch_word_bytes(params);
+  const std::size_t expected = 2 * kSeedBytes + words * 4 + entries * ks_word;
   require(e.payload_size == expected, "io.load",
           "tfhe evaluation keys: the payload has " + std::to_string(e.payload_size) + " bytes, these parameters need " +
               std::to_string(expected));
@@ -65,7 +73,7 @@ std::unique_ptr<tfhe::Bootstrapper> load_tfhe_evaluation_keys(const tfhe::Params
   for (auto& v : bodies) v = r.u32("a bootstrapping-key body");
   const Prng::Seed ksk_seed = read_seed(r, "the key-switching seed");
   std::vector<u32> ks(entries);
-  for (auto& v : ks) v = r.u16("a key-switching body");
+  for (auto& v : ks) v = ks_word == 2 ? r.u16("a key-switching body") : r.u32("a key-switching body");
   auto ntt = tfhe::Bootstrapper::make_ntt(params, isa);
   auto bsk = std::make_unique<tfhe::BootstrapKey>(params, *ntt, bsk_seed, bodies.data());
   auto ksk = std::make_unique<tfhe::KeySwitchKey>(params, ksk_seed, ks.data());

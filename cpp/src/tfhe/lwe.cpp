@@ -105,18 +105,49 @@ std::size_t KeySwitchKey::entries() const {
   return params_.ring_dimension * params_.ks_digits * ((std::size_t{1} << params_.ks_base_log) - 1);
 }
 
+namespace {
+
+// The key switch over a table of W-bit words: sums wrap mod 2^W, which Q_ks divides.
+template <class W>
+void apply_table(const Params& p, const W* table, const u32* in, u32* out) {
+  const std::size_t n = p.lwe_dimension, N = p.ring_dimension, width = n + 1;
+  const u32 base = 1u << p.ks_base_log, mask = base - 1;
+  std::vector<W> acc(width, 0);
+  acc[n] = static_cast<W>(in[N]);
+  const std::size_t per_coefficient = p.ks_digits * (base - 1);
+  for (std::size_t i = 0; i < N; ++i) {
+    u32 x = in[i];
+    for (unsigned j = 0; j < p.ks_digits; ++j, x >>= p.ks_base_log) {
+      const u32 v = x & mask;
+      if (v == 0) continue;
+      const W* row = table + (i * per_coefficient + j * (base - 1) + (v - 1)) * width;
+      for (std::size_t k = 0; k < width; ++k) acc[k] = static_cast<W>(acc[k] - row[k]);
+    }
+  }
+  for (std::size_t k = 0; k < width; ++k) out[k] = static_cast<u32>(acc[k]) & (p.ks_modulus - 1);
+}
+
+}  // namespace
+
+u32 KeySwitchKey::word(std::size_t i) const { return wide() ? wide_[i] : narrow_[i]; }
+
+void KeySwitchKey::set_word(std::size_t i, u32 v) {
+  if (wide()) wide_[i] = v;
+  else narrow_[i] = static_cast<std::uint16_t>(v);
+}
+
 void KeySwitchKey::expand(const Params& params, const Prng::Seed& seed) {
   params_ = params;
   params_.validate();
   seed_ = seed;
   const std::size_t n = params.lwe_dimension, width = n + 1;
-  table_ = KeyBuffer<std::uint16_t>(entries() * width);
+  if (wide()) wide_ = KeyBuffer<std::uint32_t>(entries() * width);
+  else narrow_ = KeyBuffer<std::uint16_t>(entries() * width);
   Prng public_a = Prng::from_seed(seed_);
   std::vector<u32> a(n);
   for (std::size_t entry = 0; entry < entries(); ++entry) {
     sample_uniform_words(public_a, a.data(), n, params.ks_modulus);
-    std::uint16_t* row = &table_[entry * width];
-    for (std::size_t k = 0; k < n; ++k) row[k] = static_cast<std::uint16_t>(a[k]);
+    for (std::size_t k = 0; k < n; ++k) set_word(entry * width + k, a[k]);
   }
 }
 
@@ -135,11 +166,10 @@ KeySwitchKey::KeySwitchKey(const SecretKey& key, Prng& prng) {
     for (unsigned j = 0; j < p.ks_digits; ++j) {
       const u64 scale = u64{1} << (j * p.ks_base_log);
       for (u32 v = 1; v < base; ++v, ++entry) {
-        std::uint16_t* row = &table_[entry * width];
-        for (std::size_t k = 0; k < n; ++k) a[k] = row[k];
+        for (std::size_t k = 0; k < n; ++k) a[k] = word(entry * width + k);
         const std::int64_t m = static_cast<std::int64_t>(v * scale % qks) * z[i];
         const u32 mu = static_cast<u32>(((m % qks) + qks) % qks);
-        row[n] = static_cast<std::uint16_t>(lwe_body(a.data(), s.data(), n, mu, e[entry], qks));
+        set_word(entry * width + n, lwe_body(a.data(), s.data(), n, mu, e[entry], qks));
       }
     }
   }
@@ -151,35 +181,20 @@ KeySwitchKey::KeySwitchKey(const Params& params, const Prng::Seed& seed, const u
   const std::size_t width = params.lwe_dimension + 1;
   for (std::size_t entry = 0; entry < entries(); ++entry) {
     require(bodies[entry] < params.ks_modulus, "tfhe.KeySwitchKey", "a body is not below Q_ks");
-    table_[entry * width + params.lwe_dimension] = static_cast<std::uint16_t>(bodies[entry]);
+    set_word(entry * width + params.lwe_dimension, bodies[entry]);
   }
 }
 
 std::vector<u32> KeySwitchKey::bodies() const {
   const std::size_t width = params_.lwe_dimension + 1;
   std::vector<u32> out(entries());
-  for (std::size_t entry = 0; entry < out.size(); ++entry) out[entry] = table_[entry * width + params_.lwe_dimension];
+  for (std::size_t entry = 0; entry < out.size(); ++entry) out[entry] = word(entry * width + params_.lwe_dimension);
   return out;
 }
 
 void KeySwitchKey::apply(const u32* in, u32* out) const {
-  const Params& p = params_;
-  const std::size_t n = p.lwe_dimension, N = p.ring_dimension, width = n + 1;
-  const u32 base = 1u << p.ks_base_log, mask = base - 1;
-  // Sums wrap mod 2^16, which Q_ks divides.
-  std::vector<std::uint16_t> acc(width, 0);
-  acc[n] = static_cast<std::uint16_t>(in[N]);
-  const std::size_t per_coefficient = p.ks_digits * (base - 1);
-  for (std::size_t i = 0; i < N; ++i) {
-    u32 x = in[i];
-    for (unsigned j = 0; j < p.ks_digits; ++j, x >>= p.ks_base_log) {
-      const u32 v = x & mask;
-      if (v == 0) continue;
-      const std::uint16_t* row = &table_[(i * per_coefficient + j * (base - 1) + (v - 1)) * width];
-      for (std::size_t k = 0; k < width; ++k) acc[k] = static_cast<std::uint16_t>(acc[k] - row[k]);
-    }
-  }
-  for (std::size_t k = 0; k < width; ++k) out[k] = acc[k] & (p.ks_modulus - 1);
+  if (wide()) apply_table(params_, wide_.data(), in, out);
+  else apply_table(params_, narrow_.data(), in, out);
 }
 
 }  // namespace ringfire::tfhe

@@ -36,10 +36,13 @@ void Params::validate() const {
   require(gadget_skip_bits + gadget_digits * gadget_base_log <= static_cast<unsigned>(std::bit_width(ring_modulus)) +
                                                                      gadget_base_log,
           op, "the gadget has more digits than Q needs (skip + d_g log Bg must be at most log2 Q + log Bg)");
-  require(std::has_single_bit(ks_modulus) && ks_modulus >= lwe_modulus() && ks_modulus <= (1u << 16), op,
-          "ks_modulus must be a power of two in [2N, 2^16], got " + std::to_string(ks_modulus));
-  require(ks_base_log >= 1 && ks_digits >= 1 && ks_base_log * ks_digits == static_cast<unsigned>(std::countr_zero(ks_modulus)),
-          op, "ks_base_log * ks_digits must equal log2(ks_modulus)");
+  require(std::has_single_bit(ks_modulus) && ks_modulus >= lwe_modulus() && ks_modulus <= (1u << 24), op,
+          "ks_modulus must be a power of two in [2N, 2^24], got " + std::to_string(ks_modulus));
+  // The digits cover log2(Q_ks) bits, the top one possibly in part.
+  const unsigned ks_bits = static_cast<unsigned>(std::countr_zero(ks_modulus));
+  require(ks_base_log >= 1 && ks_digits >= 1 && ks_base_log * ks_digits >= ks_bits &&
+              ks_base_log * (ks_digits - 1) < ks_bits,
+          op, "ks_base_log * ks_digits must cover log2(ks_modulus) with no digit to spare");
   require(ks_base_log <= 8, op, "ks_base_log must be at most 8 (the key table holds 2^ks_base_log - 1 entries per digit)");
   require(std::isfinite(sigma) && sigma > 0 && sigma <= 64, op, "sigma must be in (0, 64]");
 }

@@ -22,6 +22,11 @@ _OPENFHE_STD128_3 = (
     "OpenFHE binfhe's STD128_3 set (src/binfhe/lib/binfhecontext.cpp, paramsMap: n=595, Q_ks=2^16, q=2048, "
     "N=1024, log2 Q=27, uniform ternary secrets, sigma=3.19; estimated there with the lattice estimator at "
     ">= 128-bit classical security); the ring also meets the HE standard's bound for N=1024 (log2 Q <= 27)")
+_OPENFHE_STD128_4 = (
+    "LWE: OpenFHE binfhe's STD128_4 set (src/binfhe/lib/binfhecontext.cpp, paramsMap: n=635, Q_ks=2^17, uniform "
+    "ternary secret, sigma=3.19; estimated there with the lattice estimator at >= 128-bit classical security, "
+    "beside a ring of N=1024 and log2 Q=27); ring: N=2048 with log2 Q=28 and a ternary secret, far inside the HE "
+    "standard's bound for N=2048 (log2 Q <= 54) and larger than OpenFHE's ring for that set")
 _OPENFHE_STD128 = (
     "OpenFHE binfhe's STD128 set (src/binfhe/lib/binfhecontext.cpp, paramsMap: n=556, Q_ks=2^15, q=2048, "
     "N=1024, log2 Q=27, uniform ternary secrets, sigma=3.19; estimated there with the lattice estimator at "
@@ -142,6 +147,14 @@ PRESETS: dict[str, ParameterSet] = {
                               gadget_base_log=7, gadget_digits=3, gadget_skip_bits=6,
                               ks_modulus_log=16, ks_base_log=4, ks_digits=4,
                               security=128, source=_OPENFHE_STD128_3),
+    # Tables of up to 3 bits: a ring of N = 2048 (q = 4096: slots twice as
+    # wide) and a key switch at 2^17 (32-bit table words) so that its noise no
+    # longer dominates; a 3-bit table fails with probability about 2^-54,
+    # a bootstrap costs about twice STD128's.
+    "STD128_LUT": ParameterSet("STD128_LUT", lwe_dimension=635, ring_dimension=2048, ring_modulus_bits=28,
+                               gadget_base_log=7, gadget_digits=3, gadget_skip_bits=7,
+                               ks_modulus_log=17, ks_base_log=3, ks_digits=6,
+                               security=128, source=_OPENFHE_STD128_4),
     # Small and insecure: exhaustive tests in milliseconds.
     "TOY": ParameterSet("TOY", lwe_dimension=64, ring_dimension=512, ring_modulus_bits=27,
                         gadget_base_log=7, gadget_digits=3, gadget_skip_bits=6,

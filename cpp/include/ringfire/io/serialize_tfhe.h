@@ -3,8 +3,8 @@
 //
 // Evaluation keys (kind 10): payload = bootstrapping-key seed (32 bytes) |
 // its B polynomials (n x 2 x 2d_g x N u32, coefficient form, each < Q) |
-// key-switching seed (32 bytes) | its bodies (N d_ks (B_ks - 1) u16, each
-// < Q_ks). The uniform parts are expanded from the seeds on load
+// key-switching seed (32 bytes) | its bodies (N d_ks (B_ks - 1) words, each
+// < Q_ks: u16 up to Q_ks = 2^16, u32 above). The uniform parts are expanded from the seeds on load
 // (tfhe/bootstrapper.h), so the bytes are half the keys in memory.
 //
 // Ciphertexts (kind 11): payload = encoding u8 (0 booleans, 1 integers with a

@@ -63,7 +63,9 @@ class KeySwitchKey {
 
   // in: N + 1 words mod Q_ks; out: n + 1 words mod Q_ks.
   void apply(const u32* in, u32* out) const;
-  std::size_t bytes() const { return table_.size() * sizeof(std::uint16_t); }
+  std::size_t bytes() const { return narrow_.size() * 2 + wide_.size() * 4; }
+  // Whether the table holds 32-bit words (Q_ks > 2^16) rather than 16-bit ones.
+  bool wide() const { return params_.ks_modulus > (1u << 16); }
   const Prng::Seed& seed() const { return seed_; }
   // Number of table entries, N d_ks (B_ks - 1), and their b words.
   std::size_t entries() const;
@@ -72,10 +74,14 @@ class KeySwitchKey {
  private:
   // Allocates the table and fills every entry's a from the seed.
   void expand(const Params& params, const Prng::Seed& seed);
+  u32 word(std::size_t i) const;
+  void set_word(std::size_t i, u32 v);
 
   Params params_;
   Prng::Seed seed_{};
-  KeyBuffer<std::uint16_t> table_;  // [i][j][v - 1][n + 1]
+  // [i][j][v - 1][n + 1], in 16-bit words up to Q_ks = 2^16 and in 32-bit ones above.
+  KeyBuffer<std::uint16_t> narrow_;
+  KeyBuffer<std::uint32_t> wide_;
 };
 
 }  // namespace ringfire::tfhe

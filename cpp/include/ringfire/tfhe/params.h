@@ -25,9 +25,9 @@ struct Params {
   unsigned gadget_base_log = 0;     // log2 Bg of the RGSW gadget
   unsigned gadget_digits = 0;       // d_g
   unsigned gadget_skip_bits = 0;    // low bits the approximate gadget drops
-  std::uint32_t ks_modulus = 0;     // Q_ks: a power of two in [q, 2^16]
+  std::uint32_t ks_modulus = 0;     // Q_ks: a power of two in [q, 2^24]
   unsigned ks_base_log = 0;         // log2 B_ks
-  unsigned ks_digits = 0;           // d_ks, with B_ks^d_ks = Q_ks
+  unsigned ks_digits = 0;           // d_ks: B_ks^d_ks >= Q_ks, the top digit in part
   double sigma = 3.19;              // error width of every key and encryption
 
   std::uint32_t lwe_modulus() const { return static_cast<std::uint32_t>(2 * ring_dimension); }
