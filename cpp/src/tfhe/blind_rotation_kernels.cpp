@@ -115,12 +115,7 @@ void product_avx2(const ProductArgs& g) {
   const std::size_t R = g.R, N = g.N;
   for (std::size_t c = 0; c < N / kChunk; ++c) {
     const u32* kc = g.key + c * R * 4 * kChunk;
-    // The next key at this one's pace: R * 4 * 16 words per chunk.
-    if (g.next_key != nullptr) {
-      for (std::size_t off = 0; off < R * 256; off += 64) _mm_prefetch(g.next_key + c * R * 256 + off, _MM_HINT_T1);
-      _mm_prefetch(reinterpret_cast<const char*>(g.next_mp + c * kChunk), _MM_HINT_T1);
-      _mm_prefetch(reinterpret_cast<const char*>(g.next_mm + c * kChunk), _MM_HINT_T1);
-    }
+    prefetch_next(g, c);
     for (std::size_t h = 0; h < kChunk; h += 8) {
       const std::size_t slot = kChunk * c + h;
       V ae[4], ao[4];

@@ -9,6 +9,10 @@
 
 #include <cstddef>
 
+#if defined(__x86_64__)
+#include <xmmintrin.h>  // _mm_prefetch (SSE: every x86-64)
+#endif
+
 #include "ringfire/tfhe/isa.h"
 #include "ringfire/tfhe/ntt32.h"
 #include "ringfire/tfhe/params.h"
@@ -22,8 +26,8 @@ void decompose(Isa isa, const u32* poly, std::size_t N, const Params& p, u32* D)
 
 // out_b, out_a (evaluation layout, < 2Q) = (X^a - 1) sum_r D_r BK+_r +
 // (X^-a - 1) sum_r D_r BK-_r; mp, mm: Montgomery(NTT(X^{+-a}) - 1).
-// next_key, next_mp, next_mm (or null): the next step's key and monomials,
-// prefetched into L2 while these are read.
+// next_key, next_mp, next_mm (or null): the next step's key and monomials
+// (prefetch_next below).
 struct ProductArgs {
   const u32* D;
   std::size_t R, N;
@@ -35,6 +39,22 @@ struct ProductArgs {
   const u32 *next_mp, *next_mm;
 };
 void product(Isa isa, const ProductArgs& args);
+
+// Chunk c's share of the next step's key and monomials, prefetched into L2
+// while the product reads this step's (one step ahead: a blind rotation
+// reads more key than L2 keeps, and L3 alone cannot feed the products).
+inline void prefetch_next(const ProductArgs& g, std::size_t c) {
+#if defined(__x86_64__)
+  if (g.next_key == nullptr) return;
+  const std::size_t bytes = g.R * 4 * kChunk * sizeof(u32);
+  const char* key = g.next_key + c * bytes;
+  for (std::size_t off = 0; off < bytes; off += 64) _mm_prefetch(key + off, _MM_HINT_T1);
+  _mm_prefetch(reinterpret_cast<const char*>(g.next_mp + c * kChunk), _MM_HINT_T1);
+  _mm_prefetch(reinterpret_cast<const char*>(g.next_mm + c * kChunk), _MM_HINT_T1);
+#else
+  (void)g, (void)c;
+#endif
+}
 
 void decompose_scalar(const u32* poly, std::size_t N, const Params& p, u32* D);
 void decompose_avx2(const u32* poly, std::size_t N, const Params& p, u32* D);

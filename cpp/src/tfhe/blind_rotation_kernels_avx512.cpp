@@ -53,11 +53,7 @@ RF_AVX512 void product_avx512(const ProductArgs& g) {
   const std::size_t R = g.R, N = g.N;
   for (std::size_t c = 0; c < N / kChunk; ++c) {
     const u32* kc = g.key + c * R * 4 * kChunk;
-    if (g.next_key != nullptr) {
-      for (std::size_t off = 0; off < R * 256; off += 64) _mm_prefetch(g.next_key + c * R * 256 + off, _MM_HINT_T1);
-      _mm_prefetch(reinterpret_cast<const char*>(g.next_mp + c * kChunk), _MM_HINT_T1);
-      _mm_prefetch(reinterpret_cast<const char*>(g.next_mm + c * kChunk), _MM_HINT_T1);
-    }
+    prefetch_next(g, c);
     const std::size_t slot = kChunk * c;
     Z ae[4], ao[4];
     for (int k = 0; k < 4; ++k) ae[k] = ao[k] = _mm512_setzero_si512();

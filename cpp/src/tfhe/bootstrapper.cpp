@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "blind_rotation_kernels.h"
+#include "mod32.h"
 #include "ringfire/base/errors.h"
 #include "ringfire/base/parallel.h"
 #include "ringfire/rlwe/sampling.h"
@@ -13,8 +14,6 @@ namespace {
 
 using u64 = std::uint64_t;
 
-u32 add_mod(u32 a, u32 b, u32 q) { const u32 s = a + b; return s >= q ? s - q : s; }
-u32 mul_mod(u32 a, u32 b, u32 q) { return static_cast<u32>(static_cast<u64>(a) * b % q); }
 
 // dst = X^k src in Z_Q[X]/(X^N + 1), k in [0, 2N).
 void rotate(const u32* src, std::size_t N, std::size_t k, u32 Q, u32* dst) {
@@ -22,7 +21,7 @@ void rotate(const u32* src, std::size_t N, std::size_t k, u32 Q, u32* dst) {
     const std::size_t e = (i + k) % (2 * N);
     const u32 v = src[i];
     if (e < N) dst[e] = v;
-    else dst[e - N] = v == 0 ? 0 : Q - v;
+    else dst[e - N] = neg_mod(v, Q);
   }
 }
 
@@ -77,7 +76,7 @@ BootstrapKey::BootstrapKey(const SecretKey& key, const Ntt32& ntt, Prng& prng) {
         for (std::size_t s = 0; s < N; ++s) {
           // B = A z + e, plus m g (b rows) or minus m g z (a rows); NTT(constant) = constant.
           u32 b = add_mod(mul_mod(A[s], zhat[s], Q), E[s], Q);
-          if (on_a) b = add_mod(b, Q - mul_mod(g, zhat[s], Q), Q);
+          if (on_a) b = sub_mod(b, mul_mod(g, zhat[s], Q), Q);
           else b = add_mod(b, g, Q);
           E[s] = b;
         }
@@ -183,11 +182,20 @@ void Bootstrapper::step(u32* acc, std::size_t i, u32 exponent, u32 next_exponent
   ntt_->inverse(out_a, acc + N);
 }
 
+void Bootstrapper::check_test_vector(const u32* test_vector) const {
+  const u32 Q = params_.ring_modulus;
+  for (std::size_t c = 0; c < params_.ring_dimension; ++c)
+    require(test_vector[c] < Q, "tfhe.bootstrap", "a test vector coefficient is not below Q=" + std::to_string(Q));
+}
+
 void Bootstrapper::blind_rotate(const u32* in, const u32* test_vector, u32* acc) const {
+  check_test_vector(test_vector);
+  rotate_blindly(in, test_vector, acc);
+}
+
+void Bootstrapper::rotate_blindly(const u32* in, const u32* test_vector, u32* acc) const {
   const std::size_t n = params_.lwe_dimension, N = params_.ring_dimension;
   const u32 q = params_.lwe_modulus(), Q = params_.ring_modulus;
-  for (std::size_t c = 0; c < N; ++c)
-    require(test_vector[c] < Q, "tfhe.bootstrap", "test vector coefficients must be below Q");
   const u32 b = in[n] % q;
   rotate(test_vector, N, (q - b) % q, Q, acc);
   std::fill(acc + N, acc + 2 * N, 0u);
@@ -199,15 +207,20 @@ void Bootstrapper::blind_rotate(const u32* in, const u32* test_vector, u32* acc)
 }
 
 void Bootstrapper::bootstrap(const u32* in, const u32* test_vector, u32* out) const {
+  check_test_vector(test_vector);
+  bootstrap_checked(in, test_vector, out);
+}
+
+void Bootstrapper::bootstrap_checked(const u32* in, const u32* test_vector, u32* out) const {
   const std::size_t n = params_.lwe_dimension, N = params_.ring_dimension;
   const u32 Q = params_.ring_modulus;
   std::vector<u32> acc(2 * N), extracted(N + 1), switched(n + 1);
-  blind_rotate(in, test_vector, acc.data());
+  rotate_blindly(in, test_vector, acc.data());
   // Sample extraction of the constant coefficient: under z, phase = b_0 -
   // a_0 z_0 + sum_{j>0} a_{N-j} z_j.
   const u32* a = acc.data() + N;
   extracted[0] = a[0];
-  for (std::size_t j = 1; j < N; ++j) extracted[j] = a[N - j] == 0 ? 0 : Q - a[N - j];
+  for (std::size_t j = 1; j < N; ++j) extracted[j] = neg_mod(a[N - j], Q);
   extracted[N] = acc[0];
   switch_modulus(extracted.data(), N + 1, Q, params_.ks_modulus, extracted.data());
   ksk_->apply(extracted.data(), switched.data());
@@ -216,10 +229,11 @@ void Bootstrapper::bootstrap(const u32* in, const u32* test_vector, u32* out) co
 
 void Bootstrapper::bootstrap_many(const u32* in, std::size_t count, const u32* test_vector, u32* out,
                                   int threads) const {
+  check_test_vector(test_vector);  // once for the batch
   const std::size_t width = params_.lwe_dimension + 1;
   const std::size_t parts = std::min<std::size_t>(count, threads > 0 ? threads : num_threads());
   auto body = [&](std::size_t begin, std::size_t end) {
-    for (std::size_t c = begin; c < end; ++c) bootstrap(in + c * width, test_vector, out + c * width);
+    for (std::size_t c = begin; c < end; ++c) bootstrap_checked(in + c * width, test_vector, out + c * width);
   };
   parallel_ranges(count, parts, body);
 }

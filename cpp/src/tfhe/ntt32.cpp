@@ -1,5 +1,7 @@
 #include "ringfire/tfhe/ntt32.h"
 
+#include "mod32.h"
+
 #include <bit>
 
 #include "ringfire/arith/modular.h"
@@ -23,9 +25,6 @@ namespace {
 using u64 = std::uint64_t;
 
 u32 shoup_constant(u32 w, u32 q) { return static_cast<u32>((static_cast<u64>(w) << 32) / q); }
-u32 mul_mod(u32 a, u32 b, u32 q) { return static_cast<u32>(static_cast<u64>(a) * b % q); }
-u32 add_mod(u32 a, u32 b, u32 q) { const u32 s = a + b; return s >= q ? s - q : s; }
-u32 sub_mod(u32 a, u32 b, u32 q) { return a >= b ? a - b : a + q - b; }
 
 // The evaluation layout's position of Alg. 5's index e (a transpose inside
 // each block of 64).

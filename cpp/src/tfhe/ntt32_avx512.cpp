@@ -85,6 +85,25 @@ RF_AVX512 inline void transpose8x2(Z r[8]) {
   r[7] = _mm512_permutex2var_epi64(u3, hi, u7);
 }
 
+// The stage with t = 8 (m groups of 16 words: x the first 8, y the last 8),
+// two groups per register: group i's x in the low half, group i + 1's in
+// the high half, with their twiddles w[m + i], w[m + i + 1]. Cooley-Tukey
+// butterflies (forward) or Gentleman-Sande ones (inverse).
+template <bool Forward>
+RF_AVX512 inline void eight_word_stage(u32* a, std::size_t m, const u32* w, const u32* ws, Z q, Z two_q) {
+  for (std::size_t i = 0; i < m; i += 2) {
+    u32* p = a + 16 * i;
+    const Z z0 = load(p), z1 = load(p + 16);
+    Z x = _mm512_shuffle_i64x2(z0, z1, _MM_SHUFFLE(1, 0, 1, 0));
+    Z y = _mm512_shuffle_i64x2(z0, z1, _MM_SHUFFLE(3, 2, 3, 2));
+    const Twiddle t = make_twiddle(splat_halves(w[m + i], w[m + i + 1]), splat_halves(ws[m + i], ws[m + i + 1]));
+    if constexpr (Forward) ct(x, y, t, q, two_q);
+    else gs(x, y, t, q, two_q);
+    store(p, _mm512_shuffle_i64x2(x, y, _MM_SHUFFLE(1, 0, 1, 0)));
+    store(p + 16, _mm512_shuffle_i64x2(x, y, _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+}
+
 }  // namespace
 
 RF_AVX512 void Ntt32::forward_avx512(u32* a) const {
@@ -118,17 +137,7 @@ RF_AVX512 void Ntt32::forward_avx512(u32* a) const {
     m *= 2, t = 8;
   }
   // t = 8: groups of 16 (x: 8 words, y: 8 words), two groups per register.
-  for (std::size_t i = 0; i < m; i += 2) {
-    u32* p = a + 16 * i;
-    const Z z0 = load(p), z1 = load(p + 16);
-    Z x = _mm512_shuffle_i64x2(z0, z1, _MM_SHUFFLE(1, 0, 1, 0));
-    Z y = _mm512_shuffle_i64x2(z0, z1, _MM_SHUFFLE(3, 2, 3, 2));
-    const Twiddle w = make_twiddle(splat_halves(fwd_[m + i], fwd_[m + i + 1]),
-                                   splat_halves(fwd_shoup_[m + i], fwd_shoup_[m + i + 1]));
-    ct(x, y, w, q, two_q);
-    store(p, _mm512_shuffle_i64x2(x, y, _MM_SHUFFLE(1, 0, 1, 0)));
-    store(p + 16, _mm512_shuffle_i64x2(x, y, _MM_SHUFFLE(3, 2, 3, 2)));
-  }
+  eight_word_stage<true>(a, m, fwd_.data(), fwd_shoup_.data(), q, two_q);
   // The in-block stages t = 4, 2, 1 on blocks b (low halves) and b + 1.
   for (std::size_t b = 0; b < n_ / 64; b += 2) {
     u32* b0 = a + 64 * b;
@@ -178,17 +187,7 @@ RF_AVX512 void Ntt32::inverse_avx512(u32* a, u32* accumulate) const {
   }
   // t = 8 (m = N/16 groups), two groups per register.
   std::size_t m = n_ / 16, t = 8;
-  for (std::size_t i = 0; i < m; i += 2) {
-    u32* p = a + 16 * i;
-    const Z z0 = load(p), z1 = load(p + 16);
-    Z x = _mm512_shuffle_i64x2(z0, z1, _MM_SHUFFLE(1, 0, 1, 0));
-    Z y = _mm512_shuffle_i64x2(z0, z1, _MM_SHUFFLE(3, 2, 3, 2));
-    const Twiddle w = make_twiddle(splat_halves(inv_[m + i], inv_[m + i + 1]),
-                                   splat_halves(inv_shoup_[m + i], inv_shoup_[m + i + 1]));
-    gs(x, y, w, q, two_q);
-    store(p, _mm512_shuffle_i64x2(x, y, _MM_SHUFFLE(1, 0, 1, 0)));
-    store(p + 16, _mm512_shuffle_i64x2(x, y, _MM_SHUFFLE(3, 2, 3, 2)));
-  }
+  eight_word_stage<false>(a, m, inv_.data(), inv_shoup_.data(), q, two_q);
   m /= 2, t = 16;
   for (; m >= 4; m /= 4, t *= 4) {  // radix 4
     for (std::size_t g = 0; g < m / 2; ++g) {

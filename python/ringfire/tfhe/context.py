@@ -278,7 +278,7 @@ class Context:
         x, y = self._bool_operand(x), self._bool_operand(y)
         if x.shape != y.shape:
             raise ValueError(f"tfhe.{name}: shapes {x.shape} and {y.shape} differ")
-        return Ciphertext(self, self._sign_bootstrap([self._combination(name, (x, y))])[0], x.shape, None)
+        return self._gates([(name, (x, y))])[0]
 
     def and_(self, x, y): return self.gate("and", x, y)
     def or_(self, x, y): return self.gate("or", x, y)
@@ -300,7 +300,7 @@ class Context:
         x, y, z = self._bool_operand(x), self._bool_operand(y), self._bool_operand(z)
         if not x.shape == y.shape == z.shape:
             raise ValueError(f"tfhe.{name}: shapes {x.shape}, {y.shape} and {z.shape} differ")
-        return Ciphertext(self, self._sign_bootstrap([self._combination(name, (x, y, z))])[0], x.shape, None)
+        return self._gates([(name, (x, y, z))])[0]
 
     def _combination(self, name: str, inputs) -> np.ndarray:
         """A gate's linear combination of its inputs' data (before the bootstrap)."""
@@ -310,11 +310,13 @@ class Context:
         combo[:, -1] += const * (q // 8)
         return np.mod(combo, q).astype(np.uint32)
 
-    def _sign_bootstrap(self, combos: list[np.ndarray]) -> list[np.ndarray]:
-        """Bootstraps several gates' combinations in one batch (one call, all threads)."""
-        sizes = [c.shape[0] for c in combos]
+    def _gates(self, jobs: list[tuple[str, tuple]]) -> list[Ciphertext]:
+        """Several gates, each (name, inputs of one shape), bootstrapped in one
+        batch (one call, all threads); their outputs in order."""
+        combos = [self._combination(name, inputs) for name, inputs in jobs]
         out = self._bootstrap(np.concatenate(combos), self._sign_vector())
-        return np.split(out, np.cumsum(sizes)[:-1])
+        pieces = np.split(out, np.cumsum([c.shape[0] for c in combos])[:-1])
+        return [Ciphertext(self, d, inputs[0].shape, None) for d, (_, inputs) in zip(pieces, jobs)]
 
     def not_(self, x: Ciphertext) -> Ciphertext:
         """Negation: free (no bootstrap)."""
@@ -367,8 +369,7 @@ class Context:
         cts = [self._bool_operand(x) if table is None else x for x in items]
         if table is None:
             one = [self.trivial(np.ones(x.shape, dtype=bool)) for x in cts]
-            done = self._sign_bootstrap([self._combination("and", (x, o)) for x, o in zip(cts, one)])
-            return [Ciphertext(self, d, x.shape, None) for d, x in zip(done, cts)]
+            return self._gates([("and", (x, o)) for x, o in zip(cts, one)])
         for x in cts:
             self._check_ct(x)
             if x.bits != table.bits:

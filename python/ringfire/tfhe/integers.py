@@ -118,12 +118,10 @@ class UInt:
     def __eq__(self, other) -> Ciphertext:  # type: ignore[override]
         y = self._operand(other)
         ctx = self.context
-        same = ctx._sign_bootstrap([ctx._combination("xnor", (a, b)) for a, b in zip(self.planes, y.planes)])
-        planes = [Ciphertext(ctx, d, self.shape, None) for d in same]
+        planes = ctx._gates([("xnor", (a, b)) for a, b in zip(self.planes, y.planes)])
         while len(planes) > 1:  # an AND tree, one batch per level
             pairs = [(planes[i], planes[i + 1]) for i in range(0, len(planes) - 1, 2)]
-            joined = ctx._sign_bootstrap([ctx._combination("and", p) for p in pairs])
-            planes = [Ciphertext(ctx, d, self.shape, None) for d in joined] + planes[len(pairs) * 2:]
+            planes = ctx._gates([("and", p) for p in pairs]) + planes[len(pairs) * 2:]
         return planes[0]
 
     def __ne__(self, other) -> Ciphertext:  # type: ignore[override]
@@ -158,8 +156,7 @@ class UInt:
     def _bitwise(self, gate: str, other) -> "UInt":
         y = self._operand(other)
         ctx = self.context
-        out = ctx._sign_bootstrap([ctx._combination(gate, (a, b)) for a, b in zip(self.planes, y.planes)])
-        return UInt(ctx, [Ciphertext(ctx, d, self.shape, None) for d in out])
+        return UInt(ctx, ctx._gates([(gate, (a, b)) for a, b in zip(self.planes, y.planes)]))
 
     # ---- helpers ---------------------------------------------------------------------
 
@@ -193,13 +190,10 @@ def _add(x: UInt, y: UInt, carry_in: bool) -> UInt:
     out = []
     for i, (a, b) in enumerate(zip(x.planes, y.planes)):
         last = i == x.bits - 1
-        combos = [ctx._combination("xor3", (a, b, carry))]
+        done = ctx._gates([("xor3", (a, b, carry))] + ([] if last else [("maj", (a, b, carry))]))
+        out.append(done[0])
         if not last:
-            combos.append(ctx._combination("maj", (a, b, carry)))
-        done = ctx._sign_bootstrap(combos)
-        out.append(Ciphertext(ctx, done[0], x.shape, None))
-        if not last:
-            carry = Ciphertext(ctx, done[1], x.shape, None)
+            carry = done[1]
     return UInt(ctx, out)
 
 
@@ -209,7 +203,7 @@ def _carry_out(x: UInt, y: UInt) -> Ciphertext:
     ctx = x.context
     carry = x._constant_plane(True)
     for a, b in zip(x.planes, y.planes):
-        carry = Ciphertext(ctx, ctx._sign_bootstrap([ctx._combination("maj", (a, b, carry))])[0], x.shape, None)
+        carry = ctx._gates([("maj", (a, b, carry))])[0]
     return carry
 
 
@@ -217,9 +211,6 @@ def _select(cond: Ciphertext, a: UInt, b: UInt) -> UInt:
     """a where cond else b, bit by bit: (cond AND a_i) OR (NOT cond AND b_i),
     all ANDs in one batch, all ORs in the next."""
     ctx = a.context
-    ands = ctx._sign_bootstrap([ctx._combination("and", (cond, p)) for p in a.planes] +
-                               [ctx._combination("and", (~cond, p)) for p in b.planes])
     k = a.bits
-    halves = [Ciphertext(ctx, d, a.shape, None) for d in ands]
-    ors = ctx._sign_bootstrap([ctx._combination("or", (halves[i], halves[k + i])) for i in range(k)])
-    return UInt(ctx, [Ciphertext(ctx, d, a.shape, None) for d in ors])
+    halves = ctx._gates([("and", (cond, p)) for p in a.planes] + [("and", (~cond, p)) for p in b.planes])
+    return UInt(ctx, ctx._gates([("or", (halves[i], halves[k + i])) for i in range(k)]))

@@ -149,8 +149,8 @@ PRESETS: dict[str, ParameterSet] = {
                               security=128, source=_OPENFHE_STD128_3),
     # Tables of up to 3 bits: a ring of N = 2048 (q = 4096: slots twice as
     # wide) and a key switch at 2^17 (32-bit table words) so that its noise no
-    # longer dominates; a 3-bit table fails with probability about 2^-54,
-    # a bootstrap costs about twice STD128's.
+    # longer dominates; a 3-bit table fails with probability 2^-52, a
+    # bootstrap costs about 2.5 times STD128's (BENCHMARKS.md).
     "STD128_LUT": ParameterSet("STD128_LUT", lwe_dimension=635, ring_dimension=2048, ring_modulus_bits=28,
                                gadget_base_log=7, gadget_digits=3, gadget_skip_bits=7,
                                ks_modulus_log=17, ks_base_log=3, ks_digits=6,

@@ -94,6 +94,11 @@ class Bootstrapper {
   // acc <- acc X^{s_i exponent}; next_exponent is the next step's (its key
   // and monomials are prefetched meanwhile).
   void build_monomials();
+  // Raises InvalidArgument unless every coefficient is below Q.
+  void check_test_vector(const u32* test_vector) const;
+  // bootstrap() and blind_rotate() after the test vector was checked.
+  void bootstrap_checked(const u32* in, const u32* test_vector, u32* out) const;
+  void rotate_blindly(const u32* in, const u32* test_vector, u32* acc) const;
   void step(u32* acc, std::size_t i, u32 exponent, u32 next_exponent, u32* scratch) const;
   // Montgomery(NTT(X^k) - 1) for k mod 2N.
   const u32* monomial(std::size_t k) const {
