@@ -4,7 +4,7 @@ BSGS products with their nonzero diagonals) with bootstraps placed by the runner
 
     python benchmarks/nn_bootstrapped_inter.py [--preset toy|N16_BOOT] [--resolution 8|16|32]
         [--trained tests/data/resnet20_digits32.onnx] [--images 2]
-        [--spill-dir DIR --ram-limit-gib 15] [--bootstrap-slots period|full] [--json out.json]
+        [--spill-dir DIR --ram-limit-gib 15] [--bootstrap-slots period|full] [--device cuda] [--json out.json]
 
 ``ringfire.nn.zoo.resnet20`` (random weights, projection shortcuts) at 8x8 by default,
 calibrated on 64 random inputs, polynomial ReLU; against onnxruntime on the original ReLU model
@@ -91,6 +91,26 @@ def disk_written_bytes() -> int | None:
         return None
 
 
+def trace_layers() -> None:
+    """Wraps each operator's inter-packing run so every layer prints its time: where a long first
+    image (which encodes the diagonals) spends it."""
+    import dataclasses
+
+    from ringfire.nn import inter
+
+    for name, op in list(inter.OPERATORS.items()):
+        if getattr(op, "inter", None) is None:
+            continue
+
+        def traced(runner, node, *rest, _run=op.inter.run, _name=name):
+            t = time.perf_counter()
+            out = _run(runner, node, *rest)
+            print(f"    {_name} {node.outputs[0]}: {time.perf_counter() - t:.2f} s", file=sys.stderr, flush=True)
+            return out
+
+        inter.OPERATORS[name] = dataclasses.replace(op, inter=dataclasses.replace(op.inter, run=traced))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", choices=["toy", "N16_BOOT"], default="toy")
@@ -105,8 +125,13 @@ def main() -> None:
                          "under the limit serves the temporaries and the kernel caches the keys it reads most")
     ap.add_argument("--bootstrap-slots", choices=["period", "full"], default="period",
                     help="bootstrap the slots of the model's period (sparse packing, the default) or all N/2")
+    ap.add_argument("--device", default=None,
+                    help="where the server's work runs ('cuda', 'cuda:N'; default: the CPU)")
+    ap.add_argument("--trace-layers", action="store_true", help="print each layer's time as it runs (stderr)")
     ap.add_argument("--json")
     args = ap.parse_args()
+    if args.trace_layers:
+        trace_layers()
     if args.trained and args.resolution not in (None, 32):
         ap.error("--trained runs the 32x32 model")
     args.resolution = args.resolution or (32 if args.trained else 8)
@@ -130,6 +155,7 @@ def main() -> None:
         t0 = time.perf_counter()
         sk, keys = ctx.keygen(rotations=model.rotations(), bootstrap=True)
     keygen = time.perf_counter() - t0
+    print(f"keygen {keygen:.1f} s", file=sys.stderr, flush=True)
     plan = model.plan()
     print(plan.describe(), file=sys.stderr, flush=True)
     if args.spill_dir and not args.cold_keys:  # after keygen: the keys stay in RAM, the cached diagonals go to files
@@ -137,7 +163,12 @@ def main() -> None:
     seconds, outs, written = [], [], []
     for i in range(len(x)):
         t, before = time.perf_counter(), disk_written_bytes()
-        outs.append(ctx.decrypt_batch(model(ctx.encrypt_batch(x[i:i + 1], keys, packing="inter")), sk)[0])
+
+        def progress(done, total, label, t=t):  # one line per layer: where a long first image spends its time
+            print(f"  image {i + 1}, {time.perf_counter() - t:7.1f} s: {done}/{total} {label}", file=sys.stderr, flush=True)
+
+        enc = ctx.encrypt_batch(x[i:i + 1], keys, packing="inter")
+        outs.append(ctx.decrypt_batch(model(enc, device=args.device, progress=progress), sk)[0])
         seconds.append(time.perf_counter() - t)
         written.append(None if before is None else round((disk_written_bytes() - before) / 1e9, 1))
         print(f"image {i + 1}: {seconds[-1]:.1f} s, {written[-1]} GB written", file=sys.stderr, flush=True)
@@ -172,7 +203,7 @@ def main() -> None:
            "disk_read_gb": round(usage.ru_inblock * 512 / 1e9, 1),  # getrusage: 512-byte blocks
            "disk_written_gb": round(usage.ru_oublock * 512 / 1e9, 1),
            "disk_written_gb_per_image": written,  # the first image encodes the diagonals
-           "machine": machine(), "date": time.strftime("%Y-%m-%d")}
+           "device": args.device or "cpu", "machine": machine(), "date": time.strftime("%Y-%m-%d")}
     emit(row, args.json)
 
 

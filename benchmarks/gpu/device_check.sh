@@ -112,6 +112,10 @@ step helr 100 python3 benchmarks/logreg_helr.py --preset N16_BOOT --shape helr -
   --json "$LOG/helr_gpu.json"
 step digits 40 bash -c "python3 benchmarks/nn_digits.py --device cuda,cpu --models cnn,mlp --modes client --json \
   >'$LOG/digits.json'"
+# ResNet-20 at 32x32 without a client (inter packing, 18 bootstraps per image), random
+# weights: the first image encodes the diagonals on the host, the second is the per-image time.
+step resnet20 "${RESNET20_CAP:-240}" python3 benchmarks/nn_bootstrapped_inter.py --preset N16_BOOT --resolution 32 \
+  --images 2 --device cuda --trace-layers --json "$LOG/resnet20_gpu.json"
 for scheme in bgv bfv; do
   step "${scheme}_gpu" 25 bash -c "ringfire bench $scheme --device cuda --sets N16 --config default --repeat 3 --json \
     --quiet >'$LOG/${scheme}_gpu.json'"

@@ -93,6 +93,16 @@ def helr(folder: pathlib.Path) -> list[str]:
             f"(goal <= 0.1 s per iteration; Cheddar 40.7 ms)"]
 
 
+def resnet20(folder: pathlib.Path) -> list[str]:
+    r = _json(folder, "resnet20_gpu.json")
+    if not r:
+        return ["ResNet-20 32x32: no result"]
+    return [f"ResNet-20 {r['resolution']}x{r['resolution']} on {r.get('device')}: first image {r['first_image_s']} s, "
+            f"next {r['per_image_s']} s ({r['bootstraps_per_image']} bootstraps, last image's {r['last_image_bootstrap_s']} s),"
+            f" keygen {r['keygen_s']} s, top-1 {r['top1_agreement']}, max err {r['max_error_vs_polynomial_model']:.1e}"
+            " vs the polynomial model (goal <= 10 s per image)"]
+
+
 def digits(folder: pathlib.Path) -> list[str]:
     rows = _json(folder, "digits.json")
     if not rows:
@@ -122,7 +132,7 @@ def main(folder: str) -> None:
     lines.append("tests: " + _last_match(d / "tests.log", r"passed|failed|error"))
     lines.append("sanitizer: " + _last_match(d / "sanitizer.log", r"ERROR SUMMARY") + " | "
                  + _last_match(d / "sanitizer.log", r"passed|failed"))
-    for part in (ckks, bootstrap, ntt, helr, digits, bgv):
+    for part in (ckks, bootstrap, ntt, helr, resnet20, digits, bgv):
         try:
             lines += part(d)
         except Exception as e:  # a summary never hides the logs behind a traceback
