@@ -181,6 +181,70 @@ def test_bootstrap_many_refreshes_and_applies_tables_across_shapes(toy):
         ctx.bootstrap_many([ctx.encrypt([1], sk, bits=3)], table)
 
 
+@pytest.mark.filterwarnings("ignore:.*tfhe.lut_many")  # (3, 2) fails with probability 3e-12: above the warning threshold
+@pytest.mark.parametrize("bits,count", [(1, 2), (2, 2), (2, 3), (3, 2)])
+def test_many_tables_from_one_bootstrap_match_plaintext_tables_toy(toy, bits, count):
+    ctx, sk = toy
+    assert ctx.failure_probability("lut_many", bits=bits, tables=count) < 1e-6
+    p = 1 << bits
+    rng = np.random.default_rng(10 * bits + count)
+    tables = [rng.integers(0, p, p) for _ in range(count)]
+    messages = np.tile(np.arange(p), 3).reshape(3, p)
+    many = ctx.lut_many(tables, bits=bits)
+    assert len(many) == count and many.group == 1 << (count - 1).bit_length()
+    outs = many(ctx.encrypt(messages, sk, bits=bits))
+    assert len(outs) == count
+    for table, out in zip(tables, outs):
+        assert out.shape == messages.shape and out.bits == bits
+        assert (ctx.decrypt(out, sk) == table[messages]).all()
+    # The outputs are fresh bootstraps: a table on them is as safe as on any other.
+    assert (ctx.decrypt(ctx.lut(lambda m: p - 1 - m, bits=bits)(outs[0]), sk) == p - 1 - tables[0][messages]).all()
+
+
+def test_many_tables_fail_as_often_as_predicted(toy):
+    """Rounding the input to a multiple of the table count adds the error the model
+    says: eight 3-bit tables on the TOY set fail countably often (a single table
+    there fails with probability 2^-85), within 2x of the prediction."""
+    ctx, sk = toy
+    bits, count, trials = 3, 8, 2000
+    p_fail = ctx.failure_probability("lut_many", bits=bits, tables=count)
+    assert 0.01 < p_fail < 0.1 and ctx.failure_probability("lut", bits=bits) < 1e-20
+    rng = np.random.default_rng(8)
+    x = ctx.lut(lambda m: m, bits=bits)(ctx.encrypt(rng.integers(0, 8, trials), sk, bits=bits))  # bootstrapped
+    m = ctx.decrypt(x, sk)
+    tables = [rng.integers(0, 8, 8) for _ in range(count)]
+    with pytest.warns(RuntimeWarning, match="lut_many"):
+        outs = ctx.lut_many(tables, bits=bits)(x)
+    # A failure moves the input to a neighbouring slot: every table reads it there.
+    wrong = np.zeros(trials, bool)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # an input pushed past the top slot sets the padding bit
+        for table, out in zip(tables, outs):
+            wrong |= ctx.decrypt(out, sk) != table[m]
+    expected = p_fail * trials
+    assert expected / 2 <= wrong.sum() <= expected * 2, (int(wrong.sum()), expected)
+
+
+def test_many_table_inputs_are_checked(toy):
+    ctx, sk = toy
+    with pytest.raises(ValueError, match="at least one"):
+        ctx.lut_many([], bits=2)
+    with pytest.raises(ValueError, match="need N >= 1024"):
+        ctx.lut_many([lambda m: m] * 33, bits=4)  # 64 outputs per slot of 512/16 = 32 coefficients
+    with pytest.raises(ValueError, match="values must lie in"):
+        ctx.lut_many([lambda m: m, lambda m: m + 4], bits=2)
+    many = ctx.lut_many([lambda m: m, lambda m: 3 - m], bits=2)
+    with pytest.raises(ValueError, match="reads 2-bit"):
+        many(ctx.encrypt([1], sk, bits=3))
+    other, _ = insecure("TOY")
+    with pytest.raises(ValueError, match="another context"):
+        other.apply_many(many, other.encrypt([1], other.keygen(), bits=2))
+    with pytest.raises(ValueError, match="needs tables="):
+        ctx.failure_probability("lut_many", bits=2)
+    with pytest.raises(ValueError, match="outputs per ciphertext"):
+        ctx._require_keys().bootstrap(ctx.encrypt([1], sk, bits=2).data, many.test_vector, 1, 0)
+
+
 def test_table_and_encryption_inputs_are_checked(toy):
     ctx, sk = toy
     with pytest.raises(ValueError, match="must lie in"):

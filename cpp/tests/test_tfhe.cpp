@@ -3,6 +3,7 @@
 // set, and evaluation keys through serialization.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <vector>
 
 #include "ringfire/arith/primes.h"
@@ -116,6 +117,44 @@ TEST_P(TfheBootstrap, GatesAndKeysThroughSerialization) {
 
 INSTANTIATE_TEST_SUITE_P(KeySwitchWords, TfheBootstrap, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "wide" : "narrow"; });
+
+// Many outputs of one blind rotation: output k decrypts to TV[phase + k]
+// (negacyclic), within the bootstrap's error, and output 0 is bootstrap()'s.
+TEST(TfheManyLut, SeveralOutputsReadConsecutiveTestVectorCoefficients) {
+  const Params p = small_params();
+  Prng prng = Prng::from_seed(Prng::Seed{5});
+  const SecretKey sk(p, prng);
+  const Bootstrapper boot(sk, prng);
+  const std::size_t N = p.ring_dimension, n = p.lwe_dimension, outputs = 4;
+  const u32 q = p.lwe_modulus(), Q = p.ring_modulus;
+  // TV[j] = (j mod 4) Q / 8 in the first half: outputs k = 0..3 of a phase
+  // that is a multiple of 4 read k Q / 8, i.e. phase k q / 8 after switching.
+  std::vector<u32> tv(N);
+  for (std::size_t j = 0; j < N; ++j) tv[j] = static_cast<u32>((j % 4) * (Q / 8));
+  for (u32 mu : {u32{16}, u32{40}, u32{200}}) {  // well inside [0, N): no negacyclic wrap
+    std::vector<u32> ct(n + 1), out(outputs * (n + 1)), one(n + 1);
+    sk.encrypt(&mu, 1, ct.data(), prng);
+    boot.bootstrap_many(ct.data(), 1, tv.data(), out.data(), 1, outputs);
+    boot.bootstrap(ct.data(), tv.data(), one.data());
+    EXPECT_EQ(std::vector<u32>(out.begin(), out.begin() + n + 1), one);
+    u32 phase0;
+    sk.phases(ct.data(), 1, &phase0);
+    for (std::size_t k = 0; k < outputs; ++k) {
+      u32 phase;
+      sk.phases(out.data() + k * (n + 1), 1, &phase);
+      // The input's own error moves the rotation by a few steps: the output
+      // reads TV at phase(in) + k, whose residue mod 4 says which value.
+      const std::size_t at = (phase0 + k) % 4;
+      const long long want = static_cast<long long>(at * q / 8);
+      long long diff = static_cast<long long>(phase) - want;
+      diff = ((diff % q) + q + q / 2) % q - q / 2;
+      EXPECT_LT(std::llabs(diff), static_cast<long long>(q / 16)) << "mu=" << mu << " k=" << k;
+    }
+  }
+  std::vector<u32> ct(n + 1), out(n + 1);
+  EXPECT_THROW(boot.bootstrap_many(ct.data(), 1, tv.data(), out.data(), 1, 0), InvalidArgument);
+  EXPECT_THROW(boot.bootstrap_many(ct.data(), 1, tv.data(), out.data(), 1, N + 1), InvalidArgument);
+}
 
 TEST(TfheParams, KeySwitchDigitsMustCoverWithoutSpare) {
   Params p = wide_key_switch_params();

@@ -161,20 +161,23 @@ void bind_tfhe(nb::module_& m) {
       .def_prop_ro("key_switch_key_bytes", &Bootstrapper::key_switch_key_bytes)
       .def(
           "bootstrap",
-          [](const Bootstrapper& b, const ConstU32Array& cts, const ConstU32Array& tv, int threads) {
+          [](const Bootstrapper& b, const ConstU32Array& cts, const ConstU32Array& tv, int threads,
+             std::size_t outputs) {
             const Params& p = b.params();
             const std::size_t count = rows_of(cts, p.lwe_dimension + 1, "tfhe.bootstrap", "ciphertexts");
             require(tv.ndim() == 1 && tv.shape(0) == p.ring_dimension, "tfhe.bootstrap",
                     "the test vector must have N=" + std::to_string(p.ring_dimension) + " coefficients");
+            require(outputs >= 1 && outputs <= p.ring_dimension, "tfhe.bootstrap",
+                    "outputs per ciphertext must lie in [1, N]");
             check_below(cts, p.lwe_modulus(), "tfhe.bootstrap", "ciphertexts");
-            U32Array out = new_u32(count, p.lwe_dimension + 1);
+            U32Array out = new_u32(count * outputs, p.lwe_dimension + 1);
             {
               nb::gil_scoped_release release;
-              b.bootstrap_many(cts.data(), count, tv.data(), out.data(), threads);
+              b.bootstrap_many(cts.data(), count, tv.data(), out.data(), threads, outputs);
             }
             return out;
           },
-          nb::arg("ciphertexts"), nb::arg("test_vector"), nb::arg("threads") = 0)
+          nb::arg("ciphertexts"), nb::arg("test_vector"), nb::arg("threads") = 0, nb::arg("outputs") = 1)
       .def(
           "blind_rotate",
           [](const Bootstrapper& b, const ConstU32Array& ct, const ConstU32Array& tv) {

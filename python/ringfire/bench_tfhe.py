@@ -8,6 +8,7 @@ For each parameter set, rows (set, routine, value, unit, exact):
 * NAND            one gate, one thread: median latency over ``repeat`` gates (ms)
 * NAND batch      64 gates on all threads (gates/s)
 * LUT 2-bit       one 2-bit table lookup, one thread (ms); ``LUT 3-bit`` likewise
+* 4 LUTs 2-bit, one rotation   four 2-bit tables of one input from one blind rotation (ms)
 * uint16 add      one 16-bit addition (16 levels of full adders), all threads (ms)
 * uint16 <        one 16-bit comparison (the carry chain), all threads (ms)
 * p_fail ...      the noise model's failure probability (log2) of NAND, MAJ, a 2-bit table
@@ -87,6 +88,13 @@ def bench_tfhe(sets=SETS, repeat: int = 20, quiet: bool = False) -> list[dict]:
             ms = _median_ms(lambda: cube(x3), repeat)
             exact = bool(ctx.decrypt(cube(x3), sk)[0] == 5)
         row("LUT 3-bit", ms, "ms", exact)
+        fns = [lambda m, k=k: (m + k) % 4 for k in range(4)]
+        with warnings.catch_warnings():  # likewise for four tables of 2 bits
+            warnings.simplefilter("ignore")
+            four = ctx.lut_many(fns, bits=2)
+            ms = _median_ms(lambda: four(x), repeat)
+            exact = [int(ctx.decrypt(o, sk)[0]) for o in four(x)] == [(2 + k) % 4 for k in range(4)]
+        row("4 LUTs 2-bit, one rotation", ms, "ms", exact)
         ctx.threads = 0
 
         u, v = rng.integers(0, 1 << 16, 2)
@@ -98,7 +106,8 @@ def bench_tfhe(sets=SETS, repeat: int = 20, quiet: bool = False) -> list[dict]:
 
         for label, p in (("p_fail NAND", ctx.failure_probability("nand")), ("p_fail MAJ", ctx.failure_probability("maj")),
                          ("p_fail LUT 2-bit", ctx.failure_probability("lut", bits=2)),
-                         ("p_fail LUT 3-bit", ctx.failure_probability("lut", bits=3))):
+                         ("p_fail LUT 3-bit", ctx.failure_probability("lut", bits=3)),
+                         ("p_fail 4 LUTs 2-bit", ctx.failure_probability("lut_many", bits=2, tables=4))):
             row(label, math.log2(p), "log2")
         row("threads", threads, "")
         del ctx, sk

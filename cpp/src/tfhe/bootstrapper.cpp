@@ -208,32 +208,38 @@ void Bootstrapper::rotate_blindly(const u32* in, const u32* test_vector, u32* ac
 
 void Bootstrapper::bootstrap(const u32* in, const u32* test_vector, u32* out) const {
   check_test_vector(test_vector);
-  bootstrap_checked(in, test_vector, out);
+  bootstrap_checked(in, test_vector, out, 1);
 }
 
-void Bootstrapper::bootstrap_checked(const u32* in, const u32* test_vector, u32* out) const {
+void Bootstrapper::bootstrap_checked(const u32* in, const u32* test_vector, u32* out, std::size_t outputs) const {
   const std::size_t n = params_.lwe_dimension, N = params_.ring_dimension;
   const u32 Q = params_.ring_modulus;
   std::vector<u32> acc(2 * N), extracted(N + 1), switched(n + 1);
   rotate_blindly(in, test_vector, acc.data());
-  // Sample extraction of the constant coefficient: under z, phase = b_0 -
-  // a_0 z_0 + sum_{j>0} a_{N-j} z_j.
   const u32* a = acc.data() + N;
-  extracted[0] = a[0];
-  for (std::size_t j = 1; j < N; ++j) extracted[j] = neg_mod(a[N - j], Q);
-  extracted[N] = acc[0];
-  switch_modulus(extracted.data(), N + 1, Q, params_.ks_modulus, extracted.data());
-  ksk_->apply(extracted.data(), switched.data());
-  switch_modulus(switched.data(), n + 1, params_.ks_modulus, params_.lwe_modulus(), out);
+  for (std::size_t k = 0; k < outputs; ++k) {
+    // Sample extraction of coefficient k: under z, phase = b_k - sum_j e_j z_j
+    // with e_j = a_{k-j} for j <= k and -a_{N+k-j} above (negacyclic).
+    for (std::size_t j = 0; j <= k; ++j) extracted[j] = a[k - j];
+    for (std::size_t j = k + 1; j < N; ++j) extracted[j] = neg_mod(a[N + k - j], Q);
+    extracted[N] = acc[k];
+    switch_modulus(extracted.data(), N + 1, Q, params_.ks_modulus, extracted.data());
+    ksk_->apply(extracted.data(), switched.data());
+    switch_modulus(switched.data(), n + 1, params_.ks_modulus, params_.lwe_modulus(), out + k * (n + 1));
+  }
 }
 
-void Bootstrapper::bootstrap_many(const u32* in, std::size_t count, const u32* test_vector, u32* out,
-                                  int threads) const {
+void Bootstrapper::bootstrap_many(const u32* in, std::size_t count, const u32* test_vector, u32* out, int threads,
+                                  std::size_t outputs) const {
+  require(outputs >= 1 && outputs <= params_.ring_dimension, "tfhe.bootstrap",
+          "outputs per ciphertext must lie in [1, N=" + std::to_string(params_.ring_dimension) + "], got " +
+              std::to_string(outputs));
   check_test_vector(test_vector);  // once for the batch
   const std::size_t width = params_.lwe_dimension + 1;
   const std::size_t parts = std::min<std::size_t>(count, threads > 0 ? threads : num_threads());
   auto body = [&](std::size_t begin, std::size_t end) {
-    for (std::size_t c = begin; c < end; ++c) bootstrap_checked(in + c * width, test_vector, out + c * width);
+    for (std::size_t c = begin; c < end; ++c)
+      bootstrap_checked(in + c * width, test_vector, out + c * outputs * width, outputs);
   };
   parallel_ranges(count, parts, body);
 }

@@ -24,8 +24,8 @@ noise model that gives each operation's failure probability are in
 """
 
 from .ciphertext import Ciphertext
-from .context import Context, LookupTable, SecretKey
+from .context import Context, LookupTable, ManyLookupTable, SecretKey
 from .integers import UInt
 from .params import PRESETS, ParameterSet, tail_probability
 
-__all__ = ["Context", "Ciphertext", "UInt", "LookupTable", "SecretKey", "ParameterSet", "PRESETS", "tail_probability"]
+__all__ = ["Context", "Ciphertext", "UInt", "LookupTable", "ManyLookupTable", "SecretKey", "ParameterSet", "PRESETS", "tail_probability"]

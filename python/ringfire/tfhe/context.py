@@ -84,6 +84,25 @@ class LookupTable:
         return f"tfhe.LookupTable({self.bits} -> {self.out_bits} bits: {self.values.tolist()})"
 
 
+class ManyLookupTable:
+    """Several functions of one ``bits``-bit message from one blind rotation
+    (:meth:`Context.lut_many`): calling it returns one ciphertext per function."""
+
+    def __init__(self, context: "Context", values: np.ndarray, bits: int, out_bits: int):
+        self.context, self.values, self.bits, self.out_bits = context, values, bits, out_bits
+        self.group = 1 << (len(values) - 1).bit_length()  # outputs per rotation, rounded up to a power of two
+        self.test_vector = context._many_test_vector(values, self.group, bits, out_bits)
+
+    def __call__(self, x: Ciphertext) -> tuple[Ciphertext, ...]:
+        return self.context.apply_many(self, x)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __repr__(self) -> str:
+        return f"tfhe.ManyLookupTable({len(self.values)} tables, {self.bits} -> {self.out_bits} bits)"
+
+
 class Context:
     """FHEW/TFHE over a parameter set (:data:`PRESETS` or a :class:`ParameterSet`).
 
@@ -343,14 +362,65 @@ class Context:
             raise ValueError(f"lookup-table values must lie in [0, 2^{out_bits}); got {values.min()}..{values.max()}")
         return LookupTable(self, values, bits, out_bits)
 
-    def apply(self, table: LookupTable, x: Ciphertext) -> Ciphertext:
-        """table(x) for every element: one programmable bootstrap each."""
+    def lut_many(self, fns: list, *, bits: int, out_bits: int | None = None) -> ManyLookupTable:
+        """Several lookup tables of the same ``bits``-bit input evaluated by ONE
+        programmable bootstrap (many-LUT, Carpov-Izabachène-Mollimard): ``f, g =
+        ctx.lut_many([f, g], bits=2)(x)`` costs one blind rotation instead of two.
+
+        The input's phase is rounded to a multiple of the number of tables (rounded
+        up to a power of two, ``v``), so that the test vector holds every table's value
+        at ``v`` consecutive positions; that rounding adds error to the input (variance
+        (2n/3 + 1)(v^2 - 1)/12), which :meth:`failure_probability` with
+        ``operation="lut_many"`` and the warning on use account for. Each output is a
+        fresh bootstrapped ciphertext, as from :meth:`lut`."""
+        fns = list(fns)
+        out_bits = bits if out_bits is None else out_bits
+        self._check_bits(bits), self._check_bits(out_bits)
+        if not fns:
+            raise ValueError("lut_many needs at least one function")
+        p = 1 << bits
+        group = 1 << (len(fns) - 1).bit_length()
+        if group > self.params.ring_dimension // p:
+            raise ValueError(f"{len(fns)} tables of {bits}-bit inputs need N >= {group * p}; this set has "
+                             f"N={self.params.ring_dimension}")
+        values = np.stack([self.lut(fn, bits=bits, out_bits=out_bits).values for fn in fns])
+        return ManyLookupTable(self, values, bits, out_bits)
+
+    def apply_many(self, tables: ManyLookupTable, x: Ciphertext) -> tuple[Ciphertext, ...]:
+        """Every table of ``tables`` on every element of ``x``: one blind rotation per
+        element, one key switch per table."""
+        self._check_table_input(tables, x)
+        q, p, v = self.params.lwe_modulus, 1 << tables.bits, tables.group
+        variance = x.variance + self._rounding_variance(v)
+        risk = tail_probability(variance, q / (4 * p))
+        if risk > _WARN_P_FAIL:
+            warn_at_caller(f"[tfhe.lut_many] each element of these {len(tables)} {tables.bits}-bit lookups fails with "
+                           f"probability {risk:.2g} (its input's error variance {x.variance:.0f} plus "
+                           f"{self._rounding_variance(v):.0f} from rounding to multiples of {v}, at q={q}, a slot "
+                           f"half-width of {q / (4 * p):.0f}): fewer tables or bits, or a lower-noise set")
+        data = x.data.astype(np.int64)
+        data[:, -1] += q // (4 * p)  # half a slot up, as apply()
+        data = ((data + v // 2) // v * v % q).astype(np.uint32)  # phase: a multiple of v
+        out = self._require_keys().bootstrap(data, tables.test_vector, self.threads, v)
+        out = out.reshape(x.size, v, -1)
+        return tuple(Ciphertext(self, np.ascontiguousarray(out[:, k]), x.shape, tables.out_bits)
+                     for k in range(len(tables)))
+
+    def _check_table_input(self, table, x) -> None:
         self._check_ct(x)
         if table.context is not self:
             raise ValueError("this lookup table belongs to another context")
         if x.bits != table.bits:
             raise ValueError(f"the table reads {table.bits}-bit integers; the ciphertext holds "
                              f"{'booleans' if x.bits is None else f'{x.bits}-bit integers'}")
+
+    def _rounding_variance(self, v: int) -> float:
+        """The error that rounding every word of an LWE ciphertext to a multiple of v adds."""
+        return (2 * self.params.lwe_dimension / 3 + 1) * (v * v - 1) / 12
+
+    def apply(self, table: LookupTable, x: Ciphertext) -> Ciphertext:
+        """table(x) for every element: one programmable bootstrap each."""
+        self._check_table_input(table, x)
         q, p = self.params.lwe_modulus, 1 << table.bits
         risk = tail_probability(x.variance, q / (4 * p)) if x.variance > 0 else 0.0
         if risk > _WARN_P_FAIL:
@@ -383,10 +453,12 @@ class Context:
 
     # ---- noise ---------------------------------------------------------------------
 
-    def failure_probability(self, operation: str = "nand", *, bits: int | None = None) -> float:
+    def failure_probability(self, operation: str = "nand", *, bits: int | None = None,
+                            tables: int | None = None) -> float:
         """Predicted probability that one operation on bootstrapped inputs
-        decrypts wrongly (ParameterSet.noise_terms): a gate by name, or
-        ``"lut"`` with ``bits`` (a table on a bootstrapped ``bits``-bit input).
+        decrypts wrongly (ParameterSet.noise_terms): a gate by name,
+        ``"lut"`` with ``bits`` (a table on a bootstrapped ``bits``-bit input), or
+        ``"lut_many"`` with ``bits`` and ``tables`` (:meth:`lut_many`).
 
         AND, OR, NAND and NOR land q/8 from one decision boundary and 3q/8
         from the other (a one-sided tail, mostly); XOR and XNOR land q/4 from
@@ -396,9 +468,13 @@ class Context:
         its slot.
         """
         var, q = self.params.bootstrap_variance(), self.params.lwe_modulus
-        if operation == "lut":
+        if operation in ("lut", "lut_many"):
             if bits is None:
-                raise ValueError("failure_probability('lut') needs bits=")
+                raise ValueError(f"failure_probability({operation!r}) needs bits=")
+            if operation == "lut_many":
+                if tables is None or tables < 1:
+                    raise ValueError("failure_probability('lut_many') needs tables= (how many functions)")
+                var += self._rounding_variance(1 << (tables - 1).bit_length())
             return tail_probability(var, q / (4 << bits))
         if operation not in _GATES and operation not in _GATES3:
             raise ValueError(f"unknown operation {operation!r}: a gate {sorted(_GATES) + sorted(_GATES3)} or 'lut'")
@@ -420,11 +496,23 @@ class Context:
         return self._sign_tv
 
     def _test_vector(self, values: np.ndarray, bits: int, out_bits: int) -> np.ndarray:
-        N, Q = self.params.ring_dimension, self.params.ring_modulus
-        p = 1 << bits
+        N, p = self.params.ring_dimension, 1 << bits
         slot = (np.arange(N) * p) // N  # the message each coefficient answers for
-        out = np.floor(values[slot] * Q / (2 << out_bits) + 0.5).astype(np.int64) % Q
-        return out.astype(np.uint32)
+        return self._encode_outputs(values[slot], out_bits)
+
+    def _many_test_vector(self, values: np.ndarray, group: int, bits: int, out_bits: int) -> np.ndarray:
+        """Coefficient j answers for the message of its group's first coefficient (a
+        multiple of ``group``) with table j mod group (0 past the last table)."""
+        N = self.params.ring_dimension
+        j = np.arange(N)
+        start, k = j - j % group, j % group
+        slot = (start * (1 << bits)) // N
+        tables = np.vstack([values, np.zeros((group - len(values), values.shape[1]), dtype=values.dtype)])
+        return self._encode_outputs(tables[k, slot], out_bits)
+
+    def _encode_outputs(self, values: np.ndarray, out_bits: int) -> np.ndarray:
+        Q = self.params.ring_modulus
+        return (np.floor(values * Q / (2 << out_bits) + 0.5).astype(np.int64) % Q).astype(np.uint32)
 
     def _encode(self, arr: np.ndarray, bits: int | None) -> np.ndarray:
         q = self.params.lwe_modulus

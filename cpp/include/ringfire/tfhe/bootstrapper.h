@@ -77,8 +77,12 @@ class Bootstrapper {
   // of X^-phase(in) TV. test_vector: N words mod Q.
   void bootstrap(const u32* in, const u32* test_vector, u32* out) const;
   // The same for `count` ciphertexts, on up to `threads` threads (0: the
-  // library's thread count).
-  void bootstrap_many(const u32* in, std::size_t count, const u32* test_vector, u32* out, int threads = 0) const;
+  // library's thread count). With `outputs` > 1, one blind rotation per
+  // ciphertext serves several tables (many-LUT, Carpov-Izabachene-Mollimard):
+  // out holds count x outputs ciphertexts, the k-th of each the coefficient
+  // k of X^-phase TV, i.e. TV[phase + k] (negacyclic).
+  void bootstrap_many(const u32* in, std::size_t count, const u32* test_vector, u32* out, int threads = 0,
+                      std::size_t outputs = 1) const;
 
   // The blind rotation alone: acc (2 x N words, b then a, mod Q) =
   // X^-phase(in) TV under the ring secret (for tests and noise analysis).
@@ -97,7 +101,7 @@ class Bootstrapper {
   // Raises InvalidArgument unless every coefficient is below Q.
   void check_test_vector(const u32* test_vector) const;
   // bootstrap() and blind_rotate() after the test vector was checked.
-  void bootstrap_checked(const u32* in, const u32* test_vector, u32* out) const;
+  void bootstrap_checked(const u32* in, const u32* test_vector, u32* out, std::size_t outputs) const;
   void rotate_blindly(const u32* in, const u32* test_vector, u32* acc) const;
   void step(u32* acc, std::size_t i, u32 exponent, u32 next_exponent, u32* scratch) const;
   // Montgomery(NTT(X^k) - 1) for k mod 2N.
