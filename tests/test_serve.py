@@ -513,3 +513,32 @@ def test_master_keys_are_refused_where_the_server_cannot_derive(served):
         assert not client.model("mlp")["parameters"]["master_keys"]
         with pytest.raises(ValueError, match="takes no master keys"):
             client.session("mlp", master_rotations=True, progress=False)
+
+
+def test_the_upload_digest_runs_with_the_chunks_and_survives_a_restart(tmp_path):
+    """The store hashes an upload as its chunks arrive in order; a store reopened after a
+    restart (no running digest) hashes the file instead: the same SHA-256 either way."""
+    from ringfire.serve.store import Store
+
+    data = bytes(range(256)) * 4096
+    want = hashlib.sha256(data).hexdigest()
+    store = Store(tmp_path)
+    uid = store.upload("s1", "relin", "t", len(data), want)["id"]
+    for offset in range(0, len(data), 300_000):
+        store.append(uid, offset, data[offset:offset + 300_000])
+    assert store._digests[uid][0] == len(data)
+    assert store.upload_sha256(uid) == want
+    # Half the chunks, a restart, the rest: the reopened store has no running digest.
+    uid = store.upload("s2", "relin", "t", len(data), want)["id"]
+    store.append(uid, 0, data[:500_000])
+    store.close()
+    again = Store(tmp_path)
+    resumed = again.upload("s2", "relin", "t", len(data), want)
+    assert resumed == {"id": uid, "received": 500_000}
+    again.append(uid, 500_000, data[500_000:])
+    assert uid not in again._digests
+    assert again.upload_sha256(uid) == want
+    # A chunk sent again from the start restarts the digest.
+    again.append(uid, 0, data)
+    assert again.upload_sha256(uid) == want
+    again.close()

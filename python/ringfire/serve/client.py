@@ -21,7 +21,6 @@ import numpy as np
 
 from .. import _progress, ckks
 from ..ckks.batch import EncryptedTensor
-from ..io import sha256_of_file
 from ..nn.client import LocalClient
 from . import wire
 
@@ -145,8 +144,9 @@ class Session:
             if kind == "galois" and self.keys.galois is None and self.keys.master is not None:
                 kind, st = "master", {}  # the server derives the Galois keys; a 409 says where to resume
             with tempfile.TemporaryFile() as data:
-                total = getattr(self.keys, kind).save_to(data)
-                sha = sha256_of_file(data)
+                hashing = _HashingWriter(data)  # the SHA-256 as the key is written: no second pass
+                total = getattr(self.keys, kind).save_to(hashing)
+                sha = hashing.hexdigest()
                 linked = self.client.request("POST", f"/v1/sessions/{self.id}/keys/{kind}/link",
                                              expect=(200, 404), json={"sha256": sha})
                 if linked.status_code == 200:
@@ -240,3 +240,18 @@ class Session:
         # With the secret key: seeded ciphertexts, half the bytes of public-key ones.
         enc = self.ctx.encrypt_batch(np.asarray(x, dtype=np.float64), self.secret_key, packing=self.packing)
         return self.ctx.decrypt_batch(self.infer_encrypted(enc, progress), self.secret_key)
+
+
+class _HashingWriter:
+    """A binary file's ``write`` that also feeds a SHA-256."""
+
+    def __init__(self, file):
+        self._file, self._digest = file, hashlib.sha256()
+
+    def write(self, data) -> int:
+        self._digest.update(data)
+        return self._file.write(data)
+
+    def hexdigest(self) -> str:
+        return self._digest.hexdigest()
+

@@ -26,7 +26,7 @@ import time
 import uuid
 from pathlib import Path
 
-from ..io import write_atomically
+from ..io import sha256_of_file, write_atomically
 
 SCHEMA = """
 create table if not exists sessions (id text primary key, tenant text not null, model text not null,
@@ -62,6 +62,12 @@ class Store:
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.root / "state.sqlite", check_same_thread=False, isolation_level=None)
         self._db.execute("pragma journal_mode=wal")
+        # WAL with synchronous=normal: a commit survives the process dying (what a restart
+        # needs) without an fsync per statement; only an OS crash can lose the last ones.
+        self._db.execute("pragma synchronous=normal")
+        # The running SHA-256 of each upload whose chunks this process received in order
+        # from its start: the commit then needs no second pass over the file.
+        self._digests: dict[str, tuple[int, object]] = {}
         self._db.executescript(SCHEMA)
 
     def _q(self, sql: str, args=()) -> list:
@@ -134,7 +140,25 @@ class Store:
             f.truncate()
         received = offset + len(chunk)
         self._q("update uploads set received = ? where id = ?", (received, uid))
+        with self._lock:
+            upto, digest = self._digests.get(uid, (0, None))
+            if offset == 0:
+                upto, digest = 0, hashlib.sha256()
+            if digest is not None and upto == offset:
+                digest.update(chunk)
+                self._digests[uid] = (received, digest)
+            else:  # resumed after a restart: the commit hashes the file instead
+                self._digests.pop(uid, None)
         return received
+
+    def upload_sha256(self, uid: str) -> str:
+        """The SHA-256 of everything received for the upload: from the running digest when
+        this process saw every chunk, else read from the file."""
+        with self._lock:
+            upto, digest = self._digests.pop(uid, (0, None))
+        if digest is not None and upto == self.part_path(uid).stat().st_size:
+            return digest.hexdigest()
+        return sha256_of_file(self.part_path(uid))
 
     def part_path(self, uid: str) -> Path:
         return self.root / "uploads" / f"{uid}.part"
@@ -156,6 +180,8 @@ class Store:
         return new
 
     def drop_upload(self, uid: str) -> None:
+        with self._lock:
+            self._digests.pop(uid, None)
         self.part_path(uid).unlink(missing_ok=True)
         self._q("delete from uploads where id = ?", (uid,))
 
