@@ -10,7 +10,7 @@ import numbers
 import numpy as np
 
 from .._checks import warn_at_caller
-from . import bootstrapping, magnitude
+from . import bootstrapping, comparison, magnitude
 from .ciphertext import Ciphertext, Plaintext
 from .circuits import LinearTransform, Polynomial
 from ..rlwe.context import call_with_evaluator
@@ -194,6 +194,31 @@ class Evaluator(EvaluatorBase):
         # The circuit's contract: |x| <= bound in, the same values out (beyond it the result is
         # wrong whatever a carried bound says), so the carried bound restarts from it.
         return self._wrap(out, a)._bounded(_refreshed(a, bound), "ckks.bootstrap")
+
+    # ---- comparisons (composite polynomials; ringfire.ckks.comparison) ----------------
+
+    def sign(self, x: Ciphertext, *, bound: float = 1.0, precision_bits: float = 8, error_bits: float = 12):
+        """sign(x) slot by slot for ``|x| <= bound``: within 2^-error_bits of ±1 wherever
+        ``|x| >= bound * 2^-precision_bits`` (:mod:`ringfire.ckks.comparison`); bootstraps
+        when the levels run out, or refuses up front on a context that cannot."""
+        return comparison.sign(self, x, bound=bound, precision_bits=precision_bits, error_bits=error_bits)
+
+    def compare(self, a: Ciphertext, b: Ciphertext, *, bound: float = 1.0, precision_bits: float = 8,
+                error_bits: float = 12):
+        """[a > b] slot by slot (1 or 0; 0.5 where equal) for ``|a|, |b| <= bound``, right
+        wherever ``|a - b| >= 2 bound 2^-precision_bits``."""
+        return comparison.compare(self, a, b, bound=bound, precision_bits=precision_bits, error_bits=error_bits)
+
+    def max(self, a: Ciphertext, b: Ciphertext, *, bound: float = 1.0, precision_bits: float = 8,
+            error_bits: float = 12):
+        """max(a, b) slot by slot for ``|a|, |b| <= bound`` (never off by more than
+        ``bound 2^-precision_bits`` plus CKKS's error; :func:`ringfire.ckks.comparison.maximum`)."""
+        return comparison.maximum(self, a, b, bound=bound, precision_bits=precision_bits, error_bits=error_bits)
+
+    def min(self, a: Ciphertext, b: Ciphertext, *, bound: float = 1.0, precision_bits: float = 8,
+            error_bits: float = 12):
+        """min(a, b) slot by slot, as :meth:`max`."""
+        return comparison.minimum(self, a, b, bound=bound, precision_bits=precision_bits, error_bits=error_bits)
 
     def bootstrap_pair(self, a: Ciphertext, b: Ciphertext, *, keys: KeySet | None = None, bound: int = 1):
         """Two real-valued ciphertexts refreshed by one bootstrap (half the work of

@@ -1,0 +1,106 @@
+"""Comparisons on packed CKKS ciphertexts (ringfire.ckks.comparison): the plan's
+composite polynomial against the exact sign on a grid, then sign, compare, max and min
+encrypted on the toy bootstrapping ring against NumPy, with the bootstraps they need, and
+the refusals on a context too shallow to run them."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import ringfire as rf
+from ringfire.ckks.comparison import F3, G3, sign_plan
+
+SEED = bytes(range(32))
+
+
+@pytest.fixture(scope="module")
+def boot():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the toy ring is insecure by design and says so
+        ctx = rf.ckks.Context(**rf.ckks.PRESETS["N12_BOOT_INSECURE"], insecure_deterministic_seed=SEED)
+        sk, keys = ctx.keygen(bootstrap=True)
+    return ctx, sk, keys, ctx.evaluator(keys)
+
+
+def test_the_two_polynomials_keep_the_sign_and_stay_in_the_unit_interval():
+    x = np.linspace(-1, 1, 100001)
+    for coeffs in (F3, G3):
+        y = np.polynomial.polynomial.polyval(x, coeffs)
+        assert np.max(np.abs(y)) <= 1.0
+        assert (np.sign(y) == np.sign(x)).all()
+    assert np.polynomial.polynomial.polyval(1.0, F3) == 1.0  # f_3's fixed point
+
+
+@pytest.mark.parametrize("alpha,beta", [(4, 8), (8, 12), (12, 16), (16, 20)])
+def test_a_plan_meets_its_resolution_and_error_and_no_shallower_plan_does(alpha, beta):
+    plan = sign_plan(alpha, beta)
+    rng = np.random.default_rng(alpha)
+    x = np.concatenate([rng.uniform(2.0 ** -alpha, 1, 20000), [2.0 ** -alpha, 1.0]])
+    x = np.concatenate([x, -x])
+    assert np.max(np.abs(plan(x) - np.sign(x))) <= 2.0 ** -beta
+    assert plan.depth == 3 * (plan.g_steps + plan.f_steps)
+    for g in range(plan.steps):  # every plan one step shorter misses
+        shorter = type(plan)(alpha, beta, g, plan.steps - 1 - g)
+        assert np.max(np.abs(shorter(x) - np.sign(x))) > 2.0 ** -beta
+
+
+def test_sign_of_encrypted_slots_matches_numpy(boot):
+    ctx, sk, keys, ev = boot
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-1, 1, ctx.slots)
+    x[:4] = [2.0 ** -8, -2.0 ** -8, 1.0, -1.0]  # the resolution's edge and the ends
+    s = ev.sign(ctx.encrypt(x, keys))  # 18 levels on a ring of 3: it bootstraps
+    got = ctx.decrypt(s, sk).real
+    sure = np.abs(x) >= 2.0 ** -8
+    assert np.max(np.abs(got[sure] - np.sign(x[sure]))) <= 2.0 ** -12
+    assert np.max(np.abs(got)) <= 1 + 1e-5
+    # A bound other than 1 scales first: the same answers for 100 x.
+    got100 = ctx.decrypt(ev.sign(ctx.encrypt(100 * x, keys), bound=100), sk).real
+    assert np.max(np.abs(got100[sure] - np.sign(x[sure]))) <= 2.0 ** -12
+
+
+def test_compare_max_and_min_match_numpy(boot):
+    ctx, sk, keys, ev = boot
+    rng = np.random.default_rng(2)
+    a, b = rng.uniform(-3, 3, ctx.slots), rng.uniform(-3, 3, ctx.slots)
+    b[:3] = a[:3]  # equal slots compare to one half
+    ca, cb = ctx.encrypt(a, keys), ctx.encrypt(b, keys)
+    resolution = 2 * 3 * 2.0 ** -8
+    c = ctx.decrypt(ev.compare(ca, cb, bound=3), sk).real
+    sure = np.abs(a - b) >= resolution
+    assert np.max(np.abs(c[sure] - (a > b)[sure])) <= 2.0 ** -12
+    assert np.allclose(c[:3], 0.5, atol=1e-4)
+    hi = ctx.decrypt(ev.max(ca, cb, bound=3), sk).real
+    lo = ctx.decrypt(ev.min(ca, cb, bound=3), sk).real
+    # Off by at most |a - b| / 2 below the resolution, by |a - b| 2^-12 above it, plus CKKS's error.
+    slack = np.where(sure, np.abs(a - b) * 2.0 ** -12, np.abs(a - b) / 2) + 1e-4
+    assert (np.abs(hi - np.maximum(a, b)) <= slack).all()
+    assert (np.abs(lo - np.minimum(a, b)) <= slack).all()
+
+
+def test_a_context_that_cannot_bootstrap_refuses_a_comparison_deeper_than_its_levels():
+    ctx = rf.ckks.Context.preset("N14_D6")
+    sk, keys = ctx.keygen()
+    ev = ctx.evaluator(keys)
+    x = ctx.encrypt([0.5, -0.25], keys)
+    with pytest.raises(ValueError, match="needs 18 levels .* has 6 and the context cannot bootstrap"):
+        ev.sign(x)
+    # A coarse sign fits: 4 bits of resolution to 2^-2 takes two steps (6 levels).
+    plan = sign_plan(2, 2)
+    assert plan.depth <= 6
+    got = ctx.decrypt(ev.sign(x, precision_bits=2, error_bits=2), sk).real[:2]
+    assert np.allclose(got, plan(np.array([0.5, -0.25])), atol=1e-4)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(bound=0), "bound must be a positive number"),
+    (dict(bound=True), "bound must be a positive number"),
+    (dict(precision_bits=0), "precision_bits must lie in"),
+    (dict(error_bits=99), r"error_bits in \[1, 40\]"),
+])
+def test_bad_arguments_are_named(kwargs, match):
+    ctx = rf.ckks.Context.preset("N14_D6")
+    _, keys = ctx.keygen()
+    with pytest.raises(ValueError, match=match):
+        ctx.evaluator(keys).sign(ctx.encrypt([0.5], keys), **kwargs)
