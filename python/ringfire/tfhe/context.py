@@ -402,7 +402,7 @@ class Context:
         data[:, -1] += q // (4 * p)  # half a slot up, as apply()
         data = ((data + v // 2) // v * v % q).astype(np.uint32)  # phase: a multiple of v
         out = self._require_keys().bootstrap(data, tables.test_vector, self.threads, v)
-        out = out.reshape(x.size, v, -1)
+        out = out.reshape(x.size, v, self.params.lwe_dimension + 1)
         return tuple(Ciphertext(self, np.ascontiguousarray(out[:, k]), x.shape, tables.out_bits)
                      for k in range(len(tables)))
 
