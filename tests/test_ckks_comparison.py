@@ -9,9 +9,12 @@ import numpy as np
 import pytest
 
 import ringfire as rf
-from ringfire.ckks.comparison import F3, G3, sign_plan
+from ringfire.ckks.comparison import F3, G3, sign_plan, slot_rotations
 
 SEED = bytes(range(32))
+
+
+COUNT = 8
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +22,7 @@ def boot():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the toy ring is insecure by design and says so
         ctx = rf.ckks.Context(**rf.ckks.PRESETS["N12_BOOT_INSECURE"], insecure_deterministic_seed=SEED)
-        sk, keys = ctx.keygen(bootstrap=True)
+        sk, keys = ctx.keygen(bootstrap=True, rotations=slot_rotations(COUNT))
     return ctx, sk, keys, ctx.evaluator(keys)
 
 
@@ -77,6 +80,28 @@ def test_compare_max_and_min_match_numpy(boot):
     slack = np.where(sure, np.abs(a - b) * 2.0 ** -12, np.abs(a - b) / 2) + 1e-4
     assert (np.abs(hi - np.maximum(a, b)) <= slack).all()
     assert (np.abs(lo - np.minimum(a, b)) <= slack).all()
+
+
+def test_the_largest_slot_and_its_position(boot):
+    ctx, sk, keys, ev = boot
+    assert slot_rotations(COUNT) == [1, 2, 4, -1, -2, -4]
+    rng = np.random.default_rng(3)
+    for trial in range(1):
+        x = rng.uniform(-2, 2, COUNT)
+        x[rng.integers(COUNT)] = 1.9  # a clear winner: the others stay below it by > the ambiguity
+        x = np.where(x == 1.9, x, np.minimum(x, 1.9 - 0.5))
+        ct = ctx.encrypt(x, keys)
+        top = ctx.decrypt(ev.max_of_slots(ct, COUNT, bound=2), sk).real[0]
+        assert abs(top - x.max()) <= 1e-3
+        hot = ctx.decrypt(ev.argmax_of_slots(ct, COUNT, bound=2), sk).real
+        want = np.zeros(COUNT)
+        want[np.argmax(x)] = 1.0
+        assert hot.shape == (COUNT,)
+        assert np.max(np.abs(hot - want)) <= 2.0 ** -12 + 1e-4, (trial, hot[:COUNT].round(4), x)
+    with pytest.raises(ValueError, match="power of two"):
+        ev.max_of_slots(ct, 6)
+    with pytest.raises(ValueError, match="exceeds the context"):
+        ev.max_of_slots(ct, 2 * ctx.slots)
 
 
 def test_a_context_that_cannot_bootstrap_refuses_a_comparison_deeper_than_its_levels():

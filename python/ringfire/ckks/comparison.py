@@ -126,16 +126,79 @@ def minimum(ev, a, b, *, bound: float = 1.0, precision_bits: float = 8, error_bi
     return _extremum(ev, a, b, bound, precision_bits, error_bits, -1)
 
 
+def slot_rotations(count: int) -> list[int]:
+    """The rotation steps :func:`max_of_slots` and :func:`argmax_of_slots` use for ``count``
+    slots: give them to ``ctx.keygen(rotations=...)``."""
+    _check_count(count, None)
+    steps = [1 << k for k in range(count.bit_length() - 1)]
+    return steps + [-s for s in steps]
+
+
+def max_of_slots(ev, x, count: int, *, bound: float = 1.0, precision_bits: float = 8, error_bits: float = 12):
+    """The largest of slots 0 .. count-1 (count a power of two), in slot 0: a tournament of
+    log2(count) :func:`maximum` steps against the ciphertext rotated by count/2, count/4, .., 1.
+    Slot j ends with the largest of slots j .. j+count-1 (cyclically), so only slot 0 is the
+    answer unless the other slots repeat the vector. Error: as :func:`maximum`, at most
+    log2(count) times."""
+    _check_count(count, ev._context.slots)
+    step = count // 2
+    while step >= 1:
+        x = maximum(ev, x, ev.rotate(x, step), bound=bound, precision_bits=precision_bits, error_bits=error_bits)
+        step //= 2
+    return x
+
+
+def argmax_of_slots(ev, x, count: int, *, bound: float = 1.0, precision_bits: float = 8, error_bits: float = 12):
+    """A one-hot vector over slots 0 .. count-1 marking the largest (1 there, 0 elsewhere,
+    within 2^-error_bits), other slots 0. With r = 2 bound 2^-precision_bits (the comparison's
+    resolution), slots within (3 + log2(count)/2) r of the largest may read 1 or in between
+    too: ties are not broken. The tournament's result never exceeds the largest slot (each
+    :func:`maximum` lies between its two inputs), so the largest always reads 1."""
+    m = max_of_slots(ev, x, count, bound=bound, precision_bits=precision_bits, error_bits=error_bits)
+    m = _masked(ev, m, 1, refresh_bound=max(1, math.ceil(bound)))  # slot 0 alone
+    step = 1
+    while step < count:  # slot 0 copied onto slots 0 .. count-1
+        m = ev.add(m, ev.rotate(m, -step))
+        step *= 2
+    window = np.zeros(ev._context.slots)
+    window[:count] = 2 * 2 * bound * 2.0 ** -precision_bits  # x + 2 resolutions: the largest lands above m
+    shifted = ev.add_plain(x, ev._context.encode(window, level=x.level, scale=x.scale))
+    hot = compare(ev, shifted, m, bound=bound + 4 * bound * 2.0 ** -precision_bits, precision_bits=precision_bits,
+                  error_bits=error_bits)
+    return _masked(ev, hot, count)
+
+
+def _masked(ev, x, count: int, refresh_bound: int = 1):
+    """x with every slot from ``count`` on set to 0: one level (a plaintext mask at the
+    level's landing scale); bootstrapped first at level 0."""
+    if x.level < 1:
+        x = ev.bootstrap(x, bound=refresh_bound)
+    keep = np.zeros(ev._context.slots)
+    keep[:count] = 1.0
+    mask = ev._context.encode(keep, level=x.level, scale=ev._context.landing_scale(x.level, x.scale))
+    return ev.rescale(ev.multiply_plain(x, mask))
+
+
+def _check_count(count, slots: int | None) -> None:
+    if not isinstance(count, int) or isinstance(count, bool) or count < 2 or count & (count - 1):
+        raise ValueError(f"[ckks.max_of_slots] count must be a power of two >= 2, got {count!r}")
+    if slots is not None and count > slots:
+        raise ValueError(f"[ckks.max_of_slots] count {count} exceeds the context's {slots} slots")
+
+
 def _extremum(ev, a, b, bound, precision_bits, error_bits, direction: int):
     a, b = _same_level(ev, a, b)
     diff = ev.sub(a, b)
     s = sign(ev, diff, bound=2 * _check_bound(bound), precision_bits=precision_bits, error_bits=error_bits)
+    wide = max(1, math.ceil(2 * bound))  # |a - b| and |a + b| stay within 2 bound
+    half_diff = _scaled(ev, diff, 0.5 * direction, refresh_bound=wide)
+    if half_diff.level < 1:  # the product below needs a level on both sides
+        half_diff = ev.bootstrap(half_diff, bound=max(1, math.ceil(bound)))
     if s.level < 1:
         s = ev.bootstrap(s)
-    half_diff = _scaled(ev, diff, 0.5 * direction)
     half_diff, s = _same_level(ev, half_diff, s)
     spread = ev.relinearize_rescale(ev.multiply(half_diff, s))
-    mean = _scaled(ev, ev.add(a, b), 0.5)
+    mean = _scaled(ev, ev.add(a, b), 0.5, refresh_bound=wide)
     mean, spread = _same_level(ev, mean, spread)
     return ev.add(mean, spread)
 

@@ -220,6 +220,20 @@ class Evaluator(EvaluatorBase):
         """min(a, b) slot by slot, as :meth:`max`."""
         return comparison.minimum(self, a, b, bound=bound, precision_bits=precision_bits, error_bits=error_bits)
 
+    def max_of_slots(self, x: Ciphertext, count: int, *, bound: float = 1.0, precision_bits: float = 8,
+                     error_bits: float = 12):
+        """The largest of slots 0 .. count-1 in slot 0 (a tournament of log2(count) :meth:`max`;
+        keys: ``ctx.keygen(rotations=rf.ckks.comparison.slot_rotations(count))``)."""
+        return comparison.max_of_slots(self, x, count, bound=bound, precision_bits=precision_bits,
+                                       error_bits=error_bits)
+
+    def argmax_of_slots(self, x: Ciphertext, count: int, *, bound: float = 1.0, precision_bits: float = 8,
+                        error_bits: float = 12):
+        """A one-hot vector over slots 0 .. count-1 marking the largest (ties within a few
+        resolutions not broken; :func:`ringfire.ckks.comparison.argmax_of_slots`)."""
+        return comparison.argmax_of_slots(self, x, count, bound=bound, precision_bits=precision_bits,
+                                          error_bits=error_bits)
+
     def bootstrap_pair(self, a: Ciphertext, b: Ciphertext, *, keys: KeySet | None = None, bound: int = 1):
         """Two real-valued ciphertexts refreshed by one bootstrap (half the work of
         two): a + i b is bootstrapped and split again with one conjugation. Returns
