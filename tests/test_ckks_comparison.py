@@ -127,5 +127,8 @@ def test_a_context_that_cannot_bootstrap_refuses_a_comparison_deeper_than_its_le
 def test_bad_arguments_are_named(kwargs, match):
     ctx = rf.ckks.Context.preset("N14_D6")
     _, keys = ctx.keygen()
+    ev = ctx.evaluator(keys)
     with pytest.raises(ValueError, match=match):
-        ctx.evaluator(keys).sign(ctx.encrypt([0.5], keys), **kwargs)
+        ev.sign(ctx.encrypt([0.5], keys), **kwargs)
+    with pytest.raises(TypeError, match="expected a ckks.Ciphertext, got ndarray"):
+        ev.compare(np.array([0.5]), ctx.encrypt([0.5], keys), **kwargs)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .ciphertext import Ciphertext
 from .circuits import Polynomial
 
 # Monomial coefficients (x, x^3, x^5, x^7) of the two degree-7 polynomials.
@@ -93,6 +94,7 @@ def sign_plan(precision_bits: float = 8, error_bits: float = 12) -> SignPlan:
 def sign(ev, x, *, bound: float = 1.0, precision_bits: float = 8, error_bits: float = 12):
     """sign(x) slot by slot for ``|x| <= bound``: within 2^-error_bits of ±1 where
     ``|x| >= bound * 2^-precision_bits``, in [-1, 1] closer to 0 (module docstring)."""
+    _check_ciphertexts("ckks.sign", x)
     plan = sign_plan(precision_bits, error_bits)
     bound = _check_bound(bound)
     polys = plan.polynomials()
@@ -140,6 +142,7 @@ def max_of_slots(ev, x, count: int, *, bound: float = 1.0, precision_bits: float
     Slot j ends with the largest of slots j .. j+count-1 (cyclically), so only slot 0 is the
     answer unless the other slots repeat the vector. Error: as :func:`maximum`, at most
     log2(count) times."""
+    _check_ciphertexts("ckks.max_of_slots", x)
     _check_count(count, ev._context.slots)
     step = count // 2
     while step >= 1:
@@ -212,7 +215,14 @@ def _scaled(ev, x, value: float, refresh_bound: int = 1):
     return ev.rescale(ev.multiply_scalar(x, value, landing))
 
 
+def _check_ciphertexts(op: str, *values) -> None:
+    for v in values:
+        if not isinstance(v, Ciphertext):
+            raise TypeError(f"[{op}] expected a ckks.Ciphertext, got {type(v).__name__} (encrypt it first)")
+
+
 def _same_level(ev, a, b):
+    _check_ciphertexts("ckks.compare", a, b)
     level = min(a.level, b.level)
     return ev.adjust_to(a, level), ev.adjust_to(b, level)
 
