@@ -118,6 +118,18 @@ def test_a_context_that_cannot_bootstrap_refuses_a_comparison_deeper_than_its_le
     assert np.allclose(got, plan(np.array([0.5, -0.25])), atol=1e-4)
 
 
+def test_a_bootstrapping_context_too_shallow_for_one_step_is_refused():
+    options = dict(rf.ckks.PRESETS["N12_BOOT_INSECURE"])
+    options["coeff_bits"] = [options["coeff_bits"][0]] + list(options["coeff_bits"][2:])  # two user levels
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ctx = rf.ckks.Context(**options, insecure_deterministic_seed=SEED)
+        sk, keys = ctx.keygen(bootstrap=True)
+    assert ctx.max_level == 2 and ctx.can_bootstrap
+    with pytest.raises(ValueError, match="each step needs 3 levels; this context bootstraps to level 2 only"):
+        ctx.evaluator(keys).sign(ctx.encrypt([0.5], keys))
+
+
 @pytest.mark.parametrize("kwargs,match", [
     (dict(bound=0), "bound must be a positive number"),
     (dict(bound=True), "bound must be a positive number"),

@@ -235,6 +235,9 @@ def _check_bound(bound) -> float:
 
 def _check_depth(ev, x, polys: list[Polynomial], extra: int, op: str) -> None:
     needed = sum(p.depth for p in polys) + extra
+    if ev._context.can_bootstrap and ev._context.max_level < max(p.depth for p in polys):
+        raise ValueError(f"[{op}] each step needs {max(p.depth for p in polys)} levels; this context bootstraps to "
+                         f"level {ev._context.max_level} only")
     if x.level >= needed or ev._context.can_bootstrap:
         return
     raise ValueError(f"[{op}] this comparison needs {needed} levels ({len(polys)} polynomials of degree 7); the "
