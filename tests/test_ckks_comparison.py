@@ -68,6 +68,7 @@ def test_compare_max_and_min_match_numpy(boot):
     rng = np.random.default_rng(2)
     a, b = rng.uniform(-3, 3, ctx.slots), rng.uniform(-3, 3, ctx.slots)
     b[:3] = a[:3]  # equal slots compare to one half
+    a[3:5], b[3:5] = [3.0, -3.0], [-3.0, 3.0]  # the range's limits
     ca, cb = ctx.encrypt(a, keys), ctx.encrypt(b, keys)
     resolution = 2 * 3 * 2.0 ** -8
     c = ctx.decrypt(ev.compare(ca, cb, bound=3), sk).real
