@@ -83,6 +83,22 @@ def test_compare_max_and_min_match_numpy(boot):
     assert (np.abs(lo - np.minimum(a, b)) <= slack).all()
 
 
+def test_inputs_at_level_zero_off_the_canonical_scale_are_refreshed_first(boot):
+    """Ciphertexts mod-switched down keep their old scale; at level 0 nothing can correct it
+    without a level, so the comparison bootstraps them first."""
+    ctx, sk, keys, ev = boot
+    rng = np.random.default_rng(4)
+    x, y = rng.uniform(-1, 1, ctx.slots), rng.uniform(-1, 1, ctx.slots)
+    a, b = (ctx.evaluator().mod_switch(ctx.encrypt(v, keys), 0) for v in (x, y))
+    b = ctx.evaluator().mod_switch(ctx.encrypt(y, keys), 1)  # one at level 1, one at level 0
+    assert a.level == 0 and a.scale != ctx.scale_at(0)
+    got = ctx.decrypt(ev.max(a, b, precision_bits=4, error_bits=8), sk).real
+    assert np.max(np.abs(got - np.maximum(x, y))) <= 2.0 ** -4
+    c = ctx.decrypt(ev.compare(a, b, precision_bits=4, error_bits=8), sk).real
+    sure = np.abs(x - y) >= 2 * 2.0 ** -4
+    assert np.max(np.abs(c[sure] - (x > y)[sure])) <= 2.0 ** -8
+
+
 def test_the_largest_slot_and_its_position(boot):
     ctx, sk, keys, ev = boot
     assert slot_rotations(COUNT) == [1, 2, 4, -1, -2, -4]

@@ -118,17 +118,32 @@ def test_one_bootstrap_is_bit_identical(boot):
     assert err < 2**-18, err
 
 
-def test_meta_bts_and_pairs_are_bit_identical(boot):
+def _two_inputs_in_one_order(boot, seeds):
+    """(ctx, sk, ev, (x, a), (y, b)) on the CoeffsToSlots-first context only: the circuits
+    built on bootstrapping run the same kernels in either order, so once is enough."""
     ctx, sk, keys = boot
     if ctx.bootstrap_options.get("stc_first"):
-        pytest.skip("Meta-BTS and pairs run the same kernels in either order; once is enough")
-    _, a = _input(ctx, keys, 3)
-    _, b = _input(ctx, keys, 4)
-    ev = ctx.evaluator(keys)
+        pytest.skip("the same kernels in either bootstrap order; once is enough")
+    return ctx, sk, ctx.evaluator(keys), _input(ctx, keys, seeds[0]), _input(ctx, keys, seeds[1])
+
+
+def test_meta_bts_and_pairs_are_bit_identical(boot):
+    ctx, sk, ev, (_, a), (_, b) = _two_inputs_in_one_order(boot, (3, 4))
     assert same(ev.bootstrap(a, iterations=2), ev.bootstrap(a.to("cuda"), iterations=2))
     cpu = ev.bootstrap_pair(a, b)
     gpu = ev.bootstrap_pair(a.to("cuda"), b.to("cuda"))
     assert same(cpu[0], gpu[0]) and same(cpu[1], gpu[1])
+
+
+def test_comparisons_are_bit_identical(boot):
+    """ev.max (a sign of composite polynomials, its bootstraps, a product) on the device
+    gives the CPU's bytes; the inputs start low, so it bootstraps on the way."""
+    ctx, sk, ev, (x, a), (y, b) = _two_inputs_in_one_order(boot, (5, 6))
+    cpu = ev.max(a, b, precision_bits=4, error_bits=8)
+    gpu = ev.max(a.to("cuda"), b.to("cuda"), precision_bits=4, error_bits=8)
+    assert same(cpu, gpu)
+    got = quiet(lambda: ctx.decrypt(gpu, sk)).real
+    assert np.max(np.abs(got - np.maximum(x, y))) <= 2 * 2.0 ** -4
 
 
 def test_bootstrap_on_a_cuda_context_reports_its_phases(boot):

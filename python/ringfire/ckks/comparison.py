@@ -111,7 +111,8 @@ def sign(ev, x, *, bound: float = 1.0, precision_bits: float = 8, error_bits: fl
 def compare(ev, a, b, *, bound: float = 1.0, precision_bits: float = 8, error_bits: float = 12):
     """[a > b] slot by slot for ``|a|, |b| <= bound``: 1 where a - b >= 2 bound 2^-precision_bits,
     0 where b - a is, within 2^-error_bits; between 0 and 1 closer (0.5 at a == b)."""
-    s = sign(ev, ev.sub(*_same_level(ev, a, b)), bound=2 * _check_bound(bound), precision_bits=precision_bits,
+    _check_ciphertexts("ckks.compare", a, b)
+    s = sign(ev, ev.sub(*_same_level(ev, a, b, _check_bound(bound))), bound=2 * bound, precision_bits=precision_bits,
              error_bits=error_bits)
     return ev.add_scalar(_scaled(ev, s, 0.5), 0.5)
 
@@ -190,7 +191,8 @@ def _check_count(count, slots: int | None) -> None:
 
 
 def _extremum(ev, a, b, bound, precision_bits, error_bits, direction: int):
-    a, b = _same_level(ev, a, b)
+    _check_ciphertexts("ckks.max", a, b)
+    a, b = _same_level(ev, a, b, _check_bound(bound))
     diff = ev.sub(a, b)
     s = sign(ev, diff, bound=2 * _check_bound(bound), precision_bits=precision_bits, error_bits=error_bits)
     wide = max(1, math.ceil(2 * bound))  # |a - b| and |a + b| stay within 2 bound
@@ -199,10 +201,10 @@ def _extremum(ev, a, b, bound, precision_bits, error_bits, direction: int):
         half_diff = ev.bootstrap(half_diff, bound=max(1, math.ceil(bound)))
     if s.level < 1:
         s = ev.bootstrap(s)
-    half_diff, s = _same_level(ev, half_diff, s)
+    half_diff, s = _same_level(ev, half_diff, s, bound)
     spread = ev.relinearize_rescale(ev.multiply(half_diff, s))
     mean = _scaled(ev, ev.add(a, b), 0.5, refresh_bound=wide)
-    mean, spread = _same_level(ev, mean, spread)
+    mean, spread = _same_level(ev, mean, spread, bound)
     return ev.add(mean, spread)
 
 
@@ -221,9 +223,22 @@ def _check_ciphertexts(op: str, *values) -> None:
             raise TypeError(f"[{op}] expected a ckks.Ciphertext, got {type(v).__name__} (encrypt it first)")
 
 
-def _same_level(ev, a, b):
+def _same_level(ev, a, b, bound: float = 1.0):
+    """a and b at one level and scale: as they are when they agree, else both at the
+    canonical scale of the highest level they can reach. Correcting a scale spends a level,
+    so an operand already at the lower level off its canonical scale takes both one lower,
+    and at level 0 it is bootstrapped first (its slots within ``bound``)."""
     _check_ciphertexts("ckks.compare", a, b)
+    if a.level == b.level and a.scale == b.scale:
+        return a, b
+    ctx = ev._context
     level = min(a.level, b.level)
+    if any(v.level == level and v.scale != ctx.scale_at(level) for v in (a, b)):
+        level -= 1
+    if level < 0:
+        refresh = max(1, math.ceil(bound))
+        a, b = (ev.bootstrap(v, bound=refresh) if v.level == 0 else v for v in (a, b))
+        return _same_level(ev, a, b, bound)
     return ev.adjust_to(a, level), ev.adjust_to(b, level)
 
 
