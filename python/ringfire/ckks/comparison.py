@@ -227,8 +227,8 @@ def _same_level(ev, a, b, bound: float = 1.0):
     """a and b at one level and scale: as they are when they agree, else both at the
     canonical scale of the highest level they can reach. Correcting a scale spends a level,
     so an operand already at the lower level off its canonical scale takes both one lower,
-    and at level 0 it is bootstrapped first (its slots within ``bound``)."""
-    _check_ciphertexts("ckks.compare", a, b)
+    and at level 0 it is bootstrapped first (its slots within ``bound``). The public entry
+    points have checked that the operands are ciphertexts."""
     if a.level == b.level and a.scale == b.scale:
         return a, b
     ctx = ev._context

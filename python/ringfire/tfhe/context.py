@@ -84,13 +84,19 @@ class LookupTable:
         return f"tfhe.LookupTable({self.bits} -> {self.out_bits} bits: {self.values.tolist()})"
 
 
+def _outputs_per_rotation(tables: int) -> int:
+    """Outputs a many-LUT rotation reads for ``tables`` tables: the count rounded up to a
+    power of two (the input's phase is rounded to a multiple of it)."""
+    return 1 << (tables - 1).bit_length()
+
+
 class ManyLookupTable:
     """Several functions of one ``bits``-bit message from one blind rotation
     (:meth:`Context.lut_many`): calling it returns one ciphertext per function."""
 
     def __init__(self, context: "Context", values: np.ndarray, bits: int, out_bits: int):
         self.context, self.values, self.bits, self.out_bits = context, values, bits, out_bits
-        self.group = 1 << (len(values) - 1).bit_length()  # outputs per rotation, rounded up to a power of two
+        self.group = _outputs_per_rotation(len(values))
         self.test_vector = context._many_test_vector(values, self.group, bits, out_bits)
 
     def __call__(self, x: Ciphertext) -> tuple[Ciphertext, ...]:
@@ -354,13 +360,17 @@ class Context:
         ``bits``): a function of one int, or its 2^bits values."""
         out_bits = bits if out_bits is None else out_bits
         self._check_bits(bits), self._check_bits(out_bits)
+        return LookupTable(self, self._table_values(fn, bits, out_bits), bits, out_bits)
+
+    def _table_values(self, fn, bits: int, out_bits: int) -> np.ndarray:
+        """The 2^bits values of a table (a function of one int, or the values), checked."""
         p = 1 << bits
         values = np.asarray([fn(m) for m in range(p)] if callable(fn) else fn, dtype=np.int64)
         if values.shape != (p,):
             raise ValueError(f"a {bits}-bit lookup table has {p} values, got shape {values.shape}")
         if values.min() < 0 or values.max() >= 1 << out_bits:
             raise ValueError(f"lookup-table values must lie in [0, 2^{out_bits}); got {values.min()}..{values.max()}")
-        return LookupTable(self, values, bits, out_bits)
+        return values
 
     def lut_many(self, fns: list, *, bits: int, out_bits: int | None = None) -> ManyLookupTable:
         """Several lookup tables of the same ``bits``-bit input evaluated by ONE
@@ -378,12 +388,11 @@ class Context:
         self._check_bits(bits), self._check_bits(out_bits)
         if not fns:
             raise ValueError("lut_many needs at least one function")
-        p = 1 << bits
-        group = 1 << (len(fns) - 1).bit_length()
+        p, group = 1 << bits, _outputs_per_rotation(len(fns))
         if group > self.params.ring_dimension // p:
             raise ValueError(f"{len(fns)} tables of {bits}-bit inputs need N >= {group * p}; this set has "
                              f"N={self.params.ring_dimension}")
-        values = np.stack([self.lut(fn, bits=bits, out_bits=out_bits).values for fn in fns])
+        values = np.stack([self._table_values(fn, bits, out_bits) for fn in fns])
         return ManyLookupTable(self, values, bits, out_bits)
 
     def apply_many(self, tables: ManyLookupTable, x: Ciphertext) -> tuple[Ciphertext, ...]:
@@ -474,7 +483,7 @@ class Context:
             if operation == "lut_many":
                 if tables is None or tables < 1:
                     raise ValueError("failure_probability('lut_many') needs tables= (how many functions)")
-                var += self._rounding_variance(1 << (tables - 1).bit_length())
+                var += self._rounding_variance(_outputs_per_rotation(tables))
             return tail_probability(var, q / (4 << bits))
         if operation not in _GATES and operation not in _GATES3:
             raise ValueError(f"unknown operation {operation!r}: a gate {sorted(_GATES) + sorted(_GATES3)} or 'lut'")
