@@ -10,6 +10,7 @@
 #   bash benchmarks/gpu/device_check.sh --quick    # tests and the headline numbers, <= 3.5 minutes
 #   STEPS=tests,bootstrap BOOT_ORDERS=stc bash benchmarks/gpu/device_check.sh   # those steps only
 #   STEPS=resnet20 bash benchmarks/gpu/device_check.sh    # ResNet-20 32x32 on the device (~5 min, its own run)
+#   STEPS=ntt,ntt_profile bash benchmarks/gpu/device_check.sh   # the NTT and Nsight Compute's view of it
 #
 # Prebuilding the wheel on a machine without a GPU (same Python minor version
 # as the GPU machine's python3) saves the build there:
@@ -119,6 +120,15 @@ step digits 40 bash -c "python3 benchmarks/nn_digits.py --device cuda,cpu --mode
 if [[ ,${STEPS:-}, == *,resnet20,* ]]; then
   step resnet20 "${RESNET20_CAP:-380}" python3 benchmarks/nn_bootstrapped_inter.py --preset N16_BOOT --resolution 32 \
     --images 2 --device cuda --trace-layers --json "$LOG/resnet20_gpu.json"
+fi
+# Where the batched NTT's time goes (2^16 x 64 limbs, one head and one tail pass of
+# the forward transform): Nsight Compute's throughput, occupancy, stall and
+# instruction sections. Only when STEPS names it; needs a runtime with counters.
+if [[ ,${STEPS:-}, == *,ntt_profile,* ]]; then
+  step ntt_profile 90 ncu --clock-control none --kernel-name regex:ntt_pass_kernel --launch-skip 2 --launch-count 2 \
+    --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section Occupancy \
+    --section WarpStateStats --section SchedulerStats --section InstructionStats --section LaunchStats \
+    python3 -c "from ringfire import _core; _core.cuda_time_kernel('ntt_forward', 1 << 16, 64, bits=60, kernel='shared', rounds=1, calls=1)"
 fi
 for scheme in bgv bfv; do
   step "${scheme}_gpu" 25 bash -c "ringfire bench $scheme --device cuda --sets N16 --config default --repeat 3 --json \

@@ -103,6 +103,30 @@ def resnet20(folder: pathlib.Path) -> list[str]:
             " vs the polynomial model (goal <= 10 s per image)"]
 
 
+NTT_PROFILE_METRICS = ("Compute (SM) Throughput", "Memory Throughput", "DRAM Throughput", "Achieved Occupancy",
+                       "Registers Per Thread", "Issue Slots Busy", "Executed Ipc Active", "Duration")
+
+
+def ntt_profile(folder: pathlib.Path) -> list[str]:
+    """Nsight Compute's headline metrics of each profiled NTT pass, one line per pass."""
+    path = folder / "ntt_profile.log"
+    if not path.exists():
+        return []
+    passes, current = [], None
+    for line in path.read_text(errors="replace").splitlines():
+        if "ntt_pass_kernel" in line:
+            current = []
+            passes.append(current)
+            continue
+        parts = line.split()
+        for metric in NTT_PROFILE_METRICS:
+            if current is not None and line.strip().startswith(metric) and len(parts) >= 2:
+                current.append(f"{metric} {parts[-1]}{'' if parts[-2] in metric.split() else ' ' + parts[-2]}")
+    if not passes:
+        return ["NTT profile: " + _last_match(path, r"ERR|rror|==PROF==")]
+    return [f"NTT profile pass {i}: " + ", ".join(p) for i, p in enumerate(passes)]
+
+
 def digits(folder: pathlib.Path) -> list[str]:
     rows = _json(folder, "digits.json")
     if not rows:
@@ -132,7 +156,7 @@ def main(folder: str) -> None:
     lines.append("tests: " + _last_match(d / "tests.log", r"passed|failed|error"))
     lines.append("sanitizer: " + _last_match(d / "sanitizer.log", r"ERROR SUMMARY") + " | "
                  + _last_match(d / "sanitizer.log", r"passed|failed"))
-    for part in (ckks, bootstrap, ntt, helr, resnet20, digits, bgv):
+    for part in (ckks, bootstrap, ntt, ntt_profile, helr, resnet20, digits, bgv):
         try:
             lines += part(d)
         except Exception as e:  # a summary never hides the logs behind a traceback

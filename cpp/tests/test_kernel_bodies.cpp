@@ -113,10 +113,16 @@ void replay_pass(const u64* src, const u64* src2, u64* dst, const NttTables& t, 
       const std::size_t g = pass.element(origin, e);
       tile[e] = src2 == nullptr ? src[g] : mul_mod(src[g], src2[g], mod);
     }
+    // The block's twiddles gathered into slots first, as the kernel does.
+    std::vector<std::pair<u64, u64>> slots(pass.twiddle_slots());
+    for (std::size_t slot = 1; slot < slots.size(); ++slot) {
+      const std::size_t w = pass.twiddle_slot_source(slot, origin, log_n);
+      slots[slot] = Forward ? std::pair{t.forward()[w], t.forward_shoup()[w]}
+                            : std::pair{t.inverse()[w], t.inverse_shoup()[w]};
+    }
     // Stage pairs in registers (radix 4), then a lone stage, as the kernel.
-    auto twiddle = [&](int s, std::size_t row, std::size_t c, bool fwd) {
-      const std::size_t w = twiddle_index(pass.element(origin, (row << pass.log_cols) | c), s, log_n);
-      return fwd ? std::pair{t.forward()[w], t.forward_shoup()[w]} : std::pair{t.inverse()[w], t.inverse_shoup()[w]};
+    auto twiddle = [&](int s, std::size_t row, std::size_t /*c*/, bool /*fwd*/) {
+      return slots[pass.twiddle_slot(s, row)];
     };
     int lo = Forward ? pass.first_stage : last_stage;
     for (int done = 0; done < pass.stages;) {
@@ -225,6 +231,33 @@ std::string size_name(const ::testing::TestParamInfo<int>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, KernelNtt, ::testing::Range(4, 18), size_name);
+
+// A block's twiddle slots hold, for every stage, row and column of the block,
+// the twiddle the global index map gives that butterfly.
+TEST(KernelNttPlan, TwiddleSlotsHoldEachButterflysTwiddle) {
+  for (int log_n = 2; log_n <= 17; ++log_n) {
+    NttPass passes[8];
+    const int count = plan_ntt_passes(log_n, log_n, passes, 8);
+    for (int p = 0; p < count; ++p) {
+      const NttPass& pass = passes[p];
+      ASSERT_LE(pass.twiddle_slots(), std::size_t{1} << kLogTile);
+      for (std::size_t b = 0; b < pass.blocks(); ++b) {
+        const std::size_t origin = pass.block_origin(b, log_n);
+        for (int s = pass.first_stage; s < pass.first_stage + pass.stages; ++s) {
+          for (std::size_t e = 0; e < pass.block_elements(); ++e) {
+            const std::size_t row = e >> pass.log_cols;
+            const std::size_t slot = pass.twiddle_slot(s, row);
+            ASSERT_GE(slot, 1u);
+            ASSERT_LT(slot, pass.twiddle_slots());
+            ASSERT_EQ(pass.twiddle_slot_source(slot, origin, log_n),
+                      twiddle_index(pass.element(origin, e), s, log_n))
+                << "log_n " << log_n << " pass " << p << " block " << b << " stage " << s << " element " << e;
+          }
+        }
+      }
+    }
+  }
+}
 
 TEST(KernelNttPlan, PassesPartitionEveryTransformAndStayCoalesced) {
   for (int log_n = 2; log_n <= 17; ++log_n) {

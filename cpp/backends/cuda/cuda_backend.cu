@@ -32,6 +32,7 @@ CudaBackend::CudaBackend(int device) : device_(device) {
   // other libraries' work there cannot serialise ours.
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cuda.backend");
   check(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_), "cuda.backend");
+  configure_ntt_kernels();
   const char* sync = std::getenv("RINGFIRE_CUDA_SYNC");
   sync_each_kernel_ = sync != nullptr && std::strcmp(sync, "0") != 0;
 }

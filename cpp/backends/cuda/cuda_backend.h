@@ -33,6 +33,11 @@ namespace ringfire::cuda {
 // cudaSuccess (the checked wrapper every CUDA call goes through).
 void check(cudaError_t status, const char* op);
 
+// Asks for the largest shared-memory carveout for the NTT pass kernels on the
+// current device (48 KiB per block; three resident blocks need 147 KiB of an
+// SM's 228), where the default carveout may leave L1 the larger share.
+void configure_ntt_kernels();
+
 // Caching pool of device memory (cudaMalloc/cudaFree behind MemoryPool's
 // free lists; thread-safe through the base class). Blocks are allocated on
 // the pool's device. A released block is reused without synchronising only

@@ -5,6 +5,8 @@
 #include "elementwise.h"
 #include "launch.h"
 
+#include <cuda_pipeline.h>
+
 #include <algorithm>
 #include <cstddef>
 
@@ -57,8 +59,9 @@ __global__ void ntt_radix2_stage_kernel(const u64* src, u64* dst, const LimbCons
 // contiguous tile. Consecutive threads take consecutive columns (or, in the
 // tail, consecutive butterflies), so shared-memory accesses are conflict-free
 // apart from the smallest distances of the tail.
-// 512 threads x 2 butterflies per stage: 16 KiB per block lets 4 blocks
-// (2048 threads) stay resident per SM on sm_80/sm_90.
+// 512 threads x 2 butterflies per stage; 16 KiB of data and 32 KiB of
+// twiddles per block, so the shared memory of an sm_90 SM (228 KiB) holds 4
+// blocks and registers, not shared memory, bound the residency.
 constexpr unsigned kPassThreads = 512;
 
 template <bool Forward, int MinBlocks>
@@ -66,6 +69,12 @@ __global__ void __launch_bounds__(kPassThreads, MinBlocks)
     ntt_pass_kernel(const u64* src, const u64* src2, u64* dst, const LimbConstants* limbs, int log_n,
                     kernel::NttPass pass) {
   __shared__ u64 tile[std::size_t{1} << kernel::kLogTile];
+  // The block's twiddles (slot i at tw[i - 1], NttPass::twiddle_slot): read
+  // once per block with the data instead of from the global table inside the
+  // stages, where each read stalled its warp (Nsight Compute: L1TEX
+  // scoreboard stalls were ~37 % of the cycles, the table missing L2 at
+  // 64 limbs). 16 + 32 KiB stays within the 48 KiB of static shared memory.
+  __shared__ ulonglong2 tw[(std::size_t{1} << kernel::kLogTile) - 1];
   // Offsets within one polynomial fit 32 bits (N <= 2^17): only the row base
   // is 64-bit, so the per-butterfly index arithmetic stays in 32-bit
   // instructions (64-bit shifts by a variable cost several each). The
@@ -81,20 +90,64 @@ __global__ void __launch_bounds__(kPassThreads, MinBlocks)
   const unsigned log_cols = static_cast<unsigned>(pass.log_cols), log_stride = static_cast<unsigned>(pass.log_stride);
   const unsigned cols_mask = (1u << log_cols) - 1;
   const unsigned elements = 1u << (pass.stages + pass.log_cols);
+  const unsigned slots = 1u << pass.stages;
+  const ulonglong2* table = Forward ? lc.forward : lc.inverse;
+  auto element = [&](unsigned e) { return origin + ((e >> log_cols) << log_stride) + (e & cols_mask); };
 
-  for (unsigned e = threadIdx.x; e < elements; e += blockDim.x) {
-    const unsigned g = origin + ((e >> log_cols) << log_stride) + (e & cols_mask);
-    // Fused Hadamard product (seed 002): the inverse of a product reads both
-    // factors here instead of a separate multiply pass over memory.
-    tile[e] = src2 == nullptr ? src[g] : mul_mod(src[g], src2[g], mod);
+  // Every load of the block in flight at once: asynchronous copies straight
+  // into shared memory (no registers, no wait between them), then one wait.
+  // A thread has at most kPerThread words and twiddles: elements <= 4
+  // threads (plan: threads = min(512, elements / 2)) and slots <= elements.
+  constexpr unsigned kPerThread = (1u << kernel::kLogTile) / kPassThreads;
+  if (src2 == nullptr) {
+#pragma unroll
+    for (unsigned k = 0; k < kPerThread; ++k) {
+      const unsigned e = threadIdx.x + k * blockDim.x;
+      if (e < elements) __pipeline_memcpy_async(&tile[e], &src[element(e)], sizeof(u64));
+    }
   }
+#pragma unroll
+  for (unsigned k = 0; k < kPerThread; ++k) {
+    const unsigned slot = 1 + threadIdx.x + k * blockDim.x;
+    if (slot < slots) {
+      const unsigned rel = 31 - __clz(slot);  // NttPass::twiddle_slot_source in 32 bits
+      const int s = pass.first_stage + static_cast<int>(rel);
+      const unsigned w = (1u << s) + (origin >> (log_n - s)) + (slot - (1u << rel));
+      __pipeline_memcpy_async(&tw[slot - 1], &table[w], sizeof(ulonglong2));
+    }
+  }
+  __pipeline_commit();
+  if (src2 != nullptr) {
+    // Fused Hadamard product (seed 002): the inverse of a product reads both
+    // factors here instead of a separate multiply pass over memory. Loads go
+    // two words at a time, then their products, so four loads overlap
+    // (four at a time spilled under the three-block register cap).
+#pragma unroll
+    for (unsigned k0 = 0; k0 < kPerThread; k0 += 2) {
+      u64 a[2], b[2];
+#pragma unroll
+      for (unsigned k = 0; k < 2; ++k) {
+        const unsigned e = threadIdx.x + (k0 + k) * blockDim.x;
+        if (e < elements) {
+          a[k] = src[element(e)];
+          b[k] = src2[element(e)];
+        }
+      }
+#pragma unroll
+      for (unsigned k = 0; k < 2; ++k) {
+        const unsigned e = threadIdx.x + (k0 + k) * blockDim.x;
+        if (e < elements) tile[e] = mul_mod(a[k], b[k], mod);
+      }
+    }
+  }
+  __pipeline_wait_prior(0);
   __syncthreads();
 
   const int last_stage = pass.first_stage + pass.stages - 1;
-  const ulonglong2* table = Forward ? lc.forward : lc.inverse;
-  // Global index of tile row `row`, column `c`, and the twiddle of stage s there.
-  auto global = [&](unsigned row, unsigned c) { return origin + (row << log_stride) + c; };
-  auto twiddle = [&](int s, unsigned gi) { return table[(1u << s) + (gi >> (log_n - s))]; };
+  // The twiddle of stage s at tile row `row` (NttPass::twiddle_slot in 32 bits).
+  auto twiddle = [&](int s, unsigned row) {
+    return tw[(1u << (s - pass.first_stage)) + (row >> (last_stage + 1 - s)) - 1];
+  };
 
   // Stages go in pairs (radix 4): each thread loads four words of the tile,
   // runs two stages in registers and stores them back, so a pair costs one
@@ -115,8 +168,7 @@ __global__ void __launch_bounds__(kPassThreads, MinBlocks)
         const unsigned r0 = ((p >> log_d) << (log_d + 2)) | (p & d_mask);
         const unsigned e0 = (r0 << log_cols) | c, step = 1u << (log_d + log_cols);
         u64 x0 = tile[e0], x1 = tile[e0 + step], x2 = tile[e0 + 2 * step], x3 = tile[e0 + 3 * step];
-        const unsigned g0 = global(r0, c), g2 = global(r0 + (2u << log_d), c);
-        const ulonglong2 wa = twiddle(s_lo, g0), wb = twiddle(s_lo + 1, g0), wc = twiddle(s_lo + 1, g2);
+        const ulonglong2 wa = twiddle(s_lo, r0), wb = twiddle(s_lo + 1, r0), wc = twiddle(s_lo + 1, r0 + (2u << log_d));
         if constexpr (Forward) {
           kernel::ct_butterfly(x0, x2, wa.x, wa.y, q);
           kernel::ct_butterfly(x1, x3, wa.x, wa.y, q);
@@ -151,7 +203,7 @@ __global__ void __launch_bounds__(kPassThreads, MinBlocks)
         const unsigned ey = ex + (1u << (log_dist + log_cols));
         u64 x = tile[ex], y = tile[ey];
         if (Forward || s != 0) {
-          const ulonglong2 w = twiddle(s, global(row, c));
+          const ulonglong2 w = twiddle(s, row);
           if constexpr (Forward) {
             kernel::ct_butterfly(x, y, w.x, w.y, q);
           } else {
@@ -172,11 +224,23 @@ __global__ void __launch_bounds__(kPassThreads, MinBlocks)
   const bool reduce = Forward && last_stage == log_n - 1;
   for (unsigned e = threadIdx.x; e < elements; e += blockDim.x) {
     const u64 v = tile[e];
-    dst[origin + ((e >> log_cols) << log_stride) + (e & cols_mask)] = reduce ? kernel::reduce_4q(v, q) : v;
+    dst[element(e)] = reduce ? kernel::reduce_4q(v, q) : v;
   }
 }
 
 }  // namespace
+
+void configure_ntt_kernels() {
+  const auto max_shared = static_cast<int>(cudaSharedmemCarveoutMaxShared);
+  check(cudaFuncSetAttribute(ntt_pass_kernel<true, 2>, cudaFuncAttributePreferredSharedMemoryCarveout, max_shared),
+        "cuda.backend");
+  check(cudaFuncSetAttribute(ntt_pass_kernel<false, 2>, cudaFuncAttributePreferredSharedMemoryCarveout, max_shared),
+        "cuda.backend");
+  check(cudaFuncSetAttribute(ntt_pass_kernel<true, 3>, cudaFuncAttributePreferredSharedMemoryCarveout, max_shared),
+        "cuda.backend");
+  check(cudaFuncSetAttribute(ntt_pass_kernel<false, 3>, cudaFuncAttributePreferredSharedMemoryCarveout, max_shared),
+        "cuda.backend");
+}
 
 // --- NTT --------------------------------------------------------------------
 

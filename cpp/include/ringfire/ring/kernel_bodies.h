@@ -14,6 +14,7 @@
 //   memory, ...) is bit-identical to the CPU's AVX2/blocked loops.
 #pragma once
 
+#include <bit>
 #include <cmath>
 #include <cstddef>
 
@@ -121,6 +122,33 @@ struct NttPass {
     return (std::size_t{1} << first_stage) << (log_stride - log_cols);
   }
   RF_HD std::size_t block_elements() const { return std::size_t{1} << (stages + log_cols); }
+
+  // The twiddles a block needs, gathered once per block (the GPU kernel keeps
+  // them in shared memory instead of reading the global table per butterfly).
+  // Within a block, stage s's twiddle depends only on the row, and its global
+  // index is 2^s + (origin >> (log_n - s)) + (row >> (first + stages - s)): the
+  // block's twiddles of stage s are 2^(s - first) consecutive table entries.
+  // Slot 2^(s - first) + j holds the j-th of them, so a block needs the
+  // 2^stages - 1 slots [1, 2^stages).
+  RF_HD std::size_t twiddle_slots() const { return std::size_t{1} << stages; }
+  // Slot of the twiddle of stage s at tile row `row` (any column).
+  RF_HD std::size_t twiddle_slot(int s, std::size_t row) const {
+    return (std::size_t{1} << (s - first_stage)) + (row >> (first_stage + stages - s));
+  }
+  // Global twiddle-table index that slot `slot` (>= 1) of the block at
+  // `origin` holds.
+  RF_HD std::size_t twiddle_slot_source(std::size_t slot, std::size_t origin, int log_n) const {
+    // floor(log2(slot)): the slot's stage, relative to first_stage (one
+    // instruction on the device: a loop here cost the kernel ~15 % more
+    // instructions in the 11-stage pass).
+#if RF_DEVICE_PASS
+    const int k = 63 - __clzll(static_cast<long long>(slot));
+#else
+    const int k = std::bit_width(slot) - 1;
+#endif
+    const int s = first_stage + k;
+    return (std::size_t{1} << s) + (origin >> (log_n - s)) + (slot - (std::size_t{1} << k));
+  }
 };
 
 // Elements one shared-memory block holds (16 KiB of 64-bit words): small
