@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <random>
 #include <vector>
 
 #include "ringfire/arith/primes.h"
@@ -34,6 +35,34 @@ TEST(TfheNtt32, EveryPathMatchesTheScalarReference) {
       ASSERT_EQ(f, ref) << isa_name(isa) << " n=" << n;
       ntt.inverse(f.data());
       ASSERT_EQ(f, a) << isa_name(isa) << " n=" << n;
+    }
+}
+
+// Every size (odd and even stage counts, so the radix-4 loops end both ways)
+// and every path: forward and inverse against the scalar reference on random
+// words, the inverse also adding into an accumulator.
+TEST(TfheNtt32, EveryPathMatchesTheScalarReferenceAtEverySize) {
+  std::mt19937 rng(7);
+  for (std::size_t n = 64; n <= 8192; n *= 2)
+    for (Isa isa : instruction_sets()) {
+      const u32 q = static_cast<u32>(find_ntt_primes(28, 1, n)[0]);
+      const Ntt32 ntt(n, q, isa);
+      std::uniform_int_distribution<u32> word(0, q - 1);
+      std::vector<u32> a(n), acc(n);
+      for (std::size_t i = 0; i < n; ++i) a[i] = word(rng), acc[i] = word(rng);
+      std::vector<u32> f = a, ref = a;
+      ntt.forward(f.data());
+      ntt.forward_scalar(ref.data());
+      ASSERT_EQ(f, ref) << isa_name(isa) << " forward n=" << n;
+      f = a, ref = a;
+      ntt.inverse(f.data());
+      ntt.inverse_scalar(ref.data());
+      ASSERT_EQ(f, ref) << isa_name(isa) << " inverse n=" << n;
+      std::vector<u32> into = acc, into_ref = acc;
+      f = a, ref = a;
+      ntt.inverse(f.data(), into.data());
+      ntt.inverse_scalar(ref.data(), into_ref.data());
+      ASSERT_EQ(into, into_ref) << isa_name(isa) << " inverse-accumulate n=" << n;
     }
 }
 

@@ -14,6 +14,8 @@
 #if defined(__AVX2__)
 #include <immintrin.h>
 #define RF_TFHE_AVX2 1
+#define RF_NTT32_TARGET  // the file's own target (the build's baseline with AVX2)
+#include "ntt32_stages.h"
 #else
 #define RF_TFHE_AVX2 0
 #endif
@@ -139,46 +141,32 @@ namespace {
 
 using V = __m256i;
 
-inline V load(const u32* p) { return _mm256_loadu_si256(reinterpret_cast<const V*>(p)); }
-inline void store(u32* p, V v) { _mm256_storeu_si256(reinterpret_cast<V*>(p), v); }
-inline V splat(u32 x) { return _mm256_set1_epi32(static_cast<int>(x)); }
-// x - bound if x >= bound (x < 2 bound + 2^32 - ... : bound <= 2^31, wraps otherwise).
-inline V reduce_below(V x, V bound) { return _mm256_min_epu32(x, _mm256_sub_epi32(x, bound)); }
-
-// y w mod q in [0, 2q) for any y (Shoup): ws = floor(w 2^32 / q), one value
-// per lane. ws_odd holds the odd lanes' constants in the low halves.
-// Odd lanes are moved to even positions by shuffles (port 5) rather than
-// shifts, which would compete with the multiplies for ports 0 and 1.
-inline V odd_to_even(V x) { return _mm256_shuffle_epi32(x, 0xF5); }
-inline V mul_shoup(V y, V w, V ws, V ws_odd, V q) {
-  const V even = odd_to_even(_mm256_mul_epu32(y, ws));
-  const V odd = _mm256_mul_epu32(odd_to_even(y), ws_odd);
-  const V hi = _mm256_blend_epi32(even, odd, 0xAA);
-  return _mm256_sub_epi32(_mm256_mullo_epi32(y, w), _mm256_mullo_epi32(hi, q));
-}
-
-struct Twiddle {
-  V w, ws, ws_odd;
+// Eight 32-bit lanes (ntt32_stages.h's lane type).
+struct Avx2Lanes {
+  using V = __m256i;
+  static constexpr std::size_t width = 8;
+  static V load(const u32* p) { return _mm256_loadu_si256(reinterpret_cast<const V*>(p)); }
+  static void store(u32* p, V v) { _mm256_storeu_si256(reinterpret_cast<V*>(p), v); }
+  static V splat(u32 x) { return _mm256_set1_epi32(static_cast<int>(x)); }
+  static V add(V x, V y) { return _mm256_add_epi32(x, y); }
+  static V sub(V x, V y) { return _mm256_sub_epi32(x, y); }
+  // x - bound if x >= bound (bound <= 2^31: an x below bound wraps above x).
+  static V reduce_below(V x, V bound) { return _mm256_min_epu32(x, _mm256_sub_epi32(x, bound)); }
+  // Odd lanes to even positions by a shuffle (port 5) rather than a shift,
+  // which would compete with the multiplies for ports 0 and 1.
+  static V odd_to_even(V x) { return _mm256_shuffle_epi32(x, 0xF5); }
+  // y w mod q in [0, 2q) for any y (Shoup): ws = floor(w 2^32 / q), one value
+  // per lane; ws_odd holds the odd lanes' constants in the low halves.
+  static V mul_shoup(V y, V w, V ws, V ws_odd, V q) {
+    const V even = odd_to_even(_mm256_mul_epu32(y, ws));
+    const V odd = _mm256_mul_epu32(odd_to_even(y), ws_odd);
+    const V hi = _mm256_blend_epi32(even, odd, 0xAA);
+    return _mm256_sub_epi32(_mm256_mullo_epi32(y, w), _mm256_mullo_epi32(hi, q));
+  }
 };
-inline Twiddle splat_twiddle(u32 w, u32 ws) { return {splat(w), splat(ws), splat(ws)}; }
-inline Twiddle lane_twiddle(const u32* w, const u32* ws) {
-  const V s = load(ws);
-  return {load(w), s, odd_to_even(s)};
-}
+using L = Avx2Lanes;
 
-// Harvey's butterflies. CT: x, y in [0, 4q) -> [0, 4q).
-inline void ct(V& x, V& y, const Twiddle& t, V q, V two_q) {
-  x = reduce_below(x, two_q);
-  const V p = mul_shoup(y, t.w, t.ws, t.ws_odd, q);
-  y = _mm256_sub_epi32(_mm256_add_epi32(x, two_q), p);
-  x = _mm256_add_epi32(x, p);
-}
-// GS: x, y in [0, 2q) -> [0, 2q).
-inline void gs(V& x, V& y, const Twiddle& t, V q, V two_q) {
-  const V d = _mm256_sub_epi32(_mm256_add_epi32(x, two_q), y);
-  x = reduce_below(_mm256_add_epi32(x, y), two_q);
-  y = mul_shoup(d, t.w, t.ws, t.ws_odd, q);
-}
+inline Twiddle<L> lane_twiddle(const u32* w, const u32* ws) { return make_twiddle<L>(L::load(w), L::load(ws)); }
 
 inline void transpose8(V r[8]) {
   const V t0 = _mm256_unpacklo_epi32(r[0], r[1]), t1 = _mm256_unpackhi_epi32(r[0], r[1]);
@@ -202,125 +190,51 @@ inline void transpose8(V r[8]) {
 }  // namespace
 
 void Ntt32::forward_avx2(u32* a) const {
-  const V q = splat(q_), two_q = splat(2 * q_);
-  // The stages with t >= 8 two at a time (radix 4: one load and store of
-  // four vectors for two butterflies each), the last odd one alone.
-  std::size_t t = n_ / 2, m = 1;
-  for (; t >= 16; m *= 4, t /= 4) {
-    const std::size_t h = t / 2;
-    for (std::size_t i = 0; i < m; ++i) {
-      const Twiddle wa = splat_twiddle(fwd_[m + i], fwd_shoup_[m + i]);
-      const Twiddle wb0 = splat_twiddle(fwd_[2 * m + 2 * i], fwd_shoup_[2 * m + 2 * i]);
-      const Twiddle wb1 = splat_twiddle(fwd_[2 * m + 2 * i + 1], fwd_shoup_[2 * m + 2 * i + 1]);
-      u32* x = a + 2 * i * t;
-      for (std::size_t j = 0; j < h; j += 8) {
-        V x0 = load(x + j), x1 = load(x + h + j), x2 = load(x + t + j), x3 = load(x + t + h + j);
-        ct(x0, x2, wa, q, two_q);
-        ct(x1, x3, wa, q, two_q);
-        ct(x0, x1, wb0, q, two_q);
-        ct(x2, x3, wb1, q, two_q);
-        store(x + j, x0), store(x + h + j, x1), store(x + t + j, x2), store(x + t + h + j, x3);
-      }
-    }
-  }
-  if (t == 8) {
-    for (std::size_t i = 0; i < m; ++i) {
-      const Twiddle w = splat_twiddle(fwd_[m + i], fwd_shoup_[m + i]);
-      u32* x = a + 2 * i * t;
-      V vx = load(x), vy = load(x + 8);
-      ct(vx, vy, w, q, two_q);
-      store(x, vx), store(x + 8, vy);
-    }
-  }
+  const V q = L::splat(q_), two_q = L::splat(2 * q_);
+  forward_wide_stages<L>(a, n_, fwd_.data(), fwd_shoup_.data(), q, two_q);
+  // The in-block stages t = 4, 2, 1, one block of 64 at a time.
   for (std::size_t b = 0; b < n_ / 64; ++b) {
     u32* block = a + 64 * b;
     V w[8];
-    for (int k = 0; k < 8; ++k) w[k] = load(block + 8 * k);
+    for (int k = 0; k < 8; ++k) w[k] = L::load(block + 8 * k);
     transpose8(w);  // w[j] lane k = index 64 b + 8 k + j
-    const Twiddle t4 = lane_twiddle(&f4_[b * 8], &f4s_[b * 8]);
-    for (int j = 0; j < 4; ++j) ct(w[j], w[j + 4], t4, q, two_q);
+    const Twiddle<L> t4 = lane_twiddle(&f4_[b * 8], &f4s_[b * 8]);
+    for (int j = 0; j < 4; ++j) ct<L>(w[j], w[j + 4], t4, q, two_q);
     for (int p = 0; p < 2; ++p) {
-      const Twiddle t2 = lane_twiddle(&f2_[(b * 2 + p) * 8], &f2s_[(b * 2 + p) * 8]);
-      ct(w[4 * p], w[4 * p + 2], t2, q, two_q);
-      ct(w[4 * p + 1], w[4 * p + 3], t2, q, two_q);
+      const Twiddle<L> t2 = lane_twiddle(&f2_[(b * 2 + p) * 8], &f2s_[(b * 2 + p) * 8]);
+      ct<L>(w[4 * p], w[4 * p + 2], t2, q, two_q);
+      ct<L>(w[4 * p + 1], w[4 * p + 3], t2, q, two_q);
     }
     for (int p = 0; p < 4; ++p) {
-      const Twiddle t1 = lane_twiddle(&f1_[(b * 4 + p) * 8], &f1s_[(b * 4 + p) * 8]);
-      ct(w[2 * p], w[2 * p + 1], t1, q, two_q);
+      const Twiddle<L> t1 = lane_twiddle(&f1_[(b * 4 + p) * 8], &f1s_[(b * 4 + p) * 8]);
+      ct<L>(w[2 * p], w[2 * p + 1], t1, q, two_q);
     }
-    for (int j = 0; j < 8; ++j) store(block + 8 * j, reduce_below(reduce_below(w[j], two_q), q));
+    for (int j = 0; j < 8; ++j) L::store(block + 8 * j, L::reduce_below(L::reduce_below(w[j], two_q), q));
   }
 }
 
 void Ntt32::inverse_avx2(u32* a, u32* accumulate) const {
-  const V q = splat(q_), two_q = splat(2 * q_);
+  const V q = L::splat(q_), two_q = L::splat(2 * q_);
   for (std::size_t b = 0; b < n_ / 64; ++b) {
     u32* block = a + 64 * b;
     V w[8];
-    for (int j = 0; j < 8; ++j) w[j] = load(block + 8 * j);  // w[j] lane k = index 64 b + 8 k + j
+    for (int j = 0; j < 8; ++j) w[j] = L::load(block + 8 * j);  // w[j] lane k = index 64 b + 8 k + j
     for (int p = 0; p < 4; ++p) {
-      const Twiddle t1 = lane_twiddle(&i1_[(b * 4 + p) * 8], &i1s_[(b * 4 + p) * 8]);
-      gs(w[2 * p], w[2 * p + 1], t1, q, two_q);
+      const Twiddle<L> t1 = lane_twiddle(&i1_[(b * 4 + p) * 8], &i1s_[(b * 4 + p) * 8]);
+      gs<L>(w[2 * p], w[2 * p + 1], t1, q, two_q);
     }
     for (int p = 0; p < 2; ++p) {
-      const Twiddle t2 = lane_twiddle(&i2_[(b * 2 + p) * 8], &i2s_[(b * 2 + p) * 8]);
-      gs(w[4 * p], w[4 * p + 2], t2, q, two_q);
-      gs(w[4 * p + 1], w[4 * p + 3], t2, q, two_q);
+      const Twiddle<L> t2 = lane_twiddle(&i2_[(b * 2 + p) * 8], &i2s_[(b * 2 + p) * 8]);
+      gs<L>(w[4 * p], w[4 * p + 2], t2, q, two_q);
+      gs<L>(w[4 * p + 1], w[4 * p + 3], t2, q, two_q);
     }
-    const Twiddle t4 = lane_twiddle(&i4_[b * 8], &i4s_[b * 8]);
-    for (int j = 0; j < 4; ++j) gs(w[j], w[j + 4], t4, q, two_q);
+    const Twiddle<L> t4 = lane_twiddle(&i4_[b * 8], &i4s_[b * 8]);
+    for (int j = 0; j < 4; ++j) gs<L>(w[j], w[j + 4], t4, q, two_q);
     transpose8(w);
-    for (int k = 0; k < 8; ++k) store(block + 8 * k, w[k]);
+    for (int k = 0; k < 8; ++k) L::store(block + 8 * k, w[k]);
   }
-  // Stages t = 8 ... N/4 two at a time (radix 4), an odd one alone.
-  std::size_t t = 8, m = n_ / 16;
-  for (; m >= 4; m /= 4, t *= 4) {
-    for (std::size_t g = 0; g < m / 2; ++g) {
-      const Twiddle wa0 = splat_twiddle(inv_[m + 2 * g], inv_shoup_[m + 2 * g]);
-      const Twiddle wa1 = splat_twiddle(inv_[m + 2 * g + 1], inv_shoup_[m + 2 * g + 1]);
-      const Twiddle wb = splat_twiddle(inv_[m / 2 + g], inv_shoup_[m / 2 + g]);
-      u32* x = a + 4 * g * t;
-      for (std::size_t j = 0; j < t; j += 8) {
-        V x0 = load(x + j), x1 = load(x + t + j), x2 = load(x + 2 * t + j), x3 = load(x + 3 * t + j);
-        gs(x0, x1, wa0, q, two_q);
-        gs(x2, x3, wa1, q, two_q);
-        gs(x0, x2, wb, q, two_q);
-        gs(x1, x3, wb, q, two_q);
-        store(x + j, x0), store(x + t + j, x1), store(x + 2 * t + j, x2), store(x + 3 * t + j, x3);
-      }
-    }
-  }
-  if (m == 2) {
-    for (std::size_t i = 0; i < 2; ++i) {
-      const Twiddle w = splat_twiddle(inv_[2 + i], inv_shoup_[2 + i]);
-      u32* x = a + 2 * i * t;
-      for (std::size_t j = 0; j < t; j += 8) {
-        V vx = load(x + j), vy = load(x + t + j);
-        gs(vx, vy, w, q, two_q);
-        store(x + j, vx), store(x + t + j, vy);
-      }
-    }
-  }
-  // Last stage (t = N/2) with 1/N folded in; outputs reduced below q.
-  const Twiddle scale = splat_twiddle(n_inv_, n_inv_shoup_);
-  const Twiddle last = splat_twiddle(last_n_inv_, last_n_inv_shoup_);
-  u32* x = a;
-  u32* y = a + n_ / 2;
-  u32* ax = accumulate == nullptr ? x : accumulate;
-  u32* ay = ax + n_ / 2;
-  for (std::size_t j = 0; j < n_ / 2; j += 8) {
-    const V vx = load(x + j), vy = load(y + j);
-    const V s = _mm256_add_epi32(vx, vy);
-    const V d = _mm256_sub_epi32(_mm256_add_epi32(vx, two_q), vy);
-    V rx = reduce_below(mul_shoup(s, scale.w, scale.ws, scale.ws_odd, q), q);
-    V ry = reduce_below(mul_shoup(d, last.w, last.ws, last.ws_odd, q), q);
-    if (accumulate != nullptr) {
-      rx = reduce_below(_mm256_add_epi32(rx, load(ax + j)), q);
-      ry = reduce_below(_mm256_add_epi32(ry, load(ay + j)), q);
-    }
-    store(ax + j, rx);
-    store(ay + j, ry);
-  }
+  inverse_wide_stages<L>(a, n_, inv_.data(), inv_shoup_.data(), q, two_q);
+  inverse_last_stage<L>(a, accumulate, n_, n_inv_, n_inv_shoup_, last_n_inv_, last_n_inv_shoup_, q, two_q);
 }
 
 #else

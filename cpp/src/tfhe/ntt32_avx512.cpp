@@ -9,10 +9,14 @@
 #include <immintrin.h>
 
 // GCC 12's AVX-512 headers start some intrinsics from _mm512_undefined_*,
-// which -Wmaybe-uninitialized reports once they are inlined here.
+// which -Wmaybe-uninitialized (-Wuninitialized once inlined through the
+// shared stage templates) reports here.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #define RF_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
+#define RF_NTT32_TARGET RF_AVX512
+#include "ntt32_stages.h"
 
 namespace ringfire::tfhe {
 
@@ -20,9 +24,26 @@ namespace {
 
 using Z = __m512i;
 
-RF_AVX512 inline Z load(const u32* p) { return _mm512_loadu_si512(p); }
-RF_AVX512 inline void store(u32* p, Z v) { _mm512_storeu_si512(p, v); }
-RF_AVX512 inline Z splat(u32 x) { return _mm512_set1_epi32(static_cast<int>(x)); }
+// Sixteen 32-bit lanes (ntt32_stages.h's lane type).
+struct Avx512Lanes {
+  using V = __m512i;
+  static constexpr std::size_t width = 16;
+  RF_AVX512 static V load(const u32* p) { return _mm512_loadu_si512(p); }
+  RF_AVX512 static void store(u32* p, V v) { _mm512_storeu_si512(p, v); }
+  RF_AVX512 static V splat(u32 x) { return _mm512_set1_epi32(static_cast<int>(x)); }
+  RF_AVX512 static V add(V x, V y) { return _mm512_add_epi32(x, y); }
+  RF_AVX512 static V sub(V x, V y) { return _mm512_sub_epi32(x, y); }
+  RF_AVX512 static V reduce_below(V x, V bound) { return _mm512_min_epu32(x, _mm512_sub_epi32(x, bound)); }
+  RF_AVX512 static V odd_to_even(V x) { return _mm512_shuffle_epi32(x, static_cast<_MM_PERM_ENUM>(0xF5)); }
+  RF_AVX512 static V mul_shoup(V y, V w, V ws, V ws_odd, V q) {
+    const V even = odd_to_even(_mm512_mul_epu32(y, ws));
+    const V odd = _mm512_mul_epu32(odd_to_even(y), ws_odd);
+    const V hi = _mm512_mask_blend_epi32(0xAAAA, even, odd);
+    return _mm512_sub_epi32(_mm512_mullo_epi32(y, w), _mm512_mullo_epi32(hi, q));
+  }
+};
+using L = Avx512Lanes;
+
 // Two blocks' rows: p0 in the low half, p1 in the high half.
 RF_AVX512 inline Z load_halves(const u32* p0, const u32* p1) {
   return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p0))),
@@ -32,35 +53,9 @@ RF_AVX512 inline void store_halves(u32* p0, u32* p1, Z v) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p0), _mm512_castsi512_si256(v));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p1), _mm512_extracti64x4_epi64(v, 1));
 }
-RF_AVX512 inline Z reduce_below(Z x, Z bound) { return _mm512_min_epu32(x, _mm512_sub_epi32(x, bound)); }
-RF_AVX512 inline Z odd_to_even(Z x) { return _mm512_shuffle_epi32(x, static_cast<_MM_PERM_ENUM>(0xF5)); }
-RF_AVX512 inline Z mul_shoup(Z y, Z w, Z ws, Z ws_odd, Z q) {
-  const Z even = odd_to_even(_mm512_mul_epu32(y, ws));
-  const Z odd = _mm512_mul_epu32(odd_to_even(y), ws_odd);
-  const Z hi = _mm512_mask_blend_epi32(0xAAAA, even, odd);
-  return _mm512_sub_epi32(_mm512_mullo_epi32(y, w), _mm512_mullo_epi32(hi, q));
-}
-
-struct Twiddle {
-  Z w, ws, ws_odd;
-};
-RF_AVX512 inline Twiddle splat_twiddle(u32 w, u32 ws) { return {splat(w), splat(ws), splat(ws)}; }
-RF_AVX512 inline Twiddle make_twiddle(Z w, Z ws) { return {w, ws, odd_to_even(ws)}; }
 // [a x 8 | b x 8]
 RF_AVX512 inline Z splat_halves(u32 a, u32 b) {
   return _mm512_inserti64x4(_mm512_set1_epi32(static_cast<int>(a)), _mm256_set1_epi32(static_cast<int>(b)), 1);
-}
-
-RF_AVX512 inline void ct(Z& x, Z& y, const Twiddle& t, Z q, Z two_q) {
-  x = reduce_below(x, two_q);
-  const Z p = mul_shoup(y, t.w, t.ws, t.ws_odd, q);
-  y = _mm512_sub_epi32(_mm512_add_epi32(x, two_q), p);
-  x = _mm512_add_epi32(x, p);
-}
-RF_AVX512 inline void gs(Z& x, Z& y, const Twiddle& t, Z q, Z two_q) {
-  const Z d = _mm512_sub_epi32(_mm512_add_epi32(x, two_q), y);
-  x = reduce_below(_mm512_add_epi32(x, y), two_q);
-  y = mul_shoup(d, t.w, t.ws, t.ws_odd, q);
 }
 
 // An 8 x 8 transpose in each 256-bit half (AVX2's transpose8, two at once).
@@ -93,49 +88,22 @@ template <bool Forward>
 RF_AVX512 inline void eight_word_stage(u32* a, std::size_t m, const u32* w, const u32* ws, Z q, Z two_q) {
   for (std::size_t i = 0; i < m; i += 2) {
     u32* p = a + 16 * i;
-    const Z z0 = load(p), z1 = load(p + 16);
+    const Z z0 = L::load(p), z1 = L::load(p + 16);
     Z x = _mm512_shuffle_i64x2(z0, z1, _MM_SHUFFLE(1, 0, 1, 0));
     Z y = _mm512_shuffle_i64x2(z0, z1, _MM_SHUFFLE(3, 2, 3, 2));
-    const Twiddle t = make_twiddle(splat_halves(w[m + i], w[m + i + 1]), splat_halves(ws[m + i], ws[m + i + 1]));
-    if constexpr (Forward) ct(x, y, t, q, two_q);
-    else gs(x, y, t, q, two_q);
-    store(p, _mm512_shuffle_i64x2(x, y, _MM_SHUFFLE(1, 0, 1, 0)));
-    store(p + 16, _mm512_shuffle_i64x2(x, y, _MM_SHUFFLE(3, 2, 3, 2)));
+    const Twiddle<L> t = make_twiddle<L>(splat_halves(w[m + i], w[m + i + 1]), splat_halves(ws[m + i], ws[m + i + 1]));
+    if constexpr (Forward) ct<L>(x, y, t, q, two_q);
+    else gs<L>(x, y, t, q, two_q);
+    L::store(p, _mm512_shuffle_i64x2(x, y, _MM_SHUFFLE(1, 0, 1, 0)));
+    L::store(p + 16, _mm512_shuffle_i64x2(x, y, _MM_SHUFFLE(3, 2, 3, 2)));
   }
 }
 
 }  // namespace
 
 RF_AVX512 void Ntt32::forward_avx512(u32* a) const {
-  const Z q = splat(q_), two_q = splat(2 * q_);
-  std::size_t t = n_ / 2, m = 1;
-  for (; t >= 32; m *= 4, t /= 4) {  // radix 4 while both stages have t >= 16
-    const std::size_t h = t / 2;
-    for (std::size_t i = 0; i < m; ++i) {
-      const Twiddle wa = splat_twiddle(fwd_[m + i], fwd_shoup_[m + i]);
-      const Twiddle wb0 = splat_twiddle(fwd_[2 * m + 2 * i], fwd_shoup_[2 * m + 2 * i]);
-      const Twiddle wb1 = splat_twiddle(fwd_[2 * m + 2 * i + 1], fwd_shoup_[2 * m + 2 * i + 1]);
-      u32* x = a + 2 * i * t;
-      for (std::size_t j = 0; j < h; j += 16) {
-        Z x0 = load(x + j), x1 = load(x + h + j), x2 = load(x + t + j), x3 = load(x + t + h + j);
-        ct(x0, x2, wa, q, two_q);
-        ct(x1, x3, wa, q, two_q);
-        ct(x0, x1, wb0, q, two_q);
-        ct(x2, x3, wb1, q, two_q);
-        store(x + j, x0), store(x + h + j, x1), store(x + t + j, x2), store(x + t + h + j, x3);
-      }
-    }
-  }
-  if (t == 16) {
-    for (std::size_t i = 0; i < m; ++i) {
-      const Twiddle w = splat_twiddle(fwd_[m + i], fwd_shoup_[m + i]);
-      u32* x = a + 32 * i;
-      Z vx = load(x), vy = load(x + 16);
-      ct(vx, vy, w, q, two_q);
-      store(x, vx), store(x + 16, vy);
-    }
-    m *= 2, t = 8;
-  }
+  const Z q = L::splat(q_), two_q = L::splat(2 * q_);
+  const std::size_t m = forward_wide_stages<L>(a, n_, fwd_.data(), fwd_shoup_.data(), q, two_q);
   // t = 8: groups of 16 (x: 8 words, y: 8 words), two groups per register.
   eight_word_stage<true>(a, m, fwd_.data(), fwd_shoup_.data(), q, two_q);
   // The in-block stages t = 4, 2, 1 on blocks b (low halves) and b + 1.
@@ -145,25 +113,25 @@ RF_AVX512 void Ntt32::forward_avx512(u32* a) const {
     Z w[8];
     for (int k = 0; k < 8; ++k) w[k] = load_halves(b0 + 8 * k, b1 + 8 * k);
     transpose8x2(w);
-    const Twiddle t4 = make_twiddle(load(&f4_[b * 8]), load(&f4s_[b * 8]));
-    for (int j = 0; j < 4; ++j) ct(w[j], w[j + 4], t4, q, two_q);
+    const Twiddle<L> t4 = make_twiddle<L>(L::load(&f4_[b * 8]), L::load(&f4s_[b * 8]));
+    for (int j = 0; j < 4; ++j) ct<L>(w[j], w[j + 4], t4, q, two_q);
     for (int p = 0; p < 2; ++p) {
       const std::size_t o0 = (b * 2 + p) * 8, o1 = ((b + 1) * 2 + p) * 8;
-      const Twiddle t2 = make_twiddle(load_halves(&f2_[o0], &f2_[o1]), load_halves(&f2s_[o0], &f2s_[o1]));
-      ct(w[4 * p], w[4 * p + 2], t2, q, two_q);
-      ct(w[4 * p + 1], w[4 * p + 3], t2, q, two_q);
+      const Twiddle<L> t2 = make_twiddle<L>(load_halves(&f2_[o0], &f2_[o1]), load_halves(&f2s_[o0], &f2s_[o1]));
+      ct<L>(w[4 * p], w[4 * p + 2], t2, q, two_q);
+      ct<L>(w[4 * p + 1], w[4 * p + 3], t2, q, two_q);
     }
     for (int p = 0; p < 4; ++p) {
       const std::size_t o0 = (b * 4 + p) * 8, o1 = ((b + 1) * 4 + p) * 8;
-      const Twiddle t1 = make_twiddle(load_halves(&f1_[o0], &f1_[o1]), load_halves(&f1s_[o0], &f1s_[o1]));
-      ct(w[2 * p], w[2 * p + 1], t1, q, two_q);
+      const Twiddle<L> t1 = make_twiddle<L>(load_halves(&f1_[o0], &f1_[o1]), load_halves(&f1s_[o0], &f1s_[o1]));
+      ct<L>(w[2 * p], w[2 * p + 1], t1, q, two_q);
     }
-    for (int j = 0; j < 8; ++j) store_halves(b0 + 8 * j, b1 + 8 * j, reduce_below(reduce_below(w[j], two_q), q));
+    for (int j = 0; j < 8; ++j) store_halves(b0 + 8 * j, b1 + 8 * j, L::reduce_below(L::reduce_below(w[j], two_q), q));
   }
 }
 
 RF_AVX512 void Ntt32::inverse_avx512(u32* a, u32* accumulate) const {
-  const Z q = splat(q_), two_q = splat(2 * q_);
+  const Z q = L::splat(q_), two_q = L::splat(2 * q_);
   for (std::size_t b = 0; b < n_ / 64; b += 2) {
     u32* b0 = a + 64 * b;
     u32* b1 = b0 + 64;
@@ -171,71 +139,24 @@ RF_AVX512 void Ntt32::inverse_avx512(u32* a, u32* accumulate) const {
     for (int j = 0; j < 8; ++j) w[j] = load_halves(b0 + 8 * j, b1 + 8 * j);
     for (int p = 0; p < 4; ++p) {
       const std::size_t o0 = (b * 4 + p) * 8, o1 = ((b + 1) * 4 + p) * 8;
-      const Twiddle t1 = make_twiddle(load_halves(&i1_[o0], &i1_[o1]), load_halves(&i1s_[o0], &i1s_[o1]));
-      gs(w[2 * p], w[2 * p + 1], t1, q, two_q);
+      const Twiddle<L> t1 = make_twiddle<L>(load_halves(&i1_[o0], &i1_[o1]), load_halves(&i1s_[o0], &i1s_[o1]));
+      gs<L>(w[2 * p], w[2 * p + 1], t1, q, two_q);
     }
     for (int p = 0; p < 2; ++p) {
       const std::size_t o0 = (b * 2 + p) * 8, o1 = ((b + 1) * 2 + p) * 8;
-      const Twiddle t2 = make_twiddle(load_halves(&i2_[o0], &i2_[o1]), load_halves(&i2s_[o0], &i2s_[o1]));
-      gs(w[4 * p], w[4 * p + 2], t2, q, two_q);
-      gs(w[4 * p + 1], w[4 * p + 3], t2, q, two_q);
+      const Twiddle<L> t2 = make_twiddle<L>(load_halves(&i2_[o0], &i2_[o1]), load_halves(&i2s_[o0], &i2s_[o1]));
+      gs<L>(w[4 * p], w[4 * p + 2], t2, q, two_q);
+      gs<L>(w[4 * p + 1], w[4 * p + 3], t2, q, two_q);
     }
-    const Twiddle t4 = make_twiddle(load(&i4_[b * 8]), load(&i4s_[b * 8]));
-    for (int j = 0; j < 4; ++j) gs(w[j], w[j + 4], t4, q, two_q);
+    const Twiddle<L> t4 = make_twiddle<L>(L::load(&i4_[b * 8]), L::load(&i4s_[b * 8]));
+    for (int j = 0; j < 4; ++j) gs<L>(w[j], w[j + 4], t4, q, two_q);
     transpose8x2(w);
     for (int k = 0; k < 8; ++k) store_halves(b0 + 8 * k, b1 + 8 * k, w[k]);
   }
-  // t = 8 (m = N/16 groups), two groups per register.
-  std::size_t m = n_ / 16, t = 8;
-  eight_word_stage<false>(a, m, inv_.data(), inv_shoup_.data(), q, two_q);
-  m /= 2, t = 16;
-  for (; m >= 4; m /= 4, t *= 4) {  // radix 4
-    for (std::size_t g = 0; g < m / 2; ++g) {
-      const Twiddle wa0 = splat_twiddle(inv_[m + 2 * g], inv_shoup_[m + 2 * g]);
-      const Twiddle wa1 = splat_twiddle(inv_[m + 2 * g + 1], inv_shoup_[m + 2 * g + 1]);
-      const Twiddle wb = splat_twiddle(inv_[m / 2 + g], inv_shoup_[m / 2 + g]);
-      u32* x = a + 4 * g * t;
-      for (std::size_t j = 0; j < t; j += 16) {
-        Z x0 = load(x + j), x1 = load(x + t + j), x2 = load(x + 2 * t + j), x3 = load(x + 3 * t + j);
-        gs(x0, x1, wa0, q, two_q);
-        gs(x2, x3, wa1, q, two_q);
-        gs(x0, x2, wb, q, two_q);
-        gs(x1, x3, wb, q, two_q);
-        store(x + j, x0), store(x + t + j, x1), store(x + 2 * t + j, x2), store(x + 3 * t + j, x3);
-      }
-    }
-  }
-  if (m == 2) {
-    for (std::size_t i = 0; i < 2; ++i) {
-      const Twiddle w = splat_twiddle(inv_[2 + i], inv_shoup_[2 + i]);
-      u32* x = a + 2 * i * t;
-      for (std::size_t j = 0; j < t; j += 16) {
-        Z vx = load(x + j), vy = load(x + t + j);
-        gs(vx, vy, w, q, two_q);
-        store(x + j, vx), store(x + t + j, vy);
-      }
-    }
-  }
-  // Last stage (t = N/2) with 1/N folded in, optionally added into accumulate.
-  const Twiddle scale = splat_twiddle(n_inv_, n_inv_shoup_);
-  const Twiddle last = splat_twiddle(last_n_inv_, last_n_inv_shoup_);
-  u32* x = a;
-  u32* y = a + n_ / 2;
-  u32* ax = accumulate == nullptr ? x : accumulate;
-  u32* ay = ax + n_ / 2;
-  for (std::size_t j = 0; j < n_ / 2; j += 16) {
-    const Z vx = load(x + j), vy = load(y + j);
-    const Z s = _mm512_add_epi32(vx, vy);
-    const Z d = _mm512_sub_epi32(_mm512_add_epi32(vx, two_q), vy);
-    Z rx = reduce_below(mul_shoup(s, scale.w, scale.ws, scale.ws_odd, q), q);
-    Z ry = reduce_below(mul_shoup(d, last.w, last.ws, last.ws_odd, q), q);
-    if (accumulate != nullptr) {
-      rx = reduce_below(_mm512_add_epi32(rx, load(ax + j)), q);
-      ry = reduce_below(_mm512_add_epi32(ry, load(ay + j)), q);
-    }
-    store(ax + j, rx);
-    store(ay + j, ry);
-  }
+  // t = 8 (m = N/16 groups), two groups per register, then the stages from t = 16 on.
+  eight_word_stage<false>(a, n_ / 16, inv_.data(), inv_shoup_.data(), q, two_q);
+  inverse_wide_stages<L>(a, n_, inv_.data(), inv_shoup_.data(), q, two_q);
+  inverse_last_stage<L>(a, accumulate, n_, n_inv_, n_inv_shoup_, last_n_inv_, last_n_inv_shoup_, q, two_q);
 }
 
 }  // namespace ringfire::tfhe
