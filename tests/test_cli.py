@@ -16,6 +16,24 @@ def run(*args):
 def test_demo_json_reports_success():
     report = json.loads(run("demo", "--json"))
     assert report["ok"] is True
+    # The encrypted CNN agrees with the same network in NumPy on every image, and most are right.
+    assert report["digits_agree"] == report["digits_images"] == 64
+    assert report["digits_correct"] >= 58 and report["digits_max_logit_error"] < 1e-3
+    assert report["bootstrap_bits"] > 15 and report["ckks_bits"] > 15
+    assert report["bgv_dot_exact"] and report["tfhe_nand_exact"]
+    assert report["seconds"] < 60  # the bound on two cores
+
+
+def test_demo_prints_one_line_per_step():
+    text = run("demo")
+    steps = [line for line in text.splitlines() if line[:1].isdigit()]
+    assert len(steps) == 5 and all(" s] " in line for line in steps)
+    assert "All checks passed" in text
+
+
+def test_demo_tour_keeps_the_foundations():
+    report = json.loads(run("demo", "--tour", "--json"))
+    assert report["ok"] is True
     assert report["poly_mul_exact"] and report["ntt_round_trip_exact"] and report["crt_exact"]
 
 

@@ -115,6 +115,9 @@ def cmd_bench(args) -> int:
 
 
 def cmd_demo(args) -> int:
+    if args.tour:
+        from .demo_tour import run_tour
+        return run_tour(json_output=args.json)
     from .demo import run_demo
     return run_demo(json_output=args.json)
 
@@ -138,8 +141,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = p.add_subparsers(dest="command", required=True)
 
-    demo = sub.add_parser("demo", help="a short end-to-end tour (CPU, a few seconds)")
+    demo = sub.add_parser("demo", help="what ringfire is for: encrypted inference, a bootstrap, exact BGV, "
+                                       "TFHE gates, CKKS (CPU, seconds)")
     demo.add_argument("--json", action="store_true", help="machine-readable output")
+    demo.add_argument("--tour", action="store_true", help="the foundations instead: primes, NTT, CRT, reductions")
     demo.set_defaults(func=cmd_demo)
 
     info = sub.add_parser("info", help="build and machine information")
