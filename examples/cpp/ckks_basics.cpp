@@ -4,6 +4,7 @@
 //
 //   cmake -S . -B build -DRINGFIRE_BUILD_TESTS=ON && cmake --build build
 //   ./build/examples/cpp/ckks_basics
+// or against an installed package (docs/cpp.md): examples/cpp/CMakeLists.txt.
 #include <cmath>
 #include <complex>
 #include <cstdio>
