@@ -6,7 +6,7 @@
     python benchmarks/bgv_vs_peers.py --sets N14 --schemes bfv --threads 1 --repeat 3
     python benchmarks/bgv_vs_peers.py --json --out results.json
 
-Every library runs the routines of ``ringfire bench bgv|bfv`` (ringfire/bench_bgv.py:
+Every library runs the routines of ``ringfire bench bgv|bfv`` (ringfire/bench/bgv.py:
 keygen, encrypt, decrypt, MulRelin, Rotate) on the same ring degree, plaintext modulus
 (t = 786433) and multiplicative depth (5, 12, 25 at N = 2^14, 2^15, 2^16):
 ringfire with the chain ``depth=`` chooses; SEAL on that same chain with one special
@@ -66,7 +66,7 @@ def run_peer(label, python, script, args):
 
 def run_ringfire(scheme, n, depth, config, threads, repeat):
     import ringfire as rf
-    from ringfire import bench_bgv
+    from ringfire.bench import bgv as bench_bgv
 
     rf.set_num_threads(threads)
     module = rf.bfv if scheme == "bfv" else rf.bgv
@@ -122,7 +122,7 @@ def table(scheme, name, threads, docs):
 
 
 def main():
-    from ringfire import bench_bgv
+    from ringfire.bench import bgv as bench_bgv
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sets", default="N14,N15,N16")

@@ -503,7 +503,7 @@ def test_n16_boot_slots_to_coeffs_first():
 
 @pytest.mark.parametrize("stc_first", [False, True])
 def test_bench_bootstrap_reports_phases_and_both_precisions(stc_first):
-    from ringfire.bench_bootstrap import bench_bootstrap
+    from ringfire.bench.bootstrap import bench_bootstrap
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         rows = {r["measure"].strip(): r["value"]

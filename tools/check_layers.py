@@ -20,7 +20,7 @@ Python (python/ringfire/):
 
     _core, _checks, _progress, _cpu -> arith, arith128, ring, cuda, io, memory, tracing -> rlwe, costing,
         memory_guard, parallel -> ckks, bgv, tfhe (side by side) -> bfv (a mode of bgv) -> nn, rpu, apps (side by
-        side) -> bench, bench_ckks, demo, demo_tour, trace_cli, distributed -> serve -> cli -> __main__, the package
+        side) -> bench, distributed -> serve -> cli -> __main__, the package
 
 * a module imports only from its own package or from lower ranks;
 * no module reaches into another package's private names: an attribute
@@ -54,8 +54,7 @@ PY_RANK = {
     "ckks": 3, "bgv": 3, "tfhe": 3,
     "bfv": 4,
     "nn": 5, "rpu": 5, "apps": 5,
-    "bench": 6, "bench_ckks": 6, "bench_bootstrap": 6, "bench_bgv": 6, "bench_tfhe": 6, "demo": 6, "demo_tour": 6, "trace_cli": 6,
-    "distributed": 6,
+    "bench": 6, "distributed": 6,
     "serve": 7,
     "cli": 8,
     "__main__": 9, "__init__": 9,

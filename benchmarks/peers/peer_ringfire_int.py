@@ -4,7 +4,7 @@
     python benchmarks/peers/peer_ringfire_int.py --scheme bfv --n 16384 --coeff-bits 60,40,40,40,40,40 --json
 
 The routines and configurations are those of ``ringfire bench bgv|bfv``
-(ringfire/bench_bgv.py): ``default`` = the chain and key switching
+(ringfire/bench/bgv.py): ``default`` = the chain and key switching
 ``Context(depth=--depth)`` chooses; ``best`` = the same (ringfire's default is its
 fastest shape). Threads: ``--threads`` sets ringfire's pool.
 """
@@ -19,7 +19,7 @@ C.pin_threads()
 
 def run_ours(args):
     import ringfire as rf
-    from ringfire import bench_bgv
+    from ringfire.bench import bgv as bench_bgv
 
     rf.set_num_threads(args.threads)
     rep = C.Report("ringfire", rf.__version__, args)

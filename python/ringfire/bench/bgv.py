@@ -33,7 +33,7 @@ import time
 
 import numpy as np
 
-from .bgv.chains import chain_for_depth
+from ..bgv.chains import chain_for_depth
 
 PLAIN_MODULUS = 786433  # 3 * 2^18 + 1: batches every N up to 2^17
 SETS = {"N14": (2**14, 5), "N15": (2**15, 12), "N16": (2**16, 25)}  # (N, depth)
@@ -104,7 +104,7 @@ def time_routines(ctx, repeat: int, seed: int = 1234) -> tuple[dict, dict]:
 
 def bench_integer(scheme: str, sets, configs=CONFIGS, repeat: int = 5, device: str = "cpu",
                   quiet: bool = False) -> list[dict]:
-    from . import bfv, bgv
+    from .. import bfv, bgv
 
     module = {"bgv": bgv, "bfv": bfv}[scheme]
     rows = []

@@ -29,8 +29,8 @@ import warnings
 
 import numpy as np
 
-from . import _core
-from .tfhe import Context
+from .. import _core
+from ..tfhe import Context
 
 SETS = ("STD128", "STD128_LP", "STD128_LUT")
 

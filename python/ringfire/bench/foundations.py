@@ -9,7 +9,7 @@ import platform
 import sys
 import time
 
-from . import _core
+from .. import _core
 
 MODMUL_METHODS = ("native", "barrett", "dhem", "alg4", "shoup", "mad_mod")
 
@@ -112,7 +112,7 @@ def format_table(rows, columns) -> str:
 
 def bench_ntt_gpu(sizes, limbs_list, device="cuda", bits=60, quiet=False):
     """GPU NTT timings (CUDA events, L2-defeating buffer rotation): both kernels, both directions."""
-    from . import cuda
+    from .. import cuda
 
     index = int(cuda.require_device(device).split(":")[1])
     rows = []

@@ -22,7 +22,7 @@ from importlib import resources
 
 import numpy as np
 
-from . import _core
+from .. import _core
 
 
 def _digits():

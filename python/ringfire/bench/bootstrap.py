@@ -32,7 +32,7 @@ def _bits(got, want) -> tuple[float, float]:
 
 def bench_bootstrap(preset: str = "N16_BOOT", repeat: int = 2, device: str = "cpu", meta: bool = False,
                     quiet: bool = False, stc_first: bool = False) -> list[dict]:
-    from . import ckks
+    from .. import ckks
 
     def say(text):
         if not quiet:

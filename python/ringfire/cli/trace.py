@@ -14,10 +14,10 @@ import runpy
 import sys
 from pathlib import Path
 
-from . import _core
-from .rpu import projection
-from .rpu.cpu_compare import format_table2, table2
-from .tracing import Trace, trace
+from .. import _core
+from ..rpu import projection
+from ..rpu.cpu_compare import format_table2, table2
+from ..tracing import Trace, trace
 
 
 def cmd_trace(args) -> int:
@@ -92,7 +92,7 @@ def cmd_project(args) -> int:
 
 def _project_cpu(args) -> int:
     """Prices each trace on costs measured on this CPU now, beside the trace's own recorded time."""
-    from .costing import measure_cpu_costs, price
+    from ..costing import measure_cpu_costs, price
 
     workloads = _workloads(args)
     sizes = sorted({n for w in workloads.values() for (_, n) in w.primitives() if n})

@@ -79,7 +79,7 @@ def bench_ckks(set_names=("N14", "seed000"), repeat=5, with_matmul=False, quiet=
                profile=False):
     """Rows: one per (set, routine) with milliseconds and, where it applies, bits of
     precision; with ``profile`` (GPU only) also the NTT share and the kernel breakdown."""
-    from . import ckks, cuda
+    from .. import ckks, cuda
 
     if profile and not str(device).startswith("cuda"):
         raise ValueError("[bench] --profile times GPU kernels: use it with --device cuda")

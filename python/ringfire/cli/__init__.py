@@ -1,4 +1,7 @@
-"""The ``ringfire`` command line: ``demo``, ``bench``, ``info``, ``infer``, ``rpu``, ``trace``, ``project``.
+"""The ``ringfire`` command line: ``demo``, ``bench``, ``info``, ``infer``, ``rpu``, ``trace``, ``project``,
+``serve``. This package holds the top-level parser and the commands of its own (``demo`` in
+:mod:`.demo` and :mod:`.tour`, ``trace`` and ``project`` in :mod:`.trace`); the packages
+``nn``, ``rpu`` and ``serve`` register theirs.
 
 Every command prints a readable table; ``--json`` prints machine-readable output.
 """
@@ -10,7 +13,8 @@ import json
 import os
 import sys
 
-from . import _core, bench
+from .. import _core
+from ..bench import foundations as bench
 
 
 def _pow2_list(text: str) -> list[int]:
@@ -45,14 +49,14 @@ def cmd_bench(args) -> int:
         _core.set_num_threads(args.threads)
     quiet = args.json or args.quiet
     if args.what == "bootstrap":
-        from .bench_bootstrap import bench_bootstrap
+        from ..bench.bootstrap import bench_bootstrap
         rows = bench_bootstrap(args.preset, repeat=args.repeat or 2, device=args.device,
                                meta=args.meta, quiet=quiet, stc_first=args.stc_first)
         _emit(args, "bootstrap", rows, [("measure", "measure", "s"), ("value", "value", ".4g"), ("unit", "unit", "s")])
         return 0
     if args.what in ("bgv", "bfv"):
-        from .bench_bgv import SETS as INT_SETS
-        from .bench_bgv import bench_integer
+        from ..bench.bgv import SETS as INT_SETS
+        from ..bench.bgv import bench_integer
         sets = args.sets.split(",") if args.sets != "N14,seed000" else ["N14", "N15", "N16"]
         unknown = [s for s in sets if s not in INT_SETS]
         if unknown:
@@ -65,15 +69,15 @@ def cmd_bench(args) -> int:
                                       ("exact", "exact", "s")])
         return 0
     if args.what == "tfhe":
-        from .bench_tfhe import SETS as TFHE_SETS
-        from .bench_tfhe import bench_tfhe
+        from ..bench.tfhe import SETS as TFHE_SETS
+        from ..bench.tfhe import bench_tfhe
         sets = TFHE_SETS if args.sets == "N14,seed000" else args.sets.split(",")
         rows = bench_tfhe(sets, repeat=args.repeat or 20, quiet=quiet)
         _emit(args, "tfhe", rows, [("set", "set", "s"), ("routine", "routine", "s"), ("value", "value", ".4g"),
                                    ("unit", "unit", "s"), ("exact", "exact", "")])
         return 0
     if args.what == "ckks":
-        from .bench_ckks import SETS, bench_ckks
+        from ..bench.ckks import SETS, bench_ckks
         sets = args.sets.split(",")
         unknown = [s for s in sets if s not in SETS]
         if unknown:
@@ -116,7 +120,7 @@ def cmd_bench(args) -> int:
 
 def cmd_demo(args) -> int:
     if args.tour:
-        from .demo_tour import run_tour
+        from .tour import run_tour
         return run_tour(json_output=args.json)
     from .demo import run_demo
     return run_demo(json_output=args.json)
@@ -134,7 +138,7 @@ def cmd_info(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from .. import __version__
 
     p = argparse.ArgumentParser(prog="ringfire", description="ringfire homomorphic-encryption toolkit")
     p.add_argument("--version", action="version", version=f"ringfire {__version__}")
@@ -184,16 +188,16 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     b.set_defaults(func=cmd_bench)
 
-    from .nn import cli as nn_cli
+    from ..nn import cli as nn_cli
     nn_cli.register(sub)
 
-    from .rpu import cli as rpu_cli
+    from ..rpu import cli as rpu_cli
     rpu_cli.register(sub)
 
-    from . import trace_cli
+    from . import trace as trace_cli
     trace_cli.register(sub)
 
-    from .serve import cli as serve_cli
+    from ..serve import cli as serve_cli
     serve_cli.register(sub)
     return p
 
@@ -209,10 +213,10 @@ def _error_text(e: BaseException) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "server", None):  # `ringfire infer MODEL --server URL`: the service's client
-        from .serve.cli import remote_infer
+        from ..serve.cli import remote_infer
         args.func = remote_infer
     elif getattr(args, "ray", None) is not None:  # `ringfire infer MODEL --ray [ADDRESS]`
-        from .distributed import RayExecutor
+        from ..distributed import RayExecutor
         args.executor = RayExecutor(args.ray or None, progress=None if not getattr(args, "json", False) else False)
     try:
         return args.func(args)

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from . import _core, arith, ring
+from .. import _core, arith, ring
 
 
 def _schoolbook(a, b, q):
@@ -90,7 +90,7 @@ def run_tour(json_output: bool = False) -> int:
     report["crt_exact"] = ok_crt and ok_conv
 
     say("\n5. CKKS: encrypted arithmetic on 8192 real numbers (N = 2^14, 128-bit secure)")
-    from . import ckks
+    from .. import ckks
     start = time.perf_counter()
     ctx = ckks.Context(poly_degree=2**14, coeff_bits=[60, 40, 40, 40, 60], scale_bits=40)
     sk, keys = ctx.keygen(rotations=[1])
