@@ -542,3 +542,18 @@ def test_the_upload_digest_runs_with_the_chunks_and_survives_a_restart(tmp_path)
     again.append(uid, 0, data)
     assert again.upload_sha256(uid) == want
     again.close()
+
+
+def test_an_upload_replaced_by_another_leaves_nothing_behind(tmp_path):
+    """A new upload of the same keys for a session (another size or hash) drops the one under
+    way: its row, its bytes on disk and its running digest."""
+    from ringfire.serve.store import Store
+
+    store = Store(tmp_path)
+    old = store.upload("s1", "relin", "t", 10, "a" * 64)["id"]
+    store.append(old, 0, b"12345")
+    new = store.upload("s1", "relin", "t", 20, "b" * 64)["id"]
+    assert new != old
+    assert not store.part_path(old).exists() and old not in store._digests
+    assert store.upload_state("s1", "relin")["id"] == new and store.part_path(new).exists()
+    store.close()

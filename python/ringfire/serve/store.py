@@ -121,10 +121,11 @@ class Store:
                        (sid, kind, total, sha))
         if rows:
             return {"id": rows[0][0], "received": rows[0][1]}
-        self._q("delete from uploads where session = ? and kind = ?", (sid, kind))
+        for (replaced,) in self._q("select id from uploads where session = ? and kind = ?", (sid, kind)):
+            self.drop_upload(replaced)  # its row, its bytes so far and its running digest
         uid = new_id()
         self._q("insert into uploads values (?, ?, ?, ?, ?, ?, 0)", (uid, tenant, sid, kind, total, sha))
-        (self.root / "uploads" / f"{uid}.part").write_bytes(b"")
+        self.part_path(uid).write_bytes(b"")
         return {"id": uid, "received": 0}
 
     def upload_state(self, sid: str, kind: str) -> dict | None:
@@ -133,8 +134,7 @@ class Store:
 
     def append(self, uid: str, offset: int, chunk: bytes) -> int:
         """Writes `chunk` at `offset` (which must be what was received so far); returns the new total."""
-        path = self.root / "uploads" / f"{uid}.part"
-        with open(path, "r+b") as f:
+        with open(self.part_path(uid), "r+b") as f:
             f.seek(offset)
             f.write(chunk)
             f.truncate()
