@@ -20,7 +20,7 @@ import numpy as np
 
 import ringfire as rf
 from ringfire import ckks
-from ringfire.bench.ckks import median_ms
+from ringfire.bench import median_ms
 
 SETS = {
     "n13": dict(poly_degree=1 << 13, coeff_bits=[60, 40], special_bits=[60], scale_bits=40,

@@ -4,6 +4,6 @@ routines), :mod:`.bootstrap`, :mod:`.bgv` (BGV and BFV) and :mod:`.tfhe`. Each r
 (dicts) that the command line prints as a table or JSON; ``benchmarks/`` runs them beside the
 peer libraries."""
 
-from .foundations import format_table, machine_info
+from .foundations import format_table, machine_info, median_ms
 
-__all__ = ["format_table", "machine_info"]
+__all__ = ["format_table", "machine_info", "median_ms"]

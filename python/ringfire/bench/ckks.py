@@ -22,11 +22,12 @@ NTT kernels in each routine (seed 000 Fig. 9) and a per-kernel table.
 from __future__ import annotations
 
 import math
-import statistics
 import sys
 import time
 
 import numpy as np
+
+from .foundations import median_ms
 
 SETS = {
     "N14": dict(poly_degree=2**14, coeff_bits=[60] + [40] * 6, special_bits=[60], scale_bits=40),
@@ -36,19 +37,6 @@ SETS = {
 }
 ROUTINES = ("keygen", "encrypt", "decrypt", "MulLin", "MulLinRS", "SqrLinRS", "MulLinRSModSwAdd", "Rotate")
 MATMULS = {"matmul_10x9x8": (10, 9, 8), "matmul_100x100x1": (100, 100, 1)}
-
-
-def median_ms(fn, repeat: int, sync=lambda: None) -> float:
-    """Median milliseconds of `repeat` calls after a warm-up; `sync` ends each call (a GPU synchronisation)."""
-    fn()
-    sync()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        sync()
-        times.append(time.perf_counter() - t)
-    return 1000 * statistics.median(times)
 
 
 def _bits(got, want) -> float:

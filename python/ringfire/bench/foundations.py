@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import platform
+import statistics
 import sys
 import time
 
@@ -89,6 +90,19 @@ def bench_polymul(sizes, limbs_list, bits=61, budget=0.3, quiet=False):
             _progress(f"  polymul N={n} limbs={limbs}: ntt {result['ntt_us']:.1f} us, "
                       f"karatsuba {result['karatsuba_us']:.1f} us", quiet)
     return rows
+
+
+def median_ms(fn, repeat: int, sync=lambda: None) -> float:
+    """Median milliseconds of `repeat` calls after a warm-up; `sync` ends each call (a GPU synchronisation)."""
+    fn()
+    sync()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        sync()
+        times.append(time.perf_counter() - t)
+    return 1000 * statistics.median(times)
 
 
 def format_table(rows, columns) -> str:

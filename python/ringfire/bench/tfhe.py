@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import gc
 import math
-import statistics
 import sys
 import time
 import warnings
@@ -31,18 +30,9 @@ import numpy as np
 
 from .. import _core
 from ..tfhe import Context
+from .foundations import median_ms
 
 SETS = ("STD128", "STD128_LP", "STD128_LUT")
-
-
-def _median_ms(fn, repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
 
 
 def bench_tfhe(sets=SETS, repeat: int = 20, quiet: bool = False) -> list[dict]:
@@ -69,7 +59,7 @@ def bench_tfhe(sets=SETS, repeat: int = 20, quiet: bool = False) -> list[dict]:
         want = ~(bits[0] & bits[1])
         ctx.threads = 1
         one_a, one_b = a[:1], b[:1]
-        ms = _median_ms(lambda: ctx.nand(one_a, one_b), repeat)
+        ms = median_ms(lambda: ctx.nand(one_a, one_b), repeat)
         row("NAND", ms, "ms", bool((ctx.decrypt(ctx.nand(one_a, one_b), sk) == want[:1]).all()))
         ctx.threads = 0
         t0 = time.perf_counter()
@@ -79,29 +69,29 @@ def bench_tfhe(sets=SETS, repeat: int = 20, quiet: bool = False) -> list[dict]:
         ctx.threads = 1
         table = ctx.lut(lambda m: (3 * m + 1) % 4, bits=2)
         x = ctx.encrypt([2], sk, bits=2)
-        ms = _median_ms(lambda: table(x), repeat)
+        ms = median_ms(lambda: table(x), repeat)
         row("LUT 2-bit", ms, "ms", bool(ctx.decrypt(table(x), sk)[0] == 3))
         cube = ctx.lut(lambda m: m ** 3 % 8, bits=3)
         x3 = ctx.encrypt([5], sk, bits=3)
         with warnings.catch_warnings():  # a set too noisy for 3 bits warns; its p_fail row says so
             warnings.simplefilter("ignore")
-            ms = _median_ms(lambda: cube(x3), repeat)
+            ms = median_ms(lambda: cube(x3), repeat)
             exact = bool(ctx.decrypt(cube(x3), sk)[0] == 5)
         row("LUT 3-bit", ms, "ms", exact)
         fns = [lambda m, k=k: (m + k) % 4 for k in range(4)]
         with warnings.catch_warnings():  # likewise for four tables of 2 bits
             warnings.simplefilter("ignore")
             four = ctx.lut_many(fns, bits=2)
-            ms = _median_ms(lambda: four(x), repeat)
+            ms = median_ms(lambda: four(x), repeat)
             exact = [int(ctx.decrypt(o, sk)[0]) for o in four(x)] == [(2 + k) % 4 for k in range(4)]
         row("4 LUTs 2-bit, one rotation", ms, "ms", exact)
         ctx.threads = 0
 
         u, v = rng.integers(0, 1 << 16, 2)
         xu, yu = ctx.encrypt_uint([u], sk, bits=16), ctx.encrypt_uint([v], sk, bits=16)
-        ms = _median_ms(lambda: xu + yu, max(1, repeat // 10))
+        ms = median_ms(lambda: xu + yu, max(1, repeat // 10))
         row("uint16 add", ms, "ms", bool(ctx.decrypt(xu + yu, sk)[0] == (u + v) % 65536))
-        ms = _median_ms(lambda: xu < yu, max(1, repeat // 10))
+        ms = median_ms(lambda: xu < yu, max(1, repeat // 10))
         row("uint16 <", ms, "ms", bool(ctx.decrypt(xu < yu, sk)[0] == (u < v)))
 
         for label, p in (("p_fail NAND", ctx.failure_probability("nand")), ("p_fail MAJ", ctx.failure_probability("maj")),

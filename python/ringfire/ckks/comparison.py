@@ -55,14 +55,18 @@ class SignPlan:
     def depth(self) -> int:
         return 3 * self.steps
 
+    def coefficients(self) -> list[np.ndarray]:
+        """The steps' monomial coefficients, in the order they are applied."""
+        return [G3] * self.g_steps + [F3] * self.f_steps
+
     def polynomials(self) -> list[Polynomial]:
         """The steps as :class:`Polynomial` objects on [-1, 1] (Chebyshev basis)."""
-        return [Polynomial(np.polynomial.chebyshev.poly2cheb(c)) for c in [G3] * self.g_steps + [F3] * self.f_steps]
+        return [Polynomial(np.polynomial.chebyshev.poly2cheb(c)) for c in self.coefficients()]
 
     def __call__(self, x) -> np.ndarray:
         """The composite in the clear (NumPy): the reference for encrypted results."""
         y = np.asarray(x, dtype=float)
-        for c in [G3] * self.g_steps + [F3] * self.f_steps:
+        for c in self.coefficients():
             y = np.polynomial.polynomial.polyval(y, c)
         return y
 
@@ -172,11 +176,16 @@ def argmax_of_slots(ev, x, count: int, *, bound: float = 1.0, precision_bits: fl
     return _masked(ev, hot, count)
 
 
+def _with_a_level(ev, x, refresh_bound: int = 1):
+    """x, bootstrapped first when it is at level 0 (its slots within ``refresh_bound``): what
+    every one-level step below needs."""
+    return ev.bootstrap(x, bound=refresh_bound) if x.level < 1 else x
+
+
 def _masked(ev, x, count: int, refresh_bound: int = 1):
     """x with every slot from ``count`` on set to 0: one level (a plaintext mask at the
     level's landing scale); bootstrapped first at level 0."""
-    if x.level < 1:
-        x = ev.bootstrap(x, bound=refresh_bound)
+    x = _with_a_level(ev, x, refresh_bound)
     keep = np.zeros(ev._context.slots)
     keep[:count] = 1.0
     mask = ev._context.encode(keep, level=x.level, scale=ev._context.landing_scale(x.level, x.scale))
@@ -192,15 +201,14 @@ def _check_count(count, slots: int | None) -> None:
 
 def _extremum(ev, a, b, bound, precision_bits, error_bits, direction: int):
     _check_ciphertexts("ckks.max", a, b)
-    a, b = _same_level(ev, a, b, _check_bound(bound))
+    bound = _check_bound(bound)
+    a, b = _same_level(ev, a, b, bound)
     diff = ev.sub(a, b)
-    s = sign(ev, diff, bound=2 * _check_bound(bound), precision_bits=precision_bits, error_bits=error_bits)
+    s = sign(ev, diff, bound=2 * bound, precision_bits=precision_bits, error_bits=error_bits)
     wide = max(1, math.ceil(2 * bound))  # |a - b| and |a + b| stay within 2 bound
     half_diff = _scaled(ev, diff, 0.5 * direction, refresh_bound=wide)
-    if half_diff.level < 1:  # the product below needs a level on both sides
-        half_diff = ev.bootstrap(half_diff, bound=max(1, math.ceil(bound)))
-    if s.level < 1:
-        s = ev.bootstrap(s)
+    # The product below needs a level on both sides.
+    half_diff, s = _with_a_level(ev, half_diff, max(1, math.ceil(bound))), _with_a_level(ev, s)
     half_diff, s = _same_level(ev, half_diff, s, bound)
     spread = ev.relinearize_rescale(ev.multiply(half_diff, s))
     mean = _scaled(ev, ev.add(a, b), 0.5, refresh_bound=wide)
@@ -211,8 +219,7 @@ def _extremum(ev, a, b, bound, precision_bits, error_bits, direction: int):
 def _scaled(ev, x, value: float, refresh_bound: int = 1):
     """x times a real constant, one level (the constant encoded at the level's last prime);
     bootstrapped first at level 0 (its slots within ``refresh_bound``)."""
-    if x.level < 1:
-        x = ev.bootstrap(x, bound=refresh_bound)
+    x = _with_a_level(ev, x, refresh_bound)
     landing = ev._context.landing_scale(x.level, x.scale)  # lands on level - 1's canonical scale
     return ev.rescale(ev.multiply_scalar(x, value, landing))
 
@@ -237,7 +244,7 @@ def _same_level(ev, a, b, bound: float = 1.0):
         level -= 1
     if level < 0:
         refresh = max(1, math.ceil(bound))
-        a, b = (ev.bootstrap(v, bound=refresh) if v.level == 0 else v for v in (a, b))
+        a, b = (_with_a_level(ev, v, refresh) for v in (a, b))
         return _same_level(ev, a, b, bound)
     return ev.adjust_to(a, level), ev.adjust_to(b, level)
 
@@ -249,9 +256,9 @@ def _check_bound(bound) -> float:
 
 
 def _check_depth(ev, x, polys: list[Polynomial], extra: int, op: str) -> None:
-    needed = sum(p.depth for p in polys) + extra
-    if ev._context.can_bootstrap and ev._context.max_level < max(p.depth for p in polys):
-        raise ValueError(f"[{op}] each step needs {max(p.depth for p in polys)} levels; this context bootstraps to "
+    needed, step = sum(p.depth for p in polys) + extra, max(p.depth for p in polys)
+    if ev._context.can_bootstrap and ev._context.max_level < step:
+        raise ValueError(f"[{op}] each step needs {step} levels; this context bootstraps to "
                          f"level {ev._context.max_level} only")
     if x.level >= needed or ev._context.can_bootstrap:
         return

@@ -400,12 +400,12 @@ class Context:
         element, one key switch per table."""
         self._check_table_input(tables, x)
         q, p, v = self.params.lwe_modulus, 1 << tables.bits, tables.group
-        variance = x.variance + self._rounding_variance(v)
-        risk = tail_probability(variance, q / (4 * p))
+        rounding = self._rounding_variance(v)
+        risk = tail_probability(x.variance + rounding, q / (4 * p))
         if risk > _WARN_P_FAIL:
             warn_at_caller(f"[tfhe.lut_many] each element of these {len(tables)} {tables.bits}-bit lookups fails with "
                            f"probability {risk:.2g} (its input's error variance {x.variance:.0f} plus "
-                           f"{self._rounding_variance(v):.0f} from rounding to multiples of {v}, at q={q}, a slot "
+                           f"{rounding:.0f} from rounding to multiples of {v}, at q={q}, a slot "
                            f"half-width of {q / (4 * p):.0f}): fewer tables or bits, or a lower-noise set")
         data = x.data.astype(np.int64)
         data[:, -1] += q // (4 * p)  # half a slot up, as apply()

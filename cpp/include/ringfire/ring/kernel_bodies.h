@@ -132,20 +132,16 @@ struct NttPass {
   // 2^stages - 1 slots [1, 2^stages).
   RF_HD std::size_t twiddle_slots() const { return std::size_t{1} << stages; }
   // Slot of the twiddle of stage s at tile row `row` (any column).
-  RF_HD std::size_t twiddle_slot(int s, std::size_t row) const {
+  std::size_t twiddle_slot(int s, std::size_t row) const {
     return (std::size_t{1} << (s - first_stage)) + (row >> (first_stage + stages - s));
   }
   // Global twiddle-table index that slot `slot` (>= 1) of the block at
-  // `origin` holds.
-  RF_HD std::size_t twiddle_slot_source(std::size_t slot, std::size_t origin, int log_n) const {
-    // floor(log2(slot)): the slot's stage, relative to first_stage (one
-    // instruction on the device: a loop here cost the kernel ~15 % more
-    // instructions in the 11-stage pass).
-#if RF_DEVICE_PASS
-    const int k = 63 - __clzll(static_cast<long long>(slot));
-#else
-    const int k = std::bit_width(slot) - 1;
-#endif
+  // `origin` holds. The CUDA pass kernel spells this and twiddle_slot out in
+  // 32-bit arithmetic (a count of leading zeros for the log: a loop there
+  // cost the 11-stage pass ~15 % more instructions); the CPU replay of the
+  // kernel calls these.
+  std::size_t twiddle_slot_source(std::size_t slot, std::size_t origin, int log_n) const {
+    const int k = std::bit_width(slot) - 1;  // floor(log2(slot)): the slot's stage, relative to first_stage
     const int s = first_stage + k;
     return (std::size_t{1} << s) + (origin >> (log_n - s)) + (slot - (std::size_t{1} << k));
   }
