@@ -11,6 +11,7 @@
 #   STEPS=tests,bootstrap BOOT_ORDERS=stc bash benchmarks/gpu/device_check.sh   # those steps only
 #   STEPS=resnet20 bash benchmarks/gpu/device_check.sh    # ResNet-20 32x32 on the device (~5 min, its own run)
 #   STEPS=ntt,ntt_profile bash benchmarks/gpu/device_check.sh   # the NTT and Nsight Compute's view of it
+#   STEPS=ckks,ckks_split bash benchmarks/gpu/device_check.sh    # fused against three-pass base conversion
 #
 # Prebuilding the wheel on a machine without a GPU (same Python minor version
 # as the GPU machine's python3) saves the build there:
@@ -103,6 +104,16 @@ fi
 step ckks 110 python3 benchmarks/gpu/ckks_gpu.py --json "$LOG/ckks_gpu.json"
 step bootstrap 100 python3 benchmarks/gpu/bootstrap_gpu.py --orders "${BOOT_ORDERS:-cts,stc}" \
   --json "$LOG/bootstrap_gpu.json"
+# The same two benchmarks with the three-pass base conversion (RINGFIRE_CUDA_BASE_CONVERT=split),
+# to measure the fused kernel against it on one device. Only when STEPS names them.
+if [[ ,${STEPS:-}, == *,ckks_split,* ]]; then
+  step ckks_split 110 env RINGFIRE_CUDA_BASE_CONVERT=split python3 benchmarks/gpu/ckks_gpu.py \
+    --json "$LOG/ckks_gpu_split.json"
+fi
+if [[ ,${STEPS:-}, == *,bootstrap_split,* ]]; then
+  step bootstrap_split 100 env RINGFIRE_CUDA_BASE_CONVERT=split python3 benchmarks/gpu/bootstrap_gpu.py \
+    --orders "${BOOT_ORDERS:-cts,stc}" --json "$LOG/bootstrap_gpu_split.json"
+fi
 # memcheck on the self-test (every Backend method, the scatter of ModUp included), the
 # runtime, the fused key switch, BGV and BFV; 0 errors expected.
 step sanitizer 80 compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m pytest -q -x -p no:cacheprovider \
@@ -129,6 +140,23 @@ if [[ ,${STEPS:-}, == *,ntt_profile,* ]]; then
     --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section Occupancy \
     --section WarpStateStats --section SchedulerStats --section InstructionStats --section LaunchStats \
     python3 -c "from ringfire import _core; _core.cuda_time_kernel('ntt_forward', 1 << 16, 64, bits=60, kernel='shared', rounds=1, calls=1)"
+fi
+# The fused base conversion (ModUp from a digit of 3 limbs to 24, N = 2^16) under
+# Nsight Compute, the same sections. Only when STEPS names it.
+if [[ ,${STEPS:-}, == *,convert_profile,* ]]; then
+  step convert_profile 90 ncu --clock-control none --kernel-name regex:base_convert_fused --launch-skip 4 \
+    --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+    --section Occupancy --section WarpStateStats --section SchedulerStats --section InstructionStats \
+    --section LaunchStats python3 -c "
+import numpy as np, ringfire as rf
+from ringfire import ckks
+ctx = ckks.Context(poly_degree=1 << 16, coeff_bits=[60] + [40] * 23, special_bits=[60] * 3, scale_bits=40,
+                   device='cuda')
+sk, keys = ctx.keygen()
+a = ctx.encrypt(np.linspace(-1, 1, ctx.slots), keys)
+ev = ctx.evaluator(keys)
+for _ in range(2): ev.relinearize_rescale(ev.multiply(a, a))
+rf.cuda.synchronize()"
 fi
 for scheme in bgv bfv; do
   step "${scheme}_gpu" 25 bash -c "ringfire bench $scheme --device cuda --sets N16 --config default --repeat 3 --json \

@@ -38,11 +38,11 @@ def steps(folder: pathlib.Path) -> list[str]:
     return ["steps: " + "; ".join(out)] if out else ["steps: none recorded"]
 
 
-def ckks(folder: pathlib.Path) -> list[str]:
-    data = _json(folder, "ckks_gpu.json")
+def ckks(folder: pathlib.Path, name: str = "ckks_gpu.json", title: str = "CKKS routines") -> list[str]:
+    data = _json(folder, name)
     if not data:
-        return ["CKKS routines: no result"]
-    lines = ["CKKS routines, GPU ms synced (queued) / CPU ms:"]
+        return [f"{title}: no result"]
+    lines = [f"{title}, GPU ms synced (queued) / CPU ms:"]
     by_set: dict = {}
     for r in data["rows"]:
         by_set.setdefault(r["set"], []).append(f"{r['routine']} {r['gpu_ms']:.3f} ({r['gpu_queued_ms']:.3f})/"
@@ -69,14 +69,14 @@ def ntt(folder: pathlib.Path) -> list[str]:
             "  goals: batched 2^16 <= 1.0 us/limb, single <= 8 us"]
 
 
-def bootstrap(folder: pathlib.Path) -> list[str]:
-    rows = _json(folder, "bootstrap_gpu.json")
+def bootstrap(folder: pathlib.Path, name: str = "bootstrap_gpu.json", title: str = "bootstrap") -> list[str]:
+    rows = _json(folder, name)
     if not rows:
-        return ["bootstrap: no result"]
+        return [f"{title}: no result"]
     out = []
     for r in rows:
         p = r["gpu_phases_s"]
-        out.append(f"bootstrap {r['preset']} {r['order']}: GPU {r['gpu_s'] * 1e3:.1f} ms (first {r['gpu_first_s']:.2f} s;"
+        out.append(f"{title} {r['preset']} {r['order']}: GPU {r['gpu_s'] * 1e3:.1f} ms (first {r['gpu_first_s']:.2f} s;"
                    f" CtS {p['coeffs_to_slots'] * 1e3:.1f}, EvalMod {p['eval_mod'] * 1e3:.1f}, StC "
                    f"{p['slots_to_coeffs'] * 1e3:.1f}), CPU {r['cpu_s']:.2f} s, {r['speedup']:.0f}x, "
                    f"{r['bits_mean']:.1f}/{r['bits_min']:.1f} bits, bit-identical {r['bit_identical']}")
@@ -107,24 +107,32 @@ NTT_PROFILE_METRICS = ("Compute (SM) Throughput", "Memory Throughput", "DRAM Thr
                        "Registers Per Thread", "Issue Slots Busy", "Executed Ipc Active", "Duration")
 
 
-def ntt_profile(folder: pathlib.Path) -> list[str]:
-    """Nsight Compute's headline metrics of each profiled NTT pass, one line per pass."""
-    path = folder / "ntt_profile.log"
+def ncu_profile(folder: pathlib.Path, log: str, kernel: str, title: str) -> list[str]:
+    """Nsight Compute's headline metrics of each profiled launch of `kernel`, one line each."""
+    path = folder / log
     if not path.exists():
         return []
-    passes, current = [], None
+    launches, current = [], None
     for line in path.read_text(errors="replace").splitlines():
-        if "ntt_pass_kernel" in line:
+        if kernel in line:
             current = []
-            passes.append(current)
+            launches.append(current)
             continue
         parts = line.split()
         for metric in NTT_PROFILE_METRICS:
             if current is not None and line.strip().startswith(metric) and len(parts) >= 2:
                 current.append(f"{metric} {parts[-1]}{'' if parts[-2] in metric.split() else ' ' + parts[-2]}")
-    if not passes:
-        return ["NTT profile: " + _last_match(path, r"ERR|rror|==PROF==")]
-    return [f"NTT profile pass {i}: " + ", ".join(p) for i, p in enumerate(passes)]
+    if not launches:
+        return [f"{title}: " + _last_match(path, r"ERR|rror|==PROF==")]
+    return [f"{title} {i}: " + ", ".join(p) for i, p in enumerate(launches)]
+
+
+def ntt_profile(folder: pathlib.Path) -> list[str]:
+    return ncu_profile(folder, "ntt_profile.log", "ntt_pass_kernel", "NTT profile pass")
+
+
+def convert_profile(folder: pathlib.Path) -> list[str]:
+    return ncu_profile(folder, "convert_profile.log", "base_convert_fused", "fused base conversion profile")
 
 
 def digits(folder: pathlib.Path) -> list[str]:
@@ -156,7 +164,18 @@ def main(folder: str) -> None:
     lines.append("tests: " + _last_match(d / "tests.log", r"passed|failed|error"))
     lines.append("sanitizer: " + _last_match(d / "sanitizer.log", r"ERROR SUMMARY") + " | "
                  + _last_match(d / "sanitizer.log", r"passed|failed"))
-    for part in (ckks, bootstrap, ntt, ntt_profile, helr, resnet20, digits, bgv):
+    # The *_split steps: the same benchmarks with the three-pass base conversion,
+    # for a side-by-side view of the fused kernel (only when they ran).
+    def ckks_split(folder):
+        return ckks(folder, "ckks_gpu_split.json", "CKKS routines, split base conversion")
+
+    def bootstrap_split(folder):
+        return bootstrap(folder, "bootstrap_gpu_split.json", "bootstrap, split base conversion")
+
+    parts = [ckks, bootstrap, ntt, ntt_profile, convert_profile, helr, resnet20, digits, bgv]
+    parts[2:2] = [part for part, name in ((ckks_split, "ckks_gpu_split.json"),
+                                          (bootstrap_split, "bootstrap_gpu_split.json")) if (d / name).exists()]
+    for part in parts:
         try:
             lines += part(d)
         except Exception as e:  # a summary never hides the logs behind a traceback

@@ -557,6 +557,69 @@ TEST(KernelBodies, BaseConversionPassesEqualCpuBackend) {
   }
 }
 
+// The fused kernel's order (cuda/base_convert.cu, up to kBaseConvShoupTerms
+// source limbs): per coefficient, y and v in registers, the multiword rule in
+// place, and -vQ folded into the target's Shoup sum as one more term with the
+// constant -Q mod p, where the passes subtract v (Q mod p) with a Barrett
+// product. Same residue, so the same words as the CPU.
+std::vector<u64> replay_fused_base_convert(const std::vector<u64>& x, std::size_t batch, const BaseConverter& conv,
+                                           BaseConversion kind) {
+  const RnsBase& from = conv.from();
+  const RnsBase& to = conv.to();
+  const std::size_t n = from.n(), src = from.size(), dst = to.size();
+  std::vector<u64> qhat_words(src * src);
+  for (std::size_t i = 0; i < src; ++i) std::copy(from.qhat(i), from.qhat(i) + src, qhat_words.begin() + i * src);
+  std::vector<u64> out(batch * dst * n);
+  for (std::size_t p = 0; p < batch; ++p)
+    for (std::size_t c = 0; c < n; ++c) {
+      std::vector<u64> y(src), acc(src + 1);
+      double s = 0.0;
+      for (std::size_t i = 0; i < src; ++i) {
+        const u64 q = from.modulus(i).value();
+        y[i] = base_convert_scale_body(x[(p * src + i) * n + c], make_shoup(from.qhat_inverse(i), q), q);
+        s = base_convert_sum_step(s, y[i], conv.q_reciprocal()[i]);
+      }
+      const bool exact = kind == BaseConversion::exact;
+      u64 v = 0;
+      if (exact)
+        v = base_convert_near_half(s)
+                ? exact_rounded_quotient(y.data(), 1, qhat_words.data(), from.product().data(), src, acc.data())
+                : base_convert_rounded(s);
+      for (std::size_t j = 0; j < dst; ++j) {
+        const u64 pv = to.modulus(j).value();
+        const u64* factors = conv.qhat_mod_p() + j * src;
+        u64 r = 0;
+        for (std::size_t i = 0; i < src; ++i) r = base_convert_shoup_step(r, y[i], make_shoup(factors[i], pv), pv);
+        if (exact) r = base_convert_shoup_step(r, v, make_shoup(neg_mod(conv.q_mod_p()[j], pv), pv), pv);
+        r -= r >= pv ? pv : 0;
+        out[(p * dst + j) * n + c] = r;
+      }
+    }
+  return out;
+}
+
+TEST(KernelBodies, FusedBaseConversionEqualsCpuBackend) {
+  const std::size_t n = 256, batch = 2;
+  // 61-bit targets: the widest primes the library makes, the lazy sums'
+  // bound (r < 4p < 2^64) with the least room.
+  for (int target_bits : {59, 61}) {
+    const auto target = std::make_shared<const RnsBase>(n, find_ntt_primes(target_bits, 11, n));
+    for (std::size_t src : {std::size_t{1}, std::size_t{3}, std::size_t{4}, kBaseConvShoupTerms}) {
+      const auto from = std::make_shared<const RnsBase>(n, find_ntt_primes(61, src, n));
+      const BaseConverter conv(from, target);
+      std::mt19937_64 rng(src * 100 + target_bits);
+      std::vector<u64> x = random_polys(*from, batch, rng);
+      plant_near_half(*from, x);
+      for (BaseConversion kind : {BaseConversion::fast, BaseConversion::exact}) {
+        std::vector<u64> want(batch * target->size() * n);
+        cpu().base_convert(x.data(), want.data(), batch, conv, kind);
+        EXPECT_EQ(replay_fused_base_convert(x, batch, conv, kind), want)
+            << src << " source limbs, " << target_bits << "-bit targets";
+      }
+    }
+  }
+}
+
 // The exact conversion's meaning, independent of the CPU: the centered
 // representative of x = floor(Q/2) + d, i.e. x mod p for d <= 0 and
 // (x - Q) mod p for d = 1 (Q is odd), with v from the multiword rule.

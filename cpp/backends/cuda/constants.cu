@@ -64,7 +64,7 @@ const ConverterConstants& CudaBackend::converter_constants(const BaseConverter& 
   if (auto it = converters_.find(key); it != converters_.end()) return *it->second;
   const std::size_t src = from.size(), dst = to.size();
   std::vector<Modulus> from_mod(from.moduli()), to_mod(to.moduli());
-  std::vector<ShoupOperand> inv(src), factors_shoup(src * dst);
+  std::vector<ShoupOperand> inv(src), factors_shoup(src * dst), neg_q_mod_p(dst);
   std::vector<double> recip(conv.q_reciprocal(), conv.q_reciprocal() + src);
   std::vector<u64> qhat_words(src * src), q_words(from.product()), factors(conv.qhat_mod_p(), conv.qhat_mod_p() + src * dst);
   std::vector<u64> q_mod_p(conv.q_mod_p(), conv.q_mod_p() + dst);
@@ -75,6 +75,8 @@ const ConverterConstants& CudaBackend::converter_constants(const BaseConverter& 
   for (std::size_t j = 0; j < dst; ++j)
     for (std::size_t i = 0; i < src; ++i)
       factors_shoup[j * src + i] = make_shoup(factors[j * src + i], to.modulus(j).value());
+  for (std::size_t j = 0; j < dst; ++j)
+    neg_q_mod_p[j] = make_shoup(neg_mod(q_mod_p[j], to.modulus(j).value()), to.modulus(j).value());
   auto cc = std::make_unique<ConverterConstants>();
   cc->from = upload(from_mod, owned_);
   cc->qhat_inv = upload(inv, owned_);
@@ -85,6 +87,7 @@ const ConverterConstants& CudaBackend::converter_constants(const BaseConverter& 
   cc->qhat_mod_p = upload(factors, owned_);
   cc->qhat_mod_p_shoup = upload(factors_shoup, owned_);
   cc->q_mod_p = upload(q_mod_p, owned_);
+  cc->neg_q_mod_p = upload(neg_q_mod_p, owned_);
   return *(converters_[key] = std::move(cc));
 }
 

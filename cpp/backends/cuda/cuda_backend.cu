@@ -35,6 +35,8 @@ CudaBackend::CudaBackend(int device) : device_(device) {
   configure_ntt_kernels();
   const char* sync = std::getenv("RINGFIRE_CUDA_SYNC");
   sync_each_kernel_ = sync != nullptr && std::strcmp(sync, "0") != 0;
+  const char* conversion = std::getenv("RINGFIRE_CUDA_BASE_CONVERT");
+  fused_base_convert_ = conversion == nullptr || std::strcmp(conversion, "split") != 0;
 }
 
 CudaBackend::~CudaBackend() {

@@ -86,6 +86,7 @@ struct ConverterConstants {
   const u64* qhat_mod_p = nullptr;         // [j * src + i]
   const ShoupOperand* qhat_mod_p_shoup = nullptr;
   const u64* q_mod_p = nullptr;            // Q mod p_j
+  const ShoupOperand* neg_q_mod_p = nullptr;  // -Q mod p_j with its Shoup constant
 };
 
 class CudaBackend final : public Backend {
@@ -158,6 +159,9 @@ class CudaBackend final : public Backend {
   cudaStream_t stream_ = nullptr;
   int sm_count_ = 0;
   bool sync_each_kernel_ = false;  // RINGFIRE_CUDA_SYNC=1: debug mode
+  // RINGFIRE_CUDA_BASE_CONVERT=split: the three-pass base conversion everywhere
+  // (for a side-by-side measurement of the fused kernel on the same device).
+  bool fused_base_convert_ = true;
   NttKernel ntt_kernel_ = NttKernel::shared;
 
   struct PendingRecord {
