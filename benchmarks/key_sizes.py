@@ -11,7 +11,9 @@ from the loaded master bytes, and one rotation checked against NumPy with both k
 (CKKS: bits of precision; BGV/BFV: exact). ``boot`` reports N16_BOOT's bootstrapping keys
 (bytes, keygen time, streamed saving and loading against whole) and why derivation cannot
 shrink them (the levels they serve leave no room under the 128-bit bound); ``keygen`` times
-the client's keygen on N16_BOOT. Workloads:
+the client's keygen on N16_BOOT; ``first_use`` times ``keygen(bootstrap=True)`` and then four
+bootstraps in the same process (keys stay seeded until first used: the first bootstrap expands
+them). Workloads:
 
 - ``bgv``, ``bfv``: N = 2^15 (the N15 preset), every rotation 1..127 (the baby and giant
   steps of a 4096-wide BSGS matrix-vector product, or a 128-wide diagonal one) at level 8 of 17;
@@ -41,7 +43,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 import ringfire as rf  # noqa: E402
 from nn_scale import PeakSampler  # noqa: E402
 
-CASES = ("bgv", "bfv", "cnn", "resnet8", "resnet32", "boot", "keygen")
+CASES = ("bgv", "bfv", "cnn", "resnet8", "resnet32", "boot", "keygen", "first_use")
 
 
 def peak_rss_bytes() -> int:
@@ -177,6 +179,29 @@ def measure_keygen(case: str) -> dict:
     return out
 
 
+def measure_first_use(case: str) -> dict:
+    """keygen(bootstrap=True) on N16_BOOT, the RSS it leaves, then four bootstraps in the same
+    process: where the seeded keys' expansion lands (the first use), and that later ones pay
+    nothing for it."""
+    ctx = rf.ckks.Context.preset("N16_BOOT")
+    ctx.bootstrap_plan()
+    t0 = time.perf_counter()
+    sk, keys = ctx.keygen(bootstrap=True)
+    out = {"case": case, "workload": "N16_BOOT keygen, then bootstraps", "keygen_s": time.perf_counter() - t0,
+           "rss_after_keygen_bytes": peak_rss_bytes()}
+    ev = ctx.evaluator(keys)
+    x = np.random.default_rng(1).uniform(-1, 1, ctx.slots)
+    ct = ctx.encrypt(x, keys)
+    out["bootstrap_s"] = []
+    for _ in range(4):
+        t0 = time.perf_counter()
+        result = ev.bootstrap(ct)
+        out["bootstrap_s"].append(time.perf_counter() - t0)
+    out["bits"] = float(-np.log2(np.max(np.abs(ctx.decrypt(result, sk).real - x))))
+    out["peak_rss_bytes"] = peak_rss_bytes()
+    return out
+
+
 def measure_load(path: str, mode: str) -> dict:
     """Loads the keys at ``path`` streamed (ctx.load_from) or whole (read, then ctx.load):
     the process's peak RSS against the keys' own size."""
@@ -203,7 +228,8 @@ def main() -> None:
         return
     if args.one:
         warnings.simplefilter("ignore")
-        measure = {"boot": measure_boot, "keygen": measure_keygen}.get(args.one, measure_galois)
+        measure = {"boot": measure_boot, "keygen": measure_keygen,
+                   "first_use": measure_first_use}.get(args.one, measure_galois)
         row = measure(args.one)
         print(json.dumps(row), flush=True)
         return
@@ -220,7 +246,7 @@ def main() -> None:
           "(direct / master) | server derive s | probe (direct / derived) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        if r["case"] in ("boot", "keygen"):
+        if r["case"] in ("boot", "keygen", "first_use"):
             continue
         probe = (f"{r['probe_direct']:.1f} / {r['probe_derived']:.1f} bits" if r["scheme"] == "ckks"
                  else ("exact / exact" if r["probe_direct"] and r["probe_derived"] else "MISMATCH"))
@@ -238,13 +264,17 @@ def main() -> None:
                   f"({r['save_stream_s']:.1f} s), to_bytes +{r['to_bytes_rss_over_keys'] / mib:.0f} MiB "
                   f"({r['to_bytes_s']:.1f} s)")
             for mode, load in r["load"].items():
-                print(f"loading {mode}: peak RSS +{load['peak_rss_over_start'] / gib:.2f} GiB for "
-                      f"{load['keys_in_memory'] / gib:.2f} GiB of keys, "
-                      f"+{(load['peak_rss_over_start'] - load['keys_in_memory']) / mib:.0f} MiB over them "
-                      f"({load['seconds']:.1f} s)")
+                print(f"loading {mode}: peak RSS +{load['peak_rss_over_start'] / gib:.2f} GiB "
+                      f"({load['keys_in_memory'] / gib:.2f} GiB of keys once expanded; they load seeded, "
+                      f"{r['wire_bytes'] / gib:.2f} GiB) in {load['seconds']:.1f} s")
         if r["case"] == "keygen":
             print(f"\nN16_BOOT client keygen: bootstrapping keys {r['bootstrap_keys_s']:.1f} s, 95 Galois keys "
                   f"{r['galois_95_s']:.1f} s, master keys {r['master_keys_s']:.2f} s")
+        if r["case"] == "first_use":
+            print(f"\nN16_BOOT keygen(bootstrap=True) {r['keygen_s']:.1f} s, RSS after it "
+                  f"{r['rss_after_keygen_bytes'] / 2**30:.2f} GiB; bootstraps "
+                  + ", ".join(f"{t:.1f}" for t in r["bootstrap_s"]) + f" s; {r['bits']:.1f} bits; "
+                  f"peak RSS {r['peak_rss_bytes'] / 2**30:.2f} GiB")
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(rows, indent=1))
 

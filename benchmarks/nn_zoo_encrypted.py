@@ -88,6 +88,7 @@ def run(name: str, images: int, resolution: int, calibrate: bool = True) -> dict
           f"{row['predicted_peak_gib']:.1f} GiB, {plan.counts.get('linear_terms', 0):,} linear terms, "
           f"{plan.counts.get('client_round_trips', 0):,} client round trips", file=sys.stderr, flush=True)
     sk, keys = ctx.keygen(rotations=model.rotations())
+    keys.expand()  # keys expand on first use: not inside the measured run
     client = rf.nn.LocalClient(ctx, sk, keys)
     base_rss, base_pool = PeakSampler.rss(), int(rf._core.host_pool_stats()["bytes_in_use"])
     with PeakSampler() as peak:

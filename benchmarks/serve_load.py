@@ -15,7 +15,7 @@ the test suite (client-aided ReLU, batch packing, 64 images per request), then:
 Every result is decrypted and compared with onnxruntime. Bounded: clients x requests
 inferences. Needs ``pip install 'ringfire[serve]'``; a few GiB of memory.
 
-    python benchmarks/serve_load.py [--clients 4] [--requests 5] [--json out.json]
+    python benchmarks/serve_load.py [--clients 4] [--requests 5] [--keys-only] [--json out.json]
 """
 
 from __future__ import annotations
@@ -153,6 +153,7 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=5)
     ap.add_argument("--images", type=int, default=64)
     ap.add_argument("--skip-keys", action="store_true")
+    ap.add_argument("--keys-only", action="store_true", help="the key upload alone")
     ap.add_argument("--json")
     args = ap.parse_args()
     x_train, y_train, x_test, _ = M.digits_split()
@@ -166,7 +167,7 @@ def main() -> None:
             print(f"key upload: {results['key_upload']['bytes'] / 2**20:.1f} MiB at "
                   f"{results['key_upload']['mb_per_s']:.0f} MB/s", file=sys.stderr)
         results["runs"] = []
-        for name, onnx_bytes, x in (("mlp", mlp, x_test[:args.images]),
+        for name, onnx_bytes, x in [] if args.keys_only else (("mlp", mlp, x_test[:args.images]),
                                     ("cnn", cnn, x_test[:args.images].reshape(-1, 1, 8, 8))):
             r = throughput(name, onnx_bytes, x, args.clients, args.requests, workdir)
             results["runs"].append(r)

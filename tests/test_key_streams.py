@@ -51,6 +51,31 @@ def test_every_evaluation_key_kind_travels_seeded(ckks_keys, boot_keys):
             assert len(key.to_bytes()) < key.nbytes / 2 * 1.01 + 4096, (scheme, key)
 
 
+def test_keys_stay_seeded_until_first_use_and_expand_on_request():
+    """Keygen and seeded loads hold each switching key's b half only; ``expand()`` (or the first
+    use) adds the a half, and the results do not depend on when that happened."""
+    ctx = rf.ckks.Context(poly_degree=2**13, coeff_bits=[50, 40, 40], scale_bits=40, special_bits=[60])
+    sk, keys = ctx.keygen(rotations=[1])
+    assert not keys.relin._host().expanded
+    x = np.random.default_rng(5).uniform(-1, 1, ctx.slots)
+    ct = ctx.encrypt(x, keys)
+    ev = ctx.evaluator(keys)
+    lazy = ev.rotate(ev.relinearize(ev.multiply(ct, ct)), 1)
+    assert keys.relin._host().expanded  # the first relinearization expanded it
+    loaded = ctx.load_keys(io.BytesIO(_saved(keys)))
+    assert not loaded.relin._host().expanded
+    assert loaded.expand() is loaded and loaded.relin._host().expanded
+    eager = ctx.evaluator(loaded).rotate(ctx.evaluator(loaded).relinearize(ev.multiply(ct, ct)), 1)
+    assert lazy.to_bytes() == eager.to_bytes()  # the same key words either way
+    assert precision_bits(ctx.decrypt(eager, sk), np.roll(x * x, -1)) > 20
+
+
+def _saved(keys) -> bytes:
+    buffer = io.BytesIO()
+    keys.save_to(buffer)
+    return buffer.getvalue()
+
+
 def test_streamed_keys_are_the_same_bytes_and_load_back(ckks_keys, tmp_path):
     ctx, sk, keys = ckks_keys
     for name in ("public", "relin", "galois", "master"):

@@ -310,6 +310,7 @@ TEST(IoRoundTrip, Keys) {
     Buffer s2(e.rlwe->key_base()->size() * kN);
     backend_for(Device::cpu()).multiply(e.sk.eval(), e.sk.eval(), s2.data(), 1, *e.rlwe->key_base());
     KeySwitchKey raw = generate_switch_key(e.sk, s2.data(), kRelinearizationSource, prng);
+    (void)raw.a(0);  // expanded while it has its seeds
     raw.seeds().clear();
     const RelinKey unseeded(std::move(raw));
     const Bytes blob = io::save(unseeded);

@@ -168,6 +168,11 @@ void bind_ckks_bootstrap(nb::module_& m) {
       .def_prop_ro("galois", [](const BootstrapKeys& k) -> const GaloisKeys& { return k.galois; },
                    nb::rv_policy::reference_internal)
       .def_prop_ro("device", [](const BootstrapKeys& k) { return k.from_sparse.device().str(); })
+      .def("expand",
+           [](const BootstrapKeys& k) {
+             nb::gil_scoped_release release;
+             k.expand();
+           })
       .def(
           "to",
           [](const BootstrapKeys& k, const std::string& device, std::uint64_t queue) {

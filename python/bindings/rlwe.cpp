@@ -52,6 +52,10 @@ std::string device_of(const T& x) {
   return x.device().str();
 }
 
+constexpr const char* kExpandDoc =
+    "Expands the seeded half of every switching key now (all in parallel); otherwise each key expands the "
+    "first time it is used. Keys made by keygen or loaded from seeded bytes hold half their memory until then.";
+
 constexpr const char* kToDoc =
     "A copy on `device` ('cpu', 'cuda', 'cuda:N'), issued on the queue handle `queue` (0: the device's default "
     "stream). Uploads return at once; a download to 'cpu' waits for the device (a sync point).";
@@ -175,12 +179,27 @@ void bind_rlwe(nb::module_& m) {
       .def_prop_ro("fingerprint", &RelinKey::fingerprint)
       .def_prop_ro("level", [](const RelinKey& k) { return k.key().level(); })
       .def_prop_ro("nbytes", [](const RelinKey& k) { return k.key().bytes(); })
+      .def_prop_ro("expanded", [](const RelinKey& k) { return k.key().expanded(); })
+      .def(
+          "expand",
+          [](const RelinKey& k) {
+            nb::gil_scoped_release release;
+            k.key().expand();
+          },
+          kExpandDoc)
       .def_prop_ro("device", &device_of<RelinKey>)
       .def("to", &move_to<RelinKey>, nb::arg("device"), nb::arg("queue") = 0, kToDoc);
   nb::class_<GaloisKeys>(m, "GaloisKeys")
       .def_prop_ro("fingerprint", &GaloisKeys::fingerprint)
       .def_prop_ro("device", &device_of<GaloisKeys>)
       .def("to", &move_to<GaloisKeys>, nb::arg("device"), nb::arg("queue") = 0, kToDoc)
+      .def(
+          "expand",
+          [](const GaloisKeys& k) {
+            nb::gil_scoped_release release;
+            k.expand();
+          },
+          kExpandDoc)
       .def("elements", &GaloisKeys::elements)
       .def("__len__", &GaloisKeys::size)
       .def("has", &GaloisKeys::has, nb::arg("galois_element"))

@@ -312,15 +312,12 @@ KeySwitchKey read_switch_key(Reader& r, const RlweContextPtr& ctx, std::uint16_t
   // The whole key must be present before its 2 x digits polynomials are allocated.
   const std::size_t key_poly = poly_bytes(*ctx, base.size());
   r.need(digits * (key_poly + (seeded ? 32 : key_poly)), "the key polynomials");
-  KeySwitchKey k(ctx, source, level);
+  // A seeded key loads as one: its a_j are expanded on first use.
+  KeySwitchKey k = seeded ? KeySwitchKey::seeded(ctx, source, level) : KeySwitchKey(ctx, source, level);
   for (std::size_t j = 0; j < digits; ++j) {
     read_poly(r, base, base.size(), k.b(j), "a key polynomial");
-    if (seeded) {
-      k.seeds().push_back(read_seed(r));
-      expand_uniform(k.seeds().back(), base, k.a(j));
-    } else {
-      read_poly(r, base, base.size(), k.a(j), "a key polynomial");
-    }
+    if (seeded) k.seeds().push_back(read_seed(r));
+    else read_poly(r, base, base.size(), k.a(j), "a key polynomial");
   }
   return k;
 }

@@ -92,16 +92,18 @@ KeySwitchKey generate_switch_key(const SecretKey& secret, const u64* s_prime_eva
   const RnsBase& base = *ctx->extended_base(level);
   const std::size_t n = ctx->n();
   Backend& be = backend_for(Device::cpu());
-  KeySwitchKey key(ctx, source, level);
+  // Seeded: the key keeps the b_j, each a_j passes through one scratch
+  // polynomial (expanded again from its seed if the key is used here).
+  KeySwitchKey key = KeySwitchKey::seeded(ctx, source, level);
   Buffer s = restrict_to_level(*ctx, secret.eval(), level);
   Buffer s_prime = restrict_to_level(*ctx, s_prime_eval, level);
-  Buffer as(key.poly_words());
+  Buffer a(key.poly_words()), as(key.poly_words());
   for (std::size_t j = 0; j < key.digits(); ++j) {
     const Seed seed = prng.next_seed();
     key.seeds().push_back(seed);
-    expand_uniform(seed, base, key.a(j));
+    expand_uniform(seed, base, a.data());
     sample_error_eval(prng, base, key.b(j));
-    be.multiply(key.a(j), s.data(), as.data(), 1, base);
+    be.multiply(a.data(), s.data(), as.data(), 1, base);
     be.sub(key.b(j), as.data(), key.b(j), 1, base);
     // + P * s' on the digit's primes (g_j is P there and 0 elsewhere).
     const auto [begin, end] = ctx->digit_range(level, j);

@@ -1,6 +1,10 @@
 #include "ringfire/rlwe/keys.h"
 
+#include <algorithm>
+
 #include "ringfire/base/errors.h"
+#include "ringfire/base/parallel.h"
+#include "ringfire/rlwe/keygen.h"
 #include "ringfire/rlwe/prng.h"
 #include "ringfire/rlwe/sampling.h"
 
@@ -31,13 +35,50 @@ KeySwitchKey::KeySwitchKey(RlweContextPtr context, u64 source, std::size_t level
   require(level_ <= context_->max_level(), "rlwe.KeySwitchKey",
           "level " + std::to_string(level_) + " exceeds the maximum " + std::to_string(context_->max_level()));
   digits_ = context_->digit_count(level_);
-  buffer_ = Buffer(2 * digits_ * poly_words());
-  backend_for(buffer_.device()).zero(buffer_.data(), buffer_.size());
+  b_ = Buffer(digits_ * poly_words());
+  a_ = Buffer(digits_ * poly_words());
+  for (Buffer* half : {&b_, &a_}) backend_for(half->device()).zero(half->data(), half->size());
+}
+
+KeySwitchKey::KeySwitchKey(RlweContextPtr context, u64 source, std::size_t level, Buffer b, Buffer a,
+                           std::vector<Seed> seeds)
+    : context_(std::move(context)), source_(source), level_(level), digits_(context_->digit_count(level)),
+      b_(std::move(b)), a_(std::move(a)), seeds_(std::move(seeds)) {}
+
+KeySwitchKey KeySwitchKey::seeded(RlweContextPtr context, u64 source, std::size_t level) {
+  require(level <= context->max_level(), "rlwe.KeySwitchKey",
+          "level " + std::to_string(level) + " exceeds the maximum " + std::to_string(context->max_level()));
+  const std::size_t words = context->digit_count(level) * (level + 1 + context->special_count()) * context->n();
+  return KeySwitchKey(context, source, level, Buffer(words), Buffer(), {});
+}
+
+bool KeySwitchKey::expanded() const { return a_.data() != nullptr; }
+
+std::uint64_t KeySwitchKey::resident_bytes() const {
+  return static_cast<std::uint64_t>((b_.size() + a_.size()) * sizeof(u64));
+}
+
+u64* KeySwitchKey::expanded_a() const {
+  std::call_once(*expand_once_, [this] {
+    if (a_.data() != nullptr) return;
+    require(seeds_.size() == digits_, "rlwe.KeySwitchKey",
+            "a seeded key needs one seed per digit to expand (" + std::to_string(digits_) + "), it has " +
+                std::to_string(seeds_.size()));
+    const RnsBase& base = *context_->extended_base(level_);
+    Buffer a(digits_ * poly_words());  // seeded keys live on the host: to() expands before copying
+    // One stream per digit: the digits expand (and touch their fresh pages) in parallel.
+    auto body = [&](std::size_t begin, std::size_t end) {
+      for (std::size_t j = begin; j < end; ++j) expand_uniform(seeds_[j], base, a.data() + j * poly_words());
+    };
+    parallel_ranges(digits_, std::min<std::size_t>(digits_, static_cast<std::size_t>(num_threads())), body);
+    a_ = std::move(a);
+  });
+  return a_.data();
 }
 
 KeySwitchKey KeySwitchKey::to(const Device& device) const {
-  KeySwitchKey copy(*this, buffer_.to(device));
-  return copy;
+  expanded_a();
+  return KeySwitchKey(context_, source_, level_, b_.to(device), a_.to(device), seeds_);
 }
 
 const KeySwitchKey& GaloisKeys::get(u64 galois_element) const {
@@ -65,6 +106,16 @@ GaloisKeys GaloisKeys::to(const Device& device) const {
   GaloisKeys copy(context_);
   for (const auto& [g, key] : keys_) copy.keys_.emplace(g, key.to(device));
   return copy;
+}
+
+void GaloisKeys::expand() const {
+  std::vector<const KeySwitchKey*> keys;
+  for (const auto& [g, key] : keys_) keys.push_back(&key);
+  // Nested: each key's own digit loop runs on the thread that took the key.
+  auto body = [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) keys[i]->expand();
+  };
+  parallel_ranges(keys.size(), std::min<std::size_t>(keys.size(), static_cast<std::size_t>(num_threads())), body);
 }
 
 std::uint64_t GaloisKeys::bytes() const {

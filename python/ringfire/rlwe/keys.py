@@ -31,6 +31,16 @@ class _Key(Placed):
         """This key on ``device`` (lazy: uploaded at the first operation there, then cached)."""
         return self._moved(device)
 
+    def expand(self):
+        """Expands the key's seeded half now, where it has one (relinearization, Galois and
+        bootstrapping keys; all in parallel), and returns the key. Keys made by keygen or
+        loaded from seeded bytes hold half their memory until their first use expands them
+        (docs/keys.md): call this before timing or measuring memory."""
+        native = self._host()
+        if hasattr(native, "expand"):
+            native.expand()
+        return self
+
     def to_bytes(self, *, mac_key: bytes | None = None, compress=False) -> bytes:
         """Serialized form (see ``Context.load``); with ``mac_key``, authenticated
         (:func:`ringfire.io.authenticate`); ``compress=True`` or a level: Zstandard."""
@@ -210,6 +220,13 @@ class KeySet:
         moved = {name: (getattr(self, name).to(device) if getattr(self, name) is not None else None)
                  for name in ("public", "relin", "galois", "bootstrap")}
         return KeySet(**moved, master=self.master, _extra=self._extra)
+
+    def expand(self) -> "KeySet":
+        """Expands every seeded switching key of the set now (``_Key.expand``); returns the set."""
+        for name in ("relin", "galois", "bootstrap"):
+            if getattr(self, name) is not None:
+                getattr(self, name).expand()
+        return self
 
     def save_to(self, file) -> int:
         """Streams every key this set holds (public, relin, galois, bootstrap, master, in

@@ -81,6 +81,12 @@ struct BootstrapKeys {
   BootstrapKeys to(const Device& device) const {
     return BootstrapKeys{galois.to(device), to_sparse.to(device), from_sparse.to(device)};
   }
+  // Expands every seeded key's a_j now (rlwe/keys.h).
+  void expand() const {
+    galois.expand();
+    to_sparse.expand();
+    from_sparse.expand();
+  }
 };
 
 // The phases of one bootstrap, and their wall-clock seconds when asked for

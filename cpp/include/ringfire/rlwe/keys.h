@@ -15,6 +15,8 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "ringfire/rlwe/ciphertext.h"
@@ -61,6 +63,12 @@ class KeySwitchKey {
   // by default), over q_0..q_level and P.
   KeySwitchKey(RlweContextPtr context, u64 source);
   KeySwitchKey(RlweContextPtr context, u64 source, std::size_t level);
+  // A seeded key that holds its b_j only, uninitialised: the caller writes
+  // every b_j and pushes one seed per digit. The a_j are expanded from the
+  // seeds the first time one is read (once, thread-safe), so a key made to be
+  // saved or sent never holds them: half the memory, and none of the time of
+  // touching it (fresh pages cost more than the expansion on a virtual machine).
+  static KeySwitchKey seeded(RlweContextPtr context, u64 source, std::size_t level);
   const RlweContextPtr& context() const { return context_; }
   u64 source() const { return source_; }
   std::uint64_t fingerprint() const { return context_->fingerprint(); }
@@ -69,14 +77,22 @@ class KeySwitchKey {
   std::size_t level() const { return level_; }
   // Words of one key polynomial: (level + 1 + k) * N, Q's limbs then P's.
   std::size_t poly_words() const { return (level_ + 1 + context_->special_count()) * context_->n(); }
-  // Bytes the key holds in memory.
+  // Bytes the key holds in memory with its a_j expanded.
   std::uint64_t bytes() const { return static_cast<std::uint64_t>(2 * digits_ * poly_words() * sizeof(u64)); }
-  u64* b(std::size_t digit) { return buffer_.data() + (2 * digit) * poly_words(); }
-  u64* a(std::size_t digit) { return buffer_.data() + (2 * digit + 1) * poly_words(); }
-  const u64* b(std::size_t digit) const { return buffer_.data() + (2 * digit) * poly_words(); }
-  const u64* a(std::size_t digit) const { return buffer_.data() + (2 * digit + 1) * poly_words(); }
-  const Device& device() const { return buffer_.device(); }
-  // A copy on `device` (keys are uploaded once and reused by every switch).
+  // Bytes it holds now (half of bytes() while a seeded key's a_j are unexpanded).
+  std::uint64_t resident_bytes() const;
+  // Whether the a_j are in memory.
+  bool expanded() const;
+  // Expands the a_j now if they are not in memory (before timing or measuring
+  // memory, say); otherwise the first use does.
+  void expand() const { expanded_a(); }
+  u64* b(std::size_t digit) { return b_.data() + digit * poly_words(); }
+  u64* a(std::size_t digit) { return expanded_a() + digit * poly_words(); }
+  const u64* b(std::size_t digit) const { return b_.data() + digit * poly_words(); }
+  const u64* a(std::size_t digit) const { return expanded_a() + digit * poly_words(); }
+  const Device& device() const { return b_.device(); }
+  // A copy on `device` (keys are uploaded once and reused by every switch),
+  // with the a_j expanded.
   KeySwitchKey to(const Device& device) const;
   KeySwitchKey(KeySwitchKey&&) noexcept = default;
   KeySwitchKey& operator=(KeySwitchKey&&) noexcept = default;
@@ -85,19 +101,17 @@ class KeySwitchKey {
   const std::vector<Seed>& seeds() const { return seeds_; }
 
  private:
-  KeySwitchKey(const KeySwitchKey& other, Buffer buffer)
-      : context_(other.context_),
-        source_(other.source_),
-        level_(other.level_),
-        digits_(other.digits_),
-        buffer_(std::move(buffer)),
-        seeds_(other.seeds_) {}
+  KeySwitchKey(RlweContextPtr context, u64 source, std::size_t level, Buffer b, Buffer a, std::vector<Seed> seeds);
+  // The a_j, expanded from the seeds on first use.
+  u64* expanded_a() const;
 
   RlweContextPtr context_;
   u64 source_;
   std::size_t level_;
   std::size_t digits_;
-  Buffer buffer_;
+  Buffer b_;
+  mutable Buffer a_;  // empty until a seeded key's a_j are first read
+  std::unique_ptr<std::once_flag> expand_once_ = std::make_unique<std::once_flag>();
   std::vector<Seed> seeds_;
 };
 
@@ -162,6 +176,8 @@ class GaloisKeys {
   // Where the keys live (all on one device; cpu when empty).
   Device device() const { return keys_.empty() ? Device::cpu() : keys_.begin()->second.device(); }
   GaloisKeys to(const Device& device) const;
+  // Expands every seeded key's a_j now (the keys in parallel).
+  void expand() const;
 
  private:
   RlweContextPtr context_;
