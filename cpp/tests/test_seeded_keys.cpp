@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
 #include "ckks_test_support.h"
+#include "ringfire/base/memory_pool.h"
 #include "ringfire/ckks/context.h"
 #include "ringfire/io/serialize.h"
 #include "ringfire/rlwe/keygen.h"
@@ -99,6 +101,24 @@ TEST(SeededKeys, AKeyWithoutItsSeedsCannotExpand) {
   KeySwitchKey key = generate_switch_key(k.sk, k.sk.eval(), kRelinearizationSource, prng);
   key.seeds().pop_back();
   test::expect_invalid([&] { (void)key.a(0); }, "one seed per digit");
+}
+
+// Keys made for the spill files (a cold scope, rf.memory.cold) expand there too,
+// though their first use comes after the scope has closed.
+TEST(SeededKeys, KeysMadeColdExpandCold) {
+  Keys k = Keys::make();
+  host_pool().flush();
+  const char* tmp = std::getenv("TMPDIR");
+  start_host_spill(std::size_t{1} << 40, tmp != nullptr && *tmp != '\0' ? tmp : "/tmp");  // a limit nothing reaches
+  Prng prng = Prng::from_seed(seed_of(6));
+  begin_cold_host_allocations();
+  const RelinKey rk = generate_relin_key(k.sk, prng);
+  end_cold_host_allocations();
+  const std::size_t spilled = host_spill_stats().bytes_spilled;
+  EXPECT_GE(spilled, rk.key().resident_bytes());  // the b_j went to the files
+  rk.key().expand();
+  EXPECT_GE(host_spill_stats().bytes_spilled - spilled, rk.key().bytes() / 2);  // and so did the a_j
+  stop_host_spill();
 }
 
 }  // namespace

@@ -44,6 +44,7 @@ class HostPool final : public MemoryPool {
   }
   bool may_spill() const { return ever_spilled_.load(); }
   void begin_cold() { cold_.fetch_add(1); }
+  bool cold_open() const { return cold_.load() > 0; }
   void end_cold() {
     int open = cold_.load();
     while (open > 0 && !cold_.compare_exchange_weak(open, open - 1)) {
@@ -246,6 +247,7 @@ void start_host_spill(std::size_t ram_limit_bytes, const std::string& directory)
 void stop_host_spill() { the_host_pool().stop_spill(); }
 void begin_cold_host_allocations() { the_host_pool().begin_cold(); }
 void end_cold_host_allocations() { the_host_pool().end_cold(); }
+bool cold_host_allocations_open() { return the_host_pool().cold_open(); }
 
 void prefetch_host_block(const void* block, std::size_t bytes) {
   if (block == nullptr || bytes == 0 || !the_host_pool().may_spill()) return;

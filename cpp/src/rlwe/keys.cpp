@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ringfire/base/errors.h"
+#include "ringfire/base/memory_pool.h"
 #include "ringfire/base/parallel.h"
 #include "ringfire/rlwe/keygen.h"
 #include "ringfire/rlwe/prng.h"
@@ -49,7 +50,9 @@ KeySwitchKey KeySwitchKey::seeded(RlweContextPtr context, u64 source, std::size_
   require(level <= context->max_level(), "rlwe.KeySwitchKey",
           "level " + std::to_string(level) + " exceeds the maximum " + std::to_string(context->max_level()));
   const std::size_t words = context->digit_count(level) * (level + 1 + context->special_count()) * context->n();
-  return KeySwitchKey(context, source, level, Buffer(words), Buffer(), {});
+  KeySwitchKey key(context, source, level, Buffer(words), Buffer(), {});
+  key.cold_ = cold_host_allocations_open();
+  return key;
 }
 
 bool KeySwitchKey::expanded() const { return a_.data() != nullptr; }
@@ -65,7 +68,11 @@ u64* KeySwitchKey::expanded_a() const {
             "a seeded key needs one seed per digit to expand (" + std::to_string(digits_) + "), it has " +
                 std::to_string(seeds_.size()));
     const RnsBase& base = *context_->extended_base(level_);
-    Buffer a(digits_ * poly_words());  // seeded keys live on the host: to() expands before copying
+    // Keys made for the spill files (rf.memory.cold) put their a_j there too.
+    Buffer a = [&] {
+      const ColdHostAllocations cold(cold_);
+      return Buffer(digits_ * poly_words());  // seeded keys live on the host: to() expands before copying
+    }();
     // One stream per digit: the digits expand (and touch their fresh pages) in parallel.
     auto body = [&](std::size_t begin, std::size_t end) {
       for (std::size_t j = begin; j < end; ++j) expand_uniform(seeds_[j], base, a.data() + j * poly_words());

@@ -119,6 +119,23 @@ void stop_host_spill();
 // requests only where a new block would be spilled too.
 void begin_cold_host_allocations();
 void end_cold_host_allocations();
+// Whether a cold scope is open now (a seeded key made in one expands cold too).
+bool cold_host_allocations_open();
+// A cold scope for the lifetime of the object, when `open` (else nothing).
+class ColdHostAllocations {
+ public:
+  explicit ColdHostAllocations(bool open = true) : open_(open) {
+    if (open_) begin_cold_host_allocations();
+  }
+  ~ColdHostAllocations() {
+    if (open_) end_cold_host_allocations();
+  }
+  ColdHostAllocations(const ColdHostAllocations&) = delete;
+  ColdHostAllocations& operator=(const ColdHostAllocations&) = delete;
+
+ private:
+  bool open_;
+};
 // Asks the kernel to start reading a host block's pages from its spill file in the
 // background, so that the disk works while the caller computes on what it already
 // holds (a linear transform reads its next giant step's diagonals this way). Returns at

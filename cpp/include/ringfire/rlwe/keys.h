@@ -111,6 +111,7 @@ class KeySwitchKey {
   std::size_t digits_;
   Buffer b_;
   mutable Buffer a_;  // empty until a seeded key's a_j are first read
+  bool cold_ = false;  // made inside a cold-allocation scope: the a_j expand there too
   std::unique_ptr<std::once_flag> expand_once_ = std::make_unique<std::once_flag>();
   std::vector<Seed> seeds_;
 };
