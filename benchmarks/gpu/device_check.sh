@@ -141,7 +141,7 @@ if [[ ,${STEPS:-}, == *,ntt_profile,* ]]; then
     --section WarpStateStats --section SchedulerStats --section InstructionStats --section LaunchStats \
     python3 -c "from ringfire import _core; _core.cuda_time_kernel('ntt_forward', 1 << 16, 64, bits=60, kernel='shared', rounds=1, calls=1)"
 fi
-# The fused base conversion (ModUp from a digit of 3 limbs to 24, N = 2^16) under
+# The fused base conversion (a ModUp digit of 4 limbs to 23, N = 2^16, the 5th launch) under
 # Nsight Compute, the same sections. Only when STEPS names it.
 if [[ ,${STEPS:-}, == *,convert_profile,* ]]; then
   step convert_profile 90 ncu --clock-control none --kernel-name regex:base_convert_fused --launch-skip 4 \

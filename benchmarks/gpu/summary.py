@@ -103,7 +103,7 @@ def resnet20(folder: pathlib.Path) -> list[str]:
             " vs the polynomial model (goal <= 10 s per image)"]
 
 
-NTT_PROFILE_METRICS = ("Compute (SM) Throughput", "Memory Throughput", "DRAM Throughput", "Achieved Occupancy",
+NCU_METRICS = ("Compute (SM) Throughput", "Memory Throughput", "DRAM Throughput", "Achieved Occupancy",
                        "Registers Per Thread", "Issue Slots Busy", "Executed Ipc Active", "Duration")
 
 
@@ -119,7 +119,7 @@ def ncu_profile(folder: pathlib.Path, log: str, kernel: str, title: str) -> list
             launches.append(current)
             continue
         parts = line.split()
-        for metric in NTT_PROFILE_METRICS:
+        for metric in NCU_METRICS:
             if current is not None and line.strip().startswith(metric) and len(parts) >= 2:
                 current.append(f"{metric} {parts[-1]}{'' if parts[-2] in metric.split() else ' ' + parts[-2]}")
     if not launches:

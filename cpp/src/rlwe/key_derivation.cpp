@@ -96,7 +96,7 @@ std::vector<KeySwitchKey> apply_masters(const MasterKeys& masters, const KeySwit
       }
     }
   };
-  parallel_ranges(key.digits(), std::min<std::size_t>(key.digits(), static_cast<std::size_t>(num_threads())), body);
+  parallel_items(key.digits(), body);
   return out;
 }
 

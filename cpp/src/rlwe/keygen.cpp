@@ -167,8 +167,7 @@ GaloisKeys generate_galois_keys_at_levels(const SecretKey& secret,
     }
     secure_zero(rotated.data(), rotated.size() * sizeof(u64));
   };
-  parallel_ranges(keys_to_make.size(),
-                  std::min<std::size_t>(keys_to_make.size(), static_cast<std::size_t>(num_threads())), body);
+  parallel_items(keys_to_make.size(), body);
   GaloisKeys keys(ctx);
   for (auto& key : made) keys.insert(std::move(*key));
   return keys;

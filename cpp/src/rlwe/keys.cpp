@@ -1,7 +1,5 @@
 #include "ringfire/rlwe/keys.h"
 
-#include <algorithm>
-
 #include "ringfire/base/errors.h"
 #include "ringfire/base/memory_pool.h"
 #include "ringfire/base/parallel.h"
@@ -32,10 +30,7 @@ SecretKey::~SecretKey() {
 KeySwitchKey::KeySwitchKey(RlweContextPtr context, u64 source) : KeySwitchKey(context, source, context->max_level()) {}
 
 KeySwitchKey::KeySwitchKey(RlweContextPtr context, u64 source, std::size_t level)
-    : context_(std::move(context)), source_(source), level_(level) {
-  require(level_ <= context_->max_level(), "rlwe.KeySwitchKey",
-          "level " + std::to_string(level_) + " exceeds the maximum " + std::to_string(context_->max_level()));
-  digits_ = context_->digit_count(level_);
+    : KeySwitchKey(std::move(context), source, level, Buffer(), Buffer(), {}) {
   b_ = Buffer(digits_ * poly_words());
   a_ = Buffer(digits_ * poly_words());
   for (Buffer* half : {&b_, &a_}) backend_for(half->device()).zero(half->data(), half->size());
@@ -43,14 +38,16 @@ KeySwitchKey::KeySwitchKey(RlweContextPtr context, u64 source, std::size_t level
 
 KeySwitchKey::KeySwitchKey(RlweContextPtr context, u64 source, std::size_t level, Buffer b, Buffer a,
                            std::vector<Seed> seeds)
-    : context_(std::move(context)), source_(source), level_(level), digits_(context_->digit_count(level)),
-      b_(std::move(b)), a_(std::move(a)), seeds_(std::move(seeds)) {}
+    : context_(std::move(context)), source_(source), level_(level), b_(std::move(b)), a_(std::move(a)),
+      seeds_(std::move(seeds)) {
+  require(level_ <= context_->max_level(), "rlwe.KeySwitchKey",
+          "level " + std::to_string(level_) + " exceeds the maximum " + std::to_string(context_->max_level()));
+  digits_ = context_->digit_count(level_);
+}
 
 KeySwitchKey KeySwitchKey::seeded(RlweContextPtr context, u64 source, std::size_t level) {
-  require(level <= context->max_level(), "rlwe.KeySwitchKey",
-          "level " + std::to_string(level) + " exceeds the maximum " + std::to_string(context->max_level()));
-  const std::size_t words = context->digit_count(level) * (level + 1 + context->special_count()) * context->n();
-  KeySwitchKey key(context, source, level, Buffer(words), Buffer(), {});
+  KeySwitchKey key(std::move(context), source, level, Buffer(), Buffer(), {});
+  key.b_ = Buffer(key.digits_ * key.poly_words());
   key.cold_ = cold_host_allocations_open();
   return key;
 }
@@ -77,7 +74,7 @@ u64* KeySwitchKey::expanded_a() const {
     auto body = [&](std::size_t begin, std::size_t end) {
       for (std::size_t j = begin; j < end; ++j) expand_uniform(seeds_[j], base, a.data() + j * poly_words());
     };
-    parallel_ranges(digits_, std::min<std::size_t>(digits_, static_cast<std::size_t>(num_threads())), body);
+    parallel_items(digits_, body);
     a_ = std::move(a);
   });
   return a_.data();
@@ -122,7 +119,7 @@ void GaloisKeys::expand() const {
   auto body = [&](std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) keys[i]->expand();
   };
-  parallel_ranges(keys.size(), std::min<std::size_t>(keys.size(), static_cast<std::size_t>(num_threads())), body);
+  parallel_items(keys.size(), body);
 }
 
 std::uint64_t GaloisKeys::bytes() const {

@@ -8,6 +8,7 @@
 // its next use.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 
 namespace ringfire {
@@ -37,6 +38,13 @@ void parallel_ranges(std::size_t count, std::size_t parts, Body& body) {
   parallel_run(count, parts,
                [](void* context, std::size_t begin, std::size_t end) { (*static_cast<Body*>(context))(begin, end); },
                &body);
+}
+
+// parallel_ranges with one part per thread, or one per item where there are
+// fewer items than threads.
+template <class Body>
+void parallel_items(std::size_t count, Body& body) {
+  parallel_ranges(count, std::min<std::size_t>(count, static_cast<std::size_t>(num_threads())), body);
 }
 
 }  // namespace ringfire
