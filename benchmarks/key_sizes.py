@@ -12,8 +12,15 @@ from the loaded master bytes, and one rotation checked against NumPy with both k
 (bytes, keygen time, streamed saving and loading against whole) and why derivation cannot
 shrink them (the levels they serve leave no room under the 128-bit bound); ``keygen`` times
 the client's keygen on N16_BOOT; ``first_use`` times ``keygen(bootstrap=True)`` and then four
-bootstraps in the same process (keys stay seeded until first used: the first bootstrap expands
-them). Workloads:
+bootstraps in the same process, with the process's peak RSS (the bootstrapping keys expand per
+use by default; the relinearization key at its first use), and ``first_use_expanded`` the same
+after ``keys.expand()`` (every key kept expanded: the fastest bootstraps); ``per_use_paired``
+bootstraps with both kinds of bootstrapping keys in one process, alternating, so that the
+machine's drift hits both alike; ``prng`` the seed expansion's throughput on one thread (uniform
+residues below a 61-bit prime from the ChaCha20 stream); ``cold`` three bootstraps with the keys
+and the DFT plaintexts in spill files (``rf.memory.spill`` with a 2 GiB limit, ``rf.memory.cold``;
+the directory: $RINGFIRE_SPILL_DIR or the system's temporary one, which should be a disk), the
+peak RSS split into anonymous memory and mapped file pages. Workloads:
 
 - ``bgv``, ``bfv``: N = 2^15 (the N15 preset), every rotation 1..127 (the baby and giant
   steps of a 4096-wide BSGS matrix-vector product, or a 128-wide diagonal one) at level 8 of 17;
@@ -43,7 +50,8 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 import ringfire as rf  # noqa: E402
 from nn_scale import PeakSampler  # noqa: E402
 
-CASES = ("bgv", "bfv", "cnn", "resnet8", "resnet32", "boot", "keygen", "first_use")
+CASES = ("bgv", "bfv", "cnn", "resnet8", "resnet32", "boot", "keygen", "first_use", "first_use_expanded",
+         "per_use_paired", "prng", "cold")
 
 
 def peak_rss_bytes() -> int:
@@ -189,6 +197,11 @@ def measure_first_use(case: str) -> dict:
     sk, keys = ctx.keygen(bootstrap=True)
     out = {"case": case, "workload": "N16_BOOT keygen, then bootstraps", "keygen_s": time.perf_counter() - t0,
            "rss_after_keygen_bytes": peak_rss_bytes()}
+    if case == "first_use_expanded":
+        t0 = time.perf_counter()
+        keys.expand()
+        out["expand_s"] = time.perf_counter() - t0
+    out["bootstrap_keys_resident_bytes"] = keys.bootstrap.resident_bytes
     ev = ctx.evaluator(keys)
     x = np.random.default_rng(1).uniform(-1, 1, ctx.slots)
     ct = ctx.encrypt(x, keys)
@@ -199,7 +212,78 @@ def measure_first_use(case: str) -> dict:
         out["bootstrap_s"].append(time.perf_counter() - t0)
     out["bits"] = float(-np.log2(np.max(np.abs(ctx.decrypt(result, sk).real - x))))
     out["peak_rss_bytes"] = peak_rss_bytes()
+    pool = rf.memory.stats()
+    out["pool_in_use_bytes"], out["pool_cached_bytes"] = int(pool["bytes_in_use"]), int(pool["bytes_cached"])
     return out
+
+
+def measure_per_use_paired(case: str, rounds: int = 6) -> dict:
+    """Bootstrapping keys expanded per use (the default) against the same secret's keys kept
+    expanded, in one process, alternating which goes first: the cost of expanding per use."""
+    import statistics
+    ctx = rf.ckks.Context.preset("N16_BOOT")
+    sk, keys = ctx.keygen(bootstrap=True)
+    keys.relin.expand()
+    expanded = rf.rlwe.KeySet(public=keys.public, relin=keys.relin, bootstrap=ctx.bootstrap_keys(sk).expand())
+    evaluators = {"per_use": ctx.evaluator(keys), "expanded": ctx.evaluator(expanded)}
+    ct = ctx.encrypt(np.random.default_rng(1).uniform(-1, 1, ctx.slots), keys)
+    for ev in evaluators.values():
+        ev.bootstrap(ct)  # first uses: the relinearization key, the per-use keys' row positions
+    times = {name: [] for name in evaluators}
+    for i in range(rounds):
+        for name in (("per_use", "expanded") if i % 2 == 0 else ("expanded", "per_use")):
+            t0 = time.perf_counter()
+            evaluators[name].bootstrap(ct)
+            times[name].append(time.perf_counter() - t0)
+    ratios = [a / b for a, b in zip(times["per_use"], times["expanded"])]
+    return {"case": case, "workload": "N16_BOOT bootstraps, per-use and expanded keys alternating",
+            "bootstrap_s": times, "ratio_median": statistics.median(ratios), "ratio_min": min(ratios),
+            "ratio_max": max(ratios), "resident_bytes": {"per_use": keys.bootstrap.resident_bytes,
+                                                         "expanded": expanded.bootstrap.resident_bytes}}
+
+
+def measure_cold(case: str, ram_limit_gib: float = 2.0) -> dict:
+    """Bootstraps with the bootstrapping keys and the DFT plaintexts made in spill files: the
+    process's anonymous memory against its mapped file pages (page cache the kernel may drop)."""
+    ctx = rf.ckks.Context.preset("N16_BOOT")
+    directory = tempfile.mkdtemp(dir=os.environ.get("RINGFIRE_SPILL_DIR"))
+    with rf.memory.spill(directory, ram_limit_gib=ram_limit_gib):
+        with rf.memory.cold():
+            ctx.bootstrap_plan()
+            sk, keys = ctx.keygen(bootstrap=True)
+        ev = ctx.evaluator(keys)
+        x = np.random.default_rng(1).uniform(-1, 1, ctx.slots)
+        ct = ctx.encrypt(x, keys)
+        times = []
+        with PeakSampler(period=0.01) as peak:
+            for _ in range(3):
+                t0 = time.perf_counter()
+                result = ev.bootstrap(ct)
+                times.append(time.perf_counter() - t0)
+    return {"case": case, "workload": f"N16_BOOT bootstraps, keys and plaintexts spilled ({ram_limit_gib:g} GiB limit)",
+            "bootstrap_s": times, "bits": float(-np.log2(np.max(np.abs(ctx.decrypt(result, sk).real - x)))),
+            "peak_rss_bytes": peak_rss_bytes(), "peak_anon_bytes": peak.peak_anon, "peak_file_bytes": peak.peak_file}
+
+
+def measure_prng(case: str, chunk_mib: int = 4, chunks: int = 64, repeats: int = 5) -> dict:
+    """GB/s of uniform residues below 2^61 - 1 (``uniform_below_many``, what a seed expands
+    into), one thread, best of ``repeats``. In
+    chunks of a few MiB, which the allocator reuses: fresh pages cost more than the expansion
+    on a virtual machine and would be what this measured."""
+    prng = rf._core.Prng.from_seed(bytes(32))
+    size = chunk_mib << 20
+
+    def best(run) -> float:
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            for _ in range(chunks):
+                run()
+            times.append(time.perf_counter() - t0)
+        return size * chunks / min(times) / 1e9
+
+    return {"case": case, "workload": "seed expansion, one thread",
+            "uniform_61bit_gb_s": best(lambda: prng.uniform_below_many((1 << 61) - 1, size // 8))}
 
 
 def measure_load(path: str, mode: str) -> dict:
@@ -229,7 +313,9 @@ def main() -> None:
     if args.one:
         warnings.simplefilter("ignore")
         measure = {"boot": measure_boot, "keygen": measure_keygen,
-                   "first_use": measure_first_use}.get(args.one, measure_galois)
+                   "first_use": measure_first_use, "first_use_expanded": measure_first_use,
+                   "per_use_paired": measure_per_use_paired, "prng": measure_prng,
+                   "cold": measure_cold}.get(args.one, measure_galois)
         row = measure(args.one)
         print(json.dumps(row), flush=True)
         return
@@ -246,7 +332,7 @@ def main() -> None:
           "(direct / master) | server derive s | probe (direct / derived) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        if r["case"] in ("boot", "keygen", "first_use"):
+        if r["case"] in ("boot", "keygen", "first_use", "first_use_expanded", "per_use_paired", "prng", "cold"):
             continue
         probe = (f"{r['probe_direct']:.1f} / {r['probe_derived']:.1f} bits" if r["scheme"] == "ckks"
                  else ("exact / exact" if r["probe_direct"] and r["probe_derived"] else "MISMATCH"))
@@ -270,11 +356,24 @@ def main() -> None:
         if r["case"] == "keygen":
             print(f"\nN16_BOOT client keygen: bootstrapping keys {r['bootstrap_keys_s']:.1f} s, 95 Galois keys "
                   f"{r['galois_95_s']:.1f} s, master keys {r['master_keys_s']:.2f} s")
-        if r["case"] == "first_use":
-            print(f"\nN16_BOOT keygen(bootstrap=True) {r['keygen_s']:.1f} s, RSS after it "
+        if r["case"] in ("first_use", "first_use_expanded"):
+            expanded = f", keys.expand() {r['expand_s']:.1f} s" if "expand_s" in r else ", keys as made"
+            print(f"\nN16_BOOT keygen(bootstrap=True) {r['keygen_s']:.1f} s{expanded}, RSS after keygen "
                   f"{r['rss_after_keygen_bytes'] / 2**30:.2f} GiB; bootstraps "
                   + ", ".join(f"{t:.1f}" for t in r["bootstrap_s"]) + f" s; {r['bits']:.1f} bits; "
                   f"peak RSS {r['peak_rss_bytes'] / 2**30:.2f} GiB")
+        if r["case"] == "cold":
+            print(f"\n{r['workload']}: bootstraps " + ", ".join(f"{t:.1f}" for t in r["bootstrap_s"])
+                  + f" s, {r['bits']:.1f} bits; peak RSS {r['peak_rss_bytes'] / 2**30:.2f} GiB (anonymous "
+                  f"{r['peak_anon_bytes'] / 2**30:.2f}, file pages {r['peak_file_bytes'] / 2**30:.2f})")
+        if r["case"] == "prng":
+            print(f"\nseed expansion, one thread: uniform residues below 2^61 - 1 at "
+                  f"{r['uniform_61bit_gb_s']:.2f} GB/s")
+        if r["case"] == "per_use_paired":
+            print("\nN16_BOOT bootstraps in one process, alternating: per-use keys "
+                  + ", ".join(f"{t:.2f}" for t in r["bootstrap_s"]["per_use"]) + " s; expanded keys "
+                  + ", ".join(f"{t:.2f}" for t in r["bootstrap_s"]["expanded"])
+                  + f" s; per-use / expanded median {r['ratio_median']:.3f} ({r['ratio_min']:.3f}-{r['ratio_max']:.3f})")
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(rows, indent=1))
 

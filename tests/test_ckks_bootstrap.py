@@ -42,6 +42,30 @@ def exact(ctx, sk, ct):
         return ctx.decrypt(ct, sk, insecure_exact=True)
 
 
+def test_bootstrapping_keys_expand_per_use_by_default_and_bootstrap_the_same():
+    """Bootstrapping keys hold their seeded halves only and expand the rest a limb at a time
+    at each use (docs/keys.md): half the memory, the same words as keys kept expanded."""
+    ctx = toy_context()
+    sk, keys = ctx.keygen(bootstrap=True)
+    boot_keys, key_bytes = keys.bootstrap, ctx.bootstrap_plan().key_bytes
+    assert boot_keys.expand_per_use and boot_keys.resident_bytes * 2 == key_bytes
+    x = np.random.default_rng(11).uniform(-1, 1, ctx.slots)
+    ct = ctx.encrypt(x, keys)
+    ev = ctx.evaluator(keys)
+    lean = ev.bootstrap(ct)
+    assert boot_keys.resident_bytes * 2 == key_bytes  # nothing kept after use
+    loaded = ctx.load(boot_keys.to_bytes())
+    assert loaded.expand_per_use and loaded.resident_bytes * 2 == key_bytes
+    boot_keys.expand()
+    assert boot_keys.resident_bytes == key_bytes
+    assert ev.bootstrap(ct).to_bytes() == lean.to_bytes()
+    assert bits(ctx.decrypt(lean, sk).real, x)[1] > 10
+    loaded.expand_per_use = False  # the next use keeps them
+    assert not loaded.expand_per_use and loaded.resident_bytes * 2 == key_bytes
+    with pytest.raises(TypeError, match="True or False"):
+        loaded.expand_per_use = "no"
+
+
 def test_the_toy_preset_says_it_is_insecure():
     with pytest.warns(RuntimeWarning, match="insecure"):
         rf.ckks.Context.preset("N12_BOOT_INSECURE")

@@ -38,6 +38,22 @@ def _ctx(seed=None):
     return rf.ckks.Context(poly_degree=2**13, coeff_bits=[50, 40, 40], scale_bits=40, special_bits=[60], **kwargs)
 
 
+def test_uniform_sampling_follows_the_documented_stream_layout():
+    """The batch sampler (AVX-512 where the CPU has it) against an independent reading of the
+    stream: RFC 8439 blocks for counters 0, 1, ... with key = seed and a zero nonce, read as
+    little-endian words, masked to the bound's bit length and kept when below the bound."""
+    seed = bytes(range(7, 39))
+    stream = b"".join(_core.chacha20_block(seed, bytes(12), i) for i in range(40))
+    words = np.frombuffer(stream, dtype="<u8")
+    for bound in (3, (1 << 40) - 87, (1 << 59) + 12345, (1 << 61) - 1):
+        mask = (1 << (bound - 1).bit_length()) - 1
+        kept = [int(w) & mask for w in words if int(w) & mask < bound][:200]
+        got = _core.Prng.from_seed(seed).uniform_below_many(bound, len(kept))
+        assert got.tolist() == kept, bound
+        one = _core.Prng.from_seed(seed)
+        assert [one.uniform_below(bound) for _ in range(len(kept))] == kept
+
+
 def test_deterministic_mode_reproduces_keys_and_ciphertexts():
     with pytest.warns(RuntimeWarning, match="tests only"):
         c1, c2 = _ctx(b"\x07" * 32), _ctx(b"\x07" * 32)

@@ -29,6 +29,40 @@ TEST(MemoryPool, ReusesBlocksOfTheSameCapacity) {
   EXPECT_GE(after.bytes_in_use, (std::size_t{1} << 16) * 8);
 }
 
+// Large requests take the smallest cached block up to half again their size
+// (the temporaries of neighbouring levels share blocks), are counted at the
+// block's whole capacity, and give all of it back.
+TEST(MemoryPool, BestFitServesSmallerRequestsFromLargerBlocks) {
+  MemoryPool& pool = host_pool();
+  pool.flush();
+  constexpr std::size_t kWord = sizeof(std::uint64_t), big = (2u << 20) / kWord;
+  void* block;
+  {
+    Buffer a(big);
+    block = a.data();
+  }
+  const PoolStats cached = pool.stats();
+  {
+    Buffer smaller(big * 3 / 4);  // 1.5 MiB: the 2 MiB block is at most half again larger
+    EXPECT_EQ(smaller.data(), block);
+    EXPECT_EQ(pool.stats().bytes_in_use, cached.bytes_in_use + big * kWord);
+    EXPECT_EQ(pool.stats().bytes_cached, cached.bytes_cached - big * kWord);
+  }
+  EXPECT_EQ(pool.stats().bytes_cached, cached.bytes_cached);  // the whole block came back
+  {
+    Buffer much_smaller(big * 5 / 8);  // 1.25 MiB: 2 MiB would waste more than a third
+    EXPECT_NE(much_smaller.data(), block);
+  }
+  {
+    Buffer small_a(100000);  // 800 KB, below 1 MiB: exact capacities only
+    void* p = small_a.data();
+    small_a = Buffer();
+    Buffer small_b(80000);  // 640 KB: a quarter smaller, which a large request would take
+    EXPECT_NE(small_b.data(), p);
+  }
+  pool.flush();
+}
+
 TEST(MemoryPool, FlushReturnsCachedBlocks) {
   MemoryPool& pool = host_pool();
   { Buffer a(12345); }

@@ -127,26 +127,31 @@ TEST(Chacha20, Rfc8439AppendixA1BlockVectors) {
                    0xe8, 0x14, 0x83, 0x62, 0xfa, 0x19, 0x8a, 0x39, 0x53, 0x1b, 0xed, 0x6d}));
 }
 
-// The multi-block (vectorised) path must agree with block-at-a-time, for
-// counts that exercise both the wide kernel and the scalar tail, including a
-// counter that wraps inside one wide batch.
+// The multi-block (vectorised) paths must agree with block-at-a-time, for
+// counts that exercise the 16-block kernel (on CPUs with AVX-512), the 8-block
+// one and the scalar tail, including a counter that wraps inside one wide batch.
 TEST(Chacha20, KeystreamMatchesSingleBlocks) {
   const ChaCha20Key key = key_0_to_31();
   const ChaCha20Nonce nonce = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
-  for (const std::uint32_t first : {0u, 5u}) {
-    Bytes stream(21 * 64);
-    chacha20_keystream(key, first, nonce, stream.data(), 21);
-    for (std::uint32_t b = 0; b < 21; ++b) {
-      const Bytes one = block_bytes(key, first + b, nonce);
-      EXPECT_TRUE(std::equal(one.begin(), one.end(), stream.begin() + b * 64)) << "block " << b;
+  for (const std::uint32_t count : {21u, 27u, 43u})
+    for (const std::uint32_t first : {0u, 5u}) {
+      Bytes stream(count * 64);
+      chacha20_keystream(key, first, nonce, stream.data(), count);
+      for (std::uint32_t b = 0; b < count; ++b) {
+        const Bytes one = block_bytes(key, first + b, nonce);
+        EXPECT_TRUE(std::equal(one.begin(), one.end(), stream.begin() + b * 64)) << "block " << b << " of " << count;
+      }
+    }
+  // chacha20_blocks wraps the counter mod 2^32 by design, in either wide kernel.
+  std::uint32_t key_words[8] = {}, nonce_words[3] = {};
+  for (const std::size_t count : {8u, 16u}) {
+    Bytes wrapped(count * 64);
+    chacha20_blocks(key_words, 0xfffffffcu, nonce_words, wrapped.data(), count);
+    for (std::uint32_t b = 4; b < count; ++b) {
+      const Bytes after_wrap = block_bytes(ChaCha20Key{}, b - 4, ChaCha20Nonce{});
+      EXPECT_TRUE(std::equal(after_wrap.begin(), after_wrap.end(), wrapped.begin() + b * 64)) << "block " << b;
     }
   }
-  // chacha20_blocks wraps the counter mod 2^32 by design.
-  std::uint32_t key_words[8] = {}, nonce_words[3] = {};
-  Bytes wrapped(8 * 64);
-  chacha20_blocks(key_words, 0xfffffffcu, nonce_words, wrapped.data(), 8);
-  const Bytes after_wrap = block_bytes(ChaCha20Key{}, 1, ChaCha20Nonce{});
-  EXPECT_TRUE(std::equal(after_wrap.begin(), after_wrap.end(), wrapped.begin() + 5 * 64));
 }
 
 TEST(Chacha20, RejectsCounterWrap) {
@@ -256,6 +261,48 @@ TEST(Prng, UniformBelowRange) {
 
 // Pearson chi-square over the bins of a small bound (k - 1 degrees of freedom).
 // With df = 9 the statistic has mean 9 and s.d. sqrt(18) ~ 4.2; 40 is > 7 s.d.
+// The batch sampler is the loop of uniform_below: the same values and the same
+// position afterwards, from any position (a word straddling two buffer refills
+// included) and for bounds with few and many rejections.
+TEST(Prng, UniformBelowManyEqualsTheLoop) {
+  Prng::Seed seed{};
+  seed[3] = 7;
+  for (const std::uint64_t bound : {std::uint64_t{1}, std::uint64_t{3}, (std::uint64_t{1} << 40) - 87,
+                                    (std::uint64_t{1} << 59) + 12345, (std::uint64_t{1} << 61) - 1,
+                                    std::uint64_t{1} << 62})
+    for (const std::size_t skip : {0u, 3u, 1021u}) {
+      Prng one = Prng::from_seed(seed), many = Prng::from_seed(seed);
+      std::vector<std::uint8_t> junk(skip);
+      one.fill(junk.data(), skip);
+      many.fill(junk.data(), skip);
+      std::vector<std::uint64_t> expected(5000), got(5000);
+      for (auto& v : expected) v = one.uniform_below(bound);
+      many.uniform_below_many(bound, got.data(), got.size());
+      EXPECT_EQ(expected, got) << "bound " << bound << ", skip " << skip;
+      EXPECT_EQ(one.position(), many.position());
+      EXPECT_EQ(one.next_u64(), many.next_u64());
+    }
+  Prng prng = Prng::from_seed(seed);
+  std::uint64_t out = 0;
+  EXPECT_THROW(prng.uniform_below_many(0, &out, 1), InvalidArgument);
+}
+
+// Seeking: the generator at a byte position is the one that consumed that many bytes.
+TEST(Prng, FromSeedAtEqualsConsumingThatManyBytes) {
+  Prng::Seed seed{};
+  seed[0] = 42;
+  for (const std::size_t position : {0u, 5u, 64u, 1000u, 1024u, 1029u, 123457u}) {
+    Prng walked = Prng::from_seed(seed);
+    std::vector<std::uint8_t> skipped(position), want(3000), got(3000);
+    walked.fill(skipped.data(), position);
+    walked.fill(want.data(), want.size());
+    Prng seeked = Prng::from_seed_at(seed, position);
+    EXPECT_EQ(seeked.position(), position);
+    seeked.fill(got.data(), got.size());
+    EXPECT_EQ(want, got) << "position " << position;
+  }
+}
+
 TEST(Prng, UniformBelowChiSquare) {
   Prng prng = Prng::from_seed(seed_from(5));
   for (std::uint64_t bound : {10ull, 11ull}) {

@@ -11,6 +11,7 @@
 #include "ringfire/base/memory_pool.h"
 #include "ringfire/ckks/context.h"
 #include "ringfire/io/serialize.h"
+#include "ringfire/rlwe/key_switch.h"
 #include "ringfire/rlwe/keygen.h"
 #include "ringfire/rlwe/prng.h"
 #include "ringfire/rlwe/sampling.h"
@@ -101,6 +102,37 @@ TEST(SeededKeys, AKeyWithoutItsSeedsCannotExpand) {
   KeySwitchKey key = generate_switch_key(k.sk, k.sk.eval(), kRelinearizationSource, prng);
   key.seeds().pop_back();
   test::expect_invalid([&] { (void)key.a(0); }, "one seed per digit");
+}
+
+// A per-use key never keeps its a_j: every switch expands them a limb at a
+// time, and gives the same words as the same key kept expanded, at its own
+// level and below it (where the key's upper Q rows are skipped in the stream).
+TEST(SeededKeys, PerUseKeysSwitchBitIdenticallyWithoutKeepingTheirHalf) {
+  Keys k = Keys::make();
+  Prng first = Prng::from_seed(seed_of(7)), second = Prng::from_seed(seed_of(7));
+  KeySwitchKey per_use = generate_switch_key(k.sk, k.sk.eval(), kRelinearizationSource, first);
+  const KeySwitchKey kept = generate_switch_key(k.sk, k.sk.eval(), kRelinearizationSource, second);
+  per_use.set_expand_per_use(true);
+  kept.expand();
+  const std::size_t n = k.rlwe->n();
+  for (const std::size_t level : {k.rlwe->max_level(), std::size_t{1}}) {
+    const RnsBase& base = *k.rlwe->level_base(level);
+    std::vector<u64> c(base.size() * n), out(4 * base.size() * n);
+    Prng data = Prng::from_seed(seed_of(static_cast<std::uint8_t>(8 + level)));
+    sample_uniform(data, base, c.data());
+    u64* o = out.data();
+    const std::size_t words = base.size() * n;
+    key_switch(*k.rlwe, c.data(), level, per_use, o, o + words);
+    key_switch(*k.rlwe, c.data(), level, kept, o + 2 * words, o + 3 * words);
+    EXPECT_TRUE(std::equal(o, o + 2 * words, o + 2 * words)) << "level " << level;
+  }
+  EXPECT_FALSE(per_use.expanded());
+  EXPECT_EQ(per_use.resident_bytes() * 2, per_use.bytes());
+  // A copy for another device carries the a_j (a host copy here), still without keeping them.
+  const KeySwitchKey copy = per_use.to(Device::cpu());
+  EXPECT_FALSE(per_use.expanded());
+  for (std::size_t j = 0; j < kept.digits(); ++j)
+    EXPECT_TRUE(std::equal(kept.a(j), kept.a(j) + kept.poly_words(), copy.a(j))) << "digit " << j;
 }
 
 // Keys made for the spill files (a cold scope, rf.memory.cold) expand there too,

@@ -125,6 +125,19 @@ void bind_rlwe(nb::module_& m) {
       .def_static("from_seed", [](const nb::bytes& seed) { return Prng::from_seed(seed_from_bytes(seed)); })
       .def("next_u64", &Prng::next_u64)
       .def("uniform_below", &Prng::uniform_below, nb::arg("bound"))
+      .def(
+          "uniform_below_many",
+          [](Prng& p, std::uint64_t bound, std::size_t count) {
+            U64Array out = new_array({count});
+            u64* data = out.data();
+            {
+              nb::gil_scoped_release release;
+              p.uniform_below_many(bound, data, count);
+            }
+            return out;
+          },
+          nb::arg("bound"), nb::arg("count"),
+          "`count` values of uniform_below(bound), as a NumPy array (the same values and stream position)")
       .def("bytes", [](Prng& p, std::size_t n) {
         std::vector<std::uint8_t> out(n);
         p.fill(out.data(), n);

@@ -495,7 +495,9 @@ BootstrapKeys generate_bootstrap_keys(const Bootstrapper& b, const SecretKey& se
   KeySwitchKey to_sparse = generate_switch_key(ephemeral_small, secret_small.eval(), kToSparseSource, prng, 0);
   const SecretKey ephemeral(ctx, std::move(sparse));
   KeySwitchKey from_sparse = generate_switch_key(secret, ephemeral.eval(), kFromSparseSource, prng, ctx->max_level());
-  return BootstrapKeys{std::move(galois), std::move(to_sparse), std::move(from_sparse)};
+  BootstrapKeys keys{std::move(galois), std::move(to_sparse), std::move(from_sparse)};
+  keys.set_expand_per_use(true);
+  return keys;
 }
 
 }  // namespace ringfire::ckks

@@ -648,7 +648,9 @@ ckks::BootstrapKeys read_bootstrap_payload(Reader& r, const RlweContextPtr& ctx,
   GaloisKeys galois = read_galois_payload(r, ctx, version);
   KeySwitchKey to_sparse = read_switch_key(r, ckks::encapsulation_context(*ctx), version, kToSparseSource);
   KeySwitchKey from_sparse = read_switch_key(r, ctx, version, kFromSparseSource);
-  return ckks::BootstrapKeys{std::move(galois), std::move(to_sparse), std::move(from_sparse)};
+  ckks::BootstrapKeys keys{std::move(galois), std::move(to_sparse), std::move(from_sparse)};
+  keys.set_expand_per_use(true);  // as keygen makes them (bootstrap.h); keys loaded expanded stay so
+  return keys;
 }
 
 MasterKeys read_master_payload(Reader& r, const RlweContextPtr& ctx, std::uint16_t version) {

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <string>
 
+#include "chacha20_rounds.h"
+#include "prng_avx512.h"
 #include "ringfire/base/errors.h"
 
 namespace ringfire {
@@ -55,16 +57,7 @@ inline void init_state(u32 s[16], const u32 key[8], u32 counter, const u32 nonce
 void block_scalar(const u32 in[16], std::uint8_t* out) {
   u32 x[16];
   for (int i = 0; i < 16; ++i) x[i] = in[i];
-  for (int r = 0; r < 10; ++r) {
-    quarter_round(x[0], x[4], x[8], x[12]);
-    quarter_round(x[1], x[5], x[9], x[13]);
-    quarter_round(x[2], x[6], x[10], x[14]);
-    quarter_round(x[3], x[7], x[11], x[15]);
-    quarter_round(x[0], x[5], x[10], x[15]);
-    quarter_round(x[1], x[6], x[11], x[12]);
-    quarter_round(x[2], x[7], x[8], x[13]);
-    quarter_round(x[3], x[4], x[9], x[14]);
-  }
+  detail::chacha20_rounds(x, [](u32& a, u32& b, u32& c, u32& d) { quarter_round(a, b, c, d); });
   for (int i = 0; i < 16; ++i) store_le32(out + 4 * i, x[i] + in[i]);
 }
 
@@ -94,16 +87,7 @@ void blocks_wide(const u32 in[16], std::uint8_t* out) {
   start[12] += lane_index;
   Lanes x[16];
   for (int i = 0; i < 16; ++i) x[i] = start[i];
-  for (int r = 0; r < 10; ++r) {
-    quarter_round_lanes(x[0], x[4], x[8], x[12]);
-    quarter_round_lanes(x[1], x[5], x[9], x[13]);
-    quarter_round_lanes(x[2], x[6], x[10], x[14]);
-    quarter_round_lanes(x[3], x[7], x[11], x[15]);
-    quarter_round_lanes(x[0], x[5], x[10], x[15]);
-    quarter_round_lanes(x[1], x[6], x[11], x[12]);
-    quarter_round_lanes(x[2], x[7], x[8], x[13]);
-    quarter_round_lanes(x[3], x[4], x[9], x[14]);
-  }
+  detail::chacha20_rounds(x, [](Lanes& a, Lanes& b, Lanes& c, Lanes& d) { quarter_round_lanes(a, b, c, d); });
   alignas(64) u32 words[16][kLanes];
   for (int i = 0; i < 16; ++i) {
     const Lanes v = x[i] + start[i];
@@ -131,16 +115,7 @@ void blocks_wide(const u32 in[16], std::uint8_t* out) {
     for (std::size_t l = 0; l < kLanes; ++l) start[i][l] = in[i];
   for (std::size_t l = 0; l < kLanes; ++l) start[12][l] = in[12] + static_cast<u32>(l);
   std::memcpy(x, start, sizeof(x));
-  for (int r = 0; r < 10; ++r) {
-    quarter_round_lanes(x[0], x[4], x[8], x[12]);
-    quarter_round_lanes(x[1], x[5], x[9], x[13]);
-    quarter_round_lanes(x[2], x[6], x[10], x[14]);
-    quarter_round_lanes(x[3], x[7], x[11], x[15]);
-    quarter_round_lanes(x[0], x[5], x[10], x[15]);
-    quarter_round_lanes(x[1], x[6], x[11], x[12]);
-    quarter_round_lanes(x[2], x[7], x[8], x[13]);
-    quarter_round_lanes(x[3], x[4], x[9], x[14]);
-  }
+  detail::chacha20_rounds(x, [](u32* a, u32* b, u32* c, u32* d) { quarter_round_lanes(a, b, c, d); });
   for (std::size_t l = 0; l < kLanes; ++l)
     for (int i = 0; i < 16; ++i) store_le32(out + l * kChaCha20BlockBytes + 4 * i, x[i][l] + start[i][l]);
 }
@@ -166,6 +141,12 @@ void chacha20_blocks(const std::uint32_t key_words[8], std::uint32_t counter,
   u32 state[16];
   init_state(state, key_words, counter, nonce_words);
   std::size_t done = 0;
+  if (block_count >= detail::kChaCha20Avx512Blocks && detail::prng_avx512_available()) {
+    for (; done + detail::kChaCha20Avx512Blocks <= block_count; done += detail::kChaCha20Avx512Blocks) {
+      detail::chacha20_blocks16_avx512(state, out + done * kChaCha20BlockBytes);
+      state[12] += static_cast<u32>(detail::kChaCha20Avx512Blocks);  // wraps mod 2^32 by design
+    }
+  }
   for (; done + kLanes <= block_count; done += kLanes) {
     blocks_wide(state, out + done * kChaCha20BlockBytes);
     state[12] += static_cast<u32>(kLanes);  // wraps mod 2^32 by design

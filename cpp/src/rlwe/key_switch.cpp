@@ -5,6 +5,7 @@
 #include "ringfire/arith/modular.h"
 #include "ringfire/base/errors.h"
 #include "ringfire/base/op_label.h"
+#include "ringfire/base/parallel.h"
 
 namespace ringfire {
 
@@ -39,12 +40,44 @@ Buffer to_coefficients(const RlweContext& ctx, const u64* c, std::size_t level, 
   return c_coeff;
 }
 
+// The inner product with a per-use key whose a_j are not in memory: limb by
+// limb (the limbs in parallel), each digit's row of a_j expanded from its seed
+// into a scratch row just before the products read it, so the a_j never go
+// to memory as a whole (they would be written and read back: as much traffic
+// as reading expanded keys, on top of the expansion).
+void inner_product_seeded(const RlweContext& ctx, std::size_t level, const u64* digits, std::size_t count,
+                          std::size_t digit_words, const KeySwitchKey& key, u64* acc0, u64* acc1, Backend& be) {
+  const std::size_t n = ctx.n(), q = level + 1, limbs = q + ctx.special_count(), key_q_limbs = key.level() + 1;
+  std::vector<RnsBasePtr> limb_base(limbs);
+  std::vector<std::size_t> key_row(limbs);
+  for (std::size_t i = 0; i < limbs; ++i) {
+    limb_base[i] = i < q ? ctx.prime_base(i) : ctx.special_base()->select({i - q});
+    key_row[i] = i < q ? i : key_q_limbs + (i - q);  // the key holds all of its Q limbs before P's
+  }
+  auto body = [&](std::size_t begin, std::size_t end) {
+    Buffer rows(count * n);
+    std::vector<const u64*> in(count), b(count), a(count);
+    for (std::size_t i = begin; i < end; ++i) {
+      for (std::size_t j = 0; j < count; ++j) {
+        key.expand_a_row(j, key_row[i], rows.data() + j * n);
+        in[j] = digits + j * digit_words + i * n;
+        b[j] = key.b(j) + key_row[i] * n;
+        a[j] = rows.data() + j * n;
+      }
+      be.inner_product_pair(in.data(), b.data(), a.data(), count, acc0 + i * n, acc1 + i * n, *limb_base[i]);
+    }
+  };
+  parallel_items(limbs, body);
+}
+
 // The inner product of the extended digits (digit_words apart, starting at
 // `digits`) with the key's (b_j, a_j) into acc0/acc1 (level+1+k limbs each).
 // Key polynomials hold the Q limbs first and the P limbs at L+1; the digits
 // hold q_0..q_level then P.
 void inner_product(const RlweContext& ctx, std::size_t level, const u64* digits, std::size_t count,
                    std::size_t digit_words, const KeySwitchKey& key, u64* acc0, u64* acc1, Backend& be) {
+  if (key.expands_per_use() && !key.expanded() && key.device().is_host())
+    return inner_product_seeded(ctx, level, digits, count, digit_words, key, acc0, acc1, be);
   const std::size_t n = ctx.n(), q = level + 1, key_q_limbs = key.level() + 1;
   std::vector<const u64*> in(count), b(count), a(count), in_p(count), b_p(count), a_p(count);
   for (std::size_t j = 0; j < count; ++j) {

@@ -58,29 +58,72 @@ std::uint64_t KeySwitchKey::resident_bytes() const {
   return static_cast<std::uint64_t>((b_.size() + a_.size()) * sizeof(u64));
 }
 
+void KeySwitchKey::expand_into(u64* out) const {
+  const RnsBase& base = *context_->extended_base(level_);
+  // One stream per digit: the digits expand (and touch their fresh pages) in parallel.
+  auto body = [&](std::size_t begin, std::size_t end) {
+    for (std::size_t j = begin; j < end; ++j) expand_uniform(seeds_[j], base, out + j * poly_words());
+  };
+  parallel_items(digits_, body);
+}
+
+void KeySwitchKey::require_seeds() const {
+  require(seeds_.size() == digits_, "rlwe.KeySwitchKey",
+          "a seeded key needs one seed per digit to expand (" + std::to_string(digits_) + "), it has " +
+              std::to_string(seeds_.size()));
+}
+
+const std::vector<std::uint64_t>& KeySwitchKey::row_positions() const {
+  std::call_once(*positions_once_, [this] {
+    require_seeds();
+    const RnsBase& base = *context_->extended_base(level_);
+    const std::size_t rows = base.size(), n = base.n();
+    std::vector<std::uint64_t> positions(digits_ * rows);
+    // The rejections make a row's length in the stream data-dependent: walk it once.
+    auto body = [&](std::size_t begin, std::size_t end) {
+      std::vector<u64> row(n);
+      for (std::size_t j = begin; j < end; ++j) {
+        Prng stream = Prng::from_seed(seeds_[j]);
+        for (std::size_t r = 0; r < rows; ++r) {
+          positions[j * rows + r] = stream.position();
+          stream.uniform_below_many(base.modulus(r).value(), row.data(), n);
+        }
+      }
+    };
+    parallel_items(digits_, body);
+    row_positions_ = std::move(positions);
+  });
+  return row_positions_;
+}
+
+void KeySwitchKey::expand_a_row(std::size_t digit, std::size_t row, u64* out) const {
+  const RnsBase& base = *context_->extended_base(level_);
+  Prng stream = Prng::from_seed_at(seeds_.at(digit), row_positions()[digit * base.size() + row]);
+  stream.uniform_below_many(base.modulus(row).value(), out, base.n());
+}
+
 u64* KeySwitchKey::expanded_a() const {
   std::call_once(*expand_once_, [this] {
     if (a_.data() != nullptr) return;
-    require(seeds_.size() == digits_, "rlwe.KeySwitchKey",
-            "a seeded key needs one seed per digit to expand (" + std::to_string(digits_) + "), it has " +
-                std::to_string(seeds_.size()));
-    const RnsBase& base = *context_->extended_base(level_);
+    require_seeds();  // before the allocation
     // Keys made for the spill files (rf.memory.cold) put their a_j there too.
     Buffer a = [&] {
       const ColdHostAllocations cold(cold_);
       return Buffer(digits_ * poly_words());  // seeded keys live on the host: to() expands before copying
     }();
-    // One stream per digit: the digits expand (and touch their fresh pages) in parallel.
-    auto body = [&](std::size_t begin, std::size_t end) {
-      for (std::size_t j = begin; j < end; ++j) expand_uniform(seeds_[j], base, a.data() + j * poly_words());
-    };
-    parallel_items(digits_, body);
+    expand_into(a.data());
     a_ = std::move(a);
   });
   return a_.data();
 }
 
 KeySwitchKey KeySwitchKey::to(const Device& device) const {
+  if (per_use_ && a_.data() == nullptr) {  // the copy carries the a_j; this key still keeps none
+    require_seeds();
+    Buffer a(digits_ * poly_words());
+    expand_into(a.data());
+    return KeySwitchKey(context_, source_, level_, b_.to(device), a.to(device), seeds_);
+  }
   expanded_a();
   return KeySwitchKey(context_, source_, level_, b_.to(device), a_.to(device), seeds_);
 }
@@ -120,6 +163,16 @@ void GaloisKeys::expand() const {
     for (std::size_t i = begin; i < end; ++i) keys[i]->expand();
   };
   parallel_items(keys.size(), body);
+}
+
+void GaloisKeys::set_expand_per_use(bool per_use) {
+  for (auto& [g, key] : keys_) key.set_expand_per_use(per_use);
+}
+
+std::uint64_t GaloisKeys::resident_bytes() const {
+  std::uint64_t total = 0;
+  for (const auto& [g, key] : keys_) total += key.resident_bytes();
+  return total;
 }
 
 std::uint64_t GaloisKeys::bytes() const {

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "prng_avx512.h"
 #include "ringfire/base/fork.h"
 #include "ringfire/rlwe/chacha20.h"
 
@@ -96,6 +97,16 @@ Prng::~Prng() {
 
 Prng Prng::from_seed(const Seed& seed) { return Prng(seed); }
 
+Prng Prng::from_seed_at(const Seed& seed, std::uint64_t position) {
+  Prng prng(seed);
+  prng.next_block_ = position / kChaCha20BlockBytes;
+  if (position % kChaCha20BlockBytes != 0) {
+    prng.refill();  // the buffer starts at the position's block
+    prng.pos_ = static_cast<std::size_t>(position % kChaCha20BlockBytes);
+  }
+  return prng;
+}
+
 Prng Prng::from_os() {
   Prng prng(Seed{});
   prng.reseed_from_os();
@@ -167,6 +178,36 @@ void Prng::fill(std::uint8_t* out, std::size_t n) {
     pos_ += take;
     out += take;
     n -= take;
+  }
+}
+
+void Prng::uniform_below_many(std::uint64_t bound, std::uint64_t* out, std::size_t count) {
+  if (bound <= 1) {
+    require(bound == 1, "rlwe.Prng.uniform_below", "bound must be at least 1");
+    std::fill(out, out + count, std::uint64_t{0});
+    return;
+  }
+  if (reseeds_on_fork_) reseed_if_forked();
+  const std::uint64_t mask = ~std::uint64_t{0} >> std::countl_zero(bound - 1);
+  const bool avx512 = detail::prng_avx512_available();
+  std::size_t done = 0;
+  while (done < count) {
+    if (pos_ == kBufferBytes) refill();
+    if (kBufferBytes - pos_ < 8) {  // a word straddling two refills: the one-value path
+      out[done++] = uniform_below(bound);
+      continue;
+    }
+    // Every whole word left in the buffer, stopping once `count` are accepted: the
+    // candidate is always written, and kept by advancing only when it is below bound.
+    const std::uint8_t* words = buffer_.data() + pos_;
+    const std::size_t available = (kBufferBytes - pos_) / 8;
+    std::size_t used = avx512 ? detail::accept_below_avx512(words, available, mask, bound, out, done, count) : 0;
+    for (; used < available && done < count; ++used) {
+      const std::uint64_t x = load_le64(words + 8 * used) & mask;
+      out[done] = x;
+      done += x < bound;
+    }
+    pos_ += 8 * used;
   }
 }
 

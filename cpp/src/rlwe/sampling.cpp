@@ -147,9 +147,7 @@ void sample_wide_gaussian(Prng& prng, double* out, std::size_t n, double sigma) 
 void sample_uniform(Prng& prng, const RnsBase& base, std::uint64_t* out) {
   const std::size_t n = base.n();
   for (std::size_t i = 0; i < base.size(); ++i) {
-    const u64 q = base.modulus(i).value();
-    u64* row = out + i * n;
-    for (std::size_t j = 0; j < n; ++j) row[j] = prng.uniform_below(q);
+    prng.uniform_below_many(base.modulus(i).value(), out + i * n, n);
   }
 }
 

@@ -1,6 +1,8 @@
 // Caching memory pool (seed 000 §III-E): freed blocks are kept on free lists
-// keyed by capacity and handed out again for requests of the same capacity,
-// so repeated polynomial temporaries never touch the system allocator.
+// keyed by capacity and handed out again for requests of the same capacity or,
+// for large blocks, a little smaller (best fit, largest_reusable_for), so repeated
+// polynomial temporaries never touch the system allocator and the temporaries of
+// neighbouring levels share blocks instead of each level keeping its own.
 // Thread-safe. One pool per device; the host pool always exists.
 //
 // Asynchronous devices (seed 000 §III-F/G). A device pool that reports
@@ -19,6 +21,7 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -57,6 +60,10 @@ class MemoryPool {
   PoolStats stats() const;
   // Capacity a request of `bytes` is rounded up to.
   static std::size_t capacity_for(std::size_t bytes);
+  // The largest cached block a request of `capacity` may take (best fit): the
+  // capacity itself below kBestFitMinBytes, else half again as much.
+  static std::size_t largest_reusable_for(std::size_t capacity);
+  static constexpr std::size_t kBestFitMinBytes = std::size_t{1} << 20;
   // The pool's lock, for fork handlers: the host pool is locked across
   // fork(), so a child never inherits free lists another thread was changing.
   void lock() const { mutex_.lock(); }
@@ -80,6 +87,8 @@ class MemoryPool {
  private:
   static constexpr QueueHandle kAnyQueue = ~QueueHandle{0};
   void settle_locked();
+  // The smallest cached block of (spilled, queue) that serves `capacity`, or null.
+  void* take_cached_locked(bool spilled, QueueHandle queue, std::size_t capacity);
 
   mutable std::mutex mutex_;
   struct ListKey {
@@ -97,6 +106,9 @@ class MemoryPool {
   };
   std::map<ListKey, std::vector<void*>> free_lists_;
   std::vector<Retained> retained_;
+  // Blocks handed out for a smaller request than their capacity: release() is told
+  // the request's size, and must give back (and count) the whole block.
+  std::unordered_map<void*, std::size_t> oversized_;
   PoolStats stats_;
 };
 

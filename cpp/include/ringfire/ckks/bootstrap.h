@@ -81,11 +81,24 @@ struct BootstrapKeys {
   BootstrapKeys to(const Device& device) const {
     return BootstrapKeys{galois.to(device), to_sparse.to(device), from_sparse.to(device)};
   }
-  // Expands every seeded key's a_j now (rlwe/keys.h).
+  // Expands every seeded key's a_j now (rlwe/keys.h): the fastest bootstraps,
+  // for twice the keys' memory.
   void expand() const {
     galois.expand();
     to_sparse.expand();
     from_sparse.expand();
+  }
+  // Bootstrapping keys made by keygen or loaded seeded expand per use by default
+  // (KeySwitchKey::set_expand_per_use): each is used once or twice a bootstrap,
+  // so keeping their a_j would double their memory (N16_BOOT: 3.5 GiB) to save
+  // about a tenth of a bootstrap's time. expand() keeps them instead.
+  void set_expand_per_use(bool per_use) {
+    galois.set_expand_per_use(per_use);
+    to_sparse.set_expand_per_use(per_use);
+    from_sparse.set_expand_per_use(per_use);
+  }
+  std::uint64_t resident_bytes() const {
+    return galois.resident_bytes() + to_sparse.resident_bytes() + from_sparse.resident_bytes();
   }
 };
 

@@ -86,6 +86,19 @@ class KeySwitchKey {
   // Expands the a_j now if they are not in memory (before timing or measuring
   // memory, say); otherwise the first use does.
   void expand() const { expanded_a(); }
+  // A seeded key that expands per use never keeps its a_j: each key switch
+  // expands them a limb at a time, where the inner product reads them
+  // (expand_a_row; half the key's memory for one seed expansion per switch: a
+  // bootstrap's keys take 3.5 GiB less on N16_BOOT). Keys already expanded keep
+  // their a_j; turned off, the next use keeps them. Copies made by to() carry
+  // the a_j. A setting, not data: it is not serialized.
+  void set_expand_per_use(bool per_use) { per_use_ = per_use; }
+  bool expands_per_use() const { return per_use_; }
+  // Writes row `row` (a limb of the key's base: Q's limbs, then P's) of digit
+  // j's a_j, expanded from its seed alone: per-use keys expand a limb at a time
+  // where the inner product reads it, never the whole a_j. The first call finds
+  // where each row starts in each digit's stream (one pass, then kept: 8 bytes a row).
+  void expand_a_row(std::size_t digit, std::size_t row, u64* out) const;
   u64* b(std::size_t digit) { return b_.data() + digit * poly_words(); }
   u64* a(std::size_t digit) { return expanded_a() + digit * poly_words(); }
   const u64* b(std::size_t digit) const { return b_.data() + digit * poly_words(); }
@@ -104,6 +117,12 @@ class KeySwitchKey {
   KeySwitchKey(RlweContextPtr context, u64 source, std::size_t level, Buffer b, Buffer a, std::vector<Seed> seeds);
   // The a_j, expanded from the seeds on first use.
   u64* expanded_a() const;
+  // Every digit's a_j expanded from the seeds into `out` (digits in parallel);
+  // the caller checks require_seeds() first.
+  void expand_into(u64* out) const;
+  void require_seeds() const;
+  // Where row r of digit j starts in the digit's stream: [j * rows + r].
+  const std::vector<std::uint64_t>& row_positions() const;
 
   RlweContextPtr context_;
   u64 source_;
@@ -112,7 +131,10 @@ class KeySwitchKey {
   Buffer b_;
   mutable Buffer a_;  // empty until a seeded key's a_j are first read
   bool cold_ = false;  // made inside a cold-allocation scope: the a_j expand there too
+  bool per_use_ = false;  // expand the a_j into a temporary at each use, never keep them
   std::unique_ptr<std::once_flag> expand_once_ = std::make_unique<std::once_flag>();
+  std::unique_ptr<std::once_flag> positions_once_ = std::make_unique<std::once_flag>();
+  mutable std::vector<std::uint64_t> row_positions_;
   std::vector<Seed> seeds_;
 };
 
@@ -179,6 +201,10 @@ class GaloisKeys {
   GaloisKeys to(const Device& device) const;
   // Expands every seeded key's a_j now (the keys in parallel).
   void expand() const;
+  // KeySwitchKey::set_expand_per_use for every key.
+  void set_expand_per_use(bool per_use);
+  // Bytes the keys hold now (KeySwitchKey::resident_bytes).
+  std::uint64_t resident_bytes() const;
 
  private:
   RlweContextPtr context_;

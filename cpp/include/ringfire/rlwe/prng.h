@@ -58,6 +58,9 @@ class Prng {
   // A deterministic generator: the same seed gives the same stream (layout
   // above) on every platform.
   static Prng from_seed(const Seed& seed);
+  // The generator from_seed(seed) is after consuming `position` bytes (the
+  // stream is seekable: ChaCha20 computes any block directly).
+  static Prng from_seed_at(const Seed& seed, std::uint64_t position);
 
   Prng(Prng&& other) noexcept = default;
   Prng& operator=(Prng&& other) noexcept = default;
@@ -105,6 +108,12 @@ class Prng {
       if (x < bound) return x;
     }
   }
+
+  // out[i] = uniform_below(bound) for i = 0..count-1, in that order: the same
+  // values and the same stream position as the loop, several times faster (the
+  // words are read straight from the keystream buffer, rejections without a branch).
+  // Raises InvalidArgument when bound == 0.
+  void uniform_below_many(std::uint64_t bound, std::uint64_t* out, std::size_t count);
 
   // A child seed: the next 32 bytes of the stream. from_seed(next_seed())
   // gives a generator independent of this one's later output.
