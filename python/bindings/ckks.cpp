@@ -177,7 +177,7 @@ void bind_ckks_bootstrap(nb::module_& m) {
           "expand_per_use", [](const BootstrapKeys& k) { return k.from_sparse.expands_per_use(); },
           [](BootstrapKeys& k, bool per_use) { k.set_expand_per_use(per_use); },
           "Whether keys whose uniform halves are not in memory expand them at each use instead of keeping them "
-          "(the default for bootstrapping keys: half the memory, a few percent of a bootstrap's time).")
+          "(the default for bootstrapping keys: half the memory, for up to a tenth of a bootstrap's time).")
       .def_prop_ro("resident_bytes", &BootstrapKeys::resident_bytes)
       .def(
           "to",

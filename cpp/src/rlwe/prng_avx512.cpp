@@ -107,6 +107,10 @@ RF_AVX512F std::size_t accept_below_avx512(const std::uint8_t* words, std::size_
 namespace ringfire::detail {
 bool prng_avx512_available() { return false; }
 void chacha20_blocks16_avx512(const std::uint32_t*, std::uint8_t*) {}
+std::size_t accept_below_avx512(const std::uint8_t*, std::size_t, std::uint64_t, std::uint64_t, std::uint64_t*,
+                                std::size_t&, std::size_t) {
+  return 0;
+}
 }  // namespace ringfire::detail
 
 #endif

@@ -17,7 +17,7 @@ bool prng_avx512_available();
 
 // Blocks for counters state[12] + 0..15 (mod 2^32) of the RFC 8439 state
 // `state`, written back to back (1024 bytes); the same bytes as 16 calls of the
-// block function. Only where chacha20_avx512_available().
+// block function. Only where prng_avx512_available().
 void chacha20_blocks16_avx512(const std::uint32_t state[16], std::uint8_t* out);
 
 // The rejection step in groups of 8 words: reads little-endian words at

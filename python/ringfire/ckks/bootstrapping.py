@@ -168,7 +168,7 @@ class BootstrapKeys(_Key):
 
     They hold only their seeded halves in memory and expand the uniform halves at each
     use, a limb at a time (``expand_per_use``, on by default: N16_BOOT's keys take
-    3.5 GiB instead of 7, and a bootstrap about 8 % longer). ``expand()`` keeps the
+    3.5 GiB instead of 7, for up to a tenth of a bootstrap's time). ``expand()`` keeps the
     uniform halves instead, for the fastest bootstraps (docs/keys.md)."""
 
     _save = staticmethod(_core.save_bootstrap_keys)

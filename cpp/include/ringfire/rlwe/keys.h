@@ -65,7 +65,8 @@ class KeySwitchKey {
   KeySwitchKey(RlweContextPtr context, u64 source, std::size_t level);
   // A seeded key that holds its b_j only, uninitialised: the caller writes
   // every b_j and pushes one seed per digit. The a_j are expanded from the
-  // seeds the first time one is read (once, thread-safe), so a key made to be
+  // seeds the first time one is read (once, thread-safe; per-use keys instead
+  // expand them at every switch, set_expand_per_use), so a key made to be
   // saved or sent never holds them: half the memory, and none of the time of
   // touching it (fresh pages cost more than the expansion on a virtual machine).
   static KeySwitchKey seeded(RlweContextPtr context, u64 source, std::size_t level);
@@ -131,7 +132,7 @@ class KeySwitchKey {
   Buffer b_;
   mutable Buffer a_;  // empty until a seeded key's a_j are first read
   bool cold_ = false;  // made inside a cold-allocation scope: the a_j expand there too
-  bool per_use_ = false;  // expand the a_j into a temporary at each use, never keep them
+  bool per_use_ = false;  // expand the a_j a limb at a time at each use, never keep them
   std::unique_ptr<std::once_flag> expand_once_ = std::make_unique<std::once_flag>();
   std::unique_ptr<std::once_flag> positions_once_ = std::make_unique<std::once_flag>();
   mutable std::vector<std::uint64_t> row_positions_;
