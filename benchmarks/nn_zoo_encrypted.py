@@ -4,6 +4,7 @@ client-aided activations on the smallest 128-bit context the plan needs.
 
     python benchmarks/nn_zoo_encrypted.py [--models resnet18,mobilenet_v3_small] [--images 256]
                                           [--resolution 32] [--json out.json]
+                                          [--spill-dir DIR --ram-limit-gib G]
 
 Each model: torchvision's architecture with random weights (seed 0; no download) and its
 BatchNorm statistics calibrated on N(0, 1) inputs (``torch_model``), in eval mode, ``--images``
@@ -12,12 +13,15 @@ is exported by torch and loaded by ``rf.nn.load(module, ctx, example_input=...)`
 and run once on all the images (one slot each: up to ``ctx.slots`` cost the same). Reported:
 the plan's levels, predicted peak memory and client round trips; the measured time, peak
 RSS and ringfire pool, bytes to and from the key holder; top-1 agreement and the largest
-logit error against torch on the same inputs.
+logit error against torch on the same inputs. With ``--spill-dir``, ciphertexts beyond
+``--ram-limit-gib`` of the pool live in memory-mapped files there (``rf.memory.spill``):
+EfficientNet-B0's plan asks for 49 GiB at 32x32.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import pathlib
 import platform
@@ -62,7 +66,8 @@ def torch_model(name: str, calibrate: bool = True):
     return module.eval()
 
 
-def run(name: str, images: int, resolution: int, calibrate: bool = True) -> dict:
+def run(name: str, images: int, resolution: int, calibrate: bool = True, spill_dir: str | None = None,
+        ram_limit_gib: float | None = None) -> dict:
     import torch
 
     module = torch_model(name, calibrate)
@@ -91,13 +96,18 @@ def run(name: str, images: int, resolution: int, calibrate: bool = True) -> dict
     keys.expand()  # keys expand on first use: not inside the measured run
     client = rf.nn.LocalClient(ctx, sk, keys)
     base_rss, base_pool = PeakSampler.rss(), int(rf._core.host_pool_stats()["bytes_in_use"])
-    with PeakSampler() as peak:
+    spilling = rf.memory.spill(spill_dir, ram_limit_gib=ram_limit_gib) if spill_dir else contextlib.nullcontext()
+    with spilling, PeakSampler() as peak:
         enc = ctx.encrypt_batch(x, keys)
         start = time.perf_counter()
         out = model(enc, client=client)
         seconds = time.perf_counter() - start
         del enc
+        memory = rf.memory.stats()
     got = ctx.decrypt_batch(out, sk)
+    if spill_dir:
+        row.update(ram_limit_gib=memory["ram_limit"] / GIB,
+                   spilled_gib_at_end=memory["bytes_spilled"] / GIB)
     row.update({
         "encrypted_s": seconds, "s_per_image": seconds / images,
         "measured_rss_peak_gib": (peak.peak_rss - base_rss) / GIB,
@@ -121,11 +131,14 @@ def main() -> None:
     ap.add_argument("--no-calibrate", action="store_true",
                     help="keep torchvision's initial BatchNorm statistics (see torch_model)")
     ap.add_argument("--json", help="write the rows here (after each model)")
+    ap.add_argument("--spill-dir", help="ciphertexts beyond --ram-limit-gib go to files here (rf.memory.spill)")
+    ap.add_argument("--ram-limit-gib", type=float, help="the pool's RAM limit while spilling (default: 2/3 of RAM)")
     ap.add_argument("--row", help=argparse.SUPPRESS)  # internal: run one model, write its row to this file
     args = ap.parse_args()
     if args.row:
         try:
-            row = run(args.models, args.images, args.resolution, not args.no_calibrate)
+            row = run(args.models, args.images, args.resolution, not args.no_calibrate, args.spill_dir,
+                      args.ram_limit_gib)
         except Exception as e:  # noqa: BLE001 - a model that cannot run is a row that says why
             row = {"model": args.models, "error": f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"}
             print(f"{args.models}: {row['error']}", file=sys.stderr, flush=True)
@@ -137,6 +150,9 @@ def main() -> None:
         with tempfile.NamedTemporaryFile(suffix=".json") as row_file:
             command = [sys.executable, __file__, "--models", name, "--images", str(args.images), "--resolution",
                        str(args.resolution), "--row", row_file.name] + (["--no-calibrate"] if args.no_calibrate else [])
+            if args.spill_dir:
+                command += ["--spill-dir", args.spill_dir] + (
+                    ["--ram-limit-gib", str(args.ram_limit_gib)] if args.ram_limit_gib else [])
             done = subprocess.run(command, check=False)
             text = pathlib.Path(row_file.name).read_text()
         out["rows"].append(json.loads(text) if text else {"model": name, "error": f"exit status {done.returncode}"})

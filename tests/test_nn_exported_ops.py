@@ -58,6 +58,7 @@ ACTIVATIONS = {
     "Abs": ({}, 13), "Exp": ({}, 13), "Elu": ({"alpha": 0.7}, 13), "Selu": ({}, 13),
     "LeakyRelu": ({"alpha": 0.2}, 13), "HardSigmoid": ({"alpha": 0.3, "beta": 0.4}, 13),
     "HardSwish": ({}, 14), "Mish": ({}, 18), "Gelu": ({}, 20), "Gelu_tanh": ({"approximate": "tanh"}, 20),
+    "Swish": ({"alpha": 0.8}, 24),
 }
 
 
@@ -83,13 +84,29 @@ def ctx3():
 
 
 def test_silu_and_decomposed_gelu_as_exporters_write_them(ctx3):
-    silu = [node("Sigmoid", ["h"], "s"), node("Mul", ["h", "s"], "y")]  # x * sigmoid(x): one encrypted product
-    check(gemm_then(silu), (5,), ctx3, "silu")
+    for order in (["h", "s"], ["s", "h"]):  # x * sigmoid(x), as torch writes SiLU: one Swish
+        silu = [node("Sigmoid", ["h"], "s"), node("Mul", order, "y")]
+        model = check(gemm_then(silu), (5,), ctx3, "silu")
+        assert model.graph.ops() == ["Gemm", "Swish"]
+        assert model.plan().levels_needed == 1  # the key holder returns x * sigmoid(x) fresh
+        assert model.plan().counts["ct_mults"] == 0
     gelu = [node("Div", ["h", "sqrt2"], "d"), node("Erf", ["d"], "e"), node("Add", ["e", "one"], "p"),
             node("Mul", ["h", "p"], "m"), node("Mul", ["m", "half"], "y")]  # torch's legacy export of GELU
     model = check(gemm_then(gelu, sqrt2=np.array(np.sqrt(2.0)), one=np.array(1.0), half=np.array(0.5)), (5,), ctx3,
                   "gelu")
     assert model.plan().levels_needed == 3  # Gemm | (Erf by the client) the product, then the 0.5
+
+
+def test_sigmoid_read_elsewhere_is_not_fused(ctx3):
+    # The Sigmoid's output is needed on its own: it stays, and the product stays a product.
+    nodes = [node("Sigmoid", ["h"], "s"), node("Mul", ["h", "s"], "m"), node("Add", ["m", "s"], "y")]
+    model = check(gemm_then(nodes), (5,), ctx3, "sigmoid-twice")
+    assert model.graph.ops() == ["Gemm", "Sigmoid", "Mul", "Add"]
+    # Nor is a gate: x times the sigmoid of another tensor (squeeze-and-excitation).
+    gate = [node("Gemm", ["h", "W2", "B2"], "g"), node("Sigmoid", ["g"], "s"), node("Mul", ["h", "s"], "y")]
+    r = rng_for("gate")
+    model = check(gemm_then(gate, W2=r.normal(0, 0.5, (4, 4)), B2=r.normal(0, 0.2, 4)), (5,), ctx3, "gate")
+    assert model.graph.ops() == ["Gemm", "Gemm", "Sigmoid", "Mul"]
 
 
 @pytest.mark.parametrize("opset,axis", [(13, -1), (13, 1), (11, 1), (11, 2)])
@@ -185,6 +202,13 @@ def test_poly_mode_fits_smooth_activations(ctx2):
     got = ctx.decrypt_batch(model(ctx.encrypt_batch(x, keys)), sk)
     assert np.max(np.abs(got - model.plaintext(x, approximate=True))) < 1e-4
     assert np.max(np.abs(got - ort_run(data, x))) < 0.1  # the fits' own error, not encryption's
+    # SiLU as exporters write it is one polynomial of x (fused), not sigmoid's fit times x.
+    silu = gemm_then([node("Sigmoid", ["h"], "s"), node("Mul", ["h", "s"], "y")])
+    model = rf.nn.load(silu, ctx, activation="poly", poly_degree=3, calibration=x)
+    assert [p.function for p in model.polys.values()] == ["swish"] and model.plan().levels_needed == 1 + 2
+    got = ctx.decrypt_batch(model(ctx.encrypt_batch(x, keys)), sk)
+    assert np.max(np.abs(got - model.plaintext(x, approximate=True))) < 1e-4
+    assert np.max(np.abs(got - ort_run(silu, x))) < 0.05
     softmax = gemm_then([node("Softmax", ["h"], "y", axis=-1)])
     with pytest.raises(rf.nn.UnsupportedOperator, match="apply it after decryption"):
         rf.nn.load(softmax, ctx, activation="poly", calibration=x)

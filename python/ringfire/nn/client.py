@@ -14,6 +14,18 @@ import numpy as np
 from .nonlinear import exact as exact_layer
 
 
+def fresh_level(node, ctx) -> int:
+    """The level to encrypt a layer's result at: what the model asks for
+    (``node.attrs["_fresh_level"]``: the levels the layers after it spend), at most the top.
+    A request that is not a small non-negative integer is refused: it comes from the server."""
+    want = node.attrs.get("_fresh_level")
+    if want is None:
+        return ctx.max_level
+    if isinstance(want, bool) or not isinstance(want, (int, np.integer)) or want < 0:
+        raise ValueError(f"[nn] layer '{node.name}' asks for its result at level {want!r}: expected an integer >= 0")
+    return min(int(want), ctx.max_level)
+
+
 class Client:
     """The key holder's side of the protocol."""
 
@@ -24,8 +36,9 @@ class Client:
 
 
 class LocalClient(Client):
-    """Runs the key holder in-process: decrypt, apply, re-encrypt at the top level (with the
-    secret key: seeded ciphertexts, half the bytes to send back).
+    """Runs the key holder in-process: decrypt, apply, re-encrypt with the secret key (seeded
+    ciphertexts, half the bytes to send back) at the level the model asks for
+    (:func:`fresh_level`: what the layers after it spend; the top when it does not say).
 
     The server chooses what the key holder decrypts, so every decryption here
     adds fresh noise before the values are used (``ctx.decrypt``'s default: noise
@@ -64,15 +77,16 @@ class LocalClient(Client):
                 plain[idx][:decrypted[idx].size] = decrypted[idx]
         out_plain, out_shape = exact_layer(node, plain, shape)
         out = np.empty(out_plain.shape[:-1], dtype=object)
+        level = fresh_level(node, self.ctx)
         for idx in np.ndindex(out.shape):
-            out[idx] = self._encrypt(out_plain[idx])
+            out[idx] = self._encrypt(out_plain[idx], level)
         return out, tuple(out_shape)
 
-    def _encrypt(self, values):
+    def _encrypt(self, values, level=None):
         """Encrypted with the secret key the key holder has anyway: a seeded ciphertext (half the
         bytes on the way back to the server) with only the encryption's own Gaussian error; it
         computes with the key set's evaluation keys."""
-        ct = self.ctx.encrypt(values, self.secret_key)
+        ct = self.ctx.encrypt(values, self.secret_key, level=level)
         ct._keys = self.keys
         return ct
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import _core
 from ..tracing import trace
-from .client import Client
+from .client import Client, fresh_level
 from .executor import Executor
 from .masking import Masker
 from .refresh import Refresher
@@ -37,8 +37,9 @@ class PlaceholderClient(Client):
     def apply(self, node, x, shape, clip):
         out_plain, out_shape = exact_layer(node, np.zeros(tuple(x.shape) + (1,)), shape)
         out = np.empty(out_plain.shape[:-1], dtype=object)
+        level = fresh_level(node, self.ctx)
         for idx in np.ndindex(out.shape):
-            out[idx] = self.ctx.encrypt(np.zeros(1), self.keys)
+            out[idx] = self.ctx.encrypt(np.zeros(1), self.keys, level=level)
         return out, tuple(out_shape)
 
 

@@ -145,6 +145,7 @@ class Graph:
         graph._remove_inference_dropout()
         graph._mark_tensor_products()
         graph._fold_batch_norm()
+        graph._fuse_swish()
         graph._attach_layer_constants(opset)
         graph._conv1d_as_conv2d()
         return graph
@@ -188,6 +189,28 @@ class Graph:
                 continue
             kept.append(node)
         self.nodes = kept
+
+    def _fuse_swish(self) -> None:
+        """``x * Sigmoid(x)`` (torch's SiLU, as every exporter writes it) becomes one Swish.
+
+        As two nodes the product is of two ciphertexts and costs a level on top of the
+        Sigmoid, and it does not refresh ``x``: networks built of SiLU blocks (EfficientNet)
+        then need about five levels a block. As one element-wise layer the key holder
+        applies it whole (client-aided) and returns fresh ciphertexts, and a polynomial
+        approximates the whole function at the depth of one."""
+        producer = {o: n for n in self.nodes for o in n.outputs}
+        fused, kept = set(), []
+        for node in self.nodes:
+            if node.op == "Mul" and len(node.inputs) == 2:
+                for x, s in (node.inputs, node.inputs[::-1]):
+                    sigmoid = producer.get(s)
+                    if (sigmoid is not None and sigmoid.op == "Sigmoid" and sigmoid.inputs[0] == x
+                            and len(self.consumers(s)) == 1 and s not in self.output_names):
+                        fused.add(id(sigmoid))
+                        node = Node("Swish", node.name, [x], list(node.outputs), {"alpha": 1.0})
+                        break
+            kept.append(node)
+        self.nodes = [n for n in kept if id(n) not in fused]
 
     def _mark_tensor_products(self) -> None:
         """A MatMul of two tensors (attention's Q K^T and P V) is not a linear map of one

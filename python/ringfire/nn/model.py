@@ -132,6 +132,7 @@ class Model:
         if masking and activation != "client":
             raise ValueError("[nn] masking=True masks what the key holder decrypts: it needs activation='client'")
         self.graph, self.ctx, self.activation, self.masking = graph, ctx, activation, bool(masking)
+        self._levels_unlowered = None  # set by _lower_fresh_levels, at the first plan
         Masker.check_bits(mask_bits)
         self.mask_bits = float(mask_bits)
         for n in graph.nodes:  # what the planner needs without running the layer
@@ -169,6 +170,22 @@ class Model:
                 else:  # any other element-wise layer: a fit of its exact function on the range seen
                     self.polys[n.name] = fit(lambda z, n=n: ELEMENTWISE[n.op](n, z), bound, degree,
                                              name=n.op.lower())
+
+    def _lower_fresh_levels(self) -> None:
+        """Each client-aided layer's key holder encrypts its result at the level the layers
+        after it spend before the next key holder (``node.attrs["_fresh_level"]``), not at the
+        top: a ciphertext of fewer limbs is smaller and every linear layer that reads it
+        costs less (a ReLU before one convolution needs one level, whatever the context
+        has). The planner's first walk, everything fresh at the top, finds those depths and
+        the levels the model needs; the plans count memory at the lowered levels. Runs at the
+        first plan (every encrypted run plans first)."""
+        rt = PlanRuntime(self.ctx.max_level, 2 * self.ctx.poly_degree * 8, self.polys, masking=self.masking,
+                         graph=self.graph)
+        Executor(self.graph, rt).run(rt.input(self.graph.input_shape))
+        self._levels_unlowered = rt.levels_needed
+        for n in self.graph.nodes:
+            if n.name in rt.fresh_depth:
+                n.attrs["_fresh_level"] = int(rt.fresh_depth[n.name])
 
     def _bootstrapping(self, bootstrap, activation, packing) -> bool:
         if bootstrap is None:
@@ -218,9 +235,15 @@ class Model:
 
     def _plan_runtime(self, polys):
         """The planner's walk of the graph with these activations: (PlanRuntime, output ciphertexts)."""
+        if self.activation == "client" and self._levels_unlowered is None:
+            self._lower_fresh_levels()
+        fresh = {n.name: min(n.attrs["_fresh_level"], self.ctx.max_level) for n in self.graph.nodes
+                 if "_fresh_level" in n.attrs} if self.activation == "client" else {}
         rt = PlanRuntime(self.ctx.max_level, 2 * self.ctx.poly_degree * 8, polys, masking=self.masking,
-                         graph=self.graph, bootstrapping=self.bootstrap)
+                         graph=self.graph, bootstrapping=self.bootstrap, fresh_levels=fresh)
         values, _ = Executor(self.graph, rt).run(rt.input(self.graph.input_shape))
+        if self._levels_unlowered is not None:  # lowered fresh levels spend the same depths from lower down
+            rt.levels_needed = self._levels_unlowered
         return rt, values[0].size
 
     def _calibrate(self, x, ranges, tensors, margin) -> None:

@@ -66,6 +66,8 @@ ELEMENTWISE = {
     "Softplus": lambda n, z: np.logaddexp(0.0, z),
     "Softsign": lambda n, z: z / (1.0 + np.abs(z)),
     "Mish": lambda n, z: z * np.tanh(np.logaddexp(0.0, z)),
+    # ONNX's Swish (opset 24), and torch's SiLU once graph.py fuses its x * Sigmoid(x).
+    "Swish": lambda n, z: z * _sigmoid(_attr(n, "alpha", 1.0) * z),
     "Abs": lambda n, z: np.abs(z),
     "Exp": lambda n, z: np.exp(z),
 }

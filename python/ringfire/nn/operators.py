@@ -268,7 +268,7 @@ def _broadcast_pair(ex, node, x, x_shape, y, y_shape):
         if shape == target:
             return t
         grid = np.indices(target)
-        return ex.rt.select(t, tuple(g if s == n else np.zeros_like(g) for g, s, n in zip(grid, shape, target)), target)
+        return ex.rt.repeat(t, tuple(g if s == n else np.zeros_like(g) for g, s, n in zip(grid, shape, target)), target)
 
     return repeat(x, x_shape), repeat(y, y_shape), target
 

@@ -29,6 +29,11 @@ class _ArrayMoves:
         """The elements at a per-sample index (Slice); trailing axes come along."""
         return x[index]
 
+    def repeat(self, x, index, out_shape):
+        """``x`` repeated to ``out_shape`` by reference for one operator (broadcasting): the
+        same ciphertexts, no new ones."""
+        return x[index]
+
     def pad(self, x, widths):
         full = list(widths) + [(0, 0)] * (x.ndim - len(widths))
         if x.dtype == object:
@@ -253,8 +258,13 @@ class PlanRuntime:
     """Tracks, without encrypting: levels, ciphertext counts, linear terms, and live memory."""
 
     def __init__(self, top_level: int, bytes_per_limb: int, polys=None, client_aided=True, masking=False,
-                 graph=None, bootstrapping=False):
+                 graph=None, bootstrapping=False, fresh_levels=None):
         self.top = top_level
+        # Client-aided layer -> the level its key holder encrypts the result at (default: the top).
+        self.fresh_levels = fresh_levels or {}
+        # Client-aided layer -> the most levels spent on anything computed from its result
+        # before the next key holder: the level its result needs (fresh_levels for the run).
+        self.fresh_depth = {}
         self.bootstrapping = bootstrapping  # refresh a tensor where an operator needs more levels (refresh.py)
         self._refreshed = {}
         self.graph = graph  # the constants the operators' term counts read
@@ -273,8 +283,19 @@ class PlanRuntime:
         self.largest_tensor = 0
 
     class V:
-        def __init__(self, level, size):
+        def __init__(self, level, size, depths=None):
             self.level, self.size = level, size
+            self.depths = depths or {}  # client-aided layer -> levels spent since its result
+
+    def _after(self, sources, amount: int) -> dict:
+        """The depths of a value computed from ``sources`` at the cost of ``amount`` levels."""
+        depths = {}
+        for v in sources:
+            for name, d in v.depths.items():
+                depths[name] = max(depths.get(name, 0), d + amount)
+        for name, d in depths.items():
+            self.fresh_depth[name] = max(self.fresh_depth.get(name, 0), d)
+        return depths
 
     def _alloc(self, v):
         self.live += v.size * (v.level + 1) * self.bytes_per_limb
@@ -312,39 +333,43 @@ class PlanRuntime:
         size = int(np.prod(out_shape))
         self.counts["linear_terms"] += linear_terms(node, self.graph, in_shape, out_shape)
         self.counts["rescales"] += size
-        return self._alloc(self.V(self._consume(x.level, 1), size)), tuple(out_shape)
+        return self._alloc(self.V(self._consume(x.level, 1), size, self._after([x], 1))), tuple(out_shape)
 
     def add_const(self, x, c):
         return x
 
     def add(self, x, y, subtract=False):
-        return self._alloc(self.V(min(x.level, y.level), x.size))
+        return self._alloc(self.V(min(x.level, y.level), x.size, self._after([x, y], 0)))
 
     def mul(self, x, y, node):
         x, y = self._ready(x, 1), self._ready(y, 1)
         self.counts["ct_mults"] += x.size
-        return self._alloc(self.V(self._consume(min(x.level, y.level), 1), x.size))
+        return self._alloc(self.V(self._consume(min(x.level, y.level), 1), x.size, self._after([x, y], 1)))
 
     def nonlinear(self, node, x, shape):
         if node.name in self.polys:
             x = self._ready(x, self.polys[node.name].depth)
             self.counts["poly_activations"] += x.size
             self.counts["ct_mults"] += x.size * self.polys[node.name].multiplications
-            return self._alloc(self.V(self._consume(x.level, self.polys[node.name].depth), x.size)), shape
+            depth = self.polys[node.name].depth
+            return self._alloc(self.V(self._consume(x.level, depth), x.size, self._after([x], depth))), shape
         self.counts["client_round_trips"] += x.size
         out_size = int(np.prod(node._out_shape)) if getattr(node, "_out_shape", None) else x.size
         out_shape = tuple(node._out_shape) if getattr(node, "_out_shape", None) else shape
         kind = mask_kind(node) if self.masking else None
+        level = self.fresh_levels.get(node.name, self.top)
+        self.fresh_depth.setdefault(node.name, 0)
         if kind is None:
-            return self._alloc(self.V(self.top, out_size)), out_shape
+            return self._alloc(self.V(level, out_size, {node.name: 0})), out_shape
         # Masked: the masked copy lives beside the input until the key holder answers; the
         # answer beside the unmasked result (a scale mask costs a level on each side).
-        masked = self._alloc(self.V(self._consume(x.level, 1) if kind == "scale" else x.level, x.size))
-        fresh = self._alloc(self.V(self.top, out_size))
+        masked = self._alloc(self.V(self._consume(x.level, 1) if kind == "scale" else x.level, x.size,
+                                    self._after([x], 1 if kind == "scale" else 0)))
+        fresh = self._alloc(self.V(level, out_size, {node.name: 0}))
         self.release(masked)
         if kind == "shift":
             return fresh, out_shape
-        out = self._alloc(self.V(self._consume(self.top, 1), out_size))
+        out = self._alloc(self.V(self._consume(level, 1), out_size, self._after([fresh], 1)))
         self.release(fresh)
         return out, out_shape
 
@@ -355,14 +380,19 @@ class PlanRuntime:
         return x
 
     def concat(self, parts, axis):
-        return self._alloc(self.V(min(p.level for p in parts), sum(p.size for p in parts)))
+        return self._alloc(self.V(min(p.level for p in parts), sum(p.size for p in parts), self._after(parts, 0)))
 
     def pad(self, x, widths):
         return x
 
     def select(self, x, index, out_shape):
         # Counted as new memory: an over-estimate while the source is alive too.
-        return self._alloc(self.V(x.level, int(np.prod(out_shape))))
+        return self._alloc(self.V(x.level, int(np.prod(out_shape)), x.depths))
+
+    def repeat(self, x, index, out_shape):
+        # References to x's ciphertexts, alive while x is (an operand of the node that repeats
+        # it) and gone after it: no memory of their own, so nothing to release either.
+        return self.V(x.level, int(np.prod(out_shape)), x.depths)
 
     def after_node(self, node, out, shape):
         pass

@@ -32,7 +32,7 @@ BATCH_FIRST = {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAverage
 # Element-wise operators: the same in any layout (constants broadcast from the right).
 ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Gelu", "Erf", "Exp", "Abs", "Neg", "Clip",
                "LeakyRelu", "Elu", "Selu", "HardSigmoid", "HardSwish", "Softplus", "Identity", "Dropout", "Where",
-               "Sqrt", "Pow", "Reciprocal", "Cast", "Max", "Min", "Mish", "PRelu"}
+               "Sqrt", "Pow", "Reciprocal", "Cast", "Max", "Min", "Mish", "Swish", "PRelu"}
 # Operators with one `axis` attribute (ONNX axes count the batch).
 AXIS_ATTR = {"Softmax", "LogSoftmax", "LayerNormalization", "Concat", "Gather", "Split"}
 REDUCE = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"}
