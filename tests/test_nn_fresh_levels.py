@@ -13,6 +13,7 @@ pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
 from nn_models import make_model, node, ort_run  # noqa: E402
+from ringfire.nn.costs import limb_profile  # noqa: E402
 
 BATCH = 5
 
@@ -89,6 +90,8 @@ def test_the_plan_counts_memory_at_the_lowered_levels(deep):
     # the input at the top (6 x 6 limbs), the ReLU's result at level 1 (6 x 2), the output at 0 (2 x 1)
     assert plan.activation_bytes == (6 * 6 + 6 * 2 + 2 * 1) * per_limb
     assert model.graph.nodes[0].attrs["_fresh_level"] == 1
+    # the cost model's limb-weighted work reads the same levels: 12 terms on 2 limbs, not 6
+    assert limb_profile(model)["term_limbs"] == 12 * 2
 
 
 def test_a_scale_mask_adds_the_level_its_removal_spends(deep):

@@ -142,12 +142,10 @@ def measure_costs(ctx, keys=None, secret_key=None, ks=(1, 8, 32, 96), repeats: i
 
 
 def limb_profile(model) -> dict:
-    """Exact limb-weighted work of a model (planner walk that records the limb count
-    of every linear layer's input): ``{"term_limbs", "output_limbs", "add_limbs"}``."""
-    from .executor import Executor
+    """Exact limb-weighted work of a model (the planner's walk, client-aided results at the
+    levels the run encrypts them at, recording the limb count of every linear layer's
+    input): ``{"term_limbs", "output_limbs", "add_limbs"}``."""
     from .runtimes import PlanRuntime
-
-    ctx = model.ctx
 
     class _Profiler(PlanRuntime):
         def __init__(self, *a, **k):
@@ -168,9 +166,7 @@ def limb_profile(model) -> dict:
             self.add_limbs += out.size * (out.level + 1)
             return out
 
-    rt = _Profiler(ctx.max_level, 2 * ctx.poly_degree * 8, model.polys, masking=model.masking, graph=model.graph,
-                   bootstrapping=model.bootstrap)
-    Executor(model.graph, rt).run(rt.input(model.graph.input_shape))
+    rt, _ = model._plan_runtime(model.polys, runtime=_Profiler)
     return {"term_limbs": rt.term_limbs, "output_limbs": rt.output_limbs, "add_limbs": rt.add_limbs}
 
 

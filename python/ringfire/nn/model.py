@@ -179,9 +179,7 @@ class Model:
         has). The planner's first walk, everything fresh at the top, finds those depths and
         the levels the model needs; the plans count memory at the lowered levels. Runs at the
         first plan (every encrypted run plans first)."""
-        rt = PlanRuntime(self.ctx.max_level, 2 * self.ctx.poly_degree * 8, self.polys, masking=self.masking,
-                         graph=self.graph)
-        Executor(self.graph, rt).run(rt.input(self.graph.input_shape))
+        rt, _ = self._walk(self.polys, fresh_levels={})
         self._levels_unlowered = rt.levels_needed
         for n in self.graph.nodes:
             if n.name in rt.fresh_depth:
@@ -233,15 +231,22 @@ class Model:
             bootstrapped = lambda polys: self._plan_runtime(polys)[0].counts["bootstrapped_ciphertexts"]  # noqa: E731
         return choose_degrees(bounds, self.ctx.max_level, bootstrapped)
 
-    def _plan_runtime(self, polys):
-        """The planner's walk of the graph with these activations: (PlanRuntime, output ciphertexts)."""
+    def _walk(self, polys, fresh_levels: dict, runtime=PlanRuntime):
+        """One walk of the graph by a planning runtime (PlanRuntime or a subclass that records
+        more): (runtime, output values)."""
+        rt = runtime(self.ctx.max_level, 2 * self.ctx.poly_degree * 8, polys, masking=self.masking,
+                     graph=self.graph, bootstrapping=self.bootstrap, fresh_levels=fresh_levels)
+        values, _ = Executor(self.graph, rt).run(rt.input(self.graph.input_shape))
+        return rt, values
+
+    def _plan_runtime(self, polys, runtime=PlanRuntime):
+        """The planner's walk of the graph with these activations, client-aided results at the
+        levels the run encrypts them at: (runtime, output ciphertexts)."""
         if self.activation == "client" and self._levels_unlowered is None:
             self._lower_fresh_levels()
         fresh = {n.name: min(n.attrs["_fresh_level"], self.ctx.max_level) for n in self.graph.nodes
                  if "_fresh_level" in n.attrs} if self.activation == "client" else {}
-        rt = PlanRuntime(self.ctx.max_level, 2 * self.ctx.poly_degree * 8, polys, masking=self.masking,
-                         graph=self.graph, bootstrapping=self.bootstrap, fresh_levels=fresh)
-        values, _ = Executor(self.graph, rt).run(rt.input(self.graph.input_shape))
+        rt, values = self._walk(polys, fresh, runtime)
         if self._levels_unlowered is not None:  # lowered fresh levels spend the same depths from lower down
             rt.levels_needed = self._levels_unlowered
         return rt, values[0].size
