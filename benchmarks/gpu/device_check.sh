@@ -102,7 +102,7 @@ if (( QUICK )); then
 fi
 
 step ckks 110 python3 benchmarks/gpu/ckks_gpu.py --json "$LOG/ckks_gpu.json"
-step bootstrap 100 python3 benchmarks/gpu/bootstrap_gpu.py --orders "${BOOT_ORDERS:-cts,stc}" \
+step bootstrap 150 python3 benchmarks/gpu/bootstrap_gpu.py --orders "${BOOT_ORDERS:-cts,stc}" \
   --json "$LOG/bootstrap_gpu.json"
 # The same two benchmarks with the three-pass base conversion (RINGFIRE_CUDA_BASE_CONVERT=split),
 # to measure the fused kernel against it on one device. Only when STEPS names them.
@@ -121,7 +121,7 @@ step sanitizer 80 compute-sanitizer --tool memcheck --error-exitcode 9 python3 -
   -k "selftest_covers or 12 or bit_identical and N13 or lazy or frames or bgv and 13"
 grep -s -E "ERROR SUMMARY" "$LOG/sanitizer.log" | tail -1
 step ntt 40 python3 benchmarks/gpu/ntt_gpu.py --json "$LOG/ntt_gpu.json"
-step helr 100 python3 benchmarks/logreg_helr.py --preset N16_BOOT --shape helr --iterations 4 --device cuda \
+step helr 110 python3 benchmarks/logreg_helr.py --preset N16_BOOT --shape helr --iterations 4 --device cuda --profile \
   --json "$LOG/helr_gpu.json"
 step digits 40 bash -c "python3 benchmarks/nn_digits.py --device cuda,cpu --models cnn,mlp --modes client --json \
   >'$LOG/digits.json'"

@@ -78,7 +78,8 @@ def bootstrap(folder: pathlib.Path, name: str = "bootstrap_gpu.json", title: str
         p = r["gpu_phases_s"]
         out.append(f"{title} {r['preset']} {r['order']}: GPU {r['gpu_s'] * 1e3:.1f} ms (first {r['gpu_first_s']:.2f} s;"
                    f" CtS {p['coeffs_to_slots'] * 1e3:.1f}, EvalMod {p['eval_mod'] * 1e3:.1f}, StC "
-                   f"{p['slots_to_coeffs'] * 1e3:.1f}), CPU {r['cpu_s']:.2f} s, {r['speedup']:.0f}x, "
+                   f"{p['slots_to_coeffs'] * 1e3:.1f}), CPU {r['cpu_s']:.2f} s (first {r.get('cpu_first_s', float('nan')):.2f}), "
+                   f"{r['speedup']:.0f}x, "
                    f"{r['bits_mean']:.1f}/{r['bits_min']:.1f} bits, bit-identical {r['bit_identical']}")
     out.append("  goal: <= 100 ms (Cheddar 31.2 ms)")
     return out
@@ -89,8 +90,15 @@ def helr(folder: pathlib.Path) -> list[str]:
     if not data:
         return ["HELR: no result"]
     its = ", ".join(f"{s:.3f}" for s in data["iteration_s"])
-    return [f"HELR iterations on {data.get('device')} (s): {its}; bootstraps {data['bootstraps']} "
-            f"(goal <= 0.1 s per iteration; Cheddar 40.7 ms)"]
+    out = [f"HELR iterations on {data.get('device')} (s): {its}; bootstraps {data['bootstraps']} "
+           f"(goal <= 0.1 s per iteration; Cheddar 40.7 ms)"]
+    prof = data.get("profile")
+    if prof:
+        ops = ", ".join(f"{o['name']} {o['total_ms']:.1f}" for o in prof["by_operation"][:5])
+        out.append(f"  warm iteration + bootstrap: wall {prof['wall_s'] * 1e3:.1f} ms, kernels "
+                   f"{prof['kernel_s'] * 1e3:.1f} ms in {prof['launches']} launches, pool misses "
+                   f"{prof['pool_misses']}; ms by operation: {ops}")
+    return out
 
 
 def resnet20(folder: pathlib.Path) -> list[str]:
