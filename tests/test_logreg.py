@@ -112,6 +112,21 @@ def test_one_iteration_traced_dry_equals_real(toy, cancer):
     assert rotations >= 5 + 5 + int(math.log2(ctx.slots // 32))
 
 
+def test_row_mask_is_encoded_once_per_level_and_gives_the_same_bytes(toy):
+    ctx, trainer, sk, keys = toy
+    x = np.random.default_rng(3).uniform(-1, 1, ctx.slots)
+    ct = ctx.encrypt(x, keys)
+    trainer._masks.clear()
+    mask = np.zeros(ctx.slots)
+    mask[::trainer.f] = 1.0
+    # The cached plaintext is the encoding the product with the NumPy mask makes itself.
+    assert (ct * trainer._row_mask(ct)).to_bytes() == (ct * mask).to_bytes()
+    assert trainer._row_mask(ct) is trainer._row_mask(ctx.encrypt(-x, keys))
+    lower = ctx.evaluator(keys).mod_switch(ct, ct.level - 1)
+    assert trainer._row_mask(lower) is not trainer._row_mask(ct) and len(trainer._masks) == 2
+    assert (lower * trainer._row_mask(lower)).to_bytes() == (lower * mask).to_bytes()
+
+
 def test_user_errors(toy):
     ctx, trainer, sk, keys = toy
     with pytest.raises(ValueError, match=r"\[-1, 1\]"):

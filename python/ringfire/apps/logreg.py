@@ -193,6 +193,22 @@ class EncryptedTrainer:
             raise ValueError(f"[logreg] one iteration needs {self.needed} levels; this context has {top} "
                              f"(use Context.preset('N16_BOOT'), or more coeff_bits)")
         self.keys = None
+        self._masks: dict = {}  # (device, level, scale) -> the row mask encoded there
+
+    def _row_mask(self, ct):
+        """The mask keeping each row's first slot, encoded once for the level and scale
+        it multiplies at: every data ciphertext of every iteration meets it at the same
+        ones, and an encoding (an FFT and the limbs' NTTs on the host) per product would
+        hold a GPU up while the host works."""
+        ctx = self.ctx
+        scale = ctx.landing_scale(ct.level, ct.scale)
+        key = (ct.device, ct.level, scale)
+        if key not in self._masks:
+            mask = np.zeros(ctx.slots)
+            mask[::self.f] = 1.0
+            # On a GPU the copy is uploaded at its first product and kept with it.
+            self._masks[key] = ctx.encode(mask, level=ct.level, scale=scale).to(ct.device)
+        return self._masks[key]
 
     def rotations(self) -> list[int]:
         """The rotation steps an iteration uses (pass to keygen, or let :meth:`keygen` do it)."""
@@ -229,8 +245,6 @@ class EncryptedTrainer:
         """One Nesterov step on ciphertexts; returns (w+, v+)."""
         ctx = self.ctx
         ev = ctx.evaluator(self.keys)
-        mask = np.zeros(ctx.slots)
-        mask[::self.f] = 1.0
         # sigmoid(-t) for t = B * t' with t' = z . v' in [-bound/B, bound/B]; times lr / (n B) for the step on w'.
         B = self.weight_scale
         step = self.learning_rate / (n * B)
@@ -238,7 +252,7 @@ class EncryptedTrainer:
         grad = None
         for ct in data:
             t = self._rotsum(ct * v, self.row_steps)
-            masked = t * mask
+            masked = t * self._row_mask(t)
             t = self._rotsum(masked, [-s for s in self.row_steps])
             # One nonzero per row: these rotations copy it across the row, they add nothing
             # to it (the carried magnitude bound would count each copy, ringfire.ckks.magnitude).
