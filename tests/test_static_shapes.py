@@ -2,6 +2,8 @@
 attention) load, equal onnxruntime one sample at a time, and run encrypted; torch's own
 exports of transformer layers among them."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -88,14 +90,40 @@ def test_graphs_that_read_their_shape_run_encrypted(build, ctx3):
     assert got.shape == expected.shape and np.max(np.abs(got - expected)) < 1e-3
 
 
-def test_a_class_token_concatenated_after_the_batch_moved_is_refused_by_name():
-    import onnx
+def class_token_after_the_batch_moved(middle_token: bool = False) -> bytes:
+    """A class token concatenated to the sequence after the batch axis moved (a ViT's, written
+    sequence-first), then a dense layer; with ``middle_token`` a second data part follows it."""
     r = np.random.default_rng(5)
-    nodes = [node("Transpose", ["x"], "t", perm=[1, 0, 2]), node("Concat", ["token", "t"], "y_t", axis=0),
-             node("Transpose", ["y_t"], "y", perm=[1, 0, 2])]
-    data = make_model(nodes, (L, E), {"token": r.normal(0, 1, (1, 1, E))}, out_shape=(L + 1, E))
-    with pytest.raises(ValueError, match="Concat of the input with a constant"):
-        make_static(onnx.load_from_string(data))
+    parts = ["t", "token", "t"] if middle_token else ["token", "t"]
+    length = 2 * L + 1 if middle_token else L + 1
+    nodes = [node("Transpose", ["x"], "t", perm=[1, 0, 2]), node("Concat", parts, "y_t", axis=0),
+             node("Transpose", ["y_t"], "y_b", perm=[1, 0, 2]), node("MatMul", ["y_b", "W"], "y")]
+    return make_model(nodes, (L, E), {"token": r.normal(0, 1, (1, 1, E)), "W": r.normal(0, 0.5, (E, E))},
+                      out_shape=(length, E))
+
+
+def test_a_class_token_concatenated_after_the_batch_moved_is_lifted(ctx3):
+    """The constant part has no batch axis: the data are padded with zeros where it goes and it
+    is added as a tensor that broadcasts over the batch; onnxruntime runs the result at batch 5
+    equal to the original one sample at a time, and so does the model encrypted."""
+    import onnx
+    data = class_token_after_the_batch_moved()
+    static = static_of(data)
+    onnx.checker.check_model(static)
+    assert "Concat" not in {n.op_type for n in static.graph.node}
+    x = np.random.default_rng(6).standard_normal((5, L, E))
+    expected = np.concatenate([ort_run(data, x[i:i + 1]) for i in range(len(x))])
+    assert np.max(np.abs(ort_run(static.SerializeToString(), x) - expected)) < 1e-5
+    ctx, sk, keys = ctx3
+    model = rf.nn.load(data, ctx)
+    got = ctx.decrypt_batch(model(ctx.encrypt_batch(x, keys)), sk)
+    assert got.shape == expected.shape and np.max(np.abs(got - expected)) < 1e-5
+
+
+def test_a_constant_between_data_parts_is_refused_by_name():
+    import onnx
+    with pytest.raises(ValueError, match="'.*': Concat with constants between its data inputs"):
+        make_static(onnx.load_from_string(class_token_after_the_batch_moved(middle_token=True)))
 
 
 def test_ordinary_graphs_are_left_as_they_are():
@@ -203,3 +231,27 @@ def test_a_pad_after_the_batch_moved_is_lifted(exporter):
     with torch.no_grad():
         expected = module(torch.tensor(x, dtype=torch.float32)).numpy()
     assert np.max(np.abs(model.plaintext(x) - expected)) < 1e-6
+
+
+def test_a_torchvision_vit_runs_encrypted(ctx3):
+    """torchvision's VisionTransformer (class token, learned positions, pre-norm encoder blocks,
+    GELU) at 16x16 with 8x8 patches: loaded from the module, run encrypted with client-aided
+    LayerNorm/Softmax/GELU, the logits within 1e-4 of torch and the same top-1 class. The
+    classification head starts at zero in torchvision, so it gets random weights here."""
+    torch = torch_or_skip()
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(0)
+    vit = torchvision.models.VisionTransformer(image_size=16, patch_size=8, num_layers=1, num_heads=2,
+                                               hidden_dim=8, mlp_dim=16, num_classes=5).eval()
+    torch.nn.init.normal_(vit.heads.head.weight, std=0.5)
+    torch.nn.init.normal_(vit.heads.head.bias, std=0.1)
+    ctx, sk, keys = ctx3
+    x = torch.randn(3, 3, 16, 16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = rf.nn.load(vit, ctx, example_input=x[:1])
+    with torch.no_grad():
+        expected = vit(x).numpy()
+    got = ctx.decrypt_batch(model(ctx.encrypt_batch(x.numpy(), keys), client=rf.nn.LocalClient(ctx, sk, keys)), sk)
+    assert np.max(np.abs(got - expected)) < 1e-4
+    assert (got.argmax(1) == expected.argmax(1)).all()

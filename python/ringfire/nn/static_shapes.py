@@ -258,8 +258,7 @@ def _lift(b: _Builder, node, shapes) -> None:
         if op in ("Softmax", "LogSoftmax") and _attr(node, "axis") is None:
             axis = -1  # opset 13+: the last axis
         if op == "Concat" and any(b.is_const(i) for i in node.input if i):
-            raise ValueError(f"[nn.load] node '{node.name}': Concat of the input with a constant (a class token, "
-                             "say) is not supported yet")
+            return _concat_with_constants(b, node, shapes, _full_axis(axis, rank, node))
         if axis >= 0:
             axis += 1
         _set_attr(node, "axis", axis)
@@ -318,6 +317,47 @@ def _lift(b: _Builder, node, shapes) -> None:
     else:
         raise ValueError(f"[nn.load] node '{node.name}': {op} moves the batch axis in this graph and cannot be "
                          "made per-sample yet")
+
+
+def _concat_with_constants(b: _Builder, node, shapes, axis: int) -> None:
+    """Concat of data with constants (a ViT's class token) on the lifted tensors. ONNX's Concat
+    wants the batch axis on every part, which a constant observed at batch 1 lacks, so the data
+    parts are concatenated, padded with zeros where the constants go, and the constants added
+    as one tensor that broadcasts over the batch (zero elsewhere: the data stay as they are).
+    ``axis`` counts the batch-1 tensor's axes."""
+    from onnx import helper
+
+    parts = [i for i in node.input if i]
+    data = [k for k, name in enumerate(parts) if not b.is_const(name)]
+    if data != list(range(data[0], data[-1] + 1)):
+        raise ValueError(f"[nn.load] node '{node.name}': Concat with constants between its data inputs is not "
+                         "supported")
+    out, out_shape = node.output[0], shapes[node.output[0]]
+    sizes = [b.const(name).shape[axis] if b.is_const(name) else shapes[name][axis] for name in parts]
+    joined = parts[data[0]]
+    if len(data) > 1:
+        joined = f"{out}/data"
+        b.add(helper.make_node("Concat", parts[data[0]:data[-1] + 1], [joined], name=f"{node.name}/data",
+                               axis=axis + 1))
+        shape = list(out_shape)
+        shape[axis] = sum(sizes[data[0]:data[-1] + 1])
+        b.value_info.append(helper.make_tensor_value_info(joined, 1, ["batch", *shape]))
+    rank = len(out_shape) + 1  # the lifted tensors' rank
+    pads = np.zeros(2 * rank, dtype=np.int64)
+    pads[axis + 1] = sum(sizes[:data[0]])
+    pads[rank + axis + 1] = sum(sizes[data[-1] + 1:])
+    padded = f"{out}/padded"
+    b.add(helper.make_node("Pad", [joined, b.new_const(pads, "pads")], [padded], name=f"{node.name}/pad"))
+    b.value_info.append(helper.make_tensor_value_info(padded, 1, ["batch", *out_shape]))
+    constants = np.zeros((1, *out_shape), dtype=np.float32)
+    start = 0
+    for name, size in zip(parts, sizes):
+        if b.is_const(name):
+            where = [slice(None)] * len(out_shape)
+            where[axis] = slice(start, start + size)
+            constants[(0, *where)] = b.const(name)
+        start += size
+    b.add(helper.make_node("Add", [padded, b.new_const(constants, "concatenated")], [out], name=node.name))
 
 
 def _lift_pad(b: _Builder, node, rank: int) -> None:
