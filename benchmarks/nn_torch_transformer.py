@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """torch's own export of ``nn.TransformerEncoderLayer`` (batch_first, the exporter ringfire picks),
-encrypted with batch packing and client-aided Softmax/LayerNorm: load time (the static-shape
-pass included), plan, encrypted time for the whole batch and per sequence, agreement with torch.
+or with ``--model bert`` an encoder of the BERT family (Hugging Face's ``BertModel`` from its input
+embeddings, ``--layers`` layers), encrypted with batch packing and client-aided Softmax/LayerNorm/GELU:
+load time (the static-shape pass included), plan, encrypted time for the whole batch and per
+sequence, agreement with torch.
 
-    python benchmarks/nn_torch_transformer.py [--d 16 --heads 2 --seq 8 --ff 32 --batch 256] [--json out.json]
+    python benchmarks/nn_torch_transformer.py [--model layer|bert] [--d 16 --heads 2 --seq 8 --ff 32 --layers 1]
+                                              [--batch 256] [--json out.json]
 """
 
 from __future__ import annotations
@@ -19,8 +22,32 @@ import numpy as np
 import ringfire as rf
 
 
+def bert_encoder(args):
+    """BertModel at the given size, called on input embeddings (the key holder embeds the tokens)."""
+    import torch
+    import transformers
+
+    config = transformers.BertConfig(vocab_size=64, hidden_size=args.d, num_hidden_layers=args.layers,
+                                     num_attention_heads=args.heads, intermediate_size=args.ff,
+                                     max_position_embeddings=max(16, args.seq), hidden_dropout_prob=0.0,
+                                     attention_probs_dropout_prob=0.0)
+    bert = transformers.BertModel(config, add_pooling_layer=False).eval()
+
+    class Encoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, embeddings):
+            return self.bert(inputs_embeds=embeddings).last_hidden_state
+
+    return Encoder().eval()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", choices=["layer", "bert"], default="layer")
+    ap.add_argument("--layers", type=int, default=1, help="encoder layers (bert)")
     ap.add_argument("--d", type=int, default=16)
     ap.add_argument("--heads", type=int, default=2)
     ap.add_argument("--seq", type=int, default=8)
@@ -31,7 +58,8 @@ def main() -> None:
     import torch
 
     torch.manual_seed(0)
-    layer = torch.nn.TransformerEncoderLayer(args.d, args.heads, args.ff, dropout=0.0, batch_first=True).eval()
+    layer = (bert_encoder(args) if args.model == "bert" else
+             torch.nn.TransformerEncoderLayer(args.d, args.heads, args.ff, dropout=0.0, batch_first=True).eval())
     x = torch.randn(args.batch, args.seq, args.d)
     ctx = rf.ckks.Context(poly_degree=2**14, coeff_bits=[60, 40, 40, 40], scale_bits=40, special_bits=[60])
     start = time.perf_counter()
@@ -49,12 +77,15 @@ def main() -> None:
     got = ctx.decrypt_batch(out, sk)
     with torch.no_grad():
         expected = layer(x).numpy()
-    row = {"d": args.d, "heads": args.heads, "seq": args.seq, "ff": args.ff, "batch": args.batch,
+    row = {"model": args.model, "layers": args.layers if args.model == "bert" else 1, "d": args.d, "heads": args.heads, "seq": args.seq, "ff": args.ff, "batch": args.batch,
            "load_seconds": load_seconds, "encrypted_seconds": seconds, "per_sequence_seconds": seconds / args.batch,
            "max_abs_error_vs_torch": float(np.max(np.abs(got - expected))), "levels": plan.levels_needed,
            "client_round_trips": plan.counts["client_round_trips"], "predicted_activation_bytes": plan.activation_bytes,
            "torch": torch.__version__}
-    print(f"TransformerEncoderLayer d={args.d} heads={args.heads} seq={args.seq} ff={args.ff}, {args.batch} "
+    if args.model == "bert":
+        import transformers
+        row["transformers"] = transformers.__version__
+    print(f"{'BertModel encoder' if args.model == 'bert' else 'TransformerEncoderLayer'} d={args.d} heads={args.heads} seq={args.seq} ff={args.ff}, {args.batch} "
           f"sequences: load {load_seconds:.2f} s, encrypted {seconds:.2f} s ({1e3 * seconds / args.batch:.1f} ms per "
           f"sequence), max error vs torch {row['max_abs_error_vs_torch']:.2e}")
     if args.json:

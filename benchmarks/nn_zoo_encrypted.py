@@ -43,8 +43,18 @@ from ringfire.nn.cli import choose_context  # noqa: E402
 GIB = 2**30
 
 
+# torchvision's ViTs (vit_b_16 and up: 86 M parameters and more) are beyond two cores encrypted;
+# its VisionTransformer class at a small size is the same graph (class token, learned positions,
+# pre-norm encoder blocks with torch's MultiheadAttention, GELU), at 32x32 with 8x8 patches.
+SMALL_MODELS = {
+    "vit_tiny": dict(image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32, mlp_dim=64),
+}
+
+
 def torch_model(name: str, calibrate: bool = True):
-    """torchvision's ``name`` with random weights (seed 0). With ``calibrate``, its BatchNorm
+    """torchvision's ``name`` (or one of SMALL_MODELS) with random weights (seed 0). A ViT's
+    classification head, which torchvision initialises to zero (every logit equal), gets random
+    weights. With ``calibrate``, its BatchNorm
     statistics are those of N(0, 1) inputs (eight batches of 64 in training mode, a cumulative
     average): random initialisation leaves some networks' signal vanishing -- MobileNetV3-Small's
     logits are within 1e-10 of each other at 32x32 -- which makes top-1 agreement meaningless."""
@@ -52,7 +62,13 @@ def torch_model(name: str, calibrate: bool = True):
     import torchvision
 
     torch.manual_seed(0)
-    module = torchvision.models.get_model(name, weights=None)
+    if name in SMALL_MODELS:
+        module = torchvision.models.VisionTransformer(**SMALL_MODELS[name])
+    else:
+        module = torchvision.models.get_model(name, weights=None)
+    if isinstance(module, torchvision.models.VisionTransformer):
+        torch.nn.init.normal_(module.heads.head.weight, std=0.5)
+        torch.nn.init.normal_(module.heads.head.bias, std=0.1)
     if calibrate:
         norms = [m for m in module.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
         for m in norms:

@@ -255,3 +255,36 @@ def test_a_torchvision_vit_runs_encrypted(ctx3):
     got = ctx.decrypt_batch(model(ctx.encrypt_batch(x.numpy(), keys), client=rf.nn.LocalClient(ctx, sk, keys)), sk)
     assert np.max(np.abs(got - expected)) < 1e-4
     assert (got.argmax(1) == expected.argmax(1)).all()
+
+
+def test_a_bert_encoder_runs_encrypted(ctx3):
+    """An encoder of the BERT family (Hugging Face's BertModel at a small size) from its input
+    embeddings -- the key holder embeds the tokens, the server runs the encoder: position and
+    token-type embeddings, attention with the mask BertModel derives from the input's shape,
+    LayerNorm and GELU, client-aided; the hidden states within 1e-5 of torch."""
+    torch = torch_or_skip()
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                     intermediate_size=32, max_position_embeddings=16, hidden_dropout_prob=0.0,
+                                     attention_probs_dropout_prob=0.0)
+    bert = transformers.BertModel(config, add_pooling_layer=False).eval()
+
+    class Encoder(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, embeddings):
+            return self.model(inputs_embeds=embeddings).last_hidden_state
+
+    encoder = Encoder(bert).eval()
+    ctx, sk, keys = ctx3
+    x = torch.randn(3, 8, 16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = rf.nn.load(encoder, ctx, example_input=x[:1])
+    with torch.no_grad():
+        expected = encoder(x).numpy()
+    got = ctx.decrypt_batch(model(ctx.encrypt_batch(x.numpy(), keys), client=rf.nn.LocalClient(ctx, sk, keys)), sk)
+    assert got.shape == expected.shape and np.max(np.abs(got - expected)) < 1e-5
