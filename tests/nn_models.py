@@ -303,3 +303,42 @@ def residual_cnn(rng):
              node("AveragePool", ["r2"], ["p"], kernel_shape=[2, 2], strides=[2, 2]), node("Flatten", ["p"], ["f"]),
              node("Gemm", ["f", "W3"], ["y"], transB=1)]
     return make_model(nodes, (1, 4, 4), inits)
+
+
+# ---- graphs that move the batch axis (torch's attention as exported) -----------------
+
+L, E = 3, 4  # sequence and width of the attention graphs below
+
+
+def attention_moving_the_batch() -> bytes:
+    """Self-attention as torch's exporter writes it: the batch goes to axis 1, then merges with
+    two heads into axis 0 through a shape computed from the tensor's own Shape, and back."""
+    r = np.random.default_rng(2)
+    half = np.array([E // 2])
+    nodes = [node("Transpose", ["x"], "t", perm=[1, 0, 2]), node("MatMul", ["t", "W"], "p"),
+             node("Shape", ["p"], "s"), node("Gather", ["s", "zero"], "len", axis=0),
+             node("Gather", ["s", "one"], "batch", axis=0), node("Mul", ["batch", "two"], "batch_heads"),
+             node("Unsqueeze", ["len", "axes0"], "len1"), node("Unsqueeze", ["batch_heads", "axes0"], "bh1"),
+             node("Unsqueeze", ["batch", "axes0"], "b1"),
+             node("Concat", ["len1", "bh1", "half"], "split_heads", axis=0),
+             node("Reshape", ["p", "split_heads"], "r"), node("Transpose", ["r"], "q", perm=[1, 0, 2]),
+             node("Transpose", ["q"], "k", perm=[0, 2, 1]), node("MatMul", ["q", "k"], "scores"),
+             node("Mul", ["scores", "scale"], "scaled"), node("Softmax", ["scaled"], "weights", axis=-1),
+             node("MatMul", ["weights", "q"], "o"), node("Transpose", ["o"], "o2", perm=[1, 0, 2]),
+             node("Concat", ["len1", "b1", "width"], "merge_heads", axis=0),
+             node("Reshape", ["o2", "merge_heads"], "o3"), node("Transpose", ["o3"], "y", perm=[1, 0, 2])]
+    return make_model(nodes, (L, E), {"W": r.normal(0, 0.5, (E, E)), "zero": np.array(0), "one": np.array(1),
+                                      "two": np.array(2), "axes0": np.array([0]), "half": half,
+                                      "width": np.array([E]), "scale": np.array([0.5])})
+
+
+def class_token_after_the_batch_moved(middle_token: bool = False) -> bytes:
+    """A class token concatenated to the sequence after the batch axis moved (a ViT's, written
+    sequence-first), then a dense layer; with ``middle_token`` a second data part follows it."""
+    r = np.random.default_rng(5)
+    parts = ["t", "token", "t"] if middle_token else ["token", "t"]
+    length = 2 * L + 1 if middle_token else L + 1
+    nodes = [node("Transpose", ["x"], "t", perm=[1, 0, 2]), node("Concat", parts, "y_t", axis=0),
+             node("Transpose", ["y_t"], "y_b", perm=[1, 0, 2]), node("MatMul", ["y_b", "W"], "y")]
+    return make_model(nodes, (L, E), {"token": r.normal(0, 1, (1, 1, E)), "W": r.normal(0, 0.5, (E, E))},
+                      out_shape=(length, E))

@@ -254,6 +254,20 @@ def test_a_residual_cnn_is_bit_identical_on_the_gpu():
 
 
 @needs_gpu
+@pytest.mark.parametrize("graph", ["attention_moving_the_batch", "class_token_after_the_batch_moved"])
+def test_attention_as_torch_exports_it_is_bit_identical_on_the_gpu(graph):
+    """The lifted graphs of torch's attention: ciphertext-by-ciphertext MatMuls, the Softmax
+    client-aided, a class token padded in and added as known constants."""
+    pytest.importorskip("onnx")
+    import nn_models
+    model_bytes = getattr(nn_models, graph)()
+    x = np.random.default_rng(4).uniform(-1, 1, (3, nn_models.L, nn_models.E))
+    cpu, cpu_bytes, _ = _run(model_bytes, x, "cpu", None)
+    gpu, gpu_bytes, devices = _run(model_bytes, x, "cpu", "cuda")
+    assert set(devices) == {GPU} and gpu_bytes == cpu_bytes and np.array_equal(gpu, cpu)
+
+
+@needs_gpu
 def test_a_bootstrapped_model_is_bit_identical_on_the_gpu():
     pytest.importorskip("onnx")
     rng = np.random.default_rng(3)
