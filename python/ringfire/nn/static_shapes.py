@@ -349,7 +349,7 @@ def _concat_with_constants(b: _Builder, node, shapes, axis: int) -> None:
     padded = f"{out}/padded"
     b.add(helper.make_node("Pad", [joined, b.new_const(pads, "pads")], [padded], name=f"{node.name}/pad"))
     b.value_info.append(helper.make_tensor_value_info(padded, 1, ["batch", *out_shape]))
-    constants = np.zeros((1, *out_shape), dtype=np.float32)
+    constants = np.zeros((1, *out_shape), dtype=np.result_type(*(b.const(n) for n in parts if b.is_const(n))))
     start = 0
     for name, size in zip(parts, sizes):
         if b.is_const(name):
