@@ -125,3 +125,23 @@ def test_a_squeeze_excitation_block_broadcasts_one_tensor_against_another(ctx3):
         bad = make_model([node("ReduceMean", ["x"], "m", axes=[1], keepdims=0), node("Mul", ["x", "m"], "y")],
                          (4, 4, 4), out_shape=(4, 4, 4), opset=13)
         rf.nn.load(bad, ctx).plaintext(x)
+
+
+@pytest.mark.parametrize("inner", [2, 16])
+def test_a_tensor_product_plans_one_running_sum_not_every_partial_product(inner):
+    """x x^T for x of shape (m, inner): the planned peak is the input and one running sum, one
+    product and their sum (m x m each), whatever the inner size: the column and row operands
+    are the input's ciphertexts by reference, and each partial sum is freed once added (it
+    planned 4 x inner x m x m ciphertexts that were never freed)."""
+    m = 4
+    gram = make_model([node("Transpose", ["x"], "xt", perm=[0, 2, 1]), node("MatMul", ["x", "xt"], "y")],
+                      (m, inner), out_shape=(m, m), opset=17)
+    ctx = rf.ckks.Context(poly_degree=2**13, coeff_bits=[60, 40, 40], scale_bits=40, special_bits=[60])
+    plan = rf.nn.load(gram, ctx).plan()
+    top = 2 * 8 * ctx.poly_degree * (ctx.max_level + 1)  # one ciphertext at the top level
+    assert plan.peak_bytes <= (m * inner + 3 * m * m) * top, (plan.peak_bytes / top, m * inner + 3 * m * m)
+    x = np.random.default_rng(5).uniform(-1, 1, (2, m, inner))
+    sk, keys = ctx.keygen()
+    model = rf.nn.load(gram, ctx)
+    got = ctx.decrypt_batch(model(ctx.encrypt_batch(x, keys)), sk)
+    assert np.max(np.abs(got - x @ x.transpose(0, 2, 1))) < 1e-5

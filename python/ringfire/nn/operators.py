@@ -289,10 +289,17 @@ def _tensor_matmul(ex, node, x, shape, values, shapes):
     total = None
     for inner in range(shape[-1]):
         at = np.full(out_shape, inner)
-        column = ex.rt.select(x, grid[:-1] + (at,), out_shape)          # x[..., i, inner] at (..., i, j)
-        row = ex.rt.select(other, grid[:-2] + (at, grid[-1]), out_shape)  # other[..., inner, j] at (..., i, j)
+        # The operands' ciphertexts repeated by reference (no new ones), for this product only.
+        column = ex.rt.repeat(x, grid[:-1] + (at,), out_shape)          # x[..., i, inner] at (..., i, j)
+        row = ex.rt.repeat(other, grid[:-2] + (at, grid[-1]), out_shape)  # other[..., inner, j] at (..., i, j)
         product = ex.rt.mul(column, row, node)
-        total = product if total is None else ex.rt.add(total, product)
+        if total is None:
+            total = product
+            continue
+        summed = ex.rt.add(total, product)
+        ex.rt.release(total)  # only the running sum lives on: one product and one sum at a time
+        ex.rt.release(product)
+        total = summed
     return total, out_shape
 
 
