@@ -6,8 +6,9 @@ client-aided activations on the smallest 128-bit context the plan needs.
                                           [--resolution 32] [--json out.json]
                                           [--spill-dir DIR --ram-limit-gib G]
 
-Each model: torchvision's architecture with random weights (seed 0; no download) and its
-BatchNorm statistics calibrated on N(0, 1) inputs (``torch_model``), in eval mode, ``--images``
+Each model (a torchvision name, or ``vit_tiny``: torchvision's VisionTransformer at 32x32 with
+8x8 patches, 2 layers, width 32): torchvision's architecture with random weights (seed 0; no
+download) and its BatchNorm statistics calibrated on N(0, 1) inputs (``torch_model``), in eval mode, ``--images``
 inputs drawn from N(0, 1) at ``resolution`` x ``resolution``. The model
 is exported by torch and loaded by ``rf.nn.load(module, ctx, example_input=...)``, planned,
 and run once on all the images (one slot each: up to ``ctx.slots`` cost the same). Reported:
@@ -15,7 +16,7 @@ the plan's levels, predicted peak memory and client round trips; the measured ti
 RSS and ringfire pool, bytes to and from the key holder; top-1 agreement and the largest
 logit error against torch on the same inputs. With ``--spill-dir``, ciphertexts beyond
 ``--ram-limit-gib`` of the pool live in memory-mapped files there (``rf.memory.spill``):
-EfficientNet-B0's plan asks for 49 GiB at 32x32.
+EfficientNet-B0's plan asks for 21 GiB at 32x32.
 """
 
 from __future__ import annotations
