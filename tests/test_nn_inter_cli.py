@@ -98,10 +98,11 @@ def test_inter_packing_runs_convolutional_models_against_onnxruntime(deep_ctx):
     with pytest.raises(ValueError, match=r"dry_run=True\) rehearses batch packing"):
         model.plan(dry_run=True)
 
-    maxpool = make_model([node("Conv", ["x", "W1"], ["c"], kernel_shape=[3, 3]),
-                          node("MaxPool", ["c"], ["y"], kernel_shape=[2, 2])], (2, 6, 6), {"W1": inits["W1"]})
-    with pytest.raises(rf.nn.UnsupportedOperator, match="MaxPool' at node .* needs packing='batch'"):
-        rf.nn.load(maxpool, deep_ctx, packing="inter").rotations()
+    concat = make_model([node("Conv", ["x", "W1"], ["c"], kernel_shape=[3, 3]),
+                         node("Concat", ["c", "c"], ["y"], axis=1)], (2, 6, 6), {"W1": inits["W1"]},
+                        out_shape=(8, 4, 4))
+    with pytest.raises(rf.nn.UnsupportedOperator, match="Concat' at node .* needs packing='batch'"):
+        rf.nn.load(concat, deep_ctx, packing="inter").rotations()
 
 
 def test_infer_cli_json(tmp_path, capsys):
@@ -160,8 +161,8 @@ def test_choose_packing_follows_the_sample_count(deep_ctx):
     with pytest.raises(ValueError, match="samples must be a positive integer"):
         model.choose_packing(0, costs)
     from nn_models import make_model, node
-    maxpool = make_model([node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2])], (1, 4, 4), {})
-    choice = rf.nn.load(maxpool, deep_ctx, packing="any").choose_packing(1, costs)
+    concat = make_model([node("Concat", ["x", "x"], ["y"], axis=1)], (1, 4, 4), {}, out_shape=(2, 4, 4))
+    choice = rf.nn.load(concat, deep_ctx, packing="any").choose_packing(1, costs)
     assert choice["packing"] == "batch" and "cannot run this model" in choice["reason"]
 
 

@@ -155,3 +155,71 @@ def test_a_broadcast_gate_is_refused_by_name_in_inter_packing(ctx):
                                                         r"to shape \(4, 4, 4\); use packing='batch'"):
         rf.nn.load(data, ctx, packing="inter").rotations()
     assert rf.nn.load(data, ctx).plan().fits
+
+
+def _pooled_cnn(stride: int, rng):
+    """Conv (stride 1 or 2) -> ReLU -> MaxPool 2x2 -> Conv -> ReLU -> dense head."""
+    inits = {"W1": rng.normal(0, 0.4, (4, 2, 3, 3)), "B1": rng.normal(0, 0.1, 4),
+             "W2": rng.normal(0, 0.3, (3, 4, 3, 3)), "B2": rng.normal(0, 0.1, 3)}
+    side = 8 // stride // 2
+    inits.update(W3=rng.normal(0, 0.3, (3 * side * side, 5)), B3=rng.normal(0, 0.1, 5))
+    nodes = [node("Conv", ["x", "W1", "B1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[stride] * 2),
+             node("Relu", ["c1"], ["a1"]), node("MaxPool", ["a1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+             node("Conv", ["p1", "W2", "B2"], ["c2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             node("Relu", ["c2"], ["a2"]), node("Flatten", ["a2"], ["f"]), node("Gemm", ["f", "W3", "B3"], ["y"])]
+    return make_model(nodes, (2, 8, 8), inits, out_shape=(5,))
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_a_client_aided_maxpool_runs_under_inter_packing(stride):
+    """The key holder reads the pooled tensor from its input's layout (compact, or multiplexed
+    after a strided convolution), pools and writes the result compact and tiled; within 1e-5 of
+    onnxruntime, the layouts travelling as the round's JSON would."""
+    from ringfire.nn.client import relaid
+    from ringfire.serve import wire
+
+    rng = np.random.default_rng(11 + stride)
+    data = _pooled_cnn(stride, rng)
+    ctx = rf.ckks.Context(poly_degree=2**14, coeff_bits=[60, 40, 40, 40], scale_bits=40, special_bits=[60])
+    model = rf.nn.load(data, ctx, packing="inter")
+    assert model.plan().levels_needed == 1  # the key holder answers fresh: each convolution costs one level
+    x = rng.uniform(-1, 1, (2, 2, 8, 8))
+    sk, keys = ctx.keygen(rotations=model.rotations())
+    out = ctx.decrypt_batch(model(ctx.encrypt_batch(x, keys, packing="inter"), client=rf.nn.LocalClient(ctx, sk, keys)),
+                            sk)
+    assert np.max(np.abs(out - ort_run(data, x))) < 1e-5
+    pool = next(n for n in model.graph.nodes if n.op == "MaxPool")
+    layouts = pool.attrs["_layouts"]
+    # A (C, H, W) tensor travels as its shape and grid; after a strided convolution the
+    # multiplexed layout puts channels in the gaps (gap 2).
+    assert layouts["in"]["grid"][0] == (2 if model.last_run["layout"] == "multiplexed" else 1)
+    assert model.last_run["layout"] == ("multiplexed" if stride == 2 else "compact")
+    sent, _, _ = wire.node_from_json(wire.node_to_json(pool, (1,), None))
+    values = rng.uniform(-1, 1, ctx.slots)
+    assert np.array_equal(relaid(sent, values, sent.attrs["_layouts"]), relaid(pool, values, layouts))
+
+
+def test_layouts_a_server_sends_are_checked_before_anything_is_allocated():
+    from ringfire.nn.client import relaid
+    from ringfire.nn.graph import Node
+
+    pool = Node("MaxPool", "p", [], [], {"kernel_shape": (2, 2), "strides": (2, 2)})
+    ok = {"in": {"shape": [1, 4, 4], "grid": None}, "out": {"shape": [1, 2, 2], "grid": None}, "period": 16}
+    assert relaid(pool, np.arange(32.0), ok).tolist() == [5, 7, 13, 15] + [0] * 12 + [5, 7, 13, 15] + [0] * 12
+    huge = dict(ok, **{"in": {"shape": [10**9, 10**9], "grid": None}})
+    with pytest.raises(ValueError, match="input layout .* does not fit a period of 16"):
+        relaid(pool, np.zeros(32), huge)
+    with pytest.raises(ValueError, match="period 5 .* does not divide 32 slots"):
+        relaid(pool, np.zeros(32), dict(ok, period=5))
+    with pytest.raises(ValueError, match="reach beyond a period"):
+        relaid(pool, np.zeros(32), dict(ok, **{"in": {"shape": [1, 2, 2], "grid": [4, 4, 4]}}))
+
+
+def test_a_maxpool_with_masking_is_refused_under_inter_packing():
+    rng = np.random.default_rng(13)
+    ctx = rf.ckks.Context(poly_degree=2**14, coeff_bits=[60, 40, 40, 40], scale_bits=40, special_bits=[60])
+    model = rf.nn.load(_pooled_cnn(1, rng), ctx, packing="inter", masking=True)
+    sk, keys = ctx.keygen(rotations=model.rotations())
+    enc = ctx.encrypt_batch(rng.uniform(-1, 1, (1, 2, 8, 8)), keys, packing="inter")
+    with pytest.raises(rf.nn.UnsupportedOperator, match="'MaxPool' at .* moves elements.*masking=False"):
+        model(enc, client=rf.nn.LocalClient(ctx, sk, keys))

@@ -112,21 +112,23 @@ def test_inter_packing_and_masking_agree_with_onnxruntime(packing, masking, mlp_
     assert np.max(np.abs(got - ort_run(mlp_path.read_bytes(), x))) < 1e-3
 
 
-def test_a_cnn_with_pooling_runs_remotely(tmp_path):
+@pytest.mark.parametrize("packing", ["batch", "inter"])
+def test_a_cnn_with_pooling_runs_remotely(packing, tmp_path):
+    """Inter packing too: the MaxPool round carries the layouts the key holder reads and writes."""
     from nn_models import cnn_init, cnn_onnx
     data = cnn_onnx(cnn_init(seed=3), pool="max")
     path = tmp_path / "cnn.onnx"
     path.write_bytes(data)
     tokens = tokens_file(tmp_path / "tokens")
     config = ServeConfig(model=str(path), store=str(tmp_path / "store"), tokens=str(tmp_path / "tokens"),
-                         preset="N13_D2", requests_per_second=400)
+                         preset="N13_D2", packing=packing, requests_per_second=400)
     x = np.random.default_rng(4).uniform(0, 1, (4, 1, 8, 8))
     with server_thread(config) as (url, _):
         client, session = deterministic_session(url, tokens["alice"], "cnn")
-        remote = session.infer_encrypted(session.ctx.encrypt_batch(x, session.keys))
-        local, _, _ = in_process(data, config, x)
+        remote = session.infer_encrypted(session.ctx.encrypt_batch(x, session.keys, packing=packing))
+        local, _, _ = in_process(data, config, x, packing=packing)
         assert tensor_bytes(remote) == tensor_bytes(local)
-        assert session.rounds == 2  # ReLU, then MaxPool
+        assert session.rounds == (2 if packing == "batch" else 2 * len(x))  # ReLU, then MaxPool
         got = session.ctx.decrypt_batch(remote, session.secret_key)
         client.close()
     assert np.max(np.abs(got - ort_run(data, x))) < 1e-3
@@ -433,6 +435,19 @@ def test_a_bootstrapped_model_runs_remotely_without_rounds(tmp_path):
     local = model(ctx.encrypt_batch(x, keys))
     assert tensor_bytes(remote) == tensor_bytes(local)
     assert np.max(np.abs(ctx.decrypt_batch(local, sk) - model.plaintext(x, approximate=True))) < 1e-3
+
+
+def test_a_new_token_never_reads_as_a_command_line_option(tmp_path):
+    """One token in 64 drawn as bare base64url began with '-', which `--token TOKEN` then read as
+    an option (argparse: expected one argument)."""
+    from ringfire import cli
+    from ringfire.serve.auth import add_token, load_tokens
+    tokens = [add_token(tmp_path / "tokens", f"t{i}") for i in range(256)]
+    assert all(t.startswith("rf_") and len(t) >= 46 for t in tokens) and len(set(tokens)) == 256
+    assert len(load_tokens(tmp_path / "tokens")) == 256
+    args = cli.build_parser().parse_args(["infer", "m.onnx", "--input", "x.npy", "--server", "https://h",
+                                          "--token", tokens[0]])
+    assert args.token == tokens[0]
 
 
 def test_tls_on_loopback_and_the_command_line_client(mlp_path, tmp_path, capsys):

@@ -14,6 +14,33 @@ import numpy as np
 from .nonlinear import exact as exact_layer
 
 
+def relaid(node, values: np.ndarray, layouts: dict) -> np.ndarray:
+    """``node`` applied to the tensor that ``values`` (a decrypted tiled slot vector) holds in
+    the input layout ``layouts["in"]``, written in ``layouts["out"]`` and tiled like it."""
+    from .layouts import rebuilt
+
+    # The server sends these: sizes are checked before anything is allocated from them.
+    period = int(layouts["period"])
+    if period <= 0 or values.size % period:
+        raise ValueError(f"[nn] the period {period} sent with '{node.name}' does not divide {values.size} slots")
+    for side in ("in", "out"):
+        dims = [int(d) for d in layouts[side]["shape"]] + [int(g) for g in (layouts[side].get("grid") or ())]
+        if not dims or min(dims) <= 0 or int(np.prod(layouts[side]["shape"], dtype=object)) > period:
+            raise ValueError(f"[nn] the {side}put layout sent with '{node.name}' does not fit a period of {period}")
+    source, target = rebuilt(layouts["in"]), rebuilt(layouts["out"])
+    if source.span > period or target.span > period:
+        raise ValueError(f"[nn] the layouts sent with '{node.name}' reach beyond a period of {period}")
+    shape = tuple(int(s) for s in layouts["in"]["shape"])
+    tensor = np.real(values[:period][source.slots]).reshape(shape + (1,))
+    out, _ = exact_layer(node, tensor, shape)
+    out = np.asarray(out, dtype=np.float64).reshape(-1)
+    if out.size != target.slots.size:
+        raise ValueError(f"[nn] '{node.name}' gives {out.size} values, its output layout holds {target.slots.size}")
+    vector = np.zeros(period)
+    vector[target.slots] = out
+    return np.tile(vector, values.size // period)
+
+
 def fresh_level(node, ctx) -> int:
     """The level to encrypt a layer's result at: what the model asks for
     (``node.attrs["_fresh_level"]``: the levels the layers after it spend), at most the top.
@@ -91,9 +118,14 @@ class LocalClient(Client):
         return ct
 
     def apply_vector(self, node, ct):
-        """Inter-axis packing: the layer on one decrypted, tiled slot vector."""
+        """Inter-axis packing: the layer on one decrypted, tiled slot vector. A layer that reads
+        the sample as a tensor says where (``node.attrs["_layouts"]``): its input is read from one
+        period of the vector, its output written in its own layout and tiled."""
         self.round_trips += 1
         self.ciphertexts_received += 1
         values = self._decrypt(ct)
-        out, _ = exact_layer(node, values, values.shape)
-        return self._encrypt(out)
+        layouts = node.attrs.get("_layouts")
+        if layouts is None:
+            out, _ = exact_layer(node, values, values.shape)
+            return self._encrypt(out)
+        return self._encrypt(relaid(node, values, layouts))

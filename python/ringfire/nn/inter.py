@@ -11,8 +11,10 @@ diagonals are encoded. Which diagonals are nonzero depends on where each tensor'
 elements sit: :mod:`.layouts` keeps strided convolutions translation-invariant by
 multiplexing channels into the gaps they leave. Supported graphs: those layers,
 element-wise constants, residual sums of two tensors, Flatten/Reshape/Identity and
-element-wise activations (polynomial, or client-aided on the decrypted vector);
-MaxPool and the operators that move elements (Transpose, Concat, Pad, Slice) need
+element-wise activations (polynomial, or client-aided on the decrypted vector), and
+client-aided layers that read the sample as a tensor (MaxPool, Softmax, LayerNormalization:
+the key holder reads them from their input's layout and writes them in their output's);
+the operators that move elements on the server (Transpose, Concat, Pad, Slice) need
 batch packing.
 """
 
@@ -27,9 +29,9 @@ import numpy as np
 from .. import _core, memory
 from ..ckks.circuits import bsgs_steps
 from .graph import Graph, UnsupportedOperator
-from .layouts import layout_period, layout_plan, linear_map, shape_of
+from .layouts import describe, layout_period, layout_plan, linear_map, shape_of
 from .masking import mask_kind
-from .nonlinear import ELEMENTWISE
+from .nonlinear import ELEMENTWISE, PER_SAMPLE
 from .operators import OPERATORS, attach, per_sample_const
 
 
@@ -152,6 +154,13 @@ class InterRunner:
         out = ctx.evaluator(ct.keys).linear_transform(ct, lt)
         return out if bias is None else out + bias
 
+    def layouts_of(self, node) -> dict:
+        """Where the key holder reads ``node``'s input and writes its output (layouts.describe)."""
+        graph, layouts = self.graph, self.placement.layouts
+        return {"in": describe(layouts[node.inputs[0]], shape_of(graph, node.inputs[0])),
+                "out": describe(layouts[node.outputs[0]], shape_of(graph, node.outputs[0])),
+                "period": int(self.period)}
+
     def check_fits(self) -> None:
         """Raises where the context's slots cannot hold a period, or where its bootstrap
         keeps fewer slots than a period."""
@@ -255,6 +264,22 @@ def _activation(runner, node, x, client, masker):
     return masker.unmask(node, np.array([client.apply_vector(node, masked[0])], dtype=object), masks)[0]
 
 
+def _relayout(runner, node, x, client, masker):
+    """A layer that reads the sample as a tensor (MaxPool, Softmax, LayerNormalization): the key
+    holder decrypts the vector, reads the tensor from its input's layout, applies the layer and
+    encrypts the result in its output's layout (``node.attrs["_layouts"]``, sent with the round)."""
+    if node.name in runner.polys:
+        raise UnsupportedOperator(f"[nn] packing='inter': '{node.op}' at '{node.name}' has no polynomial form; "
+                                  "use activation='client'")
+    if client is None:
+        raise ValueError(f"[nn] node '{node.name}' is client-aided: pass client=LocalClient(...)")
+    if masker is not None:
+        raise UnsupportedOperator(f"[nn] packing='inter': '{node.op}' at '{node.name}' moves elements, which a "
+                                  "mask of the slot vector does not survive; use masking=False or packing='batch'")
+    node.attrs["_layouts"] = runner.layouts_of(node)
+    return client.apply_vector(node, x)
+
+
 def _one_level(runner, node, used, masking):
     return used + 1, used + 1
 
@@ -290,3 +315,5 @@ for _name in ("Add", "Sub", "Mul"):
 # per-channel slope would not line up with the tiling).
 for _name in sorted(set(ELEMENTWISE) - {"PRelu"}):
     attach(_name, inter=InterOp(_activation, _activation_levels))
+for _name in sorted(PER_SAMPLE):
+    attach(_name, inter=InterOp(_relayout, _activation_levels))

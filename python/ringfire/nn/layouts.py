@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .graph import Graph, UnsupportedOperator
+from .nonlinear import PER_SAMPLE
 from .operators import OPERATORS
 
 # Linear layers whose map is diagonal (one weight per element): the output keeps the input's layout.
@@ -73,6 +74,24 @@ def compact(shape) -> Layout:
     if len(shape) == 3:
         return spatial(shape, 1, shape[1], shape[2])
     return Layout(_read_only(np.arange(int(np.prod(shape)), dtype=np.int64)))
+
+
+def describe(layout: Layout, shape) -> dict:
+    """What the key holder needs to rebuild ``layout`` of a tensor of ``shape`` (a layer it
+    applies on the decrypted vector reads and writes elements there): the shape and the grid.
+    Raises :class:`UnsupportedOperator` for a layout those do not determine."""
+    shape = [int(s) for s in shape]
+    desc = {"shape": shape, "grid": [int(g) for g in layout.grid] if layout.grid and len(shape) == 3 else None}
+    if not np.array_equal(rebuilt(desc).slots, layout.slots):
+        raise UnsupportedOperator(f"[nn] packing='inter': a tensor of shape {tuple(shape)} is laid out in a way the "
+                                  "key holder cannot rebuild from its shape and grid; use packing='batch'")
+    return desc
+
+
+def rebuilt(desc: dict) -> Layout:
+    """The layout :func:`describe` described."""
+    shape = tuple(int(s) for s in desc["shape"])
+    return spatial(shape, *desc["grid"]) if desc.get("grid") else compact(shape)
 
 
 def _read_only(a: np.ndarray) -> np.ndarray:
@@ -147,9 +166,10 @@ def _assign(graph: Graph, multiplexed: bool) -> dict[str, Layout]:
     layouts = {graph.input_name: compact(graph.input_shape)}
     for node in graph.nodes:
         if OPERATORS[node.op].inter is None:
-            raise UnsupportedOperator(f"[nn.load] packing='inter' runs linear layers, residual sums and "
-                                      f"element-wise activations; operator '{node.op}' at node '{node.name}' "
-                                      f"needs packing='batch'")
+            raise UnsupportedOperator(f"[nn.load] packing='inter' runs linear layers, residual sums, "
+                                      f"element-wise activations and the client-aided MaxPool, Softmax and "
+                                      f"LayerNormalization; operator '{node.op}' at node '{node.name}' needs "
+                                      f"packing='batch'")
         source = layouts.get(node.inputs[0])
         if source is None:
             raise UnsupportedOperator(f"[nn.load] packing='inter' needs a tensor as the first operand of "
@@ -162,6 +182,10 @@ def _assign(graph: Graph, multiplexed: bool) -> dict[str, Layout]:
                                 f"are laid out differently ({source.slots.size} and {other.slots.size} "
                                 f"elements); use packing='batch'")
         out = graph.shapes.get(node.outputs[0])
+        if node.op in PER_SAMPLE:  # the key holder applies it and writes the result where it is told
+            same_shape = out is not None and tuple(out) == _known_shape(graph, node.inputs[0])
+            layouts[node.outputs[0]] = source if same_shape else compact(shape_of(graph, node.outputs[0]))
+            continue
         if OPERATORS[node.op].kind != "linear" and out is not None and int(np.prod(out)) != source.slots.size:
             # An element-wise operator whose output is larger than its first operand broadcasts
             # it (a squeeze-excitation gate times its feature map): no layout serves both.

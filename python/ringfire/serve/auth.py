@@ -44,7 +44,9 @@ def add_token(path: str | os.PathLike, tenant: str) -> str:
     """A new random token for `tenant`, its hash appended to the file (made 0600); returns the token."""
     if not _TENANT.match(tenant):
         raise ValueError(f"[serve] tenant {tenant!r}: letters, digits, '_', '.', '-', at most 64")
-    token = secrets.token_urlsafe(32)
+    # 256 random bits; the prefix names the token in logs and scanners, and keeps it from
+    # starting with '-', which a command line would read as an option (--token -x...).
+    token = "rf_" + secrets.token_urlsafe(32)
     path = Path(path)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     with os.fdopen(fd, "a") as f:
