@@ -445,9 +445,10 @@ def test_a_new_token_never_reads_as_a_command_line_option(tmp_path):
     tokens = [add_token(tmp_path / "tokens", f"t{i}") for i in range(256)]
     assert all(t.startswith("rf_") and len(t) >= 46 for t in tokens) and len(set(tokens)) == 256
     assert len(load_tokens(tmp_path / "tokens")) == 256
-    args = cli.build_parser().parse_args(["infer", "m.onnx", "--input", "x.npy", "--server", "https://h",
-                                          "--token", tokens[0]])
-    assert args.token == tokens[0]
+    parser = cli.build_parser()
+    for token in tokens:
+        assert parser.parse_args(["infer", "m.onnx", "--input", "x.npy", "--server", "https://h",
+                                  "--token", token]).token == token
 
 
 def test_tls_on_loopback_and_the_command_line_client(mlp_path, tmp_path, capsys):
