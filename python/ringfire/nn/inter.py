@@ -274,10 +274,20 @@ def _relayout(runner, node, x, client, masker):
     if client is None:
         raise ValueError(f"[nn] node '{node.name}' is client-aided: pass client=LocalClient(...)")
     if masker is not None:
-        raise UnsupportedOperator(f"[nn] packing='inter': '{node.op}' at '{node.name}' moves elements, which a "
-                                  "mask of the slot vector does not survive; use masking=False or packing='batch'")
+        _refuse_masking(node)
     node.attrs["_layouts"] = runner.layouts_of(node)
     return client.apply_vector(node, x)
+
+
+def _refuse_masking(node):
+    raise UnsupportedOperator(f"[nn] packing='inter': '{node.op}' at '{node.name}' moves elements, which a mask "
+                              "of the slot vector does not survive; use masking=False or packing='batch'")
+
+
+def _relayout_levels(runner, node, used, masking):
+    if masking:  # refused when the model is planned, not halfway through a run
+        _refuse_masking(node)
+    return _activation_levels(runner, node, used, masking)
 
 
 def _one_level(runner, node, used, masking):
@@ -316,4 +326,4 @@ for _name in ("Add", "Sub", "Mul"):
 for _name in sorted(set(ELEMENTWISE) - {"PRelu"}):
     attach(_name, inter=InterOp(_activation, _activation_levels))
 for _name in sorted(PER_SAMPLE):
-    attach(_name, inter=InterOp(_relayout, _activation_levels))
+    attach(_name, inter=InterOp(_relayout, _relayout_levels))

@@ -183,6 +183,7 @@ def _assign(graph: Graph, multiplexed: bool) -> dict[str, Layout]:
                                 f"elements); use packing='batch'")
         out = graph.shapes.get(node.outputs[0])
         if node.op in PER_SAMPLE:  # the key holder applies it and writes the result where it is told
+            describe(source, shape_of(graph, node.inputs[0]))  # it must be able to find the input: raises if not
             same_shape = out is not None and tuple(out) == _known_shape(graph, node.inputs[0])
             layouts[node.outputs[0]] = source if same_shape else compact(shape_of(graph, node.outputs[0]))
             continue
