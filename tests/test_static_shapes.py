@@ -198,6 +198,20 @@ def test_a_pad_after_the_batch_moved_is_lifted(exporter):
     assert np.max(np.abs(model.plaintext(x) - expected)) < 1e-6
 
 
+def encrypted_and_torch(module, x, ctx3):
+    """``module`` loaded from torch's export, run encrypted on ``x`` (client-aided), and run by
+    torch: (decrypted output, torch's output)."""
+    import torch
+    ctx, sk, keys = ctx3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = rf.nn.load(module, ctx, example_input=x[:1])
+    with torch.no_grad():
+        expected = module(x).numpy()
+    got = ctx.decrypt_batch(model(ctx.encrypt_batch(x.numpy(), keys), client=rf.nn.LocalClient(ctx, sk, keys)), sk)
+    return got, expected
+
+
 def test_a_torchvision_vit_runs_encrypted(ctx3):
     """torchvision's VisionTransformer (class token, learned positions, pre-norm encoder blocks,
     GELU) at 16x16 with 8x8 patches: loaded from the module, run encrypted with client-aided
@@ -210,14 +224,7 @@ def test_a_torchvision_vit_runs_encrypted(ctx3):
                                                hidden_dim=8, mlp_dim=16, num_classes=5).eval()
     torch.nn.init.normal_(vit.heads.head.weight, std=0.5)
     torch.nn.init.normal_(vit.heads.head.bias, std=0.1)
-    ctx, sk, keys = ctx3
-    x = torch.randn(3, 3, 16, 16)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = rf.nn.load(vit, ctx, example_input=x[:1])
-    with torch.no_grad():
-        expected = vit(x).numpy()
-    got = ctx.decrypt_batch(model(ctx.encrypt_batch(x.numpy(), keys), client=rf.nn.LocalClient(ctx, sk, keys)), sk)
+    got, expected = encrypted_and_torch(vit, torch.randn(3, 3, 16, 16), ctx3)
     assert np.max(np.abs(got - expected)) < 1e-4
     assert (got.argmax(1) == expected.argmax(1)).all()
 
@@ -243,13 +250,5 @@ def test_a_bert_encoder_runs_encrypted(ctx3):
         def forward(self, embeddings):
             return self.model(inputs_embeds=embeddings).last_hidden_state
 
-    encoder = Encoder(bert).eval()
-    ctx, sk, keys = ctx3
-    x = torch.randn(3, 8, 16)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = rf.nn.load(encoder, ctx, example_input=x[:1])
-    with torch.no_grad():
-        expected = encoder(x).numpy()
-    got = ctx.decrypt_batch(model(ctx.encrypt_batch(x.numpy(), keys), client=rf.nn.LocalClient(ctx, sk, keys)), sk)
+    got, expected = encrypted_and_torch(Encoder(bert).eval(), torch.randn(3, 8, 16), ctx3)
     assert got.shape == expected.shape and np.max(np.abs(got - expected)) < 1e-5

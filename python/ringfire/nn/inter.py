@@ -67,6 +67,7 @@ class InterRunner:
         self.placement = layout_plan(graph)  # each tensor's layout and the period
         self.period = max(int(period), self.placement.period)
         self._baby_steps = {}  # node name -> its transform's baby steps
+        self._layouts = {}  # node name -> where the key holder reads and writes it (layouts_of)
         self.cache = {} if cache is None else cache  # encoded diagonals, reused across samples
         # Bootstrapping (``bounds``: tensor name -> largest |x| bound): a tensor is refreshed
         # where its next operator needs more levels than it has, as batch packing does.
@@ -155,11 +156,14 @@ class InterRunner:
         return out if bias is None else out + bias
 
     def layouts_of(self, node) -> dict:
-        """Where the key holder reads ``node``'s input and writes its output (layouts.describe)."""
-        graph, layouts = self.graph, self.placement.layouts
-        return {"in": describe(layouts[node.inputs[0]], shape_of(graph, node.inputs[0])),
-                "out": describe(layouts[node.outputs[0]], shape_of(graph, node.outputs[0])),
-                "period": int(self.period)}
+        """Where the key holder reads ``node``'s input and writes its output (layouts.describe),
+        worked out once per runner and sent with every sample's round."""
+        if node.name not in self._layouts:
+            graph, layouts = self.graph, self.placement.layouts
+            self._layouts[node.name] = {"in": describe(layouts[node.inputs[0]], shape_of(graph, node.inputs[0])),
+                                        "out": describe(layouts[node.outputs[0]], shape_of(graph, node.outputs[0])),
+                                        "period": int(self.period)}
+        return self._layouts[node.name]
 
     def check_fits(self) -> None:
         """Raises where the context's slots cannot hold a period, or where its bootstrap

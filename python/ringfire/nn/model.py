@@ -12,6 +12,7 @@ from .._progress import progress_bar
 from ..parallel import IN_PROCESS
 from . import work
 from .activations import Polynomial
+from .client import fresh_level
 from .executor import Executor
 from .graph import Graph, UnsupportedOperator
 from .inter import InterRunner, check_sparse_bootstrap, period_for, sparse_bootstrap_slots
@@ -244,7 +245,7 @@ class Model:
         levels the run encrypts them at: (runtime, output ciphertexts)."""
         if self.activation == "client" and self._levels_unlowered is None:
             self._lower_fresh_levels()
-        fresh = {n.name: min(n.attrs["_fresh_level"], self.ctx.max_level) for n in self.graph.nodes
+        fresh = {n.name: fresh_level(n, self.ctx) for n in self.graph.nodes
                  if "_fresh_level" in n.attrs} if self.activation == "client" else {}
         rt, values = self._walk(polys, fresh, runtime)
         if self._levels_unlowered is not None:  # lowered fresh levels spend the same depths from lower down
