@@ -92,7 +92,8 @@ step install 200 bash -c "$(declare -f source_hash install); install" || { tail 
 (cd /tmp && python3 -c 'import ringfire._core as c; print(c.__file__)') | xargs ldd | grep -E "stdc|cuda" >>"$LOG/gpu.txt"
 
 TESTS=(tests/test_cuda.py tests/test_gpu_runtime.py tests/test_gpu_schemes.py tests/test_devices.py
-       "tests/test_bgv.py::test_gpu_results_are_bit_identical_to_the_cpu" tests/test_cli.py::test_gpu_flags_fail_clearly_where_they_cannot_run)
+       "tests/test_bgv.py::test_gpu_results_are_bit_identical_to_the_cpu" tests/test_cli.py::test_gpu_flags_fail_clearly_where_they_cannot_run
+       tests/test_ckks_lookup.py::test_gpu_lookup_is_bit_identical)
 step tests 200 python3 -m pytest -q -rs -p no:cacheprovider --durations=8 "${TESTS[@]}"
 
 if (( QUICK )); then

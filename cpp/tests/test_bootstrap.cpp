@@ -211,5 +211,50 @@ TEST(Bootstrap, SlotsToCoeffsFirstRunsOnTheUsersLowestLevels) {
   expect_invalid([&] { Bootstrapper(ctx, no_arcsine); }, "arcsine_degree must be odd");
 }
 
+TEST(FunctionalBootstrap, LooksUpEveryResidueOfATable) {
+  Toy& t = toy();
+  // Integers 0 .. 15 in the slots (each many times); a table with no symmetry.
+  const std::size_t p = 16;
+  std::vector<double> table(p);
+  for (std::size_t m = 0; m < p; ++m) table[m] = std::sin(1.0 + 0.7 * static_cast<double>(m * m % 13));
+  std::vector<Complex> z(t.ctx->slots());
+  for (std::size_t i = 0; i < z.size(); ++i) z[i] = static_cast<double>((i * 7) % p);
+  const Ciphertext in = t.encrypt(z, 3, t.ctx->scale_at(3));
+  const Ciphertext out = t.boot.functional_bootstrap(t.ev, in, t.rk, t.keys, table);
+  EXPECT_EQ(out.level(), t.boot.functional_output_level(p));
+  EXPECT_EQ(out.level(), t.ctx->user_max_level());
+  EXPECT_DOUBLE_EQ(out.scale(), t.ctx->scale_at(out.level()));
+  std::vector<Complex> want(z.size());
+  for (std::size_t i = 0; i < z.size(); ++i) want[i] = table[static_cast<std::size_t>(z[i].real())];
+  EXPECT_GE(min_bits(t.decrypt(out), want), 22.0);  // measured 26
+  // Larger tables take their polynomial's levels from the user's.
+  EXPECT_EQ(t.boot.functional_output_level(64), 1u);
+  expect_invalid([&] { t.boot.functional_output_level(256); }, "entries needs 9 levels");
+  expect_invalid([&] { t.boot.functional_output_level(1); }, "the table needs 2 to 4096 entries");
+  expect_invalid([&] { t.boot.functional_bootstrap(t.ev, t.ev.mod_switch(in, 2), t.rk, t.keys, table); },
+                 "must be at level 3 or above");
+}
+
+TEST(FunctionalBootstrap, PolynomialsOnOneInputShareItsPowers) {
+  Toy& t = toy();
+  const auto z = random_real(t.ctx->slots(), 9);
+  const Ciphertext x = t.encrypt(z, 3, t.ctx->scale_at(3));
+  const ckks::Polynomial a(ckks::Basis::monomial, {0.5, -1.0, 0.25, 0.125});
+  const ckks::Polynomial b(ckks::Basis::monomial, {0.0, 2.0});
+  const std::vector<Ciphertext> both = t.ev.evaluate_polynomials(x, {b, a}, t.rk);
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_EQ(both[0].level(), both[1].level());  // the deepest's level: degree 3 takes 2
+  EXPECT_EQ(both[1].level(), 1u);
+  std::vector<Complex> want_a(z.size()), want_b(z.size());
+  for (std::size_t i = 0; i < z.size(); ++i) {
+    want_a[i] = a(z[i].real());
+    want_b[i] = b(z[i].real());
+  }
+  EXPECT_GE(min_bits(t.decrypt(both[1]), want_a), 25.0);
+  EXPECT_GE(min_bits(t.decrypt(both[0]), want_b), 25.0);
+  expect_invalid([&] { t.ev.evaluate_polynomials(x, {a, ckks::Polynomial(ckks::Basis::chebyshev, {0.0, 1.0})}, t.rk); },
+                 "share one basis and interval");
+}
+
 }  // namespace
 }  // namespace ringfire

@@ -142,7 +142,24 @@ void bind_ckks_circuits(nb::module_& m) {
       });
 }
 
+namespace {
+
+// A bootstrap's phase seconds as a dict (empty when not timed); `middle` names
+// the phase between CoeffsToSlots and SlotsToCoeffs (EvalMod, or a lookup's table).
+nb::dict timings_dict(const ckks::BootstrapTimings& t, bool timed, const char* middle) {
+  nb::dict times;
+  if (!timed) return times;
+  times["mod_raise"] = t.mod_raise;
+  times["coeffs_to_slots"] = t.coeffs_to_slots;
+  times[middle] = t.eval_mod;
+  times["slots_to_coeffs"] = t.slots_to_coeffs;
+  return times;
+}
+
+}  // namespace
+
 // Bootstrapping: the configuration, its plan, the keys and the bootstrapper.
+
 void bind_ckks_bootstrap(nb::module_& m) {
   using ckks::BootstrapConfig;
   using ckks::Bootstrapper;
@@ -241,14 +258,7 @@ void bind_ckks_bootstrap(nb::module_& m) {
               nb::gil_scoped_release release;
               return b.bootstrap(ev, ct, relin, keys, target_scale, timed ? &t : nullptr, bound);
             }();
-            nb::dict times;
-            if (timed) {
-              times["mod_raise"] = t.mod_raise;
-              times["coeffs_to_slots"] = t.coeffs_to_slots;
-              times["eval_mod"] = t.eval_mod;
-              times["slots_to_coeffs"] = t.slots_to_coeffs;
-            }
-            return nb::make_tuple(std::move(out), times);
+            return nb::make_tuple(std::move(out), timings_dict(t, timed, "eval_mod"));
           },
           nb::arg("evaluator"), nb::arg("ciphertext"), nb::arg("relin_key"), nb::arg("keys"),
           nb::arg("target_scale") = 0.0, nb::arg("timed") = false, nb::arg("bound") = 1)
@@ -264,6 +274,21 @@ void bind_ckks_bootstrap(nb::module_& m) {
           },
           nb::arg("evaluator"), nb::arg("a"), nb::arg("b"), nb::arg("relin_key"), nb::arg("keys"),
           nb::arg("bound") = 1)
+      .def(
+          "functional_bootstrap",
+          [](const Bootstrapper& b, const Evaluator& ev, const Ciphertext& ct, const RelinKey& relin,
+             const BootstrapKeys& keys, const std::vector<std::vector<double>>& tables, bool timed) {
+            ckks::BootstrapTimings t;
+            std::vector<Ciphertext> out = [&] {
+              nb::gil_scoped_release release;
+              return b.functional_bootstrap(ev, ct, relin, keys, tables, timed ? &t : nullptr);
+            }();
+            return nb::make_tuple(std::move(out), timings_dict(t, timed, "eval_lut"));
+          },
+          nb::arg("evaluator"), nb::arg("ciphertext"), nb::arg("relin_key"), nb::arg("keys"), nb::arg("tables"),
+          nb::arg("timed") = false)
+      .def("functional_output_level", &Bootstrapper::functional_output_level, nb::arg("table_size"))
+      .def_prop_ro("functional_input_level_min", &Bootstrapper::functional_input_level_min)
       .def("bootstrap_twice", &Bootstrapper::bootstrap_twice, nb::arg("evaluator"), nb::arg("ciphertext"),
            nb::arg("relin_key"), nb::arg("keys"), nb::arg("correction_bits"), Release())
       .def("simulate", [](const Bootstrapper& b, const ckks::Simulator& sim, const ckks::SimCiphertext& ct) {

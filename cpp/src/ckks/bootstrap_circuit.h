@@ -10,12 +10,23 @@
 #include <cmath>
 #include <numbers>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ringfire/base/errors.h"
 #include "ringfire/ckks/bootstrap.h"
 
 namespace ringfire::ckks::detail {
+
+// cos(2 pi (K y - phase) / 2^r) on [-1, 1], of the least degree within
+// 2^levels - 1 whose error is below 2^-50 (or of the configured cos_degree).
+// Returns the polynomial and log2 of its max error. EvalMod's is phase 1/4
+// (its double angles end on the sine); functional bootstrapping fits phase 0
+// and 2^r / 4 (the cosine and the sine of one angle).
+std::pair<Polynomial, double> fit_cosine(const BootstrapConfig& cfg, std::size_t levels, double phase);
+
+// The level-0 key switch into the ephemeral secret (bootstrap step 2).
+Ciphertext switch_to_sparse(const Ciphertext& a, const KeySwitchKey& key);
 
 // arcsin(z) = sum_k (2k)! / (4^k (k!)^2 (2k + 1)) z^(2k+1): the odd monomial
 // coefficients of factor * arcsin(2 pi u) / (2 pi) up to `degree`.

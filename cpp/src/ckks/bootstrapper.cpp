@@ -23,39 +23,6 @@ constexpr const char* kOp = "ckks.Bootstrapper";
 
 std::size_t ceil_log2(std::size_t v) { return v <= 1 ? 0 : static_cast<std::size_t>(std::bit_width(v - 1)); }
 
-// EvalMod's unit-amplitude polynomial: cos(2 pi (K y - 1/4) / 2^r) on [-1, 1],
-// of the least degree within 2^levels - 1 whose error is below 2^-50 (or of
-// the configured degree). Returns the polynomial and log2 of its max error.
-std::pair<Polynomial, double> fit_cosine(const BootstrapConfig& cfg, std::size_t levels) {
-  require(levels >= 1, kOp, "EvalMod has no level left for its cosine after the double angles and the arcsine");
-  const double k = cfg.k, r = std::ldexp(1.0, static_cast<int>(cfg.double_angles));
-  const auto f = [&](double y) { return std::cos(2.0 * std::numbers::pi * (k * y - 0.25) / r); };
-  const auto error_of = [&](const Polynomial& p) {
-    double worst = 0.0;
-    constexpr int kSamples = 4096;
-    for (int i = 0; i <= kSamples; ++i) {
-      const double y = -1.0 + 2.0 * i / kSamples;
-      worst = std::max(worst, std::fabs(p(y) - f(y)));
-    }
-    return std::log2(std::max(worst, 1e-300));
-  };
-  const std::size_t max_degree = (std::size_t{1} << levels) - 1;
-  if (cfg.cos_degree != 0) {
-    require(cfg.cos_degree <= max_degree, kOp,
-            "cos_degree " + std::to_string(cfg.cos_degree) + " needs " + std::to_string(ceil_log2(cfg.cos_degree + 1)) +
-                " levels, EvalMod has " + std::to_string(levels) + " for it");
-    Polynomial p = chebyshev_fit(f, -1.0, 1.0, cfg.cos_degree);
-    const double e = error_of(p);
-    return {std::move(p), e};
-  }
-  for (std::size_t d = std::max<std::size_t>(2, (max_degree + 1) / 4); d <= max_degree; ++d) {
-    Polynomial p = chebyshev_fit(f, -1.0, 1.0, d);
-    const double e = error_of(p);
-    if (e <= -50.0 || d == max_degree) return {std::move(p), e};
-  }
-  throw_invalid(kOp, "internal: no cosine fit");
-}
-
 // The top primes SlotsToCoeffs takes: none when it runs first, on the user's levels.
 std::size_t reserved_stc_levels(const BootstrapConfig& cfg) { return cfg.stc_first ? 0 : cfg.stc_levels; }
 
@@ -105,6 +72,36 @@ double coefficient_failure_log2(std::size_t weight, double k) {
 
 }  // namespace
 
+std::pair<Polynomial, double> detail::fit_cosine(const BootstrapConfig& cfg, std::size_t levels, double phase) {
+  require(levels >= 1, kOp, "EvalMod has no level left for its cosine after the double angles and the arcsine");
+  const double k = cfg.k, r = std::ldexp(1.0, static_cast<int>(cfg.double_angles));
+  const auto f = [&](double y) { return std::cos(2.0 * std::numbers::pi * (k * y - phase) / r); };
+  const auto error_of = [&](const Polynomial& p) {
+    double worst = 0.0;
+    constexpr int kSamples = 4096;
+    for (int i = 0; i <= kSamples; ++i) {
+      const double y = -1.0 + 2.0 * i / kSamples;
+      worst = std::max(worst, std::fabs(p(y) - f(y)));
+    }
+    return std::log2(std::max(worst, 1e-300));
+  };
+  const std::size_t max_degree = (std::size_t{1} << levels) - 1;
+  if (cfg.cos_degree != 0) {
+    require(cfg.cos_degree <= max_degree, kOp,
+            "cos_degree " + std::to_string(cfg.cos_degree) + " needs " + std::to_string(ceil_log2(cfg.cos_degree + 1)) +
+                " levels, EvalMod has " + std::to_string(levels) + " for it");
+    Polynomial p = chebyshev_fit(f, -1.0, 1.0, cfg.cos_degree);
+    const double e = error_of(p);
+    return {std::move(p), e};
+  }
+  for (std::size_t d = std::max<std::size_t>(2, (max_degree + 1) / 4); d <= max_degree; ++d) {
+    Polynomial p = chebyshev_fit(f, -1.0, 1.0, d);
+    const double e = error_of(p);
+    if (e <= -50.0 || d == max_degree) return {std::move(p), e};
+  }
+  throw_invalid(kOp, "internal: no cosine fit");
+}
+
 Bootstrapper::Bootstrapper(ContextPtr context, const BootstrapConfig& config)
     : context_(std::move(context)), config_(config), cos_(Basis::chebyshev, {0.0}) {
   require(context_ != nullptr, kOp, "needs a context");
@@ -117,7 +114,7 @@ Bootstrapper::Bootstrapper(ContextPtr context, const BootstrapConfig& config)
           "EvalMod gets " + std::to_string(eval_mod_levels_) + " levels, fewer than its " +
               std::to_string(config_.double_angles) + " double angles and " + std::to_string(arcsine_depth) +
               " arcsine levels plus a cosine");
-  auto [cos, error] = fit_cosine(config_, eval_mod_levels_ - config_.double_angles - arcsine_depth);
+  auto [cos, error] = detail::fit_cosine(config_, eval_mod_levels_ - config_.double_angles - arcsine_depth, 0.25);
   cos_ = std::move(cos);
   cos_error_log2_ = error;
   // EvalMod runs at the scale of its own primes.
@@ -236,11 +233,9 @@ const LinearTransform& Bootstrapper::resident_on(const LinearTransform& transfor
 
 // ---- the circuit on ciphertexts and on placeholders -------------------------------
 
-namespace {
-
 // The level-0 key switch into the ephemeral secret, run in the key's
 // two-prime context: a's q_0 limb is that context's level-0 data.
-Ciphertext switch_to_sparse(const Ciphertext& a, const KeySwitchKey& key) {
+Ciphertext detail::switch_to_sparse(const Ciphertext& a, const KeySwitchKey& key) {
   const char* op = "ckks.bootstrap";
   require(a.level() == 0 && key.level() == 0 && key.context()->n() == a.n() &&
               key.context()->params().q_primes()[0] == a.context()->params().q_primes()[0],
@@ -251,6 +246,8 @@ Ciphertext switch_to_sparse(const Ciphertext& a, const KeySwitchKey& key) {
   out.set_noise_bits(a.noise_bits());  // EvalMod sees the switch's noise as message; the output is re-estimated
   return out;
 }
+
+namespace {
 
 struct EvaluatorOps {
   using Value = Ciphertext;
@@ -282,7 +279,7 @@ struct EvaluatorOps {
   static Value copy(const Value& v) { return v.clone(); }
   Value mod_switch(const Value& v, std::size_t level) const { return ev.mod_switch(v, level); }
   Value multiply_integer(const Value& v, std::int64_t k) const { return ev.multiply_integer(v, k); }
-  Value to_sparse(const Value& v) const { return switch_to_sparse(v, keys.to_sparse); }
+  Value to_sparse(const Value& v) const { return detail::switch_to_sparse(v, keys.to_sparse); }
   Value from_sparse(const Value& v) const { return ev.switch_key(v, keys.from_sparse); }
   Value mod_raise(const Value& v, std::size_t level) const { return ev.mod_raise(v, level); }
   Value rotate(const Value& v, long long steps) const { return ev.rotate(v, steps, keys.galois); }

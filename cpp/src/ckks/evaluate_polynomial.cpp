@@ -1,6 +1,7 @@
 // Evaluator::evaluate_polynomial: the circuit of polynomial_circuit.h on
 // ciphertexts.
 #include <cmath>
+#include <vector>
 
 #include "polynomial_circuit.h"
 #include "ringfire/base/op_label.h"
@@ -51,8 +52,21 @@ struct EvaluatorOps {
 
 Ciphertext Evaluator::evaluate_polynomial(const Ciphertext& x, const Polynomial& p, const RelinKey& relin,
                                           double target_scale) const {
+  return std::move(evaluate_polynomials(x, {p}, relin, target_scale).front());
+}
+
+std::vector<Ciphertext> Evaluator::evaluate_polynomials(const Ciphertext& x, const std::vector<Polynomial>& ps,
+                                                        const RelinKey& relin, double target_scale) const {
   constexpr const char* op = "ckks.evaluate_polynomial";
   const OpLabel label(op);
+  require(!ps.empty(), op, "needs at least one polynomial");
+  std::size_t deepest = 0;
+  for (std::size_t i = 0; i < ps.size(); ++i) {
+    require(ps[i].basis() == ps[0].basis() && ps[i].a() == ps[0].a() && ps[i].b() == ps[0].b(), op,
+            "the polynomials must share one basis and interval to share their powers");
+    if (ps[i].degree() > ps[deepest].degree()) deepest = i;
+  }
+  const Polynomial& p = ps[deepest];
   check_operand(x, op);
   require(x.size() == 2, op, "needs a size-2 ciphertext (relinearize first), got size " + std::to_string(x.size()));
   require(p.depth() <= x.level(), op,
@@ -62,8 +76,19 @@ Ciphertext Evaluator::evaluate_polynomial(const Ciphertext& x, const Polynomial&
   if (target_scale == 0.0) target_scale = context_->scale_at(x.level() - p.depth());
   const Simulator sim(context_);
   const std::size_t baby = polynomial_baby_steps(sim, SimCiphertext{x.level(), x.scale(), 2}, p, target_scale);
+  if (p.depth() == 0) {  // constants: no powers to share
+    std::vector<Ciphertext> out;
+    for (const Polynomial& q : ps)
+      out.push_back(detail::PolynomialCircuit<EvaluatorOps>(EvaluatorOps{*this, relin}, q, baby).run(x, target_scale));
+    return out;
+  }
   detail::PolynomialCircuit<EvaluatorOps> circuit(EvaluatorOps{*this, relin}, p, baby);
-  return circuit.run(x, target_scale);
+  Ciphertext first = circuit.run(x, target_scale);
+  std::vector<Ciphertext> out;
+  out.reserve(ps.size());
+  for (std::size_t i = 0; i < ps.size(); ++i)
+    out.push_back(i == deepest ? std::move(first) : circuit.run_more(ps[i].coefficients(), target_scale));
+  return out;
 }
 
 }  // namespace ringfire::ckks

@@ -402,7 +402,9 @@ Ciphertext Evaluator::weighted_sum(const std::vector<const Ciphertext*>& inputs,
   for (std::size_t t = 0; t < terms; ++t) {
     const double ratio = scale / inputs[t]->scale(), weight = values[t] * ratio;
     require(ratio >= 0x1p20 || weight == std::round(weight), op,
-            "input " + std::to_string(t) + ": the scale ratio " + fmt_scale(ratio) +
+            "input " + std::to_string(t) + " (level " + std::to_string(inputs[t]->level()) + ", scale " +
+                fmt_scale(inputs[t]->scale()) + ", summed at level " + std::to_string(level) + " with scale " +
+                fmt_scale(scale) + "): the scale ratio " + fmt_scale(ratio) +
                 " is too small to encode the value " + std::to_string(values[t]) +
                 " precisely (raise the target scale or use integer values)");
     const std::vector<u64> r = enc.scalar_residues(values[t], level, ratio, op);

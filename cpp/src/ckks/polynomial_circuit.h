@@ -52,14 +52,20 @@ class PolynomialCircuit {
     require(level >= depth, "ckks.evaluate_polynomial",
             "a degree-" + std::to_string(p_.degree()) + " polynomial needs " + std::to_string(depth) +
                 " levels, but the ciphertext is at level " + std::to_string(level));
-    const std::size_t out_level = level - depth;
+    out_level_ = level - depth;
     if (depth == 0) return ops_.constant(level, target_scale, p_.coefficients()[0], x);
     powers_.emplace(1, mapped_input(x));
     top_level_ = ops_.level(powers_.at(1));
-    Value out = node(p_.coefficients(), out_level + 1, target_scale * ops_.prime(out_level + 1));
-    out = ops_.size(out) > 2 ? ops_.relinearize_rescale(out) : ops_.rescale(out);
-    ops_.set_scale(out, target_scale);
-    return out;
+    return land(p_.coefficients(), target_scale);
+  }
+
+  // Another polynomial in the same basis and of at most p's degree, on the
+  // input of the last run(): it reuses the powers computed there and lands
+  // on the same level.
+  Value run_more(const std::vector<double>& coefficients, double target_scale) {
+    require(!powers_.empty() && !coefficients.empty() && degree_of(coefficients) <= p_.degree(), "ckks.evaluate_polynomial",
+            "internal: run_more needs a run() first and a polynomial of at most its degree");
+    return land(coefficients, target_scale);
   }
 
  private:
@@ -76,6 +82,14 @@ class PolynomialCircuit {
     u = ops_.rescale(u);
     ops_.set_scale(u, ops_.scale(x));
     return u;
+  }
+
+  // The top node one level above the output, then one rescale onto the target.
+  Value land(const std::vector<double>& coefficients, double target_scale) {
+    Value out = node(coefficients, out_level_ + 1, target_scale * ops_.prime(out_level_ + 1));
+    out = ops_.size(out) > 2 ? ops_.relinearize_rescale(out) : ops_.rescale(out);
+    ops_.set_scale(out, target_scale);
+    return out;
   }
 
   static std::size_t ceil_log2(std::size_t k) { return k <= 1 ? 0 : std::bit_width(k - 1); }
@@ -157,7 +171,7 @@ class PolynomialCircuit {
   Ops ops_;  // by value: callers pass temporaries
   const Polynomial& p_;
   std::size_t baby_;
-  std::size_t top_level_ = 0;
+  std::size_t top_level_ = 0, out_level_ = 0;
   std::map<std::size_t, Value> powers_;
 };
 

@@ -168,8 +168,10 @@ SimCiphertext Simulator::weighted_sum(const std::vector<const SimCiphertext*>& i
                 std::to_string(level));
     const double ratio = scale / inputs[t]->scale, weight = values[t] * ratio;
     require(ratio >= 0x1p20 || weight == std::round(weight), op,
-            "input " + std::to_string(t) + ": the scale ratio " + fmt_scale(ratio) +
-                " is too small to encode the value " + std::to_string(values[t]) + " precisely");
+            "input " + std::to_string(t) + " (level " + std::to_string(inputs[t]->level) + ", scale " +
+                fmt_scale(inputs[t]->scale) + ", summed at level " + std::to_string(level) + " with scale " +
+                fmt_scale(scale) + "): the scale ratio " + fmt_scale(ratio) + " is too small to encode the value " +
+                std::to_string(values[t]) + " precisely");
     size = std::max(size, inputs[t]->size);
   }
   check_fits(*context_->rlwe(), scale, level, op);
@@ -220,13 +222,21 @@ std::size_t polynomial_baby_steps(const Simulator& sim, const SimCiphertext& x, 
                                   double target_scale) {
   // Each power of two up to 2^depth, scored by the key switches it costs
   // (then by ciphertext products): the simulator counts what the circuit does.
+  // A count whose circuit cannot run (a coefficient that would not encode
+  // precisely against its power's scale) is skipped; when none can, the last
+  // one's error says why.
   const std::size_t depth = std::max<std::size_t>(1, p.depth());
-  std::size_t best = 2;
+  std::size_t best = 0;
   std::pair<std::size_t, std::size_t> best_cost{std::numeric_limits<std::size_t>::max(), 0};
   for (std::size_t log_baby = 1; log_baby <= depth; ++log_baby) {
     Simulator trial(sim.context());
     detail::PolynomialCircuit<SimOps> circuit(SimOps{trial}, p, std::size_t{1} << log_baby);
-    circuit.run(x, target_scale);
+    try {
+      circuit.run(x, target_scale);
+    } catch (const InvalidArgument&) {
+      if (log_baby == depth && best == 0) throw;
+      continue;
+    }
     const std::pair<std::size_t, std::size_t> cost{trial.counts().key_switches(), trial.counts().multiplications};
     if (cost < best_cost) best_cost = cost, best = std::size_t{1} << log_baby;
   }

@@ -10,7 +10,7 @@ import numbers
 import numpy as np
 
 from .._checks import warn_at_caller
-from . import bootstrapping, comparison, magnitude
+from . import bootstrapping, comparison, lookup, magnitude
 from .ciphertext import Ciphertext, Plaintext
 from .circuits import LinearTransform, Polynomial
 from ..rlwe.context import call_with_evaluator
@@ -194,6 +194,50 @@ class Evaluator(EvaluatorBase):
         # The circuit's contract: |x| <= bound in, the same values out (beyond it the result is
         # wrong whatever a carried bound says), so the carried bound restarts from it.
         return self._wrap(out, a)._bounded(_refreshed(a, bound), "ckks.bootstrap")
+
+    def lut(self, a: Ciphertext, function, *, modulus: int, signed: bool = False, keys: KeySet | None = None,
+            timings: dict | None = None) -> Ciphertext:
+        """``function(m)`` in every slot holding the integer ``m`` (read modulo ``modulus``),
+        by one functional bootstrap (:mod:`ringfire.ckks.lookup`, docs/lookup.md): the
+        result is refreshed at ``rf.ckks.lookup.output_level(ctx, modulus)``
+        (``ctx.max_level`` for small tables) on its canonical scale. ``function``: a
+        callable on integers (on ``[-p/2, p/2)`` with ``signed=True``, else on
+        ``0 .. p-1``) or a sequence of ``modulus`` values. The slots must hold real
+        integers within an error well below 1/2; the error is carried, not rounded away
+        (``lookup.error_gain``). Needs full packing, an input at level ``stc_levels`` or
+        above and ``keygen(bootstrap=True)``'s keys. ``timings``: receives each phase's
+        seconds (``slots_to_coeffs``, ``mod_raise``, ``coeffs_to_slots``, ``eval_lut``)."""
+        return self.luts(a, [function], modulus=modulus, signed=signed, keys=keys, timings=timings)[0]
+
+    def luts(self, a: Ciphertext, functions, *, modulus: int, signed: bool = False, keys: KeySet | None = None,
+             timings: dict | None = None) -> list[Ciphertext]:
+        """Several tables of one input in one functional bootstrap (multi-value: the
+        circuit runs once up to the table's powers; each further table costs a few
+        weighted sums, a conjugation and a rescale). As :meth:`lut`, one ciphertext per
+        function."""
+        op = "ckks.lut"
+        if not isinstance(a, Ciphertext):
+            raise TypeError(f"[{op}] expected a Ciphertext, got {type(a).__name__}")
+        if a.size != 2:
+            raise ValueError(f"[{op}] the ciphertext has size {a.size}: relinearize it first")
+        if a.is_complex:
+            raise ValueError(f"[{op}] the slots must hold real integers; this ciphertext holds complex values")
+        if callable(functions) or isinstance(functions, np.ndarray) or not len(functions):
+            raise TypeError(f"[{op}] luts takes a non-empty list of functions or tables (lut takes one)")
+        tables = [lookup.table_of(f, modulus, signed=signed, op=op) for f in functions]
+        native = self._context._native_bootstrapper(op)
+        floor = native.functional_input_level_min
+        if a.level < floor:
+            raise ValueError(f"[{op}] the input is at level {a.level}; a lookup runs SlotsToCoeffs on levels "
+                             f"{floor}..1 first, so it needs level {floor} or above")
+        keyset = keys or a.keys or self._keyset()
+        boot = keyset.require_bootstrap(op)._on(a.device)
+        relin = keyset.require_relin(op)._on(a.device)
+        outs, times = call_with_evaluator(self._ev, native.functional_bootstrap, a._native, relin, boot, tables,
+                                          timed=timings is not None)
+        if timings is not None:
+            timings.update(times)
+        return [self._wrap(out, a)._bounded(max(abs(v) for v in table), op) for out, table in zip(outs, tables)]
 
     # ---- comparisons (composite polynomials; ringfire.ckks.comparison) ----------------
 

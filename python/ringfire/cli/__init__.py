@@ -54,6 +54,12 @@ def cmd_bench(args) -> int:
                                meta=args.meta, quiet=quiet, stc_first=args.stc_first)
         _emit(args, "bootstrap", rows, [("measure", "measure", "s"), ("value", "value", ".4g"), ("unit", "unit", "s")])
         return 0
+    if args.what == "fbs":
+        from ..bench.fbs import bench_fbs
+        rows = bench_fbs(args.preset, tables=args.tables, repeat=args.repeat or 1, device=args.device, quiet=quiet)
+        _emit(args, "fbs", rows, [("table", "table", ""), ("measure", "measure", "s"), ("value", "value", ".4g"),
+                                  ("unit", "unit", "s")])
+        return 0
     if args.what in ("bgv", "bfv"):
         from ..bench.bgv import SETS as INT_SETS
         from ..bench.bgv import bench_integer
@@ -155,8 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--json", action="store_true")
     info.set_defaults(func=cmd_info)
 
-    b = sub.add_parser("bench", help="benchmarks (ckks, bootstrap, bgv, bfv, tfhe, ntt, modmul, polymul)")
-    b.add_argument("what", choices=["ckks", "bootstrap", "bgv", "bfv", "tfhe", "ntt", "modmul", "polymul"])
+    b = sub.add_parser("bench", help="benchmarks (ckks, bootstrap, fbs, bgv, bfv, tfhe, ntt, modmul, polymul)")
+    b.add_argument("what", choices=["ckks", "bootstrap", "fbs", "bgv", "bfv", "tfhe", "ntt", "modmul", "polymul"])
     b.add_argument("--sets", default="N14,seed000",
                    help="ckks: parameter sets N14, seed000, N16, matmul (default N14,seed000); "
                         "bgv/bfv: N14, N15, N16 (default all three); tfhe: STD128, STD128_LP (default both)")
@@ -165,9 +171,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "with one special prime (one-special, SEAL's convention), or both")
     b.add_argument("--repeat", type=int, default=None,
                    help="ckks: timed runs per routine (median; default 5); bootstrap: timed bootstraps (default 2); "
+                        "fbs: timed lookups per table (default 1); "
                         "tfhe: timed gates (default 20)")
     b.add_argument("--preset", default="N16_BOOT",
-                   help="bootstrap: a bootstrappable preset (N16_BOOT, 128-bit; N12_BOOT_INSECURE, a toy)")
+                   help="bootstrap, fbs: a bootstrappable preset (N16_BOOT, 128-bit; N12_BOOT_INSECURE, a toy)")
+    b.add_argument("--tables", type=_int_list, default=[16, 256],
+                   help="fbs: lookup-table sizes p (integers mod p in the slots; default 16,256)")
     b.add_argument("--meta", action="store_true", help="bootstrap: also Meta-BTS (two iterations) and its precision")
     b.add_argument("--stc-first", action="store_true",
                    help="bootstrap: SlotsToCoeffs first, on the user's lowest levels (bootstrap={'stc_first': True})")

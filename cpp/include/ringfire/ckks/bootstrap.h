@@ -169,6 +169,33 @@ class Bootstrapper {
   // The same circuit on placeholders.
   SimCiphertext bootstrap(const Simulator& sim, const SimCiphertext& ct) const;
 
+  // Functional bootstrapping (Alexandru, Kim, Polyakov, CRYPTO 2025; the
+  // circuit in src/ckks/functional_bootstrap.cpp): the slots hold integers m
+  // (real, within a small error), read modulo p = table.size() (2 .. 4096);
+  // the result holds table[m mod p] in every slot, refreshed like a
+  // bootstrap, at functional_output_level(p) on the canonical scale. Needs
+  // full packing and an input at level stc_levels or above (SlotsToCoeffs
+  // runs first, on the user's lowest levels, whatever stc_first says). The
+  // input's error e (|e| well below 1/2) is not rounded away: it reaches the
+  // output times about the table's largest step (the noise estimate says it).
+  Ciphertext functional_bootstrap(const Evaluator& ev, const Ciphertext& ct, const RelinKey& relin,
+                                  const BootstrapKeys& keys, const std::vector<double>& table,
+                                  BootstrapTimings* timings = nullptr) const;
+  // Several tables of one size on the same input (multi-value functional
+  // bootstrapping): the circuit runs once up to z's powers; each table adds
+  // weighted sums, a conjugation and the scale's adjustment.
+  std::vector<Ciphertext> functional_bootstrap(const Evaluator& ev, const Ciphertext& ct, const RelinKey& relin,
+                                               const BootstrapKeys& keys,
+                                               const std::vector<std::vector<double>>& tables,
+                                               BootstrapTimings* timings = nullptr) const;
+  // Where functional_bootstrap lands for a table of p entries: the user's top
+  // level, or lower when the table's polynomial (degree p/2, ceil(log2(p/2 + 1))
+  // levels) and the scale's adjustment (one level) need more than EvalMod's
+  // arcsine and SlotsToCoeffs leave.
+  // Raises when the chain is too short for it.
+  std::size_t functional_output_level(std::size_t table_size) const;
+  std::size_t functional_input_level_min() const { return config_.stc_levels; }
+
   // Internals the circuit reads.
   const std::vector<LinearTransform>& coeffs_to_slots() const { return cts_; }
   const LinearTransform& slots_to_coeffs(std::size_t i, double target_scale) const;
@@ -199,6 +226,18 @@ class Bootstrapper {
   mutable std::map<double, std::shared_ptr<const LinearTransform>> retargeted_;
   mutable std::mutex resident_mutex_;
   mutable std::map<std::pair<const LinearTransform*, std::string>, std::unique_ptr<const LinearTransform>> resident_;
+
+  // Functional bootstrapping's own parts, made at its first use (bootstraps
+  // alone never pay for them): the fits of cos and sin(2 pi K y / 2^r), the
+  // SlotsToCoeffs-first transforms after the first, and the first per the
+  // encoding scale that lands the coefficients on m q_0 / p.
+  struct FunctionalParts;
+  const FunctionalParts& functional_parts() const;
+  const LinearTransform& functional_first_stc(double encoding_scale) const;
+  mutable std::once_flag functional_once_;
+  mutable std::shared_ptr<const FunctionalParts> functional_;
+  mutable std::mutex functional_mutex_;
+  mutable std::map<double, std::shared_ptr<const LinearTransform>> functional_first_;
 };
 
 // The context of the key into the ephemeral sparse secret: q_0 and the first

@@ -100,6 +100,11 @@ class Evaluator : public RlweEvaluator {
   // baby-step count is the one the simulator finds cheapest.
   Ciphertext evaluate_polynomial(const Ciphertext& x, const Polynomial& p, const RelinKey& relin,
                                  double target_scale = 0.0) const;
+  // Several polynomials of one basis and interval on the same input, sharing
+  // its powers (the costly part): each result lands on the level of the
+  // deepest and on `target_scale`, as evaluate_polynomial would put it.
+  std::vector<Ciphertext> evaluate_polynomials(const Ciphertext& x, const std::vector<Polynomial>& ps,
+                                               const RelinKey& relin, double target_scale = 0.0) const;
 
   // lt's matrix times the slots of x (baby-step/giant-step, hoisted baby
   // rotations; see ckks/linear_transform.h), then one rescale: the result is

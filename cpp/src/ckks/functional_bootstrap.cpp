@@ -1,0 +1,283 @@
+// CKKS functional bootstrapping (Alexandru, Kim, Polyakov, "General
+// functional bootstrapping using CKKS", CRYPTO 2025): a bootstrap that
+// evaluates a lookup table on slots holding small integers.
+//
+// After ModRaise each coefficient holds t = m q_0 / p + e + q_0 I. EvalMod's
+// sine would return m; here the circuit computes z = exp(2 pi i t / q_0) =
+// omega^m (omega = exp(2 pi i / p); the q_0 I term vanishes), and the table is
+// the polynomial that interpolates it on the p-th roots of unity:
+//   f(m) = sum_k c_k omega^(m k),   c_k = (1/p) sum_m f(m) omega^(-m k),
+// a DFT of the table. f is real, so c_(p-k) = conj(c_k) and f(m) = Re D(z)
+// with D(z) = c_0 + sum_(0<k<p/2) 2 c_k z^k + c_(p/2) z^(p/2): degree p/2.
+// The steps:
+//   1. SlotsToCoeffs on the user's levels stc_levels .. 1, the first
+//      transform encoded so that the coefficients become exactly m q_0 / p
+//      (the scale correction costs no level);
+//   2. ModRaise (encapsulated, as in bootstrap.h) and CoeffsToSlots: the
+//      slots hold y = t / (K q_0), for the real half of the coefficients
+//      (real inputs leave the imaginary half at 0; it is not computed);
+//   3. z = cos(2 pi K y / 2^r) + i sin(2 pi K y / 2^r), two Chebyshev fits
+//      sharing their powers, then r squarings: z = exp(2 pi i t / q_0);
+//   4. D(z) / 2 and its conjugate added: Re D(z) = f(m), then moved onto
+//      the canonical scale of the level below (Evaluator::adjust_to).
+// The levels: CoeffsToSlots' and EvalMod's reserved ones, then D's depth and
+// one for the adjustment, taken from what EvalMod's arcsine and
+// SlotsToCoeffs would have used, and from the user's levels beyond that
+// (functional_output_level).
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <complex>
+#include <numbers>
+#include <string>
+
+#include "bootstrap_circuit.h"
+#include "bootstrap_dft.h"
+#include "ringfire/base/errors.h"
+#include "ringfire/base/op_label.h"
+#include "ringfire/ckks/bootstrap.h"
+#include "ringfire/rlwe/noise.h"
+
+namespace ringfire::ckks {
+
+struct Bootstrapper::FunctionalParts {
+  Polynomial cos, sin;
+  double fit_error_log2 = 0.0;
+  std::size_t exp_end_level = 0;  // where z = exp(2 pi i t / q_0) lands
+  // SlotsToCoeffs-first transforms 1 .. stc_levels - 1 (the first depends on
+  // the input's scale and the table size: functional_first_stc).
+  std::vector<std::shared_ptr<const LinearTransform>> stc_rest;
+};
+
+namespace {
+
+constexpr const char* kOp = "ckks.functional_bootstrap";
+constexpr std::size_t kMaxTable = 4096;
+
+std::size_t ceil_log2(std::size_t v) { return v <= 1 ? 0 : static_cast<std::size_t>(std::bit_width(v - 1)); }
+
+// D(z) / 2 split into real and imaginary coefficients (monomial basis), and
+// sum_k k |D_k|: how much an error in z can move the result (D's derivative
+// on the unit circle is at most that).
+struct TablePolynomial {
+  std::vector<double> re, im;
+  double gain = 0.0;
+};
+
+TablePolynomial table_polynomial(const std::vector<double>& table) {
+  const std::size_t p = table.size(), top = p / 2;
+  TablePolynomial out;
+  out.re.assign(top + 1, 0.0);
+  out.im.assign(top + 1, 0.0);
+  double largest = 0.0;
+  for (double v : table) largest = std::max(largest, std::fabs(v));
+  for (std::size_t k = 0; k <= top; ++k) {
+    std::complex<double> c = 0.0;
+    for (std::size_t m = 0; m < p; ++m) {
+      const double angle = -2.0 * std::numbers::pi * static_cast<double>((m * k) % p) / static_cast<double>(p);
+      c += table[m] * std::polar(1.0, angle);
+    }
+    c /= static_cast<double>(p);
+    const bool doubled = k != 0 && 2 * k != p;  // k and p - k fold into one term
+    c *= doubled ? 1.0 : 0.5;                   // halved: D/2 + conj(D/2) = Re D
+    // Round-off of the DFT itself (about 2^-52 of the table) is dropped, so
+    // that exact zeros (an even table's sine part) cost no term.
+    const double floor = 1e-14 * std::max(largest, 1e-300);
+    out.re[k] = std::fabs(c.real()) < floor ? 0.0 : c.real();
+    out.im[k] = std::fabs(c.imag()) < floor || 2 * k == p ? 0.0 : c.imag();
+    out.gain += 2.0 * static_cast<double>(k) * std::abs(c);
+  }
+  return out;
+}
+
+bool all_zero(const std::vector<double>& v) {
+  return std::all_of(v.begin(), v.end(), [](double x) { return x == 0.0; });
+}
+
+}  // namespace
+
+const Bootstrapper::FunctionalParts& Bootstrapper::functional_parts() const {
+  std::call_once(functional_once_, [&] {
+    auto parts = std::make_shared<FunctionalParts>(
+        FunctionalParts{Polynomial(Basis::chebyshev, {0.0}), Polynomial(Basis::chebyshev, {0.0}), 0.0, 0, {}});
+    const std::size_t arcsine_depth = config_.arcsine_degree ? ceil_log2(config_.arcsine_degree + 1) : 0;
+    const std::size_t levels = eval_mod_levels_ - config_.double_angles - arcsine_depth;
+    const double quarter_turn = std::ldexp(1.0, static_cast<int>(config_.double_angles)) / 4.0;
+    auto [cos, cos_error] = detail::fit_cosine(config_, levels, 0.0);
+    auto [sin, sin_error] = detail::fit_cosine(config_, levels, quarter_turn);
+    parts->fit_error_log2 = std::max(cos_error, sin_error);
+    const std::size_t depth = std::max(cos.depth(), sin.depth());
+    parts->cos = std::move(cos);
+    parts->sin = std::move(sin);
+    const std::size_t eval_top = context_->max_level() - config_.cts_levels;
+    parts->exp_end_level = eval_top - depth - config_.double_angles;
+    // The transforms after the first: those of the configuration when
+    // SlotsToCoeffs already runs first, else the same diagonals (and baby
+    // steps: the same rotations, whose keys exist at higher levels) at the
+    // user's lowest levels, keeping the scale.
+    const auto& q = context_->params().q_primes();
+    const bool sparse = 2 * slots_ <= context_->slots();
+    if (config_.stc_first) {
+      for (std::size_t i = 1; i < stc_.size(); ++i)
+        parts->stc_rest.emplace_back(std::shared_ptr<const void>(), &stc_[i]);  // not owned: the member's
+      functional_ = std::move(parts);
+      return;
+    }
+    const std::vector<bootstrap::Diagonals> stc = bootstrap::slots_to_coeffs(slots_, config_.stc_levels, sparse);
+    for (std::size_t i = 1; i < stc.size(); ++i) {
+      const std::size_t level = config_.stc_levels - i;
+      parts->stc_rest.push_back(std::make_shared<const LinearTransform>(
+          context_, stc[i], level, static_cast<double>(q[level]), stc_.at(i).baby_steps()));
+    }
+    functional_ = std::move(parts);
+  });
+  return *functional_;
+}
+
+const LinearTransform& Bootstrapper::functional_first_stc(double encoding_scale) const {
+  std::lock_guard<std::mutex> lock(functional_mutex_);
+  auto& slot = functional_first_[encoding_scale];
+  if (!slot) {
+    const bool sparse = 2 * slots_ <= context_->slots();
+    const std::vector<bootstrap::Diagonals> stc = bootstrap::slots_to_coeffs(slots_, config_.stc_levels, sparse);
+    slot = std::make_shared<const LinearTransform>(context_, stc.front(), config_.stc_levels, encoding_scale,
+                                                   stc_.front().baby_steps());
+  }
+  return *slot;
+}
+
+std::size_t Bootstrapper::functional_output_level(std::size_t table_size) const {
+  require(table_size >= 2 && table_size <= kMaxTable, kOp,
+          "the table needs 2 to " + std::to_string(kMaxTable) + " entries, got " + std::to_string(table_size));
+  const std::size_t depth = ceil_log2(table_size / 2 + 1);
+  const std::size_t exp_end = functional_parts().exp_end_level;
+  require(exp_end >= depth + 1, kOp,
+          "a table of " + std::to_string(table_size) + " entries needs " + std::to_string(depth + 1) +
+              " levels after the exponential (at level " + std::to_string(exp_end) +
+              "), its polynomial's and one that lands the scale; use a smaller table or a longer chain");
+  return std::min(exp_end - depth - 1, context_->user_max_level());
+}
+
+Ciphertext Bootstrapper::functional_bootstrap(const Evaluator& ev, const Ciphertext& ct, const RelinKey& relin,
+                                              const BootstrapKeys& keys, const std::vector<double>& table,
+                                              BootstrapTimings* timings) const {
+  return std::move(functional_bootstrap(ev, ct, relin, keys, std::vector<std::vector<double>>{table}, timings).front());
+}
+
+std::vector<Ciphertext> Bootstrapper::functional_bootstrap(const Evaluator& ev, const Ciphertext& ct,
+                                                           const RelinKey& relin, const BootstrapKeys& keys,
+                                                           const std::vector<std::vector<double>>& tables,
+                                                           BootstrapTimings* timings) const {
+  const OpLabel label(kOp);
+  require(!tables.empty(), kOp, "needs at least one table");
+  require(ev.context()->fingerprint() == context_->fingerprint(), kOp,
+          "the evaluator belongs to a different context (parameter fingerprint mismatch)");
+  require(ct.fingerprint() == context_->fingerprint(), kOp,
+          "the ciphertext comes from a different context (parameter fingerprint mismatch)");
+  require(ct.size() == 2, kOp, "needs a size-2 ciphertext (relinearize first), got size " + std::to_string(ct.size()));
+  require(!ct.is_complex(), kOp, "the slots must hold real integers (this ciphertext holds complex values)");
+  require(slots_ == context_->slots(), kOp,
+          "needs full packing (" + std::to_string(context_->slots()) + " slots); this bootstrapper packs " +
+              std::to_string(slots_));
+  const std::size_t p = tables.front().size(), out_level = functional_output_level(p);
+  for (const auto& table : tables) {
+    require(table.size() == p, kOp,
+            "the tables read one input modulo one p: sizes " + std::to_string(p) + " and " +
+                std::to_string(table.size()) + " differ");
+    for (double v : table) require(std::isfinite(v), kOp, "the table's values must be finite");
+  }
+  const std::size_t floor = functional_input_level_min();
+  require(ct.level() >= floor, kOp,
+          "SlotsToCoeffs runs first, on levels " + std::to_string(floor) + " .. 1, so the input must be at level " +
+              std::to_string(floor) + " or above; this one is at level " + std::to_string(ct.level()));
+  const FunctionalParts& parts = functional_parts();
+  const Device device = ct.device();
+  auto mark = std::chrono::steady_clock::now();
+  const auto end_phase = [&](double BootstrapTimings::*phase) {
+    if (timings == nullptr) return;
+    backend_for(device).synchronize();
+    const auto now = std::chrono::steady_clock::now();
+    timings->*phase += std::chrono::duration<double>(now - mark).count();
+    mark = now;
+  };
+
+  // 1. SlotsToCoeffs, the first transform encoded at q_l q_0 / (p scale):
+  // its output's scale, hence every coefficient's, is q_0 / p per unit of m.
+  const auto& q = context_->params().q_primes();
+  const double q0 = static_cast<double>(q[0]);
+  Ciphertext x = ct.level() > floor ? ev.mod_switch(ct, floor) : ct.clone();
+  const double first_scale = static_cast<double>(q[floor]) * q0 / (static_cast<double>(p) * x.scale());
+  x = ev.linear_transform(x, resident_on(functional_first_stc(first_scale), device), keys.galois, true);
+  for (const auto& lt : parts.stc_rest) x = ev.linear_transform(x, resident_on(*lt, device), keys.galois, true);
+  end_phase(&BootstrapTimings::slots_to_coeffs);
+
+  // 2. ModRaise under the ephemeral secret, then CoeffsToSlots: y = t / (K q_0).
+  x = ev.switch_key(ev.mod_raise(detail::switch_to_sparse(x, keys.to_sparse), context_->max_level()),
+                    keys.from_sparse);
+  end_phase(&BootstrapTimings::mod_raise);
+  x.set_scale(eval_mod_scale_);
+  for (std::size_t i = 0; i + 1 < cts_.size(); ++i)
+    x = ev.linear_transform(x, resident_on(cts_[i], device), keys.galois, true);
+  x = ev.linear_transform(x, resident_on(cts_.back(), device), keys.galois, false);
+  const Ciphertext y = ev.rescale(ev.add(x, ev.conjugate(x, keys.galois)));
+  end_phase(&BootstrapTimings::coeffs_to_slots);
+
+  // 3. z = exp(2 pi i K y / 2^r), squared r times. Every power of z from here
+  // on lands on a chain of scales with s(l)^2 / q_l = s(l - 1), so the
+  // squarings and D's powers keep their scales near the primes they are
+  // divided by (the chain's primes differ in size: EvalMod's, then
+  // SlotsToCoeffs', then the user's). The chain ends on D's landing scale,
+  // 2^32 below target * q_(out + 1): large enough that D's coefficients,
+  // encoded at landing * q / (a power's scale), keep 2^30 of resolution
+  // against the powers computed among EvalMod's large primes, and small
+  // enough that the final adjustment (one level) multiplies by a constant of
+  // 2^32 and lands on the canonical scale exactly.
+  const std::size_t r = config_.double_angles, exp_end = parts.exp_end_level;
+  const std::size_t lut_level = exp_end - ceil_log2(p / 2 + 1);
+  const double target = context_->scale_at(out_level);
+  const double landing = std::ldexp(target * static_cast<double>(q[out_level + 1]), -32);
+  std::vector<double> chain(exp_end + r + 1, landing);
+  for (std::size_t level = lut_level + 1; level < chain.size(); ++level)
+    chain[level] = std::sqrt(chain[level - 1] * static_cast<double>(q[level]));
+  std::vector<Ciphertext> cs = ev.evaluate_polynomials(y, {parts.cos, parts.sin}, relin, chain[exp_end + r]);
+  Ciphertext z = ev.add(cs[0], ev.multiply_by_i(cs[1]));
+  for (std::size_t step = 0; step < r; ++step) z = ev.relinearize_rescale(ev.square(z), relin);
+
+  // 4. Re D(z) for each table, all on the one set of z's powers, then onto
+  // the output level's canonical scale.
+  std::vector<TablePolynomial> ds;
+  std::vector<Polynomial> polynomials;
+  for (const auto& table : tables) {
+    ds.push_back(table_polynomial(table));
+    polynomials.emplace_back(Basis::monomial, ds.back().re);
+    if (!all_zero(ds.back().im)) polynomials.emplace_back(Basis::monomial, ds.back().im);
+  }
+  std::vector<Ciphertext> evaluated = ev.evaluate_polynomials(z, polynomials, relin, landing);
+  std::vector<Ciphertext> outs;
+  std::size_t next = 0;
+  for (const TablePolynomial& d : ds) {
+    Ciphertext half = std::move(evaluated[next++]);
+    if (!all_zero(d.im)) half = ev.add(half, ev.multiply_by_i(evaluated[next++]));
+    outs.push_back(ev.adjust_to(ev.add(half, ev.conjugate(half, keys.galois)), out_level));
+  }
+  end_phase(&BootstrapTimings::eval_mod);
+
+  // The error: z's (the fits' error doubled r times, and the input's error
+  // e turned into a phase 2 pi e / p) times D's gain, beside the key
+  // switches' noise. The input's error is read from its estimate.
+  const RlweContext& rlwe = *context_->rlwe();
+  const double half_log_n = 0.5 * std::log2(static_cast<double>(rlwe.n()));
+  const double input_error = std::exp2(ct.noise_bits() - half_log_n) / ct.scale();
+  const double z_error = std::exp2(parts.fit_error_log2 + static_cast<double>(r)) +
+                         2.0 * std::numbers::pi * input_error / static_cast<double>(p);
+  for (std::size_t i = 0; i < outs.size(); ++i) {
+    const double lut_error = std::log2(target) + std::log2(std::max(ds[i].gain * z_error, 1e-300)) + half_log_n;
+    outs[i].set_noise_bits(
+        noise::add(noise::add(lut_error, noise::key_switch(rlwe, out_level + 1)), noise::rounding(rlwe)));
+    outs[i].set_complex(false);
+  }
+  return outs;
+}
+
+}  // namespace ringfire::ckks

@@ -1,0 +1,87 @@
+"""Lookup tables on packed CKKS ciphertexts by functional bootstrapping.
+
+The slots of a ciphertext hold small integers ``m`` (read modulo ``p``); one
+functional bootstrap (Alexandru, Kim, Polyakov, CRYPTO 2025) returns a
+ciphertext whose slots hold ``f(m)`` for any function ``f`` given as a table
+of ``p`` real values, refreshed at the top of the chain like a bootstrap. The
+circuit is the C++ core's (``cpp/src/ckks/functional_bootstrap.cpp``): the
+bootstrap's ModRaise leaves ``m q_0 / p + q_0 I`` in each coefficient, the
+circuit turns it into the root of unity ``omega^m`` and evaluates the
+polynomial that interpolates the table on the ``p``-th roots of unity.
+
+What a user states and gets (docs/bootstrapping.md, "Lookup tables"):
+
+- the input's slots are integers, real, within an error well below 1/2: the
+  error is not rounded away; an error ``e`` moves the output by at most
+  ``error_gain(table) * |e|`` (the slope bound of the table's interpolating
+  trigonometric polynomial, which a jump in the table, such as the wrap from
+  ``p-1`` to ``0`` of ``f(m) = m``, makes large);
+- ``p`` from 2 to 4096; the table's polynomial has degree ``p/2`` and takes
+  ``ceil(log2(p/2 + 1))`` levels from what EvalMod's arcsine and
+  SlotsToCoeffs would use, then from the user's levels
+  (:func:`output_level` says where the result lands);
+- full packing and an input at level ``stc_levels`` or above.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+MAX_MODULUS = 4096
+
+
+def check_modulus(modulus, op: str = "ckks.lut") -> int:
+    if isinstance(modulus, bool) or not isinstance(modulus, numbers.Integral) or not 2 <= modulus <= MAX_MODULUS:
+        raise ValueError(f"[{op}] modulus must be an integer in [2, {MAX_MODULUS}] (the table's size), "
+                         f"got {modulus!r}")
+    return int(modulus)
+
+
+def table_of(function: Callable[[int], float] | Sequence[float] | np.ndarray, modulus: int, *,
+             signed: bool = False, op: str = "ckks.lut") -> list[float]:
+    """The ``modulus`` values the circuit interpolates: ``function(m)`` for
+    ``m = 0 .. p-1`` (``signed``: for ``m`` in ``[-p/2, p/2)``, stored at ``m mod p``), or
+    the sequence itself (length ``p``, index ``m mod p``)."""
+    p = check_modulus(modulus, op)
+    if callable(function):
+        inputs = range(-(p // 2), p - p // 2) if signed else range(p)
+        values = [0.0] * p
+        for m in inputs:
+            v = function(m)
+            if isinstance(v, bool) or not isinstance(v, numbers.Real):
+                raise TypeError(f"[{op}] the function must return real numbers; f({m}) = {v!r}")
+            values[m % p] = float(v)
+    else:
+        if signed:
+            raise ValueError(f"[{op}] signed= applies to a function; a table is indexed by m mod {p}")
+        values = np.asarray(function, dtype=np.float64).ravel().tolist()
+        if len(values) != p:
+            raise ValueError(f"[{op}] the table has {len(values)} entries, modulus says {p}")
+    bad = [i for i, v in enumerate(values) if not math.isfinite(v)]
+    if bad:
+        raise ValueError(f"[{op}] the table's values must be finite; entry {bad[0]} is {values[bad[0]]!r}")
+    return values
+
+
+def output_level(ctx, modulus: int) -> int:
+    """Where ``ev.lut`` lands for a table of ``modulus`` entries (``ctx.max_level`` unless
+    the table's polynomial needs more levels than the circuit has spare)."""
+    p = check_modulus(modulus)
+    return int(ctx._native_bootstrapper("ckks.lut").functional_output_level(p))
+
+
+def error_gain(table: Sequence[float] | np.ndarray) -> float:
+    """How far an input error ``e`` can move the result: ``|f(m + e) - f(m)| <=
+    error_gain * |e|`` for the trigonometric polynomial that interpolates the table on
+    the ``p``-th roots of unity, ``sum_k 2 pi k |c_k| / p`` over its frequencies
+    ``|k| <= p/2`` (``c`` the table's DFT divided by ``p``). Smooth periodic tables gain
+    about their slope; jumps (a sign, the wrap of ``f(m) = m``) gain more."""
+    values = np.asarray(table, dtype=np.float64)
+    p = values.size
+    c = np.fft.fft(values) / p
+    k = np.minimum(np.arange(p), p - np.arange(p))  # frequency of each DFT term: c_k and c_(p-k) pair up
+    return float(2 * np.pi / p * np.sum(k * np.abs(c)))

@@ -1,0 +1,218 @@
+"""Lookup tables by CKKS functional bootstrapping (ringfire.ckks.lookup) on the toy
+ring: every residue of each table checked against the plaintext table in NumPy, the
+precision in bits, both SlotsToCoeffs orders, how the input's error travels, the levels,
+and the errors a user meets."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import ringfire as rf
+
+SEED = bytes(range(32))
+
+
+def toy_context(**bootstrap):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the toy ring is insecure by design and says so
+        if bootstrap.get("stc_first"):
+            return rf.ckks.Context.preset("N12_BOOT_INSECURE", bootstrap=bootstrap, insecure_deterministic_seed=SEED)
+        options = dict(rf.ckks.PRESETS["N12_BOOT_INSECURE"])
+        options["bootstrap"] = {**options["bootstrap"], **bootstrap}
+        return rf.ckks.Context(**options, insecure_deterministic_seed=SEED)
+
+
+@pytest.fixture(scope="module")
+def toy():
+    ctx = toy_context()
+    sk, keys = ctx.keygen(bootstrap=True)
+    return ctx, sk, keys, ctx.evaluator(keys)
+
+
+def decrypt(ctx, sk, ct):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ctx.decrypt(ct, sk, insecure_exact=True).real
+
+
+def every_residue(ctx, p, rng, signed=False):
+    """All p residues (each several times), then random ones: the full slot count."""
+    low = -(p // 2) if signed else 0
+    m = np.resize(np.arange(low, low + p), ctx.slots)
+    return rng.permutation(m)
+
+
+@pytest.mark.parametrize("p", [2, 3, 5, 16, 64])
+def test_random_tables_match_numpy_on_every_residue(toy, p):
+    ctx, sk, keys, ev = toy
+    rng = np.random.default_rng(p)
+    table = rng.uniform(-1, 1, p)
+    m = every_residue(ctx, p, rng)
+    out = ev.lut(ctx.encrypt(m.astype(float), keys), table, modulus=p)
+    assert out.level == rf.ckks.lookup.output_level(ctx, p)
+    assert math.isclose(out.scale, ctx.scale_at(out.level), rel_tol=1e-9)
+    err = np.abs(decrypt(ctx, sk, out) - table[m % p])
+    # The toy ring's bootstrap keeps about 26 bits; the table's polynomial costs up to 2.
+    assert -math.log2(err.max()) > 22, (p, err.max())
+
+
+def test_signed_functions_read_the_integers_modulo_p(toy):
+    ctx, sk, keys, ev = toy
+    rng = np.random.default_rng(7)
+    m = every_residue(ctx, 32, rng, signed=True)
+    ct = ctx.encrypt(m.astype(float), keys)
+    relu = decrypt(ctx, sk, ev.lut(ct, lambda k: max(k, 0), modulus=32, signed=True))
+    sign = decrypt(ctx, sk, ev.lut(ct, lambda k: float(np.sign(k)), modulus=32, signed=True))
+    np.testing.assert_allclose(relu, np.maximum(m, 0), atol=2**-20)
+    np.testing.assert_allclose(sign, np.sign(m), atol=2**-20)  # sign(0) = 0: equal inputs compare equal
+    # m and m + p are the same residue: the same value comes out.
+    shifted = decrypt(ctx, sk, ev.lut(ctx.encrypt(m + 32.0, keys), lambda k: max(k, 0), modulus=32, signed=True))
+    np.testing.assert_allclose(shifted, relu, atol=2**-20)
+
+
+def test_compare_two_encrypted_integer_vectors(toy):
+    """[a > b] for 4-bit integers: the difference's sign, one table of 32 entries."""
+    ctx, sk, keys, ev = toy
+    rng = np.random.default_rng(3)
+    a, b = rng.integers(0, 16, ctx.slots), rng.integers(0, 16, ctx.slots)
+    b[:64] = a[:64]  # equal inputs
+    diff = ev.sub(ctx.encrypt(a.astype(float), keys), ctx.encrypt(b.astype(float), keys))
+    greater = decrypt(ctx, sk, ev.lut(diff, lambda k: 1.0 if k > 0 else 0.0, modulus=32, signed=True))
+    np.testing.assert_allclose(greater, (a > b).astype(float), atol=2**-20)
+
+
+def test_several_tables_share_one_functional_bootstrap(toy):
+    """min, max and [a > b] of two 4-bit vectors from one functional bootstrap of a - b."""
+    ctx, sk, keys, ev = toy
+    rng = np.random.default_rng(11)
+    a, b = rng.integers(0, 16, ctx.slots), rng.integers(0, 16, ctx.slots)
+    diff = ev.sub(ctx.encrypt(a.astype(float), keys), ctx.encrypt(b.astype(float), keys))
+    relu, greater, odd = ev.luts(diff, [lambda k: max(k, 0), lambda k: float(k > 0), lambda k: math.sin(k)],
+                                 modulus=32, signed=True)
+    for out, want in ((relu, np.maximum(a - b, 0)), (greater, (a > b).astype(float)), (odd, np.sin(a - b))):
+        assert out.level == rf.ckks.lookup.output_level(ctx, 32)
+        np.testing.assert_allclose(decrypt(ctx, sk, out), want, atol=2**-20)
+    # max(a, b) = b + relu(a - b), from the shared bootstrap's output
+    maximum = ev.add(ev.adjust_to(ctx.encrypt(b.astype(float), keys), relu.level), relu)
+    np.testing.assert_allclose(decrypt(ctx, sk, maximum), np.maximum(a, b), atol=2**-20)
+    # One table through luts is the lookup itself.
+    alone = ev.lut(diff, lambda k: max(k, 0), modulus=32, signed=True)
+    np.testing.assert_allclose(decrypt(ctx, sk, alone), decrypt(ctx, sk, relu), atol=2**-22)
+    with pytest.raises(TypeError, match="non-empty list"):
+        ev.luts(diff, lambda k: k, modulus=32)
+    with pytest.raises(TypeError, match="non-empty list"):
+        ev.luts(diff, [], modulus=32)
+
+
+def test_slots_to_coeffs_first_contexts_give_the_same_tables():
+    ctx = toy_context(stc_first=True)
+    sk, keys = ctx.keygen(bootstrap=True)
+    ev = ctx.evaluator(keys)
+    m = every_residue(ctx, 16, np.random.default_rng(5))
+    table = np.cos(np.arange(16))
+    out = ev.lut(ctx.encrypt(m.astype(float), keys), table, modulus=16)
+    assert np.abs(decrypt(ctx, sk, out) - table[m]).max() < 2**-20
+
+
+def test_the_input_error_is_carried_not_rounded(toy):
+    """An input off its integer by e comes out off by at most error_gain(table) * e:
+    functional bootstrapping interpolates, it does not round. A smooth table gains
+    about its slope; the identity's wrap from 7 to -8 gains far more."""
+    ctx, sk, keys, ev = toy
+    m = np.resize(np.arange(-8, 8), ctx.slots)
+    ct = ctx.encrypt(m + 0.01, keys)
+    for f in (lambda k: math.cos(2 * math.pi * k / 16), lambda k: float(k)):
+        table = rf.ckks.lookup.table_of(f, 16, signed=True)
+        out = decrypt(ctx, sk, ev.lut(ct, f, modulus=16, signed=True))
+        moved = np.abs(out - np.array(table)[m % 16])
+        gain = rf.ckks.lookup.error_gain(table)
+        assert moved.max() <= gain * 0.01 * 1.01 + 2**-20
+        assert moved.max() > 0.2 * 0.01 * (2 * math.pi / 16)  # carried, not rounded to the integer
+    assert rf.ckks.lookup.error_gain(rf.ckks.lookup.table_of(lambda k: math.cos(2 * math.pi * k / 16), 16)) \
+        == pytest.approx(2 * math.pi / 16)
+    assert rf.ckks.lookup.error_gain(list(range(16))) > 5
+
+
+def test_timings_and_the_levels_each_table_size_costs(toy):
+    ctx, sk, keys, ev = toy
+    levels = [rf.ckks.lookup.output_level(ctx, p) for p in (2, 16, 32, 64, 128)]
+    assert levels[0] == ctx.max_level and levels == sorted(levels, reverse=True)
+    with pytest.raises(ValueError, match="entries needs 9 levels"):
+        rf.ckks.lookup.output_level(ctx, 256)
+    times = {}
+    ev.lut(ctx.encrypt(np.zeros(ctx.slots), keys), [1.0, 2.0], modulus=2, timings=times)
+    assert set(times) == {"slots_to_coeffs", "mod_raise", "coeffs_to_slots", "eval_lut"}
+    assert all(t > 0 for t in times.values())
+
+
+def test_wrong_inputs_are_refused_with_the_reason(toy):
+    ctx, sk, keys, ev = toy
+    ct = ctx.encrypt(np.zeros(ctx.slots), keys)
+    with pytest.raises(ValueError, match="modulus must be an integer in"):
+        ev.lut(ct, [0.0], modulus=1)
+    with pytest.raises(ValueError, match="modulus must be an integer in"):
+        ev.lut(ct, lambda k: k, modulus=8192)
+    with pytest.raises(ValueError, match="the table has 3 entries, modulus says 4"):
+        ev.lut(ct, [0.0, 1.0, 2.0], modulus=4)
+    with pytest.raises(ValueError, match="must be finite"):
+        ev.lut(ct, [0.0, float("nan")], modulus=2)
+    with pytest.raises(TypeError, match="must return real numbers"):
+        ev.lut(ct, lambda k: "x", modulus=2)
+    with pytest.raises(ValueError, match="complex values"):
+        ev.lut(ctx.encrypt(np.full(ctx.slots, 1j), keys), [0.0, 1.0], modulus=2)
+    low = ev.rescale(ev.multiply_scalar(ct, 2.0))
+    with pytest.raises(ValueError, match="needs level 3 or above"):
+        ev.lut(low, [0.0, 1.0], modulus=2)
+    with pytest.raises(ValueError, match="relinearize it first"):
+        ev.lut(ev.multiply(ct, ct), [0.0, 1.0], modulus=2)
+    plain = rf.ckks.Context.preset("N13_D2")
+    with pytest.raises(ValueError, match="reserve no levels for bootstrapping"):
+        ev_plain = plain.evaluator(plain.keygen()[1])
+        ev_plain.lut(plain.encrypt(np.zeros(plain.slots), plain.keygen()[1]), [0.0, 1.0], modulus=2)
+
+
+def test_sparse_packing_is_refused():
+    ctx = toy_context(slots=256)
+    sk, keys = ctx.keygen(bootstrap=True)
+    with pytest.raises(ValueError, match="needs full packing"):
+        ctx.evaluator(keys).lut(ctx.encrypt(np.zeros(ctx.slots), keys), [0.0, 1.0], modulus=2)
+
+
+@pytest.mark.skipif(not rf.cuda_available(), reason="no CUDA backend or GPU in this build/machine")
+def test_gpu_lookup_is_bit_identical(toy):
+    ctx, sk, keys, ev = toy
+    m = every_residue(ctx, 16, np.random.default_rng(13))
+    ct = ctx.encrypt(m.astype(float), keys)
+    table = np.sin(np.arange(16.0))
+    cpu = ev.lut(ct, table, modulus=16)
+    gpu = ctx.evaluator(keys.to("cuda")).lut(ct.to("cuda"), table, modulus=16)
+    assert gpu.device.startswith("cuda")
+    assert gpu.to("cpu").to_bytes() == cpu.to_bytes()
+
+
+@pytest.mark.slow
+def test_n16_boot_eight_bit_table():
+    """An 8-bit table on the 128-bit preset over all 32768 slots (minutes and ~15 GB on 2 cores)."""
+    ctx = rf.ckks.Context.preset("N16_BOOT")
+    sk, keys = ctx.keygen(bootstrap=True)
+    m = every_residue(ctx, 256, np.random.default_rng(17), signed=True)
+    out = ctx.evaluator(keys).lut(ctx.encrypt(m.astype(float), keys), lambda k: float(np.sign(k)), modulus=256,
+                                  signed=True)
+    assert out.level == rf.ckks.lookup.output_level(ctx, 256)
+    assert np.abs(decrypt(ctx, sk, out) - np.sign(m)).max() < 2**-12
+
+
+def test_the_docs_example_runs_as_written():
+    import contextlib
+    import io
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "lookup.md").read_text()
+    snippet = re.findall(r"```python\n(.+?)\n```", text, re.S)[0]
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(snippet, "docs/lookup.md", "exec"), {})
+    assert printed.getvalue().split("\n")[:2] == ["[0. 0. 1. 1.]", "[9. 1. 0. 9.]"]
