@@ -216,3 +216,21 @@ def test_the_docs_example_runs_as_written():
     with contextlib.redirect_stdout(printed):
         exec(compile(snippet, "docs/lookup.md", "exec"), {})
     assert printed.getvalue().split("\n")[:2] == ["[0. 0. 1. 1.]", "[9. 1. 0. 9.]"]
+
+
+def test_two_vectors_share_one_functional_bootstrap_as_a_plus_ib(toy):
+    ctx, sk, keys, ev = toy
+    rng = np.random.default_rng(19)
+    a, b = rng.integers(-8, 8, ctx.slots), rng.integers(-8, 8, ctx.slots)
+    f = lambda k: float(k * k) / 64  # noqa: E731
+    ca, cb = ctx.encrypt(a.astype(float), keys), ctx.encrypt(b.astype(float), keys)
+    fa, fb = ev.lut_pair(ca, cb, f, modulus=16, signed=True)
+    for out, x in ((fa, a), (fb, b)):
+        assert not out.is_complex and out.level == rf.ckks.lookup.output_level(ctx, 16)
+        np.testing.assert_allclose(decrypt(ctx, sk, out), x * x / 64, atol=2**-20)
+    with pytest.raises(ValueError, match="needs level 3 or above"):  # aligned first: both at level 2
+        ev.lut_pair(ev.rescale(ev.multiply_scalar(ca, 1.0)), cb, f, modulus=16, signed=True)
+    with pytest.raises(ValueError, match="both ciphertexts must hold real integers"):
+        ev.lut_pair(ctx.encrypt(np.full(ctx.slots, 1j), keys), cb, f, modulus=16)
+    with pytest.raises(ValueError, match="complex values"):
+        ev.lut(ev.add(ca, ctx.encrypt(np.full(ctx.slots, 1j), keys)), f, modulus=16)

@@ -287,6 +287,19 @@ void bind_ckks_bootstrap(nb::module_& m) {
           },
           nb::arg("evaluator"), nb::arg("ciphertext"), nb::arg("relin_key"), nb::arg("keys"), nb::arg("tables"),
           nb::arg("timed") = false)
+      .def(
+          "functional_bootstrap_pair",
+          [](const Bootstrapper& b, const Evaluator& ev, const Ciphertext& ct, const RelinKey& relin,
+             const BootstrapKeys& keys, const std::vector<std::vector<double>>& tables, bool timed) {
+            ckks::BootstrapTimings t;
+            auto out = [&] {
+              nb::gil_scoped_release release;
+              return b.functional_bootstrap_pair(ev, ct, relin, keys, tables, timed ? &t : nullptr);
+            }();
+            return nb::make_tuple(std::move(out.first), std::move(out.second), timings_dict(t, timed, "eval_lut"));
+          },
+          nb::arg("evaluator"), nb::arg("ciphertext"), nb::arg("relin_key"), nb::arg("keys"), nb::arg("tables"),
+          nb::arg("timed") = false)
       .def("functional_output_level", &Bootstrapper::functional_output_level, nb::arg("table_size"))
       .def_prop_ro("functional_input_level_min", &Bootstrapper::functional_input_level_min)
       .def("bootstrap_twice", &Bootstrapper::bootstrap_twice, nb::arg("evaluator"), nb::arg("ciphertext"),

@@ -169,6 +169,26 @@ std::vector<Ciphertext> Bootstrapper::functional_bootstrap(const Evaluator& ev, 
                                                            const RelinKey& relin, const BootstrapKeys& keys,
                                                            const std::vector<std::vector<double>>& tables,
                                                            BootstrapTimings* timings) const {
+  require(!ct.is_complex(), kOp,
+          "the slots must hold real integers (this ciphertext holds complex values: look up both parts with "
+          "functional_bootstrap_pair)");
+  return functional_circuit(ev, ct, relin, keys, tables, timings, false);
+}
+
+std::pair<std::vector<Ciphertext>, std::vector<Ciphertext>> Bootstrapper::functional_bootstrap_pair(
+    const Evaluator& ev, const Ciphertext& ct, const RelinKey& relin, const BootstrapKeys& keys,
+    const std::vector<std::vector<double>>& tables, BootstrapTimings* timings) const {
+  std::vector<Ciphertext> both = functional_circuit(ev, ct, relin, keys, tables, timings, true);
+  std::vector<Ciphertext> imaginary(std::make_move_iterator(both.begin() + static_cast<long>(tables.size())),
+                                    std::make_move_iterator(both.end()));
+  both.erase(both.begin() + static_cast<long>(tables.size()), both.end());
+  return {std::move(both), std::move(imaginary)};
+}
+
+std::vector<Ciphertext> Bootstrapper::functional_circuit(const Evaluator& ev, const Ciphertext& ct,
+                                                         const RelinKey& relin, const BootstrapKeys& keys,
+                                                         const std::vector<std::vector<double>>& tables,
+                                                         BootstrapTimings* timings, bool imaginary_too) const {
   const OpLabel label(kOp);
   require(!tables.empty(), kOp, "needs at least one table");
   require(ev.context()->fingerprint() == context_->fingerprint(), kOp,
@@ -176,7 +196,6 @@ std::vector<Ciphertext> Bootstrapper::functional_bootstrap(const Evaluator& ev, 
   require(ct.fingerprint() == context_->fingerprint(), kOp,
           "the ciphertext comes from a different context (parameter fingerprint mismatch)");
   require(ct.size() == 2, kOp, "needs a size-2 ciphertext (relinearize first), got size " + std::to_string(ct.size()));
-  require(!ct.is_complex(), kOp, "the slots must hold real integers (this ciphertext holds complex values)");
   require(slots_ == context_->slots(), kOp,
           "needs full packing (" + std::to_string(context_->slots()) + " slots); this bootstrapper packs " +
               std::to_string(slots_));
@@ -202,12 +221,21 @@ std::vector<Ciphertext> Bootstrapper::functional_bootstrap(const Evaluator& ev, 
     mark = now;
   };
 
-  // 1. SlotsToCoeffs, the first transform encoded at q_l q_0 / (p scale):
-  // its output's scale, hence every coefficient's, is q_0 / p per unit of m.
+  // 1. SlotsToCoeffs, its output's scale (hence every coefficient's) made
+  // q_0 / p per unit of m: the factor c = q_0 / (p scale) is an exact integer
+  // product by 2^k (no level) and the first transform's diagonals encoded at
+  // q_l c / 2^k. (Encoding them at q_l c itself, up to 2^100, would take the
+  // encoder's multi-word path: seconds per transform at N = 2^16.)
   const auto& q = context_->params().q_primes();
   const double q0 = static_cast<double>(q[0]);
   Ciphertext x = ct.level() > floor ? ev.mod_switch(ct, floor) : ct.clone();
-  const double first_scale = static_cast<double>(q[floor]) * q0 / (static_cast<double>(p) * x.scale());
+  double factor = q0 / (static_cast<double>(p) * x.scale());
+  if (factor >= 2.0) {
+    const int k = std::min(62, static_cast<int>(std::floor(std::log2(factor))));
+    x = ev.multiply_integer(x, std::int64_t{1} << k);
+    factor = std::ldexp(factor, -k);
+  }
+  const double first_scale = static_cast<double>(q[floor]) * factor;
   x = ev.linear_transform(x, resident_on(functional_first_stc(first_scale), device), keys.galois, true);
   for (const auto& lt : parts.stc_rest) x = ev.linear_transform(x, resident_on(*lt, device), keys.galois, true);
   end_phase(&BootstrapTimings::slots_to_coeffs);
@@ -220,7 +248,11 @@ std::vector<Ciphertext> Bootstrapper::functional_bootstrap(const Evaluator& ev, 
   for (std::size_t i = 0; i + 1 < cts_.size(); ++i)
     x = ev.linear_transform(x, resident_on(cts_[i], device), keys.galois, true);
   x = ev.linear_transform(x, resident_on(cts_.back(), device), keys.galois, false);
-  const Ciphertext y = ev.rescale(ev.add(x, ev.conjugate(x, keys.galois)));
+  // The real part's coefficients (and, for a pair, the imaginary part's).
+  const Ciphertext conj = ev.conjugate(x, keys.galois);
+  std::vector<Ciphertext> ys;
+  ys.push_back(ev.rescale(ev.add(x, conj)));
+  if (imaginary_too) ys.push_back(ev.rescale(ev.multiply_by_i(ev.sub(x, conj), true)));
   end_phase(&BootstrapTimings::coeffs_to_slots);
 
   // 3. z = exp(2 pi i K y / 2^r), squared r times. Every power of z from here
@@ -240,12 +272,6 @@ std::vector<Ciphertext> Bootstrapper::functional_bootstrap(const Evaluator& ev, 
   std::vector<double> chain(exp_end + r + 1, landing);
   for (std::size_t level = lut_level + 1; level < chain.size(); ++level)
     chain[level] = std::sqrt(chain[level - 1] * static_cast<double>(q[level]));
-  std::vector<Ciphertext> cs = ev.evaluate_polynomials(y, {parts.cos, parts.sin}, relin, chain[exp_end + r]);
-  Ciphertext z = ev.add(cs[0], ev.multiply_by_i(cs[1]));
-  for (std::size_t step = 0; step < r; ++step) z = ev.relinearize_rescale(ev.square(z), relin);
-
-  // 4. Re D(z) for each table, all on the one set of z's powers, then onto
-  // the output level's canonical scale.
   std::vector<TablePolynomial> ds;
   std::vector<Polynomial> polynomials;
   for (const auto& table : tables) {
@@ -253,13 +279,21 @@ std::vector<Ciphertext> Bootstrapper::functional_bootstrap(const Evaluator& ev, 
     polynomials.emplace_back(Basis::monomial, ds.back().re);
     if (!all_zero(ds.back().im)) polynomials.emplace_back(Basis::monomial, ds.back().im);
   }
-  std::vector<Ciphertext> evaluated = ev.evaluate_polynomials(z, polynomials, relin, landing);
   std::vector<Ciphertext> outs;
-  std::size_t next = 0;
-  for (const TablePolynomial& d : ds) {
-    Ciphertext half = std::move(evaluated[next++]);
-    if (!all_zero(d.im)) half = ev.add(half, ev.multiply_by_i(evaluated[next++]));
-    outs.push_back(ev.adjust_to(ev.add(half, ev.conjugate(half, keys.galois)), out_level));
+  for (const Ciphertext& y : ys) {
+    std::vector<Ciphertext> cs = ev.evaluate_polynomials(y, {parts.cos, parts.sin}, relin, chain[exp_end + r]);
+    Ciphertext z = ev.add(cs[0], ev.multiply_by_i(cs[1]));
+    for (std::size_t step = 0; step < r; ++step) z = ev.relinearize_rescale(ev.square(z), relin);
+
+    // 4. Re D(z) for each table, all on the one set of z's powers, then onto
+    // the output level's canonical scale.
+    std::vector<Ciphertext> evaluated = ev.evaluate_polynomials(z, polynomials, relin, landing);
+    std::size_t next = 0;
+    for (const TablePolynomial& d : ds) {
+      Ciphertext half = std::move(evaluated[next++]);
+      if (!all_zero(d.im)) half = ev.add(half, ev.multiply_by_i(evaluated[next++]));
+      outs.push_back(ev.adjust_to(ev.add(half, ev.conjugate(half, keys.galois)), out_level));
+    }
   }
   end_phase(&BootstrapTimings::eval_mod);
 
@@ -272,7 +306,8 @@ std::vector<Ciphertext> Bootstrapper::functional_bootstrap(const Evaluator& ev, 
   const double z_error = std::exp2(parts.fit_error_log2 + static_cast<double>(r)) +
                          2.0 * std::numbers::pi * input_error / static_cast<double>(p);
   for (std::size_t i = 0; i < outs.size(); ++i) {
-    const double lut_error = std::log2(target) + std::log2(std::max(ds[i].gain * z_error, 1e-300)) + half_log_n;
+    const double gain = ds[i % ds.size()].gain;
+    const double lut_error = std::log2(target) + std::log2(std::max(gain * z_error, 1e-300)) + half_log_n;
     outs[i].set_noise_bits(
         noise::add(noise::add(lut_error, noise::key_switch(rlwe, out_level + 1)), noise::rounding(rlwe)));
     outs[i].set_complex(false);

@@ -8,7 +8,8 @@ table size ``p``, a random table over ``Z_p``, the slots filled with every resid
 over ``repeat`` runs after a warm-up and its phases, the time per slot, the precision
 in bits against the plaintext table (mean and minimum over all slots), the level it
 lands on and the table's error gain; then four tables of the same input in one
-functional bootstrap (``ev.luts``). A plain bootstrap of the same ciphertext is timed
+functional bootstrap (``ev.luts``), and two inputs packed as ``a + ib`` (``ev.lut_pair``).
+A plain bootstrap of the same ciphertext is timed
 in the same run, so the ratio between the two reads on any machine.
 """
 
@@ -92,6 +93,16 @@ def bench_fbs(preset: str = "N16_BOOT", tables=(16, 256), repeat: int = 1, devic
             warnings.simplefilter("ignore")
             worst = max(np.abs(ctx.decrypt(o, sk, insecure_exact=True).real - t[m]).max() for o, t in zip(outs, several))
         row(p, "4 tables, precision min", float(-np.log2(worst)), "bits")
+        m2 = rng.permutation(m)
+        ct2 = ctx.encrypt(m2.astype(float), keys).to(device)
+        seconds, _, pair = timed(lambda times: ev.lut_pair(ct, ct2, table, modulus=p, timings=times))
+        row(p, "2 inputs as a + ib (ev.lut_pair)", seconds, "s")
+        row(p, "  per value", seconds / (2 * ctx.slots) * 1e3, "ms")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            worst = max(np.abs(ctx.decrypt(o, sk, insecure_exact=True).real - table[v]).max()
+                        for o, v in zip(pair, (m, m2)))
+        row(p, "2 inputs, precision min", float(-np.log2(worst)), "bits")
     x = ctx.encrypt(rng.uniform(-1, 1, ctx.slots), keys).to(device)
     seconds, _, _ = timed(lambda times: ev.bootstrap(x, timings=times))
     row("", "plain bootstrap, same run", seconds, "s")

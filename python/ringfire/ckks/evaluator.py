@@ -216,12 +216,42 @@ class Evaluator(EvaluatorBase):
         weighted sums, a conjugation and a rescale). As :meth:`lut`, one ciphertext per
         function."""
         op = "ckks.lut"
-        if not isinstance(a, Ciphertext):
-            raise TypeError(f"[{op}] expected a Ciphertext, got {type(a).__name__}")
-        if a.size != 2:
-            raise ValueError(f"[{op}] the ciphertext has size {a.size}: relinearize it first")
+        _check_lookup_input(a, op)
         if a.is_complex:
-            raise ValueError(f"[{op}] the slots must hold real integers; this ciphertext holds complex values")
+            raise ValueError(f"[{op}] the slots must hold real integers; this ciphertext holds complex values "
+                             "(lut_pair looks up two real vectors packed as a + ib)")
+        native, tables, boot, relin = self._lookup_setup(a, functions, modulus, signed, keys, op)
+        outs, times = call_with_evaluator(self._ev, native.functional_bootstrap, a._native, relin, boot, tables,
+                                          timed=timings is not None)
+        if timings is not None:
+            timings.update(times)
+        return [self._wrap(out, a)._bounded(max(abs(v) for v in table), op) for out, table in zip(outs, tables)]
+
+    def lut_pair(self, a: Ciphertext, b: Ciphertext, function, *, modulus: int, signed: bool = False,
+                 keys: KeySet | None = None, timings: dict | None = None) -> tuple[Ciphertext, Ciphertext]:
+        """:meth:`lut` of two real ciphertexts, packed as ``a + ib`` into one functional
+        bootstrap: SlotsToCoeffs, ModRaise and CoeffsToSlots run once for both, the
+        lookup once per part. Returns ``(f(a), f(b))``; both must share level and scale."""
+        op = "ckks.lut_pair"
+        for c in (a, b):
+            _check_lookup_input(c, op)
+            if c.is_complex:
+                raise ValueError(f"[{op}] both ciphertexts must hold real integers (they travel as the real and "
+                                 "imaginary parts of one)")
+        x, y = a._aligned(b)
+        packed = self._ev.add(x, self._ev.multiply_by_i(y, False))
+        native, tables, boot, relin = self._lookup_setup(a, [function], modulus, signed, keys, op)
+        if packed.level < native.functional_input_level_min:
+            raise ValueError(f"[{op}] the inputs are at level {packed.level}; a lookup needs level "
+                             f"{native.functional_input_level_min} or above")
+        first, second, times = call_with_evaluator(self._ev, native.functional_bootstrap_pair, packed, relin, boot,
+                                                   tables, timed=timings is not None)
+        if timings is not None:
+            timings.update(times)
+        bound = max(abs(v) for v in tables[0])
+        return self._wrap(first[0], a)._bounded(bound, op), self._wrap(second[0], b)._bounded(bound, op)
+
+    def _lookup_setup(self, a: Ciphertext, functions, modulus, signed, keys, op):
         if callable(functions) or isinstance(functions, np.ndarray) or not len(functions):
             raise TypeError(f"[{op}] luts takes a non-empty list of functions or tables (lut takes one)")
         tables = [lookup.table_of(f, modulus, signed=signed, op=op) for f in functions]
@@ -231,13 +261,7 @@ class Evaluator(EvaluatorBase):
             raise ValueError(f"[{op}] the input is at level {a.level}; a lookup runs SlotsToCoeffs on levels "
                              f"{floor}..1 first, so it needs level {floor} or above")
         keyset = keys or a.keys or self._keyset()
-        boot = keyset.require_bootstrap(op)._on(a.device)
-        relin = keyset.require_relin(op)._on(a.device)
-        outs, times = call_with_evaluator(self._ev, native.functional_bootstrap, a._native, relin, boot, tables,
-                                          timed=timings is not None)
-        if timings is not None:
-            timings.update(times)
-        return [self._wrap(out, a)._bounded(max(abs(v) for v in table), op) for out, table in zip(outs, tables)]
+        return (native, tables, keyset.require_bootstrap(op)._on(a.device), keyset.require_relin(op)._on(a.device))
 
     # ---- comparisons (composite polynomials; ringfire.ckks.comparison) ----------------
 
@@ -320,6 +344,13 @@ class Evaluator(EvaluatorBase):
     def rescale_inplace(self, a): return self._set(a, self.rescale(a))
     def relinearize_rescale_inplace(self, a, keys=None): return self._set(a, self.relinearize_rescale(a, keys))
     def conjugate_inplace(self, a, keys=None): return self._set(a, self.conjugate(a, keys))
+
+
+def _check_lookup_input(a, op: str) -> None:
+    if not isinstance(a, Ciphertext):
+        raise TypeError(f"[{op}] expected a Ciphertext, got {type(a).__name__}")
+    if a.size != 2:
+        raise ValueError(f"[{op}] the ciphertext has size {a.size}: relinearize it first")
 
 
 def _refreshed(a: Ciphertext, bound: int) -> float:

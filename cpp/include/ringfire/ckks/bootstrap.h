@@ -188,6 +188,12 @@ class Bootstrapper {
                                                const BootstrapKeys& keys,
                                                const std::vector<std::vector<double>>& tables,
                                                BootstrapTimings* timings = nullptr) const;
+  // Both parts of complex slots a + i b (a and b integers): the tables of a
+  // and of b as two lists of real ciphertexts, from one SlotsToCoeffs,
+  // ModRaise and CoeffsToSlots (the lookup itself runs once per part).
+  std::pair<std::vector<Ciphertext>, std::vector<Ciphertext>> functional_bootstrap_pair(
+      const Evaluator& ev, const Ciphertext& ct, const RelinKey& relin, const BootstrapKeys& keys,
+      const std::vector<std::vector<double>>& tables, BootstrapTimings* timings = nullptr) const;
   // Where functional_bootstrap lands for a table of p entries: the user's top
   // level, or lower when the table's polynomial (degree p/2, ceil(log2(p/2 + 1))
   // levels) and the scale's adjustment (one level) need more than EvalMod's
@@ -233,6 +239,9 @@ class Bootstrapper {
   // encoding scale that lands the coefficients on m q_0 / p.
   struct FunctionalParts;
   const FunctionalParts& functional_parts() const;
+  std::vector<Ciphertext> functional_circuit(const Evaluator& ev, const Ciphertext& ct, const RelinKey& relin,
+                                             const BootstrapKeys& keys, const std::vector<std::vector<double>>& tables,
+                                             BootstrapTimings* timings, bool imaginary_too) const;
   const LinearTransform& functional_first_stc(double encoding_scale) const;
   mutable std::once_flag functional_once_;
   mutable std::shared_ptr<const FunctionalParts> functional_;
