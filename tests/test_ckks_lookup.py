@@ -234,3 +234,34 @@ def test_two_vectors_share_one_functional_bootstrap_as_a_plus_ib(toy):
         ev.lut_pair(ctx.encrypt(np.full(ctx.slots, 1j), keys), cb, f, modulus=16)
     with pytest.raises(ValueError, match="complex values"):
         ev.lut(ev.add(ca, ctx.encrypt(np.full(ctx.slots, 1j), keys)), f, modulus=16)
+
+
+@pytest.mark.parametrize("bits,digit_bits", [(12, 4), (10, 4), (3, 4), (20, 4)])
+def test_the_sign_of_wide_integers_by_digits(toy, bits, digit_bits):
+    """12-bit integers (the extremes, 0 and +-1 included) through tables of 16 entries."""
+    ctx, sk, keys, ev = toy
+    rng = np.random.default_rng(bits)
+    half = 2 ** (bits - 1)
+    x = rng.integers(-half, half, ctx.slots)
+    x[:6] = [-half, half - 1, 0, 1, -1, 0]
+    out = ev.sign_integer(ctx.encrypt(x.astype(float), keys), bits=bits, digit_bits=digit_bits)
+    np.testing.assert_allclose(decrypt(ctx, sk, out), np.sign(x), atol=2**-16)
+
+
+def test_integer_comparison_and_exact_division(toy):
+    ctx, sk, keys, ev = toy
+    rng = np.random.default_rng(23)
+    a, b = rng.integers(0, 256, ctx.slots), rng.integers(0, 256, ctx.slots)
+    b[:32] = a[:32]
+    diff = ev.sub(ctx.encrypt(a.astype(float), keys), ctx.encrypt(b.astype(float), keys))
+    np.testing.assert_allclose(decrypt(ctx, sk, ev.sign_integer(diff, bits=9)), np.sign(a - b), atol=2**-16)
+    # divide_by_integer: the same words at a larger scale, no level
+    half = ev.divide_by_integer(diff, 8)
+    assert half.level == diff.level and half.scale == diff.scale * 8
+    np.testing.assert_allclose(decrypt(ctx, sk, half), (a - b) / 8, atol=2**-20)
+    with pytest.raises(ValueError, match="positive integer"):
+        ev.divide_by_integer(diff, 0)
+    with pytest.raises(ValueError, match="bits must be an integer in"):
+        ev.sign_integer(diff, bits=40)
+    with pytest.raises(ValueError, match="use smaller digits"):  # 32 entries land at level 2 on the toy ring
+        ev.sign_integer(diff, bits=12, digit_bits=5)

@@ -424,6 +424,7 @@ void bind_ckks(nb::module_& m) {
       .def("multiply_scalar_inplace", &Evaluator::multiply_scalar_inplace, Release())
       .def("multiply_integer", &Evaluator::multiply_integer, Release())
       .def("multiply_integer_inplace", &Evaluator::multiply_integer_inplace, Release())
+      .def("divide_by_integer", &Evaluator::divide_by_integer, Release())
       .def("linear_combination", &Evaluator::linear_combination, nb::arg("inputs"), nb::arg("weights"),
            nb::arg("scale"), Release())
       .def("rescale", &Evaluator::rescale, Release())

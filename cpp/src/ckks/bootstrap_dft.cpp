@@ -24,8 +24,13 @@ Complex twiddle(std::size_t len, std::size_t j) {
   return Complex(std::cos(angle), std::sin(angle));
 }
 
+// Diagonal k of d, made (zero) on first use. The zero vector is built only
+// then: try_emplace's argument would be built (n values set) on every call,
+// and the stages call this for every butterfly.
 std::vector<Complex>& diagonal(Diagonals& d, long long k, std::size_t n) {
-  auto [it, fresh] = d.try_emplace(wrap(k, n), std::vector<Complex>(n, Complex(0.0, 0.0)));
+  const long long key = wrap(k, n);
+  auto it = d.find(key);
+  if (it == d.end()) it = d.emplace(key, std::vector<Complex>(n, Complex(0.0, 0.0))).first;
   return it->second;
 }
 

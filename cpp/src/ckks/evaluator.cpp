@@ -335,6 +335,18 @@ Ciphertext Evaluator::multiply_integer(const Ciphertext& a, std::int64_t value) 
   return out;
 }
 
+Ciphertext Evaluator::divide_by_integer(const Ciphertext& a, std::int64_t value) const {
+  constexpr const char* op = "ckks.divide_by_integer";
+  const OpLabel label(op);
+  check_operand(a, op);
+  require(value >= 1, op, "divides by a positive integer, got " + std::to_string(value));
+  const double scale = a.scale() * static_cast<double>(value);
+  check_product_fits(scale, a.level(), op);
+  Ciphertext out = a.clone();
+  out.set_scale(scale);
+  return out;
+}
+
 Ciphertext Evaluator::linear_combination(const std::vector<const Ciphertext*>& inputs,
                                          const std::vector<double>& weights, double scale) const {
   constexpr const char* op = "ckks.linear_combination";

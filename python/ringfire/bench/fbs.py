@@ -8,7 +8,8 @@ table size ``p``, a random table over ``Z_p``, the slots filled with every resid
 over ``repeat`` runs after a warm-up and its phases, the time per slot, the precision
 in bits against the plaintext table (mean and minimum over all slots), the level it
 lands on and the table's error gain; then four tables of the same input in one
-functional bootstrap (``ev.luts``), and two inputs packed as ``a + ib`` (``ev.lut_pair``).
+functional bootstrap (``ev.luts``), and two inputs packed as ``a + ib`` (``ev.lut_pair``);
+with ``sign_bits``, the sign of wider integers by digits (``ev.sign_integer``).
 A plain bootstrap of the same ciphertext is timed
 in the same run, so the ratio between the two reads on any machine.
 """
@@ -25,7 +26,7 @@ import numpy as np
 
 
 def bench_fbs(preset: str = "N16_BOOT", tables=(16, 256), repeat: int = 1, device: str = "cpu",
-              quiet: bool = False) -> list[dict]:
+              quiet: bool = False, sign_bits=()) -> list[dict]:
     from .. import ckks
     from ..ckks import lookup
 
@@ -103,6 +104,18 @@ def bench_fbs(preset: str = "N16_BOOT", tables=(16, 256), repeat: int = 1, devic
             worst = max(np.abs(ctx.decrypt(o, sk, insecure_exact=True).real - table[v]).max()
                         for o, v in zip(pair, (m, m2)))
         row(p, "2 inputs, precision min", float(-np.log2(worst)), "bits")
+    for bits in sign_bits:
+        half = 2 ** (bits - 1)
+        v = rng.integers(-half, half, ctx.slots)
+        v[:3] = [-half, 0, half - 1]
+        ct = ctx.encrypt(v.astype(float), keys).to(device)
+        seconds, _, out = timed(lambda times: ev.sign_integer(ct, bits=bits))
+        row(f"sign {bits}-bit", "ev.sign_integer (4-bit digits)", seconds, "s")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = ctx.decrypt(out, sk, insecure_exact=True).real
+        row(f"sign {bits}-bit", "wrong slots (|error| >= 1/2)", int(np.sum(np.abs(got - np.sign(v)) >= 0.5)), "slots")
+        row(f"sign {bits}-bit", "precision min", float(-np.log2(np.abs(got - np.sign(v)).max())), "bits")
     x = ctx.encrypt(rng.uniform(-1, 1, ctx.slots), keys).to(device)
     seconds, _, _ = timed(lambda times: ev.bootstrap(x, timings=times))
     row("", "plain bootstrap, same run", seconds, "s")

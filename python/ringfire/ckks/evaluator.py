@@ -85,6 +85,15 @@ class Evaluator(EvaluatorBase):
         return self._wrap(self._ev.multiply_integer(a._native, int(value)), a)._bounded(
             magnitude.times(a._bound, abs(int(value))), "ckks.multiply_integer")
 
+    def divide_by_integer(self, a: Ciphertext, value: int) -> Ciphertext:
+        """Divides by a positive integer with no level and no rounding: the same words read at
+        a scale ``value`` times larger (no longer the level's canonical one: ``adjust_to``
+        brings it back where an operand needs it)."""
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise ValueError(f"[ckks.divide_by_integer] divides by a positive integer, got {value!r}")
+        out = self._wrap(self._ev.divide_by_integer(a._native, int(value)), a)
+        return out._bounded(None if a._bound is None else a._bound / int(value), "ckks.divide_by_integer")
+
     def rescale(self, a: Ciphertext) -> Ciphertext:
         """Divides by the level's last prime (exact rounding): level - 1."""
         return self._wrap(self._ev.rescale(a._native), a)
@@ -250,6 +259,14 @@ class Evaluator(EvaluatorBase):
             timings.update(times)
         bound = max(abs(v) for v in tables[0])
         return self._wrap(first[0], a)._bounded(bound, op), self._wrap(second[0], b)._bounded(bound, op)
+
+    def sign_integer(self, x: Ciphertext, *, bits: int, digit_bits: int = 4) -> Ciphertext:
+        """sign(x) in {-1, 0, 1} for slots holding integers in ``[-2^(bits-1), 2^(bits-1))``
+        (``bits`` up to 24), by digit decomposition over tables of ``2^digit_bits`` entries:
+        ``ceil(bits / digit_bits)`` functional bootstraps (:func:`ringfire.ckks.lookup.integer_sign`).
+        Two vectors of ``n``-bit integers compare as ``sign_integer(ev.sub(a, b), bits=n + 1)``:
+        1 where a > b, 0 where equal, -1 where a < b."""
+        return lookup.integer_sign(self, x, bits, digit_bits)
 
     def _lookup_setup(self, a: Ciphertext, functions, modulus, signed, keys, op):
         if callable(functions) or isinstance(functions, np.ndarray) or not len(functions):

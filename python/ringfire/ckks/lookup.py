@@ -85,3 +85,46 @@ def error_gain(table: Sequence[float] | np.ndarray) -> float:
     c = np.fft.fft(values) / p
     k = np.minimum(np.arange(p), p - np.arange(p))  # frequency of each DFT term: c_k and c_(p-k) pair up
     return float(2 * np.pi / p * np.sum(k * np.abs(c)))
+
+
+def integer_sign(ev, x, bits: int, digit_bits: int = 4, op: str = "ckks.sign_integer"):
+    """sign(x) in {-1, 0, 1} for slots holding integers in ``[-2^(bits-1), 2^(bits-1))``
+    (``bits`` up to 24), by digit decomposition (as Alexandru, Kim and Polyakov's
+    multi-precision sign). sign(x) = [x >= 0] + [x - 1 >= 0] - 1, and both tests travel
+    together as ``x + i (x - 1)`` (:meth:`~ringfire.ckks.Evaluator.lut_pair`): while they are
+    wider than ``digit_bits + 1`` bits, a table of ``2^digit_bits`` entries reads their low
+    digit (``m mod 2^d``, in ``[0, 2^d)``), which is subtracted and divided out (exactly:
+    the division is the scale's, no level); what remains is ``floor(x / 2^(d j))``, whose
+    sign a last table reads. ``ceil((bits - digit_bits) / digit_bits) + 1`` functional
+    bootstraps in all (3 for 12-bit integers in 4-bit digits), each on a pair."""
+    for name, value, low, high in (("bits", bits, 2, 24), ("digit_bits", digit_bits, 1, 12)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= value <= high:
+            raise ValueError(f"[{op}] {name} must be an integer in [{low}, {high}], got {value!r}")
+    p = 1 << digit_bits
+    ctx = x.context
+    floor = ctx._native_bootstrapper(op).functional_input_level_min
+    if bits > digit_bits and output_level(ctx, p) < floor:
+        raise ValueError(f"[{op}] a table of {p} entries lands at level {output_level(ctx, p)}, below the level "
+                         f"{floor} the next digit's lookup needs: use smaller digits (digit_bits < {digit_bits})")
+    a, b = x, ev.add_scalar(x, -1.0)
+    bits += 1  # x - 1 reaches -2^(bits-1) - 1
+    while bits > digit_bits + 1:
+        low_a, low_b = ev.lut_pair(a, b, lambda m: float(m % p), modulus=p)
+        a = ev.divide_by_integer(_minus(ev, a, low_a), p)  # exact: the scale's, no level
+        b = ev.divide_by_integer(_minus(ev, b, low_b), p)
+        bits -= digit_bits
+    at_least_0, at_least_1 = ev.lut_pair(a, b, lambda m: float(m >= 0), modulus=1 << bits, signed=True)
+    return ev.add_scalar(ev.add(at_least_0, at_least_1), -1.0)
+
+
+def _minus(ev, x, digit):
+    """x - digit. After a division x is read at a scale 2^k times the digit's (same level):
+    the digit's words times 2^k, read at that scale, hold the same value, so the difference
+    stays exact and costs no level; otherwise the operands are aligned (one level)."""
+    ratio = x.scale / digit.scale
+    if x.level != digit.level or ratio < 1 or ratio != round(ratio):
+        return x - digit
+    k = int(ratio)
+    if k > 1:
+        digit = ev.divide_by_integer(ev.multiply_integer(digit, k), k)
+    return ev.sub(x, digit)

@@ -33,7 +33,7 @@ def _pow2_list(text: str) -> list[int]:
 
 
 def _int_list(text: str) -> list[int]:
-    return [int(v) for v in text.split(",")]
+    return [int(v) for v in text.split(",") if v.strip()]
 
 
 def _emit(args, name: str, rows, columns) -> None:
@@ -56,7 +56,8 @@ def cmd_bench(args) -> int:
         return 0
     if args.what == "fbs":
         from ..bench.fbs import bench_fbs
-        rows = bench_fbs(args.preset, tables=args.tables, repeat=args.repeat or 1, device=args.device, quiet=quiet)
+        rows = bench_fbs(args.preset, tables=args.tables, repeat=args.repeat or 1, device=args.device, quiet=quiet,
+                         sign_bits=args.sign_bits)
         _emit(args, "fbs", rows, [("table", "table", ""), ("measure", "measure", "s"), ("value", "value", ".4g"),
                                   ("unit", "unit", "s")])
         return 0
@@ -177,6 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bootstrap, fbs: a bootstrappable preset (N16_BOOT, 128-bit; N12_BOOT_INSECURE, a toy)")
     b.add_argument("--tables", type=_int_list, default=[16, 256],
                    help="fbs: lookup-table sizes p (integers mod p in the slots; default 16,256)")
+    b.add_argument("--sign-bits", type=_int_list, default=[], dest="sign_bits",
+                   help="fbs: also the sign of integers this wide, by 4-bit digits (e.g. 12)")
     b.add_argument("--meta", action="store_true", help="bootstrap: also Meta-BTS (two iterations) and its precision")
     b.add_argument("--stc-first", action="store_true",
                    help="bootstrap: SlotsToCoeffs first, on the user's lowest levels (bootstrap={'stc_first': True})")

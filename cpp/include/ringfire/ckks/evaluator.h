@@ -57,6 +57,10 @@ class Evaluator : public RlweEvaluator {
   // Multiplies by an integer; the scale does not change and no level is used.
   Ciphertext multiply_integer(const Ciphertext& a, std::int64_t value) const;
   void multiply_integer_inplace(Ciphertext& a, std::int64_t value) const;
+  // a / value with no level and no rounding: the same words, read at a scale
+  // `value` times larger (value >= 1). The scale is no longer the level's
+  // canonical one; adjust_to brings it back when an operand needs it.
+  Ciphertext divide_by_integer(const Ciphertext& a, std::int64_t value) const;
 
   // sum_t weights[t] * inputs[t], each weight encoded as round(w * scale):
   // the dense-layer kernel of encrypted inference (one pass, one reduction
