@@ -265,3 +265,55 @@ def test_integer_comparison_and_exact_division(toy):
         ev.sign_integer(diff, bits=40)
     with pytest.raises(ValueError, match="use smaller digits"):  # 32 entries land at level 2 on the toy ring
         ev.sign_integer(diff, bits=12, digit_bits=5)
+
+
+def test_inputs_whose_scale_is_far_too_large_are_refused(toy):
+    """An unrescaled product or a division through the scale leaves too few bits for the
+    first transform: refused with the largest scale that works, never a wrong table."""
+    ctx, sk, keys, ev = toy
+    v = np.resize(np.arange(8.0), ctx.slots)
+    unrescaled = ev.multiply_scalar(ctx.encrypt(v, keys), 2.0)  # scale 2^80
+    with pytest.raises(ValueError, match="too large for a table of 16 entries.*rescale it first"):
+        ev.lut(unrescaled, lambda k: float(k), modulus=16)
+    divided = ev.divide_by_integer(ctx.encrypt(v * 2.0**50, keys), 2**50)
+    with pytest.raises(ValueError, match="too large for a table"):
+        ev.lut(divided, lambda k: float(k), modulus=16)
+    # A moderately larger scale still reads right.
+    slightly = ev.divide_by_integer(ctx.encrypt(v * 64, keys), 64)
+    np.testing.assert_allclose(decrypt(ctx, sk, ev.lut(slightly, lambda k: float(k), modulus=16)), v, atol=2**-18)
+    with pytest.raises(ValueError, match="below 2\\^63"):
+        ev.divide_by_integer(slightly, 2**63)
+
+
+def test_many_input_scales_keep_working_with_a_bounded_cache(toy):
+    """Each new input scale needs its own first transform; beyond the few kept, they are
+    built for the call and dropped (the scale is the sender's metadata)."""
+    ctx, sk, keys, ev = toy
+    v = np.resize(np.arange(4.0), ctx.slots)
+    for d in range(3, 25, 2):  # 11 odd divisors: 11 first transforms
+        out = ev.lut(ev.divide_by_integer(ctx.encrypt(v * d, keys), d), [0.0, 1.0, 4.0, 9.0], modulus=4)
+        np.testing.assert_allclose(decrypt(ctx, sk, out), v * v, atol=2**-18)
+
+
+def test_complex_or_shaped_tables_are_refused(toy):
+    ctx, sk, keys, ev = toy
+    ct = ctx.encrypt(np.zeros(ctx.slots), keys)
+    with pytest.raises(TypeError, match="complex values"):
+        ev.lut(ct, np.exp(2j * np.pi * np.arange(16) / 16), modulus=16)
+    with pytest.raises(TypeError, match="shape \\(4, 4\\)"):
+        ev.lut(ct, np.zeros((4, 4)), modulus=16)
+    with pytest.raises(TypeError, match="expected a function or a sequence"):
+        ev.lut(ct, None, modulus=16)
+
+
+def test_digits_of_an_input_below_the_tables_level_cost_no_level():
+    """Digits land above a low input (SlotsToCoeffs first keeps more user levels): they
+    drop limbs to meet it instead of spending a level on alignment."""
+    ctx = toy_context(stc_first=True)
+    sk, keys = ctx.keygen(bootstrap=True)
+    ev = ctx.evaluator(keys)
+    w = np.random.default_rng(29).integers(-2048, 2048, ctx.slots)
+    x = ctx.encrypt(w.astype(float), keys, level=4)
+    assert rf.ckks.lookup.output_level(ctx, 4) > 4
+    out = ev.sign_integer(x, bits=12, digit_bits=2)
+    np.testing.assert_allclose(decrypt(ctx, sk, out), np.sign(w), atol=2**-16)

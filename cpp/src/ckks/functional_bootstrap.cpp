@@ -30,6 +30,7 @@
 #include <cmath>
 #include <complex>
 #include <numbers>
+#include <optional>
 #include <string>
 
 #include "bootstrap_circuit.h"
@@ -45,15 +46,18 @@ struct Bootstrapper::FunctionalParts {
   Polynomial cos, sin;
   double fit_error_log2 = 0.0;
   std::size_t exp_end_level = 0;  // where z = exp(2 pi i t / q_0) lands
-  // SlotsToCoeffs-first transforms 1 .. stc_levels - 1 (the first depends on
-  // the input's scale and the table size: functional_first_stc).
+  // SlotsToCoeffs-first transforms 1 .. stc_levels - 1, and the diagonals of
+  // the first (its encoding scale depends on the input's scale and the table
+  // size: functional_first_stc).
   std::vector<std::shared_ptr<const LinearTransform>> stc_rest;
+  bootstrap::Diagonals first_stc;
 };
 
 namespace {
 
 constexpr const char* kOp = "ckks.functional_bootstrap";
 constexpr std::size_t kMaxTable = 4096;
+constexpr std::size_t kMaxFirstTransforms = 8;
 
 std::size_t ceil_log2(std::size_t v) { return v <= 1 ? 0 : static_cast<std::size_t>(std::bit_width(v - 1)); }
 
@@ -100,7 +104,7 @@ bool all_zero(const std::vector<double>& v) {
 const Bootstrapper::FunctionalParts& Bootstrapper::functional_parts() const {
   std::call_once(functional_once_, [&] {
     auto parts = std::make_shared<FunctionalParts>(
-        FunctionalParts{Polynomial(Basis::chebyshev, {0.0}), Polynomial(Basis::chebyshev, {0.0}), 0.0, 0, {}});
+        FunctionalParts{Polynomial(Basis::chebyshev, {0.0}), Polynomial(Basis::chebyshev, {0.0}), 0.0, 0, {}, {}});
     const std::size_t arcsine_depth = config_.arcsine_degree ? ceil_log2(config_.arcsine_degree + 1) : 0;
     const std::size_t levels = eval_mod_levels_ - config_.double_angles - arcsine_depth;
     const double quarter_turn = std::ldexp(1.0, static_cast<int>(config_.double_angles)) / 4.0;
@@ -119,12 +123,14 @@ const Bootstrapper::FunctionalParts& Bootstrapper::functional_parts() const {
     const auto& q = context_->params().q_primes();
     const bool sparse = 2 * slots_ <= context_->slots();
     if (config_.stc_first) {
+      parts->first_stc = std::move(bootstrap::slots_to_coeffs(slots_, config_.stc_levels, sparse).front());
       for (std::size_t i = 1; i < stc_.size(); ++i)
         parts->stc_rest.emplace_back(std::shared_ptr<const void>(), &stc_[i]);  // not owned: the member's
       functional_ = std::move(parts);
       return;
     }
-    const std::vector<bootstrap::Diagonals> stc = bootstrap::slots_to_coeffs(slots_, config_.stc_levels, sparse);
+    std::vector<bootstrap::Diagonals> stc = bootstrap::slots_to_coeffs(slots_, config_.stc_levels, sparse);
+    parts->first_stc = std::move(stc.front());
     for (std::size_t i = 1; i < stc.size(); ++i) {
       const std::size_t level = config_.stc_levels - i;
       parts->stc_rest.push_back(std::make_shared<const LinearTransform>(
@@ -135,16 +141,19 @@ const Bootstrapper::FunctionalParts& Bootstrapper::functional_parts() const {
   return *functional_;
 }
 
-const LinearTransform& Bootstrapper::functional_first_stc(double encoding_scale) const {
+std::pair<std::shared_ptr<const LinearTransform>, bool> Bootstrapper::functional_first_stc(
+    double encoding_scale) const {
   std::lock_guard<std::mutex> lock(functional_mutex_);
-  auto& slot = functional_first_[encoding_scale];
-  if (!slot) {
-    const bool sparse = 2 * slots_ <= context_->slots();
-    const std::vector<bootstrap::Diagonals> stc = bootstrap::slots_to_coeffs(slots_, config_.stc_levels, sparse);
-    slot = std::make_shared<const LinearTransform>(context_, stc.front(), config_.stc_levels, encoding_scale,
-                                                   stc_.front().baby_steps());
-  }
-  return *slot;
+  if (auto it = functional_first_.find(encoding_scale); it != functional_first_.end()) return {it->second, true};
+  // The scale is the input's metadata: a bounded number of transforms is kept
+  // (one serves every power-of-two table size at one input scale), others are
+  // built for the call and dropped, so inputs of ever new scales cannot grow
+  // the memory without bound.
+  auto made = std::make_shared<const LinearTransform>(context_, functional_parts().first_stc, config_.stc_levels,
+                                                      encoding_scale, stc_.front().baby_steps());
+  const bool keep = functional_first_.size() < kMaxFirstTransforms;
+  if (keep) functional_first_.emplace(encoding_scale, made);
+  return {std::move(made), keep};
 }
 
 std::size_t Bootstrapper::functional_output_level(std::size_t table_size) const {
@@ -237,7 +246,20 @@ std::vector<Ciphertext> Bootstrapper::functional_circuit(const Evaluator& ev, co
     factor = std::ldexp(factor, -k);
   }
   const double first_scale = static_cast<double>(q[floor]) * factor;
-  x = ev.linear_transform(x, resident_on(functional_first_stc(first_scale), device), keys.galois, true);
+  // A scale far above q_0 / p (an unrescaled product, a division through the
+  // scale) would leave the first transform's diagonals too few bits.
+  require(first_scale >= 0x1p30, kOp,
+          "the input's scale 2^" + std::to_string(std::log2(ct.scale())) + " is too large for a table of " +
+              std::to_string(p) + " entries: a lookup reads the slots at q_0 / p = 2^" +
+              std::to_string(std::log2(q0 / static_cast<double>(p))) + " per unit and needs the scale at most 2^" +
+              std::to_string(std::log2(q0 / static_cast<double>(p) * static_cast<double>(q[floor]) / 0x1p30)) +
+              " (rescale it first)");
+  const auto [first, cached] = functional_first_stc(first_scale);
+  // A transform the cache did not keep is used once, on its own device copy.
+  std::optional<LinearTransform> moved;
+  if (!cached && first->device() != device) moved.emplace(first->to(device));
+  const LinearTransform& first_on_device = cached ? resident_on(*first, device) : moved ? *moved : *first;
+  x = ev.linear_transform(x, first_on_device, keys.galois, true);
   for (const auto& lt : parts.stc_rest) x = ev.linear_transform(x, resident_on(*lt, device), keys.galois, true);
   end_phase(&BootstrapTimings::slots_to_coeffs);
 

@@ -89,8 +89,8 @@ class Evaluator(EvaluatorBase):
         """Divides by a positive integer with no level and no rounding: the same words read at
         a scale ``value`` times larger (no longer the level's canonical one: ``adjust_to``
         brings it back where an operand needs it)."""
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-            raise ValueError(f"[ckks.divide_by_integer] divides by a positive integer, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= value < 2**63:
+            raise ValueError(f"[ckks.divide_by_integer] divides by a positive integer below 2^63, got {value!r}")
         out = self._wrap(self._ev.divide_by_integer(a._native, int(value)), a)
         return out._bounded(None if a._bound is None else a._bound / int(value), "ckks.divide_by_integer")
 
@@ -240,7 +240,8 @@ class Evaluator(EvaluatorBase):
                  keys: KeySet | None = None, timings: dict | None = None) -> tuple[Ciphertext, Ciphertext]:
         """:meth:`lut` of two real ciphertexts, packed as ``a + ib`` into one functional
         bootstrap: SlotsToCoeffs, ModRaise and CoeffsToSlots run once for both, the
-        lookup once per part. Returns ``(f(a), f(b))``; both must share level and scale."""
+        lookup once per part. Returns ``(f(a), f(b))``. Inputs at different levels or scales
+        are aligned first (which can spend a level)."""
         op = "ckks.lut_pair"
         for c in (a, b):
             _check_lookup_input(c, op)

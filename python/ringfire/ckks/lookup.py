@@ -9,7 +9,7 @@ bootstrap's ModRaise leaves ``m q_0 / p + q_0 I`` in each coefficient, the
 circuit turns it into the root of unity ``omega^m`` and evaluates the
 polynomial that interpolates the table on the ``p``-th roots of unity.
 
-What a user states and gets (docs/bootstrapping.md, "Lookup tables"):
+What a user states and gets (docs/lookup.md):
 
 - the input's slots are integers, real, within an error well below 1/2: the
   error is not rounded away; an error ``e`` moves the output by at most
@@ -58,7 +58,13 @@ def table_of(function: Callable[[int], float] | Sequence[float] | np.ndarray, mo
     else:
         if signed:
             raise ValueError(f"[{op}] signed= applies to a function; a table is indexed by m mod {p}")
-        values = np.asarray(function, dtype=np.float64).ravel().tolist()
+        if function is None or isinstance(function, (str, bytes)):
+            raise TypeError(f"[{op}] expected a function or a sequence of {p} real values, got {function!r}")
+        array = np.asarray(function)
+        if np.iscomplexobj(array) or array.dtype == object or array.ndim != 1:
+            raise TypeError(f"[{op}] a table is a flat sequence of {p} real values; got "
+                            f"{'complex values' if np.iscomplexobj(array) else f'shape {array.shape}, {array.dtype}'}")
+        values = array.astype(np.float64).tolist()
         if len(values) != p:
             raise ValueError(f"[{op}] the table has {len(values)} entries, modulus says {p}")
     bad = [i for i, v in enumerate(values) if not math.isfinite(v)]
@@ -97,7 +103,7 @@ def integer_sign(ev, x, bits: int, digit_bits: int = 4, op: str = "ckks.sign_int
     the division is the scale's, no level); what remains is ``floor(x / 2^(d j))``, whose
     sign a last table reads. ``ceil((bits - digit_bits) / digit_bits) + 1`` functional
     bootstraps in all (3 for 12-bit integers in 4-bit digits), each on a pair."""
-    for name, value, low, high in (("bits", bits, 2, 24), ("digit_bits", digit_bits, 1, 12)):
+    for name, value, low, high in (("bits", bits, 2, 24), ("digit_bits", digit_bits, 1, 11)):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= value <= high:
             raise ValueError(f"[{op}] {name} must be an integer in [{low}, {high}], got {value!r}")
     p = 1 << digit_bits
@@ -118,11 +124,17 @@ def integer_sign(ev, x, bits: int, digit_bits: int = 4, op: str = "ckks.sign_int
 
 
 def _minus(ev, x, digit):
-    """x - digit. After a division x is read at a scale 2^k times the digit's (same level):
-    the digit's words times 2^k, read at that scale, hold the same value, so the difference
-    stays exact and costs no level; otherwise the operands are aligned (one level)."""
+    """x - digit. After a division x is read at a scale 2^k times the digit's: the digit's
+    words times 2^k, read at that scale, hold the same value, so the difference stays exact
+    and costs x no level: the digit, which lands high, is moved onto x's level and its
+    canonical scale with levels of its own (the lower x, when x is higher, the same way).
+    Otherwise the operands are aligned (one level)."""
+    if digit.level > x.level:
+        digit = ev.adjust_to(digit, x.level)
+    elif x.level > digit.level:
+        x = ev.adjust_to(x, digit.level)
     ratio = x.scale / digit.scale
-    if x.level != digit.level or ratio < 1 or ratio != round(ratio):
+    if ratio < 1 or ratio != round(ratio):
         return x - digit
     k = int(ratio)
     if k > 1:

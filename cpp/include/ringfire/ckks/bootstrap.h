@@ -242,7 +242,8 @@ class Bootstrapper {
   std::vector<Ciphertext> functional_circuit(const Evaluator& ev, const Ciphertext& ct, const RelinKey& relin,
                                              const BootstrapKeys& keys, const std::vector<std::vector<double>>& tables,
                                              BootstrapTimings* timings, bool imaginary_too) const;
-  const LinearTransform& functional_first_stc(double encoding_scale) const;
+  // The first transform at this encoding scale, and whether the cache keeps it.
+  std::pair<std::shared_ptr<const LinearTransform>, bool> functional_first_stc(double encoding_scale) const;
   mutable std::once_flag functional_once_;
   mutable std::shared_ptr<const FunctionalParts> functional_;
   mutable std::mutex functional_mutex_;
