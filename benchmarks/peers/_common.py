@@ -46,6 +46,19 @@ def pin_threads(argv=None):
     return t
 
 
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo (the platform's processor string elsewhere)."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+    return platform.processor() or "unknown"
+
+
 def int_list(s):
     return [int(x) for x in str(s).replace(" ", "").split(",") if x]
 

@@ -50,12 +50,13 @@ import argparse
 import json
 import math
 import os
-import platform
 import resource
 import statistics
 import subprocess
 import sys
 import time
+
+from _common import cpu_model
 
 PRESETS = {  # OpenFHE benchmark/src/ckks-functional-bootstrapping.cpp, arblut_configs
     4: {"q_bits": 38, "bigq_bits": 38, "scale_thi": 32, "dnum": 3, "level_budget": [4, 4], "qbfv_init_bits": 60,
@@ -88,15 +89,19 @@ def centered(v: int, p: int) -> int:
     return v - p if v > p // 2 else v
 
 
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+def fbt_keys(fhe, cc, coeffs, ckks_slots: int, p_in: int, p_out: int, bigq: int, level_budget, order: int):
+    """KeyGen, EvalFBTSetup, then the bootstrap and multiplication keys: (keys, setup s, KeyGen s,
+    evaluation keys s)."""
+    t = time.perf_counter()
+    keys = cc.KeyGen()
+    keygen_s = time.perf_counter() - t
+    t = time.perf_counter()
+    cc.EvalFBTSetup(coeffs, ckks_slots, p_in, p_out, bigq, keys.publicKey, [0, 0], level_budget, 0, 0, order)
+    setup_s = time.perf_counter() - t
+    t = time.perf_counter()
+    cc.EvalBootstrapKeyGen(keys.secretKey, ckks_slots)
+    cc.EvalMultKeyGen(keys.secretKey)
+    return keys, setup_s, keygen_s, time.perf_counter() - t
 
 
 def fbt_context(fhe, pre: dict, secret, ckks_slots: int, ring_dim: int, depth: int):
@@ -157,16 +162,7 @@ def run_one(args) -> dict:
     n = cc.GetRingDimension()
     say(f"N = {n}, depth {depth}, {values} values in {ckks_slots} CKKS slots, context {context_s:.2f} s")
 
-    t = time.perf_counter()
-    keys = cc.KeyGen()
-    keygen_pk_s = time.perf_counter() - t
-    t = time.perf_counter()
-    cc.EvalFBTSetup(coeffs, ckks_slots, p_in, p_out, bigq, keys.publicKey, [0, 0], lvlb, 0, 0, order)
-    setup_s = time.perf_counter() - t
-    t = time.perf_counter()
-    cc.EvalBootstrapKeyGen(keys.secretKey, ckks_slots)
-    cc.EvalMultKeyGen(keys.secretKey)
-    keygen_eval_s = time.perf_counter() - t
+    keys, setup_s, keygen_pk_s, keygen_eval_s = fbt_keys(fhe, cc, coeffs, ckks_slots, p_in, p_out, bigq, lvlb, order)
     keygen_s = keygen_pk_s + keygen_eval_s
     say(f"EvalFBTSetup {setup_s:.2f} s, keygen {keygen_s:.2f} s")
     moduli_bits = None
@@ -297,16 +293,9 @@ def run_sign(args) -> dict:
     cc = fbt_context(fhe, pre, secret, ckks_slots, ring_dim, depth)
     n = cc.GetRingDimension()
     say(f"N = {n}, depth {depth}, {values} values in {ckks_slots} CKKS slots")
-    t = time.perf_counter()
-    keys = cc.KeyGen()
-    keygen_pk_s = time.perf_counter() - t
-    t = time.perf_counter()
-    cc.EvalFBTSetup(coeff_mod, ckks_slots, p_digit, p_in0, bigq, keys.publicKey, [0, 0], lvlb, 0, 0, order)
-    setup_s = time.perf_counter() - t
-    t = time.perf_counter()
-    cc.EvalBootstrapKeyGen(keys.secretKey, ckks_slots)
-    cc.EvalMultKeyGen(keys.secretKey)
-    keygen_s = keygen_pk_s + time.perf_counter() - t
+    keys, setup_s, keygen_pk_s, keygen_eval_s = fbt_keys(fhe, cc, coeff_mod, ckks_slots, p_digit, p_in0, bigq,
+                                                         lvlb, order)
+    keygen_s = keygen_pk_s + keygen_eval_s
     say(f"EvalFBTSetup {setup_s:.2f} s, keygen {keygen_s:.2f} s")
 
     ep = fhe.SchemeletRLWEMP.GetElementParams(keys.secretKey, depth)

@@ -114,7 +114,8 @@ Bootstrapper::Bootstrapper(ContextPtr context, const BootstrapConfig& config)
           "EvalMod gets " + std::to_string(eval_mod_levels_) + " levels, fewer than its " +
               std::to_string(config_.double_angles) + " double angles and " + std::to_string(arcsine_depth) +
               " arcsine levels plus a cosine");
-  auto [cos, error] = detail::fit_cosine(config_, eval_mod_levels_ - config_.double_angles - arcsine_depth, 0.25);
+  cos_levels_ = eval_mod_levels_ - config_.double_angles - arcsine_depth;
+  auto [cos, error] = detail::fit_cosine(config_, cos_levels_, 0.25);
   cos_ = std::move(cos);
   cos_error_log2_ = error;
   // EvalMod runs at the scale of its own primes.

@@ -105,11 +105,9 @@ const Bootstrapper::FunctionalParts& Bootstrapper::functional_parts() const {
   std::call_once(functional_once_, [&] {
     auto parts = std::make_shared<FunctionalParts>(
         FunctionalParts{Polynomial(Basis::chebyshev, {0.0}), Polynomial(Basis::chebyshev, {0.0}), 0.0, 0, {}, {}});
-    const std::size_t arcsine_depth = config_.arcsine_degree ? ceil_log2(config_.arcsine_degree + 1) : 0;
-    const std::size_t levels = eval_mod_levels_ - config_.double_angles - arcsine_depth;
     const double quarter_turn = std::ldexp(1.0, static_cast<int>(config_.double_angles)) / 4.0;
-    auto [cos, cos_error] = detail::fit_cosine(config_, levels, 0.0);
-    auto [sin, sin_error] = detail::fit_cosine(config_, levels, quarter_turn);
+    auto [cos, cos_error] = detail::fit_cosine(config_, cos_levels_, 0.0);
+    auto [sin, sin_error] = detail::fit_cosine(config_, cos_levels_, quarter_turn);
     parts->fit_error_log2 = std::max(cos_error, sin_error);
     const std::size_t depth = std::max(cos.depth(), sin.depth());
     parts->cos = std::move(cos);
@@ -122,16 +120,13 @@ const Bootstrapper::FunctionalParts& Bootstrapper::functional_parts() const {
     // user's lowest levels, keeping the scale.
     const auto& q = context_->params().q_primes();
     const bool sparse = 2 * slots_ <= context_->slots();
-    if (config_.stc_first) {
-      parts->first_stc = std::move(bootstrap::slots_to_coeffs(slots_, config_.stc_levels, sparse).front());
-      for (std::size_t i = 1; i < stc_.size(); ++i)
-        parts->stc_rest.emplace_back(std::shared_ptr<const void>(), &stc_[i]);  // not owned: the member's
-      functional_ = std::move(parts);
-      return;
-    }
     std::vector<bootstrap::Diagonals> stc = bootstrap::slots_to_coeffs(slots_, config_.stc_levels, sparse);
     parts->first_stc = std::move(stc.front());
     for (std::size_t i = 1; i < stc.size(); ++i) {
+      if (config_.stc_first) {
+        parts->stc_rest.emplace_back(std::shared_ptr<const void>(), &stc_[i]);  // not owned: the member's
+        continue;
+      }
       const std::size_t level = config_.stc_levels - i;
       parts->stc_rest.push_back(std::make_shared<const LinearTransform>(
           context_, stc[i], level, static_cast<double>(q[level]), stc_.at(i).baby_steps()));

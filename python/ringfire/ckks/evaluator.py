@@ -229,7 +229,7 @@ class Evaluator(EvaluatorBase):
         if a.is_complex:
             raise ValueError(f"[{op}] the slots must hold real integers; this ciphertext holds complex values "
                              "(lut_pair looks up two real vectors packed as a + ib)")
-        native, tables, boot, relin = self._lookup_setup(a, functions, modulus, signed, keys, op)
+        native, tables, boot, relin = self._lookup_setup(a, a.level, functions, modulus, signed, keys, op)
         outs, times = call_with_evaluator(self._ev, native.functional_bootstrap, a._native, relin, boot, tables,
                                           timed=timings is not None)
         if timings is not None:
@@ -250,10 +250,7 @@ class Evaluator(EvaluatorBase):
                                  "imaginary parts of one)")
         x, y = a._aligned(b)
         packed = self._ev.add(x, self._ev.multiply_by_i(y, False))
-        native, tables, boot, relin = self._lookup_setup(a, [function], modulus, signed, keys, op)
-        if packed.level < native.functional_input_level_min:
-            raise ValueError(f"[{op}] the inputs are at level {packed.level}; a lookup needs level "
-                             f"{native.functional_input_level_min} or above")
+        native, tables, boot, relin = self._lookup_setup(a, packed.level, [function], modulus, signed, keys, op)
         first, second, times = call_with_evaluator(self._ev, native.functional_bootstrap_pair, packed, relin, boot,
                                                    tables, timed=timings is not None)
         if timings is not None:
@@ -269,14 +266,16 @@ class Evaluator(EvaluatorBase):
         1 where a > b, 0 where equal, -1 where a < b."""
         return lookup.integer_sign(self, x, bits, digit_bits)
 
-    def _lookup_setup(self, a: Ciphertext, functions, modulus, signed, keys, op):
+    def _lookup_setup(self, a: Ciphertext, level: int, functions, modulus, signed, keys, op):
+        """The tables, the circuit and the keys for a lookup whose circuit starts at ``level``
+        (the input's, or the pair's once aligned), refused below SlotsToCoeffs' levels."""
         if callable(functions) or isinstance(functions, np.ndarray) or not len(functions):
             raise TypeError(f"[{op}] luts takes a non-empty list of functions or tables (lut takes one)")
         tables = [lookup.table_of(f, modulus, signed=signed, op=op) for f in functions]
         native = self._context._native_bootstrapper(op)
         floor = native.functional_input_level_min
-        if a.level < floor:
-            raise ValueError(f"[{op}] the input is at level {a.level}; a lookup runs SlotsToCoeffs on levels "
+        if level < floor:
+            raise ValueError(f"[{op}] the input is at level {level}; a lookup runs SlotsToCoeffs on levels "
                              f"{floor}..1 first, so it needs level {floor} or above")
         keyset = keys or a.keys or self._keyset()
         return (native, tables, keyset.require_bootstrap(op)._on(a.device), keyset.require_relin(op)._on(a.device))

@@ -223,6 +223,7 @@ class Bootstrapper {
   ContextPtr context_;
   BootstrapConfig config_;
   std::size_t slots_, eval_mod_levels_ = 0;
+  std::size_t cos_levels_ = 0;  // EvalMod's levels left to its cosine (functional bootstrapping fits there too)
   Polynomial cos_;
   double cos_error_log2_ = 0.0, eval_mod_scale_ = 0.0, stc_input_scale_ = 0.0;
   std::vector<LinearTransform> cts_, stc_;
