@@ -171,6 +171,12 @@ def test_wrong_inputs_are_refused_with_the_reason(toy):
     with pytest.raises(ValueError, match="reserve no levels for bootstrapping"):
         ev_plain = plain.evaluator(plain.keygen()[1])
         ev_plain.lut(plain.encrypt(np.zeros(plain.slots), plain.keygen()[1]), [0.0, 1.0], modulus=2)
+    # A ciphertext of another context is refused by name, not by its level.
+    with pytest.raises(ValueError, match="comes from a different context"):
+        ev.lut(plain.encrypt(np.zeros(plain.slots), plain.keygen()[1]), [0.0, 1.0], modulus=2)
+    # The secret key is not an evaluation key set.
+    with pytest.raises(TypeError, match="the secret key stays with its holder"):
+        ev.lut(ct, [0.0, 1.0], modulus=2, keys=sk)
 
 
 def test_sparse_packing_is_refused():
@@ -178,6 +184,8 @@ def test_sparse_packing_is_refused():
     sk, keys = ctx.keygen(bootstrap=True)
     with pytest.raises(ValueError, match="needs full packing"):
         ctx.evaluator(keys).lut(ctx.encrypt(np.zeros(ctx.slots), keys), [0.0, 1.0], modulus=2)
+    with pytest.raises(ValueError, match="needs full packing"):
+        rf.ckks.lookup.output_level(ctx, 16)  # asked first, it says the same
 
 
 @pytest.mark.skipif(not rf.cuda_available(), reason="no CUDA backend or GPU in this build/machine")

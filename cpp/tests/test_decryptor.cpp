@@ -5,6 +5,7 @@
 // the scratch copy of m + e never returns to the pool unwiped.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <random>
@@ -139,6 +140,35 @@ TEST(Decryptor, CarriedEstimatesFollowTheMeasuredNoise) {
     const auto d = k.decrypt(*c, DecryptionNoise::estimate);
     EXPECT_NEAR(c->noise_bits(), d.noise_bits, 2.0) << "level " << c->level();
   }
+}
+
+// Evaluator::restore_imaginary_noise: a ciphertext whose real parts carry
+// more error than its imaginary parts (as after x + conj(x)) gets noise of
+// its estimate there, which decryption then measures; its real parts stay.
+TEST(Decryptor, NoisePutBackInTheImaginaryPartsIsMeasured) {
+  Keys& k = keys();
+  const auto z = real_values(k.ctx->slots(), 9);
+  Ciphertext c = k.encrypt(z, 2);
+  const auto before = k.decrypt(c, DecryptionNoise::insecure_exact);
+  c.set_noise_bits(c.noise_bits() + 6.0);  // what the real parts would hold
+  Ciphertext again = c.clone();
+  k.ev.restore_imaginary_noise(c);
+  k.ev.restore_imaginary_noise(again);
+  EXPECT_FALSE(c.is_complex());
+  EXPECT_NEAR(c.noise_bits(), before.noise_bits + 6.0, 1.0);
+  const auto after = k.decrypt(c, DecryptionNoise::estimate);
+  ASSERT_TRUE(after.measured);
+  EXPECT_NEAR(after.noise_bits, c.noise_bits(), 0.3);
+  const auto raw = k.decrypt(c, DecryptionNoise::insecure_exact);
+  double moved = 0.0;
+  for (std::size_t j = 0; j < z.size(); ++j) moved = std::max(moved, std::abs(raw.slots[j].real() - before.slots[j].real()));
+  EXPECT_LT(moved, 0x1p-36);  // the plaintext's rounding only, at scale 2^40
+  // Seeded by the ciphertext: the same words, the same draw.
+  EXPECT_TRUE(std::equal(c.data(), c.data() + 2 * c.poly_words(), again.data()));
+  std::vector<Complex> w = z;
+  w[0] = Complex(0.0, 1.0);
+  Ciphertext complex_data = k.encrypt(w, 2);
+  expect_invalid([&] { k.ev.restore_imaginary_noise(complex_data); }, "applies to real ciphertexts");
 }
 
 TEST(Decryptor, NoiseOnlyResultsAreRefused) {

@@ -438,7 +438,14 @@ void bind_ckks(nb::module_& m) {
       .def("linear_transform", &Evaluator::linear_transform, nb::arg("x"), nb::arg("transform"), nb::arg("keys"),
            nb::arg("rescale") = true, Release())
       .def("multiply_by_i", &Evaluator::multiply_by_i, nb::arg("a"), nb::arg("negative") = false, Release())
-      .def("conjugate", &Evaluator::conjugate, Release());
+      .def("conjugate", &Evaluator::conjugate, Release())
+      .def("restore_imaginary_noise",
+           [](const Evaluator& ev, const Ciphertext& a) {
+             Ciphertext out = a.clone();
+             ev.restore_imaginary_noise(out);
+             return out;
+           },
+           Release());
 
   bind_ckks_circuits(m);
   bind_ckks_bootstrap(m);

@@ -421,10 +421,14 @@ std::pair<Ciphertext, Ciphertext> Bootstrapper::bootstrap_pair(const Evaluator& 
   // they are a and b on the canonical scale.
   Ciphertext re = ev.add(out, conj);
   Ciphertext im = ev.multiply_by_i(ev.sub(out, conj), true);
+  // 2 Re z and 2 Im z hold up to twice out's error in their coefficients (one
+  // bit), read at twice its scale: the same error in value. The split cancels
+  // their imaginary parts' noise, which decryption measures: put it back.
   for (Ciphertext* c : {&re, &im}) {
     c->set_scale(canonical);
     c->set_complex(false);
-    c->set_noise_bits(out.noise_bits());
+    c->set_noise_bits(out.noise_bits() + 1.0);
+    ev.restore_imaginary_noise(*c);
   }
   return {std::move(re), std::move(im)};
 }

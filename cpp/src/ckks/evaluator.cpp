@@ -2,12 +2,16 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "ringfire/arith/modular.h"
 #include "ringfire/arith/reduction.h"
 #include "ringfire/base/errors.h"
 #include "ringfire/base/op_label.h"
+#include "ringfire/base/sha256.h"
 #include "ringfire/rlwe/noise.h"
+#include "ringfire/rlwe/prng.h"
+#include "ringfire/rlwe/sampling.h"
 
 namespace ringfire::ckks {
 
@@ -41,9 +45,14 @@ double product_noise(const Ciphertext& a, const Ciphertext& b) {
 }
 
 // a times a constant c encoded at `scale` (|round(c * scale)| ~ |c| scale):
-// c e_a plus the constant's rounding (at most 1/2) times m_a.
+// c e_a plus the constant's rounding (at most 1/2) times m_a, which an
+// integer c * scale does not have (integer weights at a scale ratio of 1, as
+// the polynomial evaluator's sums use them).
 double constant_product_noise(const Ciphertext& a, double magnitude, double scale) {
-  return noise::add(noise::scale(a.noise_bits(), magnitude * scale), std::log2(0.5 * a.scale()));
+  const double encoded = magnitude * scale;
+  const double rounding = encoded == std::round(encoded) ? -std::numeric_limits<double>::infinity()
+                                                         : std::log2(0.5 * a.scale());
+  return noise::add(noise::scale(a.noise_bits(), encoded), rounding);
 }
 
 // A's metadata with another scale (a product's).
@@ -519,6 +528,30 @@ Ciphertext Evaluator::adjust_to(const Ciphertext& a, std::size_t level) const {
 Ciphertext Evaluator::conjugate(const Ciphertext& a, const GaloisKeys& keys) const {
   const OpLabel label("ckks.conjugate");
   return apply_galois(a, context_->rlwe()->conjugation_element(), keys);
+}
+
+void Evaluator::restore_imaginary_noise(Ciphertext& a) const {
+  constexpr const char* op = "ckks.restore_imaginary_noise";
+  const OpLabel label(op);
+  check_operand(a, op);
+  require(!a.is_complex(), op, "applies to real ciphertexts (a complex one's imaginary parts are data)");
+  // Decryption measures ||e|| as sqrt(2 sum Im^2 / (N/2)) times the scale: a
+  // per-slot deviation of ||e|| / (scale sqrt 2) reads as the estimate.
+  const double sigma = std::exp2(a.noise_bits()) / a.scale() / std::sqrt(2.0);
+  if (!(sigma > 0.0) || !std::isfinite(sigma)) return;
+  const std::size_t n = a.n(), slots = n / 2;
+  std::optional<Ciphertext> download;
+  if (!a.device().is_host()) download.emplace(a.to(Device::cpu()));
+  const Ciphertext& words = download ? *download : a;
+  Prng prng = Prng::from_seed(sha256(words.poly(0), n * sizeof(u64)));
+  std::vector<double> draw(slots);
+  sample_wide_gaussian(prng, draw.data(), slots, sigma);
+  std::vector<Complex> values(slots);
+  for (std::size_t j = 0; j < slots; ++j) values[j] = Complex(0.0, draw[j]);
+  const double noise_bits = a.noise_bits();
+  add_plain_inplace(a, context_->encoder().encode(values.data(), slots, a.level(), a.scale()));
+  a.set_complex(false);          // the slots' values are still the real ones
+  a.set_noise_bits(noise_bits);  // the real parts' error is unchanged
 }
 
 }  // namespace ringfire::ckks

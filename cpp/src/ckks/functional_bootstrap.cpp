@@ -152,6 +152,10 @@ std::pair<std::shared_ptr<const LinearTransform>, bool> Bootstrapper::functional
 }
 
 std::size_t Bootstrapper::functional_output_level(std::size_t table_size) const {
+  // Every lookup asks here first, so a sparse context is refused before any work.
+  require(slots_ == context_->slots(), kOp,
+          "needs full packing (" + std::to_string(context_->slots()) + " slots); this bootstrapper packs " +
+              std::to_string(slots_) + " (sparse lookups are not built yet)");
   require(table_size >= 2 && table_size <= kMaxTable, kOp,
           "the table needs 2 to " + std::to_string(kMaxTable) + " entries, got " + std::to_string(table_size));
   const std::size_t depth = ceil_log2(table_size / 2 + 1);
@@ -200,9 +204,6 @@ std::vector<Ciphertext> Bootstrapper::functional_circuit(const Evaluator& ev, co
   require(ct.fingerprint() == context_->fingerprint(), kOp,
           "the ciphertext comes from a different context (parameter fingerprint mismatch)");
   require(ct.size() == 2, kOp, "needs a size-2 ciphertext (relinearize first), got size " + std::to_string(ct.size()));
-  require(slots_ == context_->slots(), kOp,
-          "needs full packing (" + std::to_string(context_->slots()) + " slots); this bootstrapper packs " +
-              std::to_string(slots_));
   const std::size_t p = tables.front().size(), out_level = functional_output_level(p);
   for (const auto& table : tables) {
     require(table.size() == p, kOp,
@@ -329,6 +330,7 @@ std::vector<Ciphertext> Bootstrapper::functional_circuit(const Evaluator& ev, co
     outs[i].set_noise_bits(
         noise::add(noise::add(lut_error, noise::key_switch(rlwe, out_level + 1)), noise::rounding(rlwe)));
     outs[i].set_complex(false);
+    ev.restore_imaginary_noise(outs[i]);  // Re D(z) was taken exactly
   }
   return outs;
 }

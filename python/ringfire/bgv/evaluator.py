@@ -57,7 +57,7 @@ class Evaluator(EvaluatorBase):
         return self._wrap(x, a), self._wrap(y, b)
 
     def swap_rows(self, a: Ciphertext, keys: KeySet | None = None) -> Ciphertext:
-        galois = (keys or self._keyset()).require_galois(f"{self._op}.swap_rows")
+        galois = self._keyset(keys).require_galois(f"{self._op}.swap_rows")
         return self._wrap(self._ev.swap_rows(a._native, galois._on(a.device)), a)
 
     def _centred(self, value) -> int:

@@ -106,7 +106,7 @@ class Evaluator(EvaluatorBase):
         and two passes over the data (about 15-20 % of a multiply at N = 2^16).
         ``a * b`` on ciphertexts uses it.
         """
-        relin = (keys or self._keyset()).require_relin("ckks.relinearize_rescale")
+        relin = self._keyset(keys).require_relin("ckks.relinearize_rescale")
         return self._wrap(self._ev.relinearize_rescale(a._native, relin._on(a.device)), a)
 
     def adjust_to(self, a: Ciphertext, level: int) -> Ciphertext:
@@ -114,8 +114,19 @@ class Evaluator(EvaluatorBase):
         return self._wrap(self._ev.adjust_to(a._native, int(level)), a)
 
     def conjugate(self, a: Ciphertext, keys: KeySet | None = None) -> Ciphertext:
-        galois = (keys or self._keyset()).require_galois("ckks.conjugate")
+        galois = self._keyset(keys).require_galois("ckks.conjugate")
         return self._wrap(self._ev.conjugate(a._native, galois._on(a.device)), a)
+
+    def restore_imaginary_noise(self, a: Ciphertext) -> Ciphertext:
+        """``a`` with Gaussian noise of its estimated error added to the imaginary parts of
+        its slots only, for a real result whose real part you took exactly (``x + conj(x)``):
+        that cancels the imaginary parts' noise, from which decryption sizes the noise it adds
+        to hide the key. Lookups and ``bootstrap_pair`` do it themselves (docs/security.md,
+        "Where the measurement misses"). The real parts do not change."""
+        if a.is_complex:
+            raise ValueError("[ckks.restore_imaginary_noise] applies to real ciphertexts (a complex one's "
+                             "imaginary parts are data)")
+        return self._wrap(self._ev.restore_imaginary_noise(a._native), a)
 
     # ---- circuits -------------------------------------------------------------------
     def evaluate_polynomial(self, a: Ciphertext, polynomial, *, basis: str = "chebyshev", interval=(-1.0, 1.0),
@@ -130,7 +141,7 @@ class Evaluator(EvaluatorBase):
             raise ValueError(f"[ckks.evaluate_polynomial] the polynomial needs {polynomial.depth} levels, the "
                              f"ciphertext has {a.level}" + (" (bootstrap it first)" if self._context.can_bootstrap
                                                             else ""))
-        relin = (keys or a.keys or self._keyset()).require_relin("ckks.evaluate_polynomial")._on(a.device)
+        relin = self._keyset(keys, a).require_relin("ckks.evaluate_polynomial")._on(a.device)
         return self._wrap(self._ev.evaluate_polynomial(a._native, polynomial._native, relin,
                                                        0.0 if scale is None else float(scale)), a)._bounded(
             magnitude.polynomial(a._bound, polynomial), "ckks.evaluate_polynomial")
@@ -145,7 +156,7 @@ class Evaluator(EvaluatorBase):
         if a.level != transform.level:
             raise ValueError(f"[ckks.linear_transform] the transform was built for level {transform.level}, the "
                              f"ciphertext is at level {a.level}: build it with level={a.level} or mod_switch")
-        galois = (keys or a.keys or self._keyset()).require_galois("ckks.linear_transform")
+        galois = self._keyset(keys, a).require_galois("ckks.linear_transform")
         slots = self._context.slots
         missing = sorted({r % slots for r in transform.rotations()} - {0} - set(galois.rotations()))
         if missing:
@@ -184,7 +195,7 @@ class Evaluator(EvaluatorBase):
         self._warn_if_scale_too_large(a, bound)
         if iterations == 2 and bound != 1:
             raise ValueError("[ckks.bootstrap] bound= applies to one iteration only (Meta-BTS refreshes |x| <= 1)")
-        keyset = keys or a.keys or self._keyset()
+        keyset = self._keyset(keys, a)
         boot = keyset.require_bootstrap("ckks.bootstrap")._on(a.device)
         relin = keyset.require_relin("ckks.bootstrap")._on(a.device)
         if iterations == 2:
@@ -215,7 +226,10 @@ class Evaluator(EvaluatorBase):
         integers within an error well below 1/2; the error is carried, not rounded away
         (``lookup.error_gain``). Needs full packing, an input at level ``stc_levels`` or
         above and ``keygen(bootstrap=True)``'s keys. ``timings``: receives each phase's
-        seconds (``slots_to_coeffs``, ``mod_raise``, ``coeffs_to_slots``, ``eval_lut``)."""
+        seconds (``slots_to_coeffs``, ``mod_raise``, ``coeffs_to_slots``, ``eval_lut``).
+        The result's imaginary parts carry noise of its estimated error, put back after the
+        circuit takes the real part exactly, so that decryption masks the real parts' error
+        (docs/security.md, "Where the measurement misses")."""
         return self.luts(a, [function], modulus=modulus, signed=signed, keys=keys, timings=timings)[0]
 
     def luts(self, a: Ciphertext, functions, *, modulus: int, signed: bool = False, keys: KeySet | None = None,
@@ -272,12 +286,15 @@ class Evaluator(EvaluatorBase):
         if callable(functions) or isinstance(functions, np.ndarray) or not len(functions):
             raise TypeError(f"[{op}] luts takes a non-empty list of functions or tables (lut takes one)")
         tables = [lookup.table_of(f, modulus, signed=signed, op=op) for f in functions]
+        if a._context is not self._context and a._context.fingerprint != self._context.fingerprint:
+            raise ValueError(f"[{op}] the ciphertext comes from a different context than this evaluator's "
+                             "(parameter fingerprint mismatch)")
         native = self._context._native_bootstrapper(op)
         floor = native.functional_input_level_min
         if level < floor:
             raise ValueError(f"[{op}] the input is at level {level}; a lookup runs SlotsToCoeffs on levels "
                              f"{floor}..1 first, so it needs level {floor} or above")
-        keyset = keys or a.keys or self._keyset()
+        keyset = self._keyset(keys, a)
         return (native, tables, keyset.require_bootstrap(op)._on(a.device), keyset.require_relin(op)._on(a.device))
 
     # ---- comparisons (composite polynomials; ringfire.ckks.comparison) ----------------
@@ -323,7 +340,9 @@ class Evaluator(EvaluatorBase):
         """Two real-valued ciphertexts refreshed by one bootstrap (half the work of
         two): a + i b is bootstrapped and split again with one conjugation. Returns
         ``(a', b')`` at ``ctx.max_level`` on its canonical scale. Operands at
-        different levels are aligned first; complex-valued ones are refused.
+        different levels are aligned first; complex-valued ones are refused. The split
+        cancels the halves' imaginary noise, so each gets noise of its estimated error put
+        back there (docs/security.md, "Where the measurement misses").
         ``bound``: as for :meth:`bootstrap` (``|a + i b| <= bound``)."""
         for c in (a, b):
             if not isinstance(c, Ciphertext):
@@ -332,7 +351,7 @@ class Evaluator(EvaluatorBase):
                 raise ValueError("[ckks.bootstrap_pair] both ciphertexts must hold real values (the pair travels "
                                  "as the real and imaginary parts of one); bootstrap complex data on its own")
         native = self._context._native_bootstrapper("ckks.bootstrap")
-        keyset = keys or a.keys or self._keyset()
+        keyset = self._keyset(keys, a)
         boot = keyset.require_bootstrap("ckks.bootstrap")._on(a.device)
         relin = keyset.require_relin("ckks.bootstrap")._on(a.device)
         bound = _check_bound(bound, "ckks.bootstrap_pair")

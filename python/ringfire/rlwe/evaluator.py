@@ -43,10 +43,18 @@ class EvaluatorBase:
         out = self._wrap(native, a)
         return out._set_shape(broadcast(f"{self._op}.evaluator", a.shape, b.shape, True))
 
-    def _keyset(self) -> KeySet:
-        if self._keys is None:
+    def _keyset(self, keys=None, a=None) -> KeySet:
+        """The keys an operation uses: ``keys=`` if given, else the operand's, else the
+        evaluator's; anything but a KeySet is refused by name."""
+        chosen = keys or (a.keys if a is not None else None) or self._keys
+        if chosen is None:
             raise ValueError(f"[{self._op}.Evaluator] this operation needs keys: ctx.evaluator(keys)")
-        return self._keys
+        if not isinstance(chosen, KeySet):
+            hint = (": the secret key stays with its holder; pass the evaluation keys"
+                    if type(chosen).__name__ == "SecretKey" else "")
+            raise TypeError(f"[{self._op}.Evaluator] keys= takes the KeySet that ctx.keygen() returns second, got "
+                            f"{type(chosen).__name__}{hint}")
+        return chosen
 
     @staticmethod
     def _set(target, result):
@@ -73,7 +81,7 @@ class EvaluatorBase:
 
     def relinearize(self, a, keys: KeySet | None = None):
         """Size 3 -> 2 with the relinearization key."""
-        relin = (keys or self._keyset()).require_relin(f"{self._op}.relinearize")
+        relin = self._keyset(keys).require_relin(f"{self._op}.relinearize")
         return self._wrap(self._ev.relinearize(a._native, relin._on(a.device)), a)
 
     def mod_switch(self, a, level: int | None = None):
@@ -89,21 +97,21 @@ class EvaluatorBase:
         """Slots left by ``steps`` (negative: right); composed from keyed steps when
         ``steps`` has no key of its own (:meth:`rotation_plan`)."""
         op = f"{self._op}.rotate"
-        galois = (keys or self._keyset()).require_galois(op)
+        galois = self._keyset(keys).require_galois(op)
         return self._wrap(self._ev.rotate(a._native, check_steps(op, steps), galois._on(a.device)), a)
 
     def rotate_many(self, a, steps, keys: KeySet | None = None) -> list:
         """Several rotations of one ciphertext sharing one ModUp (hoisting); each step
         needs its own Galois key."""
         op = f"{self._op}.rotate_many"
-        galois = (keys or self._keyset()).require_galois(op)
+        galois = self._keyset(keys).require_galois(op)
         return [self._wrap(c, a) for c in self._ev.rotate_many(a._native, [check_steps(op, s) for s in steps],
                                                                galois._on(a.device))]
 
     def rotation_plan(self, steps: int, keys: KeySet | None = None) -> list[int]:
         """The keyed steps ``rotate`` would apply for ``steps``."""
         op = f"{self._op}.rotate"
-        galois = (keys or self._keyset()).require_galois(op)
+        galois = self._keyset(keys).require_galois(op)
         return list(self._ev.rotation_plan(check_steps(op, steps), galois._native))
 
     # ---- in-place forms ------------------------------------------------------------

@@ -122,6 +122,18 @@ class Evaluator : public RlweEvaluator {
   // Complex conjugation of every slot (the Galois element 2N - 1).
   Ciphertext conjugate(const Ciphertext& a, const GaloisKeys& keys) const;
 
+  // For a real ciphertext whose real part was just taken exactly (x + conj(x):
+  // a lookup's output, a pair's halves): that cancels the imaginary parts'
+  // noise but not the real parts', and decryption measures the noise it adds
+  // from the imaginary parts (decryptor.h), so it would add too little to
+  // hide the real parts' error. Adds Gaussian noise of the ciphertext's
+  // estimated error (noise_bits) to the imaginary parts only: the real parts
+  // do not change, and later operations carry it as they carry the real
+  // parts' error. The draw is seeded by a hash of the ciphertext's first limb:
+  // it is public (it hides nothing itself; it sizes the decryptor's fresh
+  // noise), differs between ciphertexts, and is the same on CPU and GPU.
+  void restore_imaginary_noise(Ciphertext& a) const;
+
  private:
   void check_pair(const Ciphertext& a, const Ciphertext& b, const char* op) const;
   void check_same_scale(double a, double b, const char* op) const;
