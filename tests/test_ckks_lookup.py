@@ -177,15 +177,28 @@ def test_wrong_inputs_are_refused_with_the_reason(toy):
     # The secret key is not an evaluation key set.
     with pytest.raises(TypeError, match="the secret key stays with its holder"):
         ev.lut(ct, [0.0, 1.0], modulus=2, keys=sk)
+    with pytest.raises(TypeError, match=r"ctx.evaluator\(keys\) takes the KeySet"):
+        ctx.evaluator(sk)
 
 
-def test_sparse_packing_is_refused():
-    ctx = toy_context(slots=256)
+@pytest.mark.parametrize("n", [256, 16])
+def test_sparse_packing_looks_up_periodic_vectors(n):
+    """n slots (vectors that repeat with period n, as a sparse bootstrap reads them): every
+    residue of a table, alone and as a pair, against NumPy; the result repeats likewise."""
+    ctx = toy_context(slots=n)
     sk, keys = ctx.keygen(bootstrap=True)
-    with pytest.raises(ValueError, match="needs full packing"):
-        ctx.evaluator(keys).lut(ctx.encrypt(np.zeros(ctx.slots), keys), [0.0, 1.0], modulus=2)
-    with pytest.raises(ValueError, match="needs full packing"):
-        rf.ckks.lookup.output_level(ctx, 16)  # asked first, it says the same
+    ev = ctx.evaluator(keys)
+    rng = np.random.default_rng(n)
+    table = rng.uniform(-1, 1, 16)
+    m, m2 = rng.permutation(np.resize(np.arange(16), n)), rng.integers(0, 16, n)
+    tile = lambda v: np.tile(v, ctx.slots // n).astype(float)  # noqa: E731
+    ct, ct2 = ctx.encrypt(tile(m), keys), ctx.encrypt(tile(m2), keys)
+    assert rf.ckks.lookup.output_level(ctx, 16) == ctx.max_level
+    out = ev.lut(ct, table, modulus=16)
+    assert -math.log2(np.abs(decrypt(ctx, sk, out) - tile(table[m])).max()) > 22
+    fa, fb = ev.lut_pair(ct, ct2, table, modulus=16)
+    assert -math.log2(np.abs(decrypt(ctx, sk, fa) - tile(table[m])).max()) > 22
+    assert -math.log2(np.abs(decrypt(ctx, sk, fb) - tile(table[m2])).max()) > 22
 
 
 @pytest.mark.skipif(not rf.cuda_available(), reason="no CUDA backend or GPU in this build/machine")
@@ -254,6 +267,46 @@ def test_the_sign_of_wide_integers_by_digits(toy, bits, digit_bits):
     x[:6] = [-half, half - 1, 0, 1, -1, 0]
     out = ev.sign_integer(ctx.encrypt(x.astype(float), keys), bits=bits, digit_bits=digit_bits)
     np.testing.assert_allclose(decrypt(ctx, sk, out), np.sign(x), atol=2**-16)
+
+
+@pytest.mark.parametrize("bits,shift,digit_bits", [(12, 4, 4), (16, 7, 4), (10, 9, 4), (14, 6, 3)])
+def test_floor_division_of_wide_integers_by_digits(toy, bits, shift, digit_bits):
+    """floor(x / 2^shift) against NumPy's, exactly, extremes and the boundaries of every
+    quotient included (the rescaling of fixed-point integers)."""
+    ctx, sk, keys, ev = toy
+    rng = np.random.default_rng(100 * bits + shift)
+    half = 2 ** (bits - 1)
+    x = rng.integers(-half, half, ctx.slots)
+    x[:8] = [-half, half - 1, 0, -1, 1, 2**shift, 2**shift - 1, -(2**shift)]
+    ct = ctx.encrypt(x.astype(float), keys)
+    out = ev.floor_divide(ct, shift, bits=bits, digit_bits=digit_bits)
+    assert out.level == ct.level
+    got = decrypt(ctx, sk, out)
+    np.testing.assert_array_equal(np.round(got), np.floor_divide(x, 2**shift))
+    assert np.abs(got - np.floor_divide(x, 2**shift)).max() < 2**-12
+
+
+def test_a_fixed_point_product_rescaled():
+    """Two values with 4 fractional bits multiply into 8; floor_divide by 2^4 brings the
+    product back to 4, as plaintext fixed-point arithmetic does."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the toy ring, two user levels longer: a product stays above 3
+        options = dict(rf.ckks.PRESETS["N12_BOOT_INSECURE"])
+        options["coeff_bits"] = [60] + [40] * 5 + options["coeff_bits"][4:]
+        options["dnum"] = -(-len(options["coeff_bits"]) // 3)
+        ctx = rf.ckks.Context(**options, insecure_deterministic_seed=SEED)
+        sk, keys = ctx.keygen(bootstrap=True)
+    ev = ctx.evaluator(keys)
+    rng = np.random.default_rng(29)
+    a, b = rng.integers(-64, 64, ctx.slots), rng.integers(-64, 64, ctx.slots)
+    product = ctx.encrypt(a.astype(float), keys) * ctx.encrypt(b.astype(float), keys)
+    out = ev.floor_divide(product, 4, bits=13)
+    np.testing.assert_array_equal(np.round(decrypt(ctx, sk, out)), np.floor_divide(a * b, 16))
+    with pytest.raises(ValueError, match=r"shift must be an integer in \[1, bits - 1\]"):
+        ev.floor_divide(product, 13, bits=13)
+    assert product.level == 4
+    with pytest.raises(ValueError, match="needs level 3 or above"):
+        ev.floor_divide(ev.adjust_to(product, 2), 4, bits=13)
 
 
 def test_integer_comparison_and_exact_division(toy):

@@ -80,3 +80,14 @@ def test_keyswitch_kernel_timings_run_and_refuse_bad_kernels():
         _core.time_keyswitch_kernel(1 << 10, 4, 1, "ntt", 2, 40)
     with pytest.raises(ValueError, match="terms and limbs"):
         _core.time_keyswitch_kernel(1 << 10, 0, 1, "sub", 2, 40)
+
+
+def test_bench_fbs_sparse_lookup_sign_and_floor_on_the_toy_ring():
+    """`ringfire bench fbs` with sparse packing, signs and floor division: every slot right."""
+    report = json.loads(run("bench", "fbs", "--preset", "N12_BOOT_INSECURE", "--tables", "16", "--slots", "16",
+                            "--sign-bits", "8", "--floor", "10,4", "--json"))
+    rows = {(r["table"], r["measure"]): r["value"] for r in report["results"]}
+    assert rows[("floor 10-bit / 2^4", "wrong slots (|error| >= 1/2)")] == 0
+    assert rows[("sign 8-bit", "wrong slots (|error| >= 1/2)")] == 0
+    assert rows[(16, "precision min")] > 20 and rows[(16, "precision min, default decryption")] > 18
+    assert rows[(16, "per slot")] == pytest.approx(rows[(16, "lookup")] / 16 * 1e3)

@@ -94,3 +94,6 @@ def test_a_real_part_taken_by_hand_gets_its_noise_back(toy):
     check_masked(ctx, sk, ev.restore_imaginary_noise(folded), 2 * x)
     with pytest.raises(ValueError, match="applies to real ciphertexts"):
         ev.restore_imaginary_noise(ctx.encrypt(np.full(ctx.slots, 1j), keys))
+    for wrong in (None, sk, ctx.encode(x)):
+        with pytest.raises(TypeError, match="expected a Ciphertext"):
+            ev.restore_imaginary_noise(wrong)

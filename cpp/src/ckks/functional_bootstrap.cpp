@@ -16,6 +16,8 @@
 //   2. ModRaise (encapsulated, as in bootstrap.h) and CoeffsToSlots: the
 //      slots hold y = t / (K q_0), for the real half of the coefficients
 //      (real inputs leave the imaginary half at 0; it is not computed);
+//      sparse packing (n slots) takes the bootstrap's trace first and fills
+//      the zero half of every 2n slots after, so y repeats with period n;
 //   3. z = cos(2 pi K y / 2^r) + i sin(2 pi K y / 2^r), two Chebyshev fits
 //      sharing their powers, then r squarings: z = exp(2 pi i t / q_0);
 //   4. D(z) / 2 and its conjugate added: Re D(z) = f(m), then moved onto
@@ -118,9 +120,11 @@ const Bootstrapper::FunctionalParts& Bootstrapper::functional_parts() const {
     // SlotsToCoeffs already runs first, else the same diagonals (and baby
     // steps: the same rotations, whose keys exist at higher levels) at the
     // user's lowest levels, keeping the scale.
+    // The first transform reads the user's n-periodic slots as they are (not
+    // the bootstrap's [re; im] repacking of a sparse EvalMod output): a real
+    // input then leaves the imaginary coefficients at 0, as with full packing.
     const auto& q = context_->params().q_primes();
-    const bool sparse = 2 * slots_ <= context_->slots();
-    std::vector<bootstrap::Diagonals> stc = bootstrap::slots_to_coeffs(slots_, config_.stc_levels, sparse);
+    std::vector<bootstrap::Diagonals> stc = bootstrap::slots_to_coeffs(slots_, config_.stc_levels, false);
     parts->first_stc = std::move(stc.front());
     for (std::size_t i = 1; i < stc.size(); ++i) {
       if (config_.stc_first) {
@@ -152,10 +156,6 @@ std::pair<std::shared_ptr<const LinearTransform>, bool> Bootstrapper::functional
 }
 
 std::size_t Bootstrapper::functional_output_level(std::size_t table_size) const {
-  // Every lookup asks here first, so a sparse context is refused before any work.
-  require(slots_ == context_->slots(), kOp,
-          "needs full packing (" + std::to_string(context_->slots()) + " slots); this bootstrapper packs " +
-              std::to_string(slots_) + " (sparse lookups are not built yet)");
   require(table_size >= 2 && table_size <= kMaxTable, kOp,
           "the table needs 2 to " + std::to_string(kMaxTable) + " entries, got " + std::to_string(table_size));
   const std::size_t depth = ceil_log2(table_size / 2 + 1);
@@ -264,14 +264,26 @@ std::vector<Ciphertext> Bootstrapper::functional_circuit(const Evaluator& ev, co
                     keys.from_sparse);
   end_phase(&BootstrapTimings::mod_raise);
   x.set_scale(eval_mod_scale_);
+  // Sparse packing (n slots): the trace onto the n-periodic subring, as the
+  // bootstrap takes it, keeps the 2n coefficients SlotsToCoeffs wrote.
+  const std::size_t slots = context_->slots();
+  for (std::size_t step = slots_; step < slots; step *= 2)
+    x = ev.add(x, ev.rotate(x, static_cast<long long>(step), keys.galois));
   for (std::size_t i = 0; i + 1 < cts_.size(); ++i)
     x = ev.linear_transform(x, resident_on(cts_[i], device), keys.galois, true);
   x = ev.linear_transform(x, resident_on(cts_.back(), device), keys.galois, false);
   // The real part's coefficients (and, for a pair, the imaginary part's).
+  // Sparse, CoeffsToSlots leaves each half in the first n of every 2n slots
+  // and zeros after them: one rotation by n fills the zeros, so the table
+  // reads an n-periodic vector and its result repeats as the input did.
   const Ciphertext conj = ev.conjugate(x, keys.galois);
   std::vector<Ciphertext> ys;
-  ys.push_back(ev.rescale(ev.add(x, conj)));
-  if (imaginary_too) ys.push_back(ev.rescale(ev.multiply_by_i(ev.sub(x, conj), true)));
+  ys.push_back(ev.add(x, conj));
+  if (imaginary_too) ys.push_back(ev.multiply_by_i(ev.sub(x, conj), true));
+  for (Ciphertext& y : ys) {
+    if (2 * slots_ <= slots) y = ev.add(y, ev.rotate(y, -static_cast<long long>(slots_), keys.galois));
+    y = ev.rescale(y);
+  }
   end_phase(&BootstrapTimings::coeffs_to_slots);
 
   // 3. z = exp(2 pi i K y / 2^r), squared r times. Every power of z from here

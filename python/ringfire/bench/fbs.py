@@ -10,7 +10,10 @@ in bits against the plaintext table (mean and minimum over all slots; the minimu
 after the default decryption, whose added noise masks the key), the level it
 lands on and the table's error gain; then four tables of the same input in one
 functional bootstrap (``ev.luts``), and two inputs packed as ``a + ib`` (``ev.lut_pair``);
-with ``sign_bits``, the sign of wider integers by digits (``ev.sign_integer``).
+with ``sign_bits``, the sign of wider integers by digits (``ev.sign_integer``); with
+``floor = (bits, shift)``, their floor division by ``2^shift`` (``ev.floor_divide``); with
+``slots``, a context of that many slots (sparse packing: every vector repeats with that
+period, and the per-slot figures divide by it).
 A plain bootstrap of the same ciphertext is timed
 in the same run, so the ratio between the two reads on any machine.
 """
@@ -27,7 +30,7 @@ import numpy as np
 
 
 def bench_fbs(preset: str = "N16_BOOT", tables=(16, 256), repeat: int = 1, device: str = "cpu",
-              quiet: bool = False, sign_bits=()) -> list[dict]:
+              quiet: bool = False, sign_bits=(), slots: int | None = None, floor=()) -> list[dict]:
     from .. import ckks
     from ..ckks import lookup
 
@@ -56,7 +59,10 @@ def bench_fbs(preset: str = "N16_BOOT", tables=(16, 256), repeat: int = 1, devic
                 phases.setdefault(name, []).append(value)
         return statistics.median(seconds), {k: statistics.median(v) for k, v in phases.items()}, out
 
-    ctx = ckks.Context.preset(preset)
+    if floor and len(floor) != 2:
+        raise ValueError(f"[bench fbs] --floor is BITS,SHIFT (two integers), got {floor!r}")
+    ctx = ckks.Context.preset(preset, bootstrap={"slots": slots}) if slots else ckks.Context.preset(preset)
+    n = slots or ctx.slots  # the slots that hold distinct values (sparse packing: a period)
     t = time.perf_counter()
     ctx.bootstrap_plan()
     row("", "precomputation", time.perf_counter() - t, "s")
@@ -65,10 +71,10 @@ def bench_fbs(preset: str = "N16_BOOT", tables=(16, 256), repeat: int = 1, devic
     row("", "keygen (all keys)", time.perf_counter() - t, "s")
     ev = ctx.evaluator(keys.to(device) if device != "cpu" else keys)
     rng = np.random.default_rng(0)
-    say(f"{preset}: {ctx.slots} slots; keys ready")
+    say(f"{preset}: {n} slots; keys ready")
     for p in tables:
         table = rng.uniform(-1, 1, p)
-        m = rng.permutation(np.resize(np.arange(p), ctx.slots))
+        m = np.tile(rng.permutation(np.resize(np.arange(p), n)), ctx.slots // n)
         ct = ctx.encrypt(m.astype(float), keys).to(device)
         first = time.perf_counter()
         ev.lut(ct, table, modulus=p)  # the first lookup also builds its transforms
@@ -79,7 +85,7 @@ def bench_fbs(preset: str = "N16_BOOT", tables=(16, 256), repeat: int = 1, devic
         row(p, "lookup", seconds, "s")
         for name in ("slots_to_coeffs", "mod_raise", "coeffs_to_slots", "eval_lut"):
             row(p, f"  {name}", phases[name], "s")
-        row(p, "per slot", seconds / ctx.slots * 1e3, "ms")
+        row(p, "per slot", seconds / n * 1e3, "ms")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             got = ctx.decrypt(out, sk, insecure_exact=True).real
@@ -99,11 +105,11 @@ def bench_fbs(preset: str = "N16_BOOT", tables=(16, 256), repeat: int = 1, devic
             warnings.simplefilter("ignore")
             worst = max(np.abs(ctx.decrypt(o, sk, insecure_exact=True).real - t[m]).max() for o, t in zip(outs, several))
         row(p, "4 tables, precision min", float(-np.log2(worst)), "bits")
-        m2 = rng.permutation(m)
+        m2 = np.tile(rng.permutation(m[:n]), ctx.slots // n)
         ct2 = ctx.encrypt(m2.astype(float), keys).to(device)
         seconds, _, pair = timed(lambda times: ev.lut_pair(ct, ct2, table, modulus=p, timings=times))
         row(p, "2 inputs as a + ib (ev.lut_pair)", seconds, "s")
-        row(p, "  per value", seconds / (2 * ctx.slots) * 1e3, "ms")
+        row(p, "  per value", seconds / (2 * n) * 1e3, "ms")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             worst = max(np.abs(ctx.decrypt(o, sk, insecure_exact=True).real - table[v]).max()
@@ -111,8 +117,9 @@ def bench_fbs(preset: str = "N16_BOOT", tables=(16, 256), repeat: int = 1, devic
         row(p, "2 inputs, precision min", float(-np.log2(worst)), "bits")
     for bits in sign_bits:
         half = 2 ** (bits - 1)
-        v = rng.integers(-half, half, ctx.slots)
-        v[:3] = [-half, 0, half - 1]
+        period = rng.integers(-half, half, n)
+        period[:3] = [-half, 0, half - 1]
+        v = np.tile(period, ctx.slots // n)
         ct = ctx.encrypt(v.astype(float), keys).to(device)
         seconds, _, out = timed(lambda times: ev.sign_integer(ct, bits=bits))
         row(f"sign {bits}-bit", "ev.sign_integer (4-bit digits)", seconds, "s")
@@ -121,7 +128,23 @@ def bench_fbs(preset: str = "N16_BOOT", tables=(16, 256), repeat: int = 1, devic
             got = ctx.decrypt(out, sk, insecure_exact=True).real
         row(f"sign {bits}-bit", "wrong slots (|error| >= 1/2)", int(np.sum(np.abs(got - np.sign(v)) >= 0.5)), "slots")
         row(f"sign {bits}-bit", "precision min", float(-np.log2(np.abs(got - np.sign(v)).max())), "bits")
-    x = ctx.encrypt(rng.uniform(-1, 1, ctx.slots), keys).to(device)
+    if floor:
+        bits, shift = floor
+        half = 2 ** (bits - 1)
+        period = rng.integers(-half, half, n)
+        period[:3] = [-half, 0, half - 1]
+        v = np.tile(period, ctx.slots // n)
+        ct = ctx.encrypt(v.astype(float), keys).to(device)
+        seconds, _, out = timed(lambda times: ev.floor_divide(ct, shift, bits=bits))
+        label = f"floor {bits}-bit / 2^{shift}"
+        row(label, "ev.floor_divide (4-bit digits)", seconds, "s")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = ctx.decrypt(out, sk, insecure_exact=True).real
+        want = np.floor_divide(v, 2**shift)
+        row(label, "wrong slots (|error| >= 1/2)", int(np.sum(np.abs(got - want) >= 0.5)), "slots")
+        row(label, "precision min", float(-np.log2(np.abs(got - want).max())), "bits")
+    x = ctx.encrypt(np.tile(rng.uniform(-1, 1, n), ctx.slots // n), keys).to(device)
     seconds, _, _ = timed(lambda times: ev.bootstrap(x, timings=times))
     row("", "plain bootstrap, same run", seconds, "s")
     row("", "peak memory", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, "GiB")

@@ -123,6 +123,8 @@ class Evaluator(EvaluatorBase):
         that cancels the imaginary parts' noise, from which decryption sizes the noise it adds
         to hide the key. Lookups and ``bootstrap_pair`` do it themselves (docs/security.md,
         "Where the measurement misses"). The real parts do not change."""
+        if not isinstance(a, Ciphertext):
+            raise TypeError(f"[ckks.restore_imaginary_noise] expected a Ciphertext, got {type(a).__name__}")
         if a.is_complex:
             raise ValueError("[ckks.restore_imaginary_noise] applies to real ciphertexts (a complex one's "
                              "imaginary parts are data)")
@@ -224,8 +226,9 @@ class Evaluator(EvaluatorBase):
         callable on integers (on ``[-p/2, p/2)`` with ``signed=True``, else on
         ``0 .. p-1``) or a sequence of ``modulus`` values. The slots must hold real
         integers within an error well below 1/2; the error is carried, not rounded away
-        (``lookup.error_gain``). Needs full packing, an input at level ``stc_levels`` or
-        above and ``keygen(bootstrap=True)``'s keys. ``timings``: receives each phase's
+        (``lookup.error_gain``). Needs an input at level ``stc_levels`` or above and
+        ``keygen(bootstrap=True)``'s keys; with sparse packing (``bootstrap={"slots": n}``)
+        it reads vectors that repeat with period n, and its result repeats likewise. ``timings``: receives each phase's
         seconds (``slots_to_coeffs``, ``mod_raise``, ``coeffs_to_slots``, ``eval_lut``).
         The result's imaginary parts carry noise of its estimated error, put back after the
         circuit takes the real part exactly, so that decryption masks the real parts' error
@@ -279,6 +282,14 @@ class Evaluator(EvaluatorBase):
         Two vectors of ``n``-bit integers compare as ``sign_integer(ev.sub(a, b), bits=n + 1)``:
         1 where a > b, 0 where equal, -1 where a < b."""
         return lookup.integer_sign(self, x, bits, digit_bits)
+
+    def floor_divide(self, x: Ciphertext, shift: int, *, bits: int, digit_bits: int = 4) -> Ciphertext:
+        """floor(x / 2^shift) for slots holding integers in ``[-2^(bits-1), 2^(bits-1))``
+        (``bits`` up to 24), exactly: the rescaling of fixed-point integers (a product of two
+        values with f fractional bits has 2f; ``floor_divide(product, f, bits=...)`` brings it
+        back). ``ceil(shift / digit_bits)`` functional bootstraps, one per digit dropped
+        (:func:`ringfire.ckks.lookup.integer_floor_divide`); the result stays on x's level."""
+        return lookup.integer_floor_divide(self, x, shift, bits, digit_bits)
 
     def _lookup_setup(self, a: Ciphertext, level: int, functions, modulus, signed, keys, op):
         """The tables, the circuit and the keys for a lookup whose circuit starts at ``level``

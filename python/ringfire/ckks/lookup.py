@@ -20,7 +20,8 @@ What a user states and gets (docs/lookup.md):
   ``ceil(log2(p/2 + 1))`` levels from what EvalMod's arcsine and
   SlotsToCoeffs would use, then from the user's levels
   (:func:`output_level` says where the result lands);
-- full packing and an input at level ``stc_levels`` or above.
+- an input at level ``stc_levels`` or above; with sparse packing (``n`` slots) a vector
+  that repeats with period ``n``, as a sparse bootstrap reads it.
 """
 
 from __future__ import annotations
@@ -103,24 +104,65 @@ def integer_sign(ev, x, bits: int, digit_bits: int = 4, op: str = "ckks.sign_int
     the division is the scale's, no level); what remains is ``floor(x / 2^(d j))``, whose
     sign a last table reads. ``ceil((bits - digit_bits) / digit_bits) + 1`` functional
     bootstraps in all (3 for 12-bit integers in 4-bit digits), each on a pair."""
+    _check_digits(bits, digit_bits, op)
+    p = 1 << digit_bits
+    if bits > digit_bits:
+        _check_digit_lands_high(x.context, p, digit_bits, op)
+    values = [x, ev.add_scalar(x, -1.0)]
+    bits += 1  # x - 1 reaches -2^(bits-1) - 1
+    while bits > digit_bits + 1:
+        values = _drop_low_digit(ev, values, p)
+        bits -= digit_bits
+    at_least_0, at_least_1 = ev.lut_pair(*values, lambda m: float(m >= 0), modulus=1 << bits, signed=True)
+    return ev.add_scalar(ev.add(at_least_0, at_least_1), -1.0)
+
+
+def integer_floor_divide(ev, x, shift: int, bits: int, digit_bits: int = 4, op: str = "ckks.floor_divide"):
+    """floor(x / 2^shift) for slots holding integers in ``[-2^(bits-1), 2^(bits-1))`` (``bits``
+    up to 24): the rescaling of fixed-point integers, exact (the result holds integers, with
+    CKKS's error). The low ``shift`` bits go a digit at a time, as in :func:`integer_sign`: a
+    table of ``2^digit_bits`` entries (a smaller one for the last, ``shift mod digit_bits``
+    bits) reads ``x mod 2^d``, which is subtracted and divided out through the scale (no level).
+    ``ceil(shift / digit_bits)`` functional bootstraps; the result stays on ``x``'s level, its
+    scale ``2^shift`` times x's (``ev.adjust_to`` lands a canonical one)."""
+    _check_digits(bits, digit_bits, op)
+    if isinstance(shift, bool) or not isinstance(shift, numbers.Integral) or not 1 <= shift < bits:
+        raise ValueError(f"[{op}] shift must be an integer in [1, bits - 1] = [1, {bits - 1}], got {shift!r}")
+    floor = x.context._native_bootstrapper(op).functional_input_level_min
+    if x.level < floor:
+        raise ValueError(f"[{op}] the input is at level {x.level}; each digit's lookup runs SlotsToCoeffs on "
+                         f"levels {floor}..1 first, so it needs level {floor} or above")
+    if shift > digit_bits:
+        _check_digit_lands_high(x.context, 1 << digit_bits, digit_bits, op)
+    values = [x]
+    while shift > 0:
+        step = min(shift, digit_bits)
+        values = _drop_low_digit(ev, values, 1 << step)
+        shift -= step
+    return values[0]
+
+
+def _check_digits(bits, digit_bits, op: str) -> None:
     for name, value, low, high in (("bits", bits, 2, 24), ("digit_bits", digit_bits, 1, 11)):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= value <= high:
             raise ValueError(f"[{op}] {name} must be an integer in [{low}, {high}], got {value!r}")
-    p = 1 << digit_bits
-    ctx = x.context
+
+
+def _check_digit_lands_high(ctx, p: int, digit_bits: int, op: str) -> None:
+    """A digit's table must land where the next digit's lookup can start."""
     floor = ctx._native_bootstrapper(op).functional_input_level_min
-    if bits > digit_bits and output_level(ctx, p) < floor:
+    if output_level(ctx, p) < floor:
         raise ValueError(f"[{op}] a table of {p} entries lands at level {output_level(ctx, p)}, below the level "
                          f"{floor} the next digit's lookup needs: use smaller digits (digit_bits < {digit_bits})")
-    a, b = x, ev.add_scalar(x, -1.0)
-    bits += 1  # x - 1 reaches -2^(bits-1) - 1
-    while bits > digit_bits + 1:
-        low_a, low_b = ev.lut_pair(a, b, lambda m: float(m % p), modulus=p)
-        a = ev.divide_by_integer(_minus(ev, a, low_a), p)  # exact: the scale's, no level
-        b = ev.divide_by_integer(_minus(ev, b, low_b), p)
-        bits -= digit_bits
-    at_least_0, at_least_1 = ev.lut_pair(a, b, lambda m: float(m >= 0), modulus=1 << bits, signed=True)
-    return ev.add_scalar(ev.add(at_least_0, at_least_1), -1.0)
+
+
+def _drop_low_digit(ev, values: list, p: int) -> list:
+    """floor(v / p) of each of one or two ciphertexts holding integers: their low digit
+    ``v mod p`` read by one lookup (both as a pair), subtracted, and divided out exactly
+    through the scale."""
+    digit = (lambda m: float(m % p))
+    lows = ev.lut_pair(*values, digit, modulus=p) if len(values) == 2 else [ev.lut(values[0], digit, modulus=p)]
+    return [ev.divide_by_integer(_minus(ev, v, low), p) for v, low in zip(values, lows)]
 
 
 def _minus(ev, x, digit):

@@ -57,7 +57,7 @@ def cmd_bench(args) -> int:
     if args.what == "fbs":
         from ..bench.fbs import bench_fbs
         rows = bench_fbs(args.preset, tables=args.tables, repeat=args.repeat or 1, device=args.device, quiet=quiet,
-                         sign_bits=args.sign_bits)
+                         sign_bits=args.sign_bits, slots=args.slots, floor=args.floor)
         _emit(args, "fbs", rows, [("table", "table", ""), ("measure", "measure", "s"), ("value", "value", ".4g"),
                                   ("unit", "unit", "s")])
         return 0
@@ -180,6 +180,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fbs: lookup-table sizes p (integers mod p in the slots; default 16,256)")
     b.add_argument("--sign-bits", type=_int_list, default=[], dest="sign_bits",
                    help="fbs: also the sign of integers this wide, by 4-bit digits (e.g. 12)")
+    b.add_argument("--floor", type=_int_list, default=[],
+                   help="fbs: also floor(x / 2^shift) of integers by digits, given as BITS,SHIFT (e.g. 16,7)")
+    b.add_argument("--slots", type=int, default=None,
+                   help="fbs: sparse packing, this many slots (a power of two below N/2; vectors repeat with it)")
     b.add_argument("--meta", action="store_true", help="bootstrap: also Meta-BTS (two iterations) and its precision")
     b.add_argument("--stc-first", action="store_true",
                    help="bootstrap: SlotsToCoeffs first, on the user's lowest levels (bootstrap={'stc_first': True})")

@@ -12,7 +12,7 @@ from .keys import KeySet
 class EvaluatorBase:
     def __init__(self, context, keys: KeySet | None = None):
         self._context = context
-        self._keys = keys
+        self._keys = self._checked_keys(keys, f"{context.scheme}.evaluator", "ctx.evaluator(keys)")
         self._ev = context._core_evaluator
         self._op = context.scheme
 
@@ -46,15 +46,21 @@ class EvaluatorBase:
     def _keyset(self, keys=None, a=None) -> KeySet:
         """The keys an operation uses: ``keys=`` if given, else the operand's, else the
         evaluator's; anything but a KeySet is refused by name."""
-        chosen = keys or (a.keys if a is not None else None) or self._keys
+        chosen = self._checked_keys(keys, f"{self._op}.Evaluator", "keys=") or \
+            (a.keys if a is not None else None) or self._keys
         if chosen is None:
             raise ValueError(f"[{self._op}.Evaluator] this operation needs keys: ctx.evaluator(keys)")
-        if not isinstance(chosen, KeySet):
-            hint = (": the secret key stays with its holder; pass the evaluation keys"
-                    if type(chosen).__name__ == "SecretKey" else "")
-            raise TypeError(f"[{self._op}.Evaluator] keys= takes the KeySet that ctx.keygen() returns second, got "
-                            f"{type(chosen).__name__}{hint}")
         return chosen
+
+    @staticmethod
+    def _checked_keys(keys, op: str, where: str):
+        """``keys`` if it is None or a KeySet; anything else refused by name."""
+        if keys is None or isinstance(keys, KeySet):
+            return keys
+        hint = (": the secret key stays with its holder; pass the evaluation keys"
+                if type(keys).__name__ == "SecretKey" else "")
+        raise TypeError(f"[{op}] {where} takes the KeySet that ctx.keygen() returns second, got "
+                        f"{type(keys).__name__}{hint}")
 
     @staticmethod
     def _set(target, result):

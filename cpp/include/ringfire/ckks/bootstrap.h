@@ -174,8 +174,9 @@ class Bootstrapper {
   // (real, within a small error), read modulo p = table.size() (2 .. 4096);
   // the result holds table[m mod p] in every slot, refreshed like a
   // bootstrap, at functional_output_level(p) on the canonical scale. Needs
-  // full packing and an input at level stc_levels or above (SlotsToCoeffs
-  // runs first, on the user's lowest levels, whatever stc_first says). The
+  // an input at level stc_levels or above (SlotsToCoeffs runs first, on the
+  // user's lowest levels, whatever stc_first says); with sparse packing (n
+  // slots) it reads an n-periodic vector and returns one. The
   // input's error e (|e| well below 1/2) is not rounded away: it reaches the
   // output times about the table's largest step (the noise estimate says it).
   Ciphertext functional_bootstrap(const Evaluator& ev, const Ciphertext& ct, const RelinKey& relin,
