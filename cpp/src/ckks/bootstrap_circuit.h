@@ -114,6 +114,26 @@ typename Ops::Value slots_to_coeffs_first(const Ops& ops, const Bootstrapper& b,
   return x;
 }
 
+// Steps 2-6 up to CoeffsToSlots' last transform, which is left unrescaled
+// (the conjugation that splits the halves runs before it, so its key
+// switch's noise is divided by q_l with the rest): the encapsulated ModRaise
+// (t = m + q_0 I under the main secret at the top), EvalMod's scale declared
+// (CoeffsToSlots keeps it, its constant makes the slots t / (K q_0)), the
+// trace onto the n-periodic subring for sparse packing, CoeffsToSlots. The
+// bootstrap and the lookup circuit both start their second half here.
+template <class Ops>
+typename Ops::Value raise_to_slots(const Ops& ops, const Bootstrapper& b, const typename Ops::Value& low) {
+  using Value = typename Ops::Value;
+  const std::size_t n = b.slots(), slots = b.context()->slots();
+  Value x = ops.from_sparse(ops.mod_raise(ops.to_sparse(low), b.context()->max_level()));
+  ops.end_phase(BootstrapPhase::mod_raise);
+  ops.set_scale(x, b.eval_mod_scale());
+  for (std::size_t step = n; step < slots; step *= 2) x = ops.add(x, ops.rotate(x, static_cast<long long>(step)));
+  const std::vector<LinearTransform>& cts = b.coeffs_to_slots();
+  for (std::size_t i = 0; i + 1 < cts.size(); ++i) x = ops.linear_transform(x, cts[i], true);
+  return ops.linear_transform(x, cts.back(), false);
+}
+
 template <class Ops>
 typename Ops::Value run_bootstrap(const Ops& ops, const Bootstrapper& b, const typename Ops::Value& in,
                                   double target_scale) {
@@ -121,7 +141,7 @@ typename Ops::Value run_bootstrap(const Ops& ops, const Bootstrapper& b, const t
   constexpr const char* op = "ckks.bootstrap";
   const Context& ctx = *b.context();
   const BootstrapConfig& cfg = b.config();
-  const std::size_t top = ctx.max_level(), n = b.slots(), slots = ctx.slots();
+  const std::size_t n = b.slots(), slots = ctx.slots();
   const double q0 = static_cast<double>(ctx.params().q_primes()[0]);
 
   // 1. ScaleDown: level 0, and q_0 / scale raised to the message ratio.
@@ -133,20 +153,10 @@ typename Ops::Value run_bootstrap(const Ops& ops, const Bootstrapper& b, const t
               std::to_string(std::log2(q0)) + ": bootstrapping needs q_0 / scale >= 8");
   x = raise_to_message_ratio(ops, b, std::move(x));
   scale_in = ops.scale(x);
-  // 2-4. Encapsulated ModRaise: t = m + q_0 I under the main secret at the top.
-  x = ops.from_sparse(ops.mod_raise(ops.to_sparse(x), top));
-  ops.end_phase(BootstrapPhase::mod_raise);
-  // Declare the scale EvalMod wants: CoeffsToSlots keeps it (its diagonals
-  // are encoded at q_l) and its constant makes the slots t / (K q_0).
-  ops.set_scale(x, b.eval_mod_scale());
-  // 5. Trace onto the n-periodic subring (sparse packing).
-  for (std::size_t step = n; step < slots; step *= 2) x = ops.add(x, ops.rotate(x, static_cast<long long>(step)));
-  // 6. CoeffsToSlots, then real and imaginary parts. The conjugation (and
-  // the sparse repacking rotation) run before the last transform's rescale,
-  // so their key-switching noise is divided by q_l with the rest.
-  const std::vector<LinearTransform>& cts = b.coeffs_to_slots();
-  for (std::size_t i = 0; i + 1 < cts.size(); ++i) x = ops.linear_transform(x, cts[i], true);
-  x = ops.linear_transform(x, cts.back(), false);
+  // 2-6. ModRaise, the trace, CoeffsToSlots; then real and imaginary parts.
+  // The conjugation (and the sparse repacking rotation) run before the last
+  // transform's rescale, so their key-switching noise is divided by q_l too.
+  x = raise_to_slots(ops, b, x);
   const Value conj = ops.conjugate(x);
   Value re = ops.add(x, conj);
   Value im = ops.multiply_by_i(ops.sub(x, conj), true);

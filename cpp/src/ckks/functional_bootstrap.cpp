@@ -28,7 +28,6 @@
 // (functional_output_level).
 #include <algorithm>
 #include <bit>
-#include <chrono>
 #include <cmath>
 #include <complex>
 #include <numbers>
@@ -37,6 +36,7 @@
 
 #include "bootstrap_circuit.h"
 #include "bootstrap_dft.h"
+#include "bootstrap_ops.h"
 #include "ringfire/base/errors.h"
 #include "ringfire/base/op_label.h"
 #include "ringfire/ckks/bootstrap.h"
@@ -217,14 +217,7 @@ std::vector<Ciphertext> Bootstrapper::functional_circuit(const Evaluator& ev, co
               std::to_string(floor) + " or above; this one is at level " + std::to_string(ct.level()));
   const FunctionalParts& parts = functional_parts();
   const Device device = ct.device();
-  auto mark = std::chrono::steady_clock::now();
-  const auto end_phase = [&](double BootstrapTimings::*phase) {
-    if (timings == nullptr) return;
-    backend_for(device).synchronize();
-    const auto now = std::chrono::steady_clock::now();
-    timings->*phase += std::chrono::duration<double>(now - mark).count();
-    mark = now;
-  };
+  const detail::BootstrapOps ops{*this, ev, relin, keys, timings, device};
 
   // 1. SlotsToCoeffs, its output's scale (hence every coefficient's) made
   // q_0 / p per unit of m: the factor c = q_0 / (p scale) is an exact integer
@@ -257,21 +250,12 @@ std::vector<Ciphertext> Bootstrapper::functional_circuit(const Evaluator& ev, co
   const LinearTransform& first_on_device = cached ? resident_on(*first, device) : moved ? *moved : *first;
   x = ev.linear_transform(x, first_on_device, keys.galois, true);
   for (const auto& lt : parts.stc_rest) x = ev.linear_transform(x, resident_on(*lt, device), keys.galois, true);
-  end_phase(&BootstrapTimings::slots_to_coeffs);
+  ops.end_phase(BootstrapPhase::slots_to_coeffs);
 
-  // 2. ModRaise under the ephemeral secret, then CoeffsToSlots: y = t / (K q_0).
-  x = ev.switch_key(ev.mod_raise(detail::switch_to_sparse(x, keys.to_sparse), context_->max_level()),
-                    keys.from_sparse);
-  end_phase(&BootstrapTimings::mod_raise);
-  x.set_scale(eval_mod_scale_);
-  // Sparse packing (n slots): the trace onto the n-periodic subring, as the
-  // bootstrap takes it, keeps the 2n coefficients SlotsToCoeffs wrote.
+  // 2. ModRaise, the trace (sparse packing), CoeffsToSlots, as in a
+  // bootstrap (detail::raise_to_slots): y = t / (K q_0).
+  x = detail::raise_to_slots(ops, *this, x);
   const std::size_t slots = context_->slots();
-  for (std::size_t step = slots_; step < slots; step *= 2)
-    x = ev.add(x, ev.rotate(x, static_cast<long long>(step), keys.galois));
-  for (std::size_t i = 0; i + 1 < cts_.size(); ++i)
-    x = ev.linear_transform(x, resident_on(cts_[i], device), keys.galois, true);
-  x = ev.linear_transform(x, resident_on(cts_.back(), device), keys.galois, false);
   // The real part's coefficients (and, for a pair, the imaginary part's).
   // Sparse, CoeffsToSlots leaves each half in the first n of every 2n slots
   // and zeros after them: one rotation by n fills the zeros, so the table
@@ -284,7 +268,7 @@ std::vector<Ciphertext> Bootstrapper::functional_circuit(const Evaluator& ev, co
     if (2 * slots_ <= slots) y = ev.add(y, ev.rotate(y, -static_cast<long long>(slots_), keys.galois));
     y = ev.rescale(y);
   }
-  end_phase(&BootstrapTimings::coeffs_to_slots);
+  ops.end_phase(BootstrapPhase::coeffs_to_slots);
 
   // 3. z = exp(2 pi i K y / 2^r), squared r times. Every power of z from here
   // on lands on a chain of scales with s(l)^2 / q_l = s(l - 1), so the
@@ -326,7 +310,7 @@ std::vector<Ciphertext> Bootstrapper::functional_circuit(const Evaluator& ev, co
       outs.push_back(ev.adjust_to(ev.add(half, ev.conjugate(half, keys.galois)), out_level));
     }
   }
-  end_phase(&BootstrapTimings::eval_mod);
+  ops.end_phase(BootstrapPhase::eval_mod);
 
   // The error: z's (the fits' error doubled r times, and the input's error
   // e turned into a phase 2 pi e / p) times D's gain, beside the key
