@@ -2,11 +2,11 @@
 
 #include <cmath>
 #include <limits>
-#include <optional>
 
 #include "ringfire/arith/modular.h"
 #include "ringfire/arith/reduction.h"
 #include "ringfire/base/errors.h"
+#include "ringfire/base/device_copy.h"
 #include "ringfire/base/op_label.h"
 #include "ringfire/base/sha256.h"
 #include "ringfire/rlwe/noise.h"
@@ -540,10 +540,9 @@ void Evaluator::restore_imaginary_noise(Ciphertext& a) const {
   const double sigma = std::exp2(a.noise_bits()) / a.scale() / std::sqrt(2.0);
   if (!(sigma > 0.0) || !std::isfinite(sigma)) return;
   const std::size_t n = a.n(), slots = n / 2;
-  std::optional<Ciphertext> download;
-  if (!a.device().is_host()) download.emplace(a.to(Device::cpu()));
-  const Ciphertext& words = download ? *download : a;
-  Prng prng = Prng::from_seed(sha256(words.poly(0), n * sizeof(u64)));
+  std::vector<u64> first_limb(n);  // c_0's first limb, downloaded alone from a device
+  copy_between(first_limb.data(), Device::cpu(), a.poly(0), a.device(), n * sizeof(u64));
+  Prng prng = Prng::from_seed(sha256(first_limb.data(), n * sizeof(u64)));
   std::vector<double> draw(slots);
   sample_wide_gaussian(prng, draw.data(), slots, sigma);
   std::vector<Complex> values(slots);
