@@ -46,6 +46,10 @@ import time  # noqa: E402
 
 import openfhe as fhe  # noqa: E402
 
+# The peers' shared helpers (standard library only), beside this script's directory.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "peers"))
+from _common import cpu_model  # noqa: E402
+
 
 def openfhe_version():
     try:
@@ -53,17 +57,6 @@ def openfhe_version():
         return version("openfhe")
     except Exception:  # pragma: no cover
         return None
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or None
 
 
 def ctx_params(cc):

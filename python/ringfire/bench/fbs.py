@@ -115,35 +115,30 @@ def bench_fbs(preset: str = "N16_BOOT", tables=(16, 256), repeat: int = 1, devic
             worst = max(np.abs(ctx.decrypt(o, sk, insecure_exact=True).real - table[v]).max()
                         for o, v in zip(pair, (m, m2)))
         row(p, "2 inputs, precision min", float(-np.log2(worst)), "bits")
-    for bits in sign_bits:
+
+    def integers(bits, label, measure, run, exact):
+        """Integers of `bits` bits (the extremes and 0 among them), `run` on them timed, and
+        its slots against `exact` of them in NumPy."""
         half = 2 ** (bits - 1)
         period = rng.integers(-half, half, n)
         period[:3] = [-half, 0, half - 1]
         v = np.tile(period, ctx.slots // n)
         ct = ctx.encrypt(v.astype(float), keys).to(device)
-        seconds, _, out = timed(lambda times: ev.sign_integer(ct, bits=bits))
-        row(f"sign {bits}-bit", "ev.sign_integer (4-bit digits)", seconds, "s")
+        seconds, _, out = timed(lambda times: run(ct))
+        row(label, measure, seconds, "s")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            got = ctx.decrypt(out, sk, insecure_exact=True).real
-        row(f"sign {bits}-bit", "wrong slots (|error| >= 1/2)", int(np.sum(np.abs(got - np.sign(v)) >= 0.5)), "slots")
-        row(f"sign {bits}-bit", "precision min", float(-np.log2(np.abs(got - np.sign(v)).max())), "bits")
+            error = np.abs(ctx.decrypt(out, sk, insecure_exact=True).real - exact(v))
+        row(label, "wrong slots (|error| >= 1/2)", int(np.sum(error >= 0.5)), "slots")
+        row(label, "precision min", float(-np.log2(error.max())), "bits")
+
+    for bits in sign_bits:
+        integers(bits, f"sign {bits}-bit", "ev.sign_integer (4-bit digits)",
+                 lambda ct: ev.sign_integer(ct, bits=bits), np.sign)
     if floor:
         bits, shift = floor
-        half = 2 ** (bits - 1)
-        period = rng.integers(-half, half, n)
-        period[:3] = [-half, 0, half - 1]
-        v = np.tile(period, ctx.slots // n)
-        ct = ctx.encrypt(v.astype(float), keys).to(device)
-        seconds, _, out = timed(lambda times: ev.floor_divide(ct, shift, bits=bits))
-        label = f"floor {bits}-bit / 2^{shift}"
-        row(label, "ev.floor_divide (4-bit digits)", seconds, "s")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            got = ctx.decrypt(out, sk, insecure_exact=True).real
-        want = np.floor_divide(v, 2**shift)
-        row(label, "wrong slots (|error| >= 1/2)", int(np.sum(np.abs(got - want) >= 0.5)), "slots")
-        row(label, "precision min", float(-np.log2(np.abs(got - want).max())), "bits")
+        integers(bits, f"floor {bits}-bit / 2^{shift}", "ev.floor_divide (4-bit digits)",
+                 lambda ct: ev.floor_divide(ct, shift, bits=bits), lambda v: np.floor_divide(v, 2**shift))
     x = ctx.encrypt(np.tile(rng.uniform(-1, 1, n), ctx.slots // n), keys).to(device)
     seconds, _, _ = timed(lambda times: ev.bootstrap(x, timings=times))
     row("", "plain bootstrap, same run", seconds, "s")

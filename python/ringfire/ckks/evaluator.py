@@ -125,10 +125,7 @@ class Evaluator(EvaluatorBase):
         "Where the measurement misses"). The real parts do not change."""
         if not isinstance(a, Ciphertext):
             raise TypeError(f"[ckks.restore_imaginary_noise] expected a Ciphertext, got {type(a).__name__}")
-        if a.is_complex:
-            raise ValueError("[ckks.restore_imaginary_noise] applies to real ciphertexts (a complex one's "
-                             "imaginary parts are data)")
-        return self._wrap(self._ev.restore_imaginary_noise(a._native), a)
+        return self._wrap(self._ev.restore_imaginary_noise(a._native), a)  # the core refuses complex ones
 
     # ---- circuits -------------------------------------------------------------------
     def evaluate_polynomial(self, a: Ciphertext, polynomial, *, basis: str = "chebyshev", interval=(-1.0, 1.0),

@@ -128,10 +128,6 @@ def integer_floor_divide(ev, x, shift: int, bits: int, digit_bits: int = 4, op: 
     _check_digits(bits, digit_bits, op)
     if isinstance(shift, bool) or not isinstance(shift, numbers.Integral) or not 1 <= shift < bits:
         raise ValueError(f"[{op}] shift must be an integer in [1, bits - 1] = [1, {bits - 1}], got {shift!r}")
-    floor = x.context._native_bootstrapper(op).functional_input_level_min
-    if x.level < floor:
-        raise ValueError(f"[{op}] the input is at level {x.level}; each digit's lookup runs SlotsToCoeffs on "
-                         f"levels {floor}..1 first, so it needs level {floor} or above")
     if shift > digit_bits:
         _check_digit_lands_high(x.context, 1 << digit_bits, digit_bits, op)
     values = [x]
