@@ -327,9 +327,13 @@ def test_too_many_requests_are_told_to_wait(mlp_path, tmp_path):
                          preset="N13_D2", requests_per_second=5)
     with server_thread(config) as (url, _):
         auth = {"Authorization": f"Bearer {tokens['alice']}"}
+        start = time.perf_counter()
         replies = [httpx.get(f"{url}/v2/models", headers=auth) for _ in range(40)]
+        elapsed = time.perf_counter() - start
         refused = [r for r in replies if r.status_code == 429]
-        assert replies[0].status_code == 200 and len(refused) >= 20  # a burst of 10, then 5 per second
+        # A burst of 10, then 5 per second: on a loaded machine the 40 requests take longer and more pass.
+        allowed = 10 + 5 * elapsed + 1
+        assert replies[0].status_code == 200 and len(refused) >= min(20, 40 - allowed) and refused
         assert int(refused[0].headers["retry-after"]) >= 1 and "requests per second" in refused[0].json()["error"]
         assert httpx.get(f"{url}/v2/models", headers={"Authorization": f"Bearer {tokens['bob']}"}).status_code \
             == 200  # another tenant's budget is its own

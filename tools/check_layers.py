@@ -53,7 +53,7 @@ PY_RANK = {
     "rlwe": 2, "costing": 2, "memory_guard": 2, "parallel": 2,
     "ckks": 3, "bgv": 3, "tfhe": 3,
     "bfv": 4,
-    "nn": 5, "rpu": 5, "apps": 5,
+    "nn": 5, "rpu": 5, "apps": 5, "switching": 5,
     "bench": 6, "distributed": 6,
     "serve": 7,
     "cli": 8,

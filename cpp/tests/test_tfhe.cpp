@@ -185,6 +185,36 @@ TEST(TfheManyLut, SeveralOutputsReadConsecutiveTestVectorCoefficients) {
   EXPECT_THROW(boot.bootstrap_many(ct.data(), 1, tv.data(), out.data(), 1, N + 1), InvalidArgument);
 }
 
+// An LWE ciphertext of dimension N under the ring secret z at Q, as another
+// scheme leaves it after switching to the FHEW ring, ends as a gate ciphertext
+// with the same phase scaled to q (the bootstrap's last steps).
+TEST(TfheSwitchRingLwe, FinishesAnLweCiphertextUnderTheRingSecret) {
+  const Params p = small_params();
+  Prng prng = Prng::from_seed(Prng::Seed{9});
+  const SecretKey sk(p, prng);
+  const Bootstrapper boot(sk, prng);
+  const std::size_t N = p.ring_dimension, n = p.lwe_dimension;
+  const u32 q = p.lwe_modulus(), Q = p.ring_modulus;
+  for (u32 mu : {u32{0}, u32{1}, u32{3}, u32{6}}) {
+    std::vector<u32> in(N + 1), out(n + 1);
+    std::uint64_t inner = 0;
+    for (std::size_t j = 0; j < N; ++j) {
+      in[j] = static_cast<u32>(prng.uniform_below(Q));
+      const std::int8_t z = sk.ring()[j];
+      inner += z == 0 ? 0 : (z > 0 ? in[j] : Q - in[j]);
+    }
+    in[N] = static_cast<u32>((inner + std::uint64_t{mu} * (Q / 8) + 3) % Q);  // phase b - <a, z> = mu Q/8 + 3
+    boot.switch_ring_lwe(in.data(), 1, out.data());
+    u32 phase;
+    sk.phases(out.data(), 1, &phase);
+    long long diff = static_cast<long long>(phase) - static_cast<long long>(mu * q / 8);
+    diff = ((diff % q) + q + q / 2) % q - q / 2;
+    EXPECT_LT(std::llabs(diff), static_cast<long long>(q / 16)) << "mu=" << mu;
+  }
+  std::vector<u32> bad(N + 1, Q), out(n + 1);
+  EXPECT_THROW(boot.switch_ring_lwe(bad.data(), 1, out.data()), InvalidArgument);
+}
+
 TEST(TfheParams, KeySwitchDigitsMustCoverWithoutSpare) {
   Params p = wide_key_switch_params();
   EXPECT_NO_THROW(p.validate());

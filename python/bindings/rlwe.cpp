@@ -16,6 +16,8 @@
 #include "ringfire/rlwe/evaluator.h"
 #include "ringfire/rlwe/key_derivation.h"
 #include "ringfire/rlwe/keygen.h"
+#include "ringfire/rlwe/sampling.h"
+#include "ringfire/ring/backend.h"
 #include "ringfire/rlwe/security.h"
 
 namespace ringfire::python {
@@ -35,6 +37,19 @@ U64Array ciphertext_array(const Ciphertext& c) {
           "the ciphertext lives on '" + c.device().str() + "': copy it to the host first (.to('cpu'))");
   U64Array out = new_array({c.size(), c.level() + 1, c.n()});
   std::memcpy(out.data(), c.data(), c.size() * c.poly_words() * 8);
+  return out;
+}
+
+// The ciphertext's polynomials in coefficient form, [size][limb][n]: what a
+// conversion to another scheme reads (the ring's NTT on the host).
+U64Array ciphertext_coefficients(const Ciphertext& c) {
+  require(c.device().is_host(), "rlwe.Ciphertext.coefficients",
+          "the ciphertext lives on '" + c.device().str() + "': copy it to the host first (.to('cpu'))");
+  require(c.form() == Form::eval, "rlwe.Ciphertext.coefficients", "expected a ciphertext in evaluation form");
+  U64Array out = new_array({c.size(), c.level() + 1, c.n()});
+  std::memcpy(out.data(), c.data(), c.size() * c.poly_words() * 8);
+  nb::gil_scoped_release release;
+  backend_for(Device::cpu()).ntt_inverse(out.data(), c.size(), c.base());
   return out;
 }
 
@@ -138,6 +153,18 @@ void bind_rlwe(nb::module_& m) {
           },
           nb::arg("bound"), nb::arg("count"),
           "`count` values of uniform_below(bound), as a NumPy array (the same values and stream position)")
+      .def(
+          "gaussian_many",
+          [](Prng& p, std::size_t count, double sigma) {
+            U64Array out = new_array({count});
+            {
+              nb::gil_scoped_release release;
+              sample_gaussian(p, reinterpret_cast<std::int64_t*>(out.data()), count, sigma);
+            }
+            return out;
+          },
+          nb::arg("count"), nb::arg("sigma") = kDefaultGaussianSigma,
+          "`count` discrete Gaussian samples (rlwe/sampling.h) as two's-complement words: view them as int64")
       .def("bytes", [](Prng& p, std::size_t n) {
         std::vector<std::uint8_t> out(n);
         p.fill(out.data(), n);
@@ -165,6 +192,7 @@ void bind_rlwe(nb::module_& m) {
       .def_prop_ro("correction", [](const Ciphertext& c) { return c.metadata().correction; })
       .def_prop_rw("length", &Ciphertext::length, &Ciphertext::set_length)
       .def("polys", &ciphertext_array)
+      .def("coefficients", &ciphertext_coefficients)
       .def("clone", &Ciphertext::clone)
       .def_prop_ro("device", &device_of<Ciphertext>)
       .def("to", &move_to<Ciphertext>, nb::arg("device"), nb::arg("queue") = 0, kToDoc);

@@ -191,7 +191,20 @@ void bind_tfhe(nb::module_& m) {
             b.blind_rotate(ct.data(), tv.data(), out.data());
             return out;
           },
-          nb::arg("ciphertext"), nb::arg("test_vector"));
+          nb::arg("ciphertext"), nb::arg("test_vector"))
+      .def(
+          "switch_ring_lwe",
+          [](const Bootstrapper& b, const ConstU32Array& cts) {
+            const Params& p = b.params();
+            const std::size_t count = rows_of(cts, p.ring_dimension + 1, "tfhe.switch_ring_lwe", "ciphertexts");
+            U32Array out = new_u32(count, p.lwe_dimension + 1);
+            nb::gil_scoped_release release;
+            b.switch_ring_lwe(cts.data(), count, out.data());
+            return out;
+          },
+          nb::arg("ciphertexts"),
+          "LWE ciphertexts of dimension N under the ring secret, mod Q, to gate ciphertexts (the bootstrap's "
+          "key switch and modulus switches)");
 
   m.def(
       "tfhe_load_evaluation_keys",

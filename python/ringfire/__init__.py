@@ -42,7 +42,7 @@ from ._cpu import check_cpu as _check_cpu
 
 _check_cpu(_pathlib.Path(__file__).parent)  # before any native code runs
 from . import _core  # noqa: E402
-from . import apps, arith, arith128, bfv, bgv, ckks, cuda, distributed, io, memory, memory_guard, nn, parallel, ring, rpu, serve, tfhe, tracing
+from . import apps, arith, arith128, bfv, bgv, ckks, cuda, distributed, io, memory, memory_guard, nn, parallel, ring, rpu, serve, switching, tfhe, tracing
 from .tracing import Trace, trace  # noqa: E402
 
 __version__ = "0.1.0"

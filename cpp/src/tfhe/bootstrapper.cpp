@@ -223,9 +223,27 @@ void Bootstrapper::bootstrap_checked(const u32* in, const u32* test_vector, u32*
     for (std::size_t j = 0; j <= k; ++j) extracted[j] = a[k - j];
     for (std::size_t j = k + 1; j < N; ++j) extracted[j] = neg_mod(a[N + k - j], Q);
     extracted[N] = acc[k];
-    switch_modulus(extracted.data(), N + 1, Q, params_.ks_modulus, extracted.data());
-    ksk_->apply(extracted.data(), switched.data());
-    switch_modulus(switched.data(), n + 1, params_.ks_modulus, params_.lwe_modulus(), out + k * (n + 1));
+    switch_to_gate(extracted.data(), switched.data(), out + k * (n + 1));
+  }
+}
+
+void Bootstrapper::switch_to_gate(u32* extracted, u32* scratch, u32* out) const {
+  const std::size_t n = params_.lwe_dimension, N = params_.ring_dimension;
+  switch_modulus(extracted, N + 1, params_.ring_modulus, params_.ks_modulus, extracted);
+  ksk_->apply(extracted, scratch);
+  switch_modulus(scratch, n + 1, params_.ks_modulus, params_.lwe_modulus(), out);
+}
+
+void Bootstrapper::switch_ring_lwe(const u32* in, std::size_t count, u32* out) const {
+  const std::size_t n = params_.lwe_dimension, N = params_.ring_dimension;
+  std::vector<u32> extracted(N + 1), switched(n + 1);
+  for (std::size_t c = 0; c < count; ++c) {
+    for (std::size_t j = 0; j <= N; ++j) {
+      require(in[c * (N + 1) + j] < params_.ring_modulus, "tfhe.switch_ring_lwe",
+              "ciphertext " + std::to_string(c) + " has a word not below Q = " + std::to_string(params_.ring_modulus));
+    }
+    std::copy(in + c * (N + 1), in + (c + 1) * (N + 1), extracted.begin());
+    switch_to_gate(extracted.data(), switched.data(), out + c * (n + 1));
   }
 }
 

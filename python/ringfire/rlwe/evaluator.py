@@ -70,10 +70,15 @@ class EvaluatorBase:
     # ---- what every scheme spells the same way ------------------------------------------
     def add(self, a, b):
         """Same level (and scale or correction, per scheme)."""
-        return self._wrap2(self._ev.add(a._native, b._native), a, b)
+        return self._sum_of(self._ev.add(a._native, b._native), a, b)
 
     def sub(self, a, b):
-        return self._wrap2(self._ev.sub(a._native, b._native), a, b)
+        return self._sum_of(self._ev.sub(a._native, b._native), a, b)
+
+    def _sum_of(self, native, a, b):
+        """A sum or difference: zeros past both operands' length stay zeros."""
+        out = self._wrap2(native, a, b)
+        return out._set_shape(out.shape, a._zero_tail and b._zero_tail and a.shape == b.shape)
 
     def negate(self, a):
         return self._wrap(self._ev.negate(a._native), a)

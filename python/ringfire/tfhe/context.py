@@ -292,6 +292,18 @@ class Context:
                            f"(past 2^{ct.bits} - 1 or below 0): the values shown are mod 2^{ct.bits}")
         return (m % p).reshape(ct.shape)
 
+    def from_ring_lwe(self, words, *, bits: int | None, variance: float) -> Ciphertext:
+        """Gate ciphertexts from LWE ciphertexts of dimension N under the ring
+        secret z, mod Q (a (count, N + 1) uint32 array: a, then b), as another
+        scheme's ring leaves them after switching to this ring's secret
+        (:mod:`ringfire.switching`): the bootstrap's own last steps (Q -> Q_ks,
+        the key switch to the LWE secret, Q_ks -> q). ``variance``: their error's
+        at q, after these steps."""
+        if bits is not None:
+            self._check_bits(bits)
+        data = self._require_keys().switch_ring_lwe(np.ascontiguousarray(words, dtype=np.uint32))
+        return Ciphertext(self, data, (len(data),), bits, float(variance))
+
     # ---- gates ---------------------------------------------------------------------
 
     def gate(self, name: str, x: Ciphertext, y: Ciphertext) -> Ciphertext:

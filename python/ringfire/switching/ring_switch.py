@@ -1,0 +1,178 @@
+"""The key switch from a large ring to a small one: CKKS's R_N to the FHEW ring R_N'.
+
+A polynomial of R_N splits into k = N / N' interleaved parts,
+f = sum_r X^r f_r(X^k), each in the subring R_N' (Y = X^k). A ciphertext's
+phase c0 + c1 s read only at the coefficients that are multiples of k is
+
+    c0_0 + c1_0 s_0 + Y sum_{r >= 1} c1_r s_{k - r},
+
+a module-LWE ciphertext of rank k over R_N' under the parts of s. This key
+switches it to an RLWE ciphertext under the FHEW ring secret z: for each part
+u_r and gadget digit i, an RLWE encryption of B^i u_r under z, at the FHEW
+ring's own prime Q (Chen, Dai, Kim and Song's ring-to-subring key switch).
+Its samples are RLWE samples of the FHEW ring at its own modulus, like the
+bootstrapping key's: switching adds no new hardness assumption, and the key
+is small (2 k d N' words: 2 MiB for N = 2^16, N' = 1024, d = 4).
+
+Everything is NumPy except the transforms (the FHEW ring's 32-bit NTT), so
+the arithmetic is the same on every machine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .. import _core
+
+# Gadget for the digits of the module-LWE ciphertext's a parts: 2^7, balanced.
+BASE_LOG = 7
+
+
+def subring_parts(poly: np.ndarray, k: int) -> np.ndarray:
+    """f_r[j] = f[j k + r]: the k parts (rows) of a polynomial of R_N."""
+    return np.ascontiguousarray(np.asarray(poly).reshape(-1, k).T)
+
+
+def times_y(poly: np.ndarray, modulus: int) -> np.ndarray:
+    """Y f in R_N' = Z_Q[Y] / (Y^N' + 1): shift up by one, the top coefficient wraps negated."""
+    out = np.empty_like(poly)
+    out[..., 1:] = poly[..., :-1]
+    out[..., 0] = (modulus - poly[..., -1]) % modulus
+    return out
+
+
+def module_secret(s: np.ndarray, k: int) -> np.ndarray:
+    """The rank-k secret (s_0, s_{k-1}, ..., s_1) that module_ciphertext's a parts pair with."""
+    parts = subring_parts(s, k)
+    return np.concatenate([parts[:1], parts[1:][::-1]]) if k > 1 else parts
+
+
+def module_ciphertext(c0: np.ndarray, c1: np.ndarray, k: int, modulus: int) -> tuple[np.ndarray, np.ndarray]:
+    """(b, a): phase b + sum_r a_r u_r over R_N' equals the phase of (c0, c1)
+    over R_N at the coefficients that are multiples of k (module docstring)."""
+    parts = subring_parts(c1, k)
+    a = np.concatenate([parts[:1], times_y(parts[1:], modulus)]) if k > 1 else parts
+    return subring_parts(c0, k)[0].copy(), a
+
+
+def balanced_digits(values: np.ndarray, modulus: int, base_log: int, digits: int) -> np.ndarray:
+    """Digits with sum_i d_i B^i = values mod Q, as words mod Q, shape (digits,) + values.shape:
+    each in [-B/2, B/2) but the last, which takes what remains (|d| <= Q / 2B^(d-1) + 1)."""
+    base = 1 << base_log
+    rest = values.astype(np.int64)
+    rest = np.where(rest >= (modulus + 1) // 2, rest - modulus, rest)  # centred
+    out = np.empty((digits,) + values.shape, dtype=np.int64)
+    for i in range(digits - 1):
+        low = ((rest + base // 2) & (base - 1)) - base // 2
+        out[i] = low
+        rest = (rest - low) >> base_log
+    out[digits - 1] = rest
+    return (out % modulus).astype(np.uint64)
+
+
+@dataclasses.dataclass
+class RingSwitchKey:
+    """The public key of the switch from R_N (the CKKS secret) to R_N' (the FHEW ring secret).
+
+    ``b`` and ``a`` hold, in the FHEW ring's NTT layout, the k x d RLWE
+    pairs (b - a z = e + B^i u_r mod Q). Made by :func:`ring_switch_keygen`
+    from both secret keys; the evaluator needs only this.
+    """
+
+    ring_degree: int        # N, the CKKS ring
+    subring_degree: int     # N', the FHEW ring
+    modulus: int            # Q, the FHEW ring's prime
+    base_log: int
+    digits: int
+    b: np.ndarray           # (k * d, N') uint64, NTT layout
+    a: np.ndarray
+
+    @property
+    def parts(self) -> int:
+        return self.ring_degree // self.subring_degree
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of key material as 32-bit words (what it takes on the wire)."""
+        return 2 * self.b.size * 4
+
+    def error_variance(self) -> float:
+        """Variance of the error the switch adds at Q: k d N' sigma^2 E[digit^2] (balanced digits: B^2 / 12)."""
+        base = 1 << self.base_log
+        return self.parts * self.digits * self.subring_degree * 3.19 ** 2 * (base * base / 12)
+
+
+def _digit_count(modulus: int, base_log: int) -> int:
+    """One digit per base_log bits of Q, rounded up (the last digit stays below B/2 + 1)."""
+    return -(-modulus.bit_length() // base_log)
+
+
+def ring_switch_keygen(ckks_secret: np.ndarray, ring_secret: np.ndarray, modulus: int, prng, *,
+                       sigma: float = 3.19, base_log: int = BASE_LOG) -> RingSwitchKey:
+    """The switching key from the CKKS secret (N ternary coefficients) to the FHEW ring secret z (N')."""
+    N, Np = len(ckks_secret), len(ring_secret)
+    if N % Np:
+        raise ValueError(f"[switching] the CKKS ring degree {N} must be a multiple of the FHEW ring degree {Np}")
+    k, d = N // Np, _digit_count(modulus, base_log)
+    ntt = _core.Ntt32(Np, modulus)
+    u = module_secret(np.asarray(ckks_secret, dtype=np.int64), k) % modulus  # (k, N')
+    z = forward(ntt, np.asarray(ring_secret, dtype=np.int64) % modulus)
+    rows = k * d
+    a = prng.uniform_below_many(modulus, rows * Np).reshape(rows, Np)
+    e = prng.gaussian_many(rows * Np, sigma).view(np.int64).reshape(rows, Np)
+    gadget = np.array([pow(1 << base_log, i, modulus) for i in range(d)], dtype=np.uint64)
+    message = (u[:, None, :].astype(np.uint64) * gadget[None, :, None] % modulus).reshape(rows, Np)
+    body = (e % modulus).astype(np.uint64) + message % modulus
+    a_hat = forward_rows(ntt, a)
+    b_hat = (forward_rows(ntt, body % modulus) + a_hat * z % modulus) % modulus  # b = a z + e + m
+    return RingSwitchKey(N, Np, modulus, base_log, d, b_hat, a_hat)
+
+
+def forward(ntt, poly: np.ndarray) -> np.ndarray:
+    words = np.ascontiguousarray(poly, dtype=np.uint32)
+    ntt.forward(words)
+    return words.astype(np.uint64)
+
+
+def forward_rows(ntt, rows: np.ndarray) -> np.ndarray:
+    return np.stack([forward(ntt, row) for row in rows])
+
+
+def inverse(ntt, hat: np.ndarray, modulus: int) -> np.ndarray:
+    words = np.ascontiguousarray(hat % modulus, dtype=np.uint32)
+    ntt.inverse(words)
+    return words.astype(np.uint64) % modulus
+
+
+def ring_switch(key: RingSwitchKey, c0: np.ndarray, c1: np.ndarray, ntt=None) -> tuple[np.ndarray, np.ndarray]:
+    """(b, a) over R_N' mod Q with b - a z = the phase of (c0, c1) mod Q read at
+    multiples of k, plus the switch's error. c0, c1: N words mod Q."""
+    Q, k = key.modulus, key.parts
+    ntt = ntt or _core.Ntt32(key.subring_degree, Q)
+    b0, a = module_ciphertext(np.asarray(c0, dtype=np.uint64), np.asarray(c1, dtype=np.uint64), k, Q)
+    digits = balanced_digits(a, Q, key.base_log, key.digits)            # (d, k, N')
+    digits = np.transpose(digits, (1, 0, 2)).reshape(k * key.digits, -1)  # row r * d + i, as the key
+    hat = forward_rows(ntt, digits)
+    # Sums of k d products below 2^54 each: exact in 64 bits up to k d = 1024.
+    b_sum = _lazy_dot(hat, key.b, Q)
+    a_sum = _lazy_dot(hat, key.a, Q)
+    return (b0 + inverse(ntt, b_sum, Q)) % Q, inverse(ntt, a_sum, Q)
+
+
+def _lazy_dot(hat: np.ndarray, key: np.ndarray, modulus: int) -> np.ndarray:
+    out = np.zeros(hat.shape[1], dtype=np.uint64)
+    for start in range(0, hat.shape[0], 512):
+        out = (out + (hat[start:start + 512] * key[start:start + 512]).sum(axis=0, dtype=np.uint64)) % modulus
+    return out
+
+
+def extract(b: np.ndarray, a: np.ndarray, index: int, modulus: int) -> np.ndarray:
+    """The LWE ciphertext (N' words of a, then b) of coefficient ``index`` of
+    an RLWE pair (b, a) whose phase is b - a z: phase = b_t - sum_j e_j z_j
+    with e_j = a_{t-j} for j <= t and -a_{N'+t-j} above (negacyclic)."""
+    n = len(a)
+    j = np.arange(n)
+    e = np.where(j <= index, a[(index - j) % n], (modulus - a[(index - j) % n]) % modulus)
+    return np.concatenate([e, [b[index]]]).astype(np.uint64)

@@ -1,0 +1,191 @@
+"""Scheme switching (ringfire.switching): CKKS slots to FHEW ciphertexts.
+
+The ring switch is checked against exact big-integer products, the whole
+switch against the values encrypted (decrypted with the FHEW key, and the
+measured errors against the noise model), lookups and comparisons after it
+against NumPy, and every refusal by its message."""
+
+import dataclasses
+import pathlib
+import warnings
+
+import numpy as np
+import pytest
+
+import ringfire as rf
+from ringfire import _core
+from ringfire.switching import ring_switch as R
+
+SLOTS = 16
+
+
+def negacyclic(x, y, modulus):
+    """x y in Z_Q[X] / (X^n + 1) with Python integers: the exact reference."""
+    n = len(x)
+    full = np.convolve(np.asarray(x, dtype=object), np.asarray(y, dtype=object))
+    full = np.concatenate([full, np.zeros(2 * n - len(full), dtype=object)])
+    return np.array([(full[j] - full[j + n]) % modulus for j in range(n)], dtype=object)
+
+
+@pytest.fixture(scope="module")
+def setup():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ctx = rf.ckks.Context(2**12, [60] + [40] * 13 + [60], 40, insecure_no_security_check=True,
+                              insecure_deterministic_seed=bytes(32))
+        fhew = rf.tfhe.Context("STD128")
+        fsk = fhew.keygen(insecure_deterministic_seed=7)
+    switch = rf.switching.CkksToFhew(ctx, fhew, slots=SLOTS)
+    back = rf.switching.FhewToCkks(fhew, ctx, slots=SLOTS)
+    sk, keys = ctx.keygen(rotations=sorted(set(switch.rotations()) | set(back.rotations())))
+    key = switch.keygen(sk, fsk)
+    switch.back, switch.back_key = back, back.keygen(fsk, keys)
+    return ctx, fhew, fsk, switch, sk, keys, ctx.evaluator(keys), key
+
+
+def phase_errors(fhew, fsk, lwe, values, bits):
+    q = fhew.params.lwe_modulus
+    phases = fsk._native.phases(lwe.data)[0].astype(np.int64)
+    return (phases - np.asarray(values) * (q // (2 << bits)) + q // 2) % q - q // 2
+
+
+def test_ring_switch_pieces_match_exact_products():
+    Q = rf.tfhe.Context("STD128").params.ring_modulus
+    rng = np.random.default_rng(1)
+    ntt = _core.Ntt32(1024, Q)
+    a, b = rng.integers(0, Q, 1024), rng.integers(-3, 4, 1024) % Q
+    assert np.array_equal(R.inverse(ntt, R.forward(ntt, a) * R.forward(ntt, b) % Q, Q).astype(object),
+                          negacyclic(a, b, Q))
+    N, k = 4096, 4
+    s, c0, c1 = rng.integers(-1, 2, N), rng.integers(0, Q, N), rng.integers(0, Q, N)
+    phase = (c0.astype(object) + negacyclic(c1, s % Q, Q)) % Q
+    b0, parts = R.module_ciphertext(c0, c1, k, Q)
+    secret = R.module_secret(s, k) % Q
+    mine = b0.astype(object)
+    for r in range(k):
+        mine = (mine + negacyclic(parts[r], secret[r], Q)) % Q
+    assert np.array_equal(mine, phase[::k])
+    digits = R.balanced_digits(c1, Q, R.BASE_LOG, 4).astype(object)
+    centred = np.where(digits > Q // 2, digits - Q, digits)
+    assert np.abs(centred).max() <= 65
+    assert np.array_equal(sum(centred[i] * 128 ** i for i in range(4)) % Q, c1.astype(object))
+    wide = rf.tfhe.Context("STD128_LUT").params.ring_modulus  # 28 bits: the last digit takes the carry
+    edges = np.array([0, 1, wide // 2 - 1, wide // 2, wide // 2 + 1, wide - 1])
+    digits = R.balanced_digits(edges, wide, R.BASE_LOG, 4).astype(object)
+    centred = np.where(digits > wide // 2, digits - wide, digits)
+    assert np.abs(centred).max() <= 65
+    assert np.array_equal(sum(centred[i] * 128 ** i for i in range(4)) % wide, edges.astype(object))
+
+
+def test_ring_switch_keeps_the_phase_under_the_fhew_ring_secret():
+    fhew = rf.tfhe.Context("STD128")
+    Q, Np = fhew.params.ring_modulus, fhew.params.ring_dimension
+    rng = np.random.default_rng(2)
+    N, prng = 8192, _core.Prng.from_seed(bytes(32))
+    s, z = rng.integers(-1, 2, N), rng.integers(-1, 2, Np)
+    key = R.ring_switch_keygen(s, z, Q, prng)
+    assert key.nbytes == 2 * (N // Np) * 4 * Np * 4
+    c0, c1 = rng.integers(0, Q, N), rng.integers(0, Q, N)
+    b, a = R.ring_switch(key, c0, c1)
+    got = (b.astype(object) - negacyclic(a, z % Q, Q)) % Q
+    want = ((c0.astype(object) + negacyclic(c1, s % Q, Q)) % Q)[:: N // Np]
+    err = (got - want + Q // 2) % Q - Q // 2
+    assert np.std(err.astype(float)) < 3 * np.sqrt(key.error_variance())
+    assert 0 < np.std(err.astype(float))
+    lwe = R.extract(b, a, 5, Q)  # coefficient 5 as an LWE ciphertext under z
+    assert (int(lwe[-1]) - int(np.dot(lwe[:-1].astype(object), z % Q))) % Q == got[5]
+
+
+@pytest.mark.parametrize("bits", [2, 3])
+def test_switched_slots_decrypt_to_the_encrypted_integers(setup, bits):
+    ctx, fhew, fsk, switch, sk, keys, ev, key = setup
+    rng = np.random.default_rng(bits)
+    values = rng.integers(0, 1 << bits, SLOTS)
+    lwe = switch(ev, ctx.encrypt(values.astype(float), keys), key, bits=bits)
+    assert lwe.shape == (SLOTS,) and lwe.bits == bits
+    assert np.array_equal(fhew.decrypt(lwe, fsk), values)
+    # The errors are what the model says: FHEW's key switch and modulus switches dominate.
+    err = phase_errors(fhew, fsk, lwe, values, bits)
+    assert np.abs(err).max() < fhew.params.lwe_modulus / (4 << bits)
+    assert 0.3 < np.var(err) / lwe.variance < 3
+
+
+def test_a_periodic_ciphertext_and_a_lookup_after_the_switch(setup):
+    ctx, fhew, fsk, switch, sk, keys, ev, key = setup
+    values = np.arange(SLOTS) % 8
+    tiled = np.tile(values, ctx.slots // SLOTS).astype(float)
+    lwe = switch(ev, ctx.encrypt(tiled, keys), key, bits=3, periodic=True)
+    table = fhew.lut(lambda m: (5 * m + 3) % 8, bits=3)
+    with pytest.warns(RuntimeWarning, match="fails with probability 9.7e-06"):  # STD128's own 3-bit figure
+        result = fhew.apply(table, lwe)
+    assert np.array_equal(fhew.decrypt(result, fsk), (5 * values + 3) % 8)
+
+
+def test_compare_goes_ckks_to_fhew_and_back(setup):
+    ctx, fhew, fsk, switch, sk, keys, ev, key = setup
+    rng = np.random.default_rng(5)
+    a, b = rng.integers(0, 8, SLOTS), rng.integers(0, 8, SLOTS)
+    b[:3] = a[:3]            # equal inputs
+    a[3], b[3] = 7, 0        # the range's limits, both ways
+    a[4], b[4] = 0, 7
+    with pytest.warns(RuntimeWarning, match="fails with probability"):
+        greater = switch.compare(ev, ctx.encrypt(a.astype(float), keys), ctx.encrypt(b.astype(float), keys), key,
+                                 bits=3)
+    want = (a > b).astype(int)
+    assert greater.bits == 1 and np.array_equal(fhew.decrypt(greater, fsk), want)
+    back = switch.back(ev, greater, switch.back_key)
+    assert back.shape == (SLOTS,) and back.level == ctx.max_level - switch.back.depth
+    got = ctx.decrypt(back, sk).real
+    # The LWE error e moves a slot by sin^2(2 pi e / q): within 2^-5 for |e| < 5.5 sigma.
+    assert np.abs(got - want).max() < 2 ** -5
+    assert np.abs(got - want).max() > 0
+
+
+def test_the_switch_back_reads_any_one_bit_lookup(setup):
+    ctx, fhew, fsk, switch, sk, keys, ev, key = setup
+    values = np.arange(SLOTS) % 4
+    odd = fhew.apply(fhew.lut(lambda m: m % 2, bits=2, out_bits=1), fhew.encrypt(values, fsk, bits=2))
+    got = ctx.decrypt(switch.back(ev, odd, switch.back_key), sk).real
+    assert np.abs(got - values % 2).max() < 2 ** -5
+    with pytest.raises(ValueError, match="1-bit integers"):
+        switch.back(ev, fhew.encrypt(values, fsk, bits=2), switch.back_key)
+    with pytest.raises(ValueError, match="expected 16 FHEW ciphertexts"):
+        switch.back(ev, odd[:8], switch.back_key)
+    with pytest.raises(ValueError, match="levels or more"):
+        switch.back(ev, odd, ev.adjust_to(switch.back_key, 3))
+
+
+def test_the_switch_refuses_what_it_cannot_switch(setup):
+    ctx, fhew, fsk, switch, sk, keys, ev, key = setup
+    ct = ctx.encrypt(np.ones(SLOTS), keys)
+    with pytest.raises(ValueError, match="shape"):
+        switch(ev, ctx.encrypt(np.ones(32), keys), key, bits=3)
+    with pytest.raises(ValueError, match="level 0"):
+        switch(ev, ev.adjust_to(ct, 0), key, bits=3)
+    with pytest.raises(ValueError, match="bits must be"):
+        switch(ev, ct, key, bits=10)
+    with pytest.raises(TypeError, match="RingSwitchKey"):
+        switch(ev, ct, keys, bits=3)
+    with pytest.raises(ValueError, match="holds two"):
+        switch(ev, ct, dataclasses.replace(key, b=key.b[:3]), bits=3)
+    with pytest.raises(ValueError, match="power of two"):
+        rf.switching.CkksToFhew(ctx, fhew, slots=12)
+    with pytest.raises(ValueError, match="FHEW ring of degree"):
+        rf.switching.CkksToFhew(ctx, fhew, slots=1024)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        small = rf.ckks.Context(2**10, [40, 30, 40], 30, insecure_no_security_check=True)
+    with pytest.raises(ValueError, match="must divide"):
+        rf.switching.CkksToFhew(small, rf.tfhe.Context("STD128_LUT"), slots=4)
+    with pytest.raises(ValueError, match="another CKKS context"):
+        switch(small.evaluator(small.keygen()[1]), small.encrypt(np.ones(4), small.keygen()[1]), key, bits=3)
+    with pytest.raises(ValueError, match="not below Q"):
+        fhew.from_ring_lwe(np.full((1, 1025), 0xFFFFFFFF, dtype=np.uint32), bits=3, variance=0.0)
+
+
+def test_the_docs_snippet_runs_and_prints_what_it_says(capsys):
+    text = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "switching.md").read_text()
+    snippet = text.split("```python\n")[1].split("```")[0]
+    exec(compile(snippet, "docs/switching.md", "exec"), {})
+    printed = capsys.readouterr().out.split("\n")
+    assert printed[:3] == ["[0 4 4 1]", "[1 0 0 0]", "[1. 0. 0. 0.]"]
