@@ -4,14 +4,16 @@
     python benchmarks/switching.py [--degree 16] [--slots 16,512] [--fhew STD128] [--bits 3]
         [--threads 1] [--repeat 3] [--json out.json]
 
-A CKKS context of ring degree 2^degree with thirteen 40-bit levels above a 60-bit q_0 (the
-way back takes twelve; 128-bit secure), the FHEW set given. For each slot count: the client's
-key generation (the ring-switching key and the encrypted LWE secret), then per call the CKKS
-steps (replication, SlotsToCoefficients), the switch proper (ring switch, extraction, FHEW key
-switch), a comparison a > b of two vectors of bits-bit integers (the switch of a - b and one
-FHEW bootstrap per slot), and the way back into CKKS slots (homomorphic LWE decryption and
-the reduction mod 1). The FHEW results are decrypted with the FHEW key and the CKKS ones with
-the CKKS key, and both compared with NumPy. OpenFHE's scheme switching runs beside it in
+A CKKS context of ring degree 2^degree with fifteen 40-bit levels above a 60-bit q_0 (the
+way back takes fourteen; 128-bit secure), the FHEW set given, rf.switching.SchemeSwitch with
+3 output bits. For each slot count: the client's key generation (the ring-switching key and
+the encrypted LWE secret), then per call the CKKS step of the way there (SlotsToCoefficients
+at level 1), the switch (those steps, the ring switch, extraction and the
+FHEW key switch), a comparison a > b of two vectors of bits-bit integers ending in FHEW (the
+switch of a - b and one bootstrap per slot), the same comparison ending in CKKS slots, and a
+bits-bit table with 3 output bits ending in CKKS slots (3 bootstraps per slot, one way back for
+all bits). FHEW results are decrypted with the FHEW key and CKKS ones with the CKKS key, and all
+compared with NumPy. OpenFHE's scheme switching runs beside it in
 benchmarks/peers/openfhe_scheme_switching.py.
 """
 
@@ -34,52 +36,51 @@ from ckks_comparison import timed  # noqa: E402  (median of `repeat` calls, with
 
 
 def run(degree: int, slots: int, fhew_name: str, bits: int, repeat: int) -> dict:
-    ctx = rf.ckks.Context(2 ** degree, [60] + [40] * 13 + [60], 40)
+    ctx = rf.ckks.Context(2 ** degree, [60] + [40] * 15 + [60], 40)
     fhew = rf.tfhe.Context(fhew_name)
     fsk = fhew.keygen()
-    switch = rf.switching.CkksToFhew(ctx, fhew, slots=slots)
-    back = rf.switching.FhewToCkks(fhew, ctx, slots=slots)
+    switch = rf.switching.SchemeSwitch(ctx, fhew, slots=slots, out_bits=3)
     t = time.perf_counter()
-    sk, keys = ctx.keygen(rotations=sorted(set(switch.rotations()) | set(back.rotations())))
+    sk, keys = ctx.keygen(rotations=switch.rotations())
     ckks_keygen = time.perf_counter() - t
     t = time.perf_counter()
-    key = switch.keygen(sk, fsk)
+    key = switch.keygen(sk, fsk, keys)
     switch_keygen = time.perf_counter() - t
-    t = time.perf_counter()
-    back_key = back.keygen(fsk, keys)
-    back_keygen = time.perf_counter() - t
     ev = ctx.evaluator(keys)
     rng = np.random.default_rng(0)
     a, b = rng.integers(0, 1 << bits, slots), rng.integers(0, 1 << bits, slots)
     ca, cb = ctx.encrypt(a.astype(float), keys), ctx.encrypt(b.astype(float), keys)
-    switch(ev, ca, key, bits=bits)  # builds the transform once, as a server would at start-up
+    table = (5 * np.arange(1 << bits) + 3) % 8                 # 3 output bits
+    to_fhew = switch.to_fhew
+    to_fhew(ev, ca, key.ring, bits=bits)  # builds the transform once, as a server would at start-up
 
-    low = ev.mod_switch(ca, 1)  # where the switch runs its CKKS steps
-    replicate_s, x = timed(lambda: switch._replicate(ev, low), repeat)
-    transform = switch._transform(x.level, bits, x.scale)
+    x = rf.ckks.magnitude.restore(ev.mod_switch(ca, 1), None)  # where and how the switch runs its transform
+    transform = to_fhew._transform(x.level, bits, x.scale)
     transform_s, _ = timed(lambda: ev.linear_transform(x, transform), repeat)
-    switch_s, lwe = timed(lambda: switch(ev, ca, key, bits=bits), repeat)
+    switch_s, lwe = timed(lambda: to_fhew(ev, ca, key.ring, bits=bits), repeat)
     wrong_switch = int((fhew.decrypt(lwe, fsk) != a).sum())
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the lookup's failure-probability warning: counted below instead
-        compare_s, greater = timed(lambda: switch.compare(ev, ca, cb, key, bits=bits), repeat)
+        warnings.simplefilter("ignore")  # the bootstraps' failure-probability warning: counted below instead
+        compare_s, greater = timed(lambda: to_fhew.compare(ev, ca, cb, key.ring, bits=bits), repeat)
+        round_s, greater_ckks = timed(lambda: switch.compare(ev, ca, cb, key, bits=bits), repeat)
+        lut_s, looked_up = timed(lambda: switch.lut(ev, ca, table, key, bits=bits), repeat)
     wrong_compare = int((fhew.decrypt(greater, fsk) != (a > b)).sum())
-    back_s, bits_back = timed(lambda: back(ev, greater, back_key), repeat)
-    error = np.abs(ctx.decrypt(bits_back, sk).real - (a > b))
+    compare_error = np.abs(ctx.decrypt(greater_ckks, sk).real - (a > b))
+    lut_error = np.abs(ctx.decrypt(looked_up, sk).real - table[a])
     return {
         "ckks_degree": 2 ** degree, "fhew": fhew_name, "fhew_ring": fhew.params.ring_dimension, "slots": slots,
-        "bits": bits, "threads": rf.num_threads(),
-        "keygen_s": {"ckks_with_rotations": round(ckks_keygen, 3), "ring_switch_key": round(switch_keygen, 4),
-                     "lwe_secret_encryption": round(back_keygen, 4)},
-        "ring_switch_key_bytes": key.nbytes, "rotations": len(switch.rotations()),
-        "replicate_s": round(replicate_s, 4), "slots_to_coefficients_s": round(transform_s, 4),
+        "bits": bits, "threads": rf.num_threads(), "ckks_levels": ctx.max_level, "way_back_levels": switch.depth,
+        "keygen_s": {"ckks_with_rotations": round(ckks_keygen, 3), "switch_keys": round(switch_keygen, 4)},
+        "ring_switch_key_bytes": key.ring.nbytes, "rotations": len(switch.rotations()),
+        "slots_to_coefficients_s": round(transform_s, 4),
         "switch_s": round(switch_s, 4), "switch_ms_per_slot": round(1e3 * switch_s / slots, 3),
-        "compare_s": round(compare_s, 4), "compare_ms_per_slot": round(1e3 * compare_s / slots, 3),
-        "back_s": round(back_s, 4), "round_trip_s": round(compare_s + back_s, 4),
-        "round_trip_ms_per_slot": round(1e3 * (compare_s + back_s) / slots, 3),
-        "back_error_max": float(error.max()), "back_error_max_log2": round(float(np.log2(error.max())), 2),
-        "back_levels": back.depth,
-        "wrong_switch": wrong_switch, "wrong_compare": wrong_compare,
+        "compare_fhew_s": round(compare_s, 4), "compare_fhew_ms_per_slot": round(1e3 * compare_s / slots, 3),
+        "compare_ckks_s": round(round_s, 4), "compare_ckks_ms_per_slot": round(1e3 * round_s / slots, 3),
+        "lut3_ckks_s": round(lut_s, 4), "lut3_ckks_ms_per_slot": round(1e3 * lut_s / slots, 3),
+        "compare_ckks_error_max_log2": round(float(np.log2(compare_error.max())), 2),
+        "lut3_ckks_error_max_log2": round(float(np.log2(lut_error.max())), 2),
+        "wrong_switch": wrong_switch, "wrong_compare_fhew": wrong_compare,
+        "wrong_compare_ckks": int((compare_error >= 0.5).sum()), "wrong_lut3_ckks": int((lut_error >= 0.5).sum()),
         "lwe_error_variance_model": round(lwe.variance, 1),
     }
 
@@ -96,15 +97,16 @@ def main() -> None:
     args = ap.parse_args()
     rf.set_num_threads(args.threads)
     rows = [run(args.degree, int(s), args.fhew, args.bits, args.repeat) for s in args.slots.split(",")]
-    print("| N | FHEW | slots | threads | replicate s | StC s | switch s (ms/slot) | compare in FHEW s (ms/slot) | "
-          "back s | round trip s (ms/slot) | back max error | wrong |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| N | FHEW | slots | threads | StC s | switch s (ms/slot) | compare to FHEW s (ms/slot) | "
+          "compare to CKKS s (ms/slot), max error | 3-bit table to CKKS s (ms/slot), max error | wrong |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| 2^{args.degree} | {r['fhew']} | {r['slots']} | {r['threads']} | {r['replicate_s']:.3f} | "
+        print(f"| 2^{args.degree} | {r['fhew']} | {r['slots']} | {r['threads']} | "
               f"{r['slots_to_coefficients_s']:.3f} | {r['switch_s']:.3f} ({r['switch_ms_per_slot']:.2f}) | "
-              f"{r['compare_s']:.3f} ({r['compare_ms_per_slot']:.2f}) | {r['back_s']:.3f} | "
-              f"{r['round_trip_s']:.3f} ({r['round_trip_ms_per_slot']:.2f}) | 2^{r['back_error_max_log2']} | "
-              f"{r['wrong_switch']} / {r['wrong_compare']} |")
+              f"{r['compare_fhew_s']:.3f} ({r['compare_fhew_ms_per_slot']:.2f}) | "
+              f"{r['compare_ckks_s']:.3f} ({r['compare_ckks_ms_per_slot']:.2f}), 2^{r['compare_ckks_error_max_log2']} | "
+              f"{r['lut3_ckks_s']:.3f} ({r['lut3_ckks_ms_per_slot']:.2f}), 2^{r['lut3_ckks_error_max_log2']} | "
+              f"{r['wrong_switch']} / {r['wrong_compare_fhew']} / {r['wrong_compare_ckks']} / {r['wrong_lut3_ckks']} |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"benchmark": "switching", "date": time.strftime("%Y-%m-%d"), "cpu": cpu_model(),

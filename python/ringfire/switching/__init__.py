@@ -3,11 +3,14 @@
 ``rf.switching.CkksToFhew(ckks_ctx, fhew_ctx, slots=n)`` turns the first n
 slots of a CKKS ciphertext into n FHEW ciphertexts of small integers, on which
 ``fhew.apply`` evaluates any lookup table; ``rf.switching.FhewToCkks`` brings
-FHEW ciphertexts of one bit back into CKKS slots: see docs/switching.md.
+FHEW ciphertexts of one bit back into CKKS slots; ``rf.switching.SchemeSwitch``
+pairs them for lookup tables and comparisons that start and end in CKKS: see
+docs/switching.md.
 """
 
 from .ckks_to_fhew import CkksToFhew
 from .fhew_to_ckks import FhewToCkks
 from .ring_switch import RingSwitchKey
+from .round_trip import SchemeSwitch, SwitchKeys
 
-__all__ = ["CkksToFhew", "FhewToCkks", "RingSwitchKey"]
+__all__ = ["CkksToFhew", "FhewToCkks", "RingSwitchKey", "SchemeSwitch", "SwitchKeys"]

@@ -2,14 +2,17 @@
 
 The path, for n slots (a power of two, 2n <= N'):
 
-0. **Drop to level 1**: only q_0 is read at the end, and the rotations cost least there.
-1. **Replicate** (if the ciphertext holds n values and zeros after them):
-   log2(slots / n) rotations and additions make it n-periodic, the shape a
-   polynomial of the subring of degree 2n has.
-2. **SlotsToCoefficients** (one level): a slot-wise linear transform W, the
-   encoder's own map read backwards, so that coefficient t N / 2n of the
-   result holds Re(slot t) (its imaginary part lands at (t + n) N / 2n),
+1. **Drop to level 1**: only q_0 is read at the end, and the rotations cost least there.
+2. **SlotsToCoefficients** (one level): a slot-wise linear transform W of
+   period n, the encoder's own map read backwards, so that coefficient t N / 2n
+   of the result holds Re(slot t) (its imaginary part lands at (t + n) N / 2n),
    scaled to q_0 / 2^(bits + 1): the FHEW encoding of a ``bits``-bit integer.
+   Only the coefficients at multiples of N / 2n are read: they are the
+   polynomial's part in the subring of degree 2n, whose slots are the average
+   of the slots over the cosets i + n Z. So an input of n values with zeros
+   after them needs no replication to period n first: the transform applied
+   to it as it is has the right subring part, n / slots times too small, which
+   the transform's scale makes up (the other coefficients are never read).
 3. **Modulus switch** the q_0 limb to the FHEW ring prime Q, and **ring
    switch** (ring_switch.py) to an RLWE ciphertext of the FHEW ring under its
    secret z: the coefficients of interest sit at multiples of N / N'.
@@ -19,8 +22,8 @@ The path, for n slots (a power of two, 2n <= N'):
 The result is a :class:`ringfire.tfhe.Ciphertext` of n ``bits``-bit integers
 that FHEW lookups (``fhew.apply``), gates and comparisons act on. Every
 step but the linear transform is a per-coefficient map or a handful of
-small-ring products, so the cost is the transform's (a few rotations at n
-slots) plus about a millisecond per ciphertext for the ring switch.
+small-ring products, so the cost is the transform's (about 2 sqrt(n)
+rotations at level 1) plus a few milliseconds for the ring switch.
 """
 
 from __future__ import annotations
@@ -82,10 +85,8 @@ class CkksToFhew:
         return ring_switch_keygen(s, z, self.fhew.params.ring_modulus, self.ckks._prng, sigma=self.fhew.params.sigma)
 
     def rotations(self) -> list[int]:
-        """The rotations the CKKS Galois keys need: the transform's and the replication's."""
-        lt = self._transform(self.ckks.max_level, 1)
-        replicate = [-(self.slots << i) % self.ckks.slots for i in range(int(math.log2(self.ckks.slots // self.slots)))]
-        return sorted({r % self.ckks.slots for r in lt.rotations()} - {0} | set(replicate))
+        """The rotations the CKKS Galois keys need: the transform's."""
+        return sorted({r % self.ckks.slots for r in self._transform(self.ckks.max_level, 1).rotations()} - {0})
 
     # ---- the switch ------------------------------------------------------------------
 
@@ -100,16 +101,14 @@ class CkksToFhew:
         self._check(ct, key, bits, periodic)
         # Only q_0 is read at the end: the rotations run cheapest on level 1 (dropping limbs keeps the scale).
         x = ev.mod_switch(ct, 1) if ct.level > 1 else ct
-        x = x if periodic else self._replicate(ev, x)
-        # The result's coefficients are read, not its slots: they lie below q_0 / 2 by construction
-        # (|value| < 2^bits at q_0 / 2^(bits+1)), which the slots' magnitude check cannot see.
-        y = ev.linear_transform(magnitude.restore(x, None), self._transform(x.level, bits, x.scale))
+        # Only the result's subring coefficients are read, mod q_0: its slots' magnitudes do not matter.
+        y = ev.linear_transform(magnitude.restore(x, None), self._transform(x.level, bits, x.scale, periodic))
         c0, c1 = y._native.coefficients()[:, 0, :]              # limb q_0, coefficient form
         q0, Q = self.ckks.params.q_primes[0], self.fhew.params.ring_modulus
         c0, c1 = _switch_modulus(c0, q0, Q), _switch_modulus(c1, q0, Q)
         b, a = ring_switch(key, c0, c1, self._ntt)
         words = np.stack([extract(b, a, int(t), Q) for t in self._indices]).astype(np.uint32)
-        return self.fhew.from_ring_lwe(words, bits=bits, variance=self.error_variance(key, y))
+        return self.fhew.from_ring_lwe(words, bits=bits, variance=self.error_variance(key, x, bits))
 
     def compare(self, ev, a, b, key: RingSwitchKey, *, bits: int) -> LweCiphertext:
         """[a > b] per slot, as FHEW ciphertexts of 1-bit integers (1 or 0), for
@@ -131,18 +130,18 @@ class CkksToFhew:
             self._tables[bits] = self.fhew.lut(lambda m: 1, bits=bits, out_bits=2)
         return self._tables[bits]
 
-    def error_variance(self, key: RingSwitchKey, y=None) -> float:
+    def error_variance(self, key: RingSwitchKey, x=None, bits: int = 1) -> float:
         """Variance at q = 2N' of a switched ciphertext's error: the ring switch,
-        the modulus switches, the FHEW key switch and, given the transformed
-        CKKS ciphertext y, its own error."""
+        the modulus switches, the FHEW key switch and, given the CKKS input x
+        (at its scale) and ``bits``, its own error in units of q / 2^(bits+1)."""
         p = self.fhew.params
         q, Q = p.lwe_modulus, p.ring_modulus
         terms = p.noise_terms()
         rounding = (1 + self.ckks.poly_degree * 2 / 3) / 12                  # q_0 -> Q of c0 + c1 s
         total = (key.error_variance() + rounding) * (q / Q) ** 2
         total += terms["mod_switch_ring"] + terms["key_switch"] + terms["mod_switch_lwe"]
-        if y is not None:
-            total += (2.0 ** y.noise_bits * q / self.ckks.params.q_primes[0]) ** 2
+        if x is not None:
+            total += (2.0 ** x.noise_bits / x.scale * q / 2 ** (bits + 1)) ** 2
         return total
 
     # ---- steps -----------------------------------------------------------------------
@@ -169,19 +168,15 @@ class CkksToFhew:
             raise ValueError(f"[switching] expected a ciphertext of {self.slots} values with zeros after them (shape "
                              f"({self.slots},)), got shape {ct.shape}; pass periodic=True for an n-periodic one")
 
-    def _replicate(self, ev, ct):
-        x, step = ct, self.slots
-        while step < self.ckks.slots:
-            x = ev.add(x, ev.rotate(x, -step))
-            step *= 2
-        return x
-
-    def _transform(self, level: int, bits: int, scale: float | None = None) -> LinearTransform:
-        """W scaled so that the result's coefficients are q_0 / 2^(bits+1) per unit."""
+    def _transform(self, level: int, bits: int, scale: float | None = None, periodic: bool = False) -> LinearTransform:
+        """W scaled so that the result's subring coefficients are q_0 / 2^(bits+1) per unit: by slots / n
+        more for an input of n values and zeros, whose subring part is its slots' average over n-cosets."""
         scale = self.ckks.scale if scale is None else scale
-        key = (level, bits, scale)
+        key = (level, bits, scale, periodic)
         if key not in self._transforms:
             gain = self.ckks.params.q_primes[0] / (2 ** (bits + 1) * scale)
+            if not periodic:
+                gain *= self.ckks.slots // self.slots
             self._transforms[key] = LinearTransform(self.ckks, gain * self._embedding(), level=level)
         return self._transforms[key]
 

@@ -1,0 +1,101 @@
+"""CKKS -> FHEW -> CKKS: lookup tables and comparisons that end in CKKS slots.
+
+:class:`SchemeSwitch` pairs the two directions (ckks_to_fhew.py and
+fhew_to_ckks.py) for one slot count: the slots go to FHEW, each output bit
+of a table is one FHEW bootstrap per slot, and all the bits of all the slots
+come back in one homomorphic LWE decryption (m * out_bits ciphertexts at once;
+its cost hardly grows with their number). The bits are then summed with their
+weights: out_bits - 1 rotations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..tfhe.ciphertext import Ciphertext as LweCiphertext
+from .ckks_to_fhew import CkksToFhew
+from .fhew_to_ckks import FhewToCkks
+from .ring_switch import RingSwitchKey
+
+
+@dataclasses.dataclass
+class SwitchKeys:
+    """The public keys of both directions: the ring switch, and the LWE secret encrypted under CKKS."""
+
+    ring: RingSwitchKey
+    secret: object  # a ringfire.ckks.Ciphertext
+
+
+class SchemeSwitch:
+    """Lookup tables and comparisons on CKKS slots through FHEW, results back in CKKS.
+
+    Args:
+        ckks: the :class:`ringfire.ckks.Context` (full packing, enough levels for
+            the way back: ``depth``).
+        fhew: the :class:`ringfire.tfhe.Context` the tables run on.
+        slots: how many slots (a power of two, at most N' / 2).
+        out_bits: the widest table output that comes back (slots * out_bits, rounded
+            up to a power of two, must fit the LWE dimension rounded up: 1024 for STD128).
+    """
+
+    def __init__(self, ckks, fhew, *, slots: int, out_bits: int = 1):
+        if not isinstance(out_bits, (int, np.integer)) or out_bits < 1:
+            raise ValueError(f"[switching] out_bits must be a positive int, got {out_bits!r}")
+        self.ckks, self.fhew, self.slots, self.out_bits = ckks, fhew, int(slots), int(out_bits)
+        self.to_fhew = CkksToFhew(ckks, fhew, slots=slots)
+        self.to_ckks = FhewToCkks(fhew, ckks, slots=1 << (self.slots * self.out_bits - 1).bit_length())
+
+    def __repr__(self) -> str:
+        return f"SchemeSwitch(slots={self.slots}, out_bits={self.out_bits}, {self.to_fhew!r}, {self.to_ckks!r})"
+
+    @property
+    def depth(self) -> int:
+        """Levels the way back takes from the encrypted secret's level (where results land)."""
+        return self.to_ckks.depth
+
+    def rotations(self) -> list[int]:
+        """The CKKS rotations both directions and the weighted sum of the bits need."""
+        combine = {i * self.slots for i in range(1, self.out_bits)}
+        return sorted(set(self.to_fhew.rotations()) | set(self.to_ckks.rotations()) | combine)
+
+    def keygen(self, ckks_secret_key, fhew_secret_key, keys, *, level: int | None = None) -> SwitchKeys:
+        """Both public switching keys; the client runs this (``keys``: its CKKS KeySet)."""
+        return SwitchKeys(self.to_fhew.keygen(ckks_secret_key, fhew_secret_key),
+                          self.to_ckks.keygen(fhew_secret_key, keys, level=level))
+
+    def compare(self, ev, a, b, key: SwitchKeys, *, bits: int):
+        """[a > b] per slot (1 or 0) in CKKS slots, for integers a, b in [0, 2^bits)."""
+        return self._back(ev, [self.to_fhew.compare(ev, a, b, key.ring, bits=bits)], key)
+
+    def lut(self, ev, ct, function, key: SwitchKeys, *, bits: int, out_bits: int | None = None):
+        """function(x) per slot in CKKS slots, for integers x in [0, 2^bits) and a
+        function to [0, 2^out_bits) (default: this switch's out_bits): one FHEW
+        bootstrap per slot and output bit."""
+        out_bits = self.out_bits if out_bits is None else int(out_bits)
+        if not 1 <= out_bits <= self.out_bits:
+            raise ValueError(f"[switching] out_bits must lie in [1, {self.out_bits}] (this switch's out_bits)")
+        values = np.asarray([function(m) for m in range(1 << bits)] if callable(function) else function)
+        if values.shape != (1 << bits,) or not np.issubdtype(values.dtype, np.integer) or values.min() < 0 \
+                or values.max() >= 1 << out_bits:
+            raise ValueError(f"[switching] the table must map the {1 << bits} inputs to integers in "
+                             f"[0, 2^{out_bits}); got {values.dtype} values of shape {values.shape}")
+        lwe = self.to_fhew(ev, ct, key.ring, bits=bits)
+        planes = [self.fhew.apply(self.fhew.lut((values >> i) & 1, bits=bits, out_bits=1), lwe)
+                  for i in range(out_bits)]
+        return self._back(ev, planes, key)
+
+    def _back(self, ev, planes: list[LweCiphertext], key: SwitchKeys):
+        """sum_i 2^i planes[i], each plane one bit per slot, as one CKKS ciphertext."""
+        width = self.fhew.params.lwe_dimension + 1
+        data = np.zeros((self.to_ckks.slots, width), dtype=np.uint32)  # unused rows: trivial zeros
+        for i, plane in enumerate(planes):
+            data[i * self.slots:(i + 1) * self.slots] = plane.data
+        variance = max(plane.variance for plane in planes)
+        stacked = LweCiphertext(self.fhew, data, (self.to_ckks.slots,), 1, variance)
+        bits = self.to_ckks(ev, stacked, key.secret)
+        total = bits
+        for i in range(1, len(planes)):
+            total = ev.add(total, ev.multiply_integer(ev.rotate(bits, i * self.slots), 1 << i))
+        return total._set_shape((self.slots,))
