@@ -6,6 +6,7 @@ measured errors against the noise model), lookups and comparisons after it
 against NumPy, and every refusal by its message."""
 
 import dataclasses
+import hashlib
 import pathlib
 import warnings
 
@@ -180,6 +181,36 @@ def test_a_lookup_table_round_trip_ends_in_ckks_slots(setup, name):
         switch.lut(ev, ctx.encrypt(x.astype(float), keys), lambda m: m / 2, key, bits=3)
 
 
+def test_switching_keys_travel_as_bytes_and_refuse_tampering(setup):
+    ctx, fhew, fsk, switch, sk, keys, ev, key = setup
+    data = key.to_bytes()
+    assert len(data) == 29 + key.nbytes + 32  # header, two halves of 32-bit words, SHA-256
+    loaded = switch.load_key(data)
+    assert np.array_equal(loaded.b, key.b) and np.array_equal(loaded.a, key.a) and loaded.sigma == key.sigma
+    values = np.arange(SLOTS) % 4
+    assert np.array_equal(fhew.decrypt(switch(ev, ctx.encrypt(values.astype(float), keys), loaded, bits=2), fsk),
+                          values)
+    flipped = bytearray(data)
+    flipped[100] ^= 1
+    with pytest.raises(ValueError, match="checksum"):
+        switch.load_key(bytes(flipped))
+    with pytest.raises(ValueError, match="bytes, got"):
+        switch.load_key(data[:-5])
+    with pytest.raises(ValueError, match="not a ringfire switching key"):
+        switch.load_key(b"x" * 200)
+    with pytest.raises(ValueError, match="contexts have"):
+        R.RingSwitchKey.from_bytes(data, ring_degree=8192, subring_degree=1024, modulus=key.modulus)
+    body = bytearray(data[:-32])
+    body[29:33] = (0xFFFFFFFF).to_bytes(4, "little")  # a word past Q under a valid checksum
+    with pytest.raises(ValueError, match="not below Q"):
+        switch.load_key(bytes(body) + hashlib.sha256(bytes(body)).digest())
+    both = rf.switching.SchemeSwitch(ctx, fhew, slots=SLOTS)
+    restored = both.load_keys(data, switch.back_key.to_bytes())
+    assert restored.secret.level == switch.back_key.level
+    with pytest.raises(ValueError, match="levels or more"):
+        both.load_keys(data, ev.adjust_to(switch.back_key, 3).to_bytes())
+
+
 def test_the_switch_refuses_what_it_cannot_switch(setup):
     ctx, fhew, fsk, switch, sk, keys, ev, key = setup
     ct = ctx.encrypt(np.ones(SLOTS), keys)
@@ -204,6 +235,12 @@ def test_the_switch_refuses_what_it_cannot_switch(setup):
         rf.switching.CkksToFhew(small, rf.tfhe.Context("STD128_LUT"), slots=4)
     with pytest.raises(ValueError, match="another CKKS context"):
         switch(small.evaluator(small.keygen()[1]), small.encrypt(np.ones(4), small.keygen()[1]), key, bits=3)
+    with pytest.raises(ValueError, match="CKKS context's secret key, got KeySet"):
+        switch.keygen(keys, fsk)
+    with pytest.raises(ValueError, match="FHEW context's secret key, got SecretKey of another context"):
+        switch.keygen(sk, rf.tfhe.Context("STD128").keygen())
+    with pytest.raises(ValueError, match="CKKS context's secret key, got SecretKey of another context"):
+        switch.keygen(small.keygen()[0], fsk)
     with pytest.raises(ValueError, match="not below Q"):
         fhew.from_ring_lwe(np.full((1, 1025), 0xFFFFFFFF, dtype=np.uint32), bits=3, variance=0.0)
 

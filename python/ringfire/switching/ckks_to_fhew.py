@@ -35,7 +35,9 @@ import numpy as np
 from .. import _core
 from ..ckks import magnitude
 from ..ckks.circuits import LinearTransform
+from ..rlwe.keys import SecretKey as CkksSecretKey
 from ..tfhe.ciphertext import Ciphertext as LweCiphertext
+from ..tfhe.context import SecretKey as FhewSecretKey
 from .ring_switch import RingSwitchKey, extract, ring_switch, ring_switch_keygen
 
 
@@ -79,10 +81,17 @@ class CkksToFhew:
 
     def keygen(self, ckks_secret_key, fhew_secret_key) -> RingSwitchKey:
         """The switching key (public) from the two secret keys; the client runs this."""
+        check_secret_keys(self.ckks, ckks_secret_key, self.fhew, fhew_secret_key)
         s = np.asarray(ckks_secret_key._native.coefficients(), dtype=np.int64)
         raw = np.frombuffer(fhew_secret_key._native.secret_bytes(), dtype=np.int8)
         z = raw[self.fhew.params.lwe_dimension:].astype(np.int64)
         return ring_switch_keygen(s, z, self.fhew.params.ring_modulus, self.ckks._prng, sigma=self.fhew.params.sigma)
+
+    def load_key(self, data: bytes) -> RingSwitchKey:
+        """A switching key from ``key.to_bytes()``, checked against these contexts (the evaluator's side)."""
+        return RingSwitchKey.from_bytes(data, ring_degree=self.ckks.poly_degree,
+                                        subring_degree=self.fhew.params.ring_dimension,
+                                        modulus=self.fhew.params.ring_modulus)
 
     def rotations(self) -> list[int]:
         """The rotations the CKKS Galois keys need: the transform's."""
@@ -189,6 +198,20 @@ class CkksToFhew:
             unit[t * self._stride] = 1.0
             columns.append(np.asarray(self.ckks._core.coefficients_to_slots(unit.tolist()))[:n])
         return np.stack(columns, axis=1)
+
+
+def check_secret_keys(ckks, ckks_secret_key, fhew, fhew_secret_key) -> None:
+    """Refuses, by name, what is not the two contexts' secret keys, before any key is made
+    (``ckks_secret_key=None``: only the FHEW one is needed)."""
+    if ckks_secret_key is not None and not (isinstance(ckks_secret_key, CkksSecretKey)
+                                            and ckks_secret_key.context is ckks):
+        raise ValueError(f"[switching] expected the CKKS context's secret key, got {_described(ckks_secret_key)}")
+    if not (isinstance(fhew_secret_key, FhewSecretKey) and fhew_secret_key.context is fhew):
+        raise ValueError(f"[switching] expected the FHEW context's secret key, got {_described(fhew_secret_key)}")
+
+
+def _described(key) -> str:
+    return type(key).__name__ + (" of another context" if hasattr(key, "context") else "")
 
 
 def _switch_modulus(words: np.ndarray, old: int, new: int) -> np.ndarray:

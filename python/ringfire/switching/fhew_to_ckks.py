@@ -34,6 +34,7 @@ import numpy as np
 
 from ..ckks import magnitude
 from ..ckks.circuits import LinearTransform, Polynomial
+from .ckks_to_fhew import check_secret_keys
 
 
 class FhewToCkks:
@@ -81,6 +82,7 @@ class FhewToCkks:
     def keygen(self, fhew_secret_key, keys, *, level: int | None = None):
         """The LWE secret encrypted under the CKKS key (a CKKS ciphertext, public), at
         ``level`` (default: the top). The client runs this."""
+        check_secret_keys(self.ckks, None, self.fhew, fhew_secret_key)
         n = self.fhew.params.lwe_dimension
         raw = np.frombuffer(fhew_secret_key._native.secret_bytes(), dtype=np.int8)[:n].astype(float)
         secret = np.zeros(self.period)

@@ -21,6 +21,8 @@ the arithmetic is the same on every machine.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import struct
 
 import numpy as np
 
@@ -72,13 +74,18 @@ def balanced_digits(values: np.ndarray, modulus: int, base_log: int, digits: int
     return (out % modulus).astype(np.uint64)
 
 
+_MAGIC, _VERSION = b"RFRSWK", 1
+_HEADER = struct.Struct("<6sBIIIBBd")  # magic, version, N, N', Q, base_log, digits, sigma
+
+
 @dataclasses.dataclass
 class RingSwitchKey:
     """The public key of the switch from R_N (the CKKS secret) to R_N' (the FHEW ring secret).
 
     ``b`` and ``a`` hold, in the FHEW ring's NTT layout, the k x d RLWE
     pairs (b - a z = e + B^i u_r mod Q). Made by :func:`ring_switch_keygen`
-    from both secret keys; the evaluator needs only this.
+    from both secret keys; the evaluator needs only this (``to_bytes`` /
+    ``from_bytes`` carry it there).
     """
 
     ring_degree: int        # N, the CKKS ring
@@ -88,6 +95,7 @@ class RingSwitchKey:
     digits: int
     b: np.ndarray           # (k * d, N') uint64, NTT layout
     a: np.ndarray
+    sigma: float = 3.19     # the error width it was made with
 
     @property
     def parts(self) -> int:
@@ -101,7 +109,44 @@ class RingSwitchKey:
     def error_variance(self) -> float:
         """Variance of the error the switch adds at Q: k d N' sigma^2 E[digit^2] (balanced digits: B^2 / 12)."""
         base = 1 << self.base_log
-        return self.parts * self.digits * self.subring_degree * 3.19 ** 2 * (base * base / 12)
+        return self.parts * self.digits * self.subring_degree * self.sigma ** 2 * (base * base / 12)
+
+    def to_bytes(self) -> bytes:
+        """A header, both halves in coefficient form (32-bit little-endian words, independent of
+        the NTT's layout), and a SHA-256 of all that."""
+        ntt = _core.Ntt32(self.subring_degree, self.modulus)
+        body = b"".join(np.stack([inverse(ntt, row, self.modulus) for row in half]).astype("<u4").tobytes()
+                        for half in (self.b, self.a))
+        data = _HEADER.pack(_MAGIC, _VERSION, self.ring_degree, self.subring_degree, self.modulus, self.base_log,
+                            self.digits, self.sigma) + body
+        return data + hashlib.sha256(data).digest()
+
+    @classmethod
+    def from_bytes(cls, data: bytes, *, ring_degree: int, subring_degree: int, modulus: int) -> "RingSwitchKey":
+        """The key ``to_bytes`` wrote, for the rings and prime given (the contexts'): its size is
+        checked against what they imply before anything is allocated, then its checksum and words."""
+        data = memoryview(bytes(data))
+        if len(data) < _HEADER.size + 32:
+            raise ValueError(f"[switching] a switching key is at least {_HEADER.size + 32} bytes, got {len(data)}")
+        magic, version, N, Np, Q, base_log, digits, sigma = _HEADER.unpack_from(data)
+        if magic != _MAGIC or version != _VERSION:
+            raise ValueError("[switching] not a ringfire switching key (or a version this build cannot read)")
+        if (N, Np, Q) != (ring_degree, subring_degree, modulus):
+            raise ValueError(f"[switching] this switching key is for N={N}, N'={Np}, Q={Q}; the contexts have "
+                             f"N={ring_degree}, N'={subring_degree}, Q={modulus}")
+        if digits != _digit_count(Q, base_log) or not 1 <= base_log <= 16 or not 0 < sigma < 1024:
+            raise ValueError(f"[switching] bad gadget in the switching key: base 2^{base_log}, {digits} digits")
+        rows = N // Np * digits
+        expected = _HEADER.size + 2 * rows * Np * 4 + 32
+        if len(data) != expected:
+            raise ValueError(f"[switching] a switching key for these contexts is {expected} bytes, got {len(data)}")
+        if hashlib.sha256(data[:-32]).digest() != bytes(data[-32:]):
+            raise ValueError("[switching] the switching key's checksum does not match: corrupted or truncated")
+        words = np.frombuffer(data[_HEADER.size:-32], dtype="<u4").astype(np.uint64).reshape(2, rows, Np)
+        if words.max(initial=0) >= Q:
+            raise ValueError(f"[switching] the switching key holds words not below Q={Q}")
+        ntt = _core.Ntt32(Np, Q)
+        return cls(N, Np, Q, base_log, digits, forward_rows(ntt, words[0]), forward_rows(ntt, words[1]), sigma)
 
 
 def _digit_count(modulus: int, base_log: int) -> int:
@@ -127,7 +172,7 @@ def ring_switch_keygen(ckks_secret: np.ndarray, ring_secret: np.ndarray, modulus
     body = (e % modulus).astype(np.uint64) + message % modulus
     a_hat = forward_rows(ntt, a)
     b_hat = (forward_rows(ntt, body % modulus) + a_hat * z % modulus) % modulus  # b = a z + e + m
-    return RingSwitchKey(N, Np, modulus, base_log, d, b_hat, a_hat)
+    return RingSwitchKey(N, Np, modulus, base_log, d, b_hat, a_hat, sigma)
 
 
 def forward(ntt, poly: np.ndarray) -> np.ndarray:

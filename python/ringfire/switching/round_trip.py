@@ -65,6 +65,15 @@ class SchemeSwitch:
         return SwitchKeys(self.to_fhew.keygen(ckks_secret_key, fhew_secret_key),
                           self.to_ckks.keygen(fhew_secret_key, keys, level=level))
 
+    def load_keys(self, ring: bytes, secret: bytes) -> SwitchKeys:
+        """Both keys from their bytes (``key.ring.to_bytes()``, ``key.secret.to_bytes()``), checked
+        against these contexts: what an evaluator in another process loads."""
+        encrypted = self.ckks.load(secret)
+        if type(encrypted).__name__ != "Ciphertext" or encrypted.level < self.depth:
+            raise ValueError(f"[switching] the encrypted secret must be a ciphertext of this CKKS context with "
+                             f"{self.depth} levels or more")
+        return SwitchKeys(self.to_fhew.load_key(ring), encrypted)
+
     def compare(self, ev, a, b, key: SwitchKeys, *, bits: int):
         """[a > b] per slot (1 or 0) in CKKS slots, for integers a, b in [0, 2^bits)."""
         return self._back(ev, [self.to_fhew.compare(ev, a, b, key.ring, bits=bits)], key)
