@@ -184,7 +184,7 @@ def test_a_lookup_table_round_trip_ends_in_ckks_slots(setup, name):
 def test_switching_keys_travel_as_bytes_and_refuse_tampering(setup):
     ctx, fhew, fsk, switch, sk, keys, ev, key = setup
     data = key.to_bytes()
-    assert len(data) == 29 + key.nbytes + 32  # header, two halves of 32-bit words, SHA-256
+    assert len(data) == 94 + key.nbytes + 32  # header (with the FHEW key id), two halves of 32-bit words, SHA-256
     loaded = switch.load_key(data)
     assert np.array_equal(loaded.b, key.b) and np.array_equal(loaded.a, key.a) and loaded.sigma == key.sigma
     values = np.arange(SLOTS) % 4
@@ -201,14 +201,37 @@ def test_switching_keys_travel_as_bytes_and_refuse_tampering(setup):
     with pytest.raises(ValueError, match="contexts have"):
         R.RingSwitchKey.from_bytes(data, ring_degree=8192, subring_degree=1024, modulus=key.modulus)
     body = bytearray(data[:-32])
-    body[29:33] = (0xFFFFFFFF).to_bytes(4, "little")  # a word past Q under a valid checksum
+    body[94:98] = (0xFFFFFFFF).to_bytes(4, "little")  # a word past Q under a valid checksum
     with pytest.raises(ValueError, match="not below Q"):
         switch.load_key(bytes(body) + hashlib.sha256(bytes(body)).digest())
+    signed = key.to_bytes(mac_key=b"k" * 32)
+    assert np.array_equal(switch.load_key(signed, mac_key=b"k" * 32).a, key.a)
+    with pytest.raises(ValueError, match="MAC does not verify"):
+        switch.load_key(signed, mac_key=b"j" * 32)
+    with pytest.raises(ValueError, match="authenticated: pass mac_key"):
+        switch.load_key(signed)
+    # Made for other FHEW keys than the evaluator's: refused on load and on use.
+    other = rf.tfhe.Context("STD128")
+    other.keygen()
+    with pytest.raises(ValueError, match="other FHEW keys"):
+        rf.switching.CkksToFhew(ctx, other, slots=SLOTS).load_key(data)
+    # The two keys of SchemeSwitch.keygen load as a pair and only as a pair.
     both = rf.switching.SchemeSwitch(ctx, fhew, slots=SLOTS)
-    restored = both.load_keys(data, switch.back_key.to_bytes())
-    assert restored.secret.level == switch.back_key.level
+    pair = both.keygen(sk, fsk, keys)
+    restored = both.load_keys(pair.ring.to_bytes(), pair.secret.to_bytes())
+    assert restored.secret.level == pair.secret.level
+    with pytest.raises(ValueError, match="not the one made with this switching key"):
+        both.load_keys(pair.ring.to_bytes(), switch.back_key.to_bytes())
     with pytest.raises(ValueError, match="levels or more"):
         both.load_keys(data, ev.adjust_to(switch.back_key, 3).to_bytes())
+    with pytest.raises(ValueError, match="not the secret key's"):
+        both.keygen(sk, fsk, ctx.keygen()[1])
+    # A ciphertext loaded from bytes has lost the knowledge that its tail is zero: masked, one level.
+    values = np.arange(SLOTS) % 8
+    loaded = ctx.load(ctx.encrypt(values.astype(float), keys).to_bytes())
+    assert np.array_equal(fhew.decrypt(switch(ev, loaded, key, bits=3), fsk), values)
+    with pytest.raises(ValueError, match="zeroing the slots after its values"):
+        switch(ev, ev.mod_switch(loaded, 1), key, bits=3)
 
 
 def test_the_switch_refuses_what_it_cannot_switch(setup):
@@ -241,6 +264,18 @@ def test_the_switch_refuses_what_it_cannot_switch(setup):
         switch.keygen(sk, rf.tfhe.Context("STD128").keygen())
     with pytest.raises(ValueError, match="CKKS context's secret key, got SecretKey of another context"):
         switch.keygen(small.keygen()[0], fsk)
+    with pytest.raises(ValueError, match="bits must be an int"):
+        switch(ev, ct, key, bits=True)
+    with pytest.raises(TypeError, match="ringfire.ckks.Context first"):
+        rf.switching.SchemeSwitch(fhew, ctx, slots=SLOTS)
+    with pytest.raises(ValueError, match="16 slots x 100 output bits"):
+        rf.switching.SchemeSwitch(ctx, fhew, slots=SLOTS, out_bits=100)
+    with pytest.raises(TypeError, match="expected the SwitchKeys"):
+        rf.switching.SchemeSwitch(ctx, fhew, slots=SLOTS).compare(ev, ct, ct, key, bits=3)
+    with pytest.raises(TypeError, match="ringfire.tfhe.Ciphertext"):
+        switch.back(ev, np.zeros((SLOTS, 557), np.uint32), switch.back_key)
+    with pytest.raises(TypeError, match="encrypted LWE secret"):
+        switch.back(ev, fhew.encrypt(np.zeros(SLOTS, int), fsk, bits=1), key)
     with pytest.raises(ValueError, match="not below Q"):
         fhew.from_ring_lwe(np.full((1, 1025), 0xFFFFFFFF, dtype=np.uint32), bits=3, variance=0.0)
 

@@ -35,8 +35,11 @@ import numpy as np
 from .. import _core
 from ..ckks import magnitude
 from ..ckks.circuits import LinearTransform
+from ..ckks.ciphertext import Ciphertext as CkksCiphertext
+from ..ckks.context import Context as CkksContext
 from ..rlwe.keys import SecretKey as CkksSecretKey
 from ..tfhe.ciphertext import Ciphertext as LweCiphertext
+from ..tfhe.context import Context as FhewContext
 from ..tfhe.context import SecretKey as FhewSecretKey
 from .ring_switch import RingSwitchKey, extract, ring_switch, ring_switch_keygen
 
@@ -56,8 +59,9 @@ class CkksToFhew:
     """
 
     def __init__(self, ckks, fhew, *, slots: int):
+        check_contexts(ckks, fhew)
         N, Np = ckks.poly_degree, fhew.params.ring_dimension
-        if not isinstance(slots, (int, np.integer)) or slots < 1 or slots & (slots - 1):
+        if not _is_int(slots) or slots < 1 or slots & (slots - 1):
             raise ValueError(f"[switching] slots must be a power of two, got {slots!r}")
         if 2 * slots > Np:
             raise ValueError(f"[switching] {slots} slots need a FHEW ring of degree >= {2 * slots}; "
@@ -85,13 +89,23 @@ class CkksToFhew:
         s = np.asarray(ckks_secret_key._native.coefficients(), dtype=np.int64)
         raw = np.frombuffer(fhew_secret_key._native.secret_bytes(), dtype=np.int8)
         z = raw[self.fhew.params.lwe_dimension:].astype(np.int64)
-        return ring_switch_keygen(s, z, self.fhew.params.ring_modulus, self.ckks._prng, sigma=self.fhew.params.sigma)
+        key = ring_switch_keygen(s, z, self.fhew.params.ring_modulus, self.ckks._prng, sigma=self.fhew.params.sigma)
+        key.fhew_key_id = fhew_secret_key.key_id
+        return key
 
-    def load_key(self, data: bytes) -> RingSwitchKey:
-        """A switching key from ``key.to_bytes()``, checked against these contexts (the evaluator's side)."""
-        return RingSwitchKey.from_bytes(data, ring_degree=self.ckks.poly_degree,
-                                        subring_degree=self.fhew.params.ring_dimension,
-                                        modulus=self.fhew.params.ring_modulus)
+    def load_key(self, data: bytes, *, mac_key: bytes | None = None) -> RingSwitchKey:
+        """A switching key from ``key.to_bytes()``, checked against these contexts (the evaluator's
+        side), and against the FHEW evaluation keys loaded here when there are any."""
+        key = RingSwitchKey.from_bytes(data, ring_degree=self.ckks.poly_degree,
+                                       subring_degree=self.fhew.params.ring_dimension,
+                                       modulus=self.fhew.params.ring_modulus, mac_key=mac_key)
+        self._check_key_id(key)
+        return key
+
+    def _check_key_id(self, key: RingSwitchKey) -> None:
+        if key.fhew_key_id and self.fhew.key_id is not None and key.fhew_key_id != self.fhew.key_id:
+            raise ValueError("[switching] this switching key was made for other FHEW keys than this context's "
+                             "(its secret key differs from the one the evaluation keys came from)")
 
     def rotations(self) -> list[int]:
         """The rotations the CKKS Galois keys need: the transform's."""
@@ -108,11 +122,14 @@ class CkksToFhew:
         level 1 or above: the transform takes one level.
         """
         self._check(ct, key, bits, periodic)
+        if not periodic and not ct._zero_tail:
+            ct = ct * np.ones(self.slots)  # zeros after the values, unknown (loaded from bytes): made so, one level
         # Only q_0 is read at the end: the rotations run cheapest on level 1 (dropping limbs keeps the scale).
         x = ev.mod_switch(ct, 1) if ct.level > 1 else ct
         # Only the result's subring coefficients are read, mod q_0: its slots' magnitudes do not matter.
         y = ev.linear_transform(magnitude.restore(x, None), self._transform(x.level, bits, x.scale, periodic))
-        c0, c1 = y._native.coefficients()[:, 0, :]              # limb q_0, coefficient form
+        host = y if y.device == "cpu" else y.to("cpu")            # the ring switch runs on the host
+        c0, c1 = host._native.coefficients()[:, 0, :]           # limb q_0, coefficient form
         q0, Q = self.ckks.params.q_primes[0], self.fhew.params.ring_modulus
         c0, c1 = _switch_modulus(c0, q0, Q), _switch_modulus(c1, q0, Q)
         b, a = ring_switch(key, c0, c1, self._ntt)
@@ -156,6 +173,8 @@ class CkksToFhew:
     # ---- steps -----------------------------------------------------------------------
 
     def _check(self, ct, key, bits, periodic) -> None:
+        if not isinstance(ct, CkksCiphertext):
+            raise TypeError(f"[switching] expected a ringfire.ckks.Ciphertext, got {type(ct).__name__}")
         if ct.context is not self.ckks:
             raise ValueError("[switching] the ciphertext belongs to another CKKS context")
         if not isinstance(key, RingSwitchKey):
@@ -168,14 +187,26 @@ class CkksToFhew:
         if key.b.shape != (rows, key.subring_degree) or key.a.shape != key.b.shape:
             raise ValueError(f"[switching] a switching key holds two ({rows}, {key.subring_degree}) arrays; this one "
                              f"holds {key.b.shape} and {key.a.shape}")
+        self.check_bits(bits)
+        self._check_key_id(key)
+        if periodic:
+            if ct.level < 1:
+                raise ValueError("[switching] the ciphertext is at level 0; the transform needs one level")
+            return
+        if ct.shape != (self.slots,):
+            raise ValueError(f"[switching] expected a ciphertext of {self.slots} values (shape ({self.slots},), zeros "
+                             f"after them), got shape {ct.shape}; pass periodic=True for an n-periodic one")
+        needed = 1 if ct._zero_tail else 2
+        if ct.level < needed:
+            raise ValueError(f"[switching] the ciphertext is at level {ct.level}; the transform needs one level" +
+                             ("" if ct._zero_tail else ", and zeroing the slots after its values (not known to be "
+                              "zero: it was loaded or rotated) one more"))
+
+    def check_bits(self, bits) -> None:
+        """Refuses a bit width the FHEW ring cannot hold as a table input (and bools), by name."""
         limit = int(math.log2(self.fhew.params.ring_dimension)) - 1
-        if not isinstance(bits, (int, np.integer)) or not 1 <= bits <= limit:
+        if not _is_int(bits) or not 1 <= bits <= limit:
             raise ValueError(f"[switching] bits must be an int in [1, {limit}], got {bits!r}")
-        if ct.level < 1:
-            raise ValueError("[switching] the ciphertext is at level 0; the transform needs one level")
-        if not periodic and (ct.shape != (self.slots,) or not ct._zero_tail):
-            raise ValueError(f"[switching] expected a ciphertext of {self.slots} values with zeros after them (shape "
-                             f"({self.slots},)), got shape {ct.shape}; pass periodic=True for an n-periodic one")
 
     def _transform(self, level: int, bits: int, scale: float | None = None, periodic: bool = False) -> LinearTransform:
         """W scaled so that the result's subring coefficients are q_0 / 2^(bits+1) per unit: by slots / n
@@ -198,6 +229,20 @@ class CkksToFhew:
             unit[t * self._stride] = 1.0
             columns.append(np.asarray(self.ckks._core.coefficients_to_slots(unit.tolist()))[:n])
         return np.stack(columns, axis=1)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def check_contexts(ckks, fhew) -> None:
+    """Refuses, by name, what is not a CKKS and a FHEW context (in that order)."""
+    if not isinstance(ckks, CkksContext):
+        raise TypeError(f"[switching] expected a ringfire.ckks.Context first, got {type(ckks).__module__}."
+                        f"{type(ckks).__name__}")
+    if not isinstance(fhew, FhewContext):
+        raise TypeError(f"[switching] expected a ringfire.tfhe.Context second, got {type(fhew).__module__}."
+                        f"{type(fhew).__name__}")
 
 
 def check_secret_keys(ckks, ckks_secret_key, fhew, fhew_secret_key) -> None:

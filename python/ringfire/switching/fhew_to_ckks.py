@@ -34,7 +34,9 @@ import numpy as np
 
 from ..ckks import magnitude
 from ..ckks.circuits import LinearTransform, Polynomial
-from .ckks_to_fhew import check_secret_keys
+from ..ckks.ciphertext import Ciphertext as CkksCiphertext
+from ..tfhe.ciphertext import Ciphertext as LweCiphertext
+from .ckks_to_fhew import check_contexts, check_secret_keys
 
 
 class FhewToCkks:
@@ -52,10 +54,12 @@ class FhewToCkks:
 
     def __init__(self, fhew, ckks, *, slots: int, bound: int = 48, doublings: int = 5, degree: int = 30,
                  sharpen: int = 1):
+        check_contexts(ckks, fhew)
         n = fhew.params.lwe_dimension
         self.period = 1 << (n - 1).bit_length()
         if not isinstance(slots, (int, np.integer)) or slots < 1 or slots & (slots - 1) or slots > self.period:
-            raise ValueError(f"[switching] slots must be a power of two up to {self.period}, got {slots!r}")
+            raise ValueError(f"[switching] the way back takes a power of two up to {self.period} ciphertexts at once "
+                             f"(the LWE dimension rounded up), got {slots!r}")
         if self.period > ckks.slots:
             raise ValueError(f"[switching] the CKKS context's {ckks.slots} slots cannot hold the LWE secret "
                              f"({n} values, period {self.period})")
@@ -104,6 +108,11 @@ class FhewToCkks:
         """The bits of ``lwe`` (a :class:`ringfire.tfhe.Ciphertext` of ``slots``
         1-bit integers) as a CKKS ciphertext: slot i holds bit i (i < slots; the
         slots repeat with period ``slots``)."""
+        if not isinstance(lwe, LweCiphertext):
+            raise TypeError(f"[switching] expected ringfire.tfhe.Ciphertext of 1-bit integers, got {type(lwe).__name__}")
+        if not isinstance(key, CkksCiphertext):
+            raise TypeError(f"[switching] expected the encrypted LWE secret (a ringfire.ckks.Ciphertext from keygen), "
+                            f"got {type(key).__name__}")
         if lwe.context is not self.fhew:
             raise ValueError("[switching] these FHEW ciphertexts belong to another context")
         if lwe.bits != 1:

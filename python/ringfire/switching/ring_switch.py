@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import hmac
 import struct
 
 import numpy as np
@@ -75,7 +76,8 @@ def balanced_digits(values: np.ndarray, modulus: int, base_log: int, digits: int
 
 
 _MAGIC, _VERSION = b"RFRSWK", 1
-_HEADER = struct.Struct("<6sBIIIBBd")  # magic, version, N, N', Q, base_log, digits, sigma
+# magic, version, N, N', Q, base_log, digits, sigma, authenticated (HMAC), FHEW key id, bound secret's digest
+_HEADER = struct.Struct("<6sBIIIBBdB32s32s")
 
 
 @dataclasses.dataclass
@@ -96,6 +98,8 @@ class RingSwitchKey:
     b: np.ndarray           # (k * d, N') uint64, NTT layout
     a: np.ndarray
     sigma: float = 3.19     # the error width it was made with
+    fhew_key_id: bytes = b""    # the FHEW keys' identity (tfhe SecretKey.key_id) it switches to
+    secret_digest: bytes = b""  # SHA-256 of the encrypted LWE secret's bytes made with it (SchemeSwitch)
 
     @property
     def parts(self) -> int:
@@ -111,24 +115,28 @@ class RingSwitchKey:
         base = 1 << self.base_log
         return self.parts * self.digits * self.subring_degree * self.sigma ** 2 * (base * base / 12)
 
-    def to_bytes(self) -> bytes:
-        """A header, both halves in coefficient form (32-bit little-endian words, independent of
-        the NTT's layout), and a SHA-256 of all that."""
+    def to_bytes(self, *, mac_key: bytes | None = None) -> bytes:
+        """A header (the rings, the gadget, the FHEW key id, the bound secret's digest), both
+        halves in coefficient form (32-bit little-endian words, independent of the NTT's layout),
+        and a SHA-256 of all that, or an HMAC-SHA256 under ``mac_key`` (against tampering too)."""
         ntt = _core.Ntt32(self.subring_degree, self.modulus)
         body = b"".join(np.stack([inverse(ntt, row, self.modulus) for row in half]).astype("<u4").tobytes()
                         for half in (self.b, self.a))
         data = _HEADER.pack(_MAGIC, _VERSION, self.ring_degree, self.subring_degree, self.modulus, self.base_log,
-                            self.digits, self.sigma) + body
-        return data + hashlib.sha256(data).digest()
+                            self.digits, self.sigma, mac_key is not None, self.fhew_key_id or bytes(32),
+                            self.secret_digest or bytes(32)) + body
+        return data + _trailer(data, mac_key)
 
     @classmethod
-    def from_bytes(cls, data: bytes, *, ring_degree: int, subring_degree: int, modulus: int) -> "RingSwitchKey":
+    def from_bytes(cls, data: bytes, *, ring_degree: int, subring_degree: int, modulus: int,
+                   mac_key: bytes | None = None) -> "RingSwitchKey":
         """The key ``to_bytes`` wrote, for the rings and prime given (the contexts'): its size is
-        checked against what they imply before anything is allocated, then its checksum and words."""
+        checked against what they imply before anything is allocated, then its checksum (or
+        MAC) and words."""
         data = memoryview(bytes(data))
         if len(data) < _HEADER.size + 32:
             raise ValueError(f"[switching] a switching key is at least {_HEADER.size + 32} bytes, got {len(data)}")
-        magic, version, N, Np, Q, base_log, digits, sigma = _HEADER.unpack_from(data)
+        magic, version, N, Np, Q, base_log, digits, sigma, mac, key_id, digest = _HEADER.unpack_from(data)
         if magic != _MAGIC or version != _VERSION:
             raise ValueError("[switching] not a ringfire switching key (or a version this build cannot read)")
         if (N, Np, Q) != (ring_degree, subring_degree, modulus):
@@ -136,17 +144,33 @@ class RingSwitchKey:
                              f"N={ring_degree}, N'={subring_degree}, Q={modulus}")
         if digits != _digit_count(Q, base_log) or not 1 <= base_log <= 16 or not 0 < sigma < 1024:
             raise ValueError(f"[switching] bad gadget in the switching key: base 2^{base_log}, {digits} digits")
+        if bool(mac) != (mac_key is not None):
+            raise ValueError("[switching] this switching key is authenticated: pass mac_key=" if mac else
+                             "[switching] this switching key is not authenticated (made without mac_key=)")
         rows = N // Np * digits
         expected = _HEADER.size + 2 * rows * Np * 4 + 32
         if len(data) != expected:
             raise ValueError(f"[switching] a switching key for these contexts is {expected} bytes, got {len(data)}")
-        if hashlib.sha256(data[:-32]).digest() != bytes(data[-32:]):
-            raise ValueError("[switching] the switching key's checksum does not match: corrupted or truncated")
+        if not hmac.compare_digest(_trailer(data[:-32], mac_key), bytes(data[-32:])):
+            raise ValueError("[switching] the switching key's " + ("MAC does not verify: tampered, corrupted or "
+                             "another mac_key" if mac else "checksum does not match: corrupted or truncated"))
         words = np.frombuffer(data[_HEADER.size:-32], dtype="<u4").astype(np.uint64).reshape(2, rows, Np)
         if words.max(initial=0) >= Q:
             raise ValueError(f"[switching] the switching key holds words not below Q={Q}")
         ntt = _core.Ntt32(Np, Q)
-        return cls(N, Np, Q, base_log, digits, forward_rows(ntt, words[0]), forward_rows(ntt, words[1]), sigma)
+        return cls(N, Np, Q, base_log, digits, forward_rows(ntt, words[0]), forward_rows(ntt, words[1]), sigma,
+                   _or_empty(key_id), _or_empty(digest))
+
+
+def _or_empty(field: bytes) -> bytes:
+    """A 32-byte identity from the header, b"" where none was recorded (all zeros)."""
+    return b"" if bytes(field) == bytes(32) else bytes(field)
+
+
+def _trailer(data, mac_key: bytes | None) -> bytes:
+    if mac_key is None:
+        return hashlib.sha256(data).digest()
+    return hmac.new(bytes(mac_key), data, hashlib.sha256).digest()
 
 
 def _digit_count(modulus: int, base_log: int) -> int:

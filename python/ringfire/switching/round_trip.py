@@ -11,11 +11,13 @@ weights: out_bits - 1 rotations.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 
 import numpy as np
 
+from ..ckks.ciphertext import Ciphertext as CkksCiphertext
 from ..tfhe.ciphertext import Ciphertext as LweCiphertext
-from .ckks_to_fhew import CkksToFhew
+from .ckks_to_fhew import CkksToFhew, check_contexts
 from .fhew_to_ckks import FhewToCkks
 from .ring_switch import RingSwitchKey
 
@@ -41,10 +43,15 @@ class SchemeSwitch:
     """
 
     def __init__(self, ckks, fhew, *, slots: int, out_bits: int = 1):
-        if not isinstance(out_bits, (int, np.integer)) or out_bits < 1:
+        check_contexts(ckks, fhew)
+        if not isinstance(out_bits, (int, np.integer)) or isinstance(out_bits, bool) or out_bits < 1:
             raise ValueError(f"[switching] out_bits must be a positive int, got {out_bits!r}")
-        self.ckks, self.fhew, self.slots, self.out_bits = ckks, fhew, int(slots), int(out_bits)
         self.to_fhew = CkksToFhew(ckks, fhew, slots=slots)
+        period = 1 << (fhew.params.lwe_dimension - 1).bit_length()
+        if slots * out_bits > period:
+            raise ValueError(f"[switching] {slots} slots x {out_bits} output bits = {slots * out_bits} ciphertexts come "
+                             f"back at once, more than the {period} the way back takes (the LWE dimension rounded up)")
+        self.ckks, self.fhew, self.slots, self.out_bits = ckks, fhew, int(slots), int(out_bits)
         self.to_ckks = FhewToCkks(fhew, ckks, slots=1 << (self.slots * self.out_bits - 1).bit_length())
 
     def __repr__(self) -> str:
@@ -61,27 +68,47 @@ class SchemeSwitch:
         return sorted(set(self.to_fhew.rotations()) | set(self.to_ckks.rotations()) | combine)
 
     def keygen(self, ckks_secret_key, fhew_secret_key, keys, *, level: int | None = None) -> SwitchKeys:
-        """Both public switching keys; the client runs this (``keys``: its CKKS KeySet)."""
-        return SwitchKeys(self.to_fhew.keygen(ckks_secret_key, fhew_secret_key),
-                          self.to_ckks.keygen(fhew_secret_key, keys, level=level))
+        """Both public switching keys; the client runs this (``keys``: its CKKS KeySet, which must
+        be ``ckks_secret_key``'s: a test value encrypted with it has to decrypt). The ring key
+        records the encrypted secret's digest, so the two travel and load as a pair."""
+        ring = self.to_fhew.keygen(ckks_secret_key, fhew_secret_key)
+        try:
+            probe = self.ckks.decrypt(self.ckks.encrypt(np.ones(1), keys), ckks_secret_key).real[0]
+        except ValueError:
+            probe = None
+        if probe is None or abs(probe - 1.0) > 1e-3:
+            raise ValueError("[switching] these CKKS keys are not the secret key's (a value encrypted with them does "
+                             "not decrypt): pass the KeySet that came with it from ctx.keygen")
+        secret = self.to_ckks.keygen(fhew_secret_key, keys, level=level)
+        ring.secret_digest = hashlib.sha256(secret.to_bytes()).digest()
+        return SwitchKeys(ring, secret)
 
-    def load_keys(self, ring: bytes, secret: bytes) -> SwitchKeys:
+    def load_keys(self, ring: bytes, secret: bytes, *, mac_key: bytes | None = None) -> SwitchKeys:
         """Both keys from their bytes (``key.ring.to_bytes()``, ``key.secret.to_bytes()``), checked
-        against these contexts: what an evaluator in another process loads."""
+        against these contexts, the FHEW evaluation keys loaded here, and each other: what an
+        evaluator in another process loads."""
+        ring_key = self.to_fhew.load_key(ring, mac_key=mac_key)
+        if ring_key.secret_digest and hashlib.sha256(bytes(secret)).digest() != ring_key.secret_digest:
+            raise ValueError("[switching] this encrypted secret is not the one made with this switching key "
+                             "(send key.secret.to_bytes() of the same keygen, unchanged)")
         encrypted = self.ckks.load(secret)
-        if type(encrypted).__name__ != "Ciphertext" or encrypted.level < self.depth:
+        if not isinstance(encrypted, CkksCiphertext) or encrypted.level < self.depth:
             raise ValueError(f"[switching] the encrypted secret must be a ciphertext of this CKKS context with "
                              f"{self.depth} levels or more")
-        return SwitchKeys(self.to_fhew.load_key(ring), encrypted)
+        return SwitchKeys(ring_key, encrypted)
 
     def compare(self, ev, a, b, key: SwitchKeys, *, bits: int):
         """[a > b] per slot (1 or 0) in CKKS slots, for integers a, b in [0, 2^bits)."""
+        _check_keys(key)
         return self._back(ev, [self.to_fhew.compare(ev, a, b, key.ring, bits=bits)], key)
 
-    def lut(self, ev, ct, function, key: SwitchKeys, *, bits: int, out_bits: int | None = None):
+    def lut(self, ev, ct, function, key: SwitchKeys, *, bits: int, out_bits: int | None = None,
+            periodic: bool = False):
         """function(x) per slot in CKKS slots, for integers x in [0, 2^bits) and a
         function to [0, 2^out_bits) (default: this switch's out_bits): one FHEW
-        bootstrap per slot and output bit."""
+        bootstrap per slot and output bit. ``periodic``: as :class:`CkksToFhew`."""
+        _check_keys(key)
+        self.to_fhew.check_bits(bits)
         out_bits = self.out_bits if out_bits is None else int(out_bits)
         if not 1 <= out_bits <= self.out_bits:
             raise ValueError(f"[switching] out_bits must lie in [1, {self.out_bits}] (this switch's out_bits)")
@@ -90,7 +117,7 @@ class SchemeSwitch:
                 or values.max() >= 1 << out_bits:
             raise ValueError(f"[switching] the table must map the {1 << bits} inputs to integers in "
                              f"[0, 2^{out_bits}); got {values.dtype} values of shape {values.shape}")
-        lwe = self.to_fhew(ev, ct, key.ring, bits=bits)
+        lwe = self.to_fhew(ev, ct, key.ring, bits=bits, periodic=periodic)
         planes = [self.fhew.apply(self.fhew.lut((values >> i) & 1, bits=bits, out_bits=1), lwe)
                   for i in range(out_bits)]
         return self._back(ev, planes, key)
@@ -108,3 +135,9 @@ class SchemeSwitch:
         for i in range(1, len(planes)):
             total = ev.add(total, ev.multiply_integer(ev.rotate(bits, i * self.slots), 1 << i))
         return total._set_shape((self.slots,))
+
+
+def _check_keys(key) -> None:
+    if not isinstance(key, SwitchKeys):
+        raise TypeError(f"[switching] expected the SwitchKeys from SchemeSwitch.keygen (or load_keys), got "
+                        f"{type(key).__name__}")

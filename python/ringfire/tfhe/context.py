@@ -148,6 +148,10 @@ class Context:
         self._prng = _core.Prng.from_os()  # encryption randomness: always the OS's
         self.threads = 0  # 0: the library's thread count (ringfire.parallel)
 
+    key_id = property(lambda self: self._key_id,
+                      doc="The evaluation keys' identity (a hash of their public seeds; None: no keys yet): "
+                          "what keys made from the same secret key carry, as SecretKey.key_id does.")
+
     @classmethod
     def preset(cls, name: str, *, insecure: bool = False) -> "Context":
         return cls(name, insecure=insecure)
