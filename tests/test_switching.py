@@ -116,6 +116,10 @@ def test_a_periodic_ciphertext_and_a_lookup_after_the_switch(setup):
     values = np.arange(SLOTS) % 8
     tiled = np.tile(values, ctx.slots // SLOTS).astype(float)
     lwe = switch(ev, ctx.encrypt(tiled, keys), key, bits=3, periodic=True)
+    periodic_b = ctx.encrypt(np.tile(7 - values, ctx.slots // SLOTS).astype(float), keys)
+    with pytest.warns(RuntimeWarning, match="fails with probability"):
+        greater = switch.compare(ev, ctx.encrypt(tiled, keys), periodic_b, key, bits=3, periodic=True)
+    assert np.array_equal(fhew.decrypt(greater, fsk), (values > 7 - values).astype(int))
     table = fhew.lut(lambda m: (5 * m + 3) % 8, bits=3)
     with pytest.warns(RuntimeWarning, match="fails with probability 9.7e-06"):  # STD128's own 3-bit figure
         result = fhew.apply(table, lwe)

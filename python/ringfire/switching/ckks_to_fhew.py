@@ -136,14 +136,14 @@ class CkksToFhew:
         words = np.stack([extract(b, a, int(t), Q) for t in self._indices]).astype(np.uint32)
         return self.fhew.from_ring_lwe(words, bits=bits, variance=self.error_variance(key, x, bits))
 
-    def compare(self, ev, a, b, key: RingSwitchKey, *, bits: int) -> LweCiphertext:
+    def compare(self, ev, a, b, key: RingSwitchKey, *, bits: int, periodic: bool = False) -> LweCiphertext:
         """[a > b] per slot, as FHEW ciphertexts of 1-bit integers (1 or 0), for
         integers a, b in [0, 2^bits): one switch of a - b and one bootstrap per
         slot. The difference's sign is the half of the circle its phase lies in
         (so it needs no padding bit); the bootstrap, on it minus half a unit,
         gives +-q/8, and adding q/8 makes it FHEW's 1-bit encoding (0 or q/4),
         which :class:`ringfire.switching.FhewToCkks` brings back to CKKS."""
-        difference = self(ev, a - b, key, bits=bits)  # the operator keeps the zero tail
+        difference = self(ev, a - b, key, bits=bits, periodic=periodic)  # the operator keeps the zero tail
         positive = self.fhew.apply(self._sign_table(bits), difference - 1)  # apply adds half a unit back
         q = self.fhew.params.lwe_modulus
         data = positive.data.copy()

@@ -97,10 +97,11 @@ class SchemeSwitch:
                              f"{self.depth} levels or more")
         return SwitchKeys(ring_key, encrypted)
 
-    def compare(self, ev, a, b, key: SwitchKeys, *, bits: int):
-        """[a > b] per slot (1 or 0) in CKKS slots, for integers a, b in [0, 2^bits)."""
+    def compare(self, ev, a, b, key: SwitchKeys, *, bits: int, periodic: bool = False):
+        """[a > b] per slot (1 or 0) in CKKS slots, for integers a, b in [0, 2^bits).
+        ``periodic``: as :class:`CkksToFhew`."""
         _check_keys(key)
-        return self._back(ev, [self.to_fhew.compare(ev, a, b, key.ring, bits=bits)], key)
+        return self._back(ev, [self.to_fhew.compare(ev, a, b, key.ring, bits=bits, periodic=periodic)], key)
 
     def lut(self, ev, ct, function, key: SwitchKeys, *, bits: int, out_bits: int | None = None,
             periodic: bool = False):
