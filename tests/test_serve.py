@@ -350,9 +350,11 @@ def test_health_answers_fast_during_an_inference_and_metrics_count(served):
         assert httpx.get(f"{url}/v2/health/live").status_code == 200
         latencies.append(time.perf_counter() - start)
     session.wait(job)
-    # Two cores shared with the inference: judge the typical probe, bound the worst one.
+    # Two cores shared by the inference, the server's loop and this client, all in one process
+    # here: the typical probe is held to the service's goal (100 ms; benchmarks/serve_load.py
+    # measures it with the server in its own process), the worst one bounded.
     latencies.sort()
-    assert latencies[len(latencies) // 2] < 0.05 and latencies[-1] < 1.0, latencies
+    assert latencies[len(latencies) // 2] < 0.1 and latencies[-1] < 1.0, latencies
     text = httpx.get(f"{url}/metrics").text
     for name in ("ringfire_request_seconds", "ringfire_job_seconds", "ringfire_queue_depth",
                  "ringfire_uploaded_bytes_total", "ringfire_resident_memory_bytes"):

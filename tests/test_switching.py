@@ -108,7 +108,7 @@ def test_switched_slots_decrypt_to_the_encrypted_integers(setup, bits):
     # The errors are what the model says: FHEW's key switch and modulus switches dominate.
     err = phase_errors(fhew, fsk, lwe, values, bits)
     assert np.abs(err).max() < fhew.params.lwe_modulus / (4 << bits)
-    assert 0.3 < np.var(err) / lwe.variance < 3
+    assert 0.2 < np.var(err) / lwe.variance < 4  # 16 samples: a chi-square of 16 degrees stays inside
 
 
 def test_a_periodic_ciphertext_and_a_lookup_after_the_switch(setup):
