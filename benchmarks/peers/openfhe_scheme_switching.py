@@ -130,20 +130,29 @@ def encrypt(cc, keys, x, slots):
     return cc.Encrypt(keys.publicKey, cc.MakeCKKSPackedPlaintext([float(v) for v in x], 1, 0, None, slots))
 
 
+def set_up(fhe, args, stem, precompute_name, precompute):
+    """The CKKS context, its keys and the switching setup (stem + "Setup", stem + "KeyGen", then
+    the precomputation), each step timed under OpenFHE's own name: (cc, keys, lwe secret key, the
+    FHEW context, parameters, timings with their total)."""
+    cc, sp, info = make_ckks(fhe, args)
+    t = {}
+    keys, t["KeyGen"] = timed(cc.KeyGen)
+    sk, t[stem + "Setup"] = timed(lambda: getattr(cc, stem + "Setup")(sp))
+    _, t[stem + "KeyGen"] = timed(lambda: getattr(cc, stem + "KeyGen")(keys, sk))
+    lwe = cc.GetBinCCForSchemeSwitch()
+    info.update(lwe_info(lwe))
+    _, t[precompute_name] = timed(lambda: precompute(cc, info["pLWE"]))
+    t["setup_total"] = sum(t.values())
+    return cc, keys, sk, lwe, info, t
+
+
 def worker_switch(args):
     import openfhe as fhe
     import numpy as np
 
-    cc, sp, info = make_ckks(fhe, args)
-    t = {}
-    keys, t["KeyGen"] = timed(cc.KeyGen)
-    sk, t["EvalCKKStoFHEWSetup"] = timed(lambda: cc.EvalCKKStoFHEWSetup(sp))
-    _, t["EvalCKKStoFHEWKeyGen"] = timed(lambda: cc.EvalCKKStoFHEWKeyGen(keys, sk))
-    lwe = cc.GetBinCCForSchemeSwitch()
-    info.update(lwe_info(lwe))
+    cc, keys, sk, lwe, info, t = set_up(fhe, args, "EvalCKKStoFHEW", "EvalCKKStoFHEWPrecompute",
+                                        lambda cc, pL: cc.EvalCKKStoFHEWPrecompute(1.0 / pL))
     pL = info["pLWE"]
-    _, t["EvalCKKStoFHEWPrecompute"] = timed(lambda: cc.EvalCKKStoFHEWPrecompute(1.0 / pL))
-    t["setup_total"] = sum(t.values())
     x = np.round(inputs(args)[0] * 100)  # integers in [-100 range, 100 range]: exact in Z_pLWE
     ct = encrypt(cc, keys, x, args.slots)
     times, outs = [], None
@@ -165,16 +174,9 @@ def worker_compare(args):
     import openfhe as fhe
     import numpy as np
 
-    cc, sp, info = make_ckks(fhe, args)
-    t = {}
-    keys, t["KeyGen"] = timed(cc.KeyGen)
-    sk, t["EvalSchemeSwitchingSetup"] = timed(lambda: cc.EvalSchemeSwitchingSetup(sp))
-    _, t["EvalSchemeSwitchingKeyGen"] = timed(lambda: cc.EvalSchemeSwitchingKeyGen(keys, sk))
-    lwe = cc.GetBinCCForSchemeSwitch()
-    info.update(lwe_info(lwe))
+    cc, keys, sk, lwe, info, t = set_up(fhe, args, "EvalSchemeSwitching", "EvalCompareSwitchPrecompute",
+                                        lambda cc, pL: cc.EvalCompareSwitchPrecompute(pL, args.scale_sign))
     pL = info["pLWE"]
-    _, t["EvalCompareSwitchPrecompute"] = timed(lambda: cc.EvalCompareSwitchPrecompute(pL, args.scale_sign))
-    t["setup_total"] = sum(t.values())
     info["scale_sign"] = args.scale_sign
     print(f"  [compare t={args.threads}] setup {t['setup_total']:.1f} s, rss {peak_rss_gib()} GiB",
           file=sys.stderr, flush=True)

@@ -236,12 +236,15 @@ void Bootstrapper::switch_to_gate(u32* extracted, u32* scratch, u32* out) const 
 
 void Bootstrapper::switch_ring_lwe(const u32* in, std::size_t count, u32* out) const {
   const std::size_t n = params_.lwe_dimension, N = params_.ring_dimension;
+  const u32 Q = params_.ring_modulus;
+  const u32* end = in + count * (N + 1);
+  const u32* bad = std::find_if(in, end, [Q](u32 w) { return w >= Q; });
+  if (bad != end) {
+    throw_invalid("tfhe.switch_ring_lwe", "ciphertext " + std::to_string((bad - in) / (N + 1)) +
+                                              " has a word not below Q = " + std::to_string(Q));
+  }
   std::vector<u32> extracted(N + 1), switched(n + 1);
   for (std::size_t c = 0; c < count; ++c) {
-    for (std::size_t j = 0; j <= N; ++j) {
-      require(in[c * (N + 1) + j] < params_.ring_modulus, "tfhe.switch_ring_lwe",
-              "ciphertext " + std::to_string(c) + " has a word not below Q = " + std::to_string(params_.ring_modulus));
-    }
     std::copy(in + c * (N + 1), in + (c + 1) * (N + 1), extracted.begin());
     switch_to_gate(extracted.data(), switched.data(), out + c * (n + 1));
   }

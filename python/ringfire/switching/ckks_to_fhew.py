@@ -61,7 +61,7 @@ class CkksToFhew:
     def __init__(self, ckks, fhew, *, slots: int):
         check_contexts(ckks, fhew)
         N, Np = ckks.poly_degree, fhew.params.ring_dimension
-        if not _is_int(slots) or slots < 1 or slots & (slots - 1):
+        if not is_int(slots) or slots < 1 or slots & (slots - 1):
             raise ValueError(f"[switching] slots must be a power of two, got {slots!r}")
         if 2 * slots > Np:
             raise ValueError(f"[switching] {slots} slots need a FHEW ring of degree >= {2 * slots}; "
@@ -87,8 +87,7 @@ class CkksToFhew:
         """The switching key (public) from the two secret keys; the client runs this."""
         check_secret_keys(self.ckks, ckks_secret_key, self.fhew, fhew_secret_key)
         s = np.asarray(ckks_secret_key._native.coefficients(), dtype=np.int64)
-        raw = np.frombuffer(fhew_secret_key._native.secret_bytes(), dtype=np.int8)
-        z = raw[self.fhew.params.lwe_dimension:].astype(np.int64)
+        z = fhew_secrets(fhew_secret_key)[1]
         key = ring_switch_keygen(s, z, self.fhew.params.ring_modulus, self.ckks._prng, sigma=self.fhew.params.sigma)
         key.fhew_key_id = fhew_secret_key.key_id
         return key
@@ -109,7 +108,8 @@ class CkksToFhew:
 
     def rotations(self) -> list[int]:
         """The rotations the CKKS Galois keys need: the transform's."""
-        return sorted({r % self.ckks.slots for r in self._transform(self.ckks.max_level, 1).rotations()} - {0})
+        level = min(1, self.ckks.max_level)  # where the switch runs; the rotations do not depend on the level
+        return sorted({r % self.ckks.slots for r in self._transform(level, 1).rotations()} - {0})
 
     # ---- the switch ------------------------------------------------------------------
 
@@ -145,10 +145,8 @@ class CkksToFhew:
         which :class:`ringfire.switching.FhewToCkks` brings back to CKKS."""
         difference = self(ev, a - b, key, bits=bits, periodic=periodic)  # the operator keeps the zero tail
         positive = self.fhew.apply(self._sign_table(bits), difference - 1)  # apply adds half a unit back
-        q = self.fhew.params.lwe_modulus
-        data = positive.data.copy()
-        data[:, -1] = (data[:, -1].astype(np.int64) + q // 8) % q
-        return LweCiphertext(self.fhew, data, positive.shape, 1, positive.variance)
+        shifted = positive + 1  # one unit of its 2-bit encoding: q/8
+        return LweCiphertext(self.fhew, shifted.data, shifted.shape, 1, shifted.variance)
 
     def _sign_table(self, bits: int):
         """+q/8 for every phase in [0, q/2) and -q/8 for the other half (the test vector is negacyclic)."""
@@ -205,7 +203,7 @@ class CkksToFhew:
     def check_bits(self, bits) -> None:
         """Refuses a bit width the FHEW ring cannot hold as a table input (and bools), by name."""
         limit = int(math.log2(self.fhew.params.ring_dimension)) - 1
-        if not _is_int(bits) or not 1 <= bits <= limit:
+        if not is_int(bits) or not 1 <= bits <= limit:
             raise ValueError(f"[switching] bits must be an int in [1, {limit}], got {bits!r}")
 
     def _transform(self, level: int, bits: int, scale: float | None = None, periodic: bool = False) -> LinearTransform:
@@ -231,7 +229,8 @@ class CkksToFhew:
         return np.stack(columns, axis=1)
 
 
-def _is_int(value) -> bool:
+def is_int(value) -> bool:
+    """An int or NumPy integer, not a bool (True would pass for 1)."""
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
@@ -253,6 +252,13 @@ def check_secret_keys(ckks, ckks_secret_key, fhew, fhew_secret_key) -> None:
         raise ValueError(f"[switching] expected the CKKS context's secret key, got {_described(ckks_secret_key)}")
     if not (isinstance(fhew_secret_key, FhewSecretKey) and fhew_secret_key.context is fhew):
         raise ValueError(f"[switching] expected the FHEW context's secret key, got {_described(fhew_secret_key)}")
+
+
+def fhew_secrets(fhew_secret_key) -> tuple[np.ndarray, np.ndarray]:
+    """The FHEW secret key's LWE secret s (n values) and ring secret z (N'), as int64."""
+    raw = np.frombuffer(fhew_secret_key._native.secret_bytes(), dtype=np.int8).astype(np.int64)
+    n = fhew_secret_key.context.params.lwe_dimension
+    return raw[:n], raw[n:]
 
 
 def _described(key) -> str:

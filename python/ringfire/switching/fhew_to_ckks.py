@@ -36,7 +36,7 @@ from ..ckks import magnitude
 from ..ckks.circuits import LinearTransform, Polynomial
 from ..ckks.ciphertext import Ciphertext as CkksCiphertext
 from ..tfhe.ciphertext import Ciphertext as LweCiphertext
-from .ckks_to_fhew import check_contexts, check_secret_keys
+from .ckks_to_fhew import check_contexts, check_secret_keys, fhew_secrets, is_int
 
 
 class FhewToCkks:
@@ -57,7 +57,7 @@ class FhewToCkks:
         check_contexts(ckks, fhew)
         n = fhew.params.lwe_dimension
         self.period = 1 << (n - 1).bit_length()
-        if not isinstance(slots, (int, np.integer)) or slots < 1 or slots & (slots - 1) or slots > self.period:
+        if not is_int(slots) or slots < 1 or slots & (slots - 1) or slots > self.period:
             raise ValueError(f"[switching] the way back takes a power of two up to {self.period} ciphertexts at once "
                              f"(the LWE dimension rounded up), got {slots!r}")
         if self.period > ckks.slots:
@@ -87,10 +87,9 @@ class FhewToCkks:
         """The LWE secret encrypted under the CKKS key (a CKKS ciphertext, public), at
         ``level`` (default: the top). The client runs this."""
         check_secret_keys(self.ckks, None, self.fhew, fhew_secret_key)
-        n = self.fhew.params.lwe_dimension
-        raw = np.frombuffer(fhew_secret_key._native.secret_bytes(), dtype=np.int8)[:n].astype(float)
+        lwe_secret = fhew_secrets(fhew_secret_key)[0]
         secret = np.zeros(self.period)
-        secret[:n] = raw
+        secret[:len(lwe_secret)] = lwe_secret
         level = self.ckks.max_level if level is None else int(level)
         if level < self.depth:
             raise ValueError(f"[switching] the switch back needs {self.depth} levels; level {level} has too few")
@@ -98,7 +97,8 @@ class FhewToCkks:
 
     def rotations(self) -> list[int]:
         """The rotations the CKKS Galois keys need: the diagonals' and the fold's."""
-        lt = self._product({k: np.zeros(self.period) for k in range(self.slots)}, self.ckks.max_level)
+        # Built on level 1 (2 limbs to encode, not the chain's): its rotations do not depend on the level.
+        lt = self._product({k: np.zeros(self.period) for k in range(self.slots)}, min(1, self.ckks.max_level))
         fold = [self.slots << i for i in range(int(math.log2(self.period // self.slots)))]
         return sorted(({r % self.ckks.slots for r in lt.rotations()} | set(fold)) - {0})
 

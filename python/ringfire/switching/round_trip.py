@@ -17,7 +17,7 @@ import numpy as np
 
 from ..ckks.ciphertext import Ciphertext as CkksCiphertext
 from ..tfhe.ciphertext import Ciphertext as LweCiphertext
-from .ckks_to_fhew import CkksToFhew, check_contexts
+from .ckks_to_fhew import CkksToFhew, check_contexts, is_int
 from .fhew_to_ckks import FhewToCkks
 from .ring_switch import RingSwitchKey
 
@@ -44,7 +44,7 @@ class SchemeSwitch:
 
     def __init__(self, ckks, fhew, *, slots: int, out_bits: int = 1):
         check_contexts(ckks, fhew)
-        if not isinstance(out_bits, (int, np.integer)) or isinstance(out_bits, bool) or out_bits < 1:
+        if not is_int(out_bits) or out_bits < 1:
             raise ValueError(f"[switching] out_bits must be a positive int, got {out_bits!r}")
         self.to_fhew = CkksToFhew(ckks, fhew, slots=slots)
         period = 1 << (fhew.params.lwe_dimension - 1).bit_length()
