@@ -342,3 +342,28 @@ def class_token_after_the_batch_moved(middle_token: bool = False) -> bytes:
              node("Transpose", ["y_t"], "y_b", perm=[1, 0, 2]), node("MatMul", ["y_b", "W"], "y")]
     return make_model(nodes, (L, E), {"token": r.normal(0, 1, (1, 1, E)), "W": r.normal(0, 0.5, (E, E))},
                       out_shape=(length, E))
+
+
+# ---- small torch modules (torch passed in: it is an optional dependency) ---------------------
+def self_attention(torch, width=8, heads=2):
+    """``nn.MultiheadAttention`` as self-attention (batch first), the way models call it."""
+
+    class SelfAttention(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attention = torch.nn.MultiheadAttention(width, heads, batch_first=True)
+
+        def forward(self, x):
+            return self.attention(x, x, x, need_weights=False)[0]
+
+    return SelfAttention().eval()
+
+
+def tiny_vit(torch, torchvision):
+    """torchvision's VisionTransformer at 16x16 with 8x8 patches, one layer of width 8; its
+    classification head, which torchvision starts at zero, gets random weights."""
+    vit = torchvision.models.VisionTransformer(image_size=16, patch_size=8, num_layers=1, num_heads=2,
+                                               hidden_dim=8, mlp_dim=16, num_classes=5).eval()
+    torch.nn.init.normal_(vit.heads.head.weight, std=0.5)
+    torch.nn.init.normal_(vit.heads.head.bias, std=0.1)
+    return vit

@@ -71,11 +71,25 @@ def test_encoder_block_against_onnxruntime(ctx3):
     assert plan.counts["ct_mults"] == 2 * SEQ * D * SEQ
 
 
+def test_encoder_block_one_sequence_per_ciphertext(ctx3):
+    """packing='inter': Q K^T is (4, 8) by (8, 4) and P V (4, 4) by (4, 8), neither square, so each
+    product's factors come straight from its operands (ringfire/nn/inter_products.py)."""
+    ctx = ctx3[0]
+    data = encoder_block()
+    x = np.random.default_rng(2).uniform(-1, 1, (2, SEQ, D))
+    ref = ort_run(data, x)
+    model = rf.nn.load(data, ctx, packing="inter")
+    plan = model.plan()
+    # x -> Q (1) -> Q K^T (2: factors, products) -> scale (1); V (1) -> P V (2) -> Wo (1).
+    assert plan.levels_needed == 4 and plan.counts["ct_mults"] == D + SEQ, plan
+    sk, keys = ctx.keygen(rotations=model.rotations())
+    out = model(ctx.encrypt_batch(x, keys, packing="inter"), client=rf.nn.LocalClient(ctx, sk, keys))
+    got = ctx.decrypt_batch(out, sk)
+    assert np.max(np.abs(got - ref)) < 1e-5, np.max(np.abs(got - ref))  # measured 3.3e-7
+
+
 def test_tensor_products_are_refused_where_they_cannot_run(ctx3):
     ctx, _, _ = ctx3
-    data = encoder_block()
-    with pytest.raises(ValueError, match="needs packing='batch'"):
-        rf.nn.load(data, ctx, packing="inter").plan()  # one sample per ciphertext moves no such tensors
     # (8, 4) by (8, 4): the inner sizes differ.
     bad = make_model([node("Transpose", ["x"], "xt", perm=[0, 2, 1]), node("MatMul", ["xt", "xt"], "y")], (SEQ, D),
                      out_shape=(D, D), opset=17)

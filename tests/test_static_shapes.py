@@ -13,7 +13,7 @@ from ringfire.nn.static_shapes import make_static, needs_static
 ort = pytest.importorskip("onnxruntime")
 
 from nn_models import (L, E, attention_moving_the_batch, class_token_after_the_batch_moved, make_model,  # noqa: E402
-                       node, ort_run)
+                       node, ort_run, self_attention, tiny_vit)
 
 
 @pytest.fixture(scope="module")
@@ -123,17 +123,8 @@ def test_torch_transformer_encoder_layer_runs_encrypted(ctx3):
 @pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
 def test_torch_multihead_attention_runs_encrypted(exporter, ctx3):
     torch = torch_or_skip()
-
-    class SelfAttention(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.attention = torch.nn.MultiheadAttention(8, 2, batch_first=True)
-
-        def forward(self, x):
-            return self.attention(x, x, x, need_weights=False)[0]
-
     torch.manual_seed(1)
-    module = SelfAttention().eval()
+    module = self_attention(torch)
     x = torch.randn(2, 4, 8)
     ctx, sk, keys = ctx3
     model = rf.nn.load(module, ctx, example_input=x[:1], exporter=exporter)
@@ -220,11 +211,7 @@ def test_a_torchvision_vit_runs_encrypted(ctx3):
     torch = torch_or_skip()
     torchvision = pytest.importorskip("torchvision")
     torch.manual_seed(0)
-    vit = torchvision.models.VisionTransformer(image_size=16, patch_size=8, num_layers=1, num_heads=2,
-                                               hidden_dim=8, mlp_dim=16, num_classes=5).eval()
-    torch.nn.init.normal_(vit.heads.head.weight, std=0.5)
-    torch.nn.init.normal_(vit.heads.head.bias, std=0.1)
-    got, expected = encrypted_and_torch(vit, torch.randn(3, 3, 16, 16), ctx3)
+    got, expected = encrypted_and_torch(tiny_vit(torch, torchvision), torch.randn(3, 3, 16, 16), ctx3)
     assert np.max(np.abs(got - expected)) < 1e-4
     assert (got.argmax(1) == expected.argmax(1)).all()
 

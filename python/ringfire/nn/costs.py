@@ -238,7 +238,9 @@ def predict_inter_breakdown(model, costs: dict) -> dict:
             encoded_limbs += step.diagonals * limbs
             parts["rotations"] += ((HOISTED_ROTATION * step.baby_rotations + step.giant_rotations)
                                    * costs["rotate_per_limb"] * limbs)
-            parts["diagonals"] += (step.diagonals * per_diagonal + costs["rescale_per_limb"]) * limbs
+            parts["diagonals"] += (step.diagonals * per_diagonal + step.transforms * costs["rescale_per_limb"]) * limbs
+            # A product of two tensors: its products of ciphertexts, two levels below where it reads.
+            parts["activations"] += step.products * costs["mult_relin_rescale_per_limb"] * max(1, limbs - 2)
         elif step.node.name in model.polys:
             parts["activations"] += (model.polys[step.node.name].multiplications
                                      * costs["mult_relin_rescale_per_limb"] * limbs)

@@ -34,6 +34,10 @@ HINTS = {
 }
 
 
+# What -inf in an additive attention mask becomes (Graph._finite_attention_masks).
+MASK_FILL = 1.0e4
+
+
 def _fold_constant_node(model, n, constants) -> bool:
     """Evaluates a node whose inputs are all constants (exporters compute pads, shapes
     and weights that way: ConstantOfShape, Concat, Cast, ...) with ONNX's reference
@@ -146,6 +150,7 @@ class Graph:
         graph._mark_tensor_products()
         graph._fold_batch_norm()
         graph._fuse_swish()
+        graph._finite_attention_masks()
         graph._attach_layer_constants(opset)
         graph._conv1d_as_conv2d()
         return graph
@@ -211,6 +216,28 @@ class Graph:
                         break
             kept.append(node)
         self.nodes = [n for n in kept if id(n) not in fused]
+
+    def _finite_attention_masks(self) -> None:
+        """An additive attention mask (torch's causal mask: -inf above the diagonal, added to the
+        scores before the Softmax) cannot be encoded: CKKS values are finite. Where the sum feeds
+        only Softmax, -inf becomes -MASK_FILL, after which the Softmax gives those entries
+        exactly the weight -inf gives them, 0.0 (exp(-10^4) underflows in float64), while the
+        masked scores stay well inside what the scheme holds (|x| <= 2^19 at level 0 of a
+        60-bit first prime and a 40-bit scale). Any other non-finite constant is refused."""
+        for node in self.nodes:
+            for i, name in enumerate(node.inputs[:2]):
+                value = self.constants.get(name)
+                if value is None or np.all(np.isfinite(value)):
+                    continue
+                readers = self.consumers(node.outputs[0]) if node.outputs else []
+                if node.op != "Add" or np.any(np.isnan(value) | (value == np.inf)) or not readers \
+                        or any(r.op not in ("Softmax", "LogSoftmax") for r in readers):
+                    raise ValueError(f"[nn.load] node '{node.name}' ({node.op}) reads the constant '{name}', which "
+                                     "holds inf or NaN: encrypted values are finite. -inf is accepted in an "
+                                     "attention mask added to scores that only a Softmax reads")
+                finite = f"{name}.finite"
+                self.constants[finite] = np.where(np.isneginf(value), -MASK_FILL, value)
+                node.inputs[i] = finite
 
     def _mark_tensor_products(self) -> None:
         """A MatMul of two tensors (attention's Q K^T and P V) is not a linear map of one

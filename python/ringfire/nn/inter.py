@@ -10,12 +10,14 @@ pre-rotated by -k g, about 2 sqrt(P) rotations instead of P, and only the nonzer
 diagonals are encoded. Which diagonals are nonzero depends on where each tensor's
 elements sit: :mod:`.layouts` keeps strided convolutions translation-invariant by
 multiplexing channels into the gaps they leave. Supported graphs: those layers,
-element-wise constants, residual sums of two tensors, Flatten/Reshape/Identity and
-element-wise activations (polynomial, or client-aided on the decrypted vector), and
-client-aided layers that read the sample as a tensor (MaxPool, Softmax, LayerNormalization:
-the key holder reads them from their input's layout and writes them in their output's);
-the operators that move elements on the server (Transpose, Concat, Pad, Slice) need
-batch packing.
+element-wise constants, residual sums of two tensors (the second moved onto the first's
+layout where they differ), element-wise activations (polynomial, or client-aided on the
+decrypted vector), client-aided layers that read the sample as a tensor (MaxPool, Softmax,
+LayerNormalization: the key holder reads them from their input's layout and writes them in
+their output's), products of two encrypted tensors (attention: :mod:`.inter_products`),
+zero Pads (a transform), and the structural operators that only rename elements
+(Transpose, Slice, Gather, Reshape, ...: their layouts move, the ciphertext does not).
+Concat of two tensors needs batch packing.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ import numpy as np
 from .. import _core, memory
 from ..ckks.circuits import bsgs_steps
 from .graph import Graph, UnsupportedOperator
-from .layouts import describe, layout_period, layout_plan, linear_map, shape_of
+from .inter_products import ProductPlan, SlotMap, product_plan
+from .layouts import describe, is_transform, layout_period, layout_plan, linear_map, shape_of
 from .masking import mask_kind
 from .nonlinear import ELEMENTWISE, PER_SAMPLE
 from .operators import OPERATORS, attach, per_sample_const
@@ -68,6 +71,7 @@ class InterRunner:
         self.period = max(int(period), self.placement.period)
         self._baby_steps = {}  # node name -> its transform's baby steps
         self._layouts = {}  # node name -> where the key holder reads and writes it (layouts_of)
+        self._products = {}  # products of two encrypted tensors: their transforms (inter_products)
         self.cache = {} if cache is None else cache  # encoded diagonals, reused across samples
         # Bootstrapping (``bounds``: tensor name -> largest |x| bound): a tensor is refreshed
         # where its next operator needs more levels than it has, as batch packing does.
@@ -92,9 +96,51 @@ class InterRunner:
         offsets (k - k mod g), as the scheme's BSGS transform with its g baby steps uses them."""
         steps = set()
         for node in self.graph.nodes:
-            if OPERATORS[node.op].kind == "linear":
+            if is_transform(node):
                 steps.update(*bsgs_steps(self.offsets(node).tolist(), self.baby_steps(node)))
+            for smap in self.slot_maps(node):
+                steps.update(*bsgs_steps(smap.offsets(self.period).tolist(), self.map_baby_steps(smap)))
         return sorted(steps)
+
+    def slot_maps(self, node) -> list[SlotMap]:
+        """The transforms ``node`` runs beside linear maps: a product's, or a sum's relayout."""
+        if node.op == "TensorMatMul":
+            return self.product(node).maps()
+        relayout = self.relayout(node)
+        return [] if relayout is None else [relayout]
+
+    def relayout(self, node) -> SlotMap | None:
+        """For a sum of two tensors laid out differently (a residual around attention, whose
+        output a Transpose moved), the transform that moves the second onto the first's layout."""
+        if node.op not in ("Add", "Sub") or len(node.inputs) < 2 or node.inputs[1] in self.graph.constants:
+            return None
+        key = ("relayout", node.name, self.period)
+        if key not in self._products:
+            first, second = (self.placement.layouts[name].slots for name in node.inputs[:2])
+            self._products[key] = None if np.array_equal(first, second) else SlotMap(f"{node.name}/relayout", first,
+                                                                                     second)
+        return self._products[key]
+
+    def product(self, node) -> ProductPlan:
+        """The transforms of a product of two encrypted tensors (:mod:`.inter_products`)."""
+        key = ("product", node.name, self.period)
+        if key not in self._products:
+            graph, layouts = self.graph, self.placement.layouts
+            a, b = node.inputs[0], node.inputs[1]
+            self._products[key] = product_plan(node.name, layouts[a].slots, shape_of(graph, a), layouts[b].slots,
+                                               shape_of(graph, b), layouts[node.outputs[0]].slots)
+        return self._products[key]
+
+    def map_baby_steps(self, smap: SlotMap) -> int:
+        """A product's transform's baby steps, by the rule :meth:`baby_steps` uses."""
+        if smap.name not in self._baby_steps:
+            self._baby_steps[smap.name] = _core.LinearTransform.best_baby_steps(smap.offsets(self.period).tolist(),
+                                                                                self.period)
+        return self._baby_steps[smap.name]
+
+    def apply_slot_map(self, ct, smap: SlotMap):
+        """``smap`` (a transform with weights 1) applied to ``ct``, landing on the next level."""
+        return self._transform(ct, lambda: smap.diagonals(self.period), None, smap.name, self.map_baby_steps(smap))
 
     def output_slots(self) -> np.ndarray:
         """Where the output's elements (C-order) sit in the decrypted slots."""
@@ -179,13 +225,22 @@ class InterRunner:
         self.values = values = {self.graph.input_name: ct}  # the second operand of a residual sum
         for node in self.graph.nodes:
             source = node.inputs[0]
-            if self.bounds is not None and values[source].level < self._levels_of(node):
+            for name in self._refreshed(node, {name: values[name].level for name in node.inputs if name in values}):
                 start = time.perf_counter()
-                values[source] = values[source].bootstrap(bound=int(self.bounds[source]))
+                values[name] = values[name].bootstrap(bound=int(self.bounds[name]))
                 self.bootstraps += 1
                 self.bootstrap_seconds += time.perf_counter() - start
             values[node.outputs[0]] = OPERATORS[node.op].inter.run(self, node, values[source], client, masker)
         return values[self.graph.output_names[0]]
+
+    def _refreshed(self, node, levels: dict, masking: bool = False) -> list[str]:
+        """The tensor inputs of ``node`` (name -> level) bootstrapped before it runs: with
+        bootstrapping, those below the levels it needs (both operands of a product)."""
+        if self.bounds is None:
+            return []
+        need = self._levels_of(node, masking)
+        inputs = node.inputs[:2] if node.op == "TensorMatMul" else node.inputs[:1]
+        return [name for name in inputs if name in levels and levels[name] < need]
 
     def _levels_of(self, node, masking: bool = False) -> int:
         """The levels ``node`` needs its input to have."""
@@ -196,22 +251,23 @@ class InterRunner:
         the most one operator needs."""
         if self.bounds is not None:
             return max((self._levels_of(node, masking) for node in self.graph.nodes), default=0)
-        need = used = 0
+        need, used = 0, {self.graph.input_name: 0}  # tensor -> levels spent since its last encryption
         for node in self.graph.nodes:
-            peak, used = OPERATORS[node.op].inter.levels(self, node, used, masking)
+            spent = max(used[name] for name in node.inputs if name in used)  # operands on separate branches
+            peak, used[node.outputs[0]] = OPERATORS[node.op].inter.levels(self, node, spent, masking)
             need = max(need, peak)
         return need
 
     def level_walk(self, masking: bool = False):
         """How :meth:`run` moves down the chain, from levels alone: per node, (node, the
-        level it reads at, whether its input is bootstrapped first, its output's level)."""
+        level it reads at, how many of its inputs are bootstrapped first, its output's level)."""
         top = self.ctx.max_level
         level = {self.graph.input_name: top}
         for node in self.graph.nodes:
-            source = node.inputs[0]
-            refreshed = self.bounds is not None and level[source] < self._levels_of(node, masking)
-            if refreshed:
-                level[source] = top
+            names = self._refreshed(node, {name: level[name] for name in node.inputs if name in level}, masking)
+            refreshed = len(names)
+            for name in names:
+                level[name] = top
             lowest = min(level[name] for name in node.inputs if name in level)
             _, used = OPERATORS[node.op].inter.levels(self, node, top - lowest, masking)
             level[node.outputs[0]] = top - used
@@ -219,7 +275,7 @@ class InterRunner:
 
     def bootstraps_needed(self) -> int:
         """The bootstraps :meth:`run` makes per sample, from levels alone."""
-        return sum(refreshed for _, _, refreshed, _ in self.level_walk())
+        return sum(int(refreshed) for _, _, refreshed, _ in self.level_walk())
 
 
 # ---- the operators under inter-axis packing (attached to the operator registry) --------
@@ -238,8 +294,11 @@ def _identity(runner, node, x, client, masker):
 
 def _with_constant(runner, node, x, client, masker):
     c = runner.graph.constants.get(node.inputs[1])
-    if c is None and node.op in ("Add", "Sub"):  # a residual sum: both tensors share the layout
+    if c is None and node.op in ("Add", "Sub"):  # a residual sum: the second moved to the first's layout if need be
         other = runner.values[node.inputs[1]]
+        relayout = runner.relayout(node)
+        if relayout is not None:
+            other = runner.apply_slot_map(other, relayout)
         return x + other if node.op == "Add" else x - other
     if c is None:
         raise UnsupportedOperator(f"[nn] packing='inter': '{node.op}' of two tensors at '{node.name}'")
@@ -303,7 +362,7 @@ def _no_level(runner, node, used, masking):
 
 
 def _mul_levels(runner, node, used, masking):
-    return (used + 1, used + 1) if node.op == "Mul" else (used, used)
+    return (used + 1, used + 1) if node.op == "Mul" or runner.relayout(node) is not None else (used, used)
 
 
 def _activation_levels(runner, node, used, masking):
@@ -321,8 +380,38 @@ def _mapped(runner, node, x, client, masker):
 for _name in ("Gemm", "MatMul", "Conv", "AveragePool", "GlobalAveragePool", "BatchNormalization", "ReduceMean",
               "Div"):
     attach(_name, inter=InterOp(_mapped, _one_level))
-for _name in ("Flatten", "Reshape", "Identity"):
+def _tensor_product(runner, node, x, client, masker):
+    """A product of two encrypted tensors (:mod:`.inter_products`): both operands brought to
+    one level, the square case's two moves, then per inner index the two factors' transforms
+    and one product of ciphertexts, summed."""
+    plan = runner.product(node)
+    y = runner.values[node.inputs[1]]
+    level = min(x.level, y.level)
+    if level < plan.levels:
+        raise ValueError(f"[nn] out of levels at node '{node.name}' (a product of two tensors needs {plan.levels}, "
+                         f"its operands have {level}); see Model.plan()")
+    ev = runner.ctx.evaluator(x.keys)
+    x, y = (ev.mod_switch(v, level) if v.level > level else v for v in (x, y))
+    if plan.moves:
+        x, y = runner.apply_slot_map(x, plan.moves[0]), runner.apply_slot_map(y, plan.moves[1])
+    total = None
+    for first, second in plan.factors:
+        term = runner.apply_slot_map(x, first) * runner.apply_slot_map(y, second)
+        total = term if total is None else total + term
+    return total
+
+
+def _product_levels(runner, node, used, masking):
+    levels = runner.product(node).levels
+    return used + levels, used + levels
+
+
+# The structural operators move no element under this packing: their output's layout says
+# where its elements already are (layouts.moved), so they cost nothing.
+for _name in ("Flatten", "Reshape", "Identity", "Dropout", "Squeeze", "Unsqueeze", "Transpose", "Slice", "Gather"):
     attach(_name, inter=InterOp(_identity, _no_level))
+attach("TensorMatMul", inter=InterOp(_tensor_product, _product_levels))
+attach("Pad", inter=InterOp(_mapped, _one_level))  # zeros around the tensor: a transform (layouts.is_transform)
 for _name in ("Add", "Sub", "Mul"):
     attach(_name, inter=InterOp(_with_constant, _mul_levels))
 # Element-wise activations work on the tiled slot vector as they are (PRelu's

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..ckks.circuits import bsgs_steps
 from .inter import InterRunner
-from .operators import OPERATORS
+from .layouts import is_transform
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,8 @@ class NodeStep:
     diagonals: int = 0
     baby_rotations: int = 0   # hoisted: they share one decomposition of the input
     giant_rotations: int = 0
+    transforms: int = 1       # a product of two tensors runs several (inter_products)
+    products: int = 0         # products of ciphertexts
 
     @property
     def rotations(self) -> int:
@@ -41,7 +43,16 @@ class NodeStep:
 def steps(runner: InterRunner, masking: bool = False):
     """The :class:`NodeStep` of every node, in running order."""
     for node, level, refreshed, out_level in runner.level_walk(masking):
-        if OPERATORS[node.op].kind != "linear":
+        maps = runner.slot_maps(node)
+        if maps:  # a product's transforms and one product of ciphertexts per inner index, or a relayout
+            counts = [(len(m.offsets(runner.period)), *map(len, bsgs_steps(m.offsets(runner.period).tolist(),
+                                                                          runner.map_baby_steps(m))))
+                      for m in maps]
+            products = len(runner.product(node).factors) if node.op == "TensorMatMul" else 0
+            yield NodeStep(node, level, refreshed, out_level, *map(sum, zip(*counts)), transforms=len(counts),
+                           products=products)
+            continue
+        if not is_transform(node):
             yield NodeStep(node, level, refreshed, out_level)
             continue
         offsets = runner.offsets(node)
@@ -60,6 +71,7 @@ class InterCosts:
     activation_bytes: int = 0  # every tensor of one sample
     diagonal_bytes: int = 0    # the encoded diagonals of every transform (in the pool)
     hoisted: int = 0           # the most baby rotations of any transform: they are held at once
+    products: int = 0          # products of two ciphertexts (attention's Q K^T and P V)
 
 
 def inter_costs(runner: InterRunner, masking: bool = False) -> InterCosts:
@@ -69,8 +81,9 @@ def inter_costs(runner: InterRunner, masking: bool = False) -> InterCosts:
     for step in steps(runner, masking):
         costs.bootstraps += int(step.refreshed)
         costs.activation_bytes += 2 * (step.out_level + 1) * n * 8
+        costs.products += step.products
         if step.diagonals:
-            costs.transforms += 1
+            costs.transforms += step.transforms
             costs.diagonals += step.diagonals
             costs.key_switches += step.rotations
             costs.hoisted = max(costs.hoisted, step.baby_rotations)

@@ -21,7 +21,17 @@ on them:
 
 :func:`layout_plan` assigns both and keeps the one with fewer diagonals (multiplexed
 only where its period is no wider). A residual sum needs its two operands in one
-layout; a graph whose multiplexed layouts disagree there runs compact.
+layout; a graph whose multiplexed layouts disagree there runs compact, where the runner
+moves the second operand onto the first's layout (one transform).
+
+Two more rules serve attention (one sequence per ciphertext):
+
+* **aligned** (:func:`aligned`): a MatMul's output row stays on its input row's slots
+  (blocks as wide as the input's span hold the columns beyond the input's width), where
+  C-order would give each row a different offset to its input, so a (32, 128) by (128, 384)
+  projection has 765 diagonals instead of about 16 000;
+* **moved** (:func:`moved`): Transpose, Slice, Gather, Reshape, Squeeze and Unsqueeze move
+  no element; their output's layout is their input's slots moved as they move elements.
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .graph import Graph, UnsupportedOperator
+from .linear_maps import LinearMap
 from .nonlinear import PER_SAMPLE
 from .operators import OPERATORS
 
@@ -78,20 +89,57 @@ def compact(shape) -> Layout:
 
 def describe(layout: Layout, shape) -> dict:
     """What the key holder needs to rebuild ``layout`` of a tensor of ``shape`` (a layer it
-    applies on the decrypted vector reads and writes elements there): the shape and the grid.
-    Raises :class:`UnsupportedOperator` for a layout those do not determine."""
+    applies on the decrypted vector reads and writes elements there): the shape and the grid;
+    where those do not determine it, an offset and one stride per axis (a Transpose, a Slice or
+    the heads split off a projection move a C-order layout to such a one), else the runs of
+    consecutive slots in element order. All of it small enough for a header."""
     shape = [int(s) for s in shape]
     desc = {"shape": shape, "grid": [int(g) for g in layout.grid] if layout.grid and len(shape) == 3 else None}
-    if not np.array_equal(rebuilt(desc).slots, layout.slots):
-        raise UnsupportedOperator(f"[nn] packing='inter': a tensor of shape {tuple(shape)} is laid out in a way the "
-                                  "key holder cannot rebuild from its shape and grid; use packing='batch'")
-    return desc
+    if np.array_equal(rebuilt(desc).slots, layout.slots):
+        return desc
+    slots = layout.slots.reshape(shape)
+    origin = (0,) * len(shape)
+    strides = [int(slots[tuple(1 if b == a else 0 for b in range(len(shape)))]) - int(slots[origin]) if n > 1 else 0
+               for a, n in enumerate(shape)]
+    affine = {"shape": shape, "grid": None, "offset": int(slots[origin]) if slots.size else 0, "strides": strides}
+    if np.array_equal(_strided(shape, affine["offset"], strides), layout.slots):
+        return affine
+    breaks = np.flatnonzero(np.diff(layout.slots) != 1) + 1
+    starts = np.concatenate([[0], breaks])
+    lengths = np.diff(np.concatenate([starts, [layout.slots.size]]))
+    return {"shape": shape, "grid": None, "runs": [[int(layout.slots[a]), int(n)] for a, n in zip(starts, lengths)]}
+
+
+def _strided(shape, offset: int, strides) -> np.ndarray:
+    index = np.indices(tuple(shape)).reshape(len(shape), -1)
+    return (int(offset) + np.asarray(strides, dtype=np.int64) @ index).astype(np.int64)
 
 
 def rebuilt(desc: dict) -> Layout:
-    """The layout :func:`describe` described."""
+    """The layout :func:`describe` described. The fields come from the server: an offset
+    and strides, or runs, must give as many distinct non-negative slots as the shape has
+    elements (checked before the runs are expanded)."""
     shape = tuple(int(s) for s in desc["shape"])
-    return spatial(shape, *desc["grid"]) if desc.get("grid") else compact(shape)
+    size = int(np.prod(shape, dtype=object))
+    if desc.get("strides") is not None:
+        if len(desc["strides"]) != len(shape):
+            raise ValueError(f"[nn] a layout of shape {shape} needs {len(shape)} strides, got {len(desc['strides'])}")
+        numbers = [int(desc.get("offset", 0))] + [int(v) for v in desc["strides"]]
+        if any(abs(v) >= 2**40 for v in numbers):
+            raise ValueError(f"[nn] a layout's offset and strides must be below 2^40 in size, got {numbers}")
+        slots = _strided(shape, numbers[0], numbers[1:])
+    elif desc.get("runs") is not None:
+        runs = np.asarray([[int(a), int(n)] for a, n in desc["runs"] if abs(int(a)) < 2**40 and 0 < int(n) <= size],
+                          dtype=np.int64).reshape(-1, 2)
+        if runs[:, 1].min(initial=1) < 1 or int(runs[:, 1].sum()) != size:
+            raise ValueError(f"[nn] the runs of a layout of shape {shape} must cover its {size} elements")
+        slots = np.concatenate([np.arange(a, a + n) for a, n in runs.tolist()]) if size else np.zeros(0, np.int64)
+    else:
+        return spatial(shape, *desc["grid"]) if desc.get("grid") else compact(shape)
+    if slots.size != size or (size and slots.min() < 0) or np.unique(slots).size != size:
+        raise ValueError(f"[nn] a layout of shape {shape} must place its {size} elements in distinct "
+                         "non-negative slots")
+    return Layout(_read_only(slots.astype(np.int64)))
 
 
 def _read_only(a: np.ndarray) -> np.ndarray:
@@ -141,15 +189,62 @@ def _known_shape(graph: Graph, name: str):
     return None if shape is None else tuple(shape)
 
 
+class _SlotMover:
+    """Runs a structural operator's registry entry on an array of slot indices: its output
+    is where each of the output's elements already sits (the elements do not move)."""
+
+    def __init__(self, graph):
+        from .runtimes import _ArrayMoves
+
+        self.graph, self.rt = graph, _ArrayMoves()
+
+    def const(self, name):
+        return self.graph.constants.get(name)
+
+
+def is_transform(node) -> bool:
+    """Whether inter-axis packing runs ``node`` as one BSGS transform of its map: the linear
+    layers, and a zero Pad (its padding must be zeros, which the slots around a tensor need
+    not be, so the padded tensor is laid out afresh)."""
+    return OPERATORS[node.op].kind == "linear" or node.op == "Pad"
+
+
+def commuted(graph: Graph) -> None:
+    """Puts the tensor first in Add and Mul nodes written constant-first (torch's TorchScript
+    exporter adds a bias as ``bias + x``): the same sum, and the form this packing reads."""
+    for node in graph.nodes:
+        if node.op in ("Add", "Mul") and len(node.inputs) == 2 and node.inputs[0] in graph.constants \
+                and node.inputs[1] not in graph.constants:
+            node.inputs[0], node.inputs[1] = node.inputs[1], node.inputs[0]
+
+
+def moved(node, graph: Graph, source: Layout) -> Layout:
+    """The layout of a structural node's output (Transpose, Slice, Gather, Reshape, ...): its
+    elements stay in their slots, so the layout is the input's slots moved as the operator
+    moves the elements. No ciphertext operation, no level."""
+    shape = shape_of(graph, node.inputs[0])
+    slots, _ = OPERATORS[node.op].run(_SlotMover(graph), node, source.slots.reshape(shape), shape, {}, {})
+    return Layout(_read_only(np.ascontiguousarray(slots).reshape(-1).astype(np.int64)))
+
+
 def _output_layout(node, graph: Graph, source: Layout, multiplexed: bool) -> Layout:
     op = OPERATORS[node.op]
     if op.kind == "linear" and node.op in _PER_ELEMENT:
         return source
+    if node.op == "Pad":
+        return compact(shape_of(graph, node.outputs[0]))
+    if op.kind == "structural" and node.op not in ("Flatten", "Reshape", "Identity", "Dropout"):
+        return moved(node, graph, source)
+    if node.op == "TensorMatMul":  # laid out like its first operand where the shapes agree (inter_products)
+        same = tuple(shape_of(graph, node.outputs[0])) == tuple(shape_of(graph, node.inputs[0]))
+        return Layout(source.slots) if same else compact(shape_of(graph, node.outputs[0]))
     if op.kind != "linear":  # element-wise: activations, constants, residual sums, reshapes
         known = graph.shapes.get(node.outputs[0])
         keeps_shape = known is not None and tuple(known) == _known_shape(graph, node.inputs[0])
         return Layout(source.slots, source.grid if keeps_shape else None)
     out_shape = shape_of(graph, node.outputs[0])
+    if node.op == "MatMul":
+        return _row_layout(node, graph, source, out_shape)
     if not (multiplexed and source.grid and node.op in _SPATIAL and len(out_shape) == 3):
         return compact(out_shape)
     gap, rows, cols = source.grid
@@ -162,20 +257,58 @@ def _output_layout(node, graph: Graph, source: Layout, multiplexed: bool) -> Lay
     return spatial(out_shape, gap, rows, cols)
 
 
+def aligned(source: Layout, in_shape, out_shape) -> Layout | None:
+    """A matrix product's output (..., n) kept on its input's rows (..., k): element (r, c) sits
+    where input element (r, c mod k) does, in block c // k of blocks as wide as the input's span.
+    A row then reads only its own slots: about (2 min(k, n) - 1) * ceil(n / k) diagonals, where
+    C-order needs one set per row when n != k (a (32, 128) by (128, 384) projection: 765
+    against about 16 000). None where the shapes do not lead alike."""
+    in_shape, out_shape = tuple(in_shape), tuple(out_shape)
+    if len(in_shape) < 2 or in_shape[:-1] != out_shape[:-1]:
+        return None
+    k, n = in_shape[-1], out_shape[-1]
+    width = 1 << max(0, math.ceil(math.log2(source.span)))
+    c = np.arange(n)
+    slots = source.slots.reshape(-1, k)[:, c % k] + (c // k) * width
+    return Layout(_read_only(slots.reshape(-1).astype(np.int64)))
+
+
+def _row_layout(node, graph: Graph, source: Layout, out_shape) -> Layout:
+    """A MatMul's output layout: C-order, or :func:`aligned` where that has fewer diagonals
+    and is no wider (the period must hold it wherever C-order fits)."""
+    plain = compact(out_shape)
+    kept = aligned(source, shape_of(graph, node.inputs[0]), out_shape)
+    if kept is None or _width(kept.span) > _width(max(plain.span, source.span)):
+        return plain
+    m = linear_map(node, graph)
+
+    def diagonals(layout):
+        return np.unique((source.slots[m.cols] - layout.slots[m.rows]) % _width(layout.span)).size
+
+    return kept if diagonals(kept) < diagonals(plain) else plain
+
+
+def _width(span: int) -> int:
+    return 1 << max(1, math.ceil(math.log2(span)))
+
+
 def _assign(graph: Graph, multiplexed: bool) -> dict[str, Layout]:
     layouts = {graph.input_name: compact(graph.input_shape)}
     for node in graph.nodes:
         if OPERATORS[node.op].inter is None:
-            raise UnsupportedOperator(f"[nn.load] packing='inter' runs linear layers, residual sums, "
-                                      f"element-wise activations and the client-aided MaxPool, Softmax and "
-                                      f"LayerNormalization; operator '{node.op}' at node '{node.name}' needs "
-                                      f"packing='batch'")
+            raise UnsupportedOperator(f"[nn.load] packing='inter' runs linear layers, residual sums, products of "
+                                      f"two tensors, element-wise activations, the client-aided MaxPool, Softmax "
+                                      f"and LayerNormalization, zero Pads and operators that only move elements; "
+                                      f"operator '{node.op}' at node '{node.name}' needs packing='batch'")
         source = layouts.get(node.inputs[0])
         if source is None:
             raise UnsupportedOperator(f"[nn.load] packing='inter' needs a tensor as the first operand of "
                                       f"'{node.op}' at node '{node.name}' (it has the constant "
                                       f"'{node.inputs[0]}'): swap the operands, or use packing='batch'")
-        if node.op in ("Add", "Sub") and len(node.inputs) > 1 and node.inputs[1] not in graph.constants:
+        if multiplexed and node.op in ("Add", "Sub") and len(node.inputs) > 1 \
+                and node.inputs[1] not in graph.constants:
+            # C-order plans move the second operand of such a sum onto the first's layout
+            # (one transform, InterRunner.relayout); a multiplexed plan gives way to them.
             other = layouts[node.inputs[1]]
             if not np.array_equal(source.slots, other.slots):
                 raise _Disagree(f"[nn.load] packing='inter': the two operands of '{node.op}' at node '{node.name}' "
@@ -187,7 +320,8 @@ def _assign(graph: Graph, multiplexed: bool) -> dict[str, Layout]:
             same_shape = out is not None and tuple(out) == _known_shape(graph, node.inputs[0])
             layouts[node.outputs[0]] = source if same_shape else compact(shape_of(graph, node.outputs[0]))
             continue
-        if OPERATORS[node.op].kind != "linear" and out is not None and int(np.prod(out)) != source.slots.size:
+        if OPERATORS[node.op].kind not in ("linear", "structural") and node.op != "TensorMatMul" \
+                and out is not None and int(np.prod(out)) != source.slots.size:
             # An element-wise operator whose output is larger than its first operand broadcasts
             # it (a squeeze-excitation gate times its feature map): no layout serves both.
             raise UnsupportedOperator(f"[nn.load] packing='inter': '{node.op}' at node '{node.name}' broadcasts "
@@ -206,7 +340,7 @@ def _diagonal_counts(plans: list[LayoutPlan], graph: Graph) -> list[int]:
     """Each plan's total of nonzero diagonals, building each layer's map once for all of them."""
     counts = [0] * len(plans)
     for node in graph.nodes:
-        if OPERATORS[node.op].kind != "linear":
+        if not is_transform(node):
             continue
         m = linear_map(node, graph)
         for i, plan in enumerate(plans):
@@ -239,6 +373,7 @@ def _cached_plan(graph: Graph) -> LayoutPlan | None:
 
 def layout_plan(graph: Graph) -> LayoutPlan:
     """The layouts inter-axis packing runs ``graph`` in (computed once per graph)."""
+    commuted(graph)
     cached = _cached_plan(graph)
     if cached is not None:
         return cached
@@ -252,6 +387,7 @@ def layout_plan(graph: Graph) -> LayoutPlan:
 
 def layout_period(graph: Graph) -> int:
     """:func:`layout_plan`'s period, without counting diagonals where both layouts share it."""
+    commuted(graph)
     cached = _cached_plan(graph)
     if cached is not None:
         return cached.period
@@ -278,8 +414,15 @@ class _CapturedMap:
 
 
 def linear_map(node, graph: Graph):
-    """The :class:`~.linear_maps.LinearMap` of a linear node, from its input's per-sample shape."""
+    """The :class:`~.linear_maps.LinearMap` of a linear node (or a zero Pad), from its input's
+    per-sample shape."""
     shape = shape_of(graph, node.inputs[0])
+    if node.op == "Pad":  # element i + 1 where it lands, 0 in the padding
+        numbered, _ = OPERATORS["Pad"].run(_SlotMover(graph), node, np.arange(1, int(np.prod(shape)) + 1).reshape(shape),
+                                           shape, {}, {})
+        numbered = numbered.reshape(-1)
+        rows = np.flatnonzero(numbered)
+        return LinearMap(tuple(numbered.shape), rows, numbered[rows] - 1, np.ones(rows.size), np.zeros(numbered.size))
     captured = _CapturedMap(graph)
     OPERATORS[node.op].run(captured, node, None, shape, {}, {node.inputs[0]: shape})
     return captured.map

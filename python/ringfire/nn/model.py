@@ -307,12 +307,18 @@ class Model:
 
     def _bytes_to_allocate(self, packing: str) -> int:
         """The plan's predicted peak less the keys (made already), per packing, computed once
-        (an inter plan builds every linear map to count its diagonals)."""
+        (an inter plan builds every linear map to count its diagonals); with inter packing,
+        less the encoded diagonals too once an earlier sample has cached them all."""
         cache = self.__dict__.setdefault("_guard_bytes", {})
         if packing not in cache:
             plan = self._plan(packing)
-            cache[packing] = plan.peak_bytes - plan.key_bytes
-        return cache[packing]
+            cache[packing] = (plan.peak_bytes - plan.key_bytes, plan.counts.get("transforms", 0),
+                              plan.counts.get("diagonal_bytes", 0))
+        needed, transforms, diagonal_bytes = cache[packing]
+        encoded = sum(1 for key in getattr(self, "_inter_cache", {}) if len(key) == 4)  # (node, level, scale, period)
+        if packing == "inter" and transforms and encoded >= transforms:
+            needed -= diagonal_bytes
+        return needed
 
     def _run(self, enc: EncryptedTensor, client, progress, executor) -> EncryptedTensor:
         if enc.packing == "inter":
@@ -504,6 +510,7 @@ class Model:
         notes.append(f"packing='inter', period {period}, {runner.placement.kind} layout: per sample "
                      f"{costs.transforms} linear transforms ({costs.diagonals} diagonals, {costs.key_switches} "
                      "rotations)"
+                     + (f", {costs.products} products of ciphertexts" if costs.products else "")
                      + (f", {costs.bootstraps} bootstraps" if self.bootstrap else "")
                      + f"; {galois} Galois keys; the workspace includes {costs.diagonal_bytes / 2**30:.2f} GiB of "
                      "encoded diagonals, cached for every sample")
@@ -518,7 +525,8 @@ class Model:
                          "with fewer keys")
         counts = {"packing": "inter", "period": period, "layout": runner.placement.kind, "galois_keys": galois,
                   "transforms": costs.transforms, "diagonals": costs.diagonals, "rotations_per_sample": costs.key_switches,
-                  "bootstraps_per_sample": costs.bootstraps, "diagonal_bytes": costs.diagonal_bytes}
+                  "bootstraps_per_sample": costs.bootstraps, "diagonal_bytes": costs.diagonal_bytes,
+                  "ct_mults": costs.products}
         levels = runner.levels_needed(self.masking)
         return Plan(notes=notes, levels_needed=levels, levels_available=ctx.max_level, input_ciphertexts=1,
                     output_ciphertexts=1, largest_tensor=1, counts=counts,
