@@ -367,3 +367,35 @@ def tiny_vit(torch, torchvision):
     torch.nn.init.normal_(vit.heads.head.weight, std=0.5)
     torch.nn.init.normal_(vit.heads.head.bias, std=0.1)
     return vit
+
+
+ATTENTION_SEQ, ATTENTION_HEADS, ATTENTION_DH = 4, 2, 4
+
+
+def multi_head_block(seed=0, seq=ATTENTION_SEQ, heads=ATTENTION_HEADS, head_width=ATTENTION_DH):
+    """Multi-head self-attention as exporters write it: a packed q/k/v projection split by
+    Gather, heads split off by Reshape and Transpose, scores scaled, Softmax, the heads merged
+    back, the output projection, a residual sum and LayerNorm."""
+    width = heads * head_width
+    r = np.random.default_rng(seed)
+    inits = {"Win": r.normal(0, 0.4, (width, 3 * width)), "bin": r.normal(0, 0.1, 3 * width),
+             "Wo": r.normal(0, 0.4, (width, width)), "scale": np.array(head_width ** -0.5),
+             "shape3": np.array([0, seq, 3, heads, head_width], dtype=np.int64),
+             "merged": np.array([0, seq, width], dtype=np.int64),
+             "i0": np.array(0, dtype=np.int64), "i1": np.array(1, dtype=np.int64), "i2": np.array(2, dtype=np.int64),
+             "g": 1 + r.normal(0, 0.1, width), "b": r.normal(0, 0.1, width)}
+    nodes = [
+        node("MatMul", ["x", "Win"], "proj"), node("Add", ["proj", "bin"], "projb"),
+        node("Reshape", ["projb", "shape3"], "split"),                       # (1, L, 3, H, dh)
+        node("Gather", ["split", "i0"], "q", axis=2), node("Gather", ["split", "i1"], "k", axis=2),
+        node("Gather", ["split", "i2"], "v", axis=2),                        # (1, L, H, dh)
+        node("Transpose", ["q"], "qh", perm=[0, 2, 1, 3]), node("Transpose", ["k"], "kt", perm=[0, 2, 3, 1]),
+        node("Transpose", ["v"], "vh", perm=[0, 2, 1, 3]),
+        node("MatMul", ["qh", "kt"], "scores"), node("Mul", ["scores", "scale"], "scaled"),
+        node("Softmax", ["scaled"], "attn", axis=-1),
+        node("MatMul", ["attn", "vh"], "mixed"),                             # (1, H, L, dh)
+        node("Transpose", ["mixed"], "tokens", perm=[0, 2, 1, 3]), node("Reshape", ["tokens", "merged"], "concat"),
+        node("MatMul", ["concat", "Wo"], "out"), node("Add", ["x", "out"], "res"),
+        node("LayerNormalization", ["res", "g", "b"], "y", axis=-1, epsilon=1e-5),
+    ]
+    return make_model(nodes, (seq, width), inits, opset=17)

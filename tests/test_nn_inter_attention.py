@@ -13,7 +13,8 @@ from ringfire.nn.layouts import Layout, compact, describe, rebuilt
 
 pytest.importorskip("onnxruntime")
 
-from nn_models import make_model, node, ort_run, self_attention, tiny_vit  # noqa: E402
+from nn_models import (ATTENTION_DH, ATTENTION_HEADS, ATTENTION_SEQ, make_model, multi_head_block,  # noqa: E402
+                       node, ort_run, self_attention, tiny_vit)
 
 
 def apply_maps(plan, a_vec, b_vec, period):
@@ -73,34 +74,7 @@ def test_layouts_travel_as_strides_or_runs():
             rebuilt(bad)
 
 
-SEQ, HEADS, DH = 4, 2, 4
-D = HEADS * DH
-
-
-def multi_head_block(seed=0):
-    """Multi-head self-attention as exporters write it: a packed q/k/v projection split by
-    Gather, heads split off by Reshape and Transpose, scores scaled, Softmax, the heads merged
-    back, the output projection, a residual sum and LayerNorm."""
-    r = np.random.default_rng(seed)
-    inits = {"Win": r.normal(0, 0.4, (D, 3 * D)), "bin": r.normal(0, 0.1, 3 * D), "Wo": r.normal(0, 0.4, (D, D)),
-             "shape3": np.array([0, SEQ, 3, HEADS, DH], dtype=np.int64), "i0": np.array(0, dtype=np.int64),
-             "i1": np.array(1, dtype=np.int64), "i2": np.array(2, dtype=np.int64), "scale": np.array(DH ** -0.5),
-             "merged": np.array([0, SEQ, D], dtype=np.int64), "g": 1 + r.normal(0, 0.1, D), "b": r.normal(0, 0.1, D)}
-    nodes = [
-        node("MatMul", ["x", "Win"], "proj"), node("Add", ["proj", "bin"], "projb"),
-        node("Reshape", ["projb", "shape3"], "split"),                       # (1, L, 3, H, dh)
-        node("Gather", ["split", "i0"], "q", axis=2), node("Gather", ["split", "i1"], "k", axis=2),
-        node("Gather", ["split", "i2"], "v", axis=2),                        # (1, L, H, dh)
-        node("Transpose", ["q"], "qh", perm=[0, 2, 1, 3]), node("Transpose", ["k"], "kt", perm=[0, 2, 3, 1]),
-        node("Transpose", ["v"], "vh", perm=[0, 2, 1, 3]),
-        node("MatMul", ["qh", "kt"], "scores"), node("Mul", ["scores", "scale"], "scaled"),
-        node("Softmax", ["scaled"], "attn", axis=-1),
-        node("MatMul", ["attn", "vh"], "mixed"),                             # (1, H, L, dh)
-        node("Transpose", ["mixed"], "tokens", perm=[0, 2, 1, 3]), node("Reshape", ["tokens", "merged"], "concat"),
-        node("MatMul", ["concat", "Wo"], "out"), node("Add", ["x", "out"], "res"),
-        node("LayerNormalization", ["res", "g", "b"], "y", axis=-1, epsilon=1e-5),
-    ]
-    return make_model(nodes, (SEQ, D), inits, opset=17)
+SEQ, HEADS, DH, D = ATTENTION_SEQ, ATTENTION_HEADS, ATTENTION_DH, ATTENTION_HEADS * ATTENTION_DH
 
 
 @pytest.fixture(scope="module")

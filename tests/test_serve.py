@@ -134,6 +134,29 @@ def test_a_cnn_with_pooling_runs_remotely(packing, tmp_path):
     assert np.max(np.abs(got - ort_run(data, x))) < 1e-3
 
 
+def test_attention_one_sequence_per_ciphertext_runs_remotely(tmp_path):
+    """Multi-head attention with packing='inter': the Softmax round carries a layout the heads'
+    Transposes moved (an offset and strides in the layer's header), the products of two
+    encrypted tensors run on the server; bit for bit the in-process run."""
+    from nn_models import multi_head_block
+    data = multi_head_block(seed=5)
+    path = tmp_path / "attention.onnx"
+    path.write_bytes(data)
+    tokens = tokens_file(tmp_path / "tokens")
+    config = ServeConfig(model=str(path), store=str(tmp_path / "store"), tokens=str(tmp_path / "tokens"),
+                         preset="N14_D6", packing="inter", requests_per_second=400)
+    x = np.random.default_rng(6).uniform(-1, 1, (2, 4, 8))
+    with server_thread(config) as (url, _):
+        client, session = deterministic_session(url, tokens["alice"], "attention")
+        remote = session.infer_encrypted(session.ctx.encrypt_batch(x, session.keys, packing="inter"))
+        local, _, _ = in_process(data, config, x, packing="inter")
+        assert tensor_bytes(remote) == tensor_bytes(local)
+        assert session.rounds == 2 * 2  # a Softmax and a LayerNorm per sequence
+        got = session.ctx.decrypt_batch(remote, session.secret_key)
+        client.close()
+    assert np.max(np.abs(got - ort_run(data, x))) < 1e-4
+
+
 # ---- keys ------------------------------------------------------------------------------------
 
 def put_chunk(url, token, sid, data, start, end, sha, chunk_sha=None):

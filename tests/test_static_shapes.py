@@ -142,8 +142,27 @@ def test_a_sequence_first_layer_is_refused_not_run_wrong(ctx3):
     torch.manual_seed(0)
     layer = torch.nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, dropout=0.0).eval()
     ctx, _, _ = ctx3
-    with pytest.raises(ValueError, match="mixes values across the first axis .*batch_first=True"):
+    with pytest.raises(ValueError, match="mixes values across the first axis .*batch_first=True.*batch_axis=1"):
         rf.nn.load(layer, ctx, example_input=torch.randn(4, 1, 8))
+
+
+def test_a_sequence_first_layer_loads_with_its_batch_axis(ctx3):
+    """batch_axis=1: the module is exported with its batch moved to the front and back, so the
+    loaded model takes and gives (batch, sequence, features), equal to torch's output moved."""
+    torch = torch_or_skip()
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, dropout=0.0).eval()
+    x = torch.randn(4, 3, 8)  # (sequence, batch, features), as this layer takes it
+    ctx, sk, keys = ctx3
+    model = rf.nn.load(layer, ctx, example_input=x[:, :1], batch_axis=1)
+    batch_first = x.numpy().transpose(1, 0, 2)
+    got = ctx.decrypt_batch(model(ctx.encrypt_batch(batch_first, keys), client=rf.nn.LocalClient(ctx, sk, keys)), sk)
+    with torch.no_grad():
+        expected = layer(x).numpy().transpose(1, 0, 2)
+    assert np.max(np.abs(got - expected)) < 1e-3  # measured 2e-7
+    for bad in (-1, 3, True):
+        with pytest.raises(ValueError, match="batch_axis"):
+            rf.nn.load(layer, ctx, example_input=x[:, :1], batch_axis=bad)
 
 
 def test_an_upsampling_adaptive_pool_runs_encrypted():

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <optional>
 #include <set>
 #include <string>
 
 #include "ringfire/base/errors.h"
+#include "ringfire/base/parallel.h"
 
 namespace ringfire::ckks {
 
@@ -101,16 +103,31 @@ LinearTransform::LinearTransform(ContextPtr context, const Diagonals& diagonals,
     babies.insert(b);
   }
   baby_rotations_.assign(babies.begin(), babies.end());
+
+  // Every diagonal is encoded on its own (an FFT and the level's NTTs): in parallel, each
+  // worker with its own tiling buffer. A model's transforms encode thousands of them once.
+  struct Job {
+    long long giant, baby;
+    const std::vector<Complex>* diagonal;
+  };
+  std::vector<Job> jobs;
+  for (const auto& [g, terms] : groups)
+    for (const auto& [b, d] : terms) jobs.push_back({g, b, d});
+  std::vector<std::optional<Plaintext>> encoded(jobs.size());
   const Encoder& encoder = context_->encoder();
-  std::vector<Complex> tiled(slots);
-  for (const auto& [g, terms] : groups) {
-    GiantStep step{g, {}};
-    for (const auto& [b, d] : terms) {
+  auto body = [&](std::size_t begin, std::size_t end) {
+    std::vector<Complex> tiled(slots);
+    for (std::size_t i = begin; i < end; ++i) {
+      const Job& job = jobs[i];
       for (std::size_t j = 0; j < slots; ++j)
-        tiled[j] = (*d)[static_cast<std::size_t>(modulo(static_cast<long long>(j) - g, n_))];
-      step.terms.emplace_back(b, encoder.encode(tiled.data(), slots, level_, scale_));
+        tiled[j] = (*job.diagonal)[static_cast<std::size_t>(modulo(static_cast<long long>(j) - job.giant, n_))];
+      encoded[i].emplace(encoder.encode(tiled.data(), slots, level_, scale_));
     }
-    giants_.push_back(std::move(step));
+  };
+  parallel_items(jobs.size(), body);
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (giants_.empty() || giants_.back().rotation != jobs[i].giant) giants_.push_back(GiantStep{jobs[i].giant, {}});
+    giants_.back().terms.emplace_back(jobs[i].baby, std::move(*encoded[i]));
   }
 }
 

@@ -584,11 +584,15 @@ def _bar_option(progress):
 def load(model, ctx, **options) -> Model:
     """Loads an ONNX model (path, bytes, ``onnx.ModelProto``, or a ``torch.nn.Module``
     in eval mode with ``example_input=`` and optionally ``exporter="auto"|"torchscript"|
-    "dynamo"``, see :mod:`ringfire.nn.torch_export`) for encrypted inference under ``ctx``."""
-    return Model(_graph(model, options.pop("example_input", None), options.pop("exporter", "auto")), ctx, **options)
+    "dynamo"`` and ``batch_axis=`` (1 for a sequence-first module, torch's transformer layers
+    by default: the loaded model then takes batch-first inputs), see
+    :mod:`ringfire.nn.torch_export`) for encrypted inference under ``ctx``."""
+    graph = _graph(model, options.pop("example_input", None), options.pop("exporter", "auto"),
+                   options.pop("batch_axis", 0))
+    return Model(graph, ctx, **options)
 
 
-def inter_period(model, example_input=None, exporter: str = "auto") -> int:
+def inter_period(model, example_input=None, exporter: str = "auto", batch_axis: int = 0) -> int:
     """The period one sample per ciphertext (``packing="inter"``) tiles ``model``'s tensors
     with (``model`` as :func:`load` takes it). It is known before any context exists, so a
     bootstrappable context can bootstrap just those slots, which is faster and needs fewer
@@ -597,12 +601,13 @@ def inter_period(model, example_input=None, exporter: str = "auto") -> int:
         period = rf.nn.inter_period("resnet20.onnx")                       # 16384 at 32x32
         ctx = rf.ckks.Context.preset("N16_BOOT", bootstrap={"slots": period})
     """
-    return period_for(_graph(model, example_input, exporter))
+    return period_for(_graph(model, example_input, exporter, batch_axis))
 
 
-def _graph(model, example, exporter) -> Graph:
+def _graph(model, example, exporter, batch_axis=0) -> Graph:
     if is_torch_module(model):
-        model = export_torch(model, example, exporter)
-    elif example is not None:
-        raise ValueError("[nn] example_input= is for torch modules; an ONNX model carries its input shape")
+        model = export_torch(model, example, exporter, batch_axis)
+    elif example is not None or batch_axis != 0:
+        raise ValueError("[nn] example_input= and batch_axis= are for torch modules; an ONNX model carries its "
+                         "input shape")
     return Graph.from_onnx(model)

@@ -28,12 +28,17 @@ def is_torch_module(obj) -> bool:
     return torch is not None and isinstance(obj, torch.nn.Module)
 
 
-def export(module, example_input, exporter: str = "auto") -> bytes:
-    """The module as ONNX bytes with a dynamic batch axis named ``x`` -> ``y``."""
+def export(module, example_input, exporter: str = "auto", batch_axis: int = 0) -> bytes:
+    """The module as ONNX bytes with a dynamic batch axis named ``x`` -> ``y``. A module whose
+    batch is not its inputs' first axis (``batch_axis=1``: torch's transformer layers with
+    ``batch_first=False``, inputs (sequence, batch, features)) is exported wrapped in moves of
+    that axis to the front and back: the loaded model takes and gives batch-first tensors."""
     import torch
 
     if exporter not in EXPORTERS:
         raise ValueError(f"[nn.load] exporter must be one of {EXPORTERS}, got {exporter!r}")
+    if isinstance(batch_axis, bool) or not isinstance(batch_axis, int) or batch_axis < 0:
+        raise ValueError(f"[nn.load] batch_axis is the example input's batch axis, an integer >= 0, got {batch_axis!r}")
     if example_input is None:
         raise ValueError("[nn.load] exporting a torch module needs example_input= (one batch-first input, "
                          "e.g. torch.zeros(1, 3, 32, 32))")
@@ -44,6 +49,11 @@ def export(module, example_input, exporter: str = "auto") -> bytes:
     if example.ndim < 2:
         raise ValueError(f"[nn.load] example_input must be batch-first (batch, features...), got shape "
                          f"{tuple(example.shape)}: add a batch axis, e.g. x[None]")
+    if batch_axis:
+        if batch_axis >= example.ndim:
+            raise ValueError(f"[nn.load] batch_axis={batch_axis} is not an axis of example_input "
+                             f"(shape {tuple(example.shape)})")
+        module, example = _BatchMoved.wrap(torch, module, batch_axis), example.movedim(batch_axis, 0)
 
     _check_samples_independent(torch, module, example)
     order = ("torchscript", "dynamo") if exporter == "auto" else (exporter,)
@@ -85,8 +95,27 @@ def _check_samples_independent(torch, module, example) -> None:
         raise ValueError(f"[nn.load] {type(module).__name__} mixes values across the first axis of its input "
                          f"(shape {tuple(example.shape)}): torch's outputs for two inputs run together differ from "
                          "each run alone, so that axis is not a batch. ringfire runs each sample along the first "
-                         "axis on its own: put the batch first (batch_first=True for torch's transformer layers, "
-                         "or wrap the module so it takes (batch, sequence, features) and transposes inside)")
+                         "axis on its own: put the batch first (batch_first=True for torch's transformer layers), "
+                         "or pass batch_axis=1 for a sequence-first module: the loaded model then takes "
+                         "(batch, sequence, features))")
+
+
+class _BatchMoved:
+    """A module called with its batch axis moved to the front, its (first) output's moved back."""
+
+    @staticmethod
+    def wrap(torch, module, axis: int):
+        class BatchFirst(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.inner = module
+
+            def forward(self, x):
+                return _first_tensor(self.inner(x.movedim(0, axis))).movedim(axis, 0)
+
+        wrapped = BatchFirst().eval()
+        wrapped.__class__.__name__ = f"{type(module).__name__}(batch_axis={axis})"
+        return wrapped
 
 
 def _as_float_tensor(torch, value):
