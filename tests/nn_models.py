@@ -369,6 +369,25 @@ def tiny_vit(torch, torchvision):
     return vit
 
 
+def bert_encoder(torch, transformers):
+    """Hugging Face's BertModel at a small size (width 16, 2 heads, one layer) called on input
+    embeddings: the key holder embeds the tokens, the model runs the encoder."""
+    config = transformers.BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                     intermediate_size=32, max_position_embeddings=16, hidden_dropout_prob=0.0,
+                                     attention_probs_dropout_prob=0.0)
+    bert = transformers.BertModel(config, add_pooling_layer=False).eval()
+
+    class Encoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = bert
+
+        def forward(self, embeddings):
+            return self.model(inputs_embeds=embeddings).last_hidden_state
+
+    return Encoder().eval()
+
+
 ATTENTION_SEQ, ATTENTION_HEADS, ATTENTION_DH = 4, 2, 4
 
 

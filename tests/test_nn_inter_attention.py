@@ -13,8 +13,8 @@ from ringfire.nn.layouts import Layout, compact, describe, rebuilt
 
 pytest.importorskip("onnxruntime")
 
-from nn_models import (ATTENTION_DH, ATTENTION_HEADS, ATTENTION_SEQ, make_model, multi_head_block,  # noqa: E402
-                       node, ort_run, self_attention, tiny_vit)
+from nn_models import (ATTENTION_DH, ATTENTION_HEADS, ATTENTION_SEQ, bert_encoder, make_model,  # noqa: E402
+                       multi_head_block, node, ort_run, self_attention, tiny_vit)
 
 
 def apply_maps(plan, a_vec, b_vec, period):
@@ -221,6 +221,18 @@ def test_a_torch_decoder_layer_one_sequence_per_ciphertext(ctx5):
                      lambda layer, x: layer(x, x))
     got, expected, _ = inter_and_torch(decoder, torch.randn(2, 4, 8), ctx5)
     assert np.max(np.abs(got - expected)) < 1e-4  # measured 2e-7
+
+
+def test_a_bert_encoder_one_sequence_per_ciphertext(ctx5):
+    """Hugging Face's BertModel (position and token-type embeddings added as constants, the
+    attention mask it derives from the input's shape, GELU), sequence 8, heads of width 8:
+    square products."""
+    torch = torch_or_skip()
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    got, expected, plan = inter_and_torch(bert_encoder(torch, transformers), torch.randn(2, 8, 16), ctx5)
+    assert plan.counts["ct_mults"] == 2 * 8
+    assert np.max(np.abs(got - expected)) < 1e-4  # measured 3.8e-7
 
 
 def test_infinite_constants_elsewhere_are_refused_by_name(ctx5):

@@ -13,7 +13,7 @@ from ringfire.nn.static_shapes import make_static, needs_static
 ort = pytest.importorskip("onnxruntime")
 
 from nn_models import (L, E, attention_moving_the_batch, class_token_after_the_batch_moved, make_model,  # noqa: E402
-                       node, ort_run, self_attention, tiny_vit)
+                       bert_encoder, node, ort_run, self_attention, tiny_vit)
 
 
 @pytest.fixture(scope="module")
@@ -243,18 +243,5 @@ def test_a_bert_encoder_runs_encrypted(ctx3):
     torch = torch_or_skip()
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
-    config = transformers.BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                     intermediate_size=32, max_position_embeddings=16, hidden_dropout_prob=0.0,
-                                     attention_probs_dropout_prob=0.0)
-    bert = transformers.BertModel(config, add_pooling_layer=False).eval()
-
-    class Encoder(torch.nn.Module):
-        def __init__(self, model):
-            super().__init__()
-            self.model = model
-
-        def forward(self, embeddings):
-            return self.model(inputs_embeds=embeddings).last_hidden_state
-
-    got, expected = encrypted_and_torch(Encoder(bert).eval(), torch.randn(3, 8, 16), ctx3)
+    got, expected = encrypted_and_torch(bert_encoder(torch, transformers), torch.randn(3, 8, 16), ctx3)
     assert got.shape == expected.shape and np.max(np.abs(got - expected)) < 1e-5
