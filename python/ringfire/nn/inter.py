@@ -110,15 +110,24 @@ class InterRunner:
         return [] if relayout is None else [relayout]
 
     def relayout(self, node) -> SlotMap | None:
-        """For a sum of two tensors laid out differently (a residual around attention, whose
-        output a Transpose moved), the transform that moves the second onto the first's layout."""
-        if node.op not in ("Add", "Sub") or len(node.inputs) < 2 or node.inputs[1] in self.graph.constants:
+        """For a sum or product of two tensors laid out differently (a residual around
+        attention, whose output a Transpose moved), or whose second operand broadcasts (a
+        squeeze-and-excitation gate of shape (C, 1, 1) times its (C, H, W) feature map), the
+        transform that moves the second onto the first's layout, repeating it where it broadcasts."""
+        if node.op not in ("Add", "Sub", "Mul") or len(node.inputs) < 2 or node.inputs[1] in self.graph.constants:
             return None
         key = ("relayout", node.name, self.period)
         if key not in self._products:
             first, second = (self.placement.layouts[name].slots for name in node.inputs[:2])
-            self._products[key] = None if np.array_equal(first, second) else SlotMap(f"{node.name}/relayout", first,
-                                                                                     second)
+            shape = shape_of(self.graph, node.inputs[0])
+            try:
+                sources = np.broadcast_to(second.reshape(shape_of(self.graph, node.inputs[1])), shape).reshape(-1)
+            except ValueError:
+                raise UnsupportedOperator(f"[nn] packing='inter': '{node.op}' at '{node.name}' combines tensors of "
+                                          f"shapes {shape} and {shape_of(self.graph, node.inputs[1])}, which do not "
+                                          "broadcast to the first") from None
+            self._products[key] = None if np.array_equal(first, sources) else SlotMap(f"{node.name}/relayout", first,
+                                                                                      np.ascontiguousarray(sources))
         return self._products[key]
 
     def product(self, node) -> ProductPlan:
@@ -294,14 +303,12 @@ def _identity(runner, node, x, client, masker):
 
 def _with_constant(runner, node, x, client, masker):
     c = runner.graph.constants.get(node.inputs[1])
-    if c is None and node.op in ("Add", "Sub"):  # a residual sum: the second moved to the first's layout if need be
+    if c is None:  # two tensors: the second moved (and broadcast) onto the first's layout if need be
         other = runner.values[node.inputs[1]]
         relayout = runner.relayout(node)
         if relayout is not None:
             other = runner.apply_slot_map(other, relayout)
-        return x + other if node.op == "Add" else x - other
-    if c is None:
-        raise UnsupportedOperator(f"[nn] packing='inter': '{node.op}' of two tensors at '{node.name}'")
+        return {"Add": lambda: x + other, "Sub": lambda: x - other, "Mul": lambda: x * other}[node.op]()
     if node.op == "Mul":
         if np.asarray(c).size != 1:
             raise UnsupportedOperator(f"[nn] packing='inter': element-wise Mul at '{node.name}'")
@@ -362,7 +369,8 @@ def _no_level(runner, node, used, masking):
 
 
 def _mul_levels(runner, node, used, masking):
-    return (used + 1, used + 1) if node.op == "Mul" or runner.relayout(node) is not None else (used, used)
+    used += (node.op == "Mul") + (runner.relayout(node) is not None)
+    return used, used
 
 
 def _activation_levels(runner, node, used, masking):

@@ -211,11 +211,18 @@ def is_transform(node) -> bool:
 
 def commuted(graph: Graph) -> None:
     """Puts the tensor first in Add and Mul nodes written constant-first (torch's TorchScript
-    exporter adds a bias as ``bias + x``): the same sum, and the form this packing reads."""
+    exporter adds a bias as ``bias + x``), and the full-size tensor first where the other one
+    broadcasts (``gate * x``): the same result, and the form this packing reads."""
     for node in graph.nodes:
-        if node.op in ("Add", "Mul") and len(node.inputs) == 2 and node.inputs[0] in graph.constants \
-                and node.inputs[1] not in graph.constants:
-            node.inputs[0], node.inputs[1] = node.inputs[1], node.inputs[0]
+        if node.op not in ("Add", "Mul") or len(node.inputs) != 2:
+            continue
+        first, second = node.inputs
+        swap = first in graph.constants and second not in graph.constants
+        if first not in graph.constants and second not in graph.constants:
+            out, a, b = (_known_shape(graph, name) for name in (node.outputs[0], first, second))
+            swap = out is not None and a != out and b == out
+        if swap:
+            node.inputs[0], node.inputs[1] = second, first
 
 
 def moved(node, graph: Graph, source: Layout) -> Layout:
