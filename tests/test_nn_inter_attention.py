@@ -69,7 +69,8 @@ def test_layouts_travel_as_strides_or_runs():
     assert np.array_equal(rebuilt(describe(shuffled, (8, 8))).slots, shuffled.slots)
     assert describe(compact((3, 4, 4)), (3, 4, 4))["grid"] == [1, 4, 4]
     for bad in ({"shape": [2], "strides": [0]}, {"shape": [2], "runs": [[0, 3]]}, {"shape": [2], "runs": [[-1, 2]]},
-                {"shape": [2], "strides": [2**62]}, {"shape": [2, 2], "strides": [1]}):
+                {"shape": [2], "strides": [2**62]}, {"shape": [2, 2], "strides": [1]}, {"shape": [2], "runs": [7]},
+                {"shape": [2], "runs": [[0, "x"]]}, {"shape": [2], "strides": None, "runs": [[2**80, 2]]}, {}):
         with pytest.raises(ValueError, match="layout"):
             rebuilt(bad)
 

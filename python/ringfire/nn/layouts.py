@@ -119,6 +119,15 @@ def rebuilt(desc: dict) -> Layout:
     """The layout :func:`describe` described. The fields come from the server: an offset
     and strides, or runs, must give as many distinct non-negative slots as the shape has
     elements (checked before the runs are expanded)."""
+    try:
+        return _rebuilt(desc)
+    except (TypeError, KeyError, OverflowError, ValueError) as error:  # a malformed description, from the server
+        if str(error).startswith("[nn]"):
+            raise
+        raise ValueError(f"[nn] a malformed layout description: {type(error).__name__}: {error}") from None
+
+
+def _rebuilt(desc: dict) -> Layout:
     shape = tuple(int(s) for s in desc["shape"])
     size = int(np.prod(shape, dtype=object))
     if desc.get("strides") is not None:
