@@ -312,10 +312,10 @@ def _assign(graph: Graph, multiplexed: bool) -> dict[str, Layout]:
     layouts = {graph.input_name: compact(graph.input_shape)}
     for node in graph.nodes:
         if OPERATORS[node.op].inter is None:
-            raise UnsupportedOperator(f"[nn.load] packing='inter' runs linear layers, residual sums, products of "
-                                      f"two tensors, element-wise activations, the client-aided MaxPool, Softmax "
-                                      f"and LayerNormalization, zero Pads and operators that only move elements; "
-                                      f"operator '{node.op}' at node '{node.name}' needs packing='batch'")
+            raise UnsupportedOperator(f"[nn.load] packing='inter': operator '{node.op}' at node '{node.name}' needs "
+                                      f"packing='batch' (this packing runs linear layers, residual sums, products "
+                                      f"of two tensors, element-wise activations, the client-aided MaxPool, Softmax "
+                                      f"and LayerNormalization, zero Pads and operators that only move elements)")
         source = layouts.get(node.inputs[0])
         if source is None:
             raise UnsupportedOperator(f"[nn.load] packing='inter' needs a tensor as the first operand of "
