@@ -240,3 +240,13 @@ def test_infinite_constants_elsewhere_are_refused_by_name(ctx5):
     inf_bias = make_model([node("Add", ["x", "c"], "y")], (SEQ, D), {"c": np.full(D, -np.inf)}, opset=17)
     with pytest.raises(ValueError, match=r"node 'Add_0' \(Add\) reads the constant 'c', which holds inf"):
         rf.nn.load(inf_bias, ctx5)
+
+
+def test_a_period_beyond_the_slots_does_not_fit_the_plan():
+    """d = 128 over 32 tokens with the packed projection spans 16384 slots: the plan says it does
+    not fit N = 2^13's 4096 before anything runs."""
+    model = rf.nn.load(multi_head_block(seq=32, heads=4, head_width=32), rf.ckks.Context.preset("N13_D2"),
+                       packing="inter")
+    plan = model.plan()
+    assert not plan.fits and plan.levels_needed == 5
+    assert "period 16384 exceeds the context's 4096 slots" in plan.notes[0]

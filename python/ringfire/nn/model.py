@@ -44,10 +44,11 @@ class Plan:
     suggestion: str | None = None
     notes: list = field(default_factory=list)
     dry_run_bytes: int | None = None  # activations' peak measured by a dry run (plan(dry_run=True))
+    slots_fit: bool = True            # inter packing: a sample's period fits the context's slots
 
     @property
     def fits(self) -> bool:
-        return self.levels_needed <= self.levels_available
+        return self.levels_needed <= self.levels_available and self.slots_fit
 
     @property
     def peak_bytes(self) -> int:
@@ -528,7 +529,11 @@ class Model:
                   "bootstraps_per_sample": costs.bootstraps, "diagonal_bytes": costs.diagonal_bytes,
                   "ct_mults": costs.products}
         levels = runner.levels_needed(self.masking)
+        if period > ctx.slots:
+            notes.insert(0, f"a sample's period {period} exceeds the context's {ctx.slots} slots: one sample per "
+                            f"ciphertext needs poly_degree >= {2 * period}, or packing='batch'")
         return Plan(notes=notes, levels_needed=levels, levels_available=ctx.max_level, input_ciphertexts=1,
+                    slots_fit=period <= ctx.slots,
                     output_ciphertexts=1, largest_tensor=1, counts=counts,
                     activation_bytes=int(costs.activation_bytes), key_bytes=int(key_bytes),
                     workspace_bytes=int(workspace),
