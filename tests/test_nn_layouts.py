@@ -142,19 +142,27 @@ def test_inputs_inter_packing_cannot_take_are_refused_plainly(ctx):
         rf.nn.load(relu, ctx, packing="inter")(out, client=rf.nn.LocalClient(ctx, sk, keys))
 
 
-def test_a_broadcast_gate_is_refused_by_name_in_inter_packing(ctx):
-    """A squeeze-excitation gate (C, 1, 1) times its feature map (C, H, W), as MobileNetV3 has:
-    no one layout serves both operands, so inter packing names the node (it used to fail deep in
-    the layout pass with an IndexError); batch packing runs it."""
+def test_a_broadcast_gate_runs_in_inter_packing(ctx):
+    """A squeeze-excitation gate (C, 1, 1) times its feature map (C, H, W), as MobileNetV3 has,
+    written gate-first: inter packing swaps the operands and moves the gate onto the map's
+    layout, repeated over each channel's slots (it was refused by name; before that it failed
+    deep in the layout pass with an IndexError); batch packing runs it too."""
     rng = np.random.default_rng(10)
     inits = {"W": rng.normal(0, 0.3, (4, 2, 3, 3))}
     data = make_model([node("Conv", ["x", "W"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
                        node("GlobalAveragePool", ["c"], ["g"]), node("Sigmoid", ["g"], ["s"]),
                        node("Mul", ["s", "c"], ["y"])], (2, 4, 4), inits)
-    with pytest.raises(rf.nn.UnsupportedOperator, match=r"'Mul' at node .* broadcasts its operand of 4 elements "
-                                                        r"to shape \(4, 4, 4\); use packing='batch'"):
-        rf.nn.load(data, ctx, packing="inter").rotations()
+    # The conv, the gate's move and the product, counted one after the other (the move runs on
+    # the gate's fresh branch, so 2 would do: the plan errs high).
+    assert rf.nn.load(data, ctx, packing="inter").plan().levels_needed == 3
     assert rf.nn.load(data, ctx).plan().fits
+    # Both operands broadcast: no layout of either holds the result.
+    both = make_model([node("ReduceMean", ["x"], ["rows"], axes=[2], keepdims=1),
+                       node("ReduceMean", ["x"], ["cols"], axes=[3], keepdims=1), node("Mul", ["rows", "cols"], ["y"])],
+                      (2, 4, 4), {}, opset=13)
+    with pytest.raises(rf.nn.UnsupportedOperator, match=r"'Mul' at node .* broadcasts its operand of 8 elements "
+                                                        r"to shape \(2, 4, 4\); use packing='batch'"):
+        rf.nn.load(both, ctx, packing="inter").rotations()
 
 
 def _pooled_cnn(stride: int, rng):

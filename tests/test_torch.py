@@ -159,7 +159,7 @@ def test_export_arguments_are_checked(ctx, stand_in_torch):
     module.training = True
     with pytest.raises(ValueError, match=r"module\.eval\(\)"):
         rf.nn.load(module, ctx, example_input=np.zeros((1, 4)))
-    with pytest.raises(ValueError, match="example_input= is for torch modules"):
+    with pytest.raises(ValueError, match="example_input= and batch_axis= are for torch modules"):
         rf.nn.load(mlp_onnx(), ctx, example_input=np.zeros((1, 4)))
 
 
