@@ -32,7 +32,7 @@ from .. import _core, memory
 from ..ckks.circuits import bsgs_steps
 from .graph import Graph, UnsupportedOperator
 from .inter_products import ProductPlan, SlotMap, product_plan
-from .layouts import describe, is_transform, layout_period, layout_plan, linear_map, shape_of
+from .layouts import describe, diagonals_of, is_transform, layout_period, layout_plan, linear_map, shape_of
 from .masking import mask_kind
 from .nonlinear import ELEMENTWISE, PER_SAMPLE
 from .operators import OPERATORS, attach, per_sample_const
@@ -86,21 +86,28 @@ class InterRunner:
         """The baby steps g of linear layer ``node``'s transform: the power of two that makes its
         rotations cheapest (the scheme's rule, a hoisted baby rotation counting half), chosen
         per transform from its own diagonals."""
-        if node.name not in self._baby_steps:
-            self._baby_steps[node.name] = _core.LinearTransform.best_baby_steps(self.offsets(node).tolist(),
-                                                                                self.period)
-        return self._baby_steps[node.name]
+        return self._best_baby_steps(node.name, lambda: self.offsets(node))
+
+    def _best_baby_steps(self, name: str, offsets) -> int:
+        if name not in self._baby_steps:
+            self._baby_steps[name] = _core.LinearTransform.best_baby_steps(offsets().tolist(), self.period)
+        return self._baby_steps[name]
 
     def rotations(self) -> list[int]:
         """The rotation steps of every transform: its nonzero baby offsets (k mod g) and giant
         offsets (k - k mod g), as the scheme's BSGS transform with its g baby steps uses them."""
         steps = set()
         for node in self.graph.nodes:
-            if is_transform(node):
-                steps.update(*bsgs_steps(self.offsets(node).tolist(), self.baby_steps(node)))
-            for smap in self.slot_maps(node):
-                steps.update(*bsgs_steps(smap.offsets(self.period).tolist(), self.map_baby_steps(smap)))
+            for offsets, baby_steps in self.transforms(node):
+                steps.update(*bsgs_steps(offsets.tolist(), baby_steps))
         return sorted(steps)
+
+    def transforms(self, node) -> list[tuple[np.ndarray, int]]:
+        """(nonzero diagonal offsets, baby steps) of every BSGS transform ``node`` runs: a linear
+        layer's one, a product's or a relayout's (:meth:`slot_maps`), or none."""
+        if is_transform(node):
+            return [(self.offsets(node), self.baby_steps(node))]
+        return [(smap.offsets(self.period), self.map_baby_steps(smap)) for smap in self.slot_maps(node)]
 
     def slot_maps(self, node) -> list[SlotMap]:
         """The transforms ``node`` runs beside linear maps: a product's, or a sum's relayout."""
@@ -142,10 +149,7 @@ class InterRunner:
 
     def map_baby_steps(self, smap: SlotMap) -> int:
         """A product's transform's baby steps, by the rule :meth:`baby_steps` uses."""
-        if smap.name not in self._baby_steps:
-            self._baby_steps[smap.name] = _core.LinearTransform.best_baby_steps(smap.offsets(self.period).tolist(),
-                                                                                self.period)
-        return self._baby_steps[smap.name]
+        return self._best_baby_steps(smap.name, lambda: smap.offsets(self.period))
 
     def apply_slot_map(self, ct, smap: SlotMap):
         """``smap`` (a transform with weights 1) applied to ``ct``, landing on the next level."""
@@ -168,15 +172,7 @@ class InterRunner:
             return built[0]
 
         def diagonals():
-            rows, cols, weights = self.placement.placed(node, the_map())
-            offsets = (cols - rows) % self.period
-            order = np.argsort(offsets, kind="stable")
-            keys, starts = np.unique(offsets[order], return_index=True)
-            out = {}
-            for k, r, w in zip(keys.tolist(), np.split(rows[order], starts[1:]), np.split(weights[order], starts[1:])):
-                out[k] = np.zeros(self.period)
-                np.add.at(out[k], r, w)
-            return out
+            return diagonals_of(*self.placement.placed(node, the_map()), self.period)
 
         key = ("bias", node.name, self.period)
         if key not in self.cache:  # the bias in the output's layout (None: no bias)

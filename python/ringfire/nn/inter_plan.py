@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 from ..ckks.circuits import bsgs_steps
 from .inter import InterRunner
-from .layouts import is_transform
 
 
 @dataclass(frozen=True)
@@ -32,7 +31,7 @@ class NodeStep:
     diagonals: int = 0
     baby_rotations: int = 0   # hoisted: they share one decomposition of the input
     giant_rotations: int = 0
-    transforms: int = 1       # a product of two tensors runs several (inter_products)
+    transforms: int = 0       # BSGS transforms: a linear layer's one, a product's several (inter_products)
     products: int = 0         # products of ciphertexts
 
     @property
@@ -43,21 +42,13 @@ class NodeStep:
 def steps(runner: InterRunner, masking: bool = False):
     """The :class:`NodeStep` of every node, in running order."""
     for node, level, refreshed, out_level in runner.level_walk(masking):
-        maps = runner.slot_maps(node)
-        if maps:  # a product's transforms and one product of ciphertexts per inner index, or a relayout
-            counts = [(len(m.offsets(runner.period)), *map(len, bsgs_steps(m.offsets(runner.period).tolist(),
-                                                                          runner.map_baby_steps(m))))
-                      for m in maps]
-            products = len(runner.product(node).factors) if node.op == "TensorMatMul" else 0
-            yield NodeStep(node, level, refreshed, out_level, *map(sum, zip(*counts)), transforms=len(counts),
-                           products=products)
-            continue
-        if not is_transform(node):
-            yield NodeStep(node, level, refreshed, out_level)
-            continue
-        offsets = runner.offsets(node)
-        babies, giants = bsgs_steps(offsets.tolist(), runner.baby_steps(node))
-        yield NodeStep(node, level, refreshed, out_level, len(offsets), len(babies), len(giants))
+        transforms = runner.transforms(node)  # a linear layer's one, a product's many, a relayout's one
+        counts = [(len(offsets), *map(len, bsgs_steps(offsets.tolist(), baby_steps)))
+                  for offsets, baby_steps in transforms]
+        diagonals, babies, giants = map(sum, zip(*counts)) if counts else (0, 0, 0)
+        products = len(runner.product(node).factors) if node.op == "TensorMatMul" else 0
+        yield NodeStep(node, level, refreshed, out_level, diagonals, babies, giants, transforms=len(transforms),
+                       products=products)
 
 
 @dataclass

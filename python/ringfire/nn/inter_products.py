@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .layouts import diagonals_of
+
 
 @dataclass(frozen=True, eq=False)
 class SlotMap:
@@ -45,12 +47,7 @@ class SlotMap:
 
     def diagonals(self, period: int) -> dict[int, np.ndarray]:
         """diag_d[r] = 1 where slot r reads slot (r + d) mod ``period``."""
-        offsets = (self.sources - self.targets) % period
-        out = {}
-        for d in np.unique(offsets).tolist():
-            out[d] = np.zeros(period)
-            out[d][self.targets[offsets == d]] = 1.0
-        return out
+        return diagonals_of(self.targets, self.sources, 1.0, period)
 
 
 @dataclass(frozen=True, eq=False)

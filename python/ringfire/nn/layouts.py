@@ -185,6 +185,21 @@ class LayoutPlan:
         return (self.layouts[node.outputs[0]].slots[m.rows], self.layouts[node.inputs[0]].slots[m.cols], m.weights)
 
 
+def diagonals_of(rows: np.ndarray, cols: np.ndarray, weights, period: int) -> dict[int, np.ndarray]:
+    """The nonzero diagonals of the map whose terms read slot ``cols[i]`` into slot ``rows[i]``
+    with ``weights[i]`` (a scalar: every term): diag_k[r] = M[r, (r + k) mod period], terms on
+    one entry summed."""
+    offsets = (cols - rows) % period
+    weights = np.broadcast_to(np.asarray(weights, dtype=np.float64), rows.shape)
+    order = np.argsort(offsets, kind="stable")
+    keys, starts = np.unique(offsets[order], return_index=True)
+    out = {}
+    for k, r, w in zip(keys.tolist(), np.split(rows[order], starts[1:]), np.split(weights[order], starts[1:])):
+        out[k] = np.zeros(period)
+        np.add.at(out[k], r, w)
+    return out
+
+
 def shape_of(graph: Graph, name: str) -> tuple[int, ...]:
     shape = _known_shape(graph, name)
     if not shape:
