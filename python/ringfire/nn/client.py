@@ -41,6 +41,25 @@ def relaid(node, values: np.ndarray, layouts: dict) -> np.ndarray:
     return np.tile(vector, values.size // period)
 
 
+# The values a ciphertext sent to the key holder may reach, as a share of its level's room
+# (ctx.max_value): one bit of headroom for the decryption's own noise.
+DECRYPTION_HEADROOM = 0.5
+
+
+def for_decryption(ev, ct):
+    """``ct`` at the lowest level whose modulus still holds its values, which is all the key
+    holder needs to decrypt it: fewer limbs to send and to decrypt (the digits CNN's ReLU
+    inputs: half the bytes). Dropping limbs keeps the scale and adds a rounding error of a few
+    bits, far below it. A ciphertext whose values have no known bound stays where it is."""
+    bound = getattr(ct, "bound", None)
+    if bound is None or ct.level == 0:
+        return ct
+    ctx = ct._context
+    level = next((lv for lv in range(ct.level) if bound <= DECRYPTION_HEADROOM * ctx.max_value(lv, ct.scale)),
+                 ct.level)
+    return ct if level == ct.level else ev.mod_switch(ct, level)
+
+
 def fresh_level(node, ctx) -> int:
     """The level to encrypt a layer's result at: what the model asks for
     (``node.attrs["_fresh_level"]``: the levels the layers after it spend), at most the top.

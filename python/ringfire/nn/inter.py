@@ -33,6 +33,7 @@ from ..ckks.circuits import bsgs_steps
 from .graph import Graph, UnsupportedOperator
 from .inter_products import ProductPlan, SlotMap, product_plan
 from .layouts import describe, diagonals_of, is_transform, layout_period, layout_plan, linear_map, shape_of
+from .client import for_decryption
 from .masking import mask_kind
 from .nonlinear import ELEMENTWISE, PER_SAMPLE
 from .operators import OPERATORS, attach, per_sample_const
@@ -325,9 +326,15 @@ def _activation(runner, node, x, client, masker):
     if client is None:
         raise ValueError(f"[nn] node '{node.name}' is client-aided: pass client=LocalClient(...)")
     if masker is None:
-        return client.apply_vector(node, x)
+        return client.apply_vector(node, _for_decryption(runner, x))
     masked, masks = masker.mask(node, np.array([x], dtype=object), (1,))
-    return masker.unmask(node, np.array([client.apply_vector(node, masked[0])], dtype=object), masks)[0]
+    answer = client.apply_vector(node, _for_decryption(runner, masked[0]))
+    return masker.unmask(node, np.array([answer], dtype=object), masks)[0]
+
+
+def _for_decryption(runner, x):
+    """What the key holder gets of ciphertext ``x``: ``x`` at its lowest level."""
+    return for_decryption(runner.ctx.evaluator(x.keys), x)
 
 
 def _relayout(runner, node, x, client, masker):
@@ -342,7 +349,7 @@ def _relayout(runner, node, x, client, masker):
     if masker is not None:
         _refuse_masking(node)
     node.attrs["_layouts"] = runner.layouts_of(node)
-    return client.apply_vector(node, x)
+    return client.apply_vector(node, _for_decryption(runner, x))
 
 
 def _refuse_masking(node):

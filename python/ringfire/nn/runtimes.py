@@ -7,6 +7,7 @@ import numpy as np
 
 from ..parallel import IN_PROCESS
 from . import work
+from .client import for_decryption
 from .masking import mask_kind
 from .nonlinear import exact as exact_layer
 from .operators import linear_terms
@@ -44,6 +45,13 @@ class _ArrayMoves:
 
     def after_node(self, node, out, shape):
         pass
+
+    def _for_decryption(self, x):
+        """What the key holder gets of tensor ``x``: each ciphertext at its lowest level."""
+        out = np.empty(x.shape, dtype=object)
+        for idx, c in np.ndenumerate(x):
+            out[idx] = for_decryption(self.ev, c) if is_ct(c) else c
+        return out
 
     def release(self, value):
         pass
@@ -247,9 +255,9 @@ class EncryptedRuntime(_ArrayMoves):
             raise ValueError(f"[nn] node '{node.name}' ({node.op}) is client-aided: pass client=rf.nn.LocalClient(...)")
         self.counts["client_round_trips"] += int(sum(is_ct(c) for c in x.flat))
         if self.masker is None:
-            return self.client.apply(node, x, shape, node.attrs.get("bounds"))
+            return self.client.apply(node, self._for_decryption(x), shape, node.attrs.get("bounds"))
         masked, masks = self.masker.mask(node, x, shape)
-        out, out_shape = self.client.apply(node, masked, shape, node.attrs.get("bounds"))
+        out, out_shape = self.client.apply(node, self._for_decryption(masked), shape, node.attrs.get("bounds"))
         del masked  # freed before unmasking: the planner counts these copies one after the other
         return self.masker.unmask(node, out, masks), out_shape
 
