@@ -220,8 +220,51 @@ def test_oversized_and_wrong_keys_are_refused_before_they_are_stored(served):
     assert not store.has_blob("alice", sha) and store.upload_state(sid, "relin") is None
     public = client.context("mlp").keygen()[1].public.to_bytes()  # the right parameters, the wrong kind
     kind = put_chunk(url, token, sid, public, 0, len(public), hashlib.sha256(public).hexdigest())
-    assert kind.status_code == 422 and "PublicKey" in kind.json()["error"]
+    assert kind.status_code == 422 and "holds a public key" in kind.json()["error"]
     client.close()
+
+
+def test_keys_whose_body_is_corrupt_are_dropped_after_their_upload(served):
+    """The upload keeps keys once their hash and envelope are right; the load that reads every
+    word follows off the request's path, and keys that fail it are dropped, with the reason in
+    the session's status (and a job could not use them: its load checks them again)."""
+    url, tokens, app, _ = served
+    token = tokens["alice"]
+    client = Client(url, token)
+    sid = new_session(url, token, client.model("mlp")["parameters"]["fingerprint"])
+    good = client.context("mlp").keygen()[1].relin.to_bytes()
+    data = bytearray(good)
+    data[len(data) // 2] ^= 1  # inside the payload: the envelope still reads right
+    data = bytes(data)
+    sha = hashlib.sha256(data).hexdigest()
+    kept = put_chunk(url, token, sid, data, 0, len(data), sha)
+    assert kept.status_code == 200 and kept.json()["stored"], kept.text
+    assert app.state.key_checks.wait(60)
+    status = client.request("GET", f"/v1/sessions/{sid}").json()
+    assert status["missing"] == ["relin"]
+    assert "refused after their upload" in status["keys"]["relin"]["error"]
+    assert not app.state.store.has_blob("alice", sha) and not app.state.store.blob_path("alice", sha).exists()
+    infer = httpx.post(f"{url}/v1/sessions/{sid}/infer", content=b"x", headers={"Authorization": f"Bearer {token}"})
+    assert infer.status_code == 409 and "relin" in infer.json()["error"]
+    # The same session with good keys: the refusal is history.
+    fixed = put_chunk(url, token, sid, good, 0, len(good), hashlib.sha256(good).hexdigest())
+    assert fixed.status_code == 200 and app.state.key_checks.wait(60)
+    status = client.request("GET", f"/v1/sessions/{sid}").json()
+    assert status["missing"] == [] and "error" not in status["keys"]["relin"]
+    client.close()
+
+
+def test_a_host_refuses_to_load_corrupt_keys_for_a_job(served, tmp_path):
+    """Whatever the background check did, a job's load checks the keys in full."""
+    _, _, app, _ = served
+    host = app.state.host
+    data = bytearray(host.ctx.keygen()[1].relin.to_bytes())
+    data[len(data) // 2] ^= 1
+    path = tmp_path / "relin.blob"
+    path.write_bytes(bytes(data))
+    assert host.check_header("relin", path, len(data))  # the envelope is fine ...
+    with pytest.raises(ValueError):
+        host.keys_for("nobody", {"relin": path})  # ... the payload is not
 
 
 def test_keys_and_results_survive_a_server_restart(mlp_path, tmp_path):
@@ -587,6 +630,27 @@ def test_the_upload_digest_runs_with_the_chunks_and_survives_a_restart(tmp_path)
     again.append(uid, 0, data)
     assert again.upload_sha256(uid) == want
     again.close()
+
+
+def test_a_chunk_counts_only_when_kept_and_one_arrives_at_a_time(tmp_path):
+    """A chunk is written as it arrives; refused or cut off, the file ends where the last kept
+    chunk did and the running digest is untouched. A second writer of the same upload at once
+    is refused (two requests racing on one file could leave it unlike its digest)."""
+    from ringfire.serve.store import ChunkBusy, Store
+
+    data = bytes(range(256)) * 1024
+    store = Store(tmp_path)
+    uid = store.upload("s1", "relin", "t", len(data), hashlib.sha256(data).hexdigest())["id"]
+    assert store.append(uid, 0, data[:100_000]) == 100_000
+    with store.chunk_writer(uid, 100_000) as chunk:
+        chunk.write(b"garbage" * 1000)
+        with pytest.raises(ChunkBusy):
+            store.chunk_writer(uid, 100_000)
+        # not kept: e.g. its SHA-256 was wrong
+    assert store.part_path(uid).stat().st_size == 100_000
+    assert store.append(uid, 100_000, data[100_000:]) == len(data)
+    assert store.upload_sha256(uid) == hashlib.sha256(data).hexdigest()
+    store.close()
 
 
 def test_an_upload_replaced_by_another_leaves_nothing_behind(tmp_path):

@@ -28,8 +28,9 @@ from .auth import load_tokens, tenant_of
 from .config import ServeConfig
 from .host import Host
 from .jobs import Job, JobRunner, QueueFull
+from .keychecks import KeyChecks
 from .metrics import Metrics
-from .store import TERMINAL, Store, sha256_hex
+from .store import TERMINAL, ChunkBusy, Store
 
 log = logging.getLogger("ringfire.serve")
 JSON_LIMIT = 64 * 1024
@@ -41,9 +42,9 @@ def refuse(status: int, message: str, headers: dict | None = None):
     raise HTTPException(status, detail=message, headers=headers)
 
 
-async def read_body(request: Request, limit: int, what: str) -> bytes:
-    """The body, at most `limit` bytes: its declared length is checked before any is read,
-    and the read stops at the limit whatever the sender does."""
+async def body_pieces(request: Request, limit: int, what: str):
+    """The body as it arrives, at most `limit` bytes: its declared length is checked before
+    any is read, and the read stops at the limit whatever the sender does."""
     declared = request.headers.get("content-length")
     if declared is None:
         refuse(411, f"{what}: send a Content-Length (bodies are bounded before they are read)")
@@ -51,15 +52,20 @@ async def read_body(request: Request, limit: int, what: str) -> bytes:
         refuse(400, f"{what}: Content-Length {declared!r} is not a number")
     if int(declared) > limit:
         refuse(413, f"{what}: {int(declared)} bytes; this endpoint takes at most {limit}")
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
+    size = 0
+    async for piece in request.stream():
+        size += len(piece)
         if size > min(limit, int(declared)):
             refuse(413, f"{what}: more bytes than the Content-Length said")
-        chunks.append(chunk)
+        if piece:
+            yield piece
     if size != int(declared):
         refuse(400, f"{what}: {size} bytes arrived, Content-Length said {declared}")
-    return b"".join(chunks)
+
+
+async def read_body(request: Request, limit: int, what: str) -> bytes:
+    """The whole body (bounded as :func:`body_pieces` bounds it)."""
+    return b"".join([piece async for piece in body_pieces(request, limit, what)])
 
 
 async def read_json(request: Request, what: str) -> dict:
@@ -101,6 +107,7 @@ def create_app(config: ServeConfig) -> FastAPI:
     host = Host(config)
     metrics = Metrics()
     runner = JobRunner(host, store, config, metrics)
+    checks = KeyChecks(host, store, metrics)
     limiter = RateLimiter(config.requests_per_second)
     state = {"stopping": False}
     if restarted:
@@ -111,6 +118,7 @@ def create_app(config: ServeConfig) -> FastAPI:
         yield
         state["stopping"] = True
         failed = await anyio.to_thread.run_sync(runner.stop, config.drain_timeout)
+        checks.close()
         store.close()
         log.info("stopped; %d unfinished jobs marked failed", failed)
 
@@ -118,6 +126,7 @@ def create_app(config: ServeConfig) -> FastAPI:
                   description="Encrypted inference: the server holds the model and the client's evaluation keys; "
                               "the secret key never leaves the client. See docs/serving.md.")
     app.state.runner, app.state.store, app.state.host, app.state.metrics = runner, store, host, metrics
+    app.state.key_checks = checks
 
     # ---- errors and metrics ---------------------------------------------------------------
     @app.exception_handler(HTTPException)
@@ -219,6 +228,9 @@ def create_app(config: ServeConfig) -> FastAPI:
                 up = store.upload_state(session["id"], kind)
                 out[kind] = {"stored": False, "received": up["received"] if up else 0,
                              "total": up["total"] if up else None, "max_bytes": host.max_key_bytes(kind)}
+                refused = checks.failure(session["id"], kind)
+                if refused:
+                    out[kind]["error"] = refused
         return out
 
     @app.get("/v1/sessions/{sid}")
@@ -243,6 +255,7 @@ def create_app(config: ServeConfig) -> FastAPI:
             refuse(404, f"no stored {kind} keys with SHA-256 {sha}: upload them")
         metrics.key_hits.inc()
         host.forget(sid)
+        checks.forget(sid, kind)
         return {"stored": True, "sha256": sha}
 
     @app.put("/v1/sessions/{sid}/keys/{kind}")
@@ -269,14 +282,22 @@ def create_app(config: ServeConfig) -> FastAPI:
         if first != up["received"]:
             refuse(409, f"this upload has {up['received']} bytes; send the chunk starting there",
                    {"X-Received": str(up["received"])})
-        chunk = await read_body(request, last - first + 1, "key chunk")
-        if len(chunk) != last - first + 1:
-            refuse(400, f"the chunk holds {len(chunk)} bytes, its range {last - first + 1}")
-        said = request.headers.get("x-chunk-sha256")
-        if said is not None and said != await anyio.to_thread.run_sync(sha256_hex, chunk):  # off the event loop
-            refuse(422, "the chunk's SHA-256 does not match X-Chunk-SHA256: send it again")
-        received = await anyio.to_thread.run_sync(store.append, up["id"], first, chunk)
-        metrics.uploaded.inc(len(chunk))
+        # Written and hashed as it arrives (pieces of the socket's reads: the event loop is held
+        # a fraction of a millisecond each), kept only once its length and SHA-256 are right.
+        try:
+            writer = store.chunk_writer(up["id"], first)
+        except ChunkBusy as e:
+            refuse(409, str(e), {"X-Received": str(first), "Retry-After": "1"})
+        with writer as chunk:
+            async for piece in body_pieces(request, last - first + 1, "key chunk"):
+                chunk.write(piece)
+            if chunk.size != last - first + 1:
+                refuse(400, f"the chunk holds {chunk.size} bytes, its range {last - first + 1}")
+            said = request.headers.get("x-chunk-sha256")
+            if said is not None and said != chunk.sha256():
+                refuse(422, "the chunk's SHA-256 does not match X-Chunk-SHA256: send it again")
+            received = chunk.keep()
+        metrics.uploaded.inc(last - first + 1)
         if received < total:
             return {"received": received, "total": total, "stored": False}
         return await anyio.to_thread.run_sync(_commit, sid, kind, who, up["id"], whole, total)
@@ -288,7 +309,10 @@ def create_app(config: ServeConfig) -> FastAPI:
             store.drop_upload(uid)
             refuse(422, "the upload's SHA-256 does not match X-Content-SHA256: send it again from the start")
         try:
-            host.check_keys(kind, part)
+            # The envelope now; loading every word follows off this request's path (KeyChecks).
+            quick = host.check_header(kind, part, total)
+            if not quick:
+                host.check_keys(kind, part)
         except (ValueError, TypeError) as e:
             store.drop_upload(uid)
             refuse(422, f"these are not valid {kind} keys for this model: {e}")
@@ -296,6 +320,9 @@ def create_app(config: ServeConfig) -> FastAPI:
         if not new:
             metrics.key_hits.inc()
         host.forget(sid)
+        checks.forget(sid, kind)
+        if quick and new:
+            checks.submit(who, kind, whole)
         return {"received": total, "total": total, "stored": True, "sha256": whole, "new": new}
 
     # ---- inference jobs ------------------------------------------------------------------------

@@ -144,7 +144,8 @@ class Session:
             if kind == "galois" and self.keys.galois is None and self.keys.master is not None:
                 kind, st = "master", {}  # the server derives the Galois keys; a 409 says where to resume
             with tempfile.TemporaryFile() as data:
-                hashing = _HashingWriter(data)  # the SHA-256 as the key is written: no second pass
+                # The SHA-256s (the whole key's and each chunk's) as the key is written: no second pass.
+                hashing = _HashingWriter(data, self.client.chunk_bytes)
                 total = getattr(self.keys, kind).save_to(hashing)
                 sha = hashing.hexdigest()
                 linked = self.client.request("POST", f"/v1/sessions/{self.id}/keys/{kind}/link",
@@ -152,28 +153,34 @@ class Session:
                 if linked.status_code == 200:
                     out[kind] = "linked"
                     continue
-                self._upload(kind, data, total, sha, st["received"] if st.get("total") == total else 0, progress)
+                self._upload(kind, data, total, sha, st["received"] if st.get("total") == total else 0, progress,
+                             hashing.chunks)
             out[kind] = "uploaded"
         return out
 
-    def _upload(self, kind: str, data, total: int, sha: str, start: int, progress) -> None:
+    def _upload(self, kind: str, data, total: int, sha: str, start: int, progress, chunk_sha256: dict) -> None:
+        """The key in file `data` from offset `start`, one chunk per request, each streamed from
+        the file (never read whole) with its SHA-256 (`chunk_sha256`: by offset, from when the
+        key was written; a chunk that starts elsewhere, after a resume, is hashed here)."""
         step = self.client.chunk_bytes
         with _progress.progress_bar(total, f"uploading {kind} keys", progress, unit="B") as bar:
             bar.update(start)
             offset = start
             while offset < total:
-                data.seek(offset)
-                chunk = data.read(min(step, total - offset))
-                headers = {"Content-Range": f"bytes {offset}-{offset + len(chunk) - 1}/{total}",
-                           "X-Content-SHA256": sha, "X-Chunk-SHA256": hashlib.sha256(chunk).hexdigest(),
+                size = min(step, total - offset)
+                digest = chunk_sha256.get(offset) or _file_sha256(data, offset, size)
+                headers = {"Content-Range": f"bytes {offset}-{offset + size - 1}/{total}",
+                           "Content-Length": str(size), "X-Content-SHA256": sha, "X-Chunk-SHA256": digest,
                            "Content-Type": "application/octet-stream"}
-                response = self.client.request("PUT", f"/v1/sessions/{self.id}/keys/{kind}", content=chunk,
-                                               headers=headers, expect=(200, 409))
+                response = self.client.request("PUT", f"/v1/sessions/{self.id}/keys/{kind}",
+                                               content=_file_range(data, offset, size), headers=headers,
+                                               expect=(200, 409))
                 if response.status_code == 409:  # the server has a different offset: resume there
+                    time.sleep(min(5.0, float(response.headers.get("retry-after", "0"))))
                     offset = int(response.headers.get("x-received", "0"))
                     continue
-                offset += len(chunk)
-                bar.update(len(chunk))
+                offset += size
+                bar.update(size)
 
     # ---- inference ---------------------------------------------------------------------------
     def submit(self, enc: EncryptedTensor, idempotency_key: str | None = None) -> str:
@@ -242,16 +249,55 @@ class Session:
         return self.ctx.decrypt_batch(self.infer_encrypted(enc, progress), self.secret_key)
 
 
-class _HashingWriter:
-    """A binary file's ``write`` that also feeds a SHA-256."""
+PIECE = 1 << 20  # what a chunk is read and sent in
 
-    def __init__(self, file):
-        self._file, self._digest = file, hashlib.sha256()
+
+class _HashingWriter:
+    """A binary file's ``write`` that also feeds the SHA-256 of everything written and one of
+    each `chunk`-byte stretch (``chunks``: {offset: hex digest})."""
+
+    def __init__(self, file, chunk: int):
+        self._file, self._digest, self._chunk = file, hashlib.sha256(), chunk
+        self._written, self._current = 0, hashlib.sha256()
+        self.chunks: dict[int, str] = {}
 
     def write(self, data) -> int:
-        self._digest.update(data)
+        view = memoryview(data).cast("B")
+        self._digest.update(view)
+        while len(view):
+            room = self._chunk - self._written % self._chunk
+            part, view = view[:room], view[room:]
+            self._current.update(part)
+            self._written += len(part)
+            if self._written % self._chunk == 0:
+                self._close_chunk()
         return self._file.write(data)
 
+    def _close_chunk(self) -> None:
+        start = (self._written - 1) // self._chunk * self._chunk
+        self.chunks[start] = self._current.hexdigest()
+        self._current = hashlib.sha256()
+
     def hexdigest(self) -> str:
+        if self._written % self._chunk:
+            self._close_chunk()
         return self._digest.hexdigest()
 
+
+def _file_range(file, offset: int, size: int):
+    """The bytes [offset, offset + size) of `file`, in pieces (a request body httpx streams)."""
+    file.seek(offset)
+    left = size
+    while left:
+        piece = file.read(min(PIECE, left))
+        if not piece:
+            raise ValueError(f"[serve] the key file ended {left} bytes early")
+        left -= len(piece)
+        yield piece
+
+
+def _file_sha256(file, offset: int, size: int) -> str:
+    digest = hashlib.sha256()
+    for piece in _file_range(file, offset, size):
+        digest.update(piece)
+    return digest.hexdigest()

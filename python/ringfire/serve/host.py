@@ -19,12 +19,15 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import _core, ckks, nn
+from .. import io as rf_io
 from ..rlwe.keys import KeySet
 from .config import ServeConfig
 
 # Keys of a few sessions stay loaded (the LRU's bound is in bytes, set by the server).
 DEFAULT_KEY_CACHE_BYTES = 8 * 2**30
 SLACK = 1 << 20  # envelope headers, seeds, the zstd frame's own bytes
+_ENVELOPE_KINDS = {"relin": "relinearization key", "galois": "Galois key set", "bootstrap": "bootstrap key set",
+                   "master": "master key set"}
 
 
 class Host:
@@ -155,6 +158,27 @@ class Host:
                                  f"(all: {self.rotations})")
         return obj
 
+    def check_header(self, kind: str, path, size: int) -> bool:
+        """The quick check of a complete upload, before it is kept: its envelope says it holds
+        `kind` keys of these parameters, `size` bytes long. False for a blob that has no plain
+        envelope to read (compressed or authenticated): :meth:`check_keys` must load it now.
+        The full check (:meth:`check_keys`) follows off the upload's path, and every load for
+        a job makes it again."""
+        with open(path, "rb") as f:
+            stream = rf_io.Stream(f)
+            if stream.read_exactly(4) != b"RFHE":
+                return False
+            stream._prefix = b"RFHE"
+            found, total = rf_io.read_envelope_header(stream)
+            identity = stream.read_exactly(48)[8:40]
+        if found != _ENVELOPE_KINDS[kind]:
+            raise ValueError(f"[serve] this upload holds a {found}, not the {kind} keys")
+        if identity != self.ctx.params.identity:
+            raise ValueError("[serve] these keys were made for other parameters than the model's")
+        if total != size:
+            raise ValueError(f"[serve] the envelope says {total} bytes, the upload has {size}")
+        return True
+
     def keys_for(self, sid: str, paths: dict) -> KeySet:
         """The session's keys: loaded from their blobs once, then kept (least recently used
         sessions dropped past the cache's bound)."""
@@ -162,7 +186,7 @@ class Host:
             if sid in self._cache:
                 self._cache.move_to_end(sid)
                 return self._cache[sid][0]
-        loaded = {kind: self._load_blob(path) for kind, path in paths.items()}
+        loaded = {kind: self.check_keys(kind, path) for kind, path in paths.items()}
         size = sum(path.stat().st_size for path in paths.values())
         if "galois" not in loaded and "master" in paths:
             loaded["galois"] = self._derived(paths["master"], loaded["master"])

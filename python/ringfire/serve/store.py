@@ -46,8 +46,8 @@ create unique index if not exists jobs_idempotency on jobs (session, idempotency
 TERMINAL = ("done", "failed")
 
 
-def sha256_hex(data) -> str:
-    return hashlib.sha256(data).hexdigest()
+class ChunkBusy(RuntimeError):
+    """Another request is writing a chunk of the same upload (the caller answers 409)."""
 
 
 def new_id() -> str:
@@ -68,6 +68,7 @@ class Store:
         # The running SHA-256 of each upload whose chunks this process received in order
         # from its start: the commit then needs no second pass over the file.
         self._digests: dict[str, tuple[int, object]] = {}
+        self._writing: set[str] = set()  # uploads with a chunk arriving (one at a time each)
         self._db.executescript(SCHEMA)
 
     def _q(self, sql: str, args=()) -> list:
@@ -132,24 +133,39 @@ class Store:
         rows = self._q("select id, total, sha256, received from uploads where session = ? and kind = ?", (sid, kind))
         return None if not rows else dict(zip(("id", "total", "sha256", "received"), rows[0]))
 
+    def chunk_writer(self, uid: str, offset: int) -> "ChunkWriter":
+        """A writer of the upload's next chunk at `offset` (what was received so far): its
+        bytes go to the file as they arrive, and count only once :meth:`ChunkWriter.keep`
+        is called (a chunk refused on the way is cut off the file again)."""
+        with self._lock:
+            if uid in self._writing:
+                raise ChunkBusy(f"[serve] a chunk of this upload is arriving already; resend after it (at "
+                                f"offset {offset})")
+            self._writing.add(uid)
+            upto, digest = self._digests.get(uid, (0, None))
+        if offset == 0:
+            digest = hashlib.sha256()
+        elif upto != offset:
+            digest = None  # resumed after a restart: the commit hashes the file instead
+        return ChunkWriter(self, uid, offset, None if digest is None else digest.copy())
+
     def append(self, uid: str, offset: int, chunk: bytes) -> int:
-        """Writes `chunk` at `offset` (which must be what was received so far); returns the new total."""
-        with open(self.part_path(uid), "r+b") as f:
-            f.seek(offset)
-            f.write(chunk)
-            f.truncate()
-        received = offset + len(chunk)
+        """Writes a whole `chunk` at `offset`; returns the bytes the upload now holds."""
+        with self.chunk_writer(uid, offset) as writer:
+            writer.write(chunk)
+            return writer.keep()
+
+    def _released(self, uid: str) -> None:
+        with self._lock:
+            self._writing.discard(uid)
+
+    def _kept(self, uid: str, received: int, digest) -> None:
         self._q("update uploads set received = ? where id = ?", (received, uid))
         with self._lock:
-            upto, digest = self._digests.get(uid, (0, None))
-            if offset == 0:
-                upto, digest = 0, hashlib.sha256()
-            if digest is not None and upto == offset:
-                digest.update(chunk)
-                self._digests[uid] = (received, digest)
-            else:  # resumed after a restart: the commit hashes the file instead
+            if digest is None:
                 self._digests.pop(uid, None)
-        return received
+            else:
+                self._digests[uid] = (received, digest)
 
     def upload_sha256(self, uid: str) -> str:
         """The SHA-256 of everything received for the upload: from the running digest when
@@ -178,6 +194,17 @@ class Store:
         self._q("delete from uploads where id = ?", (uid,))
         self._q("insert or replace into session_keys values (?, ?, ?, ?)", (sid, kind, sha, size))
         return new
+
+    def drop_blob(self, tenant: str, sha: str) -> list[str]:
+        """Forgets a stored blob: its file, its row and every session's link to it; returns
+        the sessions that had linked it."""
+        sessions = [r[0] for r in self._q("select session from session_keys where sha256 = ? and session in "
+                                          "(select id from sessions where tenant = ?)", (sha, tenant))]
+        self._q("delete from session_keys where sha256 = ? and session in (select id from sessions where tenant = ?)",
+                (sha, tenant))
+        self._q("delete from blobs where tenant = ? and sha256 = ?", (tenant, sha))
+        self.blob_path(tenant, sha).unlink(missing_ok=True)
+        return sessions
 
     def drop_upload(self, uid: str) -> None:
         with self._lock:
@@ -237,3 +264,45 @@ class Store:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+class ChunkWriter:
+    """One chunk of an upload, written to its part file and hashed (the chunk's SHA-256 and the
+    upload's running one) as its pieces arrive."""
+
+    def __init__(self, store: Store, uid: str, offset: int, digest):
+        self.store, self.uid, self.offset, self.size = store, uid, offset, 0
+        self._whole, self._chunk = digest, hashlib.sha256()
+        self._file = open(store.part_path(uid), "r+b")
+        self._file.seek(offset)
+        self._kept = False
+
+    def write(self, piece) -> None:
+        self._file.write(piece)
+        self._chunk.update(piece)
+        if self._whole is not None:
+            self._whole.update(piece)
+        self.size += len(piece)
+
+    def sha256(self) -> str:
+        return self._chunk.hexdigest()
+
+    def keep(self) -> int:
+        """The chunk counts: returns the bytes the upload now holds."""
+        self._file.truncate()
+        self._file.close()
+        self._kept = True
+        received = self.offset + self.size
+        self.store._kept(self.uid, received, self._whole)
+        return received
+
+    def __enter__(self) -> "ChunkWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            if not self._kept:  # refused or cut off: the file ends where the last kept chunk did
+                self._file.truncate(self.offset)
+                self._file.close()
+        finally:
+            self.store._released(self.uid)

@@ -1,0 +1,70 @@
+"""The full check of uploaded keys, off the upload's path.
+
+A complete upload is kept once its SHA-256 and its envelope (kind, parameters, size) are
+right; loading the keys, which reads and range-checks every word (a tenth of a second for
+a 58 MiB relinearization key, seconds for bootstrapping keys), follows here, one key at a
+time on one thread. Keys that fail are dropped from the store and from every session that
+linked them, and the sessions' status says why. Nothing depends on this having run: every
+load for a job makes the same check again (:meth:`Host.keys_for`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+log = logging.getLogger("ringfire.serve")
+FAILURES_KEPT = 1024  # the most recent refusals the sessions' status can report
+
+
+class KeyChecks:
+    def __init__(self, host, store, metrics):
+        self.host, self.store, self.metrics = host, store, metrics
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="ringfire-keycheck")
+        self._lock = threading.Lock()
+        self._pending: dict[tuple[str, str], threading.Event] = {}
+        self._failed: dict[tuple[str, str], str] = {}  # (session, kind) -> why its keys were dropped
+
+    def submit(self, tenant: str, kind: str, sha: str) -> None:
+        with self._lock:
+            if (tenant, sha) in self._pending:
+                return
+            self._pending[(tenant, sha)] = threading.Event()
+        self._pool.submit(self._check, tenant, kind, sha)
+
+    def _check(self, tenant: str, kind: str, sha: str) -> None:
+        try:
+            self.host.check_keys(kind, self.store.blob_path(tenant, sha))
+        except Exception as e:  # noqa: BLE001 - any failure to load is a refusal, with its reason
+            message = f"the uploaded {kind} keys were refused after their upload: {e}"
+            log.warning("tenant %s: %s", tenant, message)
+            sessions = self.store.drop_blob(tenant, sha)
+            self.metrics.refused.labels("422").inc()
+            with self._lock:
+                for sid in sessions:
+                    self._failed[(sid, kind)] = message
+                while len(self._failed) > FAILURES_KEPT:
+                    self._failed.pop(next(iter(self._failed)))
+        finally:
+            with self._lock:
+                self._pending.pop((tenant, sha)).set()
+
+    def failure(self, sid: str, kind: str) -> str | None:
+        """Why the session's `kind` keys were dropped after their upload (None: they were not)."""
+        with self._lock:
+            return self._failed.get((sid, kind))
+
+    def forget(self, sid: str, kind: str) -> None:
+        """A new upload or link replaces the session's `kind` keys: the old refusal is history."""
+        with self._lock:
+            self._failed.pop((sid, kind), None)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Waits for the checks under way (tests, shutdown); False if some still run."""
+        with self._lock:
+            events = list(self._pending.values())
+        return all(e.wait(timeout) for e in events)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
