@@ -67,20 +67,31 @@ Encoder::Encoder(RlweContextPtr context)
   int log_slots = 0;
   while ((std::size_t{1} << log_slots) < slots_) ++log_slots;
   for (std::size_t i = 0; i < slots_; ++i) bit_reverse_[i] = reverse_bits(i, log_slots);
+  const std::vector<u64>& rot_group = context_->rotation_group();  // 5^j mod 2N
+  forward_twiddles_.resize(slots_ > 1 ? slots_ - 1 : 0);
+  inverse_twiddles_.resize(forward_twiddles_.size());
+  for (std::size_t len = 2; len <= slots_; len <<= 1) {
+    const std::size_t half = len >> 1, quarter_m = len << 2;
+    for (std::size_t j = 0; j < half; ++j) {
+      const u64 r = rot_group[j] % quarter_m;
+      forward_twiddles_[half - 1 + j] = roots_[r * (m / quarter_m)];
+      inverse_twiddles_[half - 1 + j] = roots_[(quarter_m - r) * (m / quarter_m)];
+    }
+  }
 }
 
 // z_j = sum_k w_k xi^(5^j k): decimation in time over the rotation group;
 // at block length len the twiddle is a primitive (4 len)-th root raised to 5^j.
 void Encoder::fft_forward(Complex* v) const {
-  const std::size_t n = slots_, m = 2 * n_;
-  const std::vector<u64>& rot_group = context_->rotation_group();  // 5^j mod 2N
+  const std::size_t n = slots_;
   for (std::size_t i = 0; i < n; ++i)
     if (i < bit_reverse_[i]) std::swap(v[i], v[bit_reverse_[i]]);
   for (std::size_t len = 2; len <= n; len <<= 1) {
-    const std::size_t half = len >> 1, quarter_m = len << 2;
+    const std::size_t half = len >> 1;
+    const Complex* twiddles = forward_twiddles_.data() + (half - 1);
     for (std::size_t i = 0; i < n; i += len)
       for (std::size_t j = 0; j < half; ++j) {
-        const Complex w = roots_[(rot_group[j] % quarter_m) * (m / quarter_m)];
+        const Complex w = twiddles[j];
         const Complex u = v[i + j], t = v[i + j + half] * w;
         v[i + j] = u + t;
         v[i + j + half] = u - t;
@@ -90,13 +101,13 @@ void Encoder::fft_forward(Complex* v) const {
 
 // The exact inverse of fft_forward, including the 1/n.
 void Encoder::fft_inverse(Complex* v) const {
-  const std::size_t n = slots_, m = 2 * n_;
-  const std::vector<u64>& rot_group = context_->rotation_group();
+  const std::size_t n = slots_;
   for (std::size_t len = n; len >= 2; len >>= 1) {
-    const std::size_t half = len >> 1, quarter_m = len << 2;
+    const std::size_t half = len >> 1;
+    const Complex* twiddles = inverse_twiddles_.data() + (half - 1);
     for (std::size_t i = 0; i < n; i += len)
       for (std::size_t j = 0; j < half; ++j) {
-        const Complex w_conj = roots_[(quarter_m - rot_group[j] % quarter_m) * (m / quarter_m)];
+        const Complex w_conj = twiddles[j];
         const Complex a = v[i + j], b = v[i + j + half];
         v[i + j] = a + b;
         v[i + j + half] = (a - b) * w_conj;
