@@ -7,8 +7,8 @@ the test suite (client-aided ReLU, batch packing, 64 images per request), then:
 * key upload: the relinearization key of N16_D30 (58.5 MiB) through the chunked,
   resumable protocol, MB/s on loopback, and the client's and server's peak memory;
 * throughput: ``--clients`` client threads, each ``--requests`` inferences, requests/s and
-  p50/p99 latency, against the same inferences run in-process one after the other
-  (the server runs one job at a time: both use both cores for one inference);
+  p50/p99 latency, against the same inferences run in-process one after the other, half
+  of them before the service's and half after (the machine's drift weighs on both alike);
 * health: ``GET /v2/health/live`` latency every 20 ms while the inferences run (p50/p99);
 * the server's resident memory over the run (from ``/metrics``).
 
@@ -93,12 +93,18 @@ def throughput(name: str, onnx_bytes: bytes, x: np.ndarray, clients: int, reques
     sk, keys = ctx.keygen()
     local = rf.nn.LocalClient(ctx, sk, keys)
     times = []
-    for _ in range(clients * requests):
-        start = time.perf_counter()
-        got = ctx.decrypt_batch(model(ctx.encrypt_batch(x, sk), client=local), sk)  # as the client does
-        times.append(time.perf_counter() - start)
-    out["in_process"] = {"requests_per_s": len(times) / sum(times), "p50_s": percentile(times, 50),
-                         "p99_s": percentile(times, 99), "max_abs_error": float(np.max(np.abs(got - ref)))}
+
+    def in_process(count):
+        for _ in range(count):
+            start = time.perf_counter()
+            got = ctx.decrypt_batch(model(ctx.encrypt_batch(x, sk), client=local), sk)  # as the client does
+            times.append(time.perf_counter() - start)
+        out["in_process"] = {"requests_per_s": len(times) / sum(times), "p50_s": percentile(times, 50),
+                             "p99_s": percentile(times, 99), "max_abs_error": float(np.max(np.abs(got - ref)))}
+
+    # Half the in-process inferences before the service's, half after: a steady drift of this
+    # shared machine's speed during the run then weighs on both sides alike.
+    in_process(clients * requests // 2)
     with server_process(args, port):
         url = f"http://127.0.0.1:{port}"
         sessions = []
@@ -139,6 +145,7 @@ def throughput(name: str, onnx_bytes: bytes, x: np.ndarray, clients: int, reques
         watcher.join()
         for s in sessions:
             s.client.close()
+    in_process(clients * requests - clients * requests // 2)
     out["service"] = {"requests_per_s": len(latencies) / wall, "p50_s": percentile(latencies, 50),
                       "p99_s": percentile(latencies, 99), "max_abs_error": max(errors),
                       "health_p50_ms": 1e3 * percentile(health, 50), "health_p99_ms": 1e3 * percentile(health, 99),
@@ -154,6 +161,7 @@ def main() -> None:
     ap.add_argument("--images", type=int, default=64)
     ap.add_argument("--skip-keys", action="store_true")
     ap.add_argument("--keys-only", action="store_true", help="the key upload alone")
+    ap.add_argument("--models", default="mlp,cnn", help="which of mlp,cnn to run (default both)")
     ap.add_argument("--json")
     args = ap.parse_args()
     x_train, y_train, x_test, _ = M.digits_split()
@@ -167,8 +175,8 @@ def main() -> None:
             print(f"key upload: {results['key_upload']['bytes'] / 2**20:.1f} MiB at "
                   f"{results['key_upload']['mb_per_s']:.0f} MB/s", file=sys.stderr)
         results["runs"] = []
-        for name, onnx_bytes, x in [] if args.keys_only else (("mlp", mlp, x_test[:args.images]),
-                                    ("cnn", cnn, x_test[:args.images].reshape(-1, 1, 8, 8))):
+        runs = [("mlp", mlp, x_test[:args.images]), ("cnn", cnn, x_test[:args.images].reshape(-1, 1, 8, 8))]
+        for name, onnx_bytes, x in [] if args.keys_only else [r for r in runs if r[0] in args.models.split(",")]:
             r = throughput(name, onnx_bytes, x, args.clients, args.requests, workdir)
             results["runs"].append(r)
             print(f"{name}: service {r['service']['requests_per_s']:.2f} req/s vs in-process "

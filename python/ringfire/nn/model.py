@@ -24,7 +24,7 @@ from .refresh import Refresher, choose_degrees, element_bounds
 from ..ckks.batch import EncryptedTensor
 from ..ckks.bootstrapping import TEMPORARY_CIPHERTEXTS
 from .runtimes import EncryptedRuntime, PlainRuntime, PlanRuntime
-from .nonlinear import ELEMENTWISE, NONLINEAR_OPS, PER_SAMPLE
+from .nonlinear import ELEMENTWISE, NONLINEAR_OPS, PER_SAMPLE, chains_of
 from .torch_export import export as export_torch, is_torch_module
 
 
@@ -237,7 +237,8 @@ class Model:
         """One walk of the graph by a planning runtime (PlanRuntime or a subclass that records
         more): (runtime, output values)."""
         rt = runtime(self.ctx.max_level, 2 * self.ctx.poly_degree * 8, polys, masking=self.masking,
-                     graph=self.graph, bootstrapping=self.bootstrap, fresh_levels=fresh_levels)
+                     graph=self.graph, bootstrapping=self.bootstrap, fresh_levels=fresh_levels,
+                     chains=self._chains(polys))
         values, _ = Executor(self.graph, rt).run(rt.input(self.graph.input_shape))
         return rt, values
 
@@ -337,7 +338,8 @@ class Model:
         keys = next(c for c in enc.cts.flat if c is not None).keys
         masker = self._masker(keys)
         refresher = Refresher(self.ctx, keys, self._bounds, executor) if self.bootstrap else None
-        runtime = EncryptedRuntime(self.ctx, keys, client, self.polys, masker, refresher, executor)
+        runtime = EncryptedRuntime(self.ctx, keys, client, self.polys, masker, refresher, executor,
+                                   chains=self._chains(self.polys))
         start = time.perf_counter()
         work = {id(n): int(np.prod(n._out_shape or (1,))) for n in self.graph.nodes}
         total, done = sum(work.values()), [0]
@@ -362,6 +364,11 @@ class Model:
         state = dict(self.__dict__)
         state.pop("_inter_cache", None)
         return state
+
+    def _chains(self, polys) -> dict:
+        """Client-aided layers that run as one round with the layer before them
+        (:func:`.nonlinear.chains_of`); none with masking, whose masks are per layer."""
+        return {} if self.masking or self.activation != "client" else chains_of(self.graph, polys)
 
     def _masker(self, keys) -> Masker | None:
         return Masker(self.ctx, keys, self.mask_bits) if self.masking else None

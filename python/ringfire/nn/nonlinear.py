@@ -112,8 +112,62 @@ def _layer_norm(node, x, rank: int):
     return y
 
 
+class Chain:
+    """Client-aided layers that follow one another with nothing in between (a ReLU, then a
+    MaxPool): the key holder applies them all in one round, so the ciphertexts between them
+    are never encrypted, sent back and sent again. It reads as its last layer (the level its
+    result is encrypted at) and names every layer."""
+
+    op = "Chain"
+
+    def __init__(self, nodes):
+        if len(nodes) < 2:
+            raise ValueError("[nn] a chain of client-aided layers has at least two")
+        self.nodes = list(nodes)
+
+    @property
+    def name(self) -> str:
+        return " + ".join(n.name for n in self.nodes)
+
+    @property
+    def attrs(self) -> dict:
+        return self.nodes[-1].attrs
+
+    def __repr__(self) -> str:
+        return f"Chain({', '.join(f'{n.op} {n.name}' for n in self.nodes)})"
+
+
+def chains_of(graph, polys) -> dict:
+    """The client-aided layers that run as one round: {first layer's name: Chain}. A layer
+    joins the one before it when it reads only that layer's output and nothing else does
+    (and the output is not the model's): the key holder then computes both in the clear."""
+    consumers: dict[str, int] = {}
+    for n in graph.nodes:
+        for name in n.inputs:
+            consumers[name] = consumers.get(name, 0) + 1
+    aided = lambda n: n.op in NONLINEAR_OPS and n.name not in polys  # noqa: E731
+    chains, current = {}, []
+    for n in graph.nodes:
+        prev = current[-1] if current else None
+        if prev is not None and aided(n) and n.inputs[:1] == prev.outputs[:1] \
+                and all(name in graph.constants for name in n.inputs[1:]) \
+                and consumers.get(prev.outputs[0]) == 1 and prev.outputs[0] not in graph.output_names:
+            current.append(n)
+            continue
+        if len(current) > 1:
+            chains[current[0].name] = Chain(current)
+        current = [n] if aided(n) else []
+    if len(current) > 1:
+        chains[current[0].name] = Chain(current)
+    return chains
+
+
 def exact(node, x, shape):
     """The layer in the clear on an array (*shape, batch...): (output, output shape)."""
+    if isinstance(node, Chain):
+        for layer in node.nodes:
+            x, shape = exact(layer, x, shape)
+        return x, shape
     op = node.op
     if op in ELEMENTWISE:
         return ELEMENTWISE[op](node, x), tuple(shape)

@@ -110,8 +110,12 @@ class EncryptedRuntime(_ArrayMoves):
     """Object arrays of Ciphertexts (batch in the slots): batch-axis packing. The loops over a
     layer's independent ciphertexts go through ``executor`` (:mod:`ringfire.parallel`)."""
 
-    def __init__(self, ctx, keys, client=None, polys=None, masker=None, refresher=None, executor=IN_PROCESS):
+    def __init__(self, ctx, keys, client=None, polys=None, masker=None, refresher=None, executor=IN_PROCESS,
+                 chains=None):
         self.ctx, self.keys, self.client, self.polys = ctx, keys, client, polys or {}
+        # Client-aided layers that run as one round (nonlinear.chains_of): {first layer: Chain};
+        # the later layers' results wait in _chained until the executor reaches them.
+        self.chains, self._chained = chains or {}, {}
         self.masker = masker  # a masking.Masker: what the key holder sees is masked where the layer allows
         self.refresher = refresher  # a refresh.Refresher: bootstraps where levels run out
         self.executor = executor
@@ -231,6 +235,8 @@ class EncryptedRuntime(_ArrayMoves):
         return out.reshape(x.shape)
 
     def nonlinear(self, node, x, shape):
+        if node.name in self._chained:  # computed by the key holder with the layer before it
+            return self._chained.pop(node.name)
         if node.name in self.polys:
             poly = self.polys[node.name]
             x = self._ready(x, node.inputs[0], poly.depth)
@@ -254,6 +260,13 @@ class EncryptedRuntime(_ArrayMoves):
         if self.client is None:
             raise ValueError(f"[nn] node '{node.name}' ({node.op}) is client-aided: pass client=rf.nn.LocalClient(...)")
         self.counts["client_round_trips"] += int(sum(is_ct(c) for c in x.flat))
+        chain = self.chains.get(node.name)
+        if chain is not None and self.masker is None:
+            out, out_shape = self.client.apply(chain, self._for_decryption(x), shape, node.attrs.get("bounds"))
+            self._chained[chain.nodes[-1].name] = (out, out_shape)
+            # What stands for the layers in between: nothing encrypted (the executor frees it).
+            placeholder = chained_placeholder(node, shape)
+            return placeholder, placeholder.shape
         if self.masker is None:
             return self.client.apply(node, self._for_decryption(x), shape, node.attrs.get("bounds"))
         masked, masks = self.masker.mask(node, x, shape)
@@ -262,12 +275,20 @@ class EncryptedRuntime(_ArrayMoves):
         return self.masker.unmask(node, out, masks), out_shape
 
 
+def chained_placeholder(node, shape):
+    """The output of a layer inside a chain of client-aided layers: never encrypted, only
+    passed to the next layer of the chain, which takes the key holder's answer instead."""
+    return np.full(tuple(getattr(node, "_out_shape", None) or shape), None, dtype=object)
+
+
 class PlanRuntime:
     """Tracks, without encrypting: levels, ciphertext counts, linear terms, and live memory."""
 
     def __init__(self, top_level: int, bytes_per_limb: int, polys=None, client_aided=True, masking=False,
-                 graph=None, bootstrapping=False, fresh_levels=None):
+                 graph=None, bootstrapping=False, fresh_levels=None, chains=None):
         self.top = top_level
+        # The later layers of chains of client-aided layers (one round with the first).
+        self.chained = {n.name for c in (chains or {}).values() for n in c.nodes[1:]}
         # Client-aided layer -> the level its key holder encrypts the result at (default: the top).
         self.fresh_levels = fresh_levels or {}
         # Client-aided layer -> the most levels spent on anything computed from its result
@@ -361,7 +382,8 @@ class PlanRuntime:
             self.counts["ct_mults"] += x.size * self.polys[node.name].multiplications
             depth = self.polys[node.name].depth
             return self._alloc(self.V(self._consume(x.level, depth), x.size, self._after([x], depth))), shape
-        self.counts["client_round_trips"] += x.size
+        if node.name not in self.chained:
+            self.counts["client_round_trips"] += x.size
         out_size = int(np.prod(node._out_shape)) if getattr(node, "_out_shape", None) else x.size
         out_shape = tuple(node._out_shape) if getattr(node, "_out_shape", None) else shape
         kind = mask_kind(node) if self.masking else None

@@ -227,16 +227,18 @@ def expected_counts(info) -> dict:
     """Ciphertext counts under batch-axis packing from the builder's own shape
     arithmetic (independent of ringfire's planner): one rescaled output
     ciphertext per element of every linear layer (Conv with BN folded, GAP,
-    Gemm), one client round trip per *input* element of every ReLU/ReLU6/MaxPool."""
+    Gemm), one client round trip per *input* element of every ReLU/ReLU6/MaxPool, except
+    a non-linear layer right after another (the stem's ReLU then MaxPool), which the key
+    holder computes in the same round (these builders' layers read only the one before)."""
     acts = info["activations"]
     size = lambda s: int(np.prod(s))  # noqa: E731
     rescales = sum(size(s) for kind, op, s in acts if kind == "linear")
-    round_trips, prev = 0, tuple(info["input_shape"])
+    round_trips, prev, prev_kind = 0, tuple(info["input_shape"]), None
     for kind, op, s in acts:
-        if kind == "nonlinear":
+        if kind == "nonlinear" and prev_kind != "nonlinear":
             round_trips += size(prev)
         if kind != "structural":
-            prev = s
+            prev, prev_kind = s, kind
     live = [size(info["input_shape"])] + [size(s) for kind, op, s in acts if kind in ("linear", "nonlinear", "add")]
     return {"input_ciphertexts": size(info["input_shape"]), "output_ciphertexts": size(info["output_shape"]),
             "rescales": rescales, "client_round_trips": round_trips, "largest_tensor": max(live)}

@@ -129,17 +129,29 @@ def _jsonable(value):
     return value
 
 
+def _layer(node) -> dict:
+    return {"op": node.op, "name": node.name, "attrs": {k: _jsonable(v) for k, v in node.attrs.items()}}
+
+
 def node_to_json(node, shape, clip) -> str:
-    """The layer a client-aided round asks the key holder to apply."""
-    return json.dumps({"op": node.op, "name": node.name, "attrs": {k: _jsonable(v) for k, v in node.attrs.items()},
-                       "shape": list(shape), "clip": _jsonable(clip)})
+    """The layer a client-aided round asks the key holder to apply (a chain of layers: each
+    of them, in order, under ``"chain"``)."""
+    from ..nn.nonlinear import Chain
+    layer = {"chain": [_layer(n) for n in node.nodes]} if isinstance(node, Chain) else _layer(node)
+    return json.dumps({**layer, "shape": list(shape), "clip": _jsonable(clip)})
+
+
+def _node_from(d: dict):
+    from ..nn.graph import Node
+    attrs = {k: (tuple(v) if isinstance(v, list) and all(isinstance(x, int) for x in v) else v)
+             for k, v in d["attrs"].items()}
+    return Node(d["op"], d["name"], [], [], attrs)
 
 
 def node_from_json(text: str):
     """(node, shape, clip) from :func:`node_to_json` (attributes as lists; NumPy reads them)."""
-    from ..nn.graph import Node
+    from ..nn.nonlinear import Chain
     d = json.loads(text)
-    attrs = {k: (tuple(v) if isinstance(v, list) and all(isinstance(x, int) for x in v) else v)
-             for k, v in d["attrs"].items()}
+    node = Chain([_node_from(n) for n in d["chain"]]) if "chain" in d else _node_from(d)
     clip = tuple(d["clip"]) if isinstance(d["clip"], list) else d["clip"]
-    return Node(d["op"], d["name"], [], [], attrs), tuple(d["shape"]), clip
+    return node, tuple(d["shape"]), clip
