@@ -101,3 +101,19 @@ def test_a_chain_crosses_the_wire_as_its_layers():
     assert isinstance(node, Chain) and [n.op for n in node.nodes] == ["Relu", "MaxPool"]
     assert node.nodes[1].attrs["kernel_shape"] == tuple(chain.nodes[1].attrs["kernel_shape"])
     assert shape == (4, 8, 8) and clip is None and node.attrs is node.nodes[-1].attrs
+
+
+# ---- the input at the level its first layers need ------------------------------------------------
+
+def test_the_input_is_encrypted_at_the_level_before_the_first_key_holder():
+    onnx, x = digits_cnn()
+    ctx = rf.ckks.Context.preset("N13_D2")
+    model = rf.nn.load(onnx, ctx)
+    assert ctx.max_level == 2 and model.input_level == 1  # the Conv spends one level, then the key holder
+    sk, keys = ctx.keygen()
+    enc = ctx.encrypt_batch(x, sk, level=model.input_level)
+    assert {c.level for c in enc.cts.flat} == {1}
+    got = ctx.decrypt_batch(model(enc, client=rf.nn.LocalClient(ctx, sk, keys)), sk)
+    np.testing.assert_allclose(got, M.ort_run(onnx, x), atol=1e-4)
+    # Where the input's depth is the model's own, the top.
+    assert rf.nn.load(onnx, ctx, packing="inter").input_level == ctx.max_level

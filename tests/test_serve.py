@@ -475,6 +475,8 @@ def test_openapi_and_model_metadata(served):
     assert "/v1/sessions/{sid}/infer" in httpx.get(f"{url}/openapi.json").json()["paths"]
     info = httpx.get(f"{url}/v2/models/mlp", headers={"Authorization": f"Bearer {tokens['alice']}"}).json()
     assert info["parameters"]["keys"] == ["relin"] and info["inputs"][0]["shape"] == [-1, 16]
+    # The level a client encrypts inputs at: the first Gemm spends one of N13_D2's two.
+    assert info["parameters"]["input_level"] == 1
     assert json.dumps(info)
 
 

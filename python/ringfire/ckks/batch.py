@@ -46,7 +46,7 @@ class EncryptedTensor:
         return f"EncryptedTensor(shape={self.shape}, ciphertexts={self.ciphertexts})"
 
 
-def encrypt_batch(ctx, x, keys, packing: str = "batch") -> EncryptedTensor:
+def encrypt_batch(ctx, x, keys, packing: str = "batch", level: int | None = None) -> EncryptedTensor:
     x = np.asarray(x, dtype=np.float64)
     if packing == "inter":
         flat = x.reshape(x.shape[0], -1)
@@ -55,7 +55,7 @@ def encrypt_batch(ctx, x, keys, packing: str = "batch") -> EncryptedTensor:
             raise ValueError(f"[ckks.encrypt_batch] {flat.shape[1]} features do not fit {ctx.slots} slots")
         cts = np.empty(flat.shape[0], dtype=object)
         for i, row in enumerate(flat):
-            cts[i] = ctx.encrypt(tile(row, period, ctx.slots), keys)
+            cts[i] = ctx.encrypt(tile(row, period, ctx.slots), keys, level)
         return EncryptedTensor(cts, x.shape[0], ctx, "inter", period, x.shape[1:])
     if packing != "batch":
         raise ValueError(f"[ckks.encrypt_batch] packing must be 'batch' or 'inter', got {packing!r}")
@@ -65,7 +65,7 @@ def encrypt_batch(ctx, x, keys, packing: str = "batch") -> EncryptedTensor:
     per_sample = x.reshape(x.shape[0], -1)
     cts = np.empty(per_sample.shape[1], dtype=object)
     for i in range(per_sample.shape[1]):
-        cts[i] = ctx.encrypt(per_sample[:, i], keys)
+        cts[i] = ctx.encrypt(per_sample[:, i], keys, level)
     return EncryptedTensor(cts.reshape(x.shape[1:]), x.shape[0], ctx)
 
 

@@ -413,13 +413,15 @@ class Context(ContextBase):
         shape = ciphertext.shape
         return out[0] if not shape else out[:shape[0]].copy()
 
-    def encrypt_batch(self, x, keys, packing: str = "batch"):
+    def encrypt_batch(self, x, keys, packing: str = "batch", level: int | None = None):
         """Encrypts a batch (first axis) for :mod:`ringfire.nn`. ``packing="batch"``: one
         ciphertext per element of a sample, the batch in the slots (throughput);
         ``"inter"``: one ciphertext per sample, features tiled over the slots (latency,
-        dense and convolutional layers; needs the Galois keys of ``model.rotations()``)."""
+        dense and convolutional layers; needs the Galois keys of ``model.rotations()``).
+        ``level``: where to encrypt (default the top); ``model.input_level`` is the lowest a
+        model's first layers need, with fewer limbs to send and to multiply."""
         from .batch import encrypt_batch
-        return encrypt_batch(self, x, keys, packing)
+        return encrypt_batch(self, x, keys, packing, level)
 
     def decrypt_batch(self, tensor, secret_key, **decrypt_options) -> np.ndarray:
         """The inverse of :meth:`encrypt_batch`: a NumPy array, batch first. The options

@@ -23,7 +23,7 @@ from ..memory_guard import guard
 from .refresh import Refresher, choose_degrees, element_bounds
 from ..ckks.batch import EncryptedTensor
 from ..ckks.bootstrapping import TEMPORARY_CIPHERTEXTS
-from .runtimes import EncryptedRuntime, PlainRuntime, PlanRuntime
+from .runtimes import INPUT, EncryptedRuntime, PlainRuntime, PlanRuntime
 from .nonlinear import ELEMENTWISE, NONLINEAR_OPS, PER_SAMPLE, chains_of
 from .torch_export import export as export_torch, is_torch_module
 
@@ -183,9 +183,23 @@ class Model:
         first plan (every encrypted run plans first)."""
         rt, _ = self._walk(self.polys, fresh_levels={})
         self._levels_unlowered = rt.levels_needed
+        self._input_depth = int(rt.fresh_depth.get(INPUT, self.ctx.max_level))
         for n in self.graph.nodes:
             if n.name in rt.fresh_depth:
                 n.attrs["_fresh_level"] = int(rt.fresh_depth[n.name])
+
+    @property
+    def input_level(self) -> int:
+        """The lowest level to encrypt the input at (``ctx.encrypt_batch(x, keys,
+        level=model.input_level)``): what the layers before the first key holder spend, as
+        :meth:`_lower_fresh_levels` finds for each key holder's result. Fewer limbs to send
+        and to multiply (the digits CNN: 2 of 3). The top with inter packing, polynomial
+        activations or bootstrapping, where the input's depth is the model's own."""
+        if self.packing != "batch" or self.activation != "client" or self.bootstrap:
+            return self.ctx.max_level
+        if self._levels_unlowered is None:
+            self._lower_fresh_levels()
+        return min(self.ctx.max_level, self._input_depth)
 
     def _bootstrapping(self, bootstrap, activation, packing) -> bool:
         if bootstrap is None:

@@ -275,6 +275,11 @@ class EncryptedRuntime(_ArrayMoves):
         return self.masker.unmask(node, out, masks), out_shape
 
 
+# The key under which PlanRuntime.fresh_depth counts the levels spent on the model's input
+# before its first key holder (an object, so no node's name can be the same).
+INPUT = object()
+
+
 def chained_placeholder(node, shape):
     """The output of a layer inside a chain of client-aided layers: never encrypted, only
     passed to the next layer of the chain, which takes the key holder's answer instead."""
@@ -350,7 +355,7 @@ class PlanRuntime:
         return hit[1]
 
     def input(self, shape):
-        return self._alloc(self.V(self.top, int(np.prod(shape))))
+        return self._alloc(self.V(self.top, int(np.prod(shape)), {INPUT: 0}))
 
     def _consume(self, level, amount):
         new = level - amount

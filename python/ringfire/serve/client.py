@@ -244,8 +244,10 @@ class Session:
     def infer(self, x, progress: bool | None = None) -> np.ndarray:
         """The model's outputs on `x` (NumPy, batch first): encrypted here, computed by the
         server, decrypted here."""
-        # With the secret key: seeded ciphertexts, half the bytes of public-key ones.
-        enc = self.ctx.encrypt_batch(np.asarray(x, dtype=np.float64), self.secret_key, packing=self.packing)
+        # With the secret key: seeded ciphertexts, half the bytes of public-key ones; at the
+        # level the model's first layers need (fewer limbs than the top, where it says).
+        enc = self.ctx.encrypt_batch(np.asarray(x, dtype=np.float64), self.secret_key, packing=self.packing,
+                                     level=self.info["parameters"].get("input_level"))
         return self.ctx.decrypt_batch(self.infer_encrypted(enc, progress), self.secret_key)
 
 

@@ -94,6 +94,7 @@ class Host:
                 "parameters": {"fingerprint": self.fingerprint, "context": self.ctx.describe(),
                                "packing": self.config.packing, "activation": self.config.activation,
                                "masking": self.config.masking, "keys": self.needs, "rotations": self.rotations,
+                               "input_level": self.model.input_level,
                                "bootstrap": bool(self.model.bootstrap), "slots": self.ctx.slots,
                                "bootstrap_options": self.ctx.bootstrap_options,
                                "insecure": self.ctx.params.security == 0,
