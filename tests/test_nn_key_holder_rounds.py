@@ -117,3 +117,12 @@ def test_the_input_is_encrypted_at_the_level_before_the_first_key_holder():
     np.testing.assert_allclose(got, M.ort_run(onnx, x), atol=1e-4)
     # Where the input's depth is the model's own, the top.
     assert rf.nn.load(onnx, ctx, packing="inter").input_level == ctx.max_level
+
+
+def test_an_input_too_large_for_its_planned_level_starts_higher():
+    from ringfire.nn.client import encryption_level
+    ctx = rf.ckks.Context.preset("N13_D2")  # level 0 holds |x| <= 512 at its scale
+    assert encryption_level(ctx, 0, np.full(4, 3.0)) == 0
+    assert encryption_level(ctx, 0, np.full(4, 300.0)) == 1  # beyond half of level 0's room
+    assert encryption_level(ctx, 1, np.zeros((0, 4))) == 1
+    assert encryption_level(ctx, 0, np.full(4, 1e300)) == ctx.max_level  # never above the top

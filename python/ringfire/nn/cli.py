@@ -236,7 +236,7 @@ def _run(args, model, ctx, plans, candidates, x, say, memory, spill) -> int:
         say(f"packing: {choice['packing']} ({choice['reason']})")
     packing = choice["packing"] if choice else candidates[0]
     model.packing, plan = packing, plans[packing]
-    enc = ctx.encrypt_batch(x, keys, packing=packing, level=model.input_level)
+    enc = ctx.encrypt_batch(x, keys, packing=packing, level=nn.client.encryption_level(ctx, model.input_level, x))
     t1 = time.perf_counter()
     executor = getattr(args, "executor", None)  # --ray: made by the command line (ringfire.distributed)
     out = model(enc, client=nn.LocalClient(ctx, sk, keys), progress=None if not args.json else False,

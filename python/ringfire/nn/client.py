@@ -60,6 +60,18 @@ def for_decryption(ev, ct):
     return ct if level == ct.level else ev.mod_switch(ct, level)
 
 
+def encryption_level(ctx, planned: int, values) -> int:
+    """The level to encrypt an input at: ``planned`` (``model.input_level``, what the first
+    layers spend), raised while the level's modulus does not hold the values' largest
+    magnitude with the same headroom :func:`for_decryption` keeps (an input that reaches the
+    first key holder untouched would otherwise start at level 0, whose room is small)."""
+    peak = float(np.max(np.abs(values))) if np.size(values) else 0.0
+    level = int(planned)
+    while level < ctx.max_level and peak > DECRYPTION_HEADROOM * ctx.max_value(level):
+        level += 1
+    return level
+
+
 def fresh_level(node, ctx) -> int:
     """The level to encrypt a layer's result at: what the model asks for
     (``node.attrs["_fresh_level"]``: the levels the layers after it spend), at most the top.

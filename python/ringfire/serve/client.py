@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import _progress, ckks
 from ..ckks.batch import EncryptedTensor
-from ..nn.client import LocalClient
+from ..nn.client import LocalClient, encryption_level
 from . import wire
 
 CHUNK = 16 * 2**20
@@ -246,8 +246,9 @@ class Session:
         server, decrypted here."""
         # With the secret key: seeded ciphertexts, half the bytes of public-key ones; at the
         # level the model's first layers need (fewer limbs than the top, where it says).
-        enc = self.ctx.encrypt_batch(np.asarray(x, dtype=np.float64), self.secret_key, packing=self.packing,
-                                     level=self.info["parameters"].get("input_level"))
+        x = np.asarray(x, dtype=np.float64)
+        level = encryption_level(self.ctx, self.info["parameters"].get("input_level", self.ctx.max_level), x)
+        enc = self.ctx.encrypt_batch(x, self.secret_key, packing=self.packing, level=level)
         return self.ctx.decrypt_batch(self.infer_encrypted(enc, progress), self.secret_key)
 
 
