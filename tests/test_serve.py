@@ -635,6 +635,25 @@ def test_the_upload_digest_runs_with_the_chunks_and_survives_a_restart(tmp_path)
     again.close()
 
 
+def test_a_job_waits_for_the_background_check_of_the_same_keys(served, tmp_path):
+    """One load of a stored key at a time: a job's load waits while the check reads the
+    same blob, so the server never holds two copies of large keys at once."""
+    import threading
+    _, _, app, _ = served
+    host = app.state.host
+    path = tmp_path / "relin.blob"
+    path.write_bytes(host.ctx.keygen()[1].relin.to_bytes())
+    done = []
+    with host.loading(path):  # what KeyChecks holds while it loads
+        job = threading.Thread(target=lambda: done.append(host.keys_for("s-wait", {"relin": path})))
+        job.start()
+        job.join(timeout=0.5)
+        assert job.is_alive() and not done
+    job.join(timeout=60)
+    assert done and done[0].relin is not None
+    host.forget("s-wait")
+
+
 def test_a_chunk_counts_only_when_kept_and_one_arrives_at_a_time(tmp_path):
     """A chunk is written as it arrives; refused or cut off, the file ends where the last kept
     chunk did and the running digest is untouched. A second writer of the same upload at once

@@ -11,6 +11,7 @@ its parameters, its kind, and the rotations it covers.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import threading
@@ -63,6 +64,7 @@ class Host:
         self._cache: OrderedDict[str, tuple[KeySet, int]] = OrderedDict()
         self._cache_bytes, self._cache_limit = 0, key_cache_bytes
         self._lock = threading.Lock()
+        self._loading: dict[str, threading.Lock] = {}  # blob path -> held while it loads
 
     def _master_level(self) -> int:
         try:
@@ -159,6 +161,16 @@ class Host:
                                  f"(all: {self.rotations})")
         return obj
 
+    @contextlib.contextmanager
+    def loading(self, path):
+        """Held while a stored key loads: one load of a blob at a time, so a job that starts
+        while the background check (keychecks.py) still reads the same keys waits for it
+        instead of holding a second copy (N16_BOOT's bootstrapping keys are 7 GiB loaded)."""
+        with self._lock:
+            lock = self._loading.setdefault(str(path), threading.Lock())
+        with lock:
+            yield
+
     def check_header(self, kind: str, path, size: int) -> bool:
         """The quick check of a complete upload, before it is kept: its envelope says it holds
         `kind` keys of these parameters, `size` bytes long. False for a blob that has no plain
@@ -187,7 +199,10 @@ class Host:
             if sid in self._cache:
                 self._cache.move_to_end(sid)
                 return self._cache[sid][0]
-        loaded = {kind: self.check_keys(kind, path) for kind, path in paths.items()}
+        loaded = {}
+        for kind, path in paths.items():
+            with self.loading(path):
+                loaded[kind] = self.check_keys(kind, path)
         size = sum(path.stat().st_size for path in paths.values())
         if "galois" not in loaded and "master" in paths:
             loaded["galois"] = self._derived(paths["master"], loaded["master"])

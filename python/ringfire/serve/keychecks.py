@@ -34,8 +34,10 @@ class KeyChecks:
         self._pool.submit(self._check, tenant, kind, sha)
 
     def _check(self, tenant: str, kind: str, sha: str) -> None:
+        path = self.store.blob_path(tenant, sha)
         try:
-            self.host.check_keys(kind, self.store.blob_path(tenant, sha))
+            with self.host.loading(path):  # a job loading the same keys waits, never a second copy
+                self.host.check_keys(kind, path)
         except Exception as e:  # noqa: BLE001 - any failure to load is a refusal, with its reason
             message = f"the uploaded {kind} keys were refused after their upload: {e}"
             log.warning("tenant %s: %s", tenant, message)
