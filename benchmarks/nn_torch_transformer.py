@@ -22,34 +22,26 @@ import argparse
 import json
 import pathlib
 import resource
+import sys
 import time
 import warnings
 
 import numpy as np
 
-import ringfire as rf
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
+import nn_models as M  # noqa: E402  (the test suite's model builders)
+
+import ringfire as rf  # noqa: E402
 
 
 def bert_encoder(args):
-    """BertModel at the given size, called on input embeddings (the key holder embeds the tokens)."""
+    """BertModel at the given size, called on input embeddings (the key holder embeds the tokens):
+    the test suite's builder (tests/nn_models.py)."""
     import torch
     import transformers
 
-    config = transformers.BertConfig(vocab_size=64, hidden_size=args.d, num_hidden_layers=args.layers,
-                                     num_attention_heads=args.heads, intermediate_size=args.ff,
-                                     max_position_embeddings=max(16, args.seq), hidden_dropout_prob=0.0,
-                                     attention_probs_dropout_prob=0.0)
-    bert = transformers.BertModel(config, add_pooling_layer=False).eval()
-
-    class Encoder(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.bert = bert
-
-        def forward(self, embeddings):
-            return self.bert(inputs_embeds=embeddings).last_hidden_state
-
-    return Encoder().eval()
+    return M.bert_encoder(torch, transformers, width=args.d, heads=args.heads, ff=args.ff, layers=args.layers,
+                          positions=max(16, args.seq))
 
 
 def main() -> None:

@@ -369,11 +369,13 @@ def tiny_vit(torch, torchvision):
     return vit
 
 
-def bert_encoder(torch, transformers):
-    """Hugging Face's BertModel at a small size (width 16, 2 heads, one layer) called on input
-    embeddings: the key holder embeds the tokens, the model runs the encoder."""
-    config = transformers.BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                     intermediate_size=32, max_position_embeddings=16, hidden_dropout_prob=0.0,
+def bert_encoder(torch, transformers, width=16, heads=2, ff=32, layers=1, positions=16):
+    """Hugging Face's BertModel (by default at a small size: width 16, 2 heads, one layer)
+    called on input embeddings: the key holder embeds the tokens, the model runs the encoder.
+    ``benchmarks/nn_torch_transformer.py --model bert`` builds its encoders here too."""
+    config = transformers.BertConfig(vocab_size=64, hidden_size=width, num_hidden_layers=layers,
+                                     num_attention_heads=heads, intermediate_size=ff,
+                                     max_position_embeddings=positions, hidden_dropout_prob=0.0,
                                      attention_probs_dropout_prob=0.0)
     bert = transformers.BertModel(config, add_pooling_layer=False).eval()
 

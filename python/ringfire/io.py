@@ -340,7 +340,7 @@ def unwrap(data: bytes, mac_key: bytes | None = None, password=None, max_size: i
 # ---- streamed keys --------------------------------------------------------------------------
 # A key's envelope (format version 4): magic, version u16, kind u16, the parameter identity
 # (32 bytes), the payload length u64 — then the payload and the u64 checksum.
-_STREAM_HEADER = struct.Struct("<4sHH32sQ")
+STREAM_HEADER = struct.Struct("<4sHH32sQ")
 STREAMED_KINDS = {4: "public key", 5: "relinearization key", 6: "Galois key set", 8: "bootstrap key set",
                   9: "master key set"}
 
@@ -394,12 +394,12 @@ class Stream:
 def read_envelope_header(stream: Stream) -> tuple[str, int] | None:
     """The kind and total size of the next streamed key envelope (None at the stream's end);
     the header stays in the stream for the native loader, which checks it in full."""
-    head = stream.read_exactly(_STREAM_HEADER.size)
+    head = stream.read_exactly(STREAM_HEADER.size)
     if not head:
         return None
-    if len(head) < _STREAM_HEADER.size:
-        raise ValueError(f"[io.load] truncated: {len(head)} bytes where a key's header needs {_STREAM_HEADER.size}")
-    magic, version, kind, _, length = _STREAM_HEADER.unpack(head)
+    if len(head) < STREAM_HEADER.size:
+        raise ValueError(f"[io.load] truncated: {len(head)} bytes where a key's header needs {STREAM_HEADER.size}")
+    magic, version, kind, _, length = STREAM_HEADER.unpack(head)
     if magic != b"RFHE":
         raise ValueError("[io.load] not a ringfire object (bad magic bytes); authenticated, sealed or compressed "
                          "blobs load with ctx.load(bytes)")
@@ -412,7 +412,7 @@ def read_envelope_header(stream: Stream) -> tuple[str, int] | None:
     if length > 1 << 48:  # 256 TiB: no key is that large; a forged header, refused before any allocation
         raise ValueError(f"[io.load] the header declares a {length}-byte payload")
     stream._prefix = head + stream._prefix
-    return STREAMED_KINDS[kind], _STREAM_HEADER.size + length + 8
+    return STREAMED_KINDS[kind], STREAM_HEADER.size + length + 8
 
 
 def sha256_of_file(file) -> str:

@@ -54,10 +54,14 @@ def for_decryption(ev, ct):
     bound = getattr(ct, "bound", None)
     if bound is None or ct.level == 0:
         return ct
-    ctx = ct._context
-    level = next((lv for lv in range(ct.level) if bound <= DECRYPTION_HEADROOM * ctx.max_value(lv, ct.scale)),
-                 ct.level)
+    level = _lowest_level_holding(ct._context, bound, 0, ct.level, ct.scale)
     return ct if level == ct.level else ev.mod_switch(ct, level)
+
+
+def _lowest_level_holding(ctx, bound: float, start: int, stop: int, scale=None) -> int:
+    """The lowest level from `start` below `stop` whose room at `scale` (default: each level's
+    canonical one) holds `bound` with :data:`DECRYPTION_HEADROOM`; `stop` if none does."""
+    return next((lv for lv in range(start, stop) if bound <= DECRYPTION_HEADROOM * ctx.max_value(lv, scale)), stop)
 
 
 def encryption_level(ctx, planned: int, values) -> int:
@@ -66,10 +70,7 @@ def encryption_level(ctx, planned: int, values) -> int:
     magnitude with the same headroom :func:`for_decryption` keeps (an input that reaches the
     first key holder untouched would otherwise start at level 0, whose room is small)."""
     peak = float(np.max(np.abs(values))) if np.size(values) else 0.0
-    level = int(planned)
-    while level < ctx.max_level and peak > DECRYPTION_HEADROOM * ctx.max_value(level):
-        level += 1
-    return level
+    return _lowest_level_holding(ctx, peak, int(planned), max(int(planned), ctx.max_level))
 
 
 def fresh_level(node, ctx) -> int:

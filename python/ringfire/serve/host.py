@@ -178,12 +178,11 @@ class Host:
         The full check (:meth:`check_keys`) follows off the upload's path, and every load for
         a job makes it again."""
         with open(path, "rb") as f:
-            stream = rf_io.Stream(f)
-            if stream.read_exactly(4) != b"RFHE":
+            head = f.read(rf_io.STREAM_HEADER.size)
+            if not head.startswith(b"RFHE"):
                 return False
-            stream._prefix = b"RFHE"
-            found, total = rf_io.read_envelope_header(stream)
-            identity = stream.read_exactly(48)[8:40]
+            found, total = rf_io.read_envelope_header(rf_io.Stream(f, head))  # the fields checked
+        identity = rf_io.STREAM_HEADER.unpack(head)[3]
         if found != _ENVELOPE_KINDS[kind]:
             raise ValueError(f"[serve] this upload holds a {found}, not the {kind} keys")
         if identity != self.ctx.params.identity:

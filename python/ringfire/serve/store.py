@@ -147,7 +147,11 @@ class Store:
             digest = hashlib.sha256()
         elif upto != offset:
             digest = None  # resumed after a restart: the commit hashes the file instead
-        return ChunkWriter(self, uid, offset, None if digest is None else digest.copy())
+        try:
+            return ChunkWriter(self, uid, offset, None if digest is None else digest.copy())
+        except BaseException:  # the part file would not open: the upload is free for the next chunk
+            self._released(uid)
+            raise
 
     def append(self, uid: str, offset: int, chunk: bytes) -> int:
         """Writes a whole `chunk` at `offset`; returns the bytes the upload now holds."""
