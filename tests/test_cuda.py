@@ -15,7 +15,7 @@ needs_gpu = pytest.mark.skipif(not rf.cuda_available(), reason="no CUDA backend 
 
 
 @needs_gpu
-@pytest.mark.parametrize("log_n", [12, 13, 14, 15, 16])
+@pytest.mark.parametrize("log_n", [11, 12, 13, 14, 15, 16, 17])
 def test_every_backend_method_is_bit_identical_to_the_cpu(log_n):
     results = _core.cuda_selftest(n=2**log_n, limbs=4, seed=1000 + log_n)
     assert len(results) >= 30

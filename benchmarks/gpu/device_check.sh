@@ -12,6 +12,8 @@
 #   STEPS=resnet20 bash benchmarks/gpu/device_check.sh    # ResNet-20 32x32 on the device (~5 min, its own run)
 #   STEPS=ntt,ntt_profile bash benchmarks/gpu/device_check.sh   # the NTT and Nsight Compute's view of it
 #   STEPS=ckks,ckks_split bash benchmarks/gpu/device_check.sh    # fused against three-pass base conversion
+#   STEPS=ckks,ckks_old,bootstrap,bootstrap_old bash benchmarks/gpu/device_check.sh   # NTT/ModUp before and after 2026-11-28
+#   STEPS=tests,ckks,ckks_batched,bootstrap,bootstrap_batched bash benchmarks/gpu/device_check.sh   # ModUp's digits batched
 #
 # Prebuilding the wheel on a machine without a GPU (same Python minor version
 # as the GPU machine's python3) saves the build there:
@@ -111,6 +113,22 @@ if [[ ,${STEPS:-}, == *,ckks_split,* ]]; then
   step ckks_split 110 env RINGFIRE_CUDA_BASE_CONVERT=split python3 benchmarks/gpu/ckks_gpu.py \
     --json "$LOG/ckks_gpu_split.json"
 fi
+# The same with the NTT passes' shapes read at run time (RINGFIRE_CUDA_NTT=generic), with ModUp's
+# limbs scattered by a kernel of their own (RINGFIRE_CUDA_SCATTER=separate), with the first two (the
+# kernels before 2026-11-28), and with ModUp's digits batched (RINGFIRE_CUDA_MODUP=batched: opt-in
+# until it has run on a GPU; the self-test covers it either way). Only when STEPS names them.
+for variant in generic:RINGFIRE_CUDA_NTT=generic separate:RINGFIRE_CUDA_SCATTER=separate batched:RINGFIRE_CUDA_MODUP=batched \
+               old:RINGFIRE_CUDA_NTT=generic,RINGFIRE_CUDA_SCATTER=separate; do
+  name=${variant%%:*}
+  IFS=, read -r -a settings <<<"${variant#*:}"
+  if [[ ,${STEPS:-}, == *,ckks_$name,* ]]; then
+    step "ckks_$name" 110 env "${settings[@]}" python3 benchmarks/gpu/ckks_gpu.py --json "$LOG/ckks_gpu_$name.json"
+  fi
+  if [[ ,${STEPS:-}, == *,bootstrap_$name,* ]]; then
+    step "bootstrap_$name" 150 env "${settings[@]}" python3 benchmarks/gpu/bootstrap_gpu.py \
+      --orders "${BOOT_ORDERS:-cts,stc}" --json "$LOG/bootstrap_gpu_$name.json"
+  fi
+done
 if [[ ,${STEPS:-}, == *,bootstrap_split,* ]]; then
   step bootstrap_split 100 env RINGFIRE_CUDA_BASE_CONVERT=split python3 benchmarks/gpu/bootstrap_gpu.py \
     --orders "${BOOT_ORDERS:-cts,stc}" --json "$LOG/bootstrap_gpu_split.json"

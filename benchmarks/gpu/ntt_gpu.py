@@ -54,7 +54,7 @@ def main(argv=None):
         n = 1 << log_n
         for limbs in limbs_list:
             for op in ("ntt_forward", "ntt_inverse", "poly_multiply"):
-                for kernel in ("shared", "radix2"):
+                for kernel in ("shared", "generic", "radix2"):
                     if op == "poly_multiply" and kernel == "radix2" and limbs > 1:
                         continue
                     t = _core.cuda_time_kernel(op, n, limbs, bits=args.bits, kernel=kernel,

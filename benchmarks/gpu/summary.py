@@ -173,17 +173,31 @@ def main(folder: str) -> None:
     lines.append("tests: " + _last_match(d / "tests.log", r"passed|failed|error"))
     lines.append("sanitizer: " + _last_match(d / "sanitizer.log", r"ERROR SUMMARY") + " | "
                  + _last_match(d / "sanitizer.log", r"passed|failed"))
-    # The *_split steps: the same benchmarks with the three-pass base conversion,
-    # for a side-by-side view of the fused kernel (only when they ran).
-    def ckks_split(folder):
-        return ckks(folder, "ckks_gpu_split.json", "CKKS routines, split base conversion")
+    # The variant steps: the same benchmarks with the three-pass base conversion
+    # (split), the NTT's run-time pass shapes (generic), ModUp's separate scatter
+    # (separate) or both (old), for side-by-side views on one device (only when they ran).
+    variants = {"split": "split base conversion", "generic": "NTT passes shaped at run time",
+                "separate": "ModUp scatter kernel", "batched": "ModUp's digits batched",
+                "old": "NTT and ModUp as before 2026-11-28"}
+    extra = []
+    for key, label in variants.items():
+        for bench, title in ((ckks, "CKKS routines"), (bootstrap, "bootstrap")):
+            name = f"{'ckks' if bench is ckks else 'bootstrap'}_gpu_{key}.json"
+            if (d / name).exists():
+                part = (lambda folder, b=bench, n=name, t=f"{title}, {label}": b(folder, n, t))
+                part.__name__ = name
+                extra.append(part)
 
-    def bootstrap_split(folder):
-        return bootstrap(folder, "bootstrap_gpu_split.json", "bootstrap, split base conversion")
+    def ntt_generic(folder):
+        data = _json(folder, "ntt_gpu.json")
+        rows = {(r["log_n"], r["limbs"], r["kernel"]): r for r in (data or {}).get("rows", [])
+                if r["op"] == "ntt_forward"}
+        cells = [f"2^{n}x{limbs}: {r['us_per_limb']:.2f}" for (n, limbs, k), r in sorted(rows.items())
+                 if k == "generic" and n >= 14]
+        return ["  the same, pass shapes read at run time: " + ", ".join(cells)] if cells else []
 
-    parts = [ckks, bootstrap, ntt, ntt_profile, convert_profile, helr, resnet20, digits, bgv]
-    parts[2:2] = [part for part, name in ((ckks_split, "ckks_gpu_split.json"),
-                                          (bootstrap_split, "bootstrap_gpu_split.json")) if (d / name).exists()]
+    parts = [ckks, bootstrap, ntt, ntt_generic, ntt_profile, convert_profile, helr, resnet20, digits, bgv]
+    parts[2:2] = extra
     for part in parts:
         try:
             lines += part(d)

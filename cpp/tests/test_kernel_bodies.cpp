@@ -620,6 +620,54 @@ TEST(KernelBodies, FusedBaseConversionEqualsCpuBackend) {
   }
 }
 
+// Key switching's ModUp of several digits as the batched CUDA path runs it
+// (CudaBackend::mod_up_digits): every digit converted by the fused kernel's
+// order into one scratch (polynomial d = digit d), transformed by the pass
+// plan, and the last pass's store placed at gapped_row with digit d's gap at
+// d * alpha. Against the CPU backend's mod_up_digits (one base_convert_ntt
+// per digit to explicit limb pointers).
+TEST(KernelBodies, BatchedModUpEqualsCpuBackend) {
+  const std::size_t n = 256;
+  for (std::size_t alpha : {std::size_t{1}, std::size_t{2}, std::size_t{3}}) {
+    // Three full digits and a shorter one (whose limbs are targets only), then P.
+    std::vector<u64> moduli = find_ntt_primes(61, 3 * alpha + 1, n);
+    for (u64 p : find_ntt_primes(59, 2, n)) moduli.push_back(p);
+    const auto extended = std::make_shared<const RnsBase>(n, moduli);
+    const std::size_t count = 3, ext = moduli.size(), dst = ext - alpha, digit_words = ext * n;
+    std::vector<std::unique_ptr<BaseConverter>> owned;
+    std::vector<const BaseConverter*> convs;
+    for (std::size_t d = 0; d < count; ++d) {
+      std::vector<std::size_t> own, rest;
+      for (std::size_t i = 0; i < ext; ++i) (i >= d * alpha && i < (d + 1) * alpha ? own : rest).push_back(i);
+      owned.push_back(std::make_unique<BaseConverter>(extended->select(own), extended->select(rest)));
+      convs.push_back(owned.back().get());
+    }
+    const auto q_base = extended->select([&] {
+      std::vector<std::size_t> idx(3 * alpha + 1);
+      for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+      return idx;
+    }());
+    std::mt19937_64 rng(700 + alpha);
+    const std::vector<u64> c_coeff = random_polys(*q_base, 1, rng);
+    std::vector<u64> want(count * digit_words, 0), scratch(digit_words);
+    cpu().mod_up_digits(c_coeff.data(), convs.data(), count, alpha, want.data(), digit_words, scratch.data(),
+                        BaseConversion::exact);
+    std::vector<u64> got(count * digit_words, 0);
+    for (std::size_t d = 0; d < count; ++d) {
+      const std::vector<u64> digit(c_coeff.begin() + d * alpha * n, c_coeff.begin() + (d + 1) * alpha * n);
+      const std::vector<u64> converted = replay_fused_base_convert(digit, 1, *convs[d], BaseConversion::exact);
+      const RnsBase& to = convs[d]->to();
+      for (std::size_t l = 0; l < dst; ++l) {
+        std::vector<u64> limb(n);
+        replay_transform(converted.data() + l * n, nullptr, limb.data(), to.ntt(l), true);
+        const std::size_t row = gapped_row(d, l, dst, 0, alpha, alpha);
+        std::copy(limb.begin(), limb.end(), got.begin() + row * n);
+      }
+    }
+    EXPECT_EQ(got, want) << "alpha " << alpha;
+  }
+}
+
 // The exact conversion's meaning, independent of the CPU: the centered
 // representative of x = floor(Q/2) + d, i.e. x mod p for d <= 0 and
 // (x - Q) mod p for d = 1 (Q is odd), with v from the multiword rule.

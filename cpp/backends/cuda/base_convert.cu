@@ -128,9 +128,22 @@ constexpr unsigned kFusedMaxSource = static_cast<unsigned>(kernel::kBaseConvShou
 // The source limb count is a template parameter: the loops unroll exactly
 // (a run-time count under an unrolled bound of 8 executed 31 % more
 // instructions for 4 source limbs; Nsight Compute on an H200).
-template <unsigned kSrc>
-__global__ void base_convert_fused_kernel(const u64* in, u64* out, ConverterConstants cc, unsigned dst, bool exact,
-                                          int log_n) {
+// `Consts` gives polynomial z's converter: one for all (OneConverter), or one
+// per polynomial (DigitConverters: ModUp's digits, each from its own limbs).
+struct OneConverter {
+  ConverterConstants cc;
+  __device__ const ConverterConstants& at(unsigned) const { return cc; }
+};
+constexpr std::size_t kBatchDigits = 16;
+struct DigitConverters {
+  ConverterConstants cc[kBatchDigits];
+  __device__ const ConverterConstants& at(unsigned z) const { return cc[z]; }
+};
+
+template <unsigned kSrc, class Consts>
+__global__ void base_convert_fused_kernel(const u64* in, u64* out, const __grid_constant__ Consts consts, unsigned dst,
+                                          bool exact, int log_n) {
+  const ConverterConstants& cc = consts.at(blockIdx.z);
   const std::size_t j = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   const std::size_t n = std::size_t{1} << log_n, poly = blockIdx.z;
   const unsigned t0 = blockIdx.y * kFusedTargets, t1 = dst - t0 < kFusedTargets ? dst : t0 + kFusedTargets;
@@ -168,13 +181,13 @@ __global__ void base_convert_fused_kernel(const u64* in, u64* out, ConverterCons
   }
 }
 
-template <unsigned kSrc>
-void launch_fused(const u64* in, u64* out, const ConverterConstants& cc, unsigned src, unsigned dst, bool exact,
+template <unsigned kSrc, class Consts>
+void launch_fused(const u64* in, u64* out, const Consts& consts, unsigned src, unsigned dst, bool exact,
                   const Geometry& g, cudaStream_t stream) {
   if constexpr (kSrc > 1) {
-    if (src < kSrc) return launch_fused<kSrc - 1>(in, out, cc, src, dst, exact, g, stream);
+    if (src < kSrc) return launch_fused<kSrc - 1>(in, out, consts, src, dst, exact, g, stream);
   }
-  base_convert_fused_kernel<kSrc><<<g.grid, g.block, 0, stream>>>(in, out, cc, dst, exact, g.log_n);
+  base_convert_fused_kernel<kSrc, Consts><<<g.grid, g.block, 0, stream>>>(in, out, consts, dst, exact, g.log_n);
 }
 
 // Key switching's ModUp writes its converted limbs around the digit's own, so
@@ -203,7 +216,7 @@ void CudaBackend::base_convert(const u64* in, u64* out, std::size_t batch, const
   const std::size_t n = conv.from().n(), src = conv.from().size(), dst = conv.to().size();
   if (fused_base_convert_ && src <= kFusedMaxSource) {
     const Geometry g = coeff_geometry(n, (dst + kFusedTargets - 1) / kFusedTargets, batch);
-    launch_fused<kFusedMaxSource>(in, out, cc, static_cast<unsigned>(src), static_cast<unsigned>(dst),
+    launch_fused<kFusedMaxSource>(in, out, OneConverter{cc}, static_cast<unsigned>(src), static_cast<unsigned>(dst),
                                   kind == BaseConversion::exact, g, launch_stream());
     after_launch("base_convert_fused");
     return;
@@ -235,12 +248,40 @@ void CudaBackend::base_convert(const u64* in, u64* out, std::size_t batch, const
   after_launch("base_convert_sum");
 }
 
+namespace {
+
+// Key switching's targets are the extended base without the digit's limbs:
+// limb l at first + (l < at ? l : l + len) * n. Returns whether out_limbs
+// have that layout (then the NTT's last pass writes them in place).
+bool gapped_layout(u64* const* out_limbs, std::size_t limbs, std::size_t n, unsigned& at, unsigned& len) {
+  const u64* first = out_limbs[0];
+  std::size_t l = 1;
+  while (l < limbs && out_limbs[l] == first + l * n) ++l;
+  at = static_cast<unsigned>(l);
+  len = 0;
+  if (l == limbs) return true;
+  if (out_limbs[l] < first + l * n) return false;
+  const std::size_t gap_words = static_cast<std::size_t>(out_limbs[l] - (first + l * n));
+  if (gap_words % n != 0) return false;
+  len = static_cast<unsigned>(gap_words / n);
+  for (; l < limbs; ++l)
+    if (out_limbs[l] != first + (l + len) * n) return false;
+  return true;
+}
+
+}  // namespace
+
 void CudaBackend::base_convert_ntt(const u64* in, u64* scratch, u64* const* out_limbs, const BaseConverter& conv,
                                    BaseConversion kind) {
   base_convert(in, scratch, 1, conv, kind);
+  const std::size_t n = conv.to().n(), limbs = conv.to().size();
+  unsigned gap_at = 0, gap_len = 0;
+  if (ntt_kernel() != NttKernel::radix2 && scatter_in_ntt_ && gapped_layout(out_limbs, limbs, n, gap_at, gap_len)) {
+    transform(scratch, nullptr, scratch, 1, conv.to(), true, GappedOutput{out_limbs[0], gap_at, 0, gap_len});
+    return;
+  }
   ntt_forward(scratch, 1, conv.to());
   DeviceGuard guard(device_);
-  const std::size_t n = conv.to().n(), limbs = conv.to().size();
   for (std::size_t l0 = 0; l0 < limbs; l0 += kScatterLimbs) {
     const std::size_t count = std::min(kScatterLimbs, limbs - l0);
     LimbPointers pointers{};
@@ -248,6 +289,39 @@ void CudaBackend::base_convert_ntt(const u64* in, u64* scratch, u64* const* out_
     const Geometry g = coeff_geometry(n, count, 1);
     scatter_limbs_kernel<<<g.grid, g.block, 0, launch_stream()>>>(scratch + l0 * n, pointers, g.log_n);
     after_launch("scatter_limbs");
+  }
+}
+
+void CudaBackend::mod_up_digits(const u64* c_coeff, const BaseConverter* const* convs, std::size_t count,
+                                std::size_t alpha, u64* extended, std::size_t digit_words, u64* scratch,
+                                BaseConversion kind) {
+  const std::size_t n = convs[0]->to().n(), dst = convs[0]->to().size();
+  // Batched when the fused conversion and the in-place store apply (else, and
+  // for one digit, digit by digit as the interface's default).
+  const bool batched = count > 1 && batch_mod_up_ && fused_base_convert_ && scatter_in_ntt_ &&
+                       ntt_kernel() != NttKernel::radix2 &&
+                       alpha <= kFusedMaxSource && digit_words == (dst + alpha) * n;
+  if (!batched) return Backend::mod_up_digits(c_coeff, convs, count, alpha, extended, digit_words, scratch, kind);
+  DeviceGuard guard(device_);
+  for (std::size_t d0 = 0; d0 < count; d0 += kBatchDigits) {
+    const std::size_t m = std::min(kBatchDigits, count - d0);
+    DigitConverters consts{};
+    std::vector<const RnsBase*> targets(m);
+    for (std::size_t d = 0; d < m; ++d) {
+      consts.cc[d] = converter_constants(*convs[d0 + d]);
+      targets[d] = &convs[d0 + d]->to();
+    }
+    // Digit d's limbs of c_coeff are alpha limbs after digit d - 1's: the
+    // kernel's polynomial z of alpha limbs.
+    Scratch work(device_pool(device_), m * dst * n);
+    const Geometry g = coeff_geometry(n, (dst + kFusedTargets - 1) / kFusedTargets, m);
+    launch_fused<kFusedMaxSource>(c_coeff + d0 * alpha * n, work.data(), consts, static_cast<unsigned>(alpha),
+                                  static_cast<unsigned>(dst), kind == BaseConversion::exact, g, launch_stream());
+    after_launch("base_convert_fused");
+    const GappedOutput out{extended + d0 * digit_words, static_cast<unsigned>(d0 * alpha),
+                           static_cast<unsigned>(alpha), static_cast<unsigned>(alpha),
+                           stacked_limb_constants(targets.data(), m)};
+    transform(work.data(), nullptr, work.data(), m, convs[d0]->to(), true, out);
   }
 }
 

@@ -39,7 +39,8 @@ KernelTiming time_kernel(const std::string& op, std::size_t n, std::size_t limbs
                          const std::string& kernel, int rounds, int calls, int device) {
   require(op == "ntt_forward" || op == "ntt_inverse" || op == "poly_multiply", kOp,
           "op must be ntt_forward, ntt_inverse or poly_multiply, got '" + op + "'");
-  require(kernel == "shared" || kernel == "radix2", kOp, "kernel must be 'shared' or 'radix2', got '" + kernel + "'");
+  require(kernel == "shared" || kernel == "generic" || kernel == "radix2", kOp,
+          "kernel must be 'shared', 'generic' or 'radix2', got '" + kernel + "'");
   require(n >= 16 && n <= (std::size_t{1} << 17) && (n & (n - 1)) == 0, kOp,
           "n must be a power of two in [16, 2^17], got " + std::to_string(n));
   require(limbs >= 1 && limbs <= 256, kOp, "limbs must be in [1, 256]");
@@ -72,7 +73,9 @@ KernelTiming time_kernel(const std::string& op, std::size_t n, std::size_t limbs
   }
 
   const NttKernel previous = gpu.ntt_kernel();
-  gpu.set_ntt_kernel(kernel == "radix2" ? NttKernel::radix2 : NttKernel::shared);
+  gpu.set_ntt_kernel(kernel == "radix2"    ? NttKernel::radix2
+                     : kernel == "generic" ? NttKernel::generic
+                                           : NttKernel::shared);
   std::size_t next = 0;
   auto launch = [&] {
     u64** set = data.data() + (next++ % buffers) * operands;

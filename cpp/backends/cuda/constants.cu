@@ -25,30 +25,44 @@ T* upload(const std::vector<T>& host, std::vector<void*>& owned) {
 
 }  // namespace
 
+// The constants of limb (N, q), its twiddle tables uploaded on first use.
+// Called with cache_mutex_ held.
+LimbConstants CudaBackend::limb_entry(const NttTables& t) {
+  auto& entry = tables_[{t.n(), t.modulus().value()}];
+  if (entry.first == nullptr) {
+    // Twiddle and Shoup constant interleaved: one 16-byte load per butterfly.
+    std::vector<ulonglong2> fwd(t.n()), inv(t.n());
+    for (std::size_t i = 0; i < t.n(); ++i) {
+      fwd[i] = make_ulonglong2(t.forward()[i], t.forward_shoup()[i]);
+      inv[i] = make_ulonglong2(t.inverse()[i], t.inverse_shoup()[i]);
+    }
+    entry = {upload(fwd, owned_), upload(inv, owned_)};
+  }
+  LimbConstants c;
+  c.forward = entry.first;
+  c.inverse = entry.second;
+  c.modulus = t.modulus();
+  c.n_inv = t.n_inv();
+  c.last_n_inv = t.last_twiddle_n_inv();
+  return c;
+}
+
 const LimbConstants* CudaBackend::limb_constants(const RnsBase& base) {
-  std::vector<u64> key{base.n()};
-  for (const Modulus& m : base.moduli()) key.push_back(m.value());
+  const RnsBase* one = &base;
+  return stacked_limb_constants(&one, 1);
+}
+
+const LimbConstants* CudaBackend::stacked_limb_constants(const RnsBase* const* bases, std::size_t count) {
+  std::vector<u64> key{bases[0]->n()};
+  for (std::size_t b = 0; b < count; ++b) {
+    if (b > 0) key.push_back(0);  // no modulus is 0: the bases stay apart in the key
+    for (const Modulus& m : bases[b]->moduli()) key.push_back(m.value());
+  }
   std::lock_guard<std::mutex> lock(cache_mutex_);
   if (auto it = bases_.find(key); it != bases_.end()) return it->second;
-  std::vector<LimbConstants> host(base.size());
-  for (std::size_t l = 0; l < base.size(); ++l) {
-    const NttTables& t = base.ntt(l);
-    auto& entry = tables_[{t.n(), t.modulus().value()}];
-    if (entry.first == nullptr) {
-      // Twiddle and Shoup constant interleaved: one 16-byte load per butterfly.
-      std::vector<ulonglong2> fwd(t.n()), inv(t.n());
-      for (std::size_t i = 0; i < t.n(); ++i) {
-        fwd[i] = make_ulonglong2(t.forward()[i], t.forward_shoup()[i]);
-        inv[i] = make_ulonglong2(t.inverse()[i], t.inverse_shoup()[i]);
-      }
-      entry = {upload(fwd, owned_), upload(inv, owned_)};
-    }
-    host[l].forward = entry.first;
-    host[l].inverse = entry.second;
-    host[l].modulus = t.modulus();
-    host[l].n_inv = t.n_inv();
-    host[l].last_n_inv = t.last_twiddle_n_inv();
-  }
+  std::vector<LimbConstants> host;
+  for (std::size_t b = 0; b < count; ++b)
+    for (std::size_t l = 0; l < bases[b]->size(); ++l) host.push_back(limb_entry(bases[b]->ntt(l)));
   LimbConstants* device = upload(host, owned_);
   bases_[key] = device;
   return device;

@@ -63,8 +63,9 @@ CudaPool& device_pool(int index);
 
 // Which NTT kernels ntt_forward / ntt_inverse / poly_multiply use.
 enum class NttKernel {
-  radix2,  // baseline: one global-memory kernel per stage (log2 N reads+writes)
-  shared,  // stages fused in shared memory: 2 passes for N <= 2^17 (default)
+  radix2,   // baseline: one global-memory kernel per stage (log2 N reads+writes)
+  generic,  // stages fused in shared memory, every pass shape read at run time
+  shared,   // the same passes, full tiles compiled per shape (default)
 };
 
 // Per-limb constants the kernels read, one entry per limb of a base.
@@ -87,6 +88,17 @@ struct ConverterConstants {
   const ShoupOperand* qhat_mod_p_shoup = nullptr;
   const u64* q_mod_p = nullptr;            // Q mod p_j
   const ShoupOperand* neg_q_mod_p = nullptr;  // -Q mod p_j with its Shoup constant
+};
+
+// Where a transform's last pass writes instead of its dst (shared-memory
+// kernels only): polynomial p's limb l at row l of `out + p * (limbs + gap_len)
+// * N`, plus gap_len from l = gap_at + p * gap_step on (key switching's ModUp,
+// whose converted limbs surround digit p's own). `constants`: per-polynomial
+// limb constants (polynomial p's at p * limbs), else the base's.
+struct GappedOutput {
+  u64* out = nullptr;
+  unsigned gap_at = 0, gap_step = 0, gap_len = 0;
+  const LimbConstants* constants = nullptr;
 };
 
 class CudaBackend final : public Backend {
@@ -114,6 +126,9 @@ class CudaBackend final : public Backend {
   void set_sync_each_kernel(bool on) { sync_each_kernel_ = on; }
   // Selects the NTT kernels (the baseline is kept to measure the speedup).
   void set_ntt_kernel(NttKernel kernel) { ntt_kernel_ = kernel; }
+  // Whether mod_up_digits batches the digits (RINGFIRE_CUDA_MODUP=batched).
+  void set_batch_mod_up(bool on) { batch_mod_up_ = on; }
+  bool batch_mod_up() const { return batch_mod_up_; }
   NttKernel ntt_kernel() const { return ntt_kernel_; }
 
   void ntt_forward(u64* data, std::size_t batch, const RnsBase& base) override;
@@ -140,15 +155,24 @@ class CudaBackend final : public Backend {
   // Converted and transformed in scratch, then scattered in one launch.
   void base_convert_ntt(const u64* in, u64* scratch, u64* const* out_limbs, const BaseConverter& conv,
                         BaseConversion kind) override;
+  // All digits converted in one launch and transformed in one more, the NTT's
+  // last pass writing each digit's limbs around its own.
+  void mod_up_digits(const u64* c_coeff, const BaseConverter* const* convs, std::size_t count, std::size_t alpha,
+                     u64* extended, std::size_t digit_words, u64* scratch, BaseConversion kind) override;
   void automorphism(const u64* in, u64* out, std::size_t batch, const RnsBase& base, u64 galois_elt,
                     Form form) override;
 
  private:
   // Forward / inverse transform from src to dst (may be equal); for the
   // inverse, src2 != nullptr multiplies src by src2 element-wise on load
-  // (the Hadamard product fused into the first pass).
-  void transform(const u64* src, const u64* src2, u64* dst, std::size_t batch, const RnsBase& base, bool forward);
+  // (the Hadamard product fused into the first pass). With `gapped.out`, the
+  // last pass writes there and dst only holds the passes before it.
+  void transform(const u64* src, const u64* src2, u64* dst, std::size_t batch, const RnsBase& base, bool forward,
+                 const GappedOutput& gapped = {});
   const LimbConstants* limb_constants(const RnsBase& base);
+  // The limb constants of several bases one after another (one device array).
+  const LimbConstants* stacked_limb_constants(const RnsBase* const* bases, std::size_t count);
+  LimbConstants limb_entry(const NttTables& t);
   const ConverterConstants& converter_constants(const BaseConverter& conv);
   // The stream to launch on next; when profiling, records the launch's start event.
   cudaStream_t launch_stream();
@@ -162,6 +186,14 @@ class CudaBackend final : public Backend {
   // RINGFIRE_CUDA_BASE_CONVERT=split: the three-pass base conversion everywhere
   // (for a side-by-side measurement of the fused kernel on the same device).
   bool fused_base_convert_ = true;
+  // RINGFIRE_CUDA_SCATTER=separate: ModUp's converted limbs go through a
+  // scatter kernel instead of the NTT's last pass writing them in place.
+  bool scatter_in_ntt_ = true;
+  // RINGFIRE_CUDA_MODUP=batched: ModUp converts all digits in one launch and
+  // transforms them in one more (mod_up_digits). Off by default: written and
+  // compiled without a GPU at hand, it becomes the default once the self-test
+  // and the benchmarks have run it on one.
+  bool batch_mod_up_ = false;
   NttKernel ntt_kernel_ = NttKernel::shared;
 
   struct PendingRecord {

@@ -64,10 +64,29 @@ __global__ void ntt_radix2_stage_kernel(const u64* src, u64* dst, const LimbCons
 // blocks and registers, not shared memory, bound the residency.
 constexpr unsigned kPassThreads = 512;
 
-template <bool Forward, int MinBlocks>
+// Where a pass writes its limbs: row (poly, limb) of the destination is
+// poly * (limbs + len) + limb, plus len from limb at + poly * step on. {any, 0}
+// is the plain layout; key switching's ModUp writes its converted limbs around
+// the digit's own this way (the last pass stores them in place, no scatter).
+struct LimbGap {
+  unsigned at = 0, len = 0;
+  unsigned step = 0;       // polynomial p's gap starts at `at + p * step`
+  unsigned per_poly = 0;   // 1: polynomial p's limb constants start at p * limbs
+};
+
+// kStages / kLogCols: the pass's shape as compile-time constants, for the
+// full 2^11-word tiles every pass of N = 2^12..2^17 has (plan_ntt_passes):
+// the stage loop unrolls and its index arithmetic folds into constant
+// shifts (the run-time shape spent ~40 instructions setting up each stage
+// pair). kStages = 0 reads the shape from `pass` (smaller N, and the
+// NttKernel::generic baseline). The butterflies and their order are the
+// same either way.
+template <bool Forward, int MinBlocks, int kStages, int kLogCols>
 __global__ void __launch_bounds__(kPassThreads, MinBlocks)
     ntt_pass_kernel(const u64* src, const u64* src2, u64* dst, const LimbConstants* limbs, int log_n,
-                    kernel::NttPass pass) {
+                    kernel::NttPass pass, LimbGap gap) {
+  constexpr bool kFixed = kStages > 0;
+  static_assert(!kFixed || kStages + kLogCols == kernel::kLogTile, "fixed shapes are full tiles");
   __shared__ u64 tile[std::size_t{1} << kernel::kLogTile];
   // The block's twiddles (slot i at tw[i - 1], NttPass::twiddle_slot): read
   // once per block with the data instead of from the global table inside the
@@ -80,19 +99,33 @@ __global__ void __launch_bounds__(kPassThreads, MinBlocks)
   // instructions (64-bit shifts by a variable cost several each). The
   // addressing is NttPass's (kernel_bodies.h), spelled out in 32 bits.
   const std::size_t base = (blockIdx.z * static_cast<std::size_t>(gridDim.y) + blockIdx.y) << log_n;
+  const std::size_t out_row = kernel::gapped_row(blockIdx.z, blockIdx.y, gridDim.y, gap.at, gap.step, gap.len);
   src += base;
-  dst += base;
+  dst += out_row << log_n;
   if (src2 != nullptr) src2 += base;
-  const LimbConstants& lc = limbs[blockIdx.y];
+  const LimbConstants& lc = limbs[blockIdx.y + (gap.per_poly != 0 ? blockIdx.z * gridDim.y : 0u)];
   const Modulus mod = lc.modulus;
   const u64 q = mod.value();
+  const int stages = kFixed ? kStages : pass.stages;
   const unsigned origin = static_cast<unsigned>(pass.block_origin(blockIdx.x, log_n));
-  const unsigned log_cols = static_cast<unsigned>(pass.log_cols), log_stride = static_cast<unsigned>(pass.log_stride);
+  const unsigned log_cols = kFixed ? kLogCols : static_cast<unsigned>(pass.log_cols);
+  const unsigned log_stride = static_cast<unsigned>(pass.log_stride);
   const unsigned cols_mask = (1u << log_cols) - 1;
-  const unsigned elements = 1u << (pass.stages + pass.log_cols);
-  const unsigned slots = 1u << pass.stages;
+  const unsigned elements = 1u << (stages + log_cols);
+  const unsigned slots = 1u << stages;
   const ulonglong2* table = Forward ? lc.forward : lc.inverse;
   auto element = [&](unsigned e) { return origin + ((e >> log_cols) << log_stride) + (e & cols_mask); };
+  // Runs body(u) for u in [0, count), spread over the block's threads. A
+  // fixed shape has 512 threads and count a multiple of 512: a loop of known
+  // trip count, unrolled.
+  auto for_each = [&](unsigned count, auto&& body) {
+    if constexpr (kFixed) {
+#pragma unroll
+      for (unsigned k = 0; k < count / kPassThreads; ++k) body(threadIdx.x + k * kPassThreads);
+    } else {
+      for (unsigned u = threadIdx.x; u < count; u += blockDim.x) body(u);
+    }
+  };
 
   // Every load of the block in flight at once: asynchronous copies straight
   // into shared memory (no registers, no wait between them), then one wait.
@@ -143,11 +176,11 @@ __global__ void __launch_bounds__(kPassThreads, MinBlocks)
   __pipeline_wait_prior(0);
   __syncthreads();
 
-  const int last_stage = pass.first_stage + pass.stages - 1;
-  // The twiddle of stage s at tile row `row` (NttPass::twiddle_slot in 32 bits).
-  auto twiddle = [&](int s, unsigned row) {
-    return tw[(1u << (s - pass.first_stage)) + (row >> (last_stage + 1 - s)) - 1];
-  };
+  // Stages are counted within the pass (k = s - first_stage, k < stages);
+  // the twiddle of relative stage k at tile row `row` (NttPass::twiddle_slot).
+  auto twiddle = [&](int k, unsigned row) { return tw[(1u << k) + (row >> (stages - k)) - 1]; };
+  // The inverse's stage 0 (global) folds in 1/N.
+  const bool ends_at_zero = !Forward && pass.first_stage == 0;
 
   // Stages go in pairs (radix 4): each thread loads four words of the tile,
   // runs two stages in registers and stores them back, so a pair costs one
@@ -155,106 +188,148 @@ __global__ void __launch_bounds__(kPassThreads, MinBlocks)
   // the same butterflies in the same order as in the radix-2 schedule, so the
   // result is unchanged bit for bit. A pass with an odd stage count runs its
   // last stage (forward) or first stage (inverse, ending at stage 0) alone.
-  int lo = Forward ? pass.first_stage : last_stage;  // next stage to run
-  for (int done = 0; done < pass.stages;) {
-    const bool pair = done + 1 < pass.stages;
-    if (pair) {
-      // Stages (s_lo, s_lo + 1): distances 2d and d rows, d = 2^log_d.
-      const int s_lo = Forward ? lo : lo - 1;
-      const unsigned log_d = static_cast<unsigned>(last_stage - s_lo - 1);
-      const unsigned d_mask = (1u << log_d) - 1;
-      for (unsigned u = threadIdx.x; u < elements / 4; u += blockDim.x) {
-        const unsigned c = u & cols_mask, p = u >> log_cols;
-        const unsigned r0 = ((p >> log_d) << (log_d + 2)) | (p & d_mask);
-        const unsigned e0 = (r0 << log_cols) | c, step = 1u << (log_d + log_cols);
-        u64 x0 = tile[e0], x1 = tile[e0 + step], x2 = tile[e0 + 2 * step], x3 = tile[e0 + 3 * step];
-        const ulonglong2 wa = twiddle(s_lo, r0), wb = twiddle(s_lo + 1, r0), wc = twiddle(s_lo + 1, r0 + (2u << log_d));
+#pragma unroll
+  for (int pair = 0; pair < stages / 2; ++pair) {
+    // Relative stages (k, k + 1): distances 2d and d rows, d = 2^log_d.
+    const int k = Forward ? 2 * pair : stages - 2 - 2 * pair;
+    const unsigned log_d = static_cast<unsigned>(stages - k - 2);
+    const unsigned d_mask = (1u << log_d) - 1;
+    const bool last_inverse = ends_at_zero && k == 0;
+    for_each(elements / 4, [&](unsigned u) {
+      const unsigned c = u & cols_mask, p = u >> log_cols;
+      const unsigned r0 = ((p >> log_d) << (log_d + 2)) | (p & d_mask);
+      const unsigned e0 = (r0 << log_cols) | c, step = 1u << (log_d + log_cols);
+      u64 x0 = tile[e0], x1 = tile[e0 + step], x2 = tile[e0 + 2 * step], x3 = tile[e0 + 3 * step];
+      const ulonglong2 wb = twiddle(k + 1, r0), wc = twiddle(k + 1, r0 + (2u << log_d));
+      if constexpr (Forward) {
+        const ulonglong2 wa = twiddle(k, r0);
+        kernel::ct_butterfly(x0, x2, wa.x, wa.y, q);
+        kernel::ct_butterfly(x1, x3, wa.x, wa.y, q);
+        kernel::ct_butterfly(x0, x1, wb.x, wb.y, q);
+        kernel::ct_butterfly(x2, x3, wc.x, wc.y, q);
+      } else {
+        kernel::gs_butterfly(x0, x1, wb.x, wb.y, q);
+        kernel::gs_butterfly(x2, x3, wc.x, wc.y, q);
+        if (last_inverse) {
+          kernel::gs_last_butterfly(x0, x2, lc.n_inv, lc.last_n_inv, q);
+          kernel::gs_last_butterfly(x1, x3, lc.n_inv, lc.last_n_inv, q);
+        } else {
+          const ulonglong2 wa = twiddle(k, r0);
+          kernel::gs_butterfly(x0, x2, wa.x, wa.y, q);
+          kernel::gs_butterfly(x1, x3, wa.x, wa.y, q);
+        }
+      }
+      tile[e0] = x0;
+      tile[e0 + step] = x1;
+      tile[e0 + 2 * step] = x2;
+      tile[e0 + 3 * step] = x3;
+    });
+    __syncthreads();
+  }
+  if (stages % 2 != 0) {
+    const int k = Forward ? stages - 1 : 0;
+    const unsigned log_dist = static_cast<unsigned>(stages - 1 - k);  // in rows
+    const unsigned dist_mask = (1u << log_dist) - 1;
+    for_each(elements / 2, [&](unsigned b) {
+      const unsigned c = b & cols_mask, pr = b >> log_cols;
+      const unsigned row = ((pr >> log_dist) << (log_dist + 1)) | (pr & dist_mask);  // butterfly_first
+      const unsigned ex = (row << log_cols) | c;
+      const unsigned ey = ex + (1u << (log_dist + log_cols));
+      u64 x = tile[ex], y = tile[ey];
+      if (Forward || !ends_at_zero) {
+        const ulonglong2 w = twiddle(k, row);
         if constexpr (Forward) {
-          kernel::ct_butterfly(x0, x2, wa.x, wa.y, q);
-          kernel::ct_butterfly(x1, x3, wa.x, wa.y, q);
-          kernel::ct_butterfly(x0, x1, wb.x, wb.y, q);
-          kernel::ct_butterfly(x2, x3, wc.x, wc.y, q);
+          kernel::ct_butterfly(x, y, w.x, w.y, q);
         } else {
-          kernel::gs_butterfly(x0, x1, wb.x, wb.y, q);
-          kernel::gs_butterfly(x2, x3, wc.x, wc.y, q);
-          if (s_lo == 0) {
-            kernel::gs_last_butterfly(x0, x2, lc.n_inv, lc.last_n_inv, q);
-            kernel::gs_last_butterfly(x1, x3, lc.n_inv, lc.last_n_inv, q);
-          } else {
-            kernel::gs_butterfly(x0, x2, wa.x, wa.y, q);
-            kernel::gs_butterfly(x1, x3, wa.x, wa.y, q);
-          }
+          kernel::gs_butterfly(x, y, w.x, w.y, q);
         }
-        tile[e0] = x0;
-        tile[e0 + step] = x1;
-        tile[e0 + 2 * step] = x2;
-        tile[e0 + 3 * step] = x3;
+      } else {
+        kernel::gs_last_butterfly(x, y, lc.n_inv, lc.last_n_inv, q);
       }
-      lo += Forward ? 2 : -2;
-      done += 2;
-    } else {
-      const int s = lo;
-      const unsigned log_dist = static_cast<unsigned>(last_stage - s);  // in rows
-      const unsigned dist_mask = (1u << log_dist) - 1;
-      for (unsigned b = threadIdx.x; b < elements / 2; b += blockDim.x) {
-        const unsigned c = b & cols_mask, pr = b >> log_cols;
-        const unsigned row = ((pr >> log_dist) << (log_dist + 1)) | (pr & dist_mask);  // butterfly_first
-        const unsigned ex = (row << log_cols) | c;
-        const unsigned ey = ex + (1u << (log_dist + log_cols));
-        u64 x = tile[ex], y = tile[ey];
-        if (Forward || s != 0) {
-          const ulonglong2 w = twiddle(s, row);
-          if constexpr (Forward) {
-            kernel::ct_butterfly(x, y, w.x, w.y, q);
-          } else {
-            kernel::gs_butterfly(x, y, w.x, w.y, q);
-          }
-        } else {
-          kernel::gs_last_butterfly(x, y, lc.n_inv, lc.last_n_inv, q);
-        }
-        tile[ex] = x;
-        tile[ey] = y;
-      }
-      lo += Forward ? 1 : -1;
-      done += 1;
-    }
+      tile[ex] = x;
+      tile[ey] = y;
+    });
     __syncthreads();
   }
 
-  const bool reduce = Forward && last_stage == log_n - 1;
-  for (unsigned e = threadIdx.x; e < elements; e += blockDim.x) {
+  const bool reduce = Forward && pass.first_stage + stages == log_n;
+  for_each(elements, [&](unsigned e) {
     const u64 v = tile[e];
     dst[element(e)] = reduce ? kernel::reduce_4q(v, q) : v;
+  });
+}
+
+// The pass kernels of one direction and register cap: the fixed shapes of
+// full tiles (a head pass of 1..6 stages, the 11-stage tail) and the
+// run-time shape (kStages = 0).
+template <bool Forward, int MinBlocks>
+struct PassKernels {
+  using Fn = void (*)(const u64*, const u64*, u64*, const LimbConstants*, int, kernel::NttPass, LimbGap);
+  static constexpr Fn generic = ntt_pass_kernel<Forward, MinBlocks, 0, 0>;
+  static Fn fixed(const kernel::NttPass& pass) {
+    if (pass.stages + pass.log_cols != kernel::kLogTile) return nullptr;
+    switch (pass.stages) {
+      case 1: return ntt_pass_kernel<Forward, MinBlocks, 1, 10>;
+      case 2: return ntt_pass_kernel<Forward, MinBlocks, 2, 9>;
+      case 3: return ntt_pass_kernel<Forward, MinBlocks, 3, 8>;
+      case 4: return ntt_pass_kernel<Forward, MinBlocks, 4, 7>;
+      case 5: return ntt_pass_kernel<Forward, MinBlocks, 5, 6>;
+      case 6: return ntt_pass_kernel<Forward, MinBlocks, 6, 5>;
+      case 11: return ntt_pass_kernel<Forward, MinBlocks, 11, 0>;
+      default: return nullptr;
+    }
   }
+  // Every kernel above, for per-kernel attributes.
+  template <typename F>
+  static void for_all(F&& f) {
+    f(generic);
+    for (int stages : {1, 2, 3, 4, 5, 6, 11}) {
+      kernel::NttPass p;
+      p.stages = stages;
+      p.log_cols = kernel::kLogTile - stages;
+      f(fixed(p));
+    }
+  }
+};
+
+using PassFn = PassKernels<true, 2>::Fn;
+
+// The kernel for `pass`: its fixed shape where there is one and `fixed`,
+// else the run-time shape.
+template <bool Forward, int MinBlocks>
+PassFn pass_kernel(const kernel::NttPass& pass, bool fixed) {
+  const PassFn fn = fixed ? PassKernels<Forward, MinBlocks>::fixed(pass) : nullptr;
+  return fn != nullptr ? fn : PassKernels<Forward, MinBlocks>::generic;
 }
 
 }  // namespace
 
 void configure_ntt_kernels() {
   const auto max_shared = static_cast<int>(cudaSharedmemCarveoutMaxShared);
-  check(cudaFuncSetAttribute(ntt_pass_kernel<true, 2>, cudaFuncAttributePreferredSharedMemoryCarveout, max_shared),
-        "cuda.backend");
-  check(cudaFuncSetAttribute(ntt_pass_kernel<false, 2>, cudaFuncAttributePreferredSharedMemoryCarveout, max_shared),
-        "cuda.backend");
-  check(cudaFuncSetAttribute(ntt_pass_kernel<true, 3>, cudaFuncAttributePreferredSharedMemoryCarveout, max_shared),
-        "cuda.backend");
-  check(cudaFuncSetAttribute(ntt_pass_kernel<false, 3>, cudaFuncAttributePreferredSharedMemoryCarveout, max_shared),
-        "cuda.backend");
+  auto carveout = [&](auto fn) {
+    check(cudaFuncSetAttribute(fn, cudaFuncAttributePreferredSharedMemoryCarveout, max_shared), "cuda.backend");
+  };
+  PassKernels<true, 2>::for_all(carveout);
+  PassKernels<false, 2>::for_all(carveout);
+  PassKernels<true, 3>::for_all(carveout);
+  PassKernels<false, 3>::for_all(carveout);
 }
 
 // --- NTT --------------------------------------------------------------------
 
 void CudaBackend::transform(const u64* src, const u64* src2, u64* dst, std::size_t batch, const RnsBase& base,
-                            bool forward) {
+                            bool forward, const GappedOutput& gapped) {
   if (batch == 0) return;
   DeviceGuard guard(device_);
-  const LimbConstants* lc = limb_constants(base);
+  const LimbConstants* lc = gapped.constants != nullptr ? gapped.constants : limb_constants(base);
   const std::size_t n = base.n(), limbs = base.size();
   const int log_n = log2_exact(n);
   (void)coeff_geometry(n, limbs, batch);  // validates the grid's y/z ranges
   const dim3 rows(1, static_cast<unsigned>(limbs), static_cast<unsigned>(batch));
 
   if (ntt_kernel_ == NttKernel::radix2) {
+    require(gapped.out == nullptr && gapped.constants == nullptr, "cuda.ntt",
+            "the radix-2 baseline writes no gapped limbs");
     if (src2 != nullptr) {  // the baseline keeps the Hadamard product separate
       const Geometry g = coeff_geometry(n, limbs, batch);
       elementwise_kernel<Op::multiply><<<g.grid, g.block, 0, launch_stream()>>>(src, src2, dst, lc, log_n);
@@ -285,16 +360,15 @@ void CudaBackend::transform(const u64* src, const u64* src2, u64* dst, std::size
     // SM (measured 10-13 % faster at 32-64 limbs, N = 2^16-2^17); a grid too
     // small to fill the GPU keeps the uncapped build (no spills; lower latency).
     const bool fills_gpu = std::size_t{grid.x} * grid.y * grid.z >= 3 * static_cast<std::size_t>(sm_count_);
-    if (fills_gpu) {
-      if (forward)
-        ntt_pass_kernel<true, 3><<<grid, threads, 0, launch_stream()>>>(src, nullptr, dst, lc, log_n, pass);
-      else
-        ntt_pass_kernel<false, 3><<<grid, threads, 0, launch_stream()>>>(src, src2, dst, lc, log_n, pass);
-    } else if (forward) {
-      ntt_pass_kernel<true, 2><<<grid, threads, 0, launch_stream()>>>(src, nullptr, dst, lc, log_n, pass);
-    } else {
-      ntt_pass_kernel<false, 2><<<grid, threads, 0, launch_stream()>>>(src, src2, dst, lc, log_n, pass);
-    }
+    const bool fixed = ntt_kernel_ == NttKernel::shared;
+    const PassFn fn = fills_gpu ? (forward ? pass_kernel<true, 3>(pass, fixed) : pass_kernel<false, 3>(pass, fixed))
+                                : (forward ? pass_kernel<true, 2>(pass, fixed) : pass_kernel<false, 2>(pass, fixed));
+    const bool last = step == count - 1;
+    u64* out = last && gapped.out != nullptr ? gapped.out : dst;
+    LimbGap gap;
+    if (last && gapped.out != nullptr) gap = {gapped.gap_at, gapped.gap_len, gapped.gap_step};
+    gap.per_poly = gapped.constants != nullptr ? 1u : 0u;
+    fn<<<grid, threads, 0, launch_stream()>>>(src, forward ? nullptr : src2, out, lc, log_n, pass, gap);
     after_launch(src2 != nullptr ? "ntt_inverse_hadamard" : forward ? "ntt_forward" : "ntt_inverse");
     src = dst;
     src2 = nullptr;

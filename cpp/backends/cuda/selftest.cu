@@ -129,9 +129,9 @@ std::vector<std::pair<std::string, bool>> selftest(std::size_t n, std::size_t li
   const std::vector<u64> a = random_polys(*base, batch, rng), b = random_polys(*base, batch, rng);
   const std::vector<u64> c = random_polys(*base, batch, rng), zeros(words, 0);
 
-  for (NttKernel kernel : {NttKernel::shared, NttKernel::radix2}) {
+  for (NttKernel kernel : {NttKernel::shared, NttKernel::generic, NttKernel::radix2}) {
     gpu.set_ntt_kernel(kernel);
-    const std::string suffix = kernel == NttKernel::shared ? "" : "_radix2";
+    const std::string suffix = kernel == NttKernel::shared ? "" : kernel == NttKernel::generic ? "_generic" : "_radix2";
     compare("ntt_forward" + suffix, {a}, {0}, [&](Backend& be, auto& p) { be.ntt_forward(p[0], batch, *base); });
     compare("ntt_inverse" + suffix, {a}, {0}, [&](Backend& be, auto& p) { be.ntt_inverse(p[0], batch, *base); });
     compare("poly_multiply_ntt" + suffix, {a, b, zeros}, {2}, [&](Backend& be, auto& p) {
@@ -211,7 +211,9 @@ std::vector<std::pair<std::string, bool>> selftest(std::size_t n, std::size_t li
             [&](Backend& be, auto& p) { be.base_convert(p[0], p[1], batch, wide_conv, kind); });
   }
   // Key switching's ModUp: one polynomial converted, transformed and scattered
-  // to limbs that are not contiguous (the target limbs interleaved with gaps).
+  // to limbs that are not contiguous (the target limbs interleaved with gaps),
+  // and to the layouts the NTT's last pass writes itself: the extended base
+  // around a digit (a gap of 3 limbs after the first half) and no gap.
   {
     const std::size_t to = target->size();
     const std::vector<u64> spread(2 * to * n, 0), scratch(to * n, 0);
@@ -220,6 +222,46 @@ std::vector<std::pair<std::string, bool>> selftest(std::size_t n, std::size_t li
       for (std::size_t j = 0; j < to; ++j) limbs[j] = p[2] + (2 * (to - 1 - j) + j % 2) * n;
       be.base_convert_ntt(p[0], p[1], limbs.data(), conv, BaseConversion::exact);
     });
+    const std::vector<u64> extended((to + 3) * n, 0);
+    for (std::size_t gap : {std::size_t{3}, std::size_t{0}}) {
+      compare("base_convert_ntt_gap" + std::to_string(gap), {x, scratch, extended}, {2}, [&](Backend& be, auto& p) {
+        std::vector<u64*> limbs(to);
+        for (std::size_t j = 0; j < to; ++j) limbs[j] = p[2] + (j < to / 2 ? j : j + gap) * n;
+        be.base_convert_ntt(p[0], p[1], limbs.data(), conv, BaseConversion::exact);
+      });
+    }
+  }
+
+  // ModUp of all full digits at once (mod_up_digits): digits of two limbs of
+  // `base` (one of one limb when there is one limb), each converted to the
+  // rest of base + target and written around its own rows.
+  {
+    const std::size_t alpha = limbs >= 2 ? 2 : 1, count = limbs / alpha;
+    std::vector<u64> ext_moduli;
+    for (const Modulus& m : base->moduli()) ext_moduli.push_back(m.value());
+    for (const Modulus& m : target->moduli()) ext_moduli.push_back(m.value());
+    const auto extended_base = std::make_shared<const RnsBase>(n, ext_moduli);
+    std::vector<std::unique_ptr<BaseConverter>> digit_convs;
+    std::vector<const BaseConverter*> convs;
+    for (std::size_t d = 0; d < count; ++d) {
+      std::vector<std::size_t> own, rest;
+      for (std::size_t i = 0; i < ext_moduli.size(); ++i)
+        (i >= d * alpha && i < (d + 1) * alpha ? own : rest).push_back(i);
+      digit_convs.push_back(std::make_unique<BaseConverter>(extended_base->select(own), extended_base->select(rest)));
+      convs.push_back(digit_convs.back().get());
+    }
+    const std::size_t digit_words = ext_moduli.size() * n;
+    const std::vector<u64> digits(count * digit_words, 0), scratch(digit_words, 0);
+    const std::vector<u64> c_coeff(x.begin(), x.begin() + one);
+    const bool batched = gpu.batch_mod_up();
+    for (bool batch : {false, true}) {
+      gpu.set_batch_mod_up(batch);
+      compare(batch ? "mod_up_digits_batched" : "mod_up_digits", {c_coeff, digits, scratch}, {1},
+              [&](Backend& be, auto& p) {
+                be.mod_up_digits(p[0], convs.data(), count, alpha, p[1], digit_words, p[2], BaseConversion::exact);
+              });
+    }
+    gpu.set_batch_mod_up(batched);
   }
 
   // Automorphisms: a rotation generator power, and conjugation (2N - 1).

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "ringfire/base/device.h"
 #include "ringfire/ring/base_converter.h"
@@ -90,6 +91,25 @@ class Backend {
     ntt_forward(scratch, 1, conv.to());
     const std::size_t n = conv.to().n();
     for (std::size_t j = 0; j < conv.to().size(); ++j) copy(scratch + j * n, out_limbs[j], n);
+  }
+  // Key switching's ModUp of `count` digits of `alpha` limbs each: digit d,
+  // limbs [d alpha, (d + 1) alpha) of c_coeff (coefficient form), converted by
+  // *convs[d] (whose targets are the other limbs of the extended base, in
+  // order) and brought to evaluation form at extended + d * digit_words,
+  // target limb i at its row of the extended base; the rows of the digit's
+  // own limbs are not written. `scratch` holds digit_words words. The default
+  // runs base_convert_ntt digit by digit; a backend may do all digits at once.
+  virtual void mod_up_digits(const u64* c_coeff, const BaseConverter* const* convs, std::size_t count,
+                             std::size_t alpha, u64* extended, std::size_t digit_words, u64* scratch,
+                             BaseConversion kind) {
+    std::vector<u64*> targets;
+    for (std::size_t d = 0; d < count; ++d) {
+      const std::size_t n = convs[d]->to().n(), limbs = convs[d]->to().size() + alpha;
+      targets.clear();
+      for (std::size_t i = 0; i < limbs; ++i)
+        if (i < d * alpha || i >= (d + 1) * alpha) targets.push_back(extended + d * digit_words + i * n);
+      base_convert_ntt(c_coeff + d * alpha * n, scratch, targets.data(), *convs[d], kind);
+    }
   }
 
   // out = a(X^galois_elt) for odd galois_elt in [1, 2N); out must not alias in.

@@ -147,6 +147,15 @@ struct NttPass {
   }
 };
 
+// Row of limb `limb` of polynomial `poly` where an NTT's last pass stores it
+// for key switching's ModUp: polynomial p's `limbs` converted limbs surround
+// its own gap_len limbs, which start at row gap_at + p * gap_step, and the
+// polynomials are limbs + gap_len rows apart (gap_len = 0: rows in order).
+RF_HD std::size_t gapped_row(std::size_t poly, std::size_t limb, std::size_t limbs, std::size_t gap_at,
+                             std::size_t gap_step, std::size_t gap_len) {
+  return poly * (limbs + gap_len) + limb + (limb >= gap_at + poly * gap_step ? gap_len : 0);
+}
+
 // Elements one shared-memory block holds (16 KiB of 64-bit words): small
 // enough for several resident blocks per SM, large enough that an N = 2^17
 // transform needs just two passes (a strided head pass and a contiguous tail).
