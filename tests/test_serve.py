@@ -651,7 +651,23 @@ def test_a_job_waits_for_the_background_check_of_the_same_keys(served, tmp_path)
         assert job.is_alive() and not done
     job.join(timeout=60)
     assert done and done[0].relin is not None
-    host.forget("s-wait")
+    host.evict(path)
+
+
+def test_sessions_share_one_load_of_the_same_keys(served, tmp_path):
+    """A blob loads once: the background check's load (Host.warm) is what the first job gets,
+    sessions that link the same keys share it, and an evicted blob loads again."""
+    _, _, app, _ = served
+    host = app.state.host
+    path = tmp_path / "relin-shared.blob"
+    path.write_bytes(host.ctx.keygen()[1].relin.to_bytes())
+    checked = host.warm("relin", path)  # what KeyChecks does after an upload
+    first, second = host.keys_for("s-one", {"relin": path}), host.keys_for("s-two", {"relin": path})
+    assert first.relin is checked and second.relin is checked
+    host.evict(path)
+    again = host.keys_for("s-one", {"relin": path})
+    assert again.relin is not checked and again.relin.to_bytes() == checked.to_bytes()
+    host.evict(path)
 
 
 def test_a_chunk_counts_only_when_kept_and_one_arrives_at_a_time(tmp_path):

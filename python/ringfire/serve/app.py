@@ -254,7 +254,6 @@ def create_app(config: ServeConfig) -> FastAPI:
         if not store.link_key(sid, kind, who, sha):
             refuse(404, f"no stored {kind} keys with SHA-256 {sha}: upload them")
         metrics.key_hits.inc()
-        host.forget(sid)
         checks.forget(sid, kind)
         return {"stored": True, "sha256": sha}
 
@@ -319,7 +318,6 @@ def create_app(config: ServeConfig) -> FastAPI:
         new = store.commit_upload(uid, sid, kind, who, whole, total)
         if not new:
             metrics.key_hits.inc()
-        host.forget(sid)
         checks.forget(sid, kind)
         if quick and new:
             checks.submit(who, kind, whole)

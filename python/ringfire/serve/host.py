@@ -61,7 +61,10 @@ class Host:
         # every level the model rotates at (its Galois keys serve the top of the user's chain).
         self.takes_master = bool(self.rotations) and self._master_level() >= self.ctx.max_level
         self._max_key_bytes: dict[str, int] = {}
-        self._cache: OrderedDict[str, tuple[KeySet, int]] = OrderedDict()
+        # Loaded keys by blob (path -> (key object, file size)), least recently used first:
+        # sessions that link the same blob share one copy, and the background check's load is
+        # the one the first job uses.
+        self._cache: OrderedDict[str, tuple[object, int]] = OrderedDict()
         self._cache_bytes, self._cache_limit = 0, key_cache_bytes
         self._lock = threading.Lock()
         self._loading: dict[str, threading.Lock] = {}  # blob path -> held while it loads
@@ -192,27 +195,47 @@ class Host:
         return True
 
     def keys_for(self, sid: str, paths: dict) -> KeySet:
-        """The session's keys: loaded from their blobs once, then kept (least recently used
-        sessions dropped past the cache's bound)."""
-        with self._lock:
-            if sid in self._cache:
-                self._cache.move_to_end(sid)
-                return self._cache[sid][0]
-        loaded = {}
-        for kind, path in paths.items():
-            with self.loading(path):
-                loaded[kind] = self.check_keys(kind, path)
-        size = sum(path.stat().st_size for path in paths.values())
+        """The session's keys, each blob loaded and checked once (:meth:`warm`) and shared by
+        every session that links it while it stays in the cache (least recently used blobs
+        dropped past the cache's bound)."""
+        loaded = {kind: self.warm(kind, path) for kind, path in paths.items()}
         if "galois" not in loaded and "master" in paths:
             loaded["galois"] = self._derived(paths["master"], loaded["master"])
-        keys = KeySet(relin=loaded.get("relin"), galois=loaded.get("galois"), bootstrap=loaded.get("bootstrap"))
+        return KeySet(relin=loaded.get("relin"), galois=loaded.get("galois"), bootstrap=loaded.get("bootstrap"))
+
+    def warm(self, kind: str, path):
+        """The checked key object of the blob at `path` (:meth:`check_keys`): from the cache, or
+        loaded now (one load of a blob at a time) and kept."""
+        key = str(path)
         with self._lock:
-            self._cache[sid] = (keys, size)
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key][0]
+        with self.loading(path):
+            with self._lock:  # a load that held the blob before us may have kept it
+                if key in self._cache:
+                    self._cache.move_to_end(key)
+                    return self._cache[key][0]
+            obj = self.check_keys(kind, path)
+            self._keep(key, obj, path.stat().st_size)
+        return obj
+
+    def _keep(self, key: str, obj, size: int) -> None:
+        with self._lock:
+            if key in self._cache:
+                return
+            self._cache[key] = (obj, size)
             self._cache_bytes += size
             while self._cache_bytes > self._cache_limit and len(self._cache) > 1:
                 _, (_, dropped) = self._cache.popitem(last=False)
                 self._cache_bytes -= dropped
-        return keys
+
+    def evict(self, path) -> None:
+        """Drops the blob at `path` from the cache (its keys were refused or deleted)."""
+        with self._lock:
+            entry = self._cache.pop(str(path), None)
+            if entry:
+                self._cache_bytes -= entry[1]
 
     def _load_blob(self, path):
         """A stored key: streamed from its file (no copy of its bytes beside the keys), unless the
@@ -231,17 +254,18 @@ class Host:
         sessions with the same keys and restarts load them instead of deriving again."""
         steps = hashlib.sha256(json.dumps(sorted(self.rotations)).encode()).hexdigest()[:16]
         path = master_path.with_name(f"{master_path.name}.galois-{steps}")
-        if path.exists():
-            return self.ctx.load_from(path)
-        galois = self.derive(master)
-        galois.save_to(path)  # atomic: a temporary file renamed into place
+        with self.loading(path):
+            with self._lock:
+                if str(path) in self._cache:
+                    self._cache.move_to_end(str(path))
+                    return self._cache[str(path)][0]
+            if path.exists():
+                galois = self.ctx.load_from(path)
+            else:
+                galois = self.derive(master)
+                galois.save_to(path)  # atomic: a temporary file renamed into place
+            self._keep(str(path), galois, path.stat().st_size)
         return galois
-
-    def forget(self, sid: str) -> None:
-        with self._lock:
-            entry = self._cache.pop(sid, None)
-            if entry:
-                self._cache_bytes -= entry[1]
 
     def max_ciphertext_bytes(self) -> int:
         return self.ctx._largest_object_bytes()

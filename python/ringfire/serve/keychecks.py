@@ -3,9 +3,10 @@
 A complete upload is kept once its SHA-256 and its envelope (kind, parameters, size) are
 right; loading the keys, which reads and range-checks every word (a tenth of a second for
 a 58 MiB relinearization key, seconds for bootstrapping keys), follows here, one key at a
-time on one thread. Keys that fail are dropped from the store and from every session that
-linked them, and the sessions' status says why. Nothing depends on this having run: every
-load for a job makes the same check again (:meth:`Host.keys_for`).
+time on one thread, and the loaded keys stay in the host's cache for the first job. Keys that
+fail are dropped from the store and from every session that linked them, and the sessions'
+status says why. Nothing depends on this having run: a job whose keys are not in the cache
+loads and checks them itself (:meth:`Host.keys_for`).
 """
 
 from __future__ import annotations
@@ -36,11 +37,13 @@ class KeyChecks:
     def _check(self, tenant: str, kind: str, sha: str) -> None:
         path = self.store.blob_path(tenant, sha)
         try:
-            with self.host.loading(path):  # a job loading the same keys waits, never a second copy
-                self.host.check_keys(kind, path)
+            # Loaded once and kept: the first job of a session that links these keys uses this
+            # load, and a job loading them meanwhile waits for it (never a second copy).
+            self.host.warm(kind, path)
         except Exception as e:  # noqa: BLE001 - any failure to load is a refusal, with its reason
             message = f"the uploaded {kind} keys were refused after their upload: {e}"
             log.warning("tenant %s: %s", tenant, message)
+            self.host.evict(path)
             sessions = self.store.drop_blob(tenant, sha)
             self.metrics.refused.labels("422").inc()
             with self._lock:
