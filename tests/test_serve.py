@@ -704,3 +704,24 @@ def test_an_upload_replaced_by_another_leaves_nothing_behind(tmp_path):
     assert not store.part_path(old).exists() and old not in store._digests
     assert store.upload_state("s1", "relin")["id"] == new and store.part_path(new).exists()
     store.close()
+
+
+def test_the_clients_chunk_digests_match_the_bytes_whatever_the_write_sizes():
+    """The client hashes each upload chunk as the key is written: every chunk's SHA-256 is that
+    of its bytes, for writes that straddle chunks, and asking for the digest twice (or writing
+    after asking) changes nothing it already said."""
+    import io
+
+    from ringfire.serve.client import _HashingWriter
+
+    data = np.random.default_rng(3).integers(0, 256, 10_500, dtype=np.uint8).tobytes()
+    sink = io.BytesIO()
+    writer = _HashingWriter(sink, 1000)
+    for start, stop in ((0, 7), (7, 2500), (2500, 2501), (2501, 5500)):
+        writer.write(data[start:stop])
+    assert writer.hexdigest() == writer.hexdigest() == hashlib.sha256(data[:5500]).hexdigest()
+    assert writer.chunks[5000] == hashlib.sha256(data[5000:5500]).hexdigest()
+    writer.write(data[5500:])
+    assert writer.hexdigest() == hashlib.sha256(data).hexdigest() and sink.getvalue() == data
+    want = {o: hashlib.sha256(data[o:o + 1000]).hexdigest() for o in range(0, len(data), 1000)}
+    assert writer.chunks == want

@@ -282,8 +282,11 @@ class _HashingWriter:
         self._current = hashlib.sha256()
 
     def hexdigest(self) -> str:
+        """The whole file's digest; the last, partial chunk's goes into ``chunks`` (the same on
+        every call, and writing may go on after it)."""
         if self._written % self._chunk:
-            self._close_chunk()
+            start = self._written // self._chunk * self._chunk
+            self.chunks[start] = self._current.copy().hexdigest()
         return self._digest.hexdigest()
 
 
