@@ -28,8 +28,16 @@ source_hash() {  # what the compiled part is built from
 
 if [[ ${1:-} == --prebuild ]]; then
   rm -rf dist/gpu && mkdir -p dist/gpu
+  # The hash of the sources the build starts from; a wheel whose sources changed while it built
+  # gets none (it would claim sources it did not compile).
+  before=$(source_hash)
   RINGFIRE_CUDA=ON SKBUILD_CMAKE_DEFINE="CMAKE_CUDA_ARCHITECTURES=90" "${2:-python3}" -m pip wheel --no-deps \
-    -w dist/gpu . && source_hash >dist/gpu/SOURCE_HASH && ls -la dist/gpu
+    -w dist/gpu . || exit $?
+  if [[ $(source_hash) != "$before" ]]; then
+    echo "the sources changed during the build: no SOURCE_HASH written, build again" >&2
+    exit 1
+  fi
+  echo "$before" >dist/gpu/SOURCE_HASH && ls -la dist/gpu
   exit $?
 fi
 
