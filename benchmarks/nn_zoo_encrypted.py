@@ -3,7 +3,7 @@
 client-aided activations on the smallest 128-bit context the plan needs.
 
     python benchmarks/nn_zoo_encrypted.py [--models resnet18,mobilenet_v3_small] [--images 256]
-                                          [--resolution 32] [--json out.json]
+                                          [--resolution 32] [--json out.json] [--packing inter]
                                           [--spill-dir DIR --ram-limit-gib G]
 
 Each model (a torchvision name, or ``vit_tiny``: torchvision's VisionTransformer at 32x32 with
@@ -16,7 +16,11 @@ the plan's levels, predicted peak memory and client round trips; the measured ti
 RSS and ringfire pool, bytes to and from the key holder; top-1 agreement and the largest
 logit error against torch on the same inputs. With ``--spill-dir``, ciphertexts beyond
 ``--ram-limit-gib`` of the pool live in memory-mapped files there (``rf.memory.spill``):
-EfficientNet-B0's plan asks for 21 GiB at 32x32.
+EfficientNet-B0's plan asks for 21 GiB at 32x32. With ``--packing inter`` each image is a
+ciphertext of its own (use a few images): the first run encodes the model's diagonals, and the
+row's ``second_image_s`` times the first image again with them cached; ``--diagonal-cache-gib``
+bounds what stays cached (0: every image encodes them again, for models whose diagonals outgrow
+memory: ResNet-18 and EfficientNet-B0 at 32x32).
 """
 
 from __future__ import annotations
@@ -84,7 +88,7 @@ def torch_model(name: str, calibrate: bool = True):
 
 
 def run(name: str, images: int, resolution: int, calibrate: bool = True, spill_dir: str | None = None,
-        ram_limit_gib: float | None = None) -> dict:
+        ram_limit_gib: float | None = None, packing: str = "batch", diagonal_cache_gib: float | None = None) -> dict:
     import torch
 
     module = torch_model(name, calibrate)
@@ -96,12 +100,18 @@ def run(name: str, images: int, resolution: int, calibrate: bool = True, spill_d
     probe = choose_context(2, images)  # the exporter and the plan, to learn the levels needed
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        levels = rf.nn.load(module, probe, example_input=torch.from_numpy(x[:1])).plan().levels_needed
-        ctx = choose_context(levels, images)
-        model = rf.nn.load(module, ctx, example_input=torch.from_numpy(x[:1]))
+        probe_plan = rf.nn.load(module, probe, example_input=torch.from_numpy(x[:1]), packing=packing).plan()
+        # Batch packing: a slot per image. Inter packing: a ciphertext per image, whose slots hold
+        # the sample's layout (its period).
+        slots = images if packing == "batch" else int(probe_plan.counts.get("period", images))
+        ctx = choose_context(probe_plan.levels_needed, slots)
+        model = rf.nn.load(module, ctx, example_input=torch.from_numpy(x[:1]), packing=packing)
+    if diagonal_cache_gib is not None:
+        model.diagonal_cache_bytes = int(diagonal_cache_gib * GIB)
     load_s = time.perf_counter() - start
     plan = model.plan()
-    row = {"model": name, "resolution": resolution, "images": images, "N": ctx.poly_degree,
+    row = {"model": name, "packing": packing, "diagonal_cache_bytes": model.diagonal_cache_bytes,
+           "resolution": resolution, "images": images, "N": ctx.poly_degree,
            "batchnorm_calibrated": calibrate,
            "context": ctx.describe(),
            "levels_needed": plan.levels_needed, "load_s": load_s,
@@ -115,13 +125,21 @@ def run(name: str, images: int, resolution: int, calibrate: bool = True, spill_d
     base_rss, base_pool = PeakSampler.rss(), int(rf._core.host_pool_stats()["bytes_in_use"])
     spilling = rf.memory.spill(spill_dir, ram_limit_gib=ram_limit_gib) if spill_dir else contextlib.nullcontext()
     with spilling, PeakSampler() as peak:
-        enc = ctx.encrypt_batch(x, keys)
+        level = rf.nn.client.encryption_level(ctx, model.input_level, x)
+        enc = ctx.encrypt_batch(x, keys, packing=packing, level=level)
         start = time.perf_counter()
         out = model(enc, client=client)
         seconds = time.perf_counter() - start
         del enc
         memory = rf.memory.stats()
     got = ctx.decrypt_batch(out, sk)
+    # The first image again, now that the diagonals are encoded (with none kept, it would only
+    # repeat the first run).
+    if packing == "inter" and model.diagonal_cache_bytes != 0:
+        again = ctx.encrypt_batch(x[:1], keys, packing=packing, level=level)
+        start = time.perf_counter()
+        model(again, client=client)
+        row["second_image_s"] = time.perf_counter() - start
     if spill_dir:
         row.update(ram_limit_gib=memory["ram_limit"] / GIB,
                    spilled_gib_at_end=memory["bytes_spilled"] / GIB)
@@ -150,12 +168,16 @@ def main() -> None:
     ap.add_argument("--json", help="write the rows here (after each model)")
     ap.add_argument("--spill-dir", help="ciphertexts beyond --ram-limit-gib go to files here (rf.memory.spill)")
     ap.add_argument("--ram-limit-gib", type=float, help="the pool's RAM limit while spilling (default: 2/3 of RAM)")
+    ap.add_argument("--packing", choices=("batch", "inter"), default="batch",
+                    help="batch: a slot per image (throughput); inter: a ciphertext per image (latency)")
+    ap.add_argument("--diagonal-cache-gib", type=float,
+                    help="inter packing: the most GiB of encoded diagonals kept between images (default: all)")
     ap.add_argument("--row", help=argparse.SUPPRESS)  # internal: run one model, write its row to this file
     args = ap.parse_args()
     if args.row:
         try:
             row = run(args.models, args.images, args.resolution, not args.no_calibrate, args.spill_dir,
-                      args.ram_limit_gib)
+                      args.ram_limit_gib, args.packing, args.diagonal_cache_gib)
         except Exception as e:  # noqa: BLE001 - a model that cannot run is a row that says why
             row = {"model": args.models, "error": f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"}
             print(f"{args.models}: {row['error']}", file=sys.stderr, flush=True)
@@ -166,7 +188,9 @@ def main() -> None:
         # Each model in a process of its own: the memory pool of one does not crowd the next.
         with tempfile.NamedTemporaryFile(suffix=".json") as row_file:
             command = [sys.executable, __file__, "--models", name, "--images", str(args.images), "--resolution",
-                       str(args.resolution), "--row", row_file.name] + (["--no-calibrate"] if args.no_calibrate else [])
+                       str(args.resolution), "--packing", args.packing, "--row", row_file.name] + (
+                ["--no-calibrate"] if args.no_calibrate else []) + (
+                ["--diagonal-cache-gib", str(args.diagonal_cache_gib)] if args.diagonal_cache_gib is not None else [])
             if args.spill_dir:
                 command += ["--spill-dir", args.spill_dir] + (
                     ["--ram-limit-gib", str(args.ram_limit_gib)] if args.ram_limit_gib else [])

@@ -97,6 +97,24 @@ def test_inter_packing_runs_convolutional_models_against_onnxruntime(deep_ctx):
     assert plan.key_bytes >= keys.galois.nbytes + keys.relin.nbytes
     with pytest.raises(ValueError, match=r"dry_run=True\) rehearses batch packing"):
         model.plan(dry_run=True)
+    # A bound on the cached diagonals: nothing kept between layers at 0, the same results (each
+    # transform encoded again where it runs; the key holder's fresh encryptions make the noise
+    # differ), the pool back where it started, and a plan whose workspace holds one layer's
+    # diagonals instead of all of them.
+    model.diagonal_cache_bytes = 0
+    assert not [lt for lt in model._inter_cache.values() if isinstance(lt, rf.ckks.LinearTransform)]
+    del transforms
+    bounded = model.plan()
+    assert "at most 0.00 GiB of them kept between samples" in " ".join(bounded.notes)
+    assert plan.workspace_bytes - bounded.workspace_bytes >= 0.5 * plan.counts["diagonal_bytes"]
+    start = rf.memory.stats()["bytes_in_use"]
+    again = deep_ctx.decrypt_batch(model(enc, client=rf.nn.LocalClient(deep_ctx, sk, keys)), sk)
+    assert np.max(np.abs(again - got)) < 1e-6  # the key holder's fresh encryptions differ, nothing else
+    assert rf.memory.stats()["bytes_in_use"] - start < 0.1 * plan.counts["diagonal_bytes"]
+    assert model._inter_cache.evictions >= 6 * len(x)
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="diagonal_cache_bytes"):
+            model.diagonal_cache_bytes = bad
 
     concat = make_model([node("Conv", ["x", "W1"], ["c"], kernel_shape=[3, 3]),
                          node("Concat", ["c", "c"], ["y"], axis=1)], (2, 6, 6), {"W1": inits["W1"]},
@@ -211,3 +229,20 @@ def test_infer_cli_refuses_runs_over_max_memory(tmp_path, capsys):
     np.save(xs, np.zeros((2, 16)))
     assert cli.main(["infer", str(path), "--input", str(xs), "--max-memory", "0.0001"]) == 2
     assert "exceeds --max-memory" in capsys.readouterr().err
+
+
+def test_the_diagonal_cache_keeps_the_most_recent_transforms_within_its_bound():
+    from ringfire.nn.diagonal_cache import DiagonalCache
+
+    cache = DiagonalCache(10)
+    cache.put("a", 1, 4)
+    cache.put("b", 2, 4)
+    cache["bias"] = None  # small values do not count
+    assert cache.get("a") == 1  # "a" is now the most recently used
+    cache.put("c", 3, 4)  # 12 bytes > 10: the least recently used counted value leaves
+    assert "b" not in cache and {"a", "c", "bias"} <= set(cache) and cache.bytes == 8 and cache.evictions == 1
+    cache.set_limit(0)
+    assert list(cache) == ["bias"] and cache.bytes == 0
+    cache.set_limit(None)
+    cache.put("d", 4, 10**12)
+    assert cache["d"] == 4 and cache.bytes == 10**12

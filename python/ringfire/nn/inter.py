@@ -34,6 +34,7 @@ from .graph import Graph, UnsupportedOperator
 from .inter_products import ProductPlan, SlotMap, product_plan
 from .layouts import describe, diagonals_of, is_transform, layout_period, layout_plan, linear_map, shape_of
 from .client import for_decryption
+from .diagonal_cache import DiagonalCache
 from .masking import mask_kind
 from .nonlinear import ELEMENTWISE, PER_SAMPLE
 from .operators import OPERATORS, attach, per_sample_const
@@ -73,7 +74,8 @@ class InterRunner:
         self._baby_steps = {}  # node name -> its transform's baby steps
         self._layouts = {}  # node name -> where the key holder reads and writes it (layouts_of)
         self._products = {}  # products of two encrypted tensors: their transforms (inter_products)
-        self.cache = {} if cache is None else cache  # encoded diagonals, reused across samples
+        # Encoded diagonals (and tiled biases), reused across samples within the cache's bound.
+        self.cache = DiagonalCache() if cache is None else cache
         # Bootstrapping (``bounds``: tensor name -> largest |x| bound): a tensor is refreshed
         # where its next operator needs more levels than it has, as batch packing does.
         self.bounds = bounds
@@ -202,8 +204,9 @@ class InterRunner:
         if lt is None:
             diagonals = operand()
             with memory.cold():  # kept for every sample, read once per sample: the first to spill
-                lt = self.cache[key] = LinearTransform(ctx, diagonals, level=ct.level, scale=scale,
-                                                       baby_steps=baby_steps, picklable=False)
+                lt = LinearTransform(ctx, diagonals, level=ct.level, scale=scale, baby_steps=baby_steps,
+                                     picklable=False)
+            self.cache.put(key, lt, len(diagonals) * (ct.level + 1) * ctx.poly_degree * 8)
         out = ctx.evaluator(ct.keys).linear_transform(ct, lt)
         return out if bias is None else out + bias
 

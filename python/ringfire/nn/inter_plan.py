@@ -61,6 +61,7 @@ class InterCosts:
     bootstraps: int = 0
     activation_bytes: int = 0  # every tensor of one sample
     diagonal_bytes: int = 0    # the encoded diagonals of every transform (in the pool)
+    largest_diagonal_bytes: int = 0  # the most any one layer's transforms encode
     hoisted: int = 0           # the most baby rotations of any transform: they are held at once
     products: int = 0          # products of two ciphertexts (attention's Q K^T and P V)
 
@@ -78,5 +79,7 @@ def inter_costs(runner: InterRunner, masking: bool = False) -> InterCosts:
             costs.diagonals += step.diagonals
             costs.key_switches += step.rotations
             costs.hoisted = max(costs.hoisted, step.baby_rotations)
-            costs.diagonal_bytes += step.diagonals * (step.level + 1) * n * 8
+            step_bytes = step.diagonals * (step.level + 1) * n * 8
+            costs.diagonal_bytes += step_bytes
+            costs.largest_diagonal_bytes = max(costs.largest_diagonal_bytes, step_bytes)
     return costs

@@ -15,6 +15,8 @@ from .activations import Polynomial
 from .client import fresh_level
 from .executor import Executor
 from .graph import Graph, UnsupportedOperator
+from .diagonal_cache import DiagonalCache
+from .diagonal_cache import check_limit as check_cache_limit
 from .inter import InterRunner, check_sparse_bootstrap, period_for, sparse_bootstrap_slots
 from .inter_plan import inter_costs
 from .masking import Masker
@@ -321,6 +323,23 @@ class Model:
                    fixes="a smaller batch, or the other packing"):
             return self._run(enc, client, progress, executor)
 
+    @property
+    def diagonal_cache_bytes(self) -> int | None:
+        """With inter packing, the most bytes of encoded diagonals kept from one sample to the
+        next (None, the default: all of them; 0: each linear layer's diagonals are encoded where
+        it runs and freed after). Encoding them costs about what the rest of a sample does, so
+        keep them where they fit; a model whose diagonals outgrow memory (the plan's
+        ``counts["diagonal_bytes"]``: 25 GiB for ResNet-18 at 32x32) runs within a bound, each
+        sample encoding again what the cache could not keep. The plan's workspace follows."""
+        return self.__dict__.get("_diagonal_cache_bytes")
+
+    @diagonal_cache_bytes.setter
+    def diagonal_cache_bytes(self, limit: int | None) -> None:
+        self._diagonal_cache_bytes = check_cache_limit(limit)
+        if hasattr(self, "_inter_cache"):
+            self._inter_cache.set_limit(limit)
+        self.__dict__.pop("_guard_bytes", None)  # the memory guard's figures come from the plan
+
     def _bytes_to_allocate(self, packing: str) -> int:
         """The plan's predicted peak less the keys (made already), per packing, computed once
         (an inter plan builds every linear map to count its diagonals); with inter packing,
@@ -332,7 +351,7 @@ class Model:
                               plan.counts.get("diagonal_bytes", 0))
         needed, transforms, diagonal_bytes = cache[packing]
         encoded = sum(1 for key in getattr(self, "_inter_cache", {}) if len(key) == 4)  # (node, level, scale, period)
-        if packing == "inter" and transforms and encoded >= transforms:
+        if packing == "inter" and transforms and encoded >= transforms and self.diagonal_cache_bytes is None:
             needed -= diagonal_bytes
         return needed
 
@@ -406,7 +425,7 @@ class Model:
                              "layout): decrypt it, or encrypt it again with ctx.encrypt_batch(x, keys, "
                              "packing='inter')")
         if not hasattr(self, "_inter_cache"):
-            self._inter_cache = {}
+            self._inter_cache = DiagonalCache(self.diagonal_cache_bytes)
         bounds = {name: int(b.max()) for name, b in self._bounds.items()} if self.bootstrap else None
         runner = InterRunner(self.graph, self.ctx, self.polys, enc.period, self._inter_cache, bounds)
         runner.check_fits()
@@ -528,14 +547,21 @@ class Model:
         galois = len(runner.rotations())
         key_bytes += galois * ctx._core.rlwe.switch_key_bytes(ctx.max_level)
         hoisted = costs.hoisted * 2 * (ctx.max_level + 1) * ctx.poly_degree * 8  # the baby rotations
-        workspace += hoisted + costs.diagonal_bytes
+        limit = self.diagonal_cache_bytes
+        bounded = limit is not None and limit < costs.diagonal_bytes
+        # Within a bound: what the cache keeps, and the transform at hand beside it.
+        diagonals = min(costs.diagonal_bytes, limit + costs.largest_diagonal_bytes) if bounded \
+            else costs.diagonal_bytes
+        workspace += hoisted + diagonals
+        cached = (f"at most {limit / 2**30:.2f} GiB of them kept between samples (diagonal_cache_bytes), the rest "
+                  "encoded again at every sample" if bounded else "cached for every sample")
         notes.append(f"packing='inter', period {period}, {runner.placement.kind} layout: per sample "
                      f"{costs.transforms} linear transforms ({costs.diagonals} diagonals, {costs.key_switches} "
                      "rotations)"
                      + (f", {costs.products} products of ciphertexts" if costs.products else "")
                      + (f", {costs.bootstraps} bootstraps" if self.bootstrap else "")
-                     + f"; {galois} Galois keys; the workspace includes {costs.diagonal_bytes / 2**30:.2f} GiB of "
-                     "encoded diagonals, cached for every sample")
+                     + f"; {galois} Galois keys; {costs.diagonal_bytes / 2**30:.2f} GiB of encoded diagonals, "
+                     + cached)
         if galois:
             try:
                 notes.append(f"keys on the wire: {ctx.master_key_plan(runner.rotations(), ctx.max_level)}")

@@ -45,10 +45,12 @@ _INTER_RUNNERS: dict = key_set_cache()
 def inter_sample(ev, samples, index, spec):
     """One sample of an inter-packed batch (one ciphertext), through the whole model.
     ``spec``: (token, model, period, bounds)."""
+    from .diagonal_cache import DiagonalCache
     from .inter import InterRunner
     token, model, period, bounds = spec
     runner = _INTER_RUNNERS.get(token)
     if runner is None:
         _INTER_RUNNERS.clear()  # one model at a time: the last call's caches go
-        runner = _INTER_RUNNERS[token] = InterRunner(model.graph, model.ctx, model.polys, period, {}, bounds)
+        runner = _INTER_RUNNERS[token] = InterRunner(model.graph, model.ctx, model.polys, period,
+                                                     DiagonalCache(model.diagonal_cache_bytes), bounds)
     return runner.run(samples[index])
