@@ -13,7 +13,6 @@ the disk cannot take it (:mod:`ringfire.memory_guard`).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import resource
