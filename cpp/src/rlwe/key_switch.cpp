@@ -179,15 +179,13 @@ HoistedDigits::HoistedDigits(const RlweContext& ctx, const u64* c, std::size_t l
   const Buffer c_coeff = to_coefficients(ctx, c, level, device, be);
   // The digits of alpha limbs (all but a shorter last one) go to the backend
   // together (a GPU converts and transforms them in one launch each); their
-  // own limbs are still exact in evaluation form in c.
-  const std::size_t n = ctx.n(), alpha = ctx.digit_range(level, 0).second;
-  std::size_t full = 0;
-  std::vector<const BaseConverter*> convs;
-  while (full < digits_ && ctx.digit_range(level, full).second - ctx.digit_range(level, full).first == alpha)
-    convs.push_back(&ctx.mod_up(level, full++));
-  if (full > 0)
-    be.mod_up_digits(c_coeff.data(), convs.data(), full, alpha, data_.data(), poly_words_, converted.data(),
-                     BaseConversion::exact);
+  // own limbs are still exact in evaluation form in c. Digit 0 is the
+  // longest, so it gives alpha (level + 1 when fewer limbs are left).
+  const std::size_t n = ctx.n(), alpha = ctx.digit_range(level, 0).second, full = (level + 1) / alpha;
+  std::vector<const BaseConverter*> convs(full);
+  for (std::size_t j = 0; j < full; ++j) convs[j] = &ctx.mod_up(level, j);
+  be.mod_up_digits(c_coeff.data(), convs.data(), full, alpha, data_.data(), poly_words_, converted.data(),
+                   BaseConversion::exact);
   for (std::size_t j = 0; j < full; ++j) be.copy(c + j * alpha * n, digit(j) + j * alpha * n, alpha * n);
   for (std::size_t j = full; j < digits_; ++j)
     mod_up_digit(ctx, c, c_coeff.data(), level, j, converted.data(), digit(j), be);

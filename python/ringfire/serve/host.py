@@ -178,8 +178,8 @@ class Host:
         """The quick check of a complete upload, before it is kept: its envelope says it holds
         `kind` keys of these parameters, `size` bytes long. False for a blob that has no plain
         envelope to read (compressed or authenticated): :meth:`check_keys` must load it now.
-        The full check (:meth:`check_keys`) follows off the upload's path, and every load for
-        a job makes it again."""
+        The full check (:meth:`check_keys`) follows off the upload's path, and a job that does
+        not find the keys loaded and checked already makes it itself (:meth:`warm`)."""
         with open(path, "rb") as f:
             head = f.read(rf_io.STREAM_HEADER.size)
             if not head.startswith(b"RFHE"):
@@ -206,24 +206,30 @@ class Host:
     def warm(self, kind: str, path):
         """The checked key object of the blob at `path` (:meth:`check_keys`): from the cache, or
         loaded now (one load of a blob at a time) and kept."""
-        key = str(path)
-        with self._lock:
-            if key in self._cache:
-                self._cache.move_to_end(key)
-                return self._cache[key][0]
+        return self._cached(path, lambda: self.check_keys(kind, path))
+
+    def _cached(self, path, load):
+        """What ``load()`` makes of the file at `path`: from the cache, or made now under
+        :meth:`loading` (a load of the same file that held it first may have kept it) and kept."""
+        if (hit := self._hit(str(path))) is not None:
+            return hit
         with self.loading(path):
-            with self._lock:  # a load that held the blob before us may have kept it
-                if key in self._cache:
-                    self._cache.move_to_end(key)
-                    return self._cache[key][0]
-            obj = self.check_keys(kind, path)
-            self._keep(key, obj, path.stat().st_size)
+            if (hit := self._hit(str(path))) is not None:
+                return hit
+            obj = load()
+            self._keep(str(path), obj, path.stat().st_size)
         return obj
+
+    def _hit(self, key: str):
+        with self._lock:
+            entry = self._cache.get(key)
+            if entry is None:
+                return None
+            self._cache.move_to_end(key)
+            return entry[0]
 
     def _keep(self, key: str, obj, size: int) -> None:
         with self._lock:
-            if key in self._cache:
-                return
             self._cache[key] = (obj, size)
             self._cache_bytes += size
             while self._cache_bytes > self._cache_limit and len(self._cache) > 1:
@@ -254,18 +260,15 @@ class Host:
         sessions with the same keys and restarts load them instead of deriving again."""
         steps = hashlib.sha256(json.dumps(sorted(self.rotations)).encode()).hexdigest()[:16]
         path = master_path.with_name(f"{master_path.name}.galois-{steps}")
-        with self.loading(path):
-            with self._lock:
-                if str(path) in self._cache:
-                    self._cache.move_to_end(str(path))
-                    return self._cache[str(path)][0]
+
+        def load():
             if path.exists():
-                galois = self.ctx.load_from(path)
-            else:
-                galois = self.derive(master)
-                galois.save_to(path)  # atomic: a temporary file renamed into place
-            self._keep(str(path), galois, path.stat().st_size)
-        return galois
+                return self.ctx.load_from(path)
+            galois = self.derive(master)
+            galois.save_to(path)  # atomic: a temporary file renamed into place
+            return galois
+
+        return self._cached(path, load)
 
     def max_ciphertext_bytes(self) -> int:
         return self.ctx._largest_object_bytes()
