@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """FHEW/TFHE: ringfire beside OpenFHE's binfhe, in one run on one machine.
 
-    python benchmarks/tfhe_vs_peers.py [--quick] [--openfhe-python PATH] [--json PATH]
+    python benchmarks/tfhe_vs_peers.py [--quick] [--openfhe-python PATH] [--concrete-python PATH] [--json PATH]
 
 * ringfire: ``ringfire bench tfhe --json`` in a child process (STD128,
   STD128_LP and STD128_LUT: key generation, key bytes, NAND on one thread, a
@@ -11,7 +11,14 @@
   benchmarks/peers/setup_peers.sh makes ~/.ringfire-peers/py310):
   benchmarks/tfhe/openfhe_binfhe.py with OMP_NUM_THREADS=1 (NAND with GINX and
   LMKCDEY at STD128, EvalFunc on 3 bits, EvalSign on 9 bits, key bytes).
-* tfhe-rs: its published numbers, cited with their machine (not run here).
+* Zama's Concrete 2.10 (the ``concrete-python`` wheel, its own venv:
+  benchmarks/peers/setup_peers.sh makes ~/.ringfire-peers/concrete):
+  benchmarks/tfhe/concrete_tfhe.py on one thread -- NAND and 2-, 3- and 4-bit tables,
+  each compiled by Concrete's optimizer for a requested failure probability (its
+  parameters, key bytes and times; a second table below the first sets each beside
+  ringfire's fastest set that fails no more often).
+* tfhe-rs: its published numbers, cited with their machine (not run here: its crates
+  cannot be fetched on this machine).
 
 Both libraries' security comes from the same lattice parameters (OpenFHE's
 STD128 and STD128_3 rows), so the gates compare at matched security; the
@@ -33,6 +40,7 @@ import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 DEFAULT_OPENFHE_PYTHON = pathlib.Path.home() / ".ringfire-peers" / "py310" / "bin" / "python"
+DEFAULT_CONCRETE_PYTHON = pathlib.Path.home() / ".ringfire-peers" / "concrete" / "bin" / "python"
 
 # tfhe-rs, from its docs (research/tfhe_anchors.md): AWS hpc7a (EPYC 9R14, AVX-512), one PBS.
 TFHE_RS = [
@@ -47,19 +55,27 @@ def run_ringfire(quick: bool) -> dict:
     return json.loads(out.stdout)
 
 
-def run_openfhe(python: pathlib.Path, quick: bool) -> dict | None:
+def run_peer(name: str, python: pathlib.Path, script: str, args: list[str]) -> dict | None:
+    """A peer's script under its own interpreter, on one thread; its JSON, or None without it."""
     if not python.exists():
-        print(f"[tfhe_vs_peers] no OpenFHE interpreter at {python}: run benchmarks/peers/setup_peers.sh "
-              "or pass --openfhe-python", file=sys.stderr)
+        print(f"[tfhe_vs_peers] no {name} interpreter at {python}: run benchmarks/peers/setup_peers.sh "
+              f"or pass --{name.lower()}-python", file=sys.stderr)
         return None
     with tempfile.TemporaryDirectory() as tmp:
-        out = pathlib.Path(tmp) / "openfhe.json"
-        cmd = [str(python), str(HERE / "tfhe" / "openfhe_binfhe.py"), "--json", str(out)]
-        if quick:
-            cmd += ["--quick", "--no-key-sizes", "--only", "nand", "--only", "lut"]
-        env = dict(os.environ, OMP_NUM_THREADS="1")
-        subprocess.run(cmd, check=True, env=env, stdout=sys.stderr)
+        out = pathlib.Path(tmp) / "peer.json"
+        env = dict(os.environ, OMP_NUM_THREADS="1", RAYON_NUM_THREADS="1")
+        subprocess.run([str(python), str(HERE / "tfhe" / script), "--json", str(out)] + args, check=True, env=env,
+                       stdout=sys.stderr)
         return json.loads(out.read_text())
+
+
+def run_openfhe(python: pathlib.Path, quick: bool) -> dict | None:
+    args = ["--quick", "--no-key-sizes", "--only", "nand", "--only", "lut"] if quick else []
+    return run_peer("OpenFHE", python, "openfhe_binfhe.py", args)
+
+
+def run_concrete(python: pathlib.Path, quick: bool) -> dict | None:
+    return run_peer("Concrete", python, "concrete_tfhe.py", ["--quick"] if quick else [])
 
 
 def value(rows, set_name, routine):
@@ -118,21 +134,64 @@ def table(rf: dict, ofhe: dict | None) -> str:
     return "\n".join(lines)
 
 
+def concrete_table(rf: dict, conc: dict) -> str:
+    """Each Concrete case beside ringfire's fastest set whose modelled failure probability is
+    at most the one Concrete reached (ringfire's routine, its p_fail row); where no set is that
+    safe, the safest one's time in parentheses."""
+    rows = rf["results"]
+    sets = list(dict.fromkeys(r["set"] for r in rows))
+    ours = {"NAND": ("NAND", "p_fail NAND")}
+    ours.update({f"lut {b}-bit": (f"LUT {b}-bit", f"p_fail LUT {b}-bit") for b in (2, 3, 4)})
+    head = ["operation", "p_fail (Concrete reached)", "ringfire: fastest set at least as safe", "ringfire ms",
+            "Concrete ms per bootstrap (batch) / one call", "Concrete parameters", "Concrete keys MB"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for c in conc["results"]:
+        routine, p_row = ours[c["op"]]
+        reached = c["p_error_log2"]
+        measured = [(value(rows, s_, routine), s_, value(rows, s_, p_row)) for s_ in sets]
+        measured = [m for m in measured if m[0] is not None and m[2] is not None]
+        fits = [m for m in measured if m[2] <= reached]
+        best = min(fits) if fits else None
+        # None as safe: the safest set, said to fail more often.
+        safest = min(measured, key=lambda m: m[2]) if measured and not fits else None
+        p = c["parameters"]["bootstrap_keys"][0]
+        params = f"n={p['n']}, N={p['N']}, k={p['k']}, br {p['br_level']}x2^{p['br_base_log']}"
+        if c["pbs_count"] != 1:
+            params += f", {c['pbs_count']} bootstraps"
+        lines.append("| " + " | ".join([
+            c["op"], f"2^{reached:.0f}",
+            f"{best[1]} (2^{best[2]:.0f})" if best else
+            f"none; safest: {safest[1]} (2^{safest[2]:.1f}, fails more often)" if safest else
+            "none: " + ", ".join(f"{s_} 2^{value(rows, s_, p_row):.1f}" for s_ in sets
+                                 if value(rows, s_, p_row) is not None) + " (not timed)",
+            f"{best[0]:.2f}" if best else f"({safest[0]:.2f})" if safest else "n/a",
+            f"{c['per_bootstrap_in_batch_ms']:.2f} / {c['run_one_ms']:.2f}", params,
+            f"{(c['bootstrap_key_bytes'] + c['keyswitch_key_bytes']) / 1e6:.0f}"]) + " |")
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="fewer repetitions; OpenFHE without sign and key sizes")
     ap.add_argument("--openfhe-python", type=pathlib.Path, default=DEFAULT_OPENFHE_PYTHON)
+    ap.add_argument("--concrete-python", type=pathlib.Path, default=DEFAULT_CONCRETE_PYTHON)
     ap.add_argument("--json", type=pathlib.Path, default=None)
     args = ap.parse_args()
     t0 = time.time()
     rf = run_ringfire(args.quick)
     ofhe = run_openfhe(args.openfhe_python, args.quick)
+    conc = run_concrete(args.concrete_python, args.quick)
     print(table(rf, ofhe))
+    if conc:
+        print()
+        print(f"Concrete {conc['version']} beside ringfire (one thread each):")
+        print(concrete_table(rf, conc))
     print()
     print("tfhe-rs, published (not run here):")
     for op, v, unit, machine in TFHE_RS:
         print(f"  {op}: {v} {unit} ({machine})")
-    doc = {"ringfire": rf, "openfhe": ofhe, "tfhe_rs_published": TFHE_RS, "seconds": time.time() - t0}
+    doc = {"ringfire": rf, "openfhe": ofhe, "concrete": conc, "tfhe_rs_published": TFHE_RS,
+           "seconds": time.time() - t0}
     if args.json:
         args.json.write_text(json.dumps(doc, indent=1))
         print(f"wrote {args.json}")

@@ -7,6 +7,9 @@
 # Venvs live OUTSIDE the repository (default ~/.ringfire-peers):
 #   py311/  CPython 3.11: tenseal, seal-python, desilofhe (CPU build), numpy
 #   py310/  CPython 3.10: openfhe (its wheel only holds a cp310 extension), numpy
+#   concrete/ CPython 3.11: concrete-python (Zama's TFHE compiler; it pulls torch, ~6 GB,
+#           hence a venv of its own) and setuptools<70 (its namespace package imports
+#           pkg_resources)
 # Prints a summary of what is installed and what failed; exit status 0 unless no
 # peer at all could be installed.
 set -u
@@ -56,6 +59,18 @@ if make_venv "$HOME_DIR/py310" 3.10; then
     try_install "$HOME_DIR/py310" openfhe openfhe
 else
     failed+=("py310-venv(openfhe)")
+fi
+if make_venv "$HOME_DIR/concrete" 3.11; then
+    # concrete-python pulls torch, whose metadata asks for setuptools>=77, which no longer has
+    # the pkg_resources concrete's namespace package imports: setuptools<70 goes in afterwards
+    # (pip warns about torch's pin; torch is not used here).
+    if ! "$HOME_DIR/concrete/bin/python" -c "import concrete.fhe" >/dev/null 2>&1; then
+        "$HOME_DIR/concrete/bin/python" -m pip install "${PIP_FLAGS[@]}" --only-binary=:all: "concrete-python==2.10.0"
+        "$HOME_DIR/concrete/bin/python" -m pip install "${PIP_FLAGS[@]}" "setuptools<70" 2>/dev/null
+    fi
+    try_install "$HOME_DIR/concrete" "concrete-python==2.10.0" concrete.fhe
+else
+    failed+=("concrete-venv(concrete-python)")
 fi
 
 echo "peers home: $HOME_DIR"

@@ -11,7 +11,8 @@ For each parameter set, rows (set, routine, value, unit, exact):
 * 4 LUTs 2-bit, one rotation   four 2-bit tables of one input from one blind rotation (ms)
 * uint16 add      one 16-bit addition (16 levels of full adders), all threads (ms)
 * uint16 <        one 16-bit comparison (the carry chain), all threads (ms)
-* p_fail ...      the noise model's failure probability (log2) of NAND, MAJ, a 2-bit table
+* p_fail ...      the noise model's failure probability (log2) of NAND, MAJ, 2-, 3- and 4-bit
+                  tables (4 bits: the model only; no set here holds them)
 
 ``exact`` says whether every result decrypted to Python's answer. The same
 gate, table and key-generation figures for OpenFHE's binfhe run beside these
@@ -97,6 +98,7 @@ def bench_tfhe(sets=SETS, repeat: int = 20, quiet: bool = False) -> list[dict]:
         for label, p in (("p_fail NAND", ctx.failure_probability("nand")), ("p_fail MAJ", ctx.failure_probability("maj")),
                          ("p_fail LUT 2-bit", ctx.failure_probability("lut", bits=2)),
                          ("p_fail LUT 3-bit", ctx.failure_probability("lut", bits=3)),
+                         ("p_fail LUT 4-bit", ctx.failure_probability("lut", bits=4)),
                          ("p_fail 4 LUTs 2-bit", ctx.failure_probability("lut_many", bits=2, tables=4))):
             row(label, math.log2(p), "log2")
         row("threads", threads, "")
