@@ -73,6 +73,9 @@ class PeakSampler:
     def __init__(self, period=0.2):
         self.period, self.peak_rss, self.peak_pool, self._stop = period, 0, 0, threading.Event()
         self.peak_anon = self.peak_file = 0
+        # At the RSS peak: the pool's freed blocks kept for reuse, and the RSS its blocks do
+        # not explain (NumPy, torch, the interpreter).
+        self.cached_at_peak = self.beyond_pool_at_peak = 0
 
     @staticmethod
     def rss():
@@ -91,8 +94,12 @@ class PeakSampler:
             self._stop.wait(self.period)
 
     def sample(self):
-        self.peak_rss = max(self.peak_rss, self.rss())
-        self.peak_pool = max(self.peak_pool, int(rf._core.host_pool_stats()["bytes_in_use"]))
+        rss, pool = self.rss(), rf._core.host_pool_stats()
+        if rss > self.peak_rss:
+            self.peak_rss = rss
+            self.cached_at_peak = int(pool["bytes_cached"])
+            self.beyond_pool_at_peak = rss - int(pool["bytes_in_use"]) - int(pool["bytes_cached"])
+        self.peak_pool = max(self.peak_pool, int(pool["bytes_in_use"]))
         self.peak_anon = max(self.peak_anon, self.status("RssAnon"))
         self.peak_file = max(self.peak_file, self.status("RssFile", "RssShmem"))
 

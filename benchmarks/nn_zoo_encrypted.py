@@ -4,7 +4,7 @@ client-aided activations on the smallest 128-bit context the plan needs.
 
     python benchmarks/nn_zoo_encrypted.py [--models resnet18,mobilenet_v3_small] [--images 256]
                                           [--resolution 32] [--json out.json] [--packing inter]
-                                          [--spill-dir DIR --ram-limit-gib G]
+                                          [--spill-dir DIR --ram-limit-gib G] [--pool-cache-gib G]
 
 Each model (a torchvision name, or ``vit_tiny``: torchvision's VisionTransformer at 32x32 with
 8x8 patches, 2 layers, width 32): torchvision's architecture with random weights (seed 0; no
@@ -20,7 +20,9 @@ EfficientNet-B0's plan asks for 21 GiB at 32x32. With ``--packing inter`` each i
 ciphertext of its own (use a few images): the first run encodes the model's diagonals, and the
 row's ``second_image_s`` times the first image again with them cached; ``--diagonal-cache-gib``
 bounds what stays cached (0: every image encodes them again, for models whose diagonals outgrow
-memory: ResNet-18 and EfficientNet-B0 at 32x32).
+memory: ResNet-18 and EfficientNet-B0 at 32x32). ``--pool-cache-gib`` bounds the freed blocks the
+memory pool keeps for reuse (``rf.memory.set_cache_limit``); the row reports the pool's cached bytes
+and the RSS beyond the pool at the RSS peak.
 """
 
 from __future__ import annotations
@@ -88,7 +90,8 @@ def torch_model(name: str, calibrate: bool = True):
 
 
 def run(name: str, images: int, resolution: int, calibrate: bool = True, spill_dir: str | None = None,
-        ram_limit_gib: float | None = None, packing: str = "batch", diagonal_cache_gib: float | None = None) -> dict:
+        ram_limit_gib: float | None = None, packing: str = "batch", diagonal_cache_gib: float | None = None,
+        pool_cache_gib: float | None = None) -> dict:
     import torch
 
     module = torch_model(name, calibrate)
@@ -108,9 +111,12 @@ def run(name: str, images: int, resolution: int, calibrate: bool = True, spill_d
         model = rf.nn.load(module, ctx, example_input=torch.from_numpy(x[:1]), packing=packing)
     if diagonal_cache_gib is not None:
         model.diagonal_cache_bytes = int(diagonal_cache_gib * GIB)
+    if pool_cache_gib is not None:
+        rf.memory.set_cache_limit(int(pool_cache_gib * GIB))
     load_s = time.perf_counter() - start
     plan = model.plan()
     row = {"model": name, "packing": packing, "diagonal_cache_bytes": model.diagonal_cache_bytes,
+           "pool_cache_limit": rf.memory.cache_limit(),
            "resolution": resolution, "images": images, "N": ctx.poly_degree,
            "batchnorm_calibrated": calibrate,
            "context": ctx.describe(),
@@ -147,6 +153,8 @@ def run(name: str, images: int, resolution: int, calibrate: bool = True, spill_d
         "encrypted_s": seconds, "s_per_image": seconds / images,
         "measured_rss_peak_gib": (peak.peak_rss - base_rss) / GIB,
         "measured_pool_peak_gib": (peak.peak_pool - base_pool) / GIB,
+        "pool_cached_at_rss_peak_gib": peak.cached_at_peak / GIB,
+        "rss_beyond_pool_at_rss_peak_gib": peak.beyond_pool_at_peak / GIB,
         "client_round_trips": model.last_run.get("client_round_trips"),
         "top1_agreement": float(np.mean(got.argmax(1) == want.argmax(1))),
         "max_abs_error": float(np.max(np.abs(got - want))),
@@ -172,12 +180,14 @@ def main() -> None:
                     help="batch: a slot per image (throughput); inter: a ciphertext per image (latency)")
     ap.add_argument("--diagonal-cache-gib", type=float,
                     help="inter packing: the most GiB of encoded diagonals kept between images (default: all)")
+    ap.add_argument("--pool-cache-gib", type=float,
+                    help="the most GiB of freed blocks the memory pool keeps for reuse (default: no bound)")
     ap.add_argument("--row", help=argparse.SUPPRESS)  # internal: run one model, write its row to this file
     args = ap.parse_args()
     if args.row:
         try:
             row = run(args.models, args.images, args.resolution, not args.no_calibrate, args.spill_dir,
-                      args.ram_limit_gib, args.packing, args.diagonal_cache_gib)
+                      args.ram_limit_gib, args.packing, args.diagonal_cache_gib, args.pool_cache_gib)
         except Exception as e:  # noqa: BLE001 - a model that cannot run is a row that says why
             row = {"model": args.models, "error": f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"}
             print(f"{args.models}: {row['error']}", file=sys.stderr, flush=True)
@@ -190,7 +200,8 @@ def main() -> None:
             command = [sys.executable, __file__, "--models", name, "--images", str(args.images), "--resolution",
                        str(args.resolution), "--packing", args.packing, "--row", row_file.name] + (
                 ["--no-calibrate"] if args.no_calibrate else []) + (
-                ["--diagonal-cache-gib", str(args.diagonal_cache_gib)] if args.diagonal_cache_gib is not None else [])
+                ["--diagonal-cache-gib", str(args.diagonal_cache_gib)] if args.diagonal_cache_gib is not None else []) + (
+                ["--pool-cache-gib", str(args.pool_cache_gib)] if args.pool_cache_gib is not None else [])
             if args.spill_dir:
                 command += ["--spill-dir", args.spill_dir] + (
                     ["--ram-limit-gib", str(args.ram_limit_gib)] if args.ram_limit_gib else [])

@@ -167,3 +167,28 @@ def test_cold_blocks_spill_below_the_limit_and_inter_diagonals_are_cold(tmp_path
         spilled = rf.memory.stats()["bytes_spilled"] - before
     assert spilled >= model.plan().counts["diagonal_bytes"]  # the encoded diagonals (and their temporaries)
     np.testing.assert_allclose(got, model.plaintext(x), atol=1e-4)
+
+
+def test_a_cache_limit_bounds_the_blocks_kept_for_reuse_and_the_results_stay_exact():
+    want_bytes, want_values, _, _ = square_and_rotate()
+    assert rf.memory.cache_limit() is None and rf.memory.stats()["cache_limit"] is None
+    try:
+        assert rf.memory.set_cache_limit(0) is None
+        assert rf.memory.stats()["bytes_cached"] == 0  # lowering the limit gave every cached block back
+        got_bytes, got_values, _, _ = square_and_rotate()
+        assert rf.memory.stats()["bytes_cached"] == 0
+        assert got_bytes == want_bytes and np.array_equal(got_values, want_values)
+        assert rf.memory.set_cache_limit(np.int64(1 << 20)) == 0
+        square_and_rotate()
+        assert rf.memory.stats()["bytes_cached"] <= 1 << 20
+        assert rf.memory.stats()["cache_limit"] == 1 << 20
+    finally:
+        rf.memory.set_cache_limit(None)
+    assert rf.memory.cache_limit() is None
+
+
+@pytest.mark.parametrize("limit", [-1, 1.5, True, "1 GiB", 2**64])
+def test_bad_cache_limits_are_refused(limit):
+    with pytest.raises(ValueError, match="set_cache_limit"):
+        rf.memory.set_cache_limit(limit)
+    assert rf.memory.cache_limit() is None

@@ -1,6 +1,11 @@
 // Caching pool and Buffer behaviour.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -69,6 +74,68 @@ TEST(MemoryPool, FlushReturnsCachedBlocks) {
   EXPECT_GT(pool.stats().bytes_cached, 0u);
   pool.flush();
   EXPECT_EQ(pool.stats().bytes_cached, 0u);
+}
+
+// A cache limit: blocks released beyond it go back to the system, and lowering it gives
+// back cached blocks, the largest first, until the cache fits.
+TEST(MemoryPool, CacheLimitBoundsWhatStaysCached) {
+  MemoryPool& pool = host_pool();
+  pool.flush();
+  constexpr std::size_t kMiB = (1u << 20) / sizeof(std::uint64_t);  // words
+  {
+    Buffer a(2 * kMiB), b(3 * kMiB), c(4 * kMiB);
+  }
+  EXPECT_EQ(pool.stats().bytes_cached, std::size_t{9} << 20);
+  pool.set_cache_limit(std::size_t{6} << 20);  // the 4 MiB block leaves: 5 MiB fit
+  EXPECT_EQ(pool.stats().bytes_cached, std::size_t{5} << 20);
+  EXPECT_EQ(pool.cache_limit(), std::size_t{6} << 20);
+  {
+    Buffer d(5 * kMiB);  // a miss; released, it would pass the limit: given back
+  }
+  EXPECT_EQ(pool.stats().bytes_cached, std::size_t{5} << 20);
+  pool.set_cache_limit(std::size_t{8} << 20);
+  {
+    Buffer e(1 * kMiB);  // a miss; released, 6 MiB cached: within the limit
+  }
+  EXPECT_EQ(pool.stats().bytes_cached, std::size_t{6} << 20);
+  pool.set_cache_limit(0);
+  EXPECT_EQ(pool.stats().bytes_cached, 0u);
+  { Buffer f(100); }
+  EXPECT_EQ(pool.stats().bytes_cached, 0u);
+  pool.set_cache_limit(~std::size_t{0});
+  pool.flush();
+}
+
+std::size_t resident_bytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  unsigned long pages = 0, resident = 0;
+  if (f == nullptr || std::fscanf(f, "%lu %lu", &pages, &resident) != 2) resident = 0;
+  if (f != nullptr) std::fclose(f);
+  return resident * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+}
+
+// Blocks of 1 MiB or more leave the process when the pool gives them back, even where
+// live small allocations sit between them (the C heap could not shrink past those).
+TEST(MemoryPool, GivenBackLargeBlocksLeaveTheProcess) {
+  MemoryPool& pool = host_pool();
+  pool.flush();
+  // glibc raises its mmap threshold to the size of a mapped chunk it frees: from then on,
+  // 4 MiB requests to malloc come from its heap.
+  void* volatile mapped = std::malloc(std::size_t{8} << 20);  // volatile: the pair is not optimized away
+  std::free(mapped);
+  constexpr std::size_t kWords = (4u << 20) / sizeof(std::uint64_t), kBlocks = 32;  // 128 MiB
+  std::vector<Buffer> large, small;
+  for (std::size_t i = 0; i < kBlocks; ++i) {
+    large.emplace_back(kWords);
+    std::fill(large.back().data(), large.back().data() + kWords, i + 1);  // resident
+    small.emplace_back(16);
+  }
+  const std::size_t with_blocks = resident_bytes();
+  large.clear();
+  pool.flush();
+  const std::size_t after = resident_bytes();
+  if (with_blocks == 0) GTEST_SKIP() << "no /proc/self/statm";
+  EXPECT_LT(after + (std::size_t{96} << 20), with_blocks) << "resident " << with_blocks << " -> " << after;
 }
 
 TEST(MemoryPool, ThreadSafe) {

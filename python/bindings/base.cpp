@@ -40,6 +40,9 @@ void bind_base(nb::module_& m) {
   m.def("set_num_threads", &set_num_threads, nb::arg("n"), "Sets the threads the CPU kernels use (n >= 1).");
   m.def("host_pool_stats", []() { return stats_dict(host_pool().stats()); }, "Statistics of the host memory pool.");
   m.def("host_pool_flush", []() { host_pool().flush(); }, "Returns cached host blocks to the system.");
+  m.def("host_pool_set_cache_limit", [](std::size_t bytes) { host_pool().set_cache_limit(bytes); }, nb::arg("bytes"),
+        "At most this many bytes of released host blocks stay cached (SIZE_MAX: no limit).");
+  m.def("host_pool_cache_limit", []() { return host_pool().cache_limit(); }, "The host pool's cache limit in bytes.");
   m.def("start_host_spill", &start_host_spill, nb::arg("ram_limit_bytes"), nb::arg("directory"),
         "Host blocks beyond ram_limit_bytes of resident pool memory come from files in directory.");
   m.def("stop_host_spill", &stop_host_spill, "Later host blocks come from RAM again.");

@@ -4,7 +4,8 @@ Every ciphertext, plaintext and key on the CPU lives in one caching pool. Freed 
 in the pool for the next request of their size; a request of 1 MiB or more also takes a cached
 block up to half again its size, so the temporaries of neighbouring levels share blocks instead
 of each level keeping its own (N16_BOOT with its keys expanded: a bootstrap's peak RSS went
-from 14.3 to 10.8 GiB; ``flush()`` returns what is cached to the system). With
+from 14.3 to 10.8 GiB; ``flush()`` returns what is cached to the system, and
+``set_cache_limit()`` bounds it). With
 :func:`spill`, blocks the pool would take from the system beyond a RAM limit come
 from files in a directory instead (memory-mapped; seed 001 ran models larger than
 DRAM the same way, with Optane behind a DRAM cache). The kernel keeps the pages in
@@ -44,21 +45,49 @@ file system should be a disk: on tmpfs the "files" are RAM.
 from __future__ import annotations
 
 import contextlib
+import numbers
 import os
 import tempfile
 import warnings
 
 from . import _core
 
-__all__ = ["cold", "flush", "spill", "stats", "total_ram_bytes"]
+__all__ = ["cache_limit", "cold", "flush", "set_cache_limit", "spill", "stats", "total_ram_bytes"]
+
+_NO_LIMIT = 2**64 - 1  # the pool's "no limit" (SIZE_MAX)
 
 
 def stats() -> dict:
     """The host pool: ``bytes_in_use`` (held by live objects), ``bytes_cached`` (kept for
     reuse), ``bytes_resident`` and ``bytes_spilled`` (of all blocks, in RAM and in
     files), ``bytes_mapped`` (file space mapped so far), and the spill settings
-    (``active``, ``ram_limit``, ``directory``)."""
-    return {**_core.host_pool_stats(), **_core.host_spill_stats()}
+    (``active``, ``ram_limit``, ``directory``), and ``cache_limit`` (:func:`set_cache_limit`)."""
+    return {**_core.host_pool_stats(), **_core.host_spill_stats(), "cache_limit": cache_limit()}
+
+
+def cache_limit() -> int | None:
+    """The most bytes of freed blocks the pool keeps for reuse (None: no limit)."""
+    limit = _core.host_pool_cache_limit()
+    return None if limit == _NO_LIMIT else limit
+
+
+def set_cache_limit(limit: int | None) -> int | None:
+    """Keeps at most ``limit`` bytes of freed blocks for reuse (None: no limit, the
+    default; 0: none) and returns the previous limit. A block freed beyond the limit goes
+    back to the system, and lowering it gives back cached blocks, the largest first.
+
+    The pool's cache is what lets repeated temporaries skip the system allocator; it also
+    holds memory no live object uses, which the process's RSS counts and a plan's
+    ``peak_bytes`` does not (an inter-packed MobileNetV3-Small image with no diagonals kept:
+    BENCHMARKS.md). A limit trades some of the reuse for RSS that stays near the bytes in
+    use. Blocks of 1 MiB or more are mappings of their own, so their pages leave the
+    process as soon as they are given back."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, numbers.Integral)
+                              or not 0 <= limit < _NO_LIMIT):
+        raise ValueError(f"[memory.set_cache_limit] the limit must be None or a number of bytes >= 0, got {limit!r}")
+    previous = cache_limit()
+    _core.host_pool_set_cache_limit(_NO_LIMIT if limit is None else int(limit))
+    return previous
 
 
 def flush() -> None:

@@ -19,6 +19,15 @@ namespace {
 
 constexpr std::size_t kAlignment = 64;  // one cache line; AVX-friendly
 
+// Host blocks of MemoryPool::kMappedMinBytes or more are mappings of their own: freeing one
+// (flush, a cache limit) returns its pages to the system at once. From glibc's heap, blocks
+// below its adaptive mmap threshold (up to 32 MiB) can stay in the process after free(),
+// outside the pool's counts.
+void* map_block(std::size_t bytes) {
+  void* block = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return block == MAP_FAILED ? nullptr : block;
+}
+
 class HostPool final : public MemoryPool {
  public:
   void start_spill(std::size_t ram_limit, const std::string& directory) {
@@ -104,7 +113,7 @@ class HostPool final : public MemoryPool {
         return active_->allocate(bytes);
       resident_ += bytes;
     }
-    void* block = std::aligned_alloc(kAlignment, bytes);
+    void* block = bytes >= kMappedMinBytes ? map_block(bytes) : std::aligned_alloc(kAlignment, bytes);
     if (block == nullptr) {
       std::lock_guard<std::mutex> lock(spill_mutex_);
       resident_ -= bytes;
@@ -117,7 +126,8 @@ class HostPool final : public MemoryPool {
     for (const auto& arena : arenas_)
       if (arena->owns(block)) return arena->release(block, capacity);
     resident_ -= capacity;
-    std::free(block);
+    if (capacity >= kMappedMinBytes) ::munmap(block, capacity);
+    else std::free(block);
   }
 
  private:
@@ -196,7 +206,7 @@ void MemoryPool::release(void* block, std::size_t bytes, QueueHandle queue) {
   if (block == nullptr) return;
   std::size_t capacity = capacity_for(bytes);
   const bool spilled = is_spilled(block);
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   if (!oversized_.empty()) {
     if (auto it = oversized_.find(block); it != oversized_.end()) {
       capacity = it->second;  // a larger cached block served the request
@@ -211,8 +221,38 @@ void MemoryPool::release(void* block, std::size_t bytes, QueueHandle queue) {
   }
   // Before another request can take it; not while a frame may still read it.
   if (spilled) discard_spilled(block, capacity);
+  if (stats_.bytes_cached + capacity > cache_limit_) {
+    lock.unlock();  // raw_free takes the spill lock; allocate() never holds both
+    raw_free(block, capacity);
+    return;
+  }
   free_lists_[{spilled, reuse_per_queue() ? queue : kAnyQueue, capacity}].push_back(block);
   stats_.bytes_cached += capacity;
+}
+
+void MemoryPool::set_cache_limit(std::size_t bytes) {
+  // A device's released blocks may still be read by queued work: only the free lists keep them safe.
+  require(!reuse_per_queue(), "memory.cache_limit", "a pool of an asynchronous device keeps every block it caches");
+  std::vector<std::pair<void*, std::size_t>> freed;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    cache_limit_ = bytes;
+    // The largest blocks first: the fewest blocks leave for the bytes given back.
+    for (auto it = free_lists_.rbegin(); it != free_lists_.rend() && stats_.bytes_cached > cache_limit_; ++it) {
+      auto& blocks = it->second;
+      while (!blocks.empty() && stats_.bytes_cached > cache_limit_) {
+        freed.emplace_back(blocks.back(), it->first.capacity);
+        stats_.bytes_cached -= it->first.capacity;
+        blocks.pop_back();
+      }
+    }
+  }
+  for (const auto& [block, capacity] : freed) raw_free(block, capacity);
+}
+
+std::size_t MemoryPool::cache_limit() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cache_limit_;
 }
 
 void MemoryPool::flush() {

@@ -51,6 +51,11 @@ class MemoryPool {
   void release(void* block, std::size_t bytes, QueueHandle queue = 0);
   // Returns every cached block to the system (the device must be idle).
   void flush();
+  // At most `bytes` of released blocks stay cached: a block released beyond it goes back
+  // to the system, and lowering the limit gives back cached blocks, the largest first,
+  // until the cache fits. No limit by default (SIZE_MAX); 0 caches nothing.
+  void set_cache_limit(std::size_t bytes);
+  std::size_t cache_limit() const;
   // Every cached block becomes usable on any queue (the device must be idle).
   void settle();
   void begin_frame();
@@ -64,6 +69,8 @@ class MemoryPool {
   // capacity itself below kBestFitMinBytes, else half again as much.
   static std::size_t largest_reusable_for(std::size_t capacity);
   static constexpr std::size_t kBestFitMinBytes = std::size_t{1} << 20;
+  // Host blocks of this size or more are mapped apart from the C heap (memory_pool.cpp).
+  static constexpr std::size_t kMappedMinBytes = std::size_t{1} << 20;
   // The pool's lock, for fork handlers: the host pool is locked across
   // fork(), so a child never inherits free lists another thread was changing.
   void lock() const { mutex_.lock(); }
@@ -110,6 +117,7 @@ class MemoryPool {
   // the request's size, and must give back (and count) the whole block.
   std::unordered_map<void*, std::size_t> oversized_;
   PoolStats stats_;
+  std::size_t cache_limit_ = ~std::size_t{0};
 };
 
 // The process-wide pool of host memory.
