@@ -114,6 +114,38 @@ def test_linear_transform_against_numpy(deep):
     assert bits(ctx.decrypt(smooth, sk2)[:n], want) >= 20
 
 
+def test_linear_transform_takes_diagonals_of_any_numeric_kind(deep):
+    """Real, complex, integer, mixed and list diagonals each give NumPy's product (real ones reach
+    the encoder as they are, complex ones as complex), and the caller's arrays are left alone.
+    Complex diagonals make a real input's result complex: flagged so, else decryption would
+    read its imaginary parts as noise (it did: values wrong by the size of the values)."""
+    ctx = deep
+    n = 16
+    rng = np.random.default_rng(5)
+    real = {0: rng.uniform(-1, 1, n), 3: rng.uniform(-1, 1, n)}
+    cases = {
+        "real": real,
+        "complex": {k: v * (0.6 + 0.8j) for k, v in real.items()},
+        "mixed": {0: real[0], 3: real[3] * 1j},
+        "integer": {0: np.arange(n) % 3 - 1, 5: np.ones(n, dtype=np.int32)},
+        "list": {1: [0.25] * n},
+        "strided": {2: np.linspace(-1, 1, 2 * n)[::2]},
+    }
+    kept = {k: v.copy() for k, v in real.items()}
+    v = rng.uniform(-1, 1, n)
+    idx = np.arange(n)
+    for name, diagonals in cases.items():
+        lt = rf.ckks.LinearTransform(ctx, diagonals, picklable=name != "real")
+        sk, keys = ctx.keygen(rotations=lt.rotations())
+        ct = ctx.encrypt(np.tile(v, ctx.slots // n), keys)
+        out = ctx.evaluator(keys).linear_transform(ct, lt)
+        assert out.is_complex == (name in ("complex", "mixed")), name
+        got = ctx.decrypt(out, sk)[:n]
+        want = sum(np.asarray(d) * v[(idx + k) % n] for k, d in diagonals.items())
+        assert bits(got, want) >= 20, name
+    assert all(np.array_equal(real[k], kept[k]) for k in real)
+
+
 def test_linear_transform_refuses_a_wrong_level_or_shape(deep):
     ctx = deep
     with pytest.raises(ValueError, match="square"):

@@ -33,7 +33,9 @@ struct EvaluatorOps {
     std::vector<Plaintext> moved;  // plaintexts copied to the ciphertext's device, if they live elsewhere
     moved.reserve(giant.terms.size());
     double noise_bits = -1e300, plain_scale = 0.0;
+    bool complex_plain = false;  // a complex diagonal makes a real input's slots complex
     for (const auto& [b, plain] : giant.terms) {
+      complex_plain = complex_plain || plain.is_complex();
       const Value& x = *babies.at(b);
       const Plaintext* p = &plain;
       if (plain.device() != x.device()) p = &moved.emplace_back(plain.to(x.device()));
@@ -46,6 +48,7 @@ struct EvaluatorOps {
     }
     Metadata meta = first.metadata();
     meta.scale = first.scale() * plain_scale;
+    meta.complex = meta.complex || complex_plain;
     for (const auto& [b, x] : babies) meta.complex = meta.complex || x->is_complex();
     Ciphertext out(first.context(), 2, first.level(), meta, first.device());
     backend_for(first.device())

@@ -58,7 +58,7 @@ std::size_t LinearTransform::best_baby_steps(const std::vector<long long>& indic
   return best;
 }
 
-LinearTransform::LinearTransform(ContextPtr context, const Diagonals& diagonals, std::size_t level, double scale,
+LinearTransform::LinearTransform(ContextPtr context, Diagonals diagonals, std::size_t level, double scale,
                                  std::size_t baby_steps)
     : context_(std::move(context)), level_(level) {
   require(context_ != nullptr, kOp, "needs a context");
@@ -75,14 +75,14 @@ LinearTransform::LinearTransform(ContextPtr context, const Diagonals& diagonals,
 
   // Indices modulo n; diagonals that land on the same index add up.
   std::map<long long, std::vector<Complex>> merged;
-  for (const auto& [k, d] : diagonals) {
+  for (auto& [k, d] : diagonals) {
     require(d.size() == n_, kOp,
             "diagonal " + std::to_string(k) + " has " + std::to_string(d.size()) + " values, the first has " +
                 std::to_string(n_));
     for (const Complex& v : d)
       require(std::isfinite(v.real()) && std::isfinite(v.imag()), kOp,
               "diagonal " + std::to_string(k) + " holds a non-finite value");
-    auto [it, fresh] = merged.try_emplace(modulo(k, n_), d);
+    auto [it, fresh] = merged.try_emplace(modulo(k, n_), std::move(d));  // d stays if the index is taken
     if (!fresh)
       for (std::size_t j = 0; j < n_; ++j) it->second[j] += d[j];
   }

@@ -96,9 +96,12 @@ class LinearTransform:
     def __init__(self, context, matrix_or_diagonals, *, level: int | None = None, scale: float | None = None,
                  baby_steps: int | None = None, bsgs_ratio: float | None = None, picklable: bool = True):
         if isinstance(matrix_or_diagonals, dict):
-            # Kept as given for pickling: real diagonals take half the memory of complex ones.
-            source = {int(k): np.array(v).ravel() for k, v in matrix_or_diagonals.items()}
-            diagonals = {k: np.asarray(v, dtype=complex).tolist() for k, v in source.items()}
+            # Kept as given for pickling (a copy then: the caller may change its arrays), real
+            # diagonals as real arrays: half the memory of complex ones, and passed on as they are.
+            copy = np.array if picklable else np.asarray
+            source = {int(k): copy(v).ravel() for k, v in matrix_or_diagonals.items()}
+            real = all(not np.iscomplexobj(v) for v in source.values())
+            diagonals = {k: np.ascontiguousarray(v, dtype=float if real else complex) for k, v in source.items()}
         else:
             matrix = np.asarray(matrix_or_diagonals, dtype=complex)
             if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
@@ -107,8 +110,9 @@ class LinearTransform:
             if n < 1 or n & (n - 1) or n > context.slots:
                 raise ValueError(f"[ckks.LinearTransform] the matrix side {n} must be a power of two dividing "
                                  f"the {context.slots} slots")
-            diagonals = _core.LinearTransform.diagonals_of(np.ascontiguousarray(matrix.ravel()), n)
-            source = {k: np.asarray(v, dtype=complex) for k, v in diagonals.items()}
+            found = _core.LinearTransform.diagonals_of(np.ascontiguousarray(matrix.ravel()), n)
+            source = {k: np.asarray(v, dtype=complex) for k, v in found.items()}
+            diagonals = source
         if baby_steps is not None and bsgs_ratio is not None:
             raise ValueError("[ckks.LinearTransform] give baby_steps or bsgs_ratio, not both")
         if bsgs_ratio is not None:
@@ -118,7 +122,7 @@ class LinearTransform:
         self._context = context
         self._native = _core.LinearTransform(context._core, diagonals, level, 0.0 if scale is None else float(scale),
                                              0 if baby_steps is None else int(baby_steps))
-        del diagonals  # the Python lists: several times the bytes of the arrays
+        del diagonals
         # max |y_i| <= max |x| * sum_k max |diag_k|: the output's magnitude bound.
         self._gain = float(sum(np.max(np.abs(v)) for v in source.values() if np.size(v)))
         self._copies = {"cpu": self._native}

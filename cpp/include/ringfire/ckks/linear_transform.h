@@ -33,8 +33,9 @@ class LinearTransform {
   // the encoding scale of the diagonals; `baby_steps` (0: the count with the
   // cheapest rotations) is n1, a power of two. Raises InvalidArgument for an
   // empty map, ragged or non-power-of-two lengths, non-finite values, or a
-  // level beyond the context's.
-  LinearTransform(ContextPtr context, const Diagonals& diagonals, std::size_t level, double scale = 0.0,
+  // level beyond the context's. Taken by value: a caller that moves its map in
+  // holds no second copy while the diagonals are encoded.
+  LinearTransform(ContextPtr context, Diagonals diagonals, std::size_t level, double scale = 0.0,
                   std::size_t baby_steps = 0);
   // Move-only, like the plaintexts it holds (spelled out: std::vector claims
   // to be copyable even when its values are not).
