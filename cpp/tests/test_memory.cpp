@@ -102,6 +102,14 @@ TEST(MemoryPool, CacheLimitBoundsWhatStaysCached) {
   EXPECT_EQ(pool.stats().bytes_cached, 0u);
   { Buffer f(100); }
   EXPECT_EQ(pool.stats().bytes_cached, 0u);
+  // Blocks retained by a frame count against the limit when it ends.
+  pool.set_cache_limit(std::size_t{1} << 20);
+  pool.begin_frame();
+  { Buffer g(3 * kMiB); }
+  EXPECT_EQ(pool.stats().bytes_retained, std::size_t{3} << 20);
+  pool.end_frame();
+  EXPECT_EQ(pool.stats().bytes_retained, 0u);
+  EXPECT_LE(pool.stats().bytes_cached, std::size_t{1} << 20);
   pool.set_cache_limit(~std::size_t{0});
   pool.flush();
 }

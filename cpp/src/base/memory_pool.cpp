@@ -233,21 +233,30 @@ void MemoryPool::release(void* block, std::size_t bytes, QueueHandle queue) {
 void MemoryPool::set_cache_limit(std::size_t bytes) {
   // A device's released blocks may still be read by queued work: only the free lists keep them safe.
   require(!reuse_per_queue(), "memory.cache_limit", "a pool of an asynchronous device keeps every block it caches");
-  std::vector<std::pair<void*, std::size_t>> freed;
+  std::vector<std::pair<void*, std::size_t>> beyond;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     cache_limit_ = bytes;
-    // The largest blocks first: the fewest blocks leave for the bytes given back.
+    beyond = take_beyond_limit_locked();
+  }
+  for (const auto& [block, capacity] : beyond) raw_free(block, capacity);
+}
+
+std::vector<std::pair<void*, std::size_t>> MemoryPool::take_beyond_limit_locked() {
+  std::vector<std::pair<void*, std::size_t>> taken;
+  // Blocks in RAM before spilled ones (their pages are already dropped), the largest first:
+  // the fewest blocks leave for the bytes given back.
+  for (bool spilled : {false, true})
     for (auto it = free_lists_.rbegin(); it != free_lists_.rend() && stats_.bytes_cached > cache_limit_; ++it) {
+      if (it->first.spilled != spilled) continue;
       auto& blocks = it->second;
       while (!blocks.empty() && stats_.bytes_cached > cache_limit_) {
-        freed.emplace_back(blocks.back(), it->first.capacity);
+        taken.emplace_back(blocks.back(), it->first.capacity);
         stats_.bytes_cached -= it->first.capacity;
         blocks.pop_back();
       }
     }
-  }
-  for (const auto& [block, capacity] : freed) raw_free(block, capacity);
+  return taken;
 }
 
 std::size_t MemoryPool::cache_limit() const {
@@ -289,14 +298,19 @@ void MemoryPool::begin_frame() {
 }
 
 void MemoryPool::end_frame() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (stats_.open_frames == 0) return;
-  if (--stats_.open_frames > 0) return;
-  for (const Retained& r : retained_) free_lists_[{r.spilled, kAnyQueue, r.capacity}].push_back(r.block);
-  stats_.bytes_cached += stats_.bytes_retained;
-  stats_.bytes_retained = 0;
-  retained_.clear();
-  settle_locked();
+  std::vector<std::pair<void*, std::size_t>> beyond;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stats_.open_frames == 0) return;
+    if (--stats_.open_frames > 0) return;
+    for (const Retained& r : retained_) free_lists_[{r.spilled, kAnyQueue, r.capacity}].push_back(r.block);
+    stats_.bytes_cached += stats_.bytes_retained;
+    stats_.bytes_retained = 0;
+    retained_.clear();
+    settle_locked();
+    beyond = take_beyond_limit_locked();  // the frame's blocks count against the limit too
+  }
+  for (const auto& [block, capacity] : beyond) raw_free(block, capacity);
 }
 
 PoolStats MemoryPool::stats() const {

@@ -94,6 +94,8 @@ class MemoryPool {
  private:
   static constexpr QueueHandle kAnyQueue = ~QueueHandle{0};
   void settle_locked();
+  // Cached blocks beyond the cache limit, taken off the free lists (to give back unlocked).
+  std::vector<std::pair<void*, std::size_t>> take_beyond_limit_locked();
   // The smallest cached block of (spilled, queue) that serves `capacity`, or null.
   void* take_cached_locked(bool spilled, QueueHandle queue, std::size_t capacity);
 
