@@ -22,7 +22,8 @@ it reached:
   lookup).
 
 Times: key generation; ``circuit.run`` on one encrypted input (the median of ``--repeat``
-calls after a warm-up: one bootstrap plus the runtime's call overhead); and the same on a
+calls after a warm-up, timed by the peers' shared ``median_ms`` with the garbage collector
+off: one bootstrap plus the runtime's call overhead); and the same on a
 tensor of ``--batch`` inputs with every parallelisation option off, divided by the batch
 (the per-bootstrap cost without the call overhead). Every result is decrypted and checked
 against the table. One thread: OMP_NUM_THREADS and RAYON_NUM_THREADS are set to 1 before
@@ -41,7 +42,6 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import platform  # noqa: E402
-import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 
@@ -49,7 +49,7 @@ import numpy as np  # noqa: E402
 from concrete import fhe  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "peers"))
-from _common import cpu_model  # noqa: E402
+from _common import cpu_model, median_ms  # noqa: E402
 
 # (name, input bits, log2 of the requested p_error)
 CASES = [
@@ -106,16 +106,6 @@ def parameters(circuit) -> dict:
             "br_level": b.level(), "br_base_log": b.base_log()} for b in info.bootstrap_keys()]
     ksk = [{"ks_level": k.level(), "ks_base_log": k.base_log()} for k in info.keyswitch_keys()]
     return {"bootstrap_keys": bsk, "keyswitch_keys": ksk}
-
-
-def median_ms(fn, repeat: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times)
 
 
 def run_case(name: str, bits: int, log_p: int, repeat: int, batch: int, rng) -> dict:

@@ -86,9 +86,13 @@ void bind_ckks_circuits(nb::module_& m) {
            nb::arg("level"), nb::arg("scale") = 0.0, nb::arg("baby_steps") = 0)
       .def_static(
           "diagonals_of",
+          // As NumPy arrays, like the constructor takes them (lists: a Python object per value).
           [](ComplexArray matrix, std::size_t n) {
-            return LinearTransform::diagonals_of(std::vector<Complex>(matrix.data(), matrix.data() + matrix.size()),
-                                                 n);
+            nb::dict out;
+            for (auto& [index, values] :
+                 LinearTransform::diagonals_of(std::vector<Complex>(matrix.data(), matrix.data() + matrix.size()), n))
+              out[nb::int_(index)] = to_numpy(std::move(values));
+            return out;
           },
           nb::arg("matrix"), nb::arg("n"))
       .def_static("best_baby_steps", &LinearTransform::best_baby_steps, nb::arg("indices"), nb::arg("n"))

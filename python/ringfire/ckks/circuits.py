@@ -110,9 +110,7 @@ class LinearTransform:
             if n < 1 or n & (n - 1) or n > context.slots:
                 raise ValueError(f"[ckks.LinearTransform] the matrix side {n} must be a power of two dividing "
                                  f"the {context.slots} slots")
-            found = _core.LinearTransform.diagonals_of(np.ascontiguousarray(matrix.ravel()), n)
-            source = {k: np.asarray(v, dtype=complex) for k, v in found.items()}
-            diagonals = source
+            source = diagonals = _core.LinearTransform.diagonals_of(np.ascontiguousarray(matrix.ravel()), n)
         if baby_steps is not None and bsgs_ratio is not None:
             raise ValueError("[ckks.LinearTransform] give baby_steps or bsgs_ratio, not both")
         if bsgs_ratio is not None:
