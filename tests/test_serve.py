@@ -3,8 +3,10 @@ keys upload once, resume, deduplicate and survive restarts; tenants are isolated
 and abuse end in clear errors while the server keeps serving. Every test is bounded in
 requests and time."""
 
+import dataclasses
 import hashlib
 import json
+import os
 import time
 import warnings
 
@@ -287,6 +289,10 @@ def test_keys_and_results_survive_a_server_restart(mlp_path, tmp_path):
         assert again.upload_keys(progress=False) == {"relin": "stored"}  # 0 re-uploads
         second = again.infer(x, progress=False)
         assert app.state.metrics.uploaded._value.get() == 0
+        # The checked keys were written as an image before the restart and are mapped from it now.
+        images = list((tmp_path / "store").rglob("*.image"))
+        assert len(images) == 1
+        assert all(obj.mapped for obj, _ in app.state.host._cache.values())
         client.close()
     assert np.max(np.abs(first - second)) < 1e-4
 
@@ -451,7 +457,7 @@ def job_awaiting_its_client(url, token):
 
 
 def test_a_server_killed_mid_job_reports_it_after_the_restart(mlp_path, tmp_path):
-    tokens, args, port, url = own_server(mlp_path, tmp_path, "--round-timeout", "60")
+    tokens, args, port, url = own_server(mlp_path, tmp_path, "--round-timeout", "60", "--pool-cache-gib", "0.5")
     with server_process(args, port) as proc:
         client, session, job = job_awaiting_its_client(url, tokens["alice"])  # kill the server then
         proc.kill()
@@ -468,6 +474,8 @@ def test_a_server_killed_mid_job_reports_it_after_the_restart(mlp_path, tmp_path
         x = batch(2, 16, seed=9)
         assert np.max(np.abs(again.infer(x) - ort_run(mlp_path.read_bytes(), x))) < 1e-4
         client.close()
+    # The killed server had written the checked keys' image; the restarted one mapped it.
+    assert len(list((tmp_path / "store").rglob("*.image"))) == 1
 
 
 def test_openapi_and_model_metadata(served):
@@ -652,6 +660,63 @@ def test_a_job_waits_for_the_background_check_of_the_same_keys(served, tmp_path)
     job.join(timeout=60)
     assert done and done[0].relin is not None
     host.evict(path)
+
+
+def test_checked_keys_are_served_from_a_mapped_image(served, tmp_path):
+    """The first load checks the blob and writes its key image; every later load maps the image
+    (the blob is not read again); a damaged image is removed and the blob loaded again."""
+    _, _, app, _ = served
+    host = app.state.host
+    keys = host.ctx.keygen()[1]
+    path = tmp_path / "relin-imaged.blob"
+    path.write_bytes(keys.relin.to_bytes())
+    checked = host.warm("relin", path)
+    image = path.with_name(path.name + ".image")
+    assert checked.mapped and image.exists() and checked.to_bytes() == keys.relin.to_bytes()
+    host.evict(path)
+    blob = path.read_bytes()
+    path.unlink()
+    assert host.keys_for("s-image", {"relin": path}).relin.mapped  # from the image alone
+    host.evict(path)
+    path.write_bytes(blob)
+    damaged = bytearray(image.read_bytes())
+    damaged[-8] ^= 1
+    (tmp_path / "damaged").write_bytes(bytes(damaged))
+    os.replace(tmp_path / "damaged", image)  # never in place: `checked` still maps the old file
+    again = host.keys_for("s-image", {"relin": path}).relin
+    assert again.mapped and again.to_bytes() == keys.relin.to_bytes()  # loaded from the blob, imaged anew
+    assert image.read_bytes() != bytes(damaged)
+    host.evict(path)
+    # --no-key-images: the checked keys stay loaded, and nothing is written beside the blob.
+    from ringfire.serve.host import Host
+    plain = Host(dataclasses.replace(app.state.host.config, key_images=False))
+    other = tmp_path / "relin-loaded.blob"
+    other.write_bytes(keys.relin.to_bytes())
+    loaded = plain.warm("relin", other)
+    assert not loaded.mapped and loaded.to_bytes() == keys.relin.to_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("relin-loaded")) == ["relin-loaded.blob"]
+
+
+def test_a_compressed_upload_is_imaged_under_its_blob_at_first_use(served):
+    """A compressed upload is loaded and checked whole when it completes (its envelope is not
+    readable before), with no image beside the part file that is about to move; the image is
+    written under the blob's name when a job first uses the keys."""
+    url, tokens, app, _ = served
+    token = tokens["alice"]
+    client = Client(url, token)
+    sid = new_session(url, token, client.model("mlp")["parameters"]["fingerprint"])
+    data = client.context("mlp").keygen()[1].relin.to_bytes(compress=True)
+    sha = hashlib.sha256(data).hexdigest()
+    kept = put_chunk(url, token, sid, data, 0, len(data), sha)
+    assert kept.status_code == 200 and kept.json()["stored"], kept.text
+    store, host = app.state.store, app.state.host
+    blob = store.blob_path("alice", sha)
+    assert [p.name for p in blob.parent.iterdir() if p.name.startswith(sha)] == [sha]
+    assert not list(store.root.rglob("*.part.image*"))  # nothing imaged beside the upload's part file
+    keys = host.keys_for(sid, {"relin": blob})
+    assert keys.relin.mapped and blob.with_name(sha + ".image").exists()
+    host.evict(blob)
+    client.close()
 
 
 def test_sessions_share_one_load_of_the_same_keys(served, tmp_path):

@@ -210,6 +210,8 @@ void bind_ckks_bootstrap(nb::module_& m) {
           "Whether keys whose uniform halves are not in memory expand them at each use instead of keeping them "
           "(the default for bootstrapping keys: half the memory, for up to a tenth of a bootstrap's time).")
       .def_prop_ro("resident_bytes", &BootstrapKeys::resident_bytes)
+      .def_prop_ro("mapped", [](const BootstrapKeys& k) { return k.from_sparse.mapped(); },
+                   "Whether the keys view a mapped key image (Context.map_keys) instead of this process's memory.")
       .def(
           "to",
           [](const BootstrapKeys& k, const std::string& device, std::uint64_t queue) {

@@ -2,8 +2,11 @@
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 
+#include <type_traits>
+
 #include "common.h"
 #include "ringfire/io/checksum.h"
+#include "ringfire/io/key_image.h"
 #include "ringfire/io/serialize.h"
 
 namespace ringfire::python {
@@ -132,6 +135,30 @@ void bind_io(nb::module_& m) {
   def_stream_load<GaloisKeys>(m, "stream_load_galois_keys", &io::load_galois_keys);
   def_stream_load<ckks::BootstrapKeys>(m, "stream_load_bootstrap_keys", &io::load_bootstrap_keys);
   def_stream_load<MasterKeys>(m, "stream_load_master_keys", &io::load_master_keys);
+  // Key images (io/key_image.h): written and mapped with the GIL released.
+  auto def_save_image = [&m](auto tag) {
+    using T = typename decltype(tag)::type;
+    m.def("save_key_image", [](const T& keys, const std::string& path) {
+      nb::gil_scoped_release release;
+      return io::save_image(keys, path);
+    });
+  };
+  def_save_image(std::type_identity<RelinKey>{});
+  def_save_image(std::type_identity<GaloisKeys>{});
+  def_save_image(std::type_identity<ckks::BootstrapKeys>{});
+  m.def("key_image_kind", [](const std::string& path) {
+    nb::gil_scoped_release release;
+    return std::string(io::kind_name(io::image_kind(path)));
+  });
+  auto def_map = [&m](const char* name, auto map) {  // a function pointer
+    m.def(name, [map](const RlweContextPtr& c, const std::string& path, bool verify) {
+      nb::gil_scoped_release release;
+      return map(c, path, verify);
+    });
+  };
+  def_map("map_relin_key", &io::map_relin_key);
+  def_map("map_galois_keys", &io::map_galois_keys);
+  def_map("map_bootstrap_keys", &io::map_bootstrap_keys);
 }
 
 }  // namespace ringfire::python

@@ -7,6 +7,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "common.h"
@@ -67,6 +68,8 @@ std::string device_of(const T& x) {
   return x.device().str();
 }
 
+constexpr const char* kMappedDoc =
+    "Whether the key views a mapped key image (Context.map_keys) instead of this process's memory.";
 constexpr const char* kExpandDoc =
     "Expands the seeded half of every switching key now (all in parallel); otherwise each key expands the "
     "first time it is used. Keys made by keygen or loaded from seeded bytes hold half their memory until then.";
@@ -221,6 +224,7 @@ void bind_rlwe(nb::module_& m) {
       .def_prop_ro("level", [](const RelinKey& k) { return k.key().level(); })
       .def_prop_ro("nbytes", [](const RelinKey& k) { return k.key().bytes(); })
       .def_prop_ro("expanded", [](const RelinKey& k) { return k.key().expanded(); })
+      .def_prop_ro("mapped", [](const RelinKey& k) { return k.key().mapped(); }, kMappedDoc)
       .def(
           "expand",
           [](const RelinKey& k) {
@@ -245,6 +249,14 @@ void bind_rlwe(nb::module_& m) {
       .def("__len__", &GaloisKeys::size)
       .def("has", &GaloisKeys::has, nb::arg("galois_element"))
       .def_prop_ro("nbytes", &GaloisKeys::bytes)
+      .def_prop_ro(
+          "mapped",
+          [](const GaloisKeys& k) {
+            const std::vector<u64> elements = k.elements();
+            return !elements.empty() &&
+                   std::all_of(elements.begin(), elements.end(), [&](u64 g) { return k.get(g).mapped(); });
+          },
+          kMappedDoc)
       .def("level", [](const GaloisKeys& k, u64 g) { return k.get(g).level(); }, nb::arg("galois_element"));
 
   // The scheme-neutral operations (the scheme evaluators derive from it).

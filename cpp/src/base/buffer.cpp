@@ -18,7 +18,8 @@ Buffer::Buffer(Buffer&& other) noexcept
       words_(std::exchange(other.words_, 0)),
       device_(other.device_),
       pool_(std::exchange(other.pool_, nullptr)),
-      queue_(other.queue_) {}
+      queue_(other.queue_),
+      owner_(std::move(other.owner_)) {}
 
 Buffer& Buffer::operator=(Buffer&& other) noexcept {
   if (this != &other) {
@@ -28,8 +29,18 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
     device_ = other.device_;
     pool_ = std::exchange(other.pool_, nullptr);
     queue_ = other.queue_;
+    owner_ = std::move(other.owner_);
   }
   return *this;
+}
+
+Buffer Buffer::view(const std::uint64_t* data, std::size_t words, std::shared_ptr<const void> owner) {
+  Buffer b;
+  b.data_ = const_cast<std::uint64_t*>(data);  // read only: see the header
+  b.words_ = words;
+  b.device_ = Device::cpu();
+  b.owner_ = std::move(owner);
+  return b;
 }
 
 Buffer Buffer::clone() const { return to(device_); }
@@ -45,6 +56,7 @@ void Buffer::reset() {
   data_ = nullptr;
   words_ = 0;
   pool_ = nullptr;
+  owner_.reset();
 }
 
 }  // namespace ringfire

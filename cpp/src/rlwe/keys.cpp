@@ -52,10 +52,27 @@ KeySwitchKey KeySwitchKey::seeded(RlweContextPtr context, u64 source, std::size_
   return key;
 }
 
+KeySwitchKey KeySwitchKey::from_parts(RlweContextPtr context, u64 source, std::size_t level, Buffer b, Buffer a,
+                                      std::vector<Seed> seeds) {
+  require(context != nullptr, "rlwe.KeySwitchKey", "needs a context");
+  require(level <= context->max_level(), "rlwe.KeySwitchKey",
+          "level " + std::to_string(level) + " exceeds the maximum " + std::to_string(context->max_level()));
+  const std::size_t digits = context->digit_count(level);
+  const std::size_t words = digits * (level + 1 + context->special_count()) * context->n();
+  require(b.size() == words && (a.size() == words || (a.size() == 0 && seeds.size() == digits)),
+          "rlwe.KeySwitchKey",
+          "a level-" + std::to_string(level) + " key holds " + std::to_string(words) + " words per half and " +
+              std::to_string(digits) + " seeds when its a_j are not given; got " + std::to_string(b.size()) + ", " +
+              std::to_string(a.size()) + " words and " + std::to_string(seeds.size()) + " seeds");
+  return KeySwitchKey(std::move(context), source, level, std::move(b), std::move(a), std::move(seeds));
+}
+
 bool KeySwitchKey::expanded() const { return a_.data() != nullptr; }
 
 std::uint64_t KeySwitchKey::resident_bytes() const {
-  return static_cast<std::uint64_t>((b_.size() + a_.size()) * sizeof(u64));
+  // A mapped image's words are the page cache's, not this process's memory.
+  const std::size_t own = (b_.is_view() ? 0 : b_.size()) + (a_.is_view() ? 0 : a_.size());
+  return static_cast<std::uint64_t>(own * sizeof(u64));
 }
 
 void KeySwitchKey::expand_into(u64* out) const {

@@ -173,6 +173,7 @@ class BootstrapKeys(_Key):
 
     _save = staticmethod(_core.save_bootstrap_keys)
     _stream = staticmethod(_core.stream_bootstrap_keys)
+    _image = True
 
     @property
     def expand_per_use(self) -> bool:

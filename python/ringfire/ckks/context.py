@@ -258,6 +258,9 @@ class Context(ContextBase):
         return {**super()._streamed_kinds(),
                 "bootstrap key set": (BootstrapKeys, _core.stream_load_bootstrap_keys)}
 
+    def _mapped_kinds(self) -> dict:
+        return {**super()._mapped_kinds(), "bootstrap key set": (BootstrapKeys, _core.map_bootstrap_keys)}
+
     # ---- bootstrapping ------------------------------------------------------------
     def _native_bootstrapper(self, op: str):
         """The bootstrapping circuit's precomputation (the DFT diagonals, the

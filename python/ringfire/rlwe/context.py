@@ -8,6 +8,7 @@ key generation, Galois elements, default keys and loading serialized objects.
 from __future__ import annotations
 
 import contextlib
+import os
 import numbers
 import weakref
 from dataclasses import dataclass
@@ -341,6 +342,32 @@ class ContextBase:
         if key is None:
             raise ValueError("[io.load] the stream is empty")
         return key
+
+    def _mapped_kinds(self) -> dict:
+        """Key kinds with an image form: name -> (wrapper class, native mapping)."""
+        return {"relinearization key": (RelinKey, _core.map_relin_key),
+                "Galois key set": (GaloisKeys, _core.map_galois_keys)}
+
+    def map_keys(self, path, *, verify: bool = True):
+        """The keys of the image at ``path`` (``key.save_image(path)``), mapped read-only
+        rather than loaded: they take no memory of this process, the kernel pages them in
+        as they are used, shares them between processes that map the same file and drops
+        them under memory pressure (docs/keys.md). The header (kind, parameters, every
+        key's level, digits and source, and the file's exact size) is checked first;
+        ``verify`` also checks the keys' checksum, reading every page once (about a
+        second for N16_BOOT's keys from the page cache). A foreign, truncated or corrupted
+        image raises ``ValueError``; so does an image of these parameters' other kinds."""
+        path = os.fspath(path)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"[io.map_keys] no key image at {path}")
+        if not isinstance(verify, bool):
+            raise TypeError(f"[io.map_keys] verify takes True or False, got {verify!r}")
+        kind = _core.key_image_kind(path)
+        kinds = self._mapped_kinds()
+        if kind not in kinds:
+            raise ValueError(f"[io.map_keys] a {kind} image does not belong to {self.scheme} parameters")
+        wrapper, native_map = kinds[kind]
+        return wrapper(native_map(self._core.rlwe, path, verify), self)
 
     def load_keys(self, file) -> KeySet:
         """Reads a key set written by ``keys.save_to(file)``: every key in the stream,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import secrets
 from dataclasses import dataclass, field
 
 from .. import _core
@@ -18,6 +20,7 @@ def _restore_key(context, data: bytes, device: str):
 class _Key(Placed):
     _save = None
     _stream = None  # the native streamed save, for key kinds that have one
+    _image = False  # whether save_image writes it (switching keys)
 
     def __init__(self, native, context):
         self._context = context
@@ -56,6 +59,33 @@ class _Key(Placed):
         if type(self)._stream is None:
             raise TypeError(f"[io.save_to] a {type(self).__name__} is not streamed; use to_bytes()")
         return rf_io.stream_out(file, self._stream_into)
+
+    @property
+    def mapped(self) -> bool:
+        """Whether the key views a mapped image (``ctx.map_keys``) instead of memory of this process."""
+        return bool(getattr(self._res.any(), "mapped", False))
+
+    def save_image(self, path) -> int:
+        """Writes the key as an image (the words as they sit in memory, page-aligned) to
+        ``path``, which ``ctx.map_keys(path)`` maps read-only instead of loading: the keys'
+        pages are then the kernel's page cache, shared by every process that maps the
+        file and dropped under memory pressure, not memory of this process (docs/keys.md).
+        Written beside ``path`` and renamed there, so a reader never sees half an image.
+        Keys expanded when written map expanded; seeded ones keep their seeds and expand as
+        they do now. Relinearization, Galois and bootstrapping keys; returns the bytes
+        written. An image is a local cache, not a wire format: send ``to_bytes()``."""
+        if not type(self)._image:
+            raise TypeError(f"[io.save_image] a {type(self).__name__} has no image form (relinearization, Galois "
+                            "and bootstrapping keys have)")
+        path = os.fspath(path)
+        partial = f"{path}.partial-{os.getpid()}-{secrets.token_hex(4)}"
+        try:
+            written = _core.save_key_image(self._host(), partial)
+            os.replace(partial, path)
+        finally:
+            if os.path.exists(partial):
+                os.unlink(partial)
+        return written
 
     def _stream_into(self, write) -> None:
         """Hands the serialized key to ``write`` piece by piece."""
@@ -133,6 +163,7 @@ class RelinKey(_Key):
 
     _save = staticmethod(_core.save_relin_key)
     _stream = staticmethod(_core.stream_relin_key)
+    _image = True
 
     level = property(lambda self: self._res.any().level, doc="The highest ciphertext level it switches.")
     nbytes = property(lambda self: self._res.any().nbytes, doc="Bytes it holds in memory.")
@@ -143,6 +174,7 @@ class GaloisKeys(_Key):
 
     _save = staticmethod(_core.save_galois_keys)
     _stream = staticmethod(_core.stream_galois_keys)
+    _image = True
 
     @property
     def elements(self) -> list[int]:

@@ -311,7 +311,7 @@ def create_app(config: ServeConfig) -> FastAPI:
             # The envelope now; loading every word follows off this request's path (KeyChecks).
             quick = host.check_header(kind, part, total)
             if not quick:
-                host.check_keys(kind, part)
+                host.check_keys(kind, part, keep_image=False)  # imaged under its blob's name, at first use
         except (ValueError, TypeError) as e:
             store.drop_upload(uid)
             refuse(422, f"these are not valid {kind} keys for this model: {e}")

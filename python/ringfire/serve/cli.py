@@ -32,6 +32,12 @@ def register(subparsers) -> None:
     p.add_argument("--round-timeout", type=float, default=300.0, help="seconds a job waits for its client")
     p.add_argument("--drain-timeout", type=float, default=600.0, help="seconds a shutdown waits for running jobs")
     p.add_argument("--requests-per-second", type=float, default=50.0, help="per tenant")
+    p.add_argument("--no-key-images", action="store_true",
+                   help="keep checked keys loaded in memory instead of mapping key images written to --store "
+                        "(images take up to twice the uploads' disk space; docs/serving.md)")
+    p.add_argument("--pool-cache-gib", type=float, default=2.0,
+                   help="GiB of freed memory the process keeps for reuse (ringfire.memory.set_cache_limit; "
+                        "default 2: the memory of a large job goes back to the system when it ends)")
     p.set_defaults(func=main)
 
 
@@ -53,7 +59,12 @@ def main(args) -> int:
                          preset=None if args.params else (args.preset or "N14_D6"), params=args.params,
                          activation=args.activation, calibration=args.calibration, packing=args.packing,
                          masking=args.masking, ray=args.ray, queue=args.queue, round_timeout=args.round_timeout,
-                         drain_timeout=args.drain_timeout, requests_per_second=args.requests_per_second)
+                         drain_timeout=args.drain_timeout, requests_per_second=args.requests_per_second,
+                         key_images=not args.no_key_images)
+    if not 0 <= args.pool_cache_gib < 2**20:
+        raise ValueError(f"[serve] --pool-cache-gib takes GiB from 0 up, got {args.pool_cache_gib}")
+    from .. import memory
+    memory.set_cache_limit(int(args.pool_cache_gib * 2**30))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     uvicorn.run(create_app(config), host=args.host, port=args.port, ssl_certfile=args.tls_cert,
                 ssl_keyfile=args.tls_key, timeout_graceful_shutdown=int(config.drain_timeout) + 5,

@@ -33,6 +33,7 @@ class ServeConfig:
     drain_timeout: float = 600.0              # seconds a shutdown waits for the running job
     workers: int = 2                          # jobs run at once: one computes while another waits for its
                                               # client (inter packing: 1, its cached diagonals are shared)
+    key_images: bool = True                   # map checked keys from key images in the store (not loaded)
     name: str = field(default="")             # the model's name (default: the file's stem)
 
     def __post_init__(self):

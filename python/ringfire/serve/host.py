@@ -7,6 +7,13 @@ Galois keys of the model's rotations (inter packing) and the bootstrapping keys 
 that bootstrap). A key set is refused before it is stored when its declared size is
 larger than those parameters make such keys, and checked when complete: its envelope,
 its parameters, its kind, and the rotations it covers.
+
+Checked keys are written once as key images beside their blob (``<blob>.image``:
+relinearization and Galois keys expanded, bootstrapping keys as their seeded halves,
+which expand at each use) and mapped from then on, read-only: their pages are the
+kernel's page cache, shared by every server process that maps them and dropped under
+memory pressure, not the server's anonymous memory, and a restart maps them again
+instead of parsing the upload (docs/serving.md).
 """
 
 from __future__ import annotations
@@ -14,6 +21,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
+import os
 import threading
 from collections import OrderedDict
 
@@ -24,8 +33,13 @@ from .. import io as rf_io
 from ..rlwe.keys import KeySet
 from .config import ServeConfig
 
-# Keys of a few sessions stay loaded (the LRU's bound is in bytes, set by the server).
+log = logging.getLogger("ringfire.serve")
+
+# Keys of a few sessions stay loaded (the LRU's bound is in bytes, set by the server; mapped
+# key images count no bytes, as their pages are the page cache's, and at most MAX_CACHED_BLOBS
+# stay mapped, each one mapping of the process's limited number).
 DEFAULT_KEY_CACHE_BYTES = 8 * 2**30
+MAX_CACHED_BLOBS = 1024
 SLACK = 1 << 20  # envelope headers, seeds, the zstd frame's own bytes
 _ENVELOPE_KINDS = {"relin": "relinearization key", "galois": "Galois key set", "bootstrap": "bootstrap key set",
                    "master": "master key set"}
@@ -137,10 +151,13 @@ class Host:
         raise KeyError(kind)
 
     # ---- session keys --------------------------------------------------------------------
-    def check_keys(self, kind: str, path):
-        """The key object in the file at `path` (a complete upload, read as it streams in), or
-        ValueError saying what is wrong."""
-        obj = self._load_blob(path)
+    def check_keys(self, kind: str, path, *, keep_image: bool = True):
+        """The key object in the file at `path` (a complete upload, read as it streams in, or
+        its key image once one was written), or ValueError saying what is wrong.
+        ``keep_image=False``: no image is written (a file about to move, or be dropped)."""
+        obj = self._mapped(image_path(path)) if self.config.key_images else None
+        if obj is None:
+            obj = self._load_blob(path)
         expected = {"relin": "RelinKey", "galois": "GaloisKeys", "bootstrap": "BootstrapKeys",
                     "master": "MasterKeys"}[kind]
         if type(obj).__name__ != expected:
@@ -162,7 +179,36 @@ class Host:
             if missing:
                 raise ValueError(f"[serve] the Galois keys lack rotations {missing[:8]} the model needs "
                                  f"(all: {self.rotations})")
-        return obj
+        if obj.mapped or kind == "master" or not self.config.key_images or not keep_image:
+            return obj
+        return self._imaged(obj, image_path(path))
+
+    def _mapped(self, image):
+        """The keys of the image at `image`, mapped and verified (None: no usable image; a
+        damaged one is removed, and the blob it came from is loaded again)."""
+        if not image.exists():
+            return None
+        try:
+            return self.ctx.map_keys(image, verify=True)
+        except ValueError as e:
+            log.warning("key image %s refused (%s): loading its blob again", image.name, e)
+            image.unlink(missing_ok=True)
+            return None
+
+    def _imaged(self, obj, image):
+        """`obj` written as a key image at `image` and mapped from there, so the loaded copy
+        goes (relinearization and Galois keys expanded first: mapped whole, nothing to expand
+        per process; bootstrapping keys keep their seeds and expand at each use). Where the
+        image cannot be written (a full disk, say), the loaded keys serve as they are."""
+        try:
+            if type(obj).__name__ != "BootstrapKeys":
+                obj.expand()
+            obj.save_image(image)
+            os.chmod(image, 0o444)
+            return self.ctx.map_keys(image, verify=False)  # written from checked keys just now
+        except (OSError, RuntimeError, ValueError) as e:
+            log.warning("key image %s not written (%s): serving the loaded keys", image.name, e)
+            return obj
 
     @contextlib.contextmanager
     def loading(self, path):
@@ -217,7 +263,7 @@ class Host:
             if (hit := self._hit(str(path))) is not None:
                 return hit
             obj = load()
-            self._keep(str(path), obj, path.stat().st_size)
+            self._keep(str(path), obj, path.stat().st_size if path.exists() else 0)
         return obj
 
     def _hit(self, key: str):
@@ -229,10 +275,12 @@ class Host:
             return entry[0]
 
     def _keep(self, key: str, obj, size: int) -> None:
+        size = 0 if getattr(obj, "mapped", False) else size  # mapped keys are the page cache's
         with self._lock:
             self._cache[key] = (obj, size)
             self._cache_bytes += size
-            while self._cache_bytes > self._cache_limit and len(self._cache) > 1:
+            while (self._cache_bytes > self._cache_limit or len(self._cache) > MAX_CACHED_BLOBS) \
+                    and len(self._cache) > 1:
                 _, (_, dropped) = self._cache.popitem(last=False)
                 self._cache_bytes -= dropped
 
@@ -256,17 +304,24 @@ class Host:
 
     def _derived(self, master_path, master):
         """The Galois keys derived from the stored master keys at `master_path`: derived once and
-        kept beside them (content-addressed by the master keys' blob and the rotations), so other
-        sessions with the same keys and restarts load them instead of deriving again."""
+        kept beside them as a key image (content-addressed by the master keys' blob and the
+        rotations), so other sessions with the same keys and restarts map them instead of
+        deriving again."""
         steps = hashlib.sha256(json.dumps(sorted(self.rotations)).encode()).hexdigest()[:16]
         path = master_path.with_name(f"{master_path.name}.galois-{steps}")
 
         def load():
-            if path.exists():
-                return self.ctx.load_from(path)
-            galois = self.derive(master)
-            galois.save_to(path)  # atomic: a temporary file renamed into place
-            return galois
+            if self.config.key_images and (mapped := self._mapped(image_path(path))) is not None:
+                return mapped
+            galois = self.ctx.load_from(path) if path.exists() else self.derive(master)
+            if not self.config.key_images:
+                if not path.exists():
+                    galois.save_to(path)  # atomic: a temporary file renamed into place
+                return galois
+            image = self._imaged(galois, image_path(path))
+            if image.mapped:
+                path.unlink(missing_ok=True)  # the image replaces the derived keys' envelope
+            return image
 
         return self._cached(path, load)
 
@@ -275,3 +330,8 @@ class Host:
 
     def max_input_entries(self) -> int:
         return max(1, int(np.prod(self.model.graph.input_shape))) if self.config.packing == "batch" else self.ctx.slots
+
+
+def image_path(blob):
+    """Where the key image of the stored blob at `blob` lives (beside it)."""
+    return blob.with_name(blob.name + ".image")

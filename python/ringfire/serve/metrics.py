@@ -16,6 +16,19 @@ def _resident_bytes() -> float:
         return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
 
 
+def _anonymous_bytes() -> float:
+    """RssAnon: the resident memory that is the process's own, without mapped files (the
+    key images' pages are the page cache's: shared, and dropped under pressure)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("RssAnon:"):
+                    return float(int(line.split()[1]) * 1024)
+    except OSError:
+        pass
+    return float("nan")
+
+
 class Metrics:
     def __init__(self):
         self.registry = CollectorRegistry()
@@ -33,3 +46,5 @@ class Metrics:
         self.refused = Counter("ringfire_refused_total", "Requests refused, by reason", ["reason"], registry=r)
         Gauge("ringfire_resident_memory_bytes", "The server's resident memory", registry=r).set_function(
             _resident_bytes)
+        Gauge("ringfire_anonymous_memory_bytes", "The server's resident memory other than mapped files (key images "
+              "are mapped: their pages are the page cache's)", registry=r).set_function(_anonymous_bytes)

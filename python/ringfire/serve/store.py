@@ -207,7 +207,10 @@ class Store:
         self._q("delete from session_keys where sha256 = ? and session in (select id from sessions where tenant = ?)",
                 (sha, tenant))
         self._q("delete from blobs where tenant = ? and sha256 = ?", (tenant, sha))
-        self.blob_path(tenant, sha).unlink(missing_ok=True)
+        blob = self.blob_path(tenant, sha)
+        for derived in blob.parent.glob(f"{sha}.*"):  # its key image, keys derived from it and their images
+            derived.unlink(missing_ok=True)
+        blob.unlink(missing_ok=True)
         return sessions
 
     def drop_upload(self, uid: str) -> None:

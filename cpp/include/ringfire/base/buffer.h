@@ -1,11 +1,13 @@
 // Buffer: a run of uint64 words on a Device, borrowed from that device's
 // caching pool (for the calling thread's current queue) and returned to it on
 // destruction. Move-only; copies are explicit (clone, to) so no hidden
-// transfers happen.
+// transfers happen. A host buffer may instead view memory something else owns
+// (a read-only file mapping: io/key_image.h), kept alive while the view lives.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "ringfire/base/device.h"
 #include "ringfire/base/memory_pool.h"
@@ -23,6 +25,13 @@ class Buffer {
   Buffer& operator=(Buffer&& other) noexcept;
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
+
+  // A host buffer over `words` words at `data`, which `owner` keeps valid; the
+  // words are read, never written (a mapping may be read-only), and nothing
+  // returns to a pool.
+  static Buffer view(const std::uint64_t* data, std::size_t words, std::shared_ptr<const void> owner);
+  // Whether this buffer views memory it does not own (view()).
+  bool is_view() const { return owner_ != nullptr; }
 
   // A new buffer on the same device holding the same words.
   Buffer clone() const;
@@ -42,6 +51,7 @@ class Buffer {
   Device device_;
   MemoryPool* pool_ = nullptr;
   QueueHandle queue_ = 0;  // where the block goes back to (see memory_pool.h)
+  std::shared_ptr<const void> owner_;  // a view's owner (pool_ is then null)
 };
 
 }  // namespace ringfire

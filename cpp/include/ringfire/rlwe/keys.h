@@ -70,6 +70,12 @@ class KeySwitchKey {
   // saved or sent never holds them: half the memory, and none of the time of
   // touching it (fresh pages cost more than the expansion on a virtual machine).
   static KeySwitchKey seeded(RlweContextPtr context, u64 source, std::size_t level);
+  // A key over buffers made elsewhere: `b`, and `a` or (when `a` is empty) one
+  // seed per digit to expand the a_j from, each half digits x poly_words()
+  // words. Key images (io/key_image.h) hand over views of their mapping this
+  // way. Raises InvalidArgument on a level, size or seed count that does not fit.
+  static KeySwitchKey from_parts(RlweContextPtr context, u64 source, std::size_t level, Buffer b, Buffer a,
+                                 std::vector<Seed> seeds);
   const RlweContextPtr& context() const { return context_; }
   u64 source() const { return source_; }
   std::uint64_t fingerprint() const { return context_->fingerprint(); }
@@ -80,10 +86,14 @@ class KeySwitchKey {
   std::size_t poly_words() const { return (level_ + 1 + context_->special_count()) * context_->n(); }
   // Bytes the key holds in memory with its a_j expanded.
   std::uint64_t bytes() const { return static_cast<std::uint64_t>(2 * digits_ * poly_words() * sizeof(u64)); }
-  // Bytes it holds now (half of bytes() while a seeded key's a_j are unexpanded).
+  // Bytes it holds now (half of bytes() while a seeded key's a_j are unexpanded;
+  // none of a mapped image's, which are the page cache's).
   std::uint64_t resident_bytes() const;
   // Whether the a_j are in memory.
   bool expanded() const;
+  // Whether the key views a mapped key image (io/key_image.h) rather than
+  // holding its b_j in this process's memory.
+  bool mapped() const { return b_.is_view(); }
   // Expands the a_j now if they are not in memory (before timing or measuring
   // memory, say); otherwise the first use does.
   void expand() const { expanded_a(); }
