@@ -29,7 +29,7 @@ from .config import ServeConfig
 from .host import Host
 from .jobs import Job, JobRunner, QueueFull
 from .keychecks import KeyChecks
-from .metrics import Metrics
+from .metrics import Metrics, RequestTimer
 from .store import TERMINAL, ChunkBusy, Store
 
 log = logging.getLogger("ringfire.serve")
@@ -144,13 +144,7 @@ def create_app(config: ServeConfig) -> FastAPI:
         log.exception("internal error on %s %s", request.method, request.url.path)
         return JSONResponse({"error": f"internal error: {type(exc).__name__}", "status": 500}, 500)
 
-    @app.middleware("http")
-    async def observe(request: Request, call_next):
-        start = time.perf_counter()
-        response = await call_next(request)
-        route = getattr(request.scope.get("route"), "path", "unmatched")
-        metrics.requests.labels(route, str(response.status_code)).observe(time.perf_counter() - start)
-        return response
+    app.add_middleware(RequestTimer, metrics=metrics)
 
     def tenant(request: Request) -> str:
         who = tenant_of(request.headers.get("authorization"), tokens)

@@ -23,6 +23,7 @@ from .. import _progress, ckks
 from ..ckks.batch import EncryptedTensor
 from ..nn.client import LocalClient, encryption_level
 from . import wire
+from .inorder import InOrder
 
 CHUNK = 16 * 2**20
 
@@ -127,6 +128,7 @@ class Session:
         self.packing = info["parameters"]["packing"]
         self.local = LocalClient(ctx, secret_key, keys)
         self.rounds = 0
+        self.upload_timings: dict = {}  # per kind, from the last upload_keys (bytes, prepare_s, transfer_s)
 
     # ---- keys ---------------------------------------------------------------------------
     def upload_keys(self, progress: bool | None = None) -> dict:
@@ -134,9 +136,12 @@ class Session:
         (same SHA-256), else uploaded in chunks, from the server's offset when an earlier
         upload was interrupted. Each key is streamed into a temporary file first (its bytes are
         never held whole beside the keys: 3.48 GiB at N16_BOOT) and the chunks are read from
-        there. Returns {kind: "linked" | "uploaded" | "stored"}."""
+        there. Returns {kind: "linked" | "uploaded" | "stored"}; ``upload_timings`` then holds,
+        per uploaded kind, its bytes and the seconds spent writing and hashing it here
+        (``prepare_s``) and sending it until the server kept it (``transfer_s``)."""
         status = self.client.request("GET", f"/v1/sessions/{self.id}").json()["keys"]
         out = {}
+        self.upload_timings = {}
         for kind, st in status.items():
             if st["stored"]:
                 out[kind] = "stored"
@@ -145,9 +150,11 @@ class Session:
                 kind, st = "master", {}  # the server derives the Galois keys; a 409 says where to resume
             with tempfile.TemporaryFile() as data:
                 # The SHA-256s (the whole key's and each chunk's) as the key is written: no second pass.
+                start = time.perf_counter()
                 hashing = _HashingWriter(data, self.client.chunk_bytes)
                 total = getattr(self.keys, kind).save_to(hashing)
                 sha = hashing.hexdigest()
+                prepared = time.perf_counter()
                 linked = self.client.request("POST", f"/v1/sessions/{self.id}/keys/{kind}/link",
                                              expect=(200, 404), json={"sha256": sha})
                 if linked.status_code == 200:
@@ -155,6 +162,8 @@ class Session:
                     continue
                 self._upload(kind, data, total, sha, st["received"] if st.get("total") == total else 0, progress,
                              hashing.chunks)
+                self.upload_timings[kind] = {"bytes": total, "prepare_s": prepared - start,
+                                             "transfer_s": time.perf_counter() - prepared}
             out[kind] = "uploaded"
         return out
 
@@ -253,20 +262,24 @@ class Session:
 
 
 PIECE = 1 << 20  # what a chunk is read and sent in
+WHOLE_DIGEST_BEHIND = 16 * PIECE  # copies of written pieces waiting for the whole key's digest
 
 
 class _HashingWriter:
     """A binary file's ``write`` that also feeds the SHA-256 of everything written and one of
-    each `chunk`-byte stretch (``chunks``: {offset: hex digest})."""
+    each `chunk`-byte stretch (``chunks``: {offset: hex digest}). The whole digest runs on a
+    second thread (inorder.py) from a copy of each piece (a save lends its pieces only for
+    the call), beside the chunks' digests and the file write here."""
 
     def __init__(self, file, chunk: int):
         self._file, self._digest, self._chunk = file, hashlib.sha256(), chunk
         self._written, self._current = 0, hashlib.sha256()
+        self._whole = InOrder(self._digest.update, WHOLE_DIGEST_BEHIND)
         self.chunks: dict[int, str] = {}
 
     def write(self, data) -> int:
         view = memoryview(data).cast("B")
-        self._digest.update(view)
+        self._whole.put(bytes(view))
         while len(view):
             room = self._chunk - self._written % self._chunk
             part, view = view[:room], view[room:]
@@ -287,6 +300,8 @@ class _HashingWriter:
         if self._written % self._chunk:
             start = self._written // self._chunk * self._chunk
             self.chunks[start] = self._current.copy().hexdigest()
+        self._whole.finish()
+        self._whole = InOrder(self._digest.update, WHOLE_DIGEST_BEHIND)  # for writes after this call
         return self._digest.hexdigest()
 
 

@@ -4,6 +4,7 @@ several servers in one process (tests) do not collide."""
 from __future__ import annotations
 
 import resource
+import time
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -48,3 +49,29 @@ class Metrics:
             _resident_bytes)
         Gauge("ringfire_anonymous_memory_bytes", "The server's resident memory other than mapped files (key images "
               "are mapped: their pages are the page cache's)", registry=r).set_function(_anonymous_bytes)
+
+
+class RequestTimer:
+    """ASGI middleware that times every HTTP request into ``ringfire_request_seconds`` by route
+    and status. A plain ASGI wrapper, not Starlette's BaseHTTPMiddleware: that one relays the
+    request body through a stream of its own and runs the endpoint in a separate task, which
+    made sending a 58.5 MiB key take 0.35-0.41 s instead of 0.22-0.24 (BENCHMARKS.md, "Serving")."""
+
+    def __init__(self, app, metrics: Metrics):
+        self.app, self.metrics = app, metrics
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        start, status = time.perf_counter(), [500]
+
+        async def send_observed(message):
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_observed)
+        finally:
+            route = getattr(scope.get("route"), "path", "unmatched")  # the router fills the shared scope
+            self.metrics.requests.labels(route, str(status[0])).observe(time.perf_counter() - start)

@@ -27,6 +27,7 @@ import uuid
 from pathlib import Path
 
 from ..io import sha256_of_file, write_atomically
+from .inorder import InOrder
 
 SCHEMA = """
 create table if not exists sessions (id text primary key, tenant text not null, model text not null,
@@ -44,6 +45,7 @@ create unique index if not exists jobs_idempotency on jobs (session, idempotency
 """
 
 TERMINAL = ("done", "failed")
+BEHIND_BYTES = 8 * 2**20  # pieces of a chunk waiting for the file and the upload's digest
 
 
 class ChunkBusy(RuntimeError):
@@ -275,7 +277,10 @@ class Store:
 
 class ChunkWriter:
     """One chunk of an upload, written to its part file and hashed (the chunk's SHA-256 and the
-    upload's running one) as its pieces arrive."""
+    upload's running one) as its pieces arrive. The chunk's digest is taken where the pieces
+    arrive (the event loop); the file write and the upload's digest run on a thread of the
+    chunk's own (inorder.py), so the two hashes use both cores. The thread is drained before
+    the chunk is kept or cut off."""
 
     def __init__(self, store: Store, uid: str, offset: int, digest):
         self.store, self.uid, self.offset, self.size = store, uid, offset, 0
@@ -283,12 +288,16 @@ class ChunkWriter:
         self._file = open(store.part_path(uid), "r+b")
         self._file.seek(offset)
         self._kept = False
+        self._behind = InOrder(self._write_behind, BEHIND_BYTES)
 
-    def write(self, piece) -> None:
+    def _write_behind(self, piece) -> None:
         self._file.write(piece)
-        self._chunk.update(piece)
         if self._whole is not None:
             self._whole.update(piece)
+
+    def write(self, piece) -> None:
+        self._behind.put(piece)
+        self._chunk.update(piece)
         self.size += len(piece)
 
     def sha256(self) -> str:
@@ -296,6 +305,7 @@ class ChunkWriter:
 
     def keep(self) -> int:
         """The chunk counts: returns the bytes the upload now holds."""
+        self._behind.finish()
         self._file.truncate()
         self._file.close()
         self._kept = True
@@ -309,7 +319,14 @@ class ChunkWriter:
     def __exit__(self, *exc) -> None:
         try:
             if not self._kept:  # refused or cut off: the file ends where the last kept chunk did
-                self._file.truncate(self.offset)
-                self._file.close()
+                try:
+                    self._behind.finish()
+                except Exception:
+                    if exc[0] is None:
+                        raise  # else the refusal under way says more than the write behind it
+                finally:
+                    self._file.truncate(self.offset)
+                    self._file.close()
         finally:
             self.store._released(self.uid)
+
