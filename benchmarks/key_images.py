@@ -21,7 +21,10 @@ Each reports the seconds until the keys are usable, the process's RssAnon and Rs
 growth, two uses of the keys (a relinearization, a rotation, a bootstrap; the first
 bootstrap also builds its circuit) and RssAnon after them (bootstrapping keys expand their
 uniform halves at each use, a limb at a time).
-Two processes mapping the same image share its pages; two loading it hold two copies.
+Then two processes at once hold the bootstrapping keys (the Galois keys where the preset
+does not bootstrap), loaded or mapped (verified: every page read), and their PSS (proportional
+set size, from /proc/PID/smaps_rollup) shows what they share: two processes mapping the same
+image share its pages; two loading it hold two copies. ``--sharing-only`` runs that part alone.
 """
 
 from __future__ import annotations
@@ -108,12 +111,51 @@ def child(args) -> None:
                       "rss_anon_after_use_gib": round((use_memory["RssAnon"] - before["RssAnon"]) / GIB, 3)}))
 
 
+HOLDER = ("import sys, time, ringfire as rf; d, kind, way = sys.argv[1:4]; "
+          "ctx = rf.ckks.Context.from_bytes(open(d + '/params', 'rb').read()); "
+          "key = ctx.map_keys(f'{d}/{kind}.image', verify=True) if way == 'map' else ctx.load_from(f'{d}/{kind}.blob'); "
+          "print('ready', flush=True); time.sleep(60)")
+
+
+def smaps_rollup(pid: int) -> dict:
+    out = {}
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            name, *rest = line.split()
+            if name.rstrip(":") in ("Rss", "Pss", "Pss_Anon", "Pss_File"):
+                out[name.rstrip(":").lower() + "_gib"] = round(int(rest[0]) * 1024 / GIB, 3)
+    return out
+
+
+def sharing(d: str, kind: str) -> dict:
+    """Two processes holding the same keys at once, loaded then mapped: their memory as the
+    kernel accounts it (PSS splits shared pages between the processes that map them)."""
+    out = {}
+    for way in ("load", "map"):
+        holders = [subprocess.Popen([sys.executable, "-c", HOLDER, d, kind, way], stdout=subprocess.PIPE, text=True)
+                   for _ in range(2)]
+        try:
+            for h in holders:
+                if h.stdout.readline().strip() != "ready":
+                    raise RuntimeError(f"a {way} holder failed")
+            out[way] = [smaps_rollup(h.pid) for h in holders]
+        finally:
+            for h in holders:
+                h.kill()
+                h.wait()
+        pss = [r["pss_gib"] for r in out[way]]
+        print(f"  two processes, {kind} keys {dict(load='loaded', map='mapped')[way]}: RSS {out[way][0]['rss_gib']:.2f} GiB each, PSS "
+              f"{pss[0]:.2f} + {pss[1]:.2f} = {sum(pss):.2f} GiB", flush=True)
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--preset", default="N16_BOOT")
     p.add_argument("--rotations", type=int, default=16, help="power-of-two rotation steps in the Galois keys")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--json", default=None)
+    p.add_argument("--sharing-only", action="store_true", help="only the two processes holding the same keys")
     p.add_argument("--dir", default=None, help="(internal) the files of a run")
     p.add_argument("--child", default=None, help="(internal) kind,way,cold")
     args = p.parse_args()
@@ -146,7 +188,7 @@ def main() -> None:
                   f"(written in {files[kind]['image_write_s']} s)", flush=True)
         del sk, keys
         rows = []
-        for kind in kinds:
+        for kind in [] if args.sharing_only else kinds:
             for cold in ("cold", "warm"):
                 for way in ("load", "map"):
                     out = subprocess.run([sys.executable, __file__, "--dir", d, "--child", f"{kind},{way},{cold}",
@@ -157,8 +199,9 @@ def main() -> None:
                           f"+{row['rss_anon_gib']:.3f} GiB, RssFile +{row['rss_file_gib']:.3f} GiB; uses "
                           f"{row['first_use_s']:.3f} / {row['second_use_s']:.3f} s, RssAnon then "
                           f"+{row['rss_anon_after_use_gib']:.3f} GiB", flush=True)
+        shared = sharing(d, kinds[-1])
     result = {"preset": args.preset, "rotations": args.rotations, "threads": args.threads, "cpu": cpu_model(),
-              "date": time.strftime("%Y-%m-%d"), "files": files, "rows": rows}
+              "date": time.strftime("%Y-%m-%d"), "files": files, "rows": rows, "two_processes": shared}
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)

@@ -153,6 +153,10 @@ def test_client_aided_models_are_bit_identical_and_keys_reach_each_node_once(clu
     assert executor.stats["tasks"] > 2 * len(fetched)
     for hashes in fetched.values():
         assert len(hashes) == len(set(hashes)) >= 1
+    # The workers mapped the keys from images beside each node's bundle (one copy per node).
+    assert executor.stats["keys_mapped"] and executor.summary()["keys_mapped"]
+    for node, hashes in fetched.items():
+        assert all((cluster.base / node / f"{sha}.relin.image").exists() for sha in hashes)
 
 
 def test_an_inter_packed_bootstrapped_residual_cnn_is_bit_identical(cluster):

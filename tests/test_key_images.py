@@ -153,3 +153,28 @@ def test_refusals_name_the_problem(ckks_keys, boot_image, tmp_path):
             key.save_image(tmp_path / "nope")
     assert not any(p.name.startswith("nope") for p in tmp_path.iterdir())  # nothing left behind
 
+
+
+def test_a_ray_workers_bundle_maps_its_keys_from_images_written_once(ckks_keys, tmp_path):
+    """A worker's key bundle (distributed/bundle.py): the first open writes the images beside
+    it, later opens (other worker processes on the node) only map them, and a damaged image
+    is written again from the bundle."""
+    from ringfire.distributed.bundle import KeyBundle, image_paths, map_bundle_file
+    ctx, _, keys = ckks_keys
+    bundle = KeyBundle.of(ctx, rf.rlwe.keys.KeySet(relin=keys.relin, galois=keys.galois))
+    path = tmp_path / bundle.sha256
+    path.write_bytes(bundle.blob)
+    opened_ctx, opened = map_bundle_file(path)
+    images = image_paths(path)
+    assert sorted(images) == ["galois", "relin"] and all(p.exists() for p in images.values())
+    assert opened.relin.mapped and opened.galois.mapped and opened_ctx.fingerprint == ctx.fingerprint
+    assert opened.relin.to_bytes() == keys.relin.to_bytes() and opened.galois.to_bytes() == keys.galois.to_bytes()
+    written = {kind: p.stat().st_mtime_ns for kind, p in images.items()}
+    _, again = map_bundle_file(path)
+    assert {kind: p.stat().st_mtime_ns for kind, p in images.items()} == written  # mapped, not rewritten
+    damaged = bytearray(images["relin"].read_bytes())
+    damaged[-16] ^= 4
+    (tmp_path / "damaged").write_bytes(bytes(damaged))
+    os.replace(tmp_path / "damaged", images["relin"])
+    _, healed = map_bundle_file(path)
+    assert healed.relin.mapped and healed.relin.to_bytes() == keys.relin.to_bytes()

@@ -46,23 +46,28 @@ class KeyBundle:
         return len(self.blob)
 
 
+def _open_parts(f) -> tuple:
+    """(context, the key parts [(kind, bytes)]) of the bundle file `f`, read up to its keys."""
+    head = f.read(10)
+    if head[:4] != MAGIC:
+        raise ValueError("[distributed] not a key bundle (bad magic bytes)")
+    version, length = struct.unpack_from("<HI", head, 4)
+    if version != VERSION:
+        raise ValueError(f"[distributed] key bundle version {version}; this ringfire reads version {VERSION}")
+    parts = json.loads(f.read(length))["parts"]
+    if not parts or parts[0][0] != "context":
+        raise ValueError("[distributed] key bundle: the context must come first")
+    return pickle.loads(f.read(parts[0][1])), parts[1:]
+
+
 def open_bundle_file(path):
     """(context, KeySet) from a bundle in a file, each key streamed from it (``ctx.load_from``):
     the keys are never held beside their bytes, so a worker holds the keys alone."""
     from ..rlwe.keys import KeySet
     with open(path, "rb") as f:
-        head = f.read(10)
-        if head[:4] != MAGIC:
-            raise ValueError("[distributed] not a key bundle (bad magic bytes)")
-        version, length = struct.unpack_from("<HI", head, 4)
-        if version != VERSION:
-            raise ValueError(f"[distributed] key bundle version {version}; this ringfire reads version {VERSION}")
-        parts = json.loads(f.read(length))["parts"]
-        if not parts or parts[0][0] != "context":
-            raise ValueError("[distributed] key bundle: the context must come first")
-        ctx = pickle.loads(f.read(parts[0][1]))
+        ctx, parts = _open_parts(f)
         keys = {}
-        for name, size in parts[1:]:
+        for name, size in parts:
             if name not in KEY_KINDS:
                 raise ValueError(f"[distributed] key bundle: unknown part {name!r}")
             start = f.tell()
@@ -73,3 +78,42 @@ def open_bundle_file(path):
         if f.read(1):
             raise ValueError("[distributed] key bundle: bytes after the last part")
     return ctx, KeySet(**keys)
+
+
+def image_paths(path) -> dict:
+    """Where the key images of the bundle at `path` live (beside it): kind -> path."""
+    from pathlib import Path
+    path = Path(path)
+    with open(path, "rb") as f:
+        _, parts = _open_parts(f)
+    return {name: path.with_name(f"{path.name}.{name}.image") for name, _ in parts}
+
+
+def map_bundle_file(path):
+    """(context, KeySet) of a bundle with its keys mapped from key images beside it
+    (``ctx.map_keys``): every worker process on a node shares one copy of the keys, the
+    page cache's. The first process to open a bundle writes the images (relinearization and
+    Galois keys expanded, bootstrapping keys seeded, as ringfire serve writes them), each
+    renamed into place whole, so processes that race write the same bytes and any of them
+    wins."""
+    from ..rlwe.keys import KeySet
+    images = image_paths(path)
+    with open(path, "rb") as f:
+        ctx, _ = _open_parts(f)
+    for attempt in range(2):
+        if not all(image.exists() for image in images.values()):
+            _, loaded = open_bundle_file(path)
+            for kind, image in images.items():
+                if not image.exists():
+                    key = getattr(loaded, kind)
+                    if kind != "bootstrap":
+                        key.expand()
+                    key.save_image(image)
+            del loaded
+        try:
+            return ctx, KeySet(**{kind: ctx.map_keys(image, verify=True) for kind, image in images.items()})
+        except ValueError:  # a damaged image: written again from the bundle (checked by its SHA-256)
+            if attempt:
+                raise
+            for image in images.values():
+                image.unlink(missing_ok=True)

@@ -73,7 +73,8 @@ class RayExecutor:
         self._task = ray.remote(run_chunk).options(num_cpus=cpus_per_task, max_retries=0)
         self.stats = {"maps": 0, "tasks": 0, "items": 0, "retried": 0, "errors": [], "nodes": set(),
                       "task_seconds": 0.0, "shared_bytes": 0, "result_bytes": 0, "bundle_bytes": 0,
-                      "peak_rss": {}}  # node -> the largest resident set of a worker process there
+                      "peak_rss": {},  # node -> the largest resident set of a worker process there
+                      "keys_mapped": True}  # every task's keys were mapped key images (worker.py)
 
     # ---- the cluster ------------------------------------------------------------------------
     @property
@@ -133,6 +134,7 @@ class RayExecutor:
             s["tasks"] += 1
             s["nodes"].add(reply["node"])
             s["peak_rss"][reply["node"]] = max(s["peak_rss"].get(reply["node"], 0), reply["peak_rss"])
+            s["keys_mapped"] = s["keys_mapped"] and reply.get("keys_mapped", False)
             s["task_seconds"] += reply["seconds"]
             s["result_bytes"] += _shared_bytes(reply["results"])
 
@@ -144,7 +146,7 @@ class RayExecutor:
                     "nodes": len(s["nodes"]), "retried": s["retried"], "errors": list(s["errors"][-5:]),
                     "task_seconds": round(s["task_seconds"], 3), "bytes_out": s["shared_bytes"],
                     "bytes_back": s["result_bytes"], "key_bundle_bytes": s["bundle_bytes"],
-                    "peak_worker_rss_bytes": max(s["peak_rss"].values(), default=0)}
+                    "peak_worker_rss_bytes": max(s["peak_rss"].values(), default=0), "keys_mapped": s["keys_mapped"]}
 
     # ---- the work -----------------------------------------------------------------------------
     def _chunks(self, items: list) -> list:

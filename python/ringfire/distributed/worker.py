@@ -2,10 +2,12 @@
 
 Keys are fetched once per node: the first task on a node that lacks a bundle gets it (from
 the driver's object store, or a shared path), checks its SHA-256 and writes it to the node's
-key cache (``RINGFIRE_KEY_CACHE``, else ``<temp dir>/ringfire-keys``) under that hash; every
-later task on the node reads it from there, and each worker process keeps the opened keys in
-memory for the tasks after it. A worker process that dies costs a reload from the node's
-disk, not a fetch. ``fetches.log`` in the cache records each fetch (hash, node, process).
+key cache (``RINGFIRE_KEY_CACHE``, else ``<temp dir>/ringfire-keys``) under that hash, with
+its keys written once as key images beside it; every worker process on the node maps those
+images read-only (``ctx.map_keys``), so the node's processes share one copy of the keys (the
+page cache's) and each keeps its mapping for the tasks after it. A worker process that dies
+costs a mapping, not a fetch or a load. ``fetches.log`` in the cache records each fetch
+(hash, node, process).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 from .. import _core
 from ..io import sha256_of_file, write_atomically
 from ..parallel import forget_key_set
-from .bundle import open_bundle_file
+from .bundle import map_bundle_file
 from .codec import decode, decode_shared, encode
 
 _OPENED: dict = {}  # bundle SHA-256 -> (context, keys, evaluator), in this process
@@ -79,7 +81,7 @@ def opened(sha: str, source):
         forget_key_set()  # and what was cached for it (its context and keys with it)
         gc.collect()
         _reset_peak_rss()  # the peak reported from here on is this key set's job's, not the last one's
-        ctx, keys = open_bundle_file(bundle_path(sha, source))
+        ctx, keys = map_bundle_file(bundle_path(sha, source))
         hit = _OPENED[sha] = (ctx, keys, ctx.evaluator(keys))
     return hit
 
@@ -119,5 +121,6 @@ def run_chunk(sha: str, source, fn, items: list, shared, const, threads: int) ->
     inputs = decode_shared(shared, ctx, keys)
     constant = decode(const, ctx, keys)
     results = [encode(fn(ev, inputs, item, constant)) for item in items]
+    mapped = all(key.mapped for key in (keys.relin, keys.galois, keys.bootstrap) if key is not None)
     return {"results": results, "node": _node_id(), "pid": os.getpid(), "seconds": time.perf_counter() - start,
-            "peak_rss": peak_rss()}
+            "peak_rss": peak_rss(), "keys_mapped": mapped}
