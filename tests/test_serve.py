@@ -430,7 +430,7 @@ def test_health_answers_fast_during_an_inference_and_metrics_count(served):
     assert latencies[len(latencies) // 2] < 0.1 and latencies[-1] < 1.0, latencies
     text = httpx.get(f"{url}/metrics").text
     for name in ("ringfire_request_seconds", "ringfire_job_seconds", "ringfire_queue_depth",
-                 "ringfire_uploaded_bytes_total", "ringfire_resident_memory_bytes"):
+                 "ringfire_uploaded_bytes_total", "ringfire_resident_memory_bytes", "ringfire_anonymous_memory_bytes"):
         assert name in text
     client.close()
 

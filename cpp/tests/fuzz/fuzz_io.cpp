@@ -1,24 +1,30 @@
 // Fuzz target for the loaders: every input is offered to every loader of
 // io/serialize.h (the streamed ones too), a ciphertext that loads is
-// decrypted and master keys that load derive keys. The only
+// decrypted and master keys that load derive keys; an input that starts as a
+// key image (io/key_image.h) is written to a file and mapped, checked and
+// unchecked, and a key that maps relinearizes. The only
 // acceptable failure is InvalidArgument; anything else (another exception, a
 // crash, a sanitizer report) is a bug.
 //
 // Input: a flags byte, then the object bytes. Flag bit 0 recomputes the
-// trailing checksum first, so mutations reach the payload parser instead of
-// stopping at the checksum.
+// trailing checksum first (a key image's header and data checksums), so
+// mutations reach the payload parser instead of stopping at the checksum.
 //
 // Two drivers: built with -fsanitize=fuzzer (clang's libFuzzer), the entry
 // point below is all there is (RINGFIRE_LIBFUZZER); otherwise main() runs a
 // deterministic mutation loop over valid objects of every kind (bit flips,
 // byte sets, truncations, insertions, field-sized overwrites), which any
 // compiler and sanitizer can build.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <random>
 #include <string>
@@ -32,6 +38,7 @@
 #include "ringfire/ckks/decryptor.h"
 #include "ringfire/ckks/evaluator.h"
 #include "ringfire/io/checksum.h"
+#include "ringfire/io/key_image.h"
 #include "ringfire/io/serialize.h"
 #include "ringfire/io/serialize_tfhe.h"
 #include "ringfire/arith/primes.h"
@@ -59,6 +66,7 @@ struct Target {
   PublicKey pk;
   RelinKey rk;
   GaloisKeys gk;
+  Ciphertext product;  // size 3: what a relinearization key that maps is tried on
   IntegerTarget bgv;
   // FHEW/TFHE: a tiny set (n=8, N=64) with its keys.
   tfhe::Params tp;
@@ -96,19 +104,35 @@ struct Target {
     const tfhe::Bootstrapper tboot(*tsk, prng);
     io::TfheCiphertexts tcts{0, 0, {2}, std::vector<std::uint32_t>(2 * 9)};
     tsk->encrypt(std::vector<std::uint32_t>{16, 112}.data(), 2, tcts.words.data(), prng);
-    Target t{ctx, std::move(sk), std::move(pk), std::move(rk), std::move(gk), {bctx, std::move(bsk)}, tp, tsk, {}};
     std::vector<ckks::Complex> z(ctx->slots());
     for (std::size_t i = 0; i < z.size(); ++i) z[i] = ckks::Complex(std::sin(0.1 * i), 0.0);
     const Plaintext p = ctx->encoder().encode(z.data(), z.size(), 2, ctx->scale_at(2));
-    const Ciphertext c = encrypt_public(t.pk, p, prng);
+    const Ciphertext c = encrypt_public(pk, p, prng);
     const ckks::Evaluator ev(ctx);
+    Target t{ctx, std::move(sk), std::move(pk), std::move(rk), std::move(gk), ev.multiply(c, c),
+             {bctx, std::move(bsk)}, tp, tsk, {}};
     t.seeds = {io::save(ctx->params()),  io::save(p), io::save(ctx->encoder().encode_scalar({0.5, 0.0}, 1, 1e9)),
                io::save(c),              io::save(encrypt_secret(t.sk, p, prng)), io::save(ev.multiply(c, c)),
                io::save(t.pk),           io::save(t.rk), io::save(t.gk), io::save(t.sk),
                io::save(bctx->params()), io::save(bp), io::save(bc), io::save(bpk),
                io::save(generate_master_keys(t.sk, 1, true, prng)),
                io::save(tboot), io::save(tp, tcts)};
+    t.rk.key().expand();
+    t.seeds.push_back(image_bytes(t.rk));  // expanded
+    t.seeds.push_back(image_bytes(t.gk));  // seeded
     return t;
+  }
+
+  // Where a key image goes while it is mapped (one file per process).
+  static std::string image_path() {
+    return (std::filesystem::temp_directory_path() / ("ringfire-fuzz-image-" + std::to_string(::getpid()))).string();
+  }
+
+  template <class Keys>
+  static io::Bytes image_bytes(const Keys& keys) {
+    io::save_image(keys, image_path());
+    std::ifstream in(image_path(), std::ios::binary);
+    return io::Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
 };
 
@@ -129,7 +153,33 @@ void offer(Load load) {
   }
 }
 
+std::uint64_t le64(const std::uint8_t* p) {
+  std::uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+void put_le64(std::uint8_t* p, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+
+bool is_image(const std::vector<std::uint8_t>& b) { return b.size() >= 8 && std::memcmp(b.data(), "RFKEYIMG", 8) == 0; }
+
+// A key image's checksums recomputed (key_image.h's layout), where its header is whole.
+void reseal_image(std::vector<std::uint8_t>& b) {
+  if (b.size() < 80) return;
+  const std::uint64_t table = le64(b.data() + 64);
+  if (table > b.size() - 80) return;
+  const std::uint64_t data_start = (80 + table + 4095) / 4096 * 4096;
+  if (data_start <= b.size()) put_le64(b.data() + 56, io::checksum64(b.data() + data_start, b.size() - data_start));
+  io::Checksum64Stream sum;
+  sum.update(b.data(), 72);
+  sum.update(b.data() + 80, table);
+  put_le64(b.data() + 72, sum.digest());
+}
+
 void reseal(std::vector<std::uint8_t>& b) {
+  if (is_image(b)) return reseal_image(b);
   if (b.size() < 8) return;
   // The checksum of the version the (mutated) header declares: the current one otherwise.
   const unsigned version = b.size() >= 6 ? b[4] | (b[5] << 8) : io::kFormatVersion;
@@ -145,6 +195,19 @@ void fuzz_one(const std::uint8_t* data, std::size_t size) {
   std::vector<std::uint8_t> b(data + 1, data + size);
   if (data[0] & 1) reseal(b);
   const RlweContextPtr& rl = t.ctx->rlwe();
+  if (is_image(b)) {  // mapped from a file, checked and unchecked; a key that maps is used
+    {
+      std::ofstream out(Target::image_path(), std::ios::binary | std::ios::trunc);
+      out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+    }
+    const Ciphertext& c = t.product;
+    for (bool verify : {true, false}) {
+      offer([&] { (void)io::image_kind(Target::image_path()); });
+      offer([&] { (void)ckks::Evaluator(t.ctx).relinearize(c, io::map_relin_key(rl, Target::image_path(), verify)); });
+      offer([&] { (void)io::map_galois_keys(rl, Target::image_path(), verify); });
+    }
+    return;
+  }
   const std::uint8_t* p = b.data();
   const std::size_t n = b.size();
   offer([&] { (void)io::peek_kind(p, n); });
@@ -220,6 +283,7 @@ int main(int argc, char** argv) {
       std::fwrite(seeds[i].data(), 1, seeds[i].size(), f);
       std::fclose(f);
     }
+    std::filesystem::remove(ringfire::Target::image_path());
     return 0;
   }
   const long iterations = argc > 1 ? std::atol(argv[1]) : 20000;
@@ -248,6 +312,7 @@ int main(int argc, char** argv) {
   }
   std::printf("fuzz_io: %ld inputs, %ld loads succeeded and %ld were refused with InvalidArgument, nothing else\n",
               iterations, ringfire::g_loaded, ringfire::g_refused);
+  std::filesystem::remove(ringfire::Target::image_path());
   return 0;
 }
 #endif
