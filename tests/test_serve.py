@@ -432,6 +432,7 @@ def test_health_answers_fast_during_an_inference_and_metrics_count(served):
     for name in ("ringfire_request_seconds", "ringfire_job_seconds", "ringfire_queue_depth",
                  "ringfire_uploaded_bytes_total", "ringfire_resident_memory_bytes", "ringfire_anonymous_memory_bytes"):
         assert name in text
+    assert 'route="/v2/health/live",status="200"' in text  # the timer sees the route the router matched
     client.close()
 
 
