@@ -34,10 +34,13 @@ def ckks_keys():
 def test_mapped_keys_compute_what_the_keys_compute(ckks_keys, tmp_path):
     ctx, sk, keys = ckks_keys
     seeded = keys.relin.save_image(tmp_path / "relin-seeded")  # written before any use: seeds only
+    from_seeds = keys.relin.save_image(tmp_path / "relin-from-seeds", expanded=True)  # a digit at a time
+    assert not keys.relin._host().expanded  # the key itself stays seeded
     keys.relin.expand()
     keys.galois.expand()
     expanded = keys.relin.save_image(tmp_path / "relin")
-    assert seeded < expanded / 2 + 8192
+    assert seeded < expanded / 2 + 8192 and from_seeds == expanded
+    assert (tmp_path / "relin-from-seeds").read_bytes() == (tmp_path / "relin").read_bytes()
     keys.galois.save_image(tmp_path / "galois")
     relin, galois = ctx.map_keys(tmp_path / "relin"), ctx.map_keys(tmp_path / "galois")
     assert isinstance(relin, rf.rlwe.keys.RelinKey) and isinstance(galois, rf.rlwe.keys.GaloisKeys)
@@ -67,10 +70,11 @@ def test_mapping_takes_no_anonymous_memory(tmp_path):
     RssAnon where it was, where loading the same keys adds their size."""
     ctx = rf.ckks.Context(poly_degree=2**14, coeff_bits=[50, 40, 40, 40], scale_bits=40, special_bits=[60])
     _, keys = ctx.keygen(rotations=[1, 2, 4, 8, 16, 32])
-    keys.galois.expand()
-    keys.galois.save_image(tmp_path / "galois")
-    blob = keys.galois.to_bytes()
     size = keys.galois.nbytes
+    before = _rss_anon()
+    keys.galois.save_image(tmp_path / "galois", expanded=True)  # the uniform halves a digit at a time
+    assert _rss_anon() - before < size / 8, (_rss_anon() - before, size)
+    blob = keys.galois.to_bytes()
     del keys
     before = _rss_anon()
     mapped = ctx.map_keys(tmp_path / "galois", verify=True)
@@ -130,6 +134,8 @@ def test_refusals_name_the_problem(ckks_keys, boot_image, tmp_path):
         ctx.map_keys(tmp_path / "missing")
     with pytest.raises(TypeError, match="verify takes True or False"):
         ctx.map_keys(tmp_path / "relin", verify=1)
+    with pytest.raises(TypeError, match="expanded takes True or False"):
+        keys.relin.save_image(tmp_path / "nope", expanded="yes")
     (tmp_path / "short").write_bytes(data[:len(data) // 2])
     with pytest.raises(ValueError, match="truncated or padded"):
         ctx.map_keys(tmp_path / "short")

@@ -141,6 +141,14 @@ TEST(KeyImage, SeededKeysKeepTheirSeedsAndExpandAsBefore) {
   EXPECT_TRUE(mapped.key().mapped());
   EXPECT_FALSE(mapped.key().expanded());
   EXPECT_EQ(mapped.key().seeds(), seeded.key().seeds());
+  // Written expanded from the seeds, a digit at a time: the image maps expanded, the key stays seeded.
+  TempPath expanded("expanded");
+  io::save_image(seeded, expanded.path, true);
+  const RelinKey whole = io::map_relin_key(e.ctx->rlwe(), expanded.path, true);
+  EXPECT_TRUE(whole.key().mapped());
+  EXPECT_TRUE(whole.key().expanded());
+  EXPECT_FALSE(seeded.key().expanded());
+  expect_same_key(whole.key(), seeded.key());  // reading the seeded key's a_j expands it (after the check above)
   expect_same_key(mapped.key(), seeded.key());  // reading a_j expands both from the same seeds
 }
 

@@ -138,10 +138,13 @@ void bind_io(nb::module_& m) {
   // Key images (io/key_image.h): written and mapped with the GIL released.
   auto def_save_image = [&m](auto tag) {
     using T = typename decltype(tag)::type;
-    m.def("save_key_image", [](const T& keys, const std::string& path) {
-      nb::gil_scoped_release release;
-      return io::save_image(keys, path);
-    });
+    m.def(
+        "save_key_image",
+        [](const T& keys, const std::string& path, bool expand) {
+          nb::gil_scoped_release release;
+          return io::save_image(keys, path, expand);
+        },
+        nb::arg("keys"), nb::arg("path"), nb::arg("expand") = false);
   };
   def_save_image(std::type_identity<RelinKey>{});
   def_save_image(std::type_identity<GaloisKeys>{});

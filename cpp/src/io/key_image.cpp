@@ -12,6 +12,7 @@
 
 #include "ringfire/base/errors.h"
 #include "ringfire/io/checksum.h"
+#include "ringfire/rlwe/keygen.h"
 
 namespace ringfire::io {
 
@@ -128,13 +129,13 @@ std::vector<std::uint8_t> header_bytes(Kind kind, const Parameters& params, std:
 }
 
 std::uint64_t write_image(Kind kind, const Parameters& params, const std::vector<Stored>& keys,
-                          const std::string& path) {
+                          const std::string& path, bool expand) {
   std::vector<std::uint8_t> table;
   for (const Stored& s : keys) {
     const KeySwitchKey& k = *s.key;
     require(k.device().kind == kHostKind, kOp, "keys must be on the host to be written as an image");
-    const bool with_a = k.expanded();
-    require(with_a || k.seeds().size() == k.digits(), kOp, "a key without its a_j needs its seeds");
+    const bool with_a = k.expanded() || expand;
+    require(k.expanded() || k.seeds().size() == k.digits(), kOp, "a key without its a_j needs its seeds");
     put_le<u64>(table, k.source());
     put_le<std::uint32_t>(table, static_cast<std::uint32_t>(k.level()));
     put_le<std::uint32_t>(table, static_cast<std::uint32_t>(k.digits()));
@@ -151,6 +152,7 @@ std::uint64_t write_image(Kind kind, const Parameters& params, const std::vector
   file.write(table.data(), table.size(), false);
   file.pad(false);
   const std::uint64_t data_start = file.written();
+  std::vector<u64> digit_a;  // one digit's a_j, expanded from its seed (expand, seeded keys)
   for (const Stored& s : keys) {
     const KeySwitchKey& k = *s.key;
     const std::size_t half = k.digits() * k.poly_words() * sizeof(u64);
@@ -158,6 +160,13 @@ std::uint64_t write_image(Kind kind, const Parameters& params, const std::vector
     file.pad(true);
     if (k.expanded()) {
       file.write(k.a(0), half, true);
+      file.pad(true);
+    } else if (expand) {
+      digit_a.resize(k.poly_words());
+      for (std::size_t j = 0; j < k.digits(); ++j) {
+        expand_uniform(k.seeds()[j], *k.context()->extended_base(k.level()), digit_a.data());
+        file.write(digit_a.data(), digit_a.size() * sizeof(u64), true);
+      }
       file.pad(true);
     }
   }
@@ -347,22 +356,22 @@ GaloisKeys galois_set(const RlweContextPtr& ctx, std::vector<KeySwitchKey>& keys
 
 }  // namespace
 
-std::uint64_t save_image(const RelinKey& key, const std::string& path) {
-  return write_image(Kind::relin_key, key.key().context()->params(), {{&key.key(), 0}}, path);
+std::uint64_t save_image(const RelinKey& key, const std::string& path, bool expand) {
+  return write_image(Kind::relin_key, key.key().context()->params(), {{&key.key(), 0}}, path, expand);
 }
 
-std::uint64_t save_image(const GaloisKeys& keys, const std::string& path) {
+std::uint64_t save_image(const GaloisKeys& keys, const std::string& path, bool expand) {
   std::vector<Stored> stored;
   for (u64 g : keys.elements()) stored.push_back({&keys.get(g), 0});
-  return write_image(Kind::galois_keys, keys.context()->params(), stored, path);
+  return write_image(Kind::galois_keys, keys.context()->params(), stored, path, expand);
 }
 
-std::uint64_t save_image(const ckks::BootstrapKeys& keys, const std::string& path) {
+std::uint64_t save_image(const ckks::BootstrapKeys& keys, const std::string& path, bool expand) {
   std::vector<Stored> stored;
   for (u64 g : keys.galois.elements()) stored.push_back({&keys.galois.get(g), 0});
   stored.push_back({&keys.to_sparse, 1});
   stored.push_back({&keys.from_sparse, 0});
-  return write_image(Kind::bootstrap_keys, keys.galois.context()->params(), stored, path);
+  return write_image(Kind::bootstrap_keys, keys.galois.context()->params(), stored, path, expand);
 }
 
 Kind image_kind(const std::string& path) {

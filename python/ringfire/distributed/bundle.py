@@ -105,10 +105,7 @@ def map_bundle_file(path):
             _, loaded = open_bundle_file(path)
             for kind, image in images.items():
                 if not image.exists():
-                    key = getattr(loaded, kind)
-                    if kind != "bootstrap":
-                        key.expand()
-                    key.save_image(image)
+                    getattr(loaded, kind).save_image(image, expanded=kind != "bootstrap")
             del loaded
         try:
             return ctx, KeySet(**{kind: ctx.map_keys(image, verify=True) for kind, image in images.items()})

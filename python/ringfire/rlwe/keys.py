@@ -65,22 +65,27 @@ class _Key(Placed):
         """Whether the key views a mapped image (``ctx.map_keys``) instead of memory of this process."""
         return bool(getattr(self._res.any(), "mapped", False))
 
-    def save_image(self, path) -> int:
+    def save_image(self, path, *, expanded: bool = False) -> int:
         """Writes the key as an image (the words as they sit in memory, page-aligned) to
         ``path``, which ``ctx.map_keys(path)`` maps read-only instead of loading: the keys'
         pages are then the kernel's page cache, shared by every process that maps the
         file and dropped under memory pressure, not memory of this process (docs/keys.md).
         Written beside ``path`` and renamed there, so a reader never sees half an image.
         Keys expanded when written map expanded; seeded ones keep their seeds and expand as
-        they do now. Relinearization, Galois and bootstrapping keys; returns the bytes
-        written. An image is a local cache, not a wire format: send ``to_bytes()``."""
+        they do now, unless ``expanded=True``, which writes their uniform halves expanded
+        from the seeds a digit at a time (this key stays seeded: writing takes one
+        polynomial of memory, not the halves). Relinearization, Galois and bootstrapping
+        keys; returns the bytes written. An image is a local cache, not a wire format: send
+        ``to_bytes()``."""
         if not type(self)._image:
             raise TypeError(f"[io.save_image] a {type(self).__name__} has no image form (relinearization, Galois "
                             "and bootstrapping keys have)")
+        if not isinstance(expanded, bool):
+            raise TypeError(f"[io.save_image] expanded takes True or False, got {expanded!r}")
         path = os.fspath(path)
         partial = f"{path}.partial-{os.getpid()}-{secrets.token_hex(4)}"
         try:
-            written = _core.save_key_image(self._host(), partial)
+            written = _core.save_key_image(self._host(), partial, expanded)
             os.replace(partial, path)
         finally:
             if os.path.exists(partial):

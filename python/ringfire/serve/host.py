@@ -197,13 +197,12 @@ class Host:
 
     def _imaged(self, obj, image):
         """`obj` written as a key image at `image` and mapped from there, so the loaded copy
-        goes (relinearization and Galois keys expanded first: mapped whole, nothing to expand
-        per process; bootstrapping keys keep their seeds and expand at each use). Where the
-        image cannot be written (a full disk, say), the loaded keys serve as they are."""
+        goes (relinearization and Galois keys written expanded, a digit at a time: mapped
+        whole, nothing to expand per process; bootstrapping keys keep their seeds and expand
+        at each use). Where the image cannot be written (a full disk, say), the loaded keys
+        serve as they are."""
         try:
-            if type(obj).__name__ != "BootstrapKeys":
-                obj.expand()
-            obj.save_image(image)
+            obj.save_image(image, expanded=type(obj).__name__ != "BootstrapKeys")
             os.chmod(image, 0o444)
             return self.ctx.map_keys(image, verify=False)  # written from checked keys just now
         except (OSError, RuntimeError, ValueError) as e:

@@ -51,12 +51,14 @@ constexpr std::uint16_t kKeyImageVersion = 1;
 
 // Writes the image of host keys to `path` (created or truncated; write it
 // beside its final name and rename it there to publish it whole). A key's a_j
-// are stored when it holds them expanded, else its seeds. Raises DeviceError
-// on an I/O error, InvalidArgument for keys on another device. Returns the
-// bytes written.
-std::uint64_t save_image(const RelinKey& key, const std::string& path);
-std::uint64_t save_image(const GaloisKeys& keys, const std::string& path);
-std::uint64_t save_image(const ckks::BootstrapKeys& keys, const std::string& path);
+// are stored when it holds them expanded, or, with `expand`, expanded from its
+// seeds one digit at a time as they are written (the key itself stays seeded:
+// writing costs one polynomial of memory, not the a_j); else its seeds.
+// Raises DeviceError on an I/O error, InvalidArgument for keys on another
+// device. Returns the bytes written.
+std::uint64_t save_image(const RelinKey& key, const std::string& path, bool expand = false);
+std::uint64_t save_image(const GaloisKeys& keys, const std::string& path, bool expand = false);
+std::uint64_t save_image(const ckks::BootstrapKeys& keys, const std::string& path, bool expand = false);
 
 // The kind of key an image at `path` holds (after checking its header).
 Kind image_kind(const std::string& path);
