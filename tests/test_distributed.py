@@ -155,6 +155,9 @@ def test_client_aided_models_are_bit_identical_and_keys_reach_each_node_once(clu
         assert len(hashes) == len(set(hashes)) >= 1
     # The workers mapped the keys from images beside each node's bundle (one copy per node).
     assert executor.stats["keys_mapped"] and executor.summary()["keys_mapped"]
+    assert executor.summary()["peak_node_pss_bytes"] > 0 and len(executor.stats["node_memory"]) == 2
+    with pytest.raises(TypeError, match="map_keys takes True or False"):
+        rf.distributed.RayExecutor(map_keys="yes")
     for node, hashes in fetched.items():
         assert all((cluster.base / node / f"{sha}.relin.image").exists() for sha in hashes)
 

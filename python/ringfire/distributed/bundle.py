@@ -19,6 +19,7 @@ import json
 import pickle
 import struct
 from dataclasses import dataclass
+from pathlib import Path
 
 MAGIC = b"RFKB"
 VERSION = 1
@@ -46,8 +47,9 @@ class KeyBundle:
         return len(self.blob)
 
 
-def _open_parts(f) -> tuple:
-    """(context, the key parts [(kind, bytes)]) of the bundle file `f`, read up to its keys."""
+def _open_parts(f, context: bool = True) -> tuple:
+    """(context, the key parts [(kind, bytes)]) of the bundle file `f`, read up to its keys
+    (``context=False``: None for the context, which is not unpickled)."""
     head = f.read(10)
     if head[:4] != MAGIC:
         raise ValueError("[distributed] not a key bundle (bad magic bytes)")
@@ -57,7 +59,8 @@ def _open_parts(f) -> tuple:
     parts = json.loads(f.read(length))["parts"]
     if not parts or parts[0][0] != "context":
         raise ValueError("[distributed] key bundle: the context must come first")
-    return pickle.loads(f.read(parts[0][1])), parts[1:]
+    data = f.read(parts[0][1])
+    return (pickle.loads(data) if context else None), parts[1:]
 
 
 def open_bundle_file(path):
@@ -82,10 +85,9 @@ def open_bundle_file(path):
 
 def image_paths(path) -> dict:
     """Where the key images of the bundle at `path` live (beside it): kind -> path."""
-    from pathlib import Path
     path = Path(path)
     with open(path, "rb") as f:
-        _, parts = _open_parts(f)
+        _, parts = _open_parts(f, context=False)
     return {name: path.with_name(f"{path.name}.{name}.image") for name, _ in parts}
 
 
@@ -94,19 +96,26 @@ def map_bundle_file(path):
     (``ctx.map_keys``): every worker process on a node shares one copy of the keys, the
     page cache's. The first process to open a bundle writes the images (relinearization and
     Galois keys expanded, bootstrapping keys seeded, as ringfire serve writes them), each
-    renamed into place whole, so processes that race write the same bytes and any of them
-    wins."""
+    renamed into place whole, under a lock file beside the bundle: the node's other processes
+    wait for it and map the same files (were two to write, the first would map a file the
+    second replaced, and the node would hold two copies)."""
+    import fcntl
+
     from ..rlwe.keys import KeySet
+    path = Path(path)
     images = image_paths(path)
     with open(path, "rb") as f:
         ctx, _ = _open_parts(f)
     for attempt in range(2):
         if not all(image.exists() for image in images.values()):
-            _, loaded = open_bundle_file(path)
-            for kind, image in images.items():
-                if not image.exists():
-                    getattr(loaded, kind).save_image(image, expanded=kind != "bootstrap")
-            del loaded
+            with open(path.with_name(path.name + ".lock"), "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+                if not all(image.exists() for image in images.values()):
+                    _, loaded = open_bundle_file(path)
+                    for kind, image in images.items():
+                        if not image.exists():
+                            getattr(loaded, kind).save_image(image, expanded=kind != "bootstrap")
+                    del loaded
         try:
             return ctx, KeySet(**{kind: ctx.map_keys(image, verify=True) for kind, image in images.items()})
         except ValueError:  # a damaged image: written again from the bundle (checked by its SHA-256)

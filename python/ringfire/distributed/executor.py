@@ -51,22 +51,32 @@ class RayExecutor:
     (its ringfire thread pool uses exactly those). ``key_path``: a directory every node can
     read (a shared file system) where the driver leaves the key bundle; without it the
     bundle goes through the driver's object store, once per node. ``progress``: True for a
-    bar per layer on stderr, or a callable ``(done, total, label, retried)``.
+    bar per layer on stderr, or a callable ``(done, total, label, retried)``. ``map_keys``:
+    workers map the bundle's keys from key images written once per node (the default: one
+    copy of the keys per node, the page cache's), or, False, each worker process loads its
+    own copy.
+
+    ``stats["node_memory"]``: per node, each worker process's memory at the end of its last
+    task (PSS, which splits pages shared by several processes between them, and RssAnon);
+    ``summary()["peak_node_pss_bytes"]``: the largest sum of a node's workers' PSS seen.
     """
 
     name = "ray"
 
     def __init__(self, address: str | None = None, *, cpus_per_task: int = 1, chunks_per_worker: int = 2,
                  max_attempts: int = 4, progress=False, key_path: str | os.PathLike | None = None,
-                 init_options: dict | None = None):
+                 init_options: dict | None = None, map_keys: bool = True):
         ray = import_ray()
         if cpus_per_task < 1 or chunks_per_worker < 1 or max_attempts < 1:
             raise ValueError("[distributed] cpus_per_task, chunks_per_worker and max_attempts must be >= 1")
+        if not isinstance(map_keys, bool):
+            raise TypeError(f"[distributed] map_keys takes True or False, got {map_keys!r}")
         self._started_ray = not ray.is_initialized()
         if self._started_ray:
             ray.init(address=address, logging_level="WARNING", log_to_driver=False, **(init_options or {}))
         self.cpus_per_task, self.chunks_per_worker, self.max_attempts = cpus_per_task, chunks_per_worker, max_attempts
         self.progress = progress
+        self.map_keys = map_keys
         self.key_path = None if key_path is None else Path(key_path)
         self._bundles = {}  # (id(ctx), id(keys)) -> (ctx, keys, sha, source, bytes): kept alive with them
         self._lock = threading.Lock()  # a server's job threads share one executor
@@ -74,7 +84,8 @@ class RayExecutor:
         self.stats = {"maps": 0, "tasks": 0, "items": 0, "retried": 0, "errors": [], "nodes": set(),
                       "task_seconds": 0.0, "shared_bytes": 0, "result_bytes": 0, "bundle_bytes": 0,
                       "peak_rss": {},  # node -> the largest resident set of a worker process there
-                      "keys_mapped": True}  # every task's keys were mapped key images (worker.py)
+                      "keys_mapped": True,  # every task's keys were mapped key images (worker.py)
+                      "node_memory": {}, "peak_node_pss": 0}  # node -> pid -> {"pss", "rss_anon"}
 
     # ---- the cluster ------------------------------------------------------------------------
     @property
@@ -135,6 +146,9 @@ class RayExecutor:
             s["nodes"].add(reply["node"])
             s["peak_rss"][reply["node"]] = max(s["peak_rss"].get(reply["node"], 0), reply["peak_rss"])
             s["keys_mapped"] = s["keys_mapped"] and reply.get("keys_mapped", False)
+            node = s["node_memory"].setdefault(reply["node"], {})
+            node[reply["pid"]] = reply["memory"]
+            s["peak_node_pss"] = max(s["peak_node_pss"], sum(m["pss"] for m in node.values()))
             s["task_seconds"] += reply["seconds"]
             s["result_bytes"] += _shared_bytes(reply["results"])
 
@@ -146,7 +160,8 @@ class RayExecutor:
                     "nodes": len(s["nodes"]), "retried": s["retried"], "errors": list(s["errors"][-5:]),
                     "task_seconds": round(s["task_seconds"], 3), "bytes_out": s["shared_bytes"],
                     "bytes_back": s["result_bytes"], "key_bundle_bytes": s["bundle_bytes"],
-                    "peak_worker_rss_bytes": max(s["peak_rss"].values(), default=0), "keys_mapped": s["keys_mapped"]}
+                    "peak_worker_rss_bytes": max(s["peak_rss"].values(), default=0), "keys_mapped": s["keys_mapped"],
+                    "peak_node_pss_bytes": s["peak_node_pss"]}
 
     # ---- the work -----------------------------------------------------------------------------
     def _chunks(self, items: list) -> list:
@@ -168,7 +183,8 @@ class RayExecutor:
         pending = {}
 
         def submit(k: int, attempt: int) -> None:
-            ref = self._task.remote(sha, source, fn, chunks[k], shared_ref, const_ref, self.cpus_per_task)
+            ref = self._task.remote(sha, source, fn, chunks[k], shared_ref, const_ref, self.cpus_per_task,
+                                    self.map_keys)
             pending[ref] = (k, attempt)
 
         for k in range(len(chunks)):

@@ -24,10 +24,10 @@ from pathlib import Path
 from .. import _core
 from ..io import sha256_of_file, write_atomically
 from ..parallel import forget_key_set
-from .bundle import map_bundle_file
+from .bundle import map_bundle_file, open_bundle_file
 from .codec import decode, decode_shared, encode
 
-_OPENED: dict = {}  # bundle SHA-256 -> (context, keys, evaluator), in this process
+_OPENED: dict = {}  # (bundle SHA-256, mapped) -> (context, keys, evaluator), in this process
 _THREADS = {"set": 0}
 
 
@@ -73,16 +73,19 @@ def bundle_path(sha: str, source) -> Path:
     return path
 
 
-def opened(sha: str, source):
-    """(context, keys, evaluator) of a bundle in this process."""
-    hit = _OPENED.get(sha)
+def opened(sha: str, source, map_keys: bool = True):
+    """(context, keys, evaluator) of a bundle in this process: its keys mapped from the node's
+    key images, or (``map_keys=False``) loaded into this process."""
+    hit = _OPENED.get((sha, map_keys))
     if hit is None:
         _OPENED.clear()  # one key set per process at a time: a new one replaces the last
         forget_key_set()  # and what was cached for it (its context and keys with it)
         gc.collect()
         _reset_peak_rss()  # the peak reported from here on is this key set's job's, not the last one's
-        ctx, keys = map_bundle_file(bundle_path(sha, source))
-        hit = _OPENED[sha] = (ctx, keys, ctx.evaluator(keys))
+        ctx, keys = (map_bundle_file if map_keys else open_bundle_file)(bundle_path(sha, source))
+        if map_keys:
+            _reset_peak_rss()  # what writing the images loaded goes back to the system
+        hit = _OPENED[(sha, map_keys)] = (ctx, keys, ctx.evaluator(keys))
     return hit
 
 
@@ -110,17 +113,33 @@ def peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def run_chunk(sha: str, source, fn, items: list, shared, const, threads: int) -> dict:
+def memory() -> dict:
+    """This process's PSS (shared pages split between the processes that map them) and RssAnon,
+    in bytes (zeros where /proc does not say)."""
+    out = {"pss": 0, "rss_anon": 0}
+    try:
+        for line in Path("/proc/self/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                out["pss"] = int(line.split()[1]) * 1024
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("RssAnon:"):
+                out["rss_anon"] = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return out
+
+
+def run_chunk(sha: str, source, fn, items: list, shared, const, threads: int, map_keys: bool = True) -> dict:
     """``fn(ev, shared, item, const)`` for each item, with the results encoded for the trip
     back, and where and how long it ran."""
     if _THREADS["set"] != threads:  # the cores the task was given, no more (no oversubscription)
         _core.set_num_threads(max(1, int(threads)))
         _THREADS["set"] = threads
     start = time.perf_counter()
-    ctx, keys, ev = opened(sha, source)
+    ctx, keys, ev = opened(sha, source, map_keys)
     inputs = decode_shared(shared, ctx, keys)
     constant = decode(const, ctx, keys)
     results = [encode(fn(ev, inputs, item, constant)) for item in items]
     mapped = all(key.mapped for key in (keys.relin, keys.galois, keys.bootstrap) if key is not None)
     return {"results": results, "node": _node_id(), "pid": os.getpid(), "seconds": time.perf_counter() - start,
-            "peak_rss": peak_rss(), "keys_mapped": mapped}
+            "peak_rss": peak_rss(), "keys_mapped": mapped, "memory": memory()}
