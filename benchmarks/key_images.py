@@ -38,6 +38,7 @@ import tempfile
 import time
 
 import ringfire as rf
+from ringfire.memory_guard import proc_memory
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers"))
 from _common import cpu_model  # noqa: E402
@@ -46,12 +47,7 @@ GIB = 2**30
 
 
 def memory() -> dict:
-    out = {}
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(("RssAnon:", "RssFile:")):
-                out[line.split(":")[0]] = int(line.split()[1]) * 1024
-    return out
+    return proc_memory("RssAnon", "RssFile")
 
 
 def drop_from_page_cache(path: str) -> None:
@@ -118,13 +114,8 @@ HOLDER = ("import sys, time, ringfire as rf; d, kind, way = sys.argv[1:4]; "
 
 
 def smaps_rollup(pid: int) -> dict:
-    out = {}
-    with open(f"/proc/{pid}/smaps_rollup") as f:
-        for line in f:
-            name, *rest = line.split()
-            if name.rstrip(":") in ("Rss", "Pss", "Pss_Anon", "Pss_File"):
-                out[name.rstrip(":").lower() + "_gib"] = round(int(rest[0]) * 1024 / GIB, 3)
-    return out
+    fields = proc_memory("Rss", "Pss", "Pss_Anon", "Pss_File", pid=pid, table="smaps_rollup")
+    return {name.lower() + "_gib": round(value / GIB, 3) for name, value in fields.items()}
 
 
 def sharing(d: str, kind: str) -> dict:

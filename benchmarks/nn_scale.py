@@ -32,6 +32,7 @@ import time
 import numpy as np
 
 import ringfire as rf
+from ringfire.memory_guard import proc_memory
 from ringfire.nn import costs as C
 from ringfire.nn import zoo
 
@@ -85,8 +86,7 @@ class PeakSampler:
     @staticmethod
     def status(*fields) -> int:
         """The sum of /proc/self/status memory fields (RssAnon, RssFile, ...), in bytes."""
-        with open("/proc/self/status") as f:
-            return sum(int(line.split()[1]) * 1024 for line in f if line.split(":")[0] in fields)
+        return sum(proc_memory(*fields).values())
 
     def _loop(self):
         while not self._stop.is_set():

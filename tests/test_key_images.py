@@ -11,17 +11,14 @@ import numpy as np
 import pytest
 
 import ringfire as rf
+from ringfire.memory_guard import proc_memory
 
 # The toy bootstrapping parameters warn at every use; the fixture checks the warning once.
 pytestmark = pytest.mark.filterwarnings("ignore:.*the security check is disabled:RuntimeWarning")
 
 
 def _rss_anon() -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("RssAnon:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no RssAnon in /proc/self/status")
+    return proc_memory("RssAnon")["RssAnon"]
 
 
 @pytest.fixture(scope="module")

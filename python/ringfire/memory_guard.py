@@ -76,19 +76,29 @@ def _mem_available() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
+def proc_memory(*fields: str, pid="self", table: str = "status") -> dict[str, int]:
+    """Memory fields of /proc/PID/status (``VmSize``, ``VmHWM``, ``RssAnon``, ...) or, with
+    ``table="smaps_rollup"``, of /proc/PID/smaps_rollup (``Pss``, ...), in bytes. A field
+    /proc does not give (another system, an older kernel) is left out."""
+    out = {}
+    try:
+        with open(f"/proc/{pid}/{table}") as f:
+            for line in f:
+                name, _, rest = line.partition(":")
+                if name in fields:
+                    out[name] = int(rest.split()[0]) * 1024
+    except OSError:
+        pass
+    return out
+
+
 def _address_space_room() -> int | None:
     """Bytes of address space left under RLIMIT_AS (None: unlimited)."""
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
     if soft == resource.RLIM_INFINITY:
         return None
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmSize:"):
-                    return max(0, soft - int(line.split()[1]) * 1024)
-    except OSError:
-        pass
-    return soft
+    size = proc_memory("VmSize").get("VmSize")
+    return soft if size is None else max(0, soft - size)
 
 
 def available_bytes() -> dict:

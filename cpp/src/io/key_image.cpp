@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ringfire/base/errors.h"
+#include "ringfire/io/byte_io.h"
 #include "ringfire/io/checksum.h"
 #include "ringfire/rlwe/keygen.h"
 
@@ -34,21 +35,6 @@ struct Entry {
   std::vector<Seed> seeds;
   std::uint64_t half_bytes = 0;  // one half: digits x poly_words x 8 (from the context, when mapping)
 };
-
-void put(std::vector<std::uint8_t>& out, const void* data, std::size_t bytes) {
-  const auto* p = static_cast<const std::uint8_t*>(data);
-  out.insert(out.end(), p, p + bytes);
-}
-template <class T>
-void put_le(std::vector<std::uint8_t>& out, T v) {
-  for (std::size_t i = 0; i < sizeof(T); ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
-}
-template <class T>
-T get_le(const std::uint8_t* p) {
-  T v = 0;
-  for (std::size_t i = 0; i < sizeof(T); ++i) v |= static_cast<T>(static_cast<T>(p[i]) << (8 * i));
-  return v;
-}
 
 // ---- writing --------------------------------------------------------------------
 
@@ -112,40 +98,41 @@ struct Stored {
 std::vector<std::uint8_t> header_bytes(Kind kind, const Parameters& params, std::size_t count,
                                        std::uint64_t data_bytes, std::uint64_t data_checksum,
                                        const std::vector<std::uint8_t>& table) {
-  std::vector<std::uint8_t> h;
-  put(h, kMagic, sizeof(kMagic));
-  put_le<std::uint16_t>(h, kKeyImageVersion);
-  put_le<std::uint16_t>(h, static_cast<std::uint16_t>(kind));
-  put_le<std::uint32_t>(h, static_cast<std::uint32_t>(count));
-  put(h, params.identity().data(), params.identity().size());
-  put_le<std::uint64_t>(h, data_bytes);
-  put_le<std::uint64_t>(h, data_checksum);
-  put_le<std::uint64_t>(h, table.size());
+  Writer h;
+  h.raw(kMagic, sizeof(kMagic));
+  h.u16(kKeyImageVersion);
+  h.u16(static_cast<std::uint16_t>(kind));
+  h.u32(static_cast<std::uint32_t>(count));
+  h.raw(params.identity().data(), params.identity().size());
+  h.u64(data_bytes);
+  h.u64(data_checksum);
+  h.u64(table.size());
   Checksum64Stream sum;
-  sum.update(h.data(), h.size());
+  sum.update(h.bytes().data(), h.bytes().size());
   sum.update(table.data(), table.size());
-  put_le<std::uint64_t>(h, sum.digest());
-  return h;
+  h.u64(sum.digest());
+  return std::move(h.bytes());
 }
 
 std::uint64_t write_image(Kind kind, const Parameters& params, const std::vector<Stored>& keys,
                           const std::string& path, bool expand) {
-  std::vector<std::uint8_t> table;
+  Writer entries;
   for (const Stored& s : keys) {
     const KeySwitchKey& k = *s.key;
     require(k.device().kind == kHostKind, kOp, "keys must be on the host to be written as an image");
     const bool with_a = k.expanded() || expand;
     require(k.expanded() || k.seeds().size() == k.digits(), kOp, "a key without its a_j needs its seeds");
-    put_le<u64>(table, k.source());
-    put_le<std::uint32_t>(table, static_cast<std::uint32_t>(k.level()));
-    put_le<std::uint32_t>(table, static_cast<std::uint32_t>(k.digits()));
     const bool seeded = k.seeds().size() == k.digits();
+    entries.u64(k.source());
+    entries.u32(static_cast<std::uint32_t>(k.level()));
+    entries.u32(static_cast<std::uint32_t>(k.digits()));
     const std::uint8_t flags[8] = {s.context, static_cast<std::uint8_t>(with_a ? 2 : 1),
                                    static_cast<std::uint8_t>(seeded ? 1 : 0)};
-    put(table, flags, sizeof(flags));
+    entries.raw(flags, sizeof(flags));
     if (seeded)
-      for (const Seed& seed : k.seeds()) put(table, seed.data(), seed.size());
+      for (const Seed& seed : k.seeds()) entries.raw(seed.data(), seed.size());
   }
+  const std::vector<std::uint8_t>& table = entries.bytes();
   ImageFile file(path);
   // The header's data fields are known only at the end: a placeholder first.
   file.write(std::vector<std::uint8_t>(kHeaderBytes).data(), kHeaderBytes, false);
@@ -242,17 +229,19 @@ struct Header {
 Header read_header(ImageReader& file, std::vector<std::uint8_t>& table) {
   const std::vector<std::uint8_t> h = file.read(0, kHeaderBytes);
   require(std::memcmp(h.data(), kMagic, sizeof(kMagic)) == 0, kOp, "not a ringfire key image (bad magic)");
-  const auto version = get_le<std::uint16_t>(h.data() + 8);
+  Reader r(h.data() + sizeof(kMagic), kHeaderBytes - sizeof(kMagic));
+  const std::uint16_t version = r.u16("the image's version");
   require(version == kKeyImageVersion, kOp,
           "key image version " + std::to_string(version) + " is not " + std::to_string(kKeyImageVersion) +
               " (an image is a cache: write it again from the keys)");
   Header out{};
-  out.kind = static_cast<Kind>(get_le<std::uint16_t>(h.data() + 10));
-  out.count = get_le<std::uint32_t>(h.data() + 12);
-  std::memcpy(out.identity.data(), h.data() + 16, out.identity.size());
-  out.data_bytes = get_le<std::uint64_t>(h.data() + 48);
-  out.data_checksum = get_le<std::uint64_t>(h.data() + 56);
-  out.table_bytes = get_le<std::uint64_t>(h.data() + 64);
+  out.kind = static_cast<Kind>(r.u16("the image's kind"));
+  out.count = r.u32("the key count");
+  r.raw(out.identity.data(), out.identity.size(), "the parameter identity");
+  out.data_bytes = r.u64("the data's length");
+  out.data_checksum = r.u64("the data's checksum");
+  out.table_bytes = r.u64("the table's length");
+  const std::uint64_t header_checksum = r.u64("the header's checksum");
   // A key's entry is at most 24 bytes and 32 per digit; digits are few.
   require(out.table_bytes <= static_cast<std::uint64_t>(out.count) * (kEntryBytes + 64 * 32), kOp,
           "corrupt: the table's length does not fit its key count");
@@ -260,7 +249,7 @@ Header read_header(ImageReader& file, std::vector<std::uint8_t>& table) {
   Checksum64Stream sum;
   sum.update(h.data(), 72);
   sum.update(table.data(), table.size());
-  require(sum.digest() == get_le<std::uint64_t>(h.data() + 72), kOp, "corrupt: the header's checksum does not match");
+  require(sum.digest() == header_checksum, kOp, "corrupt: the header's checksum does not match");
   return out;
 }
 
@@ -269,18 +258,18 @@ Header read_header(ImageReader& file, std::vector<std::uint8_t>& table) {
 std::vector<Entry> read_entries(const Header& h, const std::vector<std::uint8_t>& table,
                                 const RlweContextPtr contexts[2], std::uint64_t file_size) {
   std::vector<Entry> entries;
-  std::size_t at = 0;
+  Reader r(table.data(), table.size());  // truncations raise InvalidArgument, naming the field
   std::uint64_t offset = align_up(kHeaderBytes + table.size());
   for (std::uint32_t i = 0; i < h.count; ++i) {
-    require(table.size() - at >= kEntryBytes, kOp, "corrupt: the table ends inside key " + std::to_string(i));
     Entry e;
-    e.source = get_le<u64>(table.data() + at);
-    e.level = get_le<std::uint32_t>(table.data() + at + 8);
-    e.digits = get_le<std::uint32_t>(table.data() + at + 12);
-    e.context = table[at + 16];
-    e.halves = table[at + 17];
-    e.seeded = table[at + 18];
-    at += kEntryBytes;
+    e.source = r.u64("a key's source");
+    e.level = r.u32("a key's level");
+    e.digits = r.u32("a key's digit count");
+    e.context = r.u8("a key's context");
+    e.halves = r.u8("a key's halves");
+    e.seeded = r.u8("a key's seed flag");
+    std::uint8_t zeros[5];
+    r.raw(zeros, sizeof(zeros), "a key's table entry");
     require(e.context <= 1 && contexts[e.context] != nullptr, kOp, "corrupt: key " + std::to_string(i) +
                                                                        " names a context this kind has not");
     const RlweContext& ctx = *contexts[e.context];
@@ -291,18 +280,15 @@ std::vector<Entry> read_entries(const Header& h, const std::vector<std::uint8_t>
     require(e.seeded <= 1 && (e.halves == 2 || (e.halves == 1 && e.seeded == 1)), kOp,
             "corrupt: a key stores its a_j or the seeds to expand them from");
     if (e.seeded) {
-      require(table.size() - at >= e.digits * 32ull, kOp, "corrupt: the table ends inside key " + std::to_string(i));
+      r.need(e.digits * std::size_t{32}, "a key's seeds");  // before the allocation
       e.seeds.resize(e.digits);
-      for (Seed& s : e.seeds) {
-        std::memcpy(s.data(), table.data() + at, s.size());
-        at += s.size();
-      }
+      for (Seed& s : e.seeds) r.raw(s.data(), s.size(), "a key's seed");
     }
     e.half_bytes = static_cast<std::uint64_t>(e.digits) * (e.level + 1 + ctx.special_count()) * ctx.n() * sizeof(u64);
     offset += e.halves * align_up(e.half_bytes);
     entries.push_back(std::move(e));
   }
-  require(at == table.size(), kOp, "corrupt: bytes after the table's last key");
+  require(r.remaining() == 0, kOp, "corrupt: bytes after the table's last key");
   const std::uint64_t data_start = align_up(kHeaderBytes + table.size());
   require(offset == file_size && offset - data_start == h.data_bytes, kOp,
           "truncated or padded: the keys' layout needs " + std::to_string(offset) + " bytes, the file has " +

@@ -88,6 +88,10 @@ def image_paths(path) -> dict:
     path = Path(path)
     with open(path, "rb") as f:
         _, parts = _open_parts(f, context=False)
+    return _images_of(path, parts)
+
+
+def _images_of(path: Path, parts) -> dict:
     return {name: path.with_name(f"{path.name}.{name}.image") for name, _ in parts}
 
 
@@ -103,9 +107,9 @@ def map_bundle_file(path):
 
     from ..rlwe.keys import KeySet
     path = Path(path)
-    images = image_paths(path)
     with open(path, "rb") as f:
-        ctx, _ = _open_parts(f)
+        ctx, parts = _open_parts(f)
+    images = _images_of(path, parts)
     for attempt in range(2):
         if not all(image.exists() for image in images.values()):
             with open(path.with_name(path.name + ".lock"), "w") as lock:

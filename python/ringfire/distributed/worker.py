@@ -23,6 +23,7 @@ from pathlib import Path
 
 from .. import _core
 from ..io import sha256_of_file, write_atomically
+from ..memory_guard import proc_memory
 from ..parallel import forget_key_set
 from .bundle import map_bundle_file, open_bundle_file
 from .codec import decode, decode_shared, encode
@@ -104,29 +105,15 @@ def _reset_peak_rss() -> None:
 def peak_rss() -> int:
     """The process's peak resident set in bytes since its current key set was opened (since
     it started where the high-water mark cannot be reset)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = proc_memory("VmHWM").get("VmHWM")
+    return peak if peak is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def memory() -> dict:
     """This process's PSS (shared pages split between the processes that map them) and RssAnon,
     in bytes (zeros where /proc does not say)."""
-    out = {"pss": 0, "rss_anon": 0}
-    try:
-        for line in Path("/proc/self/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                out["pss"] = int(line.split()[1]) * 1024
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("RssAnon:"):
-                out["rss_anon"] = int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return out
+    return {"pss": proc_memory("Pss", table="smaps_rollup").get("Pss", 0),
+            "rss_anon": proc_memory("RssAnon").get("RssAnon", 0)}
 
 
 def run_chunk(sha: str, source, fn, items: list, shared, const, threads: int, map_keys: bool = True) -> dict:

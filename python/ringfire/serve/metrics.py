@@ -8,6 +8,8 @@ import time
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from ..memory_guard import proc_memory
+
 
 def _resident_bytes() -> float:
     try:
@@ -20,14 +22,7 @@ def _resident_bytes() -> float:
 def _anonymous_bytes() -> float:
     """RssAnon: the resident memory that is the process's own, without mapped files (the
     key images' pages are the page cache's: shared, and dropped under pressure)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("RssAnon:"):
-                    return float(int(line.split()[1]) * 1024)
-    except OSError:
-        pass
-    return float("nan")
+    return float(proc_memory("RssAnon").get("RssAnon", float("nan")))
 
 
 class Metrics:
