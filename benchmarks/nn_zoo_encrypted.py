@@ -121,7 +121,13 @@ def run(name: str, images: int, resolution: int, calibrate: bool = True, spill_d
            "batchnorm_calibrated": calibrate,
            "context": ctx.describe(),
            "levels_needed": plan.levels_needed, "load_s": load_s,
-           "predicted_peak_gib": plan.peak_bytes / GIB, "plan_counts": dict(plan.counts)}
+           "predicted_peak_gib": plan.peak_bytes / GIB,
+           # What the run itself should add (the keys are made before it): the figure to hold the
+           # measured rises against.
+           "predicted_beyond_keys_gib": (plan.peak_bytes - plan.key_bytes) / GIB,
+           "predicted_parts_gib": {part: getattr(plan, part + "_bytes") / GIB for part in
+                                   ("activation", "key", "workspace", "staging", "pool_cache")},
+           "plan_counts": dict(plan.counts)}
     print(f"{name}: N=2^{int(np.log2(ctx.poly_degree))}, {plan.levels_needed} levels, predicted peak "
           f"{row['predicted_peak_gib']:.1f} GiB, {plan.counts.get('linear_terms', 0):,} linear terms, "
           f"{plan.counts.get('client_round_trips', 0):,} client round trips", file=sys.stderr, flush=True)
@@ -136,6 +142,7 @@ def run(name: str, images: int, resolution: int, calibrate: bool = True, spill_d
         start = time.perf_counter()
         out = model(enc, client=client)
         seconds = time.perf_counter() - start
+        rounds = (client.round_trips, client.ciphertexts_received, client.bytes_received, client.bytes_sent)
         del enc
         memory = rf.memory.stats()
     got = ctx.decrypt_batch(out, sk)
@@ -155,7 +162,12 @@ def run(name: str, images: int, resolution: int, calibrate: bool = True, spill_d
         "measured_pool_peak_gib": (peak.peak_pool - base_pool) / GIB,
         "pool_cached_at_rss_peak_gib": peak.cached_at_peak / GIB,
         "rss_beyond_pool_at_rss_peak_gib": peak.beyond_pool_at_peak / GIB,
-        "client_round_trips": model.last_run.get("client_round_trips"),
+        # Batch packing counts a round trip per ciphertext, inter packing per round (one
+        # ciphertext each); the bytes are the ciphertexts' words each way (LocalClient).
+        "client_round_trips": model.last_run.get("client_round_trips", rounds[0]),
+        "ciphertexts_to_key_holder": rounds[1],
+        "bytes_to_key_holder": rounds[2],
+        "bytes_from_key_holder": rounds[3],
         "top1_agreement": float(np.mean(got.argmax(1) == want.argmax(1))),
         "max_abs_error": float(np.max(np.abs(got - want))),
         "max_abs_logit": float(np.max(np.abs(want))),

@@ -4,6 +4,7 @@ forked child reads its own copy, and ``ringfire infer`` spills or refuses by RAM
 
 import json
 import os
+import threading
 import warnings
 
 import numpy as np
@@ -191,4 +192,51 @@ def test_a_cache_limit_bounds_the_blocks_kept_for_reuse_and_the_results_stay_exa
 def test_bad_cache_limits_are_refused(limit):
     with pytest.raises(ValueError, match="set_cache_limit"):
         rf.memory.set_cache_limit(limit)
-    assert rf.memory.cache_limit() is None
+    with pytest.raises(ValueError, match="bounded_cache"):
+        with rf.memory.bounded_cache(limit):
+            pass
+    assert rf.memory.cache_limit() is None and rf.memory.stats()["cache_limit_in_force"] is None
+
+
+def test_bounded_caches_nest_across_threads_and_the_least_bound_is_in_force():
+    in_force = lambda: rf.memory.stats()["cache_limit_in_force"]  # noqa: E731
+    entered, leave = threading.Event(), threading.Event()
+
+    def other_thread():
+        with rf.memory.bounded_cache(3 << 20):
+            entered.set()
+            leave.wait(10)
+
+    try:
+        with rf.memory.bounded_cache(8 << 20):
+            assert in_force() == 8 << 20 and rf.memory.cache_limit() is None  # the user's limit is unchanged
+            worker = threading.Thread(target=other_thread)
+            worker.start()
+            assert entered.wait(10) and in_force() == 3 << 20  # another thread's scope, lower
+            square_and_rotate()
+            assert rf.memory.stats()["bytes_cached"] <= 3 << 20
+            leave.set()
+            worker.join()
+            assert in_force() == 8 << 20
+            rf.memory.set_cache_limit(1 << 20)  # a user's limit below the scope's wins
+            assert in_force() == 1 << 20 and rf.memory.cache_limit() == 1 << 20
+            with rf.memory.bounded_cache(None):  # no bound of its own
+                assert in_force() == 1 << 20
+        assert in_force() == 1 << 20
+    finally:
+        leave.set()
+        rf.memory.set_cache_limit(None)
+    assert in_force() is None
+
+
+def test_a_guarded_run_keeps_the_cache_within_half_the_room_its_prediction_leaves():
+    from ringfire.memory_guard import available_bytes, guard
+
+    predicted = 1 << 30
+    with guard(predicted, "a test run"):
+        room = available_bytes()["bytes"]
+        bound = rf.memory.stats()["cache_limit_in_force"]
+        cached = rf.memory.stats()["bytes_cached"]
+        # Measured inside: the room moves a little with the rest of the machine.
+        assert bound is not None and abs(bound - cached - (room - predicted) // 2) < 256 << 20
+    assert rf.memory.stats()["cache_limit_in_force"] is None

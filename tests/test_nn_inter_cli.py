@@ -103,6 +103,7 @@ def test_inter_packing_runs_convolutional_models_against_onnxruntime(deep_ctx):
     # diagonals instead of all of them.
     model.diagonal_cache_bytes = 0
     assert not [lt for lt in model._inter_cache.values() if isinstance(lt, rf.ckks.LinearTransform)]
+    most = max(lt.diagonal_count for lt in transforms)  # the largest layer's diagonals
     del transforms
     bounded = model.plan()
     assert "at most 0.00 GiB of them kept between samples" in " ".join(bounded.notes)
@@ -115,6 +116,22 @@ def test_inter_packing_runs_convolutional_models_against_onnxruntime(deep_ctx):
     for bad in (-1, 1.5, True):
         with pytest.raises(ValueError, match="diagonal_cache_bytes"):
             model.diagonal_cache_bytes = bad
+    # Beside the pool: the largest layer's diagonals before they are encoded (in NumPy, their
+    # C++ copy, the map they come from). The pool's cache of freed blocks: counted at its limit,
+    # never above what the run allocates in all, and not without a limit (a note says so).
+    assert bounded.staging_bytes >= 3 * most * plan.counts["period"] * 8
+    assert bounded.pool_cache_bytes == 0 and "is not counted: it has no limit" in " ".join(bounded.notes)
+    needed = model._bytes_to_allocate("inter")
+    try:
+        rf.memory.set_cache_limit(1 << 20)
+        limited = model.plan()
+        assert limited.pool_cache_bytes == 1 << 20 < limited.allocated_bytes
+        assert limited.peak_bytes == bounded.peak_bytes + (1 << 20)
+        assert model._bytes_to_allocate("inter") == needed + (1 << 20)  # the limit in force, not the plan's
+        rf.memory.set_cache_limit(1 << 40)
+        assert model.plan().pool_cache_bytes == limited.allocated_bytes  # what the run allocates, at most
+    finally:
+        rf.memory.set_cache_limit(None)
 
     concat = make_model([node("Conv", ["x", "W1"], ["c"], kernel_shape=[3, 3]),
                          node("Concat", ["c", "c"], ["y"], axis=1)], (2, 6, 6), {"W1": inits["W1"]},

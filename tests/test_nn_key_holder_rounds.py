@@ -126,3 +126,35 @@ def test_an_input_too_large_for_its_planned_level_starts_higher():
     assert encryption_level(ctx, 0, np.full(4, 300.0)) == 1  # beyond half of level 0's room
     assert encryption_level(ctx, 1, np.zeros((0, 4))) == 1
     assert encryption_level(ctx, 0, np.full(4, 1e300)) == ctx.max_level  # never above the top
+
+
+class Serializing(rf.nn.LocalClient):
+    """Measures each round by the ciphertexts' own serializations, both ways."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.serialized = {"received": [], "sent": []}
+
+    def _decrypt(self, ct):
+        self.serialized["received"].append(len(ct.to_bytes()))
+        return super()._decrypt(ct)
+
+    def _encrypt(self, values, level=None):
+        ct = super()._encrypt(values, level)
+        self.serialized["sent"].append(len(ct.to_bytes()))
+        return ct
+
+
+def test_the_key_holder_counts_the_bytes_of_its_rounds_each_way_as_serialization_measures_them():
+    onnx, x = digits_cnn()
+    ctx = rf.ckks.Context.preset("N13_D2")
+    sk, keys = ctx.keygen()
+    client = Serializing(ctx, sk, keys)
+    rf.nn.load(onnx, ctx)(ctx.encrypt_batch(x, sk), client=client)
+    received, sent = client.serialized["received"], client.serialized["sent"]
+    assert len(received) == client.ciphertexts_received == 256 and len(sent) == 64
+    # The same bytes less each ciphertext's header (ciphertexts sent at level 0: 2 x N x 8 words).
+    assert 0 <= sum(received) - client.bytes_received <= 128 * len(received)
+    assert 0 <= sum(sent) - client.bytes_sent <= 128 * len(sent)
+    assert client.bytes_received == 256 * 2 * ctx.poly_degree * 8
+    assert client.bytes_sent < sum(received) / 2  # seeded answers: half a ciphertext each

@@ -546,6 +546,9 @@ def test_plan_counts_match_the_run(ctx2):
     assert plan.counts["rescales"] == 72 + 5
     assert plan.counts["ct_mults"] == 0 and plan.counts["poly_activations"] == 0
     assert plan.peak_bytes > plan.activation_bytes > 0
+    # Beside the pool: an in-process key holder's float64 arrays of its largest round (the
+    # ReLU's 72 ciphertexts, every slot, three times), or a layer's map being built.
+    assert plan.staging_bytes >= 3 * 72 * ctx.slots * 8
     x = rng_for("plan").uniform(-1, 1, (BATCH,) + in_shape)
     client = rf.nn.LocalClient(ctx, sk, keys)
     out = model(ctx.encrypt_batch(x, keys), client=client)

@@ -5,7 +5,8 @@ in the pool for the next request of their size; a request of 1 MiB or more also 
 block up to half again its size, so the temporaries of neighbouring levels share blocks instead
 of each level keeping its own (N16_BOOT with its keys expanded: a bootstrap's peak RSS went
 from 14.3 to 10.8 GiB; ``flush()`` returns what is cached to the system, and
-``set_cache_limit()`` bounds it). With
+``set_cache_limit()`` bounds it; a guarded run keeps it within half the room the run's
+plan leaves, :func:`bounded_cache`). With
 :func:`spill`, blocks the pool would take from the system beyond a RAM limit come
 from files in a directory instead (memory-mapped; seed 001 ran models larger than
 DRAM the same way, with Optane behind a DRAM cache). The kernel keeps the pages in
@@ -48,27 +49,48 @@ import contextlib
 import numbers
 import os
 import tempfile
+import threading
 import warnings
 
 from . import _core
 
-__all__ = ["cache_limit", "cold", "flush", "set_cache_limit", "spill", "stats", "total_ram_bytes"]
+__all__ = ["bounded_cache", "cache_limit", "cold", "flush", "set_cache_limit", "spill", "stats", "total_ram_bytes"]
 
 _NO_LIMIT = 2**64 - 1  # the pool's "no limit" (SIZE_MAX)
+
+# The pool keeps the least of the user's limit (set_cache_limit) and every open
+# bounded_cache scope's: runs in other threads each keep their own bound.
+_limits_lock = threading.Lock()
+_user_limit: int | None = None
+_scope_limits: dict[object, int] = {}
 
 
 def stats() -> dict:
     """The host pool: ``bytes_in_use`` (held by live objects), ``bytes_cached`` (kept for
     reuse), ``bytes_resident`` and ``bytes_spilled`` (of all blocks, in RAM and in
     files), ``bytes_mapped`` (file space mapped so far), and the spill settings
-    (``active``, ``ram_limit``, ``directory``), and ``cache_limit`` (:func:`set_cache_limit`)."""
-    return {**_core.host_pool_stats(), **_core.host_spill_stats(), "cache_limit": cache_limit()}
+    (``active``, ``ram_limit``, ``directory``), ``cache_limit`` (:func:`set_cache_limit`)
+    and ``cache_limit_in_force`` (the least of it and the open :func:`bounded_cache` scopes')."""
+    in_force = _core.host_pool_cache_limit()
+    return {**_core.host_pool_stats(), **_core.host_spill_stats(), "cache_limit": cache_limit(),
+            "cache_limit_in_force": None if in_force == _NO_LIMIT else in_force}
 
 
 def cache_limit() -> int | None:
-    """The most bytes of freed blocks the pool keeps for reuse (None: no limit)."""
-    limit = _core.host_pool_cache_limit()
-    return None if limit == _NO_LIMIT else limit
+    """The most bytes of freed blocks the pool keeps for reuse, as :func:`set_cache_limit`
+    set it (None: no limit)."""
+    return _user_limit
+
+
+def _check_limit(limit, where: str) -> None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, numbers.Integral)
+                              or not 0 <= limit < _NO_LIMIT):
+        raise ValueError(f"[memory.{where}] the limit must be None or a number of bytes >= 0, got {limit!r}")
+
+
+def _apply_limits_locked() -> None:
+    limits = [v for v in (_user_limit, *_scope_limits.values()) if v is not None]
+    _core.host_pool_set_cache_limit(min(limits) if limits else _NO_LIMIT)
 
 
 def set_cache_limit(limit: int | None) -> int | None:
@@ -77,17 +99,40 @@ def set_cache_limit(limit: int | None) -> int | None:
     back to the system, and lowering it gives back cached blocks, the largest first.
 
     The pool's cache is what lets repeated temporaries skip the system allocator; it also
-    holds memory no live object uses, which the process's RSS counts and a plan's
-    ``peak_bytes`` does not (an inter-packed MobileNetV3-Small image with no diagonals kept:
-    BENCHMARKS.md). A limit trades some of the reuse for RSS that stays near the bytes in
+    holds memory no live object uses, which the process's RSS counts. A model's plan counts
+    it (``Plan.pool_cache_bytes``) only under a limit: unbounded, an inter-packed
+    MobileNetV3-Small image with no diagonals kept held 1.2 to 2.7 GiB of them beside 1.45 GiB
+    in use (BENCHMARKS.md). A limit trades some of the reuse for RSS that stays near the bytes in
     use. Blocks of 1 MiB or more are mappings of their own, so their pages leave the
     process as soon as they are given back."""
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, numbers.Integral)
-                              or not 0 <= limit < _NO_LIMIT):
-        raise ValueError(f"[memory.set_cache_limit] the limit must be None or a number of bytes >= 0, got {limit!r}")
-    previous = cache_limit()
-    _core.host_pool_set_cache_limit(_NO_LIMIT if limit is None else int(limit))
+    global _user_limit
+    _check_limit(limit, "set_cache_limit")
+    with _limits_lock:
+        previous, _user_limit = _user_limit, None if limit is None else int(limit)
+        _apply_limits_locked()
     return previous
+
+
+@contextlib.contextmanager
+def bounded_cache(limit: int | None):
+    """Within the block, the pool keeps at most ``limit`` bytes of freed blocks for reuse
+    (None: no bound of its own), or less where :func:`set_cache_limit` or another open
+    scope (any thread) says less; the bound in force before comes back after. The memory
+    guard opens one around every run it admits, at what is cached already plus half the
+    room the run's predicted peak leaves, so that blocks kept for reuse never take the
+    memory the run was predicted to need."""
+    _check_limit(limit, "bounded_cache")
+    token = object()
+    with _limits_lock:
+        if limit is not None:
+            _scope_limits[token] = int(limit)
+        _apply_limits_locked()
+    try:
+        yield
+    finally:
+        with _limits_lock:
+            _scope_limits.pop(token, None)
+            _apply_limits_locked()
 
 
 def flush() -> None:

@@ -1,7 +1,9 @@
 """One memory guard for every large run: before the first large allocation, the
 predicted peak is compared with the memory this process can actually get, and the run
 either goes ahead, spills to disk (``ringfire.memory.spill``), or is refused with the
-numbers and the fixes -- never killed by the kernel halfway.
+numbers and the fixes -- never killed by the kernel halfway. A run that goes ahead keeps
+the pool's cache of freed blocks within what it held already plus half the room the
+prediction leaves (``ringfire.memory.bounded_cache``).
 
 What the process can get is the least of: the kernel's ``MemAvailable``, what is left
 under the cgroup's memory limit (v2 ``memory.max``, v1 ``memory.limit_in_bytes``), and
@@ -129,8 +131,16 @@ def guard(predicted_bytes: int, what: str, *, memory_check: bool = True, fixes: 
         yield
         return
     room = available_bytes()
-    if predicted <= room["bytes"] or _spilling():
+    if _spilling():
         yield
+        return
+    if predicted <= room["bytes"]:
+        # Freed blocks the pool keeps for reuse count in the RSS and in no plan without a
+        # cache limit: they may keep what is cached now and half the room left beside the
+        # prediction, never the memory the run was predicted to need.
+        cached = int(memory.stats()["bytes_cached"])
+        with memory.bounded_cache(cached + (room["bytes"] - predicted) // 2):
+            yield
         return
     directory = tempfile.gettempdir()
     ram = int(room["bytes"] * RAM_SHARE_WHEN_SPILLING)

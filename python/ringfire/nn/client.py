@@ -44,6 +44,8 @@ def relaid(node, values: np.ndarray, layouts: dict) -> np.ndarray:
 # The values a ciphertext sent to the key holder may reach, as a share of its level's room
 # (ctx.max_value): one bit of headroom for the decryption's own noise.
 DECRYPTION_HEADROOM = 0.5
+# A seeded ciphertext carries the seed its second polynomial is expanded from.
+SEED_BYTES = 32
 
 
 def for_decryption(ev, ct):
@@ -115,8 +117,18 @@ class LocalClient(Client):
         self.noise_flooding = noise_flooding
         self.round_trips = 0
         self.ciphertexts_received = 0
+        # The ciphertexts' words each way, as rf.serve sends them before compression (about
+        # 100 bytes of header each are not counted): what a key holder elsewhere would receive
+        # (two polynomials per ciphertext, at the level it is sent at) and send back (seeded:
+        # one polynomial and a seed).
+        self.bytes_received = 0
+        self.bytes_sent = 0
+
+    def _words(self, ct, polynomials: int) -> int:
+        return polynomials * (ct.level + 1) * self.ctx.poly_degree * 8
 
     def _decrypt(self, ct):
+        self.bytes_received += self._words(ct, 2)
         return self.ctx.decrypt(ct, self.secret_key, noise_flooding=self.noise_flooding)
 
     def apply(self, node, x, shape, clip):
@@ -147,6 +159,7 @@ class LocalClient(Client):
         computes with the key set's evaluation keys."""
         ct = self.ctx.encrypt(values, self.secret_key, level=level)
         ct._keys = self.keys
+        self.bytes_sent += self._words(ct, 1) + SEED_BYTES
         return ct
 
     def apply_vector(self, node, ct):

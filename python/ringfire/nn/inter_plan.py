@@ -16,7 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ckks.circuits import bsgs_steps
+from . import staging
+from .graph import UnsupportedOperator
 from .inter import InterRunner
+from .layouts import shape_of
+from .operators import linear_terms
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,16 @@ def steps(runner: InterRunner, masking: bool = False):
                        products=products)
 
 
+def step_terms(runner: InterRunner, node) -> int:
+    """The terms of the map a node's transforms are cut from (a linear layer's multiply-adds;
+    an element move's one per element)."""
+    try:
+        in_shape, out_shape = shape_of(runner.graph, node.inputs[0]), shape_of(runner.graph, node.outputs[0])
+    except UnsupportedOperator:
+        return 0
+    return linear_terms(node, runner.graph, in_shape, out_shape)
+
+
 @dataclass
 class InterCosts:
     """Per sample, except the cached diagonals, which all samples share."""
@@ -62,6 +76,7 @@ class InterCosts:
     activation_bytes: int = 0  # every tensor of one sample
     diagonal_bytes: int = 0    # the encoded diagonals of every transform (in the pool)
     largest_diagonal_bytes: int = 0  # the most any one layer's transforms encode
+    staging_bytes: int = 0     # the most held outside the pool at once (.staging)
     hoisted: int = 0           # the most baby rotations of any transform: they are held at once
     products: int = 0          # products of two ciphertexts (attention's Q K^T and P V)
 
@@ -82,4 +97,6 @@ def inter_costs(runner: InterRunner, masking: bool = False) -> InterCosts:
             step_bytes = step.diagonals * (step.level + 1) * n * 8
             costs.diagonal_bytes += step_bytes
             costs.largest_diagonal_bytes = max(costs.largest_diagonal_bytes, step_bytes)
+            costs.staging_bytes = max(costs.staging_bytes, staging.linear_layer(
+                step_terms(runner, step.node), step.diagonals, runner.period))
     return costs

@@ -21,6 +21,7 @@ from .inter import InterRunner, check_sparse_bootstrap, period_for, sparse_boots
 from .inter_plan import inter_costs
 from .masking import Masker
 from .placement import ciphertext_device, on_device
+from .. import memory
 from ..memory_guard import guard
 from .refresh import Refresher, choose_degrees, element_bounds
 from ..ckks.batch import EncryptedTensor
@@ -47,6 +48,9 @@ class Plan:
     notes: list = field(default_factory=list)
     dry_run_bytes: int | None = None  # activations' peak measured by a dry run (plan(dry_run=True))
     slots_fit: bool = True            # inter packing: a sample's period fits the context's slots
+    staging_bytes: int = 0            # outside the pool: a layer's diagonals before they are encoded
+    pool_cache_bytes: int = 0         # freed blocks the pool may keep for reuse (rf.memory.cache_limit)
+    allocated_bytes: int = 0          # every block the run allocates, summed (bounds what it can leave cached)
 
     @property
     def fits(self) -> bool:
@@ -54,7 +58,8 @@ class Plan:
 
     @property
     def peak_bytes(self) -> int:
-        return self.activation_bytes + self.key_bytes + self.workspace_bytes
+        return (self.activation_bytes + self.key_bytes + self.workspace_bytes + self.staging_bytes
+                + self.pool_cache_bytes)
 
     def describe(self) -> str:
         gib = 2.0**30
@@ -65,10 +70,25 @@ class Plan:
                  f"operations: {self.counts}",
                  f"predicted peak memory: {self.peak_bytes / gib:.3f} GiB (activations "
                  f"{self.activation_bytes / gib:.3f}, keys {self.key_bytes / gib:.3f}, workspace "
-                 f"{self.workspace_bytes / gib:.3f})"]
+                 f"{self.workspace_bytes / gib:.3f}"
+                 + (f", staging {self.staging_bytes / gib:.3f}" if self.staging_bytes else "")
+                 + f", the pool's cache {self.pool_cache_bytes / gib:.3f})"]
         if self.suggestion:
             lines.append(f"suggestion: {self.suggestion}")
         return "\n".join(lines + self.notes)
+
+
+def pool_cache_bytes(allocated: int) -> tuple[int, str]:
+    """The bytes of freed blocks the pool may keep for reuse during a run that allocates
+    ``allocated`` bytes in all: the cache limit in force (``rf.memory.set_cache_limit``), and
+    never more than the run frees; and the plan's note on it."""
+    limit = memory.cache_limit()
+    if limit is None:
+        return 0, ("the pool's cache of freed blocks is not counted: it has no limit (rf.memory.set_cache_limit); "
+                   "a guarded run keeps it within half the room its prediction leaves")
+    counted = min(int(limit), int(allocated))
+    return counted, (f"the pool's cache of freed blocks: {counted / 2**30:.3f} GiB counted, its limit "
+                     f"({int(limit) / 2**30:.3f} GiB) or what the run allocates in all, the less")
 
 
 # What one bootstrap leaves in the pool's cache (its hoisted rotations and key-switching
@@ -254,7 +274,7 @@ class Model:
         more): (runtime, output values)."""
         rt = runtime(self.ctx.max_level, 2 * self.ctx.poly_degree * 8, polys, masking=self.masking,
                      graph=self.graph, bootstrapping=self.bootstrap, fresh_levels=fresh_levels,
-                     chains=self._chains(polys))
+                     chains=self._chains(polys), slots=self.ctx.slots)
         values, _ = Executor(self.graph, rt).run(rt.input(self.graph.input_shape))
         return rt, values
 
@@ -343,17 +363,19 @@ class Model:
     def _bytes_to_allocate(self, packing: str) -> int:
         """The plan's predicted peak less the keys (made already), per packing, computed once
         (an inter plan builds every linear map to count its diagonals); with inter packing,
-        less the encoded diagonals too once an earlier sample has cached them all."""
+        less the encoded diagonals too once an earlier sample has cached them all. The
+        pool's cache is counted under the limit in force now."""
         cache = self.__dict__.setdefault("_guard_bytes", {})
         if packing not in cache:
             plan = self._plan(packing)
-            cache[packing] = (plan.peak_bytes - plan.key_bytes, plan.counts.get("transforms", 0),
-                              plan.counts.get("diagonal_bytes", 0))
-        needed, transforms, diagonal_bytes = cache[packing]
+            cache[packing] = (plan.peak_bytes - plan.key_bytes - plan.pool_cache_bytes,
+                              plan.counts.get("transforms", 0), plan.counts.get("diagonal_bytes", 0),
+                              plan.allocated_bytes)
+        needed, transforms, diagonal_bytes, allocated = cache[packing]
         encoded = sum(1 for key in getattr(self, "_inter_cache", {}) if len(key) == 4)  # (node, level, scale, period)
         if packing == "inter" and transforms and encoded >= transforms and self.diagonal_cache_bytes is None:
             needed -= diagonal_bytes
-        return needed
+        return needed + pool_cache_bytes(allocated)[0]
 
     def _run(self, enc: EncryptedTensor, client, progress, executor) -> EncryptedTensor:
         if enc.packing == "inter":
@@ -511,10 +533,13 @@ class Model:
         rt, output_ciphertexts = self._plan_runtime(self.polys)
         key_bytes, workspace, notes = self._keys_and_workspace()
         levels = rt.levels_needed
-        return Plan(notes=notes, levels_needed=levels, levels_available=ctx.max_level,
+        allocated = rt.allocated + workspace
+        cached, note = pool_cache_bytes(allocated)
+        return Plan(notes=notes + [note], levels_needed=levels, levels_available=ctx.max_level,
                     input_ciphertexts=int(np.prod(self.graph.input_shape)), output_ciphertexts=output_ciphertexts,
                     largest_tensor=rt.largest_tensor, counts=dict(rt.counts), activation_bytes=int(rt.peak),
-                    key_bytes=int(key_bytes), workspace_bytes=int(workspace),
+                    key_bytes=int(key_bytes), workspace_bytes=int(workspace), staging_bytes=int(rt.staging),
+                    pool_cache_bytes=cached, allocated_bytes=int(allocated),
                     suggestion=None if levels <= ctx.max_level else suggest_parameters(levels))
 
     def _keys_and_workspace(self) -> tuple[int, int, list]:
@@ -553,6 +578,10 @@ class Model:
         diagonals = min(costs.diagonal_bytes, limit + costs.largest_diagonal_bytes) if bounded \
             else costs.diagonal_bytes
         workspace += hoisted + diagonals
+        staging = costs.staging_bytes
+        # Every sample's tensors, the workspace, and the diagonals each sample encodes again.
+        allocated = costs.activation_bytes + workspace + (costs.diagonal_bytes if bounded else 0)
+        pool_cached, cache_note = pool_cache_bytes(allocated)
         cached = (f"at most {limit / 2**30:.2f} GiB of them kept between samples (diagonal_cache_bytes), the rest "
                   "encoded again at every sample" if bounded else "cached for every sample")
         notes.append(f"packing='inter', period {period}, {runner.placement.kind} layout: per sample "
@@ -579,11 +608,12 @@ class Model:
         if period > ctx.slots:
             notes.insert(0, f"a sample's period {period} exceeds the context's {ctx.slots} slots: one sample per "
                             f"ciphertext needs poly_degree >= {2 * period}, or packing='batch'")
-        return Plan(notes=notes, levels_needed=levels, levels_available=ctx.max_level, input_ciphertexts=1,
-                    slots_fit=period <= ctx.slots,
+        return Plan(notes=notes + [cache_note], levels_needed=levels, levels_available=ctx.max_level,
+                    input_ciphertexts=1, slots_fit=period <= ctx.slots,
                     output_ciphertexts=1, largest_tensor=1, counts=counts,
                     activation_bytes=int(costs.activation_bytes), key_bytes=int(key_bytes),
-                    workspace_bytes=int(workspace),
+                    workspace_bytes=int(workspace), staging_bytes=int(staging), pool_cache_bytes=pool_cached,
+                    allocated_bytes=int(allocated),
                     suggestion=None if levels <= ctx.max_level else suggest_parameters(levels))
 
     def choose_packing(self, samples: int, costs: dict | None = None) -> dict:

@@ -7,6 +7,7 @@ import numpy as np
 
 from ..parallel import IN_PROCESS
 from . import work
+from . import staging
 from .client import for_decryption
 from .masking import mask_kind
 from .nonlinear import exact as exact_layer
@@ -290,8 +291,10 @@ class PlanRuntime:
     """Tracks, without encrypting: levels, ciphertext counts, linear terms, and live memory."""
 
     def __init__(self, top_level: int, bytes_per_limb: int, polys=None, client_aided=True, masking=False,
-                 graph=None, bootstrapping=False, fresh_levels=None, chains=None):
+                 graph=None, bootstrapping=False, fresh_levels=None, chains=None, slots: int = 0):
         self.top = top_level
+        self.slots = slots  # values per ciphertext, for the key holder's arrays (staging)
+        self.staging = 0    # the most bytes held outside the pool at once (.staging)
         # The later layers of chains of client-aided layers (one round with the first).
         self.chained = {n.name for c in (chains or {}).values() for n in c.nodes[1:]}
         # Client-aided layer -> the level its key holder encrypts the result at (default: the top).
@@ -314,6 +317,7 @@ class PlanRuntime:
             self.counts.update(bootstraps=0, bootstrapped_ciphertexts=0)
         self.live = 0
         self.peak = 0
+        self.allocated = 0  # every tensor's bytes, summed: the most the pool's cache can come to
         self.largest_tensor = 0
 
     class V:
@@ -333,6 +337,7 @@ class PlanRuntime:
 
     def _alloc(self, v):
         self.live += v.size * (v.level + 1) * self.bytes_per_limb
+        self.allocated += v.size * (v.level + 1) * self.bytes_per_limb
         self.peak = max(self.peak, self.live)
         self.largest_tensor = max(self.largest_tensor, v.size)
         return v
@@ -365,7 +370,9 @@ class PlanRuntime:
     def linear(self, x, in_shape, make_map, out_shape, node):
         x = self._ready(x, 1)
         size = int(np.prod(out_shape))
-        self.counts["linear_terms"] += linear_terms(node, self.graph, in_shape, out_shape)
+        terms = linear_terms(node, self.graph, in_shape, out_shape)
+        self.counts["linear_terms"] += terms
+        self.staging = max(self.staging, staging.linear_layer(terms))
         self.counts["rescales"] += size
         return self._alloc(self.V(self._consume(x.level, 1), size, self._after([x], 1))), tuple(out_shape)
 
@@ -389,6 +396,7 @@ class PlanRuntime:
             return self._alloc(self.V(self._consume(x.level, depth), x.size, self._after([x], depth))), shape
         if node.name not in self.chained:
             self.counts["client_round_trips"] += x.size
+            self.staging = max(self.staging, staging.key_holder(x.size, self.slots))
         out_size = int(np.prod(node._out_shape)) if getattr(node, "_out_shape", None) else x.size
         out_shape = tuple(node._out_shape) if getattr(node, "_out_shape", None) else shape
         kind = mask_kind(node) if self.masking else None
