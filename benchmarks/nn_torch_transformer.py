@@ -87,7 +87,7 @@ def main() -> None:
            "load_seconds": load_seconds, "encrypted_seconds": seconds, "per_sequence_seconds": seconds / args.batch,
            "max_abs_error_vs_torch": float(np.max(np.abs(got - expected))), "levels": plan.levels_needed,
            "client_round_trips": plan.counts["client_round_trips"], "predicted_activation_bytes": plan.activation_bytes,
-           "torch": torch.__version__}
+           **key_holder_traffic(client), "torch": torch.__version__}
     if args.model == "bert":
         import transformers
         row["transformers"] = transformers.__version__
@@ -96,6 +96,12 @@ def main() -> None:
           f"sequence), max error vs torch {row['max_abs_error_vs_torch']:.2e}")
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(row, indent=2))
+
+
+def key_holder_traffic(client) -> dict:
+    """The in-process key holder's rounds so far: how many, and the ciphertexts' bytes each way."""
+    return {"key_holder_rounds": client.round_trips, "ciphertexts_to_key_holder": client.ciphertexts_received,
+            "bytes_to_key_holder": client.bytes_received, "bytes_from_key_holder": client.bytes_sent}
 
 
 def one_per_ciphertext(args) -> None:
@@ -131,6 +137,8 @@ def one_per_ciphertext(args) -> None:
         seconds.append(time.perf_counter() - start)
         errors.append(float(np.max(np.abs(ctx.decrypt_batch(out, sk)[0] - expected[i]))))
         print(f"sequence {i}: {seconds[-1]:.2f} s, max error vs torch {errors[-1]:.2e}")
+        if i == 0:
+            traffic = key_holder_traffic(client)  # one sequence's rounds
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     later = seconds[1:] or seconds
     row = {"model": args.model, "packing": "inter", "layers": args.layers if args.model == "bert" else 1, "d": args.d,
@@ -140,7 +148,7 @@ def one_per_ciphertext(args) -> None:
            "first_sequence_seconds": seconds[0], "sequence_seconds": later,
            "median_sequence_seconds": float(np.median(later)), "max_abs_error_vs_torch": max(errors),
            "counts": {k: v for k, v in plan.counts.items() if isinstance(v, (int, float, str))},
-           "predicted_peak_bytes": plan.peak_bytes,
+           "predicted_peak_bytes": plan.peak_bytes, "first_sequence_key_holder": traffic,
            "max_rss_bytes": rss, "torch": torch.__version__}
     print(f"{'BertModel encoder' if args.model == 'bert' else 'TransformerEncoderLayer'} d={args.d} heads={args.heads} "
           f"seq={args.seq} ff={args.ff}, one sequence per ciphertext at N = 2^{log_n}: load {load_seconds:.1f} s, "

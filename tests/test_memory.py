@@ -229,6 +229,35 @@ def test_bounded_caches_nest_across_threads_and_the_least_bound_is_in_force():
     assert in_force() is None
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_keeps_the_users_limit_not_the_scopes_of_threads_it_does_not_have():
+    entered, leave = threading.Event(), threading.Event()
+
+    def other_thread():
+        with rf.memory.bounded_cache(3 << 20):
+            entered.set()
+            leave.wait(10)
+
+    worker = threading.Thread(target=other_thread)
+    try:
+        rf.memory.set_cache_limit(64 << 20)
+        worker.start()
+        assert entered.wait(10) and rf.memory.stats()["cache_limit_in_force"] == 3 << 20
+        pid = os.fork()
+        if pid == 0:
+            in_force = rf.memory.stats()["cache_limit_in_force"]
+            with rf.memory.bounded_cache(1 << 20):  # the lock is usable in the child
+                scoped = rf.memory.stats()["cache_limit_in_force"]
+            os._exit(0 if (in_force, scoped) == (64 << 20, 1 << 20) else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.WEXITSTATUS(status) == 0
+        assert rf.memory.stats()["cache_limit_in_force"] == 3 << 20  # the parent's scopes stay
+    finally:
+        leave.set()
+        worker.join()
+        rf.memory.set_cache_limit(None)
+
+
 def test_a_guarded_run_keeps_the_cache_within_half_the_room_its_prediction_leaves():
     from ringfire.memory_guard import available_bytes, guard
 

@@ -209,6 +209,12 @@ def cold():
 
 
 def _after_fork_in_child() -> None:
+    global _limits_lock
+    # Another thread may have held the lock at the fork, and the threads whose scopes are
+    # open do not exist here: a fresh lock, and the user's limit alone.
+    _limits_lock = threading.Lock()
+    _scope_limits.clear()
+    _apply_limits_locked()
     if _core.host_spill_stats()["bytes_spilled"]:
         warnings.warn("[memory.spill] this forked child inherited spilled blocks: it reads private copies, and "
                       "pages its parent rewrites can show through until the child writes them; read only "
