@@ -54,3 +54,8 @@ def inter_sample(ev, samples, index, spec):
         runner = _INTER_RUNNERS[token] = InterRunner(model.graph, model.ctx, model.polys, period,
                                                      DiagonalCache(model.diagonal_cache_bytes), bounds)
     return runner.run(samples[index])
+
+
+# The first sample in a process builds its runner (and encodes the model's diagonals): the cost
+# model (ringfire.distributed.costmodel) counts that once per worker.
+inter_sample.per_worker_setup = True
