@@ -90,13 +90,18 @@ def main() -> None:
     ap.add_argument("--images", default="16,64,256")
     ap.add_argument("--json")
     args = ap.parse_args()
+    counts = [int(i) for i in args.images.split(",") if i.strip().isdigit() and int(i) > 0]
+    if not counts or len(counts) != len(args.images.split(",")):
+        ap.error(f"--images takes positive image counts separated by commas, got {args.images!r}")
+    if not 0 < args.image_seconds <= args.first_image_seconds:
+        ap.error("--image-seconds must be positive and at most --first-image-seconds")
     facts, profile = assemble(args)
     print(f"plan: keys {facts['plan_key_bytes'] / GIB:.2f} GiB a node, diagonals "
           f"{facts['plan_diagonal_bytes'] / GIB:.1f} GiB, {facts['bootstraps_per_image']} bootstraps an image; "
           f"the driver encrypts and decrypts an image in {facts['driver_seconds_per_image']:.3f} s", file=sys.stderr)
     rows = []
     print("| images | Gb/s | keys sent | " + " | ".join(f"{n} nodes" for n in (1, 2, 4, 8, 16, 64)) + " |")
-    for images in (int(i) for i in args.images.split(",")):
+    for images in counts:
         for gbps in (1, 10):
             for keys in (False, True):
                 options = dict(bandwidth=gbps * 1.25e8, task_overhead=args.task_overhead, include_keys=keys)
