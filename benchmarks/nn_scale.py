@@ -32,7 +32,7 @@ import time
 import numpy as np
 
 import ringfire as rf
-from ringfire.memory_guard import proc_memory
+from ringfire.memory_guard import proc_memory, reset_peak_rss
 from ringfire.nn import costs as C
 from ringfire.nn import zoo
 
@@ -106,12 +106,7 @@ class PeakSampler:
     def __enter__(self):
         # The kernel's own peak (VmHWM), reset here where /proc allows it: a peak between two
         # samples escapes the sampling, not VmHWM.
-        try:
-            with open("/proc/self/clear_refs", "w") as f:
-                f.write("5")
-            self.hwm_reset = True
-        except OSError:
-            self.hwm_reset = False
+        self.hwm_reset = reset_peak_rss()
         self._t = threading.Thread(target=self._loop, daemon=True)
         self._t.start()
         return self

@@ -94,6 +94,18 @@ def proc_memory(*fields: str, pid="self", table: str = "status") -> dict[str, in
     return out
 
 
+def reset_peak_rss() -> bool:
+    """Resets the kernel's resident-set high-water mark (``VmHWM``) to the process's RSS now
+    (Linux: "5" to /proc/self/clear_refs, proc(5)), so that a later ``proc_memory("VmHWM")``
+    is the peak since this call; False where /proc does not allow it."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
 def _address_space_room() -> int | None:
     """Bytes of address space left under RLIMIT_AS (None: unlimited)."""
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)

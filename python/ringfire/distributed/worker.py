@@ -23,7 +23,7 @@ from pathlib import Path
 
 from .. import _core
 from ..io import sha256_of_file, write_atomically
-from ..memory_guard import proc_memory
+from ..memory_guard import proc_memory, reset_peak_rss
 from ..parallel import forget_key_set
 from .bundle import map_bundle_file, open_bundle_file
 from .codec import decode, decode_shared, encode
@@ -96,10 +96,7 @@ def _reset_peak_rss() -> None:
         ctypes.CDLL(None).malloc_trim(0)
     except (OSError, AttributeError):
         pass
-    try:  # Linux: "5" resets the process's resident-set high-water mark (proc(5), clear_refs)
-        Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        pass
+    reset_peak_rss()  # and the kernel's high-water mark starts again from there
 
 
 def peak_rss() -> int:

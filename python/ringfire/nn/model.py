@@ -578,7 +578,6 @@ class Model:
         diagonals = min(costs.diagonal_bytes, limit + costs.largest_diagonal_bytes) if bounded \
             else costs.diagonal_bytes
         workspace += hoisted + diagonals
-        staging = costs.staging_bytes
         # Every sample's tensors, the workspace, and the diagonals each sample encodes again.
         allocated = costs.activation_bytes + workspace + (costs.diagonal_bytes if bounded else 0)
         pool_cached, cache_note = pool_cache_bytes(allocated)
@@ -612,7 +611,7 @@ class Model:
                     input_ciphertexts=1, slots_fit=period <= ctx.slots,
                     output_ciphertexts=1, largest_tensor=1, counts=counts,
                     activation_bytes=int(costs.activation_bytes), key_bytes=int(key_bytes),
-                    workspace_bytes=int(workspace), staging_bytes=int(staging), pool_cache_bytes=pool_cached,
+                    workspace_bytes=int(workspace), staging_bytes=int(costs.staging_bytes), pool_cache_bytes=pool_cached,
                     allocated_bytes=int(allocated),
                     suggestion=None if levels <= ctx.max_level else suggest_parameters(levels))
 

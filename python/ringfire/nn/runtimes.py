@@ -336,8 +336,9 @@ class PlanRuntime:
         return depths
 
     def _alloc(self, v):
-        self.live += v.size * (v.level + 1) * self.bytes_per_limb
-        self.allocated += v.size * (v.level + 1) * self.bytes_per_limb
+        nbytes = v.size * (v.level + 1) * self.bytes_per_limb
+        self.live += nbytes
+        self.allocated += nbytes
         self.peak = max(self.peak, self.live)
         self.largest_tensor = max(self.largest_tensor, v.size)
         return v
