@@ -119,6 +119,19 @@ def test_the_input_is_encrypted_at_the_level_before_the_first_key_holder():
     assert rf.nn.load(onnx, ctx, packing="inter").input_level == ctx.max_level
 
 
+def test_the_plan_counts_the_input_where_the_run_encrypts_it():
+    onnx, _ = digits_cnn()
+    ctx = rf.ckks.Context.preset("N13_D2")
+    model = rf.nn.load(onnx, ctx)
+    low, top = model.plan(), model._plan(input_level=ctx.max_level)
+    limb = 2 * ctx.poly_degree * 8
+    # The input's 64 ciphertexts and the Conv's 256 results each hold one limb fewer.
+    assert top.activation_bytes - low.activation_bytes >= (64 + 256) * limb
+    assert any("input counted at level 1 of 2" in note for note in low.notes)
+    # The memory guard plans an input where it is: one encrypted at the top needs more.
+    assert model._bytes_to_allocate("batch", 2) - model._bytes_to_allocate("batch", 1) >= 64 * limb
+
+
 def test_an_input_too_large_for_its_planned_level_starts_higher():
     from ringfire.nn.client import encryption_level
     ctx = rf.ckks.Context.preset("N13_D2")  # level 0 holds |x| <= 512 at its scale

@@ -70,7 +70,7 @@ def dry_run(model) -> dict:
         keys.expand()  # the keys' first use would expand them inside the measured run
         gc.collect()  # garbage freed during the run would hide the run's own allocations
         base = _pool_bytes()
-        enc = ctx.encrypt_batch(np.zeros((1,) + tuple(model.graph.input_shape)), keys)
+        enc = ctx.encrypt_batch(np.zeros((1,) + tuple(model.graph.input_shape)), keys, level=model.input_level)
         masker = Masker(ctx, keys, model.mask_bits) if model.masking else None
         refresher = Refresher(ctx, keys, model._bounds) if model.bootstrap else None
         runtime = _Measured(ctx, keys, PlaceholderClient(ctx, keys), model.polys, masker, refresher, base=base)

@@ -96,6 +96,12 @@ def pool_cache_bytes(allocated: int) -> tuple[int, str]:
 BOOTSTRAP_TEMPORARIES = TEMPORARY_CIPHERTEXTS
 
 
+def _top_level(enc: EncryptedTensor) -> int | None:
+    """The highest level among an input's ciphertexts (what the memory guard plans the input at)."""
+    levels = [c.level for c in enc.cts.flat if c is not None and not isinstance(c, float)]
+    return max(levels) if levels else None
+
+
 def secure_degree(levels: int, slots: int = 1, scale_bits: int = 40, base_bits: int = 60) -> int | None:
     """log2 of the smallest N (2^13..2^17) with >= `slots` slots whose 128-bit bound fits a
     base prime, `levels` rescaling primes and one 60-bit special prime; None if none does."""
@@ -278,13 +284,16 @@ class Model:
         values, _ = Executor(self.graph, rt).run(rt.input(self.graph.input_shape))
         return rt, values
 
-    def _plan_runtime(self, polys, runtime=PlanRuntime):
+    def _plan_runtime(self, polys, runtime=PlanRuntime, input_level: int | None = None):
         """The planner's walk of the graph with these activations, client-aided results at the
-        levels the run encrypts them at: (runtime, output ciphertexts)."""
+        levels the run encrypts them at, the input at ``input_level`` (default
+        :attr:`input_level`, where the documented runs encrypt it): (runtime, output
+        ciphertexts)."""
         if self.activation == "client" and self._levels_unlowered is None:
             self._lower_fresh_levels()
         fresh = {n.name: fresh_level(n, self.ctx) for n in self.graph.nodes
                  if "_fresh_level" in n.attrs} if self.activation == "client" else {}
+        fresh[INPUT] = self.input_level if input_level is None else min(int(input_level), self.ctx.max_level)
         rt, values = self._walk(polys, fresh, runtime)
         if self._levels_unlowered is not None:  # lowered fresh levels spend the same depths from lower down
             rt.levels_needed = self._levels_unlowered
@@ -338,7 +347,7 @@ class Model:
         executor = IN_PROCESS if executor is None else executor
         enc, client = on_device(enc, client, device)
         on_host = (ciphertext_device(enc) or "cpu") == "cpu"
-        needed = self._bytes_to_allocate(enc.packing) if on_host and memory_check else 0
+        needed = self._bytes_to_allocate(enc.packing, _top_level(enc)) if on_host and memory_check else 0
         with guard(needed, "this encrypted inference", memory_check=memory_check,
                    fixes="a smaller batch, or the other packing"):
             return self._run(enc, client, progress, executor)
@@ -360,18 +369,21 @@ class Model:
             self._inter_cache.set_limit(limit)
         self.__dict__.pop("_guard_bytes", None)  # the memory guard's figures come from the plan
 
-    def _bytes_to_allocate(self, packing: str) -> int:
-        """The plan's predicted peak less the keys (made already), per packing, computed once
-        (an inter plan builds every linear map to count its diagonals); with inter packing,
-        less the encoded diagonals too once an earlier sample has cached them all. The
-        pool's cache is counted under the limit in force now."""
+    def _bytes_to_allocate(self, packing: str, input_level: int | None = None) -> int:
+        """The plan's predicted peak less the keys (made already), per packing and level of
+        the input (batch packing: an input above :attr:`input_level` makes the layers before
+        the first key holder larger), computed once (an inter plan builds every linear map to
+        count its diagonals); with inter packing, less the encoded diagonals too once an
+        earlier sample has cached them all. The pool's cache is counted under the limit in
+        force now."""
         cache = self.__dict__.setdefault("_guard_bytes", {})
-        if packing not in cache:
-            plan = self._plan(packing)
-            cache[packing] = (plan.peak_bytes - plan.key_bytes - plan.pool_cache_bytes,
-                              plan.counts.get("transforms", 0), plan.counts.get("diagonal_bytes", 0),
-                              plan.allocated_bytes)
-        needed, transforms, diagonal_bytes, allocated = cache[packing]
+        key = (packing, input_level if packing == "batch" else None)
+        if key not in cache:
+            plan = self._plan(packing, input_level)
+            cache[key] = (plan.peak_bytes - plan.key_bytes - plan.pool_cache_bytes,
+                          plan.counts.get("transforms", 0), plan.counts.get("diagonal_bytes", 0),
+                          plan.allocated_bytes)
+        needed, transforms, diagonal_bytes, allocated = cache[key]
         encoded = sum(1 for key in getattr(self, "_inter_cache", {}) if len(key) == 4)  # (node, level, scale, period)
         if packing == "inter" and transforms and encoded >= transforms and self.diagonal_cache_bytes is None:
             needed -= diagonal_bytes
@@ -520,22 +532,29 @@ class Model:
                               f"(planned {plan.activation_bytes / 2**30:.3f})")
         return plan
 
-    def _plan(self, packing: str | None = None) -> Plan:
-        """The plan under ``packing`` (default: the model's own)."""
-        return self._plan_inter() if (packing or self.packing) == "inter" else self._plan_batch()
+    def _plan(self, packing: str | None = None, input_level: int | None = None) -> Plan:
+        """The plan under ``packing`` (default: the model's own); with batch packing, the input
+        at ``input_level`` (default :attr:`input_level`)."""
+        return self._plan_inter() if (packing or self.packing) == "inter" else self._plan_batch(input_level)
 
     def _inter_runner(self) -> InterRunner:
         """A runner for planning one ciphertext per sample (no cache; bootstrapping from levels)."""
         return InterRunner(self.graph, self.ctx, self.polys, bounds={} if self.bootstrap else None)
 
-    def _plan_batch(self) -> Plan:
+    def _plan_batch(self, input_level: int | None = None) -> Plan:
         ctx = self.ctx
-        rt, output_ciphertexts = self._plan_runtime(self.polys)
+        rt, output_ciphertexts = self._plan_runtime(self.polys, input_level=input_level)
         key_bytes, workspace, notes = self._keys_and_workspace()
         levels = rt.levels_needed
         allocated = rt.allocated + workspace
         cached, note = pool_cache_bytes(allocated)
-        return Plan(notes=notes + [note], levels_needed=levels, levels_available=ctx.max_level,
+        notes.append(note)
+        level = rt.fresh_levels[INPUT]
+        if level < ctx.max_level:
+            notes.append(f"the input counted at level {level} of {ctx.max_level}"
+                         + (" (model.input_level: ctx.encrypt_batch(x, keys, level=model.input_level))"
+                            if input_level is None else ""))
+        return Plan(notes=notes, levels_needed=levels, levels_available=ctx.max_level,
                     input_ciphertexts=int(np.prod(self.graph.input_shape)), output_ciphertexts=output_ciphertexts,
                     largest_tensor=rt.largest_tensor, counts=dict(rt.counts), activation_bytes=int(rt.peak),
                     key_bytes=int(key_bytes), workspace_bytes=int(workspace), staging_bytes=int(rt.staging),

@@ -361,7 +361,7 @@ class PlanRuntime:
         return hit[1]
 
     def input(self, shape):
-        return self._alloc(self.V(self.top, int(np.prod(shape)), {INPUT: 0}))
+        return self._alloc(self.V(self.fresh_levels.get(INPUT, self.top), int(np.prod(shape)), {INPUT: 0}))
 
     def _consume(self, level, amount):
         new = level - amount
