@@ -19,7 +19,13 @@ Workload (inter packing, one image per ciphertext and per task: the "requests/im
   model's diagonals on its first image of each run; the cost model counts that once per worker
   (``Stage.setup_seconds``).
 
-    python benchmarks/distributed_scaling.py [--workloads cnn,resnet8,boot,resnet8inter] [--json out.json]
+Each configuration runs once to warm up (keys to the nodes, workers started), then ``--repeats``
+times (default: 3 where the in-process run takes under a minute, else 1); the median is reported
+beside every run, and each map's wall time beside the cost
+model's share for it (the stages where the two differ most are printed).
+
+    python benchmarks/distributed_scaling.py [--workloads cnn,resnet8,boot,resnet8inter] [--repeats N]
+                                             [--json out.json]
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import argparse
 import json
 import os
 import pathlib
+import statistics
 import sys
 import tempfile
 import time
@@ -87,6 +94,8 @@ def runner(onnx_bytes, x, ctx_options, load_options):
         sk, keys = ctx.keygen(bootstrap=model.bootstrap, rotations=model.rotations())
         client = rf.nn.LocalClient(ctx, sk, keys)
         enc = ctx.encrypt_batch(x, keys, packing=model.packing)
+        if executor is not None:  # as a server does when a session's keys arrive: not in the timed run
+            executor.publish_keys(ctx, keys)
         if record:
             return costmodel.record(model, enc, client)
         start = time.perf_counter()
@@ -97,10 +106,11 @@ def runner(onnx_bytes, x, ctx_options, load_options):
 
 def measure_link(ray) -> dict:
     """The loopback's effective bandwidth through Ray's object store (a 64 MiB object put by the
-    driver and read by a task on a worker node) and a task's round-trip overhead."""
+    driver, read by a task on a worker node and sent back, as a map's inputs and results travel:
+    twice its bytes over the round trip's time) and a task's round-trip overhead."""
     @ray.remote(num_cpus=1)
-    def touch(blob):
-        return len(blob)
+    def echo(blob):
+        return bytes(blob)
 
     @ray.remote(num_cpus=1)
     def nothing():
@@ -111,17 +121,50 @@ def measure_link(ray) -> dict:
     best = float("inf")
     for _ in range(3):
         start = time.perf_counter()
-        ray.get(touch.remote(ray.put(blob)))
+        assert len(ray.get(echo.remote(ray.put(blob)))) == len(blob)
         best = min(best, time.perf_counter() - start)
     start = time.perf_counter()
     for _ in range(30):
         ray.get(nothing.remote())
-    return {"bandwidth_bytes_per_s": len(blob) / best, "task_overhead_s": (time.perf_counter() - start) / 30}
+    return {"bandwidth_bytes_per_s": 2 * len(blob) / best, "task_overhead_s": (time.perf_counter() - start) / 30}
+
+
+def measure_contention(ray) -> float:
+    """How many times longer a one-core task computes while another runs beside it on this
+    machine (the two worker nodes share it): a fixed piece of ringfire work (rotations at
+    N = 2^13), timed inside the task, alone on one node, then on both nodes at once."""
+    @ray.remote(num_cpus=1)
+    def work():
+        from ringfire import _core
+        _core.set_num_threads(1)
+        ctx = quiet(lambda: rf.ckks.Context(poly_degree=2**13, coeff_bits=[50, 40, 40], scale_bits=40,
+                                            special_bits=[60], insecure_deterministic_seed=SEED))
+        sk, keys = ctx.keygen(rotations=[1])
+        ct = ctx.encrypt(np.ones(8), keys)
+        ct.rotate(1)
+        start = time.perf_counter()
+        for _ in range(200):
+            ct.rotate(1)
+        return time.perf_counter() - start
+
+    alone = statistics.median(ray.get(work.remote()) for _ in range(3))
+    together = statistics.median(t for _ in range(3) for t in ray.get([work.remote(), work.remote()]))
+    return together / alone
+
+
+def stage_table(predicted: list, runs: list) -> list:
+    """Each map's median wall time over the runs beside the cost model's share for it."""
+    if any(len(maps) != len(predicted) for maps in runs):
+        return []  # a run made other maps than the profile: nothing to pair
+    return [{"label": p["label"], "predicted": p["seconds"],
+             "measured": statistics.median(maps[k][3] for maps in runs)} for k, p in enumerate(predicted)]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workloads", default="cnn,resnet8,boot,resnet8inter")
+    ap.add_argument("--repeats", type=int, help="timed runs per configuration, the median reported (default: 3 "
+                    "where the in-process run takes under a minute, else 1)")
     ap.add_argument("--json")
     args = ap.parse_args()
     import ray
@@ -150,17 +193,32 @@ def main() -> None:
                 cluster.add_node(num_cpus=1, object_store_memory=1024 * MiB,
                                  env_vars={"RINGFIRE_KEY_CACHE": f"{tmp}/n1"})
                 cluster.wait_for_nodes()
+                link["contention"] = measure_contention(ray)
+                print(f"two tasks side by side on this machine: each computes {link['contention']:.2f}x as long",
+                      file=sys.stderr)
             for r in runs:
                 executor = rf.distributed.RayExecutor()
-                r["run"](executor)  # keys to the nodes, workers started: the measured run is warm
-                seconds, got = r["run"](executor)
-                assert got == r["expected"], f"{r['workload']}: the distributed result differs from the in-process one"
-                options = {"bandwidth": link["bandwidth_bytes_per_s"], "task_overhead": link["task_overhead_s"]}
+                r["run"](executor)  # keys to the nodes, workers started: the measured runs are warm
+                times, maps = [], []
+                for _ in range(args.repeats or (3 if r["in_process_seconds"] < 60 else 1)):
+                    before = len(executor.stats["map_seconds"])
+                    seconds, got = r["run"](executor)
+                    assert got == r["expected"], f"{r['workload']}: the distributed result differs from the in-process one"
+                    times.append(seconds)
+                    maps.append(executor.stats["map_seconds"][before:])
+                seconds = statistics.median(times)
+                options = {"bandwidth": link["bandwidth_bytes_per_s"], "task_overhead": link["task_overhead_s"],
+                           "contention": link.get("contention", 1.0)}
                 predicted = costmodel.predict(r["profile"], nodes, 1, **options)
-                r["measured"][nodes] = {"seconds": seconds, "predicted": predicted,
-                                        "summary": executor.summary()}
-                print(f"{r['workload']}: {nodes} worker node(s) {seconds:.2f} s, predicted {predicted['total']:.2f} s "
-                      f"({100 * (predicted['total'] / seconds - 1):+.0f} %)", file=sys.stderr)
+                stages = stage_table(predicted["stages"], maps)
+                r["measured"][nodes] = {"seconds": seconds, "runs": times, "predicted": predicted,
+                                        "stages": stages, "summary": executor.summary()}
+                print(f"{r['workload']}: {nodes} worker node(s) {seconds:.2f} s (runs {', '.join(f'{t:.2f}' for t in times)}), "
+                      f"predicted {predicted['total']:.2f} s ({100 * (predicted['total'] / seconds - 1):+.0f} %); "
+                      f"maps {sum(s['measured'] for s in stages):.2f} s, predicted {sum(s['predicted'] for s in stages):.2f} s",
+                      file=sys.stderr)
+                for s in sorted(stages, key=lambda s: -abs(s["measured"] - s["predicted"]))[:3]:
+                    print(f"    {s['label']}: {s['measured']:.3f} s, predicted {s['predicted']:.3f} s", file=sys.stderr)
         ray.shutdown()
         cluster.shutdown()
     for r in runs:
@@ -168,7 +226,8 @@ def main() -> None:
         row = {"workload": r["workload"], "in_process_seconds": r["in_process_seconds"],
                "one_core_seconds": r["profile"].total_seconds, "serial_seconds": r["profile"].serial_seconds,
                "bit_identical": True, "key_bundle_bytes": r["profile"].key_bytes,
-               "measured": {k: {"seconds": v["seconds"], "predicted_seconds": v["predicted"]["total"],
+               "measured": {k: {"seconds": v["seconds"], "runs": v["runs"], "stages": v["stages"],
+                                "predicted_seconds": v["predicted"]["total"],
                                 "predicted_parts": v["predicted"], "executor": v["summary"]} for k, v in m.items()},
                "measured_efficiency_2": m[1]["seconds"] / (2 * m[2]["seconds"]),
                "predicted_efficiency_2": m[1]["predicted"]["total"] / (2 * m[2]["predicted"]["total"]),

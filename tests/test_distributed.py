@@ -160,6 +160,36 @@ def test_client_aided_models_are_bit_identical_and_keys_reach_each_node_once(clu
         rf.distributed.RayExecutor(map_keys="yes")
     for node, hashes in fetched.items():
         assert all((cluster.base / node / f"{sha}.relin.image").exists() for sha in hashes)
+    # Each map's wall time, with its label; the key sets published once each.
+    assert len(executor.stats["map_seconds"]) == executor.stats["maps"]
+    assert all(label and items > 0 and seconds > 0 for label, items, _, seconds in executor.stats["map_seconds"])
+    assert executor.summary()["key_sets_published"] == 3 and executor.summary()["publish_seconds"] > 0
+
+
+def test_keys_published_ahead_are_published_once_and_let_go_with_them(cluster):
+    import gc
+
+    from ringfire.distributed.bundle import KeyBundle
+    executor = rf.distributed.RayExecutor()
+    ctx = quiet(lambda: rf.ckks.Context.preset("N13_D2", insecure_deterministic_seed=SEED))
+    sk, keys = ctx.keygen()
+    sha = executor.publish_keys(ctx, keys)
+    assert sha == executor.publish_keys(ctx, keys) == KeyBundle.of(ctx, keys).sha256
+    assert executor.summary()["key_sets_published"] == 1 and len(executor._bundles) == 1
+    # A run with those keys finds them published: no second bundle.
+    x = np.zeros((2, 4))
+    enc = ctx.encrypt_batch(x, keys)
+    executor.map(lambda ev, shared, item, const: shared[item], range(4), ev=ctx.evaluator(keys),
+                 shared=enc.cts.reshape(-1))
+    assert executor.summary()["key_sets_published"] == 1
+    # Nor does a server's job, which makes a KeySet of the session's cached keys.
+    again = rf.rlwe.KeySet(relin=keys.relin, galois=keys.galois, bootstrap=keys.bootstrap)
+    assert executor.publish_keys(ctx, again) == sha and executor.summary()["key_sets_published"] == 1
+    del again
+    # A session's keys dropped: its bundle goes too (the object store frees it).
+    del ctx, sk, keys, enc
+    gc.collect()
+    assert len(executor._bundles) == 0
 
 
 def test_an_inter_packed_bootstrapped_residual_cnn_is_bit_identical(cluster):
@@ -292,9 +322,13 @@ def test_the_command_line_and_the_server_run_their_layers_on_the_cluster(cluster
                          preset="N13_D2", requests_per_second=400, ray=cluster.cluster.address)
     with server_thread(config) as (url, app):
         with Client(url, tokens["alice"]) as client:
-            y = client.session("mlp", progress=False).infer(x, progress=False)
+            session = client.session("mlp", progress=False)
+            y = session.infer(x, progress=False)
+            session.infer(x[:2], progress=False)
         assert np.max(np.abs(y - M.ort_run(path.read_bytes(), x))) < 1e-3
-        assert app.state.runner.executor.summary()["tasks"] >= 4
+        summary = app.state.runner.executor.summary()
+        # Each job makes a KeySet of the session's cached keys: the cluster gets them once.
+        assert summary["tasks"] >= 8 and summary["key_sets_published"] == 1
 
 
 def test_the_guide_runs_as_written(cluster):
@@ -304,7 +338,7 @@ def test_the_guide_runs_as_written(cluster):
     import re
     text = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "distributed.md").read_text()
     snippets = re.findall(r"```python\n(.*?)```", text, re.S)
-    assert len(snippets) == 3
+    assert len(snippets) == 5
     ctx = toy_context()
     sk, keys = ctx.keygen(bootstrap=True)
     model = rf.nn.load(M.mlp_bytes((16, 8, 4)), ctx)

@@ -14,7 +14,10 @@ executor runs it:
   once back, at ``bandwidth`` bytes/s (the driver's link carries all of it, one after the
   other: no overlap is assumed);
 * the driver encodes the inputs, decodes the results, and runs the serial part;
-* the keys cross once per node (the first run);
+* the keys are bundled once by the driver and cross once per node (``include_keys``: the
+  first run of a key set; ``RayExecutor.publish_keys`` does the bundling ahead);
+* tasks that run side by side on one machine compute ``contention`` times slower (measured:
+  memory bandwidth and caches are shared);
 * a stage whose function builds something once per worker process (``per_worker_setup``:
   one ciphertext per sample, where each worker encodes the model's diagonals on its first
   sample) pays that setup once on every worker, side by side: the profile times it as the
@@ -28,6 +31,7 @@ cluster, where the driver has its own) and network latency beyond the task overh
 from __future__ import annotations
 
 import math
+import pickle
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
@@ -55,6 +59,7 @@ class Profile:
     load_seconds_per_byte: float = 0.0
     save_seconds_per_byte: float = 0.0
     key_bytes: int = 0
+    key_publish_seconds: float = 0.0  # the driver bundles (serializes, hashes) the keys: once per key set
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -115,19 +120,23 @@ class RecordingExecutor:
         return out
 
 
-def _codec_seconds_per_byte(ctx, keys) -> tuple[float, float]:
-    """(load, save) seconds per byte of a ciphertext at the top level (best of a few)."""
-    ct = ctx.encrypt([0.5], keys)
-    data = ct.to_bytes()
-    load = save = float("inf")
-    for _ in range(20):
-        t = time.perf_counter()
-        ctx.load(data)
-        load = min(load, time.perf_counter() - t)
-        t = time.perf_counter()
-        ct.to_bytes()
-        save = min(save, time.perf_counter() - t)
-    return load / len(data), save / len(data)
+def _codec_seconds_per_byte(ctx, keys, count: int = 16) -> tuple[float, float]:
+    """(load, save) seconds per byte of ciphertexts at the top level as a map moves them, the
+    median of five batches of ``count``: saving encodes them and pickles the batch (as Ray
+    serializes a task's arguments and its reply), loading unpickles and decodes. Fresh bytes
+    each time: one ciphertext timed again and again, warm in the cache, costs a fifth of that."""
+    from .codec import decode, encode
+    cts = [ctx.encrypt([0.5], keys) for _ in range(count)]
+    nbytes = sum(len(ct.to_bytes()) for ct in cts)
+    loads, saves = [], []
+    for _ in range(5):
+        start = time.perf_counter()
+        blob = pickle.dumps([encode(ct) for ct in cts], protocol=5)
+        saves.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        [decode(v, ctx, keys) for v in pickle.loads(blob)]
+        loads.append(time.perf_counter() - start)
+    return statistics.median(loads) / nbytes, statistics.median(saves) / nbytes
 
 
 def record(model, enc, client=None) -> Profile:
@@ -145,31 +154,44 @@ def record(model, enc, client=None) -> Profile:
         _core.set_num_threads(threads)
     load, save = _codec_seconds_per_byte(model.ctx, first.keys)
     mapped = sum(s.compute_seconds + s.setup_seconds for s in recorder.stages)
-    return Profile(recorder.stages, total - mapped, total, load, save, KeyBundle.of(model.ctx, first.keys).nbytes)
+    start = time.perf_counter()
+    bundle = KeyBundle.of(model.ctx, first.keys)
+    publish = time.perf_counter() - start
+    return Profile(recorder.stages, total - mapped, total, load, save, bundle.nbytes, publish)
 
 
 def predict(profile: Profile, nodes: int, cores: int = 1, bandwidth: float = 1.25e9, task_overhead: float = 0.005,
-            chunks_per_worker: int = 2, include_keys: bool = False) -> dict:
+            chunks_per_worker: int = 2, include_keys: bool = False, contention: float = 1.0) -> dict:
     """Predicted seconds of the profiled run on ``nodes`` x ``cores`` one-core tasks over a link of
-    ``bandwidth`` bytes/s (1.25e9: 10 Gb/s), and its parts."""
+    ``bandwidth`` bytes/s (1.25e9: 10 Gb/s), and its parts. ``contention``: how many times longer
+    a task computes while other tasks run beside it on its machine (shared memory bandwidth
+    and caches): 1.0 for one-core nodes on machines of their own; measure it for nodes of
+    several cores, or for several nodes on one machine (``benchmarks/distributed_scaling.py``
+    does, for its nodes that share this machine)."""
     workers = nodes * cores
+    keys = profile.key_publish_seconds + profile.key_bytes * nodes / bandwidth
     parts = {"serial": profile.serial_seconds, "compute": 0.0, "codec": 0.0, "network": 0.0, "overhead": 0.0,
-             "keys": profile.key_bytes * nodes / bandwidth if include_keys else 0.0}
+             "keys": keys if include_keys else 0.0}
+    stages = []
     for s in profile.stages:
         if s.items == 0:
             continue
+        before = {k: parts[k] for k in ("compute", "codec", "network", "overhead")}
         chunks = min(s.items, workers * chunks_per_worker)
         waves = math.ceil(chunks / workers)
         per_chunk = s.items / chunks
         element = s.shared_bytes / max(1, s.shared_elements)
         decoded = min(s.shared_elements, per_chunk * s.reads_per_item) * element
         results = s.result_bytes / s.items * per_chunk
-        parts["compute"] += waves * per_chunk * s.compute_seconds / s.items + s.setup_seconds
+        slower = contention if min(chunks, workers) > 1 else 1.0
+        parts["compute"] += (waves * per_chunk * s.compute_seconds / s.items + s.setup_seconds) * slower
         parts["codec"] += waves * (decoded * profile.load_seconds_per_byte + results * profile.save_seconds_per_byte)
         parts["codec"] += s.shared_bytes * profile.save_seconds_per_byte + s.result_bytes * profile.load_seconds_per_byte
         parts["network"] += (s.shared_bytes * min(nodes, chunks) + s.result_bytes) / bandwidth
         parts["overhead"] += waves * task_overhead
+        stages.append({"label": s.label, "seconds": sum(parts[k] - before[k] for k in before)})
     parts["total"] = float(sum(parts.values()))
+    parts["stages"] = stages  # each map's share of the total, in order, beside the executor's own timings
     return parts
 
 

@@ -13,13 +13,26 @@ from __future__ import annotations
 
 import os
 import threading
+import time
+import weakref
 from pathlib import Path
 
 from .._progress import progress_bar
 from ..io import write_atomically
-from .bundle import KeyBundle
+from .bundle import KEY_KINDS, KeyBundle
 from .codec import decode, encode, encode_shared
 from .worker import run_chunk
+
+_MAP_LOG = 1000  # maps whose wall time stats["map_seconds"] keeps (a server's executor runs for weeks)
+
+
+def _forget_context(bundles: dict, watched: set, ident: int) -> None:
+    """A context was freed: its bundles go (a module function: the finalizer must not keep
+    the executor alive)."""
+    watched.discard(ident)
+    for key in list(bundles):
+        if key[0] == ident:
+            bundles.pop(key, None)
 
 
 class TaskFailed(RuntimeError):
@@ -78,14 +91,17 @@ class RayExecutor:
         self.progress = progress
         self.map_keys = map_keys
         self.key_path = None if key_path is None else Path(key_path)
-        self._bundles = {}  # (id(ctx), id(keys)) -> (ctx, keys, sha, source, bytes): kept alive with them
+        self._bundles = {}  # ids of the context and its keys -> (sha, source), while they live (publish_keys)
+        self._watched = set()  # ids of the contexts whose end drops their bundles
         self._lock = threading.Lock()  # a server's job threads share one executor
         self._task = ray.remote(run_chunk).options(num_cpus=cpus_per_task, max_retries=0)
         self.stats = {"maps": 0, "tasks": 0, "items": 0, "retried": 0, "errors": [], "nodes": set(),
                       "task_seconds": 0.0, "shared_bytes": 0, "result_bytes": 0, "bundle_bytes": 0,
                       "peak_rss": {},  # node -> the largest resident set of a worker process there
                       "keys_mapped": True,  # every task's keys were mapped key images (worker.py)
-                      "node_memory": {}, "peak_node_pss": 0}  # node -> pid -> {"pss", "rss_anon"}
+                      "node_memory": {}, "peak_node_pss": 0,  # node -> pid -> {"pss", "rss_anon"}
+                      "map_seconds": [],  # (label, items, chunks, seconds) of the last _MAP_LOG maps
+                      "key_sets": 0, "publish_seconds": 0.0}  # key bundles made, and the driver's time on them
 
     # ---- the cluster ------------------------------------------------------------------------
     @property
@@ -122,10 +138,24 @@ class RayExecutor:
         with self._lock:
             return (ctx, keys) + self._publish(ctx, keys)
 
+    def publish_keys(self, ctx, keys) -> str:
+        """Makes the key bundle of ``ctx`` and ``keys`` and puts it where the nodes fetch it
+        (the object store, or ``key_path``) now, rather than in the first map that needs it;
+        returns its SHA-256. Call it when the keys arrive, so that the first request with them
+        does not pay for serializing and hashing them. Once per key set: the executor keeps the
+        bundle while ``ctx`` and its key objects live, and lets it go with them."""
+        with self._lock:
+            return self._publish(ctx, keys)[0]
+
     def _publish(self, ctx, keys):
-        hit = self._bundles.get((id(ctx), id(keys)))
+        # What the bundle holds names it: a server makes a KeySet per job from the keys it
+        # cached for the session, and those jobs share one bundle.
+        parts = (ctx,) + tuple(getattr(keys, kind, None) for kind in KEY_KINDS)
+        key = tuple(id(part) for part in parts)
+        hit = self._bundles.get(key)
         if hit is None:
             import ray
+            start = time.perf_counter()
             bundle = KeyBundle.of(ctx, keys)
             if self.key_path is not None:
                 self.key_path.mkdir(parents=True, exist_ok=True)
@@ -135,9 +165,20 @@ class RayExecutor:
                 source = ("path", str(path))
             else:
                 source = ("ref", [ray.put(bundle.blob)])  # boxed: tasks fetch it only on a cache miss
-            hit = self._bundles[(id(ctx), id(keys))] = (ctx, keys, bundle.sha256, source, bundle.nbytes)
+            hit = self._bundles[key] = (bundle.sha256, source)
+            # The entry goes with any of its keys (a closed session's keys free their object in
+            # the store) or its context, so later keys at a reused id() cannot find it. A
+            # server's context outlives every session: it is watched once, not once a bundle.
+            for part in parts[1:]:
+                if part is not None:
+                    weakref.finalize(part, self._bundles.pop, key, None)
+            if key[0] not in self._watched:
+                self._watched.add(key[0])
+                weakref.finalize(ctx, _forget_context, self._bundles, self._watched, key[0])
             self.stats["bundle_bytes"] = bundle.nbytes
-        return hit[2], hit[3]
+            self.stats["key_sets"] += 1
+            self.stats["publish_seconds"] += time.perf_counter() - start
+        return hit
 
     def _count(self, reply: dict) -> None:
         with self._lock:
@@ -161,7 +202,8 @@ class RayExecutor:
                     "task_seconds": round(s["task_seconds"], 3), "bytes_out": s["shared_bytes"],
                     "bytes_back": s["result_bytes"], "key_bundle_bytes": s["bundle_bytes"],
                     "peak_worker_rss_bytes": max(s["peak_rss"].values(), default=0), "keys_mapped": s["keys_mapped"],
-                    "peak_node_pss_bytes": s["peak_node_pss"]}
+                    "peak_node_pss_bytes": s["peak_node_pss"], "key_sets_published": s["key_sets"],
+                    "publish_seconds": round(s["publish_seconds"], 3)}
 
     # ---- the work -----------------------------------------------------------------------------
     def _chunks(self, items: list) -> list:
@@ -173,6 +215,7 @@ class RayExecutor:
         items = list(items)
         if not items:
             return []
+        start = time.perf_counter()
         ctx, keys, sha, source = self._bundle(ev)
         encoded_shared = None if shared is None else encode_shared(shared)
         with self._lock:
@@ -219,10 +262,14 @@ class RayExecutor:
                 bar.update(len(chunks[k]))
                 if callback is not None:
                     callback(done, len(items), label, self.stats["retried"])
+        results = [decode(r, ctx, keys) for chunk in out for r in chunk]
         with self._lock:
             self.stats["maps"] += 1
             self.stats["items"] += len(items)
-        return [decode(r, ctx, keys) for chunk in out for r in chunk]
+            log = self.stats["map_seconds"]
+            log.append((label, len(items), len(chunks), time.perf_counter() - start))
+            del log[:-_MAP_LOG]
+        return results
 
 
 def report(executor) -> str:
