@@ -51,12 +51,12 @@ def profile_warm_iteration(ctx, trainer, keys, X, y, data=None, cached_mask: boo
     ``cached_mask=False`` encodes the row mask at every product, as before it was cached."""
     data = data or trainer.encrypt_data(X, y, keys)
     if not cached_mask:
-        row_mask = trainer._row_mask
+        row_mask = logreg._row_mask
 
-        def encoded_each_time(ct):
-            trainer._masks.clear()
-            return row_mask(ct)
-        trainer._row_mask = encoded_each_time
+        def encoded_each_time(context, features, ct):
+            context.__dict__.pop("_logreg_row_masks", None)
+            return row_mask(context, features, ct)
+        logreg._row_mask = encoded_each_time  # the gradient shares find it by name
     ev = ctx.evaluator(keys)
     low = ev.mod_switch(ctx.encrypt(np.zeros(ctx.slots), keys), ctx.bootstrap_min_level)
 
@@ -74,7 +74,7 @@ def profile_warm_iteration(ctx, trainer, keys, X, y, data=None, cached_mask: boo
     with rf.cuda.profile(ctx.device) as prof:
         one()
     if not cached_mask:
-        del trainer._row_mask  # the class's method again
+        logreg._row_mask = row_mask  # the cached one again
     return {"wall_s": wall, "kernel_s": prof.total, "launches": len(prof.records), "pool_misses": misses,
             "by_operation": prof.by_operation()[:8], "by_kernel": prof.by_kernel()[:8]}
 

@@ -44,6 +44,19 @@ def test_without_the_flag_a_slow_first_item_is_work_like_the_others():
     assert predict(profile, 2, 1, task_overhead=0.0)["compute"] == pytest.approx(stage.compute_seconds / 2)
 
 
+def test_contention_slows_only_tasks_that_run_side_by_side():
+    recorder = RecordingExecutor()
+    recorder.map(sleeper(0.02, 0.02, False), range(4), ev=None)
+    profile = Profile(recorder.stages, 0.0, recorder.stages[0].compute_seconds)
+    compute = recorder.stages[0].compute_seconds
+    assert predict(profile, 1, 1, task_overhead=0.0, contention=1.5)["compute"] == pytest.approx(compute)
+    assert predict(profile, 2, 1, task_overhead=0.0, contention=1.5)["compute"] == pytest.approx(1.5 * compute / 2)
+    stages = predict(profile, 2, 1, task_overhead=0.0)["stages"]
+    assert [s["label"] for s in stages] == ["work"] and stages[0]["seconds"] > 0
+    with pytest.raises(ValueError, match="contention"):
+        predict(profile, 2, 1, contention=0.5)
+
+
 def test_a_recorded_inter_packed_run_splits_its_time_into_serial_compute_and_setup_once():
     pytest.importorskip("onnx")
     import numpy as np

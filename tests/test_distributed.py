@@ -234,6 +234,34 @@ def test_three_nodes_killed_mid_run_lose_nothing(cluster):
     assert max(executor.stats["peak_rss"].values()) < ceiling, (executor.stats["peak_rss"], ceiling)
 
 
+def test_logistic_regression_training_is_bit_identical(cluster):
+    """Two HELR iterations (ringfire.apps.logreg) with a bootstrap between them: each iteration's
+    gradient shares (one per data ciphertext) and the bootstrap of (w, v) run on the cluster."""
+    from ringfire.apps import logreg
+    rng = np.random.default_rng(4)
+    X, y = logreg.prepare(rng.uniform(-1, 1, (128, 31)), rng.integers(0, 2, 128))
+
+    def train(executor):
+        ctx = quiet(lambda: rf.ckks.Context.preset("N12_BOOT_INSECURE", coeff_bits=[60] + [40] * 9 + [60] * 11 + [56] * 3,
+                                                   dnum=8, bootstrap={"stc_first": True}, insecure_deterministic_seed=SEED))
+        trainer = logreg.EncryptedTrainer(ctx, 32)
+        sk, _ = trainer.keygen()
+        report = logreg.FitReport()
+        w = trainer.fit(X, y, 2, report=report, executor=executor)
+        return w.to_bytes(), trainer.decrypt_weights(w, sk), report
+
+    local = train(None)
+    executor = rf.distributed.RayExecutor()
+    remote = train(executor)
+    assert remote[0] == local[0]
+    assert [s.bootstraps for s in remote[2].iterations] == [0, 1]
+    assert np.abs(remote[1] - logreg.train_plain(X, y, 2)).max() < 1e-4
+    # 128 samples in rows of 32 features fill two data ciphertexts of 64 rows: two shares an iteration.
+    labels = [label for label, *_ in executor.stats["map_seconds"]]
+    assert labels == ["logreg gradient", "logreg bootstrap", "logreg gradient"]
+    assert executor.stats["items"] == 5 and len(executor.stats["nodes"]) == 2
+
+
 def model_plan_peak(onnx_bytes, calibration) -> int:
     model = rf.nn.load(onnx_bytes, toy_context(), activation="poly", calibration=calibration)
     return model.plan().peak_bytes

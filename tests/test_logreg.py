@@ -116,15 +116,16 @@ def test_row_mask_is_encoded_once_per_level_and_gives_the_same_bytes(toy):
     ctx, trainer, sk, keys = toy
     x = np.random.default_rng(3).uniform(-1, 1, ctx.slots)
     ct = ctx.encrypt(x, keys)
-    trainer._masks.clear()
+    ctx.__dict__.pop("_logreg_row_masks", None)
     mask = np.zeros(ctx.slots)
     mask[::trainer.f] = 1.0
+    row_mask = lambda c: logreg._row_mask(ctx, trainer.f, c)  # noqa: E731
     # The cached plaintext is the encoding the product with the NumPy mask makes itself.
-    assert (ct * trainer._row_mask(ct)).to_bytes() == (ct * mask).to_bytes()
-    assert trainer._row_mask(ct) is trainer._row_mask(ctx.encrypt(-x, keys))
+    assert (ct * row_mask(ct)).to_bytes() == (ct * mask).to_bytes()
+    assert row_mask(ct) is row_mask(ctx.encrypt(-x, keys))
     lower = ctx.evaluator(keys).mod_switch(ct, ct.level - 1)
-    assert trainer._row_mask(lower) is not trainer._row_mask(ct) and len(trainer._masks) == 2
-    assert (lower * trainer._row_mask(lower)).to_bytes() == (lower * mask).to_bytes()
+    assert row_mask(lower) is not row_mask(ct) and len(ctx._logreg_row_masks) == 2
+    assert (lower * row_mask(lower)).to_bytes() == (lower * mask).to_bytes()
 
 
 def test_user_errors(toy):

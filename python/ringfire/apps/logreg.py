@@ -42,6 +42,7 @@ import numpy as np
 
 from .._progress import progress_bar
 from ..memory_guard import guard
+from ..parallel import IN_PROCESS
 
 LEVELS_PER_ITERATION = 6
 
@@ -161,6 +162,58 @@ class FitReport:
         return sum(s.bootstraps for s in self.iterations)
 
 
+def _rotsum(ct, steps):
+    for s in steps:
+        ct = ct + ct.rotate(s)
+    return ct
+
+
+def _row_mask(ctx, features: int, ct):
+    """The mask keeping each row's first slot, encoded once per context for the level and
+    scale it multiplies at: every data ciphertext of every iteration meets it at the same
+    ones, and an encoding (an FFT and the limbs' NTTs on the host) per product would hold a
+    GPU up while the host works. Kept on the context (a worker's context is its own)."""
+    scale = ctx.landing_scale(ct.level, ct.scale)
+    masks = ctx.__dict__.setdefault("_logreg_row_masks", {})
+    key = (features, ct.device, ct.level, scale)
+    if key not in masks:
+        mask = np.zeros(ctx.slots)
+        mask[::features] = 1.0
+        # On a GPU the copy is uploaded at its first product and kept with it.
+        masks[key] = ctx.encode(mask, level=ct.level, scale=scale).to(ct.device)
+    return masks[key]
+
+
+def gradient_share(ev, shared, index: int, spec):
+    """One data ciphertext's share of an iteration's gradient (an executor's item: the data
+    ciphertexts are independent, :mod:`ringfire.parallel`). ``shared``: (the data
+    ciphertexts, [v]); ``spec``: (features, row steps, sample steps, the polynomial's
+    coefficients)."""
+    data, v = shared[0], shared[1][0]
+    features, row_steps, sample_steps, coefficients = spec
+    ct = data[index]
+    t = _rotsum(ct * v, row_steps)
+    masked = t * _row_mask(ev.context, features, t)
+    t = _rotsum(masked, [-s for s in row_steps])
+    # One nonzero per row: these rotations copy it across the row, they add nothing
+    # to it (the carried magnitude bound would count each copy, ringfire.ckks.magnitude).
+    t._bound = masked._bound
+    p = ev.evaluate_polynomial(t, coefficients, basis="monomial")
+    return _rotsum(p * ct, sample_steps)
+
+
+def refresh_pair(ev, shared, index: int, _):
+    """``w`` and ``v`` refreshed by one bootstrap (an executor's item)."""
+    return ev.bootstrap_pair(shared[0], shared[1])
+
+
+def _tensor(cts) -> np.ndarray:
+    """Ciphertexts as the flat object array an executor's ``shared`` holds."""
+    out = np.empty(len(cts), dtype=object)
+    out[:] = list(cts)
+    return out
+
+
 class EncryptedTrainer:
     """HELR on one CKKS context (see the module doc).
 
@@ -193,22 +246,6 @@ class EncryptedTrainer:
             raise ValueError(f"[logreg] one iteration needs {self.needed} levels; this context has {top} "
                              f"(use Context.preset('N16_BOOT'), or more coeff_bits)")
         self.keys = None
-        self._masks: dict = {}  # (device, level, scale) -> the row mask encoded there
-
-    def _row_mask(self, ct):
-        """The mask keeping each row's first slot, encoded once for the level and scale
-        it multiplies at: every data ciphertext of every iteration meets it at the same
-        ones, and an encoding (an FFT and the limbs' NTTs on the host) per product would
-        hold a GPU up while the host works."""
-        ctx = self.ctx
-        scale = ctx.landing_scale(ct.level, ct.scale)
-        key = (ct.device, ct.level, scale)
-        if key not in self._masks:
-            mask = np.zeros(ctx.slots)
-            mask[::self.f] = 1.0
-            # On a GPU the copy is uploaded at its first product and kept with it.
-            self._masks[key] = ctx.encode(mask, level=ct.level, scale=scale).to(ct.device)
-        return self._masks[key]
 
     def rotations(self) -> list[int]:
         """The rotation steps an iteration uses (pass to keygen, or let :meth:`keygen` do it)."""
@@ -236,42 +273,36 @@ class EncryptedTrainer:
             cts.append(self.ctx.encrypt(block.ravel(), keys))
         return cts
 
-    def _rotsum(self, ct, steps):
-        for s in steps:
-            ct = ct + ct.rotate(s)
-        return ct
-
-    def iteration(self, data: list, w, v, k: int, n: int):
-        """One Nesterov step on ciphertexts; returns (w+, v+)."""
-        ctx = self.ctx
-        ev = ctx.evaluator(self.keys)
+    def iteration(self, data: list, w, v, k: int, n: int, executor=None):
+        """One Nesterov step on ciphertexts; returns (w+, v+). The data ciphertexts' shares of
+        the gradient run through ``executor`` (:mod:`ringfire.parallel`; default: here, in
+        order), bit-identical wherever they run: their sum is exact."""
+        ev = self.ctx.evaluator(self.keys)
         # sigmoid(-t) for t = B * t' with t' = z . v' in [-bound/B, bound/B]; times lr / (n B) for the step on w'.
         B = self.weight_scale
         step = self.learning_rate / (n * B)
         poly = np.polynomial.Polynomial(self.coeffs)(np.polynomial.Polynomial([0, -B])) * step
-        grad = None
-        for ct in data:
-            t = self._rotsum(ct * v, self.row_steps)
-            masked = t * self._row_mask(t)
-            t = self._rotsum(masked, [-s for s in self.row_steps])
-            # One nonzero per row: these rotations copy it across the row, they add nothing
-            # to it (the carried magnitude bound would count each copy, ringfire.ckks.magnitude).
-            t._bound = masked._bound
-            p = ev.evaluate_polynomial(t, poly.coef, basis="monomial")
-            g = self._rotsum(p * ct, self.sample_steps)
-            grad = g if grad is None else grad + g
+        spec = (self.f, tuple(self.row_steps), tuple(self.sample_steps), tuple(float(c) for c in poly.coef))
+        shares = (executor or IN_PROCESS).map(gradient_share, range(len(data)), ev=ev,
+                                              shared=(_tensor(data), _tensor([v])), const=spec,
+                                              label="logreg gradient")
+        grad = shares[0]
+        for g in shares[1:]:
+            grad = grad + g
         w_next = v + grad
         v_next = w_next + (w_next - w) * nesterov_eta(k)
         return w_next, v_next
 
     def fit(self, X, y, iterations: int, keys=None, progress: bool = False, report: FitReport | None = None,
-            memory_check: bool = True):
+            memory_check: bool = True, executor=None):
         """Encrypts (X, y), trains ``iterations`` steps on ciphertexts, returns the encrypted weights ``w / weight_scale``.
 
         Decrypt with :meth:`decrypt_weights`. ``report`` (a :class:`FitReport`)
         receives per-iteration times and bootstraps. The memory the run allocates goes
         through the memory guard first (:mod:`ringfire.memory_guard`; ``memory_check=False``
-        skips it and warns).
+        skips it and warns). ``executor`` (:mod:`ringfire.parallel`, e.g.
+        ``rf.distributed.RayExecutor()``) runs each iteration's gradient shares (one per data
+        ciphertext) and the bootstraps elsewhere, with the same bits.
         """
         keys = keys or self.keys
         if keys is None:
@@ -279,7 +310,7 @@ class EncryptedTrainer:
         self.keys = keys
         with guard(self._bytes_to_allocate(len(X)), "logistic-regression training", memory_check=memory_check,
                    fixes="fewer samples per call"):
-            return self._fit(X, y, iterations, keys, progress, report)
+            return self._fit(X, y, iterations, keys, progress, report, executor or IN_PROCESS)
 
     def _bytes_to_allocate(self, samples: int) -> int:
         """The encrypted data, w and v, and a bootstrap's temporaries (ciphertexts of the whole chain)."""
@@ -289,7 +320,7 @@ class EncryptedTrainer:
         data = -(-samples // self.rows) + 2
         return (data + (TEMPORARY_CIPHERTEXTS if ctx.can_bootstrap else 16)) * ciphertext
 
-    def _fit(self, X, y, iterations: int, keys, progress: bool, report: FitReport | None):
+    def _fit(self, X, y, iterations: int, keys, progress: bool, report: FitReport | None, executor):
         report = report if report is not None else FitReport()
         start = time.perf_counter()
         data = self.encrypt_data(X, y, keys)
@@ -306,9 +337,9 @@ class EncryptedTrainer:
                     if not self.ctx.can_bootstrap:
                         raise ValueError(f"[logreg] iteration {k} needs {self.needed} levels, {min(w.level, v.level)} "
                                          f"are left and the context cannot bootstrap")
-                    w, v = ev.bootstrap_pair(w, v)
+                    w, v = executor.map(refresh_pair, [0], ev=ev, shared=_tensor([w, v]), label="logreg bootstrap")[0]
                     boots = 1
-                w, v = self.iteration(data, w, v, k, len(X))
+                w, v = self.iteration(data, w, v, k, len(X), executor)
                 self.ctx.synchronize()  # a GPU queues the work: the iteration ends when it has run
                 report.iterations.append(IterationStats(time.perf_counter() - start, boots, min(w.level, v.level)))
                 bar.update(1)

@@ -168,6 +168,9 @@ def predict(profile: Profile, nodes: int, cores: int = 1, bandwidth: float = 1.2
     and caches): 1.0 for one-core nodes on machines of their own; measure it for nodes of
     several cores, or for several nodes on one machine (``benchmarks/distributed_scaling.py``
     does, for its nodes that share this machine)."""
+    if not contention >= 1.0:
+        raise ValueError(f"[distributed] contention is how many times longer a task computes beside others: "
+                         f">= 1.0, got {contention!r}")
     workers = nodes * cores
     keys = profile.key_publish_seconds + profile.key_bytes * nodes / bandwidth
     parts = {"serial": profile.serial_seconds, "compute": 0.0, "codec": 0.0, "network": 0.0, "overhead": 0.0,
