@@ -124,7 +124,8 @@ def _codec_seconds_per_byte(ctx, keys, count: int = 16) -> tuple[float, float]:
     """(load, save) seconds per byte of ciphertexts at the top level as a map moves them, the
     median of five batches of ``count``: saving encodes them and pickles the batch (as Ray
     serializes a task's arguments and its reply), loading unpickles and decodes. Fresh bytes
-    each time: one ciphertext timed again and again, warm in the cache, costs a fifth of that."""
+    each time: one ciphertext timed again and again, warm in the cache, cost a quarter to a
+    tenth of that to save and a half to a third to load here (BENCHMARKS.md, Scale-out on Ray)."""
     from .codec import decode, encode
     cts = [ctx.encrypt([0.5], keys) for _ in range(count)]
     nbytes = sum(len(ct.to_bytes()) for ct in cts)

@@ -26,7 +26,7 @@ from ..memory_guard import guard
 from .refresh import Refresher, choose_degrees, element_bounds
 from ..ckks.batch import EncryptedTensor
 from ..ckks.bootstrapping import TEMPORARY_CIPHERTEXTS
-from .runtimes import INPUT, EncryptedRuntime, PlainRuntime, PlanRuntime
+from .runtimes import INPUT, EncryptedRuntime, PlainRuntime, PlanRuntime, is_ct
 from .nonlinear import ELEMENTWISE, NONLINEAR_OPS, PER_SAMPLE, chains_of
 from .torch_export import export as export_torch, is_torch_module
 
@@ -98,7 +98,7 @@ BOOTSTRAP_TEMPORARIES = TEMPORARY_CIPHERTEXTS
 
 def _top_level(enc: EncryptedTensor) -> int | None:
     """The highest level among an input's ciphertexts (what the memory guard plans the input at)."""
-    levels = [c.level for c in enc.cts.flat if c is not None and not isinstance(c, float)]
+    levels = [c.level for c in enc.cts.flat if is_ct(c)]
     return max(levels) if levels else None
 
 
