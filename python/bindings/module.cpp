@@ -55,4 +55,5 @@ NB_MODULE(_core, m) {
   bind_io(m);
   bind_cuda(m);
   bind_tfhe(m);
+  bind_tfhe_torus(m);
 }

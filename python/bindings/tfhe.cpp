@@ -32,18 +32,6 @@ U32Array new_u32(std::size_t rows, std::size_t cols) {
   return U32Array(data, 2, shape, owner);
 }
 
-// A (count, width) view of a 1-D or 2-D array, checked.
-std::size_t rows_of(const ConstU32Array& a, std::size_t width, const char* op, const char* name) {
-  if (a.ndim() == 1) {
-    require(a.shape(0) == width, op, std::string(name) + ": expected " + std::to_string(width) + " words, got " +
-                                         std::to_string(a.shape(0)));
-    return 1;
-  }
-  require(a.ndim() == 2 && a.shape(1) == width, op,
-          std::string(name) + ": expected shape (count, " + std::to_string(width) + ")");
-  return a.shape(0);
-}
-
 void check_below(const ConstU32Array& a, u32 bound, const char* op, const char* name) {
   const u32* p = a.data();
   for (std::size_t i = 0; i < a.size(); ++i)

@@ -27,5 +27,7 @@ from .ciphertext import Ciphertext
 from .context import Context, LookupTable, ManyLookupTable, SecretKey
 from .integers import UInt
 from .params import PRESETS, ParameterSet, tail_probability
+from .torus_params import TORUS_PRESETS, TorusParameterSet
 
-__all__ = ["Context", "Ciphertext", "UInt", "LookupTable", "ManyLookupTable", "SecretKey", "ParameterSet", "PRESETS", "tail_probability"]
+__all__ = ["Context", "Ciphertext", "UInt", "LookupTable", "ManyLookupTable", "SecretKey", "ParameterSet",
+           "TorusParameterSet", "PRESETS", "TORUS_PRESETS", "tail_probability"]

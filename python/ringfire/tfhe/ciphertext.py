@@ -1,4 +1,5 @@
-"""Encrypted booleans and small integers (LWE ciphertexts modulo q = 2N)."""
+"""Encrypted booleans and small integers (LWE ciphertexts: 32-bit words modulo q = 2N, or
+64-bit words modulo 2^64 for the torus sets)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import numpy as np
 
 
 class Ciphertext:
-    """``count`` LWE ciphertexts (``data``: uint32, shape ``(count, n + 1)``,
-    the vector ``a`` then ``b``) holding an array of ``shape``: booleans when
+    """``count`` LWE ciphertexts (``data``: uint32, shape ``(count, n + 1)``, or
+    uint64, shape ``(count, N + 1)`` for the 64-bit torus sets; the vector ``a``
+    then ``b``) holding an array of ``shape``: booleans when
     ``bits`` is None, else integers in [0, 2^bits) with a padding bit.
 
     Boolean operators bootstrap (``&``, ``|``, ``^``; ``~`` is free).
@@ -78,37 +80,35 @@ class Ciphertext:
 
     def __neg__(self):
         self._need_int("-")
-        q = self.context.params.lwe_modulus
-        return Ciphertext(self.context, np.mod(-self.data.astype(np.int64), q).astype(np.uint32), self.shape, self.bits,
-                          self.variance)
+        return Ciphertext(self.context, self.context._words(np.uint64(0) - self.data.astype(np.uint64)), self.shape,
+                          self.bits, self.variance)
 
     def __mul__(self, k):
         self._need_int("*")
         if not isinstance(k, (int, np.integer)):
             raise TypeError("integer ciphertexts multiply by Python ints only (products of two ciphertexts need a table)")
-        q = self.context.params.lwe_modulus
-        return Ciphertext(self.context, np.mod(self.data.astype(np.int64) * int(k), q).astype(np.uint32),
-                          self.shape, self.bits, self.variance * int(k) ** 2)
+        words = self.context._words(self.data.astype(np.uint64) * np.uint64(int(k) % (1 << 64)))
+        return Ciphertext(self.context, words, self.shape, self.bits, self.variance * int(k) ** 2)
 
     __rmul__ = __mul__
 
     def _linear(self, other, sign: int) -> "Ciphertext":
         self._need_int("+" if sign > 0 else "-")
-        q = self.context.params.lwe_modulus
         variance = self.variance
+        data = self.data.astype(np.uint64)  # wrapping arithmetic, reduced by the context
         if isinstance(other, Ciphertext):
             if other.bits != self.bits or other.shape != self.shape or other.context is not self.context:
                 raise ValueError(f"operands differ: {self!r} and {other!r}")
-            data = self.data.astype(np.int64) + sign * other.data.astype(np.int64)
+            data = data + other.data.astype(np.uint64) if sign > 0 else data - other.data.astype(np.uint64)
             variance += other.variance
         else:
             value = np.asarray(other)
             if value.dtype == bool or not np.issubdtype(value.dtype, np.integer):
                 raise TypeError(f"integer ciphertexts add integers; got {value.dtype}")
             const = np.broadcast_to(value.astype(np.int64), self.shape).reshape(-1)
-            data = self.data.astype(np.int64).copy()
-            data[:, -1] += sign * const * (q // (2 << self.bits))
-        return Ciphertext(self.context, np.mod(data, q).astype(np.uint32), self.shape, self.bits, variance)
+            step = np.uint64(self.context._word_modulus // (2 << self.bits))
+            data[:, -1] += (sign * const).astype(np.uint64) * step
+        return Ciphertext(self.context, self.context._words(data), self.shape, self.bits, variance)
 
     def _need_int(self, op: str) -> None:
         if self.bits is None:

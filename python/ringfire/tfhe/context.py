@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import struct
 from typing import Callable
 
 import numpy as np
@@ -13,7 +14,8 @@ from .. import io as rf_io
 from .._checks import warn_at_caller
 from .ciphertext import Ciphertext
 from .integers import UInt
-from .params import PRESETS, ParameterSet, tail_probability
+from .params import PRESETS, ParameterSet, tail_probability, tail_probability_log2
+from .torus_params import TorusParameterSet
 
 # Boolean encoding: 1 -> +q/8, 0 -> -q/8; a bootstrap with the constant test
 # vector Q/8 returns +q/8 for a phase in [0, q/2) and -q/8 above (negacyclic).
@@ -37,6 +39,13 @@ _WARN_P_FAIL = 2.0 ** -40
 
 
 _SECRET_MAGIC = b"RFTFHESK1"
+# Ciphertexts of the 64-bit torus sets: this magic, the parameters' identity,
+# encoding, bits, the shape's rank and dimensions, then the words (little-endian).
+_TORUS_CT_MAGIC = b"RFTFHET64CT1"
+# Evaluation keys of the torus sets: this magic, the identity, the two public
+# seeds (bootstrapping, key switching), then both keys' bodies (little-endian).
+_TORUS_KEYS_MAGIC = b"RFTFHET64EK1"
+_MAX_RANK = 8
 
 
 class SecretKey:
@@ -130,8 +139,9 @@ class Context:
             if params not in PRESETS:
                 raise ValueError(f"unknown tfhe parameter set {params!r}; the presets are {sorted(PRESETS)}")
             params = PRESETS[params]
-        if not isinstance(params, ParameterSet):
-            raise TypeError(f"params must be a preset name or a ringfire.tfhe.ParameterSet, got {type(params).__name__}")
+        if not isinstance(params, (ParameterSet, TorusParameterSet)):
+            raise TypeError(f"params must be a preset name, a ringfire.tfhe.ParameterSet or a TorusParameterSet, "
+                            f"got {type(params).__name__}")
         # A claim holds only for the presets as published: a set made or
         # altered by hand (dataclasses.replace of a preset included) has none.
         claimed = params.security is not None and PRESETS.get(params.name) == params
@@ -143,7 +153,16 @@ class Context:
             warn_at_caller(f"[tfhe.Context] parameter set {params.name!r} is insecure (insecure=True): for tests only")
         self.params = params
         self._native_params = params.native()
-        self._bootstrapper: _core.TfheBootstrapper | None = None
+        # The engine: 32-bit words mod q = 2N (FHEW order, NTT), or 64-bit words
+        # mod 2^64 under the big key (KS-PBS order, FFT). Linear operations run
+        # in wrapping uint64 arithmetic and are masked to the word modulus, a
+        # power of two either way.
+        self._torus = isinstance(params, TorusParameterSet)
+        self._word_modulus = 1 << 64 if self._torus else params.lwe_modulus
+        self._mask = np.uint64(self._word_modulus - 1)
+        self._dtype = np.uint64 if self._torus else np.uint32
+        self._native_key_class = _core.TfheTorusSecretKey if self._torus else _core.TfheSecretKey
+        self._bootstrapper = None
         self._key_id: bytes | None = None  # the evaluation keys' (None: none yet)
         self._prng = _core.Prng.from_os()  # encryption randomness: always the OS's
         self.threads = 0  # 0: the library's thread count (ringfire.parallel)
@@ -158,7 +177,8 @@ class Context:
 
     def __repr__(self) -> str:
         p = self.params
-        return (f"tfhe.Context({p.name}: n={p.lwe_dimension}, N={p.ring_dimension}, log2 Q={p.ring_modulus_bits}, "
+        ring = "torus 2^64" if self._torus else f"log2 Q={p.ring_modulus_bits}"
+        return (f"tfhe.Context({p.name}: n={p.lwe_dimension}, N={p.ring_dimension}, {ring}, "
                 f"security={'none' if p.security is None else p.security})")
 
     # ---- keys ----------------------------------------------------------------------
@@ -176,8 +196,9 @@ class Context:
             if isinstance(seed, int):
                 seed = hashlib.sha256(seed.to_bytes(16, "little", signed=True)).digest()
             prng = _core.Prng.from_seed(bytes(seed))
-        native = _core.TfheSecretKey(self._native_params, prng)
-        self._bootstrapper = _core.TfheBootstrapper(native, prng)
+        native = self._native_key_class(self._native_params, prng)
+        engine = _core.TfheTorusBootstrapper if self._torus else _core.TfheBootstrapper
+        self._bootstrapper = engine(native, prng)
         self._key_id = self._bootstrapper.key_id
         return SecretKey(self, native, self._key_id)
 
@@ -191,20 +212,53 @@ class Context:
         if raw[head:head + 32] != identity:
             raise ValueError("this secret key was made under different tfhe parameters")
         key_id = raw[head + 32:head + 64]
-        native = _core.TfheSecretKey.from_secret_bytes(self._native_params, raw[head + 64:])
+        native = self._native_key_class.from_secret_bytes(self._native_params, raw[head + 64:])
         return SecretKey(self, native, key_id)
 
     def save_evaluation_keys(self, *, mac_key: bytes | None = None, compress: int | None = None) -> bytes:
         """The evaluation keys a server needs (bootstrapping and key switching),
-        seeded: half their size in memory (27 MB for STD128). Authenticated
+        seeded: half their size in memory (27 MB for STD128), or a third (30 MB
+        for STD128_T64: the bootstrapping key's B polynomials, the key switch's
+        bodies and two seeds). Authenticated
         with ``mac_key`` (:func:`ringfire.io.new_mac_key`), zstd-compressed at
         level ``compress``."""
-        return rf_io.wrap(self._require_keys().save(), mac_key, compress)
+        keys = self._require_keys()
+        if self._torus:
+            bsk_seed, ksk_seed, bsk, ksk = keys.seeded_parts()
+            raw = (_TORUS_KEYS_MAGIC + self._native_params.identity + bsk_seed + ksk_seed
+                   + np.ascontiguousarray(bsk, dtype="<u8").tobytes() + np.ascontiguousarray(ksk, dtype="<u8").tobytes())
+            return rf_io.wrap(raw, mac_key, compress)
+        return rf_io.wrap(keys.save(), mac_key, compress)
+
+    def _torus_key_words(self) -> tuple[int, int]:
+        """Body words of a torus set's bootstrapping and key-switching keys."""
+        p = self.params
+        return p.lwe_dimension * 2 * p.pbs_levels * p.ring_dimension, p.ring_dimension * p.ks_levels
+
+    def _load_torus_keys(self, data: bytes, mac_key) -> None:
+        bsk_words, ksk_words = self._torus_key_words()
+        head = len(_TORUS_KEYS_MAGIC) + 96
+        expected = head + 8 * (bsk_words + ksk_words)
+        raw = rf_io.unwrap(bytes(data), mac_key, max_size=expected + 4096)
+        if not raw.startswith(_TORUS_KEYS_MAGIC):
+            raise ValueError("not ringfire.tfhe 64-bit torus evaluation keys")
+        at = len(_TORUS_KEYS_MAGIC)
+        if raw[at:at + 32] != self._native_params.identity:
+            raise ValueError("these evaluation keys were made under different tfhe parameters")
+        if len(raw) != expected:
+            raise ValueError(f"evaluation keys of {self.params.name} are {expected} bytes, got {len(raw)}")
+        words = np.frombuffer(raw, dtype="<u8", offset=head).astype(np.uint64)
+        self._bootstrapper = _core.TfheTorusBootstrapper.from_keys(
+            self._native_params, raw[at + 32:at + 64], words[:bsk_words], raw[at + 64:at + 96], words[bsk_words:])
 
     def load_evaluation_keys(self, data: bytes, *, mac_key: bytes | None = None) -> None:
         """Installs evaluation keys saved by :meth:`save_evaluation_keys` under
         these parameters (a server's context: it never sees the secret key).
         Malformed, foreign or tampered bytes raise ValueError."""
+        if self._torus:
+            self._load_torus_keys(data, mac_key)
+            self._key_id = self._bootstrapper.key_id
+            return
         bound = 2 * 4 * self.params.lwe_dimension * 2 * 2 * self.params.gadget_digits * self.params.ring_dimension
         raw = rf_io.unwrap(bytes(data), mac_key, max_size=bound + (64 << 20))
         self._bootstrapper = _core.tfhe_load_evaluation_keys(self._native_params, raw)
@@ -212,16 +266,50 @@ class Context:
 
     def load(self, data: bytes, *, mac_key: bytes | None = None):
         """A :class:`Ciphertext` or :class:`~ringfire.tfhe.UInt` saved by its ``to_bytes``."""
-        encoding, bits, shape, words = _core.tfhe_load_ciphertexts(self._native_params, rf_io.unwrap(bytes(data), mac_key))
+        raw = rf_io.unwrap(bytes(data), mac_key)
+        if self._torus:
+            encoding, bits, shape, words = self._load_torus_words(raw)
+        else:
+            encoding, bits, shape, words = _core.tfhe_load_ciphertexts(self._native_params, raw)
         if encoding == 2:
             per = words.shape[0] // bits
             return UInt(self, [Ciphertext(self, words[i * per:(i + 1) * per], shape, None) for i in range(bits)])
         return Ciphertext(self, words, shape, None if encoding == 0 else bits)
 
     def _save(self, words: np.ndarray, shape: tuple, encoding: int, bits: int, mac_key, compress) -> bytes:
+        if self._torus:
+            head = _TORUS_CT_MAGIC + self._native_params.identity + struct.pack("<BBB", encoding, bits, len(shape))
+            body = struct.pack(f"<{len(shape)}Q", *shape) + np.ascontiguousarray(words, dtype="<u8").tobytes()
+            return rf_io.wrap(head + body, mac_key, compress)
         blob = _core.tfhe_save_ciphertexts(self._native_params, encoding, bits, list(shape),
                                            np.ascontiguousarray(words, dtype=np.uint32))
         return rf_io.wrap(blob, mac_key, compress)
+
+    def _load_torus_words(self, raw: bytes):
+        """(encoding, bits, shape, words) from a torus set's ciphertext bytes, each field checked
+        before the words are read."""
+        head = len(_TORUS_CT_MAGIC)
+        if not raw.startswith(_TORUS_CT_MAGIC):
+            raise ValueError("not ringfire.tfhe 64-bit torus ciphertexts")
+        if raw[head:head + 32] != self._native_params.identity:
+            raise ValueError("these ciphertexts were made under different tfhe parameters")
+        if len(raw) < head + 35:
+            raise ValueError("truncated tfhe ciphertexts")
+        encoding, bits, rank = struct.unpack_from("<BBB", raw, head + 32)
+        if encoding > 2 or rank > _MAX_RANK or (encoding == 0 and bits != 0) or (encoding > 0 and not 1 <= bits <= 64):
+            raise ValueError(f"malformed tfhe ciphertexts (encoding {encoding}, bits {bits}, rank {rank})")
+        at = head + 35
+        if len(raw) < at + 8 * rank:
+            raise ValueError("truncated tfhe ciphertexts")
+        shape = struct.unpack_from(f"<{rank}Q", raw, at)
+        at += 8 * rank
+        rows = math.prod(shape) * (bits if encoding == 2 else 1)
+        width = self.params.ciphertext_dimension + 1
+        if len(raw) - at != rows * width * 8:
+            raise ValueError(f"tfhe ciphertexts of shape {shape} need {rows * width * 8} bytes of words, "
+                             f"got {len(raw) - at}")
+        words = np.frombuffer(raw, dtype="<u8", offset=at).astype(np.uint64).reshape(rows, width)
+        return encoding, bits, tuple(shape), words
 
     @property
     def evaluation_key_bytes(self) -> dict[str, int]:
@@ -237,13 +325,13 @@ class Context:
         arr = np.asarray(values)
         phases = self._encode(arr, bits)
         data = secret_key._native.encrypt(phases.reshape(-1), self._prng)
-        return Ciphertext(self, data, arr.shape, bits, self.params.sigma ** 2)
+        return Ciphertext(self, data, arr.shape, bits, self.params.fresh_variance())
 
     def trivial(self, values, *, bits: int | None = None) -> Ciphertext:
         """Public constants as noiseless ciphertexts (a = 0)."""
         arr = np.asarray(values)
         phases = self._encode(arr, bits).reshape(-1)
-        data = np.zeros((phases.size, self.params.lwe_dimension + 1), dtype=np.uint32)
+        data = np.zeros((phases.size, self.params.ciphertext_dimension + 1), dtype=self._dtype)
         data[:, -1] = phases
         return Ciphertext(self, data, arr.shape, bits, 0.0)
 
@@ -284,12 +372,12 @@ class Context:
                 out |= self.decrypt(plane, secret_key).astype(np.uint64) << np.uint64(i)
             return out
         self._check_ct(ct)
-        phases = secret_key._native.phases(ct.data)[0].astype(np.int64)
-        q = self.params.lwe_modulus
+        phases = secret_key._native.phases(ct.data)[0].astype(np.uint64)
         if ct.bits is None:
-            return (phases < q // 2).reshape(ct.shape)
+            return (phases < np.uint64(self._word_modulus // 2)).reshape(ct.shape)
         p = 1 << ct.bits
-        m = np.floor(phases * (2 * p) / q + 0.5).astype(np.int64) % (2 * p)
+        step = np.uint64(self._word_modulus // (2 * p))  # one message unit; rounded to the nearest
+        m = (((phases + step // np.uint64(2)) & self._mask) // step).astype(np.int64) % (2 * p)
         over = m >= p
         if over.any():
             warn_at_caller(f"[tfhe.decrypt] {int(over.sum())} of {m.size} integers have their padding bit set "
@@ -303,6 +391,9 @@ class Context:
         (:mod:`ringfire.switching`): the bootstrap's own last steps (Q -> Q_ks,
         the key switch to the LWE secret, Q_ks -> q). ``variance``: their error's
         at q, after these steps."""
+        if self._torus:
+            raise ValueError(f"scheme switching lands on the 32-bit sets (STD128, STD128_LP, STD128_LUT), not on "
+                             f"the 64-bit torus set {self.params.name}")
         if bits is not None:
             self._check_bits(bits)
         data = self._require_keys().switch_ring_lwe(np.ascontiguousarray(words, dtype=np.uint32))
@@ -346,10 +437,9 @@ class Context:
     def _combination(self, name: str, inputs) -> np.ndarray:
         """A gate's linear combination of its inputs' data (before the bootstrap)."""
         coef, const = _GATES[name] if name in _GATES else _GATES3[name]
-        q = self.params.lwe_modulus
-        combo = sum(x.data.astype(np.int64) for x in inputs) * coef
-        combo[:, -1] += const * (q // 8)
-        return np.mod(combo, q).astype(np.uint32)
+        combo = sum(x.data.astype(np.uint64) for x in inputs) * np.uint64(coef % (1 << 64))
+        combo[:, -1] += np.uint64(const * (self._word_modulus // 8) % (1 << 64))
+        return self._words(combo)
 
     def _gates(self, jobs: list[tuple[str, tuple]]) -> list[Ciphertext]:
         """Several gates, each (name, inputs of one shape), bootstrapped in one
@@ -362,8 +452,7 @@ class Context:
     def not_(self, x: Ciphertext) -> Ciphertext:
         """Negation: free (no bootstrap)."""
         x = self._bool_operand(x)
-        return Ciphertext(self, np.mod(-x.data.astype(np.int64), self.params.lwe_modulus).astype(np.uint32),
-                          x.shape, None, x.variance)
+        return Ciphertext(self, self._words(np.uint64(0) - x.data.astype(np.uint64)), x.shape, None, x.variance)
 
     def mux(self, select: Ciphertext, a: Ciphertext, b: Ciphertext) -> Ciphertext:
         """a where select else b (three bootstraps)."""
@@ -416,18 +505,18 @@ class Context:
         element, one key switch per table."""
         self._check_table_input(tables, x)
         q, p, v = self.params.lwe_modulus, 1 << tables.bits, tables.group
-        rounding = self._rounding_variance(v)
-        risk = tail_probability(x.variance + rounding, q / (4 * p))
+        rounding = self.params.rounding_variance(v)
+        risk = tail_probability(x.variance + self.params.switch_variance() + rounding, q / (4 * p))
         if risk > _WARN_P_FAIL:
             warn_at_caller(f"[tfhe.lut_many] each element of these {len(tables)} {tables.bits}-bit lookups fails with "
                            f"probability {risk:.2g} (its input's error variance {x.variance:.0f} plus "
                            f"{rounding:.0f} from rounding to multiples of {v}, at q={q}, a slot "
                            f"half-width of {q / (4 * p):.0f}): fewer tables or bits, or a lower-noise set")
-        data = x.data.astype(np.int64)
-        data[:, -1] += q // (4 * p)  # half a slot up, as apply()
-        data = ((data + v // 2) // v * v % q).astype(np.uint32)  # phase: a multiple of v
+        data = self._half_slot_up(x.data, p)
+        if not self._torus:  # the torus engine rounds after its modulus switch, where the phase is at q
+            data = ((data.astype(np.int64) + v // 2) // v * v % q).astype(np.uint32)  # phase: a multiple of v
         out = self._require_keys().bootstrap(data, tables.test_vector, self.threads, v)
-        out = out.reshape(x.size, v, self.params.lwe_dimension + 1)
+        out = out.reshape(x.size, v, self.params.ciphertext_dimension + 1)
         return tuple(Ciphertext(self, np.ascontiguousarray(out[:, k]), x.shape, tables.out_bits)
                      for k in range(len(tables)))
 
@@ -439,23 +528,25 @@ class Context:
             raise ValueError(f"the table reads {table.bits}-bit integers; the ciphertext holds "
                              f"{'booleans' if x.bits is None else f'{x.bits}-bit integers'}")
 
-    def _rounding_variance(self, v: int) -> float:
-        """The error that rounding every word of an LWE ciphertext to a multiple of v adds."""
-        return (2 * self.params.lwe_dimension / 3 + 1) * (v * v - 1) / 12
+    def _half_slot_up(self, data: np.ndarray, p: int) -> np.ndarray:
+        """A copy of ``data`` with every phase half a message slot up: slot m then spans
+        [m, m + 1) in units of q / 2p, the test vector's layout."""
+        out = data.copy()
+        out[:, -1] = self._words(out[:, -1].astype(np.uint64) + np.uint64(self._word_modulus // (4 * p)))
+        return out
 
     def apply(self, table: LookupTable, x: Ciphertext) -> Ciphertext:
         """table(x) for every element: one programmable bootstrap each."""
         self._check_table_input(table, x)
         q, p = self.params.lwe_modulus, 1 << table.bits
-        risk = tail_probability(x.variance, q / (4 * p)) if x.variance > 0 else 0.0
+        variance = x.variance + self.params.switch_variance()
+        risk = tail_probability(variance, q / (4 * p)) if variance > 0 else 0.0
         if risk > _WARN_P_FAIL:
             warn_at_caller(f"[tfhe.lut] each element of this {table.bits}-bit lookup fails with probability "
-                           f"{risk:.2g} (its input's error variance {x.variance:.0f} at q={q}, a slot half-width of "
+                           f"{risk:.2g} (its input's error variance {variance:.0f} at q={q}, a slot half-width of "
                            f"{q / (4 * p):.0f}): bootstrap before scaling, use fewer bits, or a lower-noise set")
-        data = x.data.copy()
-        # Half a message slot up: slot m then spans [m, m + 1) in units of q / 2p.
-        data[:, -1] = (data[:, -1].astype(np.int64) + q // (4 * p)) % q
-        return Ciphertext(self, self._bootstrap(data, table.test_vector), x.shape, table.out_bits)
+        return Ciphertext(self, self._bootstrap(self._half_slot_up(x.data, p), table.test_vector), x.shape,
+                          table.out_bits)
 
     def bootstrap_many(self, items: list, table: LookupTable | None = None) -> list:
         """Bootstraps several ciphertexts of any shapes in one batch on every
@@ -479,11 +570,13 @@ class Context:
     # ---- noise ---------------------------------------------------------------------
 
     def failure_probability(self, operation: str = "nand", *, bits: int | None = None,
-                            tables: int | None = None) -> float:
+                            tables: int | None = None, log2: bool = False) -> float:
         """Predicted probability that one operation on bootstrapped inputs
-        decrypts wrongly (ParameterSet.noise_terms): a gate by name,
+        decrypts wrongly (the parameter set's noise model): a gate by name,
         ``"lut"`` with ``bits`` (a table on a bootstrapped ``bits``-bit input), or
-        ``"lut_many"`` with ``bits`` and ``tables`` (:meth:`lut_many`).
+        ``"lut_many"`` with ``bits`` and ``tables`` (:meth:`lut_many`). With
+        ``log2=True``, its base-2 logarithm, finite where the probability itself
+        underflows to 0.
 
         AND, OR, NAND and NOR land q/8 from one decision boundary and 3q/8
         from the other (a one-sided tail, mostly); XOR and XNOR land q/4 from
@@ -493,31 +586,40 @@ class Context:
         its slot.
         """
         var, q = self.params.bootstrap_variance(), self.params.lwe_modulus
+        switch = self.params.switch_variance()  # added at the next bootstrap's input (torus sets)
         if operation in ("lut", "lut_many"):
             if bits is None:
                 raise ValueError(f"failure_probability({operation!r}) needs bits=")
             if operation == "lut_many":
                 if tables is None or tables < 1:
                     raise ValueError("failure_probability('lut_many') needs tables= (how many functions)")
-                var += self._rounding_variance(_outputs_per_rotation(tables))
-            return tail_probability(var, q / (4 << bits))
-        if operation not in _GATES and operation not in _GATES3:
+                var += self.params.rounding_variance(_outputs_per_rotation(tables))
+            result = tail_probability_log2(var + switch, q / (4 << bits))
+        elif operation not in _GATES and operation not in _GATES3:
             raise ValueError(f"unknown operation {operation!r}: a gate {sorted(_GATES) + sorted(_GATES3)} or 'lut'")
-        coef, inputs = (_GATES[operation][0], 2) if operation in _GATES else (_GATES3[operation][0], 3)
-        var_in = inputs * coef * coef * var
-        if abs(coef) == 2:
-            return tail_probability(var_in, q / 4)
-        return (tail_probability(var_in, q / 8) + tail_probability(var_in, 3 * q / 8)) / 2
+        else:
+            coef, inputs = (_GATES[operation][0], 2) if operation in _GATES else (_GATES3[operation][0], 3)
+            var_in = inputs * coef * coef * var + switch
+            if abs(coef) == 2:
+                result = tail_probability_log2(var_in, q / 4)
+            else:  # the mean of the two tails
+                result = float(np.logaddexp2(tail_probability_log2(var_in, q / 8),
+                                             tail_probability_log2(var_in, 3 * q / 8))) - 1
+        return result if log2 else 2.0 ** result
 
     # ---- internals -----------------------------------------------------------------
 
     def _bootstrap(self, data: np.ndarray, test_vector: np.ndarray) -> np.ndarray:
-        return self._require_keys().bootstrap(np.ascontiguousarray(data, dtype=np.uint32), test_vector, self.threads)
+        return self._require_keys().bootstrap(np.ascontiguousarray(data, dtype=self._dtype), test_vector, self.threads)
+
+    def _words(self, x: np.ndarray) -> np.ndarray:
+        """uint64 values (wrapped mod 2^64) as ciphertext words: reduced mod the word modulus."""
+        return (x & self._mask).astype(self._dtype)
 
     def _sign_vector(self) -> np.ndarray:
         if not hasattr(self, "_sign_tv"):
-            Q = self.params.ring_modulus
-            self._sign_tv = np.full(self.params.ring_dimension, round(Q / 8), dtype=np.uint32)
+            eighth = 1 << 61 if self._torus else round(self.params.ring_modulus / 8)
+            self._sign_tv = np.full(self.params.ring_dimension, eighth, dtype=self._dtype)
         return self._sign_tv
 
     def _test_vector(self, values: np.ndarray, bits: int, out_bits: int) -> np.ndarray:
@@ -536,21 +638,23 @@ class Context:
         return self._encode_outputs(tables[k, slot], out_bits)
 
     def _encode_outputs(self, values: np.ndarray, out_bits: int) -> np.ndarray:
+        if self._torus:
+            return values.astype(np.uint64) * np.uint64((1 << 64) // (2 << out_bits))
         Q = self.params.ring_modulus
         return (np.floor(values * Q / (2 << out_bits) + 0.5).astype(np.int64) % Q).astype(np.uint32)
 
     def _encode(self, arr: np.ndarray, bits: int | None) -> np.ndarray:
-        q = self.params.lwe_modulus
+        q = self._word_modulus
         if bits is None:
             if arr.dtype != bool and not np.isin(arr, (0, 1)).all():
                 raise ValueError("booleans must be 0/1 or bool (pass bits= for integers)")
-            return np.where(arr.astype(bool), q // 8, q - q // 8).astype(np.uint32)
+            return np.where(arr.astype(bool), np.uint64(q // 8), np.uint64(q - q // 8)).astype(self._dtype)
         self._check_bits(bits)
         if not np.issubdtype(arr.dtype, np.integer):
             raise ValueError(f"integers expected, got dtype {arr.dtype}")
         if arr.size and (arr.min() < 0 or arr.max() >= 1 << bits):
             raise ValueError(f"{bits}-bit integers must lie in [0, {(1 << bits) - 1}]; got {arr.min()}..{arr.max()}")
-        return (arr.astype(np.int64) * (q // (2 << bits))).astype(np.uint32)
+        return (arr.astype(np.uint64) * np.uint64(q // (2 << bits))).astype(self._dtype)
 
     def _check_bits(self, bits: int) -> None:
         limit = int(math.log2(self.params.ring_dimension)) - 1
@@ -578,7 +682,7 @@ class Context:
             raise ValueError("this secret key does not belong to the evaluation keys this context holds (a later "
                              "keygen() or load_evaluation_keys() replaced them)")
 
-    def _require_keys(self) -> _core.TfheBootstrapper:
+    def _require_keys(self):
         if self._bootstrapper is None:
             raise RuntimeError("this context has no evaluation keys yet: call ctx.keygen() first")
         return self._bootstrapper

@@ -57,9 +57,17 @@ class ParameterSet:
     security: int | None = None
     source: str = ""
 
+    word_bits = 32  # ciphertext words: uint32, mod q
+    secret_square_mean = 2 / 3  # ternary secrets: E[s^2]
+
     @property
     def lwe_modulus(self) -> int:
         return 2 * self.ring_dimension
+
+    @property
+    def ciphertext_dimension(self) -> int:
+        """Words of ``a`` in a ciphertext: n."""
+        return self.lwe_dimension
 
     @property
     def ring_modulus(self) -> int:
@@ -116,11 +124,34 @@ class ParameterSet:
         """Variance (at q) of a bootstrapped ciphertext's error."""
         return sum(self.noise_terms().values())
 
+    def fresh_variance(self) -> float:
+        """A fresh encryption's error variance at q."""
+        return self.sigma ** 2
+
+    def switch_variance(self) -> float:
+        """What a bootstrap adds to its input's error before deciding: nothing here (this
+        engine switches keys after the blind rotation, so bootstrap_variance holds it)."""
+        return 0.0
+
+    def rounding_variance(self, v: int) -> float:
+        """The error that rounding every word of an LWE ciphertext to a multiple of v adds."""
+        return (self.lwe_dimension * self.secret_square_mean + 1) * (v * v - 1) / 12
+
 
 def tail_probability(variance: float, tolerance: float) -> float:
     """The probability that a Gaussian error of this variance reaches ``tolerance`` in
     absolute value (two-sided)."""
     return math.erfc(tolerance / math.sqrt(2 * variance))
+
+
+def tail_probability_log2(variance: float, tolerance: float) -> float:
+    """log2 of :func:`tail_probability`, finite where the probability itself underflows
+    (below about 2^-1070): erfc(x) = e^{-x^2} / (x sqrt(pi)) (1 - 1/(2x^2) + 3/(4x^4) - ...)."""
+    x = tolerance / math.sqrt(2 * variance)
+    if x < 25:
+        return math.log2(math.erfc(x))
+    series = 1 - 1 / (2 * x * x) + 3 / (4 * x ** 4)
+    return (-x * x - math.log(x * math.sqrt(math.pi)) + math.log(series)) / math.log(2)
 
 
 def _ring_modulus(bits: int, n: int, _cache: dict = {}) -> int:  # noqa: B006 (a deliberate cache)
@@ -165,3 +196,8 @@ PRESETS: dict[str, ParameterSet] = {
                           gadget_base_log=9, gadget_digits=2, gadget_skip_bits=8,
                           ks_modulus_log=14, ks_base_log=7, ks_digits=2, sigma=16.0),
 }
+
+# The 64-bit torus engine's sets (ringfire.tfhe.torus_params) are named beside these.
+from .torus_params import TORUS_PRESETS  # noqa: E402  (after PRESETS, which it joins)
+
+PRESETS.update(TORUS_PRESETS)

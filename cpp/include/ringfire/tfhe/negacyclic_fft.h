@@ -1,0 +1,70 @@
+// Products in Z[X]/(X^N + 1) in double precision: the transform the 64-bit
+// torus engine multiplies digits by keys with (tfhe-rs and Concrete do the
+// same; an NTT over a 64-bit prime costs several times more without AVX-512).
+//
+// A real polynomial a is evaluated at the N/2 roots x of X^{N/2} = i (the
+// other N/2 roots of X^N = -1 are their conjugates, where a real a takes the
+// conjugate values): a(x) = sum_{j<N/2} (a_j + i a_{j+N/2}) x^j. With
+// x = zeta^{1+4k}, zeta = e^{i pi / N}, that is a length-N/2 DFT of the
+// "twisted" c_j = (a_j + i a_{j+N/2}) zeta^j. Pointwise products of two
+// transforms are the transform of the negacyclic product.
+//
+// The forward transform is decimation in frequency (natural order in,
+// bit-reversed out) and the backward one decimation in time (bit-reversed in,
+// natural out), so no permutation is ever done: products do not care about
+// the order. Values are split real / imaginary (structure of arrays) so that
+// each butterfly loop runs four lanes wide.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace ringfire::tfhe {
+
+class NegacyclicFft {
+ public:
+  explicit NegacyclicFft(std::size_t N);
+
+  std::size_t ring_dimension() const { return n_; }
+  // Complex values per transform: N / 2.
+  std::size_t points() const { return m_; }
+
+  // in: N signed integers (|a_j| < 2^63) -> re, im: N/2 values each.
+  void forward(const std::int64_t* in, double* re, double* im) const;
+  // The same for digits (|a_j| < 2^31), which convert to doubles four at a time.
+  void forward(const std::int32_t* in, double* re, double* im) const;
+  // The inverse of forward, rounded to integers and added to out mod 2^64
+  // (re and im are overwritten).
+  void backward_add(double* re, double* im, std::uint64_t* out) const;
+
+ private:
+  template <class Int>
+  void twist_and_transform(const Int* in, double* re, double* im) const;
+  // The forward passes from step `from` on; the backward ones down to `down_to`.
+  void dif(double* re, double* im, std::size_t from) const;
+  void dit(double* re, double* im, std::size_t down_to) const;
+
+  std::size_t n_, m_;
+  std::vector<double> twist_re_, twist_im_;      // zeta^j
+  std::vector<double> untwist_re_, untwist_im_;  // zeta^-j / (N/2)
+  // The forward transform's passes in order (the backward one runs them in
+  // reverse): radix 2 over blocks of len (twiddles W^j, j < len/2, W =
+  // e^{-2 pi i / len}), radix 2^2 (two stages in one pass; W^j, W^2j, W^3j for
+  // j < len/4), or 16 (the last two stages on groups of 16, no twiddles).
+  struct Step {
+    unsigned radix;
+    std::size_t len, twiddles;
+  };
+  std::vector<Step> steps_;
+  std::vector<double> tw_re_, tw_im_;
+  // Whether the first step is radix 2 over the whole length: the twist then
+  // runs in its pass.
+  bool fused_first_ = false;
+};
+
+// Pointwise: (acc_re + i acc_im) += (a_re + i a_im)(b_re + i b_im), `count` values.
+void multiply_accumulate(const double* a_re, const double* a_im, const double* b_re, const double* b_im,
+                         double* acc_re, double* acc_im, std::size_t count);
+
+}  // namespace ringfire::tfhe

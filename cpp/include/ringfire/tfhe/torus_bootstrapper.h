@@ -1,0 +1,67 @@
+// Programmable bootstrapping on the 64-bit torus (KS-PBS, torus_params.h):
+// the key switch to the small key, the centred modulus switch to 2N, the blind
+// rotation of a test polynomial by the switched phase, and the sample
+// extraction back to the big key.
+//
+// Blind rotation (CGGI with a binary secret): acc = X^-b (0, TV); for each i,
+// acc += BK_i [x] (X^{a_i} acc - acc), where [x] is the external product
+// with RGSW(s_i): both polynomials of the difference are cut into signed
+// digits, transformed (negacyclic_fft.h), multiplied by the key's rows in the
+// FFT domain and summed there, and transformed back once per output
+// polynomial: 2 L forward and 2 backward transforms per coefficient. The
+// constant coefficient of the result is TV[phase] for phase < N and
+// -TV[phase - N] above (negacyclic), as in the 32-bit engine (bootstrapper.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "ringfire/tfhe/torus_keys.h"
+
+namespace ringfire::tfhe {
+
+class TorusBootstrapper {
+ public:
+  // Generates the evaluation keys of `key`.
+  TorusBootstrapper(const TorusSecretKey& key, Prng& prng);
+  // From saved keys: each key's seed and bodies (TorusBootstrapKey::bodies(),
+  // TorusKeySwitchKey::bodies()).
+  TorusBootstrapper(const TorusParams& params, const Prng::Seed& bootstrap_seed, const u64* bootstrap_bodies,
+                    const Prng::Seed& key_switch_seed, const u64* key_switch_bodies);
+
+  const TorusParams& params() const { return params_; }
+
+  // count ciphertexts (count x (N + 1) words) through the test vector (N
+  // words), on up to `threads` threads (0: the library's count). With
+  // `outputs` > 1 (many-LUT), each switched phase is rounded to a multiple of
+  // `outputs` and out holds count x outputs ciphertexts, the k-th of each the
+  // coefficient k of X^-phase TV, i.e. TV[phase + k] (negacyclic).
+  void bootstrap_many(const u64* in, std::size_t count, const u64* test_vector, u64* out, int threads = 0,
+                      std::size_t outputs = 1) const;
+
+  // The key switch and the (centred) modulus switch alone: switched gets n + 1
+  // words mod 2N, multiples of `outputs` (rounded to 2N / outputs first, for
+  // many-LUT); small (if not null) the key switch's n + 1 words (mod 2^32, as
+  // multiples of 2^32 mod 2^64: phases under s stay comparable).
+  void switch_input(const u64* in, std::uint32_t* switched, u64* small = nullptr, std::size_t outputs = 1) const;
+  // The blind rotation alone: acc (2 x N words, A then B) = X^-phase(switched) (0, TV).
+  void blind_rotate(const std::uint32_t* switched, const u64* test_vector, u64* acc) const;
+
+  std::size_t bootstrap_key_bytes() const { return bsk_->bytes(); }
+  std::size_t key_switch_key_bytes() const { return ksk_->bytes(); }
+  const TorusBootstrapKey& bootstrap_key() const { return *bsk_; }
+  const TorusKeySwitchKey& key_switch_key() const { return *ksk_; }
+
+ private:
+  struct Scratch;
+  void bootstrap_one(const u64* in, const u64* test_vector, u64* out, std::size_t outputs, Scratch& scratch) const;
+  void rotate(const std::uint32_t* switched, const u64* test_vector, u64* acc, Scratch& scratch) const;
+  void step(const double* key, std::uint32_t exponent, u64* acc, Scratch& scratch) const;
+
+  TorusParams params_;
+  std::unique_ptr<NegacyclicFft> fft_;
+  std::unique_ptr<TorusKeySwitchKey> ksk_;
+  std::unique_ptr<TorusBootstrapKey> bsk_;
+};
+
+}  // namespace ringfire::tfhe

@@ -1,0 +1,123 @@
+// Keys of the 64-bit torus engine (torus_params.h): the client's binary
+// secrets, the key switch from the big key z to the small key s, and the
+// bootstrapping key (RGSW encryptions of s under z, kept in the FFT domain).
+//
+// Conventions: an LWE ciphertext of dimension d is d + 1 words mod 2^64,
+// a[0..d) then b, with phase b - <a, key>. A GLWE pair (A, B) has phase
+// B - A z in Z_{2^64}[X]/(X^N + 1).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ringfire/rlwe/prng.h"
+#include "ringfire/tfhe/key_buffer.h"
+#include "ringfire/tfhe/negacyclic_fft.h"
+#include "ringfire/tfhe/torus_params.h"
+
+namespace ringfire::tfhe {
+
+using u64 = std::uint64_t;
+
+// A TUniform(2^bound_log2) sample: an integer in [-2^b, 2^b], the ends at half weight.
+std::int64_t sample_tuniform(Prng& prng, unsigned bound_log2);
+
+class TorusSecretKey {
+ public:
+  TorusSecretKey(const TorusParams& params, Prng& prng);
+  // A saved key: s (n bits) and z (N bits), each 0 or 1.
+  TorusSecretKey(const TorusParams& params, const std::vector<std::uint8_t>& s, const std::vector<std::uint8_t>& z);
+  ~TorusSecretKey();
+  TorusSecretKey(const TorusSecretKey&) = delete;
+  TorusSecretKey& operator=(const TorusSecretKey&) = delete;
+
+  const TorusParams& params() const { return params_; }
+  const std::vector<std::uint8_t>& lwe() const { return s_; }
+  const std::vector<std::uint8_t>& ring() const { return z_; }
+
+  // count ciphertexts (count x (N + 1) words) of mu under z, TUniform(glwe) errors.
+  void encrypt(const u64* mu, std::size_t count, u64* out, Prng& prng) const;
+  // b - <a, z> of count ciphertexts of dimension N.
+  void phases(const u64* cts, std::size_t count, u64* out) const;
+  // b - <a, s> of count ciphertexts of dimension n (the key switch's output).
+  void small_phases(const u64* cts, std::size_t count, u64* out) const;
+  // B - A z of a GLWE pair (2 x N words, A then B): a blind rotation's output.
+  void glwe_phase(const u64* pair, u64* out) const;
+
+ private:
+  TorusParams params_;
+  std::vector<std::uint8_t> s_, z_;
+};
+
+// LWE_s(z_j 2^(64 - B l)) for every coefficient j < N and level l <= L:
+// N x L rows of n + 1 words. apply() subtracts digit x row for each digit of
+// each a_j (signed digits, the low 64 - B L bits rounded away).
+//
+// Every row's a is expanded from one public seed (rows in order, n words
+// each), so the key travels as the seed and the N L bodies (64 KB for
+// STD128_T64) and is expanded again where it is loaded.
+//
+// The rows are kept as their top 32 bits, rounded, and the key switch runs
+// mod 2^32: its output is only ever switched down to 2N <= 2^15, and the
+// rounding adds an error of at most 1/2 per row there (a variance of
+// N L E[d^2] / 12 units of 2^32, about 2^-26 of a slot for the presets),
+// while the key streamed per bootstrap halves and the products run eight
+// lanes wide. The 32-bit rows are computed from the 64-bit ones, which are
+// public: they cannot be easier to attack than those.
+class TorusKeySwitchKey {
+ public:
+  TorusKeySwitchKey(const TorusSecretKey& key, Prng& prng);
+  // From its seed and bodies (bodies(): N L words), as saved.
+  TorusKeySwitchKey(const TorusParams& params, const Prng::Seed& seed, const u64* bodies);
+  // in: N + 1 words mod 2^64 under z; out: n + 1 words mod 2^32 under s.
+  void apply(const u64* in, std::uint32_t* out) const;
+  std::size_t bytes() const { return rows_.size() * sizeof(std::uint32_t); }
+  const Prng::Seed& seed() const { return seed_; }
+  const std::vector<u64>& bodies() const { return bodies_; }
+
+ private:
+  // Expands every row's a from seed_ and rounds the rows to 32 bits, with bodies_ as b.
+  void expand();
+
+  TorusParams params_;
+  Prng::Seed seed_{};
+  std::vector<u64> bodies_;              // [j][l]
+  KeyBuffer<std::uint32_t> rows_;  // [j][l][n + 1]
+};
+
+// RGSW(s_i) under z for each i < n, in the FFT domain: rows (component c,
+// level l) are GLWE pairs whose phase is -s_i g_l z + e (c = 0, the mask's)
+// or s_i g_l + e (c = 1, the body's), g_l = 2^(64 - B l). Both messages sit
+// in B (B = A z + e - s_i g_l z for c = 0, rather than adding s_i g_l to A:
+// the same phase, so the same external product), so every A is expanded from
+// one public seed (rows in order i, c, l) and the key travels as the seed and
+// the B polynomials: n 2L N words (30 MB for STD128_T64). Layout per i:
+// [row c L + l][A, B][re, im][N / 2] doubles.
+class TorusBootstrapKey {
+ public:
+  TorusBootstrapKey(const TorusSecretKey& key, const NegacyclicFft& fft, Prng& prng);
+  // From its seed and bodies (bodies(): n 2L N words), as saved.
+  TorusBootstrapKey(const TorusParams& params, const NegacyclicFft& fft, const Prng::Seed& seed, const u64* bodies);
+  const double* coefficient(std::size_t i) const { return data_.data() + i * stride_; }
+  // Bytes in memory: the transformed rows and the bodies kept for saving.
+  std::size_t bytes() const { return data_.size() * sizeof(double) + bodies_.size() * sizeof(u64); }
+  const Prng::Seed& seed() const { return seed_; }
+  const std::vector<u64>& bodies() const { return bodies_; }
+
+ private:
+  // Expands every A from seed_ and transforms it and its body from bodies_.
+  void expand(const NegacyclicFft& fft);
+
+  TorusParams params_;
+  Prng::Seed seed_{};
+  std::size_t stride_ = 0;
+  std::vector<u64> bodies_;  // [i][c L + l][N]
+  KeyBuffer<double> data_;
+};
+
+// out = a z exactly (mod 2^64, negacyclic) for a binary z given by its
+// transform (z_re, z_im): a is split into 16-bit pieces whose products with
+// z (below 2^16 N) come back exact from a double-precision transform.
+void multiply_by_binary(const NegacyclicFft& fft, const u64* a, const double* z_re, const double* z_im, u64* out);
+
+}  // namespace ringfire::tfhe

@@ -1,0 +1,246 @@
+#include "ringfire/tfhe/torus_keys.h"
+
+#include <algorithm>
+
+#include "ringfire/base/errors.h"
+
+namespace ringfire::tfhe {
+
+namespace {
+
+void sample_bits(Prng& prng, std::vector<std::uint8_t>& out) {
+  for (std::size_t i = 0; i < out.size(); i += 64) {
+    const u64 word = prng.next_u64();
+    for (std::size_t j = i; j < std::min(out.size(), i + 64); ++j) out[j] = static_cast<std::uint8_t>((word >> (j - i)) & 1);
+  }
+}
+
+void sample_uniform(Prng& prng, u64* out, std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i) out[i] = prng.next_u64();
+}
+
+u64 dot(const u64* a, const std::uint8_t* key, std::size_t d) {
+  u64 acc = 0;
+  for (std::size_t i = 0; i < d; ++i) acc += a[i] & (0 - static_cast<u64>(key[i]));
+  return acc;
+}
+
+void check_bits(const std::vector<std::uint8_t>& v) {
+  require(std::all_of(v.begin(), v.end(), [](std::uint8_t b) { return b <= 1; }), "tfhe.TorusSecretKey",
+          "secret coefficients must be 0 or 1");
+}
+
+}  // namespace
+
+std::int64_t sample_tuniform(Prng& prng, unsigned bound_log2) {
+  // b + 2 uniform bits u; (u + 1) / 2 is uniform over 0..2^(b+1) with both
+  // ends at half weight.
+  const u64 u = prng.next_u64() & ((u64{1} << (bound_log2 + 2)) - 1);
+  return static_cast<std::int64_t>((u + 1) >> 1) - (std::int64_t{1} << bound_log2);
+}
+
+TorusSecretKey::TorusSecretKey(const TorusParams& params, Prng& prng) : params_(params) {
+  params_.validate();
+  s_.resize(params.lwe_dimension);
+  z_.resize(params.ring_dimension);
+  sample_bits(prng, s_);
+  sample_bits(prng, z_);
+}
+
+TorusSecretKey::TorusSecretKey(const TorusParams& params, const std::vector<std::uint8_t>& s,
+                               const std::vector<std::uint8_t>& z)
+    : params_(params), s_(s), z_(z) {
+  params_.validate();
+  require(s_.size() == params.lwe_dimension && z_.size() == params.ring_dimension, "tfhe.TorusSecretKey",
+          "a secret key of " + std::to_string(params.lwe_dimension) + " + " + std::to_string(params.ring_dimension) +
+              " coefficients expected");
+  check_bits(s_);
+  check_bits(z_);
+}
+
+TorusSecretKey::~TorusSecretKey() {
+  secure_zero(s_.data(), s_.size());
+  secure_zero(z_.data(), z_.size());
+}
+
+void TorusSecretKey::encrypt(const u64* mu, std::size_t count, u64* out, Prng& prng) const {
+  const std::size_t N = params_.ring_dimension;
+  for (std::size_t c = 0; c < count; ++c) {
+    u64* ct = out + c * (N + 1);
+    sample_uniform(prng, ct, N);
+    ct[N] = dot(ct, z_.data(), N) + mu[c] + static_cast<u64>(sample_tuniform(prng, params_.glwe_noise_log2));
+  }
+}
+
+void TorusSecretKey::phases(const u64* cts, std::size_t count, u64* out) const {
+  const std::size_t N = params_.ring_dimension;
+  for (std::size_t c = 0; c < count; ++c) out[c] = cts[c * (N + 1) + N] - dot(cts + c * (N + 1), z_.data(), N);
+}
+
+void TorusSecretKey::small_phases(const u64* cts, std::size_t count, u64* out) const {
+  const std::size_t n = params_.lwe_dimension;
+  for (std::size_t c = 0; c < count; ++c) out[c] = cts[c * (n + 1) + n] - dot(cts + c * (n + 1), s_.data(), n);
+}
+
+void TorusSecretKey::glwe_phase(const u64* pair, u64* out) const {
+  const std::size_t N = params_.ring_dimension;
+  // Schoolbook: tests and noise analysis only.
+  for (std::size_t k = 0; k < N; ++k) {
+    u64 acc = pair[N + k];
+    for (std::size_t j = 0; j < N; ++j) {
+      if (!z_[j]) continue;
+      // (A z)_k gets A_t z_j with t + j = k (plus), or t + j = k + N (minus).
+      if (j <= k) acc -= pair[k - j];
+      else acc += pair[N + k - j];
+    }
+    out[k] = acc;
+  }
+}
+
+void multiply_by_binary(const NegacyclicFft& fft, const u64* a, const double* z_re, const double* z_im, u64* out) {
+  const std::size_t N = fft.ring_dimension(), M = fft.points();
+  std::vector<std::int64_t> piece(N);
+  std::vector<double> re(M), im(M), acc_re(M), acc_im(M);
+  std::vector<u64> part(N);
+  std::fill(out, out + N, u64{0});
+  for (unsigned shift = 0; shift < 64; shift += 16) {
+    for (std::size_t j = 0; j < N; ++j) piece[j] = static_cast<std::int64_t>((a[j] >> shift) & 0xffff);
+    fft.forward(piece.data(), re.data(), im.data());
+    std::fill(acc_re.begin(), acc_re.end(), 0.0), std::fill(acc_im.begin(), acc_im.end(), 0.0);
+    multiply_accumulate(re.data(), im.data(), z_re, z_im, acc_re.data(), acc_im.data(), M);
+    std::fill(part.begin(), part.end(), u64{0});
+    fft.backward_add(acc_re.data(), acc_im.data(), part.data());
+    for (std::size_t j = 0; j < N; ++j) out[j] += part[j] << shift;
+  }
+}
+
+namespace {
+
+// round(w / 2^32) mod 2^32
+inline std::uint32_t top_word(u64 w) { return static_cast<std::uint32_t>((w >> 32) + ((w >> 31) & 1)); }
+
+}  // namespace
+
+TorusKeySwitchKey::TorusKeySwitchKey(const TorusSecretKey& key, Prng& prng) : params_(key.params()) {
+  const std::size_t N = params_.ring_dimension, n = params_.lwe_dimension, L = params_.ks_levels;
+  seed_ = prng.next_seed();
+  Prng masks = Prng::from_seed(seed_);
+  bodies_.resize(N * L);
+  std::vector<u64> a(n);
+  for (std::size_t j = 0; j < N; ++j)
+    for (std::size_t l = 1; l <= L; ++l) {
+      sample_uniform(masks, a.data(), n);
+      const u64 message = static_cast<u64>(key.ring()[j]) << (64 - params_.ks_base_log * l);
+      bodies_[j * L + (l - 1)] =
+          dot(a.data(), key.lwe().data(), n) + message + static_cast<u64>(sample_tuniform(prng, params_.lwe_noise_log2));
+    }
+  expand();
+}
+
+TorusKeySwitchKey::TorusKeySwitchKey(const TorusParams& params, const Prng::Seed& seed, const u64* bodies)
+    : params_(params), seed_(seed) {
+  params_.validate();
+  bodies_.assign(bodies, bodies + params.ring_dimension * params.ks_levels);
+  expand();
+}
+
+void TorusKeySwitchKey::expand() {
+  const std::size_t N = params_.ring_dimension, n = params_.lwe_dimension, L = params_.ks_levels;
+  rows_ = KeyBuffer<std::uint32_t>(N * L * (n + 1));
+  Prng masks = Prng::from_seed(seed_);
+  std::vector<u64> a(n);
+  for (std::size_t r = 0; r < N * L; ++r) {
+    sample_uniform(masks, a.data(), n);
+    std::uint32_t* out = rows_.data() + r * (n + 1);
+    for (std::size_t t = 0; t < n; ++t) out[t] = top_word(a[t]);
+    out[n] = top_word(bodies_[r]);
+  }
+}
+
+void TorusKeySwitchKey::apply(const u64* __restrict in, std::uint32_t* __restrict out) const {
+  const std::size_t N = params_.ring_dimension, n = params_.lwe_dimension, L = params_.ks_levels;
+  const unsigned B = params_.ks_base_log, shift = 64 - B * static_cast<unsigned>(L);
+  const u64 mask = (u64{1} << B) - 1, half = u64{1} << (B - 1);
+  std::fill(out, out + n, std::uint32_t{0});
+  out[n] = top_word(in[N]);
+  std::uint32_t digits[64];
+  for (std::size_t j = 0; j < N; ++j) {
+    // The top B L bits of a_j, rounded, as signed digits (level L first),
+    // each taken mod 2^32.
+    u64 r = (in[j] >> shift) + ((in[j] >> (shift - 1)) & 1);
+    for (std::size_t l = L; l >= 1; --l) {
+      const u64 d = r & mask, carry = d >= half ? 1 : 0;
+      r = (r >> B) + carry;
+      digits[l - 1] = static_cast<std::uint32_t>(d - (carry << B));
+    }
+    for (std::size_t l = 0; l < L; ++l) {
+      const std::uint32_t d = digits[l];
+      if (d == 0) continue;
+      const std::uint32_t* __restrict row = rows_.data() + (j * L + l) * (n + 1);
+      for (std::size_t t = 0; t <= n; ++t) out[t] -= d * row[t];
+    }
+  }
+}
+
+TorusBootstrapKey::TorusBootstrapKey(const TorusSecretKey& key, const NegacyclicFft& fft, Prng& prng)
+    : params_(key.params()) {
+  const std::size_t N = params_.ring_dimension, M = N / 2, n = params_.lwe_dimension, L = params_.pbs_levels;
+  seed_ = prng.next_seed();
+  Prng masks = Prng::from_seed(seed_);
+  bodies_.resize(n * 2 * L * N);
+  // z's transform, for the exact products A z.
+  std::vector<std::int64_t> zi(key.ring().begin(), key.ring().end());
+  std::vector<double> z_re(M), z_im(M);
+  fft.forward(zi.data(), z_re.data(), z_im.data());
+  std::vector<u64> A(N);
+  for (std::size_t i = 0; i < n; ++i) {
+    const u64 s_i = key.lwe()[i];
+    for (std::size_t c = 0; c < 2; ++c)
+      for (std::size_t l = 1; l <= L; ++l) {
+        sample_uniform(masks, A.data(), N);
+        u64* B = bodies_.data() + ((i * 2 + c) * L + (l - 1)) * N;
+        multiply_by_binary(fft, A.data(), z_re.data(), z_im.data(), B);
+        for (std::size_t j = 0; j < N; ++j) B[j] += static_cast<u64>(sample_tuniform(prng, params_.glwe_noise_log2));
+        const u64 message = s_i << (64 - params_.pbs_base_log * l);
+        if (c == 1) {
+          B[0] += message;
+        } else {
+          for (std::size_t j = 0; j < N; ++j) B[j] -= message & (0 - static_cast<u64>(key.ring()[j]));  // - s_i g_l z
+        }
+      }
+  }
+  secure_zero(z_re.data(), M * sizeof(double));
+  secure_zero(z_im.data(), M * sizeof(double));
+  secure_zero(zi.data(), N * sizeof(std::int64_t));
+  expand(fft);
+}
+
+TorusBootstrapKey::TorusBootstrapKey(const TorusParams& params, const NegacyclicFft& fft, const Prng::Seed& seed,
+                                     const u64* bodies)
+    : params_(params), seed_(seed) {
+  params_.validate();
+  require(fft.ring_dimension() == params.ring_dimension, "tfhe.TorusBootstrapKey", "the transform's N differs");
+  bodies_.assign(bodies, bodies + params.lwe_dimension * 2 * params.pbs_levels * params.ring_dimension);
+  expand(fft);
+}
+
+void TorusBootstrapKey::expand(const NegacyclicFft& fft) {
+  const std::size_t N = params_.ring_dimension, M = N / 2, n = params_.lwe_dimension, L = params_.pbs_levels;
+  stride_ = 2 * L * 2 * 2 * M;
+  data_ = KeyBuffer<double>(n * stride_);
+  Prng masks = Prng::from_seed(seed_);
+  std::vector<u64> A(N);
+  std::vector<std::int64_t> words(N);
+  auto store = [&](const u64* poly, double* re) {
+    for (std::size_t j = 0; j < N; ++j) words[j] = static_cast<std::int64_t>(poly[j]);
+    fft.forward(words.data(), re, re + M);
+  };
+  for (std::size_t r = 0; r < n * 2 * L; ++r) {
+    sample_uniform(masks, A.data(), N);
+    double* row = data_.data() + r * 4 * M;  // rows of one i are consecutive: [i][c L + l]
+    store(A.data(), row);
+    store(bodies_.data() + r * N, row + 2 * M);
+  }
+}
+
+}  // namespace ringfire::tfhe

@@ -1,0 +1,181 @@
+// The 64-bit torus engine: the negacyclic FFT against schoolbook products,
+// exact products by a binary key, the key switch, and every message of a
+// lookup table through a bootstrap on a small set.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "ringfire/tfhe/torus_bootstrapper.h"
+
+namespace ringfire::tfhe {
+namespace {
+
+using u64 = std::uint64_t;
+
+std::vector<u64> schoolbook(const std::vector<u64>& a, const std::vector<u64>& b) {
+  const std::size_t N = a.size();
+  std::vector<u64> out(N, 0);
+  for (std::size_t i = 0; i < N; ++i)
+    for (std::size_t j = 0; j < N; ++j) {
+      const u64 p = a[i] * b[j];
+      if (i + j < N) out[i + j] += p;
+      else out[i + j - N] -= p;
+    }
+  return out;
+}
+
+TorusParams toy() {
+  TorusParams p;
+  p.lwe_dimension = 32;
+  p.ring_dimension = 256;
+  p.pbs_base_log = 15;
+  p.pbs_levels = 2;
+  p.ks_base_log = 4;
+  p.ks_levels = 5;
+  p.lwe_noise_log2 = 30;
+  p.glwe_noise_log2 = 20;
+  return p;
+}
+
+TEST(TorusFft, NegacyclicProductsMatchTheSchoolbook) {
+  std::mt19937_64 rng(7);
+  for (std::size_t N : {4, 16, 256, 2048}) {
+    const NegacyclicFft fft(N);
+    const std::size_t M = N / 2;
+    // Digits below 2^12 times words below 2^24, N terms: below 2^47, exact
+    // in a double after rounding.
+    std::vector<std::int64_t> a(N), b(N);
+    for (auto& v : a) v = static_cast<std::int64_t>(rng() % (1u << 13)) - (1 << 12);
+    for (auto& v : b) v = static_cast<std::int64_t>(rng() % (1u << 25)) - (1 << 24);
+    std::vector<double> ar(M), ai(M), br(M), bi(M), sr(M, 0.0), si(M, 0.0);
+    fft.forward(a.data(), ar.data(), ai.data());
+    fft.forward(b.data(), br.data(), bi.data());
+    multiply_accumulate(ar.data(), ai.data(), br.data(), bi.data(), sr.data(), si.data(), M);
+    std::vector<u64> got(N, 0);
+    fft.backward_add(sr.data(), si.data(), got.data());
+    std::vector<u64> ua(a.begin(), a.end()), ub(b.begin(), b.end());
+    EXPECT_EQ(got, schoolbook(ua, ub)) << "N=" << N;
+  }
+}
+
+TEST(TorusFft, ProductsByABinaryKeyAreExactModTwoToThe64) {
+  std::mt19937_64 rng(11);
+  const std::size_t N = 1024;
+  const NegacyclicFft fft(N);
+  std::vector<u64> a(N), z(N);
+  for (auto& v : a) v = rng();
+  for (auto& v : z) v = rng() & 1;
+  std::vector<std::int64_t> zi(z.begin(), z.end());
+  std::vector<double> zr(N / 2), zim(N / 2);
+  fft.forward(zi.data(), zr.data(), zim.data());
+  std::vector<u64> got(N);
+  multiply_by_binary(fft, a.data(), zr.data(), zim.data(), got.data());
+  EXPECT_EQ(got, schoolbook(a, z));
+}
+
+TEST(TorusKeys, TUniformStaysInItsBoundsWithItsVariance) {
+  Prng prng = Prng::from_seed(Prng::Seed{1});
+  const unsigned b = 6;
+  double sum2 = 0;
+  const int count = 200000;
+  for (int i = 0; i < count; ++i) {
+    const std::int64_t v = sample_tuniform(prng, b);
+    ASSERT_LE(std::llabs(v), 1 << b);
+    sum2 += static_cast<double>(v * v);
+  }
+  const double expected = (std::pow(2.0, 2 * b + 1) + 1) / 6;
+  EXPECT_NEAR(sum2 / count, expected, expected * 0.02);
+}
+
+TEST(TorusBootstrap, KeySwitchKeepsThePhase) {
+  Prng prng = Prng::from_seed(Prng::Seed{2});
+  const TorusParams p = toy();
+  const TorusSecretKey key(p, prng);
+  const TorusBootstrapper boot(key, prng);
+  const std::size_t N = p.ring_dimension, n = p.lwe_dimension;
+  std::vector<u64> mu{u64{3} << 60}, ct(N + 1), small(n + 1), phase(1);
+  std::vector<std::uint32_t> switched(n + 1);
+  key.encrypt(mu.data(), 1, ct.data(), prng);
+  boot.switch_input(ct.data(), switched.data(), small.data());
+  key.small_phases(small.data(), 1, phase.data());
+  const double error = static_cast<double>(static_cast<std::int64_t>(phase[0] - mu[0]));
+  // The key switch rounds away 64 - 20 bits per coefficient: N/2 terms of at most 2^43.
+  EXPECT_LT(std::fabs(error), std::ldexp(1.0, 43) * N / 2);
+  EXPECT_LT(std::fabs(error), std::ldexp(1.0, 58));
+}
+
+TEST(TorusBootstrap, EveryMessageOfATableComesOutRight) {
+  Prng prng = Prng::from_seed(Prng::Seed{3});
+  const TorusParams p = toy();
+  const TorusSecretKey key(p, prng);
+  const TorusBootstrapper boot(key, prng);
+  const std::size_t N = p.ring_dimension;
+  const unsigned bits = 3;
+  const u64 slots = u64{1} << bits, delta = u64{1} << (63 - bits);  // with a padding bit
+  auto f = [&](u64 m) { return (m * m + 3) % slots; };
+  std::vector<u64> tv(N);
+  for (std::size_t j = 0; j < N; ++j) tv[j] = f(j * slots / N) * delta;
+  std::vector<u64> mu(slots), cts(slots * (N + 1)), out(slots * (N + 1)), phases(slots);
+  for (u64 m = 0; m < slots; ++m) mu[m] = m * delta + delta / 2;  // half a slot up
+  key.encrypt(mu.data(), slots, cts.data(), prng);
+  boot.bootstrap_many(cts.data(), slots, tv.data(), out.data(), 2);
+  key.phases(out.data(), slots, phases.data());
+  for (u64 m = 0; m < slots; ++m) {
+    const u64 decoded = ((phases[m] + delta / 2) / delta) % (2 * slots);
+    EXPECT_EQ(decoded, f(m)) << "m=" << m;
+  }
+}
+
+TEST(TorusBootstrap, ManyTablesFromOneRotation) {
+  Prng prng = Prng::from_seed(Prng::Seed{4});
+  const TorusParams p = toy();
+  const TorusSecretKey key(p, prng);
+  const TorusBootstrapper boot(key, prng);
+  const std::size_t N = p.ring_dimension, group = 2;
+  const unsigned bits = 2;
+  const u64 slots = u64{1} << bits, delta = u64{1} << (63 - bits);
+  auto f = [&](u64 m, std::size_t k) { return k == 0 ? (m + 1) % slots : (3 * m) % slots; };
+  std::vector<u64> tv(N);
+  for (std::size_t j = 0; j < N; ++j) tv[j] = f((j - j % group) * slots / N, j % group) * delta;
+  std::vector<u64> mu(slots), cts(slots * (N + 1)), out(slots * group * (N + 1)), phases(slots * group);
+  for (u64 m = 0; m < slots; ++m) mu[m] = m * delta + delta / 2;
+  key.encrypt(mu.data(), slots, cts.data(), prng);
+  boot.bootstrap_many(cts.data(), slots, tv.data(), out.data(), 1, group);
+  key.phases(out.data(), slots * group, phases.data());
+  for (u64 m = 0; m < slots; ++m)
+    for (std::size_t k = 0; k < group; ++k)
+      EXPECT_EQ(((phases[m * group + k] + delta / 2) / delta) % (2 * slots), f(m, k)) << "m=" << m << " k=" << k;
+}
+
+TEST(TorusBootstrap, KeysRebuiltFromSeedsAndBodiesGiveTheSameBits) {
+  Prng prng = Prng::from_seed(Prng::Seed{5});
+  const TorusParams p = toy();
+  const TorusSecretKey key(p, prng);
+  const TorusBootstrapper made(key, prng);
+  const TorusBootstrapper loaded(p, made.bootstrap_key().seed(), made.bootstrap_key().bodies().data(),
+                                 made.key_switch_key().seed(), made.key_switch_key().bodies().data());
+  const std::size_t N = p.ring_dimension;
+  std::vector<u64> mu{u64{5} << 59, u64{3} << 61}, cts(2 * (N + 1)), a(2 * (N + 1)), b(2 * (N + 1)), tv(N);
+  for (std::size_t j = 0; j < N; ++j) tv[j] = (j * 7919) << 40;
+  key.encrypt(mu.data(), 2, cts.data(), prng);
+  made.bootstrap_many(cts.data(), 2, tv.data(), a.data(), 1);
+  loaded.bootstrap_many(cts.data(), 2, tv.data(), b.data(), 1);
+  EXPECT_EQ(a, b);
+}
+
+TEST(TorusParams, RefusesSetsThatCannotRun) {
+  TorusParams p = toy();
+  p.ring_dimension = 300;
+  EXPECT_THROW(p.validate(), InvalidArgument);
+  p = toy();
+  p.pbs_base_log = 32;
+  EXPECT_THROW(p.validate(), InvalidArgument);
+  p = toy();
+  p.ks_levels = 0;
+  EXPECT_THROW(p.validate(), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace ringfire::tfhe

@@ -1,0 +1,225 @@
+"""The 64-bit torus engine of ringfire.tfhe (KS-PBS, FFT blind rotation): every
+table entry and gate on the toy set against Python, 3- and 4-bit tables at
+128-bit security, the noise model against measured variances and counted
+failures, ciphertext and secret-key bytes, and what it refuses."""
+
+import dataclasses
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import ringfire as rf
+
+
+def insecure(name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ctx = rf.tfhe.Context.preset(name, insecure=True)
+        sk = ctx.keygen(insecure_deterministic_seed=11)
+    return ctx, sk
+
+
+@pytest.fixture(scope="module")
+def toy():
+    return insecure("TOY_T64")
+
+
+@pytest.fixture(scope="module")
+def std():
+    ctx = rf.tfhe.Context.preset("STD128_T64")
+    return ctx, ctx.keygen()
+
+
+@pytest.mark.parametrize("bits", [1, 2, 3, 4])
+def test_every_table_entry_and_a_second_table_on_its_output_toy(toy, bits):
+    ctx, sk = toy
+    p = 1 << bits
+    rng = np.random.default_rng(bits)
+    f, g = rng.integers(0, p, p), rng.integers(0, p, p)
+    x = ctx.encrypt(np.arange(p), sk, bits=bits)
+    y = ctx.lut(f, bits=bits)(x)
+    assert (ctx.decrypt(y, sk) == f).all()
+    assert (ctx.decrypt(ctx.lut(g, bits=bits)(y), sk) == g[f]).all()
+
+
+def test_every_gate_on_every_input_and_integer_arithmetic_toy(toy):
+    ctx, sk = toy
+    x, y = np.array([0, 0, 1, 1], dtype=bool), np.array([0, 1, 0, 1], dtype=bool)
+    a, b = ctx.encrypt(x, sk), ctx.encrypt(y, sk)
+    for name, want in {"and": x & y, "or": x | y, "nand": ~(x & y), "nor": ~(x | y), "xor": x ^ y,
+                       "xnor": ~(x ^ y)}.items():
+        assert (ctx.decrypt(ctx.gate(name, a, b), sk) == want).all(), name
+    z = np.array([1, 0, 1, 0], dtype=bool)
+    c = ctx.encrypt(z, sk)
+    assert (ctx.decrypt(ctx.maj(a, b, c), sk) == ((x.astype(int) + y + z) >= 2)).all()
+    assert (ctx.decrypt(ctx.xor3(a, b, c), sk) == (x ^ y ^ z)).all()
+    m = np.array([0, 3, 5, 7])
+    e = ctx.encrypt(m, sk, bits=4)
+    assert (ctx.decrypt(2 * e + 1 - e, sk) == (m + 1) % 16).all()
+    assert (ctx.decrypt(-e + 8, sk) == (8 - m) % 16).all()
+
+
+def test_many_tables_from_one_rotation_toy(toy):
+    ctx, sk = toy
+    fns = [lambda m, k=k: (m * (k + 1) + k) % 4 for k in range(3)]
+    outs = ctx.lut_many(fns, bits=2)(ctx.encrypt(np.arange(4), sk, bits=2))
+    for k, out in enumerate(outs):
+        assert (ctx.decrypt(out, sk) == [fns[k](m) for m in range(4)]).all()
+
+
+def test_uint8_through_gates_toy(toy):
+    ctx, sk = toy
+    u, v = [200, 7, 255], [100, 9, 1]
+    x, y = ctx.encrypt_uint(u, sk, bits=8), ctx.encrypt_uint(v, sk, bits=8)
+    assert ctx.decrypt(x + y, sk).tolist() == [(a + b) % 256 for a, b in zip(u, v)]
+    assert ctx.decrypt(x < y, sk).tolist() == [a < b for a, b in zip(u, v)]
+
+
+def test_four_and_three_bit_tables_at_128_bits(std):
+    ctx, sk = std
+    assert ctx.params.security == 128 and "tfhe-rs" in ctx.params.source
+    assert ctx.failure_probability("lut", bits=4) < 2.0 ** -128
+    x = ctx.encrypt(np.arange(16), sk, bits=4)
+    square = ctx.lut(lambda m: m * m % 16, bits=4)
+    assert (ctx.decrypt(square(x), sk) == np.arange(16) ** 2 % 16).all()
+    x3 = ctx.encrypt(np.arange(8), sk, bits=3)
+    assert (ctx.decrypt(ctx.lut(lambda m: 7 - m, bits=3)(x3), sk) == 7 - np.arange(8)).all()
+
+
+def test_the_lp_set_holds_five_bits_below_2_to_minus_64():
+    ctx = rf.tfhe.Context("STD128_T64_LP")  # no keys: the model only
+    assert ctx.failure_probability("lut", bits=5) < 2.0 ** -64
+    assert ctx.failure_probability("lut", bits=4, log2=True) < -300
+
+
+def test_the_switches_add_the_variance_the_model_predicts(std):
+    """The key switch's and the modulus switch's errors, measured on 200 encryptions
+    of zero, against TorusParameterSet.switch_terms (sampling error of a variance from
+    200 samples: about 10 %)."""
+    ctx, sk = std
+    params = ctx.params
+    q, n = params.lwe_modulus, params.lwe_dimension
+    ct = sk._native.encrypt(np.zeros(200, dtype=np.uint64), ctx._prng)
+    small, switched = ctx._bootstrapper.switch_input(ct)
+    terms = params.switch_terms()
+    ks = sk._native.small_phases(small)[0].astype(np.int64).astype(np.float64) * (q / 2.0 ** 64)
+    ks_model = terms["key_switch_rounding"] + terms["key_switch_keys"] + terms["key_switch_words"]
+    assert 0.7 * ks_model < np.var(ks) < 1.3 * ks_model
+    s = np.frombuffer(sk._native.secret_bytes()[:n], dtype=np.uint8).astype(np.int64)
+
+    def error(words):
+        phase = (words[:, n].astype(np.int64) - words[:, :n].astype(np.int64) @ s) % q
+        return np.where(phase >= q // 2, phase - q, phase)
+
+    # The centred switch: about 23, where an uncentred one would give about 42.
+    total = params.switch_variance() + params.fresh_variance()
+    assert 0.7 * total < np.var(error(switched)) < 1.3 * total
+    _, coarse = ctx._bootstrapper.switch_input(ct, 4)  # many-LUT: a grid 4 times coarser
+    assert (coarse % 4 == 0).all()
+    total += params.rounding_variance(4)
+    assert 0.7 * total < np.var(error(coarse)) < 1.3 * total
+
+
+def test_counted_table_failures_match_the_predicted_rate():
+    """A deliberately noisy set: 4000 3-bit lookups fail at the rate the model
+    predicts, within a factor of 2 (about 3.6 %, so some 140 failures)."""
+    ctx, sk = insecure("NOISY_T64")
+    m = np.random.default_rng(5).integers(0, 8, 4000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the table warns that it fails this often
+        got = ctx.decrypt(ctx.lut(lambda v: v, bits=3)(ctx.encrypt(m, sk, bits=3)), sk)
+    rate, predicted = float((got != m).mean()), ctx.failure_probability("lut", bits=3)
+    assert 0.01 < predicted < 0.1
+    assert predicted / 2 < rate < predicted * 2, (rate, predicted)
+
+
+def test_ciphertexts_and_secret_keys_round_trip_and_bad_bytes_are_refused(toy):
+    ctx, sk = toy
+    x = ctx.encrypt(np.arange(6).reshape(2, 3), sk, bits=3)
+    back = ctx.load(x.to_bytes(compress=3))
+    assert back.shape == (2, 3) and back.bits == 3 and (ctx.decrypt(back, sk) == np.arange(6).reshape(2, 3)).all()
+    u = ctx.encrypt_uint([300], sk, bits=9)
+    assert ctx.decrypt(ctx.load(u.to_bytes()), sk).tolist() == [300]
+    sealed = sk.to_bytes(password=b"correct horse", scrypt_log_n=10)
+    assert (ctx.decrypt(x, ctx.load_secret_key(sealed, password=b"correct horse")) == np.arange(6).reshape(2, 3)).all()
+    blob = x.to_bytes()
+    raw = rf.io.unwrap(blob)
+    with pytest.raises(ValueError):
+        ctx.load(rf.io.wrap(raw[:-8]))  # a word short
+    with pytest.raises(ValueError):
+        ctx.load(rf.io.wrap(raw[:20]))  # truncated header
+    other, _ = insecure("NOISY_T64")
+    with pytest.raises(ValueError, match="different tfhe parameters"):
+        other.load(blob)
+    tampered = bytearray(raw)
+    tampered[12 + 32] = 7  # encoding
+    with pytest.raises(ValueError, match="malformed"):
+        ctx.load(rf.io.wrap(bytes(tampered)))
+    small, _ = insecure("TOY")
+    with pytest.raises(ValueError):
+        small.load(blob)
+
+
+def test_evaluation_keys_travel_seeded_and_a_server_computes_with_them(toy):
+    ctx, sk = toy
+    mac = rf.io.new_mac_key()
+    blob = ctx.save_evaluation_keys(mac_key=mac)
+    p = ctx.params
+    body_words = p.lwe_dimension * 2 * p.pbs_levels * p.ring_dimension + p.ring_dimension * p.ks_levels
+    assert len(blob) < 8 * body_words + 4096  # seeds and bodies only: no mask travels
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        server = rf.tfhe.Context("TOY_T64", insecure=True)
+    server.load_evaluation_keys(blob, mac_key=mac)
+    assert server.key_id == ctx.key_id
+    x = ctx.encrypt(np.arange(8), sk, bits=3)
+    y = server.load(x.to_bytes())
+    out = ctx.load(server.lut(lambda m: (5 * m + 1) % 8, bits=3)(y).to_bytes())
+    assert (ctx.decrypt(out, sk) == (5 * np.arange(8) + 1) % 8).all()
+    raw = bytearray(rf.io.unwrap(blob, mac))
+    with pytest.raises(ValueError):
+        server.load_evaluation_keys(blob)  # no MAC key: refused
+    with pytest.raises(ValueError, match="bytes, got"):
+        server.load_evaluation_keys(rf.io.wrap(bytes(raw[:-8])))
+    with pytest.raises(ValueError, match="different tfhe parameters"):
+        insecure("NOISY_T64")[0].load_evaluation_keys(rf.io.wrap(bytes(raw)))
+    raw[0] ^= 1
+    with pytest.raises(ValueError, match="not ringfire"):
+        server.load_evaluation_keys(rf.io.wrap(bytes(raw)))
+
+
+def test_what_the_torus_sets_refuse(toy):
+    ctx, sk = toy
+    with pytest.raises(ValueError, match="scheme switching"):
+        ctx.from_ring_lwe(np.zeros((1, 513), dtype=np.uint32), bits=2, variance=1.0)
+    with pytest.raises(ValueError, match="insecure=True"):
+        rf.tfhe.Context("TOY_T64")
+    changed = dataclasses.replace(rf.tfhe.PRESETS["STD128_T64"], lwe_noise_log2=30)
+    with pytest.raises(ValueError, match="no security claim"):
+        rf.tfhe.Context(changed)
+    with pytest.raises(ValueError, match="ring_dimension"):
+        rf.tfhe.Context(dataclasses.replace(rf.tfhe.PRESETS["TOY_T64"], ring_dimension=300), insecure=True)
+    with pytest.raises(ValueError):
+        ctx._bootstrapper.bootstrap(np.zeros((2, 7), dtype=np.uint64), ctx._sign_vector())
+    x = ctx.encrypt([1], sk, bits=2)
+    with pytest.raises(ValueError, match="belongs to another"):
+        insecure("TOY_T64")[0].lut(lambda m: m, bits=2)(x)
+    assert math.isclose(rf.tfhe.torus_params.tuniform_variance(3), (2 ** 7 + 1) / 6)
+
+
+@pytest.mark.parametrize("preset, count", [("TOY_T64", 512), ("STD128_T64", 32)])
+def test_bootstrap_output_error_matches_the_model(preset, count, toy, std):
+    """The blind rotation's output error (gadget rounding, key errors and the FFT's
+    own rounding together), measured at 2^64 on bootstrapped encryptions of 0,
+    against TorusParameterSet.bootstrap_variance: within 0.7-1.3 on the toy set (512
+    samples), within 0.5-2 on STD128_T64 (32 samples)."""
+    ctx, sk = toy if preset == "TOY_T64" else std
+    x = ctx.encrypt(np.zeros(count, dtype=np.int64), sk, bits=2)
+    y = ctx.lut(lambda m: m, bits=2)(x)
+    phases = sk._native.phases(y.data)[0].astype(np.int64).astype(np.float64)  # message 0: the error
+    measured = np.var(phases * (ctx.params.lwe_modulus / 2.0 ** 64))
+    predicted = ctx.params.bootstrap_variance()
+    low, high = (0.7, 1.3) if count >= 512 else (0.5, 2.0)
+    assert low * predicted < measured < high * predicted, (measured, predicted)
