@@ -125,6 +125,9 @@ def table(rf: dict, ofhe: dict | None) -> str:
     add("log2 p_fail: 2-bit table", ours("p_fail LUT 2-bit", ".0f"))
     add("3-bit table, one thread (ms)", ours("LUT 3-bit"), f(lut and lut["median_ms"]) + " (EvalFunc, its own set)")
     add("log2 p_fail: 3-bit table", ours("p_fail LUT 3-bit", ".0f"))
+    add("9-bit sign, one ciphertext, one thread (ms)", ours("sign 9-bit"),
+        f(sign and sign["median_ms"], ".0f") + " (EvalSign, its own set)")
+    add("log2 p_fail: 9-bit sign (bootstrapped input)", ours("p_fail sign 9-bit", ".0f"))
     add("16-bit addition, both cores (ms)", ours("uint16 add", ".0f"))
     add("16-bit comparison, both cores (ms)", ours("uint16 <", ".0f"),
         f(sign and sign["median_ms"], ".0f") + " (EvalSign, 9 bits, its own set)")

@@ -9,6 +9,7 @@ For each parameter set, rows (set, routine, value, unit, exact):
 * NAND batch      64 gates on all threads (gates/s)
 * LUT 2-bit       one 2-bit table lookup, one thread (ms); ``LUT 3-bit`` and ``LUT 4-bit`` likewise
 * 4 LUTs 2-bit, one rotation   four 2-bit tables of one input from one blind rotation (ms)
+* sign 9-bit      the sign of a 9-bit integer in one ciphertext, one thread (ms; torus sets)
 * uint16 add      one 16-bit addition (16 levels of full adders), all threads (ms)
 * uint16 <        one 16-bit comparison (the carry chain), all threads (ms)
 * p_fail ...      the noise model's failure probability (log2) of NAND, MAJ, 2-, 3- and 4-bit
@@ -92,6 +93,11 @@ def bench_tfhe(sets=SETS, repeat: int = 20, quiet: bool = False) -> list[dict]:
             ms = median_ms(lambda: four(x), repeat)
             exact = [int(ctx.decrypt(o, sk)[0]) for o in four(x)] == [(2 + k) % 4 for k in range(4)]
         row("4 LUTs 2-bit, one rotation", ms, "ms", exact)
+        if ctx.params.word_bits == 64:  # the large-precision sign needs the torus engine
+            x9 = ctx.encrypt([255, 256], sk, bits=9)
+            one9 = x9[:1]
+            ms = median_ms(lambda: ctx.sign(one9), max(1, repeat // 3))
+            row("sign 9-bit", ms, "ms", ctx.decrypt(ctx.sign(x9), sk).tolist() == [False, True])
         ctx.threads = 0
 
         u, v = rng.integers(0, 1 << 16, 2)
@@ -101,10 +107,12 @@ def bench_tfhe(sets=SETS, repeat: int = 20, quiet: bool = False) -> list[dict]:
         ms = median_ms(lambda: xu < yu, max(1, repeat // 10))
         row("uint16 <", ms, "ms", bool(ctx.decrypt(xu < yu, sk)[0] == (u < v)))
 
-        for label, operation, kw in (("p_fail NAND", "nand", {}), ("p_fail MAJ", "maj", {}),
-                                     ("p_fail LUT 2-bit", "lut", {"bits": 2}), ("p_fail LUT 3-bit", "lut", {"bits": 3}),
-                                     ("p_fail LUT 4-bit", "lut", {"bits": 4}),
-                                     ("p_fail 4 LUTs 2-bit", "lut_many", {"bits": 2, "tables": 4})):
+        checks = [("p_fail NAND", "nand", {}), ("p_fail MAJ", "maj", {}), ("p_fail LUT 2-bit", "lut", {"bits": 2}),
+                  ("p_fail LUT 3-bit", "lut", {"bits": 3}), ("p_fail LUT 4-bit", "lut", {"bits": 4}),
+                  ("p_fail 4 LUTs 2-bit", "lut_many", {"bits": 2, "tables": 4})]
+        if ctx.params.word_bits == 64:
+            checks.append(("p_fail sign 9-bit", "sign", {"bits": 9}))
+        for label, operation, kw in checks:
             row(label, ctx.failure_probability(operation, log2=True, **kw), "log2")
         row("threads", threads, "")
         del ctx, sk

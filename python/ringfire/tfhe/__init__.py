@@ -17,10 +17,15 @@ one programmable bootstrap.
     u = ctx.encrypt_uint([1234, 7], sk, bits=16)  # 16-bit integers, one ciphertext per bit
     print(ctx.decrypt((u + 100).max(u * 3), sk), ctx.decrypt(u < 1000, sk))
 
-The blind rotation is GINX/CGGI with ternary secrets (OpenFHE's binfhe
-design) on ringfire's own 32-bit NTT; parameter sets, their sources and the
-noise model that gives each operation's failure probability are in
-:mod:`ringfire.tfhe.params`. docs/tfhe.md has the details and measurements.
+Two engines sit behind this API, chosen by the parameter set: GINX/CGGI with
+ternary secrets (OpenFHE's binfhe design) on ringfire's own 32-bit NTT
+(:mod:`ringfire.tfhe.params`: STD128, STD128_LP, STD128_LUT), and the 64-bit
+torus engine in the KS-PBS order of tfhe-rs and Concrete, on a double-precision
+FFT (:mod:`ringfire.tfhe.torus_params`: STD128_T64 for 4-bit tables below
+2^-128, STD128_T64_LP for 5 bits), which also gives the sign of a 9-bit integer
+in one ciphertext (``ctx.sign``). Each module has its sets' sources and the
+noise model behind every failure probability; docs/tfhe.md has the details and
+measurements.
 """
 
 from .ciphertext import Ciphertext

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import struct
 from typing import Callable
 
 import numpy as np
@@ -15,6 +14,8 @@ from .._checks import warn_at_caller
 from .ciphertext import Ciphertext
 from .integers import UInt
 from .params import PRESETS, ParameterSet, tail_probability, tail_probability_log2
+from .sign import sign, sign_failure_log2
+from . import torus_bytes
 from .torus_params import TorusParameterSet
 
 # Boolean encoding: 1 -> +q/8, 0 -> -q/8; a bootstrap with the constant test
@@ -39,13 +40,6 @@ _WARN_P_FAIL = 2.0 ** -40
 
 
 _SECRET_MAGIC = b"RFTFHESK1"
-# Ciphertexts of the 64-bit torus sets: this magic, the parameters' identity,
-# encoding, bits, the shape's rank and dimensions, then the words (little-endian).
-_TORUS_CT_MAGIC = b"RFTFHET64CT1"
-# Evaluation keys of the torus sets: this magic, the identity, the two public
-# seeds (bootstrapping, key switching), then both keys' bodies (little-endian).
-_TORUS_KEYS_MAGIC = b"RFTFHET64EK1"
-_MAX_RANK = 8
 
 
 class SecretKey:
@@ -167,6 +161,10 @@ class Context:
         self._prng = _core.Prng.from_os()  # encryption randomness: always the OS's
         self.threads = 0  # 0: the library's thread count (ringfire.parallel)
 
+    def __reduce__(self):
+        raise TypeError("a ringfire.tfhe.Context is not picklable: make one with Context.preset(name) on the other "
+                        "side and move the keys with save_evaluation_keys() / load_evaluation_keys()")
+
     key_id = property(lambda self: self._key_id,
                       doc="The evaluation keys' identity (a hash of their public seeds; None: no keys yet): "
                           "what keys made from the same secret key carry, as SecretKey.key_id does.")
@@ -224,9 +222,7 @@ class Context:
         level ``compress``."""
         keys = self._require_keys()
         if self._torus:
-            bsk_seed, ksk_seed, bsk, ksk = keys.seeded_parts()
-            raw = (_TORUS_KEYS_MAGIC + self._native_params.identity + bsk_seed + ksk_seed
-                   + np.ascontiguousarray(bsk, dtype="<u8").tobytes() + np.ascontiguousarray(ksk, dtype="<u8").tobytes())
+            raw = torus_bytes.pack_keys(self._native_params.identity, *keys.seeded_parts())
             return rf_io.wrap(raw, mac_key, compress)
         return rf_io.wrap(keys.save(), mac_key, compress)
 
@@ -237,19 +233,10 @@ class Context:
 
     def _load_torus_keys(self, data: bytes, mac_key) -> None:
         bsk_words, ksk_words = self._torus_key_words()
-        head = len(_TORUS_KEYS_MAGIC) + 96
-        expected = head + 8 * (bsk_words + ksk_words)
-        raw = rf_io.unwrap(bytes(data), mac_key, max_size=expected + 4096)
-        if not raw.startswith(_TORUS_KEYS_MAGIC):
-            raise ValueError("not ringfire.tfhe 64-bit torus evaluation keys")
-        at = len(_TORUS_KEYS_MAGIC)
-        if raw[at:at + 32] != self._native_params.identity:
-            raise ValueError("these evaluation keys were made under different tfhe parameters")
-        if len(raw) != expected:
-            raise ValueError(f"evaluation keys of {self.params.name} are {expected} bytes, got {len(raw)}")
-        words = np.frombuffer(raw, dtype="<u8", offset=head).astype(np.uint64)
-        self._bootstrapper = _core.TfheTorusBootstrapper.from_keys(
-            self._native_params, raw[at + 32:at + 64], words[:bsk_words], raw[at + 64:at + 96], words[bsk_words:])
+        raw = rf_io.unwrap(bytes(data), mac_key, max_size=torus_bytes.keys_size(bsk_words, ksk_words) + 4096)
+        bsk_seed, ksk_seed, bsk, ksk = torus_bytes.unpack_keys(raw, self._native_params.identity, bsk_words, ksk_words,
+                                                               self.params.name)
+        self._bootstrapper = _core.TfheTorusBootstrapper.from_keys(self._native_params, bsk_seed, bsk, ksk_seed, ksk)
 
     def load_evaluation_keys(self, data: bytes, *, mac_key: bytes | None = None) -> None:
         """Installs evaluation keys saved by :meth:`save_evaluation_keys` under
@@ -261,6 +248,7 @@ class Context:
             return
         bound = 2 * 4 * self.params.lwe_dimension * 2 * 2 * self.params.gadget_digits * self.params.ring_dimension
         raw = rf_io.unwrap(bytes(data), mac_key, max_size=bound + (64 << 20))
+        self._refuse_torus_bytes(raw, "evaluation keys")
         self._bootstrapper = _core.tfhe_load_evaluation_keys(self._native_params, raw)
         self._key_id = self._bootstrapper.key_id
 
@@ -268,8 +256,10 @@ class Context:
         """A :class:`Ciphertext` or :class:`~ringfire.tfhe.UInt` saved by its ``to_bytes``."""
         raw = rf_io.unwrap(bytes(data), mac_key)
         if self._torus:
-            encoding, bits, shape, words = self._load_torus_words(raw)
+            encoding, bits, shape, words = torus_bytes.unpack_ciphertexts(raw, self._native_params.identity,
+                                                                          self.params.ciphertext_dimension + 1)
         else:
+            self._refuse_torus_bytes(raw, "ciphertexts")
             encoding, bits, shape, words = _core.tfhe_load_ciphertexts(self._native_params, raw)
         if encoding == 2:
             per = words.shape[0] // bits
@@ -278,38 +268,16 @@ class Context:
 
     def _save(self, words: np.ndarray, shape: tuple, encoding: int, bits: int, mac_key, compress) -> bytes:
         if self._torus:
-            head = _TORUS_CT_MAGIC + self._native_params.identity + struct.pack("<BBB", encoding, bits, len(shape))
-            body = struct.pack(f"<{len(shape)}Q", *shape) + np.ascontiguousarray(words, dtype="<u8").tobytes()
-            return rf_io.wrap(head + body, mac_key, compress)
+            raw = torus_bytes.pack_ciphertexts(self._native_params.identity, encoding, bits, shape, words)
+            return rf_io.wrap(raw, mac_key, compress)
         blob = _core.tfhe_save_ciphertexts(self._native_params, encoding, bits, list(shape),
                                            np.ascontiguousarray(words, dtype=np.uint32))
         return rf_io.wrap(blob, mac_key, compress)
 
-    def _load_torus_words(self, raw: bytes):
-        """(encoding, bits, shape, words) from a torus set's ciphertext bytes, each field checked
-        before the words are read."""
-        head = len(_TORUS_CT_MAGIC)
-        if not raw.startswith(_TORUS_CT_MAGIC):
-            raise ValueError("not ringfire.tfhe 64-bit torus ciphertexts")
-        if raw[head:head + 32] != self._native_params.identity:
-            raise ValueError("these ciphertexts were made under different tfhe parameters")
-        if len(raw) < head + 35:
-            raise ValueError("truncated tfhe ciphertexts")
-        encoding, bits, rank = struct.unpack_from("<BBB", raw, head + 32)
-        if encoding > 2 or rank > _MAX_RANK or (encoding == 0 and bits != 0) or (encoding > 0 and not 1 <= bits <= 64):
-            raise ValueError(f"malformed tfhe ciphertexts (encoding {encoding}, bits {bits}, rank {rank})")
-        at = head + 35
-        if len(raw) < at + 8 * rank:
-            raise ValueError("truncated tfhe ciphertexts")
-        shape = struct.unpack_from(f"<{rank}Q", raw, at)
-        at += 8 * rank
-        rows = math.prod(shape) * (bits if encoding == 2 else 1)
-        width = self.params.ciphertext_dimension + 1
-        if len(raw) - at != rows * width * 8:
-            raise ValueError(f"tfhe ciphertexts of shape {shape} need {rows * width * 8} bytes of words, "
-                             f"got {len(raw) - at}")
-        words = np.frombuffer(raw, dtype="<u8", offset=at).astype(np.uint64).reshape(rows, width)
-        return encoding, bits, tuple(shape), words
+    def _refuse_torus_bytes(self, raw: bytes, what: str) -> None:
+        if torus_bytes.is_torus(raw):
+            raise ValueError(f"these are 64-bit torus {what} (STD128_T64 and its kind): load them with a torus "
+                             f"set's context, not {self.params.name}'s")
 
     @property
     def evaluation_key_bytes(self) -> dict[str, int]:
@@ -470,7 +438,15 @@ class Context:
     def _table_values(self, fn, bits: int, out_bits: int) -> np.ndarray:
         """The 2^bits values of a table (a function of one int, or the values), checked."""
         p = 1 << bits
-        values = np.asarray([fn(m) for m in range(p)] if callable(fn) else fn, dtype=np.int64)
+        values = np.asarray([fn(m) for m in range(p)] if callable(fn) else fn)
+        if values.dtype == bool:
+            values = values.astype(np.int64)
+        if values.dtype == object and all(isinstance(v, (int, np.integer)) for v in values.reshape(-1)):
+            values = values.astype(np.int64)
+        if not np.issubdtype(values.dtype, np.integer):
+            raise ValueError(f"lookup-table values must be integers, got {values.dtype} values (e.g. "
+                             f"{values.reshape(-1)[:3].tolist()}): round them yourself, the table will not")
+        values = values.astype(np.int64)
         if values.shape != (p,):
             raise ValueError(f"a {bits}-bit lookup table has {p} values, got shape {values.shape}")
         if values.min() < 0 or values.max() >= 1 << out_bits:
@@ -548,6 +524,29 @@ class Context:
         return Ciphertext(self, self._bootstrap(self._half_slot_up(x.data, p), table.test_vector), x.shape,
                           table.out_bits)
 
+    def sign(self, x: Ciphertext) -> Ciphertext:
+        """Encrypted booleans: True where the integer ``x`` (``bits=`` k at encryption) is at
+        least 2^(k-1) -- its top bit, the sign of a k-bit two's-complement value, what
+        OpenFHE's ``EvalSign`` gives. For x, y below 2^(k-1), ``ctx.sign(x - y)`` is x < y.
+
+        Torus sets only (the 32-bit sets' bootstraps are not precise enough), for any k
+        the set encrypts: the low bits are cleared four at a time with two bootstraps, then
+        one bootstrap reads the top bit -- three for 9 bits (:mod:`ringfire.tfhe.sign`). The
+        input must be fresh or bootstrapped (its error is multiplied by up to 2^(k-4)); a
+        predicted failure probability above 2^-40 warns with the numbers."""
+        self._check_ct(x)
+        if not self._torus:
+            raise ValueError(f"sign() needs a 64-bit torus set (STD128_T64, STD128_T64_LP); {self.params.name}'s "
+                             f"bootstraps are too coarse for it (compare UInt integers with <, or use a table)")
+        if x.bits is None:
+            raise ValueError("sign() reads integers (encrypt with bits=); booleans are their own sign")
+        log2_p = sign_failure_log2(self.params, x.bits, x.variance)
+        if log2_p > math.log2(_WARN_P_FAIL):
+            warn_at_caller(f"[tfhe.sign] each element fails with probability 2^{log2_p:.1f} (its input's error "
+                           f"variance {x.variance:.3g} at q={self.params.lwe_modulus}, multiplied by up to "
+                           f"{4.0 ** max(0, x.bits - 4):.3g}): bootstrap the input first")
+        return sign(self, x)
+
     def bootstrap_many(self, items: list, table: LookupTable | None = None) -> list:
         """Bootstraps several ciphertexts of any shapes in one batch on every
         thread: booleans are refreshed (fresh noise, same values) when
@@ -574,7 +573,8 @@ class Context:
         """Predicted probability that one operation on bootstrapped inputs
         decrypts wrongly (the parameter set's noise model): a gate by name,
         ``"lut"`` with ``bits`` (a table on a bootstrapped ``bits``-bit input), or
-        ``"lut_many"`` with ``bits`` and ``tables`` (:meth:`lut_many`). With
+        ``"lut_many"`` with ``bits`` and ``tables`` (:meth:`lut_many`), or ``"sign"`` with
+        ``bits`` (:meth:`sign` on a bootstrapped input; torus sets). With
         ``log2=True``, its base-2 logarithm, finite where the probability itself
         underflows to 0.
 
@@ -587,7 +587,11 @@ class Context:
         """
         var, q = self.params.bootstrap_variance(), self.params.lwe_modulus
         switch = self.params.switch_variance()  # added at the next bootstrap's input (torus sets)
-        if operation in ("lut", "lut_many"):
+        if operation == "sign":
+            if bits is None or not self._torus:
+                raise ValueError("failure_probability('sign') needs bits= and a torus set")
+            result = sign_failure_log2(self.params, bits, var)
+        elif operation in ("lut", "lut_many"):
             if bits is None:
                 raise ValueError(f"failure_probability({operation!r}) needs bits=")
             if operation == "lut_many":
@@ -684,5 +688,6 @@ class Context:
 
     def _require_keys(self):
         if self._bootstrapper is None:
-            raise RuntimeError("this context has no evaluation keys yet: call ctx.keygen() first")
+            raise RuntimeError("this context has no evaluation keys yet: call ctx.keygen() (a client) or "
+                               "ctx.load_evaluation_keys(...) (a server) first")
         return self._bootstrapper
