@@ -41,7 +41,7 @@ TorusParams toy() {
 
 TEST(TorusFft, NegacyclicProductsMatchTheSchoolbook) {
   std::mt19937_64 rng(7);
-  for (std::size_t N : {4, 16, 256, 2048}) {
+  for (std::size_t N : {4, 16, 32, 256, 2048, 4096}) {  // every pass kind: radix 2, 2^2, the groups of 16
     const NegacyclicFft fft(N);
     const std::size_t M = N / 2;
     // Digits below 2^12 times words below 2^24, N terms: below 2^47, exact
