@@ -205,6 +205,24 @@ def test_evaluation_keys_travel_seeded_and_a_server_computes_with_them(toy):
         small.load_evaluation_keys(blob, mac_key=mac)
 
 
+def test_ciphertexts_of_other_keys_are_refused_not_decrypted_to_garbage(toy):
+    ctx, sk = toy
+    blob = ctx.encrypt([1, 2, 3], sk, bits=3).to_bytes()
+    other, other_sk = insecure("TOY_T64")  # the same parameters...
+    other_sk = other.keygen()  # ...and other keys
+    with pytest.raises(ValueError, match="other evaluation keys"):
+        other.load(blob)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        client = rf.tfhe.Context("TOY_T64", insecure=True)  # no evaluation keys: the load is accepted
+    ct = client.load(blob)
+    with pytest.raises(ValueError, match="another secret key"):
+        client.decrypt(ct, client.load_secret_key(other_sk.to_bytes(password=b"pw", scrypt_log_n=10), password=b"pw"))
+    mine = client.load_secret_key(sk.to_bytes(password=b"pw", scrypt_log_n=10), password=b"pw")
+    assert client.decrypt(ct, mine).tolist() == [1, 2, 3]
+    assert client.load(ct.to_bytes()).key_id == ctx.key_id  # the key id survives a second save
+
+
 def test_what_the_torus_sets_refuse(toy):
     ctx, sk = toy
     with pytest.raises(ValueError, match="scheme switching"):

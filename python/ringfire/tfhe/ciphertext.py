@@ -27,6 +27,8 @@ class Ciphertext:
     def __init__(self, context, data: np.ndarray, shape: tuple, bits: int | None, variance: float | None = None):
         self.context, self.data, self.shape, self.bits = context, data, tuple(shape), bits
         self.variance = context.params.bootstrap_variance() if variance is None else float(variance)
+        # The evaluation keys it was made under (None: unknown); decrypt() refuses a secret key of others.
+        self.key_id = context.key_id
 
     def __bool__(self):
         raise TypeError("an encrypted boolean has no truth value here: decrypt it, or use ctx.mux to select")
@@ -49,7 +51,7 @@ class Ciphertext:
         """The ciphertexts in a checksummed envelope (``Context.load`` reads
         them), authenticated with ``mac_key``, zstd-compressed at level ``compress``."""
         encoding, bits = (0, 0) if self.bits is None else (1, self.bits)
-        return self.context._save(self.data, self.shape, encoding, bits, mac_key, compress)
+        return self.context._save(self.data, self.shape, encoding, bits, mac_key, compress, self.key_id)
 
     def reshape(self, *shape) -> "Ciphertext":
         shape = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape

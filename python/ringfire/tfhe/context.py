@@ -255,20 +255,32 @@ class Context:
     def load(self, data: bytes, *, mac_key: bytes | None = None):
         """A :class:`Ciphertext` or :class:`~ringfire.tfhe.UInt` saved by its ``to_bytes``."""
         raw = rf_io.unwrap(bytes(data), mac_key)
+        key_id = self._key_id
         if self._torus:
-            encoding, bits, shape, words = torus_bytes.unpack_ciphertexts(raw, self._native_params.identity,
-                                                                          self.params.ciphertext_dimension + 1)
+            made_under, encoding, bits, shape, words = torus_bytes.unpack_ciphertexts(
+                raw, self._native_params.identity, self.params.ciphertext_dimension + 1)
+            if made_under is not None and self._key_id is not None and made_under != self._key_id:
+                raise ValueError("these ciphertexts were made under other evaluation keys than this context holds "
+                                 "(their key id differs): results would decrypt to garbage")
+            key_id = made_under or key_id
         else:
             self._refuse_torus_bytes(raw, "ciphertexts")
             encoding, bits, shape, words = _core.tfhe_load_ciphertexts(self._native_params, raw)
         if encoding == 2:
             per = words.shape[0] // bits
-            return UInt(self, [Ciphertext(self, words[i * per:(i + 1) * per], shape, None) for i in range(bits)])
-        return Ciphertext(self, words, shape, None if encoding == 0 else bits)
+            planes = [Ciphertext(self, words[i * per:(i + 1) * per], shape, None) for i in range(bits)]
+            for plane in planes:
+                plane.key_id = key_id
+            return UInt(self, planes)
+        ct = Ciphertext(self, words, shape, None if encoding == 0 else bits)
+        ct.key_id = key_id
+        return ct
 
-    def _save(self, words: np.ndarray, shape: tuple, encoding: int, bits: int, mac_key, compress) -> bytes:
+    def _save(self, words: np.ndarray, shape: tuple, encoding: int, bits: int, mac_key, compress,
+              key_id: bytes | None = None) -> bytes:
         if self._torus:
-            raw = torus_bytes.pack_ciphertexts(self._native_params.identity, encoding, bits, shape, words)
+            made_under = key_id if key_id is not None else self._key_id
+            raw = torus_bytes.pack_ciphertexts(self._native_params.identity, made_under, encoding, bits, shape, words)
             return rf_io.wrap(raw, mac_key, compress)
         blob = _core.tfhe_save_ciphertexts(self._native_params, encoding, bits, list(shape),
                                            np.ascontiguousarray(words, dtype=np.uint32))
@@ -340,6 +352,9 @@ class Context:
                 out |= self.decrypt(plane, secret_key).astype(np.uint64) << np.uint64(i)
             return out
         self._check_ct(ct)
+        if ct.key_id is not None and ct.key_id != secret_key.key_id:
+            raise ValueError("this ciphertext was made under evaluation keys of another secret key: it would decrypt "
+                             "to garbage")
         phases = secret_key._native.phases(ct.data)[0].astype(np.uint64)
         if ct.bits is None:
             return (phases < np.uint64(self._word_modulus // 2)).reshape(ct.shape)

@@ -55,7 +55,7 @@ class UInt:
     def to_bytes(self, *, mac_key: bytes | None = None, compress: int | None = None) -> bytes:
         """The integers' bit planes in one checksummed envelope (``Context.load`` reads them)."""
         words = np.concatenate([p.data for p in self.planes])
-        return self.context._save(words, self.shape, 2, self.bits, mac_key, compress)
+        return self.context._save(words, self.shape, 2, self.bits, mac_key, compress, self.planes[0].key_id)
 
     # ---- arithmetic ----------------------------------------------------------------
 

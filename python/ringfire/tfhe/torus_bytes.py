@@ -6,8 +6,9 @@ payload, and a SHA-256 of everything before it; :mod:`ringfire.io`'s envelopes
 then the magic and the identity, then every length against what the parameters
 imply, before a word is read:
 
-- ciphertexts: encoding (0 booleans, 1 integers, 2 ``UInt`` planes), bits, the
-  shape's rank and dimensions, then the words (little-endian uint64);
+- ciphertexts: the evaluation keys' identity (zeros where the context had none),
+  encoding (0 booleans, 1 integers, 2 ``UInt`` planes), bits, the shape's rank and
+  dimensions, then the words (little-endian uint64);
 - evaluation keys: the two public seeds (bootstrapping, key switching), then both
   keys' bodies (little-endian uint64; every mask is expanded from its seed).
 """
@@ -59,17 +60,20 @@ def is_torus(raw: bytes) -> bool:
     return raw.startswith(CIPHERTEXTS) or raw.startswith(KEYS)
 
 
-def pack_ciphertexts(identity: bytes, encoding: int, bits: int, shape: tuple, words: np.ndarray) -> bytes:
-    head = CIPHERTEXTS + identity + struct.pack("<BBB", encoding, bits, len(shape))
+def pack_ciphertexts(identity: bytes, key_id: bytes | None, encoding: int, bits: int, shape: tuple,
+                     words: np.ndarray) -> bytes:
+    head = CIPHERTEXTS + identity + (key_id or bytes(32)) + struct.pack("<BBB", encoding, bits, len(shape))
     body = struct.pack(f"<{len(shape)}Q", *shape) + np.ascontiguousarray(words, dtype="<u8").tobytes()
     return _seal(head + body)
 
 
 def unpack_ciphertexts(raw: bytes, identity: bytes, width: int):
-    """(encoding, bits, shape, words (rows, width) uint64), each field checked."""
+    """(key id or None, encoding, bits, shape, words (rows, width) uint64), each field checked."""
     body = _open(raw, CIPHERTEXTS, identity, "ciphertexts")
-    if len(body) < 3:
+    if len(body) < 35:
         raise ValueError("truncated tfhe ciphertexts")
+    key_id = body[:32] if any(body[:32]) else None
+    body = body[32:]
     encoding, bits, rank = struct.unpack_from("<BBB", body, 0)
     if encoding > 2 or rank > MAX_RANK or (encoding == 0 and bits != 0) or (encoding > 0 and not 1 <= bits <= 64):
         raise ValueError(f"malformed tfhe ciphertexts (encoding {encoding}, bits {bits}, rank {rank})")
@@ -82,7 +86,7 @@ def unpack_ciphertexts(raw: bytes, identity: bytes, width: int):
         raise ValueError(f"tfhe ciphertexts of shape {shape} need {rows * width * 8} bytes of words, "
                          f"got {len(body) - at}")
     words = np.frombuffer(body, dtype="<u8", offset=at).astype(np.uint64).reshape(rows, width)
-    return encoding, bits, tuple(shape), words
+    return key_id, encoding, bits, tuple(shape), words
 
 
 def keys_size(bsk_words: int, ksk_words: int) -> int:
