@@ -9,6 +9,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "common.h"
+#include "tfhe_common.h"
 #include "ringfire/io/serialize_tfhe.h"
 #include "ringfire/rlwe/prng.h"
 #include "ringfire/tfhe/bootstrapper.h"
@@ -55,38 +56,16 @@ void bind_tfhe(nb::module_& m) {
       .def_rw("ks_digits", &Params::ks_digits)
       .def_rw("sigma", &Params::sigma)
       .def_prop_ro("lwe_modulus", &Params::lwe_modulus)
-      .def_prop_ro("identity",
-                   [](const Params& p) {
-                     const Sha256Digest d = p.identity();
-                     return nb::bytes(reinterpret_cast<const char*>(d.data()), d.size());
-                   })
+      .def_prop_ro("identity", [](const Params& p) { return digest_bytes(p.identity()); })
       .def("validate", &Params::validate)
       .def("__repr__", [](const Params& p) { return "TfheParams(" + p.describe() + ")"; });
 
   nb::class_<tfhe::SecretKey>(m, "TfheSecretKey")
       .def(nb::init<const Params&, Prng&>(), nb::arg("params"), nb::arg("prng"))
-      // The raw secret (s then z, one signed byte each): sealed by the Python layer before it leaves.
-      .def("secret_bytes",
-           [](const tfhe::SecretKey& key) {
-             std::string out(key.lwe().begin(), key.lwe().end());
-             out.append(key.ring().begin(), key.ring().end());
-             nb::bytes b(out.data(), out.size());
-             secure_zero(out.data(), out.size());
-             return b;
-           })
+      .def("secret_bytes", &secret_key_bytes<tfhe::SecretKey>)
       .def_static(
           "from_secret_bytes",
-          [](const Params& params, const nb::bytes& data) {
-            require(data.size() == params.lwe_dimension + params.ring_dimension, "tfhe.SecretKey",
-                    "a secret key of " + std::to_string(params.lwe_dimension + params.ring_dimension) +
-                        " bytes expected, got " + std::to_string(data.size()));
-            const auto* p = reinterpret_cast<const std::int8_t*>(data.c_str());
-            std::vector<std::int8_t> s(p, p + params.lwe_dimension), z(p + params.lwe_dimension, p + data.size());
-            auto key = std::make_unique<tfhe::SecretKey>(params, s, z);
-            secure_zero(s.data(), s.size());
-            secure_zero(z.data(), z.size());
-            return key;
-          },
+          [](const Params& params, const nb::bytes& data) { return secret_key_from_bytes<tfhe::SecretKey>(params, data, "tfhe.SecretKey"); },
           nb::arg("params"), nb::arg("data"))
       .def("encrypt",
            [](const tfhe::SecretKey& key, const ConstU32Array& phases, Prng& prng) {
@@ -126,16 +105,7 @@ void bind_tfhe(nb::module_& m) {
           },
           nb::arg("secret_key"), nb::arg("prng"), nb::arg("isa") = "")
       .def_prop_ro("isa", [](const Bootstrapper& b) { return isa_name(b.isa()); })
-      // The keys' identity: SHA-256 of their two public seeds (the same for the
-      // keys a client made and the copy a server loaded).
-      .def_prop_ro("key_id",
-                   [](const Bootstrapper& b) {
-                     std::uint8_t seeds[64];
-                     std::memcpy(seeds, b.bootstrap_key().seed().data(), 32);
-                     std::memcpy(seeds + 32, b.key_switch_key().seed().data(), 32);
-                     const Sha256Digest d = sha256(seeds, 64);
-                     return nb::bytes(reinterpret_cast<const char*>(d.data()), d.size());
-                   })
+      .def_prop_ro("key_id", &evaluation_key_id<Bootstrapper>)
       .def("save",
            [](const Bootstrapper& b) {
              io::Bytes bytes;

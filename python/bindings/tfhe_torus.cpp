@@ -8,6 +8,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "common.h"
+#include "tfhe_common.h"
 #include "ringfire/rlwe/prng.h"
 #include "ringfire/tfhe/torus_bootstrapper.h"
 
@@ -25,39 +26,16 @@ void bind_tfhe_torus(nb::module_& m) {
       .def_rw("ks_levels", &TorusParams::ks_levels)
       .def_rw("lwe_noise_log2", &TorusParams::lwe_noise_log2)
       .def_rw("glwe_noise_log2", &TorusParams::glwe_noise_log2)
-      .def_prop_ro("identity",
-                   [](const TorusParams& p) {
-                     const Sha256Digest d = p.identity();
-                     return nb::bytes(reinterpret_cast<const char*>(d.data()), d.size());
-                   })
+      .def_prop_ro("identity", [](const TorusParams& p) { return digest_bytes(p.identity()); })
       .def("validate", &TorusParams::validate)
       .def("__repr__", [](const TorusParams& p) { return "TfheTorusParams(" + p.describe() + ")"; });
 
   nb::class_<TorusSecretKey>(m, "TfheTorusSecretKey")
       .def(nb::init<const TorusParams&, Prng&>(), nb::arg("params"), nb::arg("prng"))
-      // s then z, one byte (0 or 1) each: sealed by the Python layer before it leaves.
-      .def("secret_bytes",
-           [](const TorusSecretKey& key) {
-             std::string out(key.lwe().begin(), key.lwe().end());
-             out.append(key.ring().begin(), key.ring().end());
-             nb::bytes b(out.data(), out.size());
-             secure_zero(out.data(), out.size());
-             return b;
-           })
+      .def("secret_bytes", &secret_key_bytes<TorusSecretKey>)
       .def_static(
           "from_secret_bytes",
-          [](const TorusParams& params, const nb::bytes& data) {
-            const std::size_t n = params.lwe_dimension;
-            require(data.size() == n + params.ring_dimension, "tfhe.TorusSecretKey",
-                    "a secret key of " + std::to_string(n + params.ring_dimension) + " bytes expected, got " +
-                        std::to_string(data.size()));
-            const auto* p = reinterpret_cast<const std::uint8_t*>(data.c_str());
-            std::vector<std::uint8_t> s(p, p + n), z(p + n, p + data.size());
-            auto key = std::make_unique<TorusSecretKey>(params, s, z);
-            secure_zero(s.data(), s.size());
-            secure_zero(z.data(), z.size());
-            return key;
-          },
+          [](const TorusParams& params, const nb::bytes& data) { return secret_key_from_bytes<TorusSecretKey>(params, data, "tfhe.TorusSecretKey"); },
           nb::arg("params"), nb::arg("data"))
       .def(
           "encrypt",
@@ -118,16 +96,7 @@ void bind_tfhe_torus(nb::module_& m) {
           },
           nb::arg("params"), nb::arg("bootstrap_seed"), nb::arg("bootstrap_bodies"), nb::arg("key_switch_seed"),
           nb::arg("key_switch_bodies"))
-      // The keys' identity: SHA-256 of their two public seeds (the same for the
-      // keys a client made and the copy a server loaded).
-      .def_prop_ro("key_id",
-                   [](const TorusBootstrapper& b) {
-                     std::uint8_t seeds[64];
-                     std::memcpy(seeds, b.bootstrap_key().seed().data(), 32);
-                     std::memcpy(seeds + 32, b.key_switch_key().seed().data(), 32);
-                     const Sha256Digest d = sha256(seeds, 64);
-                     return nb::bytes(reinterpret_cast<const char*>(d.data()), d.size());
-                   })
+      .def_prop_ro("key_id", &evaluation_key_id<TorusBootstrapper>)
       // (bootstrap seed, key-switch seed, bootstrap bodies, key-switch bodies): what save_evaluation_keys writes.
       .def("seeded_parts",
            [](const TorusBootstrapper& b) {

@@ -173,14 +173,6 @@ void TorusBootstrapper::rotate(const std::uint32_t* switched, const u64* tv, u64
     if (switched[i] != 0) step(bsk_->coefficient(i), switched[i], acc, sc);
 }
 
-void TorusBootstrapper::blind_rotate(const std::uint32_t* switched, const u64* test_vector, u64* acc) const {
-  const std::size_t n = params_.lwe_dimension, q = 2 * params_.ring_dimension;
-  for (std::size_t t = 0; t <= n; ++t)
-    require(switched[t] < q, "tfhe.blind_rotate", "switched words must lie below 2N");
-  Scratch sc(params_);
-  rotate(switched, test_vector, acc, sc);
-}
-
 void TorusBootstrapper::bootstrap_one(const u64* in, const u64* tv, u64* out, std::size_t outputs,
                                       Scratch& sc) const {
   const std::size_t N = params_.ring_dimension;

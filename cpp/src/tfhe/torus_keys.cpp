@@ -82,21 +82,6 @@ void TorusSecretKey::small_phases(const u64* cts, std::size_t count, u64* out) c
   for (std::size_t c = 0; c < count; ++c) out[c] = cts[c * (n + 1) + n] - dot(cts + c * (n + 1), s_.data(), n);
 }
 
-void TorusSecretKey::glwe_phase(const u64* pair, u64* out) const {
-  const std::size_t N = params_.ring_dimension;
-  // Schoolbook: tests and noise analysis only.
-  for (std::size_t k = 0; k < N; ++k) {
-    u64 acc = pair[N + k];
-    for (std::size_t j = 0; j < N; ++j) {
-      if (!z_[j]) continue;
-      // (A z)_k gets A_t z_j with t + j = k (plus), or t + j = k + N (minus).
-      if (j <= k) acc -= pair[k - j];
-      else acc += pair[N + k - j];
-    }
-    out[k] = acc;
-  }
-}
-
 void multiply_by_binary(const NegacyclicFft& fft, const u64* a, const double* z_re, const double* z_im, u64* out) {
   const std::size_t N = fft.ring_dimension(), M = fft.points();
   std::vector<std::int64_t> piece(N);

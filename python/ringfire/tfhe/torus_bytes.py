@@ -45,9 +45,8 @@ def _check_head(raw: bytes, magic: bytes, identity: bytes, what: str) -> None:
         raise ValueError(f"these {what} were made under different tfhe parameters")
 
 
-def _open(raw: bytes, magic: bytes, identity: bytes, what: str) -> bytes:
-    """The payload after the magic and the identity, once those and the digest are checked."""
-    _check_head(raw, magic, identity, what)
+def _payload(raw: bytes, magic: bytes, what: str) -> bytes:
+    """The payload after the magic and the identity (checked by _check_head), once the digest is."""
     body, digest = raw[:-_DIGEST], raw[-_DIGEST:]
     if hashlib.sha256(body).digest() != digest:
         raise ValueError(f"tfhe {what}: checksum mismatch (damaged or altered bytes)")
@@ -69,7 +68,8 @@ def pack_ciphertexts(identity: bytes, key_id: bytes | None, encoding: int, bits:
 
 def unpack_ciphertexts(raw: bytes, identity: bytes, width: int):
     """(key id or None, encoding, bits, shape, words (rows, width) uint64), each field checked."""
-    body = _open(raw, CIPHERTEXTS, identity, "ciphertexts")
+    _check_head(raw, CIPHERTEXTS, identity, "ciphertexts")
+    body = _payload(raw, CIPHERTEXTS, "ciphertexts")
     if len(body) < 35:
         raise ValueError("truncated tfhe ciphertexts")
     key_id = body[:32] if any(body[:32]) else None
@@ -104,6 +104,6 @@ def unpack_keys(raw: bytes, identity: bytes, bsk_words: int, ksk_words: int, nam
     _check_head(raw, KEYS, identity, "evaluation keys")
     if len(raw) != keys_size(bsk_words, ksk_words):
         raise ValueError(f"evaluation keys of {name} are {keys_size(bsk_words, ksk_words)} bytes, got {len(raw)}")
-    body = _open(raw, KEYS, identity, "evaluation keys")
+    body = _payload(raw, KEYS, "evaluation keys")
     words = np.frombuffer(body, dtype="<u8", offset=64).astype(np.uint64)
     return body[:32], body[32:64], words[:bsk_words], words[bsk_words:]

@@ -44,9 +44,6 @@ class TorusBootstrapper {
   // many-LUT); small (if not null) the key switch's n + 1 words (mod 2^32, as
   // multiples of 2^32 mod 2^64: phases under s stay comparable).
   void switch_input(const u64* in, std::uint32_t* switched, u64* small = nullptr, std::size_t outputs = 1) const;
-  // The blind rotation alone: acc (2 x N words, A then B) = X^-phase(switched) (0, TV).
-  void blind_rotate(const std::uint32_t* switched, const u64* test_vector, u64* acc) const;
-
   std::size_t bootstrap_key_bytes() const { return bsk_->bytes(); }
   std::size_t key_switch_key_bytes() const { return ksk_->bytes(); }
   const TorusBootstrapKey& bootstrap_key() const { return *bsk_; }

@@ -41,8 +41,6 @@ class TorusSecretKey {
   void phases(const u64* cts, std::size_t count, u64* out) const;
   // b - <a, s> of count ciphertexts of dimension n (the key switch's output).
   void small_phases(const u64* cts, std::size_t count, u64* out) const;
-  // B - A z of a GLWE pair (2 x N words, A then B): a blind rotation's output.
-  void glwe_phase(const u64* pair, u64* out) const;
 
  private:
   TorusParams params_;
