@@ -125,6 +125,10 @@ def table(rf: dict, ofhe: dict | None) -> str:
     add("log2 p_fail: 2-bit table", ours("p_fail LUT 2-bit", ".0f"))
     add("3-bit table, one thread (ms)", ours("LUT 3-bit"), f(lut and lut["median_ms"]) + " (EvalFunc, its own set)")
     add("log2 p_fail: 3-bit table", ours("p_fail LUT 3-bit", ".0f"))
+    add("4-bit table, one thread (ms)", ours("LUT 4-bit"))
+    add("4-bit tables in a batch of 32, one thread (ms each)", ours("LUT 4-bit batch, one thread"))
+    add("4-bit tables per second, batch of 64, both cores", ours("LUT 4-bit batch", ".0f"))
+    add("log2 p_fail: 4-bit table", ours("p_fail LUT 4-bit", ".0f"))
     add("9-bit sign, one ciphertext, one thread (ms)", ours("sign 9-bit"),
         f(sign and sign["median_ms"], ".0f") + " (EvalSign, its own set)")
     add("log2 p_fail: 9-bit sign (bootstrapped input)", ours("p_fail sign 9-bit", ".0f"))
@@ -146,6 +150,7 @@ def concrete_table(rf: dict, conc: dict) -> str:
     ours = {"NAND": ("NAND", "p_fail NAND")}
     ours.update({f"lut {b}-bit": (f"LUT {b}-bit", f"p_fail LUT {b}-bit") for b in (2, 3, 4)})
     head = ["operation", "p_fail (Concrete reached)", "ringfire: fastest set at least as safe", "ringfire ms",
+            "ringfire ms per lookup in a batch (that set / fastest at least as safe)",
             "Concrete ms per bootstrap (batch) / one call", "Concrete parameters", "Concrete keys MB"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in conc["results"]:
@@ -157,6 +162,13 @@ def concrete_table(rf: dict, conc: dict) -> str:
         best = min(fits) if fits else None
         # None as safe: the safest set, said to fail more often.
         safest = min(measured, key=lambda m: m[2]) if measured and not fits else None
+        batch = "n/a"
+        if c["op"] == "lut 4-bit" and best:
+            batched = [(value(rows, s_, "LUT 4-bit batch, one thread"), s_) for _, s_, p_ in fits]
+            batched = [b for b in batched if b[0] is not None]
+            if batched:
+                fastest = min(batched)
+                batch = f"{value(rows, best[1], 'LUT 4-bit batch, one thread'):.2f} / {fastest[0]:.2f} ({fastest[1]})"
         p = c["parameters"]["bootstrap_keys"][0]
         params = f"n={p['n']}, N={p['N']}, k={p['k']}, br {p['br_level']}x2^{p['br_base_log']}"
         if c["pbs_count"] != 1:
@@ -167,7 +179,7 @@ def concrete_table(rf: dict, conc: dict) -> str:
             f"none; safest: {safest[1]} (2^{safest[2]:.1f}, fails more often)" if safest else
             "none: " + ", ".join(f"{s_} 2^{value(rows, s_, p_row):.1f}" for s_ in sets
                                  if value(rows, s_, p_row) is not None) + " (not timed)",
-            f"{best[0]:.2f}" if best else f"({safest[0]:.2f})" if safest else "n/a",
+            f"{best[0]:.2f}" if best else f"({safest[0]:.2f})" if safest else "n/a", batch,
             f"{c['per_bootstrap_in_batch_ms']:.2f} / {c['run_one_ms']:.2f}", params,
             f"{(c['bootstrap_key_bytes'] + c['keyswitch_key_bytes']) / 1e6:.0f}"]) + " |")
     return "\n".join(lines)

@@ -259,6 +259,57 @@ def test_bootstrap_output_error_matches_the_model(preset, count, toy, std):
     assert low * predicted < measured < high * predicted, (measured, predicted)
 
 
+@pytest.mark.parametrize("grouping", [2, 3, 4])
+def test_multi_bit_rotation_gives_every_table_entry_and_the_modelled_error_toy(grouping):
+    """Multi-bit blind rotation (groups of 2, 3, 4 bits of the small key): every
+    3-bit table entry, and the output error of 512 bootstraps of 0 against the
+    model (its key and FFT terms count 2 (2^g - 1) / g products per bit) within
+    0.7-1.3."""
+    base = rf.tfhe.PRESETS["TOY_T64"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ctx = rf.tfhe.Context(dataclasses.replace(base, name=f"TOY_T64_MB{grouping}", lwe_dimension=72,
+                                                  grouping=grouping), insecure=True)
+        sk = ctx.keygen(insecure_deterministic_seed=grouping)
+    assert ctx.params.bootstrap_key_count == 72 // grouping * (2 ** grouping - 1)
+    m = np.arange(8).repeat(4)
+    assert (ctx.decrypt(ctx.lut(lambda v: (5 * v + 3) % 8, bits=3)(ctx.encrypt(m, sk, bits=3)), sk)
+            == (5 * m + 3) % 8).all()
+    y = ctx.lut(lambda v: v, bits=2)(ctx.encrypt(np.zeros(512, dtype=np.int64), sk, bits=2))
+    errors = sk._native.phases(y.data)[0].astype(np.int64).astype(np.float64) * (ctx.params.lwe_modulus / 2.0 ** 64)
+    predicted = ctx.params.bootstrap_variance()
+    assert 0.7 * predicted < np.var(errors) < 1.3 * predicted, (np.var(errors), predicted)
+
+
+def test_the_multi_bit_preset_holds_four_bit_tables_and_its_keys_travel():
+    ctx = rf.tfhe.Context("STD128_T64_MB")
+    sk = ctx.keygen()
+    p = ctx.params
+    assert p.grouping == 2 and p.security == 128 and "multi-bit" in p.source
+    assert ctx.failure_probability("lut", bits=4, log2=True) < -130
+    x = ctx.encrypt(np.arange(16), sk, bits=4)
+    blob = ctx.save_evaluation_keys()
+    words = p.bootstrap_key_count * 2 * p.pbs_levels * p.ring_dimension + p.ring_dimension * p.ks_levels
+    assert len(blob) < 8 * words + 4096 and p.bootstrap_key_count == 1377  # 459 groups x 3 patterns
+    server = rf.tfhe.Context("STD128_T64_MB")
+    server.load_evaluation_keys(blob)
+    table = server.lut(lambda v: (7 * v + 2) % 16, bits=4)
+    out = ctx.load(server.apply(table, server.load(x.to_bytes())).to_bytes())
+    assert (ctx.decrypt(out, sk) == (7 * np.arange(16) + 2) % 16).all()
+    with pytest.raises(ValueError, match="different tfhe parameters|parameter"):
+        rf.tfhe.Context("STD128_T64").load_evaluation_keys(blob)  # the one-bit set's keys differ
+
+
+def test_multi_bit_sets_refuse_groupings_that_cannot_run():
+    base = rf.tfhe.PRESETS["TOY_T64"]
+    for grouping in (0, 3, 5):  # 3 does not divide n = 64
+        with pytest.raises(ValueError, match="grouping"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the toy set's own warning
+            rf.tfhe.Context(dataclasses.replace(base, grouping=grouping), insecure=True)
+    with pytest.raises(ValueError, match="no security claim"):
+        rf.tfhe.Context(dataclasses.replace(rf.tfhe.PRESETS["STD128_T64"], grouping=2))
+
+
 @pytest.mark.parametrize("bits", [1, 3, 6, 8])
 def test_sign_of_every_value_toy(toy, bits):
     ctx, sk = toy

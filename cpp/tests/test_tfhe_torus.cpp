@@ -1,6 +1,7 @@
 // The 64-bit torus engine: the negacyclic FFT against schoolbook products,
 // exact products by a binary key, the key switch, and every message of a
-// lookup table through a bootstrap on a small set.
+// lookup table through a bootstrap on a small set, one bit per step and
+// multi-bit.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -57,6 +58,29 @@ TEST(TorusFft, NegacyclicProductsMatchTheSchoolbook) {
     fft.backward_add(sr.data(), si.data(), got.data());
     std::vector<u64> ua(a.begin(), a.end()), ub(b.begin(), b.end());
     EXPECT_EQ(got, schoolbook(ua, ub)) << "N=" << N;
+  }
+}
+
+TEST(TorusFft, MonomialsFromTheTableOfRootsMatchTheirTransforms) {
+  for (std::size_t N : {4, 16, 32, 64, 256, 2048, 4096}) {
+    const NegacyclicFft fft(N);
+    const std::size_t M = N / 2;
+    // Every set's N (>= 64): blocks of four points are shifts of the first
+    // (the multi-bit rotation's one lookup per block).
+    if (N >= 64) EXPECT_TRUE(fft.shifted_blocks()) << "N=" << N;
+    std::vector<double> re(M), im(M);
+    for (std::size_t m : {std::size_t{0}, std::size_t{1}, std::size_t{3}, N / 2 - 1, N / 2, N - 1, N, N + 1,
+                          2 * N - 1}) {
+      // X^m: for m >= N, -X^(m - N).
+      std::vector<std::int64_t> x(N, 0);
+      x[m % N] = m < N ? 1 : -1;
+      fft.forward(x.data(), re.data(), im.data());
+      for (std::size_t k = 0; k < M; ++k) {
+        const std::size_t at = (static_cast<std::size_t>(fft.exponents()[k]) * m) % (2 * N);
+        ASSERT_NEAR(fft.roots_re()[at], re[k], 1e-12) << "N=" << N << " m=" << m << " k=" << k;
+        ASSERT_NEAR(fft.roots_im()[at], im[k], 1e-12) << "N=" << N << " m=" << m << " k=" << k;
+      }
+    }
   }
 }
 
@@ -128,6 +152,36 @@ TEST(TorusBootstrap, EveryMessageOfATableComesOutRight) {
   }
 }
 
+TEST(TorusBootstrap, MultiBitGroupsGiveEveryMessageOfATable) {
+  for (unsigned g : {2u, 3u, 4u}) {
+    Prng prng = Prng::from_seed(Prng::Seed{static_cast<std::uint8_t>(30 + g)});
+    TorusParams p = toy();
+    p.lwe_dimension = 36;  // divisible by 2, 3 and 4
+    p.grouping = g;
+    const TorusSecretKey key(p, prng);
+    const TorusBootstrapper boot(key, prng);
+    const std::size_t N = p.ring_dimension;
+    const unsigned bits = 3;
+    const u64 slots = u64{1} << bits, delta = u64{1} << (63 - bits);
+    auto f = [&](u64 m) { return (5 * m + 1) % slots; };
+    std::vector<u64> tv(N);
+    for (std::size_t j = 0; j < N; ++j) tv[j] = f(j * slots / N) * delta;
+    const std::size_t reps = 4;  // several encryptions of each message: other masks, other patterns
+    std::vector<u64> mu(slots * reps), cts(slots * reps * (N + 1)), out(slots * reps * (N + 1)), phases(slots * reps);
+    for (std::size_t i = 0; i < mu.size(); ++i) mu[i] = (i % slots) * delta + delta / 2;
+    key.encrypt(mu.data(), mu.size(), cts.data(), prng);
+    boot.bootstrap_many(cts.data(), mu.size(), tv.data(), out.data(), 2);
+    key.phases(out.data(), mu.size(), phases.data());
+    for (std::size_t i = 0; i < mu.size(); ++i) {
+      const u64 m = i % slots;
+      // The output's error is small: the phase sits within 2^52 of its slot's value.
+      const std::int64_t error = static_cast<std::int64_t>(phases[i] - f(m) * delta);
+      EXPECT_LT(std::llabs(error), std::int64_t{1} << 52) << "g=" << g << " m=" << m;
+      EXPECT_EQ(((phases[i] + delta / 2) / delta) % (2 * slots), f(m)) << "g=" << g << " m=" << m;
+    }
+  }
+}
+
 TEST(TorusBootstrap, ManyTablesFromOneRotation) {
   Prng prng = Prng::from_seed(Prng::Seed{4});
   const TorusParams p = toy();
@@ -175,6 +229,19 @@ TEST(TorusParams, RefusesSetsThatCannotRun) {
   p = toy();
   p.ks_levels = 0;
   EXPECT_THROW(p.validate(), InvalidArgument);
+  for (unsigned g : {0u, 3u, 5u}) {  // 3 does not divide n = 32
+    p = toy();
+    p.grouping = g;
+    EXPECT_THROW(p.validate(), InvalidArgument) << "grouping " << g;
+  }
+}
+
+TEST(TorusParams, OnlyMultiBitSetsHashTheirGrouping) {
+  TorusParams one = toy(), two = toy();
+  two.grouping = 2;
+  EXPECT_NE(one.identity(), two.identity());
+  EXPECT_EQ(one.bootstrap_key_count(), 32u);
+  EXPECT_EQ(two.bootstrap_key_count(), 48u);  // 16 groups x 3 patterns
 }
 
 }  // namespace

@@ -26,6 +26,8 @@ void bind_tfhe_torus(nb::module_& m) {
       .def_rw("ks_levels", &TorusParams::ks_levels)
       .def_rw("lwe_noise_log2", &TorusParams::lwe_noise_log2)
       .def_rw("glwe_noise_log2", &TorusParams::glwe_noise_log2)
+      .def_rw("grouping", &TorusParams::grouping)
+      .def_prop_ro("bootstrap_key_count", &TorusParams::bootstrap_key_count)
       .def_prop_ro("identity", [](const TorusParams& p) { return digest_bytes(p.identity()); })
       .def("validate", &TorusParams::validate)
       .def("__repr__", [](const TorusParams& p) { return "TfheTorusParams(" + p.describe() + ")"; });
@@ -79,7 +81,7 @@ void bind_tfhe_torus(nb::module_& m) {
             params.validate();
             const char* op = "tfhe.load_evaluation_keys";
             require(bootstrap_seed.size() == 32 && key_switch_seed.size() == 32, op, "seeds of 32 bytes expected");
-            const std::size_t bsk = params.lwe_dimension * 2 * params.pbs_levels * params.ring_dimension;
+            const std::size_t bsk = params.bootstrap_key_count() * 2 * params.pbs_levels * params.ring_dimension;
             const std::size_t ksk = params.ring_dimension * params.ks_levels;
             require(bootstrap_bodies.size() == bsk, op,
                     "the bootstrapping key has " + std::to_string(bsk) + " body words, got " +

@@ -196,6 +196,7 @@ NegacyclicFft::NegacyclicFft(std::size_t N) : n_(N), m_(N / 2) {
   auto radix2 = [&](std::size_t len) { steps_.push_back({2, len, twiddles(len, len / 2, 1)}); };
   if (m_ < 16) {
     for (std::size_t len = m_; len >= 2; len /= 2) radix2(len);
+    find_evaluation_points();
     return;
   }
   // Stages len = m .. 16 two at a time (radix 2^2: three twiddle products per
@@ -215,6 +216,37 @@ NegacyclicFft::NegacyclicFft(std::size_t N) : n_(N), m_(N / 2) {
   radix2(8);
   steps_.push_back({16, 4, 0});
   fused_first_ = steps_[0].radix == 2 && steps_[0].len == m_;
+  find_evaluation_points();
+}
+
+void NegacyclicFft::find_evaluation_points() {
+  // Output k of the transform is a(x_k) for x_k = zeta^{e_k}: read e_k off the
+  // transform of the polynomial X (whose values are the x_k themselves).
+  std::vector<std::int64_t> x(n_, 0);
+  x[1] = 1;
+  std::vector<double> re(m_), im(m_);
+  forward(x.data(), re.data(), im.data());
+  const std::size_t two_n = 2 * n_;
+  exponents_.resize(m_);
+  for (std::size_t k = 0; k < m_; ++k) {
+    const double turns = std::atan2(im[k], re[k]) / kPi * static_cast<double>(n_);  // in (-N, N]
+    exponents_[k] = static_cast<std::uint32_t>((static_cast<std::int64_t>(std::lround(turns)) + two_n) % two_n);
+  }
+  // Whether every block of four outputs lies at the same offsets from its
+  // first point (true for the pass orders built here; checked, not assumed).
+  lane_offsets_.fill(0);
+  shifted_blocks_ = m_ % 4 == 0;
+  for (std::size_t k = 0; shifted_blocks_ && k < m_; k += 4)
+    for (std::size_t i = 1; i < 4; ++i) {
+      const std::uint32_t d = static_cast<std::uint32_t>((exponents_[k + i] + two_n - exponents_[k]) % two_n);
+      if (k == 0) lane_offsets_[i] = d;
+      else if (d != lane_offsets_[i]) shifted_blocks_ = false;
+    }
+  roots_re_.resize(two_n), roots_im_.resize(two_n);
+  for (std::size_t t = 0; t < two_n; ++t) {
+    const double angle = kPi * static_cast<double>(t) / static_cast<double>(n_);
+    roots_re_[t] = std::cos(angle), roots_im_[t] = std::sin(angle);
+  }
 }
 
 void NegacyclicFft::dif(double* __restrict re, double* __restrict im, std::size_t from) const {

@@ -142,34 +142,72 @@ void TorusKeySwitchKey::expand() {
   }
 }
 
-void TorusKeySwitchKey::apply(const u64* __restrict in, std::uint32_t* __restrict out) const {
+void TorusKeySwitchKey::apply(const u64* in, std::uint32_t* out) const { apply_many(in, 1, out); }
+
+void TorusKeySwitchKey::apply_many(const u64* __restrict in, std::size_t count, std::uint32_t* __restrict out) const {
   const std::size_t N = params_.ring_dimension, n = params_.lwe_dimension, L = params_.ks_levels;
   const unsigned B = params_.ks_base_log, shift = 64 - B * static_cast<unsigned>(L);
   const u64 mask = (u64{1} << B) - 1, half = u64{1} << (B - 1);
-  std::fill(out, out + n, std::uint32_t{0});
-  out[n] = top_word(in[N]);
-  std::uint32_t digits[64];
-  for (std::size_t j = 0; j < N; ++j) {
-    // The top B L bits of a_j, rounded, as signed digits (level L first),
-    // each taken mod 2^32.
-    u64 r = (in[j] >> shift) + ((in[j] >> (shift - 1)) & 1);
-    for (std::size_t l = L; l >= 1; --l) {
-      const u64 d = r & mask, carry = d >= half ? 1 : 0;
-      r = (r >> B) + carry;
-      digits[l - 1] = static_cast<std::uint32_t>(d - (carry << B));
-    }
-    for (std::size_t l = 0; l < L; ++l) {
-      const std::uint32_t d = digits[l];
-      if (d == 0) continue;
-      const std::uint32_t* __restrict row = rows_.data() + (j * L + l) * (n + 1);
-      for (std::size_t t = 0; t <= n; ++t) out[t] -= d * row[t];
+  constexpr std::size_t kMaxLevels = 64;
+  for (std::size_t c = 0; c < count; ++c) {
+    std::uint32_t* o = out + c * (n + 1);
+    std::fill(o, o + n, std::uint32_t{0});
+    o[n] = top_word(in[c * (N + 1) + N]);
+  }
+  std::uint32_t digits[kBatchLimit][kMaxLevels];
+  for (std::size_t first = 0; first < count; first += kBatchLimit) {
+    const std::size_t take = std::min(kBatchLimit, count - first);
+    for (std::size_t j = 0; j < N; ++j) {
+      // The top B L bits of each ciphertext's a_j, rounded, as signed digits
+      // (level L first), each taken mod 2^32.
+      for (std::size_t c = 0; c < take; ++c) {
+        const u64 a = in[(first + c) * (N + 1) + j];
+        u64 r = (a >> shift) + ((a >> (shift - 1)) & 1);
+        for (std::size_t l = L; l >= 1; --l) {
+          const u64 d = r & mask, carry = d >= half ? 1 : 0;
+          r = (r >> B) + carry;
+          digits[c][l - 1] = static_cast<std::uint32_t>(d - (carry << B));
+        }
+      }
+      // Each row is read from memory once for the whole batch.
+      for (std::size_t l = 0; l < L; ++l) {
+        const std::uint32_t* __restrict row = rows_.data() + (j * L + l) * (n + 1);
+        for (std::size_t c = 0; c < take; ++c) {
+          const std::uint32_t d = digits[c][l];
+          if (d == 0) continue;
+          std::uint32_t* __restrict o = out + (first + c) * (n + 1);
+          for (std::size_t t = 0; t <= n; ++t) o[t] -= d * row[t];
+        }
+      }
     }
   }
 }
 
+namespace {
+
+// What each RGSW of the bootstrapping key encrypts: s_i (one bit per step),
+// or, for groups of g bits, whether the group's bits are pattern p, for each
+// p in [1, 2^g) (bit j of p: s_{g k + j}), group after group.
+std::vector<std::uint8_t> bootstrap_key_messages(const TorusParams& params, const std::vector<std::uint8_t>& s) {
+  const unsigned g = params.grouping;
+  if (g <= 1) return s;
+  std::vector<std::uint8_t> out;
+  out.reserve(params.bootstrap_key_count());
+  for (std::size_t k = 0; k < params.lwe_dimension; k += g)
+    for (unsigned p = 1; p < (1u << g); ++p) {
+      std::uint8_t match = 1;
+      for (unsigned j = 0; j < g; ++j) match &= static_cast<std::uint8_t>(((p >> j) & 1) == s[k + j]);
+      out.push_back(match);
+    }
+  return out;
+}
+
+}  // namespace
+
 TorusBootstrapKey::TorusBootstrapKey(const TorusSecretKey& key, const NegacyclicFft& fft, Prng& prng)
     : params_(key.params()) {
-  const std::size_t N = params_.ring_dimension, M = N / 2, n = params_.lwe_dimension, L = params_.pbs_levels;
+  const std::size_t N = params_.ring_dimension, M = N / 2, n = params_.bootstrap_key_count(), L = params_.pbs_levels;
+  std::vector<std::uint8_t> messages = bootstrap_key_messages(params_, key.lwe());
   seed_ = prng.next_seed();
   Prng masks = Prng::from_seed(seed_);
   bodies_.resize(n * 2 * L * N);
@@ -179,7 +217,7 @@ TorusBootstrapKey::TorusBootstrapKey(const TorusSecretKey& key, const Negacyclic
   fft.forward(zi.data(), z_re.data(), z_im.data());
   std::vector<u64> A(N);
   for (std::size_t i = 0; i < n; ++i) {
-    const u64 s_i = key.lwe()[i];
+    const u64 s_i = messages[i];
     for (std::size_t c = 0; c < 2; ++c)
       for (std::size_t l = 1; l <= L; ++l) {
         sample_uniform(masks, A.data(), N);
@@ -197,6 +235,7 @@ TorusBootstrapKey::TorusBootstrapKey(const TorusSecretKey& key, const Negacyclic
   secure_zero(z_re.data(), M * sizeof(double));
   secure_zero(z_im.data(), M * sizeof(double));
   secure_zero(zi.data(), N * sizeof(std::int64_t));
+  secure_zero(messages.data(), messages.size());
   expand(fft);
 }
 
@@ -205,27 +244,38 @@ TorusBootstrapKey::TorusBootstrapKey(const TorusParams& params, const Negacyclic
     : params_(params), seed_(seed) {
   params_.validate();
   require(fft.ring_dimension() == params.ring_dimension, "tfhe.TorusBootstrapKey", "the transform's N differs");
-  bodies_.assign(bodies, bodies + params.lwe_dimension * 2 * params.pbs_levels * params.ring_dimension);
+  bodies_.assign(bodies, bodies + params.bootstrap_key_count() * 2 * params.pbs_levels * params.ring_dimension);
   expand(fft);
 }
 
 void TorusBootstrapKey::expand(const NegacyclicFft& fft) {
-  const std::size_t N = params_.ring_dimension, M = N / 2, n = params_.lwe_dimension, L = params_.pbs_levels;
-  stride_ = 2 * L * 2 * 2 * M;
-  data_ = KeyBuffer<double>(n * stride_);
+  const std::size_t N = params_.ring_dimension, M = N / 2, count = params_.bootstrap_key_count(), L = params_.pbs_levels;
+  const std::size_t rows = 2 * L;
+  patterns_ = params_.grouping <= 1 ? 1 : (std::size_t{1} << params_.grouping) - 1;
+  step_stride_ = patterns_ * rows * 4 * M;
+  data_ = KeyBuffer<double>(count * rows * 4 * M);
   Prng masks = Prng::from_seed(seed_);
   std::vector<u64> A(N);
   std::vector<std::int64_t> words(N);
-  auto store = [&](const u64* poly, double* re) {
+  std::vector<double> re(M), im(M);
+  // One transformed polynomial into its place: part 0..3 = A re, A im, B re, B im.
+  auto store = [&](const u64* poly, std::size_t key, std::size_t r, std::size_t part) {
     for (std::size_t j = 0; j < N; ++j) words[j] = static_cast<std::int64_t>(poly[j]);
-    fft.forward(words.data(), re, re + M);
+    fft.forward(words.data(), re.data(), im.data());
+    double* step = data_.data() + key / patterns_ * step_stride_;
+    const std::size_t p = key % patterns_;
+    for (std::size_t h = 0; h < 2; ++h) {  // real, imaginary
+      const double* v = h == 0 ? re.data() : im.data();
+      for (std::size_t j = 0; j < M; ++j)
+        step[(j / kLanes) * patterns_ * rows * 4 * kLanes + ((p * rows + r) * 4 + part + h) * kLanes + j % kLanes] = v[j];
+    }
   };
-  for (std::size_t r = 0; r < n * 2 * L; ++r) {
-    sample_uniform(masks, A.data(), N);
-    double* row = data_.data() + r * 4 * M;  // rows of one i are consecutive: [i][c L + l]
-    store(A.data(), row);
-    store(bodies_.data() + r * N, row + 2 * M);
-  }
+  for (std::size_t key = 0; key < count; ++key)
+    for (std::size_t r = 0; r < rows; ++r) {  // rows in order c L + l, as the bodies
+      sample_uniform(masks, A.data(), N);
+      store(A.data(), key, r, 0);
+      store(bodies_.data() + (key * rows + r) * N, key, r, 2);
+    }
 }
 
 }  // namespace ringfire::tfhe

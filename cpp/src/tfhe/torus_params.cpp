@@ -22,13 +22,20 @@ void TorusParams::validate() const {
   require(ks_base_log >= 1 && ks_base_log <= 16 && ks_levels >= 1 && ks_base_log * ks_levels <= 63, op,
           "ks_base_log must be in [1, 16] and ks_base_log * ks_levels at most 63");
   require(lwe_noise_log2 <= 60 && glwe_noise_log2 <= 60, op, "the TUniform bounds must be at most 2^60");
+  require(grouping >= 1 && grouping <= 4 && lwe_dimension % grouping == 0, op,
+          "grouping must be in [1, 4] and divide lwe_dimension n=" + std::to_string(lwe_dimension) + ", got " +
+              std::to_string(grouping));
+}
+
+std::size_t TorusParams::bootstrap_key_count() const {
+  return grouping <= 1 ? lwe_dimension : lwe_dimension / grouping * ((std::size_t{1} << grouping) - 1);
 }
 
 std::string TorusParams::describe() const {
   return "n=" + std::to_string(lwe_dimension) + " N=" + std::to_string(ring_dimension) + " pbs=2^" +
          std::to_string(pbs_base_log) + "x" + std::to_string(pbs_levels) + " ks=2^" + std::to_string(ks_base_log) +
          "x" + std::to_string(ks_levels) + " noise=TU(2^" + std::to_string(lwe_noise_log2) + "), TU(2^" +
-         std::to_string(glwe_noise_log2) + ")";
+         std::to_string(glwe_noise_log2) + ")" + (grouping > 1 ? " multi-bit " + std::to_string(grouping) : "");
 }
 
 Sha256Digest TorusParams::identity() const {
@@ -39,6 +46,10 @@ Sha256Digest TorusParams::identity() const {
                           std::uint64_t{pbs_levels}, std::uint64_t{ks_base_log}, std::uint64_t{ks_levels},
                           std::uint64_t{lwe_noise_log2}, std::uint64_t{glwe_noise_log2}})
     for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  // Only multi-bit sets hash their grouping: the one-bit sets keep the
+  // identity their saved keys and ciphertexts carry.
+  if (grouping > 1)
+    for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<std::uint8_t>(std::uint64_t{grouping} >> (8 * i)));
   return sha256(bytes.data(), bytes.size());
 }
 

@@ -22,7 +22,8 @@ ternary secrets (OpenFHE's binfhe design) on ringfire's own 32-bit NTT
 (:mod:`ringfire.tfhe.params`: STD128, STD128_LP, STD128_LUT), and the 64-bit
 torus engine in the KS-PBS order of tfhe-rs and Concrete, on a double-precision
 FFT (:mod:`ringfire.tfhe.torus_params`: STD128_T64 for 4-bit tables below
-2^-128, STD128_T64_LP for 5 bits), which also gives the sign of a 9-bit integer
+2^-128, STD128_T64_MB the same with multi-bit bootstrapping, STD128_T64_LP for
+5 bits), which also gives the sign of a 9-bit integer
 in one ciphertext (``ctx.sign``). Each module has its sets' sources and the
 noise model behind every failure probability; docs/tfhe.md has the details and
 measurements.

@@ -229,7 +229,7 @@ class Context:
     def _torus_key_words(self) -> tuple[int, int]:
         """Body words of a torus set's bootstrapping and key-switching keys."""
         p = self.params
-        return p.lwe_dimension * 2 * p.pbs_levels * p.ring_dimension, p.ring_dimension * p.ks_levels
+        return p.bootstrap_key_count * 2 * p.pbs_levels * p.ring_dimension, p.ring_dimension * p.ks_levels
 
     def _load_torus_keys(self, data: bytes, mac_key) -> None:
         bsk_words, ksk_words = self._torus_key_words()
@@ -551,7 +551,7 @@ class Context:
         predicted failure probability above 2^-40 warns with the numbers."""
         self._check_ct(x)
         if not self._torus:
-            raise ValueError(f"sign() needs a 64-bit torus set (STD128_T64, STD128_T64_LP); {self.params.name}'s "
+            raise ValueError(f"sign() needs a 64-bit torus set (STD128_T64, STD128_T64_MB, STD128_T64_LP); {self.params.name}'s "
                              f"bootstraps are too coarse for it (compare UInt integers with <, or use a table)")
         if x.bits is None:
             raise ValueError("sign() reads integers (encrypt with bits=); booleans are their own sign")

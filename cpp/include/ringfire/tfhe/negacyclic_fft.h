@@ -16,6 +16,7 @@
 // each butterfly loop runs four lanes wide.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -38,7 +39,21 @@ class NegacyclicFft {
   // (re and im are overwritten).
   void backward_add(double* re, double* im, std::uint64_t* out) const;
 
+  // Where output k evaluates: x_k = zeta^{exponents()[k]} (odd exponents mod
+  // 2N), so the transform of the monomial X^m is root(exponents()[k] m mod 2N)
+  // at k -- what the multi-bit blind rotation multiplies by, without a transform.
+  const std::uint32_t* exponents() const { return exponents_.data(); }
+  // Whether each block of four outputs k..k+3 (k a multiple of 4) evaluates at
+  // exponents e_k + lane_offsets()[i]: X^m's transform is then root(e_k m)
+  // times root(lane_offsets()[i] m), one lookup per block.
+  bool shifted_blocks() const { return shifted_blocks_; }
+  const std::array<std::uint32_t, 4>& lane_offsets() const { return lane_offsets_; }
+  // zeta^t for t < 2N, real and imaginary parts.
+  const double* roots_re() const { return roots_re_.data(); }
+  const double* roots_im() const { return roots_im_.data(); }
+
  private:
+  void find_evaluation_points();
   template <class Int>
   void twist_and_transform(const Int* in, double* re, double* im) const;
   // The forward passes from step `from` on; the backward ones down to `down_to`.
@@ -61,6 +76,10 @@ class NegacyclicFft {
   // Whether the first step is radix 2 over the whole length: the twist then
   // runs in its pass.
   bool fused_first_ = false;
+  std::vector<std::uint32_t> exponents_;
+  std::vector<double> roots_re_, roots_im_;
+  std::array<std::uint32_t, 4> lane_offsets_{};
+  bool shifted_blocks_ = false;
 };
 
 // Pointwise: (acc_re + i acc_im) += (a_re + i a_im)(b_re + i b_im), `count` values.

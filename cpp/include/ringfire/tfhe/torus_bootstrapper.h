@@ -8,7 +8,19 @@
 // with RGSW(s_i): both polynomials of the difference are cut into signed
 // digits, transformed (negacyclic_fft.h), multiplied by the key's rows in the
 // FFT domain and summed there, and transformed back once per output
-// polynomial: 2 L forward and 2 backward transforms per coefficient. The
+// polynomial: 2 L forward and 2 backward transforms per coefficient.
+//
+// Multi-bit (TorusParams::grouping g > 1; Bergerat et al., ASIACRYPT 2023,
+// as tfhe-rs runs it): the key holds RGSW([s's group k is p]) for each
+// pattern p != 0 of g bits, and one step turns acc into X^{<a, s>} acc for the
+// whole group: acc += sum_p (X^{m_p} - 1) (BK_{k,p} [x] acc), m_p the sum of
+// the a_t that p selects. Since products commute, the monomials are applied in
+// the FFT domain, where X^m is a table lookup (NegacyclicFft::exponents): the
+// accumulator's digits are transformed once per group, not once per bit, so a
+// step costs the transforms of one bit plus 2^g - 1 key products -- the
+// transforms, most of a one-bit step, are paid n / g times. Its added noise is
+// 2 (2^g - 1) key products per g bits instead of one per bit (key and FFT
+// errors: far below the modulus switch's at the presets). The
 // constant coefficient of the result is TV[phase] for phase < N and
 // -TV[phase - N] above (negacyclic), as in the 32-bit engine (bootstrapper.h).
 #pragma once
@@ -50,10 +62,25 @@ class TorusBootstrapper {
   const TorusKeySwitchKey& key_switch_key() const { return *ksk_; }
 
  private:
-  struct Scratch;
-  void bootstrap_one(const u64* in, const u64* test_vector, u64* out, std::size_t outputs, Scratch& scratch) const;
-  void rotate(const std::uint32_t* switched, const u64* test_vector, u64* acc, Scratch& scratch) const;
-  void step(const double* key, std::uint32_t exponent, u64* acc, Scratch& scratch) const;
+  // Ciphertexts a thread bootstraps in lockstep: each step's key is streamed
+  // from memory once for all of them (the rotation's largest memory cost).
+  static constexpr std::size_t kBatch = 4;
+  static_assert(kBatch <= TorusKeySwitchKey::kBatchLimit);
+  // The centred modulus switch of the key switch's n + 1 words (switch_input).
+  void switch_modulus(const std::uint32_t* words, std::uint32_t* switched, std::size_t outputs) const;
+  struct Scratch;  // one ciphertext's rotation state
+  void bootstrap_batch(const u64* in, std::size_t count, const u64* test_vector, u64* out, std::size_t outputs,
+                       Scratch* batch) const;
+  void rotate(const u64* test_vector, Scratch* batch, std::size_t count) const;
+  // acc += BK_i [x] (X^{a_i} acc - acc) for each ciphertext of the batch.
+  void step(std::size_t i, Scratch* batch, std::size_t count) const;
+  // acc += sum_p (X^{m_p} - 1) (BK_{group, p} [x] acc): group `group`'s g bits at once.
+  void multi_bit_step(std::size_t group, Scratch* batch, std::size_t count) const;
+  // The signed digits of poly (component c of the accumulator or of a
+  // difference), transformed into the scratch's spectra.
+  void transform_digits(const u64* poly, std::size_t c, Scratch& scratch) const;
+  // The scratch's two sums transformed back and added to its accumulator.
+  void add_sums_back(Scratch& scratch) const;
 
   TorusParams params_;
   std::unique_ptr<NegacyclicFft> fft_;

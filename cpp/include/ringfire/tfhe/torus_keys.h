@@ -69,6 +69,10 @@ class TorusKeySwitchKey {
   TorusKeySwitchKey(const TorusParams& params, const Prng::Seed& seed, const u64* bodies);
   // in: N + 1 words mod 2^64 under z; out: n + 1 words mod 2^32 under s.
   void apply(const u64* in, std::uint32_t* out) const;
+  // count ciphertexts at once (count x (N + 1) words in, count x (n + 1) out):
+  // each row of the table is read from memory once per kBatchLimit of them.
+  static constexpr std::size_t kBatchLimit = 8;
+  void apply_many(const u64* in, std::size_t count, std::uint32_t* out) const;
   std::size_t bytes() const { return rows_.size() * sizeof(std::uint32_t); }
   const Prng::Seed& seed() const { return seed_; }
   const std::vector<u64>& bodies() const { return bodies_; }
@@ -83,20 +87,33 @@ class TorusKeySwitchKey {
   KeyBuffer<std::uint32_t> rows_;  // [j][l][n + 1]
 };
 
-// RGSW(s_i) under z for each i < n, in the FFT domain: rows (component c,
+// RGSW(s_i) under z for each i < n (multi-bit sets: RGSW([group k's bits
+// are p]) for each group k < n / g and pattern p in [1, 2^g), count
+// TorusParams::bootstrap_key_count(); below, s_i stands for either message),
+// in the FFT domain: rows (component c,
 // level l) are GLWE pairs whose phase is -s_i g_l z + e (c = 0, the mask's)
 // or s_i g_l + e (c = 1, the body's), g_l = 2^(64 - B l). Both messages sit
 // in B (B = A z + e - s_i g_l z for c = 0, rather than adding s_i g_l to A:
 // the same phase, so the same external product), so every A is expanded from
 // one public seed (rows in order i, c, l) and the key travels as the seed and
-// the B polynomials: n 2L N words (30 MB for STD128_T64). Layout per i:
-// [row c L + l][A, B][re, im][N / 2] doubles.
+// the B polynomials: count 2L N words (30 MB for STD128_T64).
+//
+// In memory the transforms are laid out for the blind rotation, which reads
+// the keys of one step (one coefficient, or one group's 2^g - 1 patterns)
+// point by point: per step, per block of kLanes points, [pattern][row c L +
+// l][A re, A im, B re, B im][kLanes] doubles -- one sequential stream per
+// step. (Row by row, a group's 24 streams 8 KiB apart thrashed the level-1
+// cache's sets and the prefetchers: a multi-bit step ran at half the speed
+// of memory.)
 class TorusBootstrapKey {
  public:
   TorusBootstrapKey(const TorusSecretKey& key, const NegacyclicFft& fft, Prng& prng);
-  // From its seed and bodies (bodies(): n 2L N words), as saved.
+  // From its seed and bodies (bodies(): count 2L N words), as saved.
   TorusBootstrapKey(const TorusParams& params, const NegacyclicFft& fft, const Prng::Seed& seed, const u64* bodies);
-  const double* coefficient(std::size_t i) const { return data_.data() + i * stride_; }
+  static constexpr std::size_t kLanes = 4;
+  // The keys of step t (coefficient t, or group t's patterns), laid out as above.
+  const double* step(std::size_t t) const { return data_.data() + t * step_stride_; }
+  std::size_t patterns() const { return patterns_; }
   // Bytes in memory: the transformed rows and the bodies kept for saving.
   std::size_t bytes() const { return data_.size() * sizeof(double) + bodies_.size() * sizeof(u64); }
   const Prng::Seed& seed() const { return seed_; }
@@ -108,7 +125,7 @@ class TorusBootstrapKey {
 
   TorusParams params_;
   Prng::Seed seed_{};
-  std::size_t stride_ = 0;
+  std::size_t patterns_ = 1, step_stride_ = 0;
   std::vector<u64> bodies_;  // [i][c L + l][N]
   KeyBuffer<double> data_;
 };
