@@ -4,8 +4,10 @@ table entry and gate on the toy set against Python, 3- and 4-bit tables at
 failures, ciphertext and secret-key bytes, and what it refuses."""
 
 import dataclasses
+import hashlib
 import math
 import pickle
+import struct
 import warnings
 
 import numpy as np
@@ -298,6 +300,20 @@ def test_the_multi_bit_preset_holds_four_bit_tables_and_its_keys_travel():
     assert (ctx.decrypt(out, sk) == (7 * np.arange(16) + 2) % 16).all()
     with pytest.raises(ValueError, match="different tfhe parameters|parameter"):
         rf.tfhe.Context("STD128_T64").load_evaluation_keys(blob)  # the one-bit set's keys differ
+
+
+def test_one_bit_sets_keep_the_identity_their_saved_bytes_carry():
+    """The parameters' identity, recomputed with hashlib: a one-bit set's is the SHA-256
+    of the tag and eight little-endian fields (as before multi-bit sets existed, so saved
+    keys and ciphertexts still load); a multi-bit set appends its grouping."""
+    def digest(params, extra=()):
+        fields = (params.lwe_dimension, params.ring_dimension, params.pbs_base_log, params.pbs_levels,
+                  params.ks_base_log, params.ks_levels, params.lwe_noise_log2, params.glwe_noise_log2) + extra
+        return hashlib.sha256(b"ringfire.tfhe.TorusParams/1" + b"".join(struct.pack("<Q", f) for f in fields)).digest()
+
+    one, multi = rf.tfhe.PRESETS["STD128_T64"], rf.tfhe.PRESETS["STD128_T64_MB"]
+    assert one.native().identity == digest(one)
+    assert multi.native().identity == digest(multi, (2,))
 
 
 def test_multi_bit_sets_refuse_groupings_that_cannot_run():

@@ -67,7 +67,9 @@ TEST(TorusFft, MonomialsFromTheTableOfRootsMatchTheirTransforms) {
     const std::size_t M = N / 2;
     // Every set's N (>= 64): blocks of four points are shifts of the first
     // (the multi-bit rotation's one lookup per block).
-    if (N >= 64) EXPECT_TRUE(fft.shifted_blocks()) << "N=" << N;
+    if (N >= 64) {
+      EXPECT_TRUE(fft.shifted_blocks()) << "N=" << N;
+    }
     std::vector<double> re(M), im(M);
     for (std::size_t m : {std::size_t{0}, std::size_t{1}, std::size_t{3}, N / 2 - 1, N / 2, N - 1, N, N + 1,
                           2 * N - 1}) {
@@ -179,6 +181,27 @@ TEST(TorusBootstrap, MultiBitGroupsGiveEveryMessageOfATable) {
       EXPECT_LT(std::llabs(error), std::int64_t{1} << 52) << "g=" << g << " m=" << m;
       EXPECT_EQ(((phases[i] + delta / 2) / delta) % (2 * slots), f(m)) << "g=" << g << " m=" << m;
     }
+  }
+}
+
+TEST(TorusBootstrap, BatchesGiveTheBitsOfOneAtATime) {
+  // Seven ciphertexts on one thread: a batch of four, then one of three, each
+  // sharing its steps' keys; the same bits as seven calls of one.
+  for (unsigned g : {1u, 2u}) {
+    Prng prng = Prng::from_seed(Prng::Seed{static_cast<std::uint8_t>(40 + g)});
+    TorusParams p = toy();
+    p.grouping = g;
+    const TorusSecretKey key(p, prng);
+    const TorusBootstrapper boot(key, prng);
+    const std::size_t N = p.ring_dimension, count = 7;
+    std::vector<u64> tv(N), mu(count), cts(count * (N + 1)), batched(count * (N + 1)), single(count * (N + 1));
+    for (std::size_t j = 0; j < N; ++j) tv[j] = (j * 40503) << 44;
+    for (std::size_t c = 0; c < count; ++c) mu[c] = c << 60;
+    key.encrypt(mu.data(), count, cts.data(), prng);
+    boot.bootstrap_many(cts.data(), count, tv.data(), batched.data(), 1);
+    for (std::size_t c = 0; c < count; ++c)
+      boot.bootstrap_many(cts.data() + c * (N + 1), 1, tv.data(), single.data() + c * (N + 1), 1);
+    EXPECT_EQ(batched, single) << "g=" << g;
   }
 }
 

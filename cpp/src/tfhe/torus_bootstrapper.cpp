@@ -19,7 +19,8 @@ constexpr std::size_t kLanes = TorusBootstrapKey::kLanes;
 
 // One ciphertext's part in a step's products: its transformed digits, where
 // its sums go, and (multi-bit) its patterns' X^m - 1 and which patterns they are.
-// Each of their arrays holds M points, one every S doubles (S >= M, Scratch).
+// Each of their arrays holds M consecutive doubles, and consecutive arrays
+// start S >= M doubles apart (Scratch).
 struct Operand {
   const double* spectra;  // [c L + l][re, im]
   double* sums;           // [A, B][re, im]
@@ -142,9 +143,12 @@ void multi_bit_sums(const double* __restrict key, std::size_t patterns, std::siz
     const double* block = key + j * patterns * rows * 4;
 #if defined(__AVX2__)
     // The key is read once per block for every operand: fetch the blocks
-    // ahead (the hardware's prefetchers alone left the loads waiting).
-    const char* ahead = reinterpret_cast<const char*>(block + 8 * block_doubles);
-    for (std::size_t b = 0; b < block_doubles * sizeof(double); b += 64) _mm_prefetch(ahead + b, _MM_HINT_T0);
+    // ahead (the hardware's prefetchers alone left the loads waiting), within
+    // this step's key.
+    if (j + 8 * kLanes < M) {
+      const char* ahead = reinterpret_cast<const char*>(block + 8 * block_doubles);
+      for (std::size_t b = 0; b < block_doubles * sizeof(double); b += 64) _mm_prefetch(ahead + b, _MM_HINT_T0);
+    }
 #endif
     for (std::size_t o = 0; o < count; ++o) {
       const Operand& op = ops[o];
@@ -189,6 +193,11 @@ struct TorusBootstrapper::Scratch {
     sums = spectra + 4 * L * S;
     monos = sums + 4 * S;
   }
+  // The arena's pointers stay valid when a Scratch moves (its buffer moves
+  // with it), not when it is copied.
+  Scratch(Scratch&&) = default;
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
   static constexpr std::size_t kPad = 8;
   std::size_t N, M, L, S, patterns;
   std::vector<std::uint32_t> switched;
@@ -250,7 +259,7 @@ void TorusBootstrapper::switch_modulus(const std::uint32_t* words, std::uint32_t
 }
 
 void TorusBootstrapper::transform_digits(const u64* poly, std::size_t c, Scratch& sc) const {
-  const std::size_t N = sc.N, M = sc.M, L = sc.L;
+  const std::size_t N = sc.N, L = sc.L;
   const unsigned B = params_.pbs_base_log, shift = 64 - B * static_cast<unsigned>(L);
   const u64 mask = (u64{1} << B) - 1, half = u64{1} << (B - 1);
   // Signed digits of the top B L bits, rounded; level L (the least

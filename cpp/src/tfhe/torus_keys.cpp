@@ -202,18 +202,35 @@ std::vector<std::uint8_t> bootstrap_key_messages(const TorusParams& params, cons
   return out;
 }
 
+// Wipes the secret temporaries it is given when it goes out of scope, on
+// every way out (an allocation that throws included).
+class WipeOnExit {
+ public:
+  template <class... Vectors>
+  explicit WipeOnExit(Vectors&... vectors) : parts_{{vectors.data(), vectors.size() * sizeof(*vectors.data())}...} {}
+  ~WipeOnExit() {
+    for (const auto& [data, bytes] : parts_) secure_zero(data, bytes);
+  }
+  WipeOnExit(const WipeOnExit&) = delete;
+  WipeOnExit& operator=(const WipeOnExit&) = delete;
+
+ private:
+  std::vector<std::pair<void*, std::size_t>> parts_;
+};
+
 }  // namespace
 
 TorusBootstrapKey::TorusBootstrapKey(const TorusSecretKey& key, const NegacyclicFft& fft, Prng& prng)
     : params_(key.params()) {
   const std::size_t N = params_.ring_dimension, M = N / 2, n = params_.bootstrap_key_count(), L = params_.pbs_levels;
   std::vector<std::uint8_t> messages = bootstrap_key_messages(params_, key.lwe());
-  seed_ = prng.next_seed();
-  Prng masks = Prng::from_seed(seed_);
-  bodies_.resize(n * 2 * L * N);
   // z's transform, for the exact products A z.
   std::vector<std::int64_t> zi(key.ring().begin(), key.ring().end());
   std::vector<double> z_re(M), z_im(M);
+  const WipeOnExit wipe(messages, zi, z_re, z_im);
+  seed_ = prng.next_seed();
+  Prng masks = Prng::from_seed(seed_);
+  bodies_.resize(n * 2 * L * N);
   fft.forward(zi.data(), z_re.data(), z_im.data());
   std::vector<u64> A(N);
   for (std::size_t i = 0; i < n; ++i) {
@@ -232,10 +249,6 @@ TorusBootstrapKey::TorusBootstrapKey(const TorusSecretKey& key, const Negacyclic
         }
       }
   }
-  secure_zero(z_re.data(), M * sizeof(double));
-  secure_zero(z_im.data(), M * sizeof(double));
-  secure_zero(zi.data(), N * sizeof(std::int64_t));
-  secure_zero(messages.data(), messages.size());
   expand(fft);
 }
 

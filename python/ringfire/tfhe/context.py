@@ -548,10 +548,12 @@ class Context:
         the set encrypts: the low bits are cleared four at a time with two bootstraps, then
         one bootstrap reads the top bit -- three for 9 bits (:mod:`ringfire.tfhe.sign`). The
         input must be fresh or bootstrapped (its error is multiplied by up to 2^(k-4)); a
-        predicted failure probability above 2^-40 warns with the numbers."""
+        predicted failure probability above 2^-40 warns with the numbers. Signs belong on
+        STD128_T64: a bootstrapped 9-bit input fails with 2^-67 there and 2^-40 at
+        STD128_T64_MB (multi-bit rotation's noisier outputs)."""
         self._check_ct(x)
         if not self._torus:
-            raise ValueError(f"sign() needs a 64-bit torus set (STD128_T64, STD128_T64_MB, STD128_T64_LP); {self.params.name}'s "
+            raise ValueError(f"sign() needs a 64-bit torus set (STD128_T64, STD128_T64_LP); {self.params.name}'s "
                              f"bootstraps are too coarse for it (compare UInt integers with <, or use a table)")
         if x.bits is None:
             raise ValueError("sign() reads integers (encrypt with bits=); booleans are their own sign")

@@ -113,7 +113,6 @@ class TorusBootstrapKey {
   static constexpr std::size_t kLanes = 4;
   // The keys of step t (coefficient t, or group t's patterns), laid out as above.
   const double* step(std::size_t t) const { return data_.data() + t * step_stride_; }
-  std::size_t patterns() const { return patterns_; }
   // Bytes in memory: the transformed rows and the bodies kept for saving.
   std::size_t bytes() const { return data_.size() * sizeof(double) + bodies_.size() * sizeof(u64); }
   const Prng::Seed& seed() const { return seed_; }
