@@ -133,6 +133,9 @@ def table(rf: dict, ofhe: dict | None) -> str:
         f(sign and sign["median_ms"], ".0f") + " (EvalSign, its own set)")
     add("log2 p_fail: 9-bit sign (bootstrapped input)", ours("p_fail sign 9-bit", ".0f"))
     add("16-bit addition, both cores (ms)", ours("uint16 add", ".0f"))
+    add("16-bit addition, radix-4 blocks, both cores (ms)", ours("radix16 add", ".0f"))
+    add("16-bit comparison, radix-4 blocks, both cores (ms)", ours("radix16 <", ".0f"))
+    add("16-bit max, radix-4 blocks, both cores (ms)", ours("radix16 max", ".0f"))
     add("16-bit comparison, both cores (ms)", ours("uint16 <", ".0f"),
         f(sign and sign["median_ms"], ".0f") + " (EvalSign, 9 bits, its own set)")
     ratio = value(rows, "STD128", "NAND")

@@ -15,6 +15,7 @@ For each parameter set, rows (set, routine, value, unit, exact):
 * sign 9-bit      the sign of a 9-bit integer in one ciphertext, one thread (ms; torus sets)
 * uint16 add      one 16-bit addition (16 levels of full adders), all threads (ms)
 * uint16 <        one 16-bit comparison (the carry chain), all threads (ms)
+* radix16 add, radix16 <, radix16 max   the same on radix-4 blocks (``encrypt_radix``; torus sets)
 * p_fail ...      the noise model's failure probability (log2) of NAND, MAJ, 2-, 3- and 4-bit
                   tables
 
@@ -123,6 +124,14 @@ def bench_tfhe(sets=SETS, repeat: int = 20, quiet: bool = False) -> list[dict]:
         row("uint16 add", ms, "ms", bool(ctx.decrypt(xu + yu, sk)[0] == (u + v) % 65536))
         ms = median_ms(lambda: xu < yu, max(1, repeat // 10))
         row("uint16 <", ms, "ms", bool(ctx.decrypt(xu < yu, sk)[0] == (u < v)))
+        if ctx.params.word_bits == 64:  # radix blocks need the torus sets' 4-bit tables
+            xr, yr = ctx.encrypt_radix([u], sk, bits=16), ctx.encrypt_radix([v], sk, bits=16)
+            ms = median_ms(lambda: xr + yr, max(1, repeat // 10))
+            row("radix16 add", ms, "ms", bool(ctx.decrypt(xr + yr, sk)[0] == (u + v) % 65536))
+            ms = median_ms(lambda: xr < yr, max(1, repeat // 10))
+            row("radix16 <", ms, "ms", bool(ctx.decrypt(xr < yr, sk)[0] == (u < v)))
+            ms = median_ms(lambda: xr.max(yr), max(1, repeat // 10))
+            row("radix16 max", ms, "ms", bool(ctx.decrypt(xr.max(yr), sk)[0] == max(u, v)))
 
         checks = [("p_fail NAND", "nand", {}), ("p_fail MAJ", "maj", {}), ("p_fail LUT 2-bit", "lut", {"bits": 2}),
                   ("p_fail LUT 3-bit", "lut", {"bits": 3}), ("p_fail LUT 4-bit", "lut", {"bits": 4}),

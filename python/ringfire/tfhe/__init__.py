@@ -32,8 +32,9 @@ measurements.
 from .ciphertext import Ciphertext
 from .context import Context, LookupTable, ManyLookupTable, SecretKey
 from .integers import UInt
+from .radix import RadixUInt
 from .params import PRESETS, ParameterSet, tail_probability
 from .torus_params import TORUS_PRESETS, TorusParameterSet
 
-__all__ = ["Context", "Ciphertext", "UInt", "LookupTable", "ManyLookupTable", "SecretKey", "ParameterSet",
+__all__ = ["Context", "Ciphertext", "UInt", "RadixUInt", "LookupTable", "ManyLookupTable", "SecretKey", "ParameterSet",
            "TorusParameterSet", "PRESETS", "TORUS_PRESETS", "tail_probability"]

@@ -13,6 +13,8 @@ from .. import io as rf_io
 from .._checks import warn_at_caller
 from .ciphertext import Ciphertext
 from .integers import UInt
+from .radix import RadixUInt, split_blocks
+from . import radix as _radix
 from .params import PRESETS, ParameterSet, tail_probability, tail_probability_log2
 from .sign import sign, sign_failure_log2
 from . import torus_bytes
@@ -253,7 +255,8 @@ class Context:
         self._key_id = self._bootstrapper.key_id
 
     def load(self, data: bytes, *, mac_key: bytes | None = None):
-        """A :class:`Ciphertext` or :class:`~ringfire.tfhe.UInt` saved by its ``to_bytes``."""
+        """A :class:`~ringfire.tfhe.Ciphertext`, :class:`~ringfire.tfhe.UInt` or :class:`~ringfire.tfhe.RadixUInt`
+        saved by its ``to_bytes``."""
         raw = rf_io.unwrap(bytes(data), mac_key)
         key_id = self._key_id
         if self._torus:
@@ -266,6 +269,13 @@ class Context:
         else:
             self._refuse_torus_bytes(raw, "ciphertexts")
             encoding, bits, shape, words = _core.tfhe_load_ciphertexts(self._native_params, raw)
+        if encoding == 3:
+            count = bits // _radix.BLOCK_BITS
+            per = words.shape[0] // count
+            blocks = [Ciphertext(self, words[i * per:(i + 1) * per], shape, _radix.SPACE_BITS) for i in range(count)]
+            for block in blocks:
+                block.key_id = key_id
+            return RadixUInt(self, blocks)
         if encoding == 2:
             per = words.shape[0] // bits
             planes = [Ciphertext(self, words[i * per:(i + 1) * per], shape, None) for i in range(bits)]
@@ -328,6 +338,28 @@ class Context:
         planes = self.trivial(np.stack([(arr >> i) & 1 for i in range(bits)]).astype(bool))
         return UInt(self, [planes[i] for i in range(bits)])
 
+    def encrypt_radix(self, values, secret_key: SecretKey, *, bits: int) -> RadixUInt:
+        """Unsigned integers of ``bits`` bits (even, up to 64), any shape, as radix-4 blocks
+        (:class:`~ringfire.tfhe.RadixUInt`; torus sets): half the bootstraps of
+        :meth:`encrypt_uint`'s bit planes for additions and comparisons."""
+        arr = self._check_radix(values, bits)
+        blocks = self.encrypt(np.stack(split_blocks(arr, bits)), secret_key, bits=_radix.SPACE_BITS)
+        return RadixUInt(self, [blocks[i] for i in range(bits // _radix.BLOCK_BITS)])
+
+    def trivial_radix(self, values, *, bits: int) -> RadixUInt:
+        """Public integers as noiseless :class:`~ringfire.tfhe.RadixUInt` (operands of mixed expressions)."""
+        arr = self._check_radix(values, bits)
+        blocks = self.trivial(np.stack(split_blocks(arr, bits)), bits=_radix.SPACE_BITS)
+        return RadixUInt(self, [blocks[i] for i in range(bits // _radix.BLOCK_BITS)])
+
+    def _check_radix(self, values, bits: int) -> np.ndarray:
+        if not self._torus:
+            raise ValueError(f"radix integers need a 64-bit torus set (STD128_T64, STD128_T64_MB): "
+                             f"{self.params.name}'s 4-bit tables fail too often (use encrypt_uint)")
+        if not isinstance(bits, (int, np.integer)) or bits % 2 or not 2 <= bits <= 64:
+            raise ValueError(f"radix integers have an even number of bits in [2, 64], got {bits!r}")
+        return self._check_uint(values, bits)
+
     def _check_uint(self, values, bits: int) -> np.ndarray:
         if not isinstance(bits, (int, np.integer)) or not 1 <= bits <= 64:
             raise ValueError(f"bits must be an int in [1, 64], got {bits!r}")
@@ -344,6 +376,13 @@ class Context:
         an integer's padding bit is set (it overflowed past 2^bits or went
         below zero, so a lookup table on it would have been wrong)."""
         self._check_key(secret_key)
+        if isinstance(ct, RadixUInt):
+            if ct.context is not self:
+                raise ValueError("these integers belong to another tfhe context")
+            out = np.zeros(ct.shape, dtype=np.uint64)
+            for i, block in enumerate(ct.blocks):
+                out |= self.decrypt(block, secret_key).astype(np.uint64) << np.uint64(_radix.BLOCK_BITS * i)
+            return out
         if isinstance(ct, UInt):
             if ct.context is not self:
                 raise ValueError("these integers belong to another tfhe context")
@@ -591,7 +630,8 @@ class Context:
         decrypts wrongly (the parameter set's noise model): a gate by name,
         ``"lut"`` with ``bits`` (a table on a bootstrapped ``bits``-bit input), or
         ``"lut_many"`` with ``bits`` and ``tables`` (:meth:`lut_many`), or ``"sign"`` with
-        ``bits`` (:meth:`sign` on a bootstrapped input; torus sets). With
+        ``bits`` (:meth:`sign` on a bootstrapped input; torus sets), or ``"radix"`` (the
+        worst table of :class:`~ringfire.tfhe.RadixUInt`'s operations; torus sets). With
         ``log2=True``, its base-2 logarithm, finite where the probability itself
         underflows to 0.
 
@@ -608,6 +648,10 @@ class Context:
             if bits is None or not self._torus:
                 raise ValueError("failure_probability('sign') needs bits= and a torus set")
             result = sign_failure_log2(self.params, bits, var)
+        elif operation == "radix":
+            if not self._torus:
+                raise ValueError("failure_probability('radix') needs a torus set")
+            result = _radix.failure_probability_log2(self)
         elif operation in ("lut", "lut_many"):
             if bits is None:
                 raise ValueError(f"failure_probability({operation!r}) needs bits=")
@@ -617,7 +661,8 @@ class Context:
                 var += self.params.rounding_variance(_outputs_per_rotation(tables))
             result = tail_probability_log2(var + switch, q / (4 << bits))
         elif operation not in _GATES and operation not in _GATES3:
-            raise ValueError(f"unknown operation {operation!r}: a gate {sorted(_GATES) + sorted(_GATES3)} or 'lut'")
+            raise ValueError(f"unknown operation {operation!r}: a gate {sorted(_GATES) + sorted(_GATES3)}, 'lut', "
+                             f"'lut_many', 'sign' or 'radix'")
         else:
             coef, inputs = (_GATES[operation][0], 2) if operation in _GATES else (_GATES3[operation][0], 3)
             var_in = inputs * coef * coef * var + switch

@@ -20,42 +20,28 @@ from __future__ import annotations
 import numpy as np
 
 from .ciphertext import Ciphertext
+from .integer_parts import IntegerParts
 
 
-class UInt:
+class UInt(IntegerParts):
     """``bits``-bit unsigned integers of any ``shape``; ``planes[i]`` is bit i
     (least significant first), a boolean :class:`Ciphertext` of ``shape``."""
 
-    def __init__(self, context, planes: list[Ciphertext]):
-        self.context, self.planes = context, list(planes)
+    _ENCODING = 2
+
+    @property
+    def planes(self) -> list[Ciphertext]:
+        return self.parts
 
     @property
     def bits(self) -> int:
-        return len(self.planes)
-
-    @property
-    def shape(self) -> tuple:
-        return self.planes[0].shape
+        return len(self.parts)
 
     def __repr__(self) -> str:
         return f"tfhe.UInt(uint{self.bits}, shape={self.shape}, {self.context.params.name})"
 
-    def __len__(self) -> int:
-        if not self.shape:
-            raise TypeError("len() of a 0-d tfhe.UInt")
-        return self.shape[0]
-
-    def __getitem__(self, index) -> "UInt":
-        """Elements by NumPy indexing (every bit plane alike)."""
-        return UInt(self.context, [p[index] for p in self.planes])
-
-    def __reduce__(self):
-        raise TypeError("tfhe integers are not picklable: send x.to_bytes() and read it with ctx.load(...)")
-
-    def to_bytes(self, *, mac_key: bytes | None = None, compress: int | None = None) -> bytes:
-        """The integers' bit planes in one checksummed envelope (``Context.load`` reads them)."""
-        words = np.concatenate([p.data for p in self.planes])
-        return self.context._save(words, self.shape, 2, self.bits, mac_key, compress, self.planes[0].key_id)
+    def _trivial(self, values) -> "UInt":
+        return self.context.trivial_uint(values, bits=self.bits)
 
     # ---- arithmetic ----------------------------------------------------------------
 
@@ -87,9 +73,6 @@ class UInt:
         return total
 
     __rmul__ = __mul__
-
-    def __bool__(self):
-        raise TypeError("encrypted integers have no truth value here: decrypt, or compare and use ctx.mux")
 
     def __lshift__(self, n: int) -> "UInt":
         zero = self._constant_plane(False)
@@ -127,8 +110,6 @@ class UInt:
     def __ne__(self, other) -> Ciphertext:  # type: ignore[override]
         return ~(self == other)
 
-    __hash__ = None  # type: ignore[assignment]
-
     def min(self, other) -> "UInt":
         y = self._operand(other)
         return _select(self < y, self, y)
@@ -159,18 +140,6 @@ class UInt:
         return UInt(ctx, ctx._gates([(gate, (a, b)) for a, b in zip(self.planes, y.planes)]))
 
     # ---- helpers ---------------------------------------------------------------------
-
-    def _operand(self, other) -> "UInt":
-        if isinstance(other, UInt):
-            if other.context is not self.context:
-                raise ValueError("these integers belong to different tfhe contexts")
-            if other.bits != self.bits or other.shape != self.shape:
-                raise ValueError(f"operands differ: {self!r} and {other!r}")
-            return other
-        if isinstance(other, Ciphertext):
-            raise TypeError("combine a UInt with a UInt or a public int, not a boolean ciphertext")
-        values = np.broadcast_to(np.asarray(other), self.shape)
-        return self.context.trivial_uint(values, bits=self.bits)
 
     def _constant_plane(self, value: bool) -> Ciphertext:
         return self.context.trivial(np.full(self.shape, value, dtype=bool))

@@ -7,8 +7,8 @@ then the magic and the identity, then every length against what the parameters
 imply, before a word is read:
 
 - ciphertexts: the evaluation keys' identity (zeros where the context had none),
-  encoding (0 booleans, 1 integers, 2 ``UInt`` planes), bits, the shape's rank and
-  dimensions, then the words (little-endian uint64);
+  encoding (0 booleans, 1 integers, 2 ``UInt`` planes, 3 ``RadixUInt`` blocks of 2 bits),
+  bits, the shape's rank and dimensions, then the words (little-endian uint64);
 - evaluation keys: the two public seeds (bootstrapping, key switching), then both
   keys' bodies (little-endian uint64; every mask is expanded from its seed).
 """
@@ -75,13 +75,14 @@ def unpack_ciphertexts(raw: bytes, identity: bytes, width: int):
     key_id = body[:32] if any(body[:32]) else None
     body = body[32:]
     encoding, bits, rank = struct.unpack_from("<BBB", body, 0)
-    if encoding > 2 or rank > MAX_RANK or (encoding == 0 and bits != 0) or (encoding > 0 and not 1 <= bits <= 64):
+    if (encoding > 3 or rank > MAX_RANK or (encoding == 0 and bits != 0) or (encoding > 0 and not 1 <= bits <= 64)
+            or (encoding == 3 and bits % 2)):
         raise ValueError(f"malformed tfhe ciphertexts (encoding {encoding}, bits {bits}, rank {rank})")
     if len(body) < 3 + 8 * rank:
         raise ValueError("truncated tfhe ciphertexts")
     shape = struct.unpack_from(f"<{rank}Q", body, 3)
     at = 3 + 8 * rank
-    rows = math.prod(shape) * (bits if encoding == 2 else 1)
+    rows = math.prod(shape) * (bits if encoding == 2 else bits // 2 if encoding == 3 else 1)
     if len(body) - at != rows * width * 8:
         raise ValueError(f"tfhe ciphertexts of shape {shape} need {rows * width * 8} bytes of words, "
                          f"got {len(body) - at}")

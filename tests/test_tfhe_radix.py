@@ -1,0 +1,98 @@
+"""Radix-4 integers on the 64-bit torus sets (ringfire.tfhe.RadixUInt): every operation
+against Python's integers on random and edge values, bytes, and what is refused."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+
+import ringfire as rf
+
+
+@pytest.fixture(scope="module")
+def toy():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ctx = rf.tfhe.Context.preset("TOY_T64", insecure=True)
+        sk = ctx.keygen(insecure_deterministic_seed=21)
+    return ctx, sk
+
+
+def operands(bits, count, seed):
+    rng = np.random.default_rng(seed)
+    top = (1 << bits) - 1
+    u = rng.integers(0, top + 1, count, dtype=np.uint64)
+    v = rng.integers(0, top + 1, count, dtype=np.uint64)
+    edges = [(0, 0), (top, top), (0, top), (top, 0), (top // 2, top // 2), (top - 1, top), (1 << (bits - 1), (1 << (bits - 1)) - 1)]
+    for i, (a, b) in enumerate(edges):
+        u[i], v[i] = a, b
+    return u, v
+
+
+@pytest.mark.parametrize("bits", [2, 6, 8])
+def test_every_operation_matches_python_integers_toy(toy, bits):
+    ctx, sk = toy
+    u, v = operands(bits, 24, bits)
+    mod = 1 << bits
+    x, y = ctx.encrypt_radix(u, sk, bits=bits), ctx.encrypt_radix(v, sk, bits=bits)
+    assert x.bits == bits and len(x.blocks) == bits // 2 and x.shape == (24,)
+    dec = lambda r: ctx.decrypt(r, sk)  # noqa: E731
+    assert (dec(x + y) == (u + v) % mod).all()
+    assert (dec(x - y) == (u - v) % mod).all()
+    assert (dec(x < y) == (u < v)).all() and (dec(x <= y) == (u <= v)).all()
+    assert (dec(x > y) == (u > v)).all() and (dec(x >= y) == (u >= v)).all()
+    assert (dec(x == y) == (u == v)).all() and (dec(x != y) == (u != v)).all()
+    assert (dec(x.min(y)) == np.minimum(u, v)).all() and (dec(x.max(y)) == np.maximum(u, v)).all()
+    c = mod - 3
+    assert (dec(x + c) == (u + c) % mod).all() and (dec(c - x) == (c - u) % mod).all()
+    assert (dec((x + y) - y) == u).all()  # results are clean blocks: they compose
+    assert (dec((x + y) < x) == ((u + v) % mod < u)).all()
+
+
+def test_shapes_indexing_and_bytes_toy(toy):
+    ctx, sk = toy
+    values = np.arange(12, dtype=np.uint64).reshape(3, 4) * 20
+    x = ctx.encrypt_radix(values, sk, bits=8)
+    assert ctx.decrypt(x[1], sk).tolist() == values[1].tolist() and len(x) == 3
+    blob = x.to_bytes(mac_key=b"k" * 32)
+    back = ctx.load(blob, mac_key=b"k" * 32)
+    assert isinstance(back, rf.tfhe.RadixUInt) and back.shape == (3, 4)
+    assert (ctx.decrypt(back + 1, sk) == values + 1).all()
+    raw = bytearray(rf.io.unwrap(x.to_bytes()))
+    raw[-40] ^= 1
+    with pytest.raises(ValueError):
+        ctx.load(rf.io.wrap(bytes(raw)))
+
+
+def test_what_radix_integers_refuse(toy):
+    ctx, sk = toy
+    x = ctx.encrypt_radix([1, 2], sk, bits=8)
+    with pytest.raises(ValueError, match="even number of bits"):
+        ctx.encrypt_radix([1], sk, bits=7)
+    with pytest.raises(ValueError, match=r"\[0, 2\^8 - 1\]"):
+        ctx.encrypt_radix([256], sk, bits=8)
+    with pytest.raises(ValueError, match="operands differ"):
+        x + ctx.encrypt_radix([1, 2], sk, bits=6)
+    with pytest.raises(TypeError, match="RadixUInt"):
+        x + ctx.encrypt([1, 2], sk, bits=4)
+    with pytest.raises(TypeError):
+        pickle.dumps(x)
+    with pytest.raises(TypeError):
+        bool(x < x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        small = rf.tfhe.Context.preset("TOY", insecure=True)
+    with pytest.raises(ValueError, match="torus set"):
+        small.trivial_radix([1], bits=8)
+
+
+def test_sixteen_bits_at_128_bit_security():
+    ctx = rf.tfhe.Context.preset("STD128_T64")
+    assert ctx.failure_probability("radix", log2=True) < -128
+    sk = ctx.keygen()
+    u, v = np.array([51234, 7, 40000], dtype=np.uint64), np.array([40000, 9, 40000], dtype=np.uint64)
+    x, y = ctx.encrypt_radix(u, sk, bits=16), ctx.encrypt_radix(v, sk, bits=16)
+    assert ctx.decrypt(x + y, sk).tolist() == ((u + v) % 65536).tolist()
+    assert ctx.decrypt(x < y, sk).tolist() == (u < v).tolist()
+    assert ctx.decrypt(x.max(y), sk).tolist() == np.maximum(u, v).tolist()
