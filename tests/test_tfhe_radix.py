@@ -46,6 +46,11 @@ def test_every_operation_matches_python_integers_toy(toy, bits):
     assert (dec(x.min(y)) == np.minimum(u, v)).all() and (dec(x.max(y)) == np.maximum(u, v)).all()
     c = mod - 3
     assert (dec(x + c) == (u + c) % mod).all() and (dec(c - x) == (c - u) % mod).all()
+    assert (dec(x & y) == (u & v)).all() and (dec(x | y) == (u | v)).all() and (dec(x ^ y) == (u ^ v)).all()
+    assert (dec(~x) == (mod - 1 - u)).all() and (dec(x & c) == (u & c)).all()
+    for n in (1, 2, 3, bits - 1, bits, bits + 5):
+        assert (dec(x << n) == (u << np.uint64(min(n, bits))) % mod).all(), n
+        assert (dec(x >> n) == (u >> np.uint64(min(n, bits)))).all(), n
     assert (dec((x + y) - y) == u).all()  # results are clean blocks: they compose
     assert (dec((x + y) < x) == ((u + v) % mod < u)).all()
 
@@ -78,6 +83,8 @@ def test_what_radix_integers_refuse(toy):
         x + ctx.encrypt([1, 2], sk, bits=4)
     with pytest.raises(TypeError):
         pickle.dumps(x)
+    with pytest.raises(ValueError, match="shift counts"):
+        x << -1
     with pytest.raises(TypeError):
         bool(x < x)
     with warnings.catch_warnings():

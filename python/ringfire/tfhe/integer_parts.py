@@ -67,3 +67,10 @@ class IntegerParts:
 
     def _trivial(self, values):
         raise NotImplementedError
+
+
+def shift_count(n, bits: int) -> int:
+    """A shift count, checked (a non-negative int) and capped at ``bits``."""
+    if not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"shift counts are non-negative ints, got {n!r}")
+    return min(int(n), bits)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .ciphertext import Ciphertext
-from .integer_parts import IntegerParts
+from .integer_parts import IntegerParts, shift_count
 
 
 class UInt(IntegerParts):
@@ -76,12 +76,12 @@ class UInt(IntegerParts):
 
     def __lshift__(self, n: int) -> "UInt":
         zero = self._constant_plane(False)
-        n = _shift_count(n, self.bits)
+        n = shift_count(n, self.bits)
         return UInt(self.context, [zero] * n + self.planes[: self.bits - n])
 
     def __rshift__(self, n: int) -> "UInt":
         zero = self._constant_plane(False)
-        n = _shift_count(n, self.bits)
+        n = shift_count(n, self.bits)
         return UInt(self.context, self.planes[n:] + [zero] * n)
 
     # ---- comparisons (encrypted booleans) --------------------------------------------
@@ -143,12 +143,6 @@ class UInt(IntegerParts):
 
     def _constant_plane(self, value: bool) -> Ciphertext:
         return self.context.trivial(np.full(self.shape, value, dtype=bool))
-
-
-def _shift_count(n, bits: int) -> int:
-    if not isinstance(n, (int, np.integer)) or n < 0:
-        raise ValueError(f"shift counts are non-negative ints, got {n!r}")
-    return min(int(n), bits)
 
 
 def _add(x: UInt, y: UInt, carry_in: bool) -> UInt:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .ciphertext import Ciphertext
-from .integer_parts import IntegerParts
+from .integer_parts import IntegerParts, shift_count
 from .params import tail_probability_log2
 
 BLOCK_BITS = 2  # message bits per block
@@ -40,7 +40,9 @@ class RadixUInt(IntegerParts):
       gives lt / eq / gt, a tree of tables on (4 hi + lo) merges them from the top,
       one more gives the boolean: 2b in 2 + log2 b levels;
     - ``min`` / ``max``: the comparison's state, then two tables per block keep x's or
-      y's block: 2b + 2b in 3 + log2 b levels.
+      y's block: 2b + 2b in 3 + log2 b levels;
+    - ``&``, ``|``, ``^``: one table per block on (4 x_i + y_i): b in one level; ``~``
+      free; shifts by whole blocks (even counts) free, by odd counts b in one level.
 
     The tables read packed inputs (4 x_i + y_i): their error is the inputs' times 17,
     so blocks must be fresh or bootstrapped, as every result here is. On STD128_T64 a
@@ -83,6 +85,55 @@ class RadixUInt(IntegerParts):
 
     def __rsub__(self, other) -> "RadixUInt":
         return self._operand(other) - self
+
+    # ---- bitwise and shifts ----------------------------------------------------------
+
+    def __invert__(self) -> "RadixUInt":
+        """Every bit flipped: 3 - b per block, no bootstrap."""
+        return RadixUInt(self.context, [3 - b for b in self.blocks])
+
+    def __and__(self, other) -> "RadixUInt":
+        return self._bitwise("and", other)
+
+    def __or__(self, other) -> "RadixUInt":
+        return self._bitwise("or", other)
+
+    def __xor__(self, other) -> "RadixUInt":
+        return self._bitwise("xor", other)
+
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
+
+    def _bitwise(self, name: str, other) -> "RadixUInt":
+        """One table per block on 4 x_i + y_i, all blocks in one batched call."""
+        y = self._operand(other)
+        ctx = self.context
+        packed = [4 * a + b for a, b in zip(self.blocks, y.blocks)]
+        return RadixUInt(ctx, ctx.bootstrap_many(packed, _tables(ctx)[name]))
+
+    def __lshift__(self, n) -> "RadixUInt":
+        """Shifts by whole blocks are free; an odd count takes one table per block on
+        4 b_i + b_(i-1) (the block's low bit up, the lower block's high bit in)."""
+        whole, odd = divmod(shift_count(n, self.bits), BLOCK_BITS)
+        zero = self._zero_block()
+        blocks = [zero] * whole + self.blocks[:len(self.blocks) - whole]
+        if odd:
+            below = [zero] + blocks[:-1]
+            blocks = self.context.bootstrap_many([4 * b + c for b, c in zip(blocks, below)], _tables(self.context)["up"])
+        return RadixUInt(self.context, blocks)
+
+    def __rshift__(self, n) -> "RadixUInt":
+        """Likewise: one table per block on 4 b_(i+1) + b_i for an odd count."""
+        whole, odd = divmod(shift_count(n, self.bits), BLOCK_BITS)
+        zero = self._zero_block()
+        blocks = self.blocks[whole:] + [zero] * whole
+        if odd:
+            above = blocks[1:] + [zero]
+            blocks = self.context.bootstrap_many([4 * a + b for a, b in zip(above, blocks)],
+                                                 _tables(self.context)["down"])
+        return RadixUInt(self.context, blocks)
+
+    def _zero_block(self) -> Ciphertext:
+        return self.context.trivial(np.zeros(self.shape, dtype=np.int64), bits=SPACE_BITS)
 
     # ---- comparisons (encrypted booleans) ------------------------------------------
 
@@ -149,6 +200,12 @@ def _tables(ctx) -> dict:
             "is_gt": ctx.lut(lambda m: int(m == _GT), bits=bits),
             "keep_if_set": ctx.lut(lambda m: (m & 3) if m >> 2 == 1 else 0, bits=bits),
             "keep_if_clear": ctx.lut(lambda m: (m & 3) if m >> 2 == 0 else 0, bits=bits),
+            "and": ctx.lut(lambda m: (m >> 2) & (m & 3), bits=bits),
+            "or": ctx.lut(lambda m: (m >> 2) | (m & 3), bits=bits),
+            "xor": ctx.lut(lambda m: (m >> 2) ^ (m & 3), bits=bits),
+            # m = 4 b + c: shifted left, b's low bit up and c's high bit in; right, the reverse.
+            "up": ctx.lut(lambda m: ((m >> 2) << 1 & 3) | ((m & 3) >> 1), bits=bits),
+            "down": ctx.lut(lambda m: ((m & 3) >> 1) | (((m >> 2) & 1) << 1), bits=bits),
         }
     return ctx._radix_tables
 
