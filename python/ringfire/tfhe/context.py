@@ -12,6 +12,7 @@ from .. import _core
 from .. import io as rf_io
 from .._checks import warn_at_caller
 from .ciphertext import Ciphertext
+from .integer_parts import IntegerParts
 from .integers import UInt
 from .radix import RadixUInt, split_blocks
 from . import radix as _radix
@@ -269,19 +270,9 @@ class Context:
         else:
             self._refuse_torus_bytes(raw, "ciphertexts")
             encoding, bits, shape, words = _core.tfhe_load_ciphertexts(self._native_params, raw)
-        if encoding == 3:
-            count = bits // _radix.BLOCK_BITS
-            per = words.shape[0] // count
-            blocks = [Ciphertext(self, words[i * per:(i + 1) * per], shape, _radix.SPACE_BITS) for i in range(count)]
-            for block in blocks:
-                block.key_id = key_id
-            return RadixUInt(self, blocks)
-        if encoding == 2:
-            per = words.shape[0] // bits
-            planes = [Ciphertext(self, words[i * per:(i + 1) * per], shape, None) for i in range(bits)]
-            for plane in planes:
-                plane.key_id = key_id
-            return UInt(self, planes)
+        if encoding in (UInt._ENCODING, RadixUInt._ENCODING):
+            kind = UInt if encoding == UInt._ENCODING else RadixUInt
+            return kind.from_words(self, words, shape, bits, key_id)
         ct = Ciphertext(self, words, shape, None if encoding == 0 else bits)
         ct.key_id = key_id
         return ct
@@ -371,24 +362,17 @@ class Context:
             raise ValueError(f"{bits}-bit unsigned integers must lie in [0, 2^{bits} - 1]")
         return arr.astype(np.uint64)
 
-    def decrypt(self, ct: Ciphertext | UInt, secret_key: SecretKey) -> np.ndarray:
+    def decrypt(self, ct: Ciphertext | UInt | RadixUInt, secret_key: SecretKey) -> np.ndarray:
         """The messages: a bool array, or integers in [0, 2^bits). Warns when
         an integer's padding bit is set (it overflowed past 2^bits or went
         below zero, so a lookup table on it would have been wrong)."""
         self._check_key(secret_key)
-        if isinstance(ct, RadixUInt):
+        if isinstance(ct, IntegerParts):
             if ct.context is not self:
                 raise ValueError("these integers belong to another tfhe context")
             out = np.zeros(ct.shape, dtype=np.uint64)
-            for i, block in enumerate(ct.blocks):
-                out |= self.decrypt(block, secret_key).astype(np.uint64) << np.uint64(_radix.BLOCK_BITS * i)
-            return out
-        if isinstance(ct, UInt):
-            if ct.context is not self:
-                raise ValueError("these integers belong to another tfhe context")
-            out = np.zeros(ct.shape, dtype=np.uint64)
-            for i, plane in enumerate(ct.planes):
-                out |= self.decrypt(plane, secret_key).astype(np.uint64) << np.uint64(i)
+            for i, part in enumerate(ct.parts):
+                out |= self.decrypt(part, secret_key).astype(np.uint64) << np.uint64(ct.PART_BITS * i)
             return out
         self._check_ct(ct)
         if ct.key_id is not None and ct.key_id != secret_key.key_id:

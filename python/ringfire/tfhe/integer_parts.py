@@ -10,18 +10,33 @@ from .ciphertext import Ciphertext
 
 
 class IntegerParts:
-    """Integers held as ``parts``, ciphertexts of one ``shape`` (least significant first).
-    Subclasses set ``_ENCODING`` (their code in the saved bytes) and ``_trivial`` (public
-    values as noiseless integers of their kind)."""
+    """Integers held as ``parts``, ciphertexts of one ``shape`` (least significant first),
+    each carrying ``PART_BITS`` bits of the integer. Subclasses set ``_ENCODING`` (their
+    code in the saved bytes), ``PART_BITS``, ``PART_CIPHERTEXT_BITS`` (the parts'
+    :attr:`Ciphertext.bits`: None for gate booleans) and ``_trivial`` (public values as
+    noiseless integers of their kind)."""
 
     _ENCODING = -1
+    PART_BITS = 1
+    PART_CIPHERTEXT_BITS: int | None = None
 
     def __init__(self, context, parts: list[Ciphertext]):
         self.context, self.parts = context, list(parts)
 
+    @classmethod
+    def from_words(cls, context, words: np.ndarray, shape: tuple, bits: int, key_id: bytes | None):
+        """Loaded words (the parts one after another) as ``bits``-bit integers of ``shape``."""
+        count = bits // cls.PART_BITS
+        per = words.shape[0] // count
+        parts = [Ciphertext(context, words[i * per:(i + 1) * per], shape, cls.PART_CIPHERTEXT_BITS)
+                 for i in range(count)]
+        for part in parts:
+            part.key_id = key_id
+        return cls(context, parts)
+
     @property
     def bits(self) -> int:
-        raise NotImplementedError
+        return self.PART_BITS * len(self.parts)
 
     @property
     def shape(self) -> tuple:

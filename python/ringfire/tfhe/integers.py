@@ -33,10 +33,6 @@ class UInt(IntegerParts):
     def planes(self) -> list[Ciphertext]:
         return self.parts
 
-    @property
-    def bits(self) -> int:
-        return len(self.parts)
-
     def __repr__(self) -> str:
         return f"tfhe.UInt(uint{self.bits}, shape={self.shape}, {self.context.params.name})"
 

@@ -51,14 +51,12 @@ class RadixUInt(IntegerParts):
     """
 
     _ENCODING = 3
+    PART_BITS = BLOCK_BITS
+    PART_CIPHERTEXT_BITS = SPACE_BITS
 
     @property
     def blocks(self) -> list[Ciphertext]:
         return self.parts
-
-    @property
-    def bits(self) -> int:
-        return BLOCK_BITS * len(self.parts)
 
     def __repr__(self) -> str:
         return f"tfhe.RadixUInt(uint{self.bits}, {len(self.parts)} blocks, shape={self.shape}, " \
