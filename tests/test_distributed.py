@@ -359,6 +359,61 @@ def test_the_command_line_and_the_server_run_their_layers_on_the_cluster(cluster
         assert summary["tasks"] >= 8 and summary["key_sets_published"] == 1
 
 
+def test_the_service_runs_as_replicas_that_share_its_store(cluster, tmp_path):
+    """``ringfire serve --ray --replicas 2``: two Ray Serve replicas on two nodes behind one
+    proxy answer the same sessions, keys and jobs (the answers onnxruntime's); a replica killed
+    with a job waiting on its client: the other reports the job failed within seconds, and the
+    service goes on taking jobs."""
+    import signal
+
+    import httpx
+    from ray import serve
+    from serve_support import batch, free_port, tokens_file
+
+    from ringfire.serve import Client, ServeConfig, ServerError, replicas
+    path = tmp_path / "mlp.onnx"
+    path.write_bytes(M.mlp_bytes((16, 8, 4)))
+    tokens = tokens_file(tmp_path / "tokens")
+    config = ServeConfig(model=str(path), store=str(tmp_path / "store"), tokens=str(tmp_path / "tokens"),
+                         preset="N13_D2", requests_per_second=400, silent_seconds=2.0)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    x = batch(6, 16, seed=4)
+    try:
+        replicas.run(config, 2, address=cluster.cluster.address, host="127.0.0.1", port=port)
+        names = {httpx.get(f"{url}/v2/health/live").headers["x-ringfire-process"] for _ in range(24)}
+        assert len(names) == 2  # both replicas answer through the one address
+        with Client(url, tokens["alice"]) as client:
+            session = client.session("mlp", progress=False)
+            ys = [session.infer(x, progress=False) for _ in range(3)]
+            for y in ys:
+                assert np.max(np.abs(y - M.ort_run(path.read_bytes(), x))) < 1e-3
+            # A job whose client does not answer its round, then its replica killed outright.
+            job = session.submit(session.ctx.encrypt_batch(x, session.secret_key))
+            deadline = time.monotonic() + 30
+            while client.request("GET", f"/v1/jobs/{job}").json()["state"] != "awaiting_client":
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            import sqlite3
+            with sqlite3.connect(tmp_path / "store" / "state.sqlite") as db:
+                owner = db.execute("select owner from jobs where id = ?", (job,)).fetchone()[0]
+                owners = {row[0] for row in db.execute("select owner from jobs")}
+            assert owners <= names and owner in names
+            os.kill(int(owner.split("-")[-2]), signal.SIGKILL)
+            deadline = time.monotonic() + 60
+            while (status := client.request("GET", f"/v1/jobs/{job}").json())["state"] != "failed":
+                assert time.monotonic() < deadline, status
+                time.sleep(0.2)
+            assert "stopped" in status["error"]
+            with pytest.raises(ServerError, match="failed"):
+                session.wait(job)
+            # Taken by the survivor or by the replica Ray Serve starts in the dead one's place.
+            y = session.infer(x, progress=False)
+            assert np.max(np.abs(y - M.ort_run(path.read_bytes(), x))) < 1e-3
+    finally:
+        serve.shutdown()
+
+
 def test_the_guide_runs_as_written(cluster):
     """docs/distributed.md's Python snippets, against this cluster (its address for HEAD_IP:6379)
     and a small client-aided model on the toy ring."""

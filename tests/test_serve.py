@@ -791,3 +791,59 @@ def test_the_clients_chunk_digests_match_the_bytes_whatever_the_write_sizes():
     assert writer.hexdigest() == hashlib.sha256(data).hexdigest() and sink.getvalue() == data
     want = {o: hashlib.sha256(data[o:o + 1000]).hexdigest() for o in range(0, len(data), 1000)}
     assert writer.chunks == want
+
+
+def test_servers_sharing_a_store_serve_each_others_sessions_rounds_and_jobs(mlp_path, tmp_path):
+    """What replicas rely on (``ringfire serve --replicas``, serve/replicas.py), without Ray: two
+    servers on one store. A session made and keyed through one runs its job there while the
+    other serves the job's state, rounds, answers and result (onnxruntime's answers), cancels
+    its next job, and reports failed the job of a process that went silent."""
+    from ringfire.serve.client import Session
+    tokens = tokens_file(tmp_path / "tokens")
+    config = ServeConfig(model=str(mlp_path), store=str(tmp_path / "store"), tokens=str(tmp_path / "tokens"),
+                         preset="N13_D2", requests_per_second=400, shared_store=True, silent_seconds=1.0)
+    x = batch(4, 16, seed=9)
+    with server_thread(config) as (url1, app1), server_thread(config) as (url2, app2), \
+            Client(url1, tokens["alice"]) as one, Client(url2, tokens["alice"]) as two:
+        first = one.session("mlp", progress=False)
+        other = Session(two, "mlp", first.id, first.ctx, first.secret_key, first.keys, first.info)
+        job = first.submit(first.ctx.encrypt_batch(x, first.secret_key))
+        y = first.ctx.decrypt_batch(other.wait(job), first.secret_key)
+        assert np.max(np.abs(y - ort_run(mlp_path.read_bytes(), x))) < 1e-3 and other.rounds >= 1
+        owner = app1.state.runner.owner
+        assert app1.state.store.job(job, "alice")["state"] == "done" and owner != app2.state.runner.owner
+        assert app1.state.store._q("select owner from jobs where id = ?", (job,)) == [(owner,)]
+        # Cancelled through the server that does not run it.
+        job = first.submit(first.ctx.encrypt_batch(x, first.secret_key))
+        while two.request("GET", f"/v1/jobs/{job}").json()["state"] != "awaiting_client":
+            time.sleep(0.02)
+        assert two.request("DELETE", f"/v1/jobs/{job}").json() == {"cancelled": True}
+        with pytest.raises(ServerError, match="cancelled"):
+            other.wait(job, timeout=10)
+        # A job whose process stopped beating: the live server reports it within seconds.
+        lost, _ = app2.state.store.create_job("alice", first.id, None, owner="gone-1-000000")
+        deadline = time.monotonic() + 10
+        while (status := one.request("GET", f"/v1/jobs/{lost}").json())["state"] != "failed":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert "stopped" in status["error"]
+
+
+def test_replicas_refuse_a_store_they_do_not_share_and_need_ray(mlp_path, tmp_path, capsys):
+    """A replica that does not see the store its command marked refuses to start, naming the
+    node; ``--replicas`` without ``--ray`` is refused before anything starts."""
+    from ringfire import cli
+    from ringfire.serve import replicas
+    tokens_file(tmp_path / "tokens")
+    config = ServeConfig(model=str(mlp_path), store=str(tmp_path / "store"), tokens=str(tmp_path / "tokens"),
+                         preset="N13_D2")
+    mark = replicas.mark_store(config.store)
+    replicas.Replica(config, mark)  # the same directory: accepted
+    elsewhere = dataclasses.replace(config, store=str(tmp_path / "elsewhere"))
+    with pytest.raises(RuntimeError, match="not the one the service was started with.*same path"):
+        replicas.Replica(elsewhere, mark)
+    with pytest.raises(FileNotFoundError, match="same path on every node"):
+        replicas.Replica(dataclasses.replace(config, model=str(tmp_path / "gone.onnx")), mark)
+    assert cli.main(["serve", str(mlp_path), "--replicas", "2", "--store", config.store,
+                     "--tokens", config.tokens]) == 2
+    assert "--replicas needs --ray" in capsys.readouterr().err

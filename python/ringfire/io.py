@@ -66,25 +66,27 @@ _SCRYPT_MAX_BYTES = 1 << 30   # 128 * r * N
 
 
 @contextlib.contextmanager
-def atomic_file(path):
+def atomic_file(path, *, sync: bool = True):
     """A binary file to write ``path`` through: a temporary file beside it, synced and renamed
     into place when the block ends, removed if it raises; readers (other processes included)
-    see the whole file or none of it."""
+    see the whole file or none of it. ``sync=False`` skips the sync: for files that need not
+    outlive a crash of the machine, only be whole for their readers."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
         with open(tmp, "wb") as out:
             yield out
             out.flush()
-            os.fsync(out.fileno())
+            if sync:
+                os.fsync(out.fileno())
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
 
 
-def write_atomically(path, data: bytes) -> None:
+def write_atomically(path, data: bytes, *, sync: bool = True) -> None:
     """Writes ``data`` to ``path`` whole or not at all (:func:`atomic_file`)."""
-    with atomic_file(path) as out:
+    with atomic_file(path, sync=sync) as out:
         out.write(data)
 
 

@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "server", None):  # `ringfire infer MODEL --server URL`: the service's client
         from ..serve.cli import remote_infer
         args.func = remote_infer
-    elif getattr(args, "ray", None) is not None:  # `ringfire infer MODEL --ray [ADDRESS]`
+    elif args.command == "infer" and args.ray is not None:  # `ringfire infer MODEL --ray [ADDRESS]`
         from ..distributed import RayExecutor
         args.executor = RayExecutor(args.ray or None, progress=None if not getattr(args, "json", False) else False)
     try:

@@ -11,7 +11,10 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import re
+import secrets
+import socket
 import threading
 import time
 
@@ -100,18 +103,76 @@ class RateLimiter:
             return 0.0
 
 
+class ProcessHeader:
+    """ASGI middleware naming the process that answered (``X-Ringfire-Process``): with
+    replicas, which one served a request (logs, tests)."""
+
+    def __init__(self, app, process: str):
+        self.app, self.header = app, (b"x-ringfire-process", process.encode())
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def send_named(message):
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), self.header]
+            await send(message)
+        return await self.app(scope, receive, send_named)
+
+
+class Heartbeat:
+    """For a store shared with other processes: this one's beat every few seconds, and the
+    unfinished jobs of processes silent for longer reported failed (a replica that died)."""
+
+    def __init__(self, store: Store, process: str, silent_seconds: float):
+        self.store, self.process, self.silent = store, process, silent_seconds
+        self.period = min(2.0, silent_seconds / 4)  # a few beats fit in the silence that means death
+        self._stop = threading.Event()
+        store.beat(process)
+        self.sweep()
+        self._thread = threading.Thread(target=self._run, name="ringfire-heartbeat", daemon=True)
+        self._thread.start()
+
+    def sweep(self) -> int:
+        lost = self.store.fail_orphans(f"the server process running the job stopped (silent for "
+                                       f"{self.silent:g} s); submit it again", self.silent)
+        if lost:
+            log.warning("%d jobs of server processes that stopped marked failed", lost)
+        return lost
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.period):
+            try:
+                self.store.beat(self.process)
+                self.sweep()
+            except Exception:  # noqa: BLE001 - a busy or closed store: the next beat tries again
+                log.exception("heartbeat")
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.store.leave(self.process)
+
+
 def create_app(config: ServeConfig) -> FastAPI:
     tokens = load_tokens(config.tokens)
     store = Store(config.store)
-    restarted = store.fail_unfinished("server restarted while the job was unfinished; submit it again")
+    # Which machine and process: what an operator needs to find a job's owner.
+    process = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
+    heartbeat = None
+    if config.shared_store:  # the others' jobs are theirs: only a silent process's are lost
+        heartbeat = Heartbeat(store, process, config.silent_seconds)
+    else:
+        restarted = store.fail_unfinished("server restarted while the job was unfinished; submit it again")
+        if restarted:
+            log.warning("%d jobs left unfinished by the previous server process marked failed", restarted)
     host = Host(config)
     metrics = Metrics()
-    runner = JobRunner(host, store, config, metrics)
+    runner = JobRunner(host, store, config, metrics, process)
     checks = KeyChecks(host, store, metrics)
     limiter = RateLimiter(config.requests_per_second)
     state = {"stopping": False}
-    if restarted:
-        log.warning("%d jobs left unfinished by the previous server process marked failed", restarted)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
@@ -119,6 +180,8 @@ def create_app(config: ServeConfig) -> FastAPI:
         state["stopping"] = True
         failed = await anyio.to_thread.run_sync(runner.stop, config.drain_timeout)
         checks.close()
+        if heartbeat is not None:
+            heartbeat.stop()
         store.close()
         log.info("stopped; %d unfinished jobs marked failed", failed)
 
@@ -145,6 +208,7 @@ def create_app(config: ServeConfig) -> FastAPI:
         return JSONResponse({"error": f"internal error: {type(exc).__name__}", "status": 500}, 500)
 
     app.add_middleware(RequestTimer, metrics=metrics)
+    app.add_middleware(ProcessHeader, process=process)
 
     def tenant(request: Request) -> str:
         who = tenant_of(request.headers.get("authorization"), tokens)
@@ -336,7 +400,7 @@ def create_app(config: ServeConfig) -> FastAPI:
         if store.jobs_in_flight(who) >= config.tenant_jobs:
             refuse(429, f"at most {config.tenant_jobs} jobs in flight per tenant", {"Retry-After": "5"})
         body = await read_body(request, max_input_bytes(), "encrypted input")
-        jid, created = store.create_job(who, sid, idempotency)
+        jid, created = store.create_job(who, sid, idempotency, owner=process)
         if not created:  # the same key arrived twice at once: the other request made the job
             return JSONResponse({"job": jid, "state": store.job(jid, who)["state"], "repeated": True}, 200)
         try:
@@ -347,7 +411,8 @@ def create_app(config: ServeConfig) -> FastAPI:
         return {"job": jid, "state": "queued"}
 
     def job_snapshot(jid: str, who: str) -> dict:
-        """A job's state: from the worker while it lives (no store read), else from the store."""
+        """A job's state: from the worker while it lives here, else from the store (a job of
+        another replica, or one that ended); its open round from the store."""
         live = runner.live(jid)
         if live is not None and live.tenant == who and live.state not in TERMINAL:
             out = {"id": jid, "session": live.session, "state": live.state, "error": None,
@@ -355,10 +420,10 @@ def create_app(config: ServeConfig) -> FastAPI:
         else:
             job = own_job(jid, who)
             out = {k: job[k] for k in ("id", "session", "state", "error", "progress")}
-        r = runner.open_round(live) if live is not None else None
+        r = store.waiting_round(jid) if out["state"] not in TERMINAL else None
         if r is not None:
             out["state"] = "awaiting_client"
-            out["round"] = {"number": r.number, "layer": json.loads(r.layer)}
+            out["round"] = {"number": r["number"], "layer": json.loads(r["layer"])}
         elif out["state"] == "awaiting_client":
             out["state"] = "running"  # answered: the worker is about to go on
         return out
@@ -374,45 +439,46 @@ def create_app(config: ServeConfig) -> FastAPI:
                 return out
             await anyio.sleep(0.005)
 
-    def waiting_job(jid: str, who: str, number: int):
+    def waiting_round(jid: str, who: str, number: int) -> dict:
         own_job(jid, who)
-        live = runner.live(jid)
-        r = runner.open_round(live) if live is not None else None
-        if r is None or r.number != number:
+        r = store.waiting_round(jid)
+        if r is None or r["number"] != number:
             refuse(409, f"job {jid} is not waiting for round {number}")
-        return live, r
+        return r
 
     @app.get("/v1/jobs/{jid}/rounds/{number}")
     async def get_round(jid: str, number: int, who: str = Depends(tenant)):
-        _, r = waiting_job(jid, who, number)
-        return Response(r.payload, media_type="application/octet-stream", headers={"X-Ringfire-Layer": r.layer})
+        r = waiting_round(jid, who, number)
+        payload = runner.question(runner.live(jid), number)
+        if payload is None:  # another process's job
+            try:
+                payload = await anyio.to_thread.run_sync(store.round_question(jid, number).read_bytes)
+            except FileNotFoundError:  # the job gave up on the round meanwhile
+                refuse(409, f"job {jid} is not waiting for round {number}")
+        return Response(payload, media_type="application/octet-stream", headers={"X-Ringfire-Layer": r["layer"]})
 
     @app.post("/v1/jobs/{jid}/rounds/{number}")
     async def answer_round(jid: str, number: int, request: Request, who: str = Depends(tenant)):
-        live, r = waiting_job(jid, who, number)
+        r = waiting_round(jid, who, number)
         try:
             out_shape = tuple(int(v) for v in json.loads(request.headers.get("x-ringfire-out-shape", "null")))
         except (TypeError, ValueError):
             refuse(400, "X-Ringfire-Out-Shape: the layer's output shape as a JSON list is required")
-        entries = max(1, r.entries)
+        entries = max(1, r["entries"])
         body = await read_body(request, entries * (host.max_ciphertext_bytes() + 16) + 4096, "round answer")
-        keys = host.keys_for(live.session, {k: store.blob_path(who, v["sha256"])
-                                            for k, v in store.session(live.session, who)["keys"].items()})
-
-        def load(data: bytes):
-            ct = host.ctx.load(data)
-            ct._keys = keys
-            return ct
-
-        try:
-            fields = await anyio.to_thread.run_sync(lambda: wire.unpack_tensor(
-                body, load, max_entries=entries, max_entry_bytes=host.max_ciphertext_bytes()))
+        try:  # checked here, by whichever process took the request; the job loads it with the session's keys
+            await anyio.to_thread.run_sync(lambda: wire.unpack_tensor(
+                body, host.ctx.load, max_entries=entries, max_entry_bytes=host.max_ciphertext_bytes()))
         except ValueError as e:
             refuse(422, f"the answer is not a valid encrypted tensor for this model: {e}")
-        try:
-            runner.answer(live, number, fields["cts"], out_shape)
-        except LookupError as e:
-            refuse(409, str(e))
+        # Taken once: a repeated answer is refused, so a retried request can never replace the one
+        # the job already used.
+        live = runner.live(jid)
+        if not await anyio.to_thread.run_sync(store.answer_round, jid, number, out_shape,
+                                              None if live is not None else body):
+            refuse(409, f"[serve] the job is not waiting for round {number} (answered already, or not reached)")
+        if live is not None:  # this process runs the job: handed over in memory
+            runner.deliver(live, number, body, out_shape)
         return {"accepted": True}
 
     @app.get("/v1/jobs/{jid}/result")
@@ -434,10 +500,11 @@ def create_app(config: ServeConfig) -> FastAPI:
     @app.delete("/v1/jobs/{jid}")
     async def cancel(jid: str, who: str = Depends(tenant)):
         own_job(jid, who)
+        cancelled = store.cancel_job(jid)  # read by the job's process, wherever it runs
         live = runner.live(jid)
         if live is not None:
             runner.cancel(live)
-        return {"cancelled": live is not None}
+        return {"cancelled": cancelled}
 
     @app.get("/metrics")
     async def prometheus():

@@ -24,6 +24,9 @@ def register(subparsers) -> None:
     p.add_argument("--masking", action="store_true", help="mask what the key holder decrypts")
     p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                    help="run each job's layers on a Ray cluster (ringfire[ray]); keys and jobs stay here")
+    p.add_argument("--replicas", type=int, default=None, metavar="K",
+                   help="with --ray: serve from K Ray Serve replicas, one per node, sharing --store (a directory "
+                        "every node sees); each replica runs the jobs it takes (docs/distributed.md)")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--tls-cert", help="certificate (PEM): serve HTTPS")
@@ -55,10 +58,13 @@ def main(args) -> int:
     from . import ServeConfig, create_app
     if bool(args.tls_cert) != bool(args.tls_key):
         raise ValueError("[serve] --tls-cert and --tls-key go together")
+    if args.replicas is not None and args.ray is None:
+        raise ValueError("[serve] --replicas needs --ray [ADDRESS]: the replicas are Ray Serve's")
     config = ServeConfig(model=args.model, store=args.store, tokens=args.tokens,
                          preset=None if args.params else (args.preset or "N14_D6"), params=args.params,
                          activation=args.activation, calibration=args.calibration, packing=args.packing,
-                         masking=args.masking, ray=args.ray, queue=args.queue, round_timeout=args.round_timeout,
+                         masking=args.masking, ray=None if args.replicas else args.ray, queue=args.queue,
+                         round_timeout=args.round_timeout,
                          drain_timeout=args.drain_timeout, requests_per_second=args.requests_per_second,
                          key_images=not args.no_key_images)
     if not 0 <= args.pool_cache_gib < 2**20:
@@ -66,9 +72,27 @@ def main(args) -> int:
     from .. import memory
     memory.set_cache_limit(int(args.pool_cache_gib * 2**30))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    if args.replicas is not None:
+        return serve_replicas(args, config)
     uvicorn.run(create_app(config), host=args.host, port=args.port, ssl_certfile=args.tls_cert,
                 ssl_keyfile=args.tls_key, timeout_graceful_shutdown=int(config.drain_timeout) + 5,
                 log_level="info")
+    return 0
+
+
+def serve_replicas(args, config) -> int:
+    """--ray --replicas K: Ray Serve's proxy on --host:--port, K replicas behind it; runs until
+    interrupted, then takes them down (each drains its running jobs)."""
+    from . import replicas
+    replicas.run(config, args.replicas, address=args.ray or None, host=args.host, port=args.port,
+                 tls_cert=args.tls_cert, tls_key=args.tls_key)
+    print(f"serving {config.name} from {args.replicas} replicas at {'https' if args.tls_cert else 'http'}://"
+          f"{args.host}:{args.port} (Ctrl-C stops)", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        replicas.stop()
     return 0
 
 

@@ -57,7 +57,8 @@ class Client:
         self.close()
 
     def request(self, method: str, path: str, *, expect=(200,), retries: int = 4, **kwargs):
-        """One request, retried on 429 (after Retry-After) and on dropped connections."""
+        """One request, retried on 429 (after Retry-After), on a gateway's 502/503/504 (a replica
+        going away behind it) and on dropped connections."""
         import httpx
         for attempt in range(retries + 1):
             try:
@@ -69,6 +70,9 @@ class Client:
                 continue
             if response.status_code == 429 and attempt < retries:
                 time.sleep(min(30.0, float(response.headers.get("retry-after", "1"))))
+                continue
+            if response.status_code in (502, 503, 504) and attempt < retries:
+                time.sleep(0.5 * 2**attempt)
                 continue
             if response.status_code not in expect:
                 try:

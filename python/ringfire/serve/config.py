@@ -34,6 +34,11 @@ class ServeConfig:
     workers: int = 2                          # jobs run at once: one computes while another waits for its
                                               # client (inter packing: 1, its cached diagonals are shared)
     key_images: bool = True                   # map checked keys from key images in the store (not loaded)
+    shared_store: bool = False                # other processes serve from the same store (the replicas of
+                                              # ringfire serve --replicas): jobs are failed by staleness, not
+                                              # at start
+    silent_seconds: float = 15.0              # shared store: a process silent this long is taken for dead and
+                                              # its unfinished jobs are reported failed
     name: str = field(default="")             # the model's name (default: the file's stem)
 
     def __post_init__(self):
@@ -45,5 +50,7 @@ class ServeConfig:
             raise ValueError(f"[serve] packing is 'batch' or 'inter', got {self.packing!r}")
         if self.packing == "inter":
             self.workers = 1
+        if not 0.5 <= self.silent_seconds <= 3600:
+            raise ValueError(f"[serve] silent_seconds: from 0.5 to 3600, got {self.silent_seconds!r}")
         if (self.preset is None) == (self.params is None):
             raise ValueError("[serve] give a preset or a parameters file, not both")

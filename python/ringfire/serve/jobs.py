@@ -1,13 +1,14 @@
 """Inference jobs: a bounded queue, worker threads, and the client-aided rounds.
 
 A job runs ``model(enc, client=RemoteClient(...))``. When the model reaches a
-client-aided layer, the remote client publishes a *round* (the ciphertexts the key
-holder must refresh and the layer to apply), the job enters ``awaiting_client``, and
-the worker waits until the client posts the answer or ``round_timeout`` passes (then
-the job fails and its memory is freed). States: ``queued`` -> ``running`` <->
-``awaiting_client`` -> ``done`` | ``failed``; every change is written to the store, so
-a restart reports a job it interrupted as ``failed: server restarted`` (it never runs
-twice: an idempotency key returns the job already made for it).
+client-aided layer, the remote client publishes a *round* in the store (the ciphertexts
+the key holder must refresh and the layer to apply), the job enters ``awaiting_client``,
+and the worker waits until an answer is written there or ``round_timeout`` passes (then
+the job fails and its memory is freed). Through the store, not this process's memory, so
+that any replica sharing it may serve the round and take its answer. States: ``queued``
+-> ``running`` <-> ``awaiting_client`` -> ``done`` | ``failed``; every change is written to
+the store, so a restart reports a job it interrupted as ``failed`` (it never runs twice: an
+idempotency key returns the job already made for it).
 """
 
 from __future__ import annotations
@@ -33,15 +34,8 @@ class ClientTimeout(RuntimeError):
     pass
 
 
-@dataclass
-class Round:
-    """One client-aided exchange: what the key holder gets, and its answer once posted."""
-    number: int
-    layer: str                      # node_to_json
-    payload: bytes                  # the ciphertexts, as a container
-    entries: int                    # how many (the answer may hold no more)
-    answered: threading.Event = field(default_factory=threading.Event)
-    answer: tuple | None = None     # (object array, out shape) once posted
+ROUND_POLL_SECONDS = 0.01   # how often a waiting job of a shared store looks for an answer file
+CANCEL_POLL_SECONDS = 0.5   # how often it reads the store's cancel flag
 
 
 @dataclass
@@ -52,8 +46,10 @@ class Job:
     body: bytes
     state: str = "queued"
     progress: dict = field(default_factory=dict)
-    round: Round | None = None
     rounds: int = 0
+    question: tuple | None = None   # (round number, its ciphertexts as a container) while open
+    answer: tuple | None = None     # (round number, bytes, out shape) handed over in memory
+    answered: threading.Event = field(default_factory=threading.Event)
     cancelled: threading.Event = field(default_factory=threading.Event)
     started: float = 0.0
 
@@ -61,27 +57,45 @@ class Job:
 class RemoteClient(Client):
     """The key holder over the network: each layer becomes a round the job waits on."""
 
-    def __init__(self, runner: "JobRunner", job: Job, keys):
-        self.runner, self.job, self.keys = runner, job, keys
+    def __init__(self, runner: "JobRunner", job: Job, load, max_entry_bytes: int):
+        self.runner, self.job, self.load, self.max_entry_bytes = runner, job, load, max_entry_bytes
         self.graph = None
 
     def _exchange(self, node, x: np.ndarray, shape, clip):
-        job = self.job
+        job, store, shared = self.job, self.runner.store, self.runner.config.shared_store
         job.rounds += 1
-        r = Round(job.rounds, wire.node_to_json(node, shape, clip),
-                  wire.pack_tensor(x, batch=0, sample_shape=x.shape), int(x.size))
-        job.round = r
+        number = job.rounds
+        payload = wire.pack_tensor(x, batch=0, sample_shape=x.shape)
+        job.question, job.answer = (number, payload), None
+        job.answered.clear()
+        store.open_round(job.id, number, wire.node_to_json(node, shape, clip), int(x.size),
+                         payload if shared else None)
         self.runner.set_state(job, "awaiting_client")
-        deadline = time.monotonic() + self.runner.config.round_timeout
-        while not r.answered.wait(timeout=0.5):
-            if job.cancelled.is_set():
-                raise ClientTimeout("[serve] the job was cancelled")
-            if time.monotonic() > deadline:
-                raise ClientTimeout(f"[serve] the client did not answer round {r.number} ({node.op} at "
+        now = time.monotonic()
+        deadline, look_at_cancel = now + self.runner.config.round_timeout, now
+        while True:
+            if job.answer is not None and job.answer[0] == number:  # the answer reached this process
+                _, data, out_shape = job.answer
+                store.drop_rounds(job.id)
+                break
+            if shared and (found := store.round_answer(job.id, number)) is not None:  # ... or another
+                data, out_shape = found
+                break
+            now = time.monotonic()
+            if now >= look_at_cancel:
+                if self.runner.cancel_asked(job):
+                    raise ClientTimeout("[serve] the job was cancelled")
+                look_at_cancel = now + CANCEL_POLL_SECONDS
+            if now > deadline:
+                raise ClientTimeout(f"[serve] the client did not answer round {number} ({node.op} at "
                                     f"'{node.name}') within {self.runner.config.round_timeout:g} s")
-        job.round = None
+            job.answered.wait(ROUND_POLL_SECONDS if shared else CANCEL_POLL_SECONDS)
+        job.question = job.answer = None
+        # Checked already by the process that took it; loaded here with the session's keys.
+        fields = wire.unpack_tensor(data, self.load, max_entries=max(1, int(x.size)),
+                                    max_entry_bytes=self.max_entry_bytes)
         self.runner.set_state(job, "running")
-        return r.answer
+        return fields["cts"], out_shape
 
     def apply(self, node, x, shape, clip):
         out, out_shape = self._exchange(node, x, shape, clip)
@@ -93,8 +107,9 @@ class RemoteClient(Client):
 
 
 class JobRunner:
-    def __init__(self, host, store, config, metrics):
+    def __init__(self, host, store, config, metrics, owner: str):
         self.host, self.store, self.config, self.metrics = host, store, config, metrics
+        self.owner = owner  # this process's name in the store: the jobs it creates are its to run
         self.executor = None  # --ray: every job's layers go to the cluster (connected at start: fail fast)
         if config.ray is not None:
             from ..distributed import RayExecutor
@@ -129,25 +144,25 @@ class JobRunner:
         self.store.set_job(job.id, state, progress=job.progress or None, **extra)
         job.state = state
 
-    def answer(self, job: Job, number: int, out: np.ndarray, out_shape) -> None:
-        """The client's answer to a round: taken once (a repeated answer is refused, so a
-        retried request can never replace the one the job already used)."""
-        with self._lock:
-            r = job.round
-            if r is None or r.number != number or r.answered.is_set():
-                raise LookupError(f"[serve] the job is not waiting for round {number} (answered already, or "
-                                  "not reached)")
-            r.answer = (out, tuple(out_shape))
-            r.answered.set()
-
-    @staticmethod
-    def open_round(job: Job) -> Round | None:
-        """The round the job waits on, if it still waits (one read: the worker may move on)."""
-        r = job.round
-        return r if r is not None and not r.answered.is_set() else None
-
     def cancel(self, job: Job) -> None:
         job.cancelled.set()
+        job.answered.set()  # a waiting job looks at once
+
+    @staticmethod
+    def deliver(job: Job, number: int, data: bytes, out_shape: tuple) -> None:
+        """A round's answer taken by this process for its own job (claimed in the store first)."""
+        job.answer = (number, data, tuple(out_shape))
+        job.answered.set()
+
+    @staticmethod
+    def question(job: Job | None, number: int) -> bytes | None:
+        """The round's ciphertexts from memory, when the job is this process's and waits on it."""
+        q = job.question if job is not None else None
+        return q[1] if q is not None and q[0] == number else None
+
+    def cancel_asked(self, job: Job) -> bool:
+        """Cancelled here, or through the store by any process sharing it."""
+        return job.cancelled.is_set() or self.store.cancel_asked(job.id)
 
     # ---- the workers ---------------------------------------------------------------------
     def _work(self) -> None:
@@ -165,7 +180,7 @@ class JobRunner:
                 job.body = b""
 
     def _run(self, job: Job) -> None:
-        if job.cancelled.is_set():
+        if self.cancel_asked(job):
             self.set_state(job, "failed", error="cancelled before it ran")
             return
         job.started = time.monotonic()
@@ -183,6 +198,8 @@ class JobRunner:
                 message += " (" + traceback.format_exception_only(type(e), e)[-1].strip() + ")"
             self.set_state(job, "failed", error=message)
             self.metrics.jobs_failed.inc()
+        finally:
+            self.store.drop_rounds(job.id)
 
     def _infer(self, job: Job) -> EncryptedTensor:
         host, session = self.host, self.store.session(job.session, job.tenant)
@@ -206,7 +223,8 @@ class JobRunner:
             if job.state == "running":
                 self.store.set_job(job.id, "running", progress=job.progress)
 
-        return host.model(enc, client=RemoteClient(self, job, keys), progress=progress, executor=self.executor)
+        client = RemoteClient(self, job, load, host.max_ciphertext_bytes())
+        return host.model(enc, client=client, progress=progress, executor=self.executor)
 
     def stop(self, drain_timeout: float) -> int:
         """Stops taking jobs, waits up to `drain_timeout` for the running ones, fails the rest."""

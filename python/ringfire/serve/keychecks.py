@@ -5,7 +5,7 @@ right; loading the keys, which reads and range-checks every word (a tenth of a s
 a 58 MiB relinearization key, seconds for bootstrapping keys), follows here, one key at a
 time on one thread, and the loaded keys stay in the host's cache for the first job. Keys that
 fail are dropped from the store and from every session that linked them, and the sessions'
-status says why. Nothing depends on this having run: a job whose keys are not in the cache
+status says why (kept in the store: any replica sharing it reports the refusal). Nothing depends on this having run: a job whose keys are not in the cache
 loads and checks them itself (:meth:`Host.keys_for`).
 """
 
@@ -16,7 +16,6 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 log = logging.getLogger("ringfire.serve")
-FAILURES_KEPT = 1024  # the most recent refusals the sessions' status can report
 
 
 class KeyChecks:
@@ -25,7 +24,6 @@ class KeyChecks:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="ringfire-keycheck")
         self._lock = threading.Lock()
         self._pending: dict[tuple[str, str], threading.Event] = {}
-        self._failed: dict[tuple[str, str], str] = {}  # (session, kind) -> why its keys were dropped
 
     def submit(self, tenant: str, kind: str, sha: str) -> None:
         with self._lock:
@@ -46,24 +44,18 @@ class KeyChecks:
             self.host.evict(path)
             sessions = self.store.drop_blob(tenant, sha)
             self.metrics.refused.labels("422").inc()
-            with self._lock:
-                for sid in sessions:
-                    self._failed[(sid, kind)] = message
-                while len(self._failed) > FAILURES_KEPT:
-                    self._failed.pop(next(iter(self._failed)))
+            self.store.key_refused(sessions, kind, message)
         finally:
             with self._lock:
                 self._pending.pop((tenant, sha)).set()
 
     def failure(self, sid: str, kind: str) -> str | None:
         """Why the session's `kind` keys were dropped after their upload (None: they were not)."""
-        with self._lock:
-            return self._failed.get((sid, kind))
+        return self.store.key_failure(sid, kind)
 
     def forget(self, sid: str, kind: str) -> None:
         """A new upload or link replaces the session's `kind` keys: the old refusal is history."""
-        with self._lock:
-            self._failed.pop((sid, kind), None)
+        self.store.forget_key_failure(sid, kind)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Waits for the checks under way (tests, shutdown); False if some still run."""

@@ -9,14 +9,19 @@ Layout under the store directory::
     blobs/<tenant>/<sha256>            committed keys (read-only once written)
     uploads/<upload id>.part           bytes received so far
     results/<job id>.rft               a finished job's encrypted output
+    rounds/<job id>.<n>.ask / .answer  a client-aided round's ciphertexts, and the key holder's answer
 
-Every write of a blob or a result goes to a temporary file first and is renamed into
-place, so a crash never leaves half a file under a final name. The connection is shared
-by the server's threads behind one lock (SQLite's own locking is per process).
+Every write of a blob, a result or a round goes to a temporary file first and is renamed
+into place, so a crash never leaves half a file under a final name. The connection is
+shared by the process's threads behind one lock; several processes may share one store
+(the replicas of ``ringfire serve --replicas``, serve/replicas.py): SQLite's file locks
+order their writes, a chunk being written is locked on its file, every job names the
+process that runs it (its *owner*), and each process's heartbeat says it still lives.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -42,7 +47,14 @@ create table if not exists jobs (id text primary key, tenant text not null, sess
     idempotency text, state text not null, error text, progress text, created real not null,
     updated real not null, result_bytes integer);
 create unique index if not exists jobs_idempotency on jobs (session, idempotency);
+create table if not exists rounds (job text not null, number integer not null, layer text not null,
+    entries integer not null, claimed integer not null default 0, out_shape text, primary key (job, number));
+create table if not exists key_failures (session text not null, kind text not null, message text not null,
+    primary key (session, kind));
+create table if not exists processes (id text primary key, beat real not null);
 """
+# Columns added since the first stores were written (added to an older store when opened).
+JOB_COLUMNS = {"owner": "text", "cancel": "integer not null default 0"}
 
 TERMINAL = ("done", "failed")
 BEHIND_BYTES = 8 * 2**20  # pieces of a chunk waiting for the file and the upload's digest
@@ -59,7 +71,7 @@ def new_id() -> str:
 class Store:
     def __init__(self, directory: str | os.PathLike):
         self.root = Path(directory)
-        for sub in ("blobs", "uploads", "results"):
+        for sub in ("blobs", "uploads", "results", "rounds"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.root / "state.sqlite", check_same_thread=False, isolation_level=None)
@@ -67,11 +79,17 @@ class Store:
         # WAL with synchronous=normal: a commit survives the process dying (what a restart
         # needs) without an fsync per statement; only an OS crash can lose the last ones.
         self._db.execute("pragma synchronous=normal")
+        # Another process of a shared store may hold the write lock for a moment: wait for it.
+        self._db.execute("pragma busy_timeout=30000")
         # The running SHA-256 of each upload whose chunks this process received in order
         # from its start: the commit then needs no second pass over the file.
         self._digests: dict[str, tuple[int, object]] = {}
         self._writing: set[str] = set()  # uploads with a chunk arriving (one at a time each)
         self._db.executescript(SCHEMA)
+        have = {row[1] for row in self._db.execute("pragma table_info(jobs)")}
+        for column, kind in JOB_COLUMNS.items():
+            if column not in have:
+                self._db.execute(f"alter table jobs add column {column} {kind}")
 
     def _q(self, sql: str, args=()) -> list:
         with self._lock:
@@ -148,12 +166,19 @@ class Store:
         if offset == 0:
             digest = hashlib.sha256()
         elif upto != offset:
-            digest = None  # resumed after a restart: the commit hashes the file instead
+            digest = None  # resumed after a restart, or chunks sent to other replicas: the commit hashes the file
         try:
-            return ChunkWriter(self, uid, offset, None if digest is None else digest.copy())
-        except BaseException:  # the part file would not open: the upload is free for the next chunk
+            writer = ChunkWriter(self, uid, offset, None if digest is None else digest.copy())
+        except BaseException:  # the part file would not open or is locked: the upload is free for the next chunk
             self._released(uid)
             raise
+        # Under the file's lock: a chunk another process kept meanwhile has moved the upload on
+        # (a chunk at 0 starts it over, whatever it held).
+        current = self._q("select received from uploads where id = ?", (uid,))
+        if not current or current[0][0] != offset and offset != 0:
+            writer.abandon()
+            raise ChunkBusy(f"[serve] this upload holds {current[0][0] if current else 0} bytes now, not {offset}")
+        return writer
 
     def append(self, uid: str, offset: int, chunk: bytes) -> int:
         """Writes a whole `chunk` at `offset`; returns the bytes the upload now holds."""
@@ -227,13 +252,15 @@ class Store:
         rows = self._q("select id, state from jobs where session = ? and idempotency = ?", (sid, idempotency))
         return None if not rows else {"id": rows[0][0], "state": rows[0][1]}
 
-    def create_job(self, tenant: str, sid: str, idempotency: str | None) -> tuple[str, bool]:
+    def create_job(self, tenant: str, sid: str, idempotency: str | None, owner: str | None = None
+                   ) -> tuple[str, bool]:
         """(job id, created): an idempotency key already seen for the session returns its job
-        (the unique index settles two requests with the same key at once)."""
+        (the unique index settles two requests with the same key at once, from any process).
+        `owner`: the process that will run it."""
         jid, now = new_id(), time.time()
         try:
-            self._q("insert into jobs values (?, ?, ?, ?, 'queued', null, null, ?, ?, null)",
-                    (jid, tenant, sid, idempotency, now, now))
+            self._q("insert into jobs (id, tenant, session, idempotency, state, created, updated, owner) "
+                    "values (?, ?, ?, ?, 'queued', ?, ?, ?)", (jid, tenant, sid, idempotency, now, now, owner))
         except sqlite3.IntegrityError:
             return self.job_for(sid, idempotency)["id"], False
         return jid, True
@@ -262,7 +289,104 @@ class Store:
         rows = self._q("select id from jobs where state not in ('done', 'failed')")
         for (jid,) in rows:
             self.set_job(jid, "failed", error=reason)
+            self.drop_rounds(jid)
         return len(rows)
+
+    def cancel_job(self, jid: str) -> bool:
+        """Asks the job's owner to stop it (it reads the flag while it waits) and closes its open
+        round to answers; False if it ended."""
+        with self._lock:
+            asked = self._db.execute("update jobs set cancel = 1 where id = ? and state not in ('done', 'failed')",
+                                     (jid,)).rowcount == 1
+            self._db.execute("update rounds set claimed = 1 where job = ?", (jid,))
+        return asked
+
+    def cancel_asked(self, jid: str) -> bool:
+        return bool(self._q("select cancel from jobs where id = ?", (jid,))[0][0])
+
+    # ---- processes sharing the store ---------------------------------------------------------
+    def beat(self, process: str) -> None:
+        """`process` still lives (each replica writes this every few seconds)."""
+        self._q("insert or replace into processes values (?, ?)", (process, time.time()))
+
+    def leave(self, process: str) -> None:
+        self._q("delete from processes where id = ?", (process,))
+
+    def fail_orphans(self, reason: str, silent_for: float) -> int:
+        """Marks failed the unfinished jobs whose owner has not beaten for `silent_for`
+        seconds (a replica that died, or a process before the store was shared); returns how
+        many. Clocks of the replicas' machines are compared: keep them in sync (NTP)."""
+        alive = time.time() - silent_for
+        rows = self._q("select id from jobs where state not in ('done', 'failed') and (owner is null or owner not in "
+                       "(select id from processes where beat >= ?))", (alive,))
+        for (jid,) in rows:
+            self.set_job(jid, "failed", error=reason)
+            self.drop_rounds(jid)
+        self._q("delete from processes where beat < ?", (alive - 3600,))
+        return len(rows)
+
+    # ---- client-aided rounds --------------------------------------------------------------
+    # The owner writes a round's row (and, in a shared store, its ciphertexts); any process
+    # serves them, takes the one answer (the claim is a single update, so two answers race and
+    # one wins) and writes it beside them, where the owner looks for it. A request that
+    # reaches the owner itself goes through its memory (serve/jobs.py): no file.
+    def _round_path(self, jid: str, number: int, what: str) -> Path:
+        return self.root / "rounds" / f"{jid}.{int(number)}.{what}"
+
+    def open_round(self, jid: str, number: int, layer: str, entries: int, payload: bytes | None) -> None:
+        """Publishes the round; its ciphertexts as a file only when `payload` is given (a store
+        shared with other processes: the owner serves its own requests from memory)."""
+        if payload is not None:
+            write_atomically(self._round_path(jid, number, "ask"), payload, sync=False)
+        self._q("insert or replace into rounds (job, number, layer, entries) values (?, ?, ?, ?)",
+                (jid, number, layer, entries))
+
+    def waiting_round(self, jid: str) -> dict | None:
+        """The round the job waits on and nobody answered yet: number, layer, entries."""
+        rows = self._q("select number, layer, entries from rounds where job = ? and claimed = 0 "
+                       "order by number desc limit 1", (jid,))
+        return None if not rows else dict(zip(("number", "layer", "entries"), rows[0]))
+
+    def round_question(self, jid: str, number: int) -> Path:
+        return self._round_path(jid, number, "ask")
+
+    def answer_round(self, jid: str, number: int, out_shape: tuple, data: bytes | None) -> bool:
+        """Takes the round's one answer; False if the round was answered already (or is not
+        open). `data` is written for the owner to read, or None where the caller is the owner
+        and hands the answer over in memory."""
+        with self._lock:
+            won = self._db.execute("update rounds set claimed = 1, out_shape = ? where job = ? and number = ? and "
+                                   "claimed = 0", (json.dumps(list(out_shape)), jid, number)).rowcount == 1
+        if won and data is not None:
+            write_atomically(self._round_path(jid, number, "answer"), data, sync=False)
+        return won
+
+    def round_answer(self, jid: str, number: int) -> tuple[bytes, tuple] | None:
+        """The answer once it is written: (bytes, out shape), or None."""
+        path = self._round_path(jid, number, "answer")
+        if not path.exists():
+            return None
+        data = path.read_bytes()
+        shape = self._q("select out_shape from rounds where job = ? and number = ?", (jid, number))[0][0]
+        self.drop_rounds(jid)
+        return data, tuple(json.loads(shape))
+
+    def drop_rounds(self, jid: str) -> None:
+        self._q("delete from rounds where job = ?", (jid,))
+        for path in (self.root / "rounds").glob(f"{jid}.*"):
+            path.unlink(missing_ok=True)
+
+    # ---- refusals of keys after their upload ------------------------------------------------
+    def key_refused(self, sessions: list[str], kind: str, message: str) -> None:
+        for sid in sessions:
+            self._q("insert or replace into key_failures values (?, ?, ?)", (sid, kind, message))
+
+    def key_failure(self, sid: str, kind: str) -> str | None:
+        rows = self._q("select message from key_failures where session = ? and kind = ?", (sid, kind))
+        return rows[0][0] if rows else None
+
+    def forget_key_failure(self, sid: str, kind: str) -> None:
+        self._q("delete from key_failures where session = ? and kind = ?", (sid, kind))
 
     def result_path(self, jid: str) -> Path:
         return self.root / "results" / f"{jid}.rft"
@@ -286,6 +410,12 @@ class ChunkWriter:
         self.store, self.uid, self.offset, self.size = store, uid, offset, 0
         self._whole, self._chunk = digest, hashlib.sha256()
         self._file = open(store.part_path(uid), "r+b")
+        try:  # one writer per upload across the processes sharing the store
+            fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._file.close()
+            raise ChunkBusy(f"[serve] a chunk of this upload is arriving already; resend after it (at offset "
+                            f"{offset})") from None
         self._file.seek(offset)
         self._kept = False
         self._behind = InOrder(self._write_behind, BEHIND_BYTES)
@@ -312,6 +442,13 @@ class ChunkWriter:
         received = self.offset + self.size
         self.store._kept(self.uid, received, self._whole)
         return received
+
+    def abandon(self) -> None:
+        """Lets go of the upload before a byte was written (its file stays as it was)."""
+        self._behind.finish()
+        self._file.close()
+        self._kept = True
+        self.store._released(self.uid)
 
     def __enter__(self) -> "ChunkWriter":
         return self
