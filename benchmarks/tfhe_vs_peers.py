@@ -136,6 +136,8 @@ def table(rf: dict, ofhe: dict | None) -> str:
     add("16-bit addition, radix-4 blocks, both cores (ms)", ours("radix16 add", ".0f"))
     add("16-bit comparison, radix-4 blocks, both cores (ms)", ours("radix16 <", ".0f"))
     add("16-bit max, radix-4 blocks, both cores (ms)", ours("radix16 max", ".0f"))
+    add("16-bit product by a constant, radix-4 blocks, both cores (ms)", ours("radix16 * c", ".0f"))
+    add("16-bit product, radix-4 blocks, both cores (ms)", ours("radix16 * y", ".0f"))
     add("16-bit comparison, both cores (ms)", ours("uint16 <", ".0f"),
         f(sign and sign["median_ms"], ".0f") + " (EvalSign, 9 bits, its own set)")
     ratio = value(rows, "STD128", "NAND")

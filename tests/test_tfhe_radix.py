@@ -51,6 +51,11 @@ def test_every_operation_matches_python_integers_toy(toy, bits):
     for n in (1, 2, 3, bits - 1, bits, bits + 5):
         assert (dec(x << n) == (u << np.uint64(min(n, bits))) % mod).all(), n
         assert (dec(x >> n) == (u >> np.uint64(min(n, bits)))).all(), n
+    wide = lambda a: a.astype(object)  # noqa: E731 - Python ints: negative constants, no wrap before the mod
+    for k in (0, 1, 3, 6, mod - 1, 0x2D % mod, -5):
+        assert (wide(dec(x * k)) == wide(u) * k % mod).all(), k
+    assert (dec(x * y) == (u * v) % mod).all() and (dec(-x) == (mod - u) % mod).all()
+    assert (dec((x * y) + x) == (u * v + u) % mod).all()
     assert (dec((x + y) - y) == u).all()  # results are clean blocks: they compose
     assert (dec((x + y) < x) == ((u + v) % mod < u)).all()
 
@@ -83,6 +88,15 @@ def test_what_radix_integers_refuse(toy):
         x + ctx.encrypt([1, 2], sk, bits=4)
     with pytest.raises(TypeError):
         pickle.dumps(x)
+    for bad in (2.5, True, np.array([2, 3])):
+        with pytest.raises(TypeError, match="public int"):
+            x * bad
+    with pytest.raises(TypeError):
+        np.array([2, 3]) * x  # not an array of objects, one product per element
+    with pytest.raises(TypeError, match="RadixUInt"):
+        x * ctx.encrypt([1, 2], sk, bits=4)
+    with pytest.raises(ValueError, match="operands differ"):
+        x * ctx.encrypt_radix([1, 2], sk, bits=6)
     with pytest.raises(ValueError, match="shift counts"):
         x << -1
     with pytest.raises(TypeError):
@@ -103,3 +117,4 @@ def test_sixteen_bits_at_128_bit_security():
     assert ctx.decrypt(x + y, sk).tolist() == ((u + v) % 65536).tolist()
     assert ctx.decrypt(x < y, sk).tolist() == (u < v).tolist()
     assert ctx.decrypt(x.max(y), sk).tolist() == np.maximum(u, v).tolist()
+    assert ctx.decrypt(x[:1] * y[:1], sk).tolist() == [51234 * 40000 % 65536]  # 114 tables, one element

@@ -16,6 +16,7 @@ For each parameter set, rows (set, routine, value, unit, exact):
 * uint16 add      one 16-bit addition (16 levels of full adders), all threads (ms)
 * uint16 <        one 16-bit comparison (the carry chain), all threads (ms)
 * radix16 add, radix16 <, radix16 max   the same on radix-4 blocks (``encrypt_radix``; torus sets)
+* radix16 * c, radix16 * y              a product by a public 16-bit constant and by another radix16
 * p_fail ...      the noise model's failure probability (log2) of NAND, MAJ, 2-, 3- and 4-bit
                   tables
 
@@ -132,6 +133,11 @@ def bench_tfhe(sets=SETS, repeat: int = 20, quiet: bool = False) -> list[dict]:
             row("radix16 <", ms, "ms", bool(ctx.decrypt(xr < yr, sk)[0] == (u < v)))
             ms = median_ms(lambda: xr.max(yr), max(1, repeat // 10))
             row("radix16 max", ms, "ms", bool(ctx.decrypt(xr.max(yr), sk)[0] == max(u, v)))
+            c = int(rng.integers(1 << 15, 1 << 16))
+            ms = median_ms(lambda: xr * c, max(1, repeat // 10))
+            row("radix16 * c", ms, "ms", bool(ctx.decrypt(xr * c, sk)[0] == u * c % 65536))
+            ms = median_ms(lambda: xr * yr, max(1, repeat // 10))
+            row("radix16 * y", ms, "ms", bool(ctx.decrypt(xr * yr, sk)[0] == u * v % 65536))
 
         checks = [("p_fail NAND", "nand", {}), ("p_fail MAJ", "maj", {}), ("p_fail LUT 2-bit", "lut", {"bits": 2}),
                   ("p_fail LUT 3-bit", "lut", {"bits": 3}), ("p_fail LUT 4-bit", "lut", {"bits": 4}),

@@ -19,6 +19,9 @@ class IntegerParts:
     _ENCODING = -1
     PART_BITS = 1
     PART_CIPHERTEXT_BITS: int | None = None
+    # NumPy defers to these operators (an array on the left would otherwise apply them
+    # element by element into an array of objects): arrays are refused like other operands.
+    __array_ufunc__ = None
 
     def __init__(self, context, parts: list[Ciphertext]):
         self.context, self.parts = context, list(parts)

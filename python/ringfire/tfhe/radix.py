@@ -8,6 +8,7 @@ import numpy as np
 from .ciphertext import Ciphertext
 from .integer_parts import IntegerParts, shift_count
 from .params import tail_probability_log2
+from .radix_products import check_constant, times_constant, times_encrypted
 
 BLOCK_BITS = 2  # message bits per block
 SPACE_BITS = 4  # each block's ciphertext: message and carry bits
@@ -36,6 +37,10 @@ class RadixUInt(IntegerParts):
 
     - ``+`` / ``-``: blocks add without a bootstrap; the carries ripple, two bootstraps per
       block (the block mod 4 and its carry, in one call): 2b - 1 in b levels;
+    - ``* c`` (a public int) and ``* y``: partial products in columns (block i times c's
+      base-4 digit j, linear; or two tables per block pair on 4 x_i + y_j, b(b+1) - 1 in one
+      level), compressed by tables (two per group of terms summing to 15 or less, a few
+      levels) and rippled once;
     - ``<``, ``<=``, ``>``, ``>=``, ``==``, ``!=``: one table per block on (4 x_i + y_i)
       gives lt / eq / gt, a tree of tables on (4 hi + lo) merges them from the top,
       one more gives the boolean: 2b in 2 + log2 b levels;
@@ -83,6 +88,21 @@ class RadixUInt(IntegerParts):
 
     def __rsub__(self, other) -> "RadixUInt":
         return self._operand(other) - self
+
+    def __neg__(self) -> "RadixUInt":
+        return self._operand(0) - self
+
+    def __mul__(self, other) -> "RadixUInt":
+        """By a public int (its base-4 digits times the blocks, linear) or by another
+        RadixUInt (a table for each half of each block product), mod 2^bits; the partial
+        products' columns are then compressed by tables and rippled once (radix_products.py)."""
+        if isinstance(other, RadixUInt):
+            return times_encrypted(self, self._operand(other))
+        if isinstance(other, (Ciphertext, IntegerParts)):
+            self._operand(other)  # the operand check names what it is
+        return times_constant(self, check_constant(other))
+
+    __rmul__ = __mul__
 
     # ---- bitwise and shifts ----------------------------------------------------------
 
@@ -191,6 +211,9 @@ def _tables(ctx) -> dict:
         bits = SPACE_BITS
         ctx._radix_tables = {
             "low": ctx.lut(lambda m: m & 3, bits=bits),
+            "high": ctx.lut(lambda m: m >> 2, bits=bits),
+            "product_low": ctx.lut(lambda m: (m >> 2) * (m & 3) & 3, bits=bits),
+            "product_high": ctx.lut(lambda m: (m >> 2) * (m & 3) >> 2, bits=bits),
             "split": ctx.lut(lambda m: m & 3 if m < 8 else (m - 8) >> 2, bits=bits),
             "state": ctx.lut(state, bits=bits),
             "merge": ctx.lut(lambda m: merge(m) if (m >> 2) <= _GT and (m & 3) <= _GT else 0, bits=bits),
