@@ -383,6 +383,10 @@ def test_the_service_runs_as_replicas_that_share_its_store(cluster, tmp_path):
         replicas.run(config, 2, address=cluster.cluster.address, host="127.0.0.1", port=port)
         names = {httpx.get(f"{url}/v2/health/live").headers["x-ringfire-process"] for _ in range(24)}
         assert len(names) == 2  # both replicas answer through the one address
+        with pytest.raises(RuntimeError, match="already runs on this cluster"):
+            replicas.run(config, 1, address=cluster.cluster.address, host="127.0.0.1", port=port)
+        with pytest.raises(ValueError, match="5 replicas take one node each"):
+            replicas.run(config, 5, address=cluster.cluster.address, host="127.0.0.1", port=port)
         with Client(url, tokens["alice"]) as client:
             session = client.session("mlp", progress=False)
             ys = [session.infer(x, progress=False) for _ in range(3)]
@@ -398,8 +402,9 @@ def test_the_service_runs_as_replicas_that_share_its_store(cluster, tmp_path):
             with sqlite3.connect(tmp_path / "store" / "state.sqlite") as db:
                 owner = db.execute("select owner from jobs where id = ?", (job,)).fetchone()[0]
                 owners = {row[0] for row in db.execute("select owner from jobs")}
+                pid = db.execute("select pid from server_processes where id = ?", (owner,)).fetchone()[0]
             assert owners <= names and owner in names
-            os.kill(int(owner.split("-")[-2]), signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
             deadline = time.monotonic() + 60
             while (status := client.request("GET", f"/v1/jobs/{job}").json())["state"] != "failed":
                 assert time.monotonic() < deadline, status

@@ -19,7 +19,7 @@ httpx = pytest.importorskip("httpx")
 pytest.importorskip("onnx")
 
 import ringfire as rf  # noqa: E402
-from ringfire.serve import Client, ServeConfig, ServerError  # noqa: E402
+from ringfire.serve import Client, ServeConfig, ServerError, create_app  # noqa: E402
 from nn_models import mlp_bytes, ort_run  # noqa: E402
 from serve_support import (SEED, batch, free_port, self_signed, server_process, server_thread,  # noqa: E402
                            tokens_file)
@@ -572,7 +572,8 @@ def test_a_graceful_shutdown_drains_then_reports_what_it_could_not_finish(mlp_pa
     with server_process(args, port):
         with Client(url, tokens["alice"]) as client:
             status = client.request("GET", f"/v1/jobs/{job}").json()
-    assert status["state"] == "failed" and "stopped before the job finished" in status["error"]
+    # A job waiting for its client fails at once (no answer reaches a server that stops).
+    assert status["state"] == "failed" and "server stopped while the job waited for its client" in status["error"]
 
 
 def test_master_keys_stand_in_for_the_galois_keys(mlp_path, tmp_path):
@@ -810,9 +811,13 @@ def test_servers_sharing_a_store_serve_each_others_sessions_rounds_and_jobs(mlp_
         job = first.submit(first.ctx.encrypt_batch(x, first.secret_key))
         y = first.ctx.decrypt_batch(other.wait(job), first.secret_key)
         assert np.max(np.abs(y - ort_run(mlp_path.read_bytes(), x))) < 1e-3 and other.rounds >= 1
-        owner = app1.state.runner.owner
-        assert app1.state.store.job(job, "alice")["state"] == "done" and owner != app2.state.runner.owner
-        assert app1.state.store._q("select owner from jobs where id = ?", (job,)) == [(owner,)]
+        owner, store = app1.state.runner.owner, app1.state.store
+        assert store.job(job, "alice")["state"] == "done" and owner != app2.state.runner.owner
+        assert store._q("select owner from jobs where id = ?", (job,)) == [(owner,)]
+        assert not store.set_job(job, "running")  # done is final, whoever writes
+        # A plain server is refused on a store replicas use (and would be, the other way round).
+        with pytest.raises(RuntimeError, match="in use by another replica"):
+            quiet(lambda: create_app(dataclasses.replace(config, shared_store=False)))
         # Cancelled through the server that does not run it.
         job = first.submit(first.ctx.encrypt_batch(x, first.secret_key))
         while two.request("GET", f"/v1/jobs/{job}").json()["state"] != "awaiting_client":

@@ -11,10 +11,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import re
 import secrets
-import socket
 import threading
 import time
 
@@ -104,8 +102,9 @@ class RateLimiter:
 
 
 class ProcessHeader:
-    """ASGI middleware naming the process that answered (``X-Ringfire-Process``): with
-    replicas, which one served a request (logs, tests)."""
+    """ASGI middleware naming the process that answered (``X-Ringfire-Process``, an opaque
+    nonce; the store's server_processes table maps it to a host and pid): with replicas,
+    which one served a request (logs, tests)."""
 
     def __init__(self, app, process: str):
         self.app, self.header = app, (b"x-ringfire-process", process.encode())
@@ -122,21 +121,42 @@ class ProcessHeader:
 
 
 class Heartbeat:
-    """For a store shared with other processes: this one's beat every few seconds, and the
-    unfinished jobs of processes silent for longer reported failed (a replica that died)."""
+    """This process's beat in the store every few seconds (with its host and pid), so that
+    others know it lives; with a store shared by replicas, the unfinished jobs of processes
+    silent for longer (or gone from this host) are reported failed."""
 
-    def __init__(self, store: Store, process: str, silent_seconds: float):
-        self.store, self.process, self.silent = store, process, silent_seconds
-        self.period = min(2.0, silent_seconds / 4)  # a few beats fit in the silence that means death
+    def __init__(self, store: Store, process: str, config: ServeConfig):
+        self.store, self.process, self.shared = store, process, config.shared_store
+        self.silent = config.silent_seconds
+        self.period = min(2.0, self.silent / 4)  # a few beats fit in the silence that means death
         self._stop = threading.Event()
-        store.beat(process)
-        self.sweep()
+        self._refuse_company()
+        store.settle_journal()
+        store.beat(process, self.shared)
+        if self.shared:
+            self.sweep()
+        else:
+            restarted = store.fail_unfinished("server restarted while the job was unfinished; submit it again")
+            if restarted:
+                log.warning("%d jobs left unfinished by the previous server process marked failed", restarted)
         self._thread = threading.Thread(target=self._run, name="ringfire-heartbeat", daemon=True)
         self._thread.start()
 
+    def _refuse_company(self) -> None:
+        """A plain server owns its store; replicas share theirs only with replicas."""
+        others = [p for p in self.store.live_processes(self.silent, but=self.process)
+                  if not (self.shared and p["shared"])]
+        if others:
+            p = others[0]
+            kind = "replica" if p["shared"] else "server"
+            raise RuntimeError(f"[serve] the store {str(self.store.root)!r} is in use by another {kind} (pid {p['pid']} "
+                               f"on {p['host']}, seen {time.time() - p['beat']:.0f} s ago): "
+                               + ("replicas share a store only with replicas of the same service"
+                                  if self.shared else "give this server a store of its own"))
+
     def sweep(self) -> int:
         lost = self.store.fail_orphans(f"the server process running the job stopped (silent for "
-                                       f"{self.silent:g} s); submit it again", self.silent)
+                                       f"{self.silent:g} s, or gone); submit it again", self.silent)
         if lost:
             log.warning("%d jobs of server processes that stopped marked failed", lost)
         return lost
@@ -144,8 +164,9 @@ class Heartbeat:
     def _run(self) -> None:
         while not self._stop.wait(self.period):
             try:
-                self.store.beat(self.process)
-                self.sweep()
+                self.store.beat(self.process, self.shared)
+                if self.shared:
+                    self.sweep()
             except Exception:  # noqa: BLE001 - a busy or closed store: the next beat tries again
                 log.exception("heartbeat")
 
@@ -157,16 +178,10 @@ class Heartbeat:
 
 def create_app(config: ServeConfig) -> FastAPI:
     tokens = load_tokens(config.tokens)
-    store = Store(config.store)
-    # Which machine and process: what an operator needs to find a job's owner.
-    process = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
-    heartbeat = None
-    if config.shared_store:  # the others' jobs are theirs: only a silent process's are lost
-        heartbeat = Heartbeat(store, process, config.silent_seconds)
-    else:
-        restarted = store.fail_unfinished("server restarted while the job was unfinished; submit it again")
-        if restarted:
-            log.warning("%d jobs left unfinished by the previous server process marked failed", restarted)
+    store = Store(config.store, shared=config.shared_store)
+    # An opaque name, in responses and on jobs; the store maps it to a host and pid for operators.
+    process = secrets.token_hex(6)
+    heartbeat = Heartbeat(store, process, config)
     host = Host(config)
     metrics = Metrics()
     runner = JobRunner(host, store, config, metrics, process)
@@ -180,8 +195,7 @@ def create_app(config: ServeConfig) -> FastAPI:
         state["stopping"] = True
         failed = await anyio.to_thread.run_sync(runner.stop, config.drain_timeout)
         checks.close()
-        if heartbeat is not None:
-            heartbeat.stop()
+        heartbeat.stop()
         store.close()
         log.info("stopped; %d unfinished jobs marked failed", failed)
 
@@ -317,7 +331,7 @@ def create_app(config: ServeConfig) -> FastAPI:
 
     @app.put("/v1/sessions/{sid}/keys/{kind}")
     async def upload(sid: str, kind: str, request: Request, who: str = Depends(tenant)):
-        own_session(sid, who)
+        session_now = own_session(sid, who)
         known_kind(kind)
         match = _RANGE.match(request.headers.get("content-range", ""))
         if not match:
@@ -331,6 +345,10 @@ def create_app(config: ServeConfig) -> FastAPI:
                         f"{total} declared")
         if not first <= last < total or last - first + 1 > config.chunk_bytes:
             refuse(416, f"bad range {first}-{last}/{total} (chunks of at most {config.chunk_bytes} bytes)")
+        kept = session_now["keys"].get(kind)
+        if kept is not None and kept["sha256"] == whole and kept["size"] == total:
+            # A retry of the last chunk after the upload was kept: it is there already.
+            return {"received": total, "total": total, "stored": True, "sha256": whole, "new": False}
         state_now = store.upload_state(sid, kind)
         fresh = state_now is None or state_now["total"] != total or state_now["sha256"] != whole
         if fresh and store.stored_bytes(who) + total > config.tenant_bytes:

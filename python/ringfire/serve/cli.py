@@ -82,18 +82,33 @@ def main(args) -> int:
 
 def serve_replicas(args, config) -> int:
     """--ray --replicas K: Ray Serve's proxy on --host:--port, K replicas behind it; runs until
-    interrupted, then takes them down (each drains its running jobs)."""
+    interrupted (Ctrl-C or SIGTERM), then takes them down: jobs computing finish within
+    --drain-timeout, jobs waiting for their clients fail (nothing routes to them any more)."""
+    import signal
+
     from . import replicas
-    replicas.run(config, args.replicas, address=args.ray or None, host=args.host, port=args.port,
-                 tls_cert=args.tls_cert, tls_key=args.tls_key)
-    print(f"serving {config.name} from {args.replicas} replicas at {'https' if args.tls_cert else 'http'}://"
-          f"{args.host}:{args.port} (Ctrl-C stops)", flush=True)
+    replicas.check_count(args.replicas)
+
+    def interrupted(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, interrupted)  # systemd, docker and kill stop it as Ctrl-C does
+    started = False
     try:
+        replicas.run(config, args.replicas, address=args.ray or None, host=args.host, port=args.port,
+                     tls_cert=args.tls_cert, tls_key=args.tls_key)
+        signal.signal(signal.SIGTERM, interrupted)  # again: connecting to Ray put its own handler there
+        started = True
+        print(f"serving {config.name} from {args.replicas} replicas at {'https' if args.tls_cert else 'http'}://"
+              f"{args.host}:{args.port} (Ctrl-C stops)", flush=True)
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
-        replicas.stop()
-    return 0
+        # Ray's shutdown signals its own processes: a SIGTERM now must not cut the drain short.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        print("stopping: the replicas finish their running jobs (at most --drain-timeout)", flush=True)
+        replicas.stop(wait=config.drain_timeout + 60)
+        print("stopped", flush=True)
+        return 0 if started else 130
 
 
 def remote_infer(args) -> int:

@@ -13,6 +13,7 @@ idempotency key returns the job already made for it).
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 import time
@@ -25,6 +26,8 @@ from ..ckks.batch import EncryptedTensor
 from ..nn.client import Client
 from . import wire
 
+log = logging.getLogger("ringfire.serve")
+
 
 class QueueFull(Exception):
     """Too many jobs waiting: the caller answers 429 with Retry-After."""
@@ -32,6 +35,10 @@ class QueueFull(Exception):
 
 class ClientTimeout(RuntimeError):
     pass
+
+
+class JobLost(RuntimeError):
+    """Another process ended the job (it took this one for dead): its work stops here."""
 
 
 ROUND_POLL_SECONDS = 0.01   # how often a waiting job of a shared store looks for an answer file
@@ -83,9 +90,11 @@ class RemoteClient(Client):
                 break
             now = time.monotonic()
             if now >= look_at_cancel:
-                if self.runner.cancel_asked(job):
-                    raise ClientTimeout("[serve] the job was cancelled")
+                self.runner.stop_if_asked(job)
                 look_at_cancel = now + CANCEL_POLL_SECONDS
+            if self.runner.stopping:  # no answer can reach a server that shuts down: do not hold it up
+                raise ClientTimeout(f"[serve] the server stopped while the job waited for its client (round "
+                                    f"{number})")
             if now > deadline:
                 raise ClientTimeout(f"[serve] the client did not answer round {number} ({node.op} at "
                                     f"'{node.name}') within {self.runner.config.round_timeout:g} s")
@@ -141,8 +150,14 @@ class JobRunner:
 
     def set_state(self, job: Job, state: str, **extra) -> None:
         # The store first: a reader who sees the live state can then find its error and result.
-        self.store.set_job(job.id, state, progress=job.progress or None, **extra)
+        if not self.store.set_job(job.id, state, progress=job.progress or None, **extra):
+            job.state = "failed"
+            raise JobLost(f"[serve] job {job.id} was ended by another server process")
         job.state = state
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
 
     def cancel(self, job: Job) -> None:
         job.cancelled.set()
@@ -160,9 +175,14 @@ class JobRunner:
         q = job.question if job is not None else None
         return q[1] if q is not None and q[0] == number else None
 
-    def cancel_asked(self, job: Job) -> bool:
-        """Cancelled here, or through the store by any process sharing it."""
-        return job.cancelled.is_set() or self.store.cancel_asked(job.id)
+    def stop_if_asked(self, job: Job) -> None:
+        """Raises if the job was cancelled (here, or through the store by any process sharing
+        it) or ended by another process."""
+        why = "cancelled" if job.cancelled.is_set() else self.store.stopped(job.id)
+        if why == "cancelled":
+            raise ClientTimeout("[serve] the job was cancelled")
+        if why == "ended":
+            raise JobLost(f"[serve] job {job.id} was ended by another server process")
 
     # ---- the workers ---------------------------------------------------------------------
     def _work(self) -> None:
@@ -180,26 +200,40 @@ class JobRunner:
                 job.body = b""
 
     def _run(self, job: Job) -> None:
-        if self.cancel_asked(job):
-            self.set_state(job, "failed", error="cancelled before it ran")
+        try:
+            self.stop_if_asked(job)
+        except ClientTimeout:
+            self._end(job, "cancelled before it ran")
+            return
+        except JobLost:
             return
         job.started = time.monotonic()
-        self.set_state(job, "running")
         try:
+            self.set_state(job, "running")
             out = self._infer(job)
             data = wire.pack_tensor(out.cts, out.batch, out.packing, out.period, out.sample_shape, out.element_slots)
             self.store.write_result(job.id, data)
             job.progress["done"] = job.progress.get("total", 0)
             self.set_state(job, "done", result_bytes=len(data))
             self.metrics.job_seconds.observe(time.monotonic() - job.started)
+        except JobLost as e:
+            # Reported failed by the others while this process was silent (stopped, swapped out):
+            # its client was told to submit again, so nothing of this run may count.
+            log.warning("%s while this process ran it; its work is dropped", e)
+            self.store.result_path(job.id).unlink(missing_ok=True)
         except Exception as e:  # noqa: BLE001 - every failure ends the job with its reason
             message = str(e) or type(e).__name__
             if not isinstance(e, (ValueError, ClientTimeout, MemoryError)):
                 message += " (" + traceback.format_exception_only(type(e), e)[-1].strip() + ")"
-            self.set_state(job, "failed", error=message)
-            self.metrics.jobs_failed.inc()
+            self._end(job, message)
         finally:
             self.store.drop_rounds(job.id)
+
+    def _end(self, job: Job, error: str) -> None:
+        """The job failed here (unless another process ended it first: then nothing to add)."""
+        if self.store.set_job(job.id, "failed", error=error, progress=job.progress or None):
+            self.metrics.jobs_failed.inc()
+        job.state = "failed"
 
     def _infer(self, job: Job) -> EncryptedTensor:
         host, session = self.host, self.store.session(job.session, job.tenant)
@@ -218,10 +252,15 @@ class JobRunner:
         enc = EncryptedTensor(fields["cts"], fields["batch"], ctx, fields["packing"], fields["period"],
                               fields["sample_shape"], fields["element_slots"])
 
+        looked = [time.monotonic()]
+
         def progress(done, total, label):
             job.progress = {"done": done, "total": total, "layer": label}
             if job.state == "running":
-                self.store.set_job(job.id, "running", progress=job.progress)
+                self.set_state(job, "running")
+            if time.monotonic() - looked[0] > CANCEL_POLL_SECONDS:  # between layers too, not only in rounds
+                looked[0] = time.monotonic()
+                self.stop_if_asked(job)
 
         client = RemoteClient(self, job, load, host.max_ciphertext_bytes())
         return host.model(enc, client=client, progress=progress, executor=self.executor)
@@ -236,6 +275,6 @@ class JobRunner:
         with self._lock:
             for job in self._live.values():
                 job.cancelled.set()
-                self.set_state(job, "failed", error="the server stopped before the job finished")
+                self._end(job, "the server stopped before the job finished")
                 failed += 1
         return failed

@@ -20,6 +20,7 @@ import logging
 import os
 import secrets
 import socket
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -69,12 +70,17 @@ class Replica:
         return create_app(self.config)
 
 
+def check_count(replicas) -> int:
+    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
+        raise ValueError(f"[serve] replicas: a count from 1 up, got {replicas!r}")
+    return replicas
+
+
 def deployment(config: ServeConfig, replicas: int, *, cpus: float = 1.0):
     """The Ray Serve application for `config` in `replicas` replicas (bind it, then
     ``serve.run``); the store is marked here, so call it where the store is reachable."""
     from ray import serve
-    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
-        raise ValueError(f"[serve] replicas: a count from 1 up, got {replicas!r}")
+    check_count(replicas)
     if config.ray:
         raise ValueError("[serve] replicas run their jobs on their own node: leave config.ray unset")
     shared = replace(config, shared_store=True)
@@ -91,23 +97,89 @@ def deployment(config: ServeConfig, replicas: int, *, cpus: float = 1.0):
 def run(config: ServeConfig, replicas: int, *, address: str | None, host: str, port: int,
         tls_cert: str | None = None, tls_key: str | None = None, cpus: float = 1.0) -> None:
     """Connects to the cluster at `address` (None: RAY_ADDRESS or a local one), starts Ray
-    Serve's HTTP proxy on host:port and the replicas behind it, and returns once they are up."""
+    Serve's HTTP proxy on host:port and the replicas behind it, and returns once they answer
+    there. Refuses, before deploying, more replicas than nodes with `cpus` CPUs, a second
+    ringfire service on the cluster, and a proxy another command started on another port."""
+    check_count(replicas)
     try:
         import ray
         from ray import serve
     except ImportError as e:
         raise ImportError(f"[serve] replicas need Ray Serve: pip install 'ringfire[ray]' ({e})") from None
     ray.init(address=address or None, ignore_reinit_error=True, log_to_driver=False)
+    nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) >= cpus]
+    if len(nodes) < replicas:
+        raise ValueError(f"[serve] {replicas} replicas take one node each with {cpus:g} CPU; the cluster has "
+                         f"{len(nodes)} such nodes: add nodes (ray start --address ...) or ask for fewer replicas")
+    if APP_NAME in _applications():
+        raise RuntimeError(f"[serve] a ringfire service already runs on this cluster (Ray Serve application "
+                           f"{APP_NAME!r}): stop its command first, or `serve shutdown`")
     options = {"host": host, "port": port}
     if tls_cert:
         options.update(ssl_certfile=tls_cert, ssl_keyfile=tls_key)
     serve.start(http_options=options)
-    serve.run(deployment(config, replicas, cpus=cpus), name=APP_NAME, route_prefix="/")
+    try:
+        serve.run(deployment(config, replicas, cpus=cpus), name=APP_NAME, route_prefix="/")
+    except RuntimeError as e:  # Ray says "failed to update the deployments": the replicas' own error is below
+        why = _failure() or str(e)
+        stop(wait=0)
+        raise RuntimeError(f"[serve] the replicas did not start: {why}") from None
+    if not _answers(host, port, bool(tls_cert)):
+        stop(wait=0)
+        raise RuntimeError(f"[serve] nothing of this service answers on {host}:{port}: Ray Serve's proxy on this "
+                           "cluster was started on another address (serve.start keeps the first); `serve shutdown` "
+                           "and start again")
     log.info("%d replicas of %s serving at %s://%s:%d", replicas, config.name, "https" if tls_cert else "http",
              host, port)
 
 
-def stop() -> None:
-    """Takes the application down (its replicas drain their running jobs first)."""
+def _applications() -> dict:
     from ray import serve
-    serve.delete(APP_NAME)
+    try:
+        return dict(serve.status().applications)
+    except Exception:  # noqa: BLE001 - Serve not started on this cluster: no applications
+        return {}
+
+
+def _failure() -> str | None:
+    """The replicas' error as Ray Serve recorded it (its last line: the exception)."""
+    app = _applications().get(APP_NAME)
+    if app is None:
+        return None
+    messages = [d.message for d in app.deployments.values() if d.message] or [app.message]
+    lines = [line.strip() for line in "\n".join(messages).splitlines() if line.strip()]
+    return lines[-1] if lines else None
+
+
+def _answers(host: str, port: int, tls: bool) -> bool:
+    import ssl
+    import urllib.request
+    where = "127.0.0.1" if host in ("0.0.0.0", "") else "::1" if host == "::" else host
+    url = f"{'https' if tls else 'http'}://{where}:{port}/v2/health/live"
+    context = ssl._create_unverified_context() if tls else None  # our own proxy, its own certificate
+    for _ in range(20):
+        try:
+            with urllib.request.urlopen(url, timeout=3, context=context) as response:
+                return response.status == 200 and b"live" in response.read()
+        except OSError:
+            time.sleep(0.5)
+    return False
+
+
+def stop(wait: float = 660.0) -> None:
+    """Takes the application down, waiting up to `wait` seconds while its replicas finish
+    their running jobs; then Ray Serve itself (its proxy frees the port) if nothing else of
+    Serve runs on the cluster. A Ray instance this process started (``--ray`` with no cluster
+    to join) ends with it, replicas and all, at once."""
+    import ray
+    from ray import serve
+    from ray._private import worker
+    if getattr(getattr(worker, "_global_node", None), "head", False):  # a head node this process started
+        ray.shutdown()
+        return
+    serve.delete(APP_NAME, _blocking=False)
+    deadline = time.monotonic() + wait
+    while APP_NAME in _applications() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    if not _applications():
+        serve.shutdown()

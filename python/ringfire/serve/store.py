@@ -21,10 +21,12 @@ process that runs it (its *owner*), and each process's heartbeat says it still l
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
 import os
+import socket
 import sqlite3
 import threading
 import time
@@ -51,13 +53,24 @@ create table if not exists rounds (job text not null, number integer not null, l
     entries integer not null, claimed integer not null default 0, out_shape text, primary key (job, number));
 create table if not exists key_failures (session text not null, kind text not null, message text not null,
     primary key (session, kind));
-create table if not exists processes (id text primary key, beat real not null);
+create table if not exists server_processes (id text primary key, host text not null, pid integer not null,
+    shared integer not null, beat real not null);
 """
 # Columns added since the first stores were written (added to an older store when opened).
 JOB_COLUMNS = {"owner": "text", "cancel": "integer not null default 0"}
 
 TERMINAL = ("done", "failed")
 BEHIND_BYTES = 8 * 2**20  # pieces of a chunk waiting for the file and the upload's digest
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's: alive
+        return True
+    return True
 
 
 class ChunkBusy(RuntimeError):
@@ -69,27 +82,61 @@ def new_id() -> str:
 
 
 class Store:
-    def __init__(self, directory: str | os.PathLike):
-        self.root = Path(directory)
+    def __init__(self, directory: str | os.PathLike, *, shared: bool = False):
+        """``shared``: other processes (replicas, possibly on other machines) open the same
+        directory: the rollback journal instead of WAL (which needs memory shared on one
+        host), and uploads hashed from their files at commit (chunks may reach any process)."""
+        self.root, self.shared = Path(directory), shared
         for sub in ("blobs", "uploads", "results", "rounds"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.root / "state.sqlite", check_same_thread=False, isolation_level=None)
-        self._db.execute("pragma journal_mode=wal")
-        # WAL with synchronous=normal: a commit survives the process dying (what a restart
-        # needs) without an fsync per statement; only an OS crash can lose the last ones.
-        self._db.execute("pragma synchronous=normal")
-        # Another process of a shared store may hold the write lock for a moment: wait for it.
+        self._db = sqlite3.connect(self.root / "state.sqlite", check_same_thread=False, isolation_level=None,
+                                   timeout=30)
+        # First: every statement after it may meet another process's lock, and waits for it.
         self._db.execute("pragma busy_timeout=30000")
         # The running SHA-256 of each upload whose chunks this process received in order
         # from its start: the commit then needs no second pass over the file.
         self._digests: dict[str, tuple[int, object]] = {}
         self._writing: set[str] = set()  # uploads with a chunk arriving (one at a time each)
-        self._db.executescript(SCHEMA)
-        have = {row[1] for row in self._db.execute("pragma table_info(jobs)")}
-        for column, kind in JOB_COLUMNS.items():
-            if column not in have:
-                self._db.execute(f"alter table jobs add column {column} {kind}")
+        with self._transaction():  # processes opening a new store at once: one creates it
+            for statement in filter(str.strip, SCHEMA.split(";")):
+                self._db.execute(statement)
+            have = {row[1] for row in self._db.execute("pragma table_info(jobs)")}
+            for column, kind in JOB_COLUMNS.items():
+                if column not in have:
+                    self._db.execute(f"alter table jobs add column {column} {kind}")
+
+    def settle_journal(self) -> None:
+        """The journal for how the store is shared (once the server knows it may use the store:
+        the mode is the file's, for every process): WAL for one process (readers never wait for
+        the writer), the rollback journal for replicas (WAL needs memory shared on one host).
+        WAL with synchronous=normal: a commit survives the process dying (what a restart needs)
+        without an fsync per statement; the rollback journal syncs fully."""
+        self._journal("delete" if self.shared else "wal")
+        self._db.execute(f"pragma synchronous={'full' if self.shared else 'normal'}")
+
+    def _journal(self, mode: str) -> None:
+        for _ in range(100):  # changing it needs the database to itself for a moment
+            try:
+                if self._db.execute(f"pragma journal_mode={mode}").fetchone()[0] == mode:
+                    return
+            except sqlite3.OperationalError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError(f"[serve] the store {str(self.root)!r} is held by another process in another journal "
+                           f"mode (this one needs {mode}): a plain server and replicas cannot share a store")
+
+    @contextlib.contextmanager
+    def _transaction(self):
+        """Statements as one, under the write lock from the start (BEGIN IMMEDIATE)."""
+        with self._lock:
+            self._db.execute("begin immediate")
+            try:
+                yield
+            except BaseException:
+                self._db.execute("rollback")
+                raise
+            self._db.execute("commit")
 
     def _q(self, sql: str, args=()) -> list:
         with self._lock:
@@ -163,7 +210,9 @@ class Store:
                                 f"offset {offset})")
             self._writing.add(uid)
             upto, digest = self._digests.get(uid, (0, None))
-        if offset == 0:
+        if self.shared:
+            digest = None  # other processes may write chunks too: the commit hashes the file
+        elif offset == 0:
             digest = hashlib.sha256()
         elif upto != offset:
             digest = None  # resumed after a restart, or chunks sent to other replicas: the commit hashes the file
@@ -266,10 +315,16 @@ class Store:
         return jid, True
 
     def set_job(self, jid: str, state: str, *, error: str | None = None, progress: dict | None = None,
-                result_bytes: int | None = None) -> None:
-        self._q("update jobs set state = ?, error = coalesce(?, error), progress = coalesce(?, progress), "
-                "updated = ?, result_bytes = coalesce(?, result_bytes) where id = ?",
-                (state, error, None if progress is None else json.dumps(progress), time.time(), result_bytes, jid))
+                result_bytes: int | None = None) -> bool:
+        """Moves an unfinished job on; False (nothing written) once it ended: ``done`` and
+        ``failed`` are final, whoever wrote them (a process that was silent for too long
+        finds its job failed by the others, and stops it)."""
+        with self._lock:
+            return self._db.execute(
+                "update jobs set state = ?, error = coalesce(?, error), progress = coalesce(?, progress), "
+                "updated = ?, result_bytes = coalesce(?, result_bytes) where id = ? and state not in ('done', 'failed')",
+                (state, error, None if progress is None else json.dumps(progress), time.time(), result_bytes,
+                 jid)).rowcount == 1
 
     def job(self, jid: str, tenant: str) -> dict | None:
         rows = self._q("select id, session, state, error, progress, created, updated, result_bytes from jobs "
@@ -301,29 +356,45 @@ class Store:
             self._db.execute("update rounds set claimed = 1 where job = ?", (jid,))
         return asked
 
-    def cancel_asked(self, jid: str) -> bool:
-        return bool(self._q("select cancel from jobs where id = ?", (jid,))[0][0])
+    def stopped(self, jid: str) -> str | None:
+        """Why the job's owner should stop it: "cancelled", "ended" (another process ended it),
+        or None."""
+        state, cancel = self._q("select state, cancel from jobs where id = ?", (jid,))[0]
+        return "ended" if state in TERMINAL else "cancelled" if cancel else None
 
     # ---- processes sharing the store ---------------------------------------------------------
-    def beat(self, process: str) -> None:
-        """`process` still lives (each replica writes this every few seconds)."""
-        self._q("insert or replace into processes values (?, ?)", (process, time.time()))
+    def beat(self, process: str, shared: bool) -> None:
+        """`process` (this one: its host and pid kept for operators and for liveness) still lives."""
+        self._q("insert or replace into server_processes values (?, ?, ?, ?, ?)",
+                (process, socket.gethostname(), os.getpid(), int(shared), time.time()))
 
     def leave(self, process: str) -> None:
-        self._q("delete from processes where id = ?", (process,))
+        self._q("delete from server_processes where id = ?", (process,))
+
+    def live_processes(self, silent_for: float, but: str = "") -> list[dict]:
+        """Processes that beat within `silent_for` seconds, except `but` and those of this host
+        whose pid is gone (a process killed here is known dead at once, not after the silence)."""
+        rows = self._q("select id, host, pid, shared, beat from server_processes where beat >= ? and id != ?",
+                       (time.time() - silent_for, but))
+        here = socket.gethostname()
+        return [dict(zip(("id", "host", "pid", "shared", "beat"), r)) for r in rows
+                if r[1] != here or _pid_alive(r[2])]
 
     def fail_orphans(self, reason: str, silent_for: float) -> int:
-        """Marks failed the unfinished jobs whose owner has not beaten for `silent_for`
-        seconds (a replica that died, or a process before the store was shared); returns how
-        many. Clocks of the replicas' machines are compared: keep them in sync (NTP)."""
-        alive = time.time() - silent_for
-        rows = self._q("select id from jobs where state not in ('done', 'failed') and (owner is null or owner not in "
-                       "(select id from processes where beat >= ?))", (alive,))
-        for (jid,) in rows:
-            self.set_job(jid, "failed", error=reason)
+        """Marks failed the unfinished jobs whose owner is not a live process (one that died,
+        or was silent for `silent_for` seconds); returns how many. Clocks of the replicas'
+        machines are compared: keep them in sync (NTP)."""
+        alive = {p["id"] for p in self.live_processes(silent_for)}
+        with self._transaction():  # read and marked as one: a job cannot finish in between
+            rows = self._db.execute("select id, owner from jobs where state not in ('done', 'failed')").fetchall()
+            lost = [jid for jid, owner in rows if owner not in alive]
+            for jid in lost:
+                self._db.execute("update jobs set state = 'failed', error = ?, updated = ? where id = ?",
+                                 (reason, time.time(), jid))
+            self._db.execute("delete from server_processes where beat < ?", (time.time() - silent_for - 3600,))
+        for jid in lost:
             self.drop_rounds(jid)
-        self._q("delete from processes where beat < ?", (alive - 3600,))
-        return len(rows)
+        return len(lost)
 
     # ---- client-aided rounds --------------------------------------------------------------
     # The owner writes a round's row (and, in a shared store, its ciphertexts); any process
@@ -353,12 +424,20 @@ class Store:
     def answer_round(self, jid: str, number: int, out_shape: tuple, data: bytes | None) -> bool:
         """Takes the round's one answer; False if the round was answered already (or is not
         open). `data` is written for the owner to read, or None where the caller is the owner
-        and hands the answer over in memory."""
-        with self._lock:
-            won = self._db.execute("update rounds set claimed = 1, out_shape = ? where job = ? and number = ? and "
-                                   "claimed = 0", (json.dumps(list(out_shape)), jid, number)).rowcount == 1
-        if won and data is not None:
-            write_atomically(self._round_path(jid, number, "answer"), data, sync=False)
+        and hands the answer over in memory. Written beside its place first and renamed there
+        once claimed, so a claimed answer is lost only if this process dies in between (the
+        owner then gives up at its round timeout)."""
+        final = self._round_path(jid, number, "answer")
+        with contextlib.ExitStack() as written:
+            if data is not None:
+                staged = final.with_name(f".{final.name}.{new_id()}")
+                written.callback(staged.unlink, missing_ok=True)
+                write_atomically(staged, data, sync=False)
+            with self._lock:
+                won = self._db.execute("update rounds set claimed = 1, out_shape = ? where job = ? and number = ? "
+                                       "and claimed = 0", (json.dumps(list(out_shape)), jid, number)).rowcount == 1
+            if won and data is not None:
+                os.replace(staged, final)
         return won
 
     def round_answer(self, jid: str, number: int) -> tuple[bytes, tuple] | None:
@@ -437,10 +516,12 @@ class ChunkWriter:
         """The chunk counts: returns the bytes the upload now holds."""
         self._behind.finish()
         self._file.truncate()
-        self._file.close()
-        self._kept = True
         received = self.offset + self.size
-        self.store._kept(self.uid, received, self._whole)
+        try:
+            self.store._kept(self.uid, received, self._whole)
+        finally:
+            self._kept = True
+            self._file.close()  # the lock goes with it, after the upload's new length is written
         return received
 
     def abandon(self) -> None:
