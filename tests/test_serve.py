@@ -852,3 +852,60 @@ def test_replicas_refuse_a_store_they_do_not_share_and_need_ray(mlp_path, tmp_pa
     assert cli.main(["serve", str(mlp_path), "--replicas", "2", "--store", config.store,
                      "--tokens", config.tokens]) == 2
     assert "--replicas needs --ray" in capsys.readouterr().err
+
+
+def test_a_store_that_fails_under_a_job_costs_the_job_not_the_worker(served, monkeypatch):
+    """The store raising where a job starts (a lock held past the busy timeout, say): the job
+    is reported failed and the worker thread lives on to run the next one."""
+    import sqlite3
+    url, tokens, app, _ = served
+    store, calls = app.state.store, []
+    real = store.stopped
+
+    def failing_once(jid):
+        calls.append(jid)
+        if len(calls) == 1:
+            raise sqlite3.OperationalError("database is locked")
+        return real(jid)
+    monkeypatch.setattr(store, "stopped", failing_once)
+    with Client(url, tokens["alice"]) as client:
+        session = client.session("mlp", progress=False)
+        x = batch(2, 16, seed=5)
+        with pytest.raises(ServerError, match="could not record the job's state"):
+            session.infer(x, progress=False)
+        assert np.max(np.abs(session.infer(x, progress=False) - ort_run(mlp_bytes((16, 8, 4)), x))) < 1e-3
+    assert all(t.is_alive() for t in app.state.runner._threads)
+
+
+def test_a_commit_that_fails_releases_the_shared_store(tmp_path, monkeypatch):
+    """Replicas' rollback journal: a reader holding its lock past the busy timeout makes a
+    sweep's commit fail; the transaction is rolled back, so the store is not left locked."""
+    import sqlite3
+
+    from ringfire.serve import store as store_module
+    monkeypatch.setattr(store_module, "BUSY_SECONDS", 0.3)
+    store = store_module.Store(tmp_path, shared=True)
+    store.settle_journal()
+    jid, _ = store.create_job("alice", "s1", None, owner="gone")
+    reader = sqlite3.connect(tmp_path / "state.sqlite", isolation_level=None)
+    reader.execute("begin")
+    reader.execute("select * from jobs").fetchall()  # a shared lock, held
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        store.fail_orphans("lost", 1.0)
+    assert not store._db.in_transaction
+    reader.execute("commit")
+    assert store.fail_orphans("lost", 1.0) == 1 and store.job(jid, "alice")["state"] == "failed"
+    store.close()
+
+
+def test_liveness_by_pid_only_where_pids_are_this_hosts():
+    """A process on this host, boot and pid namespace is dead once its pid is gone; one
+    elsewhere (another machine, or a container sharing the host name) is judged by its beat."""
+    import subprocess
+    import sys
+
+    from ringfire.serve.store import HOST, _alive
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    gone = int(done.stdout)
+    assert _alive(HOST, os.getpid()) and not _alive(HOST, gone)
+    assert _alive(HOST.split("/")[0] + "/another-boot/1", gone)

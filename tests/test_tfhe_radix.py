@@ -118,3 +118,33 @@ def test_sixteen_bits_at_128_bit_security():
     assert ctx.decrypt(x < y, sk).tolist() == (u < v).tolist()
     assert ctx.decrypt(x.max(y), sk).tolist() == np.maximum(u, v).tolist()
     assert ctx.decrypt(x[:1] * y[:1], sk).tolist() == [51234 * 40000 % 65536]  # 114 tables, one element
+
+
+def test_products_keep_every_table_input_inside_the_budget_toy(toy):
+    """Squares (a block times itself: 4a + a would carry 25 times a block's error) go through
+    the square's tables, and min/max results (blocks of twice a bootstrap's error) are
+    refreshed before they are packed: every table input within 17 bootstraps' error."""
+    ctx, sk = toy
+    u, v = np.array([7, 200, 255, 0], dtype=np.uint64), np.array([9, 13, 255, 1], dtype=np.uint64)
+    x, y = ctx.encrypt_radix(u, sk, bits=8), ctx.encrypt_radix(v, sk, bits=8)
+    from ringfire.tfhe.radix import _tables
+    worst, squares, real = [0.0], [0], ctx.bootstrap_many
+
+    def watched(items, table=None):
+        worst[0] = max([worst[0]] + [c.variance / ctx.params.bootstrap_variance() for c in items])
+        squares[0] += sum(len(items) for t in ("square_low", "square_high") if table is _tables(ctx)[t])
+        return real(items, table)
+    ctx.bootstrap_many = watched
+    try:
+        m = x.max(y)
+        w = lambda a: a.astype(object)  # noqa: E731
+        mm = np.maximum(u, v)
+        assert (w(ctx.decrypt(x * x, sk)) == w(u) * w(u) % 256).all()
+        assert (w(ctx.decrypt(x * (x << 2), sk)) == w(u) * (w(u) * 4 % 256) % 256).all()
+        assert (w(ctx.decrypt(m * m, sk)) == w(mm) * w(mm) % 256).all()
+        assert (w(ctx.decrypt(m * 0xB7, sk)) == w(mm) * 0xB7 % 256).all()
+        assert (ctx.decrypt(m < x, sk) == (mm < u)).all()
+    finally:
+        del ctx.bootstrap_many
+    assert worst[0] <= 17.0 + 1e-9, worst[0]
+    assert squares[0] >= 4 + 3  # x * x's diagonal (blocks 0 and 1, low and high parts) and the rest

@@ -105,7 +105,8 @@ def serve_replicas(args, config) -> int:
     except KeyboardInterrupt:
         # Ray's shutdown signals its own processes: a SIGTERM now must not cut the drain short.
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        print("stopping: the replicas finish their running jobs (at most --drain-timeout)", flush=True)
+        print("stopping: the replicas finish their running jobs (at most --drain-timeout; at once with a Ray "
+              "instance this command started)", flush=True)
         replicas.stop(wait=config.drain_timeout + 60)
         print("stopped", flush=True)
         return 0 if started else 130

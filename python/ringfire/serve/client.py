@@ -245,7 +245,9 @@ class Session:
         else:
             out, out_shape = self.local.apply(node, x, shape, clip)
         body = wire.pack_tensor(out, batch=0, sample_shape=out.shape)
-        self.client.request("POST", f"/v1/jobs/{job}/rounds/{number}", content=body,
+        # 409: answered already (a retry after a lost response) or no longer awaited (the job
+        # ended): the next status read says which.
+        self.client.request("POST", f"/v1/jobs/{job}/rounds/{number}", content=body, expect=(200, 409),
                             headers={"X-Ringfire-Out-Shape": json.dumps(list(out_shape)),
                                      "Content-Type": "application/octet-stream"})
         self.rounds += 1

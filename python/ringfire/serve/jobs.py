@@ -194,6 +194,12 @@ class JobRunner:
             self.metrics.queue_depth.set(self._queue.qsize())
             try:
                 self._run(job)
+            except Exception:  # noqa: BLE001 - the store failed under the job: report it, keep the worker
+                log.exception("job %s", job.id)
+                try:
+                    self._end(job, "the server could not record the job's state (its store failed); submit it again")
+                except Exception:  # noqa: BLE001 - still failing: the heartbeat's sweep or a restart reports it
+                    log.exception("job %s: its failure could not be recorded", job.id)
             finally:
                 with self._lock:
                     self._live.pop(job.id, None)

@@ -26,6 +26,7 @@ import fcntl
 import hashlib
 import json
 import os
+import secrets
 import socket
 import sqlite3
 import threading
@@ -63,7 +64,27 @@ TERMINAL = ("done", "failed")
 BEHIND_BYTES = 8 * 2**20  # pieces of a chunk waiting for the file and the upload's digest
 
 
-def _pid_alive(pid: int) -> bool:
+def _host() -> str:
+    """This host as the processes sharing a store tell each other apart: its name, and where
+    they exist its boot and its pid namespace (containers on one host share a name, not pids)."""
+    parts = [socket.gethostname()]
+    try:
+        parts.append(Path("/proc/sys/kernel/random/boot_id").read_text().strip()[:8])
+        parts.append(str(os.stat("/proc/self/ns/pid").st_ino))
+    except OSError:
+        pass
+    return "/".join(parts)
+
+
+HOST = _host()
+BUSY_SECONDS = 10.0  # how long a statement waits for another process's lock
+
+
+def _alive(host: str, pid: int) -> bool:
+    """Whether a process that beat recently still lives: its pid answers where it can be asked
+    (this host, boot and pid namespace); elsewhere its beat is all there is."""
+    if host != HOST:
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -90,10 +111,7 @@ class Store:
         for sub in ("blobs", "uploads", "results", "rounds"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.root / "state.sqlite", check_same_thread=False, isolation_level=None,
-                                   timeout=30)
-        # First: every statement after it may meet another process's lock, and waits for it.
-        self._db.execute("pragma busy_timeout=30000")
+        self._db = self._connect()
         # The running SHA-256 of each upload whose chunks this process received in order
         # from its start: the commit then needs no second pass over the file.
         self._digests: dict[str, tuple[int, object]] = {}
@@ -115,14 +133,27 @@ class Store:
         self._journal("delete" if self.shared else "wal")
         self._db.execute(f"pragma synchronous={'full' if self.shared else 'normal'}")
 
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.root / "state.sqlite", check_same_thread=False, isolation_level=None,
+                             timeout=BUSY_SECONDS)
+        # First: every statement after it may meet another process's lock, and waits for it
+        # (less than a heartbeat's silence, so a wait never passes for death).
+        db.execute(f"pragma busy_timeout={int(BUSY_SECONDS * 1000)}")
+        return db
+
     def _journal(self, mode: str) -> None:
-        for _ in range(100):  # changing it needs the database to itself for a moment
+        for attempt in range(100):  # changing it needs the database to itself for a moment
             try:
                 if self._db.execute(f"pragma journal_mode={mode}").fetchone()[0] == mode:
                     return
             except sqlite3.OperationalError:
                 pass
-            time.sleep(0.05)
+            # Replicas starting together each hold a connection while they wait for the others
+            # to let go: step back (close, a random pause) so that one of them gets it.
+            with self._lock:
+                self._db.close()
+                time.sleep(0.02 + 0.2 * secrets.randbelow(1000) / 1000)
+                self._db = self._connect()
         raise RuntimeError(f"[serve] the store {str(self.root)!r} is held by another process in another journal "
                            f"mode (this one needs {mode}): a plain server and replicas cannot share a store")
 
@@ -133,10 +164,11 @@ class Store:
             self._db.execute("begin immediate")
             try:
                 yield
+                self._db.execute("commit")
             except BaseException:
-                self._db.execute("rollback")
+                if self._db.in_transaction:  # a failed commit too: never keep the lock
+                    self._db.execute("rollback")
                 raise
-            self._db.execute("commit")
 
     def _q(self, sql: str, args=()) -> list:
         with self._lock:
@@ -366,7 +398,7 @@ class Store:
     def beat(self, process: str, shared: bool) -> None:
         """`process` (this one: its host and pid kept for operators and for liveness) still lives."""
         self._q("insert or replace into server_processes values (?, ?, ?, ?, ?)",
-                (process, socket.gethostname(), os.getpid(), int(shared), time.time()))
+                (process, HOST, os.getpid(), int(shared), time.time()))
 
     def leave(self, process: str) -> None:
         self._q("delete from server_processes where id = ?", (process,))
@@ -376,16 +408,16 @@ class Store:
         whose pid is gone (a process killed here is known dead at once, not after the silence)."""
         rows = self._q("select id, host, pid, shared, beat from server_processes where beat >= ? and id != ?",
                        (time.time() - silent_for, but))
-        here = socket.gethostname()
-        return [dict(zip(("id", "host", "pid", "shared", "beat"), r)) for r in rows
-                if r[1] != here or _pid_alive(r[2])]
+        return [dict(zip(("id", "host", "pid", "shared", "beat"), r)) for r in rows if _alive(r[1], r[2])]
 
     def fail_orphans(self, reason: str, silent_for: float) -> int:
         """Marks failed the unfinished jobs whose owner is not a live process (one that died,
         or was silent for `silent_for` seconds); returns how many. Clocks of the replicas'
         machines are compared: keep them in sync (NTP)."""
-        alive = {p["id"] for p in self.live_processes(silent_for)}
-        with self._transaction():  # read and marked as one: a job cannot finish in between
+        with self._transaction():  # read and marked as one: a job cannot finish, nor a process beat, in between
+            alive = {r[0] for r in self._db.execute(
+                "select id, host, pid from server_processes where beat >= ?", (time.time() - silent_for,))
+                if _alive(r[1], r[2])}
             rows = self._db.execute("select id, owner from jobs where state not in ('done', 'failed')").fetchall()
             lost = [jid for jid, owner in rows if owner not in alive]
             for jid in lost:
@@ -452,8 +484,9 @@ class Store:
 
     def drop_rounds(self, jid: str) -> None:
         self._q("delete from rounds where job = ?", (jid,))
-        for path in (self.root / "rounds").glob(f"{jid}.*"):
-            path.unlink(missing_ok=True)
+        for pattern in (f"{jid}.*", f".{jid}.*"):  # published, and staged by a process that died
+            for path in (self.root / "rounds").glob(pattern):
+                path.unlink(missing_ok=True)
 
     # ---- refusals of keys after their upload ------------------------------------------------
     def key_refused(self, sessions: list[str], kind: str, message: str) -> None:

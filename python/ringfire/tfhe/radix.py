@@ -38,9 +38,9 @@ class RadixUInt(IntegerParts):
     - ``+`` / ``-``: blocks add without a bootstrap; the carries ripple, two bootstraps per
       block (the block mod 4 and its carry, in one call): 2b - 1 in b levels;
     - ``* c`` (a public int) and ``* y``: partial products in columns (block i times c's
-      base-4 digit j, linear; or two tables per block pair on 4 x_i + y_j, b(b+1) - 1 in one
-      level), compressed by tables (two per group of terms summing to 15 or less, a few
-      levels) and rippled once;
+      base-4 digit j, linear; or two tables per block pair on 4 x_i + y_j with i + j < b,
+      b^2 in two calls), compressed by tables (two per group of terms summing to 15 or less,
+      a few levels) and rippled once;
     - ``<``, ``<=``, ``>``, ``>=``, ``==``, ``!=``: one table per block on (4 x_i + y_i)
       gives lt / eq / gt, a tree of tables on (4 hi + lo) merges them from the top,
       one more gives the boolean: 2b in 2 + log2 b levels;
@@ -50,7 +50,9 @@ class RadixUInt(IntegerParts):
       free; shifts by whole blocks (even counts) free, by odd counts b in one level.
 
     The tables read packed inputs (4 x_i + y_i): their error is the inputs' times 17,
-    so blocks must be fresh or bootstrapped, as every result here is. On STD128_T64 a
+    so blocks must be fresh or bootstrapped. Every result here is, but min and max (each
+    block the sum of two kept blocks: twice a bootstrap's error), whose blocks the next
+    packed operation refreshes first (one table per block, one call). On STD128_T64 a
     4-bit table on such a packed input fails with probability below 2^-128
     (``ctx.failure_probability("radix")``: 2^-129.8; 2^-127.0 at STD128_T64_MB).
     """
@@ -97,10 +99,12 @@ class RadixUInt(IntegerParts):
         RadixUInt (a table for each half of each block product), mod 2^bits; the partial
         products' columns are then compressed by tables and rippled once (radix_products.py)."""
         if isinstance(other, RadixUInt):
-            return times_encrypted(self, self._operand(other))
+            y = self._operand(other)
+            x = _fresh(self)
+            return times_encrypted(x, x if y is self else _fresh(y))
         if isinstance(other, (Ciphertext, IntegerParts)):
             self._operand(other)  # the operand check names what it is
-        return times_constant(self, check_constant(other))
+        return times_constant(_fresh(self), check_constant(other))
 
     __rmul__ = __mul__
 
@@ -123,9 +127,9 @@ class RadixUInt(IntegerParts):
 
     def _bitwise(self, name: str, other) -> "RadixUInt":
         """One table per block on 4 x_i + y_i, all blocks in one batched call."""
-        y = self._operand(other)
+        x, y = _fresh(self), _fresh(self._operand(other))
         ctx = self.context
-        packed = [4 * a + b for a, b in zip(self.blocks, y.blocks)]
+        packed = [4 * a + b for a, b in zip(x.blocks, y.blocks)]
         return RadixUInt(ctx, ctx.bootstrap_many(packed, _tables(ctx)[name]))
 
     def __lshift__(self, n) -> "RadixUInt":
@@ -133,7 +137,8 @@ class RadixUInt(IntegerParts):
         4 b_i + b_(i-1) (the block's low bit up, the lower block's high bit in)."""
         whole, odd = divmod(shift_count(n, self.bits), BLOCK_BITS)
         zero = self._zero_block()
-        blocks = [zero] * whole + self.blocks[:len(self.blocks) - whole]
+        source = _fresh(self) if odd else self
+        blocks = [zero] * whole + source.blocks[:len(self.blocks) - whole]
         if odd:
             below = [zero] + blocks[:-1]
             blocks = self.context.bootstrap_many([4 * b + c for b, c in zip(blocks, below)], _tables(self.context)["up"])
@@ -143,7 +148,8 @@ class RadixUInt(IntegerParts):
         """Likewise: one table per block on 4 b_(i+1) + b_i for an odd count."""
         whole, odd = divmod(shift_count(n, self.bits), BLOCK_BITS)
         zero = self._zero_block()
-        blocks = self.blocks[whole:] + [zero] * whole
+        source = _fresh(self) if odd else self
+        blocks = source.blocks[whole:] + [zero] * whole
         if odd:
             above = blocks[1:] + [zero]
             blocks = self.context.bootstrap_many([4 * a + b for a, b in zip(above, blocks)],
@@ -174,12 +180,12 @@ class RadixUInt(IntegerParts):
         return _boolean(self.context, _state(self, self._operand(other)), lambda s: s != _EQ)
 
     def min(self, other) -> "RadixUInt":
-        y = self._operand(other)
-        return _select(_state(self, y), self, y, keep_x_when=_LT)
+        x, y = _fresh(self), _fresh(self._operand(other))
+        return _select(_state(x, y), x, y, keep_x_when=_LT)
 
     def max(self, other) -> "RadixUInt":
-        y = self._operand(other)
-        return _select(_state(self, y), self, y, keep_x_when=_GT)
+        x, y = _fresh(self), _fresh(self._operand(other))
+        return _select(_state(x, y), x, y, keep_x_when=_GT)
 
 
 def failure_probability_log2(context) -> float:
@@ -214,6 +220,8 @@ def _tables(ctx) -> dict:
             "high": ctx.lut(lambda m: m >> 2, bits=bits),
             "product_low": ctx.lut(lambda m: (m >> 2) * (m & 3) & 3, bits=bits),
             "product_high": ctx.lut(lambda m: (m >> 2) * (m & 3) >> 2, bits=bits),
+            "square_low": ctx.lut(lambda m: m * m & 3 if m < 4 else 0, bits=bits),
+            "square_high": ctx.lut(lambda m: m * m >> 2 if m < 4 else 0, bits=bits),
             "split": ctx.lut(lambda m: m & 3 if m < 8 else (m - 8) >> 2, bits=bits),
             "state": ctx.lut(state, bits=bits),
             "merge": ctx.lut(lambda m: merge(m) if (m >> 2) <= _GT and (m & 3) <= _GT else 0, bits=bits),
@@ -229,6 +237,21 @@ def _tables(ctx) -> dict:
             "down": ctx.lut(lambda m: ((m & 3) >> 1) | (((m >> 2) & 1) << 1), bits=bits),
         }
     return ctx._radix_tables
+
+
+def _fresh(x: RadixUInt) -> RadixUInt:
+    """x with every block whose error exceeds a bootstrap's (a min or max: the sum of two kept
+    blocks) refreshed through the identity table, all in one call: the packed tables' budget
+    counts inputs as fresh or bootstrapped."""
+    ctx = x.context
+    limit = 1.01 * ctx.params.bootstrap_variance()
+    noisy = [i for i, b in enumerate(x.blocks) if b.variance > limit]
+    if not noisy:
+        return x
+    blocks = list(x.blocks)
+    for i, b in zip(noisy, ctx.bootstrap_many([blocks[i] for i in noisy], _tables(ctx)["low"])):
+        blocks[i] = b
+    return RadixUInt(ctx, blocks)
 
 
 def _propagate(ctx, sums: list[Ciphertext]) -> list[Ciphertext]:
@@ -253,6 +276,7 @@ def _state(x: RadixUInt, y: RadixUInt) -> Ciphertext:
     """lt / eq / gt (0 / 1 / 2) of x against y per element, as a 4-bit ciphertext."""
     ctx = x.context
     tables = _tables(ctx)
+    x, y = _fresh(x), _fresh(y)
     states = ctx.bootstrap_many([4 * a + b for a, b in zip(x.blocks, y.blocks)], tables["state"])
     while len(states) > 1:  # merge neighbours, the higher block deciding unless equal
         pairs = [4 * states[i + 1] + states[i] for i in range(0, len(states) - 1, 2)]
@@ -279,6 +303,7 @@ def _select(state: Ciphertext, x: RadixUInt, y: RadixUInt, keep_x_when: int) -> 
     ctx = x.context
     tables = _tables(ctx)
     flag = tables["is_lt" if keep_x_when == _LT else "is_gt"](state)
+    x, y = _fresh(x), _fresh(y)
     packed_x = [4 * flag + a for a in x.blocks]
     packed_y = [4 * flag + b for b in y.blocks]
     kept_x = ctx.bootstrap_many(packed_x, tables["keep_if_set"])

@@ -44,10 +44,14 @@ def times_encrypted(x, y):
     ctx, blocks = x.context, len(x.blocks)
     tables = _tables(ctx)
     pairs = [(i, j) for i in range(blocks) for j in range(blocks - i)]
-    packed = [4 * x.blocks[i] + y.blocks[j] for i, j in pairs]
-    lows = ctx.bootstrap_many(packed, tables["product_low"])
+    # A block times itself (x * x, x * (x << 2k)): 4 a + a would carry 25 times a block's
+    # error, past the budget; the square's tables read the block alone.
+    same = [_same(x.blocks[i], y.blocks[j]) for i, j in pairs]
+    inputs = [x.blocks[i] if s else 4 * x.blocks[i] + y.blocks[j] for (i, j), s in zip(pairs, same)]
+    lows = _through(ctx, inputs, same, tables["product_low"], tables["square_low"])
     high_pairs = [k for k, (i, j) in enumerate(pairs) if i + j + 1 < blocks]
-    highs = ctx.bootstrap_many([packed[k] for k in high_pairs], tables["product_high"]) if high_pairs else []
+    highs = _through(ctx, [inputs[k] for k in high_pairs], [same[k] for k in high_pairs], tables["product_high"],
+                     tables["square_high"])
     columns: list[list] = [[] for _ in range(blocks)]
     for (i, j), low in zip(pairs, lows):
         columns[i + j].append((low, 3))
@@ -55,6 +59,23 @@ def times_encrypted(x, y):
         i, j = pairs[k]
         columns[i + j + 1].append((high, 2))
     return RadixUInt(ctx, _sum_columns(x, columns))
+
+
+def _same(a: Ciphertext, b: Ciphertext) -> bool:
+    """The same encryption (equal words: a bootstrap of one input twice gives the same)."""
+    return a is b or np.array_equal(a.data, b.data)
+
+
+def _through(ctx, items: list, squares: list, product, square) -> list:
+    """items through `product`, those flagged in `squares` through `square` instead: one
+    batched call per table, results in order."""
+    out = [None] * len(items)
+    for flag, table in ((False, product), (True, square)):
+        picked = [k for k, s in enumerate(squares) if s == flag]
+        if picked:
+            for k, r in zip(picked, ctx.bootstrap_many([items[k] for k in picked], table)):
+                out[k] = r
+    return out
 
 
 def _sum_columns(x, columns: list[list]) -> list[Ciphertext]:
