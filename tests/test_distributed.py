@@ -367,7 +367,7 @@ def test_the_service_runs_as_replicas_that_share_its_store(cluster, tmp_path):
     import signal
 
     import httpx
-    from ray import serve
+    serve = pytest.importorskip("ray.serve", reason="pip install 'ringfire[ray]' (Ray Serve)")
     from serve_support import batch, free_port, tokens_file
 
     from ringfire.serve import Client, ServeConfig, ServerError, replicas
