@@ -91,22 +91,26 @@ def serve_replicas(args, config) -> int:
 
     def interrupted(signum, frame):
         raise KeyboardInterrupt
-    signal.signal(signal.SIGTERM, interrupted)  # systemd, docker and kill stop it as Ctrl-C does
+    for name in ("SIGINT", "SIGTERM"):  # systemd, docker and kill stop it as Ctrl-C does, as uvicorn would
+        signal.signal(getattr(signal, name), interrupted)
     started = False
     try:
         replicas.run(config, args.replicas, address=args.ray or None, host=args.host, port=args.port,
                      tls_cert=args.tls_cert, tls_key=args.tls_key)
-        signal.signal(signal.SIGTERM, interrupted)  # again: connecting to Ray put its own handler there
+        for name in ("SIGINT", "SIGTERM"):  # again: connecting to Ray put its own handlers there
+            signal.signal(getattr(signal, name), interrupted)
         started = True
         print(f"serving {config.name} from {args.replicas} replicas at {'https' if args.tls_cert else 'http'}://"
               f"{args.host}:{args.port} (Ctrl-C stops)", flush=True)
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
-        # Ray's shutdown signals its own processes: a SIGTERM now must not cut the drain short.
+        # A second Ctrl-C leaves at once, without a traceback; Ray's shutdown signals its own
+        # processes, so a SIGTERM now must not cut the drain short.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         print("stopping: the replicas finish their running jobs (at most --drain-timeout; at once with a Ray "
-              "instance this command started)", flush=True)
+              "instance this command started). Ctrl-C again leaves now.", flush=True)
         replicas.stop(wait=config.drain_timeout + 60)
         print("stopped", flush=True)
         return 0 if started else 130
