@@ -429,16 +429,18 @@ def create_app(config: ServeConfig) -> FastAPI:
         return {"job": jid, "state": "queued"}
 
     def job_snapshot(jid: str, who: str) -> dict:
-        """A job's state: from the worker while it lives here, else from the store (a job of
-        another replica, or one that ended); its open round from the store."""
+        """A job's state and open round: from the worker while it lives here (no store read:
+        long-polls ask every few milliseconds), else from the store (a job of another replica,
+        or one that ended)."""
         live = runner.live(jid)
         if live is not None and live.tenant == who and live.state not in TERMINAL:
             out = {"id": jid, "session": live.session, "state": live.state, "error": None,
                    "progress": dict(live.progress) or None}
+            r = runner.waiting_round(live)
         else:
             job = own_job(jid, who)
             out = {k: job[k] for k in ("id", "session", "state", "error", "progress")}
-        r = store.waiting_round(jid) if out["state"] not in TERMINAL else None
+            r = store.waiting_round(jid) if out["state"] not in TERMINAL else None
         if r is not None:
             out["state"] = "awaiting_client"
             out["round"] = {"number": r["number"], "layer": json.loads(r["layer"])}
@@ -484,9 +486,9 @@ def create_app(config: ServeConfig) -> FastAPI:
             refuse(400, "X-Ringfire-Out-Shape: the layer's output shape as a JSON list is required")
         entries = max(1, r["entries"])
         body = await read_body(request, entries * (host.max_ciphertext_bytes() + 16) + 4096, "round answer")
-        try:  # checked here, by whichever process took the request; the job loads it with the session's keys
-            await anyio.to_thread.run_sync(lambda: wire.unpack_tensor(
-                body, host.ctx.load, max_entries=entries, max_entry_bytes=host.max_ciphertext_bytes()))
+        try:  # checked here, by whichever process took the request
+            cts = (await anyio.to_thread.run_sync(lambda: wire.unpack_tensor(
+                body, host.ctx.load, max_entries=entries, max_entry_bytes=host.max_ciphertext_bytes())))["cts"]
         except ValueError as e:
             refuse(422, f"the answer is not a valid encrypted tensor for this model: {e}")
         # Taken once: a repeated answer is refused, so a retried request can never replace the one
@@ -495,8 +497,8 @@ def create_app(config: ServeConfig) -> FastAPI:
         if not await anyio.to_thread.run_sync(store.answer_round, jid, number, out_shape,
                                               None if live is not None else body):
             refuse(409, f"[serve] the job is not waiting for round {number} (answered already, or not reached)")
-        if live is not None:  # this process runs the job: handed over in memory
-            runner.deliver(live, number, body, out_shape)
+        if live is not None:  # this process runs the job: handed over in memory, loaded once
+            runner.deliver(live, number, cts, out_shape)
         return {"accepted": True}
 
     @app.get("/v1/jobs/{jid}/result")

@@ -54,8 +54,8 @@ class Job:
     state: str = "queued"
     progress: dict = field(default_factory=dict)
     rounds: int = 0
-    question: tuple | None = None   # (round number, its ciphertexts as a container) while open
-    answer: tuple | None = None     # (round number, bytes, out shape) handed over in memory
+    question: tuple | None = None   # (round number, its ciphertexts as a container, layer) while open
+    answer: tuple | None = None     # (round number, loaded ciphertexts, out shape) handed over in memory
     answered: threading.Event = field(default_factory=threading.Event)
     cancelled: threading.Event = field(default_factory=threading.Event)
     started: float = 0.0
@@ -64,29 +64,37 @@ class Job:
 class RemoteClient(Client):
     """The key holder over the network: each layer becomes a round the job waits on."""
 
-    def __init__(self, runner: "JobRunner", job: Job, load, max_entry_bytes: int):
-        self.runner, self.job, self.load, self.max_entry_bytes = runner, job, load, max_entry_bytes
+    def __init__(self, runner: "JobRunner", job: Job, keys, max_entry_bytes: int):
+        self.runner, self.job, self.keys, self.max_entry_bytes = runner, job, keys, max_entry_bytes
         self.graph = None
+
+    def _with_keys(self, cts: np.ndarray) -> np.ndarray:
+        """The session's keys on every ciphertext of an answer (constants and absent entries stay)."""
+        for ct in cts.flat:
+            if ct is not None and not isinstance(ct, float):
+                ct._keys = self.keys
+        return cts
 
     def _exchange(self, node, x: np.ndarray, shape, clip):
         job, store, shared = self.job, self.runner.store, self.runner.config.shared_store
         job.rounds += 1
         number = job.rounds
-        payload = wire.pack_tensor(x, batch=0, sample_shape=x.shape)
-        job.question, job.answer = (number, payload), None
+        payload, layer = wire.pack_tensor(x, batch=0, sample_shape=x.shape), wire.node_to_json(node, shape, clip)
+        job.question, job.answer = (number, payload, layer), None
         job.answered.clear()
-        store.open_round(job.id, number, wire.node_to_json(node, shape, clip), int(x.size),
-                         payload if shared else None)
+        store.open_round(job.id, number, layer, int(x.size), payload if shared else None)
         self.runner.set_state(job, "awaiting_client")
         now = time.monotonic()
         deadline, look_at_cancel = now + self.runner.config.round_timeout, now
         while True:
-            if job.answer is not None and job.answer[0] == number:  # the answer reached this process
-                _, data, out_shape = job.answer
+            if job.answer is not None and job.answer[0] == number:  # the answer reached this process,
+                _, cts, out_shape = job.answer                      # loaded by the request that took it
                 store.drop_rounds(job.id)
                 break
             if shared and (found := store.round_answer(job.id, number)) is not None:  # ... or another
                 data, out_shape = found
+                cts = wire.unpack_tensor(data, self.runner.host.ctx.load, max_entries=max(1, int(x.size)),
+                                         max_entry_bytes=self.max_entry_bytes)["cts"]
                 break
             now = time.monotonic()
             if now >= look_at_cancel:
@@ -100,11 +108,8 @@ class RemoteClient(Client):
                                     f"'{node.name}') within {self.runner.config.round_timeout:g} s")
             job.answered.wait(ROUND_POLL_SECONDS if shared else CANCEL_POLL_SECONDS)
         job.question = job.answer = None
-        # Checked already by the process that took it; loaded here with the session's keys.
-        fields = wire.unpack_tensor(data, self.load, max_entries=max(1, int(x.size)),
-                                    max_entry_bytes=self.max_entry_bytes)
         self.runner.set_state(job, "running")
-        return fields["cts"], out_shape
+        return self._with_keys(cts), out_shape
 
     def apply(self, node, x, shape, clip):
         out, out_shape = self._exchange(node, x, shape, clip)
@@ -164,9 +169,10 @@ class JobRunner:
         job.answered.set()  # a waiting job looks at once
 
     @staticmethod
-    def deliver(job: Job, number: int, data: bytes, out_shape: tuple) -> None:
-        """A round's answer taken by this process for its own job (claimed in the store first)."""
-        job.answer = (number, data, tuple(out_shape))
+    def deliver(job: Job, number: int, cts: np.ndarray, out_shape: tuple) -> None:
+        """A round's answer, loaded and checked, taken by this process for its own job (claimed
+        in the store first)."""
+        job.answer = (number, cts, tuple(out_shape))
         job.answered.set()
 
     @staticmethod
@@ -174,6 +180,12 @@ class JobRunner:
         """The round's ciphertexts from memory, when the job is this process's and waits on it."""
         q = job.question if job is not None else None
         return q[1] if q is not None and q[0] == number else None
+
+    @staticmethod
+    def waiting_round(job: Job) -> dict | None:
+        """The round this process's job waits on, unanswered here (number and layer), from memory."""
+        q, answered = job.question, job.answer
+        return None if q is None or answered is not None and answered[0] == q[0] else {"number": q[0], "layer": q[2]}
 
     def stop_if_asked(self, job: Job) -> None:
         """Raises if the job was cancelled (here, or through the store by any process sharing
@@ -268,7 +280,7 @@ class JobRunner:
                 looked[0] = time.monotonic()
                 self.stop_if_asked(job)
 
-        client = RemoteClient(self, job, load, host.max_ciphertext_bytes())
+        client = RemoteClient(self, job, keys, host.max_ciphertext_bytes())
         return host.model(enc, client=client, progress=progress, executor=self.executor)
 
     def stop(self, drain_timeout: float) -> int:
