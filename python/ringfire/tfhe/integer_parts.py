@@ -68,6 +68,19 @@ class IntegerParts:
         return self.context._save(words, self.shape, self._ENCODING, self.bits, mac_key, compress,
                                   self.parts[0].key_id)
 
+    # Bitwise operators: each kind's _bitwise(name, other) does the work.
+    def __and__(self, other):
+        return self._bitwise("and", other)
+
+    def __or__(self, other):
+        return self._bitwise("or", other)
+
+    def __xor__(self, other):
+        return self._bitwise("xor", other)
+
+    def _bitwise(self, name: str, other):
+        raise NotImplementedError
+
     def _operand(self, other):
         """other as an integer of this kind, bits and shape (public ints become noiseless ones)."""
         kind = type(self).__name__

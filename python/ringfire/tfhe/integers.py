@@ -121,15 +121,6 @@ class UInt(IntegerParts):
 
     __invert__ = invert
 
-    def __and__(self, other) -> "UInt":
-        return self._bitwise("and", other)
-
-    def __or__(self, other) -> "UInt":
-        return self._bitwise("or", other)
-
-    def __xor__(self, other) -> "UInt":
-        return self._bitwise("xor", other)
-
     def _bitwise(self, gate: str, other) -> "UInt":
         y = self._operand(other)
         ctx = self.context

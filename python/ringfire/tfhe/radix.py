@@ -114,16 +114,7 @@ class RadixUInt(IntegerParts):
         """Every bit flipped: 3 - b per block, no bootstrap."""
         return RadixUInt(self.context, [3 - b for b in self.blocks])
 
-    def __and__(self, other) -> "RadixUInt":
-        return self._bitwise("and", other)
-
-    def __or__(self, other) -> "RadixUInt":
-        return self._bitwise("or", other)
-
-    def __xor__(self, other) -> "RadixUInt":
-        return self._bitwise("xor", other)
-
-    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
+    __rand__, __ror__, __rxor__ = IntegerParts.__and__, IntegerParts.__or__, IntegerParts.__xor__
 
     def _bitwise(self, name: str, other) -> "RadixUInt":
         """One table per block on 4 x_i + y_i, all blocks in one batched call."""

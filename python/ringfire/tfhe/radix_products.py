@@ -101,10 +101,7 @@ def _sum_columns(x, columns: list[list]) -> list[Ciphertext]:
                 if len(group) == 1 and group[0][1] <= 3:
                     kept[k].append(group[0])  # a clean block already: nothing to split
                     continue
-                total = group[0][0]
-                for term, _ in group[1:]:
-                    total = total + term
-                groups.append((k, total, sum(b for _, b in group)))
+                groups.append((k, _total(group, None), sum(b for _, b in group)))
         lows = ctx.bootstrap_many([g for _, g, _ in groups], tables["low"])
         carried = [(k, g, bound) for k, g, bound in groups if k + 1 < len(columns) and bound >= 4]
         carries = ctx.bootstrap_many([g for _, g, _ in carried], tables["high"]) if carried else []
@@ -130,7 +127,8 @@ def _pack(column: list) -> list[list]:
     return groups
 
 
-def _total(terms: list, zero: Ciphertext) -> Ciphertext:
+def _total(terms: list, zero: Ciphertext | None) -> Ciphertext:
+    """The sum of the terms' ciphertexts (no bootstrap); `zero` for a column without terms."""
     if not terms:
         return zero
     total = terms[0][0]
