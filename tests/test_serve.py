@@ -3,10 +3,12 @@ keys upload once, resume, deduplicate and survive restarts; tenants are isolated
 and abuse end in clear errors while the server keeps serving. Every test is bounded in
 requests and time."""
 
+import concurrent.futures
 import dataclasses
 import hashlib
 import json
 import os
+import threading
 import time
 import warnings
 
@@ -909,3 +911,51 @@ def test_liveness_by_pid_only_where_pids_are_this_hosts():
     gone = int(done.stdout)
     assert _alive(HOST, os.getpid()) and not _alive(HOST, gone)
     assert _alive(HOST.split("/")[0] + "/another-boot/1", gone)
+
+
+def test_a_store_held_by_another_process_never_holds_the_event_loop(mlp_path, tmp_path, monkeypatch):
+    """Another process holding the shared store's lock: a request that needs the store waits
+    for it on a worker thread while the server keeps answering, and past the busy timeout it
+    is told to try again (503, Retry-After), not failed as an internal error."""
+    import sqlite3
+
+    from ringfire.serve import store as store_module
+    monkeypatch.setattr(store_module, "BUSY_SECONDS", 1.0)
+    tokens = tokens_file(tmp_path / "tokens")
+    config = ServeConfig(model=str(mlp_path), store=str(tmp_path / "store"), tokens=str(tmp_path / "tokens"),
+                         preset="N13_D2", requests_per_second=400, shared_store=True)
+    with server_thread(config) as (url, app), Client(url, tokens["alice"]) as client:
+        sid = app.state.store.create_session("alice", "mlp", app.state.host.fingerprint)
+        holder = sqlite3.connect(tmp_path / "store" / "state.sqlite", isolation_level=None)
+        holder.execute("begin exclusive")
+        waiting = concurrent.futures.ThreadPoolExecutor(1).submit(
+            client.request, "GET", f"/v1/sessions/{sid}", expect=(503,), retries=0)
+        time.sleep(0.3)  # the session request now waits on the lock
+        probes = []
+        for _ in range(5):
+            t = time.perf_counter()
+            assert client.request("GET", "/v2/health/live").json() == {"live": True}
+            probes.append(time.perf_counter() - t)
+        busy = waiting.result(timeout=15)
+        holder.execute("rollback")
+        assert busy.headers["retry-after"] == "1" and "busy" in busy.json()["error"]
+        assert client.request("GET", f"/v1/sessions/{sid}").json()["id"] == sid
+    assert max(probes) < 0.5, probes
+
+
+def test_of_servers_starting_at_once_on_one_store_one_joins(tmp_path):
+    """The check for company and the first beat are one transaction: eight plain servers
+    joining a store at the same instant, exactly one gets it."""
+    from ringfire.serve.store import Store
+    stores = [Store(tmp_path) for _ in range(8)]
+    start = threading.Barrier(len(stores))
+
+    def join(i):
+        start.wait()
+        return stores[i].join(f"process-{i}", False, 15.0)
+    with concurrent.futures.ThreadPoolExecutor(len(stores)) as pool:
+        refused = list(pool.map(join, range(len(stores))))
+    assert sum(not r for r in refused) == 1
+    assert all(len(r) == 1 for r in refused if r)
+    for store in stores:
+        store.close()

@@ -13,6 +13,7 @@ import json
 import logging
 import re
 import secrets
+import sqlite3
 import threading
 import time
 
@@ -41,6 +42,14 @@ _SHA = re.compile(r"^[0-9a-f]{64}$")
 
 def refuse(status: int, message: str, headers: dict | None = None):
     raise HTTPException(status, detail=message, headers=headers)
+
+
+async def off_loop(fn, *args):
+    """``fn(*args)`` on a worker thread. Every store call goes through here (or runs in a sync
+    route, which FastAPI puts on a thread): one may wait for another process's lock, up to the
+    store's busy timeout, or for this process's store lock, and meanwhile the event loop goes
+    on answering health probes, other tenants and uploads."""
+    return await anyio.to_thread.run_sync(fn, *args)
 
 
 async def body_pieces(request: Request, limit: int, what: str):
@@ -130,9 +139,8 @@ class Heartbeat:
         self.silent = config.silent_seconds
         self.period = min(2.0, self.silent / 4)  # a few beats fit in the silence that means death
         self._stop = threading.Event()
-        self._refuse_company()
+        self._join()
         store.settle_journal()
-        store.beat(process, self.shared)
         if self.shared:
             self.sweep()
         else:
@@ -142,10 +150,10 @@ class Heartbeat:
         self._thread = threading.Thread(target=self._run, name="ringfire-heartbeat", daemon=True)
         self._thread.start()
 
-    def _refuse_company(self) -> None:
-        """A plain server owns its store; replicas share theirs only with replicas."""
-        others = [p for p in self.store.live_processes(self.silent, but=self.process)
-                  if not (self.shared and p["shared"])]
+    def _join(self) -> None:
+        """The first beat; refused where a plain server would share its store, or replicas
+        theirs with a plain server."""
+        others = self.store.join(self.process, self.shared, self.silent)
         if others:
             p = others[0]
             kind = "replica" if p["shared"] else "server"
@@ -216,6 +224,15 @@ def create_app(config: ServeConfig) -> FastAPI:
         metrics.refused.labels("422").inc()
         return JSONResponse({"error": f"malformed request: {exc.errors()}", "status": 422}, 422)
 
+    @app.exception_handler(sqlite3.OperationalError)
+    async def store_busy(request: Request, exc: sqlite3.OperationalError):
+        if "locked" not in str(exc) and "busy" not in str(exc):
+            return await internal_error(request, exc)
+        # Another process held the store past the busy timeout: the request may be sent again.
+        metrics.refused.labels("503").inc()
+        return JSONResponse({"error": "the store is busy (another process holds its lock); try again",
+                             "status": 503}, 503, headers={"Retry-After": "1"})
+
     @app.exception_handler(Exception)
     async def internal_error(request: Request, exc: Exception):
         log.exception("internal error on %s %s", request.method, request.url.path)
@@ -284,10 +301,12 @@ def create_app(config: ServeConfig) -> FastAPI:
         if body.get("fingerprint") != host.fingerprint:
             refuse(409, f"the client's parameters (fingerprint {body.get('fingerprint')!r}) are not the model's "
                         f"({host.fingerprint}): make the context from GET /v2/models/{config.name}/context")
+        return {"id": await off_loop(create_session, who), "keys": host.needs}
+
+    def create_session(who: str) -> str:
         if store.count_sessions(who) >= config.tenant_sessions:
             refuse(429, f"at most {config.tenant_sessions} sessions per tenant")
-        sid = store.create_session(who, config.name, host.fingerprint)
-        return {"id": sid, "keys": host.needs}
+        return store.create_session(who, config.name, host.fingerprint)
 
     def key_status(session: dict) -> dict:
         out = {}
@@ -306,7 +325,7 @@ def create_app(config: ServeConfig) -> FastAPI:
         return out
 
     @app.get("/v1/sessions/{sid}")
-    async def session(sid: str, who: str = Depends(tenant)):
+    def session(sid: str, who: str = Depends(tenant)):
         s = own_session(sid, who)
         keys = key_status(s)
         return {"id": sid, "model": s["model"], "keys": keys, "missing": [k for k, v in keys.items() if not v["stored"]]}
@@ -318,11 +337,14 @@ def create_app(config: ServeConfig) -> FastAPI:
 
     @app.post("/v1/sessions/{sid}/keys/{kind}/link")
     async def link(sid: str, kind: str, request: Request, who: str = Depends(tenant)):
-        own_session(sid, who)
+        await off_loop(own_session, sid, who)
         known_kind(kind)
         sha = str((await read_json(request, "link")).get("sha256", ""))
         if not _SHA.match(sha):
             refuse(400, "sha256: 64 lowercase hex digits")
+        return await off_loop(link_key, sid, kind, who, sha)
+
+    def link_key(sid: str, kind: str, who: str, sha: str) -> dict:
         if not store.link_key(sid, kind, who, sha):
             refuse(404, f"no stored {kind} keys with SHA-256 {sha}: upload them")
         metrics.key_hits.inc()
@@ -331,7 +353,6 @@ def create_app(config: ServeConfig) -> FastAPI:
 
     @app.put("/v1/sessions/{sid}/keys/{kind}")
     async def upload(sid: str, kind: str, request: Request, who: str = Depends(tenant)):
-        session_now = own_session(sid, who)
         known_kind(kind)
         match = _RANGE.match(request.headers.get("content-range", ""))
         if not match:
@@ -345,9 +366,30 @@ def create_app(config: ServeConfig) -> FastAPI:
                         f"{total} declared")
         if not first <= last < total or last - first + 1 > config.chunk_bytes:
             refuse(416, f"bad range {first}-{last}/{total} (chunks of at most {config.chunk_bytes} bytes)")
-        kept = session_now["keys"].get(kind)
+        writer = await off_loop(open_chunk, sid, kind, who, first, total, whole)
+        if isinstance(writer, dict):  # a retry of the last chunk after the upload was kept
+            return writer
+        # Written and hashed as it arrives (pieces of the socket's reads: the event loop is held
+        # a fraction of a millisecond each), kept only once its length and SHA-256 are right.
+        with writer as chunk:
+            async for piece in body_pieces(request, last - first + 1, "key chunk"):
+                chunk.write(piece)
+            if chunk.size != last - first + 1:
+                refuse(400, f"the chunk holds {chunk.size} bytes, its range {last - first + 1}")
+            said = request.headers.get("x-chunk-sha256")
+            if said is not None and said != chunk.sha256():
+                refuse(422, "the chunk's SHA-256 does not match X-Chunk-SHA256: send it again")
+            received = await off_loop(chunk.keep)
+        metrics.uploaded.inc(last - first + 1)
+        if received < total:
+            return {"received": received, "total": total, "stored": False}
+        return await off_loop(_commit, sid, kind, who, chunk.uid, whole, total)
+
+    def open_chunk(sid: str, kind: str, who: str, first: int, total: int, whole: str):
+        """The upload's writer at ``first``, or the answer to a chunk that arrives after the
+        upload was kept."""
+        kept = own_session(sid, who)["keys"].get(kind)
         if kept is not None and kept["sha256"] == whole and kept["size"] == total:
-            # A retry of the last chunk after the upload was kept: it is there already.
             return {"received": total, "total": total, "stored": True, "sha256": whole, "new": False}
         state_now = store.upload_state(sid, kind)
         fresh = state_now is None or state_now["total"] != total or state_now["sha256"] != whole
@@ -357,25 +399,10 @@ def create_app(config: ServeConfig) -> FastAPI:
         if first != up["received"]:
             refuse(409, f"this upload has {up['received']} bytes; send the chunk starting there",
                    {"X-Received": str(up["received"])})
-        # Written and hashed as it arrives (pieces of the socket's reads: the event loop is held
-        # a fraction of a millisecond each), kept only once its length and SHA-256 are right.
         try:
-            writer = store.chunk_writer(up["id"], first)
+            return store.chunk_writer(up["id"], first)
         except ChunkBusy as e:
             refuse(409, str(e), {"X-Received": str(first), "Retry-After": "1"})
-        with writer as chunk:
-            async for piece in body_pieces(request, last - first + 1, "key chunk"):
-                chunk.write(piece)
-            if chunk.size != last - first + 1:
-                refuse(400, f"the chunk holds {chunk.size} bytes, its range {last - first + 1}")
-            said = request.headers.get("x-chunk-sha256")
-            if said is not None and said != chunk.sha256():
-                refuse(422, "the chunk's SHA-256 does not match X-Chunk-SHA256: send it again")
-            received = chunk.keep()
-        metrics.uploaded.inc(last - first + 1)
-        if received < total:
-            return {"received": received, "total": total, "stored": False}
-        return await anyio.to_thread.run_sync(_commit, sid, kind, who, up["id"], whole, total)
 
     def _commit(sid: str, kind: str, who: str, uid: str, whole: str, total: int) -> dict:
         """The complete upload, checked (hash, envelope, parameters, kind) before it is kept."""
@@ -405,19 +432,26 @@ def create_app(config: ServeConfig) -> FastAPI:
 
     @app.post("/v1/sessions/{sid}/infer", status_code=202)
     async def infer(sid: str, request: Request, who: str = Depends(tenant)):
-        s = own_session(sid, who)
-        missing = host.missing(s["keys"])
-        if missing:
-            refuse(409, f"the session lacks its {', '.join(missing)} keys: upload them first")
         idempotency = request.headers.get("idempotency-key")
         if idempotency is not None and not re.fullmatch(r"[A-Za-z0-9_.:-]{1,128}", idempotency):
             refuse(400, "Idempotency-Key: 1-128 letters, digits, '_', '.', ':', '-'")
-        repeated = store.job_for(sid, idempotency) if idempotency else None
+        repeated = await off_loop(admit_job, sid, who, idempotency)
         if repeated is not None:  # a retry: the job made the first time, never a second run
             return JSONResponse({"job": repeated["id"], "state": repeated["state"], "repeated": True}, 200)
-        if store.jobs_in_flight(who) >= config.tenant_jobs:
-            refuse(429, f"at most {config.tenant_jobs} jobs in flight per tenant", {"Retry-After": "5"})
         body = await read_body(request, max_input_bytes(), "encrypted input")
+        return await off_loop(start_job, sid, who, idempotency, body)
+
+    def admit_job(sid: str, who: str, idempotency: str | None) -> dict | None:
+        """Refuses a job that cannot run yet; returns the job an idempotency key made before."""
+        missing = host.missing(own_session(sid, who)["keys"])
+        if missing:
+            refuse(409, f"the session lacks its {', '.join(missing)} keys: upload them first")
+        repeated = store.job_for(sid, idempotency) if idempotency else None
+        if repeated is None and store.jobs_in_flight(who) >= config.tenant_jobs:
+            refuse(429, f"at most {config.tenant_jobs} jobs in flight per tenant", {"Retry-After": "5"})
+        return repeated
+
+    def start_job(sid: str, who: str, idempotency: str | None, body: bytes):
         jid, created = store.create_job(who, sid, idempotency, owner=process)
         if not created:  # the same key arrived twice at once: the other request made the job
             return JSONResponse({"job": jid, "state": store.job(jid, who)["state"], "repeated": True}, 200)
@@ -428,7 +462,7 @@ def create_app(config: ServeConfig) -> FastAPI:
             refuse(429, str(e), {"Retry-After": "10"})
         return {"job": jid, "state": "queued"}
 
-    def job_snapshot(jid: str, who: str) -> dict:
+    async def job_snapshot(jid: str, who: str) -> dict:
         """A job's state and open round: from the worker while it lives here (no store read:
         long-polls ask every few milliseconds), else from the store (a job of another replica,
         or one that ended)."""
@@ -438,9 +472,7 @@ def create_app(config: ServeConfig) -> FastAPI:
                    "progress": dict(live.progress) or None}
             r = runner.waiting_round(live)
         else:
-            job = own_job(jid, who)
-            out = {k: job[k] for k in ("id", "session", "state", "error", "progress")}
-            r = store.waiting_round(jid) if out["state"] not in TERMINAL else None
+            out, r = await off_loop(stored_job, jid, who)
         if r is not None:
             out["state"] = "awaiting_client"
             out["round"] = {"number": r["number"], "layer": json.loads(r["layer"])}
@@ -448,13 +480,18 @@ def create_app(config: ServeConfig) -> FastAPI:
             out["state"] = "running"  # answered: the worker is about to go on
         return out
 
+    def stored_job(jid: str, who: str) -> tuple[dict, dict | None]:
+        job = own_job(jid, who)
+        out = {k: job[k] for k in ("id", "session", "state", "error", "progress")}
+        return out, store.waiting_round(jid) if out["state"] not in TERMINAL else None
+
     @app.get("/v1/jobs/{jid}")
     async def job_status(jid: str, who: str = Depends(tenant), wait: float = 0.0, seen: str = ""):
         """With ``wait`` (seconds, at most 30) and ``seen`` (the ``state:round`` last read), the
         answer comes when the job moves on or the wait ends: no polling loop on the client."""
         deadline = time.monotonic() + min(max(wait, 0.0), 30.0)
         while True:
-            out = job_snapshot(jid, who)
+            out = await job_snapshot(jid, who)
             if f"{out['state']}:{out.get('round', {}).get('number', '')}" != seen or time.monotonic() >= deadline:
                 return out
             await anyio.sleep(0.005)
@@ -468,18 +505,18 @@ def create_app(config: ServeConfig) -> FastAPI:
 
     @app.get("/v1/jobs/{jid}/rounds/{number}")
     async def get_round(jid: str, number: int, who: str = Depends(tenant)):
-        r = waiting_round(jid, who, number)
+        r = await off_loop(waiting_round, jid, who, number)
         payload = runner.question(runner.live(jid), number)
         if payload is None:  # another process's job
             try:
-                payload = await anyio.to_thread.run_sync(store.round_question(jid, number).read_bytes)
+                payload = await off_loop(store.round_question(jid, number).read_bytes)
             except FileNotFoundError:  # the job gave up on the round meanwhile
                 refuse(409, f"job {jid} is not waiting for round {number}")
         return Response(payload, media_type="application/octet-stream", headers={"X-Ringfire-Layer": r["layer"]})
 
     @app.post("/v1/jobs/{jid}/rounds/{number}")
     async def answer_round(jid: str, number: int, request: Request, who: str = Depends(tenant)):
-        r = waiting_round(jid, who, number)
+        r = await off_loop(waiting_round, jid, who, number)
         try:
             out_shape = tuple(int(v) for v in json.loads(request.headers.get("x-ringfire-out-shape", "null")))
         except (TypeError, ValueError):
@@ -487,22 +524,21 @@ def create_app(config: ServeConfig) -> FastAPI:
         entries = max(1, r["entries"])
         body = await read_body(request, entries * (host.max_ciphertext_bytes() + 16) + 4096, "round answer")
         try:  # checked here, by whichever process took the request
-            cts = (await anyio.to_thread.run_sync(lambda: wire.unpack_tensor(
+            cts = (await off_loop(lambda: wire.unpack_tensor(
                 body, host.ctx.load, max_entries=entries, max_entry_bytes=host.max_ciphertext_bytes())))["cts"]
         except ValueError as e:
             refuse(422, f"the answer is not a valid encrypted tensor for this model: {e}")
         # Taken once: a repeated answer is refused, so a retried request can never replace the one
         # the job already used.
         live = runner.live(jid)
-        if not await anyio.to_thread.run_sync(store.answer_round, jid, number, out_shape,
-                                              None if live is not None else body):
+        if not await off_loop(store.answer_round, jid, number, out_shape, None if live is not None else body):
             refuse(409, f"[serve] the job is not waiting for round {number} (answered already, or not reached)")
         if live is not None:  # this process runs the job: handed over in memory, loaded once
             runner.deliver(live, number, cts, out_shape)
         return {"accepted": True}
 
     @app.get("/v1/jobs/{jid}/result")
-    async def result(jid: str, who: str = Depends(tenant)):
+    def result(jid: str, who: str = Depends(tenant)):
         job = own_job(jid, who)
         if job["state"] == "failed":
             refuse(410, f"job {jid} failed: {job['error']}")
@@ -518,7 +554,7 @@ def create_app(config: ServeConfig) -> FastAPI:
                                  headers={"Content-Length": str(path.stat().st_size)})
 
     @app.delete("/v1/jobs/{jid}")
-    async def cancel(jid: str, who: str = Depends(tenant)):
+    def cancel(jid: str, who: str = Depends(tenant)):
         own_job(jid, who)
         cancelled = store.cancel_job(jid)  # read by the job's process, wherever it runs
         live = runner.live(jid)

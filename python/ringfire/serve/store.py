@@ -400,15 +400,22 @@ class Store:
         self._q("insert or replace into server_processes values (?, ?, ?, ?, ?)",
                 (process, HOST, os.getpid(), int(shared), time.time()))
 
+    def join(self, process: str, shared: bool, silent_for: float) -> list[dict]:
+        """`process`'s first beat, unless processes it may not share the store with live
+        (returned; a plain server shares with none, a replica with replicas only). Read and
+        written as one: of two servers starting at once, the second sees the first."""
+        with self._transaction():
+            rows = self._db.execute("select id, host, pid, shared, beat from server_processes "
+                                    "where beat >= ? and id != ?", (time.time() - silent_for, process)).fetchall()
+            others = [dict(zip(("id", "host", "pid", "shared", "beat"), r)) for r in rows if _alive(r[1], r[2])]
+            refusing = [p for p in others if not (shared and p["shared"])]
+            if not refusing:
+                self._db.execute("insert or replace into server_processes values (?, ?, ?, ?, ?)",
+                                 (process, HOST, os.getpid(), int(shared), time.time()))
+        return refusing
+
     def leave(self, process: str) -> None:
         self._q("delete from server_processes where id = ?", (process,))
-
-    def live_processes(self, silent_for: float, but: str = "") -> list[dict]:
-        """Processes that beat within `silent_for` seconds, except `but` and those of this host
-        whose pid is gone (a process killed here is known dead at once, not after the silence)."""
-        rows = self._q("select id, host, pid, shared, beat from server_processes where beat >= ? and id != ?",
-                       (time.time() - silent_for, but))
-        return [dict(zip(("id", "host", "pid", "shared", "beat"), r)) for r in rows if _alive(r[1], r[2])]
 
     def fail_orphans(self, reason: str, silent_for: float) -> int:
         """Marks failed the unfinished jobs whose owner is not a live process (one that died,
