@@ -367,3 +367,23 @@ def test_large_presets_are_exact_and_reach_their_depth(scheme, preset, bgv_depth
     assert (dec(ctx, sk, x.swap_rows()) == a.reshape(2, -1)[::-1].ravel()).all()
     depth, _ = squaring_depth(ctx, sk, keys)
     assert depth == (bgv_depth if scheme is rf.bgv else bfv_depth)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES, ids=["bgv", "bfv"])
+def test_a_deep_chain_drops_to_any_level_in_one_rounding(scheme):
+    """mod_reduce(level) divides by all the dropped primes at once: the product's values
+    against Python's integers at every target, with the budget of the one-by-one way or more."""
+    ctx = scheme.Context(2**14, plain_modulus=65537, coeff_bits=[50] + [40] * 6, special_bits=[50])
+    sk, keys = ctx.keygen()
+    a, b = residues(ctx), residues(ctx)
+    x = ctx.encrypt(a, keys) * ctx.encrypt(b, keys)
+    expected = mod(ctx, a.astype(object) * b.astype(object))
+    for level in (x.level - 1, 2, 0):
+        at_once = x.mod_reduce(level)
+        assert at_once.level == level and (dec(ctx, sk, at_once) == expected).all()
+        one_by_one = x
+        while one_by_one.level > level:
+            one_by_one = one_by_one.mod_reduce()
+        assert at_once.correction == one_by_one.correction
+        assert at_once.noise_budget(sk) >= one_by_one.noise_budget(sk) - 0.5
+        assert abs(at_once.noise_budget_estimate - one_by_one.noise_budget_estimate) < 0.5

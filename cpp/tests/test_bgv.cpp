@@ -163,6 +163,21 @@ TEST_P(BgvSchemes, ProductsOfBothKindsAreExact) {
   EXPECT_EQ(f.decrypt(f.ev.multiply_plain(reduced, pb)), f.map(ab, b, mul_op));
 }
 
+TEST_P(BgvSchemes, SeveralPrimesDropInOneRoundingAsTheyDoOneByOne) {
+  Fixture f(GetParam());
+  const Slots a = f.random_slots(5), b = f.random_slots(6);
+  const Ciphertext ab = f.ev.relinearize(f.ev.multiply(f.encrypt(a, 2), f.encrypt(b, 2)), f.rk);
+  const Ciphertext at_once = f.ev.mod_reduce_to(ab, 0), one_by_one = f.ev.mod_reduce(f.ev.mod_reduce(ab));
+  EXPECT_EQ(at_once.level(), 0u);
+  EXPECT_EQ(at_once.metadata().correction, one_by_one.metadata().correction);
+  EXPECT_EQ(f.decrypt(at_once), f.map(a, b, mul_op));
+  EXPECT_EQ(f.decrypt(at_once), f.decrypt(one_by_one));
+  const double once = bgv::decrypt(*f.ctx, f.sk, at_once).noise_budget_bits;
+  const double twice = bgv::decrypt(*f.ctx, f.sk, one_by_one).noise_budget_bits;
+  EXPECT_GE(once, twice - 0.5);  // one rounding, not two
+  EXPECT_NEAR(at_once.noise_bits(), one_by_one.noise_bits(), 0.5);
+}
+
 TEST_P(BgvSchemes, CorrectionsAreMatchedBeforeSums) {
   Fixture f(GetParam());
   const Slots a = f.random_slots(5), b = f.random_slots(6);

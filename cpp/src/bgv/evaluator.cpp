@@ -312,9 +312,13 @@ Ciphertext Evaluator::mod_reduce_to(const Ciphertext& a, std::size_t level) cons
   require(level <= a.level(), op,
           "cannot switch a ciphertext from level " + std::to_string(a.level()) + " up to " + std::to_string(level));
   if (level == a.level()) return a.clone();
-  Ciphertext out = mod_reduce(a);
-  while (out.level() > level) mod_reduce_inplace(out);
-  return out;
+  check_operand(a, op);
+  const OpLabel label(op);
+  // All the primes in one rounding; the message's factor is each prime's, multiplied.
+  u64 correction = a.metadata().correction;
+  for (std::size_t dropped = a.level(); dropped > level; --dropped)
+    correction = mul_mod(correction, context_->drop_factor(dropped), context_->plain_modulus());
+  return divide_by_last_primes(a, level, with_correction_of(a.metadata(), correction), op);
 }
 
 Ciphertext Evaluator::with_correction(const Ciphertext& a, u64 correction) const {

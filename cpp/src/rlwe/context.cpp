@@ -111,6 +111,19 @@ const BaseConverter& RlweContext::rescale_lift(std::size_t level) const {
   return *slot;
 }
 
+const BaseConverter& RlweContext::drop_lift(std::size_t from, std::size_t to) const {
+  require(to < from && from <= max_level(), "rlwe.mod_switch",
+          "cannot divide level " + std::to_string(from) + " down to level " + std::to_string(to));
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& slot = drop_lift_[{from, to}];
+  if (!slot) {
+    std::vector<std::size_t> top(from - to);
+    std::iota(top.begin(), top.end(), to + 1);
+    slot = std::make_unique<BaseConverter>(key_base_->select(top), level_base(to));
+  }
+  return *slot;
+}
+
 const BaseConverter& RlweContext::mod_raise_lift(std::size_t level) const {
   require(level >= 1 && level <= max_level(), "rlwe.mod_raise",
           "cannot raise to level " + std::to_string(level) + " (1.." + std::to_string(max_level()) + ")");

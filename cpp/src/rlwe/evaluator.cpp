@@ -152,6 +152,38 @@ Ciphertext RlweEvaluator::divide_by_last_prime(const Ciphertext& a, const Metada
   return out;
 }
 
+Ciphertext RlweEvaluator::divide_by_last_primes(const Ciphertext& a, std::size_t level, const Metadata& meta,
+                                                const char* op) const {
+  require(level < a.level(), op, "cannot divide a ciphertext at level " + std::to_string(a.level()) +
+                                     " down to level " + std::to_string(level));
+  if (level + 1 == a.level()) return divide_by_last_prime(a, meta, op);
+  const RlweContext& ctx = *rlwe_;
+  const std::size_t top = a.level() - level, kept = level + 1, n = a.n(), polys = a.size();
+  const BaseConverter& lift = ctx.drop_lift(a.level(), level);
+  const RnsBase& lower = *ctx.level_base(level);
+  Backend& be = backend(a);
+  Ciphertext out(a.context(), polys, level, meta, a.device(), kUninitialized);
+  // The dropped limbs of every polynomial in coefficient form, their centred
+  // residue mod P = q_{level+1} ... q_top on each kept prime, then (c - r) / P.
+  Buffer dropped(polys * top * n, a.device()), correction(polys * kept * n, a.device());
+  for (std::size_t p = 0; p < polys; ++p) be.copy(a.poly(p) + kept * n, dropped.data() + p * top * n, top * n);
+  be.ntt_inverse(dropped.data(), polys, lift.from());
+  be.base_convert(dropped.data(), correction.data(), polys, lift, BaseConversion::exact);
+  be.ntt_forward(correction.data(), polys, lower);
+  std::vector<u64> p_inverse(kept, 1);
+  double noise = a.noise_bits();
+  for (std::size_t dropped_level = a.level(); dropped_level > level; --dropped_level) {
+    for (std::size_t i = 0; i < kept; ++i)
+      p_inverse[i] = mul_mod(p_inverse[i], ctx.q_last_inverse(dropped_level, i), lower.modulus(i));
+    noise = divided_noise(ctx, noise, ctx.params().q_primes()[dropped_level]);
+  }
+  for (std::size_t p = 0; p < polys; ++p)
+    be.sub(a.poly(p), correction.data() + p * kept * n, out.poly(p), 1, lower);
+  be.multiply_scalar(out.data(), p_inverse.data(), out.data(), polys, lower);
+  out.set_noise_bits(noise);
+  return out;
+}
+
 Ciphertext RlweEvaluator::relinearize_and_divide(const Ciphertext& a, const RelinKey& key, const Metadata& meta,
                                                  const char* op) const {
   check_relinearization(a, key, op);

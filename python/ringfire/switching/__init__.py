@@ -4,13 +4,15 @@
 slots of a CKKS ciphertext into n FHEW ciphertexts of small integers, on which
 ``fhew.apply`` evaluates any lookup table; ``rf.switching.FhewToCkks`` brings
 FHEW ciphertexts of one bit back into CKKS slots; ``rf.switching.SchemeSwitch``
-pairs them for lookup tables and comparisons that start and end in CKKS: see
-docs/switching.md.
+pairs them for lookup tables and comparisons that start and end in CKKS;
+``rf.switching.BgvToFhew(bgv_ctx, fhew_ctx)`` turns coefficients of BGV or BFV
+ciphertexts (t = 2^k) into FHEW integers: see docs/switching.md.
 """
 
+from .bgv_to_fhew import BgvToFhew
 from .ckks_to_fhew import CkksToFhew
 from .fhew_to_ckks import FhewToCkks
 from .ring_switch import RingSwitchKey
 from .round_trip import SchemeSwitch, SwitchKeys
 
-__all__ = ["CkksToFhew", "FhewToCkks", "RingSwitchKey", "SchemeSwitch", "SwitchKeys"]
+__all__ = ["BgvToFhew", "CkksToFhew", "FhewToCkks", "RingSwitchKey", "SchemeSwitch", "SwitchKeys"]

@@ -36,7 +36,8 @@ from ..ckks import magnitude
 from ..ckks.circuits import LinearTransform, Polynomial
 from ..ckks.ciphertext import Ciphertext as CkksCiphertext
 from ..tfhe.ciphertext import Ciphertext as LweCiphertext
-from .ckks_to_fhew import check_contexts, check_secret_keys, fhew_secrets, is_int
+from .ckks_to_fhew import check_contexts
+from .to_fhew import check_secret_keys, fhew_secrets, is_int
 
 
 class FhewToCkks:

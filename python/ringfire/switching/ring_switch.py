@@ -218,16 +218,34 @@ def inverse(ntt, hat: np.ndarray, modulus: int) -> np.ndarray:
 def ring_switch(key: RingSwitchKey, c0: np.ndarray, c1: np.ndarray, ntt=None) -> tuple[np.ndarray, np.ndarray]:
     """(b, a) over R_N' mod Q with b - a z = the phase of (c0, c1) mod Q read at
     multiples of k, plus the switch's error. c0, c1: N words mod Q."""
-    Q, k = key.modulus, key.parts
+    return ring_switch_residues(key, c0, c1, [0], ntt)[0]
+
+
+def ring_switch_residues(key: RingSwitchKey, c0: np.ndarray, c1: np.ndarray, residues, ntt=None) -> dict:
+    """{r: ring_switch of X^-r (c0, c1)} for residues 0 <= r < k: the phase read at the
+    coefficients r mod k. X^-r only permutes the module ciphertext's parts, times Y^-1 for
+    those that wrap past the top, so the gadget digits and their transforms (most of a
+    ring switch) are made once for all residues; each costs its two sums of products."""
+    Q, k, d = key.modulus, key.parts, key.digits
     ntt = ntt or _core.Ntt32(key.subring_degree, Q)
-    b0, a = module_ciphertext(np.asarray(c0, dtype=np.uint64), np.asarray(c1, dtype=np.uint64), k, Q)
-    digits = balanced_digits(a, Q, key.base_log, key.digits)            # (d, k, N')
-    digits = np.transpose(digits, (1, 0, 2)).reshape(k * key.digits, -1)  # row r * d + i, as the key
-    hat = forward_rows(ntt, digits)
-    # Sums of k d products below 2^54 each: exact in 64 bits up to k d = 1024.
-    b_sum = _lazy_dot(hat, key.b, Q)
-    a_sum = _lazy_dot(hat, key.a, Q)
-    return (b0 + inverse(ntt, b_sum, Q)) % Q, inverse(ntt, a_sum, Q)
+    c0, c1 = np.asarray(c0, dtype=np.uint64), np.asarray(c1, dtype=np.uint64)
+    _, a = module_ciphertext(c0, c1, k, Q)                                # a_0 = c1_0, a_j = Y c1_j
+    digits = balanced_digits(a, Q, key.base_log, d)                       # (d, k, N')
+    hat = forward_rows(ntt, np.transpose(digits, (1, 0, 2)).reshape(k * d, -1))  # row j * d + i, as the key
+    y_inverse = np.zeros(key.subring_degree, dtype=np.int64)
+    y_inverse[-1] = Q - 1                                                 # Y^-1 = -Y^(N'-1)
+    y_inverse = forward(ntt, y_inverse)
+    b_parts, out = subring_parts(c0, k), {}
+    for r in residues:
+        # Part j of X^-r c is part (j + r) mod k of c, times Y^-1 past the top; against a's
+        # Y for j >= 1, row j pairs with a_(j + r) mod k, times Y^-1 where j = 0 < r or j + r > k.
+        source = (np.arange(k) + r) % k
+        rows = hat[(source[:, None] * d + np.arange(d)).reshape(-1)]
+        wrap = np.flatnonzero(np.repeat((np.arange(k) + r > k) | ((np.arange(k) == 0) & (r > 0)), d))
+        rows[wrap] = rows[wrap] * y_inverse % Q
+        out[r] = ((b_parts[r] + inverse(ntt, _lazy_dot(rows, key.b, Q), Q)) % Q,
+                  inverse(ntt, _lazy_dot(rows, key.a, Q), Q))
+    return out
 
 
 def _lazy_dot(hat: np.ndarray, key: np.ndarray, modulus: int) -> np.ndarray:

@@ -17,7 +17,8 @@ import numpy as np
 
 from ..ckks.ciphertext import Ciphertext as CkksCiphertext
 from ..tfhe.ciphertext import Ciphertext as LweCiphertext
-from .ckks_to_fhew import CkksToFhew, check_contexts, is_int
+from .ckks_to_fhew import CkksToFhew, check_contexts
+from .to_fhew import is_int
 from .fhew_to_ckks import FhewToCkks
 from .ring_switch import RingSwitchKey
 

@@ -77,6 +77,11 @@ class RlweEvaluator {
   // coefficient), with metadata `meta`: CKKS rescaling and BGV modulus
   // switching. The noise shrinks by q_level and gains a rounding term.
   Ciphertext divide_by_last_prime(const Ciphertext& a, const Metadata& meta, const char* op) const;
+  // round(a / (q_{level+1} ... q_{a.level})) over q_0..q_level in one rounding
+  // (level < a.level()): the same for several primes at once, in about the work
+  // of one division instead of one per prime.
+  Ciphertext divide_by_last_primes(const Ciphertext& a, std::size_t level, const Metadata& meta,
+                                   const char* op) const;
   // divide_by_last_prime(relinearize(a, key)) with one rounding: the key
   // switch's ModDown divides by P * q_level (key_switch_rescale).
   Ciphertext relinearize_and_divide(const Ciphertext& a, const RelinKey& key, const Metadata& meta,

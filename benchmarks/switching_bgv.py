@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Scheme switching BGV/BFV -> FHEW (ringfire.switching.BgvToFhew): time per coefficient, and
+agreement with NumPy.
+
+    python benchmarks/switching_bgv.py [--degree 16] [--counts 16,256,4096] [--fhew STD128]
+        [--threads 1] [--repeat 3] [--json out.json]
+
+For BGV and BFV at ring degree 2^degree (the default chain, 128-bit) with t = 16 (coefficient
+encoding; FHEW's 3-bit integers with their padding bit): the client's switching key, then per
+call the switch of the first `count` coefficients (level 0, the ring switches, extraction and
+FHEW's key switch) and a comparison a > b ending in FHEW (the switch of a - b, one bootstrap per
+coefficient). Results are decrypted with the FHEW key and compared with NumPy. No peer switches
+BGV or BFV to FHEW (OpenFHE's scheme switching starts from CKKS: benchmarks/switching.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+
+import ringfire as rf
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers"))
+from _common import cpu_model  # noqa: E402
+from ckks_comparison import timed  # noqa: E402  (median of `repeat` calls, with the last result)
+
+
+def run(scheme: str, degree: int, count: int, fhew, fsk, repeat: int) -> dict:
+    ctx = getattr(rf, scheme).Context(2 ** degree, plain_modulus=16)
+    sk, keys = ctx.keygen()
+    switch = rf.switching.BgvToFhew(ctx, fhew)
+    t = time.perf_counter()
+    key = switch.keygen(sk, fsk)
+    keygen_s = time.perf_counter() - t
+    rng = np.random.default_rng(0)
+    a, b = rng.integers(0, 8, count), rng.integers(0, 8, count)
+    ca, cb = (ctx.encrypt(ctx.encode_coefficients(v), keys) for v in (a, b))
+    switch_s, lwe = timed(lambda: switch(ca, key, count=count), repeat)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the bootstraps' failure-probability warning: counted below instead
+        compare_s, greater = timed(lambda: switch.compare(ca, cb, key, count=count), repeat)
+    return {
+        "scheme": scheme, "degree": 2 ** degree, "t": 16, "fhew": fhew.params.name, "count": count,
+        "threads": rf.num_threads(), "levels": ctx.max_level, "switch_keygen_s": round(keygen_s, 4),
+        "ring_switch_key_bytes": key.nbytes,
+        "switch_s": round(switch_s, 4), "switch_ms_per_coefficient": round(1e3 * switch_s / count, 3),
+        "compare_fhew_s": round(compare_s, 4), "compare_fhew_ms_per_coefficient": round(1e3 * compare_s / count, 3),
+        "wrong_switch": int((fhew.decrypt(lwe, fsk) != a).sum()),
+        "wrong_compare": int((fhew.decrypt(greater, fsk) != (a > b)).sum()),
+        "lwe_error_variance_model": round(lwe.variance, 1),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--degree", type=int, default=16)
+    ap.add_argument("--counts", default="16,256,4096")
+    ap.add_argument("--fhew", default="STD128")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    rf.set_num_threads(args.threads)
+    fhew = rf.tfhe.Context(args.fhew)
+    fsk = fhew.keygen()
+    rows = [run(scheme, args.degree, int(c), fhew, fsk, args.repeat)
+            for scheme in ("bgv", "bfv") for c in args.counts.split(",")]
+    print("| scheme | N | t | FHEW | coefficients | threads | switch s (ms/coefficient) | "
+          "compare to FHEW s (ms/coefficient) | wrong |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['scheme'].upper()} | 2^{args.degree} | 16 | {r['fhew']} | {r['count']} | {r['threads']} | "
+              f"{r['switch_s']:.3f} ({r['switch_ms_per_coefficient']:.2f}) | "
+              f"{r['compare_fhew_s']:.3f} ({r['compare_fhew_ms_per_coefficient']:.2f}) | "
+              f"{r['wrong_switch']} / {r['wrong_compare']} |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"benchmark": "switching_bgv", "date": time.strftime("%Y-%m-%d"), "cpu": cpu_model(),
+                       "nproc": os.cpu_count(), "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
