@@ -243,11 +243,15 @@ void Bootstrapper::switch_ring_lwe(const u32* in, std::size_t count, u32* out) c
     throw_invalid("tfhe.switch_ring_lwe", "ciphertext " + std::to_string((bad - in) / (N + 1)) +
                                               " has a word not below Q = " + std::to_string(Q));
   }
-  std::vector<u32> extracted(N + 1), switched(n + 1);
-  for (std::size_t c = 0; c < count; ++c) {
-    std::copy(in + c * (N + 1), in + (c + 1) * (N + 1), extracted.begin());
-    switch_to_gate(extracted.data(), switched.data(), out + c * (n + 1));
-  }
+  // The ciphertexts on the library's threads: each key switch reads the whole table.
+  auto body = [&](std::size_t begin, std::size_t end) {
+    std::vector<u32> extracted(N + 1), switched(n + 1);
+    for (std::size_t c = begin; c < end; ++c) {
+      std::copy(in + c * (N + 1), in + (c + 1) * (N + 1), extracted.begin());
+      switch_to_gate(extracted.data(), switched.data(), out + c * (n + 1));
+    }
+  };
+  parallel_items(count, body);
 }
 
 void Bootstrapper::bootstrap_many(const u32* in, std::size_t count, const u32* test_vector, u32* out, int threads,
