@@ -914,9 +914,10 @@ def test_liveness_by_pid_only_where_pids_are_this_hosts():
 
 
 def test_a_store_held_by_another_process_never_holds_the_event_loop(mlp_path, tmp_path, monkeypatch):
-    """Another process holding the shared store's lock: a request that needs the store waits
-    for it on a worker thread while the server keeps answering, and past the busy timeout it
-    is told to try again (503, Retry-After), not failed as an internal error."""
+    """Another process holding the shared store's lock: requests that need the store wait for
+    it on worker threads, each on its own connection (side by side, not one after another),
+    while the server keeps answering; past the busy timeout they are told to try again (503,
+    Retry-After), not failed as an internal error."""
     import sqlite3
 
     from ringfire.serve import store as store_module
@@ -928,17 +929,25 @@ def test_a_store_held_by_another_process_never_holds_the_event_loop(mlp_path, tm
         sid = app.state.store.create_session("alice", "mlp", app.state.host.fingerprint)
         holder = sqlite3.connect(tmp_path / "store" / "state.sqlite", isolation_level=None)
         holder.execute("begin exclusive")
-        waiting = concurrent.futures.ThreadPoolExecutor(1).submit(
-            client.request, "GET", f"/v1/sessions/{sid}", expect=(503,), retries=0)
-        time.sleep(0.3)  # the session request now waits on the lock
-        probes = []
-        for _ in range(5):
+
+        def session_request():
             t = time.perf_counter()
-            assert client.request("GET", "/v2/health/live").json() == {"live": True}
-            probes.append(time.perf_counter() - t)
-        busy = waiting.result(timeout=15)
+            response = client.request("GET", f"/v1/sessions/{sid}", expect=(503,), retries=0)
+            return response, time.perf_counter() - t
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            waiting = [pool.submit(session_request) for _ in range(4)]
+            time.sleep(0.3)  # the session requests now wait on the lock
+            probes = []
+            for _ in range(5):
+                t = time.perf_counter()
+                assert client.request("GET", "/v2/health/live").json() == {"live": True}
+                probes.append(time.perf_counter() - t)
+            busy = [w.result(timeout=15) for w in waiting]
         holder.execute("rollback")
-        assert busy.headers["retry-after"] == "1" and "busy" in busy.json()["error"]
+        for response, _ in busy:
+            assert response.headers["retry-after"] == "1" and "busy" in response.json()["error"]
+        # Each thread waits on its own connection: the waits overlap instead of queueing (4 s).
+        assert max(seconds for _, seconds in busy) < 2.5, busy
         assert client.request("GET", f"/v1/sessions/{sid}").json()["id"] == sid
     assert max(probes) < 0.5, probes
 

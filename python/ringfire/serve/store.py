@@ -12,8 +12,9 @@ Layout under the store directory::
     rounds/<job id>.<n>.ask / .answer  a client-aided round's ciphertexts, and the key holder's answer
 
 Every write of a blob, a result or a round goes to a temporary file first and is renamed
-into place, so a crash never leaves half a file under a final name. The connection is
-shared by the process's threads behind one lock; several processes may share one store
+into place, so a crash never leaves half a file under a final name. Each thread has its
+own connection, so one that waits for another process's lock holds up no other thread (a
+request, the heartbeat, a job); several processes may share one store
 (the replicas of ``ringfire serve --replicas``, serve/replicas.py): SQLite's file locks
 order their writes, a chunk being written is locked on its file, every job names the
 process that runs it (its *owner*), and each process's heartbeat says it still lives.
@@ -110,8 +111,9 @@ class Store:
         self.root, self.shared = Path(directory), shared
         for sub in ("blobs", "uploads", "results", "rounds"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        self._db = self._connect()
+        self._local = threading.local()             # this thread's connection
+        self._connections: list[sqlite3.Connection] = []  # every thread's, closed together
+        self._memory = threading.Lock()             # the in-memory state below
         # The running SHA-256 of each upload whose chunks this process received in order
         # from its start: the commit then needs no second pass over the file.
         self._digests: dict[str, tuple[int, object]] = {}
@@ -131,7 +133,13 @@ class Store:
         WAL with synchronous=normal: a commit survives the process dying (what a restart needs)
         without an fsync per statement; the rollback journal syncs fully."""
         self._journal("delete" if self.shared else "wal")
-        self._db.execute(f"pragma synchronous={'full' if self.shared else 'normal'}")
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = self._local.db = self._connect()
+        return db
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.root / "state.sqlite", check_same_thread=False, isolation_level=None,
@@ -139,7 +147,18 @@ class Store:
         # First: every statement after it may meet another process's lock, and waits for it
         # (less than a heartbeat's silence, so a wait never passes for death).
         db.execute(f"pragma busy_timeout={int(BUSY_SECONDS * 1000)}")
+        db.execute(f"pragma synchronous={'full' if self.shared else 'normal'}")
+        with self._memory:
+            self._connections.append(db)
         return db
+
+    def _reconnect(self) -> None:
+        """This thread's connection closed and opened again."""
+        db = self._db
+        with self._memory:
+            self._connections.remove(db)
+        db.close()
+        self._local.db = None
 
     def _journal(self, mode: str) -> None:
         for attempt in range(100):  # changing it needs the database to itself for a moment
@@ -150,29 +169,26 @@ class Store:
                 pass
             # Replicas starting together each hold a connection while they wait for the others
             # to let go: step back (close, a random pause) so that one of them gets it.
-            with self._lock:
-                self._db.close()
-                time.sleep(0.02 + 0.2 * secrets.randbelow(1000) / 1000)
-                self._db = self._connect()
+            self._reconnect()
+            time.sleep(0.02 + 0.2 * secrets.randbelow(1000) / 1000)
         raise RuntimeError(f"[serve] the store {str(self.root)!r} is held by another process in another journal "
                            f"mode (this one needs {mode}): a plain server and replicas cannot share a store")
 
     @contextlib.contextmanager
     def _transaction(self):
         """Statements as one, under the write lock from the start (BEGIN IMMEDIATE)."""
-        with self._lock:
-            self._db.execute("begin immediate")
-            try:
-                yield
-                self._db.execute("commit")
-            except BaseException:
-                if self._db.in_transaction:  # a failed commit too: never keep the lock
-                    self._db.execute("rollback")
-                raise
+        db = self._db
+        db.execute("begin immediate")
+        try:
+            yield
+            db.execute("commit")
+        except BaseException:
+            if db.in_transaction:  # a failed commit too: never keep the lock
+                db.execute("rollback")
+            raise
 
     def _q(self, sql: str, args=()) -> list:
-        with self._lock:
-            return self._db.execute(sql, args).fetchall()
+        return self._db.execute(sql, args).fetchall()
 
     # ---- sessions ---------------------------------------------------------------------
     def create_session(self, tenant: str, model: str, fingerprint: str) -> str:
@@ -236,7 +252,7 @@ class Store:
         """A writer of the upload's next chunk at `offset` (what was received so far): its
         bytes go to the file as they arrive, and count only once :meth:`ChunkWriter.keep`
         is called (a chunk refused on the way is cut off the file again)."""
-        with self._lock:
+        with self._memory:
             if uid in self._writing:
                 raise ChunkBusy(f"[serve] a chunk of this upload is arriving already; resend after it (at "
                                 f"offset {offset})")
@@ -268,12 +284,12 @@ class Store:
             return writer.keep()
 
     def _released(self, uid: str) -> None:
-        with self._lock:
+        with self._memory:
             self._writing.discard(uid)
 
     def _kept(self, uid: str, received: int, digest) -> None:
         self._q("update uploads set received = ? where id = ?", (received, uid))
-        with self._lock:
+        with self._memory:
             if digest is None:
                 self._digests.pop(uid, None)
             else:
@@ -282,7 +298,7 @@ class Store:
     def upload_sha256(self, uid: str) -> str:
         """The SHA-256 of everything received for the upload: from the running digest when
         this process saw every chunk, else read from the file."""
-        with self._lock:
+        with self._memory:
             upto, digest = self._digests.pop(uid, (0, None))
         if digest is not None and upto == self.part_path(uid).stat().st_size:
             return digest.hexdigest()
@@ -322,7 +338,7 @@ class Store:
         return sessions
 
     def drop_upload(self, uid: str) -> None:
-        with self._lock:
+        with self._memory:
             self._digests.pop(uid, None)
         self.part_path(uid).unlink(missing_ok=True)
         self._q("delete from uploads where id = ?", (uid,))
@@ -351,8 +367,7 @@ class Store:
         """Moves an unfinished job on; False (nothing written) once it ended: ``done`` and
         ``failed`` are final, whoever wrote them (a process that was silent for too long
         finds its job failed by the others, and stops it)."""
-        with self._lock:
-            return self._db.execute(
+        return self._db.execute(
                 "update jobs set state = ?, error = coalesce(?, error), progress = coalesce(?, progress), "
                 "updated = ?, result_bytes = coalesce(?, result_bytes) where id = ? and state not in ('done', 'failed')",
                 (state, error, None if progress is None else json.dumps(progress), time.time(), result_bytes,
@@ -382,10 +397,9 @@ class Store:
     def cancel_job(self, jid: str) -> bool:
         """Asks the job's owner to stop it (it reads the flag while it waits) and closes its open
         round to answers; False if it ended."""
-        with self._lock:
-            asked = self._db.execute("update jobs set cancel = 1 where id = ? and state not in ('done', 'failed')",
-                                     (jid,)).rowcount == 1
-            self._db.execute("update rounds set claimed = 1 where job = ?", (jid,))
+        asked = self._db.execute("update jobs set cancel = 1 where id = ? and state not in ('done', 'failed')",
+                                 (jid,)).rowcount == 1
+        self._db.execute("update rounds set claimed = 1 where job = ?", (jid,))
         return asked
 
     def stopped(self, jid: str) -> str | None:
@@ -397,22 +411,25 @@ class Store:
     # ---- processes sharing the store ---------------------------------------------------------
     def beat(self, process: str, shared: bool) -> None:
         """`process` (this one: its host and pid kept for operators and for liveness) still lives."""
-        self._q("insert or replace into server_processes values (?, ?, ?, ?, ?)",
-                (process, HOST, os.getpid(), int(shared), time.time()))
+        self._db.execute("insert or replace into server_processes values (?, ?, ?, ?, ?)",
+                         (process, HOST, os.getpid(), int(shared), time.time()))
 
     def join(self, process: str, shared: bool, silent_for: float) -> list[dict]:
         """`process`'s first beat, unless processes it may not share the store with live
         (returned; a plain server shares with none, a replica with replicas only). Read and
         written as one: of two servers starting at once, the second sees the first."""
         with self._transaction():
-            rows = self._db.execute("select id, host, pid, shared, beat from server_processes "
-                                    "where beat >= ? and id != ?", (time.time() - silent_for, process)).fetchall()
-            others = [dict(zip(("id", "host", "pid", "shared", "beat"), r)) for r in rows if _alive(r[1], r[2])]
-            refusing = [p for p in others if not (shared and p["shared"])]
+            refusing = [p for p in self._live(silent_for) if p["id"] != process and not (shared and p["shared"])]
             if not refusing:
-                self._db.execute("insert or replace into server_processes values (?, ?, ?, ?, ?)",
-                                 (process, HOST, os.getpid(), int(shared), time.time()))
+                self.beat(process, shared)
         return refusing
+
+    def _live(self, silent_for: float) -> list[dict]:
+        """Processes that beat within `silent_for` seconds, but those of this host whose pid is
+        gone (a process killed here is known dead at once, not after the silence)."""
+        rows = self._db.execute("select id, host, pid, shared, beat from server_processes where beat >= ?",
+                                (time.time() - silent_for,)).fetchall()
+        return [dict(zip(("id", "host", "pid", "shared", "beat"), r)) for r in rows if _alive(r[1], r[2])]
 
     def leave(self, process: str) -> None:
         self._q("delete from server_processes where id = ?", (process,))
@@ -422,9 +439,7 @@ class Store:
         or was silent for `silent_for` seconds); returns how many. Clocks of the replicas'
         machines are compared: keep them in sync (NTP)."""
         with self._transaction():  # read and marked as one: a job cannot finish, nor a process beat, in between
-            alive = {r[0] for r in self._db.execute(
-                "select id, host, pid from server_processes where beat >= ?", (time.time() - silent_for,))
-                if _alive(r[1], r[2])}
+            alive = {p["id"] for p in self._live(silent_for)}
             rows = self._db.execute("select id, owner from jobs where state not in ('done', 'failed')").fetchall()
             lost = [jid for jid, owner in rows if owner not in alive]
             for jid in lost:
@@ -472,9 +487,8 @@ class Store:
                 staged = final.with_name(f".{final.name}.{new_id()}")
                 written.callback(staged.unlink, missing_ok=True)
                 write_atomically(staged, data, sync=False)
-            with self._lock:
-                won = self._db.execute("update rounds set claimed = 1, out_shape = ? where job = ? and number = ? "
-                                       "and claimed = 0", (json.dumps(list(out_shape)), jid, number)).rowcount == 1
+            won = self._db.execute("update rounds set claimed = 1, out_shape = ? where job = ? and number = ? "
+                                   "and claimed = 0", (json.dumps(list(out_shape)), jid, number)).rowcount == 1
             if won and data is not None:
                 os.replace(staged, final)
         return won
@@ -514,8 +528,11 @@ class Store:
         write_atomically(self.result_path(jid), data)
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        with self._memory:
+            connections, self._connections = self._connections, []
+        for db in connections:
+            db.close()
+        self._local = threading.local()
 
 
 class ChunkWriter:

@@ -23,11 +23,15 @@ coefficients transform over Z_t first, and a prime t is not a FHEW encoding.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from .._checks import warn_at_caller
 from ..bgv.ciphertext import Ciphertext as BgvCiphertext
 from ..bgv.context import Context as BgvContext
 from ..tfhe.ciphertext import Ciphertext as LweCiphertext
+from ..tfhe.params import WARN_P_FAIL, tail_probability
 from .ring_switch import RingSwitchKey
 from .to_fhew import RingToFhew, check_fhew_context, is_int
 
@@ -58,7 +62,10 @@ class BgvToFhew(RingToFhew):
             raise ValueError(f"[switching] FHEW reads integers mod a power of two: the {bgv.scheme.upper()} "
                              f"plaintext modulus must be 2^k (k >= 2, coefficient encoding), not {t}")
         self.bgv, self.t, self.bits = bgv, t, t.bit_length() - 2
-        self.check_bits(self.bits)
+        limit = int(math.log2(fhew.params.ring_dimension)) - 1
+        if self.bits > limit:
+            raise ValueError(f"[switching] t = {t} makes {self.bits}-bit FHEW integers; a FHEW ring of degree "
+                             f"{fhew.params.ring_dimension} holds at most {limit} bits (t <= {2 << limit})")
 
     def __repr__(self) -> str:
         return (f"BgvToFhew({self.bgv.scheme.upper()} N={self.bgv.poly_degree}, t={self.t} -> "
@@ -74,12 +81,31 @@ class BgvToFhew(RingToFhew):
         u = u - self.t if u > self.t // 2 else u
         y = x * u if u != 1 else x
         words = self._lwe_words(y, key, np.arange(count))
-        return self.fhew.from_ring_lwe(words, bits=self.bits, variance=self.error_variance(key, x, u))
+        variance = self.error_variance(key, x, u)
+        self._warn_if_unreadable(variance)
+        return self.fhew.from_ring_lwe(words, bits=self.bits, variance=variance)
+
+    def _warn_if_unreadable(self, variance: float) -> None:
+        """Warns where the switched error leaves a coefficient's cell (q / t wide) too often."""
+        q = self.fhew.params.lwe_modulus
+        risk = tail_probability(variance, q / (2 * self.t))
+        if risk > WARN_P_FAIL:
+            warn_at_caller(f"[switching] each switched coefficient is read wrong with probability {risk:.2g} "
+                           f"(its error variance {variance:.0f} at q={q}, a half-width of {q // (2 * self.t)}): "
+                           f"a smaller t, or a FHEW set with a larger ring (STD128_LUT)")
 
     def compare(self, a, b, key: RingSwitchKey, *, count: int) -> LweCiphertext:
         """[a > b] per coefficient, as FHEW ciphertexts of 1-bit integers (1 or 0), for
-        coefficients a, b in [0, t / 2): one switch of a - b (exact, mod t) and one
-        bootstrap per coefficient. Read as signed integers in (-t/4, t/4] they compare too."""
+        coefficients a, b in [0, t / 2) (``b`` a ciphertext, or an int every coefficient is
+        compared with): one switch of a - b (exact, mod t) and one bootstrap per
+        coefficient. Read as signed integers in (-t/4, t/4] they compare too."""
+        if not isinstance(a, BgvCiphertext):
+            raise TypeError(f"[switching] compare reads a ringfire.{self.bgv.scheme}.Ciphertext first, got "
+                            f"{type(a).__name__}")
+        if is_int(b):  # every coefficient against b (an int alone would be the constant polynomial b)
+            b = self.bgv.encode_coefficients(np.full(self._count(count), int(b) % self.t))
+        elif not isinstance(b, BgvCiphertext):
+            raise TypeError(f"[switching] compare reads a ciphertext or an int second, got {type(b).__name__}")
         return self._greater_than_zero(self(a - b, key, count=count), self.bits)
 
     def sign(self, x, key: RingSwitchKey, *, count: int) -> LweCiphertext:
@@ -102,7 +128,13 @@ class BgvToFhew(RingToFhew):
             raise TypeError(f"[switching] expected a ringfire.{self.bgv.scheme}.Ciphertext, got {type(ct).__name__}")
         if ct.context is not self.bgv:
             raise ValueError(f"[switching] the ciphertext belongs to another {self.bgv.scheme.upper()} context")
+        if ct.size != 2:
+            raise ValueError(f"[switching] the ciphertext has {ct.size} polynomials: relinearize it first "
+                             f"(ev.relinearize)")
         self._check_key(key)
+        return self._count(count)
+
+    def _count(self, count) -> int:
         if not is_int(count) or not 1 <= count <= self.bgv.poly_degree:
             raise ValueError(f"[switching] count must be an int in [1, {self.bgv.poly_degree}] (coefficients), "
                              f"got {count!r}")

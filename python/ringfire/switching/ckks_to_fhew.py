@@ -77,6 +77,10 @@ class CkksToFhew(RingToFhew):
 
     # ---- keys ----------------------------------------------------------------------
 
+    def keygen(self, ckks_secret_key, fhew_secret_key) -> RingSwitchKey:
+        """The switching key (public) from the two secret keys; the client runs this."""
+        return super().keygen(ckks_secret_key, fhew_secret_key)
+
     def rotations(self) -> list[int]:
         """The rotations the CKKS Galois keys need: the transform's."""
         level = min(1, self.ckks.max_level)  # where the switch runs; the rotations do not depend on the level

@@ -52,6 +52,8 @@ class RingToFhew:
 
     def keygen(self, secret_key, fhew_secret_key) -> RingSwitchKey:
         """The switching key (public) from the two secret keys; the client runs this."""
+        if secret_key is None:
+            raise ValueError(f"[switching] expected the {_name(self.source)} context's secret key, got None")
         check_secret_keys(self.source, secret_key, self.fhew, fhew_secret_key)
         s = np.asarray(secret_key._native.coefficients(), dtype=np.int64)
         z = fhew_secrets(fhew_secret_key)[1]

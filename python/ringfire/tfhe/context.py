@@ -16,7 +16,7 @@ from .integer_parts import IntegerParts
 from .integers import UInt
 from .radix import RadixUInt, split_blocks
 from . import radix as _radix
-from .params import PRESETS, ParameterSet, tail_probability, tail_probability_log2
+from .params import PRESETS, WARN_P_FAIL as _WARN_P_FAIL, ParameterSet, tail_probability, tail_probability_log2
 from .sign import sign, sign_failure_log2
 from . import torus_bytes
 from .torus_params import TorusParameterSet
@@ -38,8 +38,6 @@ _GATES = {
 # adder's sum). Each lands q/8 (majority) or q/4 (parity, with doubled
 # errors) from the nearest decision boundary.
 _GATES3 = {"maj": (1, 0), "xor3": (-2, 0)}
-# A table whose input may fail more often than this warns (Context.apply).
-_WARN_P_FAIL = 2.0 ** -40
 
 
 _SECRET_MAGIC = b"RFTFHESK1"

@@ -138,6 +138,10 @@ class ParameterSet:
         return (self.lwe_dimension * self.secret_square_mean + 1) * (v * v - 1) / 12
 
 
+# Failure probabilities above this are warned about (lookups, signs, switched values).
+WARN_P_FAIL = 2.0 ** -40
+
+
 def tail_probability(variance: float, tolerance: float) -> float:
     """The probability that a Gaussian error of this variance reaches ``tolerance`` in
     absolute value (two-sided)."""
