@@ -23,8 +23,8 @@ void add_key_switch_noise(Ciphertext& out, const Ciphertext& a) { out.set_noise_
 
 // Dividing by q (exact rounding) shrinks the noise by q and adds a rounding
 // term.
-double divided_noise(const RlweContext& ctx, double noise_bits, u64 q) {
-  return noise::add(noise_bits - std::log2(static_cast<double>(q)), noise::rounding(ctx));
+double divided_noise(const RlweContext& ctx, double noise_bits, u64 q, std::size_t size = 2) {
+  return noise::add(noise_bits - std::log2(static_cast<double>(q)), noise::rounding(ctx, size));
 }
 
 }  // namespace
@@ -148,7 +148,7 @@ Ciphertext RlweEvaluator::divide_by_last_prime(const Ciphertext& a, const Metada
   for (std::size_t p = 0; p < polys; ++p)
     be.sub(a.poly(p), correction.data() + p * level * n, out.poly(p), 1, lower);
   be.multiply_scalar(out.data(), q_last_inv.data(), out.data(), polys, lower);
-  out.set_noise_bits(divided_noise(ctx, a.noise_bits(), q_last));
+  out.set_noise_bits(divided_noise(ctx, a.noise_bits(), q_last, a.size()));
   return out;
 }
 
@@ -175,7 +175,7 @@ Ciphertext RlweEvaluator::divide_by_last_primes(const Ciphertext& a, std::size_t
   for (std::size_t dropped_level = a.level(); dropped_level > level; --dropped_level) {
     for (std::size_t i = 0; i < kept; ++i)
       p_inverse[i] = mul_mod(p_inverse[i], ctx.q_last_inverse(dropped_level, i), lower.modulus(i));
-    noise = divided_noise(ctx, noise, ctx.params().q_primes()[dropped_level]);
+    noise = divided_noise(ctx, noise, ctx.params().q_primes()[dropped_level], a.size());
   }
   for (std::size_t p = 0; p < polys; ++p)
     be.sub(a.poly(p), correction.data() + p * kept * n, out.poly(p), 1, lower);

@@ -65,9 +65,9 @@ double key_switch(const RlweContext& context, std::size_t level) {
   return add(0.5 * (std::log2(n) + digit_variance_bits), rounding(context));
 }
 
-double rounding(const RlweContext& context) {
+double rounding(const RlweContext& context, std::size_t size) {
   const double n = static_cast<double>(context.n());
-  return norm_bits(context, (1.0 + 2.0 * n / 3.0) / 12.0);
+  return norm_bits(context, (1.0 + 2.0 * n / 3.0) / 12.0 + (size >= 3 ? n * n / 27.0 : 0.0));
 }
 
 double encoding(const RlweContext& context) { return norm_bits(context, 1.0 / 12.0); }

@@ -40,8 +40,10 @@ double fresh_secret(const RlweContext& context);
 // coefficient and digit) divided by P, plus the ModDown rounding.
 double key_switch(const RlweContext& context, std::size_t level);
 // Dividing by an integer with rounding (rescale, ModDown): r0 + r1 s with
-// r_i uniform in [-1/2, 1/2], variance (1 + 2N/3) / 12 per coefficient.
-double rounding(const RlweContext& context);
+// r_i uniform in [-1/2, 1/2], variance (1 + 2N/3) / 12 per coefficient; a
+// ciphertext of size 3 adds r2 s^2, whose coefficients have variance 4N/9:
+// N^2 / 27 more.
+double rounding(const RlweContext& context, std::size_t size = 2);
 // Rounding N real coefficients to integers (encoding): variance 1/12.
 double encoding(const RlweContext& context);
 
