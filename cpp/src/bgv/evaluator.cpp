@@ -300,9 +300,7 @@ Ciphertext Evaluator::mod_reduce(const Ciphertext& a) const {
   const OpLabel label(op);
   check_operand(a, op);
   require(a.level() >= 1, op, "the ciphertext is at level 0: no prime left to switch away");
-  const u64 correction =
-      mul_mod(a.metadata().correction, context_->drop_factor(a.level()), context_->plain_modulus());
-  return divide_by_last_prime(a, with_correction_of(a.metadata(), correction), op);
+  return divided_to(a, a.level() - 1, op);
 }
 
 void Evaluator::mod_reduce_inplace(Ciphertext& a) const { a = mod_reduce(a); }
@@ -314,6 +312,10 @@ Ciphertext Evaluator::mod_reduce_to(const Ciphertext& a, std::size_t level) cons
   if (level == a.level()) return a.clone();
   check_operand(a, op);
   const OpLabel label(op);
+  return divided_to(a, level, op);
+}
+
+Ciphertext Evaluator::divided_to(const Ciphertext& a, std::size_t level, const char* op) const {
   // All the primes in one rounding; the message's factor is each prime's, multiplied.
   u64 correction = a.metadata().correction;
   for (std::size_t dropped = a.level(); dropped > level; --dropped)

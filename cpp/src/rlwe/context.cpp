@@ -103,14 +103,6 @@ const BaseConverter& RlweContext::mod_down_rescale(std::size_t level) const {
   return *slot;
 }
 
-const BaseConverter& RlweContext::rescale_lift(std::size_t level) const {
-  require(level >= 1 && level <= max_level(), "rlwe.rescale", "no limb to drop at level " + std::to_string(level));
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto& slot = rescale_lift_[level];
-  if (!slot) slot = std::make_unique<BaseConverter>(prime_base(level), level_base(level - 1));
-  return *slot;
-}
-
 const BaseConverter& RlweContext::drop_lift(std::size_t from, std::size_t to) const {
   require(to < from && from <= max_level(), "rlwe.mod_switch",
           "cannot divide level " + std::to_string(from) + " down to level " + std::to_string(to));
@@ -119,7 +111,9 @@ const BaseConverter& RlweContext::drop_lift(std::size_t from, std::size_t to) co
   if (!slot) {
     std::vector<std::size_t> top(from - to);
     std::iota(top.begin(), top.end(), to + 1);
-    slot = std::make_unique<BaseConverter>(key_base_->select(top), level_base(to));
+    // One prime (a rescale): its own base, which the backends have already met.
+    slot = std::make_unique<BaseConverter>(top.size() == 1 ? prime_bases_[from] : key_base_->select(top),
+                                           level_base(to));
   }
   return *slot;
 }

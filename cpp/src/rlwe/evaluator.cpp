@@ -127,44 +127,22 @@ Plaintext RlweEvaluator::mod_switch(const Plaintext& p, std::size_t level) const
 
 Ciphertext RlweEvaluator::divide_by_last_prime(const Ciphertext& a, const Metadata& meta, const char* op) const {
   require(a.level() >= 1, op, "the ciphertext is at level 0: no prime left to divide by");
-  const RlweContext& ctx = *rlwe_;
-  const std::size_t level = a.level(), n = a.n();
-  const RnsBase& last = *ctx.prime_base(level);
-  const RnsBase& lower = *ctx.level_base(level - 1);
-  const u64 q_last = last.modulus(0).value();
-  Backend& be = backend(a);
-  Ciphertext out(a.context(), a.size(), level - 1, meta, a.device(), kUninitialized);
-  std::vector<u64> q_last_inv(level);
-  for (std::size_t i = 0; i < level; ++i) q_last_inv[i] = ctx.q_last_inverse(level, i);
-  const std::size_t polys = a.size();
-  // The last limb of every polynomial, in coefficient form (one batched iNTT).
-  Buffer top(polys * n, a.device()), correction(polys * level * n, a.device());
-  for (std::size_t p = 0; p < polys; ++p) be.copy(a.poly(p) + level * n, top.data() + p * n, n);
-  be.ntt_inverse(top.data(), polys, last);
-  // r = the centred residue of c mod q_last on every lower prime (the exact
-  // conversion from the one-prime base); (c - r) / q_last = round(c / q_last).
-  be.base_convert(top.data(), correction.data(), polys, ctx.rescale_lift(level), BaseConversion::exact);
-  be.ntt_forward(correction.data(), polys, lower);
-  for (std::size_t p = 0; p < polys; ++p)
-    be.sub(a.poly(p), correction.data() + p * level * n, out.poly(p), 1, lower);
-  be.multiply_scalar(out.data(), q_last_inv.data(), out.data(), polys, lower);
-  out.set_noise_bits(divided_noise(ctx, a.noise_bits(), q_last, a.size()));
-  return out;
+  return divide_by_last_primes(a, a.level() - 1, meta, op);
 }
 
 Ciphertext RlweEvaluator::divide_by_last_primes(const Ciphertext& a, std::size_t level, const Metadata& meta,
                                                 const char* op) const {
   require(level < a.level(), op, "cannot divide a ciphertext at level " + std::to_string(a.level()) +
                                      " down to level " + std::to_string(level));
-  if (level + 1 == a.level()) return divide_by_last_prime(a, meta, op);
   const RlweContext& ctx = *rlwe_;
   const std::size_t top = a.level() - level, kept = level + 1, n = a.n(), polys = a.size();
   const BaseConverter& lift = ctx.drop_lift(a.level(), level);
   const RnsBase& lower = *ctx.level_base(level);
   Backend& be = backend(a);
   Ciphertext out(a.context(), polys, level, meta, a.device(), kUninitialized);
-  // The dropped limbs of every polynomial in coefficient form, their centred
-  // residue mod P = q_{level+1} ... q_top on each kept prime, then (c - r) / P.
+  // The dropped limbs of every polynomial in coefficient form (one batched
+  // iNTT), their centred residue r mod P = q_{level+1} ... q_top on each kept
+  // prime (the exact conversion), then (c - r) / P = round(c / P).
   Buffer dropped(polys * top * n, a.device()), correction(polys * kept * n, a.device());
   for (std::size_t p = 0; p < polys; ++p) be.copy(a.poly(p) + kept * n, dropped.data() + p * top * n, top * n);
   be.ntt_inverse(dropped.data(), polys, lift.from());

@@ -47,8 +47,8 @@ def refuse(status: int, message: str, headers: dict | None = None):
 async def off_loop(fn, *args):
     """``fn(*args)`` on a worker thread. Every store call goes through here (or runs in a sync
     route, which FastAPI puts on a thread): one may wait for another process's lock, up to the
-    store's busy timeout, or for this process's store lock, and meanwhile the event loop goes
-    on answering health probes, other tenants and uploads."""
+    store's busy timeout, on its thread's own connection, and meanwhile the event loop goes on
+    answering health probes, other tenants and uploads."""
     return await anyio.to_thread.run_sync(fn, *args)
 
 

@@ -23,8 +23,6 @@ coefficients transform over Z_t first, and a prime t is not a FHEW encoding.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .._checks import warn_at_caller
@@ -62,10 +60,10 @@ class BgvToFhew(RingToFhew):
             raise ValueError(f"[switching] FHEW reads integers mod a power of two: the {bgv.scheme.upper()} "
                              f"plaintext modulus must be 2^k (k >= 2, coefficient encoding), not {t}")
         self.bgv, self.t, self.bits = bgv, t, t.bit_length() - 2
-        limit = int(math.log2(fhew.params.ring_dimension)) - 1
-        if self.bits > limit:
+        if self.bits > self.bits_limit:
             raise ValueError(f"[switching] t = {t} makes {self.bits}-bit FHEW integers; a FHEW ring of degree "
-                             f"{fhew.params.ring_dimension} holds at most {limit} bits (t <= {2 << limit})")
+                             f"{fhew.params.ring_dimension} holds at most {self.bits_limit} bits "
+                             f"(t <= {2 << self.bits_limit})")
 
     def __repr__(self) -> str:
         return (f"BgvToFhew({self.bgv.scheme.upper()} N={self.bgv.poly_degree}, t={self.t} -> "

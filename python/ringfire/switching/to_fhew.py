@@ -89,11 +89,15 @@ class RingToFhew:
                              f"holds {key.b.shape} and {key.a.shape}")
         self._check_key_id(key)
 
+    @property
+    def bits_limit(self) -> int:
+        """The widest integers the FHEW ring holds as a table input: log2(N') - 1 bits."""
+        return int(math.log2(self.fhew.params.ring_dimension)) - 1
+
     def check_bits(self, bits) -> None:
         """Refuses a bit width the FHEW ring cannot hold as a table input (and bools), by name."""
-        limit = int(math.log2(self.fhew.params.ring_dimension)) - 1
-        if not is_int(bits) or not 1 <= bits <= limit:
-            raise ValueError(f"[switching] bits must be an int in [1, {limit}], got {bits!r}")
+        if not is_int(bits) or not 1 <= bits <= self.bits_limit:
+            raise ValueError(f"[switching] bits must be an int in [1, {self.bits_limit}], got {bits!r}")
 
     # ---- the common steps ------------------------------------------------------------
 

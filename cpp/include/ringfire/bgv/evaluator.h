@@ -92,6 +92,9 @@ class Evaluator : public RlweEvaluator {
   Ciphertext tensor(const Ciphertext& a, const Ciphertext& b, const char* op) const;
   Ciphertext scale_invariant_tensor(const Ciphertext& a, const Ciphertext& b, const char* op) const;
   void multiply_by_residue(Ciphertext& a, u64 value_mod_t) const;
+  // a divided down to `level` (< a.level()) in one rounding, its correction factor
+  // multiplied by each dropped prime's: mod_reduce and mod_reduce_to.
+  Ciphertext divided_to(const Ciphertext& a, std::size_t level, const char* op) const;
 
   ContextPtr context_;
 };

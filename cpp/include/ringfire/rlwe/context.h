@@ -56,11 +56,9 @@ class RlweContext {
   // order, as they sit in an extended polynomial) -> q_0..q_{level-1}
   // (level >= 1); its exact form is the centred residue mod q_level * P.
   const BaseConverter& mod_down_rescale(std::size_t level) const;
-  // Rescale converter: q_level -> q_0..q_{level-1} (level >= 1); its exact
-  // form is the centred lift of the dropped limb.
-  const BaseConverter& rescale_lift(std::size_t level) const;
   // Drop converter: q_{to+1}..q_from -> q_0..q_to (from > to); its exact form is
-  // the centred residue mod their product (dividing by several primes at once).
+  // the centred residue mod their product (a rescale drops one prime; modulus
+  // switching several at once).
   const BaseConverter& drop_lift(std::size_t from, std::size_t to) const;
   // ModRaise converter: q_0 -> q_0..q_level; its exact form lifts a level-0
   // polynomial's centred residues to the whole chain (bootstrapping).
@@ -92,7 +90,6 @@ class RlweContext {
   mutable std::mutex mutex_;
   mutable std::map<std::pair<std::size_t, std::size_t>, std::unique_ptr<BaseConverter>> mod_up_;
   mutable std::map<std::size_t, std::unique_ptr<BaseConverter>> mod_down_;
-  mutable std::map<std::size_t, std::unique_ptr<BaseConverter>> rescale_lift_;
   mutable std::map<std::pair<std::size_t, std::size_t>, std::unique_ptr<BaseConverter>> drop_lift_;
   mutable std::map<std::size_t, std::unique_ptr<BaseConverter>> mod_down_rescale_;
   mutable std::map<std::size_t, std::unique_ptr<BaseConverter>> mod_raise_lift_;

@@ -78,8 +78,8 @@ class RlweEvaluator {
   // switching. The noise shrinks by q_level and gains a rounding term.
   Ciphertext divide_by_last_prime(const Ciphertext& a, const Metadata& meta, const char* op) const;
   // round(a / (q_{level+1} ... q_{a.level})) over q_0..q_level in one rounding
-  // (level < a.level()): the same for several primes at once, in about the work
-  // of one division instead of one per prime.
+  // (level < a.level()): several primes at once, in about the work of one
+  // division instead of one per prime; divide_by_last_prime is its one-prime case.
   Ciphertext divide_by_last_primes(const Ciphertext& a, std::size_t level, const Metadata& meta,
                                    const char* op) const;
   // divide_by_last_prime(relinearize(a, key)) with one rounding: the key
