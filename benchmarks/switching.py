@@ -5,7 +5,7 @@
         [--threads 1] [--repeat 3] [--json out.json]
 
 A CKKS context of ring degree 2^degree with fifteen 40-bit levels above a 60-bit q_0 (the
-way back takes fourteen; 128-bit secure), the FHEW set given, rf.switching.SchemeSwitch with
+way back takes thirteen; 128-bit secure), the FHEW set given, rf.switching.SchemeSwitch with
 3 output bits. For each slot count: the client's key generation (the ring-switching key and
 the encrypted LWE secret), then per call the CKKS step of the way there (SlotsToCoefficients
 at level 1), the switch (those steps, the ring switch, extraction and the

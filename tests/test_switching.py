@@ -159,6 +159,36 @@ def test_the_switch_back_reads_any_one_bit_lookup(setup):
         switch.back(ev, odd, ev.adjust_to(switch.back_key, 3))
 
 
+@pytest.mark.parametrize("degree, count, diagonals", [
+    (2**11, 16, None),  # one lane: sixteen rotations of the secret
+    (2**13, 2, None),   # four lanes, two rows: no rotation of the secret, ten folds
+    (2**13, 16, 8),     # four lanes and more rotations of the secret than the least (4)
+    (2**12, 64, None),  # two lanes, 32 rotations of the secret
+])
+def test_the_way_back_fills_every_slot_for_any_lanes_and_diagonals(degree, count, diagonals):
+    """Slot t holds bit t mod m in every slot of the ring, against the bits encrypted, whatever
+    the lanes (slots / n') and the rotations of the secret: the layout's index arithmetic."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ctx = rf.ckks.Context(degree, [60] + [40] * 13 + [60], 40, insecure_no_security_check=True,
+                              insecure_deterministic_seed=bytes(32))
+        fhew = rf.tfhe.Context("STD128")
+        fsk = fhew.keygen(insecure_deterministic_seed=11)
+    back = rf.switching.FhewToCkks(fhew, ctx, slots=count, diagonals=diagonals)
+    assert back.lanes == degree // 2 // 1024 and back.diagonals == (diagonals or max(1, count // back.lanes))
+    assert back.depth == 13
+    sk, keys = ctx.keygen(rotations=back.rotations())
+    bits = np.random.default_rng(count).integers(0, 2, count)
+    bits[:2] = [0, 1]
+    lwe = fhew.encrypt(bits, fsk, bits=1)
+    out = back(ctx.evaluator(keys), lwe, back.keygen(fsk, keys))
+    assert out.shape == (count,) and out.level == ctx.max_level - 13
+    every = ctx.decrypt(out._set_shape((ctx.slots,)), sk).real
+    assert np.abs(every - np.tile(bits, ctx.slots // count)).max() < 2 ** -10
+    with pytest.raises(ValueError, match="diagonals must be a power of two"):
+        rf.switching.FhewToCkks(fhew, ctx, slots=count, diagonals=3)
+
+
 @pytest.mark.parametrize("name", ["STD128", "STD128_LUT"])
 def test_a_lookup_table_round_trip_ends_in_ckks_slots(setup, name):
     ctx, _, _, _, sk, _, _, _ = setup
@@ -226,6 +256,15 @@ def test_switching_keys_travel_as_bytes_and_refuse_tampering(setup):
     assert restored.secret.level == pair.secret.level
     with pytest.raises(ValueError, match="not the one made with this switching key"):
         both.load_keys(pair.ring.to_bytes(), switch.back_key.to_bytes())
+    # A pair from before the lane layout (version 1 with a bound secret) would decrypt wrong: refused.
+    # Version 1 without a bound secret (the way there only) still loads.
+    def as_version_1(data):
+        body = bytearray(data[:-32])
+        body[6] = 1
+        return bytes(body) + hashlib.sha256(bytes(body)).digest()
+    with pytest.raises(ValueError, match="older ringfire's way back"):
+        both.load_keys(as_version_1(pair.ring.to_bytes()), pair.secret.to_bytes())
+    assert np.array_equal(switch.load_key(as_version_1(data)).a, key.a)
     with pytest.raises(ValueError, match="levels or more"):
         both.load_keys(data, ev.adjust_to(switch.back_key, 3).to_bytes())
     with pytest.raises(ValueError, match="not the secret key's"):

@@ -4,22 +4,26 @@ An LWE ciphertext (a, b) of phase b - <a, s> = mu + e mod q becomes a CKKS slot
 by decrypting it inside CKKS, where the client has put s (the FHEW LWE secret,
 encrypted under the CKKS key):
 
-1. **The inner products** <a_i, s> / q for m ciphertexts at once: the m x n
-   matrix of the a's (centred, over q) times the encrypted s, by m rotated
-   diagonals of period n' (n rounded up to a power of two) and log2(n'/m)
-   rotations that fold the n'/m partial sums of each row; one level.
-2. **The phase** x_i = b_i / q - <a_i, s> / q, a real number equal to
-   mu_i / q + e_i / q plus an integer w_i (|w_i| stays below ``bound``, 48
+1. **Doubling.** A one-bit integer's phase is m q / 4 (FHEW's encoding, m in
+   {0, 1}); (2a, 2b) mod q has phase m q / 2 + 2e, so the bit sits half a turn
+   from zero and one cosine, without a last double angle, tells it apart.
+2. **The inner products** <a_i, s> / q for m ciphertexts at once. The client
+   encrypts s with each s_j in L consecutive slots (L = slots / n' lanes, n' the
+   LWE dimension rounded up to a power of two), so slot L j + l meets s_j, and lane l
+   takes row l mod m: up to L rows at once with no rotation of s. One plaintext
+   product per rotation of s by L k (k < D, D = m / L or more, a baby-step/giant-step
+   sum), then log2(n' / D) rotations that fold each row's partial sums; one level.
+3. **The phase** x_i = b_i / q - <a_i, s> / q, a real number equal to
+   m_i / 2 + 2 e_i / q plus an integer w_i (|w_i| stays below ``bound``, 48
    by default: 8.6 standard deviations for n = 556).
-3. **The reduction mod 1** of a one-bit integer's phase (FHEW's encoding
-   m q / 4, m in {0, 1}) to its bit: f(x) = sin^2(2 pi x) = 1 - cos^2(2 pi x),
-   as cos(2 pi x / 2^r) by a Chebyshev interpolant on [-bound, bound] and r
-   double angles, a last square giving f (CKKS bootstrapping's EvalMod in
-   miniature). f is flat at both bits, so an LWE error e moves the slot by
-   only sin^2(2 pi e / q): about 2^-8.7 for a bootstrapped STD128 ciphertext
-   (error 16 at q = 2048).
-
-4. **Sharpening** (``sharpen`` times, 2 levels each): h(y) = 3y^2 - 2y^3, flat at
+4. **The reduction mod 1** to the bit: f(x) = sin^2(pi x) = 1 - cos^2(pi x),
+   0 at x = 0 and 1 at x = 1/2, flat at both, as cos(pi x / 2^r) by a Chebyshev
+   interpolant on [-bound, bound] (even: a polynomial in T_2 of the phase), r double
+   angles and a last square (CKKS
+   bootstrapping's EvalMod in miniature). An LWE error e moves the slot by
+   sin^2(2 pi e / q): about 2^-8.7 for a bootstrapped STD128 ciphertext (error 16
+   at q = 2048).
+5. **Sharpening** (``sharpen`` times, 2 levels each): h(y) = 3y^2 - 2y^3, flat at
    0 and 1 too, squares the distance to the bit (2^-5 becomes 2^-8.4 at most).
 
 Any FHEW lookup with ``out_bits=1`` makes such ciphertexts, and so does
@@ -51,10 +55,13 @@ class FhewToCkks:
         bound: the largest integer part (in absolute value) of a phase / q that the reduction covers.
         doublings: r, the double angles after the interpolant (of ``degree``).
         sharpen: how many times 3y^2 - 2y^3 is applied to the bits (2 levels each).
+        diagonals: D, the rotations of the encrypted secret the inner products take (a power of
+            two, at least ``slots`` / lanes, at most n'); log2(n' / D) folds follow. Default: the
+            least, which measured fastest at N = 2^16 (BENCHMARKS.md, "Scheme switching").
     """
 
-    def __init__(self, fhew, ckks, *, slots: int, bound: int = 48, doublings: int = 5, degree: int = 30,
-                 sharpen: int = 1):
+    def __init__(self, fhew, ckks, *, slots: int, bound: int = 48, doublings: int = 5, degree: int = 15,
+                 sharpen: int = 1, diagonals: int | None = None):
         check_contexts(ckks, fhew)
         n = fhew.params.lwe_dimension
         self.period = 1 << (n - 1).bit_length()
@@ -65,12 +72,24 @@ class FhewToCkks:
             raise ValueError(f"[switching] the CKKS context's {ckks.slots} slots cannot hold the LWE secret "
                              f"({n} values, period {self.period})")
         self.fhew, self.ckks, self.slots = fhew, ckks, int(slots)
+        # The encrypted secret holds s_j in the `lanes` slots lanes * j ... lanes * j + lanes - 1: each
+        # lane decrypts a row of its own, so up to `lanes` ciphertexts cost no rotation of the secret.
+        self.lanes = ckks.slots // self.period
+        least = max(1, self.slots // self.lanes)
+        diagonals = least if diagonals is None else diagonals
+        if not is_int(diagonals) or diagonals < least or diagonals & (diagonals - 1) or diagonals > self.period:
+            raise ValueError(f"[switching] diagonals must be a power of two from {least} (slots / lanes) to "
+                             f"{self.period}, got {diagonals!r}")
+        self.diagonals = int(diagonals)
         self.bound, self.doublings = int(bound), int(doublings)
-        # cos(2 pi x / 2^r) for x = bound t, t in [-1, 1]: the phases arrive divided by the bound.
+        # cos(pi x / 2^r) for x = bound t, t in [-1, 1]: the phases arrive divided by the bound.
+        # It is even, so its Chebyshev series sum_k c_2k T_2k(t) = sum_k c_2k T_k(u) with
+        # u = T_2(t) = 2t^2 - 1: one square, then a polynomial of half the degree (two products
+        # fewer than the whole degree at the same depth).
         nodes = np.polynomial.chebyshev.chebinterpolate(
-            lambda t: np.cos(2 * np.pi * t * self.bound / 2 ** self.doublings), degree)
-        self._cosine = Polynomial([float(c) for c in nodes])
-        self._cosine_depth = self._cosine.depth
+            lambda t: np.cos(np.pi * t * self.bound / 2 ** self.doublings), degree)
+        self._cosine = Polynomial([float(c) for c in nodes[::2]])
+        self._cosine_depth = 1 + self._cosine.depth
         self.sharpen = int(sharpen)
         self._smoothstep = Polynomial([0.0, 0.0, 3.0, -2.0], "monomial")
 
@@ -94,13 +113,14 @@ class FhewToCkks:
         level = self.ckks.max_level if level is None else int(level)
         if level < self.depth:
             raise ValueError(f"[switching] the switch back needs {self.depth} levels; level {level} has too few")
-        return self.ckks.encrypt(np.tile(secret, self.ckks.slots // self.period), keys, level=level)
+        return self.ckks.encrypt(np.repeat(secret, self.lanes), keys, level=level)
 
     def rotations(self) -> list[int]:
         """The rotations the CKKS Galois keys need: the diagonals' and the fold's."""
         # Built on level 1 (2 limbs to encode, not the chain's): its rotations do not depend on the level.
-        lt = self._product({k: np.zeros(self.period) for k in range(self.slots)}, min(1, self.ckks.max_level))
-        fold = [self.slots << i for i in range(int(math.log2(self.period // self.slots)))]
+        lt = self._product({self.lanes * k: np.zeros(self.ckks.slots) for k in range(self.diagonals)},
+                           min(1, self.ckks.max_level))
+        fold = [(self.lanes * self.diagonals) << i for i in range(int(math.log2(self.period // self.diagonals)))]
         return sorted(({r % self.ckks.slots for r in lt.rotations()} | set(fold)) - {0})
 
     # ---- the switch ------------------------------------------------------------------
@@ -125,34 +145,42 @@ class FhewToCkks:
             raise ValueError(f"[switching] the key must be this CKKS context's encryption of the LWE secret "
                              f"with {self.depth} levels or more (keygen)")
         q, n = self.fhew.params.lwe_modulus, self.fhew.params.lwe_dimension
-        data = lwe.data.astype(np.int64)
+        data = 2 * lwe.data.astype(np.int64) % q                          # the bit half a turn from 0
         a = np.zeros((self.slots, self.period))
         scale = q * self.bound                                             # phases over q, then over the bound
         a[:, :n] = ((data[:, :n] + q // 2) % q - q // 2) / scale           # centred
         b = data[:, n] / scale
         inner = ev.linear_transform(key, self._product(self._diagonals(a), key.level))
-        step = self.slots
-        while step < self.period:
+        step = self.lanes * self.diagonals
+        while step < self.ckks.slots:
             inner = ev.add(inner, ev.rotate(inner, step))
             step *= 2
         phase = ev.add_plain(ev.negate(inner), self.ckks.encode(np.tile(b, self.ckks.slots // self.slots),
                                                                  level=inner.level, scale=inner.scale))
         # The bounds the magnitude check cannot see: |phase / q| <= bound (the premise of the
         # reduction, 8.6 standard deviations) and |cos| <= 1 after every step.
-        c = ev.evaluate_polynomial(magnitude.restore(phase, 1.0), self._cosine)
+        u = ev.add_scalar(ev.multiply_integer(ev.relinearize_rescale(ev.square(magnitude.restore(phase, 1.0))), 2),
+                          -1.0)                                            # T_2(phase / bound)
+        c = ev.evaluate_polynomial(magnitude.restore(u, 1.0), self._cosine)
         for _ in range(self.doublings):                                    # cos 2t = 2 cos^2 t - 1
             c = ev.add_scalar(ev.multiply_integer(ev.relinearize_rescale(ev.square(magnitude.restore(c, 1.0))), 2),
                               -1.0)
         square = ev.relinearize_rescale(ev.square(magnitude.restore(c, 1.0)))
-        bits = ev.add_scalar(ev.negate(square), 1.0)                       # 1 - cos^2(2 pi x)
+        bits = ev.add_scalar(ev.negate(square), 1.0)                       # 1 - cos^2(pi x)
         for _ in range(self.sharpen):
             bits = ev.evaluate_polynomial(magnitude.restore(bits, 1.0), self._smoothstep)
         return bits._set_shape((self.slots,))
 
     def _diagonals(self, a: np.ndarray) -> dict[int, np.ndarray]:
-        """diag_k[t] = a[t mod m, (t + k) mod n'] for k < m: the rows of a repeat down the period."""
-        t = np.arange(self.period)
-        return {k: a[t % self.slots, (t + k) % self.period] for k in range(self.slots)}
+        """The product with the secret rotated by L k (L lanes, k < D), whose slot t = L j + l holds
+        s_{(j + k) mod n'}: diag_{Lk}[t] = a[t mod m, (j + k) mod n']. Folded (summed over
+        t + L D u, u < n' / D), slot t gets sum_j a[t mod m, j] s_j: m divides L D, so every term
+        belongs to row t mod m, and D u + k meets every column once."""
+        t = np.arange(self.ckks.slots)
+        row, column = t % self.slots, t // self.lanes
+        return {self.lanes * k: a[row, (column + k) % self.period] for k in range(self.diagonals)}
 
     def _product(self, diagonals: dict, level: int) -> LinearTransform:
-        return LinearTransform(self.ckks, diagonals, level=level, picklable=False)
+        # Baby steps are rotations by multiples of the lanes: about the square root of D of them.
+        baby = self.lanes * (1 << (int(math.log2(self.diagonals)) + 1) // 2)
+        return LinearTransform(self.ckks, diagonals, level=level, picklable=False, baby_steps=baby)

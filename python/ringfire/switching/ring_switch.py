@@ -75,7 +75,10 @@ def balanced_digits(values: np.ndarray, modulus: int, base_log: int, digits: int
     return (out % modulus).astype(np.uint64)
 
 
-_MAGIC, _VERSION = b"RFRSWK", 1
+# Version 2: the same fields; a bound secret (SchemeSwitch) is in the lane layout of the way back
+# (each s_j in consecutive slots). A version-1 key bound to a secret was paired with the tiled layout
+# before it, which this build would decrypt wrong, so that pairing is refused.
+_MAGIC, _VERSION, _READABLE = b"RFRSWK", 2, (1, 2)
 # magic, version, N, N', Q, base_log, digits, sigma, authenticated (HMAC), FHEW key id, bound secret's digest
 _HEADER = struct.Struct("<6sBIIIBBdB32s32s")
 
@@ -137,8 +140,12 @@ class RingSwitchKey:
         if len(data) < _HEADER.size + 32:
             raise ValueError(f"[switching] a switching key is at least {_HEADER.size + 32} bytes, got {len(data)}")
         magic, version, N, Np, Q, base_log, digits, sigma, mac, key_id, digest = _HEADER.unpack_from(data)
-        if magic != _MAGIC or version != _VERSION:
+        if magic != _MAGIC or version not in _READABLE:
             raise ValueError("[switching] not a ringfire switching key (or a version this build cannot read)")
+        if version == 1 and _or_empty(digest):
+            raise ValueError("[switching] this switching key is bound to an encrypted LWE secret in the layout of an "
+                             "older ringfire's way back, which this one would decrypt wrong: make both keys again "
+                             "(SchemeSwitch.keygen)")
         if (N, Np, Q) != (ring_degree, subring_degree, modulus):
             raise ValueError(f"[switching] this switching key is for N={N}, N'={Np}, Q={Q}; the contexts have "
                              f"N={ring_degree}, N'={subring_degree}, Q={modulus}")
