@@ -44,8 +44,8 @@ larger = ev.max(a, b, bound=BOUND)
 # Channels 2 and 5 differ by 1.3 degrees: the position needs a finer resolution than the
 # default 8 bits give (ties within (3 + log2(8)/2) x 0.78 = 3.5 degrees are not broken there);
 # 12 bits make that 0.22 degrees, for two more polynomial steps per comparison.
-hottest = ev.max_of_slots(c, CHANNELS, bound=BOUND, precision_bits=12)
-where = ev.argmax_of_slots(c, CHANNELS, bound=BOUND, precision_bits=12)
+# return_max=True: the position and the largest value from one tournament.
+where, hottest = ev.argmax_of_slots(c, CHANNELS, bound=BOUND, precision_bits=12, return_max=True)
 print(f"server: compare, max, the largest channel and its position in {time.perf_counter() - t:.1f} s "
       f"over {ctx.slots} slots")
 

@@ -156,14 +156,18 @@ def max_of_slots(ev, x, count: int, *, bound: float = 1.0, precision_bits: float
     return x
 
 
-def argmax_of_slots(ev, x, count: int, *, bound: float = 1.0, precision_bits: float = 8, error_bits: float = 12):
+def argmax_of_slots(ev, x, count: int, *, bound: float = 1.0, precision_bits: float = 8, error_bits: float = 12,
+                    return_max: bool = False):
     """A one-hot vector over slots 0 .. count-1 marking the largest (1 there, 0 elsewhere,
     within 2^-error_bits), other slots 0. With r = 2 bound 2^-precision_bits (the comparison's
     resolution), slots within (3 + log2(count)/2) r of the largest may read 1 or in between
     too: ties are not broken. The tournament's result never exceeds the largest slot (each
-    :func:`maximum` lies between its two inputs), so the largest always reads 1."""
-    m = max_of_slots(ev, x, count, bound=bound, precision_bits=precision_bits, error_bits=error_bits)
-    m = _masked(ev, m, 1, refresh_bound=max(1, math.ceil(bound)))  # slot 0 alone
+    :func:`maximum` lies between its two inputs), so the largest always reads 1.
+
+    ``return_max=True`` returns ``(one_hot, largest)``, ``largest`` being what
+    :func:`max_of_slots` gives: the tournament runs once for both."""
+    largest = max_of_slots(ev, x, count, bound=bound, precision_bits=precision_bits, error_bits=error_bits)
+    m = _masked(ev, largest, 1, refresh_bound=max(1, math.ceil(bound)))  # slot 0 alone
     step = 1
     while step < count:  # slot 0 copied onto slots 0 .. count-1
         m = ev.add(m, ev.rotate(m, -step))
@@ -173,7 +177,8 @@ def argmax_of_slots(ev, x, count: int, *, bound: float = 1.0, precision_bits: fl
     shifted = ev.add_plain(x, ev._context.encode(window, level=x.level, scale=x.scale))
     hot = compare(ev, shifted, m, bound=bound + 4 * bound * 2.0 ** -precision_bits, precision_bits=precision_bits,
                   error_bits=error_bits)
-    return _masked(ev, hot, count)
+    hot = _masked(ev, hot, count)
+    return (hot, largest) if return_max else hot
 
 
 def _with_a_level(ev, x, refresh_bound: int = 1):

@@ -338,11 +338,12 @@ class Evaluator(EvaluatorBase):
                                        error_bits=error_bits)
 
     def argmax_of_slots(self, x: Ciphertext, count: int, *, bound: float = 1.0, precision_bits: float = 8,
-                        error_bits: float = 12):
+                        error_bits: float = 12, return_max: bool = False):
         """A one-hot vector over slots 0 .. count-1 marking the largest (ties within a few
-        resolutions not broken; :func:`ringfire.ckks.comparison.argmax_of_slots`)."""
+        resolutions not broken; :func:`ringfire.ckks.comparison.argmax_of_slots`);
+        ``return_max=True``: ``(one_hot, largest)``, one tournament for both."""
         return comparison.argmax_of_slots(self, x, count, bound=bound, precision_bits=precision_bits,
-                                          error_bits=error_bits)
+                                          error_bits=error_bits, return_max=return_max)
 
     def bootstrap_pair(self, a: Ciphertext, b: Ciphertext, *, keys: KeySet | None = None, bound: int = 1):
         """Two real-valued ciphertexts refreshed by one bootstrap (half the work of
