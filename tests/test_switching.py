@@ -215,6 +215,39 @@ def test_a_lookup_table_round_trip_ends_in_ckks_slots(setup, name):
         switch.lut(ev, ctx.encrypt(x.astype(float), keys), lambda m: m / 2, key, bits=3)
 
 
+def test_any_fhew_integer_comes_back_into_ckks_slots(setup):
+    """SchemeSwitch.back: integers made by FHEW work (here a 3-bit table of encrypted values, and
+    1-bit integers as they are) come back as CKKS slots equal to them; what it cannot read is
+    refused by name, and a bit whose error may pass q / 8 warns."""
+    ctx, fhew, fsk, _, _, _, _, _ = setup
+    switch = rf.switching.SchemeSwitch(ctx, fhew, slots=SLOTS, out_bits=3)
+    sk, keys = ctx.keygen(rotations=switch.rotations())
+    ev = ctx.evaluator(keys)
+    key = switch.keygen(sk, fsk, keys)
+    values = np.arange(SLOTS) % 8
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # STD128's 3-bit tables warn (9.7e-6 per element)
+        made = fhew.apply(fhew.lut(lambda m: (5 * m + 3) % 8, bits=3), fhew.encrypt(values, fsk, bits=3))
+        back = switch.back(ev, made, key)
+    assert back.shape == (SLOTS,) and back.level == ctx.max_level - switch.depth
+    want = (5 * values + 3) % 8
+    assert np.abs(ctx.decrypt(back, sk).real - want).max() < 2 ** -4  # three bits of weight 1, 2, 4
+    bits = fhew.encrypt(values % 2, fsk, bits=1)
+    assert np.abs(ctx.decrypt(switch.back(ev, bits, key), sk).real - values % 2).max() < 2 ** -10
+    with pytest.raises(ValueError, match="booleans"):
+        switch.back(ev, fhew.encrypt(values % 2 == 1, fsk), key)
+    with pytest.raises(ValueError, match="up to out_bits=3 bits"):
+        switch.back(ev, fhew.encrypt(values, fsk, bits=4), key)
+    with pytest.raises(ValueError, match="expected 16 FHEW ciphertexts"):
+        switch.back(ev, bits[:8], key)
+    with pytest.raises(TypeError, match="ringfire.tfhe.Ciphertext"):
+        switch.back(ev, values, key)
+    noisy = bits * 1
+    noisy.variance = (fhew.params.lwe_modulus / 8 / 5) ** 2  # five standard deviations to the edge
+    with pytest.warns(RuntimeWarning, match="comes back wrong with probability"):
+        switch.back(ev, noisy, key)
+
+
 def test_switching_keys_travel_as_bytes_and_refuse_tampering(setup):
     ctx, fhew, fsk, switch, sk, keys, ev, key = setup
     data = key.to_bytes()

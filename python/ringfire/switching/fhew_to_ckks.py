@@ -36,10 +36,12 @@ import math
 
 import numpy as np
 
+from .._checks import warn_at_caller
 from ..ckks import magnitude
 from ..ckks.circuits import LinearTransform, Polynomial
 from ..ckks.ciphertext import Ciphertext as CkksCiphertext
 from ..tfhe.ciphertext import Ciphertext as LweCiphertext
+from ..tfhe.params import WARN_P_FAIL, tail_probability
 from .ckks_to_fhew import check_contexts
 from .to_fhew import check_secret_keys, fhew_secrets, is_int
 
@@ -145,6 +147,12 @@ class FhewToCkks:
             raise ValueError(f"[switching] the key must be this CKKS context's encryption of the LWE secret "
                              f"with {self.depth} levels or more (keygen)")
         q, n = self.fhew.params.lwe_modulus, self.fhew.params.lwe_dimension
+        # A bit reads wrong (past 1/2) where its error passes q / 8: a quarter turn once doubled.
+        risk = tail_probability(lwe.variance, q / 8)
+        if risk > WARN_P_FAIL:
+            warn_at_caller(f"[switching] each bit comes back wrong with probability {risk:.2g} (its error variance "
+                           f"{lwe.variance:.0f} against q / 8 = {q // 8}): bootstrap it first (a lookup with "
+                           f"out_bits=1)")
         data = 2 * lwe.data.astype(np.int64) % q                          # the bit half a turn from 0
         a = np.zeros((self.slots, self.period))
         scale = q * self.bound                                             # phases over q, then over the bound

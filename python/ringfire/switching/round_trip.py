@@ -124,6 +124,31 @@ class SchemeSwitch:
                   for i in range(out_bits)]
         return self._back(ev, planes, key)
 
+    def back(self, ev, lwe: LweCiphertext, key: SwitchKeys):
+        """FHEW integers of up to ``out_bits`` bits (``slots`` of them, from any FHEW work: a
+        table, arithmetic, a switch) as CKKS slots holding those integers. A 1-bit integer goes
+        back as it is; a k-bit one is split into its bits first, one FHEW bootstrap per bit and
+        slot (the tables (m >> i) & 1), and all the bits come back in one homomorphic LWE
+        decryption. Lands ``depth`` levels below the encrypted secret, as :meth:`lut`."""
+        _check_keys(key)
+        if not isinstance(lwe, LweCiphertext):
+            raise TypeError(f"[switching] expected ringfire.tfhe.Ciphertext, got {type(lwe).__name__}")
+        if lwe.context is not self.fhew:
+            raise ValueError("[switching] these FHEW ciphertexts belong to another context")
+        if lwe.bits is None or lwe.bits > self.out_bits:
+            held = "booleans (gate ciphertexts)" if lwe.bits is None else f"{lwe.bits}-bit integers"
+            raise ValueError(f"[switching] this switch brings back integers of up to out_bits={self.out_bits} bits; "
+                             f"these hold {held}" + (" (a lookup with out_bits=1 makes a bit an integer)"
+                                                     if lwe.bits is None else ""))
+        if lwe.size != self.slots:
+            raise ValueError(f"[switching] expected {self.slots} FHEW ciphertexts (the switch's slots), got {lwe.size}")
+        flat = LweCiphertext(self.fhew, lwe.data, (self.slots,), lwe.bits, lwe.variance)
+        if lwe.bits == 1:
+            return self._back(ev, [flat], key)
+        planes = [self.fhew.apply(self.fhew.lut(lambda m, i=i: (m >> i) & 1, bits=lwe.bits, out_bits=1), flat)
+                  for i in range(lwe.bits)]
+        return self._back(ev, planes, key)
+
     def _back(self, ev, planes: list[LweCiphertext], key: SwitchKeys):
         """sum_i 2^i planes[i], each plane one bit per slot, as one CKKS ciphertext."""
         width = self.fhew.params.lwe_dimension + 1
