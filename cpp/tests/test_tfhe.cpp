@@ -215,6 +215,51 @@ TEST(TfheSwitchRingLwe, FinishesAnLweCiphertextUnderTheRingSecret) {
   EXPECT_THROW(boot.switch_ring_lwe(bad.data(), 1, out.data()), InvalidArgument);
 }
 
+// The key switch of many ciphertexts at once (each table row read once per batch) gives the
+// words of one at a time, across batch edges, on both table widths; so do bootstrap_many
+// (blind rotations one by one, key switches together) and switch_ring_lwe against one by one.
+class TfheBatchedKeySwitch : public ::testing::TestWithParam<bool> {};
+
+TEST_P(TfheBatchedKeySwitch, MatchesOneAtATime) {
+  const Params p = GetParam() ? wide_key_switch_params() : small_params();
+  Prng prng = Prng::from_seed(Prng::Seed{13});
+  const SecretKey sk(p, prng);
+  const Bootstrapper boot(sk, prng);
+  const std::size_t N = p.ring_dimension, n = p.lwe_dimension;
+  const std::size_t count = 2 * Bootstrapper::kSwitchBatch + KeySwitchKey::kBatchLimit + 3;
+  std::vector<u32> in(count * (N + 1));
+  for (auto& w : in) w = static_cast<u32>(prng.uniform_below(p.ks_modulus));
+  std::vector<u32> many(count * (n + 1)), one(n + 1);
+  boot.key_switch_key().apply_many(in.data(), count, many.data());
+  for (std::size_t c = 0; c < count; ++c) {
+    boot.key_switch_key().apply(in.data() + c * (N + 1), one.data());
+    ASSERT_EQ(std::vector<u32>(many.begin() + c * (n + 1), many.begin() + (c + 1) * (n + 1)), one) << c;
+  }
+  // Whole bootstraps: a batch of fresh ciphertexts through bootstrap_many on two threads and one.
+  const u32 q = p.lwe_modulus();
+  std::vector<u32> mu(count), cts(count * (n + 1)), outs(count * (n + 1)), outs1(count * (n + 1));
+  for (std::size_t c = 0; c < count; ++c) mu[c] = static_cast<u32>((c % 8) * q / 8);
+  sk.encrypt(mu.data(), count, cts.data(), prng);
+  const std::vector<u32> tv(N, p.ring_modulus / 8);
+  boot.bootstrap_many(cts.data(), count, tv.data(), outs.data(), 2);
+  boot.bootstrap_many(cts.data(), count, tv.data(), outs1.data(), 1);
+  EXPECT_EQ(outs, outs1);
+  for (std::size_t c = 0; c < count; c += 37) {
+    boot.bootstrap(cts.data() + c * (n + 1), tv.data(), one.data());
+    EXPECT_EQ(std::vector<u32>(outs.begin() + c * (n + 1), outs.begin() + (c + 1) * (n + 1)), one) << c;
+  }
+  // Ring LWE ciphertexts (words below Q) through switch_ring_lwe, batched against one by one.
+  for (auto& w : in) w = static_cast<u32>(prng.uniform_below(p.ring_modulus));
+  boot.switch_ring_lwe(in.data(), count, many.data());
+  for (std::size_t c = 0; c < count; c += 29) {
+    boot.switch_ring_lwe(in.data() + c * (N + 1), 1, one.data());
+    EXPECT_EQ(std::vector<u32>(many.begin() + c * (n + 1), many.begin() + (c + 1) * (n + 1)), one) << c;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(KeySwitchWords, TfheBatchedKeySwitch, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "wide" : "narrow"; });
+
 TEST(TfheParams, KeySwitchDigitsMustCoverWithoutSpare) {
   Params p = wide_key_switch_params();
   EXPECT_NO_THROW(p.validate());

@@ -212,26 +212,30 @@ void Bootstrapper::bootstrap(const u32* in, const u32* test_vector, u32* out) co
 }
 
 void Bootstrapper::bootstrap_checked(const u32* in, const u32* test_vector, u32* out, std::size_t outputs) const {
-  const std::size_t n = params_.lwe_dimension, N = params_.ring_dimension;
-  const u32 Q = params_.ring_modulus;
-  std::vector<u32> acc(2 * N), extracted(N + 1), switched(n + 1);
+  const std::size_t N = params_.ring_dimension;
+  std::vector<u32> acc(2 * N), extracted(outputs * (N + 1));
   rotate_blindly(in, test_vector, acc.data());
-  const u32* a = acc.data() + N;
-  for (std::size_t k = 0; k < outputs; ++k) {
-    // Sample extraction of coefficient k: under z, phase = b_k - sum_j e_j z_j
-    // with e_j = a_{k-j} for j <= k and -a_{N+k-j} above (negacyclic).
-    for (std::size_t j = 0; j <= k; ++j) extracted[j] = a[k - j];
-    for (std::size_t j = k + 1; j < N; ++j) extracted[j] = neg_mod(a[N + k - j], Q);
-    extracted[N] = acc[k];
-    switch_to_gate(extracted.data(), switched.data(), out + k * (n + 1));
-  }
+  for (std::size_t k = 0; k < outputs; ++k) extract(acc.data(), k, extracted.data() + k * (N + 1));
+  switch_to_gate(extracted.data(), outputs, out);
 }
 
-void Bootstrapper::switch_to_gate(u32* extracted, u32* scratch, u32* out) const {
+void Bootstrapper::extract(const u32* acc, std::size_t k, u32* out) const {
+  // Sample extraction of coefficient k: under z, phase = b_k - sum_j e_j z_j
+  // with e_j = a_{k-j} for j <= k and -a_{N+k-j} above (negacyclic).
+  const std::size_t N = params_.ring_dimension;
+  const u32 Q = params_.ring_modulus;
+  const u32* a = acc + N;
+  for (std::size_t j = 0; j <= k; ++j) out[j] = a[k - j];
+  for (std::size_t j = k + 1; j < N; ++j) out[j] = neg_mod(a[N + k - j], Q);
+  out[N] = acc[k];
+}
+
+void Bootstrapper::switch_to_gate(u32* extracted, std::size_t count, u32* out) const {
   const std::size_t n = params_.lwe_dimension, N = params_.ring_dimension;
-  switch_modulus(extracted, N + 1, params_.ring_modulus, params_.ks_modulus, extracted);
-  ksk_->apply(extracted, scratch);
-  switch_modulus(scratch, n + 1, params_.ks_modulus, params_.lwe_modulus(), out);
+  switch_modulus(extracted, count * (N + 1), params_.ring_modulus, params_.ks_modulus, extracted);
+  std::vector<u32> switched(count * (n + 1));
+  ksk_->apply_many(extracted, count, switched.data());
+  switch_modulus(switched.data(), count * (n + 1), params_.ks_modulus, params_.lwe_modulus(), out);
 }
 
 void Bootstrapper::switch_ring_lwe(const u32* in, std::size_t count, u32* out) const {
@@ -243,12 +247,14 @@ void Bootstrapper::switch_ring_lwe(const u32* in, std::size_t count, u32* out) c
     throw_invalid("tfhe.switch_ring_lwe", "ciphertext " + std::to_string((bad - in) / (N + 1)) +
                                               " has a word not below Q = " + std::to_string(Q));
   }
-  // The ciphertexts on the library's threads: each key switch reads the whole table.
+  // The ciphertexts on the library's threads, key-switched kSwitchBatch at a time (the table
+  // is read once per KeySwitchKey::kBatchLimit of them).
   auto body = [&](std::size_t begin, std::size_t end) {
-    std::vector<u32> extracted(N + 1), switched(n + 1);
-    for (std::size_t c = begin; c < end; ++c) {
-      std::copy(in + c * (N + 1), in + (c + 1) * (N + 1), extracted.begin());
-      switch_to_gate(extracted.data(), switched.data(), out + c * (n + 1));
+    std::vector<u32> extracted(kSwitchBatch * (N + 1));
+    for (std::size_t c = begin; c < end; c += kSwitchBatch) {
+      const std::size_t take = std::min(kSwitchBatch, end - c);
+      std::copy(in + c * (N + 1), in + (c + take) * (N + 1), extracted.begin());
+      switch_to_gate(extracted.data(), take, out + c * (n + 1));
     }
   };
   parallel_items(count, body);
@@ -260,11 +266,22 @@ void Bootstrapper::bootstrap_many(const u32* in, std::size_t count, const u32* t
           "outputs per ciphertext must lie in [1, N=" + std::to_string(params_.ring_dimension) + "], got " +
               std::to_string(outputs));
   check_test_vector(test_vector);  // once for the batch
-  const std::size_t width = params_.lwe_dimension + 1;
+  const std::size_t width = params_.lwe_dimension + 1, N = params_.ring_dimension;
   const std::size_t parts = std::min<std::size_t>(count, threads > 0 ? threads : num_threads());
+  // Blind rotations one by one; their extracted outputs key-switched together, about
+  // kSwitchBatch at a time (the key-switching table is read once per kBatchLimit of them).
+  const std::size_t per_batch = std::max<std::size_t>(1, kSwitchBatch / outputs);
   auto body = [&](std::size_t begin, std::size_t end) {
-    for (std::size_t c = begin; c < end; ++c)
-      bootstrap_checked(in + c * width, test_vector, out + c * outputs * width, outputs);
+    std::vector<u32> acc(2 * N), extracted(per_batch * outputs * (N + 1));
+    for (std::size_t first = begin; first < end; first += per_batch) {
+      const std::size_t take = std::min(per_batch, end - first);
+      for (std::size_t c = 0; c < take; ++c) {
+        rotate_blindly(in + (first + c) * width, test_vector, acc.data());
+        for (std::size_t k = 0; k < outputs; ++k)
+          extract(acc.data(), k, extracted.data() + (c * outputs + k) * (N + 1));
+      }
+      switch_to_gate(extracted.data(), take * outputs, out + first * outputs * width);
+    }
   };
   parallel_ranges(count, parts, body);
 }

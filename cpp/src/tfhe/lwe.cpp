@@ -127,6 +127,38 @@ void apply_table(const Params& p, const W* table, const u32* in, u32* out) {
   for (std::size_t k = 0; k < width; ++k) out[k] = static_cast<u32>(acc[k]) & (p.ks_modulus - 1);
 }
 
+// The same for `count` ciphertexts, kBatchLimit at a time: the B_ks - 1 rows of a
+// (coefficient, digit) pair are read from memory once for the batch (the table is tens of
+// MB: one ciphertext at a time, its reading bounds the key switch).
+template <class W>
+void apply_table_many(const Params& p, const W* table, const u32* in, std::size_t count, u32* out) {
+  const std::size_t n = p.lwe_dimension, N = p.ring_dimension, width = n + 1;
+  const u32 base = 1u << p.ks_base_log, mask = base - 1;
+  const std::size_t per_coefficient = p.ks_digits * (base - 1);
+  std::vector<W> acc(KeySwitchKey::kBatchLimit * width);
+  for (std::size_t first = 0; first < count; first += KeySwitchKey::kBatchLimit) {
+    const std::size_t take = std::min(KeySwitchKey::kBatchLimit, count - first);
+    const u32* batch = in + first * (N + 1);
+    std::fill(acc.begin(), acc.end(), W{0});
+    for (std::size_t c = 0; c < take; ++c) acc[c * width + n] = static_cast<W>(batch[c * (N + 1) + N]);
+    for (std::size_t i = 0; i < N; ++i) {
+      for (unsigned j = 0; j < p.ks_digits; ++j) {
+        const W* rows = table + (i * per_coefficient + j * (base - 1)) * width;
+        for (std::size_t c = 0; c < take; ++c) {
+          const u32 v = (batch[c * (N + 1) + i] >> (j * p.ks_base_log)) & mask;
+          if (v == 0) continue;
+          const W* __restrict row = rows + (v - 1) * width;
+          W* __restrict a = acc.data() + c * width;
+          for (std::size_t k = 0; k < width; ++k) a[k] = static_cast<W>(a[k] - row[k]);
+        }
+      }
+    }
+    for (std::size_t c = 0; c < take; ++c)
+      for (std::size_t k = 0; k < width; ++k)
+        out[(first + c) * width + k] = static_cast<u32>(acc[c * width + k]) & (p.ks_modulus - 1);
+  }
+}
+
 }  // namespace
 
 u32 KeySwitchKey::word(std::size_t i) const { return wide() ? wide_[i] : narrow_[i]; }
@@ -195,6 +227,11 @@ std::vector<u32> KeySwitchKey::bodies() const {
 void KeySwitchKey::apply(const u32* in, u32* out) const {
   if (wide()) apply_table(params_, wide_.data(), in, out);
   else apply_table(params_, narrow_.data(), in, out);
+}
+
+void KeySwitchKey::apply_many(const u32* in, std::size_t count, u32* out) const {
+  if (wide()) apply_table_many(params_, wide_.data(), in, count, out);
+  else apply_table_many(params_, narrow_.data(), in, count, out);
 }
 
 }  // namespace ringfire::tfhe

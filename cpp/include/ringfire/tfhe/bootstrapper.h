@@ -94,6 +94,9 @@ class Bootstrapper {
   // ciphertexts that come from another scheme's ring (scheme switching).
   void switch_ring_lwe(const u32* in, std::size_t count, u32* out) const;
 
+  // Ciphertexts key-switched together by bootstrap_many and switch_ring_lwe.
+  static constexpr std::size_t kSwitchBatch = 64;
+
   std::size_t bootstrap_key_bytes() const { return bsk_->bytes(); }
   std::size_t key_switch_key_bytes() const { return ksk_->bytes(); }
   const BootstrapKey& bootstrap_key() const { return *bsk_; }
@@ -108,8 +111,12 @@ class Bootstrapper {
   void check_test_vector(const u32* test_vector) const;
   // bootstrap() and blind_rotate() after the test vector was checked.
   void bootstrap_checked(const u32* in, const u32* test_vector, u32* out, std::size_t outputs) const;
-  // extracted (N + 1 words mod Q, overwritten) -> out (n + 1 words mod q).
-  void switch_to_gate(u32* extracted, u32* scratch, u32* out) const;
+  // Coefficient k of the accumulator (2 x N words, b then a) as an LWE ciphertext
+  // under z: N + 1 words mod Q.
+  void extract(const u32* acc, std::size_t k, u32* out) const;
+  // `count` extracted ciphertexts (count x (N + 1) words mod Q, overwritten) -> out
+  // (count x (n + 1) words mod q), key-switched together.
+  void switch_to_gate(u32* extracted, std::size_t count, u32* out) const;
   void rotate_blindly(const u32* in, const u32* test_vector, u32* acc) const;
   void step(u32* acc, std::size_t i, u32 exponent, u32 next_exponent, u32* scratch) const;
   // Montgomery(NTT(X^k) - 1) for k mod 2N.

@@ -63,6 +63,11 @@ class KeySwitchKey {
 
   // in: N + 1 words mod Q_ks; out: n + 1 words mod Q_ks.
   void apply(const u32* in, u32* out) const;
+  // The same for `count` ciphertexts (count x (N + 1) words in, count x (n + 1) out), the
+  // same words as apply() one by one; each row of the table is read from memory once per
+  // kBatchLimit of them (one at a time, reading the table bounds the key switch).
+  void apply_many(const u32* in, std::size_t count, u32* out) const;
+  static constexpr std::size_t kBatchLimit = 64;
   std::size_t bytes() const { return narrow_.size() * 2 + wide_.size() * 4; }
   // Whether the table holds 32-bit words (Q_ks > 2^16) rather than 16-bit ones.
   bool wide() const { return params_.ks_modulus > (1u << 16); }
