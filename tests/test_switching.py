@@ -246,6 +246,11 @@ def test_any_fhew_integer_comes_back_into_ckks_slots(setup):
     noisy.variance = (fhew.params.lwe_modulus / 8 / 5) ** 2  # five standard deviations to the edge
     with pytest.warns(RuntimeWarning, match="comes back wrong with probability"):
         switch.back(ev, noisy, key)
+    # Trivial ciphertexts have no error at all (variance 0): they come back, without a warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        trivial = switch.back(ev, fhew.trivial(values % 2, bits=1), key)
+    assert np.abs(ctx.decrypt(trivial, sk).real - values % 2).max() < 2 ** -10
 
 
 def test_switching_keys_travel_as_bytes_and_refuse_tampering(setup):
@@ -298,6 +303,17 @@ def test_switching_keys_travel_as_bytes_and_refuse_tampering(setup):
     with pytest.raises(ValueError, match="older ringfire's way back"):
         both.load_keys(as_version_1(pair.ring.to_bytes()), pair.secret.to_bytes())
     assert np.array_equal(switch.load_key(as_version_1(data)).a, key.a)
+    # The old key still switches to FHEW alone, and stays version 1 when written again (its
+    # binding to the old layout cannot be laundered into a version-2 pair).
+    old = switch.load_key(as_version_1(pair.ring.to_bytes()))
+    assert old.version == 1 and old.to_bytes()[6] == 1
+    with pytest.raises(ValueError, match="older ringfire's way back"):
+        both.load_keys(old.to_bytes(), pair.secret.to_bytes())
+    # A corrupted version byte is a checksum failure, not a version story.
+    corrupted = bytearray(pair.ring.to_bytes())
+    corrupted[6] = 1
+    with pytest.raises(ValueError, match="checksum"):
+        both.load_keys(bytes(corrupted), pair.secret.to_bytes())
     with pytest.raises(ValueError, match="levels or more"):
         both.load_keys(data, ev.adjust_to(switch.back_key, 3).to_bytes())
     with pytest.raises(ValueError, match="not the secret key's"):

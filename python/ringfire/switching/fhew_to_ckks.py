@@ -59,7 +59,12 @@ class FhewToCkks:
         sharpen: how many times 3y^2 - 2y^3 is applied to the bits (2 levels each).
         diagonals: D, the rotations of the encrypted secret the inner products take (a power of
             two, at least ``slots`` / lanes, at most n'); log2(n' / D) folds follow. Default: the
-            least, which measured fastest at N = 2^16 (BENCHMARKS.md, "Scheme switching").
+            least; at N = 2^16 and 16 slots, 2 and 4 measured no faster beyond the noise
+            (BENCHMARKS.md, "Scheme switching").
+
+    The default degree-15 interpolant leaves the reduction within 2^-12.9 of sin^2(pi x) over
+    [-bound, bound] (degree 30, a level more, 2^-35); sharpening makes that 2^-21 near the bits.
+    With ``sharpen=0`` raise ``degree`` (31) if the bits must carry no more than CKKS's error.
     """
 
     def __init__(self, fhew, ckks, *, slots: int, bound: int = 48, doublings: int = 5, degree: int = 15,
@@ -148,7 +153,7 @@ class FhewToCkks:
                              f"with {self.depth} levels or more (keygen)")
         q, n = self.fhew.params.lwe_modulus, self.fhew.params.lwe_dimension
         # A bit reads wrong (past 1/2) where its error passes q / 8: a quarter turn once doubled.
-        risk = tail_probability(lwe.variance, q / 8)
+        risk = tail_probability(lwe.variance, q / 8) if lwe.variance > 0 else 0.0  # trivial: no error
         if risk > WARN_P_FAIL:
             warn_at_caller(f"[switching] each bit comes back wrong with probability {risk:.2g} (its error variance "
                            f"{lwe.variance:.0f} against q / 8 = {q // 8}): bootstrap it first (a lookup with "

@@ -77,7 +77,8 @@ def balanced_digits(values: np.ndarray, modulus: int, base_log: int, digits: int
 
 # Version 2: the same fields; a bound secret (SchemeSwitch) is in the lane layout of the way back
 # (each s_j in consecutive slots). A version-1 key bound to a secret was paired with the tiled layout
-# before it, which this build would decrypt wrong, so that pairing is refused.
+# before it, which this build would decrypt wrong: SchemeSwitch.load_keys refuses that pair (the
+# key alone still switches to FHEW).
 _MAGIC, _VERSION, _READABLE = b"RFRSWK", 2, (1, 2)
 # magic, version, N, N', Q, base_log, digits, sigma, authenticated (HMAC), FHEW key id, bound secret's digest
 _HEADER = struct.Struct("<6sBIIIBBdB32s32s")
@@ -103,6 +104,7 @@ class RingSwitchKey:
     sigma: float = 3.19     # the error width it was made with
     fhew_key_id: bytes = b""    # the FHEW keys' identity (tfhe SecretKey.key_id) it switches to
     secret_digest: bytes = b""  # SHA-256 of the encrypted LWE secret's bytes made with it (SchemeSwitch)
+    version: int = _VERSION     # the format it was read from (1: a bound secret in the old tiled layout)
 
     @property
     def parts(self) -> int:
@@ -125,7 +127,7 @@ class RingSwitchKey:
         ntt = _core.Ntt32(self.subring_degree, self.modulus)
         body = b"".join(np.stack([inverse(ntt, row, self.modulus) for row in half]).astype("<u4").tobytes()
                         for half in (self.b, self.a))
-        data = _HEADER.pack(_MAGIC, _VERSION, self.ring_degree, self.subring_degree, self.modulus, self.base_log,
+        data = _HEADER.pack(_MAGIC, self.version, self.ring_degree, self.subring_degree, self.modulus, self.base_log,
                             self.digits, self.sigma, mac_key is not None, self.fhew_key_id or bytes(32),
                             self.secret_digest or bytes(32)) + body
         return data + _trailer(data, mac_key)
@@ -142,10 +144,6 @@ class RingSwitchKey:
         magic, version, N, Np, Q, base_log, digits, sigma, mac, key_id, digest = _HEADER.unpack_from(data)
         if magic != _MAGIC or version not in _READABLE:
             raise ValueError("[switching] not a ringfire switching key (or a version this build cannot read)")
-        if version == 1 and _or_empty(digest):
-            raise ValueError("[switching] this switching key is bound to an encrypted LWE secret in the layout of an "
-                             "older ringfire's way back, which this one would decrypt wrong: make both keys again "
-                             "(SchemeSwitch.keygen)")
         if (N, Np, Q) != (ring_degree, subring_degree, modulus):
             raise ValueError(f"[switching] this switching key is for N={N}, N'={Np}, Q={Q}; the contexts have "
                              f"N={ring_degree}, N'={subring_degree}, Q={modulus}")
@@ -166,7 +164,7 @@ class RingSwitchKey:
             raise ValueError(f"[switching] the switching key holds words not below Q={Q}")
         ntt = _core.Ntt32(Np, Q)
         return cls(N, Np, Q, base_log, digits, forward_rows(ntt, words[0]), forward_rows(ntt, words[1]), sigma,
-                   _or_empty(key_id), _or_empty(digest))
+                   _or_empty(key_id), _or_empty(digest), version)
 
 
 def _or_empty(field: bytes) -> bytes:

@@ -89,6 +89,10 @@ class SchemeSwitch:
         against these contexts, the FHEW evaluation keys loaded here, and each other: what an
         evaluator in another process loads."""
         ring_key = self.to_fhew.load_key(ring, mac_key=mac_key)
+        if ring_key.version == 1 and ring_key.secret_digest:
+            raise ValueError("[switching] this switching key is bound to an encrypted LWE secret in the layout of an "
+                             "older ringfire's way back, which this one would decrypt wrong: make both keys again "
+                             "(SchemeSwitch.keygen)")
         if ring_key.secret_digest and hashlib.sha256(bytes(secret)).digest() != ring_key.secret_digest:
             raise ValueError("[switching] this encrypted secret is not the one made with this switching key "
                              "(send key.secret.to_bytes() of the same keygen, unchanged)")
@@ -126,7 +130,9 @@ class SchemeSwitch:
 
     def back(self, ev, lwe: LweCiphertext, key: SwitchKeys):
         """FHEW integers of up to ``out_bits`` bits (``slots`` of them, from any FHEW work: a
-        table, arithmetic, a switch) as CKKS slots holding those integers. A 1-bit integer goes
+        table, arithmetic, a switch) as CKKS slots holding those integers. Their values must lie
+        in [0, 2^bits): a sum past that sets FHEW's padding bit and comes back mod 2^bits, which
+        this cannot see (``fhew.decrypt`` warns there). A 1-bit integer goes
         back as it is; a k-bit one is split into its bits first, one FHEW bootstrap per bit and
         slot (the tables (m >> i) & 1), and all the bits come back in one homomorphic LWE
         decryption. Lands ``depth`` levels below the encrypted secret, as :meth:`lut`."""
