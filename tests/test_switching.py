@@ -314,8 +314,12 @@ def test_switching_keys_travel_as_bytes_and_refuse_tampering(setup):
     corrupted[6] = 1
     with pytest.raises(ValueError, match="checksum"):
         both.load_keys(bytes(corrupted), pair.secret.to_bytes())
+    # A ring key bound to no secret (CkksToFhew.keygen's) cannot vouch for any: refused as a pair.
+    with pytest.raises(ValueError, match="bound to no encrypted LWE secret"):
+        both.load_keys(data, pair.secret.to_bytes())
+    low = ev.adjust_to(switch.back_key, 3).to_bytes()
     with pytest.raises(ValueError, match="levels or more"):
-        both.load_keys(data, ev.adjust_to(switch.back_key, 3).to_bytes())
+        both.load_keys(dataclasses.replace(pair.ring, secret_digest=hashlib.sha256(low).digest()).to_bytes(), low)
     with pytest.raises(ValueError, match="not the secret key's"):
         both.keygen(sk, fsk, ctx.keygen()[1])
     # A ciphertext loaded from bytes has lost the knowledge that its tail is zero: masked, one level.

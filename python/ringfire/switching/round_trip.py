@@ -89,11 +89,16 @@ class SchemeSwitch:
         against these contexts, the FHEW evaluation keys loaded here, and each other: what an
         evaluator in another process loads."""
         ring_key = self.to_fhew.load_key(ring, mac_key=mac_key)
-        if ring_key.version == 1 and ring_key.secret_digest:
+        if not ring_key.secret_digest:
+            # Nothing ties such a key to a secret, or the secret to the layout this way back reads
+            # (an older ringfire's tiled one would decrypt wrong): only keygen's pairs load.
+            raise ValueError("[switching] this switching key is bound to no encrypted LWE secret (made by "
+                             "CkksToFhew.keygen, or by an older ringfire): load the pair SchemeSwitch.keygen makes")
+        if ring_key.version == 1:
             raise ValueError("[switching] this switching key is bound to an encrypted LWE secret in the layout of an "
                              "older ringfire's way back, which this one would decrypt wrong: make both keys again "
                              "(SchemeSwitch.keygen)")
-        if ring_key.secret_digest and hashlib.sha256(bytes(secret)).digest() != ring_key.secret_digest:
+        if hashlib.sha256(bytes(secret)).digest() != ring_key.secret_digest:
             raise ValueError("[switching] this encrypted secret is not the one made with this switching key "
                              "(send key.secret.to_bytes() of the same keygen, unchanged)")
         encrypted = self.ckks.load(secret)
