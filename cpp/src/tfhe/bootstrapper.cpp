@@ -214,9 +214,15 @@ void Bootstrapper::bootstrap(const u32* in, const u32* test_vector, u32* out) co
 void Bootstrapper::bootstrap_checked(const u32* in, const u32* test_vector, u32* out, std::size_t outputs) const {
   const std::size_t N = params_.ring_dimension;
   std::vector<u32> acc(2 * N), extracted(outputs * (N + 1));
-  rotate_blindly(in, test_vector, acc.data());
-  for (std::size_t k = 0; k < outputs; ++k) extract(acc.data(), k, extracted.data() + k * (N + 1));
+  rotate_and_extract(in, test_vector, outputs, acc.data(), extracted.data());
   switch_to_gate(extracted.data(), outputs, out);
+}
+
+void Bootstrapper::rotate_and_extract(const u32* in, const u32* test_vector, std::size_t outputs, u32* acc,
+                                      u32* extracted) const {
+  const std::size_t N = params_.ring_dimension;
+  rotate_blindly(in, test_vector, acc);
+  for (std::size_t k = 0; k < outputs; ++k) extract(acc, k, extracted + k * (N + 1));
 }
 
 void Bootstrapper::extract(const u32* acc, std::size_t k, u32* out) const {
@@ -275,11 +281,9 @@ void Bootstrapper::bootstrap_many(const u32* in, std::size_t count, const u32* t
     std::vector<u32> acc(2 * N), extracted(per_batch * outputs * (N + 1));
     for (std::size_t first = begin; first < end; first += per_batch) {
       const std::size_t take = std::min(per_batch, end - first);
-      for (std::size_t c = 0; c < take; ++c) {
-        rotate_blindly(in + (first + c) * width, test_vector, acc.data());
-        for (std::size_t k = 0; k < outputs; ++k)
-          extract(acc.data(), k, extracted.data() + (c * outputs + k) * (N + 1));
-      }
+      for (std::size_t c = 0; c < take; ++c)
+        rotate_and_extract(in + (first + c) * width, test_vector, outputs, acc.data(),
+                           extracted.data() + c * outputs * (N + 1));
       switch_to_gate(extracted.data(), take * outputs, out + first * outputs * width);
     }
   };

@@ -127,8 +127,7 @@ class FhewToCkks:
         # Built on level 1 (2 limbs to encode, not the chain's): its rotations do not depend on the level.
         lt = self._product({self.lanes * k: np.zeros(self.ckks.slots) for k in range(self.diagonals)},
                            min(1, self.ckks.max_level))
-        fold = [(self.lanes * self.diagonals) << i for i in range(int(math.log2(self.period // self.diagonals)))]
-        return sorted(({r % self.ckks.slots for r in lt.rotations()} | set(fold)) - {0})
+        return sorted(({r % self.ckks.slots for r in lt.rotations()} | set(self._fold_steps())) - {0})
 
     # ---- the switch ------------------------------------------------------------------
 
@@ -164,20 +163,16 @@ class FhewToCkks:
         a[:, :n] = ((data[:, :n] + q // 2) % q - q // 2) / scale           # centred
         b = data[:, n] / scale
         inner = ev.linear_transform(key, self._product(self._diagonals(a), key.level))
-        step = self.lanes * self.diagonals
-        while step < self.ckks.slots:
+        for step in self._fold_steps():
             inner = ev.add(inner, ev.rotate(inner, step))
-            step *= 2
         phase = ev.add_plain(ev.negate(inner), self.ckks.encode(np.tile(b, self.ckks.slots // self.slots),
                                                                  level=inner.level, scale=inner.scale))
         # The bounds the magnitude check cannot see: |phase / q| <= bound (the premise of the
         # reduction, 8.6 standard deviations) and |cos| <= 1 after every step.
-        u = ev.add_scalar(ev.multiply_integer(ev.relinearize_rescale(ev.square(magnitude.restore(phase, 1.0))), 2),
-                          -1.0)                                            # T_2(phase / bound)
+        u = _chebyshev_2(ev, phase)                                         # T_2(phase / bound)
         c = ev.evaluate_polynomial(magnitude.restore(u, 1.0), self._cosine)
-        for _ in range(self.doublings):                                    # cos 2t = 2 cos^2 t - 1
-            c = ev.add_scalar(ev.multiply_integer(ev.relinearize_rescale(ev.square(magnitude.restore(c, 1.0))), 2),
-                              -1.0)
+        for _ in range(self.doublings):                                    # cos 2t = T_2(cos t)
+            c = _chebyshev_2(ev, c)
         square = ev.relinearize_rescale(ev.square(magnitude.restore(c, 1.0)))
         bits = ev.add_scalar(ev.negate(square), 1.0)                       # 1 - cos^2(pi x)
         for _ in range(self.sharpen):
@@ -193,7 +188,16 @@ class FhewToCkks:
         row, column = t % self.slots, t // self.lanes
         return {self.lanes * k: a[row, (column + k) % self.period] for k in range(self.diagonals)}
 
+    def _fold_steps(self) -> list[int]:
+        """The rotations that sum each row's partial sums: L D, 2 L D, ... up to the slots."""
+        return [(self.lanes * self.diagonals) << i for i in range(int(math.log2(self.period // self.diagonals)))]
+
     def _product(self, diagonals: dict, level: int) -> LinearTransform:
         # Baby steps are rotations by multiples of the lanes: about the square root of D of them.
         baby = self.lanes * (1 << (int(math.log2(self.diagonals)) + 1) // 2)
         return LinearTransform(self.ckks, diagonals, level=level, picklable=False, baby_steps=baby)
+
+
+def _chebyshev_2(ev, x):
+    """T_2(x) = 2 x^2 - 1 of a ciphertext within [-1, 1] (one level)."""
+    return ev.add_scalar(ev.multiply_integer(ev.relinearize_rescale(ev.square(magnitude.restore(x, 1.0))), 2), -1.0)

@@ -129,9 +129,7 @@ class SchemeSwitch:
             raise ValueError(f"[switching] the table must map the {1 << bits} inputs to integers in "
                              f"[0, 2^{out_bits}); got {values.dtype} values of shape {values.shape}")
         lwe = self.to_fhew(ev, ct, key.ring, bits=bits, periodic=periodic)
-        planes = [self.fhew.apply(self.fhew.lut((values >> i) & 1, bits=bits, out_bits=1), lwe)
-                  for i in range(out_bits)]
-        return self._back(ev, planes, key)
+        return self._back(ev, self._bit_planes(lwe, values, bits, out_bits), key)
 
     def back(self, ev, lwe: LweCiphertext, key: SwitchKeys):
         """FHEW integers of up to ``out_bits`` bits (``slots`` of them, from any FHEW work: a
@@ -156,9 +154,13 @@ class SchemeSwitch:
         flat = LweCiphertext(self.fhew, lwe.data, (self.slots,), lwe.bits, lwe.variance)
         if lwe.bits == 1:
             return self._back(ev, [flat], key)
-        planes = [self.fhew.apply(self.fhew.lut(lambda m, i=i: (m >> i) & 1, bits=lwe.bits, out_bits=1), flat)
-                  for i in range(lwe.bits)]
-        return self._back(ev, planes, key)
+        return self._back(ev, self._bit_planes(flat, np.arange(1 << lwe.bits), lwe.bits, lwe.bits), key)
+
+    def _bit_planes(self, lwe: LweCiphertext, values: np.ndarray, bits: int, out_bits: int) -> list[LweCiphertext]:
+        """Bit i of values[x] for every element x of ``lwe`` (bits-bit integers), i < out_bits:
+        one FHEW table, one bootstrap per element, per bit."""
+        return [self.fhew.apply(self.fhew.lut((values >> i) & 1, bits=bits, out_bits=1), lwe)
+                for i in range(out_bits)]
 
     def _back(self, ev, planes: list[LweCiphertext], key: SwitchKeys):
         """sum_i 2^i planes[i], each plane one bit per slot, as one CKKS ciphertext."""

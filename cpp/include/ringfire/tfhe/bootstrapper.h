@@ -114,6 +114,10 @@ class Bootstrapper {
   // Coefficient k of the accumulator (2 x N words, b then a) as an LWE ciphertext
   // under z: N + 1 words mod Q.
   void extract(const u32* acc, std::size_t k, u32* out) const;
+  // The blind rotation of `in` (acc: 2 x N words of scratch) and its coefficients 0 .. outputs-1
+  // extracted into `extracted` (outputs x (N + 1) words).
+  void rotate_and_extract(const u32* in, const u32* test_vector, std::size_t outputs, u32* acc,
+                          u32* extracted) const;
   // `count` extracted ciphertexts (count x (N + 1) words mod Q, overwritten) -> out
   // (count x (n + 1) words mod q), key-switched together.
   void switch_to_gate(u32* extracted, std::size_t count, u32* out) const;
