@@ -3,6 +3,7 @@ or ciphertexts fail before anything of the declared size is allocated (the
 review measured ~375 MiB and 2.3 s for a 36-byte relinearization key blob
 under N16_D30), and random bytes never crash."""
 
+import gc
 import struct
 import time
 
@@ -49,13 +50,20 @@ def crafted(ctx):
     }
 
 
+def refused_in_seconds(ctx, blob) -> float:
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match="truncated"):
+        ctx.load(blob)
+    return time.perf_counter() - start
+
+
 def test_tiny_blobs_declaring_huge_objects_allocate_nothing(n16):
+    # The earlier tests' big keys are freed first, so that a collection does not land inside a timed load;
+    # the best of three tries tells a load that allocates (seconds, every time) from a busy machine's hiccup.
+    gc.collect()
     for name, blob in crafted(n16).items():
         before = held_bytes()
-        start = time.perf_counter()
-        with pytest.raises(ValueError, match="truncated"):
-            n16.load(blob)
-        elapsed = time.perf_counter() - start
+        elapsed = min(refused_in_seconds(n16, blob) for _ in range(3))
         assert elapsed < 0.2, f"{name}: {elapsed:.2f} s"
         assert held_bytes() - before < 1 << 20, f"{name}: {(held_bytes() - before) >> 20} MiB"
 
