@@ -2,7 +2,7 @@
 """Scheme switching CKKS -> FHEW (ringfire.switching): time per step and per slot, and agreement with NumPy.
 
     python benchmarks/switching.py [--degree 16] [--slots 16,512] [--fhew STD128] [--bits 3]
-        [--threads 1] [--repeat 3] [--json out.json]
+        [--way-back-degrees auto|16,15] [--threads 1] [--repeat 3] [--json out.json]
 
 A CKKS context of ring degree 2^degree with fifteen 40-bit levels above a 60-bit q_0 (the
 way back takes thirteen; 128-bit secure), the FHEW set given, rf.switching.SchemeSwitch with
@@ -12,7 +12,10 @@ at level 1), the switch (those steps, the ring switch, extraction and the
 FHEW key switch), a comparison a > b of two vectors of bits-bit integers ending in FHEW (the
 switch of a - b and one bootstrap per slot), the same comparison ending in CKKS slots, and a
 bits-bit table with 3 output bits ending in CKKS slots (3 bootstraps per slot, one way back for
-all bits). FHEW results are decrypted with the FHEW key and CKKS ones with the CKKS key, and all
+all bits), and the way back alone (`SchemeSwitch.back` of one fresh FHEW bit per slot).
+``--way-back-degrees``: the ring degrees (log2) the way back runs in, each a row of its own
+(`ring_degree=`; `auto`, the default, is SchemeSwitch's own choice), alternated per slot count.
+FHEW results are decrypted with the FHEW key and CKKS ones with the CKKS key, and all
 compared with NumPy. OpenFHE's scheme switching runs beside it in
 benchmarks/peers/openfhe_scheme_switching.py.
 """
@@ -35,11 +38,12 @@ from _common import cpu_model  # noqa: E402
 from ckks_comparison import timed  # noqa: E402  (median of `repeat` calls, with the last result)
 
 
-def run(degree: int, slots: int, fhew_name: str, bits: int, repeat: int) -> dict:
+def run(degree: int, slots: int, fhew_name: str, bits: int, repeat: int, way_back_degree: int | None) -> dict:
     ctx = rf.ckks.Context(2 ** degree, [60] + [40] * 15 + [60], 40)
     fhew = rf.tfhe.Context(fhew_name)
     fsk = fhew.keygen()
-    switch = rf.switching.SchemeSwitch(ctx, fhew, slots=slots, out_bits=3)
+    switch = rf.switching.SchemeSwitch(ctx, fhew, slots=slots, out_bits=3,
+                                       ring_degree=None if way_back_degree is None else 2 ** way_back_degree)
     t = time.perf_counter()
     sk, keys = ctx.keygen(rotations=switch.rotations())
     ckks_keygen = time.perf_counter() - t
@@ -64,11 +68,15 @@ def run(degree: int, slots: int, fhew_name: str, bits: int, repeat: int) -> dict
         compare_s, greater = timed(lambda: to_fhew.compare(ev, ca, cb, key.ring, bits=bits), repeat)
         round_s, greater_ckks = timed(lambda: switch.compare(ev, ca, cb, key, bits=bits), repeat)
         lut_s, looked_up = timed(lambda: switch.lut(ev, ca, table, key, bits=bits), repeat)
+    fresh_bits = fhew.encrypt(a % 2, fsk, bits=1)
+    back_s, returned = timed(lambda: switch.back(ev, fresh_bits, key), repeat)
+    back_error = np.abs(ctx.decrypt(returned, sk).real - a % 2)
     wrong_compare = int((fhew.decrypt(greater, fsk) != (a > b)).sum())
     compare_error = np.abs(ctx.decrypt(greater_ckks, sk).real - (a > b))
     lut_error = np.abs(ctx.decrypt(looked_up, sk).real - table[a])
     return {
-        "ckks_degree": 2 ** degree, "fhew": fhew_name, "fhew_ring": fhew.params.ring_dimension, "slots": slots,
+        "ckks_degree": 2 ** degree, "way_back_degree": switch.to_ckks.work.poly_degree, "fhew": fhew_name,
+        "fhew_ring": fhew.params.ring_dimension, "slots": slots,
         "bits": bits, "threads": rf.num_threads(), "ckks_levels": ctx.max_level, "way_back_levels": switch.depth,
         "keygen_s": {"ckks_with_rotations": round(ckks_keygen, 3), "switch_keys": round(switch_keygen, 4)},
         "ring_switch_key_bytes": key.ring.nbytes, "rotations": len(switch.rotations()),
@@ -77,6 +85,7 @@ def run(degree: int, slots: int, fhew_name: str, bits: int, repeat: int) -> dict
         "compare_fhew_s": round(compare_s, 4), "compare_fhew_ms_per_slot": round(1e3 * compare_s / slots, 3),
         "compare_ckks_s": round(round_s, 4), "compare_ckks_ms_per_slot": round(1e3 * round_s / slots, 3),
         "lut3_ckks_s": round(lut_s, 4), "lut3_ckks_ms_per_slot": round(1e3 * lut_s / slots, 3),
+        "way_back_s": round(back_s, 4), "way_back_error_max_log2": round(float(np.log2(back_error.max())), 2),
         "compare_ckks_error_max_log2": round(float(np.log2(compare_error.max())), 2),
         "lut3_ckks_error_max_log2": round(float(np.log2(lut_error.max())), 2),
         "wrong_switch": wrong_switch, "wrong_compare_fhew": wrong_compare,
@@ -91,21 +100,25 @@ def main() -> None:
     ap.add_argument("--slots", default="16,512")
     ap.add_argument("--fhew", default="STD128")
     ap.add_argument("--bits", type=int, default=3)
+    ap.add_argument("--way-back-degrees", default="auto", help="comma-separated log2 ring degrees, or auto")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json")
     args = ap.parse_args()
     rf.set_num_threads(args.threads)
-    rows = [run(args.degree, int(s), args.fhew, args.bits, args.repeat) for s in args.slots.split(",")]
-    print("| N | FHEW | slots | threads | StC s | switch s (ms/slot) | compare to FHEW s (ms/slot) | "
-          "compare to CKKS s (ms/slot), max error | 3-bit table to CKKS s (ms/slot), max error | wrong |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    back_degrees = [None if d == "auto" else int(d) for d in args.way_back_degrees.split(",")]
+    rows = [run(args.degree, int(s), args.fhew, args.bits, args.repeat, d)
+            for s in args.slots.split(",") for d in back_degrees]
+    print("| N | way back in | FHEW | slots | threads | StC s | switch s (ms/slot) | compare to FHEW s (ms/slot) | "
+          "compare to CKKS s (ms/slot), max error | 3-bit table to CKKS s (ms/slot), max error | way back s | wrong |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| 2^{args.degree} | {r['fhew']} | {r['slots']} | {r['threads']} | "
+        print(f"| 2^{args.degree} | {r['way_back_degree']} | {r['fhew']} | {r['slots']} | {r['threads']} | "
               f"{r['slots_to_coefficients_s']:.3f} | {r['switch_s']:.3f} ({r['switch_ms_per_slot']:.2f}) | "
               f"{r['compare_fhew_s']:.3f} ({r['compare_fhew_ms_per_slot']:.2f}) | "
               f"{r['compare_ckks_s']:.3f} ({r['compare_ckks_ms_per_slot']:.2f}), 2^{r['compare_ckks_error_max_log2']} | "
               f"{r['lut3_ckks_s']:.3f} ({r['lut3_ckks_ms_per_slot']:.2f}), 2^{r['lut3_ckks_error_max_log2']} | "
+              f"{r['way_back_s']:.3f}, 2^{r['way_back_error_max_log2']} | "
               f"{r['wrong_switch']} / {r['wrong_compare_fhew']} / {r['wrong_compare_ckks']} / {r['wrong_lut3_ckks']} |")
     if args.json:
         with open(args.json, "w") as f:

@@ -287,8 +287,9 @@ def test_switching_keys_travel_as_bytes_and_refuse_tampering(setup):
     other.keygen()
     with pytest.raises(ValueError, match="other FHEW keys"):
         rf.switching.CkksToFhew(ctx, other, slots=SLOTS).load_key(data)
-    # The two keys of SchemeSwitch.keygen load as a pair and only as a pair.
-    both = rf.switching.SchemeSwitch(ctx, fhew, slots=SLOTS)
+    # The two keys of SchemeSwitch.keygen load as a pair and only as a pair (here with the way back
+    # in the context's own ring, whose encrypted secret is a CKKS ciphertext).
+    both = rf.switching.SchemeSwitch(ctx, fhew, slots=SLOTS, ring_degree=ctx.poly_degree)
     pair = both.keygen(sk, fsk, keys)
     restored = both.load_keys(pair.ring.to_bytes(), pair.secret.to_bytes())
     assert restored.secret.level == pair.secret.level
@@ -322,6 +323,14 @@ def test_switching_keys_travel_as_bytes_and_refuse_tampering(setup):
         both.load_keys(dataclasses.replace(pair.ring, secret_digest=hashlib.sha256(low).digest()).to_bytes(), low)
     with pytest.raises(ValueError, match="not the secret key's"):
         both.keygen(sk, fsk, ctx.keygen()[1])
+    # The default switch runs its way back in a smaller ring: a pair for the context's own ring is
+    # refused with the way to load it.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the toy ring's small ring is insecure too
+        default = rf.switching.SchemeSwitch(ctx, fhew, slots=SLOTS)
+    assert default.to_ckks.small is not None
+    with pytest.raises(ValueError, match=f"loads with ring_degree={ctx.poly_degree}"):
+        default.load_keys(pair.ring.to_bytes(), pair.secret.to_bytes())
     # A ciphertext loaded from bytes has lost the knowledge that its tail is zero: masked, one level.
     values = np.arange(SLOTS) % 8
     loaded = ctx.load(ctx.encrypt(values.astype(float), keys).to_bytes())

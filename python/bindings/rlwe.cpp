@@ -18,6 +18,7 @@
 #include "ringfire/rlwe/key_derivation.h"
 #include "ringfire/rlwe/keygen.h"
 #include "ringfire/rlwe/sampling.h"
+#include "ringfire/rlwe/subring.h"
 #include "ringfire/ring/backend.h"
 #include "ringfire/rlwe/security.h"
 
@@ -88,8 +89,11 @@ void bind_rlwe(nb::module_& m) {
       .def(nb::new_([](std::size_t n, const std::vector<int>& q_bits, const std::vector<int>& p_bits,
                        std::size_t dnum, int security, int scale_bits, bool insecure_no_security_check,
                        std::size_t reserved_levels, const std::string& scheme, u64 plain_modulus, int plain_bits,
-                       int special_prime_bits) {
+                       int special_prime_bits, const std::vector<u64>& q_primes,
+                       const std::vector<u64>& p_primes) {
              ParameterLiteral lit;
+             lit.q_primes = q_primes;  // explicit primes: the bit sizes are then ignored
+             lit.p_primes = p_primes;
              lit.special_prime_bits = special_prime_bits;
              lit.scheme = scheme == "ckks"  ? Scheme::ckks
                           : scheme == "bgv" ? Scheme::bgv
@@ -111,7 +115,8 @@ void bind_rlwe(nb::module_& m) {
            nb::arg("poly_degree"), nb::arg("q_bits"), nb::arg("p_bits"), nb::arg("dnum"), nb::arg("security"),
            nb::arg("scale_bits"), nb::arg("insecure_no_security_check") = false, nb::arg("reserved_levels") = 0,
            nb::arg("scheme") = "ckks", nb::arg("plain_modulus") = 0, nb::arg("plain_bits") = 0,
-           nb::arg("special_prime_bits") = 0)
+           nb::arg("special_prime_bits") = 0, nb::arg("q_primes") = std::vector<u64>{},
+           nb::arg("p_primes") = std::vector<u64>{})
       .def_prop_ro("scheme", [](const Parameters& p) { return std::string(scheme_name(p.scheme())); })
       .def_prop_ro("plain_modulus", &Parameters::plain_modulus)
       .def_prop_ro("poly_degree", &Parameters::n)
@@ -273,7 +278,27 @@ void bind_rlwe(nb::module_& m) {
       .def("rotate_inplace", &RlweEvaluator::rotate_inplace, Release())
       .def("rotation_plan", &RlweEvaluator::rotation_plan)
       .def("rotate_many", &RlweEvaluator::rotate_many, Release())
-      .def("apply_galois", &RlweEvaluator::apply_galois, Release());
+      .def("apply_galois", &RlweEvaluator::apply_galois, Release())
+      // A key switch by a key in a RelinKey's container that switches from another secret
+      // (generate_embedding_key's): (c0 + ks0, ks1) of a size-2 ciphertext.
+      .def(
+          "switch_key",
+          [](const RlweEvaluator& ev, const Ciphertext& a, const RelinKey& key) { return ev.switch_key(a, key.key()); },
+          Release());
+  m.def("embed_in_ring", &embed_in_ring, nb::arg("ciphertext"), nb::arg("target"),
+        nb::call_guard<nb::gil_scoped_release>());
+  // The key from s(X^k) (a subring secret, embedded) to `secret`, for embed_in_ring's results.
+  // It travels in a RelinKey's container: the same key layout and file; what it switches from
+  // is recorded by the caller (python/ringfire/switching/small_ring.py).
+  m.def(
+      "generate_embedding_key",
+      [](const SecretKey& secret, const SecretKey& subring_secret, std::size_t level, Prng& parent) {
+        Prng prng = Prng::from_seed(parent.next_seed());
+        nb::gil_scoped_release release;
+        const SecretKey embedded = embedded_secret(subring_secret, secret.context());
+        return RelinKey(generate_switch_key(secret, embedded.eval(), kRelinearizationSource, prng, level));
+      },
+      nb::arg("secret_key"), nb::arg("subring_secret_key"), nb::arg("level"), nb::arg("prng"));
 
   // Key generation and encryption take a parent Prng (held under the GIL)
   // and run on a child generator with the GIL released.

@@ -148,6 +148,20 @@ class Context(ContextBase):
         return cls(**options)
 
     @classmethod
+    def from_primes(cls, poly_degree: int, q_primes: Sequence[int], p_primes: Sequence[int], scale_bits: int, *,
+                    dnum: int, security: int = 128, insecure_no_security_check: bool = False) -> "Context":
+        """A context on explicit primes (NTT-friendly for ``poly_degree``, checked): another
+        context's, for a ring that shares its chain (a subring's, ``ringfire.switching``'s way
+        back in a smaller ring). ``dnum``: the key-switching digits. No levels are reserved."""
+        self = cls.__new__(cls)
+        with warnings_at_caller():
+            params = _core.Parameters(int(poly_degree), [], [], int(dnum), check_security_argument("ckks", security),
+                                      int(scale_bits), insecure_no_security_check=bool(insecure_no_security_check),
+                                      q_primes=[int(q) for q in q_primes], p_primes=[int(p) for p in p_primes])
+        self._init_from(params, None)
+        return self
+
+    @classmethod
     def from_bytes(cls, data: bytes, *, mac_key: bytes | None = None, insecure_no_security_check: bool = False,
                    insecure_deterministic_seed: bytes | None = None, bootstrap: dict | None = None) -> "Context":
         """A context from ``ctx.to_bytes()`` (same primes, hence same fingerprint). The

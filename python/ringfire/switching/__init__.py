@@ -4,7 +4,8 @@
 slots of a CKKS ciphertext into n FHEW ciphertexts of small integers, on which
 ``fhew.apply`` evaluates any lookup table; ``rf.switching.FhewToCkks`` brings
 FHEW ciphertexts of one bit back into CKKS slots; ``rf.switching.SchemeSwitch``
-pairs them for lookup tables and comparisons that start and end in CKKS;
+pairs them for lookup tables and comparisons that start and end in CKKS
+(``ring_degree=`` runs the way back in a smaller ring, ``SmallRingKey`` its keys);
 ``rf.switching.BgvToFhew(bgv_ctx, fhew_ctx)`` turns coefficients of BGV or BFV
 ciphertexts (t = 2^k) into FHEW integers: see docs/switching.md.
 """
@@ -14,5 +15,6 @@ from .ckks_to_fhew import CkksToFhew
 from .fhew_to_ckks import FhewToCkks
 from .ring_switch import RingSwitchKey
 from .round_trip import SchemeSwitch, SwitchKeys
+from .small_ring import SmallRingKey
 
-__all__ = ["BgvToFhew", "CkksToFhew", "FhewToCkks", "RingSwitchKey", "SchemeSwitch", "SwitchKeys"]
+__all__ = ["BgvToFhew", "CkksToFhew", "FhewToCkks", "RingSwitchKey", "SchemeSwitch", "SmallRingKey", "SwitchKeys"]

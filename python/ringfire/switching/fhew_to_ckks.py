@@ -43,6 +43,7 @@ from ..ckks.ciphertext import Ciphertext as CkksCiphertext
 from ..tfhe.ciphertext import Ciphertext as LweCiphertext
 from ..tfhe.params import WARN_P_FAIL, tail_probability
 from .ckks_to_fhew import check_contexts
+from .small_ring import SmallRing, SmallRingKey
 from .to_fhew import check_secret_keys, fhew_secrets, is_int
 
 
@@ -61,6 +62,11 @@ class FhewToCkks:
             two, at least ``slots`` / lanes, at most n'); log2(n' / D) folds follow. Default: the
             least; at N = 2^16 and 16 slots, 2 and 4 measured no faster beyond the noise
             (BENCHMARKS.md, "Scheme switching").
+        ring_degree: run the way back in a CKKS ring of this degree (below the context's, at least
+            2 n'), on the context's first primes, and land in the context's ring by embedding and
+            one key switch (small_ring.py): its rotations and products cost about half per halving.
+            The keys are then the small ring's (:meth:`keygen` needs the CKKS secret key too) and
+            the CKKS context needs no Galois keys for the way back. Default: the context's own ring.
 
     The default degree-15 interpolant leaves the reduction within 2^-12.9 of sin^2(pi x) over
     [-bound, bound] (degree 30, a level more, 2^-35); sharpening makes that 2^-21 near the bits.
@@ -68,20 +74,22 @@ class FhewToCkks:
     """
 
     def __init__(self, fhew, ckks, *, slots: int, bound: int = 48, doublings: int = 5, degree: int = 15,
-                 sharpen: int = 1, diagonals: int | None = None):
+                 sharpen: int = 1, diagonals: int | None = None, ring_degree: int | None = None):
         check_contexts(ckks, fhew)
+        self.small = None if ring_degree is None or ring_degree == ckks.poly_degree else SmallRing(ckks, ring_degree)
+        self.work = ckks if self.small is None else self.small.context  # the ring the decryption runs in
         n = fhew.params.lwe_dimension
         self.period = 1 << (n - 1).bit_length()
         if not is_int(slots) or slots < 1 or slots & (slots - 1) or slots > self.period:
             raise ValueError(f"[switching] the way back takes a power of two up to {self.period} ciphertexts at once "
                              f"(the LWE dimension rounded up), got {slots!r}")
-        if self.period > ckks.slots:
-            raise ValueError(f"[switching] the CKKS context's {ckks.slots} slots cannot hold the LWE secret "
-                             f"({n} values, period {self.period})")
+        if self.period > self.work.slots:
+            raise ValueError(f"[switching] the CKKS {'context' if self.small is None else 'ring'}'s {self.work.slots} "
+                             f"slots cannot hold the LWE secret ({n} values, period {self.period})")
         self.fhew, self.ckks, self.slots = fhew, ckks, int(slots)
         # The encrypted secret holds s_j in the `lanes` slots lanes * j ... lanes * j + lanes - 1: each
         # lane decrypts a row of its own, so up to `lanes` ciphertexts cost no rotation of the secret.
-        self.lanes = ckks.slots // self.period
+        self.lanes = self.work.slots // self.period
         least = max(1, self.slots // self.lanes)
         diagonals = least if diagonals is None else diagonals
         if not is_int(diagonals) or diagonals < least or diagonals & (diagonals - 1) or diagonals > self.period:
@@ -99,9 +107,14 @@ class FhewToCkks:
         self._cosine_depth = 1 + self._cosine.depth
         self.sharpen = int(sharpen)
         self._smoothstep = Polynomial([0.0, 0.0, 3.0, -2.0], "monomial")
+        if self.small is not None and self.small.top < self.depth:
+            raise ValueError(f"[switching] a ring of degree {self.small.degree} holds levels 0..{self.small.top} of "
+                             f"this chain within its security bound; the way back takes {self.depth} levels above "
+                             f"its result: choose a larger ring_degree")
 
     def __repr__(self) -> str:
-        return f"FhewToCkks(n={self.fhew.params.lwe_dimension} -> N={self.ckks.poly_degree}, slots={self.slots})"
+        via = "" if self.small is None else f" via N={self.small.degree}"
+        return f"FhewToCkks(n={self.fhew.params.lwe_dimension} -> N={self.ckks.poly_degree}{via}, slots={self.slots})"
 
     @property
     def depth(self) -> int:
@@ -110,24 +123,63 @@ class FhewToCkks:
 
     # ---- keys ----------------------------------------------------------------------
 
-    def keygen(self, fhew_secret_key, keys, *, level: int | None = None):
+    def keygen(self, fhew_secret_key, keys, *, level: int | None = None, secret_key=None):
         """The LWE secret encrypted under the CKKS key (a CKKS ciphertext, public), at
-        ``level`` (default: the top). The client runs this."""
-        check_secret_keys(self.ckks, None, self.fhew, fhew_secret_key)
+        ``level`` (default: the top; results land ``depth`` levels lower). The client runs this.
+        With ``ring_degree``: a :class:`SmallRingKey` instead (the small ring's keys and the key
+        into the context's ring), which needs the CKKS ``secret_key`` too; ``level`` is then at
+        most the small ring's top (``small.top``)."""
+        check_secret_keys(self.ckks, secret_key, self.fhew, fhew_secret_key)
         lwe_secret = fhew_secrets(fhew_secret_key)[0]
         secret = np.zeros(self.period)
         secret[:len(lwe_secret)] = lwe_secret
-        level = self.ckks.max_level if level is None else int(level)
-        if level < self.depth:
-            raise ValueError(f"[switching] the switch back needs {self.depth} levels; level {level} has too few")
-        return self.ckks.encrypt(np.repeat(secret, self.lanes), keys, level=level)
+        top = self.work.max_level
+        level = top if level is None else int(level)
+        if not self.depth <= level <= top:
+            raise ValueError(f"[switching] the switch back needs {self.depth} levels from a level at most {top}"
+                             f"{'' if self.small is None else ' (the small ring the chain fits)'}; got level {level}")
+        if self.small is None:
+            return self.ckks.encrypt(np.repeat(secret, self.lanes), keys, level=level)
+        if secret_key is None:
+            raise ValueError("[switching] the way back in a smaller ring needs the CKKS secret key too "
+                             "(keygen(fhew_secret_key, keys, secret_key=sk)): the key into the context's ring is "
+                             "made from both secrets")
+        return self.small.keygen(secret_key, self._rotations(), np.repeat(secret, self.lanes), level=level,
+                                 result_level=level - self.depth)
+
+    def load_key(self, data: bytes):
+        """The key :meth:`keygen` made, from its bytes (``key.to_bytes()``), checked against these
+        contexts and this way back's depth: what an evaluator in another process loads."""
+        key = self.ckks.load(data) if self.small is None else self.small.load_key(data)
+        self._check_key(key)
+        return key
 
     def rotations(self) -> list[int]:
-        """The rotations the CKKS Galois keys need: the diagonals' and the fold's."""
+        """The rotations the CKKS Galois keys need: the diagonals' and the fold's (none with
+        ``ring_degree``: the small ring's keys come with :meth:`keygen`)."""
+        return [] if self.small is not None else self._rotations()
+
+    def _rotations(self) -> list[int]:
+        """The rotations of the ring the decryption runs in."""
         # Built on level 1 (2 limbs to encode, not the chain's): its rotations do not depend on the level.
-        lt = self._product({self.lanes * k: np.zeros(self.ckks.slots) for k in range(self.diagonals)},
-                           min(1, self.ckks.max_level))
-        return sorted(({r % self.ckks.slots for r in lt.rotations()} | set(self._fold_steps())) - {0})
+        slots = self.work.slots
+        lt = self._product({self.lanes * k: np.zeros(slots) for k in range(self.diagonals)},
+                           min(1, self.work.max_level))
+        return sorted(({r % slots for r in lt.rotations()} | set(self._fold_steps())) - {0})
+
+    def _check_key(self, key) -> None:
+        if self.small is None:
+            if not isinstance(key, CkksCiphertext) or key.context is not self.ckks or key.level < self.depth:
+                raise ValueError(f"[switching] the key must be this CKKS context's encryption of the LWE secret "
+                                 f"with {self.depth} levels or more (keygen)")
+            return
+        if not isinstance(key, SmallRingKey):
+            raise TypeError(f"[switching] this way back runs in a ring of degree {self.small.degree}: expected the "
+                            f"SmallRingKey from keygen (or load_key), got {type(key).__name__}")
+        if key.secret.context is not self.work or key.embedding.context is not self.ckks \
+                or key.level < self.depth or key.embedding.level < key.level - self.depth:
+            raise ValueError(f"[switching] this SmallRingKey belongs to other contexts, or its secret sits below "
+                             f"the {self.depth} levels the way back takes")
 
     # ---- the switch ------------------------------------------------------------------
 
@@ -137,7 +189,7 @@ class FhewToCkks:
         slots repeat with period ``slots``)."""
         if not isinstance(lwe, LweCiphertext):
             raise TypeError(f"[switching] expected ringfire.tfhe.Ciphertext of 1-bit integers, got {type(lwe).__name__}")
-        if not isinstance(key, CkksCiphertext):
+        if self.small is None and not isinstance(key, CkksCiphertext):
             raise TypeError(f"[switching] expected the encrypted LWE secret (a ringfire.ckks.Ciphertext from keygen), "
                             f"got {type(key).__name__}")
         if lwe.context is not self.fhew:
@@ -147,9 +199,7 @@ class FhewToCkks:
                              f"hold {'booleans' if lwe.bits is None else f'{lwe.bits}-bit integers'}")
         if lwe.size != self.slots:
             raise ValueError(f"[switching] expected {self.slots} FHEW ciphertexts, got {lwe.size}")
-        if key.context is not self.ckks or key.level < self.depth:
-            raise ValueError(f"[switching] the key must be this CKKS context's encryption of the LWE secret "
-                             f"with {self.depth} levels or more (keygen)")
+        self._check_key(key)
         q, n = self.fhew.params.lwe_modulus, self.fhew.params.lwe_dimension
         # A bit reads wrong (past 1/2) where its error passes q / 8: a quarter turn once doubled.
         risk = tail_probability(lwe.variance, q / 8) if lwe.variance > 0 else 0.0  # trivial: no error
@@ -162,10 +212,12 @@ class FhewToCkks:
         scale = q * self.bound                                             # phases over q, then over the bound
         a[:, :n] = ((data[:, :n] + q // 2) % q - q // 2) / scale           # centred
         b = data[:, n] / scale
-        inner = ev.linear_transform(key, self._product(self._diagonals(a), key.level))
+        large_ev = ev
+        ev, secret = (ev, key) if self.small is None else (key.evaluator(), key.secret)
+        inner = ev.linear_transform(secret, self._product(self._diagonals(a), secret.level))
         for step in self._fold_steps():
             inner = ev.add(inner, ev.rotate(inner, step))
-        phase = ev.add_plain(ev.negate(inner), self.ckks.encode(np.tile(b, self.ckks.slots // self.slots),
+        phase = ev.add_plain(ev.negate(inner), self.work.encode(np.tile(b, self.work.slots // self.slots),
                                                                  level=inner.level, scale=inner.scale))
         # The bounds the magnitude check cannot see: |phase / q| <= bound (the premise of the
         # reduction, 8.6 standard deviations) and |cos| <= 1 after every step.
@@ -177,6 +229,8 @@ class FhewToCkks:
         bits = ev.add_scalar(ev.negate(square), 1.0)                       # 1 - cos^2(pi x)
         for _ in range(self.sharpen):
             bits = ev.evaluate_polynomial(magnitude.restore(bits, 1.0), self._smoothstep)
+        if self.small is not None:
+            bits = self.small.land(large_ev, bits, key)
         return bits._set_shape((self.slots,))
 
     def _diagonals(self, a: np.ndarray) -> dict[int, np.ndarray]:
@@ -184,7 +238,7 @@ class FhewToCkks:
         s_{(j + k) mod n'}: diag_{Lk}[t] = a[t mod m, (j + k) mod n']. Folded (summed over
         t + L D u, u < n' / D), slot t gets sum_j a[t mod m, j] s_j: m divides L D, so every term
         belongs to row t mod m, and D u + k meets every column once."""
-        t = np.arange(self.ckks.slots)
+        t = np.arange(self.work.slots)
         row, column = t % self.slots, t // self.lanes
         return {self.lanes * k: a[row, (column + k) % self.period] for k in range(self.diagonals)}
 
@@ -195,7 +249,7 @@ class FhewToCkks:
     def _product(self, diagonals: dict, level: int) -> LinearTransform:
         # Baby steps are rotations by multiples of the lanes: about the square root of D of them.
         baby = self.lanes * (1 << (int(math.log2(self.diagonals)) + 1) // 2)
-        return LinearTransform(self.ckks, diagonals, level=level, picklable=False, baby_steps=baby)
+        return LinearTransform(self.work, diagonals, level=level, picklable=False, baby_steps=baby)
 
 
 def _chebyshev_2(ev, x):

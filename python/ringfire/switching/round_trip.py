@@ -15,12 +15,12 @@ import hashlib
 
 import numpy as np
 
-from ..ckks.ciphertext import Ciphertext as CkksCiphertext
 from ..tfhe.ciphertext import Ciphertext as LweCiphertext
 from .ckks_to_fhew import CkksToFhew, check_contexts
 from .to_fhew import is_int
 from .fhew_to_ckks import FhewToCkks
 from .ring_switch import RingSwitchKey
+from .small_ring import fastest_degree
 
 
 @dataclasses.dataclass
@@ -28,7 +28,7 @@ class SwitchKeys:
     """The public keys of both directions: the ring switch, and the LWE secret encrypted under CKKS."""
 
     ring: RingSwitchKey
-    secret: object  # a ringfire.ckks.Ciphertext
+    secret: object  # a ringfire.ckks.Ciphertext, or a SmallRingKey (SchemeSwitch(ring_degree=...))
 
 
 class SchemeSwitch:
@@ -41,9 +41,16 @@ class SchemeSwitch:
         slots: how many slots (a power of two, at most N' / 2).
         out_bits: the widest table output that comes back (slots * out_bits, rounded
             up to a power of two, must fit the LWE dimension rounded up: 1024 for STD128).
+        ring_degree: the CKKS ring the way back runs in (:class:`FhewToCkks`), landing in the
+            context's. Default: the smallest that holds the context's whole chain at its
+            security (2^15 for a 2^16 context whose Q and P fit 881 bits, as fifteen 40-bit
+            levels on a 60-bit q_0 with three 60-bit special primes do), so results
+            land where they would in the context's own ring, at about half the cost; the
+            context's own ring where none does, or with ``ring_degree=ckks.poly_degree``.
+            :meth:`keygen` makes the small ring's keys (docs/switching.md).
     """
 
-    def __init__(self, ckks, fhew, *, slots: int, out_bits: int = 1):
+    def __init__(self, ckks, fhew, *, slots: int, out_bits: int = 1, ring_degree: int | None = None):
         check_contexts(ckks, fhew)
         if not is_int(out_bits) or out_bits < 1:
             raise ValueError(f"[switching] out_bits must be a positive int, got {out_bits!r}")
@@ -53,7 +60,10 @@ class SchemeSwitch:
             raise ValueError(f"[switching] {slots} slots x {out_bits} output bits = {slots * out_bits} ciphertexts come "
                              f"back at once, more than the {period} the way back takes (the LWE dimension rounded up)")
         self.ckks, self.fhew, self.slots, self.out_bits = ckks, fhew, int(slots), int(out_bits)
-        self.to_ckks = FhewToCkks(fhew, ckks, slots=1 << (self.slots * self.out_bits - 1).bit_length())
+        if ring_degree is None:
+            ring_degree = fastest_degree(ckks, period)
+        self.to_ckks = FhewToCkks(fhew, ckks, slots=1 << (self.slots * self.out_bits - 1).bit_length(),
+                                  ring_degree=ring_degree)
 
     def __repr__(self) -> str:
         return f"SchemeSwitch(slots={self.slots}, out_bits={self.out_bits}, {self.to_fhew!r}, {self.to_ckks!r})"
@@ -80,7 +90,7 @@ class SchemeSwitch:
         if probe is None or abs(probe - 1.0) > 1e-3:
             raise ValueError("[switching] these CKKS keys are not the secret key's (a value encrypted with them does "
                              "not decrypt): pass the KeySet that came with it from ctx.keygen")
-        secret = self.to_ckks.keygen(fhew_secret_key, keys, level=level)
+        secret = self.to_ckks.keygen(fhew_secret_key, keys, level=level, secret_key=ckks_secret_key)
         ring.secret_digest = hashlib.sha256(secret.to_bytes()).digest()
         return SwitchKeys(ring, secret)
 
@@ -101,11 +111,7 @@ class SchemeSwitch:
         if hashlib.sha256(bytes(secret)).digest() != ring_key.secret_digest:
             raise ValueError("[switching] this encrypted secret is not the one made with this switching key "
                              "(send key.secret.to_bytes() of the same keygen, unchanged)")
-        encrypted = self.ckks.load(secret)
-        if not isinstance(encrypted, CkksCiphertext) or encrypted.level < self.depth:
-            raise ValueError(f"[switching] the encrypted secret must be a ciphertext of this CKKS context with "
-                             f"{self.depth} levels or more")
-        return SwitchKeys(ring_key, encrypted)
+        return SwitchKeys(ring_key, self.to_ckks.load_key(secret))
 
     def compare(self, ev, a, b, key: SwitchKeys, *, bits: int, periodic: bool = False):
         """[a > b] per slot (1 or 0) in CKKS slots, for integers a, b in [0, 2^bits).

@@ -1,0 +1,69 @@
+#include "ringfire/rlwe/subring.h"
+
+#include <string>
+#include <vector>
+
+#include "ringfire/base/errors.h"
+#include "ringfire/base/op_label.h"
+#include "ringfire/rlwe/prng.h"
+
+namespace ringfire {
+
+namespace {
+
+constexpr const char* kOp = "rlwe.embed_in_ring";
+
+// k = N / n, after checking that `small`'s ring is a subring of `target`'s with
+// the same first `levels` primes.
+std::size_t subring_factor(const RlweContext& small, const RlweContext& target, std::size_t levels) {
+  const std::size_t n = small.n(), N = target.n();
+  require(N >= n && N % n == 0, kOp,
+          "the target ring's degree " + std::to_string(N) + " is not a multiple of " + std::to_string(n));
+  require(small.params().scheme() == target.params().scheme(), kOp, "the two contexts are of different schemes");
+  const auto& qs = small.params().q_primes();
+  const auto& qt = target.params().q_primes();
+  require(levels <= qs.size() && levels <= qt.size(), kOp,
+          "the target context has " + std::to_string(qt.size()) + " primes; the ciphertext needs " +
+              std::to_string(levels));
+  for (std::size_t i = 0; i < levels; ++i)
+    require(qs[i] == qt[i], kOp,
+            "prime q_" + std::to_string(i) + " differs between the contexts (" + std::to_string(qs[i]) + " and " +
+                std::to_string(qt[i]) + "): the subring's chain must be the target's first primes");
+  return N / n;
+}
+
+}  // namespace
+
+Ciphertext embed_in_ring(const Ciphertext& a, const RlweContextPtr& target) {
+  const OpLabel label(kOp);
+  require(target != nullptr, kOp, "no target context");
+  require(a.device().is_host(), kOp, "the ciphertext lives on '" + a.device().str() + "': copy it to the host first");
+  require(a.form() == Form::eval, kOp, "expected a ciphertext in evaluation form");
+  const std::size_t k = subring_factor(*a.context(), *target, a.level() + 1);
+  const std::size_t n = a.n(), rows = a.size() * (a.level() + 1);
+  std::vector<u64> coefficients(a.data(), a.data() + a.size() * a.poly_words());
+  Backend& cpu = backend_for(Device::cpu());
+  cpu.ntt_inverse(coefficients.data(), a.size(), a.base());
+  Ciphertext out(target, a.size(), a.level(), a.metadata(), Device::cpu());  // zeros between the spread words
+  for (std::size_t row = 0; row < rows; ++row) {
+    const u64* from = coefficients.data() + row * n;
+    u64* to = out.data() + row * target->n();
+    for (std::size_t j = 0; j < n; ++j) to[j * k] = from[j];
+  }
+  cpu.ntt_forward(out.data(), out.size(), out.base());
+  out.set_noise_bits(a.noise_bits());  // coefficients and slot values are the same: so is the error
+  return out;
+}
+
+SecretKey embedded_secret(const SecretKey& secret, const RlweContextPtr& target) {
+  require(target != nullptr, kOp, "no target context");
+  const std::size_t k = subring_factor(*secret.context(), *target, 0);
+  std::vector<std::int8_t> spread(target->n(), 0);
+  const auto& s = secret.coefficients();
+  for (std::size_t j = 0; j < s.size(); ++j) spread[j * k] = s[j];
+  SecretKey out(target, spread);
+  secure_zero(spread.data(), spread.size());
+  return out;
+}
+
+}  // namespace ringfire

@@ -1,0 +1,176 @@
+"""The way back from FHEW in a smaller CKKS ring, landing in the large one.
+
+Homomorphic LWE decryption (fhew_to_ckks.py) needs n' slots (the LWE dimension
+rounded up: 1024), not a large ring's 32768, yet its fold rotations, cosine and
+double angles cost in proportion to the ring degree at the levels they run at.
+So the way back can run in a CKKS ring of degree n < N whose chain is the large
+context's first primes q_0..q_l (and its special primes), under a secret of its
+own, and move to the large ring at the end:
+
+1. **Embedding** (cpp/include/ringfire/rlwe/subring.h): X -> X^(N/n) maps R_n
+   into R_N. A ciphertext under s_n becomes one under s_n(X^(N/n)) with the same
+   slots, repeated (slot j of R_N reads slot j mod n/2), at the same scale and level.
+2. **One key switch** from s_n(X^(N/n)) to the large ring's secret, at the
+   result's level: a key-switching key of the large ring (the client makes it,
+   holding both secrets; it is public like every such key).
+
+Security: the small ring's parameters pass the security check at n by themselves
+(its chain is cut where they would not), so its secret is as protected as the
+large one's; the embedding key is an ordinary key-switching key of the large ring.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import struct
+
+from .. import _core
+from ..ckks.ciphertext import Ciphertext as CkksCiphertext
+from ..ckks.context import Context as CkksContext
+from ..rlwe.keys import GaloisKeys, KeySet, RelinKey
+from .to_fhew import is_int
+
+_MAGIC = b"RFSMALL1"
+_PARTS = ("secret", "galois", "relin", "embedding")
+
+
+class SmallRing:
+    """The CKKS context of degree ``degree`` on ``ckks``'s first primes: as many of them as
+    pass the security check at that degree (all, up to ``ckks.max_level``, where they do)."""
+
+    def __init__(self, ckks, degree: int):
+        N = ckks.poly_degree
+        if not is_int(degree) or degree < 1024 or degree & (degree - 1) or degree >= N:
+            raise ValueError(f"[switching] ring_degree must be a power of two from 1024 to {N // 2} (below the CKKS "
+                             f"context's {N}), got {degree!r}")
+        params = ckks.params
+        q, p = list(params.q_primes), list(params.p_primes)
+        security = params.security
+        log_p = sum(math.log2(x) for x in p)
+        top = chain_top(ckks, degree)
+        if top < 0:
+            raise ValueError(f"[switching] no part of the CKKS chain fits a ring of degree {degree} at {security}-bit "
+                             f"security ({_core.max_log_qp(degree, security)} bits of modulus, the special primes "
+                             f"alone take {log_p:.0f})")
+        self.large, self.degree, self.top = ckks, int(degree), top
+        primes = q[:top + 1]
+        self.context = CkksContext.from_primes(self.degree, primes, p, params.scale_bits,
+                                               dnum=_fewest_digits(primes, log_p), security=security or 128,
+                                               insecure_no_security_check=security == 0)
+
+    def __repr__(self) -> str:
+        return f"SmallRing(N={self.degree}, levels 0..{self.top} of the N={self.large.poly_degree} chain)"
+
+    def keygen(self, secret_key, rotations, lwe_secret_values, *, level: int, result_level: int) -> "SmallRingKey":
+        """The client's keys: a secret of the small ring, its relinearization and Galois keys
+        (``rotations``), ``lwe_secret_values`` encrypted under it at ``level``, and the key
+        from the embedded small secret to ``secret_key`` (the large ring's) at ``result_level``."""
+        small_sk, small_keys = self.context.keygen(rotations=rotations)
+        secret = self.context.encrypt(lwe_secret_values, small_sk, level=level)
+        embedding = RelinKey(_core.generate_embedding_key(secret_key._native, small_sk._native, result_level,
+                                                          self.large._prng), self.large)
+        return SmallRingKey(secret, small_keys.galois, small_keys.relin, embedding)
+
+    def land(self, ev, ct, key: "SmallRingKey"):
+        """``ct`` (a ciphertext of the small ring, under the key's secret) as a ciphertext of the
+        large ring under its own secret: the embedding, then one key switch."""
+        embedded = _core.embed_in_ring(ct._host(), self.large._core.rlwe)
+        if key.embedding.level < embedded.level:
+            raise ValueError(f"[switching] the embedding key serves levels up to {key.embedding.level}; the result "
+                             f"is at level {embedded.level}")
+        native = ev._ev.switch_key(embedded, key.embedding._on("cpu"))
+        native.length = ct._native.length
+        return CkksCiphertext(native, self.large, ev._keys)
+
+    def load_key(self, data: bytes) -> "SmallRingKey":
+        """A key from :meth:`SmallRingKey.to_bytes`: each part checked by its context's loader
+        (envelope, checksum, parameters, kind), the lengths against the bytes before any is read."""
+        data = memoryview(bytes(data))
+        head = len(_MAGIC) + 8 * len(_PARTS)
+        if len(data) < head or bytes(data[:len(_MAGIC)]) != _MAGIC:
+            raise ValueError(f"[switching] not a ringfire small-ring key (SmallRingKey.to_bytes): this way back runs "
+                             f"in a ring of degree {self.degree}; a key made for the CKKS context's own ring (an "
+                             f"encrypted secret, as before 2026-11-30) loads with ring_degree="
+                             f"{self.large.poly_degree}")
+        lengths = struct.unpack_from(f"<{len(_PARTS)}Q", data, len(_MAGIC))
+        if head + sum(lengths) != len(data):
+            raise ValueError(f"[switching] a small-ring key's parts declare {head + sum(lengths)} bytes; it holds "
+                             f"{len(data)}")
+        parts, at = {}, head
+        for name, length in zip(_PARTS, lengths):
+            parts[name] = bytes(data[at:at + length])
+            at += length
+        loaded = {"secret": self.context.load(parts["secret"]), "galois": self.context.load(parts["galois"]),
+                  "relin": self.context.load(parts["relin"]), "embedding": self.large.load(parts["embedding"])}
+        for name, kind in (("secret", CkksCiphertext), ("galois", GaloisKeys), ("relin", RelinKey),
+                           ("embedding", RelinKey)):
+            if not isinstance(loaded[name], kind):
+                raise ValueError(f"[switching] the small-ring key's {name} part is a {type(loaded[name]).__name__}, "
+                                 f"not a {kind.__name__}")
+        return SmallRingKey(**loaded)
+
+
+@dataclasses.dataclass
+class SmallRingKey:
+    """What the way back in a small ring needs (public): the LWE secret encrypted in the
+    small ring, that ring's Galois and relinearization keys, and the embedding key."""
+
+    secret: CkksCiphertext
+    galois: GaloisKeys
+    relin: RelinKey
+    embedding: RelinKey
+    _evaluator: object = dataclasses.field(default=None, repr=False, compare=False)
+
+    @property
+    def level(self) -> int:
+        return self.secret.level
+
+    def evaluator(self):
+        """The small ring's evaluator with these keys (made once)."""
+        if self._evaluator is None:
+            self._evaluator = self.secret.context.evaluator(KeySet(relin=self.relin, galois=self.galois))
+        return self._evaluator
+
+    def to_bytes(self) -> bytes:
+        """The four parts, each in its own checksummed envelope, behind their lengths."""
+        parts = [self.secret.to_bytes(), self.galois.to_bytes(), self.relin.to_bytes(), self.embedding.to_bytes()]
+        return _MAGIC + struct.pack(f"<{len(parts)}Q", *map(len, parts)) + b"".join(parts)
+
+
+def chain_top(ckks, degree: int) -> int:
+    """The highest level of ``ckks``'s user chain whose primes q_0..q_l, with the special primes,
+    pass the security check in a ring of ``degree`` (-1: not even q_0)."""
+    params = ckks.params
+    bound = math.inf if params.security == 0 else _core.max_log_qp(int(degree), params.security)
+    bits = sum(math.log2(x) for x in params.p_primes)
+    top = -1
+    for prime in list(params.q_primes)[:ckks.max_level + 1]:
+        bits += math.log2(prime)
+        if bits > bound:
+            break
+        top += 1
+    return top
+
+
+def fastest_degree(ckks, slots_needed: int) -> int:
+    """The smallest ring degree below ``ckks``'s with ``slots_needed`` slots that holds its whole
+    user chain: the way back there lands at the level it would in ``ckks``'s own ring. ``ckks``'s
+    degree where none does (a chain too long for half the ring at its security)."""
+    degree = 2 * slots_needed
+    while degree < ckks.poly_degree:
+        if chain_top(ckks, degree) == ckks.max_level:
+            return degree
+        degree *= 2
+    return ckks.poly_degree
+
+
+def _fewest_digits(primes: list[int], log_p: float) -> int:
+    """The fewest key-switching digits (runs of alpha consecutive primes) each within P (one bit of
+    slack), as the native parameters choose for a chain of bit sizes (rlwe/key_switch_shape.cpp)."""
+    sizes = [math.log2(x) for x in primes]
+    for digits in range(1, len(sizes) + 1):
+        alpha = -(-len(sizes) // digits)
+        if max(sum(sizes[i:i + alpha]) for i in range(0, len(sizes), alpha)) <= log_p + 1.0:
+            return -(-len(sizes) // alpha)
+    return len(sizes)

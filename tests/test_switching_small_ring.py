@@ -1,0 +1,113 @@
+"""The way back from FHEW in a smaller CKKS ring (ringfire.switching.small_ring): a subring's
+ciphertexts embedded in the large ring and switched to its key decrypt to the same slots
+(against NumPy); bits brought back through a ring of half the degree land in every slot of the
+large ring (against the bits encrypted); the keys travel as bytes; wrong inputs are refused."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import ringfire as rf
+from ringfire import _core
+from ringfire.switching.small_ring import SmallRing
+
+
+def quiet(make):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # toy rings: the security check is off
+        return make()
+
+
+@pytest.fixture(scope="module")
+def toy():
+    ctx = quiet(lambda: rf.ckks.Context(2**13, [60] + [40] * 14 + [60], 40, insecure_no_security_check=True,
+                                        insecure_deterministic_seed=bytes(32)))
+    fhew = rf.tfhe.Context("STD128")
+    fsk = quiet(lambda: fhew.keygen(insecure_deterministic_seed=5))
+    return ctx, fhew, fsk
+
+
+def test_a_subring_ciphertext_lands_in_the_large_ring_with_its_slots(toy):
+    ctx, _, _ = toy
+    small = quiet(lambda: SmallRing(ctx, 2**11))
+    assert small.top == ctx.max_level and list(small.context.params.q_primes) == list(ctx.params.q_primes)
+    sk, keys = ctx.keygen()
+    small_sk, _ = small.context.keygen()
+    values = np.random.default_rng(1).uniform(-1, 1, small.context.slots)
+    ct = small.context.encrypt(values, small_sk, level=3)
+    key = rf.rlwe.keys.RelinKey(_core.generate_embedding_key(sk._native, small_sk._native, 3, ctx._prng), ctx)
+    embedded = _core.embed_in_ring(ct._native, ctx._core.rlwe)
+    assert embedded.level == 3 and embedded.scale == ct.scale
+    landed = rf.ckks.Ciphertext(ctx.evaluator(keys)._ev.switch_key(embedded, key._native), ctx)
+    # Slot j of the large ring reads slot j mod n/2 of the small one.
+    assert np.abs(ctx.decrypt(landed._set_shape((ctx.slots,)), sk).real - np.tile(values, 4)).max() < 2 ** -25
+    other = quiet(lambda: rf.ckks.Context(2**11, [50, 40, 50], 40, insecure_no_security_check=True))
+    with pytest.raises(ValueError, match="prime q_0 differs"):
+        _core.embed_in_ring(other.encrypt(np.ones(4), other.keygen()[0])._native, ctx._core.rlwe)
+    with pytest.raises(ValueError, match="not a multiple"):
+        _core.embed_in_ring(ctx.encrypt(np.ones(4), sk)._native, other._core.rlwe)
+
+
+@pytest.mark.parametrize("count", [16, 64])
+def test_bits_come_back_through_a_ring_of_half_the_degree(toy, count):
+    """Every slot of the large ring holds bit t mod m, the result at the level the large ring's
+    own way back gives, and the large ring's Galois keys need nothing for it."""
+    ctx, fhew, fsk = toy
+    back = quiet(lambda: rf.switching.FhewToCkks(fhew, ctx, slots=count, ring_degree=2**12))
+    assert back.rotations() == [] and back.lanes == 2 and "via N=4096" in repr(back)
+    sk, keys = ctx.keygen()
+    key = quiet(lambda: back.keygen(fsk, keys, secret_key=sk))
+    bits = np.random.default_rng(count).integers(0, 2, count)
+    bits[:2] = [0, 1]
+    out = back(ctx.evaluator(keys), fhew.encrypt(bits, fsk, bits=1), key)
+    assert out.context is ctx and out.shape == (count,) and out.level == ctx.max_level - back.depth
+    every = ctx.decrypt(out._set_shape((ctx.slots,)), sk).real
+    assert np.abs(every - np.tile(bits, ctx.slots // count)).max() < 2 ** -10
+
+
+def test_a_round_trip_through_the_small_ring_and_its_keys_as_bytes(toy):
+    ctx, fhew, fsk = toy
+    switch = quiet(lambda: rf.switching.SchemeSwitch(ctx, fhew, slots=16, out_bits=2, ring_degree=2**12))
+    sk, keys = ctx.keygen(rotations=switch.rotations())
+    pair = quiet(lambda: switch.keygen(sk, fsk, keys))
+    loaded = quiet(lambda: switch.load_keys(pair.ring.to_bytes(), pair.secret.to_bytes()))
+    ev = ctx.evaluator(keys)
+    x = np.arange(16) % 4
+    y = switch.lut(ev, ctx.encrypt(x.astype(float), keys), lambda m: (m + 3) % 4, loaded, bits=2)
+    assert np.abs(ctx.decrypt(y, sk).real - (x + 3) % 4).max() < 2 ** -8
+    data = pair.secret.to_bytes()
+    with pytest.raises(ValueError, match="not the one made with this switching key"):
+        switch.load_keys(pair.ring.to_bytes(), data[:-1] + bytes([data[-1] ^ 1]))
+    with pytest.raises(ValueError, match="declare"):
+        switch.to_ckks.load_key(data[:-7])
+    with pytest.raises(ValueError, match="not a ringfire small-ring key"):
+        switch.to_ckks.load_key(b"x" * 64)
+    flipped = bytearray(data)
+    flipped[len(data) // 2] ^= 1  # inside one part: its own checksum refuses it
+    with pytest.raises(ValueError):
+        switch.to_ckks.load_key(bytes(flipped))
+
+
+def test_the_small_ring_refuses_what_it_cannot_do(toy):
+    ctx, fhew, fsk = toy
+    for degree in (3000, 2**14, 512, 2.0**12):
+        with pytest.raises(ValueError, match="ring_degree must be a power of two"):
+            rf.switching.FhewToCkks(fhew, ctx, slots=16, ring_degree=degree)
+    assert rf.switching.FhewToCkks(fhew, ctx, slots=16, ring_degree=2**13).small is None  # the context's own ring
+    with pytest.raises(ValueError, match="cannot hold the LWE secret"):
+        quiet(lambda: rf.switching.FhewToCkks(fhew, ctx, slots=16, ring_degree=2**10))
+    back = quiet(lambda: rf.switching.FhewToCkks(fhew, ctx, slots=16, ring_degree=2**12))
+    sk, keys = ctx.keygen()
+    with pytest.raises(ValueError, match="needs the CKKS secret key too"):
+        back.keygen(fsk, keys)
+    with pytest.raises(ValueError, match="levels from a level at most"):
+        back.keygen(fsk, keys, secret_key=sk, level=back.depth - 1)
+    lwe = fhew.encrypt(np.zeros(16, dtype=int), fsk, bits=1)
+    with pytest.raises(TypeError, match="expected the SmallRingKey"):
+        back(ctx.evaluator(keys), lwe, ctx.encrypt(np.ones(4), keys))
+    # At 128-bit security a ring of 2^14 holds too short a part of a 2^16 chain for the way back.
+    secure = rf.ckks.Context(2**16, [60] + [40] * 15 + [60], 40)
+    with pytest.raises(ValueError, match="choose a larger ring_degree"):
+        rf.switching.FhewToCkks(fhew, secure, slots=16, ring_degree=2**14)
+    assert SmallRing(secure, 2**15).top == secure.max_level
