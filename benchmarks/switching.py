@@ -113,7 +113,8 @@ def main() -> None:
           "compare to CKKS s (ms/slot), max error | 3-bit table to CKKS s (ms/slot), max error | way back s | wrong |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| 2^{args.degree} | {r['way_back_degree']} | {r['fhew']} | {r['slots']} | {r['threads']} | "
+        back_in = r["way_back_degree"].bit_length() - 1
+        print(f"| 2^{args.degree} | 2^{back_in} | {r['fhew']} | {r['slots']} | {r['threads']} | "
               f"{r['slots_to_coefficients_s']:.3f} | {r['switch_s']:.3f} ({r['switch_ms_per_slot']:.2f}) | "
               f"{r['compare_fhew_s']:.3f} ({r['compare_fhew_ms_per_slot']:.2f}) | "
               f"{r['compare_ckks_s']:.3f} ({r['compare_ckks_ms_per_slot']:.2f}), 2^{r['compare_ckks_error_max_log2']} | "

@@ -62,8 +62,14 @@ def test_bits_come_back_through_a_ring_of_half_the_degree(toy, count):
     bits[:2] = [0, 1]
     out = back(ctx.evaluator(keys), fhew.encrypt(bits, fsk, bits=1), key)
     assert out.context is ctx and out.shape == (count,) and out.level == ctx.max_level - back.depth
+    assert out._bound is not None  # the magnitude checks carry on after the landing
     every = ctx.decrypt(out._set_shape((ctx.slots,)), sk).real
     assert np.abs(every - np.tile(bits, ctx.slots // count)).max() < 2 ** -10
+    # Another way back of the same context and degree shares the small ring, and so the keys.
+    other = quiet(lambda: rf.switching.FhewToCkks(fhew, ctx, slots=count, ring_degree=2**12))
+    assert other.work is back.work
+    again = other(ctx.evaluator(keys), fhew.encrypt(bits, fsk, bits=1), key)
+    assert np.abs(ctx.decrypt(again, sk).real - bits).max() < 2 ** -10
 
 
 def test_a_round_trip_through_the_small_ring_and_its_keys_as_bytes(toy):
@@ -85,14 +91,30 @@ def test_a_round_trip_through_the_small_ring_and_its_keys_as_bytes(toy):
         switch.to_ckks.load_key(b"x" * 64)
     flipped = bytearray(data)
     flipped[len(data) // 2] ^= 1  # inside one part: its own checksum refuses it
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="part: "):
         switch.to_ckks.load_key(bytes(flipped))
+    head = data[:16]  # magic and the two degrees
+    for lengths in ([0, 0, 0, 0], [2 ** 63, 2 ** 63, 1, 1], [1, 2, 3, 2 ** 64 - 7]):  # empty or huge parts
+        with pytest.raises(ValueError, match="declare"):
+            switch.to_ckks.load_key(head + np.array(lengths, dtype="<u8").tobytes() + bytes(6))
+    # Made for another ring, or given to a way back in the context's own ring: said with the degree.
+    small_2048 = quiet(lambda: rf.switching.SchemeSwitch(ctx, fhew, slots=16, out_bits=2, ring_degree=2**11))
+    with pytest.raises(ValueError, match="made for ring_degree=4096"):
+        small_2048.to_ckks.load_key(data)
+    own = rf.switching.FhewToCkks(fhew, ctx, slots=32)
+    with pytest.raises(ValueError, match="small-ring key made for ring_degree=4096"):
+        own.load_key(data)
+    # An embedding key below the result's level is refused by name.
+    low = rf.rlwe.keys.RelinKey(_core.generate_embedding_key(sk._native, sk._native, 0, ctx._prng), ctx)
+    with pytest.raises(ValueError, match="embedding key serves levels up to 0"):
+        switch.to_ckks._check_key(rf.switching.SmallRingKey(pair.secret.secret, pair.secret.galois,
+                                                            pair.secret.relin, low))
 
 
 def test_the_small_ring_refuses_what_it_cannot_do(toy):
     ctx, fhew, fsk = toy
-    for degree in (3000, 2**14, 512, 2.0**12):
-        with pytest.raises(ValueError, match="ring_degree must be a power of two"):
+    for degree in (3000, 2**14, 512, 2.0**12, 8192.0, "large"):
+        with pytest.raises(ValueError, match="ring_degree must be 'auto', None or a power of two"):
             rf.switching.FhewToCkks(fhew, ctx, slots=16, ring_degree=degree)
     assert rf.switching.FhewToCkks(fhew, ctx, slots=16, ring_degree=2**13).small is None  # the context's own ring
     with pytest.raises(ValueError, match="cannot hold the LWE secret"):
@@ -106,6 +128,15 @@ def test_the_small_ring_refuses_what_it_cannot_do(toy):
     lwe = fhew.encrypt(np.zeros(16, dtype=int), fsk, bits=1)
     with pytest.raises(TypeError, match="expected the SmallRingKey"):
         back(ctx.evaluator(keys), lwe, ctx.encrypt(np.ones(4), keys))
+    # A chain shorter than the way back: SchemeSwitch stays in the context's ring (the way there
+    # still runs), an explicit small ring is refused with the levels.
+    short = quiet(lambda: rf.ckks.Context(2**13, [60, 40, 40, 60], 40, insecure_no_security_check=True))
+    assert rf.switching.SchemeSwitch(short, fhew, slots=16).to_ckks.small is None
+    with pytest.raises(ValueError, match="chain has 2 levels; the way back takes 13"):
+        rf.switching.FhewToCkks(fhew, short, slots=16, ring_degree=2**12)
+    # A FHEW set of a small LWE dimension: the least small ring is still 2^10.
+    toy_fhew = quiet(lambda: rf.tfhe.Context("TOY", insecure=True))
+    assert quiet(lambda: rf.switching.SchemeSwitch(ctx, toy_fhew, slots=16)).to_ckks.work.poly_degree == 1024
     # At 128-bit security a ring of 2^14 holds too short a part of a 2^16 chain for the way back.
     secure = rf.ckks.Context(2**16, [60] + [40] * 15 + [60], 40)
     with pytest.raises(ValueError, match="choose a larger ring_degree"):

@@ -95,6 +95,7 @@ TEST(Subring, RefusesRingsThatDoNotNest) {
   Plaintext plain(r.large, 0, Metadata{});
   const Ciphertext ct = encrypt_secret(large_sk, plain, prng);
   expect_invalid([&] { embed_in_ring(ct, r.small); }, "not a multiple");
+  expect_invalid([&] { embedded_secret(large_sk, r.small); }, "not a multiple");
   ParameterLiteral lit = toy(8192);
   lit.q_bits = {45, 40, 40};  // a q_0 of another size: surely another prime
   const RlweContextPtr other = std::make_shared<const ckks::Context>(Parameters(lit))->rlwe();

@@ -285,11 +285,10 @@ void bind_rlwe(nb::module_& m) {
           "switch_key",
           [](const RlweEvaluator& ev, const Ciphertext& a, const RelinKey& key) { return ev.switch_key(a, key.key()); },
           Release());
-  m.def("embed_in_ring", &embed_in_ring, nb::arg("ciphertext"), nb::arg("target"),
-        nb::call_guard<nb::gil_scoped_release>());
+  m.def("embed_in_ring", &embed_in_ring, nb::arg("ciphertext"), nb::arg("target"), Release());
   // The key from s(X^k) (a subring secret, embedded) to `secret`, for embed_in_ring's results.
-  // It travels in a RelinKey's container: the same key layout and file; what it switches from
-  // is recorded by the caller (python/ringfire/switching/small_ring.py).
+  // It travels in a RelinKey's container: the same key layout and file; which key it is, the
+  // caller's framing says (python/ringfire/switching/small_ring.py).
   m.def(
       "generate_embedding_key",
       [](const SecretKey& secret, const SecretKey& subring_secret, std::size_t level, Prng& parent) {

@@ -201,15 +201,15 @@ Parameters::Parameters(const ParameterLiteral& lit)
     check_bits(p_bits, "special_bits");
     check_reserved_levels(lit.reserved_levels, lit.q_bits.size());
     assign_primes(n_, lit.q_bits, p_bits, lit.scale_bits, lit.q_bits.size() - 1 - reserved_levels_, q_, p_);
-    if (dnum_ == 0) {
-      // The fewest digits the special primes cover: wider digits than P would
-      // leave key-switching noise that swamps the message.
-      double log_p = 0.0;
-      for (u64 p : p_) log_p += std::log2(static_cast<double>(p));
-      std::vector<double> q_sizes;
-      for (u64 q : q_) q_sizes.push_back(std::log2(static_cast<double>(q)));
-      dnum_ = fewest_digits(q_sizes, log_p);
-    }
+  }
+  if (dnum_ == 0) {
+    // The fewest digits the special primes cover (generated or explicit primes):
+    // wider digits than P would leave key-switching noise that swamps the message.
+    double log_p = 0.0;
+    for (u64 p : p_) log_p += std::log2(static_cast<double>(p));
+    std::vector<double> q_sizes;
+    for (u64 q : q_) q_sizes.push_back(std::log2(static_cast<double>(q)));
+    dnum_ = fewest_digits(q_sizes, log_p);
   }
   if (scheme_ != Scheme::ckks && plain_modulus_ == 0 && lit.plain_bits != 0)
     plain_modulus_ = choose_plain_modulus(lit.plain_bits, n_, q_, p_);

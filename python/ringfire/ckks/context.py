@@ -149,10 +149,11 @@ class Context(ContextBase):
 
     @classmethod
     def from_primes(cls, poly_degree: int, q_primes: Sequence[int], p_primes: Sequence[int], scale_bits: int, *,
-                    dnum: int, security: int = 128, insecure_no_security_check: bool = False) -> "Context":
+                    dnum: int = 0, security: int = 128, insecure_no_security_check: bool = False) -> "Context":
         """A context on explicit primes (NTT-friendly for ``poly_degree``, checked): another
         context's, for a ring that shares its chain (a subring's, ``ringfire.switching``'s way
-        back in a smaller ring). ``dnum``: the key-switching digits. No levels are reserved."""
+        back in a smaller ring). ``dnum``: the key-switching digits (0: the fewest the special
+        primes cover). No levels are reserved."""
         self = cls.__new__(cls)
         with warnings_at_caller():
             params = _core.Parameters(int(poly_degree), [], [], int(dnum), check_security_argument("ckks", security),

@@ -43,7 +43,7 @@ from ..ckks.ciphertext import Ciphertext as CkksCiphertext
 from ..tfhe.ciphertext import Ciphertext as LweCiphertext
 from ..tfhe.params import WARN_P_FAIL, tail_probability
 from .ckks_to_fhew import check_contexts
-from .small_ring import SmallRing, SmallRingKey
+from .small_ring import SmallRing, SmallRingKey, is_small_ring_key, made_for, smallest_degree
 from .to_fhew import check_secret_keys, fhew_secrets, is_int
 
 
@@ -66,7 +66,9 @@ class FhewToCkks:
             2 n'), on the context's first primes, and land in the context's ring by embedding and
             one key switch (small_ring.py): its rotations and products cost about half per halving.
             The keys are then the small ring's (:meth:`keygen` needs the CKKS secret key too) and
-            the CKKS context needs no Galois keys for the way back. Default: the context's own ring.
+            the CKKS context needs no Galois keys for the way back. ``"auto"``: the smallest ring
+            that holds the context's whole chain (:class:`SchemeSwitch`'s default). Default here:
+            the context's own ring.
 
     The default degree-15 interpolant leaves the reduction within 2^-12.9 of sin^2(pi x) over
     [-bound, bound] (degree 30, a level more, 2^-35); sharpening makes that 2^-21 near the bits.
@@ -74,28 +76,14 @@ class FhewToCkks:
     """
 
     def __init__(self, fhew, ckks, *, slots: int, bound: int = 48, doublings: int = 5, degree: int = 15,
-                 sharpen: int = 1, diagonals: int | None = None, ring_degree: int | None = None):
+                 sharpen: int = 1, diagonals: int | None = None, ring_degree: int | str | None = None):
         check_contexts(ckks, fhew)
-        self.small = None if ring_degree is None or ring_degree == ckks.poly_degree else SmallRing(ckks, ring_degree)
-        self.work = ckks if self.small is None else self.small.context  # the ring the decryption runs in
         n = fhew.params.lwe_dimension
         self.period = 1 << (n - 1).bit_length()
         if not is_int(slots) or slots < 1 or slots & (slots - 1) or slots > self.period:
             raise ValueError(f"[switching] the way back takes a power of two up to {self.period} ciphertexts at once "
                              f"(the LWE dimension rounded up), got {slots!r}")
-        if self.period > self.work.slots:
-            raise ValueError(f"[switching] the CKKS {'context' if self.small is None else 'ring'}'s {self.work.slots} "
-                             f"slots cannot hold the LWE secret ({n} values, period {self.period})")
         self.fhew, self.ckks, self.slots = fhew, ckks, int(slots)
-        # The encrypted secret holds s_j in the `lanes` slots lanes * j ... lanes * j + lanes - 1: each
-        # lane decrypts a row of its own, so up to `lanes` ciphertexts cost no rotation of the secret.
-        self.lanes = self.work.slots // self.period
-        least = max(1, self.slots // self.lanes)
-        diagonals = least if diagonals is None else diagonals
-        if not is_int(diagonals) or diagonals < least or diagonals & (diagonals - 1) or diagonals > self.period:
-            raise ValueError(f"[switching] diagonals must be a power of two from {least} (slots / lanes) to "
-                             f"{self.period}, got {diagonals!r}")
-        self.diagonals = int(diagonals)
         self.bound, self.doublings = int(bound), int(doublings)
         # cos(pi x / 2^r) for x = bound t, t in [-1, 1]: the phases arrive divided by the bound.
         # It is even, so its Chebyshev series sum_k c_2k T_2k(t) = sum_k c_2k T_k(u) with
@@ -107,10 +95,42 @@ class FhewToCkks:
         self._cosine_depth = 1 + self._cosine.depth
         self.sharpen = int(sharpen)
         self._smoothstep = Polynomial([0.0, 0.0, 3.0, -2.0], "monomial")
-        if self.small is not None and self.small.top < self.depth:
-            raise ValueError(f"[switching] a ring of degree {self.small.degree} holds levels 0..{self.small.top} of "
-                             f"this chain within its security bound; the way back takes {self.depth} levels above "
-                             f"its result: choose a larger ring_degree")
+        self.small = self._small_ring(ring_degree)
+        self.work = ckks if self.small is None else self.small.context  # the ring the decryption runs in
+        if self.period > self.work.slots:
+            raise ValueError(f"[switching] the CKKS {'context' if self.small is None else 'ring'}'s {self.work.slots} "
+                             f"slots cannot hold the LWE secret ({n} values, period {self.period})")
+        # The encrypted secret holds s_j in the `lanes` slots lanes * j ... lanes * j + lanes - 1: each
+        # lane decrypts a row of its own, so up to `lanes` ciphertexts cost no rotation of the secret.
+        self.lanes = self.work.slots // self.period
+        least = max(1, self.slots // self.lanes)
+        diagonals = least if diagonals is None else diagonals
+        if not is_int(diagonals) or diagonals < least or diagonals & (diagonals - 1) or diagonals > self.period:
+            raise ValueError(f"[switching] diagonals must be a power of two from {least} (slots / lanes) to "
+                             f"{self.period}, got {diagonals!r}")
+        self.diagonals = int(diagonals)
+
+    def _small_ring(self, ring_degree) -> SmallRing | None:
+        """The ring of ``ring_degree`` the way back runs in, or None for the context's own."""
+        N = self.ckks.poly_degree
+        if isinstance(ring_degree, str) and ring_degree == "auto":
+            ring_degree = smallest_degree(self.ckks, self.period, self.depth)
+        if ring_degree is None:
+            return None
+        if not is_int(ring_degree) or ring_degree < 1024 or ring_degree & (ring_degree - 1) or ring_degree > N:
+            raise ValueError(f"[switching] ring_degree must be 'auto', None or a power of two from 1024 to {N} (the "
+                             f"CKKS context's own ring, as None), got {ring_degree!r}")
+        if ring_degree == N:
+            return None
+        if self.ckks.max_level < self.depth:
+            raise ValueError(f"[switching] the CKKS context's chain has {self.ckks.max_level} levels; the way back "
+                             f"takes {self.depth} above its result")
+        small = SmallRing.shared(self.ckks, int(ring_degree))
+        if small.top < self.depth:
+            raise ValueError(f"[switching] a ring of degree {small.degree} holds levels 0..{small.top} of this chain "
+                             f"within the {self.ckks.params.security}-bit security bound; the way back takes "
+                             f"{self.depth} levels above its result: choose a larger ring_degree")
+        return small
 
     def __repr__(self) -> str:
         via = "" if self.small is None else f" via N={self.small.degree}"
@@ -150,6 +170,9 @@ class FhewToCkks:
     def load_key(self, data: bytes):
         """The key :meth:`keygen` made, from its bytes (``key.to_bytes()``), checked against these
         contexts and this way back's depth: what an evaluator in another process loads."""
+        if self.small is None and is_small_ring_key(data):
+            raise ValueError(f"[switching] this is a small-ring key made for ring_degree={made_for(data)[1]}; this way "
+                             f"back runs in the CKKS context's own ring: construct it with that ring_degree")
         key = self.ckks.load(data) if self.small is None else self.small.load_key(data)
         self._check_key(key)
         return key
@@ -176,10 +199,17 @@ class FhewToCkks:
         if not isinstance(key, SmallRingKey):
             raise TypeError(f"[switching] this way back runs in a ring of degree {self.small.degree}: expected the "
                             f"SmallRingKey from keygen (or load_key), got {type(key).__name__}")
-        if key.secret.context is not self.work or key.embedding.context is not self.ckks \
-                or key.level < self.depth or key.embedding.level < key.level - self.depth:
-            raise ValueError(f"[switching] this SmallRingKey belongs to other contexts, or its secret sits below "
-                             f"the {self.depth} levels the way back takes")
+        if key.secret.context is not self.work or key.embedding.context is not self.ckks:
+            raise ValueError(f"[switching] this SmallRingKey was made for another way back (its secret in a ring of "
+                             f"degree {key.secret.context.poly_degree}, its embedding key for one of "
+                             f"{key.embedding.context.poly_degree}); this one runs in {self.small.degree} for this "
+                             f"CKKS context")
+        if key.level < self.depth:
+            raise ValueError(f"[switching] the SmallRingKey's secret is at level {key.level}; the way back takes "
+                             f"{self.depth} levels")
+        if key.embedding.level < key.level - self.depth:
+            raise ValueError(f"[switching] the SmallRingKey's embedding key serves levels up to {key.embedding.level}; "
+                             f"results land at level {key.level - self.depth}")
 
     # ---- the switch ------------------------------------------------------------------
 
@@ -212,25 +242,24 @@ class FhewToCkks:
         scale = q * self.bound                                             # phases over q, then over the bound
         a[:, :n] = ((data[:, :n] + q // 2) % q - q // 2) / scale           # centred
         b = data[:, n] / scale
-        large_ev = ev
-        ev, secret = (ev, key) if self.small is None else (key.evaluator(), key.secret)
-        inner = ev.linear_transform(secret, self._product(self._diagonals(a), secret.level))
+        work_ev, secret = (ev, key) if self.small is None else (key.evaluator(), key.secret)
+        inner = work_ev.linear_transform(secret, self._product(self._diagonals(a), secret.level))
         for step in self._fold_steps():
-            inner = ev.add(inner, ev.rotate(inner, step))
-        phase = ev.add_plain(ev.negate(inner), self.work.encode(np.tile(b, self.work.slots // self.slots),
-                                                                 level=inner.level, scale=inner.scale))
+            inner = work_ev.add(inner, work_ev.rotate(inner, step))
+        phase = work_ev.add_plain(work_ev.negate(inner), self.work.encode(np.tile(b, self.work.slots // self.slots),
+                                                                           level=inner.level, scale=inner.scale))
         # The bounds the magnitude check cannot see: |phase / q| <= bound (the premise of the
         # reduction, 8.6 standard deviations) and |cos| <= 1 after every step.
-        u = _chebyshev_2(ev, phase)                                         # T_2(phase / bound)
-        c = ev.evaluate_polynomial(magnitude.restore(u, 1.0), self._cosine)
+        u = _chebyshev_2(work_ev, phase)                                   # T_2(phase / bound)
+        c = work_ev.evaluate_polynomial(magnitude.restore(u, 1.0), self._cosine)
         for _ in range(self.doublings):                                    # cos 2t = T_2(cos t)
-            c = _chebyshev_2(ev, c)
-        square = ev.relinearize_rescale(ev.square(magnitude.restore(c, 1.0)))
-        bits = ev.add_scalar(ev.negate(square), 1.0)                       # 1 - cos^2(pi x)
+            c = _chebyshev_2(work_ev, c)
+        square = work_ev.relinearize_rescale(work_ev.square(magnitude.restore(c, 1.0)))
+        bits = work_ev.add_scalar(work_ev.negate(square), 1.0)             # 1 - cos^2(pi x)
         for _ in range(self.sharpen):
-            bits = ev.evaluate_polynomial(magnitude.restore(bits, 1.0), self._smoothstep)
+            bits = work_ev.evaluate_polynomial(magnitude.restore(bits, 1.0), self._smoothstep)
         if self.small is not None:
-            bits = self.small.land(large_ev, bits, key)
+            bits = self.small.land(ev, bits, key)
         return bits._set_shape((self.slots,))
 
     def _diagonals(self, a: np.ndarray) -> dict[int, np.ndarray]:

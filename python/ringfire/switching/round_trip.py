@@ -20,7 +20,6 @@ from .ckks_to_fhew import CkksToFhew, check_contexts
 from .to_fhew import is_int
 from .fhew_to_ckks import FhewToCkks
 from .ring_switch import RingSwitchKey
-from .small_ring import fastest_degree
 
 
 @dataclasses.dataclass
@@ -44,10 +43,12 @@ class SchemeSwitch:
         ring_degree: the CKKS ring the way back runs in (:class:`FhewToCkks`), landing in the
             context's. Default: the smallest that holds the context's whole chain at its
             security (2^15 for a 2^16 context whose Q and P fit 881 bits, as fifteen 40-bit
-            levels on a 60-bit q_0 with three 60-bit special primes do), so results
-            land where they would in the context's own ring, at about half the cost; the
-            context's own ring where none does, or with ``ring_degree=ckks.poly_degree``.
-            :meth:`keygen` makes the small ring's keys (docs/switching.md).
+            levels on a 60-bit q_0 with three 60-bit special primes do; 2^11, the least that
+            holds the LWE secret, for a context without a security level), so results land
+            where they would in the context's own ring, at about half the cost. The context's
+            own ring where none does, where its chain is shorter than the way back's ``depth``,
+            on a GPU, or with ``ring_degree=ckks.poly_degree``. :meth:`keygen` makes the small
+            ring's keys (docs/switching.md).
     """
 
     def __init__(self, ckks, fhew, *, slots: int, out_bits: int = 1, ring_degree: int | None = None):
@@ -60,10 +61,8 @@ class SchemeSwitch:
             raise ValueError(f"[switching] {slots} slots x {out_bits} output bits = {slots * out_bits} ciphertexts come "
                              f"back at once, more than the {period} the way back takes (the LWE dimension rounded up)")
         self.ckks, self.fhew, self.slots, self.out_bits = ckks, fhew, int(slots), int(out_bits)
-        if ring_degree is None:
-            ring_degree = fastest_degree(ckks, period)
         self.to_ckks = FhewToCkks(fhew, ckks, slots=1 << (self.slots * self.out_bits - 1).bit_length(),
-                                  ring_degree=ring_degree)
+                                  ring_degree="auto" if ring_degree is None else ring_degree)
 
     def __repr__(self) -> str:
         return f"SchemeSwitch(slots={self.slots}, out_bits={self.out_bits}, {self.to_fhew!r}, {self.to_ckks!r})"

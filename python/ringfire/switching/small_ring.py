@@ -17,6 +17,9 @@ own, and move to the large ring at the end:
 Security: the small ring's parameters pass the security check at n by themselves
 (its chain is cut where they would not), so its secret is as protected as the
 large one's; the embedding key is an ordinary key-switching key of the large ring.
+It travels in a relinearization key's container (the same layout and file): the
+blob's framing says which part it is, and only SchemeSwitch's digest (or MAC)
+binds the parts together, as for every other key a client sends.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import struct
+import weakref
 
 from .. import _core
 from ..ckks.ciphertext import Ciphertext as CkksCiphertext
@@ -32,7 +36,11 @@ from ..rlwe.keys import GaloisKeys, KeySet, RelinKey
 from .to_fhew import is_int
 
 _MAGIC = b"RFSMALL1"
+_RINGS = struct.Struct("<II")  # the large ring's degree, the small ring's
 _PARTS = ("secret", "galois", "relin", "embedding")
+_HEAD = len(_MAGIC) + _RINGS.size + 8 * len(_PARTS)
+# One SmallRing per (large context, degree): the way backs of one context share its keys.
+_SHARED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 class SmallRing:
@@ -45,19 +53,26 @@ class SmallRing:
             raise ValueError(f"[switching] ring_degree must be a power of two from 1024 to {N // 2} (below the CKKS "
                              f"context's {N}), got {degree!r}")
         params = ckks.params
-        q, p = list(params.q_primes), list(params.p_primes)
         security = params.security
-        log_p = sum(math.log2(x) for x in p)
         top = chain_top(ckks, degree)
         if top < 0:
             raise ValueError(f"[switching] no part of the CKKS chain fits a ring of degree {degree} at {security}-bit "
                              f"security ({_core.max_log_qp(degree, security)} bits of modulus, the special primes "
-                             f"alone take {log_p:.0f})")
+                             f"alone take {sum(math.log2(x) for x in params.p_primes):.0f})")
         self.large, self.degree, self.top = ckks, int(degree), top
-        primes = q[:top + 1]
-        self.context = CkksContext.from_primes(self.degree, primes, p, params.scale_bits,
-                                               dnum=_fewest_digits(primes, log_p), security=security or 128,
+        # dnum=0: the fewest key-switching digits the special primes cover, as for any chain.
+        self.context = CkksContext.from_primes(self.degree, list(params.q_primes)[:top + 1], list(params.p_primes),
+                                               params.scale_bits, dnum=0, security=security or 128,
                                                insecure_no_security_check=security == 0)
+
+    @classmethod
+    def shared(cls, ckks, degree: int) -> "SmallRing":
+        """The one SmallRing of ``ckks`` at ``degree`` (made at the first call): keys made for
+        one way back of the context serve every other one of that degree."""
+        rings = _SHARED.setdefault(ckks, {})
+        if degree not in rings:
+            rings[degree] = cls(ckks, degree)
+        return rings[degree]
 
     def __repr__(self) -> str:
         return f"SmallRing(N={self.degree}, levels 0..{self.top} of the N={self.large.poly_degree} chain)"
@@ -79,35 +94,39 @@ class SmallRing:
         if key.embedding.level < embedded.level:
             raise ValueError(f"[switching] the embedding key serves levels up to {key.embedding.level}; the result "
                              f"is at level {embedded.level}")
-        native = ev._ev.switch_key(embedded, key.embedding._on("cpu"))
-        native.length = ct._native.length
-        return CkksCiphertext(native, self.large, ev._keys)
+        out = CkksCiphertext(ev._ev.switch_key(embedded, key.embedding._on("cpu")), self.large, ev._keys)
+        out._bound = ct._bound  # the same values: the magnitude checks carry on
+        return out
 
     def load_key(self, data: bytes) -> "SmallRingKey":
         """A key from :meth:`SmallRingKey.to_bytes`: each part checked by its context's loader
         (envelope, checksum, parameters, kind), the lengths against the bytes before any is read."""
-        data = memoryview(bytes(data))
-        head = len(_MAGIC) + 8 * len(_PARTS)
-        if len(data) < head or bytes(data[:len(_MAGIC)]) != _MAGIC:
+        data = memoryview(data)
+        if not is_small_ring_key(data):
             raise ValueError(f"[switching] not a ringfire small-ring key (SmallRingKey.to_bytes): this way back runs "
                              f"in a ring of degree {self.degree}; a key made for the CKKS context's own ring (an "
                              f"encrypted secret, as before 2026-11-30) loads with ring_degree="
                              f"{self.large.poly_degree}")
-        lengths = struct.unpack_from(f"<{len(_PARTS)}Q", data, len(_MAGIC))
-        if head + sum(lengths) != len(data):
-            raise ValueError(f"[switching] a small-ring key's parts declare {head + sum(lengths)} bytes; it holds "
-                             f"{len(data)}")
-        parts, at = {}, head
-        for name, length in zip(_PARTS, lengths):
-            parts[name] = bytes(data[at:at + length])
+        large, small = made_for(data)
+        if (large, small) != (self.large.poly_degree, self.degree):
+            raise ValueError(f"[switching] this small-ring key was made for ring_degree={small} in a CKKS ring of "
+                             f"{large}; this way back runs in {self.degree} for {self.large.poly_degree}")
+        lengths = struct.unpack_from(f"<{len(_PARTS)}Q", data, len(_MAGIC) + _RINGS.size)
+        if _HEAD + sum(lengths) != len(data) or 0 in lengths:
+            raise ValueError(f"[switching] a small-ring key's four parts declare {list(lengths)} bytes behind its "
+                             f"{_HEAD}-byte head; it holds {len(data)} bytes")
+        loaded, at = {}, _HEAD
+        for name, length, context, kind in zip(_PARTS, lengths, (self.context,) * 3 + (self.large,),
+                                               (CkksCiphertext, GaloisKeys, RelinKey, RelinKey)):
+            try:
+                part = context.load(bytes(data[at:at + length]))
+            except ValueError as e:
+                raise ValueError(f"[switching] the small-ring key's {name} part: {e}") from None
+            if not isinstance(part, kind):
+                raise ValueError(f"[switching] the small-ring key's {name} part is a {type(part).__name__}, not a "
+                                 f"{kind.__name__}")
+            loaded[name] = part
             at += length
-        loaded = {"secret": self.context.load(parts["secret"]), "galois": self.context.load(parts["galois"]),
-                  "relin": self.context.load(parts["relin"]), "embedding": self.large.load(parts["embedding"])}
-        for name, kind in (("secret", CkksCiphertext), ("galois", GaloisKeys), ("relin", RelinKey),
-                           ("embedding", RelinKey)):
-            if not isinstance(loaded[name], kind):
-                raise ValueError(f"[switching] the small-ring key's {name} part is a {type(loaded[name]).__name__}, "
-                                 f"not a {kind.__name__}")
         return SmallRingKey(**loaded)
 
 
@@ -120,7 +139,7 @@ class SmallRingKey:
     galois: GaloisKeys
     relin: RelinKey
     embedding: RelinKey
-    _evaluator: object = dataclasses.field(default=None, repr=False, compare=False)
+    _evaluator: object = dataclasses.field(default=None, init=False, repr=False, compare=False)
 
     @property
     def level(self) -> int:
@@ -133,9 +152,21 @@ class SmallRingKey:
         return self._evaluator
 
     def to_bytes(self) -> bytes:
-        """The four parts, each in its own checksummed envelope, behind their lengths."""
+        """The two rings' degrees and the four parts, each in its own checksummed envelope,
+        behind their lengths."""
         parts = [self.secret.to_bytes(), self.galois.to_bytes(), self.relin.to_bytes(), self.embedding.to_bytes()]
-        return _MAGIC + struct.pack(f"<{len(parts)}Q", *map(len, parts)) + b"".join(parts)
+        rings = _RINGS.pack(self.embedding.context.poly_degree, self.secret.context.poly_degree)
+        return _MAGIC + rings + struct.pack(f"<{len(parts)}Q", *map(len, parts)) + b"".join(parts)
+
+
+def is_small_ring_key(data) -> bool:
+    """Whether ``data`` starts as :meth:`SmallRingKey.to_bytes` writes."""
+    return len(data) >= _HEAD and bytes(data[:len(_MAGIC)]) == _MAGIC
+
+
+def made_for(data) -> tuple[int, int]:
+    """(large ring degree, small ring degree) a small-ring key's bytes record."""
+    return _RINGS.unpack_from(data, len(_MAGIC))
 
 
 def chain_top(ckks, degree: int) -> int:
@@ -153,24 +184,17 @@ def chain_top(ckks, degree: int) -> int:
     return top
 
 
-def fastest_degree(ckks, slots_needed: int) -> int:
+def smallest_degree(ckks, slots_needed: int, depth: int) -> int:
     """The smallest ring degree below ``ckks``'s with ``slots_needed`` slots that holds its whole
     user chain: the way back there lands at the level it would in ``ckks``'s own ring. ``ckks``'s
-    degree where none does (a chain too long for half the ring at its security)."""
-    degree = 2 * slots_needed
+    own degree where none does (a chain too long for half the ring at its security), where the
+    chain is shorter than ``depth`` (the way back cannot run; the way there still can), and for a
+    context on a GPU (the small ring runs on the host; not measured there)."""
+    if ckks.device != "cpu" or ckks.max_level < depth:
+        return ckks.poly_degree
+    degree = max(2 * slots_needed, 1024)
     while degree < ckks.poly_degree:
         if chain_top(ckks, degree) == ckks.max_level:
             return degree
         degree *= 2
     return ckks.poly_degree
-
-
-def _fewest_digits(primes: list[int], log_p: float) -> int:
-    """The fewest key-switching digits (runs of alpha consecutive primes) each within P (one bit of
-    slack), as the native parameters choose for a chain of bit sizes (rlwe/key_switch_shape.cpp)."""
-    sizes = [math.log2(x) for x in primes]
-    for digits in range(1, len(sizes) + 1):
-        alpha = -(-len(sizes) // digits)
-        if max(sum(sizes[i:i + alpha]) for i in range(0, len(sizes), alpha)) <= log_p + 1.0:
-            return -(-len(sizes) // alpha)
-    return len(sizes)

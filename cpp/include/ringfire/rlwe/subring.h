@@ -25,7 +25,7 @@ namespace ringfire {
 Ciphertext embed_in_ring(const Ciphertext& a, const RlweContextPtr& target);
 
 // s(X^k) as a secret of `target`'s ring: what embed_in_ring's results
-// decrypt under. Same checks on the rings.
+// decrypt under. Checks the degrees and the scheme (a secret has no primes).
 SecretKey embedded_secret(const SecretKey& secret, const RlweContextPtr& target);
 
 }  // namespace ringfire
