@@ -3,6 +3,7 @@ ciphertexts embedded in the large ring and switched to its key decrypt to the sa
 (against NumPy); bits brought back through a ring of half the degree land in every slot of the
 large ring (against the bits encrypted); the keys travel as bytes; wrong inputs are refused."""
 
+import gc
 import warnings
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 
 import ringfire as rf
 from ringfire import _core
+from ringfire.switching import small_ring
 from ringfire.switching.small_ring import SmallRing
 
 
@@ -65,7 +67,8 @@ def test_bits_come_back_through_a_ring_of_half_the_degree(toy, count):
     assert out._bound is not None  # the magnitude checks carry on after the landing
     every = ctx.decrypt(out._set_shape((ctx.slots,)), sk).real
     assert np.abs(every - np.tile(bits, ctx.slots // count)).max() < 2 ** -10
-    # Another way back of the same context and degree shares the small ring, and so the keys.
+    # Another way back of the same context and degree shares the small ring, and so the keys
+    # (held weakly: the shared map does not keep a context alive, tested below).
     other = quiet(lambda: rf.switching.FhewToCkks(fhew, ctx, slots=count, ring_degree=2**12))
     assert other.work is back.work
     again = other(ctx.evaluator(keys), fhew.encrypt(bits, fsk, bits=1), key)
@@ -142,3 +145,16 @@ def test_the_small_ring_refuses_what_it_cannot_do(toy):
     with pytest.raises(ValueError, match="choose a larger ring_degree"):
         rf.switching.FhewToCkks(fhew, secure, slots=16, ring_degree=2**14)
     assert SmallRing(secure, 2**15).top == secure.max_level
+
+
+def test_the_shared_small_ring_does_not_keep_its_context_alive(toy):
+    _, fhew, _ = toy
+    before = len(small_ring._SHARED)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # toy rings
+        ctx = rf.ckks.Context(2**13, [60] + [40] * 14 + [60], 40, insecure_no_security_check=True)
+        switch = rf.switching.SchemeSwitch(ctx, fhew, slots=16)
+    assert len(small_ring._SHARED) == before + 1 and switch.to_ckks.small.large is ctx
+    del switch, ctx
+    gc.collect()
+    assert len(small_ring._SHARED) == before

@@ -59,11 +59,17 @@ class SmallRing:
             raise ValueError(f"[switching] no part of the CKKS chain fits a ring of degree {degree} at {security}-bit "
                              f"security ({_core.max_log_qp(degree, security)} bits of modulus, the special primes "
                              f"alone take {sum(math.log2(x) for x in params.p_primes):.0f})")
-        self.large, self.degree, self.top = ckks, int(degree), top
+        # Weakly: the shared map's value must not keep its key, the large context, alive.
+        self._large, self.degree, self.top = weakref.ref(ckks), int(degree), top
         # dnum=0: the fewest key-switching digits the special primes cover, as for any chain.
         self.context = CkksContext.from_primes(self.degree, list(params.q_primes)[:top + 1], list(params.p_primes),
                                                params.scale_bits, dnum=0, security=security or 128,
                                                insecure_no_security_check=security == 0)
+
+    @property
+    def large(self):
+        """The large ring's CKKS context."""
+        return self._large()
 
     @classmethod
     def shared(cls, ckks, degree: int) -> "SmallRing":
