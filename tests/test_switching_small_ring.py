@@ -5,6 +5,7 @@ large ring (against the bits encrypted); the keys travel as bytes; wrong inputs 
 
 import gc
 import warnings
+import weakref
 
 import numpy as np
 import pytest
@@ -149,12 +150,12 @@ def test_the_small_ring_refuses_what_it_cannot_do(toy):
 
 def test_the_shared_small_ring_does_not_keep_its_context_alive(toy):
     _, fhew, _ = toy
-    before = len(small_ring._SHARED)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # toy rings
         ctx = rf.ckks.Context(2**13, [60] + [40] * 14 + [60], 40, insecure_no_security_check=True)
         switch = rf.switching.SchemeSwitch(ctx, fhew, slots=16)
-    assert len(small_ring._SHARED) == before + 1 and switch.to_ckks.small.large is ctx
+    assert ctx in small_ring._SHARED and switch.to_ckks.small.large is ctx
+    alive = weakref.ref(ctx)
     del switch, ctx
     gc.collect()
-    assert len(small_ring._SHARED) == before
+    assert alive() is None  # and so gone from the map of shared rings too
