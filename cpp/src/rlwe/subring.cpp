@@ -1,11 +1,11 @@
 #include "ringfire/rlwe/subring.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ringfire/base/errors.h"
 #include "ringfire/base/op_label.h"
-#include "ringfire/rlwe/prng.h"
 
 namespace ringfire {
 
@@ -61,9 +61,7 @@ SecretKey embedded_secret(const SecretKey& secret, const RlweContextPtr& target)
   std::vector<std::int8_t> spread(target->n(), 0);
   const auto& s = secret.coefficients();
   for (std::size_t j = 0; j < s.size(); ++j) spread[j * k] = s[j];
-  SecretKey out(target, spread);
-  secure_zero(spread.data(), spread.size());
-  return out;
+  return SecretKey(target, std::move(spread));  // the key holds the only copy, and wipes it
 }
 
 }  // namespace ringfire
