@@ -39,7 +39,8 @@ def test_a_subring_ciphertext_lands_in_the_large_ring_with_its_slots(toy):
     small_sk, _ = small.context.keygen()
     values = np.random.default_rng(1).uniform(-1, 1, small.context.slots)
     ct = small.context.encrypt(values, small_sk, level=3)
-    key = rf.rlwe.keys.RelinKey(_core.generate_embedding_key(sk._native, small_sk._native, 3, ctx._prng), ctx)
+    key = rf.rlwe.keys.EmbeddingKey(_core.generate_embedding_key(sk._native, small_sk._native, 3, ctx._prng), ctx)
+    assert key.subring_degree == 2**11 and ctx.load(key.to_bytes()).level == 3
     embedded = _core.embed_in_ring(ct._native, ctx._core.rlwe)
     assert embedded.level == 3 and embedded.scale == ct.scale
     landed = rf.ckks.Ciphertext(ctx.evaluator(keys)._ev.switch_key(embedded, key._native), ctx)
@@ -109,10 +110,46 @@ def test_a_round_trip_through_the_small_ring_and_its_keys_as_bytes(toy):
     with pytest.raises(ValueError, match="small-ring key made for ring_degree=4096"):
         own.load_key(data)
     # An embedding key below the result's level is refused by name.
-    low = rf.rlwe.keys.RelinKey(_core.generate_embedding_key(sk._native, sk._native, 0, ctx._prng), ctx)
+    small_sk, _ = switch.to_ckks.work.keygen()
+    low = rf.rlwe.keys.EmbeddingKey(_core.generate_embedding_key(sk._native, small_sk._native, 0, ctx._prng), ctx)
     with pytest.raises(ValueError, match="embedding key serves levels up to 0"):
         switch.to_ckks._check_key(rf.switching.SmallRingKey(pair.secret.secret, pair.secret.galois,
                                                             pair.secret.relin, low))
+
+
+def test_no_other_key_of_the_ring_stands_in_for_the_embedding_key(toy):
+    """An attacker's blob whose embedding part is the large ring's relinearization key (same
+    layout, its own kind) is refused by name, as is a key of the first format."""
+    ctx, fhew, fsk = toy
+    switch = quiet(lambda: rf.switching.SchemeSwitch(ctx, fhew, slots=16, out_bits=1, ring_degree=2**12))
+    sk, keys = ctx.keygen(rotations=switch.rotations())
+    pair = quiet(lambda: switch.keygen(sk, fsk, keys))
+    key = pair.secret
+    assert isinstance(key.embedding, rf.rlwe.keys.EmbeddingKey) and "from N=4096" in repr(key.embedding)
+    parts = [key.secret.to_bytes(), key.galois.to_bytes(), key.relin.to_bytes(), keys.relin.to_bytes()]
+    crafted = (b"RFSMALL2" + np.array([2**13, 2**12], dtype="<u4").tobytes()
+               + np.array([len(p) for p in parts], dtype="<u8").tobytes() + b"".join(parts))
+    with pytest.raises(ValueError, match="embedding part holds a RelinKey, not the EmbeddingKey"):
+        switch.to_ckks.load_key(crafted)
+    with pytest.raises(ValueError, match="first format"):
+        switch.to_ckks.load_key(b"RFSMALL1" + key.to_bytes()[8:])
+    with pytest.raises(ValueError, match="expected a relinearization key, got an embedding key"):
+        _core.load_relin_key(ctx._core.rlwe, key.embedding.to_bytes())
+    with pytest.raises(ValueError, match="stays on the host"):
+        key.embedding.to("cuda")
+
+
+def test_a_deterministic_context_makes_its_small_ring_deterministic():
+    """A context seeded for tests passes the seed on (the same small-ring keys twice); one
+    seeded by the operating system gives a small ring that is too (different keys)."""
+    def small_secret(seed):
+        ctx = quiet(lambda: rf.ckks.Context(2**13, [60] + [40] * 14 + [60], 40, insecure_no_security_check=True,
+                                            insecure_deterministic_seed=seed))
+        ring = quiet(lambda: SmallRing(ctx, 2**12))
+        assert ring.context._prng.deterministic == (seed is not None)
+        return quiet(lambda: ring.context.keygen()[0].to_bytes())
+    assert small_secret(bytes(32)) == small_secret(bytes(32))
+    assert small_secret(None) != small_secret(None)
 
 
 def test_the_small_ring_refuses_what_it_cannot_do(toy):

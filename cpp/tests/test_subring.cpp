@@ -10,6 +10,7 @@
 
 #include "ckks_test_support.h"
 #include "ringfire/ckks/context.h"
+#include "ringfire/io/serialize.h"
 #include "ringfire/rlwe/encryptor.h"
 #include "ringfire/rlwe/evaluator.h"
 #include "ringfire/rlwe/keygen.h"
@@ -74,9 +75,9 @@ TEST(Subring, EmbeddingKeepsThePhaseAndOneKeySwitchMovesItUnderTheLargeSecret) {
     for (std::size_t j = 0; j < r.large->n(); ++j)
       ASSERT_EQ(after[i * r.large->n() + j], j % k ? 0 : before[i * n + j / k]) << "limb " << i << ", coeff. " << j;
 
-  const SecretKey embedded_sk = embedded_secret(small_sk, r.large);
-  const KeySwitchKey key = generate_switch_key(large_sk, embedded_sk.eval(), kRelinearizationSource, prng, level);
-  const Ciphertext landed = RlweEvaluator(r.large).switch_key(embedded, key);
+  const EmbeddingKey key = generate_embedding_key(large_sk, small_sk, level, prng);
+  ASSERT_EQ(key.subring_degree(), n);
+  const Ciphertext landed = RlweEvaluator(r.large).switch_key(embedded, key.key());
   decrypt_core(large_sk, landed, after.data());
   const u64 q0 = r.large->params().q_primes()[0];
   std::int64_t worst = 0;
@@ -102,6 +103,26 @@ TEST(Subring, RefusesRingsThatDoNotNest) {
   const SecretKey small_sk = generate_secret_key(r.small, prng);
   const Ciphertext small_ct = encrypt_secret(small_sk, Plaintext(r.small, 0, Metadata{}), prng);
   expect_invalid([&] { embed_in_ring(small_ct, other); }, "differs between the contexts");
+}
+
+// The embedding key is a kind of its own: it round-trips as one, and neither it nor a
+// relinearization key loads as the other, even with the envelope's kind rewritten.
+TEST(Subring, TheEmbeddingKeyTravelsAsItsOwnKind) {
+  Rings r;
+  Prng prng = Prng::from_seed(Prng::Seed{6});
+  const SecretKey small_sk = generate_secret_key(r.small, prng), large_sk = generate_secret_key(r.large, prng);
+  const EmbeddingKey key = generate_embedding_key(large_sk, small_sk, 1, prng);
+  const io::Bytes bytes = io::save(key);
+  const EmbeddingKey loaded = io::load_embedding_key(r.large, bytes.data(), bytes.size());
+  EXPECT_EQ(loaded.fingerprint(), key.fingerprint());
+  EXPECT_EQ(loaded.subring_degree(), r.small->n());
+  EXPECT_EQ(loaded.key().level(), 1u);
+  EXPECT_EQ(io::peek_kind(bytes.data(), bytes.size()), io::Kind::embedding_key);
+  expect_invalid([&] { io::load_relin_key(r.large, bytes.data(), bytes.size()); }, "expected a relinearization key");
+  const io::Bytes relin = io::save(generate_relin_key(large_sk, prng));
+  expect_invalid([&] { io::load_embedding_key(r.large, relin.data(), relin.size()); }, "expected an embedding key");
+  expect_invalid([&] { EmbeddingKey(KeySwitchKey(r.large, kRelinearizationSource), r.small->n()); }, "not an embedding key");
+  expect_invalid([&] { generate_embedding_key(large_sk, large_sk, 1, prng); }, "does not sit in a ring");
 }
 
 }  // namespace

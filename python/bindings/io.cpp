@@ -85,6 +85,7 @@ void bind_io(nb::module_& m) {
   def_save<Ciphertext>(m, "save_ciphertext");
   def_save<PublicKey>(m, "save_public_key");
   def_save<RelinKey>(m, "save_relin_key");
+  def_save<EmbeddingKey>(m, "save_embedding_key");
   def_save<GaloisKeys>(m, "save_galois_keys");
   def_save<SecretKey>(m, "save_secret_key");
   def_save<ckks::BootstrapKeys>(m, "save_bootstrap_keys");
@@ -119,6 +120,7 @@ void bind_io(nb::module_& m) {
   def_load("load_ciphertext", &io::load_ciphertext);
   def_load("load_public_key", WholeLoad<PublicKey>(&io::load_public_key));
   def_load("load_relin_key", WholeLoad<RelinKey>(&io::load_relin_key));
+  def_load("load_embedding_key", &io::load_embedding_key);
   def_load("load_galois_keys", WholeLoad<GaloisKeys>(&io::load_galois_keys));
   def_load("load_secret_key", &io::load_secret_key);
   def_load("load_bootstrap_keys", WholeLoad<ckks::BootstrapKeys>(&io::load_bootstrap_keys));

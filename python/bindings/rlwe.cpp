@@ -146,6 +146,7 @@ void bind_rlwe(nb::module_& m) {
   nb::class_<Prng>(m, "Prng")
       .def_static("from_os", &Prng::from_os)
       .def_static("from_seed", [](const nb::bytes& seed) { return Prng::from_seed(seed_from_bytes(seed)); })
+      .def_prop_ro("deterministic", &Prng::deterministic)
       .def("next_u64", &Prng::next_u64)
       .def("uniform_below", &Prng::uniform_below, nb::arg("bound"))
       .def(
@@ -239,6 +240,13 @@ void bind_rlwe(nb::module_& m) {
           kExpandDoc)
       .def_prop_ro("device", &device_of<RelinKey>)
       .def("to", &move_to<RelinKey>, nb::arg("device"), nb::arg("queue") = 0, kToDoc);
+  // Host-only: the way back that uses it runs the small ring on the host (rlwe/subring.h).
+  nb::class_<EmbeddingKey>(m, "EmbeddingKey")
+      .def_prop_ro("fingerprint", &EmbeddingKey::fingerprint)
+      .def_prop_ro("level", [](const EmbeddingKey& k) { return k.key().level(); })
+      .def_prop_ro("nbytes", [](const EmbeddingKey& k) { return k.key().bytes(); })
+      .def_prop_ro("subring_degree", &EmbeddingKey::subring_degree)
+      .def_prop_ro("device", &device_of<EmbeddingKey>);
   nb::class_<GaloisKeys>(m, "GaloisKeys")
       .def_prop_ro("fingerprint", &GaloisKeys::fingerprint)
       .def_prop_ro("device", &device_of<GaloisKeys>)
@@ -279,23 +287,20 @@ void bind_rlwe(nb::module_& m) {
       .def("rotation_plan", &RlweEvaluator::rotation_plan)
       .def("rotate_many", &RlweEvaluator::rotate_many, Release())
       .def("apply_galois", &RlweEvaluator::apply_galois, Release())
-      // A key switch by a key in a RelinKey's container that switches from another secret
-      // (generate_embedding_key's): (c0 + ks0, ks1) of a size-2 ciphertext.
+      // The switch from an embedded subring secret to the ring's own (embed_in_ring's results).
       .def(
           "switch_key",
-          [](const RlweEvaluator& ev, const Ciphertext& a, const RelinKey& key) { return ev.switch_key(a, key.key()); },
+          [](const RlweEvaluator& ev, const Ciphertext& a, const EmbeddingKey& key) {
+            return ev.switch_key(a, key.key());
+          },
           Release());
   m.def("embed_in_ring", &embed_in_ring, nb::arg("ciphertext"), nb::arg("target"), Release());
-  // The key from s(X^k) (a subring secret, embedded) to `secret`, for embed_in_ring's results.
-  // It travels in a RelinKey's container: the same key layout and file; which key it is, the
-  // caller's framing says (python/ringfire/switching/small_ring.py).
   m.def(
       "generate_embedding_key",
       [](const SecretKey& secret, const SecretKey& subring_secret, std::size_t level, Prng& parent) {
         Prng prng = Prng::from_seed(parent.next_seed());
         nb::gil_scoped_release release;
-        const SecretKey embedded = embedded_secret(subring_secret, secret.context());
-        return RelinKey(generate_switch_key(secret, embedded.eval(), kRelinearizationSource, prng, level));
+        return generate_embedding_key(secret, subring_secret, level, prng);
       },
       nb::arg("secret_key"), nb::arg("subring_secret_key"), nb::arg("level"), nb::arg("prng"));
 

@@ -15,7 +15,7 @@ namespace ringfire::io::detail {
 // Header bytes: magic, version, kind, the parameter identity (32 bytes from
 // version 3, a u64 fingerprint before), the payload length.
 constexpr std::size_t header_bytes(std::uint16_t version) { return 4 + 2 + 2 + (version >= 3 ? 32 : 8) + 8; }
-inline constexpr std::uint16_t kLastKind = static_cast<std::uint16_t>(Kind::tfhe_ciphertexts);
+inline constexpr std::uint16_t kLastKind = static_cast<std::uint16_t>(Kind::embedding_key);
 
 std::uint64_t envelope_checksum(std::uint16_t version, const std::uint8_t* data, std::size_t size);
 // The header of the current version: magic, version, kind, parameter

@@ -103,10 +103,15 @@ Writer start(Kind kind, const Parameters& params, std::size_t payload_bytes_hint
   return detail::start(kind, params.identity(), payload_bytes_hint);
 }
 
+// "a relinearization key", "an embedding key".
+std::string with_article(Kind kind) {
+  const std::string name = kind_name(kind);
+  return (name.find_first_of("aeiou") == 0 ? "an " : "a ") + name;
+}
+
 // The object is the kind expected, made under `ctx`'s parameters (when given).
 void expect(const Header& h, Kind expected, const RlweContext* ctx) {
-  require(h.kind == expected, "io.load",
-          std::string("expected a ") + kind_name(expected) + ", got a " + kind_name(h.kind));
+  require(h.kind == expected, "io.load", "expected " + with_article(expected) + ", got " + with_article(h.kind));
   if (ctx)
     require(h.made_under(ctx->params()), "io.load",
             std::string("this ") + kind_name(h.kind) + " was made under different parameters (" +
@@ -286,6 +291,19 @@ void write_switch_key(Writer& w, const KeySwitchKey& k) {
   }
 }
 
+// What a switching key of `source` is, and what it switches from, for messages.
+std::string key_role(u64 source) {
+  if (source == kRelinearizationSource) return "the relinearization key";
+  if (source == kEmbeddingSource) return "an embedding key";
+  return "the key of Galois element " + std::to_string(source);
+}
+
+std::string key_source(u64 source) {
+  if (source == kRelinearizationSource) return "s^2";
+  if (source == kEmbeddingSource) return "an embedded subring secret";
+  return "element " + std::to_string(source);
+}
+
 // `source`: what the key must switch from (its Galois element, or
 // kRelinearizationSource); a version 2 key must say the same.
 KeySwitchKey read_switch_key(Reader& r, const RlweContextPtr& ctx, std::uint16_t version, u64 source) {
@@ -294,11 +312,7 @@ KeySwitchKey read_switch_key(Reader& r, const RlweContextPtr& ctx, std::uint16_t
   if (version >= 2) {
     const std::uint64_t stored = r.u64("the key's source");
     require(stored == source, "io.load",
-            "corrupt: a key stored as " +
-                (source == kRelinearizationSource ? std::string("the relinearization key")
-                                                  : "the key of Galois element " + std::to_string(source)) +
-                " says it switches from " +
-                (stored == kRelinearizationSource ? std::string("s^2") : "element " + std::to_string(stored)) +
+            "corrupt: a key stored as " + key_role(source) + " says it switches from " + key_source(stored) +
                 " (relabelled or mixed-up keys)");
     level = r.u32("the key's level");
     require(level <= ctx->max_level(), "io.load", "corrupt: key level " + std::to_string(level) + " is out of range");
@@ -360,6 +374,7 @@ const char* kind_name(Kind kind) {
     case Kind::master_keys: return "master key set";
     case Kind::tfhe_evaluation_keys: return "tfhe evaluation key set";
     case Kind::tfhe_ciphertexts: return "tfhe ciphertext";
+    case Kind::embedding_key: return "embedding key";
   }
   return "unknown object";
 }
@@ -476,6 +491,12 @@ struct KeyKind {
 
 void write_relin_payload(Writer& w, const RelinKey& key) { write_switch_key(w, key.key()); }
 
+// Embedding key payload: the subring's degree u32, then the switching key.
+void write_embedding_payload(Writer& w, const EmbeddingKey& key) {
+  w.u32(static_cast<std::uint32_t>(key.subring_degree()));
+  write_switch_key(w, key.key());
+}
+
 }  // namespace
 
 Bytes save(const PublicKey& key) {
@@ -488,6 +509,12 @@ Bytes save(const RelinKey& key) {
   if (!on_host(key.device())) return save(key.to(Device::cpu()));
   return KeyKind::save(Kind::relin_key, key.key().context()->params(), switch_key_bytes(key.key()), key,
                        &write_relin_payload);
+}
+
+Bytes save(const EmbeddingKey& key) {
+  require(on_host(key.device()), "io.save", "an embedding key lives on the host");
+  return KeyKind::save(Kind::embedding_key, key.key().context()->params(), 4 + switch_key_bytes(key.key()), key,
+                       &write_embedding_payload);
 }
 
 Bytes save(const GaloisKeys& keys) {
@@ -644,6 +671,15 @@ RelinKey read_relin_payload(Reader& r, const RlweContextPtr& ctx, std::uint16_t 
   return RelinKey(read_switch_key(r, ctx, version, kRelinearizationSource));
 }
 
+EmbeddingKey read_embedding_payload(Reader& r, const RlweContextPtr& ctx, std::uint16_t version) {
+  require(version >= 4, "io.load", "corrupt: embedding keys exist from format version 4 on");
+  const std::uint32_t degree = r.u32("the subring's degree");
+  require(degree >= 2 && degree < ctx->n() && (degree & (degree - 1)) == 0, "io.load",
+          "corrupt: a subring of degree " + std::to_string(degree) + " in a ring of degree " +
+              std::to_string(ctx->n()));
+  return EmbeddingKey(read_switch_key(r, ctx, version, kEmbeddingSource), degree);
+}
+
 ckks::BootstrapKeys read_bootstrap_payload(Reader& r, const RlweContextPtr& ctx, std::uint16_t version) {
   GaloisKeys galois = read_galois_payload(r, ctx, version);
   KeySwitchKey to_sparse = read_switch_key(r, ckks::encapsulation_context(*ctx), version, kToSparseSource);
@@ -700,6 +736,10 @@ PublicKey load_public_key(const RlweContextPtr& ctx, const std::uint8_t* data, s
 
 RelinKey load_relin_key(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size) {
   return load_whole(Kind::relin_key, ctx, data, size, &read_relin_payload);
+}
+
+EmbeddingKey load_embedding_key(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size) {
+  return load_whole(Kind::embedding_key, ctx, data, size, &read_embedding_payload);
 }
 
 GaloisKeys load_galois_keys(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size) {

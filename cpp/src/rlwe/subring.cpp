@@ -6,6 +6,7 @@
 
 #include "ringfire/base/errors.h"
 #include "ringfire/base/op_label.h"
+#include "ringfire/rlwe/keygen.h"
 
 namespace ringfire {
 
@@ -62,6 +63,25 @@ SecretKey embedded_secret(const SecretKey& secret, const RlweContextPtr& target)
   const auto& s = secret.coefficients();
   for (std::size_t j = 0; j < s.size(); ++j) spread[j * k] = s[j];
   return SecretKey(target, std::move(spread));  // the key holds the only copy, and wipes it
+}
+
+EmbeddingKey::EmbeddingKey(KeySwitchKey key, std::size_t subring_degree)
+    : key_(std::move(key)), subring_degree_(subring_degree) {
+  require(key_.source() == kEmbeddingSource, "rlwe.EmbeddingKey",
+          "not an embedding key: it switches from source " + std::to_string(key_.source()));
+  const std::size_t N = key_.context()->n();
+  require(subring_degree_ >= 2 && subring_degree_ < N && N % subring_degree_ == 0 &&
+              (subring_degree_ & (subring_degree_ - 1)) == 0,
+          "rlwe.EmbeddingKey",
+          "a subring of degree " + std::to_string(subring_degree_) + " does not sit in a ring of degree " +
+              std::to_string(N) + " (a smaller power of two is needed)");
+}
+
+EmbeddingKey generate_embedding_key(const SecretKey& secret, const SecretKey& subring_secret, std::size_t level,
+                                    Prng& prng) {
+  const SecretKey embedded = embedded_secret(subring_secret, secret.context());
+  return EmbeddingKey(generate_switch_key(secret, embedded.eval(), kEmbeddingSource, prng, level),
+                      subring_secret.context()->n());
 }
 
 }  // namespace ringfire

@@ -72,6 +72,7 @@ struct Target {
   tfhe::Params tp;
   std::shared_ptr<tfhe::SecretKey> tsk;
   std::vector<io::Bytes> seeds;
+  RlweContextPtr wide;  // N = 2048, what embedding keys load under (a subring of 1024 in it)
 
   static Target make() {
     set_warning_handler(&quiet);
@@ -87,6 +88,18 @@ struct Target {
     PublicKey pk = generate_public_key(sk, prng);
     RelinKey rk = generate_relin_key(sk, prng);
     GaloisKeys gk = generate_galois_keys(sk, {ctx->rlwe()->galois_element(1), 2 * 1024 - 1}, prng);
+    // An embedding key: a ring of 2048 and its subring of 1024 on the same primes.
+    ParameterLiteral wide_lit = lit;
+    wide_lit.poly_degree = 2048;
+    const Parameters wide_params(wide_lit);
+    ParameterLiteral half = wide_lit;
+    half.poly_degree = 1024;
+    half.q_primes = wide_params.q_primes();
+    half.p_primes = wide_params.p_primes();
+    half.dnum = wide_params.dnum();
+    const RlweContextPtr wide = std::make_shared<const ckks::Context>(wide_params)->rlwe();
+    const SecretKey sub_sk = generate_secret_key(std::make_shared<const ckks::Context>(Parameters(half))->rlwe(), prng);
+    const io::Bytes embedding = io::save(generate_embedding_key(generate_secret_key(wide, prng), sub_sk, 2, prng));
     lit.scheme = Scheme::bgv;
     lit.plain_modulus = 65537;
     lit.scale_bits = 0;
@@ -110,13 +123,13 @@ struct Target {
     const Ciphertext c = encrypt_public(pk, p, prng);
     const ckks::Evaluator ev(ctx);
     Target t{ctx, std::move(sk), std::move(pk), std::move(rk), std::move(gk), ev.multiply(c, c),
-             {bctx, std::move(bsk)}, tp, tsk, {}};
+             {bctx, std::move(bsk)}, tp, tsk, {}, wide};
     t.seeds = {io::save(ctx->params()),  io::save(p), io::save(ctx->encoder().encode_scalar({0.5, 0.0}, 1, 1e9)),
                io::save(c),              io::save(encrypt_secret(t.sk, p, prng)), io::save(ev.multiply(c, c)),
                io::save(t.pk),           io::save(t.rk), io::save(t.gk), io::save(t.sk),
                io::save(bctx->params()), io::save(bp), io::save(bc), io::save(bpk),
                io::save(generate_master_keys(t.sk, 1, true, prng)),
-               io::save(tboot), io::save(tp, tcts)};
+               io::save(tboot), io::save(tp, tcts), embedding};
     t.rk.key().expand();
     t.seeds.push_back(image_bytes(t.rk));  // expanded
     t.seeds.push_back(image_bytes(t.gk));  // seeded
@@ -215,6 +228,7 @@ void fuzz_one(const std::uint8_t* data, std::size_t size) {
   offer([&] { (void)io::load_plaintext(rl, p, n); });
   offer([&] { (void)io::load_public_key(rl, p, n); });
   offer([&] { (void)io::load_relin_key(rl, p, n); });
+  offer([&] { (void)io::load_embedding_key(t.wide, p, n); });
   offer([&] { (void)io::load_galois_keys(rl, p, n); });
   offer([&] { (void)io::load_secret_key(rl, p, n); });
   offer([&] {  // master keys that load must derive without crashing (forged ones derive garbage)

@@ -149,17 +149,19 @@ class Context(ContextBase):
 
     @classmethod
     def from_primes(cls, poly_degree: int, q_primes: Sequence[int], p_primes: Sequence[int], scale_bits: int, *,
-                    dnum: int = 0, security: int = 128, insecure_no_security_check: bool = False) -> "Context":
+                    dnum: int = 0, security: int = 128, insecure_no_security_check: bool = False,
+                    insecure_deterministic_seed: bytes | None = None) -> "Context":
         """A context on explicit primes (NTT-friendly for ``poly_degree``, checked): another
         context's, for a ring that shares its chain (a subring's, ``ringfire.switching``'s way
         back in a smaller ring). ``dnum``: the key-switching digits (0: the fewest the special
-        primes cover). No levels are reserved."""
+        primes cover). No levels are reserved. ``insecure_deterministic_seed`` as for the
+        constructor (tests only)."""
         self = cls.__new__(cls)
         with warnings_at_caller():
             params = _core.Parameters(int(poly_degree), [], [], int(dnum), check_security_argument("ckks", security),
                                       int(scale_bits), insecure_no_security_check=bool(insecure_no_security_check),
                                       q_primes=[int(q) for q in q_primes], p_primes=[int(p) for p in p_primes])
-        self._init_from(params, None)
+        self._init_from(params, insecure_deterministic_seed)
         return self
 
     @classmethod

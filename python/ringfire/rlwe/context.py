@@ -17,7 +17,7 @@ from typing import Iterable
 from .. import _core
 from .. import io as rf_io
 from .._checks import warn_at_caller, warnings_at_caller
-from .keys import GaloisKeys, KeySet, MasterKeys, PublicKey, RelinKey, SecretKey
+from .keys import EmbeddingKey, GaloisKeys, KeySet, MasterKeys, PublicKey, RelinKey, SecretKey
 
 
 def check_security_argument(scheme: str, security) -> int:
@@ -400,6 +400,8 @@ class ContextBase:
             return PublicKey(_core.load_public_key(rl, data), self)
         if kind == "relinearization key":
             return RelinKey(_core.load_relin_key(rl, data), self)
+        if kind == "embedding key":
+            return EmbeddingKey(_core.load_embedding_key(rl, data), self)
         if kind == "Galois key set":
             return GaloisKeys(_core.load_galois_keys(rl, data), self)
         if kind == "master key set":

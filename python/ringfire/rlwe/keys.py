@@ -174,6 +174,29 @@ class RelinKey(_Key):
     nbytes = property(lambda self: self._res.any().nbytes, doc="Bytes it holds in memory.")
 
 
+class EmbeddingKey(_Key):
+    """The key switch from a smaller ring's secret, embedded (X -> X^(N/n)), to this ring's
+    own: how results of work in a subring land here (the way back from FHEW in a small ring,
+    :mod:`ringfire.switching`). A kind of its own on the wire, so neither a relinearization
+    nor a Galois key can stand in for it. Lives on the host."""
+
+    _save = staticmethod(_core.save_embedding_key)
+
+    level = property(lambda self: self._res.any().level, doc="The highest ciphertext level it switches.")
+    nbytes = property(lambda self: self._res.any().nbytes, doc="Bytes it holds in memory.")
+    subring_degree = property(lambda self: self._res.any().subring_degree,
+                              doc="The degree of the ring whose secret it switches from.")
+
+    def to(self, device: str):
+        if _core.parse_device(str(device)) != "cpu":
+            raise ValueError("[rlwe.EmbeddingKey] an embedding key stays on the host: the subring work it serves "
+                             "runs there")
+        return self
+
+    def _describe(self) -> str:
+        return f"from N={self.subring_degree}"
+
+
 class GaloisKeys(_Key):
     """Rotation and conjugation keys, one per Galois element."""
 

@@ -16,10 +16,10 @@ own, and move to the large ring at the end:
 
 Security: the small ring's parameters pass the security check at n by themselves
 (its chain is cut where they would not), so its secret is as protected as the
-large one's; the embedding key is an ordinary key-switching key of the large ring.
-It travels in a relinearization key's container (the same layout and file): the
-blob's framing says which part it is, and only SchemeSwitch's digest (or MAC)
-binds the parts together, as for every other key a client sends.
+large one's; the embedding key is a key-switching key of the large ring of a kind
+of its own (``EmbeddingKey``: its own source and serialized kind), so no other key
+of the ring loads in its place; SchemeSwitch's digest (or MAC) binds the parts
+together, as for every other key a client sends.
 """
 
 from __future__ import annotations
@@ -27,15 +27,17 @@ from __future__ import annotations
 import dataclasses
 import math
 import struct
+import warnings
 import weakref
 
 from .. import _core
 from ..ckks.ciphertext import Ciphertext as CkksCiphertext
 from ..ckks.context import Context as CkksContext
-from ..rlwe.keys import GaloisKeys, KeySet, RelinKey
+from ..rlwe.keys import EmbeddingKey, GaloisKeys, KeySet, RelinKey
 from .to_fhew import is_int
 
-_MAGIC = b"RFSMALL1"
+_MAGIC = b"RFSMALL2"
+_OLD_MAGIC = b"RFSMALL1"  # 2026-11-30's first keys: the embedding key in a relinearization key's kind
 _RINGS = struct.Struct("<II")  # the large ring's degree, the small ring's
 _PARTS = ("secret", "galois", "relin", "embedding")
 _HEAD = len(_MAGIC) + _RINGS.size + 8 * len(_PARTS)
@@ -62,9 +64,17 @@ class SmallRing:
         # Weakly: the shared map's value must not keep its key, the large context, alive.
         self._large, self.degree, self.top = weakref.ref(ckks), int(degree), top
         # dnum=0: the fewest key-switching digits the special primes cover, as for any chain.
-        self.context = CkksContext.from_primes(self.degree, list(params.q_primes)[:top + 1], list(params.p_primes),
-                                               params.scale_bits, dnum=0, security=security or 128,
-                                               insecure_no_security_check=security == 0)
+        # A context with deterministic randomness (tests) passes it on; otherwise the small
+        # ring draws from the operating system, as every context does.
+        # (The large context warned about that when it was made: not again here.)
+        seed = ckks._prng.bytes(32) if ckks._prng.deterministic else None
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r".*insecure_deterministic_seed", category=RuntimeWarning)
+            self.context = CkksContext.from_primes(self.degree, list(params.q_primes)[:top + 1],
+                                                   list(params.p_primes), params.scale_bits, dnum=0,
+                                                   security=security or 128,
+                                                   insecure_no_security_check=security == 0,
+                                                   insecure_deterministic_seed=seed)
 
     @property
     def large(self):
@@ -89,13 +99,16 @@ class SmallRing:
         from the embedded small secret to ``secret_key`` (the large ring's) at ``result_level``."""
         small_sk, small_keys = self.context.keygen(rotations=rotations)
         secret = self.context.encrypt(lwe_secret_values, small_sk, level=level)
-        embedding = RelinKey(_core.generate_embedding_key(secret_key._native, small_sk._native, result_level,
-                                                          self.large._prng), self.large)
+        embedding = EmbeddingKey(_core.generate_embedding_key(secret_key._native, small_sk._native, result_level,
+                                                              self.large._prng), self.large)
         return SmallRingKey(secret, small_keys.galois, small_keys.relin, embedding)
 
     def land(self, ev, ct, key: "SmallRingKey"):
         """``ct`` (a ciphertext of the small ring, under the key's secret) as a ciphertext of the
         large ring under its own secret: the embedding, then one key switch."""
+        if key.embedding.subring_degree != ct.context.poly_degree:
+            raise ValueError(f"[switching] the embedding key switches from a ring of degree "
+                             f"{key.embedding.subring_degree}; the result is in one of {ct.context.poly_degree}")
         embedded = _core.embed_in_ring(ct._host(), self.large._core.rlwe)
         if key.embedding.level < embedded.level:
             raise ValueError(f"[switching] the embedding key serves levels up to {key.embedding.level}; the result "
@@ -108,6 +121,10 @@ class SmallRing:
         """A key from :meth:`SmallRingKey.to_bytes`: each part checked by its context's loader
         (envelope, checksum, parameters, kind), the lengths against the bytes before any is read."""
         data = memoryview(data)
+        if bytes(data[:len(_OLD_MAGIC)]) == _OLD_MAGIC:
+            raise ValueError("[switching] a small-ring key of the first format (its embedding key stored as a "
+                             "relinearization key, which a crafted key could replace): make the keys again with "
+                             "SchemeSwitch.keygen")
         if not is_small_ring_key(data):
             raise ValueError(f"[switching] not a ringfire small-ring key (SmallRingKey.to_bytes): this way back runs "
                              f"in a ring of degree {self.degree}; a key made for the CKKS context's own ring (an "
@@ -123,16 +140,19 @@ class SmallRing:
                              f"{_HEAD}-byte head; it holds {len(data)} bytes")
         loaded, at = {}, _HEAD
         for name, length, context, kind in zip(_PARTS, lengths, (self.context,) * 3 + (self.large,),
-                                               (CkksCiphertext, GaloisKeys, RelinKey, RelinKey)):
+                                               (CkksCiphertext, GaloisKeys, RelinKey, EmbeddingKey)):
             try:
                 part = context.load(bytes(data[at:at + length]))
             except ValueError as e:
                 raise ValueError(f"[switching] the small-ring key's {name} part: {e}") from None
             if not isinstance(part, kind):
-                raise ValueError(f"[switching] the small-ring key's {name} part is a {type(part).__name__}, not a "
-                                 f"{kind.__name__}")
+                raise ValueError(f"[switching] the small-ring key's {name} part holds a {type(part).__name__}, not "
+                                 f"the {kind.__name__} that belongs there")
             loaded[name] = part
             at += length
+        if loaded["embedding"].subring_degree != self.degree:
+            raise ValueError(f"[switching] the small-ring key's embedding part switches from a ring of degree "
+                             f"{loaded['embedding'].subring_degree}; its head says {self.degree}")
         return SmallRingKey(**loaded)
 
 
@@ -144,7 +164,7 @@ class SmallRingKey:
     secret: CkksCiphertext
     galois: GaloisKeys
     relin: RelinKey
-    embedding: RelinKey
+    embedding: EmbeddingKey
     _evaluator: object = dataclasses.field(default=None, init=False, repr=False, compare=False)
 
     @property

@@ -27,6 +27,7 @@
 #include "ringfire/io/byte_io.h"
 #include "ringfire/rlwe/key_derivation.h"
 #include "ringfire/rlwe/keys.h"
+#include "ringfire/rlwe/subring.h"
 
 namespace ringfire::io {
 
@@ -42,6 +43,7 @@ enum class Kind : std::uint16_t {
   master_keys = 9,     // hierarchical rotation keys (rlwe/key_derivation.h)
   tfhe_evaluation_keys = 10,  // FHEW/TFHE bootstrapping + key-switching keys (serialize_tfhe.h)
   tfhe_ciphertexts = 11,      // FHEW/TFHE LWE ciphertexts (serialize_tfhe.h)
+  embedding_key = 12,         // a subring's secret to the ring's (rlwe/subring.h); version 4 on
 };
 
 // Version 4 closes the envelope with the XXH64 checksum (io/checksum.h)
@@ -70,6 +72,7 @@ Bytes save(const Plaintext& plain);
 Bytes save(const Ciphertext& cipher);
 Bytes save(const PublicKey& key);
 Bytes save(const RelinKey& key);
+Bytes save(const EmbeddingKey& key);
 Bytes save(const GaloisKeys& keys);
 Bytes save(const SecretKey& key);
 Bytes save(const ckks::BootstrapKeys& keys);
@@ -94,6 +97,7 @@ Plaintext load_plaintext(const RlweContextPtr& ctx, const std::uint8_t* data, st
 Ciphertext load_ciphertext(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size);
 PublicKey load_public_key(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size);
 RelinKey load_relin_key(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size);
+EmbeddingKey load_embedding_key(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size);
 GaloisKeys load_galois_keys(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size);
 SecretKey load_secret_key(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size);
 ckks::BootstrapKeys load_bootstrap_keys(const RlweContextPtr& ctx, const std::uint8_t* data, std::size_t size);

@@ -56,6 +56,8 @@ inline constexpr u64 kRelinearizationSource = 0;
 // so no Galois element can be mistaken for them.
 inline constexpr u64 kToSparseSource = 2;
 inline constexpr u64 kFromSparseSource = 4;
+// The key from a subring's secret, embedded, to the ring's own (rlwe/subring.h).
+inline constexpr u64 kEmbeddingSource = 6;
 
 class KeySwitchKey {
  public:

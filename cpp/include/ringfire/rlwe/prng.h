@@ -73,6 +73,10 @@ class Prng {
   // treat it as secret unless the stream is meant to be public.
   const Seed& seed() const { return seed_; }
 
+  // Whether the stream is the seed's by request (from_seed): kept across forks,
+  // so generators derived from it are deterministic too.
+  bool deterministic() const { return !reseeds_on_fork_; }
+
   // Total bytes consumed so far (the position in the stream above).
   std::uint64_t position() const { return next_block_ * 64 - (kBufferBytes - pos_); }
 

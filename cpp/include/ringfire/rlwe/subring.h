@@ -12,8 +12,12 @@
 // from FHEW into CKKS (python/ringfire/switching/fhew_to_ckks.py) uses it.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+
 #include "ringfire/rlwe/ciphertext.h"
 #include "ringfire/rlwe/keys.h"
+#include "ringfire/rlwe/prng.h"
 
 namespace ringfire {
 
@@ -27,5 +31,28 @@ Ciphertext embed_in_ring(const Ciphertext& a, const RlweContextPtr& target);
 // s(X^k) as a secret of `target`'s ring: what embed_in_ring's results
 // decrypt under. Checks the degrees and the scheme (a secret has no primes).
 SecretKey embedded_secret(const SecretKey& secret, const RlweContextPtr& target);
+
+// The key switch from a subring's secret, embedded, to the ring's own: a key of
+// its own kind (source kEmbeddingSource, its own serialized kind), so it cannot
+// be mistaken for, or replaced by, a relinearization or Galois key of the ring.
+class EmbeddingKey {
+ public:
+  // Raises InvalidArgument unless `key` switches from kEmbeddingSource and
+  // subring_degree is a smaller power of two than the key's ring degree.
+  EmbeddingKey(KeySwitchKey key, std::size_t subring_degree);
+  const KeySwitchKey& key() const { return key_; }
+  // The degree of the ring whose secret it switches from.
+  std::size_t subring_degree() const { return subring_degree_; }
+  std::uint64_t fingerprint() const { return key_.fingerprint(); }
+  const Device& device() const { return key_.device(); }
+
+ private:
+  KeySwitchKey key_;
+  std::size_t subring_degree_;
+};
+
+// The key from subring_secret(X^k) to `secret`, for ciphertexts up to `level`.
+EmbeddingKey generate_embedding_key(const SecretKey& secret, const SecretKey& subring_secret, std::size_t level,
+                                    Prng& prng);
 
 }  // namespace ringfire
