@@ -4,7 +4,7 @@
     python benchmarks/tfhe_vs_peers.py [--quick] [--openfhe-python PATH] [--concrete-python PATH] [--json PATH]
 
 * ringfire: ``ringfire bench tfhe --json`` in a child process (STD128,
-  STD128_LP and STD128_LUT: key generation, key bytes, NAND on one thread, a
+  STD128_LMKCDEY, STD128_LP, STD128_LUT and the torus sets: key generation, key bytes, NAND on one thread, a
   batch of NANDs on every thread, 2- and 3-bit tables, 16-bit integer addition
   and comparison, the noise model's failure probabilities).
 * OpenFHE 1.6.1 binfhe (the ``openfhe`` wheel, which needs Python 3.10:
@@ -143,6 +143,9 @@ def table(rf: dict, ofhe: dict | None) -> str:
     ratio = value(rows, "STD128", "NAND")
     if nand_g and ratio:
         lines.append(f"\nOpenFHE GINX / ringfire STD128, NAND: {nand_g['median_ms'] / ratio:.2f}x")
+    lmk = value(rows, "STD128_LMKCDEY", "NAND")
+    if nand_l and lmk:
+        lines.append(f"OpenFHE LMKCDEY / ringfire STD128_LMKCDEY, NAND: {nand_l['median_ms'] / lmk:.2f}x")
     return "\n".join(lines)
 
 

@@ -107,10 +107,21 @@ Params wide_key_switch_params() {
   return p;
 }
 
-class TfheBootstrap : public ::testing::TestWithParam<bool> {};
+// LMKCDEY's blind rotation (automorphism_key.h), a window of 3.
+Params lmkcdey_params() {
+  Params p = small_params();
+  p.automorphism_window = 3;
+  return p;
+}
+
+enum class Variant { narrow, wide, lmkcdey };
+
+class TfheBootstrap : public ::testing::TestWithParam<Variant> {};
 
 TEST_P(TfheBootstrap, GatesAndKeysThroughSerialization) {
-  const Params p = GetParam() ? wide_key_switch_params() : small_params();
+  const Params p = GetParam() == Variant::wide      ? wide_key_switch_params()
+                   : GetParam() == Variant::lmkcdey ? lmkcdey_params()
+                                                    : small_params();
   Prng prng = Prng::from_seed(Prng::Seed{3});
   const SecretKey sk(p, prng);
   const Bootstrapper boot(sk, prng);
@@ -144,8 +155,81 @@ TEST_P(TfheBootstrap, GatesAndKeysThroughSerialization) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(KeySwitchWords, TfheBootstrap, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "wide" : "narrow"; });
+INSTANTIATE_TEST_SUITE_P(Sets, TfheBootstrap, ::testing::Values(Variant::narrow, Variant::wide, Variant::lmkcdey),
+                         [](const auto& info) {
+                           return info.param == Variant::wide ? "wide" : info.param == Variant::lmkcdey ? "lmkcdey"
+                                                                                                         : "narrow";
+                         });
+
+// LMKCDEY rotates by exactly b - sum_i odd(a_i) s_i (even a_i made odd by + 1), with
+// GINX's rotation where every a_i is odd: with a constant test vector c, coefficient k of
+// X^-phase TV is +c or -c as k + phase mod 2N falls below N or not, which decrypts
+// exactly (the error is far below c), for every coefficient, window and instruction set.
+TEST(TfheLmkcdey, RotatesByThePhaseWithEvenCoefficientsMadeOdd) {
+  for (unsigned window : {1u, 3u, 10u}) {
+    Params p = small_params();
+    p.automorphism_window = window;
+    Prng prng = Prng::from_seed(Prng::Seed{static_cast<std::uint8_t>(window)});
+    const SecretKey sk(p, prng);
+    const Params ginx_params = small_params();
+    const SecretKey ginx_sk(ginx_params, sk.lwe(), sk.ring());
+    const Bootstrapper ginx(ginx_sk, prng);
+    const io::Bytes saved = io::save(Bootstrapper(sk, prng));  // one key on every path
+    std::vector<std::unique_ptr<Bootstrapper>> paths;
+    for (Isa isa : instruction_sets()) paths.push_back(io::load_tfhe_evaluation_keys(p, saved.data(), saved.size(), isa));
+    const std::size_t n = p.lwe_dimension, N = p.ring_dimension;
+    const u32 q = p.lwe_modulus(), Q = p.ring_modulus, c = Q / 4;
+    const std::vector<u32> tv(N, c);
+    std::mt19937 rng(window);
+    for (int trial = 0; trial < 6; ++trial) {
+      std::vector<u32> in(n + 1);
+      for (auto& x : in) x = rng() % q;
+      if (trial == 0) std::fill(in.begin(), in.end() - 1, 1u);  // one class only
+      if (trial == 1) std::fill(in.begin(), in.end() - 1, q - 1);  // -1: the class of -5^0
+      if (trial == 2) for (auto& x : in) x |= 1;  // all odd: GINX's rotation too
+      std::int64_t phase = in[n];
+      for (std::size_t i = 0; i < n; ++i) phase -= static_cast<std::int64_t>(in[i] | 1u) * sk.lwe()[i];
+      phase = ((phase % q) + q) % q;
+      std::vector<u32> acc(2 * N), ring(N), first;
+      for (const auto& boot : paths) {
+        boot->blind_rotate(in.data(), tv.data(), acc.data());
+        sk.ring_phases(acc.data(), ring.data());
+        for (std::size_t k = 0; k < N; ++k) {
+          const bool positive = (k + static_cast<std::size_t>(phase)) % q < N;
+          const bool near_plus = ring[k] > c / 2 && ring[k] < Q / 2;
+          ASSERT_EQ(near_plus, positive) << "window " << window << " trial " << trial << " coefficient " << k;
+        }
+        if (first.empty()) first = acc;
+        EXPECT_EQ(acc, first) << isa_name(boot->isa());  // every path gives the same bits
+      }
+      if (trial == 2) {
+        std::vector<u32> ginx_acc(2 * N), ginx_ring(N);
+        ginx.blind_rotate(in.data(), tv.data(), ginx_acc.data());
+        ginx_sk.ring_phases(ginx_acc.data(), ginx_ring.data());
+        for (std::size_t k = 0; k < N; ++k) ASSERT_EQ(ginx_ring[k] < Q / 2, ring[k] < Q / 2) << k;
+      }
+    }
+  }
+}
+
+// LMKCDEY's key: one RGSW encryption per LWE coefficient and w + 1 automorphism keys,
+// about half of GINX's two per coefficient; a GINX key does not load for LMKCDEY parameters.
+TEST(TfheLmkcdey, HalvesTheBlindRotationKeyAndKeepsItsParametersApart) {
+  Prng prng = Prng::from_seed(Prng::Seed{9});
+  const Params ginx_params = small_params(), lmk_params = lmkcdey_params();
+  const SecretKey sk(lmk_params, prng);
+  const Bootstrapper lmk(sk, prng);
+  const Bootstrapper ginx(SecretKey(ginx_params, sk.lwe(), sk.ring()), prng);
+  const std::size_t n = lmk_params.lwe_dimension, N = lmk_params.ring_dimension, dg = lmk_params.gadget_digits;
+  EXPECT_EQ(lmk.bootstrap_key_bytes(), (n * 2 * dg + 4 * dg) * N * 2 * 4);
+  EXPECT_EQ(ginx.bootstrap_key_bytes(), n * 2 * 2 * dg * N * 2 * 4);
+  EXPECT_NE(lmk_params.identity(), ginx_params.identity());
+  const io::Bytes saved = io::save(ginx);
+  EXPECT_THROW(io::load_tfhe_evaluation_keys(lmk_params, saved.data(), saved.size()), InvalidArgument);
+  Params bad = small_params();
+  bad.automorphism_window = static_cast<unsigned>(N / 2);
+  EXPECT_THROW(bad.validate(), InvalidArgument);
+}
 
 // Many outputs of one blind rotation: output k decrypts to TV[phase + k]
 // (negacyclic), within the bootstrap's error, and output 0 is bootstrap()'s.

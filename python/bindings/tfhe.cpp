@@ -55,6 +55,7 @@ void bind_tfhe(nb::module_& m) {
       .def_rw("ks_base_log", &Params::ks_base_log)
       .def_rw("ks_digits", &Params::ks_digits)
       .def_rw("sigma", &Params::sigma)
+      .def_rw("automorphism_window", &Params::automorphism_window)
       .def_prop_ro("lwe_modulus", &Params::lwe_modulus)
       .def_prop_ro("identity", [](const Params& p) { return digest_bytes(p.identity()); })
       .def("validate", &Params::validate)

@@ -11,6 +11,7 @@
 #include "common.h"
 #include "ringfire/base/sha256.h"
 #include "ringfire/rlwe/prng.h"
+#include "ringfire/tfhe/bootstrapper.h"
 
 namespace ringfire::python {
 
@@ -43,12 +44,19 @@ std::unique_ptr<Key> secret_key_from_bytes(const Params& params, const nb::bytes
   return key;
 }
 
+// The public seed of a blind-rotation key: GINX's or LMKCDEY's, or the torus engine's.
+inline const Prng::Seed& blind_rotation_seed(const tfhe::Bootstrapper& b) { return b.blind_rotation_seed(); }
+template <class Bootstrapper>
+const Prng::Seed& blind_rotation_seed(const Bootstrapper& b) {
+  return b.bootstrap_key().seed();
+}
+
 // The evaluation keys' identity: SHA-256 of their two public seeds (the same for
 // the keys a client made and the copy a server loaded).
 template <class Bootstrapper>
 nb::bytes evaluation_key_id(const Bootstrapper& b) {
   std::uint8_t seeds[64];
-  std::memcpy(seeds, b.bootstrap_key().seed().data(), 32);
+  std::memcpy(seeds, blind_rotation_seed(b).data(), 32);
   std::memcpy(seeds + 32, b.key_switch_key().seed().data(), 32);
   return digest_bytes(sha256(seeds, 64));
 }

@@ -16,6 +16,7 @@ using tfhe::u32;
 constexpr std::size_t kSeedBytes = 32;
 
 std::size_t bootstrap_body_words(const tfhe::Params& p) {
+  if (p.uses_automorphisms()) return tfhe::AutomorphismKey::body_words(p);
   return p.lwe_dimension * 2 * (2 * p.gadget_digits) * p.ring_dimension;
 }
 std::size_t key_switch_entries(const tfhe::Params& p) {
@@ -43,12 +44,12 @@ Prng::Seed read_seed(Reader& r, const char* what) {
 
 Bytes save(const tfhe::Bootstrapper& keys) {
   const tfhe::Params& p = keys.params();
-  const std::vector<u32> bodies = keys.bootstrap_key().bodies(keys.ntt());
+  const std::vector<u32> bodies = keys.blind_rotation_bodies();
   const std::vector<u32> ks = keys.key_switch_key().bodies();
   const std::size_t ks_word = key_switch_word_bytes(p);
   Writer w = detail::start(Kind::tfhe_evaluation_keys, p.identity(),
                            2 * kSeedBytes + bodies.size() * 4 + ks.size() * ks_word);
-  w.raw(keys.bootstrap_key().seed().data(), kSeedBytes);
+  w.raw(keys.blind_rotation_seed().data(), kSeedBytes);
   for (u32 v : bodies) w.u32(v);
   w.raw(keys.key_switch_key().seed().data(), kSeedBytes);
   for (u32 v : ks) {
@@ -75,8 +76,12 @@ std::unique_ptr<tfhe::Bootstrapper> load_tfhe_evaluation_keys(const tfhe::Params
   std::vector<u32> ks(entries);
   for (auto& v : ks) v = ks_word == 2 ? r.u16("a key-switching body") : r.u32("a key-switching body");
   auto ntt = tfhe::Bootstrapper::make_ntt(params, isa);
-  auto bsk = std::make_unique<tfhe::BootstrapKey>(params, *ntt, bsk_seed, bodies.data());
   auto ksk = std::make_unique<tfhe::KeySwitchKey>(params, ksk_seed, ks.data());
+  if (params.uses_automorphisms()) {
+    auto bsk = std::make_unique<tfhe::AutomorphismKey>(params, *ntt, bsk_seed, bodies.data());
+    return std::make_unique<tfhe::Bootstrapper>(params, std::move(bsk), std::move(ksk), isa);
+  }
+  auto bsk = std::make_unique<tfhe::BootstrapKey>(params, *ntt, bsk_seed, bodies.data());
   return std::make_unique<tfhe::Bootstrapper>(params, std::move(bsk), std::move(ksk), isa);
 }
 

@@ -28,6 +28,12 @@ void product(Isa isa, const ProductArgs& args) {
   }
 }
 
+void mac(Isa isa, const MacArgs& args) {
+  // AVX-512 machines run the AVX2 body: the key switches are a small share of LMKCDEY's time.
+  if (isa == Isa::scalar) return mac_scalar(args);
+  mac_avx2(args);
+}
+
 // Signed base-2^log_base digits of round(centred(v) / 2^skip): digit j is
 // ((x + B/2) mod B) - B/2 of what the digits below it left; the last digit
 // takes the rest (|it| < B when the gadget just covers Q, Params::validate;
@@ -66,6 +72,23 @@ void product_scalar(const ProductArgs& g) {
       for (std::size_t k = 0; k < 4; ++k) S[k] = Ntt32::montgomery_reduce(acc[k], g.Q, g.neg_q_inv);
       g.out_b[slot] = Ntt32::montgomery_reduce(u64{S[0]} * g.mp[slot] + u64{S[2]} * g.mm[slot], g.Q, g.neg_q_inv);
       g.out_a[slot] = Ntt32::montgomery_reduce(u64{S[1]} * g.mp[slot] + u64{S[3]} * g.mm[slot], g.Q, g.neg_q_inv);
+    }
+  }
+}
+
+void mac_scalar(const MacArgs& g) {
+  for (std::size_t c = 0; c < g.N / kChunk; ++c) {
+    const u32* kc = g.key + c * g.R * 2 * kChunk;
+    for (std::size_t l = 0; l < kChunk; ++l) {
+      const std::size_t slot = kChunk * c + l;
+      u64 b = 0, a = 0;
+      for (std::size_t r = 0; r < g.R; ++r) {
+        const u64 d = g.D[r * g.N + slot];
+        b += d * kc[(r * 2) * kChunk + l];
+        a += d * kc[(r * 2 + 1) * kChunk + l];
+      }
+      g.out_b[slot] = Ntt32::montgomery_reduce(b, g.Q, g.neg_q_inv);
+      g.out_a[slot] = Ntt32::montgomery_reduce(a, g.Q, g.neg_q_inv);
     }
   }
 }
@@ -141,10 +164,33 @@ void product_avx2(const ProductArgs& g) {
   }
 }
 
+void mac_avx2(const MacArgs& g) {
+  const V q = _mm256_set1_epi32(static_cast<int>(g.Q)), ni = _mm256_set1_epi32(static_cast<int>(g.neg_q_inv));
+  const std::size_t R = g.R, N = g.N;
+  for (std::size_t c = 0; c < N / kChunk; ++c) {
+    const u32* kc = g.key + c * R * 2 * kChunk;
+    for (std::size_t h = 0; h < kChunk; h += 8) {
+      const std::size_t slot = kChunk * c + h;
+      V be = _mm256_setzero_si256(), bo = be, ae = be, ao = be;
+      for (std::size_t r = 0; r < R; ++r) {
+        const V d = load(g.D + r * N + slot), d_odd = odd(d);
+        const V kb = load(kc + (r * 2) * kChunk + h), ka = load(kc + (r * 2 + 1) * kChunk + h);
+        be = _mm256_add_epi64(be, _mm256_mul_epu32(d, kb));
+        bo = _mm256_add_epi64(bo, _mm256_mul_epu32(d_odd, odd(kb)));
+        ae = _mm256_add_epi64(ae, _mm256_mul_epu32(d, ka));
+        ao = _mm256_add_epi64(ao, _mm256_mul_epu32(d_odd, odd(ka)));
+      }
+      store(g.out_b + slot, reduce_pack(be, bo, q, ni));
+      store(g.out_a + slot, reduce_pack(ae, ao, q, ni));
+    }
+  }
+}
+
 #else
 
 void decompose_avx2(const u32* poly, std::size_t N, const Params& p, u32* D) { decompose_scalar(poly, N, p, D); }
 void product_avx2(const ProductArgs& args) { product_scalar(args); }
+void mac_avx2(const MacArgs& args) { mac_scalar(args); }
 
 #endif
 

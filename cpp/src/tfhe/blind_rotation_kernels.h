@@ -2,7 +2,8 @@
 // set per instruction set (isa.h), all bit-identical:
 //   decompose: signed gadget digits of a polynomial (coefficient form);
 //   product:   the two lazy sums of digits times keys, and their products
-//              with the two monomials, in the evaluation form.
+//              with the two monomials, in the evaluation form (GINX);
+//   mac:       the lazy sums of digits times one key (LMKCDEY).
 // The key layout they read (BootstrapKey): per LWE coefficient,
 // [chunk of 16 slots][row r < R][b+, a+, b-, a-][16], Montgomery form.
 #pragma once
@@ -56,7 +57,21 @@ inline void prefetch_next(const ProductArgs& g, std::size_t c) {
 #endif
 }
 
+// The LMKCDEY steps' product (automorphism_key.cpp): out_b, out_a (evaluation
+// layout, < 2Q) = sum_r D_r K_r for one key of R rows, laid out
+// [chunk of 16 slots][row r < R][b, a][16], Montgomery form. R Q^2 < Q 2^32.
+struct MacArgs {
+  const u32* D;
+  std::size_t R, N;
+  const u32* key;
+  u32 Q, neg_q_inv;
+  u32 *out_b, *out_a;
+};
+void mac(Isa isa, const MacArgs& args);
+
 void decompose_scalar(const u32* poly, std::size_t N, const Params& p, u32* D);
+void mac_scalar(const MacArgs& args);
+void mac_avx2(const MacArgs& args);
 void decompose_avx2(const u32* poly, std::size_t N, const Params& p, u32* D);
 void decompose_avx512(const u32* poly, std::size_t N, const Params& p, u32* D);
 void product_scalar(const ProductArgs& args);

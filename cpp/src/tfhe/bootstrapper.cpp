@@ -138,16 +138,28 @@ std::unique_ptr<Ntt32> Bootstrapper::make_ntt(const Params& params, Isa isa) {
 
 Bootstrapper::Bootstrapper(const SecretKey& key, Prng& prng, Isa isa) : params_(key.params()) {
   ntt_ = make_ntt(params_, isa);
-  bsk_ = std::make_unique<BootstrapKey>(key, *ntt_, prng);
+  if (params_.uses_automorphisms()) {
+    lmk_ = std::make_unique<AutomorphismKey>(key, *ntt_, prng);
+  } else {
+    bsk_ = std::make_unique<BootstrapKey>(key, *ntt_, prng);
+    build_monomials();
+  }
   ksk_ = std::make_unique<KeySwitchKey>(key, prng);
-  build_monomials();
 }
 
 Bootstrapper::Bootstrapper(const Params& params, std::unique_ptr<BootstrapKey> bsk, std::unique_ptr<KeySwitchKey> ksk,
                            Isa isa)
     : params_(params), bsk_(std::move(bsk)), ksk_(std::move(ksk)) {
+  require(!params_.uses_automorphisms(), "tfhe.Bootstrapper", "these parameters take an LMKCDEY key, not GINX's");
   ntt_ = make_ntt(params_, isa);
   build_monomials();
+}
+
+Bootstrapper::Bootstrapper(const Params& params, std::unique_ptr<AutomorphismKey> bsk,
+                           std::unique_ptr<KeySwitchKey> ksk, Isa isa)
+    : params_(params), lmk_(std::move(bsk)), ksk_(std::move(ksk)) {
+  require(params_.uses_automorphisms(), "tfhe.Bootstrapper", "these parameters take a GINX key, not LMKCDEY's");
+  ntt_ = make_ntt(params_, isa);
 }
 
 void Bootstrapper::build_monomials() {
@@ -197,6 +209,12 @@ void Bootstrapper::rotate_blindly(const u32* in, const u32* test_vector, u32* ac
   const std::size_t n = params_.lwe_dimension, N = params_.ring_dimension;
   const u32 q = params_.lwe_modulus(), Q = params_.ring_modulus;
   const u32 b = in[n] % q;
+  if (lmk_) {
+    std::vector<u32> f(N);
+    rotate(test_vector, N, (q - b) % q, Q, f.data());
+    lmk_->rotate(in, f.data(), *ntt_, acc);
+    return;
+  }
   rotate(test_vector, N, (q - b) % q, Q, acc);
   std::fill(acc + N, acc + 2 * N, 0u);
   std::vector<u32> scratch((2 * params_.gadget_digits + 2) * N);

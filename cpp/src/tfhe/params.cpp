@@ -45,13 +45,17 @@ void Params::validate() const {
           op, "ks_base_log * ks_digits must cover log2(ks_modulus) with no digit to spare");
   require(ks_base_log <= 8, op, "ks_base_log must be at most 8 (the key table holds 2^ks_base_log - 1 entries per digit)");
   require(std::isfinite(sigma) && sigma > 0 && sigma <= 64, op, "sigma must be in (0, 64]");
+  require(automorphism_window < N / 2 && automorphism_window <= 64, op,
+          "automorphism_window must be 0 (GINX) or in [1, min(64, N/2 - 1)], got " +
+              std::to_string(automorphism_window));
 }
 
 std::string Params::describe() const {
   return "n=" + std::to_string(lwe_dimension) + " N=" + std::to_string(ring_dimension) + " Q=" +
          std::to_string(ring_modulus) + " Bg=2^" + std::to_string(gadget_base_log) + "x" +
          std::to_string(gadget_digits) + " (skip " + std::to_string(gadget_skip_bits) + ") Qks=" +
-         std::to_string(ks_modulus) + " Bks=2^" + std::to_string(ks_base_log) + "x" + std::to_string(ks_digits);
+         std::to_string(ks_modulus) + " Bks=2^" + std::to_string(ks_base_log) + "x" + std::to_string(ks_digits) +
+         (uses_automorphisms() ? " LMKCDEY w=" + std::to_string(automorphism_window) : "");
 }
 
 Sha256Digest Params::identity() const {
@@ -67,6 +71,12 @@ Sha256Digest Params::identity() const {
                           std::uint64_t{gadget_base_log}, std::uint64_t{gadget_digits}, std::uint64_t{gadget_skip_bits},
                           std::uint64_t{ks_modulus}, std::uint64_t{ks_base_log}, std::uint64_t{ks_digits}, sigma_bits})
     put(v);
+  // Only where set: GINX sets keep the identity (and the saved keys) they had.
+  if (uses_automorphisms()) {
+    const char lmkcdey[] = "/lmkcdey";
+    bytes.insert(bytes.end(), lmkcdey, lmkcdey + sizeof(lmkcdey) - 1);
+    put(automorphism_window);
+  }
   return sha256(bytes.data(), bytes.size());
 }
 

@@ -38,7 +38,7 @@ from .. import _core
 from ..tfhe import Context
 from .foundations import median_ms
 
-SETS = ("STD128", "STD128_LP", "STD128_LUT", "STD128_T64", "STD128_T64_MB", "STD128_T64_LP")
+SETS = ("STD128", "STD128_LMKCDEY", "STD128_LP", "STD128_LUT", "STD128_T64", "STD128_T64_MB", "STD128_T64_LP")
 
 
 def bench_tfhe(sets=SETS, repeat: int = 20, quiet: bool = False) -> list[dict]:

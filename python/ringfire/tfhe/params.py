@@ -32,6 +32,10 @@ _OPENFHE_STD128 = (
     "N=1024, log2 Q=27, uniform ternary secrets, sigma=3.19; estimated there with the lattice estimator at "
     ">= 128-bit classical security); the ring also meets the HE standard's bound for N=1024 (log2 Q <= 27)")
 
+_LMKCDEY_KEYS = (
+    "; LMKCDEY's automorphism keys are RLWE encryptions of z(X^t) under the ring secret z in the same ring, "
+    "the circular-security assumption CKKS rotation keys and the paper (ePrint 2022/198, Section 5) make")
+
 
 @dataclasses.dataclass(frozen=True)
 class ParameterSet:
@@ -56,6 +60,8 @@ class ParameterSet:
     sigma: float = 3.19
     security: int | None = None
     source: str = ""
+    # 0: GINX blind rotation; w >= 1: LMKCDEY, automorphism keys for 5^1 .. 5^w (and -5).
+    automorphism_window: int = 0
 
     word_bits = 32  # ciphertext words: uint32, mod q
     secret_square_mean = 2 / 3  # ternary secrets: E[s^2]
@@ -86,6 +92,7 @@ class ParameterSet:
         p.ks_base_log = self.ks_base_log
         p.ks_digits = self.ks_digits
         p.sigma = self.sigma
+        p.automorphism_window = self.automorphism_window
         p.validate()
         return p
 
@@ -104,6 +111,12 @@ class ParameterSet:
         - ``mod_switch_lwe``: rounding the n+1 words from Q_ks to q.
 
         A ternary secret coefficient has E[s^2] = 2/3.
+
+        LMKCDEY (``automorphism_window`` w >= 1) has two kinds of steps instead: n RGSW
+        products with one key (N sum_r Var(D_r) sigma^2, and the gadget's rounding times
+        X^s: one term, not two), and at most :meth:`automorphism_count` key switches of the
+        accumulator's a half (d_g digits, the rounding times z(X^t)), as many as
+        :meth:`automorphism_count` expects.
         """
         n, N, Q = self.lwe_dimension, self.ring_dimension, self.ring_modulus
         q, qks, s2 = self.lwe_modulus, 1 << self.ks_modulus_log, self.sigma ** 2
@@ -111,10 +124,15 @@ class ParameterSet:
         top = Q / 2 ** (self.gadget_skip_bits + 1) / bg ** (self.gadget_digits - 1)  # |last digit| bound
         digits_var = 2 * ((self.gadget_digits - 1) * bg * bg / 12 + top * top / 3)
         rounding = 4 ** self.gadget_skip_bits / 12 if self.gadget_skip_bits else 0.0
-        step = N * digits_var * 4 * s2 + 2 * rounding * (1 + N * 2 / 3)
+        if self.automorphism_window:
+            product = N * digits_var * s2 + rounding * (1 + N * 2 / 3)
+            key_switch = N * digits_var / 2 * s2 + rounding * N * 2 / 3
+            rotation = n * product + self.automorphism_count() * key_switch
+        else:
+            rotation = n * (N * digits_var * 4 * s2 + 2 * rounding * (1 + N * 2 / 3))
         base = 1 << self.ks_base_log
         return {
-            "blind_rotation": n * step * (q / Q) ** 2,
+            "blind_rotation": rotation * (q / Q) ** 2,
             "mod_switch_ring": (1 + N * 2 / 3) / 12 * (q / qks) ** 2,
             "key_switch": N * self.ks_digits * (1 - 1 / base) * s2 * (q / qks) ** 2,
             "mod_switch_lwe": (1 + n * 2 / 3) / 12,
@@ -128,10 +146,45 @@ class ParameterSet:
         """A fresh encryption's error variance at q."""
         return self.sigma ** 2
 
+    def automorphism_count(self) -> float:
+        """The expected number of LMKCDEY's automorphisms per blind rotation (the errors
+        they add are independent, so their variances add by the expected count). Each half
+        walks the classes j = N/2-1 .. 1, each occupied with probability 1 - (1 - 1/N)^n
+        (the a_i made odd are uniform over N odd values): an automorphism before an
+        occupied class when any are pending, when w are pending and at j = 1; plus
+        X -> X^-5 between the halves. A walk over the pending count (< w) gives it."""
+        w = self.automorphism_window
+        if not w:
+            return 0.0
+        N = self.ring_dimension
+        occupied = 1 - (1 - 1 / N) ** self.lwe_dimension
+        pending = [1.0] + [0.0] * (w - 1)  # probability of each pending count
+        count = 0.0
+        for j in range(N // 2 - 1, 0, -1):
+            after = [0.0] * (w + 1)
+            for p, prob in enumerate(pending):
+                if prob == 0:
+                    continue
+                if p > 0:
+                    count += prob * occupied  # flushed before the occupied class
+                    after[1] += prob * occupied
+                    after[p + 1] += prob * (1 - occupied)
+                else:
+                    after[1] += prob
+            flush = sum(after) if j == 1 else after[w]
+            count += flush
+            pending = [0.0] * w
+            if j > 1:
+                pending[0] = after[w]
+                for p in range(1, w):
+                    pending[p] = after[p]
+        return 2 * count + 1
+
     def switch_variance(self) -> float:
-        """What a bootstrap adds to its input's error before deciding: nothing here (this
-        engine switches keys after the blind rotation, so bootstrap_variance holds it)."""
-        return 0.0
+        """What a bootstrap adds to its input's error before deciding: nothing for GINX
+        (this engine switches keys after the blind rotation, so bootstrap_variance holds
+        it); LMKCDEY makes even a_i odd (+1, half of them), adding s_i each: n E[s^2] / 2."""
+        return self.lwe_dimension * self.secret_square_mean / 2 if self.automorphism_window else 0.0
 
     def rounding_variance(self, v: int) -> float:
         """The error that rounding every word of an LWE ciphertext to a multiple of v adds."""
@@ -174,6 +227,14 @@ PRESETS: dict[str, ParameterSet] = {
                            gadget_base_log=7, gadget_digits=3, gadget_skip_bits=6,
                            ks_modulus_log=15, ks_base_log=3, ks_digits=5,
                            security=128, source=_OPENFHE_STD128),
+    # STD128 with LMKCDEY's blind rotation (Lee, Micciancio, Kim, Choi, Deryabin, Eom, Yoo,
+    # Eurocrypt 2023): the same lattices; the key holds one RGSW encryption per LWE
+    # coefficient instead of two, plus 11 automorphism keys (window 10). Making even
+    # coefficients odd adds n/3 to the input's error: a NAND fails with probability 2^-77.6.
+    "STD128_LMKCDEY": ParameterSet("STD128_LMKCDEY", lwe_dimension=556, ring_dimension=1024, ring_modulus_bits=27,
+                                   gadget_base_log=7, gadget_digits=3, gadget_skip_bits=6,
+                                   ks_modulus_log=15, ks_base_log=3, ks_digits=5, automorphism_window=10,
+                                   security=128, source=_OPENFHE_STD128 + _LMKCDEY_KEYS),
     # Low probability of failure, for circuits of many bootstraps (the
     # integers' full adders): OpenFHE's STD128_3 lattice parameters, a key
     # switch at 2^16; every gate, MAJ and XOR3 included, fails with

@@ -1,7 +1,8 @@
 // Programmable bootstrapping (FHEW/TFHE): the blind rotation of a test
 // polynomial by an LWE ciphertext's phase, then back to a gate ciphertext.
 //
-// Blind rotation (GINX/CGGI with a ternary secret, as OpenFHE's binfhe):
+// Blind rotation (GINX/CGGI with a ternary secret, as OpenFHE's binfhe; or
+// LMKCDEY where the parameters choose it, automorphism_key.h):
 // acc = X^-b TV, then for each LWE coefficient i
 //   acc <- acc + acc [x] ((X^{a_i} - 1) BK+_i + (X^{-a_i} - 1) BK-_i),
 // where BK+_i, BK-_i are RGSW encryptions of [s_i = 1] and [s_i = -1]
@@ -20,6 +21,7 @@
 #include <memory>
 #include <vector>
 
+#include "ringfire/tfhe/automorphism_key.h"
 #include "ringfire/tfhe/key_buffer.h"
 #include "ringfire/tfhe/lwe.h"
 #include "ringfire/tfhe/ntt32.h"
@@ -64,8 +66,10 @@ class Bootstrapper {
   // Generates the evaluation keys (bootstrapping and key-switching) of
   // `key`; the kernels run on `isa` (isa.h; every path gives the same bits).
   Bootstrapper(const SecretKey& key, Prng& prng, Isa isa = default_isa());
-  // From loaded keys (io/serialize.h).
+  // From loaded keys (io/serialize.h): GINX's or, where the parameters say so, LMKCDEY's.
   Bootstrapper(const Params& params, std::unique_ptr<BootstrapKey> bsk, std::unique_ptr<KeySwitchKey> ksk,
+               Isa isa = default_isa());
+  Bootstrapper(const Params& params, std::unique_ptr<AutomorphismKey> bsk, std::unique_ptr<KeySwitchKey> ksk,
                Isa isa = default_isa());
   // An Ntt32 for params on isa: what a BootstrapKey is built or loaded against.
   static std::unique_ptr<Ntt32> make_ntt(const Params& params, Isa isa = default_isa());
@@ -97,9 +101,11 @@ class Bootstrapper {
   // Ciphertexts key-switched together by bootstrap_many and switch_ring_lwe.
   static constexpr std::size_t kSwitchBatch = 64;
 
-  std::size_t bootstrap_key_bytes() const { return bsk_->bytes(); }
+  std::size_t bootstrap_key_bytes() const { return bsk_ ? bsk_->bytes() : lmk_->bytes(); }
   std::size_t key_switch_key_bytes() const { return ksk_->bytes(); }
-  const BootstrapKey& bootstrap_key() const { return *bsk_; }
+  // The blind rotation's key, whichever it is: its public seed and its bodies (as saved).
+  const Prng::Seed& blind_rotation_seed() const { return bsk_ ? bsk_->seed() : lmk_->seed(); }
+  std::vector<u32> blind_rotation_bodies() const { return bsk_ ? bsk_->bodies(*ntt_) : lmk_->bodies(*ntt_); }
   const KeySwitchKey& key_switch_key() const { return *ksk_; }
   const Ntt32& ntt() const { return *ntt_; }
 
@@ -131,7 +137,8 @@ class Bootstrapper {
 
   Params params_;
   std::unique_ptr<Ntt32> ntt_;
-  std::unique_ptr<BootstrapKey> bsk_;
+  std::unique_ptr<BootstrapKey> bsk_;     // GINX, or
+  std::unique_ptr<AutomorphismKey> lmk_;  // LMKCDEY (params.automorphism_window >= 1)
   std::unique_ptr<KeySwitchKey> ksk_;
   KeyBuffer<u32> monomials_;  // [k][N]: Montgomery(NTT(X^k) - 1), k < 2N
 };

@@ -2,7 +2,7 @@
 // the ring of the blind rotation, and the key switch between them.
 //
 // One bootstrap (FHEW order, as OpenFHE's binfhe):
-//   LWE (n, q = 2N) --blind rotation over R_Q, ternary secret, GINX--> RLWE
+//   LWE (n, q = 2N) --blind rotation over R_Q, ternary secret, GINX or LMKCDEY--> RLWE
 //   --sample extract--> LWE (N, Q) --modulus switch--> LWE (N, Q_ks)
 //   --key switch--> LWE (n, Q_ks) --modulus switch--> LWE (n, q).
 // Which sets are secure is decided where the named presets live (the Python
@@ -29,8 +29,13 @@ struct Params {
   unsigned ks_base_log = 0;         // log2 B_ks
   unsigned ks_digits = 0;           // d_ks: B_ks^d_ks >= Q_ks, the top digit in part
   double sigma = 3.19;              // error width of every key and encryption
+  // The blind rotation: 0 for GINX (bootstrapper.h); w >= 1 for LMKCDEY
+  // (automorphism_key.h), whose keys switch the automorphisms X -> X^(5^k)
+  // for k = 1..w (and X -> X^-5): a longer window means fewer key switches.
+  unsigned automorphism_window = 0;
 
   std::uint32_t lwe_modulus() const { return static_cast<std::uint32_t>(2 * ring_dimension); }
+  bool uses_automorphisms() const { return automorphism_window > 0; }
   // Raises InvalidArgument naming the first field that cannot run.
   void validate() const;
   std::string describe() const;
