@@ -33,11 +33,12 @@ std::vector<u32> ternary_mod(const std::vector<std::int8_t>& v, u32 Q) {
 }  // namespace
 
 void apply_automorphism(const u32* src, std::size_t N, std::uint32_t t, u32 Q, u32* dst) {
-  const std::size_t two_n = 2 * N;
+  const std::size_t mask = 2 * N - 1;  // N is a power of two
   std::size_t e = 0;  // i t mod 2N, stepped
-  for (std::size_t i = 0; i < N; ++i, e = (e + t) % two_n) {
-    if (e < N) dst[e] = src[i];
-    else dst[e - N] = neg_mod(src[i], Q);
+  for (std::size_t i = 0; i < N; ++i, e = (e + t) & mask) {
+    const u32 v = src[i];
+    if (e < N) dst[e] = v;
+    else dst[e - N] = v == 0 ? 0 : Q - v;
   }
 }
 
@@ -52,11 +53,13 @@ void AutomorphismKey::init(const Params& params) {
   const std::size_t n = params.lwe_dimension, N = params.ring_dimension, dg = params.gadget_digits;
   rgsw_ = KeyBuffer<u32>(n * N * 2 * dg * 2);
   automorphisms_ = KeyBuffer<u32>((params.automorphism_window + 1) * N * dg * 2);
-  class_of_.assign(2 * N, 0);
+  // The walk visits -5^j for j = N/2-1 .. 1, then -1, then 5^j likewise, then 1 (rotate).
+  const std::size_t J = N / 2 - 1;
+  rank_of_.assign(2 * N, 0);
   std::uint64_t x = 1;
   for (std::size_t j = 0; j < N / 2; ++j, x = x * kGenerator % (2 * N)) {
-    class_of_[x] = static_cast<std::uint32_t>(j);
-    class_of_[2 * N - x] = static_cast<std::uint32_t>(N / 2 + j);
+    rank_of_[2 * N - x] = static_cast<std::uint32_t>(J - j);
+    rank_of_[x] = static_cast<std::uint32_t>(J + 1 + J - j);
   }
 }
 
@@ -182,14 +185,15 @@ std::vector<u32> AutomorphismKey::bodies(const Ntt32& ntt) const {
   return out;
 }
 
-void AutomorphismKey::multiply(u32* acc, std::size_t i, const Ntt32& ntt, u32* D) const {
+void AutomorphismKey::multiply(u32* acc, std::size_t i, const u32* next_key, const Ntt32& ntt, u32* D) const {
   const std::size_t N = params_.ring_dimension, dg = params_.gadget_digits, R = 2 * dg;
   const Isa isa = ntt.isa();
   kernels::decompose(isa, acc, N, params_, D);
   kernels::decompose(isa, acc + N, N, params_, D + dg * N);
   for (std::size_t r = 0; r < R; ++r) ntt.forward(D + r * N);
   // acc is consumed by the digits: the products land in it.
-  kernels::mac(isa, {D, R, N, key(0, i), params_.ring_modulus, ntt.neg_q_inverse(), acc, acc + N});
+  kernels::mac(isa, {D, R, N, key(0, i), params_.ring_modulus, ntt.neg_q_inverse(), acc, acc + N,
+                     reinterpret_cast<const char*>(next_key)});
   ntt.inverse(acc);
   ntt.inverse(acc + N);
 }
@@ -205,49 +209,51 @@ void AutomorphismKey::automorphism(u32* acc, std::size_t k, const Ntt32& ntt, u3
   kernels::decompose(isa, acc + N, N, params_, D);
   for (std::size_t r = 0; r < dg; ++r) ntt.forward(D + r * N);
   u32* out_b = copy;
-  kernels::mac(isa, {D, dg, N, key(1, k), Q, ntt.neg_q_inverse(), out_b, acc + N});
+  kernels::mac(isa, {D, dg, N, key(1, k), Q, ntt.neg_q_inverse(), out_b, acc + N, nullptr});
   ntt.inverse(out_b, acc);
   ntt.inverse(acc + N);
 }
 
 void AutomorphismKey::rotate(const u32* in, const u32* f, const Ntt32& ntt, u32* acc) const {
-  const std::size_t n = params_.lwe_dimension, N = params_.ring_dimension, half = N / 2;
+  const std::size_t n = params_.lwe_dimension, N = params_.ring_dimension, J = N / 2 - 1;
   const std::size_t w = params_.automorphism_window;
   const u32 q = params_.lwe_modulus(), Q = params_.ring_modulus;
-  // The coefficients by class (a counting sort): order[start[c] .. start[c + 1]).
-  std::vector<std::uint32_t> start(N + 1, 0), order(n);
-  std::vector<std::uint32_t> cls(n);
+  // The coefficients in the order their classes are visited (a counting sort by rank):
+  // order[start[r] .. start[r + 1]) holds the class of rank r.
+  std::vector<std::uint32_t> start(N + 1, 0), order(n), rank(n);
   for (std::size_t i = 0; i < n; ++i) {
-    const u32 a = (in[i] % q) | 1u;  // even values made odd: + 1
-    cls[i] = class_of_[a];
-    ++start[cls[i] + 1];
+    rank[i] = rank_of_[(in[i] % q) | 1u];  // even values made odd: + 1
+    ++start[rank[i] + 1];
   }
-  for (std::size_t c = 0; c < N; ++c) start[c + 1] += start[c];
+  for (std::size_t r = 0; r < N; ++r) start[r + 1] += start[r];
   {
     std::vector<std::uint32_t> next(start.begin(), start.end() - 1);
-    for (std::size_t i = 0; i < n; ++i) order[next[cls[i]]++] = static_cast<std::uint32_t>(i);
+    for (std::size_t i = 0; i < n; ++i) order[next[rank[i]]++] = static_cast<std::uint32_t>(i);
   }
   std::vector<u32> D(2 * params_.gadget_digits * N), copy(2 * N);
   apply_automorphism(f, N, exponent(0), Q, acc);  // f(X^-5): the passes map it back to f
   std::fill(acc + N, acc + 2 * N, 0u);
-  auto multiply_class = [&](std::size_t c) {
-    for (std::uint32_t at = start[c]; at < start[c + 1]; ++at) multiply(acc, order[at], ntt, D.data());
+  auto multiply_rank = [&](std::size_t r) {
+    for (std::uint32_t at = start[r]; at < start[r + 1]; ++at)  // the next key is the next in order
+      multiply(acc, order[at], at + 1 < n ? key(0, order[at + 1]) : nullptr, ntt, D.data());
   };
   std::size_t pending = 0;
-  for (const std::size_t base : {half, std::size_t{0}}) {  // the classes of -5^j, then of 5^j
-    for (std::size_t j = half - 1; j >= 1; --j) {
-      if (start[base + j + 1] > start[base + j]) {
+  for (std::size_t half = 0; half < 2; ++half) {  // the classes of -5^j, then of 5^j
+    const std::size_t first = half * (J + 1);
+    for (std::size_t j = J; j >= 1; --j) {
+      const std::size_t r = first + J - j;
+      if (start[r + 1] > start[r]) {
         if (pending > 0) automorphism(acc, pending, ntt, D.data(), copy.data());
         pending = 0;
-        multiply_class(base + j);
+        multiply_rank(r);
       }
       if (++pending == w || j == 1) {
         automorphism(acc, pending, ntt, D.data(), copy.data());
         pending = 0;
       }
     }
-    multiply_class(base);
-    if (base == half) automorphism(acc, 0, ntt, D.data(), copy.data());
+    multiply_rank(first + J);  // -1, then 1
+    if (half == 0) automorphism(acc, 0, ntt, D.data(), copy.data());
   }
 }
 

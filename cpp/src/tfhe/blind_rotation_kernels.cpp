@@ -169,6 +169,12 @@ void mac_avx2(const MacArgs& g) {
   const std::size_t R = g.R, N = g.N;
   for (std::size_t c = 0; c < N / kChunk; ++c) {
     const u32* kc = g.key + c * R * 2 * kChunk;
+#if defined(__x86_64__)
+    if (g.next_key != nullptr) {  // chunk c of the next key into L2, as prefetch_next does for GINX
+      const std::size_t bytes = R * 2 * kChunk * sizeof(u32);
+      for (std::size_t off = 0; off < bytes; off += 64) _mm_prefetch(g.next_key + c * bytes + off, _MM_HINT_T1);
+    }
+#endif
     for (std::size_t h = 0; h < kChunk; h += 8) {
       const std::size_t slot = kChunk * c + h;
       V be = _mm256_setzero_si256(), bo = be, ae = be, ao = be;

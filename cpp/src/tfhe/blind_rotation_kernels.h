@@ -66,6 +66,7 @@ struct MacArgs {
   const u32* key;
   u32 Q, neg_q_inv;
   u32 *out_b, *out_a;
+  const char* next_key;  // the next product's key of the same shape, prefetched (or null)
 };
 void mac(Isa isa, const MacArgs& args);
 

@@ -60,14 +60,16 @@ class AutomorphismKey {
   // The automorphism exponent of key k: -5 for k = 0, 5^k above.
   std::uint32_t exponent(std::size_t k) const;
   // acc <- acc [x] RGSW(X^{s_i}); acc <- key switch of acc(X^t) back under z.
-  void multiply(u32* acc, std::size_t i, const Ntt32& ntt, u32* D) const;
+  // (next_key: the key the next product reads, prefetched meanwhile; or null.)
+  void multiply(u32* acc, std::size_t i, const u32* next_key, const Ntt32& ntt, u32* D) const;
   void automorphism(u32* acc, std::size_t k, const Ntt32& ntt, u32* D, u32* copy) const;
 
   Params params_;
   Prng::Seed seed_{};
   KeyBuffer<u32> rgsw_;           // [i][chunk][row < 2 d_g][b, a][16], Montgomery form
   KeyBuffer<u32> automorphisms_;  // [k <= w][chunk][row < d_g][b, a][16]
-  std::vector<std::uint32_t> class_of_;  // odd a < 2N -> j (a = 5^j) or N/2 + j (a = -5^j)
+  // Odd a < 2N -> the rank of its class in rotate's walk: -5^j at N/2 - 1 - j, 5^j at N - 1 - j.
+  std::vector<std::uint32_t> rank_of_;
 };
 
 // dst = src(X^t) in Z_Q[X]/(X^N + 1), t odd.
