@@ -52,6 +52,21 @@ def test_every_table_entry_toy(toy, bits):
     assert (got == np.tile(table, 2)).all()
 
 
+@pytest.mark.parametrize("bits,count", [(1, 4), (2, 4), (2, 2)])
+def test_many_tables_from_one_exact_rotation_toy(toy, bits, count):
+    """Several tables read consecutive coefficients of a phase on a grid of their count: the
+    rotation runs exact there (odd exponents would move it off the grid and read the
+    neighbouring table, as a first version did for every input)."""
+    ctx, sk = toy
+    p = 1 << bits
+    tables = np.random.default_rng(bits * count).integers(0, p, (count, p))
+    x = np.tile(np.arange(p), 4)
+    outs = ctx.lut_many([lambda m, t=t: int(t[m]) for t in tables], bits=bits)(ctx.encrypt(x, sk, bits=bits))
+    for table, out in zip(tables, outs):
+        assert (ctx.decrypt(out, sk) == table[x]).all()
+    assert ctx.failure_probability("lut_many", bits=bits, tables=count) < 1e-9
+
+
 def test_gates_at_128_bits_with_half_the_blind_rotation_key(std128):
     ctx, sk = std128
     assert ctx.params.security == 128 and "ePrint 2022/198" in ctx.params.source
@@ -63,6 +78,12 @@ def test_gates_at_128_bits_with_half_the_blind_rotation_key(std128):
     assert (ctx.decrypt(a ^ b, sk) == x ^ y).all()
     ginx = rf.tfhe.Context.preset("STD128")
     ginx.keygen()
+    four = ctx.lut_many([lambda m, k=k: (m + k) % 4 for k in range(4)], bits=2)
+    y = rng.integers(0, 4, 32)
+    with pytest.warns(RuntimeWarning, match="lut_many"):  # 2^-28 per element, as at STD128: exact
+        outs = four(ctx.encrypt(y, sk, bits=2))
+    for k, out in enumerate(outs):
+        assert (ctx.decrypt(out, sk) == (y + k) % 4).all()
     ours, theirs = ctx.evaluation_key_bytes["bootstrap"], ginx.evaluation_key_bytes["bootstrap"]
     assert 0.5 <= ours / theirs < 0.51  # n keys of 2 d_g rows (and 11 small ones) against 2n
     assert len(ctx.save_evaluation_keys()) < len(ginx.save_evaluation_keys()) * 0.8

@@ -161,10 +161,11 @@ INSTANTIATE_TEST_SUITE_P(Sets, TfheBootstrap, ::testing::Values(Variant::narrow,
                                                                                                          : "narrow";
                          });
 
-// LMKCDEY rotates by exactly b - sum_i odd(a_i) s_i (even a_i made odd by + 1), with
-// GINX's rotation where every a_i is odd: with a constant test vector c, coefficient k of
-// X^-phase TV is +c or -c as k + phase mod 2N falls below N or not, which decrypts
-// exactly (the error is far below c), for every coefficient, window and instruction set.
+// LMKCDEY rotates by exactly b - sum_i odd(a_i) s_i (even a_i made odd, odd_exponents), or
+// by b - sum_i a_i s_i itself when exact, and as GINX does where every a_i is odd: with a
+// constant test vector c, coefficient k of X^-phase TV is +c or -c as k + phase mod 2N falls
+// below N or not, which decrypts exactly (the error is far below c), for every coefficient,
+// window and instruction set.
 TEST(TfheLmkcdey, RotatesByThePhaseWithEvenCoefficientsMadeOdd) {
   for (unsigned window : {1u, 3u, 10u}) {
     Params p = small_params();
@@ -187,20 +188,26 @@ TEST(TfheLmkcdey, RotatesByThePhaseWithEvenCoefficientsMadeOdd) {
       if (trial == 0) std::fill(in.begin(), in.end() - 1, 1u);  // one class only
       if (trial == 1) std::fill(in.begin(), in.end() - 1, q - 1);  // -1: the class of -5^0
       if (trial == 2) for (auto& x : in) x |= 1;  // all odd: GINX's rotation too
-      std::int64_t phase = in[n];
-      for (std::size_t i = 0; i < n; ++i) phase -= static_cast<std::int64_t>(in[i] | 1u) * sk.lwe()[i];
-      phase = ((phase % q) + q) % q;
-      std::vector<u32> acc(2 * N), ring(N), first;
-      for (const auto& boot : paths) {
-        boot->blind_rotate(in.data(), tv.data(), acc.data());
-        sk.ring_phases(acc.data(), ring.data());
-        for (std::size_t k = 0; k < N; ++k) {
-          const bool positive = (k + static_cast<std::size_t>(phase)) % q < N;
-          const bool near_plus = ring[k] > c / 2 && ring[k] < Q / 2;
-          ASSERT_EQ(near_plus, positive) << "window " << window << " trial " << trial << " coefficient " << k;
+      if (trial == 3) for (auto& x : in) x &= ~1u;  // all even: both neighbours used
+      std::vector<u32> odd(n), acc(2 * N), ring(N);
+      odd_exponents(in.data(), n, q, odd.data());
+      for (bool exact : {false, true}) {
+        std::int64_t phase = in[n];
+        for (std::size_t i = 0; i < n; ++i) phase -= static_cast<std::int64_t>(exact ? in[i] : odd[i]) * sk.lwe()[i];
+        phase = ((phase % q) + q) % q;
+        std::vector<u32> first;
+        for (const auto& boot : paths) {
+          boot->blind_rotate(in.data(), tv.data(), acc.data(), exact);
+          sk.ring_phases(acc.data(), ring.data());
+          for (std::size_t k = 0; k < N; ++k) {
+            const bool positive = (k + static_cast<std::size_t>(phase)) % q < N;
+            const bool near_plus = ring[k] > c / 2 && ring[k] < Q / 2;
+            ASSERT_EQ(near_plus, positive) << "window " << window << " trial " << trial << " exact " << exact
+                                           << " coefficient " << k;
+          }
+          if (first.empty()) first = acc;
+          EXPECT_EQ(acc, first) << isa_name(boot->isa());  // every path gives the same bits
         }
-        if (first.empty()) first = acc;
-        EXPECT_EQ(acc, first) << isa_name(boot->isa());  // every path gives the same bits
       }
       if (trial == 2) {
         std::vector<u32> ginx_acc(2 * N), ginx_ring(N);
@@ -210,6 +217,31 @@ TEST(TfheLmkcdey, RotatesByThePhaseWithEvenCoefficientsMadeOdd) {
       }
     }
   }
+}
+
+// Even exponents move to a neighbour, up or down by the ciphertext's hash: both ways
+// within one all-even ciphertext (as after a product by 2), and differently for another.
+TEST(TfheLmkcdey, EvenExponentsMoveBothWaysByTheCiphertextsHash) {
+  const std::size_t n = 256;
+  const u32 q = 2048;
+  std::mt19937 rng(3);
+  std::vector<u32> in(n + 1), out(n), other(n);
+  for (auto& x : in) x = 2 * (rng() % (q / 2));  // all even
+  odd_exponents(in.data(), n, q, out.data());
+  std::size_t up = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(out[i] % 2, 1u);
+    ASSERT_TRUE(out[i] == (in[i] + 1) % q || out[i] == (in[i] + q - 1) % q) << i;
+    up += out[i] == (in[i] + 1) % q;
+  }
+  EXPECT_GT(up, n / 4);
+  EXPECT_LT(up, 3 * n / 4);
+  in[n] += 2;  // another ciphertext with the same a: other signs
+  odd_exponents(in.data(), n, q, other.data());
+  EXPECT_NE(out, other);
+  in[0] = 7;  // odd exponents stay
+  odd_exponents(in.data(), n, q, out.data());
+  EXPECT_EQ(out[0], 7u);
 }
 
 // LMKCDEY's key: one RGSW encryption per LWE coefficient and w + 1 automorphism keys,

@@ -32,6 +32,28 @@ std::vector<u32> ternary_mod(const std::vector<std::int8_t>& v, u32 Q) {
 
 }  // namespace
 
+void odd_exponents(const u32* in, std::size_t n, u32 q, u32* out) {
+  // A 64-bit hash of the ciphertext (multiply-xorshift over its words), then a SplitMix64
+  // stream: 64 signs per draw, one per coefficient whether it is used or not.
+  std::uint64_t h = 0x9E3779B97F4A7C15ull;
+  for (std::size_t i = 0; i <= n; ++i) {
+    h = (h ^ in[i]) * 0xFF51AFD7ED558CCDull;
+    h ^= h >> 32;
+  }
+  std::uint64_t bits = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i % 64 == 0) {
+      h += 0x9E3779B97F4A7C15ull;
+      std::uint64_t z = h;
+      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+      bits = z ^ (z >> 31);
+    }
+    const u32 a = in[i] % q;
+    out[i] = (a & 1u) ? a : ((bits >> (i % 64)) & 1u) ? (a + 1) % q : (a + q - 1) % q;
+  }
+}
+
 void apply_automorphism(const u32* src, std::size_t N, std::uint32_t t, u32 Q, u32* dst) {
   const std::size_t mask = 2 * N - 1;  // N is a power of two
   std::size_t e = 0;  // i t mod 2N, stepped
@@ -214,28 +236,37 @@ void AutomorphismKey::automorphism(u32* acc, std::size_t k, const Ntt32& ntt, u3
   ntt.inverse(acc + N);
 }
 
-void AutomorphismKey::rotate(const u32* in, const u32* f, const Ntt32& ntt, u32* acc) const {
+void AutomorphismKey::rotate(const u32* in, const u32* f, const Ntt32& ntt, u32* acc, bool exact) const {
   const std::size_t n = params_.lwe_dimension, N = params_.ring_dimension, J = N / 2 - 1;
   const std::size_t w = params_.automorphism_window;
   const u32 q = params_.lwe_modulus(), Q = params_.ring_modulus;
-  // The coefficients in the order their classes are visited (a counting sort by rank):
-  // order[start[r] .. start[r + 1]) holds the class of rank r.
-  std::vector<std::uint32_t> start(N + 1, 0), order(n), rank(n);
+  // The products (coefficient, class rank): one per coefficient at its odd exponent and,
+  // when exact, one per even a_i at the rest, a_i - odd_i = -+1 (the classes of -1 and 1).
+  std::vector<u32> odd(n);
+  odd_exponents(in, n, q, odd.data());
+  std::vector<std::uint32_t> who, rank;
+  who.reserve(2 * n), rank.reserve(2 * n);
   for (std::size_t i = 0; i < n; ++i) {
-    rank[i] = rank_of_[(in[i] % q) | 1u];  // even values made odd: + 1
-    ++start[rank[i] + 1];
+    who.push_back(static_cast<std::uint32_t>(i)), rank.push_back(rank_of_[odd[i]]);
+    const u32 a = in[i] % q;
+    if (exact && a != odd[i]) who.push_back(static_cast<std::uint32_t>(i)), rank.push_back(rank_of_[(a + q - odd[i]) % q]);
   }
+  // In the order their classes are visited (a counting sort by rank): order[start[r] ..
+  // start[r + 1]) holds the class of rank r.
+  const std::size_t products = who.size();
+  std::vector<std::uint32_t> start(N + 1, 0), order(products);
+  for (std::size_t k = 0; k < products; ++k) ++start[rank[k] + 1];
   for (std::size_t r = 0; r < N; ++r) start[r + 1] += start[r];
   {
     std::vector<std::uint32_t> next(start.begin(), start.end() - 1);
-    for (std::size_t i = 0; i < n; ++i) order[next[rank[i]]++] = static_cast<std::uint32_t>(i);
+    for (std::size_t k = 0; k < products; ++k) order[next[rank[k]]++] = who[k];
   }
   std::vector<u32> D(2 * params_.gadget_digits * N), copy(2 * N);
   apply_automorphism(f, N, exponent(0), Q, acc);  // f(X^-5): the passes map it back to f
   std::fill(acc + N, acc + 2 * N, 0u);
   auto multiply_rank = [&](std::size_t r) {
     for (std::uint32_t at = start[r]; at < start[r + 1]; ++at)  // the next key is the next in order
-      multiply(acc, order[at], at + 1 < n ? key(0, order[at + 1]) : nullptr, ntt, D.data());
+      multiply(acc, order[at], at + 1 < products ? key(0, order[at + 1]) : nullptr, ntt, D.data());
   };
   std::size_t pending = 0;
   for (std::size_t half = 0; half < 2; ++half) {  // the classes of -5^j, then of 5^j

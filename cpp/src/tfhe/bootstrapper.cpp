@@ -200,19 +200,19 @@ void Bootstrapper::check_test_vector(const u32* test_vector) const {
     require(test_vector[c] < Q, "tfhe.bootstrap", "a test vector coefficient is not below Q=" + std::to_string(Q));
 }
 
-void Bootstrapper::blind_rotate(const u32* in, const u32* test_vector, u32* acc) const {
+void Bootstrapper::blind_rotate(const u32* in, const u32* test_vector, u32* acc, bool exact) const {
   check_test_vector(test_vector);
-  rotate_blindly(in, test_vector, acc);
+  rotate_blindly(in, test_vector, acc, exact);
 }
 
-void Bootstrapper::rotate_blindly(const u32* in, const u32* test_vector, u32* acc) const {
+void Bootstrapper::rotate_blindly(const u32* in, const u32* test_vector, u32* acc, bool exact) const {
   const std::size_t n = params_.lwe_dimension, N = params_.ring_dimension;
   const u32 q = params_.lwe_modulus(), Q = params_.ring_modulus;
   const u32 b = in[n] % q;
   if (lmk_) {
     std::vector<u32> f(N);
     rotate(test_vector, N, (q - b) % q, Q, f.data());
-    lmk_->rotate(in, f.data(), *ntt_, acc);
+    lmk_->rotate(in, f.data(), *ntt_, acc, exact);
     return;
   }
   rotate(test_vector, N, (q - b) % q, Q, acc);
@@ -239,7 +239,9 @@ void Bootstrapper::bootstrap_checked(const u32* in, const u32* test_vector, u32*
 void Bootstrapper::rotate_and_extract(const u32* in, const u32* test_vector, std::size_t outputs, u32* acc,
                                       u32* extracted) const {
   const std::size_t N = params_.ring_dimension;
-  rotate_blindly(in, test_vector, acc);
+  // Several outputs read consecutive coefficients of a phase made a multiple of their
+  // count: LMKCDEY's odd exponents would move it off that grid, so they are made exact.
+  rotate_blindly(in, test_vector, acc, outputs > 1);
   for (std::size_t k = 0; k < outputs; ++k) extract(acc, k, extracted + k * (N + 1));
 }
 

@@ -166,7 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("what", choices=["ckks", "bootstrap", "fbs", "bgv", "bfv", "tfhe", "ntt", "modmul", "polymul"])
     b.add_argument("--sets", default="N14,seed000",
                    help="ckks: parameter sets N14, seed000, N16, matmul (default N14,seed000); "
-                        "bgv/bfv: N14, N15, N16 (default all three); tfhe: STD128, STD128_LP (default both)")
+                        "bgv/bfv: N14, N15, N16 (default all three); tfhe: any presets, comma-separated (default "
+                        "every 128-bit set: STD128, STD128_LMKCDEY, STD128_LP, STD128_LUT and the torus sets)")
     b.add_argument("--config", choices=["default", "one-special", "both"], default="both",
                    help="bgv/bfv: the chain and key switching Context(depth=...) chooses (default), the same chain "
                         "with one special prime (one-special, SEAL's convention), or both")

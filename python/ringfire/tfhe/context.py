@@ -518,7 +518,9 @@ class Context:
         self._check_table_input(tables, x)
         q, p, v = self.params.lwe_modulus, 1 << tables.bits, tables.group
         rounding = self.params.rounding_variance(v)
-        risk = tail_probability(x.variance + self.params.switch_variance() + rounding, q / (4 * p))
+        # Several outputs run LMKCDEY's rotation exact (no odd exponents); one is a plain table.
+        switch = self.params.switch_variance(even_share=0.0 if v > 1 else 1.0)
+        risk = tail_probability(x.variance + switch + rounding, q / (4 * p))
         if risk > _WARN_P_FAIL:
             warn_at_caller(f"[tfhe.lut_many] each element of these {len(tables)} {tables.bits}-bit lookups fails with "
                            f"probability {risk:.2g} (its input's error variance {x.variance:.0f} plus "
@@ -625,7 +627,9 @@ class Context:
         its slot.
         """
         var, q = self.params.bootstrap_variance(), self.params.lwe_modulus
-        switch = self.params.switch_variance()  # added at the next bootstrap's input (torus sets)
+        # Added at the next bootstrap's input (torus sets; LMKCDEY's odd exponents, where sums of
+        # bootstrapped ciphertexts have even a_i half the time and doubled or rounded ones always).
+        switch = self.params.switch_variance(even_share=0.5)
         if operation == "sign":
             if bits is None or not self._torus:
                 raise ValueError("failure_probability('sign') needs bits= and a torus set")
@@ -640,13 +644,18 @@ class Context:
             if operation == "lut_many":
                 if tables is None or tables < 1:
                     raise ValueError("failure_probability('lut_many') needs tables= (how many functions)")
-                var += self.params.rounding_variance(_outputs_per_rotation(tables))
+                group = _outputs_per_rotation(tables)
+                var += self.params.rounding_variance(group)
+                if group > 1:  # LMKCDEY's rotation runs exact for several outputs (bootstrapper.h)
+                    switch = self.params.switch_variance(even_share=0.0)
             result = tail_probability_log2(var + switch, q / (4 << bits))
         elif operation not in _GATES and operation not in _GATES3:
             raise ValueError(f"unknown operation {operation!r}: a gate {sorted(_GATES) + sorted(_GATES3)}, 'lut', "
                              f"'lut_many', 'sign' or 'radix'")
         else:
             coef, inputs = (_GATES[operation][0], 2) if operation in _GATES else (_GATES3[operation][0], 3)
+            if coef % 2 == 0:
+                switch = self.params.switch_variance(even_share=1.0)
             var_in = inputs * coef * coef * var + switch
             if abs(coef) == 2:
                 result = tail_probability_log2(var_in, q / 4)

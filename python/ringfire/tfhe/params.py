@@ -180,11 +180,17 @@ class ParameterSet:
                     pending[p] = after[p]
         return 2 * count + 1
 
-    def switch_variance(self) -> float:
+    def switch_variance(self, even_share: float = 1.0) -> float:
         """What a bootstrap adds to its input's error before deciding: nothing for GINX
         (this engine switches keys after the blind rotation, so bootstrap_variance holds
-        it); LMKCDEY makes even a_i odd (+1, half of them), adding s_i each: n E[s^2] / 2."""
-        return self.lwe_dimension * self.secret_square_mean / 2 if self.automorphism_window else 0.0
+        it); LMKCDEY moves each even a_i to a neighbour (up or down by a hash of the
+        ciphertext), adding +-s_i: E[s^2] per even a_i. ``even_share``: the share of even
+        a_i, about 1/2 for sums of fresh or bootstrapped ciphertexts, all of them after a
+        product by an even number (XOR's doubling); all by default (a bound); 0 for the exact
+        rotation many-LUT bootstraps run (one more RGSW product per even a_i instead)."""
+        if not self.automorphism_window:
+            return 0.0
+        return self.lwe_dimension * self.secret_square_mean * float(even_share)
 
     def rounding_variance(self, v: int) -> float:
         """The error that rounding every word of an LWE ciphertext to a multiple of v adds."""
@@ -229,8 +235,9 @@ PRESETS: dict[str, ParameterSet] = {
                            security=128, source=_OPENFHE_STD128),
     # STD128 with LMKCDEY's blind rotation (Lee, Micciancio, Kim, Choi, Deryabin, Eom, Yoo,
     # Eurocrypt 2023): the same lattices; the key holds one RGSW encryption per LWE
-    # coefficient instead of two, plus 11 automorphism keys (window 10). Making even
-    # coefficients odd adds n/3 to the input's error: a NAND fails with probability 2^-77.6.
+    # coefficient instead of two, plus 11 automorphism keys (window 10). Moving even
+    # coefficients to odd ones adds n/3 to a gate input's error: a NAND fails with
+    # probability 2^-79.
     "STD128_LMKCDEY": ParameterSet("STD128_LMKCDEY", lwe_dimension=556, ring_dimension=1024, ring_modulus_bits=27,
                                    gadget_base_log=7, gadget_digits=3, gadget_skip_bits=6,
                                    ks_modulus_log=15, ks_base_log=3, ks_digits=5, automorphism_window=10,

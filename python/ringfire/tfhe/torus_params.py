@@ -179,7 +179,9 @@ class TorusParameterSet:
             "mod_switch": (1 + n * self.centred_square_mean) / 12,
         }
 
-    def switch_variance(self) -> float:
+    def switch_variance(self, even_share: float = 1.0) -> float:
+        """What each bootstrap's first steps add (``switch_terms``); ``even_share`` is the
+        32-bit sets' LMKCDEY argument and changes nothing here."""
         return sum(self.switch_terms().values())
 
     def rounding_variance(self, v: int) -> float:

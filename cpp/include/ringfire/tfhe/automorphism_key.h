@@ -14,8 +14,12 @@
 // coefficient merge into one automorphism X -> X^(5^k), k <= w (the window:
 // keys for 5^1 .. 5^w and -5). The accumulator's own message goes through all
 // of them, X -> X^(-5^-1) in total, so it starts as its image under X -> X^-5.
-// Even a_i are made odd (+1) first: an error of s_i on the input's phase for
-// half the coefficients (variance n E[s^2] / 2 at q, in the noise model).
+// Even a_i are made odd first, +1 or -1 with a sign drawn from a hash of the
+// whole ciphertext (odd_exponents): an error of +-s_i on the input's phase for
+// each even a_i, E[s^2] apiece, independent between ciphertexts. (A fixed +1
+// would add the same -sum s_i to every ciphertext whose a_i are all even, as
+// after a product by 2: a bias of the key, not noise, that some keys would
+// fail on every time.)
 //
 // Each automorphism costs one key switch of the accumulator's a half (d_g
 // digits); each coefficient one RGSW product with a single key (2 d_g digits).
@@ -47,8 +51,10 @@ class AutomorphismKey {
   std::vector<u32> bodies(const Ntt32& ntt) const;
 
   // acc (2 x N words, b then a, coefficient form, mod Q) = the RLWE encryption
-  // under z of f X^{sum_i a_i s_i}, a_i = in[i] mod q made odd; f: N words mod Q.
-  void rotate(const u32* in, const u32* f, const Ntt32& ntt, u32* acc) const;
+  // under z of f X^{sum_i a_i s_i}, a_i from odd_exponents(in); f: N words mod Q.
+  // With `exact`, a_i = in[i] mod q itself: each even one also multiplies by
+  // X^{(a_i - odd_i) s_i} in the class of -1 or 1 (one more RGSW product each).
+  void rotate(const u32* in, const u32* f, const Ntt32& ntt, u32* acc, bool exact = false) const;
 
  private:
   void init(const Params& params);
@@ -71,6 +77,11 @@ class AutomorphismKey {
   // Odd a < 2N -> the rank of its class in rotate's walk: -5^j at N/2 - 1 - j, 5^j at N - 1 - j.
   std::vector<std::uint32_t> rank_of_;
 };
+
+// The exponents LMKCDEY's walk uses for the LWE ciphertext `in` (n + 1 words
+// mod q = 2N): a_i mod q, each even one moved to a_i + 1 or a_i - 1 by one bit
+// of a stream seeded from a hash of all n + 1 words.
+void odd_exponents(const u32* in, std::size_t n, u32 q, u32* out);
 
 // dst = src(X^t) in Z_Q[X]/(X^N + 1), t odd.
 void apply_automorphism(const u32* src, std::size_t N, std::uint32_t t, u32 Q, u32* dst);

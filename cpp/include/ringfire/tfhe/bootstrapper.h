@@ -89,8 +89,10 @@ class Bootstrapper {
                       std::size_t outputs = 1) const;
 
   // The blind rotation alone: acc (2 x N words, b then a, mod Q) =
-  // X^-phase(in) TV under the ring secret (for tests and noise analysis).
-  void blind_rotate(const u32* in, const u32* test_vector, u32* acc) const;
+  // X^-phase(in) TV under the ring secret (for tests and noise analysis). With
+  // LMKCDEY the phase is that of odd_exponents(in) unless `exact` (one more RGSW
+  // product per even a_i, what many-LUT bootstraps use); GINX is always exact.
+  void blind_rotate(const u32* in, const u32* test_vector, u32* acc, bool exact = false) const;
 
   // LWE ciphertexts of dimension N under the ring secret z, mod Q (count x
   // (N + 1) words), to gate ciphertexts (count x (n + 1) words mod q): the
@@ -127,7 +129,7 @@ class Bootstrapper {
   // `count` extracted ciphertexts (count x (N + 1) words mod Q, overwritten) -> out
   // (count x (n + 1) words mod q), key-switched together.
   void switch_to_gate(u32* extracted, std::size_t count, u32* out) const;
-  void rotate_blindly(const u32* in, const u32* test_vector, u32* acc) const;
+  void rotate_blindly(const u32* in, const u32* test_vector, u32* acc, bool exact) const;
   void step(u32* acc, std::size_t i, u32 exponent, u32 next_exponent, u32* scratch) const;
   // Montgomery(NTT(X^k) - 1) for k mod 2N.
   const u32* monomial(std::size_t k) const {
