@@ -189,6 +189,21 @@ def test_the_way_back_fills_every_slot_for_any_lanes_and_diagonals(degree, count
         rf.switching.FhewToCkks(fhew, ctx, slots=count, diagonals=3)
 
 
+def test_a_comparison_round_trips_through_lmkcdey_bootstraps(setup):
+    """The switch does not care which blind rotation the FHEW set runs: LMKCDEY's small keys."""
+    ctx, _, _, _, _, _, _, _ = setup
+    fhew = rf.tfhe.Context("STD128_LMKCDEY")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fsk = fhew.keygen(insecure_deterministic_seed=4)
+    switch = rf.switching.SchemeSwitch(ctx, fhew, slots=SLOTS, out_bits=1)
+    sk, keys = ctx.keygen(rotations=switch.rotations())
+    ev, key = ctx.evaluator(keys), switch.keygen(sk, fsk, keys)
+    x = np.arange(SLOTS) % 4
+    greater = switch.compare(ev, ctx.encrypt(x.astype(float), keys), ctx.encrypt(3.0 - x, keys), key, bits=2)
+    assert np.abs(ctx.decrypt(greater, sk).real - (x > 3 - x)).max() < 2 ** -6
+
+
 @pytest.mark.parametrize("name", ["STD128", "STD128_LUT"])
 def test_a_lookup_table_round_trip_ends_in_ckks_slots(setup, name):
     ctx, _, _, _, sk, _, _, _ = setup
