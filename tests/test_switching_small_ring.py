@@ -117,9 +117,11 @@ def test_a_round_trip_through_the_small_ring_and_its_keys_as_bytes(toy):
                                                             pair.secret.relin, low))
 
 
-def test_no_other_key_of_the_ring_stands_in_for_the_embedding_key(toy):
-    """An attacker's blob whose embedding part is the large ring's relinearization key (same
-    layout, its own kind) is refused by name, as is a key of the first format."""
+def test_a_key_of_another_kind_in_the_embedding_part_is_refused(toy):
+    """A blob whose embedding part is the large ring's relinearization key (same layout,
+    another kind: a mix-up, or a naive substitution) is refused by name, as is a key of the
+    first format. (A relabelled key is stopped by the ring key's digest or MAC, tested in
+    test_a_round_trip_through_the_small_ring_and_its_keys_as_bytes, not by the kind.)"""
     ctx, fhew, fsk = toy
     switch = quiet(lambda: rf.switching.SchemeSwitch(ctx, fhew, slots=16, out_bits=1, ring_degree=2**12))
     sk, keys = ctx.keygen(rotations=switch.rotations())

@@ -163,6 +163,21 @@ def noisy_inputs(noisy):
     return ins, [ctx.decrypt(c, sk) for c in ins]
 
 
+def test_many_table_outputs_carry_the_exact_rotations_variance(noisy):
+    """Many-LUT's inputs are all even, so its exact rotation runs 2n RGSW products: its outputs'
+    measured error variance matches bootstrap_variance(exact=True), not the plain one."""
+    ctx, sk = noisy
+    q = ctx.params.lwe_modulus
+    two = ctx.lut_many([lambda m: 1, lambda m: 1], bits=1)  # both tables: the value 1, at q/4
+    outs = two(ctx.encrypt(np.random.default_rng(4).integers(0, 2, 800), sk, bits=1))
+    model = ctx.params.bootstrap_variance(exact=True)
+    assert model > 1.15 * ctx.params.bootstrap_variance() and outs[0].variance == model
+    for out in outs:
+        phases = sk._native.phases(out.data)[0].astype(np.int64)
+        errors = (phases - q // 4 + q // 2) % q - q // 2
+        assert 0.8 < errors.var() / model < 1.25, (errors.var(), model)
+
+
 @pytest.mark.parametrize("gate", ["nand", "xor", "maj"])
 def test_counted_gate_failures_match_the_predicted_rate(noisy, noisy_inputs, gate):
     """The model's input error includes the odd rounding (switch_variance): failures counted

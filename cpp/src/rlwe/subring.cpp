@@ -79,6 +79,9 @@ EmbeddingKey::EmbeddingKey(KeySwitchKey key, std::size_t subring_degree)
 
 EmbeddingKey generate_embedding_key(const SecretKey& secret, const SecretKey& subring_secret, std::size_t level,
                                     Prng& prng) {
+  require(subring_secret.context()->n() < secret.context()->n(), "rlwe.EmbeddingKey",
+          "a subring of degree " + std::to_string(subring_secret.context()->n()) + " does not sit in a ring of degree " +
+              std::to_string(secret.context()->n()) + " (a smaller power of two is needed)");
   const SecretKey embedded = embedded_secret(subring_secret, secret.context());
   return EmbeddingKey(generate_switch_key(secret, embedded.eval(), kEmbeddingSource, prng, level),
                       subring_secret.context()->n());

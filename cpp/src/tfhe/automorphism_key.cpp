@@ -75,6 +75,12 @@ void AutomorphismKey::init(const Params& params) {
   const std::size_t n = params.lwe_dimension, N = params.ring_dimension, dg = params.gadget_digits;
   rgsw_ = KeyBuffer<u32>(n * N * 2 * dg * 2);
   automorphisms_ = KeyBuffer<u32>((params.automorphism_window + 1) * N * dg * 2);
+  exponents_.assign(params.automorphism_window + 1, static_cast<std::uint32_t>(2 * N - kGenerator));  // k = 0: -5
+  std::uint64_t power = 1;
+  for (std::size_t k = 1; k <= params.automorphism_window; ++k) {
+    power = power * kGenerator % (2 * N);
+    exponents_[k] = static_cast<std::uint32_t>(power);
+  }
   // The walk visits -5^j for j = N/2-1 .. 1, then -1, then 5^j likewise, then 1 (rotate).
   const std::size_t J = N / 2 - 1;
   rank_of_.assign(2 * N, 0);
@@ -104,14 +110,6 @@ void AutomorphismKey::store(u32* at, std::size_t rows, const Ntt32& ntt, const u
     dst[0] = ntt.to_montgomery(bhat[s]);
     dst[W] = ntt.to_montgomery(ahat[s]);
   }
-}
-
-std::uint32_t AutomorphismKey::exponent(std::size_t k) const {
-  const std::uint64_t two_n = 2 * params_.ring_dimension;
-  if (k == 0) return static_cast<std::uint32_t>(two_n - kGenerator);
-  std::uint64_t t = 1;
-  for (std::size_t j = 0; j < k; ++j) t = t * kGenerator % two_n;
-  return static_cast<std::uint32_t>(t);
 }
 
 AutomorphismKey::AutomorphismKey(const SecretKey& key, const Ntt32& ntt, Prng& prng) {

@@ -159,6 +159,8 @@ Bootstrapper::Bootstrapper(const Params& params, std::unique_ptr<AutomorphismKey
                            std::unique_ptr<KeySwitchKey> ksk, Isa isa)
     : params_(params), lmk_(std::move(bsk)), ksk_(std::move(ksk)) {
   require(params_.uses_automorphisms(), "tfhe.Bootstrapper", "these parameters take a GINX key, not LMKCDEY's");
+  require(lmk_ != nullptr && ksk_ != nullptr && lmk_->params().identity() == params_.identity(), "tfhe.Bootstrapper",
+          "the keys are missing or were made for other parameters");
   ntt_ = make_ntt(params_, isa);
 }
 

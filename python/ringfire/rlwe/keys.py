@@ -177,8 +177,9 @@ class RelinKey(_Key):
 class EmbeddingKey(_Key):
     """The key switch from a smaller ring's secret, embedded (X -> X^(N/n)), to this ring's
     own: how results of work in a subring land here (the way back from FHEW in a small ring,
-    :mod:`ringfire.switching`). A kind of its own on the wire, so neither a relinearization
-    nor a Galois key can stand in for it. Lives on the host."""
+    :mod:`ringfire.switching`). A kind of its own on the wire, so a relinearization or Galois
+    key given in its place by mistake is refused (a label, not authentication: against
+    tampering, authenticate the bytes, docs/security.md). Lives on the host."""
 
     _save = staticmethod(_core.save_embedding_key)
 

@@ -17,9 +17,10 @@ own, and move to the large ring at the end:
 Security: the small ring's parameters pass the security check at n by themselves
 (its chain is cut where they would not), so its secret is as protected as the
 large one's; the embedding key is a key-switching key of the large ring of a kind
-of its own (``EmbeddingKey``: its own source and serialized kind), so no other key
-of the ring loads in its place; SchemeSwitch's digest (or MAC) binds the parts
-together, as for every other key a client sends.
+of its own (``EmbeddingKey``: its own source and serialized kind), so a key of the ring given
+in its place by mistake is refused. Against tampering, that is no defence (the kind and source
+are labels, the envelope's checksum is not a MAC): SchemeSwitch's ring key binds the whole
+blob by its SHA-256, and with ``mac_key=`` by an HMAC, as for every other key a client sends.
 """
 
 from __future__ import annotations

@@ -519,7 +519,7 @@ class Context:
         q, p, v = self.params.lwe_modulus, 1 << tables.bits, tables.group
         rounding = self.params.rounding_variance(v)
         # Several outputs run LMKCDEY's rotation exact (no odd exponents); one is a plain table.
-        switch = self.params.switch_variance(even_share=0.0 if v > 1 else 1.0)
+        switch = self.params.switch_variance(even_share=0.0 if v > 1 else self._even_share(x.data))
         risk = tail_probability(x.variance + switch + rounding, q / (4 * p))
         if risk > _WARN_P_FAIL:
             warn_at_caller(f"[tfhe.lut_many] each element of these {len(tables)} {tables.bits}-bit lookups fails with "
@@ -531,7 +531,9 @@ class Context:
             data = ((data.astype(np.int64) + v // 2) // v * v % q).astype(np.uint32)  # phase: a multiple of v
         out = self._require_keys().bootstrap(data, tables.test_vector, self.threads, v)
         out = out.reshape(x.size, v, self.params.ciphertext_dimension + 1)
-        return tuple(Ciphertext(self, np.ascontiguousarray(out[:, k]), x.shape, tables.out_bits)
+        # LMKCDEY's exact rotation of all-even inputs: one more product per coefficient.
+        variance = None if self._torus or v == 1 else self.params.bootstrap_variance(exact=True)
+        return tuple(Ciphertext(self, np.ascontiguousarray(out[:, k]), x.shape, tables.out_bits, variance)
                      for k in range(len(tables)))
 
     def _check_table_input(self, table, x) -> None:
@@ -541,6 +543,13 @@ class Context:
         if x.bits != table.bits:
             raise ValueError(f"the table reads {table.bits}-bit integers; the ciphertext holds "
                              f"{'booleans' if x.bits is None else f'{x.bits}-bit integers'}")
+
+    def _even_share(self, data: np.ndarray) -> float:
+        """The largest share of even a_i among these ciphertexts: what LMKCDEY's odd exponents
+        add to a bootstrap's input error depends on it (ParameterSet.switch_variance)."""
+        if self._torus or not self.params.automorphism_window or data.size == 0:
+            return 0.0
+        return float(((data[:, :-1] & 1) == 0).mean(axis=1).max())
 
     def _half_slot_up(self, data: np.ndarray, p: int) -> np.ndarray:
         """A copy of ``data`` with every phase half a message slot up: slot m then spans
@@ -553,7 +562,7 @@ class Context:
         """table(x) for every element: one programmable bootstrap each."""
         self._check_table_input(table, x)
         q, p = self.params.lwe_modulus, 1 << table.bits
-        variance = x.variance + self.params.switch_variance()
+        variance = x.variance + self.params.switch_variance(self._even_share(x.data))
         risk = tail_probability(variance, q / (4 * p)) if variance > 0 else 0.0
         if risk > _WARN_P_FAIL:
             warn_at_caller(f"[tfhe.lut] each element of this {table.bits}-bit lookup fails with probability "
@@ -628,7 +637,8 @@ class Context:
         """
         var, q = self.params.bootstrap_variance(), self.params.lwe_modulus
         # Added at the next bootstrap's input (torus sets; LMKCDEY's odd exponents, where sums of
-        # bootstrapped ciphertexts have even a_i half the time and doubled or rounded ones always).
+        # independent bootstrapped ciphertexts have even a_i half the time, doubled ones always;
+        # a gate of a ciphertext with itself or its negation, x & x or x & ~x, is all even too).
         switch = self.params.switch_variance(even_share=0.5)
         if operation == "sign":
             if bits is None or not self._torus:

@@ -98,7 +98,7 @@ class ParameterSet:
 
     # ---- noise model ---------------------------------------------------------------
 
-    def noise_terms(self) -> dict[str, float]:
+    def noise_terms(self, *, exact: bool = False) -> dict[str, float]:
         """Error variances of one bootstrapped ciphertext, each at modulus q.
 
         - ``blind_rotation``: n steps, each adding the external product's
@@ -116,7 +116,9 @@ class ParameterSet:
         products with one key (N sum_r Var(D_r) sigma^2, and the gadget's rounding times
         X^s: one term, not two), and at most :meth:`automorphism_count` key switches of the
         accumulator's a half (d_g digits, the rounding times z(X^t)), as many as
-        :meth:`automorphism_count` expects.
+        :meth:`automorphism_count` expects. ``exact``: the exact rotation that many-LUT runs on
+        its inputs, whose a_i are all even (rounded to multiples of the table count): one more
+        RGSW product per coefficient, 2n in all.
         """
         n, N, Q = self.lwe_dimension, self.ring_dimension, self.ring_modulus
         q, qks, s2 = self.lwe_modulus, 1 << self.ks_modulus_log, self.sigma ** 2
@@ -127,7 +129,7 @@ class ParameterSet:
         if self.automorphism_window:
             product = N * digits_var * s2 + rounding * (1 + N * 2 / 3)
             key_switch = N * digits_var / 2 * s2 + rounding * N * 2 / 3
-            rotation = n * product + self.automorphism_count() * key_switch
+            rotation = (2 * n if exact else n) * product + self.automorphism_count() * key_switch
         else:
             rotation = n * (N * digits_var * 4 * s2 + 2 * rounding * (1 + N * 2 / 3))
         base = 1 << self.ks_base_log
@@ -138,9 +140,9 @@ class ParameterSet:
             "mod_switch_lwe": (1 + n * 2 / 3) / 12,
         }
 
-    def bootstrap_variance(self) -> float:
-        """Variance (at q) of a bootstrapped ciphertext's error."""
-        return sum(self.noise_terms().values())
+    def bootstrap_variance(self, *, exact: bool = False) -> float:
+        """Variance (at q) of a bootstrapped ciphertext's error (``exact``: see noise_terms)."""
+        return sum(self.noise_terms(exact=exact).values())
 
     def fresh_variance(self) -> float:
         """A fresh encryption's error variance at q."""

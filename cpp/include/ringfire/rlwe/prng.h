@@ -73,8 +73,9 @@ class Prng {
   // treat it as secret unless the stream is meant to be public.
   const Seed& seed() const { return seed_; }
 
-  // Whether the stream is the seed's by request (from_seed): kept across forks,
-  // so generators derived from it are deterministic too.
+  // Whether the stream is fixed by its seed (from_seed, which includes children
+  // seeded from another generator): it is kept across forks, and what derives
+  // from it is reproducible exactly when that seed is (from_os: false).
   bool deterministic() const { return !reseeds_on_fork_; }
 
   // Total bytes consumed so far (the position in the stream above).

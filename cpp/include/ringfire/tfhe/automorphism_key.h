@@ -46,6 +46,7 @@ class AutomorphismKey {
   AutomorphismKey(const Params& params, const Ntt32& ntt, const Prng::Seed& seed, const u32* bodies);
 
   static std::size_t body_words(const Params& params);
+  const Params& params() const { return params_; }
   const Prng::Seed& seed() const { return seed_; }
   std::size_t bytes() const { return (rgsw_.size() + automorphisms_.size()) * sizeof(u32); }
   std::vector<u32> bodies(const Ntt32& ntt) const;
@@ -64,7 +65,7 @@ class AutomorphismKey {
   const u32* key(std::size_t t, std::size_t i) const;
   void store(u32* at, std::size_t rows, const Ntt32& ntt, const u32* ahat, const u32* bhat) const;
   // The automorphism exponent of key k: -5 for k = 0, 5^k above.
-  std::uint32_t exponent(std::size_t k) const;
+  std::uint32_t exponent(std::size_t k) const { return exponents_[k]; }
   // acc <- acc [x] RGSW(X^{s_i}); acc <- key switch of acc(X^t) back under z.
   // (next_key: the key the next product reads, prefetched meanwhile; or null.)
   void multiply(u32* acc, std::size_t i, const u32* next_key, const Ntt32& ntt, u32* D) const;
@@ -76,6 +77,7 @@ class AutomorphismKey {
   KeyBuffer<u32> automorphisms_;  // [k <= w][chunk][row < d_g][b, a][16]
   // Odd a < 2N -> the rank of its class in rotate's walk: -5^j at N/2 - 1 - j, 5^j at N - 1 - j.
   std::vector<std::uint32_t> rank_of_;
+  std::vector<std::uint32_t> exponents_;  // exponent(k), k <= w
 };
 
 // The exponents LMKCDEY's walk uses for the LWE ciphertext `in` (n + 1 words
