@@ -108,6 +108,7 @@ std::uint64_t checksum64(const void* data, std::size_t bytes, std::uint64_t seed
 Checksum64Stream::Checksum64Stream(std::uint64_t seed) : seed_(seed) { initial_lanes(lanes_, seed); }
 
 void Checksum64Stream::update(const void* data, std::size_t bytes) {
+  if (bytes == 0) return;  // an empty piece may come as a null pointer, which memcpy must not see
   const auto* p = static_cast<const unsigned char*>(data);
   total_ += bytes;
   if (pending_bytes_ != 0) {  // complete the partial stripe first
