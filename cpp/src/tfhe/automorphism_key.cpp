@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "blind_rotation_kernels.h"
+#include "key_generation.h"
 #include "mod32.h"
 #include "ringfire/base/errors.h"
 #include "ringfire/rlwe/sampling.h"
@@ -12,23 +13,7 @@ namespace ringfire::tfhe {
 
 namespace {
 
-using u64 = std::uint64_t;
 constexpr std::uint32_t kGenerator = 5;  // generates the odd residues mod 2N with -1
-
-// The signed gadget factors 2^(skip + j log Bg) mod Q.
-std::vector<u32> gadget(const Params& p) {
-  std::vector<u32> g(p.gadget_digits);
-  for (unsigned j = 0; j < p.gadget_digits; ++j)
-    g[j] = static_cast<u32>((u64{1} << (p.gadget_skip_bits + j * p.gadget_base_log)) % p.ring_modulus);
-  return g;
-}
-
-// A ternary polynomial's coefficients mod Q.
-std::vector<u32> ternary_mod(const std::vector<std::int8_t>& v, u32 Q) {
-  std::vector<u32> out(v.size());
-  for (std::size_t c = 0; c < v.size(); ++c) out[c] = v[c] < 0 ? Q - 1 : static_cast<u32>(v[c]);
-  return out;
-}
 
 }  // namespace
 
@@ -119,7 +104,7 @@ AutomorphismKey::AutomorphismKey(const SecretKey& key, const Ntt32& ntt, Prng& p
   const u32 Q = p.ring_modulus;
   seed_ = prng.next_seed();
   Prng public_a = Prng::from_seed(seed_);
-  const std::vector<u32> g = gadget(p);
+  const std::vector<u32> g = gadget_factors(p);
   std::vector<u32> z = ternary_mod(key.ring(), Q), zhat = z, A(N), E(N), M(N);
   ntt.forward(zhat.data());
   std::vector<std::int64_t> e(N);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "blind_rotation_kernels.h"
+#include "key_generation.h"
 #include "mod32.h"
 #include "ringfire/base/errors.h"
 #include "ringfire/base/parallel.h"
@@ -11,9 +12,6 @@
 namespace ringfire::tfhe {
 
 namespace {
-
-using u64 = std::uint64_t;
-
 
 // dst = X^k src in Z_Q[X]/(X^N + 1), k in [0, 2N).
 void rotate(const u32* src, std::size_t N, std::size_t k, u32 Q, u32* dst) {
@@ -54,13 +52,10 @@ BootstrapKey::BootstrapKey(const SecretKey& key, const Ntt32& ntt, Prng& prng) {
   seed_ = prng.next_seed();
   Prng public_a = Prng::from_seed(seed_);
 
-  std::vector<u32> zhat(N), A(N), E(N);
-  for (std::size_t c = 0; c < N; ++c) zhat[c] = key.ring()[c] < 0 ? Q - 1 : static_cast<u32>(key.ring()[c]);
+  std::vector<u32> zhat = ternary_mod(key.ring(), Q), A(N), E(N);
   ntt.forward(zhat.data());
   std::vector<std::int64_t> e(N);
-  std::vector<u32> gadget(p.gadget_digits);
-  for (unsigned j = 0; j < p.gadget_digits; ++j)
-    gadget[j] = static_cast<u32>((u64{1} << (p.gadget_skip_bits + j * p.gadget_base_log)) % Q);
+  const std::vector<u32> gadget = gadget_factors(p);
 
   for (std::size_t i = 0; i < n; ++i) {
     for (std::size_t t = 0; t < 2; ++t) {
