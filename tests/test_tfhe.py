@@ -363,6 +363,20 @@ def test_native_bootstrap_refuses_malformed_arrays(toy):
     with pytest.raises(ValueError, match="not below"):
         b.bootstrap(np.zeros((1, n + 1), np.uint32), np.full(N, ctx.params.ring_modulus, np.uint32))
 
+    with pytest.raises(ValueError, match="rotation batch"):
+        b.bootstrap(np.zeros((1, n + 1), np.uint32), tv, 1, 1, 0)
+
+
+def test_rotation_batches_give_the_same_bits_as_one_at_a_time(toy):
+    """Ciphertexts that step through the key together (bootstrap's ``batch``, GoogleTest
+    TfheRotationBatch for every instruction set) are bootstrapped to the same words."""
+    ctx, sk = toy
+    x = ctx.encrypt(np.arange(13) % 2, sk)
+    tv = ctx.lut(lambda m: 1 - m, bits=1).test_vector
+    one = ctx._bootstrapper.bootstrap(x.data, tv, 1, 1, 1)
+    for batch, threads in [(2, 1), (4, 2), (8, 1)]:
+        assert np.array_equal(ctx._bootstrapper.bootstrap(x.data, tv, threads, 1, batch), one), batch
+
 
 # ---- integers ------------------------------------------------------------------------
 

@@ -376,6 +376,49 @@ TEST_P(TfheBatchedKeySwitch, MatchesOneAtATime) {
 INSTANTIATE_TEST_SUITE_P(KeySwitchWords, TfheBatchedKeySwitch, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "wide" : "narrow"; });
 
+// Blind rotations that step through the key together (bootstrap_many's batch) give the bits of
+// one at a time: for every batch size, counts that leave a partial batch, ciphertexts whose
+// coefficients are zero where others' are not (skipped steps), many-LUT outputs, on every
+// instruction set, GINX and LMKCDEY (which rotates one at a time whatever the batch).
+TEST(TfheRotationBatch, EveryBatchGivesTheBitsOfOneAtATime) {
+  for (const Params& p : {small_params(), lmkcdey_params()}) {
+    Prng prng = Prng::from_seed(Prng::Seed{21});
+    const SecretKey sk(p, prng);
+    const io::Bytes saved = io::save(Bootstrapper(sk, prng));
+    const std::size_t N = p.ring_dimension, n = p.lwe_dimension, count = 11, width = n + 1;
+    const u32 q = p.lwe_modulus();
+    std::vector<u32> mu(count), cts(count * width);
+    for (std::size_t c = 0; c < count; ++c) mu[c] = static_cast<u32>((c % 8) * q / 8);
+    sk.encrypt(mu.data(), count, cts.data(), prng);
+    for (std::size_t c = 0; c < count; c += 2)  // a run of zero coefficients in every other ciphertext
+      std::fill(cts.begin() + c * width + 2 * c, cts.begin() + c * width + 2 * c + 9, 0u);  // below n
+    std::vector<u32> tv(N);
+    for (std::size_t j = 0; j < N; ++j) tv[j] = static_cast<u32>((j % 4) * (p.ring_modulus / 8));
+    for (Isa isa : instruction_sets()) {
+      const auto boot = io::load_tfhe_evaluation_keys(p, saved.data(), saved.size(), isa);
+      for (std::size_t outputs : {std::size_t{1}, std::size_t{2}}) {
+        std::vector<u32> want(count * outputs * width), got(want.size()), one(outputs * width);
+        for (std::size_t c = 0; c < count; ++c) {
+          boot->bootstrap_many(cts.data() + c * width, 1, tv.data(), one.data(), 1, outputs, 1);
+          std::copy(one.begin(), one.end(), want.begin() + c * outputs * width);
+        }
+        const std::vector<std::size_t> batches =  // LMKCDEY takes one at a time whatever the batch
+            p.automorphism_window ? std::vector<std::size_t>{8} : std::vector<std::size_t>{3, 8, 16};
+        for (std::size_t batch : batches) {
+          boot->bootstrap_many(cts.data(), count, tv.data(), got.data(), 1 + batch % 2, outputs, batch);
+          EXPECT_EQ(got, want) << "batch " << batch << ", outputs " << outputs << ", isa " << isa_name(isa)
+                               << (p.automorphism_window ? ", LMKCDEY" : ", GINX");
+        }
+      }
+      std::vector<u32> out(width);
+      EXPECT_THROW(boot->bootstrap_many(cts.data(), 1, tv.data(), out.data(), 1, 1, 0), InvalidArgument);
+      EXPECT_THROW(boot->bootstrap_many(cts.data(), 1, tv.data(), out.data(), 1, 1,
+                                        Bootstrapper::kMaxRotationBatch + 1),
+                   InvalidArgument);
+    }
+  }
+}
+
 TEST(TfheParams, KeySwitchDigitsMustCoverWithoutSpare) {
   Params p = wide_key_switch_params();
   EXPECT_NO_THROW(p.validate());

@@ -121,7 +121,7 @@ void bind_tfhe(nb::module_& m) {
       .def(
           "bootstrap",
           [](const Bootstrapper& b, const ConstU32Array& cts, const ConstU32Array& tv, int threads,
-             std::size_t outputs) {
+             std::size_t outputs, std::size_t batch) {
             const Params& p = b.params();
             const std::size_t count = rows_of(cts, p.lwe_dimension + 1, "tfhe.bootstrap", "ciphertexts");
             require(tv.ndim() == 1 && tv.shape(0) == p.ring_dimension, "tfhe.bootstrap",
@@ -132,11 +132,13 @@ void bind_tfhe(nb::module_& m) {
             U32Array out = new_u32(count * outputs, p.lwe_dimension + 1);
             {
               nb::gil_scoped_release release;
-              b.bootstrap_many(cts.data(), count, tv.data(), out.data(), threads, outputs);
+              b.bootstrap_many(cts.data(), count, tv.data(), out.data(), threads, outputs, batch);
             }
             return out;
           },
-          nb::arg("ciphertexts"), nb::arg("test_vector"), nb::arg("threads") = 0, nb::arg("outputs") = 1)
+          nb::arg("ciphertexts"), nb::arg("test_vector"), nb::arg("threads") = 0, nb::arg("outputs") = 1,
+          nb::arg("batch") = Bootstrapper::kRotationBatch,
+          "`batch`: ciphertexts per thread that step through the key together (GINX; the same bits for any)")
       .def(
           "blind_rotate",
           [](const Bootstrapper& b, const ConstU32Array& ct, const ConstU32Array& tv) {

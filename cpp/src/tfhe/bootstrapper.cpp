@@ -1,6 +1,7 @@
 #include "ringfire/tfhe/bootstrapper.h"
 
 #include <algorithm>
+#include <array>
 
 #include "blind_rotation_kernels.h"
 #include "key_generation.h"
@@ -12,6 +13,10 @@
 namespace ringfire::tfhe {
 
 namespace {
+
+// Chunks of a step's key (kernels::kChunk slots each) that batched accumulators take in
+// turn: 8 x 1.5 KiB for d_g = 3, with their digits and outputs, stays within L1.
+constexpr std::size_t kKeyBlockChunks = 8;
 
 // dst = X^k src in Z_Q[X]/(X^N + 1), k in [0, 2N).
 void rotate(const u32* src, std::size_t N, std::size_t k, u32 Q, u32* dst) {
@@ -172,23 +177,45 @@ void Bootstrapper::build_monomials() {
   }
 }
 
-void Bootstrapper::step(u32* acc, std::size_t i, u32 exponent, u32 next_exponent, u32* scratch) const {
-  const std::size_t N = params_.ring_dimension, R = 2 * params_.gadget_digits;
+void Bootstrapper::step(u32* accs, std::size_t count, std::size_t i, const u32* exponents,
+                        const u32* next_exponents, u32* scratch) const {
+  const std::size_t N = params_.ring_dimension, R = 2 * params_.gadget_digits, stride = (R + 2) * N;
   const u32 Q = params_.ring_modulus;
-  u32* D = scratch;
-  u32* out_b = D + R * N;
-  u32* out_a = out_b + N;
   const Isa isa = ntt_->isa();
-  kernels::decompose(isa, acc, N, params_, D);
-  kernels::decompose(isa, acc + N, N, params_, D + params_.gadget_digits * N);
-  for (std::size_t r = 0; r < R; ++r) ntt_->forward(D + r * N);
   const bool last = i + 1 == params_.lwe_dimension;
   const char* next_key = last ? nullptr : reinterpret_cast<const char*>(bsk_->coefficient(i + 1));
-  kernels::product(isa, {D, R, N, bsk_->coefficient(i), monomial(exponent), monomial(2 * N - exponent), Q,
-                         ntt_->neg_q_inverse(), out_b, out_a, next_key, monomial(next_exponent),
-                         monomial(2 * N - next_exponent)});
-  ntt_->inverse(out_b, acc);
-  ntt_->inverse(out_a, acc + N);
+  std::array<kernels::ProductArgs, kMaxRotationBatch> items;
+  std::array<std::size_t, kMaxRotationBatch> owner;
+  std::size_t active = 0;
+  for (std::size_t j = 0; j < count; ++j) {
+    const u32 e = exponents[j], next = next_exponents[j];
+    if (e == 0) continue;  // X^0 - 1 = 0: this accumulator stays as it is
+    u32* acc = accs + j * 2 * N;
+    u32* D = scratch + j * stride;
+    kernels::decompose(isa, acc, N, params_, D);
+    kernels::decompose(isa, acc + N, N, params_, D + params_.gadget_digits * N);
+    for (std::size_t r = 0; r < R; ++r) ntt_->forward(D + r * N);
+    // The first active accumulator prefetches the next step's key for all of them.
+    items[active] = {D, R, N, bsk_->coefficient(i), monomial(e), monomial(2 * N - e), Q, ntt_->neg_q_inverse(),
+                     D + R * N, D + R * N + N, active == 0 ? next_key : nullptr, monomial(next),
+                     monomial(2 * N - next)};
+    owner[active++] = j;
+  }
+  // A block of chunks of the key (R x 4 x 16 words each: 12 KiB for R = 6) serves every
+  // accumulator in turn while it sits in L1; one accumulator reads the key in one pass.
+  const std::size_t chunks = N / kernels::kChunk, block = active > 1 ? kKeyBlockChunks : chunks;
+  for (std::size_t begin = 0; begin < chunks; begin += block) {
+    for (std::size_t k = 0; k < active; ++k) {
+      items[k].chunk_begin = begin;
+      items[k].chunk_end = std::min(chunks, begin + block);
+      kernels::product(isa, items[k]);
+    }
+  }
+  for (std::size_t k = 0; k < active; ++k) {
+    u32* acc = accs + owner[k] * 2 * N;
+    ntt_->inverse(items[k].out_b, acc);
+    ntt_->inverse(items[k].out_a, acc + N);
+  }
 }
 
 void Bootstrapper::check_test_vector(const u32* test_vector) const {
@@ -203,21 +230,33 @@ void Bootstrapper::blind_rotate(const u32* in, const u32* test_vector, u32* acc,
 }
 
 void Bootstrapper::rotate_blindly(const u32* in, const u32* test_vector, u32* acc, bool exact) const {
-  const std::size_t n = params_.lwe_dimension, N = params_.ring_dimension;
+  rotate_blindly_many(in, 1, test_vector, acc, exact);
+}
+
+void Bootstrapper::rotate_blindly_many(const u32* in, std::size_t count, const u32* test_vector, u32* accs,
+                                       bool exact) const {
+  const std::size_t n = params_.lwe_dimension, N = params_.ring_dimension, width = n + 1;
   const u32 q = params_.lwe_modulus(), Q = params_.ring_modulus;
-  const u32 b = in[n] % q;
   if (lmk_) {
     std::vector<u32> f(N);
-    rotate(test_vector, N, (q - b) % q, Q, f.data());
-    lmk_->rotate(in, f.data(), *ntt_, acc, exact);
+    for (std::size_t j = 0; j < count; ++j) {
+      rotate(test_vector, N, (q - in[j * width + n] % q) % q, Q, f.data());
+      lmk_->rotate(in + j * width, f.data(), *ntt_, accs + j * 2 * N, exact);
+    }
     return;
   }
-  rotate(test_vector, N, (q - b) % q, Q, acc);
-  std::fill(acc + N, acc + 2 * N, 0u);
-  std::vector<u32> scratch((2 * params_.gadget_digits + 2) * N);
+  for (std::size_t j = 0; j < count; ++j) {
+    u32* acc = accs + j * 2 * N;
+    rotate(test_vector, N, (q - in[j * width + n] % q) % q, Q, acc);
+    std::fill(acc + N, acc + 2 * N, 0u);
+  }
+  std::vector<u32> scratch(count * (2 * params_.gadget_digits + 2) * N);
+  std::array<u32, kMaxRotationBatch> exponents{}, next{};
+  for (std::size_t j = 0; j < count; ++j) next[j] = in[j * width] % q;
   for (std::size_t i = 0; i < n; ++i) {
-    const u32 a = in[i] % q;
-    if (a != 0) step(acc, i, a, i + 1 < n ? in[i + 1] % q : 0, scratch.data());
+    exponents = next;
+    for (std::size_t j = 0; j < count; ++j) next[j] = i + 1 < n ? in[j * width + i + 1] % q : 0;
+    step(accs, count, i, exponents.data(), next.data(), scratch.data());
   }
 }
 
@@ -229,17 +268,22 @@ void Bootstrapper::bootstrap(const u32* in, const u32* test_vector, u32* out) co
 void Bootstrapper::bootstrap_checked(const u32* in, const u32* test_vector, u32* out, std::size_t outputs) const {
   const std::size_t N = params_.ring_dimension;
   std::vector<u32> acc(2 * N), extracted(outputs * (N + 1));
-  rotate_and_extract(in, test_vector, outputs, acc.data(), extracted.data());
+  rotate_and_extract(in, 1, test_vector, outputs, 1, acc.data(), extracted.data());
   switch_to_gate(extracted.data(), outputs, out);
 }
 
-void Bootstrapper::rotate_and_extract(const u32* in, const u32* test_vector, std::size_t outputs, u32* acc,
-                                      u32* extracted) const {
-  const std::size_t N = params_.ring_dimension;
-  // Several outputs read consecutive coefficients of a phase made a multiple of their
-  // count: LMKCDEY's odd exponents would move it off that grid, so they are made exact.
-  rotate_blindly(in, test_vector, acc, outputs > 1);
-  for (std::size_t k = 0; k < outputs; ++k) extract(acc, k, extracted + k * (N + 1));
+void Bootstrapper::rotate_and_extract(const u32* in, std::size_t count, const u32* test_vector, std::size_t outputs,
+                                      std::size_t batch, u32* accs, u32* extracted) const {
+  const std::size_t N = params_.ring_dimension, width = params_.lwe_dimension + 1;
+  for (std::size_t first = 0; first < count; first += batch) {
+    const std::size_t take = std::min(batch, count - first);
+    // Several outputs read consecutive coefficients of a phase made a multiple of their
+    // count: LMKCDEY's odd exponents would move it off that grid, so they are made exact.
+    rotate_blindly_many(in + first * width, take, test_vector, accs, outputs > 1);
+    for (std::size_t j = 0; j < take; ++j)
+      for (std::size_t k = 0; k < outputs; ++k)
+        extract(accs + j * 2 * N, k, extracted + ((first + j) * outputs + k) * (N + 1));
+  }
 }
 
 void Bootstrapper::extract(const u32* acc, std::size_t k, u32* out) const {
@@ -284,23 +328,24 @@ void Bootstrapper::switch_ring_lwe(const u32* in, std::size_t count, u32* out) c
 }
 
 void Bootstrapper::bootstrap_many(const u32* in, std::size_t count, const u32* test_vector, u32* out, int threads,
-                                  std::size_t outputs) const {
+                                  std::size_t outputs, std::size_t batch) const {
   require(outputs >= 1 && outputs <= params_.ring_dimension, "tfhe.bootstrap",
           "outputs per ciphertext must lie in [1, N=" + std::to_string(params_.ring_dimension) + "], got " +
               std::to_string(outputs));
+  require(batch >= 1 && batch <= kMaxRotationBatch, "tfhe.bootstrap",
+          "ciphertexts per rotation batch must lie in [1, " + std::to_string(kMaxRotationBatch) + "], got " +
+              std::to_string(batch));
   check_test_vector(test_vector);  // once for the batch
   const std::size_t width = params_.lwe_dimension + 1, N = params_.ring_dimension;
   const std::size_t parts = std::min<std::size_t>(count, threads > 0 ? threads : num_threads());
-  // Blind rotations one by one; their extracted outputs key-switched together, about
-  // kSwitchBatch at a time (the key-switching table is read once per kBatchLimit of them).
-  const std::size_t per_batch = std::max<std::size_t>(1, kSwitchBatch / outputs);
+  // Blind rotations `batch` at a time; their extracted outputs key-switched together,
+  // about kSwitchBatch at a time (the key-switching table is read once per kBatchLimit of them).
+  const std::size_t per_switch = std::max<std::size_t>(1, kSwitchBatch / outputs);
   auto body = [&](std::size_t begin, std::size_t end) {
-    std::vector<u32> acc(2 * N), extracted(per_batch * outputs * (N + 1));
-    for (std::size_t first = begin; first < end; first += per_batch) {
-      const std::size_t take = std::min(per_batch, end - first);
-      for (std::size_t c = 0; c < take; ++c)
-        rotate_and_extract(in + (first + c) * width, test_vector, outputs, acc.data(),
-                           extracted.data() + c * outputs * (N + 1));
+    std::vector<u32> accs(batch * 2 * N), extracted(per_switch * outputs * (N + 1));
+    for (std::size_t first = begin; first < end; first += per_switch) {
+      const std::size_t take = std::min(per_switch, end - first);
+      rotate_and_extract(in + first * width, take, test_vector, outputs, batch, accs.data(), extracted.data());
       switch_to_gate(extracted.data(), take * outputs, out + first * outputs * width);
     }
   };

@@ -84,9 +84,12 @@ class Bootstrapper {
   // library's thread count). With `outputs` > 1, one blind rotation per
   // ciphertext serves several tables (many-LUT, Carpov-Izabachene-Mollimard):
   // out holds count x outputs ciphertexts, the k-th of each the coefficient
-  // k of X^-phase TV, i.e. TV[phase + k] (negacyclic).
+  // k of X^-phase TV, i.e. TV[phase + k] (negacyclic). `batch` ciphertexts
+  // per thread step through the key together (GINX; 1 to kMaxRotationBatch):
+  // each block of a step's key, read from memory once, serves all of them
+  // while it sits in L1. The results are the same bits for every batch.
   void bootstrap_many(const u32* in, std::size_t count, const u32* test_vector, u32* out, int threads = 0,
-                      std::size_t outputs = 1) const;
+                      std::size_t outputs = 1, std::size_t batch = kRotationBatch) const;
 
   // The blind rotation alone: acc (2 x N words, b then a, mod Q) =
   // X^-phase(in) TV under the ring secret (for tests and noise analysis). With
@@ -102,6 +105,10 @@ class Bootstrapper {
 
   // Ciphertexts key-switched together by bootstrap_many and switch_ring_lwe.
   static constexpr std::size_t kSwitchBatch = 64;
+  // Ciphertexts per thread that share each step's key in bootstrap_many (BENCHMARKS.md,
+  // "FHEW gates in batches that share the key"), and the most it takes.
+  static constexpr std::size_t kRotationBatch = 8;
+  static constexpr std::size_t kMaxRotationBatch = 16;
 
   std::size_t bootstrap_key_bytes() const { return bsk_ ? bsk_->bytes() : lmk_->bytes(); }
   std::size_t key_switch_key_bytes() const { return ksk_->bytes(); }
@@ -112,8 +119,7 @@ class Bootstrapper {
   const Ntt32& ntt() const { return *ntt_; }
 
  private:
-  // acc <- acc X^{s_i exponent}; next_exponent is the next step's (its key
-  // and monomials are prefetched meanwhile).
+  // The table behind monomial() below.
   void build_monomials();
   // Raises InvalidArgument unless every coefficient is below Q.
   void check_test_vector(const u32* test_vector) const;
@@ -122,15 +128,24 @@ class Bootstrapper {
   // Coefficient k of the accumulator (2 x N words, b then a) as an LWE ciphertext
   // under z: N + 1 words mod Q.
   void extract(const u32* acc, std::size_t k, u32* out) const;
-  // The blind rotation of `in` (acc: 2 x N words of scratch) and its coefficients 0 .. outputs-1
-  // extracted into `extracted` (outputs x (N + 1) words).
-  void rotate_and_extract(const u32* in, const u32* test_vector, std::size_t outputs, u32* acc,
-                          u32* extracted) const;
+  // The blind rotations of `count` ciphertexts (in: count x (n + 1) words), `batch` at a
+  // time (accs: batch x 2N words of scratch), and coefficients 0 .. outputs-1 of each
+  // extracted into `extracted` (count x outputs x (N + 1) words).
+  void rotate_and_extract(const u32* in, std::size_t count, const u32* test_vector, std::size_t outputs,
+                          std::size_t batch, u32* accs, u32* extracted) const;
   // `count` extracted ciphertexts (count x (N + 1) words mod Q, overwritten) -> out
   // (count x (n + 1) words mod q), key-switched together.
   void switch_to_gate(u32* extracted, std::size_t count, u32* out) const;
   void rotate_blindly(const u32* in, const u32* test_vector, u32* acc, bool exact) const;
-  void step(u32* acc, std::size_t i, u32 exponent, u32 next_exponent, u32* scratch) const;
+  // The same for `count` ciphertexts (at most kMaxRotationBatch) into accs (count x 2N
+  // words): GINX's steps taken together (step below); LMKCDEY's one ciphertext at a time.
+  void rotate_blindly_many(const u32* in, std::size_t count, const u32* test_vector, u32* accs, bool exact) const;
+  // Step i of the blind rotation for each accumulator whose exponent is nonzero:
+  // acc_j <- acc_j X^{s_i exponents[j]} (accs: count x 2N words; scratch: count x
+  // (2 d_g + 2) N words). The next step's exponents name the monomials prefetched
+  // meanwhile, as its key is.
+  void step(u32* accs, std::size_t count, std::size_t i, const u32* exponents, const u32* next_exponents,
+            u32* scratch) const;
   // Montgomery(NTT(X^k) - 1) for k mod 2N.
   const u32* monomial(std::size_t k) const {
     const std::size_t N = params_.ring_dimension;
