@@ -34,9 +34,22 @@ fi
 
 inputs="${1:-30000}"
 cmake -S . -B build/sanitize -G Ninja -DCMAKE_BUILD_TYPE=Debug -DRINGFIRE_BUILD_TESTS=ON -DRINGFIRE_CUDA=OFF \
-  -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" > /dev/null
+  -DRINGFIRE_TESTS_UNOPTIMIZED=ON -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
+  > /dev/null
 cmake --build build/sanitize -j 2 --target ringfire_tests fuzz_io
-echo "== unit tests under ASan + UBSan"
-build/sanitize/cpp/tests/ringfire_tests --gtest_brief=1
+echo "== unit tests under ASan + UBSan (two shards side by side)"
+shards=2
+pids=()
+for ((shard = 0; shard < shards; ++shard)); do
+  GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$shard build/sanitize/cpp/tests/ringfire_tests --gtest_brief=1 \
+    > "build/sanitize/unit_tests.$shard.log" 2>&1 &
+  pids+=($!)
+done
+failed=0
+for ((shard = 0; shard < shards; ++shard)); do
+  wait "${pids[$shard]}" || failed=1
+  cat "build/sanitize/unit_tests.$shard.log"
+done
+if ((failed)); then echo "unit tests under the sanitizers failed (above)"; exit 1; fi
 echo "== fuzzing the loaders under ASan + UBSan ($inputs inputs)"
 build/sanitize/cpp/tests/fuzz_io "$inputs"
