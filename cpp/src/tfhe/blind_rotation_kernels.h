@@ -48,12 +48,16 @@ void product(Isa isa, const ProductArgs& args);
 // Chunk c's share of the next step's key and monomials, prefetched into L2
 // while the product reads this step's (one step ahead: a blind rotation
 // reads more key than L2 keeps, and L3 alone cannot feed the products).
+// Without next_key only the monomials are (the other accumulators of a batch,
+// whose key the first one prefetches).
 inline void prefetch_next(const ProductArgs& g, std::size_t c) {
 #if defined(__x86_64__)
-  if (g.next_key == nullptr) return;
-  const std::size_t bytes = g.R * 4 * kChunk * sizeof(u32);
-  const char* key = g.next_key + c * bytes;
-  for (std::size_t off = 0; off < bytes; off += 64) _mm_prefetch(key + off, _MM_HINT_T1);
+  if (g.next_key != nullptr) {
+    const std::size_t bytes = g.R * 4 * kChunk * sizeof(u32);
+    const char* key = g.next_key + c * bytes;
+    for (std::size_t off = 0; off < bytes; off += 64) _mm_prefetch(key + off, _MM_HINT_T1);
+  }
+  if (g.next_mp == nullptr) return;
   _mm_prefetch(reinterpret_cast<const char*>(g.next_mp + c * kChunk), _MM_HINT_T1);
   _mm_prefetch(reinterpret_cast<const char*>(g.next_mm + c * kChunk), _MM_HINT_T1);
 #else

@@ -14,8 +14,9 @@ namespace ringfire::tfhe {
 
 namespace {
 
-// Chunks of a step's key (kernels::kChunk slots each) that batched accumulators take in
-// turn: 8 x 1.5 KiB for d_g = 3, with their digits and outputs, stays within L1.
+// Chunks of a step's key (kernels::kChunk slots, R x 4 x 16 words: 1.5 KiB each for
+// d_g = 3) that batched accumulators take in turn: a block of 12 KiB (4 and 16 measured the
+// same here).
 constexpr std::size_t kKeyBlockChunks = 8;
 
 // dst = X^k src in Z_Q[X]/(X^N + 1), k in [0, 2N).
@@ -195,14 +196,15 @@ void Bootstrapper::step(u32* accs, std::size_t count, std::size_t i, const u32* 
     kernels::decompose(isa, acc, N, params_, D);
     kernels::decompose(isa, acc + N, N, params_, D + params_.gadget_digits * N);
     for (std::size_t r = 0; r < R; ++r) ntt_->forward(D + r * N);
-    // The first active accumulator prefetches the next step's key for all of them.
+    // The first active accumulator prefetches the next step's key for all of them; each its
+    // own next monomials.
     items[active] = {D, R, N, bsk_->coefficient(i), monomial(e), monomial(2 * N - e), Q, ntt_->neg_q_inverse(),
                      D + R * N, D + R * N + N, active == 0 ? next_key : nullptr, monomial(next),
                      monomial(2 * N - next)};
     owner[active++] = j;
   }
-  // A block of chunks of the key (R x 4 x 16 words each: 12 KiB for R = 6) serves every
-  // accumulator in turn while it sits in L1; one accumulator reads the key in one pass.
+  // A block of kKeyBlockChunks chunks of the key serves every accumulator in turn while it
+  // sits in the nearest caches; one accumulator reads the key in one pass.
   const std::size_t chunks = N / kernels::kChunk, block = active > 1 ? kKeyBlockChunks : chunks;
   for (std::size_t begin = 0; begin < chunks; begin += block) {
     for (std::size_t k = 0; k < active; ++k) {
@@ -235,6 +237,9 @@ void Bootstrapper::rotate_blindly(const u32* in, const u32* test_vector, u32* ac
 
 void Bootstrapper::rotate_blindly_many(const u32* in, std::size_t count, const u32* test_vector, u32* accs,
                                        bool exact) const {
+  require(count >= 1 && count <= kMaxRotationBatch, "tfhe.blind_rotate",
+          "a rotation batch holds 1 to " + std::to_string(kMaxRotationBatch) + " ciphertexts, not " +
+              std::to_string(count));
   const std::size_t n = params_.lwe_dimension, N = params_.ring_dimension, width = n + 1;
   const u32 q = params_.lwe_modulus(), Q = params_.ring_modulus;
   if (lmk_) {
