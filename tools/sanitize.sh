@@ -40,6 +40,7 @@ cmake --build build/sanitize -j 2 --target ringfire_tests fuzz_io
 echo "== unit tests under ASan + UBSan (two shards side by side)"
 shards=2
 pids=()
+trap 'kill "${pids[@]}" 2> /dev/null || true' EXIT  # an interrupted run leaves no shard behind
 for ((shard = 0; shard < shards; ++shard)); do
   GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$shard build/sanitize/cpp/tests/ringfire_tests --gtest_brief=1 \
     > "build/sanitize/unit_tests.$shard.log" 2>&1 &
