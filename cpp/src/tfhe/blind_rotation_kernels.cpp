@@ -59,7 +59,7 @@ void decompose_scalar(const u32* poly, std::size_t N, const Params& p, u32* D) {
 
 void product_scalar(const ProductArgs& g) {
   const std::size_t R = g.R;
-  for (std::size_t c = g.chunk_begin; c < g.end_chunk(); ++c) {
+  for (std::size_t c = g.chunk_begin; c < g.chunk_end; ++c) {
     const u32* kc = g.key + c * R * 4 * kChunk;
     for (std::size_t l = 0; l < kChunk; ++l) {
       const std::size_t slot = kChunk * c + l;
@@ -136,7 +136,7 @@ inline V reduce_pack(V even, V odd_lanes, V q, V nqinv) {
 void product_avx2(const ProductArgs& g) {
   const V q = _mm256_set1_epi32(static_cast<int>(g.Q)), ni = _mm256_set1_epi32(static_cast<int>(g.neg_q_inv));
   const std::size_t R = g.R, N = g.N;
-  for (std::size_t c = g.chunk_begin; c < g.end_chunk(); ++c) {
+  for (std::size_t c = g.chunk_begin; c < g.chunk_end; ++c) {
     const u32* kc = g.key + c * R * 4 * kChunk;
     prefetch_next(g, c);
     for (std::size_t h = 0; h < kChunk; h += 8) {

@@ -29,8 +29,8 @@ void decompose(Isa isa, const u32* poly, std::size_t N, const Params& p, u32* D)
 // (X^-a - 1) sum_r D_r BK-_r; mp, mm: Montgomery(NTT(X^{+-a}) - 1).
 // next_key, next_mp, next_mm (or null): the next step's key and monomials
 // (prefetch_next below). Only chunks [chunk_begin, chunk_end) of the N /
-// kChunk are computed (chunk_end 0: up to the last), so that several
-// ciphertexts can take a block of the key in turn while it sits in L1.
+// kChunk are computed, so that several ciphertexts can take a block of the
+// key in turn while it sits in the nearest caches.
 struct ProductArgs {
   const u32* D;
   std::size_t R, N;
@@ -40,8 +40,7 @@ struct ProductArgs {
   u32 *out_b, *out_a;
   const char* next_key;
   const u32 *next_mp, *next_mm;
-  std::size_t chunk_begin = 0, chunk_end = 0;
-  std::size_t end_chunk() const { return chunk_end != 0 ? chunk_end : N / kChunk; }
+  std::size_t chunk_begin, chunk_end;
 };
 void product(Isa isa, const ProductArgs& args);
 

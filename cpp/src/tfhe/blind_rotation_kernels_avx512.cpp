@@ -51,7 +51,7 @@ RF_AVX512 void decompose_avx512(const u32* poly, std::size_t N, const Params& p,
 RF_AVX512 void product_avx512(const ProductArgs& g) {
   const Z q = _mm512_set1_epi32(static_cast<int>(g.Q)), ni = _mm512_set1_epi32(static_cast<int>(g.neg_q_inv));
   const std::size_t R = g.R, N = g.N;
-  for (std::size_t c = g.chunk_begin; c < g.end_chunk(); ++c) {
+  for (std::size_t c = g.chunk_begin; c < g.chunk_end; ++c) {
     const u32* kc = g.key + c * R * 4 * kChunk;
     prefetch_next(g, c);
     const std::size_t slot = kChunk * c;

@@ -200,7 +200,7 @@ void Bootstrapper::step(u32* accs, std::size_t count, std::size_t i, const u32* 
     // own next monomials.
     items[active] = {D, R, N, bsk_->coefficient(i), monomial(e), monomial(2 * N - e), Q, ntt_->neg_q_inverse(),
                      D + R * N, D + R * N + N, active == 0 ? next_key : nullptr, monomial(next),
-                     monomial(2 * N - next)};
+                     monomial(2 * N - next), 0, 0};  // the chunk range is set block by block below
     owner[active++] = j;
   }
   // A block of kKeyBlockChunks chunks of the key serves every accumulator in turn while it
@@ -242,17 +242,19 @@ void Bootstrapper::rotate_blindly_many(const u32* in, std::size_t count, const u
               std::to_string(count));
   const std::size_t n = params_.lwe_dimension, N = params_.ring_dimension, width = n + 1;
   const u32 q = params_.lwe_modulus(), Q = params_.ring_modulus;
+  // X^-b TV of ciphertext j, where each rotation starts.
+  auto start = [&](std::size_t j, u32* dst) { rotate(test_vector, N, (q - in[j * width + n] % q) % q, Q, dst); };
   if (lmk_) {
     std::vector<u32> f(N);
     for (std::size_t j = 0; j < count; ++j) {
-      rotate(test_vector, N, (q - in[j * width + n] % q) % q, Q, f.data());
+      start(j, f.data());
       lmk_->rotate(in + j * width, f.data(), *ntt_, accs + j * 2 * N, exact);
     }
     return;
   }
   for (std::size_t j = 0; j < count; ++j) {
     u32* acc = accs + j * 2 * N;
-    rotate(test_vector, N, (q - in[j * width + n] % q) % q, Q, acc);
+    start(j, acc);
     std::fill(acc + N, acc + 2 * N, 0u);
   }
   std::vector<u32> scratch(count * (2 * params_.gadget_digits + 2) * N);

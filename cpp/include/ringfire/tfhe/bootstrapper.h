@@ -87,7 +87,7 @@ class Bootstrapper {
   // k of X^-phase TV, i.e. TV[phase + k] (negacyclic). `batch` ciphertexts
   // per thread step through the key together (GINX; 1 to kMaxRotationBatch):
   // each block of a step's key, read from memory once, serves all of them
-  // while it sits in L1. The results are the same bits for every batch.
+  // while it sits in the nearest caches. The same bits for every batch.
   void bootstrap_many(const u32* in, std::size_t count, const u32* test_vector, u32* out, int threads = 0,
                       std::size_t outputs = 1, std::size_t batch = kRotationBatch) const;
 
