@@ -10,7 +10,7 @@
 * OpenFHE 1.6.1 binfhe (the ``openfhe`` wheel, which needs Python 3.10:
   benchmarks/peers/setup_peers.sh makes ~/.ringfire-peers/py310):
   benchmarks/tfhe/openfhe_binfhe.py with OMP_NUM_THREADS=1 (NAND with GINX and
-  LMKCDEY at STD128, EvalFunc on 3 bits, EvalSign on 9 bits, key bytes).
+  LMKCDEY at STD128, EvalFunc on 3 bits, EvalSign and EvalFloor on 9 and 21 bits, key bytes).
 * Zama's Concrete 2.10 (the ``concrete-python`` wheel, its own venv:
   benchmarks/peers/setup_peers.sh makes ~/.ringfire-peers/concrete):
   benchmarks/tfhe/concrete_tfhe.py on one thread -- NAND and 2-, 3- and 4-bit tables,
@@ -70,7 +70,8 @@ def run_peer(name: str, python: pathlib.Path, script: str, args: list[str]) -> d
 
 
 def run_openfhe(python: pathlib.Path, quick: bool) -> dict | None:
-    args = ["--quick", "--no-key-sizes", "--only", "nand", "--only", "lut"] if quick else []
+    parts = ("nand", "lut") if quick else ("nand", "lut", "sign", "floor", "wide")
+    args = (["--quick", "--no-key-sizes"] if quick else []) + [a for part in parts for a in ("--only", part)]
     return run_peer("OpenFHE", python, "openfhe_binfhe.py", args)
 
 
@@ -95,7 +96,12 @@ def table(rf: dict, ofhe: dict | None) -> str:
     nand_g = by_op.get(("NAND", "GINX"))
     nand_l = by_op.get(("NAND", "LMKCDEY"))
     lut = next((r for (op, _), r in by_op.items() if op == "LUT"), None)
-    sign = next((r for (op, _), r in by_op.items() if op == "sign,"), None)
+    def peer(op, p):  # OpenFHE's sign or floor row on its context of plaintext modulus p
+        found = [r for r in (ofhe or {}).get("results", []) if r["op"].startswith(op) and r["plaintext_modulus"] == p]
+        return found[0] if found else None
+
+    sign, floor = peer("sign,", 512), peer("floor,", 512)
+    sign21, floor21 = peer("sign,", 1 << 21), peer("floor,", 1 << 21)
 
     def f(x, fmt=".2f"):
         return "n/a" if x is None else format(x, fmt)
@@ -132,6 +138,14 @@ def table(rf: dict, ofhe: dict | None) -> str:
     add("9-bit sign, one ciphertext, one thread (ms)", ours("sign 9-bit"),
         f(sign and sign["median_ms"], ".0f") + " (EvalSign, its own set)")
     add("log2 p_fail: 9-bit sign (bootstrapped input)", ours("p_fail sign 9-bit", ".0f"))
+    add("9-bit floor(x / 16), one ciphertext, one thread (ms)", ours("9-bit >> 4"),
+        f(floor and floor["median_ms"], ".0f") + " (EvalFloor, its own set)")
+    add("log2 p_fail: 9-bit floor(x / 16) (bootstrapped input)", ours("p_fail 9-bit >> 4", ".0f"))
+    add("21-bit sign, one ciphertext, one thread (ms)", ours("sign 21-bit", ".0f"),
+        f(sign21 and sign21["median_ms"], ".0f") + " (EvalSign, log Q = 29)")
+    add("21-bit floor(x / 16), one ciphertext, one thread (ms)", ours("21-bit >> 4", ".0f"),
+        f(floor21 and floor21["median_ms"], ".0f") + " (EvalFloor, log Q = 29)")
+    add("log2 p_fail: 18-bit sign (bootstrapped input)", ours("p_fail sign 18-bit", ".0f"))
     add("16-bit addition, both cores (ms)", ours("uint16 add", ".0f"))
     add("16-bit addition, radix-4 blocks, both cores (ms)", ours("radix16 add", ".0f"))
     add("16-bit comparison, radix-4 blocks, both cores (ms)", ours("radix16 <", ".0f"))

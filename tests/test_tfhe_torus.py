@@ -244,14 +244,20 @@ def test_what_the_torus_sets_refuse(toy):
     assert math.isclose(rf.tfhe.torus_params.tuniform_variance(3), (2 ** 7 + 1) / 6)
 
 
-@pytest.mark.parametrize("preset, count", [("TOY_T64", 512), ("STD128_T64", 64)])
-def test_bootstrap_output_error_matches_the_model(preset, count, toy, std):
+@pytest.fixture(scope="module")
+def wide():
+    ctx = rf.tfhe.Context.preset("STD128_T64_WIDE")
+    return ctx, ctx.keygen()
+
+
+@pytest.mark.parametrize("preset, count", [("TOY_T64", 512), ("STD128_T64", 64), ("STD128_T64_WIDE", 64)])
+def test_bootstrap_output_error_matches_the_model(preset, count, toy, std, wide):
     """The blind rotation's output error (gadget rounding, key errors and the FFT's
     own rounding together), measured at 2^64 on bootstrapped encryptions of 0,
     against TorusParameterSet.bootstrap_variance: within 0.7-1.3 on the toy set (512
-    samples), within 0.5-2 on STD128_T64 (64 samples; outside it by chance: below
-    1e-4)."""
-    ctx, sk = toy if preset == "TOY_T64" else std
+    samples), within 0.5-2 on STD128_T64 and its three-level gadget (64 samples; outside
+    it by chance: below 1e-4)."""
+    ctx, sk = {"TOY_T64": toy, "STD128_T64": std, "STD128_T64_WIDE": wide}[preset]
     x = ctx.encrypt(np.zeros(count, dtype=np.int64), sk, bits=2)
     y = ctx.lut(lambda m: m, bits=2)(x)
     phases = sk._native.phases(y.data)[0].astype(np.int64).astype(np.float64)  # message 0: the error
@@ -355,3 +361,118 @@ def test_sign_refuses_what_it_cannot_read_and_warns_on_noisy_inputs(toy, std):
     assert ctx.failure_probability("sign", bits=9, log2=True) < -64
     with pytest.warns(RuntimeWarning, match=r"tfhe\.sign.*bootstrap the input first"):
         ctx.sign(x)
+
+
+@pytest.mark.parametrize("bits", [2, 5, 8])
+def test_shift_right_of_every_value_by_every_shift_toy(toy, bits):
+    ctx, sk = toy
+    m = np.arange(1 << bits)
+    x = ctx.encrypt(m, sk, bits=bits)
+    for shift in range(1, bits):
+        y = x >> shift
+        assert y.bits == bits - shift
+        assert (ctx.decrypt(y, sk) == m >> shift).all(), shift
+        assert y.variance == pytest.approx(x.variance + -(-shift // 4) * ctx.params.bootstrap_variance())
+
+
+def test_a_shifted_integer_takes_additions_a_sign_and_a_table_toy(toy):
+    ctx, sk = toy
+    m = np.arange(256)
+    x = ctx.encrypt(m, sk, bits=8)
+    y = ctx.shift_right(x, 5)  # 3 bits
+    assert (ctx.decrypt((y + 2)[:192], sk) == (m[:192] >> 5) + 2).all()  # sums below 2^3
+    assert (ctx.decrypt(ctx.sign(y), sk) == (m >> 5 >= 4)).all()
+    assert (ctx.decrypt(ctx.lut(lambda v: 7 - v, bits=3)(y), sk) == 7 - (m >> 5)).all()
+
+
+def test_nine_bit_shifts_at_128_bits(std):
+    ctx, sk = std
+    m = np.array([0, 1, 15, 16, 17, 127, 128, 255, 256, 300, 510, 511])
+    x = ctx.encrypt(m, sk, bits=9)
+    for shift in (1, 4, 6, 8):
+        assert (ctx.decrypt(x >> shift, sk) == m >> shift).all(), shift
+        assert ctx.failure_probability("shift_right", bits=9, shift=shift) < 2.0 ** -64  # bootstrapped input
+
+
+def test_shift_failures_stay_below_the_modelled_bound():
+    """A deliberately noisy set: the model sums every bootstrap's tail (a bound: a window read
+    one off leaves a remainder of a sixteenth of the result's unit, which decrypts right), so
+    the counted rate of 2000 shifts is nonzero and below it."""
+    ctx, sk = insecure("NOISY_T64")
+    m = np.random.default_rng(5).integers(0, 64, 2000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the shift warns that it fails this often
+        got = ctx.decrypt(ctx.encrypt(m, sk, bits=6) >> 3, sk)
+    rate, predicted = float((got != m >> 3).mean()), ctx.failure_probability("shift_right", bits=6, shift=3)
+    assert 0.02 < predicted < 0.2
+    assert 0 < rate < predicted, (rate, predicted)
+
+
+def test_shift_right_refuses_what_it_cannot_do_and_warns_on_noisy_inputs(toy):
+    ctx, sk = toy
+    x = ctx.encrypt([5], sk, bits=4)
+    with pytest.raises(ValueError, match="reads integers"):
+        ctx.shift_right(ctx.encrypt([True], sk), 1)
+    for shift in (0, 4, -1, 1.0, True, "2"):
+        with pytest.raises(ValueError, match=r"shift must be an int in \[1, 3\]"):
+            ctx.shift_right(x, shift)
+    with pytest.raises(TypeError, match="'>>' is for integer"):
+        ctx.encrypt([True], sk) >> 1
+    small, small_sk = insecure("TOY")
+    with pytest.raises(ValueError, match="torus set"):
+        small.shift_right(small.encrypt([1], small_sk, bits=3), 1)
+    with pytest.raises(ValueError, match="needs bits=, shift="):
+        ctx.failure_probability("shift_right", bits=4)
+    with pytest.raises(ValueError, match="shift must lie"):
+        ctx.failure_probability("shift_right", bits=4, shift=4)
+    noisy, noisy_sk = insecure("NOISY_T64")  # its fresh errors are wide enough to warn
+    with pytest.warns(RuntimeWarning, match=r"tfhe\.shift_right.*2\^-3\.8.*bootstrap the input first"):
+        noisy.shift_right(noisy.encrypt([40], noisy_sk, bits=6), 3)
+
+
+def test_wide_integers_add_and_decrypt_but_tables_refuse_them_toy(toy):
+    ctx, sk = toy  # tables read at most 8 bits here (N = 512)
+    m = np.random.default_rng(3).integers(0, 1 << 20, 200)
+    x = ctx.encrypt(m, sk, bits=21)
+    assert (ctx.decrypt(x + 1000, sk) == m + 1000).all() and (ctx.decrypt(x * 2, sk) == 2 * m).all()
+    assert (ctx.decrypt(ctx.trivial(m, bits=21) - x, sk) == 0).all()
+    assert (ctx.decrypt(ctx.load(x.to_bytes()), sk) == m).all()
+    forged = rf.tfhe.torus_bytes.pack_ciphertexts(ctx._native_params.identity, None, 1, 40, x.shape, x.data)
+    with pytest.raises(ValueError, match=r"bits must be an int in \[1, 32\]"):
+        ctx.load(rf.io.wrap(forged, None, None))
+    with pytest.raises(ValueError, match=r"bits must be an int in \[1, 32\] for TOY_T64's integers \(its tables read "
+                                         r"at most 8\)"):
+        ctx.encrypt([1], sk, bits=33)
+    with pytest.raises(ValueError, match=r"bits must be an int in \[1, 8\]"):
+        ctx.lut(lambda v: v, bits=12)
+    with pytest.raises(ValueError, match="the table reads 4-bit integers"):
+        ctx.lut(lambda v: v, bits=4)(ctx.encrypt([3], sk, bits=12))
+    small, small_sk = insecure("TOY")
+    with pytest.raises(ValueError, match=r"bits must be an int in \[1, 8\] for N=512"):
+        small.encrypt([1], small_sk, bits=9)  # the 32-bit sets keep the tables' width
+
+
+def test_signs_and_floors_of_wide_integers_toy(toy):
+    ctx, sk = toy
+    m = np.concatenate([[0, 1, (1 << 15) - 1, 1 << 15, (1 << 16) - 1],
+                        np.random.default_rng(4).integers(0, 1 << 16, 120)])
+    x = ctx.encrypt(m, sk, bits=16)
+    assert (ctx.decrypt(ctx.sign(x), sk) == (m >= 1 << 15)).all()
+    assert (ctx.decrypt(x >> 7, sk) == m >> 7).all()
+    a, b = m[:60] >> 1, m[60:120] >> 1  # below 2^15: sign(a - b) is a < b
+    assert (ctx.decrypt(ctx.sign(ctx.encrypt(a, sk, bits=16) - ctx.encrypt(b, sk, bits=16)), sk) == (a < b)).all()
+
+
+def test_twenty_bit_signs_and_floors_at_128_bits(wide):
+    ctx, sk = wide
+    m = np.array([0, 1, 4095, 4096, 123456, (1 << 19) - 1, 1 << 19, 654321, 999999, (1 << 20) - 1])
+    x = ctx.encrypt(m, sk, bits=20)
+    assert (ctx.decrypt(ctx.sign(x), sk) == (m >= 1 << 19)).all()
+    y = x >> 4  # 16 bits with a bootstrapped error: a sign of it reads it at 2^-129
+    assert y.bits == 16 and (ctx.decrypt(y, sk) == m >> 4).all()
+    assert (ctx.decrypt(ctx.sign(y), sk) == (m >> 4 >= 1 << 15)).all()
+    assert ctx.failure_probability("sign", bits=18, log2=True) < -118  # a bootstrapped input
+    assert ctx.failure_probability("shift_right", bits=18, shift=5, log2=True) < -118
+    assert ctx.failure_probability("sign", bits=10, log2=True) < -128
+    std = rf.tfhe.TORUS_PRESETS["STD128_T64"]  # the same keys with one gadget level: 2^-28 at 10 bits
+    assert rf.tfhe.sign.sign_failure_log2(std, 10, std.bootstrap_variance()) > -30

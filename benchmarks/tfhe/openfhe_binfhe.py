@@ -19,6 +19,10 @@ What it measures (all with OpenFHE's own parameter sets, as in its C++ examples)
   * 3-bit LUT: src/binfhe/examples/eval-function.cpp, i.e.
     GenerateBinFHEContext(STD128, arbFunc=True, logQ=12, N=0, GINX, False), p =
     GetMaxPlaintextSpace() (= 8), f(x) = x^3 mod p via GenerateLUTviaFunction, EvalFunc.
+  * Large-precision floor: EvalFloor(ct, 4) (src/binfhe/examples/eval-flooring.cpp) on the
+    sign's context below, decrypted at p / 16; expected x >> 4.
+  * ``--only wide`` (not by default: minutes): the sign and the floor on the same context
+    with log Q = 29, p = 2^21 (21-bit inputs).
   * Large-precision sign: src/binfhe/examples/eval-sign.cpp, i.e.
     GenerateBinFHEContext(STD128, False, logQ=17, 0, GINX, False), Q = 2^17,
     p = GetMaxPlaintextSpace() * Q/4096 (= 512), EvalSign, decrypt mod 2; expected
@@ -156,8 +160,7 @@ def bench_lut(reps, warmup, key_sizes, key_dir):
     return res
 
 
-def bench_sign(reps, warmup, rng, key_sizes, key_dir):
-    log_q = 17
+def bench_sign(reps, warmup, rng, key_sizes, key_dir, log_q=17):
     cc, sk, kg = make_context((fhe.STD128, False, log_q, 0, fhe.GINX, False))
     Q = 1 << log_q
     factor = Q // 4096  # Q / q, as in eval-sign.cpp
@@ -177,6 +180,31 @@ def bench_sign(reps, warmup, rng, key_sizes, key_dir):
            "btkeygen_s": kg, "correct": ok, "checked": total, **summarize(times),
            "ct_bytes": ct_bytes(cases[0][0], key_dir)}
     res["bt_key_bytes"], res["bt_key_serialize_s"] = bt_key_bytes(cc, key_dir) if key_sizes else (None, None)
+    del cc, sk, cases
+    gc.collect()
+    return res
+
+
+def bench_floor(reps, warmup, rng, roundbits, log_q=17):
+    """EvalFloor (src/binfhe/examples/eval-flooring.cpp) on eval-sign.cpp's large-precision
+    context (log Q = 17: p = 512, 9-bit inputs; 29: 21-bit), decrypted at p / 2^roundbits;
+    expected x >> roundbits. No key sizes: the keys are the sign's (its row has them)."""
+    cc, sk, kg = make_context((fhe.STD128, False, log_q, 0, fhe.GINX, False))
+    Q = 1 << log_q
+    p = int(cc.GetMaxPlaintextSpace()) * (Q // 4096)
+    unit = 1 << roundbits
+    # Both sides of a multiple of 2^roundbits, the range's ends, then uniform random values.
+    xs = [unit - 1, unit, 0, p - 1, p // 2 - 1, p // 2] + [rng.randrange(p) for _ in range(reps + warmup)]
+    xs = xs[:reps + warmup]
+    rng.shuffle(xs)
+    cases = [(cc.Encrypt(sk, x, fhe.LARGE_DIM, p, Q), x >> roundbits) for x in xs]
+    times, ok, total = timed_loop(cases, lambda ct: cc.EvalFloor(ct, roundbits),
+                                  lambda out, exp: int(cc.Decrypt(sk, out, p >> roundbits) == exp), warmup)
+    res = {"op": f"floor, p={p}, {roundbits} bits (EvalFloor)", "method": "GINX", "paramset": "STD128",
+           "context": f"GenerateBinFHEContext(STD128, False, {log_q}, 0, GINX, False)",
+           "plaintext_modulus": p, "roundbits": roundbits, "input_modulus_Q": Q, "inputs": xs,
+           "params": ctx_params(cc), "btkeygen_s": kg, "correct": ok, "checked": total, **summarize(times),
+           "ct_bytes": ct_bytes(cases[0][0], None), "bt_key_bytes": None}
     del cc, sk, cases
     gc.collect()
     return res
@@ -205,7 +233,7 @@ def main():
     ap.add_argument("--no-key-sizes", action="store_true",
                     help="skip serializing bootstrapping keys (~0.9 GB NAND, ~5 GB LUT/sign)")
     ap.add_argument("--key-dir", default=None, help="where the temporary key files go (default: $TMPDIR)")
-    ap.add_argument("--only", choices=["nand", "lut", "sign"], action="append",
+    ap.add_argument("--only", choices=["nand", "lut", "sign", "floor", "wide"], action="append",
                     help="run only these parts (repeatable)")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
@@ -213,7 +241,7 @@ def main():
     gate_reps, gate_warm = (5, 1) if args.quick else (20, 2)
     lut_reps, lut_warm = (4, 1) if args.quick else (16, 2)
     sign_reps, sign_warm = (3, 1) if args.quick else (12, 1)
-    parts = args.only or ["nand", "lut", "sign"]
+    parts = args.only or ["nand", "lut", "sign", "floor"]
     key_sizes = not args.no_key_sizes
     rng = random.Random(args.seed)
 
@@ -229,6 +257,14 @@ def main():
     if "sign" in parts:
         results.append(bench_sign(sign_reps, sign_warm, rng, key_sizes, args.key_dir))
         print("  done sign", file=sys.stderr, flush=True)
+    if "floor" in parts:
+        results.append(bench_floor(sign_reps, sign_warm, rng, 4))
+        print("  done floor", file=sys.stderr, flush=True)
+    if "wide" in parts:  # not by default: each takes minutes
+        wide_reps = max(2, sign_reps // 3)
+        results.append(bench_sign(wide_reps, sign_warm, rng, False, args.key_dir, log_q=29))
+        results.append(bench_floor(wide_reps, sign_warm, rng, 4, log_q=29))
+        print("  done wide", file=sys.stderr, flush=True)
     total_s = time.perf_counter() - t_start
 
     print(f"OpenFHE {openfhe_version()} binfhe, Python {platform.python_version()}, "

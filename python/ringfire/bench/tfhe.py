@@ -13,12 +13,16 @@ For each parameter set, rows (set, routine, value, unit, exact):
 * LUT 4-bit batch  64 lookups in one call on all threads (lookups/s)
 * 4 LUTs 2-bit, one rotation   four 2-bit tables of one input from one blind rotation (ms)
 * sign 9-bit      the sign of a 9-bit integer in one ciphertext, one thread (ms; torus sets)
+* 9-bit >> 4      floor(x / 16) of a 9-bit integer in one ciphertext, one thread (ms; torus sets)
+* sign 21-bit, 21-bit >> 4   the same for 21-bit integers, on sets whose bootstraps are precise
+                  enough for them (STD128_T64_WIDE)
 * uint16 add      one 16-bit addition (16 levels of full adders), all threads (ms)
 * uint16 <        one 16-bit comparison (the carry chain), all threads (ms)
 * radix16 add, radix16 <, radix16 max   the same on radix-4 blocks (``encrypt_radix``; torus sets)
 * radix16 * c, radix16 * y              a product by a public 16-bit constant and by another radix16
 * p_fail ...      the noise model's failure probability (log2) of NAND, MAJ, 2-, 3- and 4-bit
-                  tables
+                  tables (and the 9-bit sign and shift and the 18-bit sign, all on bootstrapped
+                  inputs, on the torus sets)
 
 ``exact`` says whether every result decrypted to Python's answer. The same
 gate, table and key-generation figures for OpenFHE's binfhe run beside these
@@ -38,7 +42,8 @@ from .. import _core
 from ..tfhe import Context
 from .foundations import median_ms
 
-SETS = ("STD128", "STD128_LMKCDEY", "STD128_LP", "STD128_LUT", "STD128_T64", "STD128_T64_MB", "STD128_T64_LP")
+SETS = ("STD128", "STD128_LMKCDEY", "STD128_LP", "STD128_LUT", "STD128_T64", "STD128_T64_MB", "STD128_T64_LP",
+        "STD128_T64_WIDE")
 
 
 def bench_tfhe(sets=SETS, repeat: int = 20, quiet: bool = False) -> list[dict]:
@@ -117,6 +122,15 @@ def bench_tfhe(sets=SETS, repeat: int = 20, quiet: bool = False) -> list[dict]:
             one9 = x9[:1]
             ms = median_ms(lambda: ctx.sign(one9), max(1, repeat // 3))
             row("sign 9-bit", ms, "ms", ctx.decrypt(ctx.sign(x9), sk).tolist() == [False, True])
+            ms = median_ms(lambda: one9 >> 4, max(1, repeat // 3))
+            row("9-bit >> 4", ms, "ms", ctx.decrypt(x9 >> 4, sk).tolist() == [15, 16])
+            if ctx.failure_probability("sign", bits=18, log2=True) < -64:  # a set for wide integers
+                x21 = ctx.encrypt([(1 << 20) - 1, 1 << 20], sk, bits=21)  # OpenFHE's p = 2^21 at log Q = 29
+                one21 = x21[:1]
+                ms = median_ms(lambda: ctx.sign(one21), max(1, repeat // 10))
+                row("sign 21-bit", ms, "ms", ctx.decrypt(ctx.sign(x21), sk).tolist() == [False, True])
+                ms = median_ms(lambda: one21 >> 4, max(1, repeat // 10))
+                row("21-bit >> 4", ms, "ms", ctx.decrypt(x21 >> 4, sk).tolist() == [65535, 65536])
         ctx.threads = 0
 
         u, v = rng.integers(0, 1 << 16, 2)
@@ -144,6 +158,8 @@ def bench_tfhe(sets=SETS, repeat: int = 20, quiet: bool = False) -> list[dict]:
                   ("p_fail 4 LUTs 2-bit", "lut_many", {"bits": 2, "tables": 4})]
         if ctx.params.word_bits == 64:
             checks.append(("p_fail sign 9-bit", "sign", {"bits": 9}))
+            checks.append(("p_fail 9-bit >> 4", "shift_right", {"bits": 9, "shift": 4}))
+            checks.append(("p_fail sign 18-bit", "sign", {"bits": 18}))
         for label, operation, kw in checks:
             row(label, ctx.failure_probability(operation, log2=True, **kw), "log2")
         row("threads", threads, "")

@@ -23,8 +23,8 @@ ternary secrets (OpenFHE's binfhe design) on ringfire's own 32-bit NTT
 torus engine in the KS-PBS order of tfhe-rs and Concrete, on a double-precision
 FFT (:mod:`ringfire.tfhe.torus_params`: STD128_T64 for 4-bit tables below
 2^-128, STD128_T64_MB the same with multi-bit bootstrapping, STD128_T64_LP for
-5 bits), which also gives the sign of a 9-bit integer
-in one ciphertext (``ctx.sign``). Each module has its sets' sources and the
+5 bits), which also gives the sign and the floor of a 9-bit integer
+in one ciphertext (``ctx.sign``, ``ctx.shift_right`` or ``x >> s``). Each module has its sets' sources and the
 noise model behind every failure probability; docs/tfhe.md has the details and
 measurements.
 """

@@ -14,7 +14,8 @@ class Ciphertext:
 
     Boolean operators bootstrap (``&``, ``|``, ``^``; ``~`` is free).
     Integers add and subtract without a bootstrap (mod 2^(bits+1): keep the
-    result below 2^bits before a lookup table) and multiply by small ints.
+    result below 2^bits before a lookup table) and multiply by small ints;
+    ``>>`` drops low bits with bootstraps (torus sets).
 
     ``variance`` is the error's variance at q as the operations predict it
     (a fresh encryption: sigma^2; a bootstrap's output, and anything loaded
@@ -93,6 +94,11 @@ class Ciphertext:
         return Ciphertext(self.context, words, self.shape, self.bits, self.variance * int(k) ** 2)
 
     __rmul__ = __mul__
+
+    def __rshift__(self, shift):
+        """floor(x / 2^shift), a narrower integer (torus sets; ``Context.shift_right``)."""
+        self._need_int(">>")
+        return self.context.shift_right(self, shift)
 
     def _linear(self, other, sign: int) -> "Ciphertext":
         self._need_int("+" if sign > 0 else "-")

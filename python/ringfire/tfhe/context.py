@@ -17,9 +17,14 @@ from .integers import UInt
 from .radix import RadixUInt, split_blocks
 from . import radix as _radix
 from .params import PRESETS, WARN_P_FAIL as _WARN_P_FAIL, ParameterSet, tail_probability, tail_probability_log2
-from .sign import sign, sign_failure_log2
+from .sign import floor_failure_log2, shift_right, sign, sign_failure_log2
 from . import torus_bytes
 from .torus_params import TorusParameterSet
+
+# The widest integers the torus sets encrypt in one ciphertext (signs, floors and sums;
+# tables read at most log2(N) - 1 bits): a fresh one keeps its error below 2^17 of 2^64, and
+# ctx.sign / ctx.shift_right warn where a width fails too often for the set.
+_WIDE_BITS = 32
 
 # Boolean encoding: 1 -> +q/8, 0 -> -q/8; a bootstrap with the constant test
 # vector Q/8 returns +q/8 for a phase in [0, q/2) and -q/8 above (negacyclic).
@@ -271,6 +276,8 @@ class Context:
         if encoding in (UInt._ENCODING, RadixUInt._ENCODING):
             kind = UInt if encoding == UInt._ENCODING else RadixUInt
             return kind.from_words(self, words, shape, bits, key_id)
+        if encoding != 0:
+            self._check_int_bits(bits)  # a 32-bit set's tables, or a torus set's widest integers
         ct = Ciphertext(self, words, shape, None if encoding == 0 else bits)
         ct.key_id = key_id
         return ct
@@ -577,24 +584,50 @@ class Context:
         OpenFHE's ``EvalSign`` gives. For x, y below 2^(k-1), ``ctx.sign(x - y)`` is x < y.
 
         Torus sets only (the 32-bit sets' bootstraps are not precise enough), for any k
-        the set encrypts: the low bits are cleared four at a time with two bootstraps, then
-        one bootstrap reads the top bit -- three for 9 bits (:mod:`ringfire.tfhe.sign`). The
-        input must be fresh or bootstrapped (its error is multiplied by up to 2^(k-4)); a
-        predicted failure probability above 2^-40 warns with the numbers. Signs belong on
-        STD128_T64: a bootstrapped 9-bit input fails with 2^-67 there and 2^-40 at
-        STD128_T64_MB (multi-bit rotation's noisier outputs)."""
+        the set encrypts (up to 32 bits on the torus sets, wider than their tables): the low
+        bits are cleared four at a time with two bootstraps, then one bootstrap reads the top
+        bit -- three for 9 bits (:mod:`ringfire.tfhe.sign`). The input must be fresh or
+        bootstrapped (its error is multiplied by up to 2^(k-4)); a predicted failure
+        probability above 2^-40 warns with the numbers. A bootstrapped 9-bit input fails with
+        2^-67 at STD128_T64 and 2^-40 at STD128_T64_MB (multi-bit rotation's noisier
+        outputs); STD128_T64_WIDE's precise bootstraps take 18 bits below 2^-118 (22 fresh)."""
+        self._check_wide(x, "sign", "compare UInt integers with <, or use a table", "booleans are their own sign")
+        self._warn_wide("sign", sign_failure_log2(self.params, x.bits, x.variance), x, max(0, x.bits - 4))
+        return sign(self, x)
+
+    def shift_right(self, x: Ciphertext, shift: int) -> Ciphertext:
+        """floor(x / 2^shift) of the integer ``x`` (``bits=`` k at encryption) as a
+        (k - shift)-bit integer: Micciancio-Polyakov's homomorphic floor (OpenFHE's
+        ``EvalFloor``), the rescaling of a fixed-point value; also ``x >> shift``.
+
+        Torus sets only, 0 < shift < k. The low bits are cleared as :meth:`sign` clears
+        them, four per round of two bootstraps (a narrower last round): 8 bits cost four
+        bootstraps. The result's error is the input's plus one bootstrap's per round, so it
+        can take more additions, a table, or :meth:`sign`; the input must be fresh or
+        bootstrapped (its error is multiplied by up to 2^(k-1)), and a predicted failure
+        probability above 2^-40 warns (``failure_probability("shift_right", bits=k,
+        shift=s)``)."""
+        self._check_wide(x, "shift_right", "UInt integers shift for free", "booleans have no low bits")
+        if not isinstance(shift, (int, np.integer)) or isinstance(shift, bool) or not 0 < shift < x.bits:
+            raise ValueError(f"shift must be an int in [1, {x.bits - 1}] for {x.bits}-bit integers, got {shift!r}")
+        self._warn_wide("shift_right", floor_failure_log2(self.params, x.bits, int(shift), x.variance), x, x.bits - 1)
+        return shift_right(self, x, int(shift))
+
+    def _check_wide(self, x, op: str, instead: str, booleans: str) -> None:
+        """What sign() and shift_right() read: an integer ciphertext of a torus set."""
         self._check_ct(x)
         if not self._torus:
-            raise ValueError(f"sign() needs a 64-bit torus set (STD128_T64, STD128_T64_LP); {self.params.name}'s "
-                             f"bootstraps are too coarse for it (compare UInt integers with <, or use a table)")
+            raise ValueError(f"{op}() needs a 64-bit torus set (STD128_T64, STD128_T64_WIDE); {self.params.name}'s "
+                             f"bootstraps are too coarse for it ({instead})")
         if x.bits is None:
-            raise ValueError("sign() reads integers (encrypt with bits=); booleans are their own sign")
-        log2_p = sign_failure_log2(self.params, x.bits, x.variance)
+            raise ValueError(f"{op}() reads integers (encrypt with bits=); {booleans}")
+
+    def _warn_wide(self, op: str, log2_p: float, x, grow_bits: int) -> None:
+        """Warns where sign() or shift_right() fails too often on x (its error multiplied by up to 2^grow_bits)."""
         if log2_p > math.log2(_WARN_P_FAIL):
-            warn_at_caller(f"[tfhe.sign] each element fails with probability 2^{log2_p:.1f} (its input's error "
+            warn_at_caller(f"[tfhe.{op}] each element fails with probability 2^{log2_p:.1f} (its input's error "
                            f"variance {x.variance:.3g} at q={self.params.lwe_modulus}, multiplied by up to "
-                           f"{4.0 ** max(0, x.bits - 4):.3g}): bootstrap the input first")
-        return sign(self, x)
+                           f"{4.0 ** grow_bits:.3g}): bootstrap the input first")
 
     def bootstrap_many(self, items: list, table: LookupTable | None = None) -> list:
         """Bootstraps several ciphertexts of any shapes in one batch on every
@@ -618,12 +651,13 @@ class Context:
     # ---- noise ---------------------------------------------------------------------
 
     def failure_probability(self, operation: str = "nand", *, bits: int | None = None,
-                            tables: int | None = None, log2: bool = False) -> float:
+                            tables: int | None = None, shift: int | None = None, log2: bool = False) -> float:
         """Predicted probability that one operation on bootstrapped inputs
         decrypts wrongly (the parameter set's noise model): a gate by name,
         ``"lut"`` with ``bits`` (a table on a bootstrapped ``bits``-bit input), or
         ``"lut_many"`` with ``bits`` and ``tables`` (:meth:`lut_many`), or ``"sign"`` with
-        ``bits`` (:meth:`sign` on a bootstrapped input; torus sets), or ``"radix"`` (the
+        ``bits`` (:meth:`sign` on a bootstrapped input; torus sets), ``"shift_right"`` with
+        ``bits`` and ``shift`` (:meth:`shift_right`, the same), or ``"radix"`` (the
         worst table of :class:`~ringfire.tfhe.RadixUInt`'s operations; torus sets). With
         ``log2=True``, its base-2 logarithm, finite where the probability itself
         underflows to 0.
@@ -644,6 +678,12 @@ class Context:
             if bits is None or not self._torus:
                 raise ValueError("failure_probability('sign') needs bits= and a torus set")
             result = sign_failure_log2(self.params, bits, var)
+        elif operation == "shift_right":
+            if bits is None or shift is None or not self._torus:
+                raise ValueError("failure_probability('shift_right') needs bits=, shift= and a torus set")
+            if not 0 < shift < bits:
+                raise ValueError(f"shift must lie in [1, {bits - 1}] for {bits}-bit integers, got {shift!r}")
+            result = floor_failure_log2(self.params, bits, shift, var)
         elif operation == "radix":
             if not self._torus:
                 raise ValueError("failure_probability('radix') needs a torus set")
@@ -661,7 +701,7 @@ class Context:
             result = tail_probability_log2(var + switch, q / (4 << bits))
         elif operation not in _GATES and operation not in _GATES3:
             raise ValueError(f"unknown operation {operation!r}: a gate {sorted(_GATES) + sorted(_GATES3)}, 'lut', "
-                             f"'lut_many', 'sign' or 'radix'")
+                             f"'lut_many', 'sign', 'shift_right' or 'radix'")
         else:
             coef, inputs = (_GATES[operation][0], 2) if operation in _GATES else (_GATES3[operation][0], 3)
             if coef % 2 == 0:
@@ -716,7 +756,7 @@ class Context:
             if arr.dtype != bool and not np.isin(arr, (0, 1)).all():
                 raise ValueError("booleans must be 0/1 or bool (pass bits= for integers)")
             return np.where(arr.astype(bool), np.uint64(q // 8), np.uint64(q - q // 8)).astype(self._dtype)
-        self._check_bits(bits)
+        self._check_int_bits(bits)
         if not np.issubdtype(arr.dtype, np.integer):
             raise ValueError(f"integers expected, got dtype {arr.dtype}")
         if arr.size and (arr.min() < 0 or arr.max() >= 1 << bits):
@@ -724,9 +764,21 @@ class Context:
         return (arr.astype(np.uint64) * np.uint64(q // (2 << bits))).astype(self._dtype)
 
     def _check_bits(self, bits: int) -> None:
+        """A table's width: its slots must be told apart after the switch to 2N."""
         limit = int(math.log2(self.params.ring_dimension)) - 1
         if not isinstance(bits, (int, np.integer)) or not 1 <= bits <= limit:
             raise ValueError(f"bits must be an int in [1, {limit}] for N={self.params.ring_dimension}, got {bits!r}")
+
+    def _check_int_bits(self, bits: int) -> None:
+        """An encrypted integer's width: a table's on the 32-bit sets; up to _WIDE_BITS on the
+        torus sets, whose integers that only add, take signs and floors may be wider than any
+        table reads."""
+        if not self._torus:
+            return self._check_bits(bits)
+        if not isinstance(bits, (int, np.integer)) or isinstance(bits, bool) or not 1 <= bits <= _WIDE_BITS:
+            limit = int(math.log2(self.params.ring_dimension)) - 1
+            raise ValueError(f"bits must be an int in [1, {_WIDE_BITS}] for {self.params.name}'s integers (its tables "
+                             f"read at most {limit}), got {bits!r}")
 
     def _bool_operand(self, x) -> Ciphertext:
         if not isinstance(x, Ciphertext):

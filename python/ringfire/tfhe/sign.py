@@ -1,4 +1,4 @@
-"""The sign of a wide integer held in one torus ciphertext, in a few bootstraps.
+"""The sign and the floor of a wide integer held in one torus ciphertext, in a few bootstraps.
 
 A ``bits``-bit integer m sits in the top bits of a 64-bit phase (padding bit 63,
 message bits 63 - bits .. 62). Its sign -- the top message bit, m >= 2^(bits-1),
@@ -23,6 +23,12 @@ decision keeps 2^58 (q/64 at the bootstrap's grid) between the phase and its
 boundaries; the error grows only by the multiplications, so the input must be a
 fresh or bootstrapped ciphertext (its predicted variance is checked, and the
 failure probability of the whole is summed from the noise model's terms).
+
+The floor (Micciancio-Polyakov's HomFloor, OpenFHE's ``EvalFloor``) is the same
+clearing stopped after k bits: windows of four, the last one narrower (w bits at
+63 - w .. 62, 2^(62 - w) from the boundaries). Once the k low bits are zero, the
+same ciphertext holds floor(m / 2^k) as a (bits - k)-bit integer: its lowest
+message bit now sits where such an integer's does, so nothing is shifted.
 """
 
 from __future__ import annotations
@@ -45,45 +51,87 @@ def sign_rounds(bits: int) -> int:
     return rounds
 
 
-def sign_failure_log2(params, bits: int, variance: float) -> float:
-    """log2 of the probability that :func:`sign` errs on one element whose input error has
-    ``variance`` (at q): each bootstrap's input error (the ciphertext's, multiplied, plus
-    the switches') against the 2^58 margin, summed over the bootstraps."""
+def floor_windows(shift: int) -> list[int]:
+    """The widths of the rounds that clear ``shift`` low bits: fours, the rest last."""
+    return [_WINDOW] * (shift // _WINDOW) + ([shift % _WINDOW] if shift % _WINDOW else [])
+
+
+def _clearing_terms(params, low: int, windows: list[int], variance: float) -> tuple[list[float], float, int]:
+    """log2 failure terms of the clearing rounds (two bootstraps each) from bit ``low`` up,
+    the error variance (at q) they leave, and the lowest remaining bit. Each bootstrap's
+    input error (the ciphertext's, multiplied, plus the switches') against its window's
+    margin 2^(62 - w)."""
     q = params.lwe_modulus
     switch, boot = params.switch_variance(), params.bootstrap_variance()
     scale = q / 2.0 ** 64  # a phase at 2^64 to units of q
-    margin = 2.0 ** 58 * scale
-    low, terms = _TOP - bits, []
-    for _ in range(sign_rounds(bits)):
-        grow = 4.0 ** ((_TOP - _WINDOW) - low)
+    terms = []
+    for w in windows:
+        grow = 4.0 ** ((_TOP - w) - low)
+        margin = 2.0 ** (_TOP - 1 - w) * scale
         terms.append(tail_probability_log2(variance * grow + switch, margin))  # the bit at 63
         terms.append(tail_probability_log2(variance * grow + 4 * boot + switch, margin))  # the window
         variance += boot
-        low += _WINDOW
-    terms.append(tail_probability_log2(4 * variance + switch, 2.0 ** low * scale))
+        low += w
+    return terms, variance, low
+
+
+def sign_failure_log2(params, bits: int, variance: float) -> float:
+    """log2 of the probability that :func:`sign` errs on one element whose input error has
+    ``variance`` (at q): the clearing rounds' terms and the final sign bootstrap's,
+    summed over the bootstraps."""
+    terms, variance, low = _clearing_terms(params, _TOP - bits, [_WINDOW] * sign_rounds(bits), variance)
+    scale = params.lwe_modulus / 2.0 ** 64
+    terms.append(tail_probability_log2(4 * variance + params.switch_variance(), 2.0 ** low * scale))
     return float(np.logaddexp2.reduce(terms))
+
+
+def floor_failure_log2(params, bits: int, shift: int, variance: float) -> float:
+    """log2 of the probability that :func:`shift_right` errs on one element (its rounds' terms)."""
+    terms, _, _ = _clearing_terms(params, _TOP - bits, floor_windows(shift), variance)
+    return float(np.logaddexp2.reduce(terms))
+
+
+def floor_variance(params, shift: int, variance: float) -> float:
+    """The error variance (at q) :func:`shift_right` leaves: each round subtracts a bootstrap's output."""
+    return variance + len(floor_windows(shift)) * params.bootstrap_variance()
+
+
+def _clear(ctx, data: np.ndarray, low: int, windows: list[int]) -> tuple[np.ndarray, int]:
+    """Clears the message bits from ``low`` up, a window of w bits per round (two bootstraps)."""
+    minus_eighth = _minus_eighth(ctx)
+    for w in windows:
+        scaled = data * np.uint64(1 << ((_TOP - w) - low))     # the w bits at 63-w..62, the next one at 63
+        scaled[:, -1] += np.uint64(1 << (_TOP - 1 - w))        # half the window's unit
+        top = ctx._bootstrap(scaled, minus_eighth).astype(np.uint64)  # -2^61, or 2^61 where bit 63 is set
+        window = scaled - np.uint64(2) * top
+        window[:, -1] -= np.uint64(1 << 62)  # scaled minus 2 (top + 2^61): the bit at 63 taken out
+        data = data - ctx._bootstrap(window, _window_table(ctx, low, w)).astype(np.uint64)
+        low += w
+    return data, low
+
+
+def _minus_eighth(ctx) -> np.ndarray:
+    """The sign bootstrap's test vector: 2^61 where the phase is past 2^63, else -2^61."""
+    return np.full(ctx.params.ring_dimension, np.uint64((1 << 64) - (1 << 61)))
 
 
 def sign(ctx, x: Ciphertext) -> Ciphertext:
     """Encrypted booleans: True where x >= 2^(bits-1) (see the module docstring)."""
-    data = x.data.astype(np.uint64)
     low = _TOP - x.bits  # the lowest message bit's position
-    minus_eighth = np.full(ctx.params.ring_dimension, np.uint64((1 << 64) - (1 << 61)))  # True past 2^63
-    for _ in range(sign_rounds(x.bits)):
-        scaled = data * np.uint64(1 << ((_TOP - _WINDOW) - low))
-        scaled[:, -1] += np.uint64(1 << 58)
-        top = ctx._bootstrap(scaled, minus_eighth).astype(np.uint64)  # -2^61, or 2^61 where bit 63 is set
-        window = scaled - np.uint64(2) * top
-        window[:, -1] -= np.uint64(1 << 62)  # scaled minus 2 (top + 2^61): the bit at 63 taken out
-        data = data - ctx._bootstrap(window, _window_table(ctx, low)).astype(np.uint64)
-        low += _WINDOW
+    data, low = _clear(ctx, x.data.astype(np.uint64), low, [_WINDOW] * sign_rounds(x.bits))
     final = data * np.uint64(2)
     final[:, -1] += np.uint64(1 << low)  # half of the lowest remaining unit, 2^(low + 1)
-    return Ciphertext(ctx, ctx._bootstrap(final, minus_eighth), x.shape, None)
+    return Ciphertext(ctx, ctx._bootstrap(final, _minus_eighth(ctx)), x.shape, None)
 
 
-def _window_table(ctx, low: int) -> np.ndarray:
-    """Coefficient j of N answers the four bits c = floor(16 j / N): c 2^low."""
+def shift_right(ctx, x: Ciphertext, shift: int) -> Ciphertext:
+    """floor(x / 2^shift) as a (bits - shift)-bit integer (see the module docstring)."""
+    data, _ = _clear(ctx, x.data.astype(np.uint64), _TOP - x.bits, floor_windows(shift))
+    return Ciphertext(ctx, data, x.shape, x.bits - shift, floor_variance(ctx.params, shift, x.variance))
+
+
+def _window_table(ctx, low: int, width: int) -> np.ndarray:
+    """Coefficient j of N answers the ``width`` bits c = floor(2^width j / N): c 2^low."""
     N = ctx.params.ring_dimension
-    c = (np.arange(N) << _WINDOW) // N
+    c = (np.arange(N) << width) // N
     return c.astype(np.uint64) << np.uint64(low)

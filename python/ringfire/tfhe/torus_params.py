@@ -35,6 +35,10 @@ _TFHE_RS_2048 = (
 _TFHE_RS_2048_MULTI_BIT = _TFHE_RS_2048 + (
     "; multi-bit bootstrapping (groups of 2) encrypts more RGSW messages under the same GLWE key, as tfhe-rs's "
     "PARAM_MULTI_BIT_GROUP_{2,3,4}_* sets do: the estimate, over any number of samples, is unchanged")
+_TFHE_RS_2048_WIDE = _TFHE_RS_2048.replace("the gadgets are that set's (PBS 2^23 x 1, key switch 2^4 x 4)",
+                                           "the key switch's gadget is that set's (2^4 x 4), the PBS's 2^12 x 3 "
+                                           "here (2^23 x 1 there: a gadget changes the noise, not the keys' "
+                                           "security)")
 _TFHE_RS_4096 = (
     "tfhe-rs V1_0 PARAM_GPU_MULTI_BIT_GROUP_3_MESSAGE_2_CARRY_2_KS_PBS_TUNIFORM_2M128 (the same LWE key, n=918 "
     "with TUniform(2^45)) and its GLWE key k=1, N=4096 with TUniform(2^3), binary secrets, modulus 2^64, "
@@ -204,6 +208,15 @@ TORUS_PRESETS: dict[str, TorusParameterSet] = {
                                        pbs_levels=1, ks_base_log=4, ks_levels=4, lwe_noise_log2=45,
                                        glwe_noise_log2=17, security=128, source=_TFHE_RS_2048_MULTI_BIT,
                                        grouping=2),
+    # STD128_T64's keys with a gadget of three levels of 2^12: bootstraps whose outputs
+    # carry 2^-21 of STD128_T64's error variance, for about twice the time and three times
+    # the bootstrapping key. What it is for: signs and floors of wide integers in one
+    # ciphertext (ctx.sign, ctx.shift_right), which multiply each round's bootstrapped
+    # error by 2^(bits left - 4): 18 bits after a bootstrap, 22 fresh, below 2^-118.
+    "STD128_T64_WIDE": TorusParameterSet("STD128_T64_WIDE", lwe_dimension=918, ring_dimension=2048,
+                                         pbs_base_log=12, pbs_levels=3, ks_base_log=4, ks_levels=4,
+                                         lwe_noise_log2=45, glwe_noise_log2=17, security=128,
+                                         source=_TFHE_RS_2048_WIDE),
     # N = 4096: slots twice as wide, 5-bit tables below 2^-64.
     "STD128_T64_LP": TorusParameterSet("STD128_T64_LP", lwe_dimension=918, ring_dimension=4096, pbs_base_log=22,
                                        pbs_levels=1, ks_base_log=3, ks_levels=5, lwe_noise_log2=45,
