@@ -394,18 +394,35 @@ def test_nine_bit_shifts_at_128_bits(std):
         assert ctx.failure_probability("shift_right", bits=9, shift=shift) < 2.0 ** -64  # bootstrapped input
 
 
-def test_shift_failures_stay_below_the_modelled_bound():
-    """A deliberately noisy set: the model sums every bootstrap's tail (a bound: a window read
-    one off leaves a remainder of a sixteenth of the result's unit, which decrypts right), so
-    the counted rate of 2000 shifts is nonzero and below it."""
+def test_counted_shift_and_sign_failures_match_the_model_at_their_worst_inputs():
+    """A deliberately noisy set. The model counts the harmful errors only: at a window's edges,
+    one way each, so its figure is the worst case over inputs (sign.py's docstring). 4000
+    6-bit shifts by 3 whose window is all ones fail at the predicted rate within 2x (about 3.5 %);
+    on uniform inputs about 3/16 of it (only the two edge values of eight can fail); middle
+    values never; and 5-bit signs next to the boundary at the predicted rate within 2x."""
     ctx, sk = insecure("NOISY_T64")
-    m = np.random.default_rng(5).integers(0, 64, 2000)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the shift warns that it fails this often
-        got = ctx.decrypt(ctx.encrypt(m, sk, bits=6) >> 3, sk)
-    rate, predicted = float((got != m >> 3).mean()), ctx.failure_probability("shift_right", bits=6, shift=3)
-    assert 0.02 < predicted < 0.2
-    assert 0 < rate < predicted, (rate, predicted)
+    rng = np.random.default_rng(5)
+    predicted = ctx.failure_probability("shift_right", bits=6, shift=3)
+    assert 0.02 < predicted < 0.1
+
+    def rate(m, bits, op, want):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # each warns that it fails this often
+            return float((ctx.decrypt(op(ctx.encrypt(m, sk, bits=bits)), sk) != want).mean())
+
+    def shift(x):
+        return x >> 3
+
+    all_ones = 8 * rng.integers(0, 8, 4000) + 7
+    assert predicted / 2 < rate(all_ones, 6, shift, all_ones >> 3) < predicted * 2
+    uniform = rng.integers(0, 64, 4000)
+    assert 3 * predicted / 32 < rate(uniform, 6, shift, uniform >> 3) < 3 * predicted / 8
+    middle = 8 * rng.integers(0, 8, 2000) + rng.integers(2, 6, 2000)
+    assert rate(middle, 6, shift, middle >> 3) < 0.002
+    edge = rng.choice([15, 16], 4000)
+    sign_predicted = ctx.failure_probability("sign", bits=5)
+    assert 0.05 < sign_predicted < 0.3
+    assert sign_predicted / 2 < rate(edge, 5, ctx.sign, edge >= 16) < sign_predicted * 2
 
 
 def test_shift_right_refuses_what_it_cannot_do_and_warns_on_noisy_inputs(toy):
@@ -426,7 +443,7 @@ def test_shift_right_refuses_what_it_cannot_do_and_warns_on_noisy_inputs(toy):
     with pytest.raises(ValueError, match="shift must lie"):
         ctx.failure_probability("shift_right", bits=4, shift=4)
     noisy, noisy_sk = insecure("NOISY_T64")  # its fresh errors are wide enough to warn
-    with pytest.warns(RuntimeWarning, match=r"tfhe\.shift_right.*2\^-3\.8.*bootstrap the input first"):
+    with pytest.warns(RuntimeWarning, match=r"tfhe\.shift_right.*2\^-4\.8.*bootstrap the input first"):
         noisy.shift_right(noisy.encrypt([40], noisy_sk, bits=6), 3)
 
 
@@ -471,8 +488,8 @@ def test_twenty_bit_signs_and_floors_at_128_bits(wide):
     y = x >> 4  # 16 bits with a bootstrapped error: a sign of it reads it at 2^-129
     assert y.bits == 16 and (ctx.decrypt(y, sk) == m >> 4).all()
     assert (ctx.decrypt(ctx.sign(y), sk) == (m >> 4 >= 1 << 15)).all()
-    assert ctx.failure_probability("sign", bits=18, log2=True) < -118  # a bootstrapped input
-    assert ctx.failure_probability("shift_right", bits=18, shift=5, log2=True) < -118
+    assert ctx.failure_probability("sign", bits=18, log2=True) < -119  # a bootstrapped input
+    assert ctx.failure_probability("shift_right", bits=18, shift=5, log2=True) < -119
     assert ctx.failure_probability("sign", bits=10, log2=True) < -128
     std = rf.tfhe.TORUS_PRESETS["STD128_T64"]  # the same keys with one gadget level: 2^-28 at 10 bits
-    assert rf.tfhe.sign.sign_failure_log2(std, 10, std.bootstrap_variance()) > -30
+    assert rf.tfhe.sign.sign_failure_log2(std, 10, std.bootstrap_variance()) > -32
