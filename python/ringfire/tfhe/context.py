@@ -26,6 +26,14 @@ from .torus_params import TorusParameterSet
 # ctx.sign / ctx.shift_right warn where a width fails too often for the set.
 _WIDE_BITS = 32
 
+def _check_shift(bits: int, shift) -> None:
+    """A floor's shift: an int that leaves at least one of the integer's bits."""
+    if bits < 2:
+        raise ValueError(f"a {bits}-bit integer has no low bits to shift away")
+    if not isinstance(shift, (int, np.integer)) or isinstance(shift, bool) or not 0 < shift < bits:
+        raise ValueError(f"shift must be an int in [1, {bits - 1}] for {bits}-bit integers, got {shift!r}")
+
+
 # Boolean encoding: 1 -> +q/8, 0 -> -q/8; a bootstrap with the constant test
 # vector Q/8 returns +q/8 for a phase in [0, q/2) and -q/8 above (negacyclic).
 # Each gate is a linear combination of its inputs, then that bootstrap:
@@ -604,14 +612,16 @@ class Context:
         Torus sets only, 0 < shift < k. The low bits are cleared as :meth:`sign` clears
         them, four per round of two bootstraps (a narrower last round): 8 bits cost four
         bootstraps. The result's error is the input's plus one bootstrap's per round, so it
-        can take more additions, a table, or :meth:`sign`; the input must be fresh or
-        bootstrapped (its error is multiplied by up to 2^(k-1)), and a predicted failure
-        probability above 2^-40 warns (``failure_probability("shift_right", bits=k,
-        shift=s)``)."""
+        can take more additions, a table (if it is narrow enough), or :meth:`sign`, and its
+        width is bounded as a bootstrapped input's is (9 bits at STD128_T64, 18 at
+        STD128_T64_WIDE); the input must be fresh or bootstrapped (its error is multiplied by
+        up to 2^(k-min(s, 4))). A predicted failure probability above 2^-40 warns
+        (``failure_probability("shift_right", bits=k, shift=s)``, the worst case over inputs
+        and reading the result)."""
         self._check_wide(x, "shift_right", "UInt integers shift for free", "booleans have no low bits")
-        if not isinstance(shift, (int, np.integer)) or isinstance(shift, bool) or not 0 < shift < x.bits:
-            raise ValueError(f"shift must be an int in [1, {x.bits - 1}] for {x.bits}-bit integers, got {shift!r}")
-        self._warn_wide("shift_right", floor_failure_log2(self.params, x.bits, int(shift), x.variance), x, x.bits - 1)
+        _check_shift(x.bits, shift)
+        self._warn_wide("shift_right", floor_failure_log2(self.params, x.bits, int(shift), x.variance), x,
+                        x.bits - min(int(shift), 4))
         return shift_right(self, x, int(shift))
 
     def _check_wide(self, x, op: str, instead: str, booleans: str) -> None:
@@ -682,9 +692,9 @@ class Context:
         elif operation == "shift_right":
             if bits is None or shift is None or not self._torus:
                 raise ValueError("failure_probability('shift_right') needs bits=, shift= and a torus set")
-            if not 0 < shift < bits:
-                raise ValueError(f"shift must lie in [1, {bits - 1}] for {bits}-bit integers, got {shift!r}")
-            result = floor_failure_log2(self.params, bits, shift, var)
+            self._check_int_bits(bits)
+            _check_shift(bits, shift)
+            result = floor_failure_log2(self.params, int(bits), int(shift), var)
         elif operation == "radix":
             if not self._torus:
                 raise ValueError("failure_probability('radix') needs a torus set")
@@ -767,7 +777,7 @@ class Context:
     def _check_bits(self, bits: int) -> None:
         """A table's width: its slots must be told apart after the switch to 2N."""
         limit = int(math.log2(self.params.ring_dimension)) - 1
-        if not isinstance(bits, (int, np.integer)) or not 1 <= bits <= limit:
+        if not isinstance(bits, (int, np.integer)) or isinstance(bits, bool) or not 1 <= bits <= limit:
             raise ValueError(f"bits must be an int in [1, {limit}] for N={self.params.ring_dimension}, got {bits!r}")
 
     def _check_int_bits(self, bits: int) -> None:

@@ -25,7 +25,7 @@ fresh or bootstrapped ciphertext (its predicted variance is checked, and the
 failure probability of the whole is summed from the noise model's terms).
 
 Which errors are harmful, and so what the failure probability counts: a window
-read one off in its middle leaves 2^low behind, a sixteenth of the next
+of w bits read one off in its middle leaves 2^low behind, 2^-w of the next
 window's unit, which the later rounds and the decryption round away. Harm comes
 only at the window's edges and in one direction each: an all-ones window (c =
 2^w - 1) whose top bit is misread upwards, or which is read past its top (the
@@ -39,7 +39,9 @@ The floor (Micciancio-Polyakov's HomFloor, OpenFHE's ``EvalFloor``) is the same
 clearing stopped after k bits: windows of four, the last one narrower (w bits at
 63 - w .. 62, 2^(62 - w) from the boundaries). Once the k low bits are zero, the
 same ciphertext holds floor(m / 2^k) as a (bits - k)-bit integer: its lowest
-message bit now sits where such an integer's does, so nothing is shifted.
+message bit now sits where such an integer's does, so nothing is shifted. It
+carries a bootstrap's error, so that width is bounded as a bootstrapped input's
+is (the failure probability includes reading it).
 """
 
 from __future__ import annotations
@@ -103,8 +105,12 @@ def sign_failure_log2(params, bits: int, variance: float) -> float:
 
 def floor_failure_log2(params, bits: int, shift: int, variance: float) -> float:
     """log2 of the probability that :func:`shift_right` errs on one element, the worst case
-    over inputs (its rounds' terms)."""
-    terms, _, _ = _clearing_terms(params, _TOP - bits, floor_windows(shift), variance)
+    over inputs: its rounds' terms, and the result read at its own width (its error, the
+    input's plus a bootstrap's per round, against half of its unit 2^(63 - bits + shift):
+    the bound on the widths a floor can return)."""
+    terms, left, low = _clearing_terms(params, _TOP - bits, floor_windows(shift), variance)
+    scale = params.lwe_modulus / 2.0 ** 64
+    terms.append(tail_probability_log2(left, 2.0 ** (low - 1) * scale))  # either way: every value has two edges
     return min(0.0, float(np.logaddexp2.reduce(terms)))
 
 
@@ -128,8 +134,8 @@ def _clear(ctx, data: np.ndarray, low: int, windows: list[int]) -> tuple[np.ndar
 
 
 def _minus_eighth(ctx) -> np.ndarray:
-    """The sign bootstrap's test vector: 2^61 where the phase is past 2^63, else -2^61."""
-    return np.full(ctx.params.ring_dimension, np.uint64((1 << 64) - (1 << 61)))
+    """The gates' sign test vector negated: 2^61 (True) where the phase is past 2^63, else -2^61."""
+    return np.uint64(0) - ctx._sign_vector()
 
 
 def sign(ctx, x: Ciphertext) -> Ciphertext:

@@ -212,7 +212,8 @@ TORUS_PRESETS: dict[str, TorusParameterSet] = {
     # carry 2^-21 of STD128_T64's error variance, for about twice the time and three times
     # the bootstrapping key. What it is for: signs and floors of wide integers in one
     # ciphertext (ctx.sign, ctx.shift_right), which multiply each round's bootstrapped
-    # error by 2^(bits left - 4): 18 bits after a bootstrap, 22 fresh, below 2^-119.
+    # error by 2^(bits left - 4): 18 bits after a bootstrap, 22 fresh, below 2^-119 (a floor's
+    # result, which carries a bootstrap's error, up to 18).
     "STD128_T64_WIDE": TorusParameterSet("STD128_T64_WIDE", lwe_dimension=918, ring_dimension=2048,
                                          pbs_base_log=12, pbs_levels=3, ks_base_log=4, ks_levels=4,
                                          lwe_noise_log2=45, glwe_noise_log2=17, security=128,
