@@ -518,3 +518,64 @@ def test_twenty_bit_signs_and_floors_at_128_bits(wide):
     assert ctx.failure_probability("sign", bits=10, log2=True) < -128
     std = rf.tfhe.TORUS_PRESETS["STD128_T64"]  # the same keys with one gadget level: 2^-28 at 10 bits
     assert rf.tfhe.sign.sign_failure_log2(std, 10, std.bootstrap_variance()) > -32
+
+
+@pytest.mark.parametrize("bits", [2, 4, 6, 10, 16])
+def test_wide_integers_to_radix_blocks_and_back_toy(toy, bits):
+    ctx, sk = toy
+    top = (1 << bits) - 1
+    edges = [0, 1, top, top - 1, top >> 1, (top >> 1) + 1, 0x0F0F0F0F & top, 0xF0F0F0F0 & top]
+    m = np.concatenate([edges, np.random.default_rng(bits).integers(0, 1 << bits, 100)])
+    r = ctx.to_radix(ctx.encrypt(m, sk, bits=bits))
+    assert isinstance(r, rf.tfhe.RadixUInt) and r.bits == bits
+    assert (ctx.decrypt(r, sk) == m).all()
+    back = ctx.from_radix(r)
+    assert back.bits == bits and (ctx.decrypt(back, sk) == m).all()
+
+
+def test_fixed_point_products_through_radix_blocks_toy(toy):
+    """Wide integers multiply as radix blocks and come back for a floor: a fixed-point
+    product of two 8-bit values with 4 fractional bits each, rescaled by >> 4."""
+    ctx, sk = toy
+    rng = np.random.default_rng(2)
+    a, b = rng.integers(0, 256, 12), rng.integers(0, 256, 12)
+    product = ctx.from_radix(ctx.to_radix(ctx.encrypt(a, sk, bits=16)) * ctx.to_radix(ctx.encrypt(b, sk, bits=16)))
+    assert (ctx.decrypt(product, sk) == a * b).all()
+    assert (ctx.decrypt(product >> 4, sk) == (a * b) >> 4).all()
+    carried = ctx.to_radix(ctx.encrypt(a, sk, bits=16)) + ctx.to_radix(ctx.encrypt(b, sk, bits=16))
+    assert (ctx.decrypt(ctx.from_radix(carried), sk) == a + b).all()
+
+
+def test_radix_conversions_refuse_what_they_cannot_do_and_count_their_failures(toy):
+    ctx, sk = toy
+    with pytest.raises(ValueError, match="an even width.*bits=6"):
+        ctx.to_radix(ctx.encrypt([3], sk, bits=5))
+    with pytest.raises(ValueError, match="reads integers"):
+        ctx.to_radix(ctx.encrypt([True], sk))
+    with pytest.raises(ValueError, match=r"bits must be an int in \[1, 32\]"):
+        ctx.from_radix(ctx.encrypt_radix([3], sk, bits=64))
+    other, other_sk = insecure("TOY_T64")
+    with pytest.raises(ValueError, match="RadixUInt of this context"):
+        ctx.from_radix(other.encrypt_radix([3], other_sk, bits=8))
+    with pytest.raises(ValueError, match="to_radix.*needs bits="):
+        ctx.failure_probability("to_radix")
+    small, small_sk = insecure("TOY")
+    with pytest.raises(ValueError, match="torus set"):
+        small.to_radix(small.encrypt([1], small_sk, bits=4))
+    # Counted on the noisy set: a block read one off is wrong both ways, so windows of all
+    # ones (the worst case, one-way top term too) fail at the modelled rate within 2x.
+    noisy, noisy_sk = insecure("NOISY_T64")
+    m = 16 * np.random.default_rng(3).integers(0, 4, 4000) + 15
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rate = float((noisy.decrypt(noisy.to_radix(noisy.encrypt(m, noisy_sk, bits=6)), noisy_sk) != m).mean())
+    predicted = noisy.failure_probability("to_radix", bits=6)
+    assert 0.2 < predicted < 0.6 and predicted / 2 < rate < predicted * 2, (rate, predicted)
+
+
+def test_sixteen_bit_radix_conversions_at_128_bits(wide):
+    ctx, sk = wide
+    m = np.array([0, 1, 0xFFFF, 0x8000, 0x7FFF, 0x0F0F, 0xF0F0, 12345])
+    r = ctx.to_radix(ctx.encrypt(m, sk, bits=16))
+    assert (ctx.decrypt(r, sk) == m).all() and (ctx.decrypt(ctx.from_radix(r), sk) == m).all()
+    assert ctx.failure_probability("to_radix", bits=16, log2=True) < -128  # a bootstrapped input

@@ -18,6 +18,7 @@ from .radix import RadixUInt, split_blocks
 from . import radix as _radix
 from .params import PRESETS, WARN_P_FAIL as _WARN_P_FAIL, ParameterSet, tail_probability, tail_probability_log2
 from .sign import floor_failure_log2, shift_right, sign, sign_failure_log2
+from .wide_radix import from_radix, to_radix, to_radix_failure_log2
 from . import torus_bytes
 from .torus_params import TorusParameterSet
 
@@ -624,6 +625,31 @@ class Context:
                         x.bits - min(int(shift), 4))
         return shift_right(self, x, int(shift))
 
+    def to_radix(self, x: Ciphertext) -> RadixUInt:
+        """The integer ``x`` (``bits=`` k, even, at encryption) as radix-4 blocks
+        (:class:`~ringfire.tfhe.RadixUInt`: products, comparisons, tables on blocks), what
+        OpenFHE's ``EvalDecomp`` does for its wide ciphertexts. Torus sets only. The sign's
+        clearing rounds, each window read into two blocks by two more tables: 16 bits take
+        14 bootstraps in four rounds (:mod:`ringfire.tfhe.wide_radix`). The input must be fresh
+        or bootstrapped; a predicted failure probability above 2^-40 warns
+        (``failure_probability("to_radix", bits=k)``). :meth:`from_radix` goes back."""
+        self._check_wide(x, "to_radix", "encrypt_radix makes radix integers", "booleans have no blocks")
+        if x.bits % 2:
+            raise ValueError(f"to_radix() makes blocks of two bits: an even width, got a {x.bits}-bit integer "
+                             f"(add one bit of room: encrypt with bits={x.bits + 1})")
+        self._warn_wide("to_radix", to_radix_failure_log2(self.params, x.bits, x.variance), x, max(0, x.bits - 4))
+        return to_radix(self, x)
+
+    def from_radix(self, r: RadixUInt) -> Ciphertext:
+        """A :class:`~ringfire.tfhe.RadixUInt` of up to 32 bits as one integer ciphertext of its
+        width (for :meth:`sign`, :meth:`shift_right` and additions): one table per block, in
+        one call, and a sum. Torus sets only."""
+        if not isinstance(r, RadixUInt) or r.context is not self:
+            raise ValueError("from_radix() takes a RadixUInt of this context (encrypt_radix, to_radix)")
+        self._check_int_bits(r.bits)
+        return from_radix(self, r, lambda values, out_bits: LookupTable(self, values, RadixUInt.PART_CIPHERTEXT_BITS,
+                                                                        out_bits))
+
     def _check_wide(self, x, op: str, instead: str, booleans: str) -> None:
         """What sign() and shift_right() read: an integer ciphertext of a torus set."""
         self._check_ct(x)
@@ -695,6 +721,11 @@ class Context:
             self._check_int_bits(bits)
             _check_shift(bits, shift)
             result = floor_failure_log2(self.params, int(bits), int(shift), var)
+        elif operation == "to_radix":
+            if bits is None or not self._torus:
+                raise ValueError("failure_probability('to_radix') needs bits= and a torus set")
+            self._check_int_bits(bits)
+            result = to_radix_failure_log2(self.params, int(bits), var)
         elif operation == "radix":
             if not self._torus:
                 raise ValueError("failure_probability('radix') needs a torus set")
@@ -712,7 +743,7 @@ class Context:
             result = tail_probability_log2(var + switch, q / (4 << bits))
         elif operation not in _GATES and operation not in _GATES3:
             raise ValueError(f"unknown operation {operation!r}: a gate {sorted(_GATES) + sorted(_GATES3)}, 'lut', "
-                             f"'lut_many', 'sign', 'shift_right' or 'radix'")
+                             f"'lut_many', 'sign', 'shift_right', 'to_radix' or 'radix'")
         else:
             coef, inputs = (_GATES[operation][0], 2) if operation in _GATES else (_GATES3[operation][0], 3)
             if coef % 2 == 0:

@@ -119,8 +119,10 @@ def floor_variance(params, shift: int, variance: float) -> float:
     return variance + len(floor_windows(shift)) * params.bootstrap_variance()
 
 
-def _clear(ctx, data: np.ndarray, low: int, windows: list[int]) -> tuple[np.ndarray, int]:
-    """Clears the message bits from ``low`` up, a window of w bits per round (two bootstraps)."""
+def _clear(ctx, data: np.ndarray, low: int, windows: list[int], read_window=None) -> tuple[np.ndarray, int]:
+    """Clears the message bits from ``low`` up, a window of w bits per round (two bootstraps).
+    ``read_window(window, low, w)``, if given, sees each round's window (the w bits at
+    63-w..62, the bit above taken out) before it is subtracted: what other tables can read."""
     minus_eighth = _minus_eighth(ctx)
     for w in windows:
         scaled = data * np.uint64(1 << ((_TOP - w) - low))     # the w bits at 63-w..62, the next one at 63
@@ -128,6 +130,8 @@ def _clear(ctx, data: np.ndarray, low: int, windows: list[int]) -> tuple[np.ndar
         top = ctx._bootstrap(scaled, minus_eighth).astype(np.uint64)  # -2^61, or 2^61 where bit 63 is set
         window = scaled - np.uint64(2) * top
         window[:, -1] -= np.uint64(1 << 62)  # scaled minus 2 (top + 2^61): the bit at 63 taken out
+        if read_window is not None:
+            read_window(window, low, w)
         data = data - ctx._bootstrap(window, _window_table(ctx, low, w)).astype(np.uint64)
         low += w
     return data, low
