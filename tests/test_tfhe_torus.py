@@ -359,8 +359,16 @@ def test_sign_refuses_what_it_cannot_read_and_warns_on_noisy_inputs(toy, std):
     ctx, sk = std
     x = ctx.lut(lambda m: m, bits=9)(ctx.encrypt([3], sk, bits=9)) * 4  # a bootstrapped error, times 4
     assert ctx.failure_probability("sign", bits=9, log2=True) < -64
-    with pytest.warns(RuntimeWarning, match=r"tfhe\.sign.*bootstrap the input first"):
+    with pytest.warns(RuntimeWarning, match=r"tfhe\.sign.*probability 0\.0\d+ .*use fewer bits \(a 9-bit"):
         ctx.sign(x)
+    with pytest.raises(ValueError, match=r"tfhe\.sign.*would fail with probability 1 .*STD128_T64_WIDE"):
+        ctx.sign(ctx.encrypt([3], sk, bits=20))  # 20 bits: its own bootstraps' errors swamp the later rounds
+    with pytest.raises(ValueError, match=r"bits must be an int in \[1, 32\]"):
+        ctx.failure_probability("sign", bits=33)
+    with pytest.raises(TypeError, match="reads one integer ciphertext, not a UInt"):
+        ctx.sign(ctx.encrypt_uint([3], sk, bits=8))
+    assert ctx.failure_probability("sign", bits=12, fresh=True, log2=True) < -100  # fresh: 12 bits
+    assert ctx.failure_probability("sign", bits=12, log2=True) > -10  # after a bootstrap: not
 
 
 @pytest.mark.parametrize("bits", [2, 5, 8])
@@ -432,9 +440,12 @@ def test_shift_right_refuses_what_it_cannot_do_and_warns_on_noisy_inputs(toy):
     x = ctx.encrypt([5], sk, bits=4)
     with pytest.raises(ValueError, match="reads integers"):
         ctx.shift_right(ctx.encrypt([True], sk), 1)
-    for shift in (0, 4, -1, 1.0, True, "2"):
+    for shift in (0, 4, -1):
         with pytest.raises(ValueError, match=r"shift must be an int in \[1, 3\]"):
             ctx.shift_right(x, shift)
+    for shift in (1.0, True, np.True_, "2", None):
+        with pytest.raises(TypeError, match=r"shift must be an int in \[1, 3\]"):
+            x >> shift
     with pytest.raises(TypeError, match="'>>' is for integer"):
         ctx.encrypt([True], sk) >> 1
     small, small_sk = insecure("TOY")
@@ -442,8 +453,8 @@ def test_shift_right_refuses_what_it_cannot_do_and_warns_on_noisy_inputs(toy):
         small.shift_right(small.encrypt([1], small_sk, bits=3), 1)
     with pytest.raises(ValueError, match="needs bits=, shift="):
         ctx.failure_probability("shift_right", bits=4)
-    for shift in (4, 1.5, True):
-        with pytest.raises(ValueError, match=r"shift must be an int in \[1, 3\]"):
+    for shift, error in ((4, ValueError), (1.5, TypeError), (True, TypeError)):
+        with pytest.raises(error, match=r"shift must be an int in \[1, 3\]"):
             ctx.failure_probability("shift_right", bits=4, shift=shift)
     with pytest.raises(ValueError, match="no low bits to shift away"):
         ctx.failure_probability("shift_right", bits=1, shift=1)
@@ -452,7 +463,7 @@ def test_shift_right_refuses_what_it_cannot_do_and_warns_on_noisy_inputs(toy):
     with pytest.raises(ValueError, match=r"bits must be an int in \[1, 8\]"):
         ctx.lut(lambda v: v, bits=True)
     noisy, noisy_sk = insecure("NOISY_T64")  # its fresh errors are wide enough to warn
-    with pytest.warns(RuntimeWarning, match=r"tfhe\.shift_right.*2\^-4\.8.*bootstrap the input first"):
+    with pytest.warns(RuntimeWarning, match=r"tfhe\.shift_right.*probability 0\.035 .*a fresh input"):
         noisy.shift_right(noisy.encrypt([40], noisy_sk, bits=6), 3)
 
 
@@ -476,6 +487,9 @@ def test_wide_integers_add_and_decrypt_but_tables_refuse_them_toy(toy):
     small, small_sk = insecure("TOY")
     with pytest.raises(ValueError, match=r"bits must be an int in \[1, 8\] for N=512"):
         small.encrypt([1], small_sk, bits=9)  # the 32-bit sets keep the tables' width
+    other, other_sk = insecure("TOY_T64")
+    with pytest.raises(ValueError, match="different tfhe contexts"):
+        x + other.encrypt(m, other_sk, bits=21)
 
 
 def test_signs_and_floors_of_wide_integers_toy(toy):

@@ -105,8 +105,11 @@ class Ciphertext:
         variance = self.variance
         data = self.data.astype(np.uint64)  # wrapping arithmetic, reduced by the context
         if isinstance(other, Ciphertext):
-            if other.bits != self.bits or other.shape != self.shape or other.context is not self.context:
-                raise ValueError(f"operands differ: {self!r} and {other!r}")
+            if other.context is not self.context:
+                raise ValueError(f"operands belong to different tfhe contexts ({self.context.params.name} and "
+                                 f"{other.context.params.name}; each context holds its own keys)")
+            if other.bits != self.bits or other.shape != self.shape:
+                raise ValueError(f"operands differ: {self!r} and {other!r} (the same width and shape are needed)")
             data = data + other.data.astype(np.uint64) if sign > 0 else data - other.data.astype(np.uint64)
             variance += other.variance
         else:

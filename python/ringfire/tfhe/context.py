@@ -31,7 +31,9 @@ def _check_shift(bits: int, shift) -> None:
     """A floor's shift: an int that leaves at least one of the integer's bits."""
     if bits < 2:
         raise ValueError(f"a {bits}-bit integer has no low bits to shift away")
-    if not isinstance(shift, (int, np.integer)) or isinstance(shift, bool) or not 0 < shift < bits:
+    if not isinstance(shift, (int, np.integer)) or isinstance(shift, (bool, np.bool_)):
+        raise TypeError(f"shift must be an int in [1, {bits - 1}] for {bits}-bit integers, got {shift!r}")
+    if not 0 < shift < bits:
         raise ValueError(f"shift must be an int in [1, {bits - 1}] for {bits}-bit integers, got {shift!r}")
 
 
@@ -652,6 +654,9 @@ class Context:
 
     def _check_wide(self, x, op: str, instead: str, booleans: str) -> None:
         """What sign() and shift_right() read: an integer ciphertext of a torus set."""
+        if isinstance(x, IntegerParts):
+            raise TypeError(f"{op}() reads one integer ciphertext, not a {type(x).__name__} (its own operators "
+                            f"compare and shift it; ctx.from_radix makes one ciphertext of a RadixUInt)")
         self._check_ct(x)
         if not self._torus:
             raise ValueError(f"{op}() needs a 64-bit torus set (STD128_T64, STD128_T64_WIDE); {self.params.name}'s "
@@ -660,11 +665,18 @@ class Context:
             raise ValueError(f"{op}() reads integers (encrypt with bits=); {booleans}")
 
     def _warn_wide(self, op: str, log2_p: float, x, grow_bits: int) -> None:
-        """Warns where sign() or shift_right() fails too often on x (its error multiplied by up to 2^grow_bits)."""
-        if log2_p > math.log2(_WARN_P_FAIL):
-            warn_at_caller(f"[tfhe.{op}] each element fails with probability 2^{log2_p:.1f} (its input's error "
-                           f"variance {x.variance:.3g} at q={self.params.lwe_modulus}, multiplied by up to "
-                           f"{4.0 ** grow_bits:.3g}): bootstrap the input first")
+        """Refuses sign(), shift_right() or to_radix() where they would fail on most elements of x
+        (its error multiplied by up to 2^grow_bits), warns where they fail too often."""
+        if log2_p <= math.log2(_WARN_P_FAIL):
+            return
+        p = f"{2.0 ** log2_p:.2g}" if log2_p > -10 else f"2^{log2_p:.1f}"
+        why = (f"its input's error variance {x.variance:.3g} at q={self.params.lwe_modulus}, multiplied by up to "
+               f"{4.0 ** grow_bits:.3g}; a ciphertext loaded from bytes counts as bootstrapped")
+        fix = (f"use fewer bits (a {x.bits}-bit integer here), a fresh input, or a set with more precise bootstraps "
+               f"(STD128_T64_WIDE)")
+        if log2_p >= -1:
+            raise ValueError(f"[tfhe.{op}] each element would fail with probability {p} ({why}): {fix}")
+        warn_at_caller(f"[tfhe.{op}] each element fails with probability {p} ({why}): {fix}")
 
     def bootstrap_many(self, items: list, table: LookupTable | None = None) -> list:
         """Bootstraps several ciphertexts of any shapes in one batch on every
@@ -688,16 +700,19 @@ class Context:
     # ---- noise ---------------------------------------------------------------------
 
     def failure_probability(self, operation: str = "nand", *, bits: int | None = None,
-                            tables: int | None = None, shift: int | None = None, log2: bool = False) -> float:
+                            tables: int | None = None, shift: int | None = None, fresh: bool = False,
+                            log2: bool = False) -> float:
         """Predicted probability that one operation on bootstrapped inputs
         decrypts wrongly (the parameter set's noise model): a gate by name,
         ``"lut"`` with ``bits`` (a table on a bootstrapped ``bits``-bit input), or
         ``"lut_many"`` with ``bits`` and ``tables`` (:meth:`lut_many`), or ``"sign"`` with
         ``bits`` (:meth:`sign` on a bootstrapped input; torus sets), ``"shift_right"`` with
-        ``bits`` and ``shift`` (:meth:`shift_right`, the same), or ``"radix"`` (the
-        worst table of :class:`~ringfire.tfhe.RadixUInt`'s operations; torus sets). With
-        ``log2=True``, its base-2 logarithm, finite where the probability itself
-        underflows to 0.
+        ``bits`` and ``shift`` (:meth:`shift_right`, the same), ``"to_radix"`` with ``bits``
+        (:meth:`to_radix`), or ``"radix"`` (the worst table of
+        :class:`~ringfire.tfhe.RadixUInt`'s operations; torus sets). Inputs are bootstrapped
+        ones, or fresh encryptions with ``fresh=True`` (in the process that encrypted them: a
+        ciphertext loaded from bytes counts as bootstrapped). With ``log2=True``, its base-2
+        logarithm, finite where the probability itself underflows to 0.
 
         AND, OR, NAND and NOR land q/8 from one decision boundary and 3q/8
         from the other (a one-sided tail, mostly); XOR and XNOR land q/4 from
@@ -706,7 +721,8 @@ class Context:
         errors; a table's input lies half a slot, q/(4p), from both edges of
         its slot.
         """
-        var, q = self.params.bootstrap_variance(), self.params.lwe_modulus
+        var = self.params.fresh_variance() if fresh else self.params.bootstrap_variance()
+        q = self.params.lwe_modulus
         # Added at the next bootstrap's input (torus sets; LMKCDEY's odd exponents, where sums of
         # independent bootstrapped ciphertexts have even a_i half the time, doubled ones always;
         # a gate of a ciphertext with itself or its negation, x & x or x & ~x, is all even too).
@@ -714,7 +730,8 @@ class Context:
         if operation == "sign":
             if bits is None or not self._torus:
                 raise ValueError("failure_probability('sign') needs bits= and a torus set")
-            result = sign_failure_log2(self.params, bits, var)
+            self._check_int_bits(bits)
+            result = sign_failure_log2(self.params, int(bits), var)
         elif operation == "shift_right":
             if bits is None or shift is None or not self._torus:
                 raise ValueError("failure_probability('shift_right') needs bits=, shift= and a torus set")
