@@ -18,7 +18,7 @@ from .radix import RadixUInt, split_blocks
 from . import radix as _radix
 from .params import PRESETS, WARN_P_FAIL as _WARN_P_FAIL, ParameterSet, tail_probability, tail_probability_log2
 from .sign import floor_failure_log2, shift_right, sign, sign_failure_log2
-from .wide_radix import from_radix, to_radix, to_radix_failure_log2
+from .wide_radix import from_radix, from_radix_failure_log2, to_radix, to_radix_failure_log2
 from . import torus_bytes
 from .torus_params import TorusParameterSet
 
@@ -26,6 +26,13 @@ from .torus_params import TorusParameterSet
 # tables read at most log2(N) - 1 bits): a fresh one keeps its error below 2^17 of 2^64, and
 # ctx.sign / ctx.shift_right warn where a width fails too often for the set.
 _WIDE_BITS = 32
+
+def _check_even(bits: int) -> None:
+    """Radix blocks hold two bits each."""
+    if bits % 2:
+        raise ValueError(f"radix blocks hold two bits: an even width, got {bits} bits (add one bit of room: "
+                         f"encrypt with bits={bits + 1})")
+
 
 def _check_shift(bits: int, shift) -> None:
     """A floor's shift: an int that leaves at least one of the integer's bits."""
@@ -636,19 +643,31 @@ class Context:
         or bootstrapped; a predicted failure probability above 2^-40 warns
         (``failure_probability("to_radix", bits=k)``). :meth:`from_radix` goes back."""
         self._check_wide(x, "to_radix", "encrypt_radix makes radix integers", "booleans have no blocks")
-        if x.bits % 2:
-            raise ValueError(f"to_radix() makes blocks of two bits: an even width, got a {x.bits}-bit integer "
-                             f"(add one bit of room: encrypt with bits={x.bits + 1})")
+        _check_even(x.bits)
         self._warn_wide("to_radix", to_radix_failure_log2(self.params, x.bits, x.variance), x, max(0, x.bits - 4))
         return to_radix(self, x)
 
     def from_radix(self, r: RadixUInt) -> Ciphertext:
-        """A :class:`~ringfire.tfhe.RadixUInt` of up to 32 bits as one integer ciphertext of its
-        width (for :meth:`sign`, :meth:`shift_right` and additions): one table per block, in
-        one call, and a sum. Torus sets only."""
-        if not isinstance(r, RadixUInt) or r.context is not self:
-            raise ValueError("from_radix() takes a RadixUInt of this context (encrypt_radix, to_radix)")
+        """A :class:`~ringfire.tfhe.RadixUInt` as one integer ciphertext of its width (for
+        :meth:`sign`, :meth:`shift_right` and additions): one table per block and a sum. Torus
+        sets only. The sum carries every block's bootstrap error, which bounds the width it
+        can be read at: 8 bits at STD128_T64, 18 at STD128_T64_WIDE below 2^-128
+        (``failure_probability("from_radix", bits=k)``); wider ones warn, or are refused where
+        most would read wrong."""
+        if not isinstance(r, RadixUInt):
+            raise TypeError(f"from_radix() takes a RadixUInt (encrypt_radix, to_radix), got {type(r).__name__}")
+        if r.context is not self:
+            raise ValueError("this RadixUInt belongs to another tfhe context")
         self._check_int_bits(r.bits)
+        log2_p = from_radix_failure_log2(self.params, r.bits)
+        if log2_p > math.log2(_WARN_P_FAIL):
+            p = f"{2.0 ** log2_p:.2g}" if log2_p > -10 else f"2^{log2_p:.1f}"
+            message = (f"[tfhe.from_radix] a {r.bits}-bit result sums {len(r.blocks)} bootstraps' errors and reads "
+                       f"wrong with probability {p} at {self.params.name}: keep it to fewer bits or use a set with "
+                       f"more precise bootstraps")
+            if log2_p >= -1:
+                raise ValueError(message)
+            warn_at_caller(message)
         return from_radix(self, r, lambda values, out_bits: LookupTable(self, values, RadixUInt.PART_CIPHERTEXT_BITS,
                                                                         out_bits))
 
@@ -656,7 +675,7 @@ class Context:
         """What sign() and shift_right() read: an integer ciphertext of a torus set."""
         if isinstance(x, IntegerParts):
             raise TypeError(f"{op}() reads one integer ciphertext, not a {type(x).__name__} (its own operators "
-                            f"compare and shift it; ctx.from_radix makes one ciphertext of a RadixUInt)")
+                            f"compare and shift it{'' if op == 'to_radix' else '; ctx.from_radix makes one ciphertext of a RadixUInt'})")
         self._check_ct(x)
         if not self._torus:
             raise ValueError(f"{op}() needs a 64-bit torus set (STD128_T64, STD128_T64_WIDE); {self.params.name}'s "
@@ -672,11 +691,15 @@ class Context:
         p = f"{2.0 ** log2_p:.2g}" if log2_p > -10 else f"2^{log2_p:.1f}"
         why = (f"its input's error variance {x.variance:.3g} at q={self.params.lwe_modulus}, multiplied by up to "
                f"{4.0 ** grow_bits:.3g}; a ciphertext loaded from bytes counts as bootstrapped")
-        fix = (f"use fewer bits (a {x.bits}-bit integer here), a fresh input, or a set with more precise bootstraps "
-               f"(STD128_T64_WIDE)")
+        fixes = [f"fewer bits (a {x.bits}-bit integer here)"]
+        if x.variance > self.params.fresh_variance():
+            fixes.append("a fresh input")
+        if self.params.name != "STD128_T64_WIDE":
+            fixes.append("a set with more precise bootstraps (STD128_T64_WIDE)")
+        fix = "use " + ", ".join(fixes[:-1]) + (" or " if len(fixes) > 1 else "") + fixes[-1]
         if log2_p >= -1:
-            raise ValueError(f"[tfhe.{op}] each element would fail with probability {p} ({why}): {fix}")
-        warn_at_caller(f"[tfhe.{op}] each element fails with probability {p} ({why}): {fix}")
+            raise ValueError(f"[tfhe.{op}] an element would fail with probability {p} at worst ({why}): {fix}")
+        warn_at_caller(f"[tfhe.{op}] an element fails with probability {p} at worst ({why}): {fix}")
 
     def bootstrap_many(self, items: list, table: LookupTable | None = None) -> list:
         """Bootstraps several ciphertexts of any shapes in one batch on every
@@ -708,7 +731,7 @@ class Context:
         ``"lut_many"`` with ``bits`` and ``tables`` (:meth:`lut_many`), or ``"sign"`` with
         ``bits`` (:meth:`sign` on a bootstrapped input; torus sets), ``"shift_right"`` with
         ``bits`` and ``shift`` (:meth:`shift_right`, the same), ``"to_radix"`` with ``bits``
-        (:meth:`to_radix`), or ``"radix"`` (the worst table of
+        (:meth:`to_radix`; ``"from_radix"`` reading its result), or ``"radix"`` (the worst table of
         :class:`~ringfire.tfhe.RadixUInt`'s operations; torus sets). Inputs are bootstrapped
         ones, or fresh encryptions with ``fresh=True`` (in the process that encrypted them: a
         ciphertext loaded from bytes counts as bootstrapped). With ``log2=True``, its base-2
@@ -738,11 +761,13 @@ class Context:
             self._check_int_bits(bits)
             _check_shift(bits, shift)
             result = floor_failure_log2(self.params, int(bits), int(shift), var)
-        elif operation == "to_radix":
+        elif operation in ("to_radix", "from_radix"):
             if bits is None or not self._torus:
-                raise ValueError("failure_probability('to_radix') needs bits= and a torus set")
+                raise ValueError(f"failure_probability({operation!r}) needs bits= and a torus set")
             self._check_int_bits(bits)
-            result = to_radix_failure_log2(self.params, int(bits), var)
+            _check_even(bits)
+            result = (to_radix_failure_log2(self.params, int(bits), var) if operation == "to_radix"
+                      else from_radix_failure_log2(self.params, int(bits)))
         elif operation == "radix":
             if not self._torus:
                 raise ValueError("failure_probability('radix') needs a torus set")
@@ -760,7 +785,7 @@ class Context:
             result = tail_probability_log2(var + switch, q / (4 << bits))
         elif operation not in _GATES and operation not in _GATES3:
             raise ValueError(f"unknown operation {operation!r}: a gate {sorted(_GATES) + sorted(_GATES3)}, 'lut', "
-                             f"'lut_many', 'sign', 'shift_right', 'to_radix' or 'radix'")
+                             f"'lut_many', 'sign', 'shift_right', 'to_radix', 'from_radix' or 'radix'")
         else:
             coef, inputs = (_GATES[operation][0], 2) if operation in _GATES else (_GATES3[operation][0], 3)
             if coef % 2 == 0:

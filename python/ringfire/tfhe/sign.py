@@ -74,11 +74,13 @@ def _one_sided_log2(variance: float, margin: float) -> float:
     return tail_probability_log2(variance, margin) - 1
 
 
-def _clearing_terms(params, low: int, windows: list[int], variance: float) -> tuple[list[float], float, int]:
+def _clearing_terms(params, low: int, windows: list[int], variance: float,
+                    window_both_ways: bool = False) -> tuple[list[float], float, int]:
     """log2 failure terms of the clearing rounds (two bootstraps each) from bit ``low`` up,
     the error variance (at q) they leave, and the lowest remaining bit. Each bootstrap's
     input error (the ciphertext's, multiplied, plus the switches') against its window's
-    margin 2^(62 - w), one-sided (the module docstring: an all-ones window)."""
+    margin 2^(62 - w), one-sided (the module docstring: an all-ones window); the window's
+    both ways with ``window_both_ways`` (where a window read one off is itself an answer)."""
     q = params.lwe_modulus
     switch, boot = params.switch_variance(), params.bootstrap_variance()
     scale = q / 2.0 ** 64  # a phase at 2^64 to units of q
@@ -87,7 +89,9 @@ def _clearing_terms(params, low: int, windows: list[int], variance: float) -> tu
         grow = 4.0 ** ((_TOP - w) - low)
         margin = 2.0 ** (_TOP - 1 - w) * scale
         terms.append(_one_sided_log2(variance * grow + switch, margin))  # the bit at 63, misread upwards
-        terms.append(_one_sided_log2(variance * grow + 4 * boot + switch, margin))  # the window, read past its top
+        window = variance * grow + 4 * boot + switch
+        terms.append(tail_probability_log2(window, margin) if window_both_ways  # any misread
+                     else _one_sided_log2(window, margin))                     # read past its top
         variance += boot
         low += w
     return terms, variance, low

@@ -8,7 +8,9 @@ OpenFHE's ``EvalDecomp`` does for its large-precision ciphertexts, here into
   block ciphertexts. The last four (or two) bits, alone at the top, are an ordinary small
   integer whose blocks two tables give. 16 bits: 14 bootstraps in four rounds.
 - :func:`from_radix`: one table per block, v -> v 4^i at the wide integer's scale (a block's
-  carry included), then a sum: one bootstrap per block, in one call.
+  carry included), then a sum: one bootstrap per block. The sum carries every block's
+  bootstrap error, so the width it can hold is bounded (:func:`from_radix_failure_log2`: 8
+  bits at STD128_T64, 18 at STD128_T64_WIDE).
 
 A block read from a window is read as the window is subtracted, from the same input and
 with the same switches, so a misread is the subtraction's, but not harmless here: the block
@@ -36,13 +38,14 @@ def to_radix(ctx, x: Ciphertext) -> RadixUInt:
     """x (an even number of bits) as radix-4 blocks (see the module docstring)."""
     blocks: list[np.ndarray] = []
 
-    def read_blocks(window: np.ndarray, low: int, width: int) -> None:
+    def read_blocks(window: np.ndarray, _low: int, width: int) -> None:
         for b in range(width // BLOCK_BITS):
             blocks.append(ctx._bootstrap(window, _block_table(ctx, width, b)))
 
-    data, low = _clear(ctx, x.data.astype(np.uint64), _TOP - x.bits, _windows(x.bits), read_blocks)
+    windows = _windows(x.bits)
+    data, low = _clear(ctx, x.data.astype(np.uint64), _TOP - x.bits, windows, read_blocks)
     top_bits = _TOP - low  # the bits left: an ordinary small integer
-    rest = Ciphertext(ctx, data, x.shape, top_bits)
+    rest = Ciphertext(ctx, data, x.shape, top_bits, x.variance + len(windows) * ctx.params.bootstrap_variance())
     for b in range(top_bits // BLOCK_BITS):
         values = (np.arange(1 << top_bits) >> (BLOCK_BITS * b)) & ((1 << BLOCK_BITS) - 1)
         blocks.append(ctx.lut(values, bits=top_bits, out_bits=SPACE_BITS)(rest).data)
@@ -54,8 +57,7 @@ def _block_table(ctx, width: int, b: int) -> np.ndarray:
     at a block ciphertext's scale (a 4-bit space)."""
     N = ctx.params.ring_dimension
     c = (np.arange(N) << width) // N
-    block = (c >> (BLOCK_BITS * b)) & ((1 << BLOCK_BITS) - 1)
-    return block.astype(np.uint64) * np.uint64(ctx._word_modulus // (2 << SPACE_BITS))
+    return ctx._encode_outputs((c >> (BLOCK_BITS * b)) & ((1 << BLOCK_BITS) - 1), SPACE_BITS)
 
 
 def from_radix(ctx, r: RadixUInt, block_table) -> Ciphertext:
@@ -76,10 +78,16 @@ def to_radix_failure_log2(params, bits: int, variance: float) -> float:
     input error has ``variance`` (at q), the worst case over inputs: each round's top bit
     (one way, at an all-ones window, as the floor's), its window (both ways: a block read one
     off is wrong), and the small integer left at the top read by its tables."""
-    windows = _windows(bits)
-    terms, left, low = _clearing_terms(params, _TOP - bits, windows, variance)
-    terms = [t + (1 if k % 2 else 0) for k, t in enumerate(terms)]  # the window terms: both ways
+    terms, left, low = _clearing_terms(params, _TOP - bits, _windows(bits), variance, window_both_ways=True)
     top_bits = _TOP - low
     terms.append(tail_probability_log2(left + params.switch_variance(), params.lwe_modulus / (4 << top_bits)))
     return min(0.0, float(np.logaddexp2.reduce(terms)))
+
+
+def from_radix_failure_log2(params, bits: int) -> float:
+    """log2 of the probability that :func:`from_radix`'s result of ``bits`` bits reads wrong:
+    the sum of bits / 2 bootstraps' errors against half of its unit, q / 2^(bits + 2)
+    (the blocks' own tables are the radix operations' concern)."""
+    variance = bits // BLOCK_BITS * params.bootstrap_variance()
+    return min(0.0, tail_probability_log2(variance, params.lwe_modulus / (4 << bits)))
 
