@@ -34,6 +34,18 @@ def _check_even(bits: int) -> None:
                          f"encrypt with bits={bits + 1})")
 
 
+def _refuse_or_warn(log2_p: float, message: Callable[[str, bool], str]) -> None:
+    """What a wide operation does with its predicted failure probability: nothing up to
+    2^-40, a warning above, and a refusal where most elements would fail (1/2 or more).
+    ``message(probability, refused)`` words it."""
+    if log2_p <= math.log2(_WARN_P_FAIL):
+        return
+    p = f"{2.0 ** log2_p:.2g}" if log2_p > -10 else f"2^{log2_p:.1f}"
+    if log2_p >= -1:
+        raise ValueError(message(p, True))
+    warn_at_caller(message(p, False))
+
+
 def _check_shift(bits: int, shift) -> None:
     """A floor's shift: an int that leaves at least one of the integer's bits."""
     if bits < 2:
@@ -659,15 +671,9 @@ class Context:
         if r.context is not self:
             raise ValueError("this RadixUInt belongs to another tfhe context")
         self._check_int_bits(r.bits)
-        log2_p = from_radix_failure_log2(self.params, r.bits)
-        if log2_p > math.log2(_WARN_P_FAIL):
-            p = f"{2.0 ** log2_p:.2g}" if log2_p > -10 else f"2^{log2_p:.1f}"
-            message = (f"[tfhe.from_radix] a {r.bits}-bit result sums {len(r.blocks)} bootstraps' errors and reads "
-                       f"wrong with probability {p} at {self.params.name}: keep it to fewer bits or use a set with "
-                       f"more precise bootstraps")
-            if log2_p >= -1:
-                raise ValueError(message)
-            warn_at_caller(message)
+        _refuse_or_warn(from_radix_failure_log2(self.params, r.bits), lambda p, _refused: (
+            f"[tfhe.from_radix] a {r.bits}-bit result sums {len(r.blocks)} bootstraps' errors and reads wrong with "
+            f"probability {p} at {self.params.name}: keep it to fewer bits or use a set with more precise bootstraps"))
         return from_radix(self, r, lambda values, out_bits: LookupTable(self, values, RadixUInt.PART_CIPHERTEXT_BITS,
                                                                         out_bits))
 
@@ -686,9 +692,6 @@ class Context:
     def _warn_wide(self, op: str, log2_p: float, x, grow_bits: int) -> None:
         """Refuses sign(), shift_right() or to_radix() where they would fail on most elements of x
         (its error multiplied by up to 2^grow_bits), warns where they fail too often."""
-        if log2_p <= math.log2(_WARN_P_FAIL):
-            return
-        p = f"{2.0 ** log2_p:.2g}" if log2_p > -10 else f"2^{log2_p:.1f}"
         why = (f"its input's error variance {x.variance:.3g} at q={self.params.lwe_modulus}, multiplied by up to "
                f"{4.0 ** grow_bits:.3g}; a ciphertext loaded from bytes counts as bootstrapped")
         fixes = [f"fewer bits (a {x.bits}-bit integer here)"]
@@ -697,9 +700,8 @@ class Context:
         if self.params.name != "STD128_T64_WIDE":
             fixes.append("a set with more precise bootstraps (STD128_T64_WIDE)")
         fix = "use " + ", ".join(fixes[:-1]) + (" or " if len(fixes) > 1 else "") + fixes[-1]
-        if log2_p >= -1:
-            raise ValueError(f"[tfhe.{op}] an element would fail with probability {p} at worst ({why}): {fix}")
-        warn_at_caller(f"[tfhe.{op}] an element fails with probability {p} at worst ({why}): {fix}")
+        _refuse_or_warn(log2_p, lambda p, refused: (f"[tfhe.{op}] an element {'would fail' if refused else 'fails'} "
+                                                    f"with probability {p} at worst ({why}): {fix}"))
 
     def bootstrap_many(self, items: list, table: LookupTable | None = None) -> list:
         """Bootstraps several ciphertexts of any shapes in one batch on every
