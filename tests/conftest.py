@@ -34,3 +34,16 @@ def ckks_small():
     ctx = rf.ckks.Context(poly_degree=2**13, coeff_bits=[50, 40, 40], scale_bits=40, special_bits=[60])
     sk, keys = ctx.keygen(rotations=[1, 2, -1], conjugate=True)
     return ctx, sk, keys
+
+
+@pytest.fixture(scope="session")
+def fhew_std128():
+    """FHEW's STD128 context with its keys (from a fixed seed), shared by the switching tests."""
+    import warnings
+
+    import ringfire as rf
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the deterministic seed's warning: for tests only
+        fhew = rf.tfhe.Context("STD128")
+        return fhew, fhew.keygen(insecure_deterministic_seed=11)

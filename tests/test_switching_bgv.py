@@ -18,11 +18,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*switched coefficient is read w
 
 
 @pytest.fixture(scope="module")
-def fhew():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        fhew = rf.tfhe.Context("STD128")
-        return fhew, fhew.keygen(insecure_deterministic_seed=11)
+def fhew(fhew_std128):
+    return fhew_std128
 
 
 @pytest.fixture(scope="module", params=["bgv", "bfv"])

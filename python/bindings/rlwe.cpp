@@ -17,6 +17,7 @@
 #include "ringfire/rlwe/evaluator.h"
 #include "ringfire/rlwe/key_derivation.h"
 #include "ringfire/rlwe/keygen.h"
+#include "ringfire/rlwe/lwe_packing.h"
 #include "ringfire/rlwe/sampling.h"
 #include "ringfire/rlwe/subring.h"
 #include "ringfire/ring/backend.h"
@@ -196,7 +197,7 @@ void bind_rlwe(nb::module_& m) {
       .def_prop_ro("scale", &Ciphertext::scale)
       .def_prop_ro("fingerprint", &Ciphertext::fingerprint)
       .def_prop_ro("seeded", [](const Ciphertext& c) { return c.seed().has_value(); })
-      .def_prop_ro("noise_bits", &Ciphertext::noise_bits)
+      .def_prop_rw("noise_bits", &Ciphertext::noise_bits, &Ciphertext::set_noise_bits)
       .def_prop_ro("is_complex", &Ciphertext::is_complex)
       .def_prop_ro("correction", [](const Ciphertext& c) { return c.metadata().correction; })
       .def_prop_rw("length", &Ciphertext::length, &Ciphertext::set_length)
@@ -295,6 +296,38 @@ void bind_rlwe(nb::module_& m) {
           },
           Release());
   m.def("embed_in_ring", &embed_in_ring, nb::arg("ciphertext"), nb::arg("target"), Release());
+  // The way back from FHEW into BGV/BFV (rlwe/lwe_packing.h).
+  m.def(
+      "embed_lwe",
+      [](const nb::ndarray<const std::uint32_t, nb::numpy, nb::c_contig, nb::device::cpu>& words, std::uint64_t modulus,
+         const RlweContextPtr& target, std::size_t level, std::uint64_t correction, std::uint64_t divisor,
+         double noise_bits) {
+        require(words.ndim() == 2 && words.shape(1) >= 3, "rlwe.embed_lwe",
+                "LWE ciphertexts as a (count, n + 1) uint32 array");
+        const std::size_t count = words.shape(0), n = words.shape(1) - 1;
+        Metadata meta;
+        meta.correction = correction;
+        nb::gil_scoped_release release;
+        return embed_lwe(words.data(), count, n, modulus, target, level, meta, divisor, noise_bits);
+      },
+      nb::arg("words"), nb::arg("modulus"), nb::arg("target"), nb::arg("level"), nb::arg("correction"),
+      nb::arg("divisor"), nb::arg("noise_bits"));
+  m.def("multiply_by_monomial", &multiply_by_monomial, nb::arg("ciphertext"), nb::arg("power"), Release());
+  m.def(
+      "generate_embedding_key_from_coefficients",
+      [](const SecretKey& secret, const nb::bytes& subring_secret, std::size_t level, Prng& parent) {
+        std::vector<std::int8_t> coefficients(subring_secret.size());
+        std::memcpy(coefficients.data(), subring_secret.c_str(), coefficients.size());
+        struct Wipe {  // the copy of the secret goes, whether the key is made or refused
+          std::vector<std::int8_t>& words;
+          ~Wipe() { secure_zero(words.data(), words.size()); }
+        } wipe{coefficients};
+        Prng prng = Prng::from_seed(parent.next_seed());
+        nb::gil_scoped_release release;
+        return generate_embedding_key(secret, coefficients, level, prng);
+      },
+      nb::arg("secret_key"), nb::arg("subring_secret"), nb::arg("level"), nb::arg("prng"),
+      "`subring_secret`: its coefficients as int8 bytes (FHEW's ring secret)");
   m.def(
       "generate_embedding_key",
       [](const SecretKey& secret, const SecretKey& subring_secret, std::size_t level, Prng& parent) {

@@ -140,6 +140,25 @@ void bind_tfhe(nb::module_& m) {
           nb::arg("batch") = Bootstrapper::kRotationBatch,
           "`batch`: ciphertexts per thread that step through the key together (GINX; the same bits for any)")
       .def(
+          "bootstrap_to_ring",
+          [](const Bootstrapper& b, const ConstU32Array& cts, const ConstU32Array& tv, int threads, std::size_t batch) {
+            const Params& p = b.params();
+            const std::size_t count = rows_of(cts, p.lwe_dimension + 1, "tfhe.bootstrap", "ciphertexts");
+            require(tv.ndim() == 1 && tv.shape(0) == p.ring_dimension, "tfhe.bootstrap",
+                    "the test vector must have N=" + std::to_string(p.ring_dimension) + " coefficients");
+            check_below(cts, p.lwe_modulus(), "tfhe.bootstrap", "ciphertexts");
+            U32Array out = new_u32(count, p.ring_dimension + 1);
+            {
+              nb::gil_scoped_release release;
+              b.bootstrap_to_ring_many(cts.data(), count, tv.data(), out.data(), threads, batch);
+            }
+            return out;
+          },
+          nb::arg("ciphertexts"), nb::arg("test_vector"), nb::arg("threads") = 0,
+          nb::arg("batch") = Bootstrapper::kRotationBatch,
+          "The bootstraps' LWE ciphertexts of dimension N under the ring secret, mod Q, before their key switch "
+          "(the way back into BGV/BFV starts there)")
+      .def(
           "blind_rotate",
           [](const Bootstrapper& b, const ConstU32Array& ct, const ConstU32Array& tv) {
             const Params& p = b.params();

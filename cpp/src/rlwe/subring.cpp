@@ -87,4 +87,20 @@ EmbeddingKey generate_embedding_key(const SecretKey& secret, const SecretKey& su
                       subring_secret.context()->n());
 }
 
+EmbeddingKey generate_embedding_key(const SecretKey& secret, const std::vector<std::int8_t>& subring_secret,
+                                    std::size_t level, Prng& prng) {
+  const std::size_t n = subring_secret.size(), N = secret.context()->n();
+  require(n >= 2 && n < N && (n & (n - 1)) == 0, "rlwe.EmbeddingKey",
+          "a subring secret of " + std::to_string(n) + " coefficients does not sit in a ring of degree " +
+              std::to_string(N) + " (a smaller power of two is needed)");
+  std::vector<std::int8_t> spread(N, 0);
+  for (std::size_t j = 0; j < n; ++j) {
+    require(subring_secret[j] >= -1 && subring_secret[j] <= 1, "rlwe.EmbeddingKey",
+            "a subring secret's coefficients lie in [-1, 1]");
+    spread[j * (N / n)] = subring_secret[j];
+  }
+  const SecretKey embedded(secret.context(), std::move(spread));  // the key holds the only copy, and wipes it
+  return EmbeddingKey(generate_switch_key(secret, embedded.eval(), kEmbeddingSource, prng, level), n);
+}
+
 }  // namespace ringfire

@@ -359,4 +359,19 @@ void Bootstrapper::bootstrap_many(const u32* in, std::size_t count, const u32* t
   parallel_ranges(count, parts, body);
 }
 
+void Bootstrapper::bootstrap_to_ring_many(const u32* in, std::size_t count, const u32* test_vector, u32* out,
+                                          int threads, std::size_t batch) const {
+  require(batch >= 1 && batch <= kMaxRotationBatch, "tfhe.bootstrap",
+          "ciphertexts per rotation batch must lie in [1, " + std::to_string(kMaxRotationBatch) + "], got " +
+              std::to_string(batch));
+  check_test_vector(test_vector);
+  const std::size_t width = params_.lwe_dimension + 1, N = params_.ring_dimension;
+  const std::size_t parts = std::min<std::size_t>(count, threads > 0 ? threads : num_threads());
+  auto body = [&](std::size_t begin, std::size_t end) {
+    std::vector<u32> accs(batch * 2 * N);
+    rotate_and_extract(in + begin * width, end - begin, test_vector, 1, batch, accs.data(), out + begin * (N + 1));
+  };
+  parallel_ranges(count, parts, body);
+}
+
 }  // namespace ringfire::tfhe

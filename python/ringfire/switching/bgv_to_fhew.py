@@ -73,12 +73,16 @@ class BgvToFhew(RingToFhew):
         """The first ``count`` coefficients of ``ct`` as FHEW ciphertexts of :attr:`bits`-bit
         integers (the coefficients mod t, read as integers in [0, t))."""
         count = self._check(ct, key, count)
+        return self._switch(ct, key, np.arange(count))
+
+    def _switch(self, ct, key: RingSwitchKey, positions: np.ndarray) -> LweCiphertext:
+        """The coefficients of ``ct`` at ``positions`` (checked by the caller) as FHEW integers."""
         x = ct.mod_reduce(0) if ct.level > 0 else ct
         q0 = self.bgv.params.q_primes[0]
         u = -q0 * pow(int(x.correction), -1, self.t) % self.t
         u = u - self.t if u > self.t // 2 else u
         y = x * u if u != 1 else x
-        words = self._lwe_words(y, key, np.arange(count))
+        words = self._lwe_words(y, key, positions)
         variance = self.error_variance(key, x, u)
         self._warn_if_unreadable(variance)
         return self.fhew.from_ring_lwe(words, bits=self.bits, variance=variance)

@@ -425,6 +425,31 @@ class Context:
                            f"(past 2^{ct.bits} - 1 or below 0): the values shown are mod 2^{ct.bits}")
         return (m % p).reshape(ct.shape)
 
+    def bootstrap_to_ring(self, x: Ciphertext, outputs) -> np.ndarray:
+        """Bootstraps that stop before their key switch (32-bit sets): for each integer of
+        ``x`` (``bits`` wide, read as a table reads it), the word ``outputs[m]`` (mod Q, the
+        ring prime) of its value m, as an LWE ciphertext of dimension N under the ring secret,
+        mod Q: a (count, N + 1) uint32 array (a, then b) whose only error is the blind
+        rotation's (variance ``params.noise_terms()["blind_rotation"]`` at q). The way back
+        into BGV/BFV starts there (:class:`ringfire.switching.FhewToBgv`)."""
+        if self._torus:
+            raise ValueError(f"bootstrap_to_ring runs on the 32-bit sets (STD128, STD128_LP, STD128_LUT), not on "
+                             f"the 64-bit torus set {self.params.name}")
+        self._check_ct(x)
+        if x.bits is None:
+            raise ValueError("bootstrap_to_ring reads integers (bits=...), not booleans")
+        p, Q = 1 << x.bits, self.params.ring_modulus
+        outputs = np.asarray(outputs)
+        if outputs.shape != (p,) or not np.issubdtype(outputs.dtype, np.integer) or outputs.min() < 0 \
+                or outputs.max() >= Q:
+            raise ValueError(f"outputs must be {p} words in [0, Q={Q}) (one per {x.bits}-bit input), got shape "
+                             f"{outputs.shape} of {outputs.dtype}")
+        slot = (np.arange(self.params.ring_dimension) * p) // self.params.ring_dimension
+        test_vector = outputs[slot].astype(np.uint32)
+        data = self._half_slot_up(x.data.reshape(-1, self.params.lwe_dimension + 1), p)
+        return self._require_keys().bootstrap_to_ring(np.ascontiguousarray(data, dtype=np.uint32), test_vector,
+                                                      self.threads)
+
     def from_ring_lwe(self, words, *, bits: int | None, variance: float) -> Ciphertext:
         """Gate ciphertexts from LWE ciphertexts of dimension N under the ring
         secret z, mod Q (a (count, N + 1) uint32 array: a, then b), as another

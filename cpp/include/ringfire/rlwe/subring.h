@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "ringfire/rlwe/ciphertext.h"
 #include "ringfire/rlwe/keys.h"
@@ -54,5 +55,10 @@ class EmbeddingKey {
 // The key from subring_secret(X^k) to `secret`, for ciphertexts up to `level`.
 EmbeddingKey generate_embedding_key(const SecretKey& secret, const SecretKey& subring_secret, std::size_t level,
                                     Prng& prng);
+// The same from a subring secret's coefficients alone (a power-of-two count
+// below the ring's degree, each in [-1, 1]): FHEW's ring secret z, which has
+// no context of this scheme (rlwe/lwe_packing.h). The caller wipes its copy.
+EmbeddingKey generate_embedding_key(const SecretKey& secret, const std::vector<std::int8_t>& subring_secret,
+                                    std::size_t level, Prng& prng);
 
 }  // namespace ringfire

@@ -91,6 +91,14 @@ class Bootstrapper {
   void bootstrap_many(const u32* in, std::size_t count, const u32* test_vector, u32* out, int threads = 0,
                       std::size_t outputs = 1, std::size_t batch = kRotationBatch) const;
 
+  // The bootstrap without its last steps: out holds count x (N + 1) words mod Q,
+  // the constant coefficient of X^-phase TV as an LWE ciphertext of dimension N
+  // under the ring secret z (a, then b), with only the blind rotation's error.
+  // The way from FHEW back into another scheme's ring starts there
+  // (rlwe/lwe_packing.h): the key switch to s and Q -> q would add theirs.
+  void bootstrap_to_ring_many(const u32* in, std::size_t count, const u32* test_vector, u32* out, int threads = 0,
+                              std::size_t batch = kRotationBatch) const;
+
   // The blind rotation alone: acc (2 x N words, b then a, mod Q) =
   // X^-phase(in) TV under the ring secret (for tests and noise analysis). With
   // LMKCDEY the phase is that of odd_exponents(in) unless `exact` (one more RGSW

@@ -1,0 +1,175 @@
+"""Functional bootstrapping of BGV/BFV coefficients through FHEW.
+
+A BGV or BFV ciphertext with t = 2^k holds ``count`` integers mod t at the
+coefficients j N / count. Each goes to FHEW (bgv_to_fhew.py: one ring switch
+for all of them), through one programmable bootstrap whose table is any
+function of it, and back (fhew_to_bgv.py: the bootstraps' outputs packed into
+one ciphertext at the same coefficients). The result is a fresh ciphertext at
+the chosen level whatever the input's level and noise: with the identity table
+this is a bootstrap of BGV/BFV (coefficient encoding); with a table, a lookup,
+a sign, a comparison or a rescaling (floor division) in the same step.
+
+Cost: one FHEW bootstrap per value, and on the BGV side count key switches and
+count - 1 + log2(N / count) automorphisms (BENCHMARKS.md, "BGV/BFV functional
+bootstrapping").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+
+import numpy as np
+
+from ..bgv.ciphertext import Ciphertext as BgvCiphertext
+from ..tfhe.params import tail_probability
+from .bgv_to_fhew import BgvToFhew
+from .fhew_to_bgv import FhewToBgv, FhewToBgvKey
+from .ring_switch import RingSwitchKey
+from .to_fhew import is_int
+
+_MAGIC = b"RFBGVFB1"
+_LENGTHS = struct.Struct("<QQ")
+
+
+@dataclasses.dataclass
+class BgvFunctionalBootstrapKeys:
+    """Both directions' public keys: the ring switch to FHEW, and the way back's."""
+
+    switch: RingSwitchKey
+    back: FhewToBgvKey
+
+    def to_bytes(self, *, mac_key: bytes | None = None) -> bytes:
+        """The two keys, each in its own envelopes (authenticated with ``mac_key``), behind their lengths."""
+        parts = [self.switch.to_bytes(mac_key=mac_key), self.back.to_bytes(mac_key=mac_key)]
+        return _MAGIC + _LENGTHS.pack(*map(len, parts)) + b"".join(parts)
+
+
+class BgvFunctionalBootstrap:
+    """Any function of the integers in a BGV/BFV ciphertext's coefficients, and a fresh
+    ciphertext out, through one FHEW bootstrap per integer.
+
+    Args:
+        bgv: the :class:`ringfire.bgv.Context` or :class:`ringfire.bfv.Context`; its plaintext
+            modulus t = 2^k (coefficient encoding), k - 1 at most log2(N') - 1.
+        fhew: the :class:`ringfire.tfhe.Context` the bootstraps run on (STD128, STD128_LP or
+            STD128_LUT, with its evaluation keys); its ring degree N' divides N and is smaller.
+        count: the integers per ciphertext, a power of two up to N, at the coefficients
+            j * N / count (:attr:`positions`; :meth:`encode` puts values there).
+        level: the level results land at (default: the top).
+
+    Inputs are read as integers in [0, t / 2) by tables (a FHEW table's input has a padding
+    bit: a value v >= t / 2 gives -f(v - t / 2), the bootstrap being negacyclic), and as
+    signed integers in (-t / 2, t / 2) by :meth:`sign` and :meth:`compare`. Outputs are any
+    integers mod t. Each result is wrong with the probability the switch to FHEW reads a
+    value wrong (:meth:`failure_probability`; the switch warns above 2^-40).
+    """
+
+    def __init__(self, bgv, fhew, *, count: int, level: int | None = None):
+        self.to_fhew = BgvToFhew(bgv, fhew)
+        self.back = FhewToBgv(fhew, bgv, count=count, level=level)
+        self.bgv, self.fhew, self.t, self.count = bgv, fhew, self.to_fhew.t, self.back.count
+        self.bits = self.to_fhew.bits
+
+    def __repr__(self) -> str:
+        return (f"BgvFunctionalBootstrap({self.bgv.scheme.upper()} N={self.bgv.poly_degree}, t={self.t}, "
+                f"count={self.count}, level={self.back.level}, FHEW {self.fhew.params.name})")
+
+    @property
+    def positions(self) -> np.ndarray:
+        """The coefficients that hold the integers: j * N / count."""
+        return self.back.positions
+
+    @property
+    def level(self) -> int:
+        return self.back.level
+
+    def encode(self, values):
+        """A plaintext with ``values`` (ints mod t, ``count`` of them) at :attr:`positions`."""
+        values = np.asarray(values)
+        if values.shape != (self.count,) or not np.issubdtype(values.dtype, np.integer):
+            raise ValueError(f"[switching] expected {self.count} integers, got shape {values.shape} of {values.dtype}")
+        coefficients = np.zeros(self.bgv.poly_degree, dtype=np.int64)
+        coefficients[self.positions] = values % self.t
+        return self.bgv.encode_coefficients(coefficients)
+
+    def decode(self, coefficients) -> np.ndarray:
+        """The integers at :attr:`positions` of decrypted coefficients (``ctx.decrypt_coefficients``)."""
+        return np.asarray(coefficients)[self.positions]
+
+    # ---- keys ----------------------------------------------------------------------
+
+    def keygen(self, secret_key, fhew_secret_key) -> BgvFunctionalBootstrapKeys:
+        """Both directions' public keys, from the two secret keys (the client runs this)."""
+        return BgvFunctionalBootstrapKeys(self.to_fhew.keygen(secret_key, fhew_secret_key),
+                                          self.back.keygen(secret_key, fhew_secret_key))
+
+    def load_keys(self, data: bytes, *, mac_key: bytes | None = None) -> BgvFunctionalBootstrapKeys:
+        """The keys from ``keys.to_bytes()``: the lengths checked against the bytes first, then
+        each part by its own loader."""
+        data = memoryview(data)
+        start = len(_MAGIC) + _LENGTHS.size
+        if len(data) < start or bytes(data[:len(_MAGIC)]) != _MAGIC:
+            raise ValueError("[switching] not ringfire BGV functional-bootstrapping keys "
+                             "(BgvFunctionalBootstrapKeys.to_bytes)")
+        first, second = _LENGTHS.unpack_from(data, len(_MAGIC))
+        if start + first + second != len(data) or 0 in (first, second):
+            raise ValueError(f"[switching] the keys' two parts declare {[first, second]} bytes behind an "
+                             f"{start}-byte head; they hold {len(data)} bytes")
+        switch = self.to_fhew.load_key(bytes(data[start:start + first]), mac_key=mac_key)
+        back = self.back.load_key(bytes(data[start + first:]), mac_key=mac_key)
+        return BgvFunctionalBootstrapKeys(switch, back)
+
+    def _check_keys(self, keys) -> None:
+        if not isinstance(keys, BgvFunctionalBootstrapKeys):
+            raise TypeError(f"[switching] expected the BgvFunctionalBootstrapKeys from keygen, got "
+                            f"{type(keys).__name__}")
+
+    # ---- the functions -----------------------------------------------------------
+
+    def lut(self, ct, fn, keys: BgvFunctionalBootstrapKeys) -> BgvCiphertext:
+        """fn(x) mod t for each integer x in [0, t / 2) at :attr:`positions`, in a fresh ciphertext
+        at :attr:`level`. ``fn``: a function of an int, or its t / 2 values as an array."""
+        return self.back(self._switched(ct, keys), keys.back, fn)
+
+    def refresh(self, ct, keys: BgvFunctionalBootstrapKeys) -> BgvCiphertext:
+        """The same integers (read in [0, t / 2)) in a fresh ciphertext at :attr:`level`: a
+        bootstrap of BGV/BFV coefficients."""
+        return self.back(self._switched(ct, keys), keys.back)
+
+    def sign(self, ct, keys: BgvFunctionalBootstrapKeys) -> BgvCiphertext:
+        """[x > 0] (1 or 0) for each x read as a signed integer in (-t / 2, t / 2)."""
+        return self.back.positive(self._switched(ct, keys), keys.back)
+
+    def compare(self, a, b, keys: BgvFunctionalBootstrapKeys) -> BgvCiphertext:
+        """[a > b] (1 or 0) for integers a, b in [0, t / 2) (``b`` a ciphertext, or an int
+        every value is compared with): the sign of a - b, exact mod t."""
+        if is_int(b):
+            b = self.encode(np.full(self.count, int(b)))
+        elif not isinstance(b, BgvCiphertext):
+            raise TypeError(f"[switching] compare reads a ciphertext or an int second, got {type(b).__name__}")
+        return self.sign(a - b, keys)
+
+    def floor_divide(self, ct, divisor: int, keys: BgvFunctionalBootstrapKeys) -> BgvCiphertext:
+        """floor(x / divisor) for each x in [0, t / 2): the rescaling of fixed-point values
+        (divisor 2^f drops f fractional bits)."""
+        if not is_int(divisor) or divisor < 1:
+            raise ValueError(f"[switching] the divisor must be a positive int, got {divisor!r}")
+        return self.lut(ct, lambda x: x // int(divisor), keys)
+
+    def failure_probability(self, keys: BgvFunctionalBootstrapKeys, ct=None) -> float:
+        """The probability that one integer comes out wrong: its switched error past half a unit
+        (q / 2t at FHEW's q; the switch warns above 2^-40), plus the way back's own
+        (:meth:`FhewToBgv.failure_probability`). With ``ct``, for that input's noise."""
+        self._check_keys(keys)
+        x = None if ct is None else (ct.mod_reduce(0) if ct.level > 0 else ct)
+        variance = self.to_fhew.error_variance(keys.switch, x)
+        q = self.fhew.params.lwe_modulus
+        return min(1.0, tail_probability(variance, q / (2 * self.t)) + self.back.failure_probability())
+
+    def _switched(self, ct, keys):
+        self._check_keys(keys)
+        if not isinstance(ct, BgvCiphertext):
+            raise TypeError(f"[switching] expected a ringfire.{self.bgv.scheme}.Ciphertext, got {type(ct).__name__}")
+        self.to_fhew._check(ct, keys.switch, self.count)
+        return self.to_fhew._switch(ct, keys.switch, self.positions)

@@ -1,0 +1,293 @@
+"""FHEW/TFHE integers back into BGV/BFV coefficients, through their last bootstrap.
+
+A FHEW bootstrap ends with an LWE ciphertext of dimension N' under the FHEW ring
+secret z, mod the ring prime Q, whose only error is the blind rotation's; its key
+switch and modulus switches to the gate ciphertext add the rest. The way back
+starts before those (cpp/include/ringfire/rlwe/lwe_packing.h):
+
+1. **The last bootstrap writes the BGV/BFV encoding.** The plaintext modulus is
+   t = 2^k; ringfire's BGV and BFV ciphertexts hold t^-1 c m (c: the correction
+   factor) at level l, which is (Q_l / t) [u c m]_t plus less than a unit with
+   u = -Q_l^-1 mod t. So the test vector holds [u f(x)]_t at Q / t per unit and
+   the result, with c = 1, decrypts to f(x) mod t.
+2. **Each output as a ciphertext of the BGV ring** (``embed_lwe``): the LWE
+   ciphertext read as one of R_N' (its constant coefficient's phase is the LWE
+   phase), its words raised from Q to Q_l and X -> X^(N / N'); its phase, divided
+   by N, sits in the constant coefficient under z(X^(N/N')).
+3. **One key switch each** to the BGV secret s (an :class:`EmbeddingKey`, made by
+   the client from both secrets; public).
+4. **Packing** (Chen, Dai, Kim and Song, ePrint 2020/015, Algorithm 2): pairs
+   merge as (A + X^s B) + sigma_g(A - X^s B) with g = N/s + 1, from s = N/2 down
+   to N/count, then the trace's automorphisms X -> X^(N/s' + 1) down to s' = 1
+   clear every other coefficient: count - 1 + log2(N / count) automorphisms,
+   which multiply the phases by N. Value j lands at coefficient j N / count.
+
+The error that lands is the blind rotation's, raised with the modulus (the
+same share of it as at Q), plus the key switches' (tiny beside Q_l / t), so a
+result reads its value wrong only where the bootstrap itself would. The keys:
+one embedding key and log2(N) Galois keys at the landing level.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import struct
+
+import numpy as np
+
+from .. import _core
+from ..bgv.ciphertext import Ciphertext as BgvCiphertext
+from ..bgv.context import Context as BgvContext
+from ..rlwe.keys import EmbeddingKey, GaloisKeys
+from ..tfhe.ciphertext import Ciphertext as LweCiphertext
+from ..tfhe.params import ParameterSet, tail_probability
+from .to_fhew import check_fhew_context, check_secret_keys, fhew_secrets, is_int
+
+_MAGIC = b"RFBGVBK1"
+_HEAD = struct.Struct("<IIIQQ")  # N, N', level, then the two parts' lengths
+
+
+def packing_elements(N: int) -> list[int]:
+    """The Galois elements of the packing and the trace: N/s + 1 for s = N/2, ..., 1."""
+    return [(1 << j) + 1 for j in range(1, int(math.log2(N)) + 1)]
+
+
+@dataclasses.dataclass
+class FhewToBgvKey:
+    """The way back's public keys: the switch from FHEW's ring secret (embedded) to the BGV
+    secret, and the packing's Galois keys, both at the landing level."""
+
+    embedding: EmbeddingKey
+    galois: GaloisKeys
+
+    @property
+    def level(self) -> int:
+        return self.embedding.level
+
+    def to_bytes(self, *, mac_key: bytes | None = None) -> bytes:
+        """The degrees and the level, then the two keys, each in its own checksummed (and, with
+        ``mac_key``, authenticated) envelope, behind their lengths."""
+        parts = [self.embedding.to_bytes(mac_key=mac_key), self.galois.to_bytes(mac_key=mac_key)]
+        head = _HEAD.pack(self.embedding.context.poly_degree, self.embedding.subring_degree, self.level,
+                          *map(len, parts))
+        return _MAGIC + head + b"".join(parts)
+
+
+class FhewToBgv:
+    """Ends FHEW work in a BGV or BFV ciphertext: each FHEW integer through one last
+    bootstrap with a table, the results packed into one ciphertext's coefficients.
+
+    Args:
+        fhew: the :class:`ringfire.tfhe.Context` of the integers (a 32-bit set: STD128,
+            STD128_LP, STD128_LUT; its ring degree N' must divide the BGV ring's).
+        bgv: the :class:`ringfire.bgv.Context` or :class:`ringfire.bfv.Context`, with a
+            plaintext modulus t = 2^k (coefficient encoding).
+        count: values per call, a power of two up to N: value j lands at coefficient
+            j * N / count (the layout :class:`BgvFunctionalBootstrap` reads too).
+        level: the level results land at (default: the top); the keys serve that level.
+
+    The client makes the keys with :meth:`keygen` (both secret keys; the keys are public).
+    """
+
+    def __init__(self, fhew, bgv, *, count: int, level: int | None = None):
+        check_fhew_context(fhew)
+        if not isinstance(bgv, BgvContext):
+            raise TypeError(f"[switching] expected a ringfire.bgv.Context or ringfire.bfv.Context, got "
+                            f"{type(bgv).__module__}.{type(bgv).__name__}")
+        if not isinstance(fhew.params, ParameterSet):
+            raise ValueError(f"[switching] the way back reads the 32-bit FHEW sets (STD128, STD128_LP, STD128_LUT), "
+                             f"not the 64-bit torus set {fhew.params.name}")
+        N, Np = bgv.poly_degree, fhew.params.ring_dimension
+        if N % Np or N == Np:
+            raise ValueError(f"[switching] the FHEW ring degree N' = {Np} must divide the {bgv.scheme.upper()} ring "
+                             f"degree {N} and be smaller")
+        t = int(bgv.plain_modulus)
+        if t < 4 or t & (t - 1):
+            raise ValueError(f"[switching] the way back writes integers mod a power of two: the {bgv.scheme.upper()} "
+                             f"plaintext modulus must be 2^k (k >= 2, coefficient encoding), not {t}")
+        if not is_int(count) or count < 1 or count & (count - 1) or count > N:
+            raise ValueError(f"[switching] count must be a power of two from 1 to N = {N}, got {count!r}")
+        top = bgv.max_level
+        level = top if level is None else level
+        if not is_int(level) or not 0 <= level <= top:
+            raise ValueError(f"[switching] level must be an int in [0, {top}], got {level!r}")
+        Q = fhew.params.ring_modulus
+        primes = list(bgv.params.q_primes)[:int(level) + 1]
+        if any(p == Q for p in primes):
+            raise ValueError(f"[switching] the FHEW ring prime {Q} is one of the {bgv.scheme.upper()} primes")
+        self.fhew, self.bgv, self.t, self.count, self.level = fhew, bgv, t, int(count), int(level)
+        self.stride = N // self.count
+        q_level = math.prod(primes)
+        # Q_l t^-1 c m = (Q_l / t) [u c m]_t + ...: the value written is u f(x) (c = 1).
+        self._u = -pow(q_level, -1, t) % t
+        self._q_level_bits = math.log2(q_level)
+
+    def __repr__(self) -> str:
+        return (f"FhewToBgv(N'={self.fhew.params.ring_dimension} -> {self.bgv.scheme.upper()} N="
+                f"{self.bgv.poly_degree}, t={self.t}, count={self.count}, level={self.level})")
+
+    @property
+    def positions(self) -> np.ndarray:
+        """The coefficients the values land at: j * N / count."""
+        return np.arange(self.count) * self.stride
+
+    # ---- keys ----------------------------------------------------------------------
+
+    def keygen(self, secret_key, fhew_secret_key) -> FhewToBgvKey:
+        """The way back's public keys from the two secret keys (the client runs this)."""
+        if secret_key is None:
+            raise ValueError(f"[switching] expected the {self.bgv.scheme.upper()} context's secret key, got None")
+        check_secret_keys(self.bgv, secret_key, self.fhew, fhew_secret_key)
+        z = fhew_secrets(fhew_secret_key)[1].astype(np.int8)
+        try:
+            embedding = _core.generate_embedding_key_from_coefficients(secret_key._native, z.tobytes(), self.level,
+                                                                       self.bgv._prng)
+        finally:
+            z[:] = 0
+        galois = _core.generate_galois_keys(secret_key._native, packing_elements(self.bgv.poly_degree),
+                                            self.bgv._prng, self.level)
+        return FhewToBgvKey(EmbeddingKey(embedding, self.bgv), GaloisKeys(galois, self.bgv))
+
+    def load_key(self, data: bytes, *, mac_key: bytes | None = None) -> FhewToBgvKey:
+        """The key :meth:`keygen` made, from ``key.to_bytes()``: the lengths checked against the
+        bytes before either part is read, each part by the context's loader (envelope,
+        checksum, parameters, kind), then against this way back."""
+        data = memoryview(data)
+        start = len(_MAGIC) + _HEAD.size
+        if len(data) < start or bytes(data[:len(_MAGIC)]) != _MAGIC:
+            raise ValueError("[switching] not a ringfire FHEW-to-BGV key (FhewToBgvKey.to_bytes)")
+        N, Np, level, *lengths = _HEAD.unpack_from(data, len(_MAGIC))
+        if start + sum(lengths) != len(data) or 0 in lengths:
+            raise ValueError(f"[switching] the key's two parts declare {lengths} bytes behind its {start}-byte head; "
+                             f"it holds {len(data)} bytes")
+        parts = []
+        for name, length, kind, at in (("embedding", lengths[0], EmbeddingKey, start),
+                                       ("galois", lengths[1], GaloisKeys, start + lengths[0])):
+            try:
+                part = self.bgv.load(bytes(data[at:at + length]), mac_key=mac_key)
+            except ValueError as e:
+                raise ValueError(f"[switching] the FHEW-to-BGV key's {name} part: {e}") from None
+            if not isinstance(part, kind):
+                raise ValueError(f"[switching] the FHEW-to-BGV key's {name} part holds a {type(part).__name__}, not "
+                                 f"the {kind.__name__} that belongs there")
+            parts.append(part)
+        key = FhewToBgvKey(*parts)
+        self._check_key(key)
+        return key
+
+    def _check_key(self, key) -> None:
+        if not isinstance(key, FhewToBgvKey):
+            raise TypeError(f"[switching] expected the FhewToBgvKey from keygen, got {type(key).__name__}")
+        emb, gal = key.embedding, key.galois
+        if emb.context is not self.bgv or gal.context is not self.bgv:
+            raise ValueError(f"[switching] this key was made for another {self.bgv.scheme.upper()} context")
+        if emb.subring_degree != self.fhew.params.ring_dimension:
+            raise ValueError(f"[switching] this key switches from a ring of degree {emb.subring_degree}; the FHEW "
+                             f"ring's is {self.fhew.params.ring_dimension}")
+        if emb.level < self.level:
+            raise ValueError(f"[switching] this key serves levels up to {emb.level}; results land at {self.level}")
+        missing = sorted(set(packing_elements(self.bgv.poly_degree)) - set(gal.elements))
+        if missing or gal.level < self.level:
+            raise ValueError(f"[switching] the key's Galois keys must hold the elements "
+                             f"{packing_elements(self.bgv.poly_degree)} at level {self.level} or above "
+                             f"(missing {missing}, level {gal.level})")
+
+    # ---- the way back -------------------------------------------------------------
+
+    def __call__(self, lwe, key: FhewToBgvKey, fn=None) -> BgvCiphertext:
+        """f(x) mod t for every FHEW integer x of ``lwe`` (``count`` of them, of up to
+        log2(N') - 1 bits), in one BGV/BFV ciphertext: value j at coefficient j N / count,
+        the others 0. ``fn``: a function of the integer (or an array of its values over
+        [0, 2^bits)); default: the integer itself."""
+        bits = self._check_input(lwe, key)
+        inputs = np.arange(1 << bits)
+        values = inputs if fn is None else (np.asarray(fn, dtype=object) if not callable(fn)
+                                             else np.array([fn(int(m)) for m in inputs], dtype=object))
+        if values.shape != inputs.shape or not all(is_int(v) for v in values):
+            raise ValueError(f"[switching] the table must give an int for each of the {len(inputs)} inputs")
+        Q = self.fhew.params.ring_modulus
+        written = [round((self._u * int(v) % self.t) * Q / self.t) % Q for v in values]  # Q / t per unit
+        return self._land(self.fhew.bootstrap_to_ring(lwe, np.array(written, dtype=np.int64)), key)
+
+    def positive(self, lwe, key: FhewToBgvKey) -> BgvCiphertext:
+        """[x > 0] (1 or 0) for FHEW integers x read on the whole circle, as signed integers in
+        (-2^bits, 2^bits): the half of the circle x - 1/2 lies in gives +-1/2 (the bootstrap is
+        negacyclic), and adding 1/2 makes it the bit."""
+        bits = self._check_input(lwe, key)
+        Q = self.fhew.params.ring_modulus
+        half = round(self._u * Q / (2 * self.t)) % Q  # u/2 at Q/t per unit
+        ring = self.fhew.bootstrap_to_ring(lwe - 1, np.full(1 << bits, half, dtype=np.int64))
+        ring[:, -1] = (ring[:, -1].astype(np.int64) + half) % Q
+        return self._land(ring, key)
+
+    def _check_input(self, lwe, key) -> int:
+        if not isinstance(lwe, LweCiphertext):
+            raise TypeError(f"[switching] expected ringfire.tfhe.Ciphertext integers, got {type(lwe).__name__}")
+        if lwe.context is not self.fhew:
+            raise ValueError("[switching] these FHEW ciphertexts belong to another context")
+        if lwe.bits is None:
+            raise ValueError("[switching] the way back reads FHEW integers (bits=...), not booleans")
+        if lwe.size != self.count:
+            raise ValueError(f"[switching] expected {self.count} FHEW ciphertexts (count), got {lwe.size}")
+        self._check_key(key)
+        return lwe.bits
+
+    def _land(self, ring: np.ndarray, key: FhewToBgvKey) -> BgvCiphertext:
+        """The bootstraps' ring LWE ciphertexts (count, N' + 1) as one BGV/BFV ciphertext."""
+        N = self.bgv.poly_degree
+        ev = self.bgv._core_evaluator
+        leaves = _core.embed_lwe(ring, self.fhew.params.ring_modulus, self.bgv._core.rlwe, self.level, 1, N,
+                                 self.noise_bits())
+        embedding = key.embedding._on("cpu")
+        leaves = [ev.switch_key(ct, embedding) for ct in leaves]
+        galois = key.galois._on("cpu")
+        packed = _pack(ev, leaves, N, galois)
+        for s in _trace_strides(self.stride):
+            packed = _merge_one(ev, packed, N // s + 1, galois)
+        # The sums above added their operands' norms, but the phases were divided by N first:
+        # the landed error is the one noise_bits() estimates.
+        packed.noise_bits = self.noise_bits()
+        return BgvCiphertext(packed, self.bgv)
+
+    def noise_bits(self) -> float:
+        """log2 of the norm of the error a result carries (rlwe/noise.h's convention, as if
+        every coefficient had it: the budget estimate reads the largest from it): the blind
+        rotation's, raised to Q_l, and the key switches', N times one's at most through the
+        packing."""
+        p = self.fhew.params
+        sigma = math.sqrt(p.noise_terms()["blind_rotation"]) * p.ring_modulus / p.lwe_modulus
+        N = self.bgv.poly_degree
+        rotation = math.log2(sigma * math.sqrt(N)) + self._q_level_bits - math.log2(p.ring_modulus)
+        switches = self.bgv._core.key_switch_noise_bits(self.level) + math.log2(N)
+        return float(np.logaddexp2(rotation, switches))
+
+    def failure_probability(self) -> float:
+        """The probability that one value lands wrong: the blind rotation's error past a
+        quarter of Q / t (where [t x]_Q leaves the quarter decryption reads)."""
+        p = self.fhew.params
+        variance = p.noise_terms()["blind_rotation"] * (p.ring_modulus / p.lwe_modulus) ** 2
+        return tail_probability(variance, p.ring_modulus / (4 * self.t))
+
+
+def _pack(ev, leaves: list, N: int, galois) -> object:
+    """Chen-Dai-Kim-Song's PackLWEs: 2^l ciphertexts whose constant coefficients hold the
+    values, merged so that value j sits at coefficient j N / 2^l (times 2^l)."""
+    if len(leaves) == 1:
+        return leaves[0]
+    even, odd = _pack(ev, leaves[0::2], N, galois), _pack(ev, leaves[1::2], N, galois)
+    s = N // len(leaves)
+    shifted = _core.multiply_by_monomial(odd, s)
+    plus, minus = ev.add(even, shifted), ev.sub(even, shifted)
+    return ev.add(plus, ev.apply_galois(minus, N // s + 1, galois))
+
+
+def _trace_strides(stride: int) -> list[int]:
+    """The trace's steps after packing at ``stride``: s' = stride / 2, ..., 1."""
+    return [stride >> i for i in range(1, int(math.log2(stride)) + 1)]
+
+
+def _merge_one(ev, ct, element: int, galois):
+    """ct + sigma_element(ct): keeps the coefficients the automorphism fixes (doubled), clears
+    those it negates."""
+    return ev.add(ct, ev.apply_galois(ct, element, galois))
