@@ -100,6 +100,36 @@ TEST(LwePacking, TheRaisedPhaseSitsInTheConstantCoefficientUnderTheEmbeddedSecre
   }
 }
 
+TEST(LwePacking, TorusWordsAreRaisedFromTwoToThe64) {
+  Ring r;
+  std::mt19937_64 rng(13);
+  const std::vector<std::int8_t> z = ternary(kn, rng);
+  const std::vector<u64> phases = {0, 1, u64{5} << 60, ~u64{0}, (u64{1} << 63) + 12345};
+  std::vector<std::uint64_t> words;
+  for (const u64 phase : phases) {  // b = phase + <a, z> mod 2^64: the products wrap
+    u64 inner = 0;
+    for (std::size_t j = 0; j < kn; ++j) {
+      const u64 a = rng();
+      words.push_back(a);
+      inner += static_cast<u64>(static_cast<std::int64_t>(z[j])) * a;
+    }
+    words.push_back(phase + inner);
+  }
+  std::vector<std::int8_t> spread(kN, 0);
+  for (std::size_t j = 0; j < kn; ++j) spread[j * (kN / kn)] = z[j];
+  const SecretKey embedded(r.ctx, spread);
+  const u64 q0 = r.ctx->params().q_primes()[0];
+  const std::vector<Ciphertext> cts = embed_torus_lwe(words.data(), phases.size(), kn, r.ctx, 0, Metadata{}, 1, 0.0);
+  std::vector<u64> phase(kN);
+  for (std::size_t c = 0; c < cts.size(); ++c) {
+    decrypt_core(embedded, cts[c], phase.data());
+    const unsigned __int128 wide = static_cast<unsigned __int128>(phases[c]) * q0;
+    const u64 want = static_cast<u64>(((wide + (static_cast<unsigned __int128>(1) << 63)) >> 64) % q0);
+    const std::int64_t diff = centred((phase[0] + q0 - want) % q0, q0);
+    EXPECT_LE(std::llabs(diff), static_cast<std::int64_t>(kn / 2 + 1)) << "ciphertext " << c;
+  }
+}
+
 TEST(LwePacking, MultiplyingByAMonomialShiftsThePhaseNegacyclically) {
   Ring r;
   Prng prng = Prng::from_seed(Prng::Seed{8});

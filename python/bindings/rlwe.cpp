@@ -312,6 +312,21 @@ void bind_rlwe(nb::module_& m) {
       },
       nb::arg("words"), nb::arg("modulus"), nb::arg("target"), nb::arg("level"), nb::arg("correction"),
       nb::arg("divisor"), nb::arg("noise_bits"));
+  m.def(
+      "embed_torus_lwe",
+      [](const nb::ndarray<const std::uint64_t, nb::numpy, nb::c_contig, nb::device::cpu>& words,
+         const RlweContextPtr& target, std::size_t level, std::uint64_t correction, std::uint64_t divisor,
+         double noise_bits) {
+        require(words.ndim() == 2 && words.shape(1) >= 3, "rlwe.embed_lwe",
+                "LWE ciphertexts as a (count, n + 1) uint64 array");
+        const std::size_t count = words.shape(0), n = words.shape(1) - 1;
+        Metadata meta;
+        meta.correction = correction;
+        nb::gil_scoped_release release;
+        return embed_torus_lwe(words.data(), count, n, target, level, meta, divisor, noise_bits);
+      },
+      nb::arg("words"), nb::arg("target"), nb::arg("level"), nb::arg("correction"), nb::arg("divisor"),
+      nb::arg("noise_bits"), "embed_lwe for 64-bit words mod 2^64 (the torus sets)");
   m.def("multiply_by_monomial", &multiply_by_monomial, nb::arg("ciphertext"), nb::arg("power"), Release());
   m.def(
       "generate_embedding_key_from_coefficients",

@@ -21,6 +21,8 @@ from .fhew_to_ckks import FhewToCkks
 from .ring_switch import RingSwitchKey
 from .round_trip import SchemeSwitch, SwitchKeys
 from .small_ring import SmallRingKey
+from .to_torus import LweToTorus, TorusSwitchKey
 
 __all__ = ["BgvFunctionalBootstrap", "BgvFunctionalBootstrapKeys", "BgvToFhew", "CkksToFhew", "FhewToBgv",
-           "FhewToBgvKey", "FhewToCkks", "RingSwitchKey", "SchemeSwitch", "SmallRingKey", "SwitchKeys"]
+           "FhewToBgvKey", "FhewToCkks", "LweToTorus", "RingSwitchKey", "SchemeSwitch", "SmallRingKey", "SwitchKeys",
+           "TorusSwitchKey"]

@@ -26,22 +26,26 @@ from ..tfhe.params import tail_probability
 from .bgv_to_fhew import BgvToFhew
 from .fhew_to_bgv import FhewToBgv, FhewToBgvKey
 from .ring_switch import RingSwitchKey
+from .to_torus import LweToTorus, TorusSwitchKey
 from .to_fhew import is_int
 
 _MAGIC = b"RFBGVFB1"
-_LENGTHS = struct.Struct("<QQ")
+_LENGTHS = struct.Struct("<QQQ")  # the ring switch's, the way back's, the torus switch's (0: none)
 
 
 @dataclasses.dataclass
 class BgvFunctionalBootstrapKeys:
-    """Both directions' public keys: the ring switch to FHEW, and the way back's."""
+    """Both directions' public keys: the ring switch to FHEW, the way back's, and with a torus
+    set for the last bootstrap, the switch there."""
 
     switch: RingSwitchKey
     back: FhewToBgvKey
+    torus: TorusSwitchKey | None = None
 
     def to_bytes(self, *, mac_key: bytes | None = None) -> bytes:
-        """The two keys, each in its own envelopes (authenticated with ``mac_key``), behind their lengths."""
-        parts = [self.switch.to_bytes(mac_key=mac_key), self.back.to_bytes(mac_key=mac_key)]
+        """The keys, each in its own envelopes (authenticated with ``mac_key``), behind their lengths."""
+        parts = [self.switch.to_bytes(mac_key=mac_key), self.back.to_bytes(mac_key=mac_key),
+                 b"" if self.torus is None else self.torus.to_bytes(mac_key=mac_key)]
         return _MAGIC + _LENGTHS.pack(*map(len, parts)) + b"".join(parts)
 
 
@@ -57,6 +61,10 @@ class BgvFunctionalBootstrap:
         count: the integers per ciphertext, a power of two up to N, at the coefficients
             j * N / count (:attr:`positions`; :meth:`encode` puts values there).
         level: the level results land at (default: the top).
+        last: a 64-bit torus :class:`ringfire.tfhe.Context` (``STD128_T64_WIDE``) for the last
+            bootstrap, with its evaluation keys: the integers go there from ``fhew``
+            (:class:`LweToTorus`), and the results keep its far smaller error (a noise budget
+            that survives products; docs/switching.md). Default: the last bootstrap on ``fhew``.
 
     Inputs are read as integers in [0, t / 2) by tables (a FHEW table's input has a padding
     bit: a value v >= t / 2 gives -f(v - t / 2), the bootstrap being negacyclic), and as
@@ -65,15 +73,17 @@ class BgvFunctionalBootstrap:
     value wrong (:meth:`failure_probability`; the switch warns above 2^-40).
     """
 
-    def __init__(self, bgv, fhew, *, count: int, level: int | None = None):
+    def __init__(self, bgv, fhew, *, count: int, level: int | None = None, last=None):
         self.to_fhew = BgvToFhew(bgv, fhew)
-        self.back = FhewToBgv(fhew, bgv, count=count, level=level)
+        self.to_torus = None if last is None else LweToTorus(fhew, last)
+        self.back = FhewToBgv(fhew if last is None else last, bgv, count=count, level=level)
         self.bgv, self.fhew, self.t, self.count = bgv, fhew, self.to_fhew.t, self.back.count
         self.bits = self.to_fhew.bits
 
     def __repr__(self) -> str:
+        last = "" if self.to_torus is None else f", last bootstrap on {self.to_torus.torus.params.name}"
         return (f"BgvFunctionalBootstrap({self.bgv.scheme.upper()} N={self.bgv.poly_degree}, t={self.t}, "
-                f"count={self.count}, level={self.back.level}, FHEW {self.fhew.params.name})")
+                f"count={self.count}, level={self.back.level}, FHEW {self.fhew.params.name}{last})")
 
     @property
     def positions(self) -> np.ndarray:
@@ -99,10 +109,19 @@ class BgvFunctionalBootstrap:
 
     # ---- keys ----------------------------------------------------------------------
 
-    def keygen(self, secret_key, fhew_secret_key) -> BgvFunctionalBootstrapKeys:
-        """Both directions' public keys, from the two secret keys (the client runs this)."""
+    def keygen(self, secret_key, fhew_secret_key, last_secret_key=None) -> BgvFunctionalBootstrapKeys:
+        """Both directions' public keys, from the secret keys (and the torus set's, with
+        ``last``); the client runs this."""
+        if self.to_torus is None:
+            if last_secret_key is not None:
+                raise ValueError("[switching] a third secret key is for a last bootstrap on a torus set (last=...)")
+            return BgvFunctionalBootstrapKeys(self.to_fhew.keygen(secret_key, fhew_secret_key),
+                                              self.back.keygen(secret_key, fhew_secret_key))
+        if last_secret_key is None:
+            raise ValueError("[switching] the last bootstrap runs on a torus set: keygen(sk, fhew_sk, torus_sk)")
         return BgvFunctionalBootstrapKeys(self.to_fhew.keygen(secret_key, fhew_secret_key),
-                                          self.back.keygen(secret_key, fhew_secret_key))
+                                          self.back.keygen(secret_key, last_secret_key),
+                                          self.to_torus.keygen(fhew_secret_key, last_secret_key))
 
     def load_keys(self, data: bytes, *, mac_key: bytes | None = None) -> BgvFunctionalBootstrapKeys:
         """The keys from ``keys.to_bytes()``: the lengths checked against the bytes first, then
@@ -112,13 +131,20 @@ class BgvFunctionalBootstrap:
         if len(data) < start or bytes(data[:len(_MAGIC)]) != _MAGIC:
             raise ValueError("[switching] not ringfire BGV functional-bootstrapping keys "
                              "(BgvFunctionalBootstrapKeys.to_bytes)")
-        first, second = _LENGTHS.unpack_from(data, len(_MAGIC))
-        if start + first + second != len(data) or 0 in (first, second):
-            raise ValueError(f"[switching] the keys' two parts declare {[first, second]} bytes behind an "
-                             f"{start}-byte head; they hold {len(data)} bytes")
+        lengths = _LENGTHS.unpack_from(data, len(_MAGIC))
+        if start + sum(lengths) != len(data) or 0 in lengths[:2]:
+            raise ValueError(f"[switching] the keys' parts declare {list(lengths)} bytes behind a {start}-byte head; "
+                             f"they hold {len(data)} bytes")
+        if (lengths[2] == 0) != (self.to_torus is None):
+            raise ValueError("[switching] these keys are for a last bootstrap " +
+                             ("on a torus set; this one has none (last=...)" if lengths[2] else
+                              "on the FHEW set; this one runs it on a torus set"))
+        first, second = lengths[:2]
         switch = self.to_fhew.load_key(bytes(data[start:start + first]), mac_key=mac_key)
-        back = self.back.load_key(bytes(data[start + first:]), mac_key=mac_key)
-        return BgvFunctionalBootstrapKeys(switch, back)
+        back = self.back.load_key(bytes(data[start + first:start + first + second]), mac_key=mac_key)
+        torus = None if self.to_torus is None else self.to_torus.load_key(bytes(data[start + first + second:]),
+                                                                            mac_key=mac_key)
+        return BgvFunctionalBootstrapKeys(switch, back, torus)
 
     def _check_keys(self, keys) -> None:
         if not isinstance(keys, BgvFunctionalBootstrapKeys):
@@ -158,13 +184,21 @@ class BgvFunctionalBootstrap:
         return self.lut(ct, lambda x: x // int(divisor), keys)
 
     def failure_probability(self, keys: BgvFunctionalBootstrapKeys, ct=None) -> float:
-        """The probability that one integer comes out wrong: its switched error past half a unit
-        (q / 2t at FHEW's q; the switch warns above 2^-40), plus the way back's own
-        (:meth:`FhewToBgv.failure_probability`). With ``ct``, for that input's noise."""
+        """The probability that one integer comes out wrong: the error the last bootstrap reads
+        past half a unit (q / 2t at its set's q: the switch to FHEW's, with ``last`` the move to
+        the torus set's and that set's own first steps too), plus the way back's own
+        (:meth:`FhewToBgv.failure_probability`). With ``ct``, for that input's noise; the switch
+        to FHEW warns above 2^-40 by its own part."""
         self._check_keys(keys)
         x = None if ct is None else (ct.mod_reduce(0) if ct.level > 0 else ct)
-        variance = self.to_fhew.error_variance(keys.switch, x)
-        q = self.fhew.params.lwe_modulus
+        variance, q = self.to_fhew.error_variance(keys.switch, x), self.fhew.params.lwe_modulus
+        if self.to_torus is not None:
+            torus = self.to_torus.torus.params
+            variance = (variance * (torus.lwe_modulus / q) ** 2 + self.to_torus.error_variance()
+                        + torus.switch_variance())
+            q = torus.lwe_modulus
+        else:
+            variance += self.fhew.params.switch_variance()
         return min(1.0, tail_probability(variance, q / (2 * self.t)) + self.back.failure_probability())
 
     def _switched(self, ct, keys):
@@ -172,4 +206,5 @@ class BgvFunctionalBootstrap:
         if not isinstance(ct, BgvCiphertext):
             raise TypeError(f"[switching] expected a ringfire.{self.bgv.scheme}.Ciphertext, got {type(ct).__name__}")
         self.to_fhew._check(ct, keys.switch, self.count)
-        return self.to_fhew._switch(ct, keys.switch, self.positions)
+        lwe = self.to_fhew._switch(ct, keys.switch, self.positions)
+        return lwe if self.to_torus is None else self.to_torus(lwe, keys.torus)

@@ -1,9 +1,11 @@
 """FHEW/TFHE integers back into BGV/BFV coefficients, through their last bootstrap.
 
-A FHEW bootstrap ends with an LWE ciphertext of dimension N' under the FHEW ring
-secret z, mod the ring prime Q, whose only error is the blind rotation's; its key
-switch and modulus switches to the gate ciphertext add the rest. The way back
-starts before those (cpp/include/ringfire/rlwe/lwe_packing.h):
+A FHEW bootstrap's blind rotation ends with an LWE ciphertext of dimension N' under
+the FHEW ring secret z whose only error is the rotation's: on the 32-bit sets mod
+the ring prime Q, before the key switch and modulus switches that make it a gate
+ciphertext (and add the rest); on the 64-bit torus sets mod 2^64, which is where
+their bootstraps end anyway (KS-PBS). The way back starts there
+(cpp/include/ringfire/rlwe/lwe_packing.h):
 
 1. **The last bootstrap writes the BGV/BFV encoding.** The plaintext modulus is
    t = 2^k; ringfire's BGV and BFV ciphertexts hold t^-1 c m (c: the correction
@@ -23,9 +25,10 @@ starts before those (cpp/include/ringfire/rlwe/lwe_packing.h):
    which multiply the phases by N. Value j lands at coefficient j N / count.
 
 The error that lands is the blind rotation's, raised with the modulus (the
-same share of it as at Q), plus the key switches' (tiny beside Q_l / t), so a
-result reads its value wrong only where the bootstrap itself would. The keys:
-one embedding key and log2(N) Galois keys at the landing level.
+same share of it as at Q), plus the key switches' (tiny beside Q_l / t). That
+share is the noise budget a result keeps: about 2^-8.3 on STD128, 2^-25.3 on
+STD128_T64_WIDE (whose integers come from a 32-bit set through to_torus.py).
+The keys: one embedding key and log2(N) Galois keys at the landing level.
 """
 
 from __future__ import annotations
@@ -41,7 +44,8 @@ from ..bgv.ciphertext import Ciphertext as BgvCiphertext
 from ..bgv.context import Context as BgvContext
 from ..rlwe.keys import EmbeddingKey, GaloisKeys
 from ..tfhe.ciphertext import Ciphertext as LweCiphertext
-from ..tfhe.params import ParameterSet, tail_probability
+from .._checks import warn_at_caller
+from ..tfhe.params import WARN_P_FAIL, ParameterSet, tail_probability
 from .to_fhew import check_fhew_context, check_secret_keys, fhew_secrets, is_int
 
 _MAGIC = b"RFBGVBK1"
@@ -79,8 +83,11 @@ class FhewToBgv:
     bootstrap with a table, the results packed into one ciphertext's coefficients.
 
     Args:
-        fhew: the :class:`ringfire.tfhe.Context` of the integers (a 32-bit set: STD128,
-            STD128_LP, STD128_LUT; its ring degree N' must divide the BGV ring's).
+        fhew: the :class:`ringfire.tfhe.Context` of the integers, whose bootstraps end them:
+            a 32-bit set (STD128, STD128_LP, STD128_LUT: what the switches from BGV/BFV and
+            CKKS land on) or a 64-bit torus set, whose bootstraps keep far more of the
+            modulus (``STD128_T64_WIDE``; :class:`LweToTorus` brings 32-bit integers there).
+            Its ring degree N' must divide the BGV ring's and be smaller.
         bgv: the :class:`ringfire.bgv.Context` or :class:`ringfire.bfv.Context`, with a
             plaintext modulus t = 2^k (coefficient encoding).
         count: values per call, a power of two up to N: value j lands at coefficient
@@ -95,9 +102,6 @@ class FhewToBgv:
         if not isinstance(bgv, BgvContext):
             raise TypeError(f"[switching] expected a ringfire.bgv.Context or ringfire.bfv.Context, got "
                             f"{type(bgv).__module__}.{type(bgv).__name__}")
-        if not isinstance(fhew.params, ParameterSet):
-            raise ValueError(f"[switching] the way back reads the 32-bit FHEW sets (STD128, STD128_LP, STD128_LUT), "
-                             f"not the 64-bit torus set {fhew.params.name}")
         N, Np = bgv.poly_degree, fhew.params.ring_dimension
         if N % Np or N == Np:
             raise ValueError(f"[switching] the FHEW ring degree N' = {Np} must divide the {bgv.scheme.upper()} ring "
@@ -112,16 +116,24 @@ class FhewToBgv:
         level = top if level is None else level
         if not is_int(level) or not 0 <= level <= top:
             raise ValueError(f"[switching] level must be an int in [0, {top}], got {level!r}")
-        Q = fhew.params.ring_modulus
+        self._torus = not isinstance(fhew.params, ParameterSet)
+        Q = 1 << 64 if self._torus else fhew.params.ring_modulus
         primes = list(bgv.params.q_primes)[:int(level) + 1]
         if any(p == Q for p in primes):
             raise ValueError(f"[switching] the FHEW ring prime {Q} is one of the {bgv.scheme.upper()} primes")
         self.fhew, self.bgv, self.t, self.count, self.level = fhew, bgv, t, int(count), int(level)
+        self.modulus = Q  # the bootstraps' outputs' modulus: the ring prime, or 2^64 on a torus set
         self.stride = N // self.count
         q_level = math.prod(primes)
         # Q_l t^-1 c m = (Q_l / t) [u c m]_t + ...: the value written is u f(x) (c = 1).
         self._u = -pow(q_level, -1, t) % t
         self._q_level_bits = math.log2(q_level)
+        risk = self.failure_probability()
+        if risk > WARN_P_FAIL:
+            warn_at_caller(f"[switching] each value lands wrong with probability {risk:.2g}: the blind rotation's "
+                           f"error (2^{self._rotation_share():.1f} of its modulus) passes a quarter of Q / t for "
+                           f"t = {t}, and then the whole ciphertext fails to decrypt: a smaller t, or a last "
+                           f"bootstrap on STD128_T64_WIDE (LweToTorus)")
 
     def __repr__(self) -> str:
         return (f"FhewToBgv(N'={self.fhew.params.ring_dimension} -> {self.bgv.scheme.upper()} N="
@@ -206,19 +218,22 @@ class FhewToBgv:
                                              else np.array([fn(int(m)) for m in inputs], dtype=object))
         if values.shape != inputs.shape or not all(is_int(v) for v in values):
             raise ValueError(f"[switching] the table must give an int for each of the {len(inputs)} inputs")
-        Q = self.fhew.params.ring_modulus
-        written = [round((self._u * int(v) % self.t) * Q / self.t) % Q for v in values]  # Q / t per unit
-        return self._land(self.fhew.bootstrap_to_ring(lwe, np.array(written, dtype=np.int64)), key)
+        Q = self.modulus
+        written = [(self._u * int(v) % self.t * Q + self.t // 2) // self.t % Q for v in values]  # Q / t per unit
+        return self._land(self.fhew.bootstrap_to_ring(lwe, written), key)
 
     def positive(self, lwe, key: FhewToBgvKey) -> BgvCiphertext:
         """[x > 0] (1 or 0) for FHEW integers x read on the whole circle, as signed integers in
         (-2^bits, 2^bits): the half of the circle x - 1/2 lies in gives +-1/2 (the bootstrap is
         negacyclic), and adding 1/2 makes it the bit."""
         bits = self._check_input(lwe, key)
-        Q = self.fhew.params.ring_modulus
-        half = round(self._u * Q / (2 * self.t)) % Q  # u/2 at Q/t per unit
-        ring = self.fhew.bootstrap_to_ring(lwe - 1, np.full(1 << bits, half, dtype=np.int64))
-        ring[:, -1] = (ring[:, -1].astype(np.int64) + half) % Q
+        Q = self.modulus
+        half = (self._u * Q + self.t) // (2 * self.t) % Q  # u/2 at Q/t per unit
+        ring = self.fhew.bootstrap_to_ring(lwe - 1, [half] * (1 << bits))
+        if self._torus:
+            ring[:, -1] += np.uint64(half)  # wraps mod 2^64
+        else:
+            ring[:, -1] = (ring[:, -1].astype(np.int64) + half) % Q
         return self._land(ring, key)
 
     def _check_input(self, lwe, key) -> int:
@@ -237,8 +252,9 @@ class FhewToBgv:
         """The bootstraps' ring LWE ciphertexts (count, N' + 1) as one BGV/BFV ciphertext."""
         N = self.bgv.poly_degree
         ev = self.bgv._core_evaluator
-        leaves = _core.embed_lwe(ring, self.fhew.params.ring_modulus, self.bgv._core.rlwe, self.level, 1, N,
-                                 self.noise_bits())
+        target = self.bgv._core.rlwe
+        leaves = (_core.embed_torus_lwe(ring, target, self.level, 1, N, self.noise_bits()) if self._torus else
+                  _core.embed_lwe(ring, self.modulus, target, self.level, 1, N, self.noise_bits()))
         embedding = key.embedding._on("cpu")
         leaves = [ev.switch_key(ct, embedding) for ct in leaves]
         galois = key.galois._on("cpu")
@@ -255,19 +271,24 @@ class FhewToBgv:
         every coefficient had it: the budget estimate reads the largest from it): the blind
         rotation's, raised to Q_l, and the key switches', N times one's at most through the
         packing."""
-        p = self.fhew.params
-        sigma = math.sqrt(p.noise_terms()["blind_rotation"]) * p.ring_modulus / p.lwe_modulus
         N = self.bgv.poly_degree
-        rotation = math.log2(sigma * math.sqrt(N)) + self._q_level_bits - math.log2(p.ring_modulus)
+        rotation = self._rotation_share() + 0.5 * math.log2(N) + self._q_level_bits
         switches = self.bgv._core.key_switch_noise_bits(self.level) + math.log2(N)
         return float(np.logaddexp2(rotation, switches))
 
     def failure_probability(self) -> float:
         """The probability that one value lands wrong: the blind rotation's error past a
-        quarter of Q / t (where [t x]_Q leaves the quarter decryption reads)."""
+        quarter of Q / t (where [t x]_Q leaves the quarter decryption reads; BGV/BFV
+        decryption then refuses the whole ciphertext)."""
+        return tail_probability(4.0 ** self._rotation_share(), 1 / (4 * self.t))
+
+    def _rotation_share(self) -> float:
+        """log2 of the last bootstrap's error (a standard deviation) over its modulus, from the
+        set's noise model: the blind rotation's alone (the 32-bit sets stop before their key
+        switch; the torus sets' bootstraps end there)."""
         p = self.fhew.params
-        variance = p.noise_terms()["blind_rotation"] * (p.ring_modulus / p.lwe_modulus) ** 2
-        return tail_probability(variance, p.ring_modulus / (4 * self.t))
+        variance = p.bootstrap_variance() if self._torus else p.noise_terms()["blind_rotation"]
+        return 0.5 * math.log2(variance) - math.log2(p.lwe_modulus)
 
 
 def _pack(ev, leaves: list, N: int, galois) -> object:

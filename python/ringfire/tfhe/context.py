@@ -426,27 +426,29 @@ class Context:
         return (m % p).reshape(ct.shape)
 
     def bootstrap_to_ring(self, x: Ciphertext, outputs) -> np.ndarray:
-        """Bootstraps that stop before their key switch (32-bit sets): for each integer of
-        ``x`` (``bits`` wide, read as a table reads it), the word ``outputs[m]`` (mod Q, the
-        ring prime) of its value m, as an LWE ciphertext of dimension N under the ring secret,
-        mod Q: a (count, N + 1) uint32 array (a, then b) whose only error is the blind
-        rotation's (variance ``params.noise_terms()["blind_rotation"]`` at q). The way back
-        into BGV/BFV starts there (:class:`ringfire.switching.FhewToBgv`)."""
-        if self._torus:
-            raise ValueError(f"bootstrap_to_ring runs on the 32-bit sets (STD128, STD128_LP, STD128_LUT), not on "
-                             f"the 64-bit torus set {self.params.name}")
+        """Bootstraps that end under the ring secret: for each integer of ``x`` (``bits`` wide,
+        read as a table reads it), the word ``outputs[m]`` of its value m, as an LWE ciphertext
+        of dimension N under the ring secret z: a (count, N + 1) array (a, then b) whose only
+        error is the blind rotation's. On the 32-bit sets the words are mod Q, the ring prime
+        (uint32), and the bootstrap stops before its key switch (variance
+        ``params.noise_terms()["blind_rotation"]`` at q); on the 64-bit torus sets they are mod
+        2^64 (uint64), which is where their bootstraps end anyway (KS-PBS; variance
+        ``params.bootstrap_variance()`` at q). The way back into BGV/BFV starts there
+        (:class:`ringfire.switching.FhewToBgv`)."""
         self._check_ct(x)
         if x.bits is None:
             raise ValueError("bootstrap_to_ring reads integers (bits=...), not booleans")
-        p, Q = 1 << x.bits, self.params.ring_modulus
-        outputs = np.asarray(outputs)
-        if outputs.shape != (p,) or not np.issubdtype(outputs.dtype, np.integer) or outputs.min() < 0 \
-                or outputs.max() >= Q:
-            raise ValueError(f"outputs must be {p} words in [0, Q={Q}) (one per {x.bits}-bit input), got shape "
-                             f"{outputs.shape} of {outputs.dtype}")
+        p = 1 << x.bits
+        modulus = 1 << 64 if self._torus else self.params.ring_modulus
+        outputs = np.asarray(outputs, dtype=object if self._torus else None)
+        if outputs.shape != (p,) or not all(isinstance(v, (int, np.integer)) and 0 <= v < modulus for v in outputs):
+            raise ValueError(f"outputs must be {p} integer words in [0, {'2^64' if self._torus else f'Q={modulus}'}) "
+                             f"(one per {x.bits}-bit input), got shape {outputs.shape}")
         slot = (np.arange(self.params.ring_dimension) * p) // self.params.ring_dimension
-        test_vector = outputs[slot].astype(np.uint32)
-        data = self._half_slot_up(x.data.reshape(-1, self.params.lwe_dimension + 1), p)
+        test_vector = np.array([int(v) for v in outputs], dtype=self._dtype)[slot]
+        data = self._half_slot_up(x.data.reshape(-1, x.data.shape[-1]), p)
+        if self._torus:
+            return self._bootstrap(data, test_vector)
         return self._require_keys().bootstrap_to_ring(np.ascontiguousarray(data, dtype=np.uint32), test_vector,
                                                       self.threads)
 

@@ -41,6 +41,12 @@ std::vector<Ciphertext> embed_lwe(const std::uint32_t* words, std::size_t count,
                                   std::uint64_t modulus, const RlweContextPtr& target, std::size_t level,
                                   const Metadata& metadata, std::uint64_t divisor, double noise_bits);
 
+// The same for LWE ciphertexts mod 2^64 (the 64-bit torus sets' words, whose
+// products wrap as that modulus does): words below 2^64, no modulus to give.
+std::vector<Ciphertext> embed_torus_lwe(const std::uint64_t* words, std::size_t count, std::size_t n,
+                                        const RlweContextPtr& target, std::size_t level, const Metadata& metadata,
+                                        std::uint64_t divisor, double noise_bits);
+
 // X^power a (negacyclic: X^N = -1; power below 2N), a host ciphertext in
 // evaluation form. The error's norm is unchanged.
 Ciphertext multiply_by_monomial(const Ciphertext& a, std::size_t power);

@@ -1,0 +1,160 @@
+"""FHEW integers from a 32-bit set to a 64-bit torus set: an LWE key switch.
+
+The switches from CKKS, BGV and BFV land on the 32-bit FHEW sets (their ring
+switch works mod the 27- or 28-bit ring prime). A torus set's bootstrap keeps
+far more of its modulus (2^-25.3 for ``STD128_T64_WIDE`` against 2^-8.3 for
+``STD128``, by the noise models), which is what the way back into BGV/BFV
+lands with. This key switch joins the two:
+
+1. **Raise** each word of a 32-bit ciphertext (a, b) mod q (q = 2^11 or 2^12) to
+   2^64 by multiplying it by 2^64 / q: exact, the phase and its error scale with it.
+2. **Switch** from the 32-bit LWE secret s (n ternary values) to the torus set's
+   big key z (its ring secret, N binary values): each a_i is cut into signed
+   digits d_ij of base 2^B (log2 q bits: exact, no rounding), and
+   b - sum_ij d_ij K_ij with K_ij an encryption under z of s_i 2^64 / 2^(B (j + 1))
+   is a torus ciphertext of the same phase, plus the keys' errors times the digits
+   (tiny: the keys carry the ring's 2^-47).
+
+The result is what a torus set's bootstraps read (KS-PBS: big-key ciphertexts).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import struct
+
+import numpy as np
+
+from .. import io as rf_io
+from ..tfhe.ciphertext import Ciphertext as LweCiphertext
+from ..tfhe.context import SecretKey as FhewSecretKey
+from ..tfhe.params import ParameterSet
+from ..tfhe.torus_params import TorusParameterSet
+from .to_fhew import check_fhew_context, fhew_secrets
+
+_MAGIC = b"RFLWETT1"
+_HEAD = struct.Struct("<IIII")  # n, digits, base bits, N + 1
+_BASE_BITS = 4
+
+
+@dataclasses.dataclass
+class TorusSwitchKey:
+    """Encryptions under the torus set's big key of each 32-bit secret value times each digit's
+    weight: a (n * digits, N + 1) uint64 array (public)."""
+
+    rows: np.ndarray
+    n: int
+    digits: int
+    base_bits: int
+
+    @property
+    def nbytes(self) -> int:
+        return self.rows.nbytes
+
+    def to_bytes(self, *, mac_key: bytes | None = None) -> bytes:
+        """The shape, the rows' SHA-256, then the rows (with ``mac_key``, authenticated)."""
+        head = _HEAD.pack(self.n, self.digits, self.base_bits, self.rows.shape[1])
+        rows = np.ascontiguousarray(self.rows, dtype="<u8").tobytes()
+        return rf_io.wrap(_MAGIC + head + hashlib.sha256(rows).digest() + rows, mac_key)
+
+
+class LweToTorus:
+    """Switches FHEW integers from a 32-bit set (STD128, STD128_LP, STD128_LUT) to a 64-bit
+    torus set, whose bootstraps then read them.
+
+    Args:
+        source: the 32-bit :class:`ringfire.tfhe.Context` the integers are in.
+        torus: the torus :class:`ringfire.tfhe.Context` (``STD128_T64_WIDE`` keeps the most
+            of its modulus through a bootstrap).
+    """
+
+    def __init__(self, source, torus):
+        check_fhew_context(source)
+        check_fhew_context(torus)
+        if not isinstance(source.params, ParameterSet):
+            raise ValueError(f"[switching] the source must be a 32-bit FHEW set (STD128, STD128_LP, STD128_LUT), not "
+                             f"{source.params.name}")
+        if not isinstance(torus.params, TorusParameterSet):
+            raise ValueError(f"[switching] the target must be a 64-bit torus set (STD128_T64_WIDE, ...), not "
+                             f"{torus.params.name}")
+        self.source, self.torus = source, torus
+        q = source.params.lwe_modulus
+        self._q_bits = int(math.log2(q))
+        self.digits = -(-self._q_bits // _BASE_BITS)  # log2 q bits in digits of _BASE_BITS
+
+    def __repr__(self) -> str:
+        return f"LweToTorus({self.source.params.name} -> {self.torus.params.name}, {self.digits} digits)"
+
+    def keygen(self, source_secret_key, torus_secret_key) -> TorusSwitchKey:
+        """The switching key (public) from the two FHEW secret keys; the client runs this."""
+        for key, ctx in ((source_secret_key, self.source), (torus_secret_key, self.torus)):
+            if not (isinstance(key, FhewSecretKey) and key.context is ctx):
+                raise ValueError(f"[switching] expected the secret key of {ctx.params.name}, got "
+                                 f"{type(key).__name__}")
+        s = fhew_secrets(source_secret_key)[0]
+        weights = [1 << (64 - _BASE_BITS * (j + 1)) for j in range(self.digits)]
+        messages = np.array([(int(v) * w) % (1 << 64) for v in s for w in weights], dtype=np.uint64)
+        rows = torus_secret_key._native.encrypt(messages, self.torus._prng)
+        return TorusSwitchKey(rows, len(s), self.digits, _BASE_BITS)
+
+    def load_key(self, data: bytes, *, mac_key: bytes | None = None) -> TorusSwitchKey:
+        """The key from ``key.to_bytes()``: its shape checked against these sets and the bytes
+        before the rows are read."""
+        raw = rf_io.unwrap(data, mac_key)
+        start = len(_MAGIC) + _HEAD.size + 32
+        if len(raw) < start or raw[:len(_MAGIC)] != _MAGIC:
+            raise ValueError("[switching] not a ringfire torus switching key (TorusSwitchKey.to_bytes)")
+        n, digits, base_bits, width = _HEAD.unpack_from(raw, len(_MAGIC))
+        want = (self.source.params.lwe_dimension, self.digits, _BASE_BITS, self.torus.params.ring_dimension + 1)
+        if (n, digits, base_bits, width) != want:
+            raise ValueError(f"[switching] this torus switching key has shape (n, digits, base bits, width) "
+                             f"{(n, digits, base_bits, width)}; these sets need {want}")
+        if len(raw) != start + 8 * n * digits * width:
+            raise ValueError(f"[switching] a torus switching key of that shape holds {8 * n * digits * width} bytes "
+                             f"of rows; these bytes hold {len(raw) - start}")
+        if hashlib.sha256(memoryview(raw)[start:]).digest() != bytes(raw[start - 32:start]):
+            raise ValueError("[switching] the torus switching key's checksum does not match its rows: the bytes "
+                             "were damaged")
+        rows = np.frombuffer(raw, dtype="<u8", offset=start).reshape(n * digits, width).astype(np.uint64)
+        return TorusSwitchKey(rows, n, digits, base_bits)
+
+    def _check_key(self, key) -> None:
+        if not isinstance(key, TorusSwitchKey):
+            raise TypeError(f"[switching] expected the TorusSwitchKey from keygen, got {type(key).__name__}")
+        if key.rows.shape != (self.source.params.lwe_dimension * self.digits, self.torus.params.ring_dimension + 1):
+            raise ValueError("[switching] this torus switching key was made for other FHEW sets")
+
+    def __call__(self, lwe, key: TorusSwitchKey) -> LweCiphertext:
+        """The same integers (``bits`` kept) as ciphertexts of the torus set."""
+        if not isinstance(lwe, LweCiphertext) or lwe.context is not self.source:
+            raise ValueError(f"[switching] expected ciphertexts of the {self.source.params.name} context")
+        self._check_key(key)
+        n, q_bits = self.source.params.lwe_dimension, self._q_bits
+        words = lwe.data.reshape(-1, n + 1).astype(np.uint64)
+        raised = words << np.uint64(64 - q_bits)                          # exact: times 2^64 / q
+        # Signed digits of each a_i in [-2^B / 2, 2^B / 2): a_i = sum_j d_ij 2^(64 - B (j + 1)) mod
+        # 2^64, the least significant first, so that a negative digit's carry goes up (past the
+        # top digit it wraps, as 2^64 does). Only the top log2 q bits are set: no rounding.
+        digits = np.empty((len(words), n, self.digits), dtype=np.int64)
+        rest = raised[:, :n].copy()
+        base = 1 << _BASE_BITS
+        for j in reversed(range(self.digits)):
+            shift = np.uint64(64 - _BASE_BITS * (j + 1))
+            d = ((rest >> shift) & np.uint64(base - 1)).astype(np.int64)
+            d = np.where(d >= base // 2, d - base, d)
+            digits[:, :, j] = d
+            rest = rest - (d.astype(np.uint64) << shift)  # wraps: a negative digit carries into the next
+        out = np.zeros((len(words), self.torus.params.ring_dimension + 1), dtype=np.uint64)
+        out[:, -1] = raised[:, n]
+        out -= digits.reshape(len(words), -1).astype(np.uint64) @ key.rows   # wraps mod 2^64, as the torus
+        q_torus = self.torus.params.lwe_modulus
+        variance = lwe.variance * (q_torus / self.source.params.lwe_modulus) ** 2 + self.error_variance()
+        return LweCiphertext(self.torus, out, lwe.shape, lwe.bits, variance)
+
+    def error_variance(self) -> float:
+        """What the switch adds (variance at the torus set's q): the keys' errors times the
+        digits (at most 2^B / 2 each, n * digits of them)."""
+        p = self.torus.params
+        return self.source.params.lwe_dimension * self.digits * (2 ** _BASE_BITS / 2) ** 2 * p.fresh_variance()
