@@ -4,6 +4,7 @@ mod t: every table input, tables whose outputs cover Z_t, signs and comparisons 
 limits and on equal values, a floor division, a refresh of a noisy product, landing levels,
 the keys as bytes, crafted blobs and every refusal by its message."""
 
+import struct
 import warnings
 
 import numpy as np
@@ -154,10 +155,13 @@ def test_the_keys_travel_as_bytes_and_crafted_blobs_are_refused(setup):
     back = fkeys.back.to_bytes()
     with pytest.raises(ValueError, match="not a ringfire FHEW-to-BGV key"):
         fbs.back.load_key(back[:20])
+    # The head names the rings and the level; a key for a higher level than it serves is refused.
+    head = back[:8 + 12 + 32]
+    lower = rf.switching.FhewToBgv(fhew, ctx, count=COUNT, level=0)
+    with pytest.raises(ValueError, match="needs N = 4096, N' = 1024 at level 1 or above"):
+        fbs.back.load_key(lower.keygen(sk, fsk).to_bytes())
     # The Galois keys where the embedding key belongs (lengths made to match): refused by kind.
     emb, gal = fkeys.back.embedding.to_bytes(), fkeys.back.galois.to_bytes()
-    head = back[:8 + 12]
-    import struct
     swapped = head + struct.pack("<QQ", len(gal), len(emb)) + gal + emb
     with pytest.raises(ValueError, match="embedding part holds a GaloisKeys"):
         fbs.back.load_key(swapped)
@@ -209,6 +213,10 @@ def test_what_cannot_come_back_is_refused_by_name(setup):
         fbs.encode([1, 2])
     with pytest.raises(ValueError, match="divisor must be a positive int"):
         fbs.floor_divide(ctx.encrypt(fbs.encode(np.zeros(COUNT, dtype=int)), keys), 0, fkeys)
+    with pytest.raises(ValueError, match="compare reads integers in \\[0, 8\\)"):
+        fbs.compare(ctx.encrypt(fbs.encode(np.zeros(COUNT, dtype=int)), keys), 8, fkeys)
+    with pytest.warns(RuntimeWarning, match="each value is read wrong with probability"):  # as fhew.apply warns
+        back(fhew.encrypt(np.zeros(COUNT, dtype=int), fsk, bits=3) * 16, fkeys.back)
     other = scheme(2**12, plain_modulus=T)
     other_sk, _ = other.keygen()
     with pytest.raises(ValueError, match="made for another"):
@@ -262,6 +270,15 @@ def test_integers_move_to_a_torus_set_with_their_phase(fhew, wide):
     assert np.abs((after - before).astype(np.int64)).max() < 2.0 ** 64 / q / 2 ** 20
     loaded = switch.load_key(key.to_bytes(mac_key=b"k" * 32), mac_key=b"k" * 32)
     assert np.array_equal(wide.decrypt(switch(lwe, loaded), wsk), x)
+    # A key made from other FHEW keys of the same set is refused by their identity, not used.
+    other = rf.tfhe.Context("STD128")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        other_key = rf.switching.LweToTorus(other, wide).keygen(other.keygen(), wsk)
+    with pytest.raises(ValueError, match="made for other STD128 keys than the evaluation keys loaded here"):
+        switch(lwe, other_key)
+    with pytest.raises(ValueError, match="made for other STD128 keys"):
+        switch.load_key(other_key.to_bytes())
     damaged = bytearray(key.to_bytes())
     damaged[-1] ^= 1
     with pytest.raises(ValueError, match="checksum does not match"):

@@ -330,9 +330,11 @@ void bind_rlwe(nb::module_& m) {
   m.def("multiply_by_monomial", &multiply_by_monomial, nb::arg("ciphertext"), nb::arg("power"), Release());
   m.def(
       "generate_embedding_key_from_coefficients",
-      [](const SecretKey& secret, const nb::bytes& subring_secret, std::size_t level, Prng& parent) {
-        std::vector<std::int8_t> coefficients(subring_secret.size());
-        std::memcpy(coefficients.data(), subring_secret.c_str(), coefficients.size());
+      [](const SecretKey& secret, const nb::ndarray<const std::int8_t, nb::numpy, nb::c_contig, nb::device::cpu>&
+                                      subring_secret,
+         std::size_t level, Prng& parent) {
+        require(subring_secret.ndim() == 1, "rlwe.EmbeddingKey", "a subring secret is a 1-D int8 array");
+        std::vector<std::int8_t> coefficients(subring_secret.data(), subring_secret.data() + subring_secret.size());
         struct Wipe {  // the copy of the secret goes, whether the key is made or refused
           std::vector<std::int8_t>& words;
           ~Wipe() { secure_zero(words.data(), words.size()); }
@@ -342,7 +344,7 @@ void bind_rlwe(nb::module_& m) {
         return generate_embedding_key(secret, coefficients, level, prng);
       },
       nb::arg("secret_key"), nb::arg("subring_secret"), nb::arg("level"), nb::arg("prng"),
-      "`subring_secret`: its coefficients as int8 bytes (FHEW's ring secret)");
+      "`subring_secret`: its coefficients as an int8 array (FHEW's ring secret; the caller wipes it)");
   m.def(
       "generate_embedding_key",
       [](const SecretKey& secret, const SecretKey& subring_secret, std::size_t level, Prng& parent) {

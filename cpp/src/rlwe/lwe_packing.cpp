@@ -31,10 +31,6 @@ struct Lift {
   }
 };
 
-}  // namespace
-
-namespace {
-
 // embed_lwe for words of either width: `modulus` Q is an odd modulus below 2^32 for 32-bit
 // words, 2^64 (given as 0) for 64-bit ones, where the products wrap as Q's arithmetic does.
 template <class Word>
@@ -70,8 +66,8 @@ std::vector<Ciphertext> embed_words(const Word* words, std::size_t count, std::s
                             : modulus % q.value();
     u64 q_inverse = 0, divisor_inverse = 0;
     require(try_inv_mod(q_mod, q.value(), q_inverse), kEmbedOp,
-            "the LWE modulus " + std::to_string(modulus) + " shares a factor with the prime " +
-                std::to_string(q.value()));
+            "the LWE modulus " + (torus ? std::string("2^64") : std::to_string(modulus)) +
+                " shares a factor with the prime " + std::to_string(q.value()));
     require(try_inv_mod(divisor % q.value(), q.value(), divisor_inverse), kEmbedOp,
             "the divisor " + std::to_string(divisor) + " is not invertible mod " + std::to_string(q.value()));
     lifts.push_back({q, q_inverse, divisor_inverse});

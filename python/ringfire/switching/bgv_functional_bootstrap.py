@@ -69,8 +69,9 @@ class BgvFunctionalBootstrap:
     Inputs are read as integers in [0, t / 2) by tables (a FHEW table's input has a padding
     bit: a value v >= t / 2 gives -f(v - t / 2), the bootstrap being negacyclic), and as
     signed integers in (-t / 2, t / 2) by :meth:`sign` and :meth:`compare`. Outputs are any
-    integers mod t. Each result is wrong with the probability the switch to FHEW reads a
-    value wrong (:meth:`failure_probability`; the switch warns above 2^-40).
+    integers mod t. Each result is wrong with the probability :meth:`failure_probability`
+    gives (the last bootstrap's read of the switched value, and the way back's own error);
+    each part warns above 2^-40.
     """
 
     def __init__(self, bgv, fhew, *, count: int, level: int | None = None, last=None):
@@ -156,21 +157,23 @@ class BgvFunctionalBootstrap:
     def lut(self, ct, fn, keys: BgvFunctionalBootstrapKeys) -> BgvCiphertext:
         """fn(x) mod t for each integer x in [0, t / 2) at :attr:`positions`, in a fresh ciphertext
         at :attr:`level`. ``fn``: a function of an int, or its t / 2 values as an array."""
-        return self.back(self._switched(ct, keys), keys.back, fn)
+        return self.back._table(self._switched(ct, keys), keys.back, fn)
 
     def refresh(self, ct, keys: BgvFunctionalBootstrapKeys) -> BgvCiphertext:
         """The same integers (read in [0, t / 2)) in a fresh ciphertext at :attr:`level`: a
         bootstrap of BGV/BFV coefficients."""
-        return self.back(self._switched(ct, keys), keys.back)
+        return self.back._table(self._switched(ct, keys), keys.back, None)
 
     def sign(self, ct, keys: BgvFunctionalBootstrapKeys) -> BgvCiphertext:
         """[x > 0] (1 or 0) for each x read as a signed integer in (-t / 2, t / 2)."""
-        return self.back.positive(self._switched(ct, keys), keys.back)
+        return self.back._positive(self._switched(ct, keys), keys.back)
 
     def compare(self, a, b, keys: BgvFunctionalBootstrapKeys) -> BgvCiphertext:
         """[a > b] (1 or 0) for integers a, b in [0, t / 2) (``b`` a ciphertext, or an int
         every value is compared with): the sign of a - b, exact mod t."""
         if is_int(b):
+            if not 0 <= b < self.t // 2:
+                raise ValueError(f"[switching] compare reads integers in [0, {self.t // 2}) (t / 2); got {b}")
             b = self.encode(np.full(self.count, int(b)))
         elif not isinstance(b, BgvCiphertext):
             raise TypeError(f"[switching] compare reads a ciphertext or an int second, got {type(b).__name__}")
@@ -206,5 +209,8 @@ class BgvFunctionalBootstrap:
         if not isinstance(ct, BgvCiphertext):
             raise TypeError(f"[switching] expected a ringfire.{self.bgv.scheme}.Ciphertext, got {type(ct).__name__}")
         self.to_fhew._check(ct, keys.switch, self.count)
-        lwe = self.to_fhew._switch(ct, keys.switch, self.positions)
-        return lwe if self.to_torus is None else self.to_torus(lwe, keys.torus)
+        lwe = self.to_fhew._switch(ct, keys.switch, self.positions)  # warns for the read (its part)
+        if self.to_torus is not None:
+            lwe = self.to_torus(lwe, keys.torus)
+        self.back._check_input(lwe, keys.back)
+        return lwe

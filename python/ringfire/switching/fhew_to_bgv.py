@@ -49,7 +49,7 @@ from ..tfhe.params import WARN_P_FAIL, ParameterSet, tail_probability
 from .to_fhew import check_fhew_context, check_secret_keys, fhew_secrets, is_int
 
 _MAGIC = b"RFBGVBK1"
-_HEAD = struct.Struct("<IIIQQ")  # N, N', level, then the two parts' lengths
+_HEAD = struct.Struct("<III32sQQ")  # N, N', level, the FHEW keys' id, then the two parts' lengths
 
 
 def packing_elements(N: int) -> list[int]:
@@ -64,6 +64,7 @@ class FhewToBgvKey:
 
     embedding: EmbeddingKey
     galois: GaloisKeys
+    fhew_key_id: bytes = bytes(32)  # the FHEW keys' identity (tfhe SecretKey.key_id) whose ring secret it takes
 
     @property
     def level(self) -> int:
@@ -74,7 +75,7 @@ class FhewToBgvKey:
         ``mac_key``, authenticated) envelope, behind their lengths."""
         parts = [self.embedding.to_bytes(mac_key=mac_key), self.galois.to_bytes(mac_key=mac_key)]
         head = _HEAD.pack(self.embedding.context.poly_degree, self.embedding.subring_degree, self.level,
-                          *map(len, parts))
+                          self.fhew_key_id, *map(len, parts))
         return _MAGIC + head + b"".join(parts)
 
 
@@ -128,12 +129,15 @@ class FhewToBgv:
         # Q_l t^-1 c m = (Q_l / t) [u c m]_t + ...: the value written is u f(x) (c = 1).
         self._u = -pow(q_level, -1, t) % t
         self._q_level_bits = math.log2(q_level)
+        # One value past the bound makes the whole ciphertext undecryptable: the figure that counts
+        # is per ciphertext.
         risk = self.failure_probability()
-        if risk > WARN_P_FAIL:
-            warn_at_caller(f"[switching] each value lands wrong with probability {risk:.2g}: the blind rotation's "
-                           f"error (2^{self._rotation_share():.1f} of its modulus) passes a quarter of Q / t for "
-                           f"t = {t}, and then the whole ciphertext fails to decrypt: a smaller t, or a last "
-                           f"bootstrap on STD128_T64_WIDE (LweToTorus)")
+        if min(1.0, self.count * risk) > WARN_P_FAIL:
+            warn_at_caller(f"[switching] each value lands wrong with probability {risk:.2g} ({min(1.0, self.count * risk):.2g} "
+                           f"for a ciphertext of {self.count}): the blind rotation's error "
+                           f"(2^{self._rotation_share():.1f} of its modulus) passes a quarter of Q / t for t = {t}, and "
+                           f"then the whole ciphertext fails to decrypt: a smaller t, or a last bootstrap on "
+                           f"STD128_T64_WIDE (LweToTorus)")
 
     def __repr__(self) -> str:
         return (f"FhewToBgv(N'={self.fhew.params.ring_dimension} -> {self.bgv.scheme.upper()} N="
@@ -151,15 +155,16 @@ class FhewToBgv:
         if secret_key is None:
             raise ValueError(f"[switching] expected the {self.bgv.scheme.upper()} context's secret key, got None")
         check_secret_keys(self.bgv, secret_key, self.fhew, fhew_secret_key)
-        z = fhew_secrets(fhew_secret_key)[1].astype(np.int8)
+        s, z = fhew_secrets(fhew_secret_key)
+        ring_secret = z.astype(np.int8)
         try:
-            embedding = _core.generate_embedding_key_from_coefficients(secret_key._native, z.tobytes(), self.level,
-                                                                       self.bgv._prng)
-        finally:
-            z[:] = 0
+            embedding = _core.generate_embedding_key_from_coefficients(secret_key._native, ring_secret,
+                                                                       self.level, self.bgv._prng)
+        finally:  # the copies of the secrets go (the binding wipes its own)
+            s[:], z[:], ring_secret[:] = 0, 0, 0
         galois = _core.generate_galois_keys(secret_key._native, packing_elements(self.bgv.poly_degree),
                                             self.bgv._prng, self.level)
-        return FhewToBgvKey(EmbeddingKey(embedding, self.bgv), GaloisKeys(galois, self.bgv))
+        return FhewToBgvKey(EmbeddingKey(embedding, self.bgv), GaloisKeys(galois, self.bgv), fhew_secret_key.key_id)
 
     def load_key(self, data: bytes, *, mac_key: bytes | None = None) -> FhewToBgvKey:
         """The key :meth:`keygen` made, from ``key.to_bytes()``: the lengths checked against the
@@ -169,7 +174,11 @@ class FhewToBgv:
         start = len(_MAGIC) + _HEAD.size
         if len(data) < start or bytes(data[:len(_MAGIC)]) != _MAGIC:
             raise ValueError("[switching] not a ringfire FHEW-to-BGV key (FhewToBgvKey.to_bytes)")
-        N, Np, level, *lengths = _HEAD.unpack_from(data, len(_MAGIC))
+        N, Np, level, fhew_key_id, *lengths = _HEAD.unpack_from(data, len(_MAGIC))
+        if (N, Np) != (self.bgv.poly_degree, self.fhew.params.ring_dimension) or level < self.level:
+            raise ValueError(f"[switching] this FHEW-to-BGV key was made for N = {N}, N' = {Np} at level {level}; this "
+                             f"way back needs N = {self.bgv.poly_degree}, N' = {self.fhew.params.ring_dimension} at "
+                             f"level {self.level} or above")
         if start + sum(lengths) != len(data) or 0 in lengths:
             raise ValueError(f"[switching] the key's two parts declare {lengths} bytes behind its {start}-byte head; "
                              f"it holds {len(data)} bytes")
@@ -184,7 +193,7 @@ class FhewToBgv:
                 raise ValueError(f"[switching] the FHEW-to-BGV key's {name} part holds a {type(part).__name__}, not "
                                  f"the {kind.__name__} that belongs there")
             parts.append(part)
-        key = FhewToBgvKey(*parts)
+        key = FhewToBgvKey(*parts, fhew_key_id)
         self._check_key(key)
         return key
 
@@ -192,6 +201,9 @@ class FhewToBgv:
         if not isinstance(key, FhewToBgvKey):
             raise TypeError(f"[switching] expected the FhewToBgvKey from keygen, got {type(key).__name__}")
         emb, gal = key.embedding, key.galois
+        if self.fhew.key_id is not None and key.fhew_key_id != self.fhew.key_id:
+            raise ValueError(f"[switching] this FHEW-to-BGV key was made for other {self.fhew.params.name} keys than "
+                             f"the evaluation keys loaded here (their ring secret is another)")
         if emb.context is not self.bgv or gal.context is not self.bgv:
             raise ValueError(f"[switching] this key was made for another {self.bgv.scheme.upper()} context")
         if emb.subring_degree != self.fhew.params.ring_dimension:
@@ -212,8 +224,20 @@ class FhewToBgv:
         log2(N') - 1 bits), in one BGV/BFV ciphertext: value j at coefficient j N / count,
         the others 0. ``fn``: a function of the integer (or an array of its values over
         [0, 2^bits)); default: the integer itself."""
-        bits = self._check_input(lwe, key)
-        inputs = np.arange(1 << bits)
+        self._check_input(lwe, key)
+        self._warn_if_misread(lwe)
+        return self._table(lwe, key, fn)
+
+    def positive(self, lwe, key: FhewToBgvKey) -> BgvCiphertext:
+        """[x > 0] (1 or 0) for FHEW integers x read on the whole circle, as signed integers in
+        (-2^bits, 2^bits): the half of the circle x - 1/2 lies in gives +-1/2 (the bootstrap is
+        negacyclic), and adding 1/2 makes it the bit."""
+        self._check_input(lwe, key)
+        self._warn_if_misread(lwe)
+        return self._positive(lwe, key)
+
+    def _table(self, lwe, key: FhewToBgvKey, fn) -> BgvCiphertext:
+        inputs = np.arange(1 << lwe.bits)
         values = inputs if fn is None else (np.asarray(fn, dtype=object) if not callable(fn)
                                              else np.array([fn(int(m)) for m in inputs], dtype=object))
         if values.shape != inputs.shape or not all(is_int(v) for v in values):
@@ -222,21 +246,17 @@ class FhewToBgv:
         written = [(self._u * int(v) % self.t * Q + self.t // 2) // self.t % Q for v in values]  # Q / t per unit
         return self._land(self.fhew.bootstrap_to_ring(lwe, written), key)
 
-    def positive(self, lwe, key: FhewToBgvKey) -> BgvCiphertext:
-        """[x > 0] (1 or 0) for FHEW integers x read on the whole circle, as signed integers in
-        (-2^bits, 2^bits): the half of the circle x - 1/2 lies in gives +-1/2 (the bootstrap is
-        negacyclic), and adding 1/2 makes it the bit."""
-        bits = self._check_input(lwe, key)
+    def _positive(self, lwe, key: FhewToBgvKey) -> BgvCiphertext:
         Q = self.modulus
         half = (self._u * Q + self.t) // (2 * self.t) % Q  # u/2 at Q/t per unit
-        ring = self.fhew.bootstrap_to_ring(lwe - 1, [half] * (1 << bits))
+        ring = self.fhew.bootstrap_to_ring(lwe - 1, [half] * (1 << lwe.bits))
         if self._torus:
             ring[:, -1] += np.uint64(half)  # wraps mod 2^64
         else:
             ring[:, -1] = (ring[:, -1].astype(np.int64) + half) % Q
         return self._land(ring, key)
 
-    def _check_input(self, lwe, key) -> int:
+    def _check_input(self, lwe, key) -> None:
         if not isinstance(lwe, LweCiphertext):
             raise TypeError(f"[switching] expected ringfire.tfhe.Ciphertext integers, got {type(lwe).__name__}")
         if lwe.context is not self.fhew:
@@ -246,7 +266,16 @@ class FhewToBgv:
         if lwe.size != self.count:
             raise ValueError(f"[switching] expected {self.count} FHEW ciphertexts (count), got {lwe.size}")
         self._check_key(key)
-        return lwe.bits
+
+    def _warn_if_misread(self, lwe) -> None:
+        """As fhew.apply does: the bootstrap reads the wrong value where the input's error passes
+        half a value's width. (BgvFunctionalBootstrap's switch to FHEW warns for its inputs.)"""
+        q, p = self.fhew.params.lwe_modulus, 1 << lwe.bits
+        risk = tail_probability(lwe.variance + self.fhew.params.switch_variance(), q / (4 * p))
+        if risk > WARN_P_FAIL:
+            warn_at_caller(f"[switching] each value is read wrong with probability {risk:.2g} (its input's error "
+                           f"variance {lwe.variance:.3g} at q={q}, a half-width of {q / (4 * p):.3g}): bootstrap it "
+                           f"first, or use fewer bits")
 
     def _land(self, ring: np.ndarray, key: FhewToBgvKey) -> BgvCiphertext:
         """The bootstraps' ring LWE ciphertexts (count, N' + 1) as one BGV/BFV ciphertext."""

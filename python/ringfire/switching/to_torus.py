@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import math
 import struct
 
 import numpy as np
@@ -35,7 +34,7 @@ from ..tfhe.torus_params import TorusParameterSet
 from .to_fhew import check_fhew_context, fhew_secrets
 
 _MAGIC = b"RFLWETT1"
-_HEAD = struct.Struct("<IIII")  # n, digits, base bits, N + 1
+_HEAD = struct.Struct("<IIII32s32s")  # n, digits, base bits, N + 1, the two sets' key ids
 _BASE_BITS = 4
 
 
@@ -45,9 +44,11 @@ class TorusSwitchKey:
     weight: a (n * digits, N + 1) uint64 array (public)."""
 
     rows: np.ndarray
-    n: int
+    source_dimension: int  # n, the 32-bit set's LWE dimension
     digits: int
     base_bits: int
+    source_key_id: bytes  # the FHEW keys' identity (tfhe SecretKey.key_id) it switches from
+    torus_key_id: bytes   # and the torus set's it switches to
 
     @property
     def nbytes(self) -> int:
@@ -55,7 +56,8 @@ class TorusSwitchKey:
 
     def to_bytes(self, *, mac_key: bytes | None = None) -> bytes:
         """The shape, the rows' SHA-256, then the rows (with ``mac_key``, authenticated)."""
-        head = _HEAD.pack(self.n, self.digits, self.base_bits, self.rows.shape[1])
+        head = _HEAD.pack(self.source_dimension, self.digits, self.base_bits, self.rows.shape[1], self.source_key_id,
+                          self.torus_key_id)
         rows = np.ascontiguousarray(self.rows, dtype="<u8").tobytes()
         return rf_io.wrap(_MAGIC + head + hashlib.sha256(rows).digest() + rows, mac_key)
 
@@ -81,7 +83,9 @@ class LweToTorus:
                              f"{torus.params.name}")
         self.source, self.torus = source, torus
         q = source.params.lwe_modulus
-        self._q_bits = int(math.log2(q))
+        if q & (q - 1):
+            raise ValueError(f"[switching] the source set's LWE modulus must be a power of two, got {q}")
+        self._q_bits = q.bit_length() - 1
         self.digits = -(-self._q_bits // _BASE_BITS)  # log2 q bits in digits of _BASE_BITS
 
     def __repr__(self) -> str:
@@ -93,11 +97,15 @@ class LweToTorus:
             if not (isinstance(key, FhewSecretKey) and key.context is ctx):
                 raise ValueError(f"[switching] expected the secret key of {ctx.params.name}, got "
                                  f"{type(key).__name__}")
-        s = fhew_secrets(source_secret_key)[0]
-        weights = [1 << (64 - _BASE_BITS * (j + 1)) for j in range(self.digits)]
-        messages = np.array([(int(v) * w) % (1 << 64) for v in s for w in weights], dtype=np.uint64)
-        rows = torus_secret_key._native.encrypt(messages, self.torus._prng)
-        return TorusSwitchKey(rows, len(s), self.digits, _BASE_BITS)
+        s, z = fhew_secrets(source_secret_key)
+        weights = np.array([1 << (64 - _BASE_BITS * (j + 1)) for j in range(self.digits)], dtype=np.uint64)
+        messages = (s.astype(np.uint64)[:, None] * weights[None, :]).reshape(-1)  # s_i 2^64 / 16^(j+1), wrapped
+        try:
+            rows = torus_secret_key._native.encrypt(messages, self.torus._prng)
+        finally:  # the copies of the secrets go
+            s[:], z[:], messages[:] = 0, 0, 0
+        return TorusSwitchKey(rows, self.source.params.lwe_dimension, self.digits, _BASE_BITS,
+                              source_secret_key.key_id, torus_secret_key.key_id)
 
     def load_key(self, data: bytes, *, mac_key: bytes | None = None) -> TorusSwitchKey:
         """The key from ``key.to_bytes()``: its shape checked against these sets and the bytes
@@ -106,7 +114,7 @@ class LweToTorus:
         start = len(_MAGIC) + _HEAD.size + 32
         if len(raw) < start or raw[:len(_MAGIC)] != _MAGIC:
             raise ValueError("[switching] not a ringfire torus switching key (TorusSwitchKey.to_bytes)")
-        n, digits, base_bits, width = _HEAD.unpack_from(raw, len(_MAGIC))
+        n, digits, base_bits, width, source_id, torus_id = _HEAD.unpack_from(raw, len(_MAGIC))
         want = (self.source.params.lwe_dimension, self.digits, _BASE_BITS, self.torus.params.ring_dimension + 1)
         if (n, digits, base_bits, width) != want:
             raise ValueError(f"[switching] this torus switching key has shape (n, digits, base bits, width) "
@@ -118,13 +126,20 @@ class LweToTorus:
             raise ValueError("[switching] the torus switching key's checksum does not match its rows: the bytes "
                              "were damaged")
         rows = np.frombuffer(raw, dtype="<u8", offset=start).reshape(n * digits, width).astype(np.uint64)
-        return TorusSwitchKey(rows, n, digits, base_bits)
+        key = TorusSwitchKey(rows, n, digits, base_bits, source_id, torus_id)
+        self._check_key(key)
+        return key
 
     def _check_key(self, key) -> None:
         if not isinstance(key, TorusSwitchKey):
             raise TypeError(f"[switching] expected the TorusSwitchKey from keygen, got {type(key).__name__}")
         if key.rows.shape != (self.source.params.lwe_dimension * self.digits, self.torus.params.ring_dimension + 1):
             raise ValueError("[switching] this torus switching key was made for other FHEW sets")
+        # Keys of the same sets made from other secret keys would give wrong integers silently.
+        for ctx, key_id, which in ((self.source, key.source_key_id, "from"), (self.torus, key.torus_key_id, "to")):
+            if ctx.key_id is not None and key_id != ctx.key_id:
+                raise ValueError(f"[switching] this torus switching key was made for other {ctx.params.name} keys "
+                                 f"than the evaluation keys loaded here (the set it switches {which})")
 
     def __call__(self, lwe, key: TorusSwitchKey) -> LweCiphertext:
         """The same integers (``bits`` kept) as ciphertexts of the torus set."""
