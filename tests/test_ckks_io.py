@@ -129,3 +129,20 @@ def test_fuzz_corrupt_fields_behind_a_valid_checksum(ckks_small, objects):
                     ctx.decrypt(obj, sk)
                 except ValueError as err:
                     assert "exceeds its scale" in str(err) or "outgrew level" in str(err), str(err)
+
+
+def test_a_ciphertext_whose_noise_estimate_passed_its_modulus_saves_and_loads():
+    """A product that overflowed by its estimate (BFV's BGV-style product of noisy results,
+    say) wrote an estimate the loader refused: the writer keeps it within the modulus."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ctx = rf.bfv.Context(2**13, plain_modulus=16, insecure_deterministic_seed=bytes(32))
+    sk, keys = ctx.keygen()
+    ct = ctx.encrypt(ctx.encode_coefficients(np.arange(4)), keys)
+    ct._host().noise_bits = 500.0
+    loaded = ctx.load(ct.to_bytes())
+    q_bits = sum(np.log2(float(q)) for q in ctx.params.q_primes[:ct.level + 1])
+    assert abs(loaded.noise_bits - q_bits) < 1e-6
+    assert np.array_equal(ctx.decrypt_coefficients(loaded, sk)[:4], np.arange(4))

@@ -208,7 +208,14 @@ void write_ciphertext_payload(Writer& w, const Ciphertext& c) {
   w.u32(static_cast<std::uint32_t>(c.size()));
   w.u32(static_cast<std::uint32_t>(c.level()));
   write_metadata(w, c.metadata());
-  w.f64(c.noise_bits());
+  // An estimate past the modulus says only that the noise may have overflowed (decryption
+  // checks whether it did): written as the modulus, the largest the reader accepts, so that
+  // every ciphertext that saves also loads. Below 2^-64 (the reader's floor) a norm is 0.
+  const double top = log2_modulus(c.base());
+  double noise_bits = c.noise_bits();
+  if (!(std::isinf(noise_bits) && noise_bits < 0))  // -infinity: no noise, kept
+    noise_bits = std::isnan(noise_bits) ? top : std::clamp(noise_bits, -64.0, top);
+  w.f64(noise_bits);
   const bool seeded = c.seed().has_value() && c.size() == 2;
   w.u8(seeded ? 1 : 0);
   if (seeded) w.raw(c.seed()->data(), 32);

@@ -127,6 +127,9 @@ class BgvFunctionalBootstrap:
     def load_keys(self, data: bytes, *, mac_key: bytes | None = None) -> BgvFunctionalBootstrapKeys:
         """The keys from ``keys.to_bytes()``: the lengths checked against the bytes first, then
         each part by its own loader."""
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"[switching] expected the bytes of BgvFunctionalBootstrapKeys.to_bytes(), got "
+                            f"{type(data).__name__}")
         data = memoryview(data)
         start = len(_MAGIC) + _LENGTHS.size
         if len(data) < start or bytes(data[:len(_MAGIC)]) != _MAGIC:

@@ -105,8 +105,8 @@ class FhewToBgv:
                             f"{type(bgv).__module__}.{type(bgv).__name__}")
         N, Np = bgv.poly_degree, fhew.params.ring_dimension
         if N % Np or N == Np:
-            raise ValueError(f"[switching] the FHEW ring degree N' = {Np} must divide the {bgv.scheme.upper()} ring "
-                             f"degree {N} and be smaller")
+            raise ValueError(f"[switching] the ring degree N' = {Np} of {fhew.params.name} (the set the last "
+                             f"bootstrap runs on) must divide the {bgv.scheme.upper()} ring degree {N} and be smaller")
         t = int(bgv.plain_modulus)
         if t < 4 or t & (t - 1):
             raise ValueError(f"[switching] the way back writes integers mod a power of two: the {bgv.scheme.upper()} "
@@ -170,6 +170,8 @@ class FhewToBgv:
         """The key :meth:`keygen` made, from ``key.to_bytes()``: the lengths checked against the
         bytes before either part is read, each part by the context's loader (envelope,
         checksum, parameters, kind), then against this way back."""
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"[switching] expected the bytes of FhewToBgvKey.to_bytes(), got {type(data).__name__}")
         data = memoryview(data)
         start = len(_MAGIC) + _HEAD.size
         if len(data) < start or bytes(data[:len(_MAGIC)]) != _MAGIC:

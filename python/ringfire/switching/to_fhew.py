@@ -29,6 +29,7 @@ from ..rlwe.keys import SecretKey as RingSecretKey
 from ..tfhe.ciphertext import Ciphertext as LweCiphertext
 from ..tfhe.context import Context as FhewContext
 from ..tfhe.context import SecretKey as FhewSecretKey
+from ..tfhe.params import ParameterSet
 from .ring_switch import RingSwitchKey, extract, ring_switch_keygen, ring_switch_residues
 
 
@@ -40,6 +41,10 @@ class RingToFhew:
     """
 
     def __init__(self, source, fhew):
+        if not isinstance(fhew.params, ParameterSet):
+            raise ValueError(f"[switching] the switch from {_name(source)} lands on the 32-bit FHEW sets (STD128, "
+                             f"STD128_LP, STD128_LUT), not on the 64-bit torus set {fhew.params.name}: switch to one "
+                             f"of those (and on to a torus set with LweToTorus, or last= for functional bootstrapping)")
         N, Np = source.poly_degree, fhew.params.ring_dimension
         if N % Np:
             raise ValueError(f"[switching] the FHEW ring degree N' = {Np} must divide the {_name(source)} ring "
