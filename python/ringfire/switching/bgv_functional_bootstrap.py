@@ -11,7 +11,7 @@ a sign, a comparison or a rescaling (floor division) in the same step.
 
 Cost: one FHEW bootstrap per value, and on the BGV side count key switches and
 count - 1 + log2(N / count) automorphisms (BENCHMARKS.md, "BGV/BFV functional
-bootstrapping").
+bootstrapping through FHEW").
 """
 
 from __future__ import annotations
