@@ -56,6 +56,25 @@ U64Array ciphertext_coefficients(const Ciphertext& c) {
   return out;
 }
 
+// BGV/BFV metadata with a correction factor (the way back from FHEW writes c = 1).
+Metadata with_correction(std::uint64_t correction) {
+  Metadata meta;
+  meta.correction = correction;
+  return meta;
+}
+
+// The (count, n + 1) array of LWE words handed to `embed` (embed_lwe or embed_torus_lwe)
+// with the GIL released.
+template <class Word, class Embed>
+std::vector<Ciphertext> embed_lwe_array(const nb::ndarray<const Word, nb::numpy, nb::c_contig, nb::device::cpu>& words,
+                                        Embed embed) {
+  require(words.ndim() == 2 && words.shape(1) >= 3, "rlwe.embed_lwe",
+          std::string("LWE ciphertexts as a (count, n + 1) ") + (sizeof(Word) == 8 ? "uint64" : "uint32") + " array");
+  const std::size_t count = words.shape(0), n = words.shape(1) - 1;
+  nb::gil_scoped_release release;
+  return embed(words.data(), count, n);
+}
+
 // x.to(device), issued on `queue` (0: the device's default queue).
 template <class T>
 T move_to(const T& x, const std::string& device, std::uint64_t queue) {
@@ -302,13 +321,9 @@ void bind_rlwe(nb::module_& m) {
       [](const nb::ndarray<const std::uint32_t, nb::numpy, nb::c_contig, nb::device::cpu>& words, std::uint64_t modulus,
          const RlweContextPtr& target, std::size_t level, std::uint64_t correction, std::uint64_t divisor,
          double noise_bits) {
-        require(words.ndim() == 2 && words.shape(1) >= 3, "rlwe.embed_lwe",
-                "LWE ciphertexts as a (count, n + 1) uint32 array");
-        const std::size_t count = words.shape(0), n = words.shape(1) - 1;
-        Metadata meta;
-        meta.correction = correction;
-        nb::gil_scoped_release release;
-        return embed_lwe(words.data(), count, n, modulus, target, level, meta, divisor, noise_bits);
+        return embed_lwe_array(words, [&](const std::uint32_t* w, std::size_t count, std::size_t n) {
+          return embed_lwe(w, count, n, modulus, target, level, with_correction(correction), divisor, noise_bits);
+        });
       },
       nb::arg("words"), nb::arg("modulus"), nb::arg("target"), nb::arg("level"), nb::arg("correction"),
       nb::arg("divisor"), nb::arg("noise_bits"));
@@ -317,13 +332,9 @@ void bind_rlwe(nb::module_& m) {
       [](const nb::ndarray<const std::uint64_t, nb::numpy, nb::c_contig, nb::device::cpu>& words,
          const RlweContextPtr& target, std::size_t level, std::uint64_t correction, std::uint64_t divisor,
          double noise_bits) {
-        require(words.ndim() == 2 && words.shape(1) >= 3, "rlwe.embed_lwe",
-                "LWE ciphertexts as a (count, n + 1) uint64 array");
-        const std::size_t count = words.shape(0), n = words.shape(1) - 1;
-        Metadata meta;
-        meta.correction = correction;
-        nb::gil_scoped_release release;
-        return embed_torus_lwe(words.data(), count, n, target, level, meta, divisor, noise_bits);
+        return embed_lwe_array(words, [&](const std::uint64_t* w, std::size_t count, std::size_t n) {
+          return embed_torus_lwe(w, count, n, target, level, with_correction(correction), divisor, noise_bits);
+        });
       },
       nb::arg("words"), nb::arg("target"), nb::arg("level"), nb::arg("correction"), nb::arg("divisor"),
       nb::arg("noise_bits"), "embed_lwe for 64-bit words mod 2^64 (the torus sets)");

@@ -31,7 +31,7 @@ from ..bgv.context import Context as BgvContext
 from ..tfhe.ciphertext import Ciphertext as LweCiphertext
 from ..tfhe.params import WARN_P_FAIL, tail_probability
 from .ring_switch import RingSwitchKey
-from .to_fhew import RingToFhew, check_fhew_context, is_int
+from .to_fhew import RingToFhew, check_fhew_context, is_int, power_of_two_plain_modulus
 
 
 class BgvToFhew(RingToFhew):
@@ -55,10 +55,7 @@ class BgvToFhew(RingToFhew):
                             f"{type(bgv).__module__}.{type(bgv).__name__}")
         check_fhew_context(fhew)
         super().__init__(bgv, fhew)
-        t = int(bgv.plain_modulus)
-        if t < 4 or t & (t - 1):
-            raise ValueError(f"[switching] FHEW reads integers mod a power of two: the {bgv.scheme.upper()} "
-                             f"plaintext modulus must be 2^k (k >= 2, coefficient encoding), not {t}")
+        t = power_of_two_plain_modulus(bgv, "FHEW reads")
         self.bgv, self.t, self.bits = bgv, t, t.bit_length() - 2
         if self.bits > self.bits_limit:
             raise ValueError(f"[switching] t = {t} makes {self.bits}-bit FHEW integers; a FHEW ring of degree "

@@ -46,7 +46,7 @@ from ..rlwe.keys import EmbeddingKey, GaloisKeys
 from ..tfhe.ciphertext import Ciphertext as LweCiphertext
 from .._checks import warn_at_caller
 from ..tfhe.params import WARN_P_FAIL, ParameterSet, tail_probability
-from .to_fhew import check_fhew_context, check_secret_keys, fhew_secrets, is_int
+from .to_fhew import check_fhew_context, check_secret_keys, fhew_secrets, is_int, power_of_two_plain_modulus
 
 _MAGIC = b"RFBGVBK1"
 _HEAD = struct.Struct("<III32sQQ")  # N, N', level, the FHEW keys' id, then the two parts' lengths
@@ -107,10 +107,7 @@ class FhewToBgv:
         if N % Np or N == Np:
             raise ValueError(f"[switching] the ring degree N' = {Np} of {fhew.params.name} (the set the last "
                              f"bootstrap runs on) must divide the {bgv.scheme.upper()} ring degree {N} and be smaller")
-        t = int(bgv.plain_modulus)
-        if t < 4 or t & (t - 1):
-            raise ValueError(f"[switching] the way back writes integers mod a power of two: the {bgv.scheme.upper()} "
-                             f"plaintext modulus must be 2^k (k >= 2, coefficient encoding), not {t}")
+        t = power_of_two_plain_modulus(bgv, "the way back writes")
         if not is_int(count) or count < 1 or count & (count - 1) or count > N:
             raise ValueError(f"[switching] count must be a power of two from 1 to N = {N}, got {count!r}")
         top = bgv.max_level
@@ -284,8 +281,9 @@ class FhewToBgv:
         N = self.bgv.poly_degree
         ev = self.bgv._core_evaluator
         target = self.bgv._core.rlwe
-        leaves = (_core.embed_torus_lwe(ring, target, self.level, 1, N, self.noise_bits()) if self._torus else
-                  _core.embed_lwe(ring, self.modulus, target, self.level, 1, N, self.noise_bits()))
+        noise_bits = self.noise_bits()
+        leaves = (_core.embed_torus_lwe(ring, target, self.level, 1, N, noise_bits) if self._torus else
+                  _core.embed_lwe(ring, self.modulus, target, self.level, 1, N, noise_bits))
         embedding = key.embedding._on("cpu")
         leaves = [ev.switch_key(ct, embedding) for ct in leaves]
         galois = key.galois._on("cpu")
@@ -294,7 +292,7 @@ class FhewToBgv:
             packed = _merge_one(ev, packed, N // s + 1, galois)
         # The sums above added their operands' norms, but the phases were divided by N first:
         # the landed error is the one noise_bits() estimates.
-        packed.noise_bits = self.noise_bits()
+        packed.noise_bits = noise_bits
         return BgvCiphertext(packed, self.bgv)
 
     def noise_bits(self) -> float:

@@ -153,6 +153,16 @@ def is_int(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
+def power_of_two_plain_modulus(bgv, doing: str) -> int:
+    """The BGV/BFV context's plaintext modulus t, refused by name unless it is 2^k with k >= 2:
+    the integers FHEW ``doing`` (reads, or the way back writes) sit at Q / t per unit."""
+    t = int(bgv.plain_modulus)
+    if t < 4 or t & (t - 1):
+        raise ValueError(f"[switching] {doing} integers mod a power of two: the {bgv.scheme.upper()} plaintext "
+                         f"modulus must be 2^k (k >= 2, coefficient encoding), not {t}")
+    return t
+
+
 def check_fhew_context(fhew) -> None:
     if not isinstance(fhew, FhewContext):
         raise TypeError(f"[switching] expected a ringfire.tfhe.Context second, got {type(fhew).__module__}."

@@ -10,7 +10,7 @@ lands with. This key switch joins the two:
    2^64 by multiplying it by 2^64 / q: exact, the phase and its error scale with it.
 2. **Switch** from the 32-bit LWE secret s (n ternary values) to the torus set's
    big key z (its ring secret, N binary values): each a_i is cut into signed
-   digits d_ij of base 2^B (log2 q bits: exact, no rounding), and
+   digits d_ij of base 2^B (log2 q bits: exact, no rounding; ring_switch.balanced_digits), and
    b - sum_ij d_ij K_ij with K_ij an encryption under z of s_i 2^64 / 2^(B (j + 1))
    is a torus ciphertext of the same phase, plus the keys' errors times the digits
    (tiny: the keys carry the ring's 2^-47).
@@ -31,6 +31,7 @@ from ..tfhe.ciphertext import Ciphertext as LweCiphertext
 from ..tfhe.context import SecretKey as FhewSecretKey
 from ..tfhe.params import ParameterSet
 from ..tfhe.torus_params import TorusParameterSet
+from .ring_switch import balanced_digits
 from .to_fhew import check_fhew_context, fhew_secrets
 
 _MAGIC = b"RFLWETT1"
@@ -148,21 +149,15 @@ class LweToTorus:
         self._check_key(key)
         n, q_bits = self.source.params.lwe_dimension, self._q_bits
         words = lwe.data.reshape(-1, n + 1).astype(np.uint64)
-        raised = words << np.uint64(64 - q_bits)                          # exact: times 2^64 / q
-        # Signed digits of each a_i in [-2^B / 2, 2^B / 2): a_i = sum_j d_ij 2^(64 - B (j + 1)) mod
-        # 2^64, the least significant first, so that a negative digit's carry goes up (past the
-        # top digit it wraps, as 2^64 does). Only the top log2 q bits are set: no rounding.
-        digits = np.empty((len(words), n, self.digits), dtype=np.int64)
-        rest = raised[:, :n].copy()
-        base = 1 << _BASE_BITS
-        for j in reversed(range(self.digits)):
-            shift = np.uint64(64 - _BASE_BITS * (j + 1))
-            d = ((rest >> shift) & np.uint64(base - 1)).astype(np.int64)
-            d = np.where(d >= base // 2, d - base, d)
-            digits[:, :, j] = d
-            rest = rest - (d.astype(np.uint64) << shift)  # wraps: a negative digit carries into the next
+        # a_i 2^64 / q = sum_j d_ij 2^(64 - B (j + 1)) mod 2^64: the balanced base-2^B digits of
+        # a_i 2^(B digits) / q modulo 2^(B digits), in [-2^B / 2, 2^B / 2] (no rounding: a_i has
+        # log2 q bits), the most significant first as the key's rows are.
+        width = _BASE_BITS * self.digits
+        low_first = balanced_digits(words[:, :n] << np.uint64(width - q_bits), 1 << width, _BASE_BITS, self.digits)
+        digits = np.moveaxis(low_first[::-1].astype(np.int64), 0, -1)
+        digits = np.where(digits >= 1 << (width - 1), digits - (1 << width), digits)  # centred again
         out = np.zeros((len(words), self.torus.params.ring_dimension + 1), dtype=np.uint64)
-        out[:, -1] = raised[:, n]
+        out[:, -1] = words[:, n] << np.uint64(64 - q_bits)                # exact: times 2^64 / q
         out -= _wrapping_product(digits.reshape(len(words), -1), key.rows)
         q_torus = self.torus.params.lwe_modulus
         variance = lwe.variance * (q_torus / self.source.params.lwe_modulus) ** 2 + self.error_variance()

@@ -444,8 +444,7 @@ class Context:
         if outputs.shape != (p,) or not all(isinstance(v, (int, np.integer)) and 0 <= v < modulus for v in outputs):
             raise ValueError(f"outputs must be {p} integer words in [0, {'2^64' if self._torus else f'Q={modulus}'}) "
                              f"(one per {x.bits}-bit input), got shape {outputs.shape}")
-        slot = (np.arange(self.params.ring_dimension) * p) // self.params.ring_dimension
-        test_vector = np.array([int(v) for v in outputs], dtype=self._dtype)[slot]
+        test_vector = self._spread(np.array([int(v) for v in outputs], dtype=self._dtype), x.bits)
         data = self._half_slot_up(x.data.reshape(-1, x.data.shape[-1]), p)
         if self._torus:
             return self._bootstrap(data, test_vector)
@@ -843,9 +842,13 @@ class Context:
         return self._sign_tv
 
     def _test_vector(self, values: np.ndarray, bits: int, out_bits: int) -> np.ndarray:
-        N, p = self.params.ring_dimension, 1 << bits
-        slot = (np.arange(N) * p) // N  # the message each coefficient answers for
-        return self._encode_outputs(values[slot], out_bits)
+        return self._encode_outputs(self._spread(values, bits), out_bits)
+
+    def _spread(self, values: np.ndarray, bits: int) -> np.ndarray:
+        """A table's 2^bits values laid over the N test-vector coefficients: coefficient j
+        answers for the message j 2^bits / N."""
+        N = self.params.ring_dimension
+        return values[(np.arange(N) << bits) // N]
 
     def _many_test_vector(self, values: np.ndarray, group: int, bits: int, out_bits: int) -> np.ndarray:
         """Coefficient j answers for the message of its group's first coefficient (a
