@@ -97,10 +97,11 @@ def test_a_functional_bootstrap_applies_a_table_and_refreshes_a_noisy_product(se
     assert np.array_equal(got, expected) and clean
     assert fresh.level == ctx.max_level > product.level == 0
     # The budget left is the blind rotation's share of FHEW's ring modulus (docs/switching.md):
-    # about 2 bits at t = 16 on STD128. The estimate the library carries on is below it, by up
-    # to the gap between the largest of 16 errors and of 4096, which it assumes.
+    # about 2 bits at t = 16 on STD128. The estimate the library carries on is below it, by
+    # the gap between the largest of 16 errors and of 4096, which it assumes: 1.4 bits on
+    # average, past 2 bits now and then (a few values' largest error is a random variable).
     after = ctx.noise_budget(fresh, sk)
-    assert 1 < after < 4 and after - 2 < fresh.noise_budget_estimate <= after
+    assert 1 < after < 4 and after - 3.5 < fresh.noise_budget_estimate <= after
     got, _ = values_of(ctx, sk, fbs, fbs.floor_divide(ca, 4, fkeys))
     assert np.array_equal(got, a // 4)
 
@@ -300,7 +301,8 @@ def test_a_last_bootstrap_on_the_wide_torus_set_leaves_a_budget_for_a_product(fh
     got, clean = values_of(ctx, sk, fbs, out)
     assert np.array_equal(got, (5 * a + 9) % T) and clean and out.level == ctx.max_level
     budget = ctx.noise_budget(out, sk)
-    assert 17 < budget < 22 and budget - 2 < out.noise_budget_estimate <= budget   # 2^-25.3 of the modulus
+    # 2^-25.3 of the modulus; the estimate is below the budget by 0.5-2.4 bits (as above).
+    assert 17 < budget < 22 and budget - 3.5 < out.noise_budget_estimate <= budget
     # A product of two results (a negacyclic convolution) decrypts, against NumPy.
     b = fbs.refresh(ctx.encrypt(fbs.encode(a[::-1].copy()), keys), fkeys)
     product = out * b
