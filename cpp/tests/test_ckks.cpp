@@ -33,6 +33,8 @@ namespace {
 
 using ckks::Complex;
 using ckks::Evaluator;
+using ckks::plan_scale_correction;
+using ckks::ScaleCorrection;
 
 using test::expect_invalid;
 using test::kN;
@@ -877,8 +879,8 @@ TEST_F(CkksEvaluator, AdjustToLandsOnCanonicalScale) {
 //     every other path here gives ~25+);
 //   - a level-2 ciphertext of scale target * q_1 / 1.5 -> level 0: c = 1.5,
 //     rounded to 2, so every slot decrypts to 4/3 of its value.
-// It now rescales first while the scale is far above the target, keeping
-// the correction constant >= 2^30.
+// It now multiplies the constant in at the lowest level where it reaches
+// 2^30 (plan_scale_correction) and rescales after.
 TEST_F(CkksEvaluator, AdjustToWithSmallCorrectionConstant) {
   const auto x = random_slots(rng, e.slots()), y = random_slots(rng, e.slots());
   const Ciphertext cx = e.encrypt(x, 2, prng), cy = e.encrypt(y, 2, prng);
@@ -897,6 +899,42 @@ TEST_F(CkksEvaluator, AdjustToWithSmallCorrectionConstant) {
   const Ciphertext b0 = ev.adjust_to(skewed, 0);
   EXPECT_EQ(b0.scale(), e.ctx->scale_at(0));
   EXPECT_GE(bits_of(max_error(e.decrypt(b0), x)), 20.0);  // got: values are 4/3 of x
+}
+
+// Regression (fixed): a floor division (ckks/lookup.py) leaves its result
+// read at 2^16 .. 2^24 times the canonical scale. adjust_to rescaled such a
+// scale first, leaving 2^16 .. 2^24 words per unit, where the rescale's
+// rounding (up to |s|_1 words) read as errors of 2^-4 .. 2^-12 on the toy
+// ring with nine levels; the constant now goes in first, at 2^56 or so.
+TEST_F(CkksEvaluator, AdjustToFromAScaleFarAboveTheTarget) {
+  const auto x = random_slots(rng, e.slots());
+  const Ciphertext cx = e.encrypt(x, 2, prng);
+  for (int bits : {16, 20, 24}) {
+    const std::int64_t k = std::int64_t{1} << bits;
+    const Ciphertext far = ev.divide_by_integer(ev.multiply_integer(cx, k), k);  // x at 2^bits times the scale
+    EXPECT_GE(bits_of(max_error(e.decrypt(far), x)), 20.0) << bits;
+    const Ciphertext a0 = ev.adjust_to(far, 0);
+    EXPECT_EQ(a0.level(), 0u);
+    EXPECT_EQ(a0.scale(), e.ctx->scale_at(0));
+    EXPECT_GE(bits_of(max_error(e.decrypt(a0), x)), 20.0) << bits;
+  }
+}
+
+TEST(ScaleCorrection, TheConstantGoesInWhereItFirstReaches2To30) {
+  const std::vector<double> q = {0x1p60, 0x1p40, 0x1p40, 0x1p40, 0x1p40};
+  // 2^64 at level 4 to level 2: 2^16 at level 3 is too small a constant, 2^56 at level 4 is not.
+  ScaleCorrection plan = plan_scale_correction(0x1p64, 4, 2, 0x1p40, q);
+  EXPECT_EQ(plan.at, 4u);
+  EXPECT_FALSE(plan.rescales_alone);
+  EXPECT_DOUBLE_EQ(plan.delta, 0x1p56);
+  // A fresh scale two levels down: the constant at the level above the target.
+  plan = plan_scale_correction(0x1p40, 4, 2, 0x1p40, q);
+  EXPECT_EQ(plan.at, 3u);
+  EXPECT_DOUBLE_EQ(plan.delta, 0x1p40);
+  // An unrescaled product one level down: rescaling alone lands it (delta 1).
+  plan = plan_scale_correction(0x1p80, 4, 3, 0x1p40, q);
+  EXPECT_TRUE(plan.rescales_alone);
+  EXPECT_DOUBLE_EQ(plan.delta, 1.0);
 }
 
 // ---- evaluator: rescale exactness -------------------------------------------------

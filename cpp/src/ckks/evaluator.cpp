@@ -496,29 +496,16 @@ Ciphertext Evaluator::adjust_to(const Ciphertext& a, std::size_t level) const {
   require(level < a.level(), op,
           "moving to level " + std::to_string(level) + " with scale " + fmt_scale(target) +
               " needs a level to spend, but the ciphertext is at level " + std::to_string(a.level()));
-  const auto& q = context_->params().q_primes();
-  // The correction multiplies by delta = target * q_{level+1} / scale, rounded
-  // to an integer; keep delta >= min_correction_constant(target) (2^30 for the
-  // usual scales) so the rounding stays below the scale's resolution.
-  // A scale far above the target (an unrescaled product) is rescaled first.
-  const double limit = target * static_cast<double>(q[level + 1]) / min_correction_constant(target);
+  const ScaleCorrection plan = plan_scale_correction(a.scale(), a.level(), level, target, context_->params().q_primes());
+  require(!plan.rescales_alone || same_scale(plan.delta, 1.0), op,
+          "the scale " + fmt_scale(a.scale()) + " is too far from level " + std::to_string(level) + "'s " +
+              fmt_scale(target) + " to correct with the levels available");
   Ciphertext out = a.clone();
-  while (out.level() > level + 1 && out.scale() > limit) rescale_inplace(out);
-  if (out.scale() > limit) {
-    // One level left to spend and the scale is about target * q: rescaling
-    // alone lands on the target (e.g. a top-level product, whose rescaled
-    // scale is canonical by construction).
-    rescale_inplace(out);
-    require(same_scale(out.scale(), target), op,
-            "the scale " + fmt_scale(a.scale()) + " is too far from level " + std::to_string(level) + "'s " +
-                fmt_scale(target) + " to correct with the levels available");
-    out.set_scale(target);
-    return out;
+  if (!plan.rescales_alone) {
+    mod_switch_inplace(out, plan.at);
+    multiply_scalar_inplace(out, Complex(1.0, 0.0), plan.delta);
   }
-  mod_switch_inplace(out, level + 1);
-  const double delta = target * static_cast<double>(q[level + 1]) / out.scale();
-  multiply_scalar_inplace(out, Complex(1.0, 0.0), delta);
-  rescale_inplace(out);
+  while (out.level() > level) rescale_inplace(out);
   out.set_scale(target);  // exact up to round(delta) / delta - 1 <= 0.5 / min_correction_constant(target)
   return out;
 }

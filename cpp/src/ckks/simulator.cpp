@@ -125,20 +125,13 @@ SimCiphertext Simulator::adjust_to(const SimCiphertext& a, std::size_t level) co
   require(level < a.level, op,
           "moving to level " + std::to_string(level) + " with scale " + fmt_scale(target) +
               " needs a level to spend, but the ciphertext is at level " + std::to_string(a.level));
-  // As Evaluator::adjust_to: rescale while the scale is far above the target, then
-  // one constant product and a rescale (or a final rescale that lands there).
-  const auto& q = context_->params().q_primes();
-  const double limit = target * static_cast<double>(q[level + 1]) / min_correction_constant(target);
-  SimCiphertext out = a;
-  while (out.level > level + 1 && out.scale > limit) out = rescale(out);
-  if (out.scale > limit) {
-    out = rescale(out);
-    require(same_scale(out.scale, target), op,
-            "the scale " + fmt_scale(a.scale) + " is too far from level " + std::to_string(level) + "'s " +
-                fmt_scale(target) + " to correct with the levels available");
-  } else {
-    out = rescale(multiply_scalar(mod_switch(out, level + 1), target * static_cast<double>(q[level + 1]) / out.scale));
-  }
+  // As Evaluator::adjust_to: the constant where it reaches its size, then rescales.
+  const ScaleCorrection plan = plan_scale_correction(a.scale, a.level, level, target, context_->params().q_primes());
+  require(!plan.rescales_alone || same_scale(plan.delta, 1.0), op,
+          "the scale " + fmt_scale(a.scale) + " is too far from level " + std::to_string(level) + "'s " +
+              fmt_scale(target) + " to correct with the levels available");
+  SimCiphertext out = plan.rescales_alone ? a : multiply_scalar(mod_switch(a, plan.at), plan.delta);
+  while (out.level > level) out = rescale(out);
   out.scale = target;
   return out;
 }

@@ -51,6 +51,31 @@ inline bool same_scale(double a, double b) { return std::fabs(a - b) <= kScaleTo
 // there c >= scale / 4 keeps the rounding below the scale's own resolution.
 inline double min_correction_constant(double target_scale) { return std::min(0x1p30, 0.25 * target_scale); }
 
+// How adjust_to lands a scale at level `from` on `level`'s canonical scale
+// `target`: the constant delta = target * q_{level+1} ... q_at / scale, multiplied
+// in at the lowest level `at` where it reaches min_correction_constant, then
+// rescales down to `level`. Every scale on the way stays at or above the target,
+// so no rescale rounds at a small scale: rescaling a scale 2^24 times the target
+// first (floor divisions leave such scales) would read the rescale's rounding,
+// up to |s|_1 words, as errors of 2^-12 and worse. `rescales_alone`: no level
+// reaches the constant, and `delta` (about 1 where a product's rescales land on
+// the target) says how far the scale is from what rescales alone give.
+struct ScaleCorrection {
+  std::size_t at;
+  double delta;
+  bool rescales_alone;
+};
+template <typename Primes>
+ScaleCorrection plan_scale_correction(double scale, std::size_t from, std::size_t level, double target,
+                                      const Primes& q) {
+  double delta = target / scale;
+  for (std::size_t m = level + 1; m <= from; ++m) {
+    delta *= static_cast<double>(q[m]);
+    if (delta >= min_correction_constant(target)) return {m, delta, false};
+  }
+  return {from, delta, true};
+}
+
 class Context {
  public:
   explicit Context(Parameters params);
