@@ -1,7 +1,7 @@
 """Lookup tables by CKKS functional bootstrapping (ringfire.ckks.lookup) on the toy
 ring: every residue of each table checked against the plaintext table in NumPy, the
 precision in bits, both SlotsToCoeffs orders, how the input's error travels, the levels,
-and the errors a user meets."""
+flat tables that clean their input, and the errors a user meets."""
 
 import math
 import warnings
@@ -378,3 +378,116 @@ def test_digits_of_an_input_below_the_tables_level_cost_no_level():
     assert rf.ckks.lookup.output_level(ctx, 4) > 4
     out = ev.sign_integer(x, bits=12, digit_bits=2)
     np.testing.assert_allclose(decrypt(ctx, sk, out), np.sign(w), atol=2**-16)
+
+# ---- flat tables --------------------------------------------------------------------
+# ``ev.lut(..., flat=True)``: the table's curve flat at every integer, so an input's error
+# reaches the result squared instead of times the curve's slope; the digit extractions built
+# on them (floors, signs) that stop carrying errors; and ``ev.adjust_to`` from the scales
+# those floors leave (2^16 to 2^24 times the canonical one), which rescaled to a tiny scale
+# first and lost up to 26 bits. Every result is checked against NumPy.
+
+
+
+@pytest.fixture(scope="module")
+def toy9():
+    """The toy ring with N16_BOOT's nine user levels (the preset's three leave no room for a
+    flat digit table to land where the next digit's lookup reads). NOT SECURE."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ctx = rf.apps.fixed_point_logreg.toy_context(insecure_deterministic_seed=SEED)
+        sk, keys = ctx.keygen(bootstrap=True)
+    return ctx, sk, keys, ctx.evaluator(keys)
+
+
+def worst_bits(got, want) -> float:
+    return -math.log2(max(float(np.abs(got - want).max()), 2.0**-60))
+
+
+def test_a_flat_table_cleans_its_input_where_a_plain_one_carries_the_error(toy9):
+    ctx, sk, keys, ev = toy9
+    rng = np.random.default_rng(1)
+    m = np.resize(np.arange(16), ctx.slots).astype(float)
+    table = (np.arange(16) * 7 + 3) % 16 - 4.0                       # jumps: a large slope between integers
+    for error, plain_bits, flat_bits in ((0.0, 22, 24), (2.0**-12, 6, 18), (2.0**-8, 2, 10)):
+        x = ctx.encrypt(m + rng.choice([-error, error], ctx.slots), keys)
+        want = table[m.astype(int)]
+        plain = ev.lut(x, table, modulus=16)
+        flat = ev.lut(x, table, modulus=16, flat=True)
+        assert flat.level == rf.ckks.lookup.output_level(ctx, 16, flat=True) == rf.ckks.lookup.output_level(ctx, 16) - 1
+        assert math.isclose(flat.scale, ctx.scale_at(flat.level), rel_tol=1e-9)
+        got_plain, got_flat = worst_bits(decrypt(ctx, sk, plain), want), worst_bits(decrypt(ctx, sk, flat), want)
+        # Plain: the error times the slope (up to ~16 here); flat: about 8 e^2 (measured 20.9 and 12.9 bits
+        # for 2^-12 and 2^-8 with the sawtooth m mod 16; this table jumps as much).
+        assert got_plain > plain_bits and got_flat > flat_bits, (error, got_plain, got_flat)
+        if error:
+            assert got_flat > got_plain + 6
+
+
+def test_flat_tables_of_several_functions_and_of_a_pair(toy9):
+    ctx, sk, keys, ev = toy9
+    rng = np.random.default_rng(2)
+    a = rng.integers(-8, 8, ctx.slots).astype(float)
+    b = rng.integers(-8, 8, ctx.slots).astype(float)
+    relu, square = ev.luts(ctx.encrypt(a, keys), [lambda k: max(k, 0), lambda k: k * k], modulus=16, signed=True,
+                           flat=True)
+    assert worst_bits(decrypt(ctx, sk, relu), np.maximum(a, 0)) > 20
+    assert worst_bits(decrypt(ctx, sk, square), a * a) > 18
+    fa, fb = ev.lut_pair(ctx.encrypt(a, keys), ctx.encrypt(b, keys), lambda k: float(k >= 0), modulus=16,
+                         signed=True, flat=True)
+    assert worst_bits(decrypt(ctx, sk, fa), (a >= 0).astype(float)) > 20
+    assert worst_bits(decrypt(ctx, sk, fb), (b >= 0).astype(float)) > 20
+
+
+def test_floors_and_signs_divide_the_inputs_error_instead_of_carrying_it(toy9):
+    ctx, sk, keys, ev = toy9
+    rng = np.random.default_rng(3)
+    x = rng.integers(-2**15, 2**15, ctx.slots).astype(float)
+    noisy = ctx.encrypt(x + rng.choice([-2.0**-8, 2.0**-8], ctx.slots), keys)
+    want = np.floor(x / 2**14)
+    flat = decrypt(ctx, sk, ev.adjust_to(ev.floor_divide(noisy, 14, bits=17), 5))
+    plain = decrypt(ctx, sk, ev.adjust_to(ev.floor_divide(noisy, 14, bits=17, flat=False), 5))
+    assert np.array_equal(np.rint(flat), want) and np.array_equal(np.rint(plain), want)
+    # Measured: 2^-21.9 with flat digits, 2^-10.2 with plain ones (each digit's slope carries e on).
+    assert worst_bits(flat, want) > 19 and worst_bits(plain, want) < 14
+    signs = decrypt(ctx, sk, ev.sign_integer(noisy, bits=17))
+    assert worst_bits(signs, np.sign(x)) > 18
+
+
+def test_flat_digits_are_chosen_where_they_fit_and_refused_where_asked_and_they_do_not(toy9):
+    ctx = toy9[0]
+    assert rf.ckks.lookup.uses_flat_tables(ctx, 16, None) and not rf.ckks.lookup.uses_flat_tables(ctx, 16, False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        small = rf.ckks.Context.preset("N12_BOOT_INSECURE", insecure_deterministic_seed=SEED)  # three user levels
+        sk, keys = small.keygen(bootstrap=True)
+    assert not rf.ckks.lookup.uses_flat_tables(small, 16, None)       # plain digits there, as before
+    with pytest.raises(ValueError, match="a flat table of 16 entries lands at level 2, below the level 3"):
+        small.evaluator(keys).floor_divide(small.encrypt(np.ones(4), keys), 8, bits=12, flat=True)
+    with pytest.raises(ValueError, match="a flat table needs a power-of-two size"):
+        toy9[3].lut(ctx.encrypt(np.ones(4), toy9[2]), lambda k: k, modulus=12, flat=True)
+
+
+def test_flat_must_be_a_bool(toy):
+    ctx, sk, keys, ev = toy
+    x = ctx.encrypt(np.ones(4), keys)
+    with pytest.raises(TypeError, match=r"flat must be True or False, got 'no'"):
+        ev.lut(x, lambda k: k, modulus=16, flat="no")
+    with pytest.raises(TypeError, match="flat must be True, False or None, got 0"):
+        ev.floor_divide(x, 4, bits=8, flat=0)
+
+
+@pytest.mark.parametrize("ratio_bits", [12, 16, 20, 24])
+def test_adjust_to_from_a_scale_far_above_the_canonical_keeps_its_precision(toy9, ratio_bits):
+    """A floor division leaves its result read at 2^shift times the canonical scale. adjust_to
+    rescaled such a scale first, down to 2^(40 - 40 + ratio) words per unit, where the
+    rescale's rounding (up to |s|_1 words) read as errors of 2^-4 to 2^-12; it now multiplies
+    the correction constant in first, where it is 2^30 or more, and rescales after."""
+    ctx, sk, keys, ev = toy9
+    x = np.random.default_rng(4).integers(-10, 10, ctx.slots).astype(float)
+    k = 2**ratio_bits
+    far = ev.divide_by_integer(ev.multiply_integer(ev.adjust_to(ctx.encrypt(x, keys), 4), k), k)
+    landed = ev.adjust_to(far, 2)
+    assert landed.level == 2 and math.isclose(landed.scale, ctx.scale_at(2), rel_tol=1e-9)
+    assert worst_bits(decrypt(ctx, sk, landed), x) > 24           # measured 27; 4.1 bits at 2^16 before
+    with pytest.raises(ValueError, match="too far from level 3's"):
+        ev.adjust_to(far, 3)                                        # one level cannot land it precisely

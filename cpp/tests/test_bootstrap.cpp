@@ -235,6 +235,31 @@ TEST(FunctionalBootstrap, LooksUpEveryResidueOfATable) {
                  "must be at level 3 or above");
 }
 
+// A flat table subtracts sin(2 pi x) / (2 pi) times the curve through its
+// slopes: the same values at the integers, no slope there. An input error e
+// then reaches the output as about e^2 times the curve's bend, where a plain
+// table passes on e times its slope (up to ~p/1.6 for a sawtooth).
+TEST(FunctionalBootstrap, AFlatTableCleansTheInputsError) {
+  Toy& t = toy();
+  const std::size_t p = 16;
+  std::vector<double> table(p);
+  for (std::size_t m = 0; m < p; ++m) table[m] = static_cast<double>((m * 7 + 3) % p);
+  std::vector<Complex> z(t.ctx->slots()), want(z.size());
+  for (std::size_t i = 0; i < z.size(); ++i) {
+    const std::size_t m = (i * 5) % p;
+    z[i] = static_cast<double>(m) + (i % 2 ? 0x1p-8 : -0x1p-8);
+    want[i] = table[m];
+  }
+  const Ciphertext in = t.encrypt(z, 3, t.ctx->scale_at(3));
+  const Ciphertext plain = t.boot.functional_bootstrap(t.ev, in, t.rk, t.keys, table);
+  const Ciphertext flat = t.boot.functional_bootstrap(t.ev, in, t.rk, t.keys, table, nullptr, true);
+  EXPECT_EQ(flat.level(), t.boot.functional_output_level(p, true));
+  EXPECT_DOUBLE_EQ(flat.scale(), t.ctx->scale_at(flat.level()));
+  EXPECT_LT(min_bits(t.decrypt(plain), want), 6.0);   // 2^-8 times a slope of ~16
+  EXPECT_GE(min_bits(t.decrypt(flat), want), 10.0);  // about 8 e^2 = 2^-13
+  expect_invalid([&] { t.boot.functional_output_level(12, true); }, "a flat table needs a power-of-two size");
+}
+
 TEST(FunctionalBootstrap, PolynomialsOnOneInputShareItsPowers) {
   Toy& t = toy();
   const auto z = random_real(t.ctx->slots(), 9);

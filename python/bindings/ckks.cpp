@@ -293,30 +293,31 @@ void bind_ckks_bootstrap(nb::module_& m) {
       .def(
           "functional_bootstrap",
           [](const Bootstrapper& b, const Evaluator& ev, const Ciphertext& ct, const RelinKey& relin,
-             const BootstrapKeys& keys, const std::vector<std::vector<double>>& tables, bool timed) {
+             const BootstrapKeys& keys, const std::vector<std::vector<double>>& tables, bool timed, bool flat) {
             ckks::BootstrapTimings t;
             std::vector<Ciphertext> out = [&] {
               nb::gil_scoped_release release;
-              return b.functional_bootstrap(ev, ct, relin, keys, tables, timed ? &t : nullptr);
+              return b.functional_bootstrap(ev, ct, relin, keys, tables, timed ? &t : nullptr, flat);
             }();
             return nb::make_tuple(std::move(out), timings_dict(t, timed, "eval_lut"));
           },
           nb::arg("evaluator"), nb::arg("ciphertext"), nb::arg("relin_key"), nb::arg("keys"), nb::arg("tables"),
-          nb::arg("timed") = false)
+          nb::arg("timed") = false, nb::arg("flat") = false)
       .def(
           "functional_bootstrap_pair",
           [](const Bootstrapper& b, const Evaluator& ev, const Ciphertext& ct, const RelinKey& relin,
-             const BootstrapKeys& keys, const std::vector<std::vector<double>>& tables, bool timed) {
+             const BootstrapKeys& keys, const std::vector<std::vector<double>>& tables, bool timed, bool flat) {
             ckks::BootstrapTimings t;
             auto out = [&] {
               nb::gil_scoped_release release;
-              return b.functional_bootstrap_pair(ev, ct, relin, keys, tables, timed ? &t : nullptr);
+              return b.functional_bootstrap_pair(ev, ct, relin, keys, tables, timed ? &t : nullptr, flat);
             }();
             return nb::make_tuple(std::move(out.first), std::move(out.second), timings_dict(t, timed, "eval_lut"));
           },
           nb::arg("evaluator"), nb::arg("ciphertext"), nb::arg("relin_key"), nb::arg("keys"), nb::arg("tables"),
-          nb::arg("timed") = false)
-      .def("functional_output_level", &Bootstrapper::functional_output_level, nb::arg("table_size"))
+          nb::arg("timed") = false, nb::arg("flat") = false)
+      .def("functional_output_level", &Bootstrapper::functional_output_level, nb::arg("table_size"),
+           nb::arg("flat") = false)
       .def_prop_ro("functional_input_level_min", &Bootstrapper::functional_input_level_min)
       .def("bootstrap_twice", &Bootstrapper::bootstrap_twice, nb::arg("evaluator"), nb::arg("ciphertext"),
            nb::arg("relin_key"), nb::arg("keys"), nb::arg("correction_bits"), Release())

@@ -22,6 +22,14 @@
 //      sharing their powers, then r squarings: z = exp(2 pi i t / q_0);
 //   4. D(z) / 2 and its conjugate added: Re D(z) = f(m), then moved onto
 //      the canonical scale of the level below (Evaluator::adjust_to).
+// Flat tables (`flat`, p a power of two): an input m + e reads f(m) + f'(m) e
+// above, where f' is the interpolating curve's slope (up to ~p/1.6 for a
+// sawtooth such as m mod p). Subtracting sin(2 pi x) / (2 pi) H(x), with H
+// the curve through the slopes f'(m), keeps every value and makes every slope
+// 0: e then reaches the output as about e^2 times the curve's bend, so
+// integers come out cleaned, and digit extractions (floors, signs) stop
+// carrying their inputs' errors along. sin(2 pi x) = Im z^p: log2 p more
+// squarings of z, beside D's powers, and one product: a level more.
 // The levels: CoeffsToSlots' and EvalMod's reserved ones, then D's depth and
 // one for the adjustment, taken from what EvalMod's arcsine and
 // SlotsToCoeffs would have used, and from the user's levels beyond that
@@ -69,6 +77,9 @@ std::size_t ceil_log2(std::size_t v) { return v <= 1 ? 0 : static_cast<std::size
 struct TablePolynomial {
   std::vector<double> re, im;
   double gain = 0.0;
+  // Bounds on the curve Re D(exp(2 pi i x / p)) over real x: its size, its
+  // slope and its bend (sums of |coefficient| times (2 pi k / p)^0, 1, 2).
+  double size = 0.0, slope = 0.0, bend = 0.0;
 };
 
 TablePolynomial table_polynomial(const std::vector<double>& table) {
@@ -93,7 +104,34 @@ TablePolynomial table_polynomial(const std::vector<double>& table) {
     out.re[k] = std::fabs(c.real()) < floor ? 0.0 : c.real();
     out.im[k] = std::fabs(c.imag()) < floor || 2 * k == p ? 0.0 : c.imag();
     out.gain += 2.0 * static_cast<double>(k) * std::abs(c);
+    const double w = 2.0 * std::numbers::pi * static_cast<double>(k) / static_cast<double>(p);
+    out.size += 2.0 * std::abs(c);
+    out.slope += 2.0 * w * std::abs(c);
+    out.bend += 2.0 * w * w * std::abs(c);
   }
+  return out;
+}
+
+// The flat correction's table: H(m) / (4 pi), H(m) the slope of the curve D
+// draws through the table at m (the circuit subtracts 2 sin(2 pi x) Re E(x),
+// E drawn through these values; at integers that removes the slope and
+// keeps the value).
+std::vector<double> flat_correction_table(const TablePolynomial& d, std::size_t p) {
+  std::vector<double> out(p, 0.0);
+  for (std::size_t m = 0; m < p; ++m) {
+    double slope = 0.0;
+    for (std::size_t k = 0; k < d.re.size(); ++k) {
+      const double w = 2.0 * std::numbers::pi * static_cast<double>(k) / static_cast<double>(p);
+      const double angle = 2.0 * std::numbers::pi * static_cast<double>((m * k) % p) / static_cast<double>(p);
+      // d/dx of 2 Re((re + i im) e^(i w x)) at x = m.
+      slope += 2.0 * w * (-d.re[k] * std::sin(angle) - d.im[k] * std::cos(angle));
+    }
+    out[m] = slope / (4.0 * std::numbers::pi);
+  }
+  // Slopes at round-off of the curve's size are 0 (a constant table's, or a two-entry one's,
+  // whose curve c0 + c1 cos(pi x) is flat at the integers already): no correction then.
+  for (double& v : out)
+    if (std::fabs(v) < 1e-12 * std::max(d.size, 1e-300)) v = 0.0;
   return out;
 }
 
@@ -155,38 +193,42 @@ std::pair<std::shared_ptr<const LinearTransform>, bool> Bootstrapper::functional
   return {std::move(made), keep};
 }
 
-std::size_t Bootstrapper::functional_output_level(std::size_t table_size) const {
+std::size_t Bootstrapper::functional_output_level(std::size_t table_size, bool flat) const {
   require(table_size >= 2 && table_size <= kMaxTable, kOp,
           "the table needs 2 to " + std::to_string(kMaxTable) + " entries, got " + std::to_string(table_size));
-  const std::size_t depth = ceil_log2(table_size / 2 + 1);
+  require(!flat || std::has_single_bit(table_size), kOp,
+          "a flat table needs a power-of-two size (its correction reads sin(2 pi x) as Im z^p, z squared log2 p "
+          "times), got " + std::to_string(table_size));
+  const std::size_t depth = ceil_log2(table_size / 2 + 1) + (flat ? 1 : 0);
   const std::size_t exp_end = functional_parts().exp_end_level;
   require(exp_end >= depth + 1, kOp,
-          "a table of " + std::to_string(table_size) + " entries needs " + std::to_string(depth + 1) +
-              " levels after the exponential (at level " + std::to_string(exp_end) +
+          "a table of " + std::to_string(table_size) + (flat ? " entries, flat," : " entries") + " needs " +
+              std::to_string(depth + 1) + " levels after the exponential (at level " + std::to_string(exp_end) +
               "), its polynomial's and one that lands the scale; use a smaller table or a longer chain");
   return std::min(exp_end - depth - 1, context_->user_max_level());
 }
 
 Ciphertext Bootstrapper::functional_bootstrap(const Evaluator& ev, const Ciphertext& ct, const RelinKey& relin,
                                               const BootstrapKeys& keys, const std::vector<double>& table,
-                                              BootstrapTimings* timings) const {
-  return std::move(functional_bootstrap(ev, ct, relin, keys, std::vector<std::vector<double>>{table}, timings).front());
+                                              BootstrapTimings* timings, bool flat) const {
+  return std::move(
+      functional_bootstrap(ev, ct, relin, keys, std::vector<std::vector<double>>{table}, timings, flat).front());
 }
 
 std::vector<Ciphertext> Bootstrapper::functional_bootstrap(const Evaluator& ev, const Ciphertext& ct,
                                                            const RelinKey& relin, const BootstrapKeys& keys,
                                                            const std::vector<std::vector<double>>& tables,
-                                                           BootstrapTimings* timings) const {
+                                                           BootstrapTimings* timings, bool flat) const {
   require(!ct.is_complex(), kOp,
           "the slots must hold real integers (this ciphertext holds complex values: look up both parts with "
           "functional_bootstrap_pair)");
-  return functional_circuit(ev, ct, relin, keys, tables, timings, false);
+  return functional_circuit(ev, ct, relin, keys, tables, timings, false, flat);
 }
 
 std::pair<std::vector<Ciphertext>, std::vector<Ciphertext>> Bootstrapper::functional_bootstrap_pair(
     const Evaluator& ev, const Ciphertext& ct, const RelinKey& relin, const BootstrapKeys& keys,
-    const std::vector<std::vector<double>>& tables, BootstrapTimings* timings) const {
-  std::vector<Ciphertext> both = functional_circuit(ev, ct, relin, keys, tables, timings, true);
+    const std::vector<std::vector<double>>& tables, BootstrapTimings* timings, bool flat) const {
+  std::vector<Ciphertext> both = functional_circuit(ev, ct, relin, keys, tables, timings, true, flat);
   std::vector<Ciphertext> imaginary(std::make_move_iterator(both.begin() + static_cast<long>(tables.size())),
                                     std::make_move_iterator(both.end()));
   both.erase(both.begin() + static_cast<long>(tables.size()), both.end());
@@ -196,7 +238,8 @@ std::pair<std::vector<Ciphertext>, std::vector<Ciphertext>> Bootstrapper::functi
 std::vector<Ciphertext> Bootstrapper::functional_circuit(const Evaluator& ev, const Ciphertext& ct,
                                                          const RelinKey& relin, const BootstrapKeys& keys,
                                                          const std::vector<std::vector<double>>& tables,
-                                                         BootstrapTimings* timings, bool imaginary_too) const {
+                                                         BootstrapTimings* timings, bool imaginary_too,
+                                                         bool flat) const {
   const OpLabel label(kOp);
   require(!tables.empty(), kOp, "needs at least one table");
   require(ev.context()->fingerprint() == context_->fingerprint(), kOp,
@@ -204,7 +247,7 @@ std::vector<Ciphertext> Bootstrapper::functional_circuit(const Evaluator& ev, co
   require(ct.fingerprint() == context_->fingerprint(), kOp,
           "the ciphertext comes from a different context (parameter fingerprint mismatch)");
   require(ct.size() == 2, kOp, "needs a size-2 ciphertext (relinearize first), got size " + std::to_string(ct.size()));
-  const std::size_t p = tables.front().size(), out_level = functional_output_level(p);
+  const std::size_t p = tables.front().size(), out_level = functional_output_level(p, flat);
   for (const auto& table : tables) {
     require(table.size() == p, kOp,
             "the tables read one input modulo one p: sizes " + std::to_string(p) + " and " +
@@ -287,13 +330,28 @@ std::vector<Ciphertext> Bootstrapper::functional_circuit(const Evaluator& ev, co
   std::vector<double> chain(exp_end + r + 1, landing);
   for (std::size_t level = lut_level + 1; level < chain.size(); ++level)
     chain[level] = std::sqrt(chain[level - 1] * static_cast<double>(q[level]));
-  std::vector<TablePolynomial> ds;
-  std::vector<Polynomial> polynomials;
+  std::vector<TablePolynomial> ds, es;
+  std::vector<Polynomial> polynomials, corrections;
+  std::vector<bool> corrects;  // per table: whether its curve needs the flat correction
   for (const auto& table : tables) {
     ds.push_back(table_polynomial(table));
     polynomials.emplace_back(Basis::monomial, ds.back().re);
     if (!all_zero(ds.back().im)) polynomials.emplace_back(Basis::monomial, ds.back().im);
+    if (!flat) continue;
+    es.push_back(table_polynomial(flat_correction_table(ds.back(), p)));
+    corrects.push_back(!all_zero(es.back().re) || !all_zero(es.back().im));
+    if (!corrects.back()) continue;
+    corrections.emplace_back(Basis::monomial, es.back().re);
+    if (!all_zero(es.back().im)) corrections.emplace_back(Basis::monomial, es.back().im);
   }
+  // Flat: sin(2 pi x) = Im z^p lands with D at lut_level on the scale
+  // `landing`; E lands there on a scale that puts their product, a level
+  // below, at target * q_(lut_level - 1) / 2^32, which one level takes to
+  // the target as D's is.
+  const double correction_landing =
+      flat ? std::ldexp(target * static_cast<double>(q[lut_level - 1]) * static_cast<double>(q[lut_level]) / landing,
+                        -32)
+           : 0.0;
   std::vector<Ciphertext> outs;
   for (const Ciphertext& y : ys) {
     std::vector<Ciphertext> cs = ev.evaluate_polynomials(y, {parts.cos, parts.sin}, relin, chain[exp_end + r]);
@@ -303,11 +361,31 @@ std::vector<Ciphertext> Bootstrapper::functional_circuit(const Evaluator& ev, co
     // 4. Re D(z) for each table, all on the one set of z's powers, then onto
     // the output level's canonical scale.
     std::vector<Ciphertext> evaluated = ev.evaluate_polynomials(z, polynomials, relin, landing);
-    std::size_t next = 0;
-    for (const TablePolynomial& d : ds) {
+    std::vector<Ciphertext> corrected;
+    std::optional<Ciphertext> sine;  // 2 sin(2 pi x) = -i (z^p - conj z^p)
+    if (!corrections.empty()) {
+      // E on its own powers of z: one landing scale serves D's and another E's.
+      corrected = ev.evaluate_polynomials(z, corrections, relin, correction_landing);
+      Ciphertext zp = z.clone();
+      for (std::size_t power = 1; power < p; power *= 2) zp = ev.relinearize_rescale(ev.square(zp), relin);
+      sine = ev.multiply_by_i(ev.sub(zp, ev.conjugate(zp, keys.galois)), true);
+    }
+    std::size_t next = 0, next_correction = 0;
+    for (std::size_t i = 0; i < ds.size(); ++i) {
       Ciphertext half = std::move(evaluated[next++]);
-      if (!all_zero(d.im)) half = ev.add(half, ev.multiply_by_i(evaluated[next++]));
-      outs.push_back(ev.adjust_to(ev.add(half, ev.conjugate(half, keys.galois)), out_level));
+      if (!all_zero(ds[i].im)) half = ev.add(half, ev.multiply_by_i(evaluated[next++]));
+      Ciphertext out = ev.adjust_to(ev.add(half, ev.conjugate(half, keys.galois)), out_level);
+      if (flat && corrects[i]) {
+        Ciphertext e = std::move(corrected[next_correction++]);
+        if (!all_zero(es[i].im)) e = ev.add(e, ev.multiply_by_i(corrected[next_correction++]));
+        e = ev.add(e, ev.conjugate(e, keys.galois));
+        // A table whose slopes need fewer powers of z (its top coefficient 0) lands E higher, on the
+        // same scale: dropping limbs brings it beside sin(2 pi x).
+        if (e.level() > sine->level()) e = ev.mod_switch(e, sine->level());
+        const Ciphertext slope = ev.relinearize_rescale(ev.multiply(*sine, e), relin);
+        out = ev.sub(out, ev.adjust_to(slope, out_level));
+      }
+      outs.push_back(std::move(out));
     }
   }
   ops.end_phase(BootstrapPhase::eval_mod);
@@ -320,9 +398,23 @@ std::vector<Ciphertext> Bootstrapper::functional_circuit(const Evaluator& ev, co
   const double input_error = std::exp2(ct.noise_bits() - half_log_n) / ct.scale();
   const double z_error = std::exp2(parts.fit_error_log2 + static_cast<double>(r)) +
                          2.0 * std::numbers::pi * input_error / static_cast<double>(p);
+  const double fit_error = std::exp2(parts.fit_error_log2 + static_cast<double>(r));
   for (std::size_t i = 0; i < outs.size(); ++i) {
-    const double gain = ds[i % ds.size()].gain;
-    const double lut_error = std::log2(target) + std::log2(std::max(gain * z_error, 1e-300)) + half_log_n;
+    const TablePolynomial& d = ds[i % ds.size()];
+    double error = d.gain * z_error;
+    if (flat) {
+      // z's own error through D, E and z^p (p times z's); the input's through
+      // the flat curve's bend only: e^2 / 2 times a bound on |f''|, e taken at
+      // four times the typical slot's (the quadratic term grows with the tail
+      // far more than a linear one: the worst of 2^15 slots sits near 4 sigma).
+      const TablePolynomial& e = es[i % es.size()];
+      const double two_pi = 2.0 * std::numbers::pi;
+      const double bend = d.bend + 2.0 * (two_pi * two_pi * e.size + 2.0 * two_pi * e.slope + e.bend);
+      const double tail_error = 4.0 * input_error;
+      error = fit_error * (d.gain + 2.0 * e.gain + 2.0 * static_cast<double>(p) * e.size) +
+              0.5 * bend * tail_error * tail_error;
+    }
+    const double lut_error = std::log2(target) + std::log2(std::max(error, 1e-300)) + half_log_n;
     outs[i].set_noise_bits(
         noise::add(noise::add(lut_error, noise::key_switch(rlwe, out_level + 1)), noise::rounding(rlwe)));
     outs[i].set_complex(false);

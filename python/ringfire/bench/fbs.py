@@ -132,12 +132,14 @@ def bench_fbs(preset: str = "N16_BOOT", tables=(16, 256), repeat: int = 1, devic
         row(label, "wrong slots (|error| >= 1/2)", int(np.sum(error >= 0.5)), "slots")
         row(label, "precision min", float(-np.log2(error.max())), "bits")
 
+    # Flat digit tables where they fit (rf.ckks.lookup.uses_flat_tables): the label says which ran.
+    digits = "4-bit digits, " + ("flat" if lookup.uses_flat_tables(ctx, 16, None) else "plain")
     for bits in sign_bits:
-        integers(bits, f"sign {bits}-bit", "ev.sign_integer (4-bit digits)",
+        integers(bits, f"sign {bits}-bit", f"ev.sign_integer ({digits})",
                  lambda ct: ev.sign_integer(ct, bits=bits), np.sign)
     if floor:
         bits, shift = floor
-        integers(bits, f"floor {bits}-bit / 2^{shift}", "ev.floor_divide (4-bit digits)",
+        integers(bits, f"floor {bits}-bit / 2^{shift}", f"ev.floor_divide ({digits})",
                  lambda ct: ev.floor_divide(ct, shift, bits=bits), lambda v: np.floor_divide(v, 2**shift))
     x = ctx.encrypt(np.tile(rng.uniform(-1, 1, n), ctx.slots // n), keys).to(device)
     seconds, _, _ = timed(lambda times: ev.bootstrap(x, timings=times))

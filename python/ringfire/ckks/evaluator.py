@@ -215,7 +215,7 @@ class Evaluator(EvaluatorBase):
         return self._wrap(out, a)._bounded(_refreshed(a, bound), "ckks.bootstrap")
 
     def lut(self, a: Ciphertext, function, *, modulus: int, signed: bool = False, keys: KeySet | None = None,
-            timings: dict | None = None) -> Ciphertext:
+            timings: dict | None = None, flat: bool = False) -> Ciphertext:
         """``function(m)`` in every slot holding the integer ``m`` (read modulo ``modulus``),
         by one functional bootstrap (:mod:`ringfire.ckks.lookup`, docs/lookup.md): the
         result is refreshed at ``rf.ckks.lookup.output_level(ctx, modulus)``
@@ -229,34 +229,41 @@ class Evaluator(EvaluatorBase):
         seconds (``slots_to_coeffs``, ``mod_raise``, ``coeffs_to_slots``, ``eval_lut``).
         The result's imaginary parts carry noise of its estimated error, put back after the
         circuit takes the real part exactly, so that decryption masks the real parts' error
-        (docs/security.md, "Where the measurement misses")."""
-        return self.luts(a, [function], modulus=modulus, signed=signed, keys=keys, timings=timings)[0]
+        (docs/security.md, "Where the measurement misses"). ``flat=True`` (``modulus`` a power of
+        two): the table's curve is made flat at every integer, so the input's error reaches the
+        result squared (times the curve's bend) instead of times its slope: integers come out
+        cleaned, for a level (``lookup.output_level(ctx, p, flat=True)``) and a second pass over
+        z's powers (docs/lookup.md, "Flat tables": about the same time at N16_BOOT)."""
+        return self.luts(a, [function], modulus=modulus, signed=signed, keys=keys, timings=timings, flat=flat)[0]
 
     def luts(self, a: Ciphertext, functions, *, modulus: int, signed: bool = False, keys: KeySet | None = None,
-             timings: dict | None = None) -> list[Ciphertext]:
+             timings: dict | None = None, flat: bool = False) -> list[Ciphertext]:
         """Several tables of one input in one functional bootstrap (multi-value: the
         circuit runs once up to the table's powers; each further table costs a few
         weighted sums, a conjugation and a rescale). As :meth:`lut`, one ciphertext per
         function."""
         op = "ckks.lut"
         _check_lookup_input(a, op)
+        _check_flat(flat, op)
         if a.is_complex:
             raise ValueError(f"[{op}] the slots must hold real integers; this ciphertext holds complex values "
                              "(lut_pair looks up two real vectors packed as a + ib)")
         native, tables, boot, relin = self._lookup_setup(a, a.level, functions, modulus, signed, keys, op)
         outs, times = call_with_evaluator(self._ev, native.functional_bootstrap, a._native, relin, boot, tables,
-                                          timed=timings is not None)
+                                          timed=timings is not None, flat=flat)
         if timings is not None:
             timings.update(times)
         return [self._wrap(out, a)._bounded(max(abs(v) for v in table), op) for out, table in zip(outs, tables)]
 
     def lut_pair(self, a: Ciphertext, b: Ciphertext, function, *, modulus: int, signed: bool = False,
-                 keys: KeySet | None = None, timings: dict | None = None) -> tuple[Ciphertext, Ciphertext]:
+                 keys: KeySet | None = None, timings: dict | None = None,
+                 flat: bool = False) -> tuple[Ciphertext, Ciphertext]:
         """:meth:`lut` of two real ciphertexts, packed as ``a + ib`` into one functional
         bootstrap: SlotsToCoeffs, ModRaise and CoeffsToSlots run once for both, the
         lookup once per part. Returns ``(f(a), f(b))``. Inputs at different levels or scales
         are aligned first (which can spend a level)."""
         op = "ckks.lut_pair"
+        _check_flat(flat, op)
         for c in (a, b):
             _check_lookup_input(c, op)
             if c.is_complex:
@@ -266,27 +273,30 @@ class Evaluator(EvaluatorBase):
         packed = self._ev.add(x, self._ev.multiply_by_i(y, False))
         native, tables, boot, relin = self._lookup_setup(a, packed.level, [function], modulus, signed, keys, op)
         first, second, times = call_with_evaluator(self._ev, native.functional_bootstrap_pair, packed, relin, boot,
-                                                   tables, timed=timings is not None)
+                                                   tables, timed=timings is not None, flat=flat)
         if timings is not None:
             timings.update(times)
         bound = max(abs(v) for v in tables[0])
         return self._wrap(first[0], a)._bounded(bound, op), self._wrap(second[0], b)._bounded(bound, op)
 
-    def sign_integer(self, x: Ciphertext, *, bits: int, digit_bits: int = 4) -> Ciphertext:
+    def sign_integer(self, x: Ciphertext, *, bits: int, digit_bits: int = 4, flat: bool | None = None) -> Ciphertext:
         """sign(x) in {-1, 0, 1} for slots holding integers in ``[-2^(bits-1), 2^(bits-1))``
         (``bits`` up to 24), by digit decomposition over tables of ``2^digit_bits`` entries:
         ``ceil(bits / digit_bits)`` functional bootstraps (:func:`ringfire.ckks.lookup.integer_sign`).
         Two vectors of ``n``-bit integers compare as ``sign_integer(ev.sub(a, b), bits=n + 1)``:
-        1 where a > b, 0 where equal, -1 where a < b."""
-        return lookup.integer_sign(self, x, bits, digit_bits)
+        1 where a > b, 0 where equal, -1 where a < b. ``flat``: the tables flat at the integers
+        (x's error not carried; default: where they fit, :func:`ringfire.ckks.lookup.uses_flat_tables`)."""
+        return lookup.integer_sign(self, x, bits, digit_bits, flat=flat)
 
-    def floor_divide(self, x: Ciphertext, shift: int, *, bits: int, digit_bits: int = 4) -> Ciphertext:
+    def floor_divide(self, x: Ciphertext, shift: int, *, bits: int, digit_bits: int = 4,
+                     flat: bool | None = None) -> Ciphertext:
         """floor(x / 2^shift) for slots holding integers in ``[-2^(bits-1), 2^(bits-1))``
         (``bits`` up to 24), exactly: the rescaling of fixed-point integers (a product of two
         values with f fractional bits has 2f; ``floor_divide(product, f, bits=...)`` brings it
         back). ``ceil(shift / digit_bits)`` functional bootstraps, one per digit dropped
-        (:func:`ringfire.ckks.lookup.integer_floor_divide`); the result stays on x's level."""
-        return lookup.integer_floor_divide(self, x, shift, bits, digit_bits)
+        (:func:`ringfire.ckks.lookup.integer_floor_divide`); the result stays on x's level.
+        ``flat``: as :meth:`sign_integer` (x's error e then leaves as e / 2^shift, not about e)."""
+        return lookup.integer_floor_divide(self, x, shift, bits, digit_bits, flat=flat)
 
     def _lookup_setup(self, a: Ciphertext, level: int, functions, modulus, signed, keys, op):
         """The tables, the circuit and the keys for a lookup whose circuit starts at ``level``
@@ -408,3 +418,8 @@ def _check_bound(bound, op: str) -> int:
     if isinstance(bound, bool) or not isinstance(bound, numbers.Integral) or not 1 <= bound <= 2**30:
         raise ValueError(f"[{op}] bound must be an integer in [1, 2^30] (the largest |x| in the slots), got {bound!r}")
     return int(bound)
+
+
+def _check_flat(flat, op: str) -> None:
+    if not isinstance(flat, bool):
+        raise TypeError(f"[{op}] flat must be True or False, got {flat!r}")

@@ -74,11 +74,12 @@ def table_of(function: Callable[[int], float] | Sequence[float] | np.ndarray, mo
     return values
 
 
-def output_level(ctx, modulus: int) -> int:
+def output_level(ctx, modulus: int, flat: bool = False) -> int:
     """Where ``ev.lut`` lands for a table of ``modulus`` entries (``ctx.max_level`` unless
-    the table's polynomial needs more levels than the circuit has spare)."""
+    the table's polynomial needs more levels than the circuit has spare; a flat table,
+    one more)."""
     p = check_modulus(modulus)
-    return int(ctx._native_bootstrapper("ckks.lut").functional_output_level(p))
+    return int(ctx._native_bootstrapper("ckks.lut").functional_output_level(p, flat=bool(flat)))
 
 
 def error_gain(table: Sequence[float] | np.ndarray) -> float:
@@ -94,7 +95,7 @@ def error_gain(table: Sequence[float] | np.ndarray) -> float:
     return float(2 * np.pi / p * np.sum(k * np.abs(c)))
 
 
-def integer_sign(ev, x, bits: int, digit_bits: int = 4, op: str = "ckks.sign_integer"):
+def integer_sign(ev, x, bits: int, digit_bits: int = 4, op: str = "ckks.sign_integer", flat: bool | None = None):
     """sign(x) in {-1, 0, 1} for slots holding integers in ``[-2^(bits-1), 2^(bits-1))``
     (``bits`` up to 24), by digit decomposition (as Alexandru, Kim and Polyakov's
     multi-precision sign). sign(x) = [x >= 0] + [x - 1 >= 0] - 1, and both tests travel
@@ -103,39 +104,74 @@ def integer_sign(ev, x, bits: int, digit_bits: int = 4, op: str = "ckks.sign_int
     digit (``m mod 2^d``, in ``[0, 2^d)``), which is subtracted and divided out (exactly:
     the division is the scale's, no level); what remains is ``floor(x / 2^(d j))``, whose
     sign a last table reads. ``ceil((bits - digit_bits) / digit_bits) + 1`` functional
-    bootstraps in all (3 for 12-bit integers in 4-bit digits), each on a pair."""
+    bootstraps in all (3 for 12-bit integers in 4-bit digits), each on a pair. ``flat``
+    (:func:`uses_flat_tables`): the tables are flat at the integers, so the input's error is
+    not carried into the digits and the sign."""
     _check_digits(bits, digit_bits, op)
     p = 1 << digit_bits
+    digits_flat = uses_flat_tables(x.context, p, flat, op) if bits > digit_bits else False
     if bits > digit_bits:
-        _check_digit_lands_high(x.context, p, digit_bits, op)
+        _check_digit_lands_high(x.context, p, digit_bits, op, digits_flat)
     values = [x, ev.add_scalar(x, -1.0)]
     bits += 1  # x - 1 reaches -2^(bits-1) - 1
     while bits > digit_bits + 1:
-        values = _drop_low_digit(ev, values, p)
+        values = _drop_low_digit(ev, values, p, digits_flat)
         bits -= digit_bits
-    at_least_0, at_least_1 = ev.lut_pair(*values, lambda m: float(m >= 0), modulus=1 << bits, signed=True)
+    last_flat = uses_flat_tables(x.context, 1 << bits, flat, op, feeds_lookup=False)
+    at_least_0, at_least_1 = ev.lut_pair(*values, lambda m: float(m >= 0), modulus=1 << bits, signed=True,
+                                         flat=last_flat)
     return ev.add_scalar(ev.add(at_least_0, at_least_1), -1.0)
 
 
-def integer_floor_divide(ev, x, shift: int, bits: int, digit_bits: int = 4, op: str = "ckks.floor_divide"):
+def integer_floor_divide(ev, x, shift: int, bits: int, digit_bits: int = 4, op: str = "ckks.floor_divide",
+                         flat: bool | None = None):
     """floor(x / 2^shift) for slots holding integers in ``[-2^(bits-1), 2^(bits-1))`` (``bits``
     up to 24): the rescaling of fixed-point integers, exact (the result holds integers, with
     CKKS's error). The low ``shift`` bits go a digit at a time, as in :func:`integer_sign`: a
     table of ``2^digit_bits`` entries (a smaller one for the last, ``shift mod digit_bits``
     bits) reads ``x mod 2^d``, which is subtracted and divided out through the scale (no level).
     ``ceil(shift / digit_bits)`` functional bootstraps; the result stays on ``x``'s level, its
-    scale ``2^shift`` times x's (``ev.adjust_to`` lands a canonical one)."""
+    scale ``2^shift`` times x's (``ev.adjust_to`` lands a canonical one). With flat tables
+    (:func:`uses_flat_tables`) x's error e leaves the result as e / 2^shift; with plain ones
+    each digit's table carries it on times its slope, and the result keeps about e."""
     _check_digits(bits, digit_bits, op)
     if isinstance(shift, bool) or not isinstance(shift, numbers.Integral) or not 1 <= shift < bits:
         raise ValueError(f"[{op}] shift must be an integer in [1, bits - 1] = [1, {bits - 1}], got {shift!r}")
+    flat = uses_flat_tables(x.context, 1 << min(shift, digit_bits), flat, op, feeds_lookup=shift > digit_bits)
     if shift > digit_bits:
-        _check_digit_lands_high(x.context, 1 << digit_bits, digit_bits, op)
+        _check_digit_lands_high(x.context, 1 << digit_bits, digit_bits, op, flat)
     values = [x]
     while shift > 0:
         step = min(shift, digit_bits)
-        values = _drop_low_digit(ev, values, 1 << step)
+        values = _drop_low_digit(ev, values, 1 << step, flat)
         shift -= step
     return values[0]
+
+
+def uses_flat_tables(ctx, p: int, flat: bool | None, op: str = "ckks.lut", feeds_lookup: bool = True) -> bool:
+    """Whether a digit table of ``p`` entries in :func:`integer_sign` or
+    :func:`integer_floor_divide` is flat (``ev.lut(..., flat=True)``). ``flat=None`` takes a
+    flat one where it lands at or above a lookup's input level (``functional_input_level_min``)
+    -- on N16_BOOT, every digit size up to 16 -- and a plain one otherwise (the toy preset's
+    three levels, where a flat table would cost the result a level). ``True`` insists: it raises
+    where the chain lacks the levels, or where the next lookup reads the digit's result
+    (``feeds_lookup``) and it lands too low; ``False`` declines."""
+    if flat is not None and not isinstance(flat, bool):
+        raise TypeError(f"[{op}] flat must be True, False or None, got {flat!r}")
+    if flat is False:
+        return False
+    try:
+        level = output_level(ctx, p, flat=True)
+    except ValueError:
+        if flat:
+            raise
+        return False
+    floor = ctx._native_bootstrapper(op).functional_input_level_min
+    fits = level >= floor or (flat is True and not feeds_lookup)
+    if flat and not fits:
+        raise ValueError(f"[{op}] a flat table of {p} entries lands at level {level}, below the level {floor} the "
+                         f"next lookup needs: use smaller digits or flat=False")
+    return fits
 
 
 def _check_digits(bits, digit_bits, op: str) -> None:
@@ -144,20 +180,21 @@ def _check_digits(bits, digit_bits, op: str) -> None:
             raise ValueError(f"[{op}] {name} must be an integer in [{low}, {high}], got {value!r}")
 
 
-def _check_digit_lands_high(ctx, p: int, digit_bits: int, op: str) -> None:
+def _check_digit_lands_high(ctx, p: int, digit_bits: int, op: str, flat: bool = False) -> None:
     """A digit's table must land where the next digit's lookup can start."""
     floor = ctx._native_bootstrapper(op).functional_input_level_min
-    if output_level(ctx, p) < floor:
-        raise ValueError(f"[{op}] a table of {p} entries lands at level {output_level(ctx, p)}, below the level "
+    if output_level(ctx, p, flat) < floor:
+        raise ValueError(f"[{op}] a table of {p} entries lands at level {output_level(ctx, p, flat)}, below the level "
                          f"{floor} the next digit's lookup needs: use smaller digits (digit_bits < {digit_bits})")
 
 
-def _drop_low_digit(ev, values: list, p: int) -> list:
+def _drop_low_digit(ev, values: list, p: int, flat: bool = False) -> list:
     """floor(v / p) of each of one or two ciphertexts holding integers: their low digit
     ``v mod p`` read by one lookup (both as a pair), subtracted, and divided out exactly
     through the scale."""
     digit = (lambda m: float(m % p))
-    lows = ev.lut_pair(*values, digit, modulus=p) if len(values) == 2 else [ev.lut(values[0], digit, modulus=p)]
+    lows = (ev.lut_pair(*values, digit, modulus=p, flat=flat) if len(values) == 2 else
+            [ev.lut(values[0], digit, modulus=p, flat=flat)])
     return [ev.divide_by_integer(_minus(ev, v, low), p) for v, low in zip(values, lows)]
 
 

@@ -179,28 +179,33 @@ class Bootstrapper {
   // slots) it reads an n-periodic vector and returns one. The
   // input's error e (|e| well below 1/2) is not rounded away: it reaches the
   // output times about the table's largest step (the noise estimate says it).
+  // `flat` (p a power of two): the table's curve is made flat at every
+  // integer (Hermite: sin(2 pi x) / (2 pi) times the interpolated slope is
+  // subtracted, sin(2 pi x) being Im z^p), so e reaches the output as about
+  // e^2 times the table's curvature: integers come out cleaned. One level
+  // more (functional_output_level(p, true)).
   Ciphertext functional_bootstrap(const Evaluator& ev, const Ciphertext& ct, const RelinKey& relin,
                                   const BootstrapKeys& keys, const std::vector<double>& table,
-                                  BootstrapTimings* timings = nullptr) const;
+                                  BootstrapTimings* timings = nullptr, bool flat = false) const;
   // Several tables of one size on the same input (multi-value functional
   // bootstrapping): the circuit runs once up to z's powers; each table adds
   // weighted sums, a conjugation and the scale's adjustment.
   std::vector<Ciphertext> functional_bootstrap(const Evaluator& ev, const Ciphertext& ct, const RelinKey& relin,
                                                const BootstrapKeys& keys,
                                                const std::vector<std::vector<double>>& tables,
-                                               BootstrapTimings* timings = nullptr) const;
+                                               BootstrapTimings* timings = nullptr, bool flat = false) const;
   // Both parts of complex slots a + i b (a and b integers): the tables of a
   // and of b as two lists of real ciphertexts, from one SlotsToCoeffs,
   // ModRaise and CoeffsToSlots (the lookup itself runs once per part).
   std::pair<std::vector<Ciphertext>, std::vector<Ciphertext>> functional_bootstrap_pair(
       const Evaluator& ev, const Ciphertext& ct, const RelinKey& relin, const BootstrapKeys& keys,
-      const std::vector<std::vector<double>>& tables, BootstrapTimings* timings = nullptr) const;
+      const std::vector<std::vector<double>>& tables, BootstrapTimings* timings = nullptr, bool flat = false) const;
   // Where functional_bootstrap lands for a table of p entries: the user's top
   // level, or lower when the table's polynomial (degree p/2, ceil(log2(p/2 + 1))
   // levels) and the scale's adjustment (one level) need more than EvalMod's
   // arcsine and SlotsToCoeffs leave.
   // Raises when the chain is too short for it.
-  std::size_t functional_output_level(std::size_t table_size) const;
+  std::size_t functional_output_level(std::size_t table_size, bool flat = false) const;
   std::size_t functional_input_level_min() const { return config_.stc_levels; }
 
   // Internals the circuit reads.
@@ -243,7 +248,7 @@ class Bootstrapper {
   const FunctionalParts& functional_parts() const;
   std::vector<Ciphertext> functional_circuit(const Evaluator& ev, const Ciphertext& ct, const RelinKey& relin,
                                              const BootstrapKeys& keys, const std::vector<std::vector<double>>& tables,
-                                             BootstrapTimings* timings, bool imaginary_too) const;
+                                             BootstrapTimings* timings, bool imaginary_too, bool flat) const;
   // The first transform at this encoding scale, and whether the cache keeps it.
   std::pair<std::shared_ptr<const LinearTransform>, bool> functional_first_stc(double encoding_scale) const;
   mutable std::once_flag functional_once_;
