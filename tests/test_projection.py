@@ -116,6 +116,12 @@ def test_cli_trace_and_project(tmp_path):
     assert row["trace+trace"] == pytest.approx(2 * row["trace"])
     r = _cli("project", "--seed003", "--costs", "seed003")
     assert r.returncode == 0 and "LVDS2k" in r.stdout and "seed 003" in r.stdout
+    # A traced run of the workload sits beside the solved counts, against the cells with bootstraps.
+    r = _cli("project", "--seed003", str(out), "--config", "model2", "--io", "ideal", "--json")
+    assert r.returncode == 0, r.stderr
+    row = json.loads(r.stdout)["rows"][0]
+    assert {"no_bootstrap", "bootstrap", "trace"} <= set(row) and row["trace"] > 0
+    assert row["trace_seed003"] == row["bootstrap_seed003"] == 2.912
     r = _cli("project")
     assert r.returncode == 2 and "give a trace file" in r.stderr
     (tmp_path / "bad.json").write_text("[]")

@@ -2,7 +2,7 @@
 
     ringfire trace run [-o trace.json] [--dry-run] my_script.py [script args...]   # options before the script
     ringfire project trace.json [more.json a.json+b.json ...] [--config model2] [--io hbm2] [--json] [--plot out.png]
-    ringfire project --seed003 [--costs seed003]      # seed 003's own workload, against its Table 1
+    ringfire project --seed003 [trace.json] [--costs seed003]   # seed 003's workload (and a real run of it) against its Table 1
     ringfire project --table2                          # seed 003's Table 2, CPU latencies measured here
 """
 
@@ -46,18 +46,22 @@ def cmd_trace(args) -> int:
 
 
 def _workloads(args) -> dict:
-    """One column per trace argument; ``a.json+b.json`` is one column of both traces' calls."""
-    if args.seed003:
-        return projection.seed003_workload()
-    if not args.traces:
+    """One column per trace argument; ``a.json+b.json`` is one column of both traces' calls.
+    ``--seed003``: the counts solved from seed 003's Table 1 first, then the traces given (a real
+    run of its workload, benchmarks/fixed_point_logreg.py's trace), set beside the same cells."""
+    columns = projection.seed003_workload() if args.seed003 else {}
+    if not args.traces and not args.seed003:
         raise ValueError("give a trace file (from `ringfire trace run ... -o trace.json`), --seed003 or --table2")
-    columns = {}
     for spec in args.traces:
         parts = [Trace.load(path) for path in spec.split("+")]
         total = parts[0]
         for part in parts[1:]:
             total = total + part
-        columns["+".join(Path(path).stem for path in spec.split("+"))] = total
+        name = "+".join(Path(path).stem for path in spec.split("+"))
+        if name in columns:
+            raise ValueError(f"two columns would be named {name!r} (a trace file's name, or one of --seed003's "
+                             f"{list(projection.seed003_workload())}): rename the file")
+        columns[name] = total
     return columns
 
 
@@ -75,7 +79,9 @@ def cmd_project(args) -> int:
     if args.seed003:
         for row in rows:
             for column in workloads:
-                row[column + "_seed003"] = projection.SEED003_TABLE1[(row["config"], row["io"])][column == "bootstrap"]
+                # A traced iteration is compared with the cells of a whole iteration, bootstraps included.
+                with_bootstraps = column != "no_bootstrap"
+                row[column + "_seed003"] = projection.SEED003_TABLE1[(row["config"], row["io"])][with_bootstraps]
     if args.json:
         print(json.dumps({"costs": args.costs, "rows": rows}, indent=2))
     else:
@@ -175,7 +181,7 @@ def register(sub) -> None:
     p = sub.add_parser("project", help="project a trace onto RPU chips (seed 003 Tables 1 and 2)")
     p.add_argument("traces", nargs="*", metavar="trace",
                    help="traces saved by `ringfire trace run -o`, one column each; a.json+b.json adds two")
-    p.add_argument("--seed003", action="store_true", help="seed 003's own LR workload, against its Table 1")
+    p.add_argument("--seed003", action="store_true", help="seed 003's LR workload solved from its Table 1, and the traces given beside it, against the table")
     p.add_argument("--table2", action="store_true",
                    help="seed 003's Table 2: ringAdd/ringMult/NTT at 64K measured on this CPU vs the RPU")
     p.add_argument("--config", "--rpu", dest="config", default="all", choices=["all", *projection.CONFIGS],
