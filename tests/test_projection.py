@@ -122,6 +122,10 @@ def test_cli_trace_and_project(tmp_path):
     row = json.loads(r.stdout)["rows"][0]
     assert {"no_bootstrap", "bootstrap", "trace"} <= set(row) and row["trace"] > 0
     assert row["trace_seed003"] == row["bootstrap_seed003"] == 2.912
+    clash = tmp_path / "bootstrap.json"
+    clash.write_bytes(out.read_bytes())
+    r = _cli("project", "--seed003", str(clash))
+    assert r.returncode == 2 and "two columns would be named 'bootstrap'" in r.stderr
     r = _cli("project")
     assert r.returncode == 2 and "give a trace file" in r.stderr
     (tmp_path / "bad.json").write_text("[]")
