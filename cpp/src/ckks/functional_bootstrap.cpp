@@ -396,9 +396,8 @@ std::vector<Ciphertext> Bootstrapper::functional_circuit(const Evaluator& ev, co
   const RlweContext& rlwe = *context_->rlwe();
   const double half_log_n = 0.5 * std::log2(static_cast<double>(rlwe.n()));
   const double input_error = std::exp2(ct.noise_bits() - half_log_n) / ct.scale();
-  const double z_error = std::exp2(parts.fit_error_log2 + static_cast<double>(r)) +
-                         2.0 * std::numbers::pi * input_error / static_cast<double>(p);
   const double fit_error = std::exp2(parts.fit_error_log2 + static_cast<double>(r));
+  const double z_error = fit_error + 2.0 * std::numbers::pi * input_error / static_cast<double>(p);
   for (std::size_t i = 0; i < outs.size(); ++i) {
     const TablePolynomial& d = ds[i % ds.size()];
     double error = d.gain * z_error;

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._progress import progress_bar
+from ..ckks import lookup
 from .logreg import _row_mask, _rotsum
 
 FRAC_BITS = 7      # seed 003: "7 bits of fractional precision"
@@ -364,16 +365,12 @@ def _product(ev, a, b):
 
 
 def _read_at(ev, x, other):
-    """``x`` (on a canonical scale, at ``other``'s level or above) on ``other``'s level and
-    scale, for an exact sum: ``other``'s scale is an integer k times the canonical one (a
-    floor division's result, or a product with one), so x times k read at it holds x. The
-    operators would align the two by another rescale, a level."""
-    if x.level > other.level:
-        x = ev.adjust_to(x, other.level)
-    k = other.scale / x.scale
-    if k < 1 or k != round(k):
+    """``x`` (canonical, at ``other``'s level or above) on ``other``'s level and scale, for an
+    exact sum (:func:`ringfire.ckks.lookup.read_at`); every operand here has an integer ratio."""
+    aligned, exact = lookup.read_at(ev, x, other)
+    if not exact:
         raise AssertionError(f"[fixed_point_logreg] scales {other.scale} / {x.scale} are not an integer ratio")
-    return ev.divide_by_integer(ev.multiply_integer(x, int(k)), int(k)) if k > 1 else x
+    return aligned
 
 
 def _floor_lookups(shift: int, digit_bits: int) -> int:
@@ -399,5 +396,4 @@ def _check_count(value, name: str, low: int) -> None:
 
 
 def _check_frac_bits(frac_bits) -> None:
-    if isinstance(frac_bits, bool) or not isinstance(frac_bits, int) or not 1 <= frac_bits <= 12:
-        raise ValueError(f"[fixed_point_logreg] frac_bits must be an integer in [1, 12], got {frac_bits!r}")
+    _check_range(frac_bits, "frac_bits", 1, 12)

@@ -204,14 +204,22 @@ def _minus(ev, x, digit):
     and costs x no level: the digit, which lands high, is moved onto x's level and its
     canonical scale with levels of its own (the lower x, when x is higher, the same way).
     Otherwise the operands are aligned (one level)."""
-    if digit.level > x.level:
-        digit = ev.adjust_to(digit, x.level)
-    elif x.level > digit.level:
+    if x.level > digit.level:
         x = ev.adjust_to(x, digit.level)
-    ratio = x.scale / digit.scale
+    digit, exact = read_at(ev, digit, x)
+    return ev.sub(x, digit) if exact else x - digit
+
+
+def read_at(ev, x, other):
+    """``x`` (at ``other``'s level or above) moved onto ``other``'s level and read at its scale,
+    for an exact sum that costs no level, and whether that worked. A floor division leaves its
+    result read at an integer k times the canonical scale: x times k read there holds x, where
+    the operators would align the two by another rescale. Where the ratio of the scales is not
+    an integer of at least 1, x is only moved (False)."""
+    if x.level > other.level:
+        x = ev.adjust_to(x, other.level)
+    ratio = other.scale / x.scale
     if ratio < 1 or ratio != round(ratio):
-        return x - digit
+        return x, False
     k = int(ratio)
-    if k > 1:
-        digit = ev.divide_by_integer(ev.multiply_integer(digit, k), k)
-    return ev.sub(x, digit)
+    return (ev.divide_by_integer(ev.multiply_integer(x, k), k) if k > 1 else x), True
