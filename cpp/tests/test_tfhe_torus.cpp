@@ -42,7 +42,10 @@ TorusParams toy() {
 
 TEST(TorusFft, NegacyclicProductsMatchTheSchoolbook) {
   std::mt19937_64 rng(7);
-  for (std::size_t N : {4, 16, 32, 256, 2048, 4096}) {  // every pass kind: radix 2, 2^2, the groups of 16
+  // Every pass kind (radix 2, 2^2, the groups of 16), with the twist fused into
+  // a first radix-2 pass (256, 1024, 4096) or radix-2^2 pass (2048), and on
+  // its own before radix-2 passes only (4 .. 32).
+  for (std::size_t N : {4, 16, 32, 256, 1024, 2048, 4096}) {
     const NegacyclicFft fft(N);
     const std::size_t M = N / 2;
     // Digits below 2^12 times words below 2^24, N terms: below 2^47, exact
@@ -58,6 +61,78 @@ TEST(TorusFft, NegacyclicProductsMatchTheSchoolbook) {
     fft.backward_add(sr.data(), si.data(), got.data());
     std::vector<u64> ua(a.begin(), a.end()), ub(b.begin(), b.end());
     EXPECT_EQ(got, schoolbook(ua, ub)) << "N=" << N;
+  }
+}
+
+// One gadget level's digits, the reference way: the top B bits of w, rounded,
+// as a signed integer in [-2^(B-1), 2^(B-1)).
+std::int32_t top_digit(u64 w, unsigned B) {
+  const unsigned s = 64 - B;
+  const u64 rounded = (w >> s) + ((w >> (s - 1)) & 1);  // up to 2^B
+  const u64 d = rounded & ((u64{1} << B) - 1);
+  return static_cast<std::int32_t>(static_cast<std::int64_t>(d) - (d >= (u64{1} << (B - 1)) ? (std::int64_t{1} << B) : 0));
+}
+
+TEST(TorusFft, TopDigitsTransformAsTheDigitsThemselves) {
+  std::mt19937_64 rng(5);
+  for (std::size_t N : {16, 256, 1024, 2048}) {
+    const NegacyclicFft fft(N);
+    const std::size_t M = N / 2;
+    for (unsigned B : {1u, 2u, 12u, 23u, 30u}) {
+      std::vector<u64> words(N);
+      for (auto& w : words) w = rng();
+      // The edges: 0, all ones (rounds up past the top: digit 0), the rounding
+      // boundary itself and either side of it, the sign boundary.
+      const u64 half_ulp = u64{1} << (63 - B);
+      const u64 edges[] = {0, ~u64{0}, half_ulp, half_ulp - 1, half_ulp + 1, u64{1} << 63, (u64{1} << 63) - half_ulp,
+                           (u64{1} << 63) - half_ulp - 1};
+      for (std::size_t j = 0; j < std::size(edges); ++j) words[(3 * j) % N] = edges[j];
+      std::vector<std::int32_t> digits(N);
+      for (std::size_t j = 0; j < N; ++j) digits[j] = top_digit(words[j], B);
+      std::vector<double> want_re(M), want_im(M), got_re(M), got_im(M);
+      fft.forward(digits.data(), want_re.data(), want_im.data());
+      fft.forward_top_digits(words.data(), B, got_re.data(), got_im.data());
+      // The same doubles in the same order: equal to the bit.
+      EXPECT_EQ(got_re, want_re) << "N=" << N << " B=" << B;
+      EXPECT_EQ(got_im, want_im) << "N=" << N << " B=" << B;
+    }
+  }
+  const NegacyclicFft fft(16);
+  std::vector<u64> words(16, 0);
+  std::vector<double> re(8), im(8);
+  EXPECT_THROW(fft.forward_top_digits(words.data(), 0, re.data(), im.data()), std::exception);
+  EXPECT_THROW(fft.forward_top_digits(words.data(), 31, re.data(), im.data()), std::exception);
+}
+
+TEST(TorusFft, ValuesFarAboveTwoToThe64WrapAroundIt) {
+  // c 2^k X^j for k up to 90 (the blind rotation's sums reach 2^90): the
+  // inverse must come back as c 2^k mod 2^64, up to the transform's relative
+  // rounding (2^-40 of the value allowed; it is near 2^-52).
+  for (std::size_t N : {256, 2048}) {
+    const NegacyclicFft fft(N);
+    const std::size_t M = N / 2;
+    for (int k : {40, 62, 63, 64, 70, 80, 90}) {
+      for (std::int64_t c : {std::int64_t{1}, std::int64_t{-3}, std::int64_t{12345}}) {
+        const std::size_t j = 7;
+        std::vector<std::int64_t> x(N, 0);
+        x[j] = 1;
+        std::vector<double> re(M), im(M);
+        fft.forward(x.data(), re.data(), im.data());
+        const double scale = std::ldexp(static_cast<double>(c), k);
+        for (std::size_t t = 0; t < M; ++t) re[t] *= scale, im[t] *= scale;
+        std::vector<u64> got(N, 0);
+        fft.backward_add(re.data(), im.data(), got.data());
+        // c 2^k mod 2^64, computed exactly.
+        const u64 want = k >= 64 ? 0 : static_cast<u64>(c) << k;
+        const double slack = std::fabs(scale) * 0x1p-40;
+        const auto off = static_cast<double>(static_cast<std::int64_t>(got[j] - want));
+        EXPECT_LE(std::fabs(off), slack) << "N=" << N << " k=" << k << " c=" << c;
+        for (std::size_t t = 0; t < N; ++t)
+          if (t != j) {
+            ASSERT_LE(std::fabs(static_cast<double>(static_cast<std::int64_t>(got[t]))), slack) << "t=" << t;
+          }
+      }
+    }
   }
 }
 

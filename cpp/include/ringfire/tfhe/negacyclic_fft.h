@@ -35,6 +35,13 @@ class NegacyclicFft {
   void forward(const std::int64_t* in, double* re, double* im) const;
   // The same for digits (|a_j| < 2^31), which convert to doubles four at a time.
   void forward(const std::int32_t* in, double* re, double* im) const;
+  // The transform of one gadget level's digits of N words mod 2^64: the top
+  // base_log bits of each, rounded to nearest and read as a signed integer in
+  // [-2^(base_log - 1), 2^(base_log - 1)) (the carry out of the top is dropped:
+  // it is a multiple of 2^64). The blind rotation's decomposition with one
+  // level, done as the words are read, so the digits are never stored.
+  // base_log in [1, 30].
+  void forward_top_digits(const std::uint64_t* in, unsigned base_log, double* re, double* im) const;
   // The inverse of forward, rounded to integers and added to out mod 2^64
   // (re and im are overwritten).
   void backward_add(double* re, double* im, std::uint64_t* out) const;
@@ -54,8 +61,10 @@ class NegacyclicFft {
 
  private:
   void find_evaluation_points();
-  template <class Int>
-  void twist_and_transform(const Int* in, double* re, double* im) const;
+  // source.at(j) is input j as a double (source.at4(j): inputs j..j+3 where
+  // AVX2 is compiled in).
+  template <class Source>
+  void twist_and_transform(const Source& source, double* re, double* im) const;
   // The forward passes from step `from` on; the backward ones down to `down_to`.
   void dif(double* re, double* im, std::size_t from) const;
   void dit(double* re, double* im, std::size_t down_to) const;
@@ -66,15 +75,16 @@ class NegacyclicFft {
   // The forward transform's passes in order (the backward one runs them in
   // reverse): radix 2 over blocks of len (twiddles W^j, j < len/2, W =
   // e^{-2 pi i / len}), radix 2^2 (two stages in one pass; W^j, W^2j, W^3j for
-  // j < len/4), or 16 (the last two stages on groups of 16, no twiddles).
+  // j < len/4), or 16 (the last four stages, len = 16, 8, 4 and 2, on groups
+  // of 16; the twiddles of len 16 then those of len 8).
   struct Step {
     unsigned radix;
     std::size_t len, twiddles;
   };
   std::vector<Step> steps_;
   std::vector<double> tw_re_, tw_im_;
-  // Whether the first step is radix 2 over the whole length: the twist then
-  // runs in its pass.
+  // Whether the first step is radix 2 or 2^2 over the whole length: the twist
+  // then runs in its pass.
   bool fused_first_ = false;
   std::vector<std::uint32_t> exponents_;
   std::vector<double> roots_re_, roots_im_;
