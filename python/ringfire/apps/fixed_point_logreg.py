@@ -233,9 +233,9 @@ class FixedPointTrainer:
         ciphertexts, w, d = len(data.features), data.widths, self.digit_bits
         return IterationCounts(
             rescales=2 * ciphertexts + 1, compares=2 * ciphertexts,
-            lookups=ciphertexts * (_floor_lookups(self.frac_bits, 4) + 2 * _sign_lookups(w.compare, d)
-                                   + _floor_lookups(self.residual_shift, 4))
-            + _floor_lookups(self._update_shift, 4),
+            lookups=ciphertexts * (lookup.floor_lookups(self.frac_bits, 4) + 2 * lookup.sign_lookups(w.compare, d)
+                                   + lookup.floor_lookups(self.residual_shift, 4))
+            + lookup.floor_lookups(self._update_shift, 4),
             bootstraps=1)
 
     def encrypt_data(self, Xq, Y, keys=None) -> EncryptedData:
@@ -371,18 +371,6 @@ def _read_at(ev, x, other):
     if not exact:
         raise AssertionError(f"[fixed_point_logreg] scales {other.scale} / {x.scale} are not an integer ratio")
     return aligned
-
-
-def _floor_lookups(shift: int, digit_bits: int) -> int:
-    return -(-shift // digit_bits)
-
-
-def _sign_lookups(bits: int, digit_bits: int) -> int:
-    """As ringfire.ckks.lookup.integer_sign: a digit per lookup while wider than digit_bits + 1, then one."""
-    bits, lookups = bits + 1, 1
-    while bits > digit_bits + 1:
-        bits, lookups = bits - digit_bits, lookups + 1
-    return lookups
 
 
 def _check_range(value, name: str, low: int, high: int) -> None:

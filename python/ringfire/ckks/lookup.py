@@ -95,6 +95,17 @@ def error_gain(table: Sequence[float] | np.ndarray) -> float:
     return float(2 * np.pi / p * np.sum(k * np.abs(c)))
 
 
+def sign_lookups(bits: int, digit_bits: int = 4) -> int:
+    """The functional bootstraps :func:`integer_sign` runs on ``bits``-bit integers (each on a
+    pair): one per digit it drops, then the last table."""
+    return 1 + max(0, -(-(bits - digit_bits) // digit_bits))
+
+
+def floor_lookups(shift: int, digit_bits: int = 4) -> int:
+    """The functional bootstraps :func:`integer_floor_divide` runs for ``shift``: one per digit."""
+    return -(-shift // digit_bits)
+
+
 def integer_sign(ev, x, bits: int, digit_bits: int = 4, op: str = "ckks.sign_integer", flat: bool | None = None):
     """sign(x) in {-1, 0, 1} for slots holding integers in ``[-2^(bits-1), 2^(bits-1))``
     (``bits`` up to 24), by digit decomposition (as Alexandru, Kim and Polyakov's
