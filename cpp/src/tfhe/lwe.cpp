@@ -107,50 +107,57 @@ std::size_t KeySwitchKey::entries() const {
 
 namespace {
 
-// The key switch over a table of W-bit words: sums wrap mod 2^W, which Q_ks divides.
-template <class W>
-void apply_table(const Params& p, const W* table, const u32* in, u32* out) {
-  const std::size_t n = p.lwe_dimension, N = p.ring_dimension, width = n + 1;
-  const u32 base = 1u << p.ks_base_log, mask = base - 1;
-  std::vector<W> acc(width, 0);
-  acc[n] = static_cast<W>(in[N]);
-  const std::size_t per_coefficient = p.ks_digits * (base - 1);
-  for (std::size_t i = 0; i < N; ++i) {
-    u32 x = in[i];
-    for (unsigned j = 0; j < p.ks_digits; ++j, x >>= p.ks_base_log) {
-      const u32 v = x & mask;
-      if (v == 0) continue;
-      const W* row = table + (i * per_coefficient + j * (base - 1) + (v - 1)) * width;
-      for (std::size_t k = 0; k < width; ++k) acc[k] = static_cast<W>(acc[k] - row[k]);
-    }
+// a -= rows[0] + ... + rows[K - 1], word by word mod 2^W: the output is loaded
+// and stored once for K rows (one row at a time, those loads and stores bounded
+// the key switch).
+template <class W, std::size_t K>
+void subtract_rows(W* __restrict a, const W* const* rows, std::size_t width) {
+  for (std::size_t k = 0; k < width; ++k) {
+    W sum = rows[0][k];
+    for (std::size_t r = 1; r < K; ++r) sum = static_cast<W>(sum + rows[r][k]);
+    a[k] = static_cast<W>(a[k] - sum);
   }
-  for (std::size_t k = 0; k < width; ++k) out[k] = static_cast<u32>(acc[k]) & (p.ks_modulus - 1);
 }
 
-// The same for `count` ciphertexts, kBatchLimit at a time: the B_ks - 1 rows of a
-// (coefficient, digit) pair are read from memory once for the batch (the table is tens of
-// MB: one ciphertext at a time, its reading bounds the key switch).
+template <class W>
+void subtract_rows(W* a, const W* const* rows, std::size_t count, std::size_t width) {
+  std::size_t r = 0;
+  for (; r + 4 <= count; r += 4) subtract_rows<W, 4>(a, rows + r, width);
+  switch (count - r) {
+    case 3: subtract_rows<W, 3>(a, rows + r, width); break;
+    case 2: subtract_rows<W, 2>(a, rows + r, width); break;
+    case 1: subtract_rows<W, 1>(a, rows + r, width); break;
+    default: break;
+  }
+}
+
+// The key switch over a table of W-bit words (sums wrap mod 2^W, which Q_ks
+// divides) for `count` ciphertexts, kBatchLimit at a time: the rows of a
+// coefficient are read from memory once for the batch (the table is tens of
+// MB: one ciphertext at a time, its reading bounds the key switch), and each
+// ciphertext subtracts the rows its digits pick in one pass.
 template <class W>
 void apply_table_many(const Params& p, const W* table, const u32* in, std::size_t count, u32* out) {
   const std::size_t n = p.lwe_dimension, N = p.ring_dimension, width = n + 1;
   const u32 base = 1u << p.ks_base_log, mask = base - 1;
   const std::size_t per_coefficient = p.ks_digits * (base - 1);
   std::vector<W> acc(KeySwitchKey::kBatchLimit * width);
+  std::vector<const W*> picked(p.ks_digits);
   for (std::size_t first = 0; first < count; first += KeySwitchKey::kBatchLimit) {
     const std::size_t take = std::min(KeySwitchKey::kBatchLimit, count - first);
     const u32* batch = in + first * (N + 1);
     std::fill(acc.begin(), acc.end(), W{0});
     for (std::size_t c = 0; c < take; ++c) acc[c * width + n] = static_cast<W>(batch[c * (N + 1) + N]);
     for (std::size_t i = 0; i < N; ++i) {
-      for (unsigned j = 0; j < p.ks_digits; ++j) {
-        const W* rows = table + (i * per_coefficient + j * (base - 1)) * width;
-        for (std::size_t c = 0; c < take; ++c) {
-          const u32 v = (batch[c * (N + 1) + i] >> (j * p.ks_base_log)) & mask;
-          if (v == 0) continue;
-          const W* __restrict row = rows + (v - 1) * width;
-          W* __restrict a = acc.data() + c * width;
-          for (std::size_t k = 0; k < width; ++k) a[k] = static_cast<W>(a[k] - row[k]);
+      const W* rows = table + i * per_coefficient * width;
+      for (std::size_t c = 0; c < take; ++c) {
+        u32 x = batch[c * (N + 1) + i];
+        std::size_t m = 0;
+        for (unsigned j = 0; j < p.ks_digits; ++j, x >>= p.ks_base_log) {
+          const u32 v = x & mask;
+          if (v != 0) picked[m++] = rows + (j * (base - 1) + (v - 1)) * width;
         }
+        subtract_rows(acc.data() + c * width, picked.data(), m, width);
       }
     }
     for (std::size_t c = 0; c < take; ++c)
@@ -225,8 +232,7 @@ std::vector<u32> KeySwitchKey::bodies() const {
 }
 
 void KeySwitchKey::apply(const u32* in, u32* out) const {
-  if (wide()) apply_table(params_, wide_.data(), in, out);
-  else apply_table(params_, narrow_.data(), in, out);
+  apply_many(in, 1, out);
 }
 
 void KeySwitchKey::apply_many(const u32* in, std::size_t count, u32* out) const {

@@ -169,14 +169,27 @@ void TorusKeySwitchKey::apply_many(const u64* __restrict in, std::size_t count, 
           digits[c][l - 1] = static_cast<std::uint32_t>(d - (carry << B));
         }
       }
-      // Each row is read from memory once for the whole batch.
-      for (std::size_t l = 0; l < L; ++l) {
-        const std::uint32_t* __restrict row = rows_.data() + (j * L + l) * (n + 1);
-        for (std::size_t c = 0; c < take; ++c) {
-          const std::uint32_t d = digits[c][l];
-          if (d == 0) continue;
-          std::uint32_t* __restrict o = out + (first + c) * (n + 1);
-          for (std::size_t t = 0; t <= n; ++t) o[t] -= d * row[t];
+      // The L rows of a_j are read from memory once for the whole batch (the
+      // first ciphertext brings them into the cache), and each ciphertext's
+      // words are loaded and stored once for up to four levels: row by row,
+      // the loads and stores of the output bound the loop.
+      const std::uint32_t* __restrict rows = rows_.data() + j * L * (n + 1);
+      for (std::size_t c = 0; c < take; ++c) {
+        std::uint32_t* __restrict o = out + (first + c) * (n + 1);
+        const std::uint32_t* d = digits[c];
+        std::size_t l = 0;
+        for (; l + 4 <= L; l += 4) {
+          const std::uint32_t* __restrict r0 = rows + l * (n + 1);
+          const std::uint32_t* __restrict r1 = r0 + (n + 1);
+          const std::uint32_t* __restrict r2 = r1 + (n + 1);
+          const std::uint32_t* __restrict r3 = r2 + (n + 1);
+          const std::uint32_t d0 = d[l], d1 = d[l + 1], d2 = d[l + 2], d3 = d[l + 3];
+          for (std::size_t t = 0; t <= n; ++t) o[t] -= d0 * r0[t] + d1 * r1[t] + d2 * r2[t] + d3 * r3[t];
+        }
+        for (; l < L; ++l) {
+          const std::uint32_t* __restrict row = rows + l * (n + 1);
+          const std::uint32_t dl = d[l];
+          for (std::size_t t = 0; t <= n; ++t) o[t] -= dl * row[t];
         }
       }
     }
