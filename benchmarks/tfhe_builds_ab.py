@@ -1,9 +1,11 @@
-"""4-bit lookups on the 64-bit torus sets under two builds of ringfire, interleaved.
+"""4-bit lookups (torus sets) and NANDs (gate sets) under two builds of ringfire, interleaved.
 
-For a change to the torus engine's kernels (the negacyclic FFT, the blind rotation): each
-round starts one process per build, the builds in turn, so that this host's drift (a third
-within minutes) falls on both alike. A process times a batch of 64 4-bit table lookups
-on one thread for each set (best of three calls after a warm-up) and checks every output.
+For a change to the engines' kernels (the negacyclic FFT, the blind rotation, the key
+switch): each round starts one process per build, the builds in turn, so that this host's
+drift (a third within minutes) falls on both alike. A process times, on one thread and after
+a warm-up, a batch of 64 4-bit table lookups for each torus set (best of three calls) and 48
+NANDs one at a time for each gate set (STD128 and its kind: the best), and checks every
+output.
 A build is a directory holding a ``ringfire`` package, put first on ``PYTHONPATH``:
 
     git worktree add /tmp/before <commit> && pip install --no-deps --target /tmp/build-before /tmp/before
@@ -31,29 +33,36 @@ CALLS = 3
 
 
 def time_sets(sets: list[str]) -> dict:
-    """The worker: times the ringfire this process imports."""
+    """The worker: times the ringfire this process imports. A torus set (STD128_T64 and its
+    kind) times a 4-bit table on a batch; a gate set (STD128 and its kind) times NANDs one
+    at a time, the gate's latency."""
     import numpy as np
 
     import ringfire as rf
 
     out = {"ringfire": str(pathlib.Path(rf.__file__).parent), "sets": {}}
-    values = np.random.default_rng(1).integers(0, 16, BATCH)
-    want = (5 * values + 3) % 16
+    rng = np.random.default_rng(1)
+    values, a, b = rng.integers(0, 16, BATCH), rng.integers(0, 2, BATCH), rng.integers(0, 2, BATCH)
     for name in sets:
         ctx = rf.tfhe.Context.preset(name)
         ctx.threads = 1
         sk = ctx.keygen()
-        x = ctx.encrypt(values, sk, bits=4)
-        table = ctx.lut(lambda m: (5 * m + 3) % 16, bits=4)
-        table(x)  # warm-up: the first call pages the keys in
+        if isinstance(ctx.params, rf.tfhe.torus_params.TorusParameterSet):
+            x, want = ctx.encrypt(values, sk, bits=4), (5 * values + 3) % 16
+            table = ctx.lut(lambda m: (5 * m + 3) % 16, bits=4)
+            run, per = (lambda: table(x)), BATCH
+        else:  # one gate at a time: the first element's NAND
+            x, y, want = ctx.encrypt(a[:1], sk), ctx.encrypt(b[:1], sk), 1 - (a[:1] & b[:1])
+            run, per = (lambda: ctx.nand(x, y)), 1
+        run()  # warm-up: the first call pages the keys in
         calls = []
-        for _ in range(CALLS):
+        for _ in range(CALLS if per > 1 else 16 * CALLS):
             t0 = time.perf_counter()
-            y = table(x)
-            calls.append((time.perf_counter() - t0) / BATCH * 1e3)
-            if not np.array_equal(ctx.decrypt(y, sk), want):
-                raise SystemExit(f"{name}: a lookup came out wrong under {out['ringfire']}")
-        out["sets"][name] = {"best_ms": min(calls), "calls_ms": calls}
+            result = run()
+            calls.append((time.perf_counter() - t0) / per * 1e3)
+            if not np.array_equal(ctx.decrypt(result, sk), want):
+                raise SystemExit(f"{name}: a result came out wrong under {out['ringfire']}")
+        out["sets"][name] = {"best_ms": min(calls), "median_ms": statistics.median(calls), "calls_ms": calls}
     return out
 
 
@@ -90,8 +99,9 @@ def main() -> int:
         rounds.append({"a": a["sets"], "b": b["sets"]})
         line = "  ".join(f"{s}: {a['sets'][s]['best_ms']:.2f} -> {b['sets'][s]['best_ms']:.2f} ms" for s in sets)
         print(f"round {r + 1}/{args.rounds}  {line}", flush=True)
-    print(f"\n4-bit lookups, batch of {BATCH}, one thread, ms per lookup (best of {CALLS} calls per round)")
-    print("| set | a: best / median | b: best / median | b / a (median of the rounds' ratios) |")
+    print(f"\nOne thread, ms per 4-bit lookup in a batch of {BATCH} (best of {CALLS} calls per round) or per NAND "
+          f"one at a time (best of {16 * CALLS} per round)")
+    print("| set | a: best / median of the rounds | b: best / median of the rounds | b / a (median of the rounds' ratios) |")
     print("|---|---|---|---|")
     summary = {}
     for s in sets:
