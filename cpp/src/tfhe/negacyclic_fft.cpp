@@ -50,14 +50,15 @@ inline __m256i wrap_to_u64(__m256d y) {
 
 // The last four stages of the forward transform (len 16, 8, 4, 2) and the
 // first four of the backward one (len 2, 4, 8, 16) on each group of 16 values,
-// in registers: one pass where they took three (measured: the forward
-// transform 8 % faster with two of them merged at N = 2048). w points at the
+// in registers: one pass where they took three (with the twist in the first
+// pass, N = 2048 takes four passes each way instead of six; BENCHMARKS.md,
+// "The torus engine's FFT in fewer passes", has the times). w points at the
 // twiddles of len 16 (W^j, j < 8) followed by those of len 8 (j < 4). After
 // len 8 each group is stored transposed (value k of block b at 4 k + b, for
 // its four blocks of four) so that the four blocks' values sit in one vector;
 // the backward pass reads that layout and restores the blocks. The layout is
 // the same with and without AVX2. Always inlined: GCC left the backward one a
-// call per group (7 % of a bootstrap's time).
+// call per group (7 % of a bootstrap's samples in the call alone).
 __attribute__((always_inline)) inline void radix4_forward_group(double* re, double* im, const double* w_re,
                                                                 const double* w_im) {
   const double* w8r = w_re + 8;
