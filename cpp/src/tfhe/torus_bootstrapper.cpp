@@ -272,14 +272,17 @@ void TorusBootstrapper::switch_modulus(const std::uint32_t* words, std::uint32_t
 
 void TorusBootstrapper::transform_digits(const u64* poly, std::size_t c, Scratch& sc) const {
   const std::size_t N = sc.N, L = sc.L;
-  const unsigned B = params_.pbs_base_log, shift = 64 - B * static_cast<unsigned>(L);
-  const u64 mask = (u64{1} << B) - 1, half = u64{1} << (B - 1);
+  const unsigned B = params_.pbs_base_log;
   if (L == 1) {
-    // One level (every preset): the transform takes the digits as it reads the words.
+    // One level (every preset): the transform takes the digits as it reads the
+    // words; the rest of this function, and the scratch's rest and digits, serve
+    // gadgets of several levels.
     double* spec = sc.spectra + c * 2 * sc.S;
     fft_->forward_top_digits(poly, B, spec, spec + sc.S);
     return;
   }
+  const unsigned shift = 64 - B * static_cast<unsigned>(L);
+  const u64 mask = (u64{1} << B) - 1, half = u64{1} << (B - 1);
   // Signed digits of the top B L bits, rounded; level L (the least
   // significant) first, each level's carry going up to the next.
   u64* rest = sc.rest.data();
