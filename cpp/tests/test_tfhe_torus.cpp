@@ -176,6 +176,59 @@ TEST(TorusFft, ProductsByABinaryKeyAreExactModTwoToThe64) {
   EXPECT_EQ(got, schoolbook(a, z));
 }
 
+// The AVX-512 transforms against the four-lane ones, to the bit: every N whose
+// passes they fit (a first radix-2^2 pass fused with the twist), digits at the
+// edges of the rounding and the sign, sums far above 2^64 on the way back.
+// Skipped where the CPU has no AVX-512 (the CI machine may not).
+TEST(TorusFft, WideTransformsGiveTheNarrowOnesBits) {
+  if (best_isa() != Isa::avx512) GTEST_SKIP() << "no AVX-512 on this CPU";
+  std::mt19937_64 rng(13);
+  for (std::size_t N : {128, 512, 2048}) {
+    const NegacyclicFft narrow(N, Isa::avx2), wide(N, Isa::avx512);
+    ASSERT_FALSE(narrow.wide());
+    ASSERT_TRUE(wide.wide()) << "N=" << N;
+    const std::size_t M = N / 2;
+    std::vector<double> nr(M), ni(M), wr(M), wi(M);
+    for (unsigned B : {1u, 7u, 23u, 30u}) {
+      std::vector<u64> words(N);
+      for (auto& w : words) w = rng();
+      const u64 half_ulp = u64{1} << (63 - B);
+      const u64 edges[] = {0, ~u64{0}, half_ulp, half_ulp - 1, u64{1} << 63, (u64{1} << 63) - half_ulp - 1};
+      for (std::size_t j = 0; j < std::size(edges); ++j) words[(5 * j) % N] = edges[j];
+      narrow.forward_top_digits(words.data(), B, nr.data(), ni.data());
+      wide.forward_top_digits(words.data(), B, wr.data(), wi.data());
+      ASSERT_EQ(nr, wr) << "N=" << N << " B=" << B;
+      ASSERT_EQ(ni, wi) << "N=" << N << " B=" << B;
+      std::vector<std::int32_t> digits(N);
+      for (auto& d : digits) d = static_cast<std::int32_t>(rng() % (1u << B)) - (1 << (B - 1));
+      narrow.forward(digits.data(), nr.data(), ni.data());
+      wide.forward(digits.data(), wr.data(), wi.data());
+      ASSERT_EQ(nr, wr) << "digits N=" << N << " B=" << B;
+      ASSERT_EQ(ni, wi) << "digits N=" << N << " B=" << B;
+    }
+    // The way back from products of digits (2^22) and key words (2^63): sums
+    // near 2^90 in the transform, wrapped mod 2^64; and from values of every
+    // size up to 2^100, some at exact halves.
+    for (int round = 0; round < 3; ++round) {
+      std::vector<double> sr(M), si(M);
+      for (std::size_t k = 0; k < M; ++k) {
+        const int e = round == 2 ? static_cast<int>(rng() % 100) : 88;
+        sr[k] = std::ldexp(static_cast<double>(static_cast<std::int64_t>(rng())) * 0x1p-63, e);
+        si[k] = std::ldexp(static_cast<double>(static_cast<std::int64_t>(rng())) * 0x1p-63, e);
+        if (round == 1 && k % 7 == 0) sr[k] = std::ldexp(static_cast<double>(rng() % 4096) + 0.5, 50);
+      }
+      std::vector<double> r1 = sr, i1 = si, r2 = sr, i2 = si;
+      std::vector<u64> out_narrow(N), out_wide(N);
+      for (std::size_t j = 0; j < N; ++j) out_narrow[j] = out_wide[j] = rng();
+      narrow.backward_add(r1.data(), i1.data(), out_narrow.data());
+      wide.backward_add(r2.data(), i2.data(), out_wide.data());
+      ASSERT_EQ(out_narrow, out_wide) << "N=" << N << " round " << round;
+    }
+  }
+  // Passes the eight lanes do not fit keep the narrow path.
+  for (std::size_t N : {4, 64, 256, 1024, 4096}) EXPECT_FALSE(NegacyclicFft(N, Isa::avx512).wide()) << "N=" << N;
+}
+
 TEST(TorusKeys, TUniformStaysInItsBoundsWithItsVariance) {
   Prng prng = Prng::from_seed(Prng::Seed{1});
   const unsigned b = 6;
@@ -256,6 +309,37 @@ TEST(TorusBootstrap, MultiBitGroupsGiveEveryMessageOfATable) {
       EXPECT_LT(std::llabs(error), std::int64_t{1} << 52) << "g=" << g << " m=" << m;
       EXPECT_EQ(((phases[i] + delta / 2) / delta) % (2 * slots), f(m)) << "g=" << g << " m=" << m;
     }
+  }
+}
+
+// A whole bootstrap (one bit per step and multi-bit) on a ring whose
+// transforms run eight lanes wide gives the bits of the four-lane path.
+TEST(TorusBootstrap, WideTransformsGiveTheNarrowPathsBits) {
+  if (best_isa() != Isa::avx512) GTEST_SKIP() << "no AVX-512 on this CPU";
+  const Isa before = default_isa();
+  for (unsigned g : {1u, 2u}) {
+    TorusParams p = toy();
+    p.ring_dimension = 512;
+    p.pbs_levels = 1;
+    p.pbs_base_log = 20;
+    p.grouping = g;
+    std::vector<u64> outs[2];
+    for (int wide = 0; wide < 2; ++wide) {
+      set_default_isa(wide ? Isa::avx512 : Isa::avx2);
+      Prng prng = Prng::from_seed(Prng::Seed{41});
+      const TorusSecretKey key(p, prng);
+      const TorusBootstrapper boot(key, prng);
+      ASSERT_EQ(boot.bootstrap_key().lanes(), wide ? TorusBootstrapKey::kWideLanes : TorusBootstrapKey::kNarrowLanes);
+      const std::size_t N = p.ring_dimension, count = 8;
+      std::vector<u64> tv(N), mu(count), cts(count * (N + 1));
+      for (std::size_t j = 0; j < N; ++j) tv[j] = (u64{j} * 0x9E3779B97F4A7C15ull) & ~((u64{1} << 40) - 1);
+      for (std::size_t i = 0; i < count; ++i) mu[i] = u64{i} << 60;
+      key.encrypt(mu.data(), count, cts.data(), prng);
+      outs[wide].resize(count * (N + 1));
+      boot.bootstrap_many(cts.data(), count, tv.data(), outs[wide].data(), 1);
+    }
+    set_default_isa(before);
+    EXPECT_EQ(outs[0], outs[1]) << "grouping " << g;
   }
 }
 

@@ -252,7 +252,7 @@ inline void radix4_backward_lanes(double* re, double* im, std::size_t q, const d
 
 }  // namespace
 
-NegacyclicFft::NegacyclicFft(std::size_t N) : n_(N), m_(N / 2) {
+NegacyclicFft::NegacyclicFft(std::size_t N, Isa isa) : n_(N), m_(N / 2) {
   require(N >= 4 && std::has_single_bit(N), "tfhe.NegacyclicFft", "N must be a power of two >= 4");
   twist_re_.resize(m_), twist_im_.resize(m_), untwist_re_.resize(m_), untwist_im_.resize(m_);
   for (std::size_t j = 0; j < m_; ++j) {
@@ -294,6 +294,7 @@ NegacyclicFft::NegacyclicFft(std::size_t N) : n_(N), m_(N / 2) {
   steps_.push_back({16, 16, group_twiddles});
   fused_first_ = steps_[0].radix != 16;
   find_evaluation_points();
+  wide_ = isa == Isa::avx512 && best_isa() == Isa::avx512 && wide_passes();
 }
 
 void NegacyclicFft::find_evaluation_points() {
@@ -581,11 +582,13 @@ void NegacyclicFft::forward(const std::int64_t* in, double* re, double* im) cons
 }
 
 void NegacyclicFft::forward(const std::int32_t* in, double* re, double* im) const {
+  if (wide_) return forward_wide(in, re, im);
   twist_and_transform(Int32Digits{in}, re, im);
 }
 
 void NegacyclicFft::forward_top_digits(const std::uint64_t* in, unsigned base_log, double* re, double* im) const {
   require(base_log >= 1 && base_log <= 30, "tfhe.NegacyclicFft", "base_log must be in [1, 30]");
+  if (wide_) return forward_top_digits_wide(in, base_log, re, im);
   twist_and_transform(TopDigits{in, base_log}, re, im);
 }
 
@@ -617,6 +620,7 @@ void NegacyclicFft::backward_add(double* __restrict re, double* __restrict im, s
   // (Fusing the last stage with the untwist, as the forward transform fuses
   // its first, measured slower here: four output streams instead of two for a
   // radix-2 stage; eight for a radix-2^2 one, 3-6 % slower at N = 2048.)
+  if (wide_) return backward_add_wide(re, im, out);
   dit(re, im, 0);
   const double* __restrict ur = untwist_re_.data();
   const double* __restrict ui = untwist_im_.data();

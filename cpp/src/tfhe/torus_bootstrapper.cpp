@@ -10,24 +10,17 @@
 
 #include "ringfire/base/errors.h"
 #include "ringfire/base/parallel.h"
+#include "torus_kernels.h"
 
 namespace ringfire::tfhe {
 
 namespace {
 
-constexpr std::size_t kLanes = TorusBootstrapKey::kLanes;
+// The key's blocks of points in the four-lane layout (the eight-lane one's
+// products are torus_kernels_avx512.cpp's).
+constexpr std::size_t kLanes = TorusBootstrapKey::kNarrowLanes;
 
-// One ciphertext's part in a step's products: its transformed digits, where
-// its sums go, and (multi-bit) its patterns' X^m - 1 and which patterns they are.
-// Each of their arrays holds M consecutive doubles, and consecutive arrays
-// start S >= M doubles apart (Scratch).
-struct Operand {
-  const double* spectra;  // [c L + l][re, im]
-  double* sums;           // [A, B][re, im]
-  const double* monos;    // [listed pattern][re, im]
-  const std::size_t* which;
-  std::size_t active;
-};
+using torus_kernels::Operand;
 
 // Four-lane doubles where AVX2 is compiled in, one double otherwise: the
 // products below are written once for both.
@@ -332,7 +325,10 @@ void TorusBootstrapper::step(std::size_t i, Scratch* batch, std::size_t count) c
     moved[listed++] = &sc;
   }
   if (listed == 0) return;
-  external_product_sums(bsk_->step(i), 2 * batch[0].L, batch[0].M, batch[0].S, ops, listed);
+  if (bsk_->lanes() == kLanes)
+    external_product_sums(bsk_->step(i), 2 * batch[0].L, batch[0].M, batch[0].S, ops, listed);
+  else
+    torus_kernels::external_product_sums_wide(bsk_->step(i), 2 * batch[0].L, batch[0].M, batch[0].S, ops, listed);
   for (std::size_t b = 0; b < listed; ++b) add_sums_back(*moved[b]);
 }
 
@@ -366,8 +362,11 @@ void TorusBootstrapper::multi_bit_step(std::size_t group, Scratch* batch, std::s
   }
   if (listed == 0) return;
   const std::size_t rows = 2 * batch[0].L;
-  (rows == 2 ? multi_bit_sums<2> : multi_bit_sums<0>)(bsk_->step(group), patterns, rows, batch[0].M, batch[0].S,
-                                                      ops, listed);
+  if (bsk_->lanes() == kLanes)
+    (rows == 2 ? multi_bit_sums<2> : multi_bit_sums<0>)(bsk_->step(group), patterns, rows, batch[0].M, batch[0].S,
+                                                        ops, listed);
+  else
+    torus_kernels::multi_bit_sums_wide(bsk_->step(group), patterns, rows, batch[0].M, batch[0].S, ops, listed);
   for (std::size_t b = 0; b < listed; ++b) add_sums_back(*moved[b]);
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ringfire/base/errors.h"
+#include "torus_kernels.h"
 
 namespace ringfire::tfhe {
 
@@ -184,6 +185,10 @@ void TorusKeySwitchKey::apply_many(const u64* __restrict in, std::size_t count, 
           const std::uint32_t* __restrict r2 = r1 + (n + 1);
           const std::uint32_t* __restrict r3 = r2 + (n + 1);
           const std::uint32_t d0 = d[l], d1 = d[l + 1], d2 = d[l + 2], d3 = d[l + 3];
+          if (wide_) {
+            torus_kernels::subtract_four_rows_wide(o, r0, r1, r2, r3, d0, d1, d2, d3, n + 1);
+            continue;
+          }
           for (std::size_t t = 0; t <= n; ++t) o[t] -= d0 * r0[t] + d1 * r1[t] + d2 * r2[t] + d3 * r3[t];
         }
         for (; l < L; ++l) {
@@ -279,6 +284,8 @@ void TorusBootstrapKey::expand(const NegacyclicFft& fft) {
   const std::size_t rows = 2 * L;
   patterns_ = params_.grouping <= 1 ? 1 : (std::size_t{1} << params_.grouping) - 1;
   step_stride_ = patterns_ * rows * 4 * M;
+  lanes_ = fft.wide() ? kWideLanes : kNarrowLanes;
+  const std::size_t lanes = lanes_;
   data_ = KeyBuffer<double>(count * rows * 4 * M);
   Prng masks = Prng::from_seed(seed_);
   std::vector<u64> A(N);
@@ -293,7 +300,7 @@ void TorusBootstrapKey::expand(const NegacyclicFft& fft) {
     for (std::size_t h = 0; h < 2; ++h) {  // real, imaginary
       const double* v = h == 0 ? re.data() : im.data();
       for (std::size_t j = 0; j < M; ++j)
-        step[(j / kLanes) * patterns_ * rows * 4 * kLanes + ((p * rows + r) * 4 + part + h) * kLanes + j % kLanes] = v[j];
+        step[(j / lanes) * patterns_ * rows * 4 * lanes + ((p * rows + r) * 4 + part + h) * lanes + j % lanes] = v[j];
     }
   };
   for (std::size_t key = 0; key < count; ++key)

@@ -1,4 +1,6 @@
-// Which vector instructions the blind rotation's kernels use.
+// Which vector instructions the blind rotation's kernels use: the 32-bit
+// engine's NTTs and products, and the torus engine's FFT, key products and key
+// switch (negacyclic_fft_avx512.cpp, torus_kernels_avx512.cpp).
 //
 // The library is built for a baseline CPU (x86-64-v3, AVX2: see the top
 // CMakeLists), so a built wheel runs anywhere; the AVX-512 kernels are

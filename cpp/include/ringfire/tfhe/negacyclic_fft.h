@@ -13,7 +13,9 @@
 // bit-reversed out) and the backward one decimation in time (bit-reversed in,
 // natural out), so no permutation is ever done: products do not care about
 // the order. Values are split real / imaginary (structure of arrays) so that
-// each butterfly loop runs four lanes wide.
+// each butterfly loop runs four lanes wide, or eight where the CPU has
+// AVX-512 (negacyclic_fft_avx512.cpp: the same passes, the same arithmetic
+// in the same order, so both give the same bits).
 #pragma once
 
 #include <array>
@@ -21,11 +23,19 @@
 #include <cstdint>
 #include <vector>
 
+#include "ringfire/tfhe/isa.h"
+
 namespace ringfire::tfhe {
 
 class NegacyclicFft {
  public:
-  explicit NegacyclicFft(std::size_t N);
+  // isa: Isa::avx512 runs the blind rotation's transforms (forward_top_digits,
+  // forward of digits, backward_add) eight lanes wide where the passes built
+  // for N allow it; any other value, or a CPU without AVX-512, four (AVX2) or
+  // one. The keys' transforms (forward of words) always take the narrow path.
+  explicit NegacyclicFft(std::size_t N, Isa isa = default_isa());
+  // Whether the blind rotation's transforms run on AVX-512.
+  bool wide() const { return wide_; }
 
   std::size_t ring_dimension() const { return n_; }
   // Complex values per transform: N / 2.
@@ -69,7 +79,16 @@ class NegacyclicFft {
   void dif(double* re, double* im, std::size_t from) const;
   void dit(double* re, double* im, std::size_t down_to) const;
 
+  // The AVX-512 forms (negacyclic_fft_avx512.cpp; called only where wide_).
+  bool wide_passes() const;
+  void forward_top_digits_wide(const std::uint64_t* in, unsigned base_log, double* re, double* im) const;
+  void forward_wide(const std::int32_t* in, double* re, double* im) const;
+  void backward_add_wide(double* re, double* im, std::uint64_t* out) const;
+  // The forward passes after the first (which the twist runs in).
+  void forward_passes_wide(double* re, double* im) const;
+
   std::size_t n_, m_;
+  bool wide_ = false;
   std::vector<double> twist_re_, twist_im_;      // zeta^j
   std::vector<double> untwist_re_, untwist_im_;  // zeta^-j / (N/2)
   // The forward transform's passes in order (the backward one runs them in

@@ -85,6 +85,9 @@ class TorusKeySwitchKey {
   Prng::Seed seed_{};
   std::vector<u64> bodies_;              // [j][l]
   KeyBuffer<std::uint32_t> rows_;  // [j][l][n + 1]
+  // Whether apply_many subtracts its rows sixteen words at a time (AVX-512:
+  // default_isa() when the key is made).
+  bool wide_ = default_isa() == Isa::avx512;
 };
 
 // RGSW(s_i) under z for each i < n (multi-bit sets: RGSW([group k's bits
@@ -100,8 +103,8 @@ class TorusKeySwitchKey {
 //
 // In memory the transforms are laid out for the blind rotation, which reads
 // the keys of one step (one coefficient, or one group's 2^g - 1 patterns)
-// point by point: per step, per block of kLanes points, [pattern][row c L +
-// l][A re, A im, B re, B im][kLanes] doubles -- one sequential stream per
+// point by point: per step, per block of lanes() points, [pattern][row c L +
+// l][A re, A im, B re, B im][lanes()] doubles -- one sequential stream per
 // step. (Row by row, a group's 24 streams 8 KiB apart thrashed the level-1
 // cache's sets and the prefetchers: a multi-bit step ran at half the speed
 // of memory.)
@@ -110,7 +113,10 @@ class TorusBootstrapKey {
   TorusBootstrapKey(const TorusSecretKey& key, const NegacyclicFft& fft, Prng& prng);
   // From its seed and bodies (bodies(): count 2L N words), as saved.
   TorusBootstrapKey(const TorusParams& params, const NegacyclicFft& fft, const Prng::Seed& seed, const u64* bodies);
-  static constexpr std::size_t kLanes = 4;
+  // Points per block: four, or eight where the transform runs on AVX-512
+  // (NegacyclicFft::wide), whose products then read eight at a time.
+  static constexpr std::size_t kNarrowLanes = 4, kWideLanes = 8;
+  std::size_t lanes() const { return lanes_; }
   // The keys of step t (coefficient t, or group t's patterns), laid out as above.
   const double* step(std::size_t t) const { return data_.data() + t * step_stride_; }
   // Bytes in memory: the transformed rows and the bodies kept for saving.
@@ -124,7 +130,7 @@ class TorusBootstrapKey {
 
   TorusParams params_;
   Prng::Seed seed_{};
-  std::size_t patterns_ = 1, step_stride_ = 0;
+  std::size_t patterns_ = 1, step_stride_ = 0, lanes_ = kNarrowLanes;
   std::vector<u64> bodies_;  // [i][c L + l][N]
   KeyBuffer<double> data_;
 };

@@ -1,0 +1,41 @@
+// The torus engine's kernels that have AVX-512 forms (torus_kernels_avx512.cpp):
+// the blind rotation's key products in the FFT domain (torus_bootstrapper.cpp;
+// the eight-lane forms read keys laid out in blocks of eight points,
+// TorusBootstrapKey::lanes() == 8) and the key switch's rows (torus_keys.cpp).
+// Called only where the CPU has AVX-512 and the default ISA is it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ringfire::tfhe::torus_kernels {
+
+// One ciphertext's part in a step's products: its transformed digits, where
+// its sums go, and (multi-bit) its patterns' X^m - 1 and which patterns they are.
+// Each of their arrays holds M consecutive doubles, and consecutive arrays
+// start S >= M doubles apart.
+struct Operand {
+  const double* spectra;  // [c L + l][re, im]
+  double* sums;           // [A, B][re, im]
+  const double* monos;    // [listed pattern][re, im]
+  const std::size_t* which;
+  std::size_t active;
+};
+
+// For each operand: sums[o] = sum_r spectra[r] * key[r][o], the step's key in
+// blocks of eight points; the same arithmetic in the same order as the
+// four-lane form.
+void external_product_sums_wide(const double* key, std::size_t rows, std::size_t M, std::size_t S,
+                                const Operand* ops, std::size_t count);
+// Multi-bit: sums[o] = sum over the listed patterns p of (X^{m_p} - 1) sum_r
+// spectra[r] * key_p[r][o], likewise.
+void multi_bit_sums_wide(const double* key, std::size_t patterns, std::size_t rows, std::size_t M, std::size_t S,
+                         const Operand* ops, std::size_t count);
+
+// The key switch's rows, four levels at once: o[t] -= d0 r0[t] + d1 r1[t] +
+// d2 r2[t] + d3 r3[t] mod 2^32 for t < count, sixteen words at a time.
+void subtract_four_rows_wide(std::uint32_t* o, const std::uint32_t* r0, const std::uint32_t* r1,
+                             const std::uint32_t* r2, const std::uint32_t* r3, std::uint32_t d0, std::uint32_t d1,
+                             std::uint32_t d2, std::uint32_t d3, std::size_t count);
+
+}  // namespace ringfire::tfhe::torus_kernels

@@ -1,0 +1,139 @@
+// The torus engine's AVX-512 kernels (torus_kernels.h), compiled function by
+// function for AVX-512 (the rest of the library targets the baseline CPU):
+// the blind rotation's key products on eight lanes, called only for keys laid
+// out in blocks of eight points, which TorusBootstrapKey makes only when its
+// transform runs on AVX-512 (NegacyclicFft::wide), each value taking the
+// four-lane forms' products and fused multiply-adds in the same order (the
+// same bits); and the key switch's rows on sixteen 32-bit lanes (exact
+// arithmetic mod 2^32).
+#include "torus_kernels.h"
+
+#include "ringfire/base/errors.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#define RF_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
+
+namespace ringfire::tfhe::torus_kernels {
+
+namespace {
+
+using D = __m512d;
+constexpr std::size_t kLanes = 8;
+
+RF_AVX512 inline D ld(const double* p) { return _mm512_loadu_pd(p); }
+RF_AVX512 inline void st(double* p, D v) { _mm512_storeu_pd(p, v); }
+
+struct Pair {
+  D ar, ai, br, bi;
+};
+
+// (x, y) += (u + i v) * (p, q), as multiply_add in torus_bootstrapper.cpp.
+RF_AVX512 inline void multiply_add(D u, D v, D pr, D pi, D& xr, D& xi) {
+  xr = _mm512_fnmadd_pd(v, pi, _mm512_fmadd_pd(u, pr, xr));
+  xi = _mm512_fmadd_pd(v, pr, _mm512_fmadd_pd(u, pi, xi));
+}
+
+// sum_r spectra[r] * rows[r][A, B] at eight points (row_products there).
+template <std::size_t kRows>
+RF_AVX512 inline Pair row_products(const double* spectra, const double* rows_at, std::size_t any_rows, std::size_t S) {
+  const std::size_t rows = kRows != 0 ? kRows : any_rows;
+  Pair t{_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
+  for (std::size_t r = 0; r < rows; ++r) {
+    const D sr = ld(spectra + r * 2 * S), si = ld(spectra + r * 2 * S + S);
+    const double* k = rows_at + r * 4 * kLanes;
+    multiply_add(sr, si, ld(k), ld(k + kLanes), t.ar, t.ai);
+    multiply_add(sr, si, ld(k + 2 * kLanes), ld(k + 3 * kLanes), t.br, t.bi);
+  }
+  return t;
+}
+
+RF_AVX512 inline void store_pair(double* sums, std::size_t S, const Pair& t) {
+  st(sums, t.ar), st(sums + S, t.ai), st(sums + 2 * S, t.br), st(sums + 3 * S, t.bi);
+}
+
+template <std::size_t kRows>
+RF_AVX512 void multi_bit(const double* __restrict key, std::size_t patterns, std::size_t any_rows, std::size_t M,
+                         std::size_t S, const Operand* ops, std::size_t count) {
+  const std::size_t rows = kRows != 0 ? kRows : any_rows;
+  const std::size_t block_doubles = patterns * rows * 4 * kLanes;
+  for (std::size_t j = 0; j < M; j += kLanes) {
+    const double* block = key + j * patterns * rows * 4;
+    // The blocks ahead, as the four-lane form fetches them.
+    if (j + 4 * kLanes < M) {
+      const char* ahead = reinterpret_cast<const char*>(block + 4 * block_doubles);
+      for (std::size_t b = 0; b < block_doubles * sizeof(double); b += 64) _mm_prefetch(ahead + b, _MM_HINT_T0);
+    }
+    for (std::size_t o = 0; o < count; ++o) {
+      const Operand& op = ops[o];
+      Pair sum{_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
+      for (std::size_t a = 0; a < op.active; ++a) {
+        const Pair t = row_products<kRows>(op.spectra + j, block + op.which[a] * rows * 4 * kLanes, rows, S);
+        const D mr = ld(op.monos + a * 2 * S + j), mi = ld(op.monos + a * 2 * S + S + j);
+        multiply_add(mr, mi, t.ar, t.ai, sum.ar, sum.ai);
+        multiply_add(mr, mi, t.br, t.bi, sum.br, sum.bi);
+      }
+      store_pair(op.sums + j, S, sum);
+    }
+  }
+}
+
+}  // namespace
+
+RF_AVX512 void external_product_sums_wide(const double* __restrict key, std::size_t rows, std::size_t M,
+                                          std::size_t S, const Operand* ops, std::size_t count) {
+  for (std::size_t j = 0; j < M; j += kLanes) {
+    const double* block = key + j * rows * 4;
+    for (std::size_t o = 0; o < count; ++o)
+      store_pair(ops[o].sums + j, S, row_products<0>(ops[o].spectra + j, block, rows, S));
+  }
+}
+
+RF_AVX512 void multi_bit_sums_wide(const double* key, std::size_t patterns, std::size_t rows, std::size_t M,
+                                   std::size_t S, const Operand* ops, std::size_t count) {
+  (rows == 2 ? multi_bit<2> : multi_bit<0>)(key, patterns, rows, M, S, ops, count);
+}
+
+RF_AVX512 void subtract_four_rows_wide(std::uint32_t* o, const std::uint32_t* r0, const std::uint32_t* r1,
+                                       const std::uint32_t* r2, const std::uint32_t* r3, std::uint32_t d0,
+                                       std::uint32_t d1, std::uint32_t d2, std::uint32_t d3, std::size_t count) {
+  const __m512i v0 = _mm512_set1_epi32(static_cast<int>(d0)), v1 = _mm512_set1_epi32(static_cast<int>(d1));
+  const __m512i v2 = _mm512_set1_epi32(static_cast<int>(d2)), v3 = _mm512_set1_epi32(static_cast<int>(d3));
+  std::size_t t = 0;
+  for (; t + 16 <= count; t += 16) {
+    const __m512i sum = _mm512_add_epi32(
+        _mm512_add_epi32(_mm512_mullo_epi32(v0, _mm512_loadu_si512(r0 + t)), _mm512_mullo_epi32(v1, _mm512_loadu_si512(r1 + t))),
+        _mm512_add_epi32(_mm512_mullo_epi32(v2, _mm512_loadu_si512(r2 + t)), _mm512_mullo_epi32(v3, _mm512_loadu_si512(r3 + t))));
+    _mm512_storeu_si512(o + t, _mm512_sub_epi32(_mm512_loadu_si512(o + t), sum));
+  }
+  for (; t < count; ++t) o[t] -= d0 * r0[t] + d1 * r1[t] + d2 * r2[t] + d3 * r3[t];
+}
+
+}  // namespace ringfire::tfhe::torus_kernels
+
+#else  // never called: keys are laid out in blocks of eight only where AVX-512 runs
+
+namespace ringfire::tfhe::torus_kernels {
+
+void external_product_sums_wide(const double*, std::size_t, std::size_t, std::size_t, const Operand*, std::size_t) {
+  throw InvalidArgument("tfhe: no AVX-512 key products in this build");
+}
+
+void multi_bit_sums_wide(const double*, std::size_t, std::size_t, std::size_t, std::size_t, const Operand*,
+                         std::size_t) {
+  throw InvalidArgument("tfhe: no AVX-512 key products in this build");
+}
+
+void subtract_four_rows_wide(std::uint32_t*, const std::uint32_t*, const std::uint32_t*, const std::uint32_t*,
+                             const std::uint32_t*, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t,
+                             std::size_t) {
+  throw InvalidArgument("tfhe: no AVX-512 key switch in this build");
+}
+
+}  // namespace ringfire::tfhe::torus_kernels
+
+#endif
