@@ -394,13 +394,11 @@ void TorusBootstrapper::rotate(const u64* tv, Scratch* batch, std::size_t count)
   for (std::size_t i = 0; i < n; ++i) step(i, batch, count);
 }
 
-void TorusBootstrapper::bootstrap_batch(const u64* in, std::size_t count, const u64* tv, u64* out,
+void TorusBootstrapper::bootstrap_batch(const std::uint32_t* words, std::size_t count, const u64* tv, u64* out,
                                         std::size_t outputs, Scratch* batch) const {
   const std::size_t N = params_.ring_dimension;
   const std::size_t n = params_.lwe_dimension;
-  std::vector<std::uint32_t> words(count * (n + 1));
-  ksk_->apply_many(in, count, words.data());
-  for (std::size_t b = 0; b < count; ++b) switch_modulus(words.data() + b * (n + 1), batch[b].switched.data(), outputs);
+  for (std::size_t b = 0; b < count; ++b) switch_modulus(words + b * (n + 1), batch[b].switched.data(), outputs);
   rotate(tv, batch, count);
   for (std::size_t b = 0; b < count; ++b) {
     const u64* A = batch[b].acc.data();
@@ -422,13 +420,22 @@ void TorusBootstrapper::bootstrap_many(const u64* in, std::size_t count, const u
           "outputs per ciphertext must be a power of two in [1, N=" + std::to_string(N) + "], got " +
               std::to_string(outputs));
   const std::size_t parts = std::min<std::size_t>(count, threads > 0 ? threads : num_threads());
+  const std::size_t n = params_.lwe_dimension, switched = TorusKeySwitchKey::kBatchLimit;
   auto body = [&](std::size_t begin, std::size_t end) {
     std::vector<Scratch> batch;
     batch.reserve(kBatch);
     for (std::size_t b = 0; b < std::min(kBatch, end - begin); ++b) batch.emplace_back(params_, b);
-    for (std::size_t c = begin; c < end; c += kBatch) {
-      const std::size_t take = std::min(kBatch, end - c);
-      bootstrap_batch(in + c * (N + 1), take, tv, out + c * outputs * (N + 1), outputs, batch.data());
+    // The key switch for up to kBatchLimit ciphertexts at once (its table read
+    // once for them all), then their rotations kBatch at a time.
+    std::vector<std::uint32_t> words(std::min(switched, end - begin) * (n + 1));
+    for (std::size_t first = begin; first < end; first += switched) {
+      const std::size_t last = std::min(end, first + switched);
+      ksk_->apply_many(in + first * (N + 1), last - first, words.data());
+      for (std::size_t c = first; c < last; c += kBatch) {
+        const std::size_t take = std::min(kBatch, last - c);
+        bootstrap_batch(words.data() + (c - first) * (n + 1), take, tv, out + c * outputs * (N + 1), outputs,
+                        batch.data());
+      }
     }
   };
   parallel_ranges(count, parts, body);

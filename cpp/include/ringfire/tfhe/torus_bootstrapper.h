@@ -69,8 +69,10 @@ class TorusBootstrapper {
   // The centred modulus switch of the key switch's n + 1 words (switch_input).
   void switch_modulus(const std::uint32_t* words, std::uint32_t* switched, std::size_t outputs) const;
   struct Scratch;  // one ciphertext's rotation state
-  void bootstrap_batch(const u64* in, std::size_t count, const u64* test_vector, u64* out, std::size_t outputs,
-                       Scratch* batch) const;
+  // words: the batch's key-switched ciphertexts (count x (n + 1)), made by
+  // bootstrap_many for up to TorusKeySwitchKey::kBatchLimit ciphertexts at once.
+  void bootstrap_batch(const std::uint32_t* words, std::size_t count, const u64* test_vector, u64* out,
+                       std::size_t outputs, Scratch* batch) const;
   void rotate(const u64* test_vector, Scratch* batch, std::size_t count) const;
   // acc += BK_i [x] (X^{a_i} acc - acc) for each ciphertext of the batch.
   void step(std::size_t i, Scratch* batch, std::size_t count) const;

@@ -70,8 +70,11 @@ class TorusKeySwitchKey {
   // in: N + 1 words mod 2^64 under z; out: n + 1 words mod 2^32 under s.
   void apply(const u64* in, std::uint32_t* out) const;
   // count ciphertexts at once (count x (N + 1) words in, count x (n + 1) out):
-  // each row of the table is read from memory once per kBatchLimit of them.
-  static constexpr std::size_t kBatchLimit = 8;
+  // each row of the table is read from memory once per kBatchLimit of them
+  // (their outputs, 32 x 3.7 KB at STD128_T64, stay in the level-2 cache; the
+  // table, 30 MB, is read a row at a time: eight ciphertexts a read left the
+  // key switch bound by the table's stream on the Xeon, BENCHMARKS.md).
+  static constexpr std::size_t kBatchLimit = 32;
   void apply_many(const u64* in, std::size_t count, std::uint32_t* out) const;
   std::size_t bytes() const { return rows_.size() * sizeof(std::uint32_t); }
   const Prng::Seed& seed() const { return seed_; }
