@@ -91,6 +91,32 @@ def test_four_and_three_bit_tables_at_128_bits(std):
     assert (ctx.decrypt(ctx.lut(lambda m: 7 - m, bits=3)(x3), sk) == 7 - np.arange(8)).all()
 
 
+def test_the_context_says_which_instructions_its_bootstraps_run_on(std):
+    """ctx.isa names the path the timings are of: the CPU's best by default, the one asked for
+    when the keys are made (RINGFIRE_TFHE_ISA, or rf._core.tfhe_set_default_isa), and four
+    lanes where the ring does not fit eight (N = 4096). Both paths give the same bits."""
+    ctx, sk = std
+    best = rf._core.tfhe_best_isa()
+    assert ctx.isa == ("avx512" if best == "avx512" else best)
+    before = rf._core.tfhe_default_isa()
+    try:
+        rf._core.tfhe_set_default_isa("avx2" if best != "scalar" else "scalar")
+        narrow = rf.tfhe.Context.preset("STD128_T64")
+        narrow.load_evaluation_keys(ctx.save_evaluation_keys())
+        assert narrow.isa == ("avx2" if best != "scalar" else "scalar")
+        x = ctx.encrypt(np.arange(16), sk, bits=4)
+        same_x = rf.tfhe.Ciphertext(narrow, x.data, x.shape, x.bits, x.variance)  # the server's copy
+        table = lambda m: (3 * m + 5) % 16  # noqa: E731
+        wide_out, narrow_out = ctx.lut(table, bits=4)(x), narrow.lut(table, bits=4)(same_x)
+        assert np.array_equal(ctx.decrypt(wide_out, sk), (3 * np.arange(16) + 5) % 16)
+        # The same keys, the same input, both paths: the same words.
+        assert np.array_equal(wide_out.data, narrow_out.data)
+    finally:
+        rf._core.tfhe_set_default_isa(before)
+    with pytest.raises(RuntimeError, match="no evaluation keys"):
+        rf.tfhe.Context.preset("STD128_T64").isa  # no keys yet: nothing to say
+
+
 def test_the_lp_set_holds_five_bits_below_2_to_minus_64():
     ctx = rf.tfhe.Context("STD128_T64_LP")  # no keys: the model only
     assert ctx.failure_probability("lut", bits=5) < 2.0 ** -64

@@ -110,6 +110,7 @@ void bind_tfhe_torus(nb::module_& m) {
              auto seed = [](const Prng::Seed& s) { return nb::bytes(reinterpret_cast<const char*>(s.data()), 32); };
              return nb::make_tuple(seed(b.bootstrap_key().seed()), seed(b.key_switch_key().seed()), bsk, ksk);
            })
+      .def_prop_ro("isa", [](const TorusBootstrapper& b) { return isa_name(b.isa()); })
       .def_prop_ro("bootstrap_key_bytes", &TorusBootstrapper::bootstrap_key_bytes)
       .def_prop_ro("key_switch_key_bytes", &TorusBootstrapper::key_switch_key_bytes)
       .def(

@@ -232,6 +232,15 @@ TorusBootstrapper::TorusBootstrapper(const TorusParams& params, const Prng::Seed
   bsk_ = std::make_unique<TorusBootstrapKey>(params_, *fft_, bootstrap_seed, bootstrap_bodies);
 }
 
+Isa TorusBootstrapper::isa() const {
+  if (fft_->wide()) return Isa::avx512;
+#if defined(__AVX2__)
+  return Isa::avx2;
+#else
+  return Isa::scalar;
+#endif
+}
+
 void TorusBootstrapper::switch_input(const u64* in, std::uint32_t* switched, u64* small, std::size_t outputs) const {
   const std::size_t n = params_.lwe_dimension;
   std::vector<std::uint32_t> words(n + 1);

@@ -51,12 +51,14 @@ def bench_tfhe(sets=SETS, repeat: int = 20, quiet: bool = False) -> list[dict]:
     rng = np.random.default_rng(7)
     threads = _core.num_threads()
     for name in sets:
+        ctx = Context.preset(name)
+
         def row(routine, value, unit, exact=None):
-            rows.append({"set": name, "routine": routine, "value": value, "unit": unit, "exact": exact})
+            rows.append({"set": name, "routine": routine, "value": value, "unit": unit, "exact": exact,
+                         "isa": ctx.isa})
             if not quiet:
                 print(f"[bench tfhe] {name} {routine}: {value:.4g} {unit}", file=sys.stderr)
 
-        ctx = Context.preset(name)
         t0 = time.perf_counter()
         sk = ctx.keygen()
         row("keygen", time.perf_counter() - t0, "s")

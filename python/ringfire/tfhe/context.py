@@ -328,6 +328,14 @@ class Context:
                              f"set's context, not {self.params.name}'s")
 
     @property
+    def isa(self) -> str:
+        """The vector instructions the bootstraps run on: ``"avx512"``, ``"avx2"`` or ``"scalar"``
+        (the CPU's best, or ``RINGFIRE_TFHE_ISA`` when the keys were made or loaded; the torus
+        sets' transforms take AVX-512 where their ring fits it, N = 2048). Every path computes
+        the same bits; this says which one the timings are of."""
+        return self._require_keys().isa
+
+    @property
     def evaluation_key_bytes(self) -> dict[str, int]:
         """Bytes of the evaluation keys in memory, by kind."""
         b = self._require_keys()

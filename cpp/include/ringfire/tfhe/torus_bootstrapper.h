@@ -56,6 +56,10 @@ class TorusBootstrapper {
   // many-LUT); small (if not null) the key switch's n + 1 words (mod 2^32, as
   // multiples of 2^32 mod 2^64: phases under s stay comparable).
   void switch_input(const u64* in, std::uint32_t* switched, u64* small = nullptr, std::size_t outputs = 1) const;
+  // The instruction set its transforms and key products run on: avx512 where
+  // they run eight lanes wide (NegacyclicFft::wide), else avx2 (or scalar in
+  // a build without AVX2). The key switch follows default_isa() likewise.
+  Isa isa() const;
   std::size_t bootstrap_key_bytes() const { return bsk_->bytes(); }
   std::size_t key_switch_key_bytes() const { return ksk_->bytes(); }
   const TorusBootstrapKey& bootstrap_key() const { return *bsk_; }
