@@ -221,9 +221,9 @@ class Session:
                 if status["state"] == "failed":
                     raise ServerError(410, f"job {job} failed: {status['error']}")
                 if status["state"] == "awaiting_client" and "round" in status \
-                        and status["round"]["number"] > answered:
+                        and status["round"]["number"] > answered \
+                        and self._answer(job, status["round"]["number"]):
                     answered = status["round"]["number"]
-                    self._answer(job, answered)
                     bar.update()
                     continue
                 if deadline is not None and time.monotonic() > deadline:
@@ -234,8 +234,13 @@ class Session:
         return EncryptedTensor(fields["cts"], fields["batch"], self.ctx, fields["packing"], fields["period"],
                                fields["sample_shape"], fields["element_slots"])
 
-    def _answer(self, job: str, number: int) -> None:
-        response = self.client.request("GET", f"/v1/jobs/{job}/rounds/{number}")
+    def _answer(self, job: str, number: int) -> bool:
+        """Answers round ``number``; False when the server does not serve it at this moment (409: a
+        status read that ran ahead of the round's question, or the job moved on), for the next
+        status read to say whether to ask again."""
+        response = self.client.request("GET", f"/v1/jobs/{job}/rounds/{number}", expect=(200, 409))
+        if response.status_code == 409:
+            return False
         node, shape, clip = wire.node_from_json(response.headers["x-ringfire-layer"])
         fields = wire.unpack_tensor(response.content, self.ctx.load, max_entries=2**24,
                                     max_entry_bytes=self.ctx._largest_object_bytes())
@@ -251,6 +256,7 @@ class Session:
                             headers={"X-Ringfire-Out-Shape": json.dumps(list(out_shape)),
                                      "Content-Type": "application/octet-stream"})
         self.rounds += 1
+        return True
 
     def infer_encrypted(self, enc: EncryptedTensor, progress: bool | None = None,
                         idempotency_key: str | None = None) -> EncryptedTensor:
