@@ -968,3 +968,36 @@ def test_of_servers_starting_at_once_on_one_store_one_joins(tmp_path):
     assert all(len(r) == 1 for r in refused if r)
     for store in stores:
         store.close()
+
+
+def test_a_round_is_announced_only_once_its_request_can_be_served(served, monkeypatch):
+    """The round is in the store before the job's status names it: a client that reads the
+    status while the round is being published, then asks for the round at once, gets it (not a
+    409 "not waiting"). The publication is slowed here to widen the window a scheduler opens."""
+    url, tokens, app, _ = served
+    store = app.state.store
+    real = store.open_round
+
+    def slow_open(*args, **kwargs):
+        time.sleep(0.4)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(store, "open_round", slow_open)
+    client, session = deterministic_session(url, tokens["alice"])
+    job = session.submit(session.ctx.encrypt_batch(batch(2, 16), session.keys))
+    asked = 0
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        status = client.request("GET", f"/v1/jobs/{job}").json()
+        if status["state"] in ("done", "failed"):
+            break
+        if status["state"] == "awaiting_client":
+            number = status["round"]["number"]
+            assert client.request("GET", f"/v1/jobs/{job}/rounds/{number}", expect=(200, 409),
+                                  retries=0).status_code == 200
+            asked += 1
+            if asked == 3:
+                break
+        time.sleep(0.01)
+    assert asked >= 1
+    client.request("DELETE", f"/v1/jobs/{job}", expect=(200, 409))
+    client.close()

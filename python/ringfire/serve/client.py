@@ -221,11 +221,15 @@ class Session:
                 if status["state"] == "failed":
                     raise ServerError(410, f"job {job} failed: {status['error']}")
                 if status["state"] == "awaiting_client" and "round" in status \
-                        and status["round"]["number"] > answered \
-                        and self._answer(job, status["round"]["number"]):
-                    answered = status["round"]["number"]
-                    bar.update()
-                    continue
+                        and status["round"]["number"] > answered:
+                    if self._answer(job, status["round"]["number"]):
+                        answered = status["round"]["number"]
+                        bar.update()
+                        continue
+                    # Not served at this moment: read the status again soon, not after the
+                    # long poll's wait for a change the job may never make.
+                    seen = ""
+                    time.sleep(0.05)
                 if deadline is not None and time.monotonic() > deadline:
                     raise TimeoutError(f"[serve] job {job} still {status['state']} after {timeout:g} s")
         data = self.client.request("GET", f"/v1/jobs/{job}/result").content

@@ -80,9 +80,13 @@ class RemoteClient(Client):
         job.rounds += 1
         number = job.rounds
         payload, layer = wire.pack_tensor(x, batch=0, sample_shape=x.shape), wire.node_to_json(node, shape, clip)
-        job.question, job.answer = (number, payload, layer), None
+        job.answer = None
         job.answered.clear()
+        # The store first, memory second: a status read serves the round from memory, and the
+        # round's GET and POST look it up in the store, so a client that reads the round in a
+        # status must find it there too (the other order answered such a GET with a 409).
         store.open_round(job.id, number, layer, int(x.size), payload if shared else None)
+        job.question = (number, payload, layer)
         self.runner.set_state(job, "awaiting_client")
         now = time.monotonic()
         deadline, look_at_cancel = now + self.runner.config.round_timeout, now
