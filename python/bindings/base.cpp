@@ -7,6 +7,7 @@
 #include "ringfire/base/parallel.h"
 #include "ringfire/base/queue.h"
 #include "ringfire/ring/backend.h"
+#include "backends/cpu/rns_isa.h"
 #include "backends/cuda/cuda_info.h"
 
 namespace ringfire::python {
@@ -38,6 +39,11 @@ void after_sync(const std::string& device, Then then) {
 void bind_base(nb::module_& m) {
   m.def("num_threads", &num_threads, "Threads the CPU kernels use.");
   m.def("set_num_threads", &set_num_threads, nb::arg("n"), "Sets the threads the CPU kernels use (n >= 1).");
+  m.def("rns_isa", []() { return cpu::rns_isa_name(cpu::rns_isa()); },
+        "The instructions the CPU's RNS kernels (NTTs, products, base conversions) run on.");
+  m.def("rns_avx512_available", &cpu::rns_avx512_available, "Whether this CPU has AVX-512 F, DQ, VL and IFMA.");
+  m.def("set_rns_isa", [](const std::string& name) { cpu::set_rns_isa(cpu::parse_rns_isa(name)); }, nb::arg("name"),
+        "Sets the RNS kernels' instructions: 'avx512' (needs AVX-512 IFMA) or 'avx2'.");
   m.def("host_pool_stats", []() { return stats_dict(host_pool().stats()); }, "Statistics of the host memory pool.");
   m.def("host_pool_flush", []() { host_pool().flush(); }, "Returns cached host blocks to the system.");
   m.def("host_pool_set_cache_limit", [](std::size_t bytes) { host_pool().set_cache_limit(bytes); }, nb::arg("bytes"),

@@ -154,9 +154,11 @@ double time_keyswitch_kernel(std::size_t n, std::size_t limbs, std::size_t terms
                              int bits) {
   constexpr const char* op = "bench.keyswitch_kernel";
   require(kernel == "convert" || kernel == "inner_product" || kernel == "linear_combination" || kernel == "sub" ||
-              kernel == "multiply_scalar",
+              kernel == "multiply_scalar" || kernel == "multiply" || kernel == "ntt_forward" ||
+              kernel == "ntt_inverse",
           op,
-          "kernel must be convert, inner_product, linear_combination, sub or multiply_scalar, got '" + kernel + "'");
+          "kernel must be convert, inner_product, linear_combination, sub, multiply_scalar, multiply, ntt_forward or "
+          "ntt_inverse, got '" + kernel + "'");
   require(terms >= 1 && terms <= 64 && limbs >= 1 && limbs <= 64, op, "terms and limbs must be in [1, 64]");
   const std::vector<u64> primes = find_ntt_primes(bits, limbs + terms, n);
   const auto base = std::make_shared<const RnsBase>(n, std::vector<u64>(primes.begin(), primes.begin() + limbs));
@@ -190,6 +192,12 @@ double time_keyswitch_kernel(std::size_t n, std::size_t limbs, std::size_t terms
       backend.linear_combination(ptrs.data(), weights.data(), terms, out0.data(), 1, *base);
     } else if (kernel == "sub") {
       backend.sub(ptrs[0], ptrs[1], out0.data(), 1, *base);
+    } else if (kernel == "multiply") {
+      backend.multiply(ptrs[0], ptrs[1], out0.data(), 1, *base);
+    } else if (kernel == "ntt_forward") {  // in place, on its own output: the words stay reduced
+      backend.ntt_forward(data[0].data(), 1, *base);
+    } else if (kernel == "ntt_inverse") {
+      backend.ntt_inverse(data[0].data(), 1, *base);
     } else {
       backend.multiply_scalar(ptrs[0], weights.data(), out0.data(), 1, *base);
     }

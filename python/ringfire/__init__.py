@@ -49,7 +49,7 @@ __version__ = "0.1.0"
 
 DeviceError = _core.DeviceError  # a device that exists failed (a CUDA error, device memory); a RuntimeError
 
-__all__ = ["DeviceError", "apps", "arith", "arith128", "bfv", "bgv", "ckks", "cuda", "distributed", "io", "memory", "memory_guard", "nn", "parallel", "ring", "rpu", "serve", "tracing", "Trace", "trace", "num_threads", "set_num_threads", "cuda_available", "__version__"]
+__all__ = ["DeviceError", "apps", "arith", "arith128", "bfv", "bgv", "ckks", "cuda", "distributed", "io", "memory", "memory_guard", "nn", "parallel", "ring", "rpu", "serve", "tracing", "Trace", "trace", "num_threads", "set_num_threads", "rns_isa", "set_rns_isa", "cuda_available", "__version__"]
 
 
 def num_threads() -> int:
@@ -61,6 +61,20 @@ def num_threads() -> int:
 def set_num_threads(n: int) -> None:
     """Sets the threads the CPU kernels use; ``n`` must be >= 1."""
     _core.set_num_threads(int(n))
+
+
+def rns_isa() -> str:
+    """The instructions CKKS, BGV and BFV run on, on the CPU (their NTTs, products and
+    base conversions): ``"avx512"`` where the CPU has AVX-512 with IFMA, else ``"avx2"``
+    (``"scalar"`` in a build for a CPU without AVX2). ``RINGFIRE_RNS_ISA=avx2`` keeps the
+    AVX2 kernels on an AVX-512 CPU. Both give the same words."""
+    return _core.rns_isa()
+
+
+def set_rns_isa(name: str) -> None:
+    """Sets the instructions of :func:`rns_isa` for this process: ``"avx512"`` (raises
+    ValueError on a CPU without AVX-512 IFMA) or ``"avx2"``."""
+    _core.set_rns_isa(str(name))
 
 
 def cuda_available() -> bool:

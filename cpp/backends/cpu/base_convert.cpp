@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "avx2_modular.h"
+#include "base_convert_avx512.h"
 #include "cpu_backend.h"
 #include "ntt_kernels.h"
 #include "parallel_for.h"
@@ -55,6 +56,7 @@ struct ConversionConstants {
   std::vector<avx2::VShoup> vector_factor;  // [j * src + i]
 #endif
   std::vector<u64> v_times_q;  // exact only
+  bool sources_below_2_52 = true;  // every source prime (the AVX-512 products' bound on y)
 };
 
 ConversionConstants constants_of(const BaseConverter& conv, bool exact) {
@@ -63,7 +65,10 @@ ConversionConstants constants_of(const BaseConverter& conv, bool exact) {
   const std::size_t src = from.size(), dst = to.size();
   ConversionConstants k;
   k.qhat_inv.resize(src);
-  for (std::size_t i = 0; i < src; ++i) k.qhat_inv[i] = make_shoup(from.qhat_inverse(i), from.modulus(i).value());
+  for (std::size_t i = 0; i < src; ++i) {
+    k.qhat_inv[i] = make_shoup(from.qhat_inverse(i), from.modulus(i).value());
+    k.sources_below_2_52 = k.sources_below_2_52 && from.modulus(i).value() < (u64{1} << 52);
+  }
   k.factor.resize(dst * src);
   for (std::size_t j = 0; j < dst; ++j)
     for (std::size_t i = 0; i < src; ++i)
@@ -78,6 +83,7 @@ ConversionConstants constants_of(const BaseConverter& conv, bool exact) {
 
 // Pass 1 over one source limb's block: y = x * qhat_inv mod q.
 void scale_block(const u64* x, u64* y, std::size_t len, ShoupOperand qhat_inv, u64 q) {
+  if (base_convert_on_avx512(len)) return scale_block_avx512(x, y, len, qhat_inv, q);
   std::size_t c = 0;
 #if RF_CPU_AVX2
   using namespace avx2;
@@ -94,6 +100,7 @@ void scale_block(const u64* x, u64* y, std::size_t len, ShoupOperand qhat_inv, u
 void accumulate_block(const u64* y, std::size_t stride, std::size_t src, const ConversionConstants& k, std::size_t j,
                       const u64* v, const u64* vq, u64* z, std::size_t len, u64 p) {
   const ShoupOperand* f = k.factor.data() + j * src;
+  if (base_convert_on_avx512(len)) return accumulate_block_avx512(y, stride, src, f, k.sources_below_2_52, v, vq, z, len, p);
   std::size_t c = 0;
 #if RF_CPU_AVX2
   using namespace avx2;

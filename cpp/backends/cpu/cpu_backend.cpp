@@ -7,6 +7,7 @@
 #include "avx2_modular.h"
 #include "ntt_kernels.h"
 #include "parallel_for.h"
+#include "products_avx512.h"
 #include "ringfire/arith/modular.h"
 #include "ringfire/ring/kernel_bodies.h"
 
@@ -131,6 +132,7 @@ void CpuBackend::inner_product_pair(const u64* const* in, const u64* const* b, c
   for_each_limb(1, base, n * terms, [&](std::size_t offset, std::size_t limb) {
     const Modulus& mod = base.modulus(limb);
     const u64 q = mod.value();
+    if (products_on_avx512(q, n)) return inner_product_pair_limb_avx512(in, b, a, terms, offset, n, q, out0, out1);
     u128 s0[kBlock], s1[kBlock];
     for (std::size_t c0 = 0; c0 < n; c0 += kBlock) {
       const std::size_t len = std::min(kBlock, n - c0), at = offset + c0;
@@ -173,6 +175,7 @@ void CpuBackend::linear_combination(const u64* const* inputs, const u64* weights
       w.push_back(make_shoup(weight, q));
       x.push_back(inputs[t] + offset);
     }
+    if (products_on_avx512(q, n)) return linear_combination_limb_avx512(x.data(), w.data(), w.size(), out + offset, n, q);
 #if RF_CPU_AVX2
     const avx2::VMod m = avx2::vmod(q);
 #endif
@@ -240,6 +243,7 @@ void CpuBackend::multiply(const u64* a, const u64* b, u64* out, std::size_t batc
   const std::size_t n = base.n();
   for_each_limb(batch, base, n, [&](std::size_t offset, std::size_t limb) {
     const Modulus& mod = base.modulus(limb);
+    if (products_on_avx512(mod.value(), n)) return multiply_limb_avx512(a + offset, b + offset, out + offset, n, mod.value());
     for (std::size_t j = offset; j < offset + n; ++j) out[j] = mul_mod(a[j], b[j], mod);
   });
 }
@@ -248,6 +252,7 @@ void CpuBackend::multiply_add(const u64* a, const u64* b, u64* acc, std::size_t 
   const std::size_t n = base.n();
   for_each_limb(batch, base, n, [&](std::size_t offset, std::size_t limb) {
     const Modulus& mod = base.modulus(limb);
+    if (products_on_avx512(mod.value(), n)) return multiply_add_limb_avx512(a + offset, b + offset, acc + offset, n, mod.value());
     for (std::size_t j = offset; j < offset + n; ++j) acc[j] = mad_mod(a[j], b[j], acc[j], mod);
   });
 }

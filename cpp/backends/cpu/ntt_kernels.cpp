@@ -24,6 +24,7 @@
 #include "ntt_kernels.h"
 
 #include "avx2_modular.h"
+#include "rns_isa.h"
 
 #include "ringfire/ring/kernel_bodies.h"
 
@@ -440,15 +441,29 @@ void inverse_transform(u64* a, const NttTables& t, int lm_start, ShoupOperand sc
 
 }  // namespace
 
-void ntt_forward_limb(u64* a, const NttTables& t) { forward_transform(a, t, t.log_n()); }
+namespace {
 
-void ntt_forward_truncated_limb(u64* a, const NttTables& t) { forward_transform(a, t, t.log_n() - 1); }
+bool on_avx512(const NttTables& t) { return rns_isa() == RnsIsa::avx512 && ntt_avx512_fits(t); }
+
+}  // namespace
+
+void ntt_forward_limb(u64* a, const NttTables& t) {
+  if (on_avx512(t)) return ntt_forward_limb_avx512(a, t);
+  forward_transform(a, t, t.log_n());
+}
+
+void ntt_forward_truncated_limb(u64* a, const NttTables& t) {
+  if (on_avx512(t)) return ntt_forward_truncated_limb_avx512(a, t);
+  forward_transform(a, t, t.log_n() - 1);
+}
 
 void ntt_inverse_limb(u64* a, const NttTables& t) {
+  if (on_avx512(t)) return ntt_inverse_limb_avx512(a, t);
   inverse_transform(a, t, t.log_n() - 1, t.n_inv(), t.last_twiddle_n_inv());
 }
 
 void ntt_inverse_truncated_limb(u64* a, const NttTables& t) {
+  if (on_avx512(t)) return ntt_inverse_truncated_limb_avx512(a, t);
   inverse_transform(a, t, t.log_n() - 2, t.half_n_inv(), t.last_twiddle_half_n_inv());
 }
 

@@ -1,0 +1,162 @@
+// The CPU backend's AVX-512 paths (rns_isa avx512) give the words of its AVX2
+// paths: products, inner products, linear combinations and base conversions,
+// on limbs below and above IFMA's 2^50, at the ends of the input ranges and
+// across the inner product's chunk of eight terms. Skipped without AVX-512 IFMA.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/rns_isa.h"
+#include "ringfire/arith/primes.h"
+#include "ringfire/ring/base_converter.h"
+#include "ringfire/ring/rns_base.h"
+
+namespace ringfire {
+namespace {
+
+struct IsaRestore {
+  cpu::RnsIsa was = cpu::rns_isa();
+  ~IsaRestore() { cpu::set_rns_isa(was); }
+};
+
+// The words `run` writes under each instruction set.
+std::pair<std::vector<u64>, std::vector<u64>> both(const std::function<std::vector<u64>()>& run) {
+  IsaRestore restore;
+  cpu::set_rns_isa(cpu::RnsIsa::avx512);
+  std::vector<u64> wide = run();
+  cpu::set_rns_isa(cpu::RnsIsa::avx2);
+  return {wide, run()};
+}
+
+// A base of primes of these sizes (bits), each distinct.
+RnsBasePtr base_of(std::size_t n, const std::vector<int>& bits) {
+  std::vector<u64> primes;
+  for (int b : bits) {
+    for (u64 p : find_ntt_primes(b, 4, n)) {
+      if (std::find(primes.begin(), primes.end(), p) == primes.end()) {
+        primes.push_back(p);
+        break;
+      }
+    }
+  }
+  return std::make_shared<const RnsBase>(n, primes);
+}
+
+// Reduced words for every limb; `edge` fills them with q - 1 and 0 instead.
+std::vector<u64> words(const RnsBase& base, std::mt19937_64& rng, bool edge) {
+  std::vector<u64> w(base.size() * base.n());
+  for (std::size_t l = 0; l < base.size(); ++l) {
+    const u64 q = base.modulus(l).value();
+    for (std::size_t j = 0; j < base.n(); ++j) w[l * base.n() + j] = edge ? (j % 5 ? q - 1 : 0) : rng() % q;
+  }
+  return w;
+}
+
+class CpuAvx512 : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cpu::rns_avx512_available()) GTEST_SKIP() << "no AVX-512 IFMA on this CPU";
+  }
+  cpu::CpuBackend& be = cpu::cpu_backend();
+  std::mt19937_64 rng{11};
+};
+
+TEST_F(CpuAvx512, ProductsGiveTheAvx2Words) {
+  for (std::size_t n : {64, 1024, 8192}) {
+    const RnsBasePtr base = base_of(n, {20, 36, 41, 49, 50, 55, 60});
+    for (bool edge : {false, true}) {
+      const std::vector<u64> a = words(*base, rng, edge), b = words(*base, rng, false), c = words(*base, rng, edge);
+      auto [w1, n1] = both([&] {
+        std::vector<u64> out(a.size());
+        be.multiply(a.data(), b.data(), out.data(), 1, *base);
+        return out;
+      });
+      ASSERT_EQ(w1, n1) << "multiply n " << n;
+      auto [w2, n2] = both([&] {
+        std::vector<u64> acc = c;
+        be.multiply_add(a.data(), b.data(), acc.data(), 1, *base);
+        return acc;
+      });
+      ASSERT_EQ(w2, n2) << "multiply_add n " << n;
+    }
+  }
+}
+
+TEST_F(CpuAvx512, InnerProductsGiveTheAvx2Words) {
+  const std::size_t n = 512;
+  const RnsBasePtr base = base_of(n, {30, 41, 49, 50, 60});
+  for (std::size_t terms : {1, 3, 8, 9, 17, 40}) {
+    for (bool edge : {false, true}) {
+      std::vector<std::vector<u64>> in, kb, ka;
+      std::vector<const u64*> pin, pb, pa;
+      for (std::size_t t = 0; t < terms; ++t) {
+        in.push_back(words(*base, rng, edge));
+        kb.push_back(words(*base, rng, edge));
+        ka.push_back(words(*base, rng, false));
+      }
+      for (std::size_t t = 0; t < terms; ++t) {
+        pin.push_back(in[t].data());
+        pb.push_back(kb[t].data());
+        pa.push_back(ka[t].data());
+      }
+      auto [wide, narrow] = both([&] {
+        std::vector<u64> out(2 * in[0].size());
+        be.inner_product_pair(pin.data(), pb.data(), pa.data(), terms, out.data(), out.data() + in[0].size(), *base);
+        return out;
+      });
+      ASSERT_EQ(wide, narrow) << "terms " << terms << (edge ? " edge" : "");
+    }
+  }
+}
+
+TEST_F(CpuAvx512, LinearCombinationsGiveTheAvx2Words) {
+  const std::size_t n = 2048;
+  const RnsBasePtr base = base_of(n, {30, 45, 50, 58});
+  for (std::size_t terms : {1, 2, 5}) {
+    std::vector<std::vector<u64>> x;
+    std::vector<const u64*> px;
+    std::vector<u64> weights(terms * base->size());
+    for (std::size_t t = 0; t < terms; ++t) x.push_back(words(*base, rng, t == 1));
+    for (std::size_t t = 0; t < terms; ++t) px.push_back(x[t].data());
+    for (std::size_t t = 0; t < terms; ++t)
+      for (std::size_t l = 0; l < base->size(); ++l)
+        weights[t * base->size() + l] = t == 2 ? 0 : (t % 2 ? base->modulus(l).value() - 1 : rng() % base->modulus(l).value());
+    auto [wide, narrow] = both([&] {
+      std::vector<u64> out(x[0].size());
+      be.linear_combination(px.data(), weights.data(), terms, out.data(), 1, *base);
+      return out;
+    });
+    ASSERT_EQ(wide, narrow) << "terms " << terms;
+  }
+}
+
+TEST_F(CpuAvx512, BaseConversionsGiveTheAvx2Words) {
+  // Sources below 2^52 (IFMA's products) and with a 60-bit prime among them;
+  // targets on both sides of 2^50.
+  for (std::size_t n : {64, 256, 4096}) {
+    for (const auto& [from_bits, to_bits] :
+         std::vector<std::pair<std::vector<int>, std::vector<int>>>{{{41, 40, 41, 40}, {60, 60, 60, 41, 40}},
+                                                                    {{60, 41, 40}, {60, 41, 50}},
+                                                                    {{60, 60, 60}, {40, 41, 40, 41, 60}}}) {
+      const RnsBasePtr from = base_of(n, from_bits), to = base_of(n, to_bits);
+      const BaseConverter conv(from, to);
+      for (BaseConversion kind : {BaseConversion::fast, BaseConversion::exact}) {
+        for (bool edge : {false, true}) {
+          const std::vector<u64> in = words(*from, rng, edge);
+          auto [wide, narrow] = both([&] {
+            std::vector<u64> out(to->size() * n);
+            be.base_convert(in.data(), out.data(), 1, conv, kind);
+            return out;
+          });
+          ASSERT_EQ(wide, narrow) << "n " << n << " kind " << static_cast<int>(kind) << (edge ? " edge" : "");
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ringfire
