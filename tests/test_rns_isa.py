@@ -13,7 +13,7 @@ from ringfire import _core
 
 SEED = bytes(range(32))
 
-pytestmark = pytest.mark.skipif(not _core.rns_avx512_available(), reason="no AVX-512 IFMA on this CPU")
+needs_avx512 = pytest.mark.skipif(not _core.rns_avx512_available(), reason="no AVX-512 IFMA on this CPU")
 
 
 @pytest.fixture
@@ -59,17 +59,20 @@ def integer_work(scheme):
     return [ct.to_bytes(), product.to_bytes(), ev.rotate(product, 1).to_bytes()]
 
 
+@needs_avx512
 def test_ckks_gives_the_same_words_on_both(isa):
     wide, narrow = both(ckks_work)
     assert wide == narrow
 
 
+@needs_avx512
 @pytest.mark.parametrize("scheme", ["bgv", "bfv"])
 def test_bgv_and_bfv_give_the_same_words_on_both(isa, scheme):
     wide, narrow = both(lambda: integer_work(getattr(rf, scheme)))
     assert wide == narrow
 
 
+@needs_avx512
 def test_a_bootstrap_gives_the_same_words_on_both(isa):
     def bootstrap():
         with warnings.catch_warnings():
@@ -83,7 +86,13 @@ def test_a_bootstrap_gives_the_same_words_on_both(isa):
     assert wide == narrow
 
 
-def test_the_choice_is_checked(isa):
-    assert rf.rns_isa() in ("avx512", "avx2")
+def test_the_choice_is_checked_and_recorded(isa):
+    """Unknown names and AVX-512 on a CPU without it are refused; benchmarks record the choice."""
+    from ringfire.bench.foundations import machine_info
+    assert rf.rns_isa() in ("avx512", "avx2", "scalar")
+    assert machine_info()["rns_isa"] == rf.rns_isa()
     with pytest.raises(ValueError, match="unknown instruction set"):
         rf.set_rns_isa("sse2")
+    if not _core.rns_avx512_available():
+        with pytest.raises(ValueError, match="no AVX-512 IFMA"):
+            rf.set_rns_isa("avx512")

@@ -31,6 +31,7 @@ def machine_info() -> dict:
         "python": platform.python_version(),
         "threads": _core.num_threads(),
         "cuda_compiled": _core.cuda_compiled(),
+        "rns_isa": _core.rns_isa(),  # the CPU kernels CKKS, BGV and BFV ran on (avx512, avx2)
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
 
