@@ -175,7 +175,7 @@ void CpuBackend::linear_combination(const u64* const* inputs, const u64* weights
       w.push_back(make_shoup(weight, q));
       x.push_back(inputs[t] + offset);
     }
-    if (products_on_avx512(q, n)) return linear_combination_limb_avx512(x.data(), w.data(), w.size(), out + offset, n, q);
+    if (shoup_products_on_avx512(n)) return linear_combination_limb_avx512(x.data(), w.data(), w.size(), out + offset, n, q);
 #if RF_CPU_AVX2
     const avx2::VMod m = avx2::vmod(q);
 #endif

@@ -66,8 +66,12 @@ RF_IFMA void multiply_add_limb_avx512(const u64* a, const u64* b, u64* acc, std:
     zstore(acc + j, zsub_if_ge(_mm512_add_epi64(zmul_mod52(zload(a + j), zload(b + j), w, m), zload(acc + j)), m.q));
 }
 
-RF_IFMA void linear_combination_limb_avx512(const u64* const* x, const ShoupOperand* w, std::size_t terms, u64* out,
-                                            std::size_t n, u64 q) {
+namespace {
+
+// The weights' Shoup products: IFMA's below 2^50, the 64-bit lanes' up to 2^61 (inputs below q).
+template <class A>
+RF_IFMA void linear_combination(const u64* const* x, const ShoupOperand* w, std::size_t terms, u64* out,
+                                std::size_t n, u64 q) {
   const ZMod m = zmod(q);
   // Blocks of 512 words: the partial sums stay in L1 while the terms stream through, two at a time.
   constexpr std::size_t kBlock = 512;
@@ -78,22 +82,32 @@ RF_IFMA void linear_combination_limb_avx512(const u64* const* x, const ShoupOper
     for (std::size_t c = 0; c < len; c += 8) zstore(acc + c, _mm512_setzero_si512());
     for (; t + 2 <= terms; t += 2) {
       const u64 *x0 = x[t] + c0, *x1 = x[t + 1] + c0;
-      const Ifma52::Twiddle w0 = zbroadcast<Ifma52>(w[t].value, w[t].quotient);
-      const Ifma52::Twiddle w1 = zbroadcast<Ifma52>(w[t + 1].value, w[t + 1].quotient);
+      const typename A::Twiddle w0 = zbroadcast<A>(w[t].value, w[t].quotient);
+      const typename A::Twiddle w1 = zbroadcast<A>(w[t + 1].value, w[t + 1].quotient);
       for (std::size_t c = 0; c < len; c += 8) {
-        Z sum = zsub_if_ge(_mm512_add_epi64(zload(acc + c), Ifma52::mul_lazy(zload(x0 + c), w0, m)), m.two_q);
-        sum = zsub_if_ge(_mm512_add_epi64(sum, Ifma52::mul_lazy(zload(x1 + c), w1, m)), m.two_q);
+        Z sum = zsub_if_ge(_mm512_add_epi64(zload(acc + c), A::mul_lazy(zload(x0 + c), w0, m)), m.two_q);
+        sum = zsub_if_ge(_mm512_add_epi64(sum, A::mul_lazy(zload(x1 + c), w1, m)), m.two_q);
         zstore(acc + c, sum);
       }
     }
     for (; t < terms; ++t) {
       const u64* xt = x[t] + c0;
-      const Ifma52::Twiddle wt = zbroadcast<Ifma52>(w[t].value, w[t].quotient);
+      const typename A::Twiddle wt = zbroadcast<A>(w[t].value, w[t].quotient);
       for (std::size_t c = 0; c < len; c += 8)
-        zstore(acc + c, zsub_if_ge(_mm512_add_epi64(zload(acc + c), Ifma52::mul_lazy(zload(xt + c), wt, m)), m.two_q));
+        zstore(acc + c, zsub_if_ge(_mm512_add_epi64(zload(acc + c), A::mul_lazy(zload(xt + c), wt, m)), m.two_q));
     }
     for (std::size_t c = 0; c < len; c += 8) zstore(out + c0 + c, zsub_if_ge(zload(acc + c), m.q));
   }
+}
+
+}  // namespace
+
+bool shoup_products_on_avx512(std::size_t n) { return rns_isa() == RnsIsa::avx512 && n % 8 == 0; }
+
+RF_IFMA void linear_combination_limb_avx512(const u64* const* x, const ShoupOperand* w, std::size_t terms, u64* out,
+                                            std::size_t n, u64 q) {
+  q < kNttIfmaBound ? linear_combination<Ifma52>(x, w, terms, out, n, q)
+                    : linear_combination<Mul64>(x, w, terms, out, n, q);
 }
 
 }  // namespace ringfire::cpu

@@ -22,6 +22,10 @@ void inner_product_pair_limb_avx512(const u64* const* in, const u64* const* b, c
 void multiply_limb_avx512(const u64* a, const u64* b, u64* out, std::size_t n, u64 q);
 void multiply_add_limb_avx512(const u64* a, const u64* b, u64* acc, std::size_t n, u64 q);
 
+// rns_isa() is avx512 and n a multiple of 8: the linear combination's Shoup
+// products take any prime below 2^61 (64-bit lanes from 2^50 on).
+bool shoup_products_on_avx512(std::size_t n);
+
 // out = sum_t w[t] x[t] mod q over n words (w[t] Shoup operands mod q).
 void linear_combination_limb_avx512(const u64* const* x, const ShoupOperand* w, std::size_t terms, u64* out,
                                     std::size_t n, u64 q);
