@@ -1,5 +1,5 @@
 // The CPU backend's AVX-512 paths (rns_isa avx512) give the words of its AVX2
-// paths: products, inner products, linear combinations and base conversions,
+// paths: NTTs, products, inner products, linear combinations and base conversions,
 // on limbs below and above IFMA's 2^50, at the ends of the input ranges and
 // across the inner product's chunk of eight terms. Skipped without AVX-512 IFMA.
 #include <gtest/gtest.h>
@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/ntt_kernels.h"
 #include "backends/cpu/rns_isa.h"
 #include "ringfire/arith/primes.h"
+#include "ringfire/base/errors.h"
 #include "ringfire/ring/base_converter.h"
 #include "ringfire/ring/rns_base.h"
 
@@ -63,6 +65,42 @@ class CpuAvx512 : public ::testing::Test {
   cpu::CpuBackend& be = cpu::cpu_backend();
   std::mt19937_64 rng{11};
 };
+
+// Forward and inverse, whole and truncated, for every degree the kernels take
+// and primes up to their bound (IFMA's below 2^50, the 64-bit lanes' above),
+// on random words and on the ends of the input ranges (forward < q; inverse
+// < 2q, its lazy input).
+TEST_F(CpuAvx512, NttsGiveTheAvx2Words) {
+  for (std::size_t n = cpu::kNttAvx512MinDegree; n <= 65536; n *= 2) {
+    for (int bits : {20, 30, 41, 49, 50, 51, 55, 61}) {
+      const Modulus mod(find_ntt_primes(bits, 1, n).front());
+      const u64 q = mod.value();
+      ASSERT_LT(q, cpu::kNttAvx512Bound);
+      const NttTables tables(n, mod);
+      ASSERT_TRUE(cpu::ntt_avx512_fits(tables));
+      for (int pattern = 0; pattern < 3; ++pattern) {
+        for (int kind = 0; kind < 4; ++kind) {
+          const bool inverse = kind >= 2, truncated = kind % 2 == 1;
+          const u64 top = inverse ? 2 * q : q;  // the kernels' input ranges
+          std::vector<u64> in(n);
+          std::uniform_int_distribution<u64> any(0, top - 1);
+          for (std::size_t j = 0; j < n; ++j)
+            in[j] = pattern == 0 ? any(rng) : pattern == 1 ? top - 1 - (j % 3) : (j % 2 ? top - 1 : 0);
+          auto [wide, narrow] = both([&] {
+            std::vector<u64> v = in;
+            if (kind == 0) cpu::ntt_forward_limb(v.data(), tables);
+            if (kind == 1) cpu::ntt_forward_truncated_limb(v.data(), tables);
+            if (kind == 2) cpu::ntt_inverse_limb(v.data(), tables);
+            if (kind == 3) cpu::ntt_inverse_truncated_limb(v.data(), tables);
+            return v;
+          });
+          ASSERT_EQ(wide, narrow) << "n " << n << " q " << q << " kind " << kind << " pattern " << pattern
+                                  << (inverse ? " inverse" : " forward") << (truncated ? " truncated" : "");
+        }
+      }
+    }
+  }
+}
 
 TEST_F(CpuAvx512, ProductsGiveTheAvx2Words) {
   for (std::size_t n : {64, 1024, 8192}) {
@@ -156,6 +194,12 @@ TEST_F(CpuAvx512, BaseConversionsGiveTheAvx2Words) {
       }
     }
   }
+}
+
+TEST(CpuWithoutAvx512, RefusesTheAvx512Kernels) {
+  if (cpu::rns_avx512_available()) GTEST_SKIP() << "this CPU has AVX-512 IFMA";
+  EXPECT_THROW(cpu::set_rns_isa(cpu::RnsIsa::avx512), InvalidArgument);
+  EXPECT_EQ(cpu::rns_isa(), cpu::RnsIsa::avx2);
 }
 
 }  // namespace

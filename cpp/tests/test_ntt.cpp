@@ -6,8 +6,6 @@
 #include "ringfire/arith/modular.h"
 #include "ringfire/arith/primes.h"
 #include "ringfire/base/errors.h"
-#include "backends/cpu/ntt_kernels.h"
-#include "backends/cpu/rns_isa.h"
 #include "backends/cuda/cuda_info.h"
 #include "ringfire/ring/poly_ops.h"
 
@@ -63,57 +61,6 @@ TEST_P(NttTest, ProductsMatchSchoolbookAndRoundTrip) {
 
 INSTANTIATE_TEST_SUITE_P(Sizes, NttTest,
                          ::testing::Combine(::testing::Values(16, 64, 256), ::testing::Values(20, 40, 61)));
-
-// The AVX-512 IFMA kernels give the AVX2 kernels' words (both fully reduce),
-// forward and inverse, whole and truncated, for every degree they take and
-// primes up to their bound, on random words and on the ends of the input
-// ranges (forward < q; inverse < 2q, its lazy input).
-TEST(NttAvx512, GivesTheAvx2KernelsWords) {
-  if (!cpu::rns_avx512_available()) GTEST_SKIP() << "no AVX-512 IFMA on this CPU";
-  struct Restore {
-    cpu::RnsIsa was = cpu::rns_isa();
-    ~Restore() { cpu::set_rns_isa(was); }
-  } restore;
-  std::mt19937_64 rng(7);
-  for (std::size_t n = cpu::kNttAvx512MinDegree; n <= 65536; n *= 2) {
-    for (int bits : {20, 30, 41, 49, 50, 51, 55, 61}) {
-      const Modulus mod(find_ntt_primes(bits, 1, n).front());
-      const u64 q = mod.value();
-      ASSERT_LT(q, cpu::kNttAvx512Bound);
-      const NttTables tables(n, mod);
-      ASSERT_TRUE(cpu::ntt_avx512_fits(tables));
-      for (int pattern = 0; pattern < 3; ++pattern) {
-        for (int kind = 0; kind < 4; ++kind) {
-          const bool inverse = kind >= 2, truncated = kind % 2 == 1;
-          const u64 top = inverse ? 2 * q : q;  // the kernels' input ranges
-          std::vector<u64> in(n);
-          std::uniform_int_distribution<u64> any(0, top - 1);
-          for (std::size_t j = 0; j < n; ++j)
-            in[j] = pattern == 0 ? any(rng) : pattern == 1 ? top - 1 - (j % 3) : (j % 2 ? top - 1 : 0);
-          std::vector<u64> wide = in, narrow = in;
-          auto run = [&](std::vector<u64>& v) {
-            if (kind == 0) cpu::ntt_forward_limb(v.data(), tables);
-            if (kind == 1) cpu::ntt_forward_truncated_limb(v.data(), tables);
-            if (kind == 2) cpu::ntt_inverse_limb(v.data(), tables);
-            if (kind == 3) cpu::ntt_inverse_truncated_limb(v.data(), tables);
-          };
-          cpu::set_rns_isa(cpu::RnsIsa::avx512);
-          run(wide);
-          cpu::set_rns_isa(cpu::RnsIsa::avx2);
-          run(narrow);
-          ASSERT_EQ(wide, narrow) << "n " << n << " q " << q << " kind " << kind << " pattern " << pattern
-                                  << (inverse ? " inverse" : " forward") << (truncated ? " truncated" : "");
-        }
-      }
-    }
-  }
-}
-
-TEST(NttAvx512, RefusesACpuWithoutIt) {
-  if (cpu::rns_avx512_available()) GTEST_SKIP() << "this CPU has AVX-512 IFMA";
-  EXPECT_THROW(cpu::set_rns_isa(cpu::RnsIsa::avx512), InvalidArgument);
-  EXPECT_EQ(cpu::rns_isa(), cpu::RnsIsa::avx2);
-}
 
 TEST(Ntt, EvaluationsArePowersOfPsi) {
   // Slot s of the forward NTT holds a(psi^(2 br(s) + 1)).

@@ -20,6 +20,10 @@ using Z = __m512i;
 
 inline constexpr u64 kMask52 = (u64{1} << 52) - 1;
 
+// Primes below this take IFMA's 52-bit products (Ifma52): the lazy values the
+// kernels multiply stay below 4q < 2^52.
+inline constexpr u64 kIfmaBound = u64{1} << 50;
+
 struct ZMod {
   Z q, two_q, mask52;
 };
@@ -38,6 +42,9 @@ RF_IFMA inline Z zsub_mod(Z a, Z b, const ZMod& m) {
   const Z d = _mm512_sub_epi64(a, b);
   return _mm512_min_epu64(d, _mm512_add_epi64(d, m.q));
 }
+
+// [0, 4q) -> [0, q).
+RF_IFMA inline Z zreduce_4q(Z v, const ZMod& m) { return zsub_if_ge(zsub_if_ge(v, m.two_q), m.q); }
 
 // The products of a Shoup multiplier w (the same in every lane, or one per
 // lane) made from w and ws = floor(w 2^64 / q) (make_shoup): y w mod q in
@@ -106,7 +113,7 @@ RF_IFMA inline Z zreduce_wide52(Z hi, Z lo, const Wide52& w, const ZMod& m) {
   const Z high = _mm512_add_epi64(hi, _mm512_srli_epi64(lo, 52));  // below 2^52 where the caller keeps hi < 2^51
   const Z r = _mm512_add_epi64(Ifma52::mul_lazy(high, w.two52, m), Ifma52::mul_lazy(_mm512_and_si512(lo, m.mask52),
                                                                                     w.one, m));
-  return zsub_if_ge(zsub_if_ge(r, m.two_q), m.q);
+  return zreduce_4q(r, m);
 }
 
 // x y mod q in [0, q) for x, y < 2^50 (q < 2^50).

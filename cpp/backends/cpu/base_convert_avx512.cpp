@@ -3,7 +3,6 @@
 #include "base_convert_avx512.h"
 
 #include "avx512_modular.h"
-#include "ntt_kernels.h"
 #include "rns_isa.h"
 
 namespace ringfire::cpu {
@@ -45,13 +44,13 @@ RF_IFMA void accumulate(const u64* y, std::size_t stride, std::size_t src, const
 bool base_convert_on_avx512(std::size_t len) { return rns_isa() == RnsIsa::avx512 && len % 32 == 0; }
 
 RF_IFMA void scale_block_avx512(const u64* x, u64* y, std::size_t len, ShoupOperand w, u64 q) {
-  q < kNttIfmaBound ? scale<Ifma52>(x, y, len, w, q) : scale<Mul64>(x, y, len, w, q);
+  q < kIfmaBound ? scale<Ifma52>(x, y, len, w, q) : scale<Mul64>(x, y, len, w, q);
 }
 
 RF_IFMA void accumulate_block_avx512(const u64* y, std::size_t stride, std::size_t src, const ShoupOperand* f,
                                      bool sources_below_2_52, const u64* v, const u64* vq, u64* z, std::size_t len,
                                      u64 p) {
-  if (sources_below_2_52 && p < kNttIfmaBound) return accumulate<Ifma52>(y, stride, src, f, v, vq, z, len, p);
+  if (sources_below_2_52 && p < kIfmaBound) return accumulate<Ifma52>(y, stride, src, f, v, vq, z, len, p);
   accumulate<Mul64>(y, stride, src, f, v, vq, z, len, p);
 }
 

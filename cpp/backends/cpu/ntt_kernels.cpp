@@ -24,6 +24,7 @@
 #include "ntt_kernels.h"
 
 #include "avx2_modular.h"
+#include "ntt_stages.h"
 #include "rns_isa.h"
 
 #include "ringfire/ring/kernel_bodies.h"
@@ -35,15 +36,7 @@ namespace ringfire::cpu {
 
 namespace {
 
-// Elements per cache block (16 KiB of data): passes whose span fits in a
-// block run depth-first inside it.
-constexpr std::size_t kBlock = 2048;
-
-// Twiddles of one stage, starting at the first group a pass touches.
-struct StageTwiddles {
-  const u64* w;
-  const u64* ws;
-};
+using namespace ntt_stages;
 
 // ===========================================================================
 // Scalar butterflies
@@ -222,12 +215,6 @@ void forward_final_pair(u64* a, std::size_t len, std::size_t k, StageTwiddles t1
 // ===========================================================================
 // Forward driver
 
-// Twiddles of stage m (distance k) for the span starting at element `offset`.
-StageTwiddles forward_twiddles(const NttTables& t, std::size_t m, std::size_t k, std::size_t offset) {
-  const std::size_t first = m + offset / (2 * k);
-  return {t.forward() + first, t.forward_shoup() + first};
-}
-
 // Forward stage s (m = 2^s, k = N / 2^(s+1)) on [offset, offset + len).
 void forward_stage(u64* a, const NttTables& t, int s, std::size_t offset, std::size_t len) {
   const std::size_t m = std::size_t{1} << s;
@@ -392,11 +379,6 @@ void inverse_last_two_stages(u64* a, const NttTables& t, ShoupOperand scale, Sho
 
 // ===========================================================================
 // Inverse driver
-
-StageTwiddles inverse_twiddles(const NttTables& t, std::size_t m, std::size_t k, std::size_t offset) {
-  const std::size_t first = m + offset / (2 * k);
-  return {t.inverse() + first, t.inverse_shoup() + first};
-}
 
 // Inverse stage lm (m = 2^lm, k = N / 2^(lm+1)) on [offset, offset + len).
 void inverse_stage(u64* a, const NttTables& t, int lm, std::size_t offset, std::size_t len) {

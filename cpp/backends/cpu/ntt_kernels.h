@@ -22,11 +22,10 @@ void ntt_inverse_truncated_limb(u64* a, const NttTables& tables);
 
 // The same four on AVX-512 (ntt_kernels_avx512.cpp): only where the CPU has
 // it (rns_isa.h) and the tables fit, i.e. N >= 64 (and q < 2^61, as here);
-// IFMA's 52-bit products below 2^50. The four above take them by themselves
-// where rns_isa() says avx512.
+// IFMA's 52-bit products below 2^50 (avx512_modular.h). The four above take
+// them by themselves where rns_isa() says avx512.
 inline constexpr std::size_t kNttAvx512MinDegree = 64;
 inline constexpr u64 kNttAvx512Bound = u64{1} << 61;
-inline constexpr u64 kNttIfmaBound = u64{1} << 50;
 bool ntt_avx512_fits(const NttTables& tables);
 void ntt_forward_limb_avx512(u64* a, const NttTables& tables);
 void ntt_forward_truncated_limb_avx512(u64* a, const NttTables& tables);

@@ -24,14 +24,14 @@
 #include <algorithm>
 
 #include "avx512_modular.h"
+#include "ntt_stages.h"
 
 namespace ringfire::cpu {
 
 namespace {
 
 using namespace avx512;
-
-constexpr std::size_t kBlock = 2048;  // elements per cache block, as the AVX2 kernels
+using namespace ntt_stages;
 
 // Cooley-Tukey, in/out [0, 4q).
 template <class A>
@@ -50,8 +50,6 @@ RF_IFMA inline void zgs(Z& x, Z& y, const typename A::Twiddle& t, const ZMod& m)
   x = zsub_if_ge(s, m.two_q);
   y = A::mul_lazy(d, t, m);
 }
-
-RF_IFMA inline Z zreduce_4q(Z v, const ZMod& m) { return zsub_if_ge(zsub_if_ge(v, m.two_q), m.q); }
 
 // Lane patterns of the 16-element passes (vpermt2q indices: 0-7 the first
 // register, 8-15 the second).
@@ -78,11 +76,6 @@ RF_IFMA inline typename A::Twiddle ztwiddles(const u64* w, const u64* ws, std::s
   return A::twiddle(zload(w), zload(ws));
 }
 
-struct StageTwiddles {
-  const u64* w;
-  const u64* ws;
-};
-
 // ===========================================================================
 // Radix-2 stages of distance k >= 8 over `len` elements.
 
@@ -107,12 +100,6 @@ RF_IFMA void radix2_stage(u64* a, std::size_t len, std::size_t k, StageTwiddles 
 
 // ===========================================================================
 // Forward
-
-// Twiddles of forward stage m (distance k) at element `offset`.
-StageTwiddles forward_twiddles(const NttTables& t, std::size_t m, std::size_t k, std::size_t offset) {
-  const std::size_t first = m + offset / (2 * k);
-  return {t.forward() + first, t.forward_shoup() + first};
-}
 
 // The last stages, distance 4, 2 (and 1 where `through_1`), on the 16-element
 // chunks of [offset, offset + len), reduced to [0, q). In [0, 4q).
@@ -177,11 +164,6 @@ RF_IFMA void forward_transform(u64* a, const NttTables& t, int num_stages) {
 
 // ===========================================================================
 // Inverse
-
-StageTwiddles inverse_twiddles(const NttTables& t, std::size_t m, std::size_t k, std::size_t offset) {
-  const std::size_t first = m + offset / (2 * k);
-  return {t.inverse() + first, t.inverse_shoup() + first};
-}
 
 // The first stages, distance 1 (where `from_1`), 2 and 4, on the 16-element
 // chunks of [offset, offset + len). In/out [0, 2q).
@@ -274,7 +256,7 @@ bool ntt_avx512_fits(const NttTables& t) { return t.n() >= kNttAvx512MinDegree &
 
 namespace {
 
-bool on_ifma(const NttTables& t) { return t.modulus().value() < kNttIfmaBound; }
+bool on_ifma(const NttTables& t) { return t.modulus().value() < kIfmaBound; }
 
 }  // namespace
 

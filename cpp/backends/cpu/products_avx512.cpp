@@ -7,7 +7,6 @@
 #include <algorithm>
 
 #include "avx512_modular.h"
-#include "ntt_kernels.h"
 #include "rns_isa.h"
 
 namespace ringfire::cpu {
@@ -22,7 +21,7 @@ constexpr std::size_t kTermsPerReduction = 8;
 }  // namespace
 
 bool products_on_avx512(u64 q, std::size_t n) {
-  return rns_isa() == RnsIsa::avx512 && q < kNttIfmaBound && n % 8 == 0;
+  return rns_isa() == RnsIsa::avx512 && q < kIfmaBound && n % 8 == 0;
 }
 
 RF_IFMA void inner_product_pair_limb_avx512(const u64* const* in, const u64* const* b, const u64* const* a,
@@ -106,7 +105,7 @@ bool shoup_products_on_avx512(std::size_t n) { return rns_isa() == RnsIsa::avx51
 
 RF_IFMA void linear_combination_limb_avx512(const u64* const* x, const ShoupOperand* w, std::size_t terms, u64* out,
                                             std::size_t n, u64 q) {
-  q < kNttIfmaBound ? linear_combination<Ifma52>(x, w, terms, out, n, q)
+  q < kIfmaBound ? linear_combination<Ifma52>(x, w, terms, out, n, q)
                     : linear_combination<Mul64>(x, w, terms, out, n, q);
 }
 

@@ -1,5 +1,5 @@
 // The CPU backend's products on AVX-512 IFMA, one limb at a time, for primes
-// below 2^50 (kNttIfmaBound) and inputs reduced below them: eight words per
+// below 2^50 (avx512::kIfmaBound) and inputs reduced below them: eight words per
 // step from the 52-bit multiply-adds. Each gives the words the scalar and AVX2
 // loops give (fully reduced values); cpu_backend.cpp takes them where
 // products_on_avx512 says so.
