@@ -2,6 +2,7 @@
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 
+#include <cstring>
 #include <type_traits>
 
 #include "common.h"
@@ -13,11 +14,11 @@ namespace ringfire::python {
 
 namespace {
 
-nb::bytes as_bytes(const io::Bytes& b) { return nb::bytes(reinterpret_cast<const char*>(b.data()), b.size()); }
 const std::uint8_t* ptr(const nb::bytes& b) { return reinterpret_cast<const std::uint8_t*>(b.c_str()); }
 
-// Saving serializes with the GIL released; only the copy into a Python bytes
-// object holds it.
+// Saving serializes and copies into the Python bytes object with the GIL
+// released: only the object's allocation holds it (a server's event loop and
+// its other jobs run on while a round of ciphertexts is written).
 template <class T>
 void def_save(nb::module_& m, const char* name) {
   m.def(name, [](const T& object) {
@@ -26,7 +27,14 @@ void def_save(nb::module_& m, const char* name) {
       nb::gil_scoped_release release;
       bytes = io::save(object);
     }
-    return as_bytes(bytes);
+    nb::object out = nb::steal(PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(bytes.size())));
+    if (!out.is_valid()) throw nb::python_error();
+    char* dst = PyBytes_AS_STRING(out.ptr());  // not yet visible to any other thread
+    {
+      nb::gil_scoped_release release;
+      std::memcpy(dst, bytes.data(), bytes.size());
+    }
+    return nb::borrow<nb::bytes>(out);
   });
 }
 
