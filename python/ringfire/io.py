@@ -84,10 +84,14 @@ def atomic_file(path, *, sync: bool = True):
         tmp.unlink(missing_ok=True)
 
 
-def write_atomically(path, data: bytes, *, sync: bool = True) -> None:
-    """Writes ``data`` to ``path`` whole or not at all (:func:`atomic_file`)."""
+def write_atomically(path, data, *, sync: bool = True) -> None:
+    """Writes ``data`` to ``path`` whole or not at all (:func:`atomic_file`): bytes, or a
+    list of bytes-like pieces written one after the other (never joined in memory)."""
     with atomic_file(path, sync=sync) as out:
-        out.write(data)
+        if isinstance(data, list):
+            out.writelines(data)
+        else:
+            out.write(data)
 
 
 def new_mac_key() -> bytes:

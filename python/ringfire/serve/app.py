@@ -73,9 +73,15 @@ async def body_pieces(request: Request, limit: int, what: str):
         refuse(400, f"{what}: {size} bytes arrived, Content-Length said {declared}")
 
 
+async def read_pieces(request: Request, limit: int, what: str) -> list[bytes]:
+    """The whole body as the pieces it arrived in (bounded as :func:`body_pieces` bounds it),
+    for ``wire.unpack_tensor``: not joined into one more copy of it."""
+    return [piece async for piece in body_pieces(request, limit, what)]
+
+
 async def read_body(request: Request, limit: int, what: str) -> bytes:
-    """The whole body (bounded as :func:`body_pieces` bounds it)."""
-    return b"".join([piece async for piece in body_pieces(request, limit, what)])
+    """The whole body as one bytes object (small bodies: JSON)."""
+    return b"".join(await read_pieces(request, limit, what))
 
 
 async def read_json(request: Request, what: str) -> dict:
@@ -438,7 +444,7 @@ def create_app(config: ServeConfig) -> FastAPI:
         repeated = await off_loop(admit_job, sid, who, idempotency)
         if repeated is not None:  # a retry: the job made the first time, never a second run
             return JSONResponse({"job": repeated["id"], "state": repeated["state"], "repeated": True}, 200)
-        body = await read_body(request, max_input_bytes(), "encrypted input")
+        body = await read_pieces(request, max_input_bytes(), "encrypted input")
         return await off_loop(start_job, sid, who, idempotency, body)
 
     def admit_job(sid: str, who: str, idempotency: str | None) -> dict | None:
@@ -451,7 +457,7 @@ def create_app(config: ServeConfig) -> FastAPI:
             refuse(429, f"at most {config.tenant_jobs} jobs in flight per tenant", {"Retry-After": "5"})
         return repeated
 
-    def start_job(sid: str, who: str, idempotency: str | None, body: bytes):
+    def start_job(sid: str, who: str, idempotency: str | None, body: list[bytes]):
         jid, created = store.create_job(who, sid, idempotency, owner=process)
         if not created:  # the same key arrived twice at once: the other request made the job
             return JSONResponse({"job": jid, "state": store.job(jid, who)["state"], "repeated": True}, 200)
@@ -490,11 +496,17 @@ def create_app(config: ServeConfig) -> FastAPI:
         """With ``wait`` (seconds, at most 30) and ``seen`` (the ``state:round`` last read), the
         answer comes when the job moves on or the wait ends: no polling loop on the client."""
         deadline = time.monotonic() + min(max(wait, 0.0), 30.0)
-        while True:
-            out = await job_snapshot(jid, who)
-            if f"{out['state']}:{out.get('round', {}).get('number', '')}" != seen or time.monotonic() >= deadline:
-                return out
-            await anyio.sleep(0.005)
+        with runner.watchers.watching(jid) as changed:
+            while True:
+                changed.clear()  # before the read: a change after it wakes the wait below
+                out = await job_snapshot(jid, who)
+                left = deadline - time.monotonic()
+                if f"{out['state']}:{out.get('round', {}).get('number', '')}" != seen or left <= 0:
+                    return out
+                # This process's job: its worker wakes the read (the 0.25 s look is a safety
+                # net); another process's: the store is read again soon.
+                with anyio.move_on_after(min(left, 0.25 if runner.live(jid) is not None else 0.005)):
+                    await changed.wait()
 
     def waiting_round(jid: str, who: str, number: int) -> dict:
         own_job(jid, who)
@@ -506,13 +518,17 @@ def create_app(config: ServeConfig) -> FastAPI:
     @app.get("/v1/jobs/{jid}/rounds/{number}")
     async def get_round(jid: str, number: int, who: str = Depends(tenant)):
         r = await off_loop(waiting_round, jid, who, number)
-        payload = runner.question(runner.live(jid), number)
-        if payload is None:  # another process's job
+        parts = runner.question(runner.live(jid), number)
+        if parts is None:  # another process's job
             try:
-                payload = await off_loop(store.round_question(jid, number).read_bytes)
+                parts = [await off_loop(store.round_question(jid, number).read_bytes)]
             except FileNotFoundError:  # the job gave up on the round meanwhile
                 refuse(409, f"job {jid} is not waiting for round {number}")
-        return Response(payload, media_type="application/octet-stream", headers={"X-Ringfire-Layer": r["layer"]})
+        async def each():  # the container's pieces one after the other (wire.py: never joined)
+            for part in parts:
+                yield part
+        return StreamingResponse(each(), media_type="application/octet-stream",
+                                 headers={"X-Ringfire-Layer": r["layer"], "Content-Length": str(wire.parts_size(parts))})
 
     @app.post("/v1/jobs/{jid}/rounds/{number}")
     async def answer_round(jid: str, number: int, request: Request, who: str = Depends(tenant)):
@@ -522,7 +538,7 @@ def create_app(config: ServeConfig) -> FastAPI:
         except (TypeError, ValueError):
             refuse(400, "X-Ringfire-Out-Shape: the layer's output shape as a JSON list is required")
         entries = max(1, r["entries"])
-        body = await read_body(request, entries * (host.max_ciphertext_bytes() + 16) + 4096, "round answer")
+        body = await read_pieces(request, entries * (host.max_ciphertext_bytes() + 16) + 4096, "round answer")
         try:  # checked here, by whichever process took the request
             cts = (await off_loop(lambda: wire.unpack_tensor(
                 body, host.ctx.load, max_entries=entries, max_entry_bytes=host.max_ciphertext_bytes())))["cts"]

@@ -32,6 +32,9 @@ def register(subparsers) -> None:
     p.add_argument("--tls-cert", help="certificate (PEM): serve HTTPS")
     p.add_argument("--tls-key", help="the certificate's private key (PEM)")
     p.add_argument("--queue", type=int, default=16, help="jobs waiting to run, all tenants")
+    p.add_argument("--workers", type=int, default=4,
+                   help="jobs run at once (default 4: some compute while others wait for their clients' "
+                        "rounds; --packing inter runs one)")
     p.add_argument("--round-timeout", type=float, default=300.0, help="seconds a job waits for its client")
     p.add_argument("--drain-timeout", type=float, default=600.0, help="seconds a shutdown waits for running jobs")
     p.add_argument("--requests-per-second", type=float, default=50.0, help="per tenant")
@@ -63,7 +66,7 @@ def main(args) -> int:
     config = ServeConfig(model=args.model, store=args.store, tokens=args.tokens,
                          preset=None if args.params else (args.preset or "N14_D6"), params=args.params,
                          activation=args.activation, calibration=args.calibration, packing=args.packing,
-                         masking=args.masking, ray=None if args.replicas else args.ray, queue=args.queue,
+                         masking=args.masking, ray=None if args.replicas else args.ray, queue=args.queue, workers=args.workers,
                          round_timeout=args.round_timeout,
                          drain_timeout=args.drain_timeout, requests_per_second=args.requests_per_second,
                          key_images=not args.no_key_images)

@@ -56,18 +56,29 @@ class Client:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def request(self, method: str, path: str, *, expect=(200,), retries: int = 4, **kwargs):
+    def request(self, method: str, path: str, *, expect=(200,), retries: int = 4, stream: bool = False, **kwargs):
         """One request, retried on 429 (after Retry-After), on a gateway's 502/503/504 (a replica
-        going away behind it) and on dropped connections."""
+        going away behind it) and on dropped connections. With ``stream``, an expected
+        response comes back with its body unread (``iter_raw()``; the caller closes it)."""
         import httpx
         for attempt in range(retries + 1):
             try:
-                response = self.http.request(method, path, **kwargs)
+                response = self.http.send(self.http.build_request(method, path, **kwargs), stream=stream)
             except httpx.TransportError:
                 if attempt == retries:
                     raise
                 time.sleep(0.2 * 2**attempt)
                 continue
+            if stream and response.status_code not in expect:
+                try:
+                    response.read()  # an error's message (small): read as an unstreamed answer is
+                except httpx.TransportError:
+                    if attempt == retries:
+                        raise
+                    time.sleep(0.2 * 2**attempt)
+                    continue
+                finally:
+                    response.close()
             if response.status_code == 429 and attempt < retries:
                 time.sleep(min(30.0, float(response.headers.get("retry-after", "1"))))
                 continue
@@ -81,6 +92,23 @@ class Client:
                     message = response.text
                 raise ServerError(response.status_code, message)
             return response
+        raise AssertionError("unreachable")
+
+    def download_tensor(self, path: str, load, *, max_entry_bytes: int, retries: int = 4) -> dict:
+        """An encrypted tensor the server keeps (a job's result), read and loaded as its bytes
+        arrive (never gathered whole); a connection dropped mid-body asks again."""
+        import httpx
+        for attempt in range(retries + 1):
+            response = self.request("GET", path, stream=True)
+            try:
+                return wire.unpack_tensor(response.iter_raw(), load, max_entries=2**24,
+                                          max_entry_bytes=max_entry_bytes)
+            except httpx.TransportError:
+                if attempt == retries:
+                    raise
+                time.sleep(0.2 * 2**attempt)
+            finally:
+                response.close()
         raise AssertionError("unreachable")
 
     def models(self) -> list[str]:
@@ -197,10 +225,11 @@ class Session:
 
     # ---- inference ---------------------------------------------------------------------------
     def submit(self, enc: EncryptedTensor, idempotency_key: str | None = None) -> str:
-        body = wire.pack_tensor(enc.cts, enc.batch, enc.packing, enc.period, enc.sample_shape, enc.element_slots)
+        parts = wire.tensor_parts(enc.cts, enc.batch, enc.packing, enc.period, enc.sample_shape, enc.element_slots)
         key = idempotency_key or uuid.uuid4().hex
-        response = self.client.request("POST", f"/v1/sessions/{self.id}/infer", content=body, expect=(200, 202),
-                                       headers={"Idempotency-Key": key, "Content-Type": "application/octet-stream"})
+        response = self.client.request("POST", f"/v1/sessions/{self.id}/infer", content=parts, expect=(200, 202),
+                                       headers={"Idempotency-Key": key, "Content-Type": "application/octet-stream",
+                                                "Content-Length": str(wire.parts_size(parts))})
         return response.json()["job"]
 
     def wait(self, job: str, progress: bool | None = None, timeout: float | None = None) -> EncryptedTensor:
@@ -232,9 +261,8 @@ class Session:
                     time.sleep(0.05)
                 if deadline is not None and time.monotonic() > deadline:
                     raise TimeoutError(f"[serve] job {job} still {status['state']} after {timeout:g} s")
-        data = self.client.request("GET", f"/v1/jobs/{job}/result").content
-        fields = wire.unpack_tensor(data, self.ctx.load, max_entries=2**24,
-                                    max_entry_bytes=self.ctx._largest_object_bytes())
+        fields = self.client.download_tensor(f"/v1/jobs/{job}/result", self.ctx.load,
+                                             max_entry_bytes=self.ctx._largest_object_bytes())
         return EncryptedTensor(fields["cts"], fields["batch"], self.ctx, fields["packing"], fields["period"],
                                fields["sample_shape"], fields["element_slots"])
 
@@ -242,23 +270,30 @@ class Session:
         """Answers round ``number``; False when the server does not serve it at this moment (409: a
         status read that ran ahead of the round's question, or the job moved on), for the next
         status read to say whether to ask again."""
-        response = self.client.request("GET", f"/v1/jobs/{job}/rounds/{number}", expect=(200, 409))
-        if response.status_code == 409:
+        import httpx
+        # Streamed: the ciphertexts load as they arrive, never gathered whole (a round is tens of MiB).
+        response = self.client.request("GET", f"/v1/jobs/{job}/rounds/{number}", expect=(200, 409), stream=True)
+        try:
+            if response.status_code == 409:
+                return False
+            node, shape, clip = wire.node_from_json(response.headers["x-ringfire-layer"])
+            x = wire.unpack_tensor(response.iter_raw(), self.ctx.load, max_entries=2**24,
+                                   max_entry_bytes=self.ctx._largest_object_bytes())["cts"]
+        except httpx.TransportError:  # dropped mid-body: the next status read says whether to ask again
             return False
-        node, shape, clip = wire.node_from_json(response.headers["x-ringfire-layer"])
-        fields = wire.unpack_tensor(response.content, self.ctx.load, max_entries=2**24,
-                                    max_entry_bytes=self.ctx._largest_object_bytes())
-        x = fields["cts"]
+        finally:
+            response.close()
         if self.packing == "inter":  # one sample per ciphertext: the layer on its slot vector
             out, out_shape = np.array([self.local.apply_vector(node, x.flat[0])], dtype=object), (1,)
         else:
             out, out_shape = self.local.apply(node, x, shape, clip)
-        body = wire.pack_tensor(out, batch=0, sample_shape=out.shape)
+        parts = wire.tensor_parts(out, batch=0, sample_shape=out.shape)
         # 409: answered already (a retry after a lost response) or no longer awaited (the job
         # ended): the next status read says which.
-        self.client.request("POST", f"/v1/jobs/{job}/rounds/{number}", content=body, expect=(200, 409),
+        self.client.request("POST", f"/v1/jobs/{job}/rounds/{number}", content=parts, expect=(200, 409),
                             headers={"X-Ringfire-Out-Shape": json.dumps(list(out_shape)),
-                                     "Content-Type": "application/octet-stream"})
+                                     "Content-Type": "application/octet-stream",
+                                     "Content-Length": str(wire.parts_size(parts))})
         self.rounds += 1
         return True
 

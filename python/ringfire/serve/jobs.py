@@ -25,6 +25,7 @@ import numpy as np
 from ..ckks.batch import EncryptedTensor
 from ..nn.client import Client
 from . import wire
+from .watchers import Watchers
 
 log = logging.getLogger("ringfire.serve")
 
@@ -50,11 +51,11 @@ class Job:
     id: str
     tenant: str
     session: str
-    body: bytes
+    body: list          # the encrypted input, as the pieces it arrived in (wire.py)
     state: str = "queued"
     progress: dict = field(default_factory=dict)
     rounds: int = 0
-    question: tuple | None = None   # (round number, its ciphertexts as a container, layer) while open
+    question: tuple | None = None   # (round number, its ciphertexts as a container's parts, layer) while open
     answer: tuple | None = None     # (round number, loaded ciphertexts, out shape) handed over in memory
     answered: threading.Event = field(default_factory=threading.Event)
     cancelled: threading.Event = field(default_factory=threading.Event)
@@ -79,7 +80,7 @@ class RemoteClient(Client):
         job, store, shared = self.job, self.runner.store, self.runner.config.shared_store
         job.rounds += 1
         number = job.rounds
-        payload, layer = wire.pack_tensor(x, batch=0, sample_shape=x.shape), wire.node_to_json(node, shape, clip)
+        payload, layer = wire.tensor_parts(x, batch=0, sample_shape=x.shape), wire.node_to_json(node, shape, clip)
         job.answer = None
         job.answered.clear()
         # The store first, memory second: a status read serves the round from memory, and the
@@ -136,6 +137,7 @@ class JobRunner:
         self._live: dict[str, Job] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self.watchers = Watchers()  # long-polled status reads, woken at each change of a job here
         self._threads = [threading.Thread(target=self._work, name=f"ringfire-job-{i}", daemon=True)
                          for i in range(config.workers)]
         for t in self._threads:
@@ -163,6 +165,7 @@ class JobRunner:
             job.state = "failed"
             raise JobLost(f"[serve] job {job.id} was ended by another server process")
         job.state = state
+        self.watchers.notify(job.id)
 
     @property
     def stopping(self) -> bool:
@@ -172,16 +175,17 @@ class JobRunner:
         job.cancelled.set()
         job.answered.set()  # a waiting job looks at once
 
-    @staticmethod
-    def deliver(job: Job, number: int, cts: np.ndarray, out_shape: tuple) -> None:
+    def deliver(self, job: Job, number: int, cts: np.ndarray, out_shape: tuple) -> None:
         """A round's answer, loaded and checked, taken by this process for its own job (claimed
         in the store first)."""
         job.answer = (number, cts, tuple(out_shape))
         job.answered.set()
+        self.watchers.notify(job.id)  # its status no longer shows the round
 
     @staticmethod
-    def question(job: Job | None, number: int) -> bytes | None:
-        """The round's ciphertexts from memory, when the job is this process's and waits on it."""
+    def question(job: Job | None, number: int) -> list[bytes] | None:
+        """The round's ciphertexts from memory (the container's parts), when the job is this
+        process's and waits on it."""
         q = job.question if job is not None else None
         return q[1] if q is not None and q[0] == number else None
 
@@ -219,7 +223,8 @@ class JobRunner:
             finally:
                 with self._lock:
                     self._live.pop(job.id, None)
-                job.body = b""
+                job.body = []
+                self.watchers.notify(job.id)  # its status now comes from the store
 
     def _run(self, job: Job) -> None:
         try:
@@ -233,10 +238,11 @@ class JobRunner:
         try:
             self.set_state(job, "running")
             out = self._infer(job)
-            data = wire.pack_tensor(out.cts, out.batch, out.packing, out.period, out.sample_shape, out.element_slots)
-            self.store.write_result(job.id, data)
+            parts = wire.tensor_parts(out.cts, out.batch, out.packing, out.period, out.sample_shape,
+                                      out.element_slots)
+            self.store.write_result(job.id, parts)
             job.progress["done"] = job.progress.get("total", 0)
-            self.set_state(job, "done", result_bytes=len(data))
+            self.set_state(job, "done", result_bytes=wire.parts_size(parts))
             self.metrics.job_seconds.observe(time.monotonic() - job.started)
         except JobLost as e:
             # Reported failed by the others while this process was silent (stopped, swapped out):
@@ -256,6 +262,7 @@ class JobRunner:
         if self.store.set_job(job.id, "failed", error=error, progress=job.progress or None):
             self.metrics.jobs_failed.inc()
         job.state = "failed"
+        self.watchers.notify(job.id)
 
     def _infer(self, job: Job) -> EncryptedTensor:
         host, session = self.host, self.store.session(job.session, job.tenant)
@@ -270,7 +277,7 @@ class JobRunner:
 
         fields = wire.unpack_tensor(job.body, load, max_entries=host.max_input_entries(),
                                     max_entry_bytes=host.max_ciphertext_bytes())
-        job.body = b""
+        job.body = []
         enc = EncryptedTensor(fields["cts"], fields["batch"], ctx, fields["packing"], fields["period"],
                               fields["sample_shape"], fields["element_slots"])
 

@@ -458,9 +458,10 @@ class Store:
     def _round_path(self, jid: str, number: int, what: str) -> Path:
         return self.root / "rounds" / f"{jid}.{int(number)}.{what}"
 
-    def open_round(self, jid: str, number: int, layer: str, entries: int, payload: bytes | None) -> None:
-        """Publishes the round; its ciphertexts as a file only when `payload` is given (a store
-        shared with other processes: the owner serves its own requests from memory)."""
+    def open_round(self, jid: str, number: int, layer: str, entries: int, payload: list[bytes] | None) -> None:
+        """Publishes the round; its ciphertexts (a container's parts) as a file only when
+        `payload` is given (a store shared with other processes: the owner serves its own
+        requests from memory)."""
         if payload is not None:
             write_atomically(self._round_path(jid, number, "ask"), payload, sync=False)
         self._q("insert or replace into rounds (job, number, layer, entries) values (?, ?, ?, ?)",
@@ -475,7 +476,7 @@ class Store:
     def round_question(self, jid: str, number: int) -> Path:
         return self._round_path(jid, number, "ask")
 
-    def answer_round(self, jid: str, number: int, out_shape: tuple, data: bytes | None) -> bool:
+    def answer_round(self, jid: str, number: int, out_shape: tuple, data: list[bytes] | None) -> bool:
         """Takes the round's one answer; False if the round was answered already (or is not
         open). `data` is written for the owner to read, or None where the caller is the owner
         and hands the answer over in memory. Written beside its place first and renamed there
@@ -524,8 +525,8 @@ class Store:
     def result_path(self, jid: str) -> Path:
         return self.root / "results" / f"{jid}.rft"
 
-    def write_result(self, jid: str, data: bytes) -> None:
-        write_atomically(self.result_path(jid), data)
+    def write_result(self, jid: str, parts: list[bytes]) -> None:
+        write_atomically(self.result_path(jid), parts)
 
     def close(self) -> None:
         with self._memory:

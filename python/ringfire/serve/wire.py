@@ -11,6 +11,11 @@ Container ``RFT1``::
     sample ndim u8 | sample shape u32 x ndim | slots flag u8 [| count u32 | u32 x count] |
     entries: kind u8 (0 absent, 1 a known constant f64, 2 a ciphertext: length u64 | bytes)
 
+A container is built and read as a list of pieces (``tensor_parts``, ``unpack_tensor``
+over the pieces a socket delivers), never joined into one buffer: a body of tens of MiB
+joined is as many MiB of fresh memory, which the operating system maps in page by page
+(on two cores that cost more than sending the bytes).
+
 The layer description of a client-aided round is JSON (``node_to_json``): the operator,
 its name and attributes, the tensor's shape, and the clip bounds.
 """
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -32,9 +38,10 @@ class WireError(ValueError):
     """A body that is not a well-formed container (the message says what is wrong)."""
 
 
-def pack_tensor(cts: np.ndarray, batch: int, packing: str = "batch", period: int = 0, sample_shape=None,
-                element_slots=None) -> bytes:
-    """The container of an object array of ciphertexts (None and floats allowed)."""
+def tensor_parts(cts: np.ndarray, batch: int, packing: str = "batch", period: int = 0, sample_shape=None,
+                 element_slots=None) -> list[bytes]:
+    """The container of an object array of ciphertexts (None and floats allowed), as the
+    pieces to send one after the other (``parts_size`` is its length)."""
     sample_shape = tuple(cts.shape) if sample_shape is None else tuple(sample_shape)
     parts = [_HEAD.pack(MAGIC, 1, 1 if packing == "inter" else 0, 0, int(batch), int(period), cts.ndim),
              struct.pack(f"<{cts.ndim}I", *cts.shape), struct.pack("<B", len(sample_shape)),
@@ -52,30 +59,69 @@ def pack_tensor(cts: np.ndarray, batch: int, packing: str = "batch", period: int
         else:
             data = c.to_bytes()
             parts += [struct.pack("<BQ", _CIPHERTEXT, len(data)), data]
-    return b"".join(parts)
+    return parts
+
+
+def pack_tensor(*args, **kwargs) -> bytes:
+    """:func:`tensor_parts` as one bytes object (for a file, or a test that cuts it)."""
+    return b"".join(tensor_parts(*args, **kwargs))
+
+
+def parts_size(parts: list) -> int:
+    return sum(len(p) for p in parts)
 
 
 class _Reader:
-    def __init__(self, data: bytes):
-        self.data, self.pos = memoryview(data), 0
+    """Reads a body that arrives in pieces (any bytes-like objects, of any sizes). A field
+    inside one piece is a view of it; one that spans pieces is gathered into a copy of its
+    own size (bytes), which the caller has bounded before asking."""
 
-    def take(self, n: int, what: str) -> memoryview:
-        if n > len(self.data) - self.pos:
-            raise WireError(f"[serve.wire] truncated body: {what} needs {n} bytes, {len(self.data) - self.pos} left")
-        out = self.data[self.pos:self.pos + n]
-        self.pos += n
-        return out
+    def __init__(self, pieces: Iterable):
+        self._pieces = iter(pieces)
+        self._piece, self._pos = memoryview(b""), 0
+
+    def _next_piece(self) -> bool:
+        for piece in self._pieces:
+            if len(piece):
+                self._piece, self._pos = memoryview(piece).cast("B"), 0
+                return True
+        return False
+
+    def take(self, n: int, what: str):
+        left = len(self._piece) - self._pos
+        if n <= left:
+            out = self._piece[self._pos:self._pos + n]
+            self._pos += n
+            return out
+        spans, have = [], 0  # joined once into bytes: the one copy a load makes anyway
+        while True:
+            step = min(n - have, len(self._piece) - self._pos)
+            spans.append(self._piece[self._pos:self._pos + step])
+            have, self._pos = have + step, self._pos + step
+            if have == n:
+                return b"".join(spans)
+            if not self._next_piece():
+                raise WireError(f"[serve.wire] truncated body: {what} needs {n} bytes, {have} left")
 
     def unpack(self, fmt: str, what: str):
         s = struct.Struct(fmt)
         return s.unpack(self.take(s.size, what))
 
+    def extra(self) -> int:
+        """The bytes after the last field (the rest is read to count them)."""
+        left = len(self._piece) - self._pos
+        while self._next_piece():
+            left += len(self._piece)
+        return left
 
-def unpack_tensor(data: bytes, load, *, max_entries: int, max_entry_bytes: int) -> dict:
+
+def unpack_tensor(data, load, *, max_entries: int, max_entry_bytes: int) -> dict:
     """The container's fields and its entries, each ciphertext passed through ``load`` (the
-    context's, which checks its envelope). Entry counts and sizes are checked against the
-    limits before anything is allocated for them."""
-    r = _Reader(data)
+    context's, which checks its envelope). ``data``: the body as one bytes-like object, or
+    its pieces in order (a list, or an iterator that reads them from a socket as they come).
+    Entry counts and sizes are checked against the limits before anything is allocated for
+    them."""
+    r = _Reader([data] if isinstance(data, (bytes, bytearray, memoryview)) else data)
     magic, version, packing, _, batch, period, ndim = r.unpack("<4sHBBIIB", "the header")
     if magic != MAGIC or version != 1 or packing > 1:
         raise WireError(f"[serve.wire] not an encrypted-tensor container (magic {bytes(magic)!r}, version {version})")
@@ -111,8 +157,8 @@ def unpack_tensor(data: bytes, load, *, max_entries: int, max_entry_bytes: int) 
             cts[i] = load(bytes(r.take(length, "a ciphertext")))
         else:
             raise WireError(f"[serve.wire] unknown entry kind {kind}")
-    if r.pos != len(r.data):
-        raise WireError(f"[serve.wire] {len(r.data) - r.pos} bytes after the last entry")
+    if extra := r.extra():
+        raise WireError(f"[serve.wire] {extra} bytes after the last entry")
     return {"cts": cts.reshape(shape), "batch": batch, "packing": "inter" if packing else "batch",
             "period": period, "sample_shape": tuple(sample_shape), "element_slots": element_slots}
 

@@ -1,0 +1,100 @@
+"""The service's tensor container read from the pieces a socket delivers (ringfire.serve.wire):
+any cut of a body reads as the body itself, a short or long body is refused with the place it
+went wrong, and a ciphertext over the limit is refused before its bytes are gathered."""
+
+import asyncio
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ringfire as rf
+from ringfire.serve import wire
+from ringfire.serve.watchers import Watchers
+
+
+@pytest.fixture(scope="module")
+def toy():
+    ctx = rf.ckks.Context.preset("N13_D2")
+    sk, _ = ctx.keygen()
+    values = np.random.default_rng(3).normal(size=(4, ctx.slots))
+    cts = np.empty((2, 3), dtype=object)
+    cts.flat[:] = [ctx.encrypt(values[0], sk), None, 1.25, ctx.encrypt(values[1], sk, level=0), None,
+                   ctx.encrypt(values[2], sk)]
+    parts = wire.tensor_parts(cts, batch=5, packing="inter", period=7, sample_shape=(3, 2),
+                              element_slots=[0, 4, 9])
+    return ctx, sk, values, parts
+
+
+def cut(body: bytes, points: list[int]) -> list[bytes]:
+    """`body` in pieces at `points` (empty pieces included where points repeat)."""
+    edges = [0, *sorted(p % (len(body) + 1) for p in points), len(body)]
+    return [body[a:b] for a, b in zip(edges, edges[1:])]
+
+
+def read(ctx, data):
+    return wire.unpack_tensor(data, ctx.load, max_entries=16, max_entry_bytes=ctx._largest_object_bytes())
+
+
+@settings(max_examples=40)
+@given(points=st.lists(st.integers(min_value=0, max_value=2**40), max_size=40))
+def test_any_cut_of_a_body_reads_as_the_body(toy, points):
+    ctx, sk, values, parts = toy
+    body = b"".join(parts)
+    whole = read(ctx, body)
+    got = read(ctx, iter(cut(body, points)))  # an iterator, as a socket gives them
+    assert {k: v for k, v in got.items() if k not in ("cts", "element_slots")} == \
+        {k: v for k, v in whole.items() if k not in ("cts", "element_slots")}
+    assert got["batch"] == 5 and got["packing"] == "inter" and got["period"] == 7 and got["sample_shape"] == (3, 2)
+    assert got["element_slots"].tolist() == [0, 4, 9]
+    assert got["cts"].shape == (2, 3)
+    assert got["cts"][0, 1] is None and got["cts"][1, 1] is None and got["cts"][0, 2] == 1.25
+    for (i, j), v in (((0, 0), values[0]), ((1, 0), values[1]), ((1, 2), values[2])):
+        assert got["cts"][i, j].to_bytes() == whole["cts"][i, j].to_bytes()
+        assert np.max(np.abs(ctx.decrypt(got["cts"][i, j], sk).real - v)) < 1e-3
+
+
+def test_the_parts_are_the_body_and_sent_as_they_are(toy):
+    ctx, _, _, parts = toy
+    assert wire.parts_size(parts) == len(b"".join(parts))
+    assert all(isinstance(p, bytes) for p in parts)
+
+
+@pytest.mark.parametrize("short", [1, 9, 100, 5000])
+def test_a_short_body_is_refused_with_what_was_missing(toy, short):
+    ctx, _, _, parts = toy
+    body = b"".join(parts)[:-short]
+    with pytest.raises(wire.WireError, match="truncated body"):
+        read(ctx, cut(body, [17, 4000, 70000]))
+
+
+def test_bytes_after_the_last_entry_are_refused(toy):
+    ctx, _, _, parts = toy
+    with pytest.raises(wire.WireError, match="3 bytes after the last entry"):
+        read(ctx, [*parts, b"", b"abc"])
+
+
+def test_a_ciphertext_over_the_limit_is_refused_before_it_is_gathered(toy):
+    ctx, _, _, parts = toy
+
+    def pieces():
+        yield from parts[:8]  # the header, the slots, the first entry's kind and length
+        raise AssertionError("the reader asked for the ciphertext's bytes")
+    with pytest.raises(wire.WireError, match="a ciphertext of .* bytes"):
+        wire.unpack_tensor(pieces(), ctx.load, max_entries=16, max_entry_bytes=1000)
+
+
+def test_a_watched_job_wakes_its_reader_from_another_thread():
+    watchers = Watchers()
+
+    async def main():
+        with watchers.watching("job-1") as changed:
+            threading.Timer(0.05, watchers.notify, args=("job-1",)).start()
+            loop = asyncio.get_running_loop()
+            start = loop.time()
+            await asyncio.wait_for(changed.wait(), timeout=5)
+            return loop.time() - start
+    assert asyncio.run(main()) < 1.0
+    watchers.notify("job-1")  # nobody watches it now: nothing to wake, no error
