@@ -373,6 +373,7 @@ TEST(IoRoundTrip, KindsAndNames) {
       {io::save(e.sk), io::Kind::secret_key}};
   for (const auto& [blob, kind] : blobs) {
     EXPECT_EQ(io::peek_kind(blob.data(), blob.size()), kind);
+    EXPECT_EQ(io::envelope_kind(blob.data(), blob.size()), kind);
     EXPECT_EQ(std::memcmp(blob.data(), "RFHE", 4), 0);
     EXPECT_EQ(blob[4] | (blob[5] << 8), io::kFormatVersion);
     EXPECT_TRUE(std::equal(blob.begin() + 8, blob.begin() + 40, e.ctx->params().identity().begin()));
@@ -391,8 +392,10 @@ TEST(IoMalformed, EveryTruncationOfParameters) {
   for (std::size_t len = 0; len < blob.size(); ++len) {
     EXPECT_THROW(io::load_parameters(blob.data(), len), InvalidArgument) << "length " << len;
     EXPECT_THROW(io::peek_kind(blob.data(), len), InvalidArgument) << "length " << len;
+    EXPECT_THROW(io::envelope_kind(blob.data(), len), InvalidArgument) << "length " << len;
   }
   EXPECT_THROW(io::load_parameters(nullptr, 0), InvalidArgument);
+  EXPECT_THROW(io::envelope_kind(nullptr, 0), InvalidArgument);
   // Padding is refused too.
   Bytes padded(blob);
   padded.push_back(0);
@@ -447,6 +450,12 @@ TEST(IoMalformed, ByteFlips) {
     bad[pos] ^= static_cast<std::uint8_t>(what(rng));
     EXPECT_THROW(load(bad), InvalidArgument) << "byte " << pos;
   }
+  // The header-only kind does not read the payload: the load that follows is the check.
+  Bytes payload_flip(blob);
+  payload_flip[kHeader + 3] ^= 0x40;
+  EXPECT_EQ(io::envelope_kind(payload_flip.data(), payload_flip.size()), io::Kind::ciphertext);
+  EXPECT_THROW((void)io::peek_kind(payload_flip.data(), payload_flip.size()), InvalidArgument);
+  EXPECT_THROW(load(payload_flip), InvalidArgument);
   // The parameters blob: every byte, one mask.
   const Bytes pblob = io::save(e.ctx->params());
   for (std::size_t pos = 0; pos < pblob.size(); ++pos) {

@@ -102,6 +102,10 @@ void bind_io(nb::module_& m) {
         "The FNV-1a digest behind legacy fingerprints and the checksums of format versions 1-3.");
   m.def("checksum64", [](const nb::bytes& b) { return io::checksum64(b.c_str(), b.size()); },
         "The XXH64 checksum that closes objects of format version 4 on.");
+  // The kind from the header alone, for a load that follows (it checks the checksum).
+  m.def("envelope_kind", [](const nb::bytes& b) {
+    return std::string(io::kind_name(io::envelope_kind(ptr(b), b.size())));
+  });
   m.def("peek_kind", [](const nb::bytes& b) {
     const std::uint8_t* data = ptr(b);
     const std::size_t size = b.size();

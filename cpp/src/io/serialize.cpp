@@ -388,6 +388,12 @@ const char* kind_name(Kind kind) {
 
 Kind peek_kind(const std::uint8_t* data, std::size_t size) { return open(data, size).kind; }
 
+Kind envelope_kind(const std::uint8_t* data, std::size_t size) {
+  require(data != nullptr || size == 0, "io.load", "no data");
+  Reader r(data, size);
+  return read_header(r, size).kind;
+}
+
 // ---- save ---------------------------------------------------------------------
 
 // Version 2 payload of parameters:

@@ -224,6 +224,7 @@ void fuzz_one(const std::uint8_t* data, std::size_t size) {
   const std::uint8_t* p = b.data();
   const std::size_t n = b.size();
   offer([&] { (void)io::peek_kind(p, n); });
+  offer([&] { (void)io::envelope_kind(p, n); });
   offer([&] { (void)io::load_parameters(p, n, (data[0] & 2) != 0); });
   offer([&] { (void)io::load_plaintext(rl, p, n); });
   offer([&] { (void)io::load_public_key(rl, p, n); });

@@ -390,7 +390,7 @@ class ContextBase:
         another party: :mod:`ringfire.io`); ``password``: for a password-protected
         secret key. Malformed, tampered or foreign bytes raise ``ValueError``."""
         data = rf_io.unwrap(data, mac_key, password, max_size=self._largest_object_bytes())
-        kind = _core.peek_kind(data)
+        kind = _core.envelope_kind(data)  # the loader below checks the whole envelope
         rl = self._core.rlwe
         if kind == "ciphertext":
             return self._ciphertext_type(_core.load_ciphertext(rl, data), self)
