@@ -1001,3 +1001,13 @@ def test_a_round_is_announced_only_once_its_request_can_be_served(served, monkey
     assert asked >= 1
     client.request("DELETE", f"/v1/jobs/{job}", expect=(200, 409))
     client.close()
+
+
+def test_jobs_at_once_are_bounded_and_inter_packing_runs_one():
+    from ringfire.serve import ServeConfig
+    base = {"model": "m.onnx", "store": "store", "tokens": "tokens", "preset": "N13_D2"}
+    assert ServeConfig(**base).workers == 4
+    assert ServeConfig(**base, packing="inter", workers=3).workers == 1
+    for bad in (0, 65):
+        with pytest.raises(ValueError, match="workers: from 1 to 64"):
+            ServeConfig(**base, workers=bad)

@@ -98,3 +98,56 @@ def test_a_watched_job_wakes_its_reader_from_another_thread():
             return loop.time() - start
     assert asyncio.run(main()) < 1.0
     watchers.notify("job-1")  # nobody watches it now: nothing to wake, no error
+
+
+def _dropping(parts, keep):
+    """A response body that stops with a transport error after `keep` pieces (None: never)."""
+    import httpx
+
+    class Dropping(httpx.SyncByteStream):
+        def __iter__(self):
+            for i, p in enumerate(parts):
+                if keep is not None and i == keep:
+                    raise httpx.ReadError("connection dropped mid-body")
+                yield p
+    return Dropping()
+
+
+def _client_over(handler):
+    import httpx
+
+    from ringfire.serve import Client
+    client = Client("http://server.test", "token")
+    client.http = httpx.Client(base_url="http://server.test", transport=httpx.MockTransport(handler))
+    return client
+
+
+def test_a_result_dropped_mid_body_is_asked_for_again(toy):
+    import httpx
+    ctx, sk, values, parts = toy
+    calls = []
+
+    def handler(request):
+        calls.append(request.url.path)
+        body = _dropping(parts, keep=9 if len(calls) == 1 else None)  # the first answer breaks off
+        return httpx.Response(200, stream=body, headers={"Content-Length": str(wire.parts_size(parts))})
+    client = _client_over(handler)
+    fields = client.download_tensor("/v1/jobs/j/result", ctx.load, max_entry_bytes=ctx._largest_object_bytes())
+    assert calls == ["/v1/jobs/j/result"] * 2
+    assert np.max(np.abs(ctx.decrypt(fields["cts"][1, 2], sk).real - values[2])) < 1e-3
+
+
+def test_a_round_dropped_mid_body_is_left_for_the_next_status_read(toy):
+    import httpx
+
+    from ringfire.serve.client import Session
+    ctx, sk, _, parts = toy
+
+    def handler(request):
+        return httpx.Response(200, stream=_dropping(parts, keep=9),
+                              headers={"Content-Length": str(wire.parts_size(parts)),
+                                       "X-Ringfire-Layer": '{"op": "Relu", "name": "r", "attrs": {}, '
+                                                           '"shape": [2, 3], "clip": null}'})
+    session = Session.__new__(Session)  # only what _answer reads
+    session.client, session.ctx, session.packing = _client_over(handler), ctx, "batch"
+    assert session._answer("j", 1) is False
