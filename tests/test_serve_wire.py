@@ -151,3 +151,19 @@ def test_a_round_dropped_mid_body_is_left_for_the_next_status_read(toy):
     session = Session.__new__(Session)  # only what _answer reads
     session.client, session.ctx, session.packing = _client_over(handler), ctx, "batch"
     assert session._answer("j", 1) is False
+
+
+def test_a_body_dripped_in_tiny_pieces_is_kept_in_few_objects():
+    from ringfire.serve.app import read_pieces
+
+    cut_up = [b"a"] * 20000 + [bytes(range(256)) * 300] + [b"b"] * 7 + [b"c" * 5000]
+
+    class Dripping:  # what read_pieces reads of a Starlette request
+        headers = {"content-length": str(sum(map(len, cut_up)))}
+
+        async def stream(self):
+            for piece in cut_up:
+                yield piece
+    pieces = asyncio.run(read_pieces(Dripping(), 10**6, "test body"))
+    assert b"".join(pieces) == b"".join(cut_up)
+    assert len(pieces) <= 4

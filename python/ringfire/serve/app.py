@@ -73,10 +73,25 @@ async def body_pieces(request: Request, limit: int, what: str):
         refuse(400, f"{what}: {size} bytes arrived, Content-Length said {declared}")
 
 
+SMALL_PIECE = 4096  # pieces below this are gathered (a sender dripping bytes cannot make a list of objects)
+
+
 async def read_pieces(request: Request, limit: int, what: str) -> list[bytes]:
     """The whole body as the pieces it arrived in (bounded as :func:`body_pieces` bounds it),
-    for ``wire.unpack_tensor``: not joined into one more copy of it."""
-    return [piece async for piece in body_pieces(request, limit, what)]
+    for ``wire.unpack_tensor``: not joined into one more copy of it. Small pieces are gathered
+    into larger ones, so a body costs about its own size however it was cut."""
+    pieces, small = [], bytearray()
+    async for piece in body_pieces(request, limit, what):
+        if len(piece) >= SMALL_PIECE and not small:
+            pieces.append(piece)
+            continue
+        small += piece
+        if len(small) >= 16 * SMALL_PIECE:
+            pieces.append(bytes(small))
+            small.clear()
+    if small:
+        pieces.append(bytes(small))
+    return pieces
 
 
 async def read_body(request: Request, limit: int, what: str) -> bytes:
