@@ -395,6 +395,39 @@ TEST_F(CkksEncoder, RoundTripAtEveryLevel) {
     EXPECT_LT(std::abs(back[i] - (i < z.size() ? z[i] : Complex(0.0))), 0x1p-30) << "slot " << i;
 }
 
+// Levels 0 and 1 decode on 128-bit integers, level 2 on word arrays: the same signed
+// integers (random, and the edges of level 0's range) decode to the same doubles.
+TEST_F(CkksEncoder, OneAndTwoLimbsDecodeAsTheWordArraysDo) {
+  const std::size_t n = kN;
+  const u64 q0 = e.rlwe->level_base(0)->modulus(0).value();
+  const u64 q1 = e.rlwe->level_base(1)->modulus(1).value();
+  std::mt19937_64 gen(2026);
+  for (const int bits : {47, 87}) {  // within level 0's range, then only within level 1's
+    std::vector<__int128> v(n);
+    for (std::size_t k = 0; k < n; ++k) {
+      const __int128 magnitude = ((static_cast<__int128>(gen()) << 64) | gen()) & ((__int128{1} << bits) - 1);
+      v[k] = (gen() & 1) ? -magnitude : magnitude;
+    }
+    if (bits == 47) v[0] = (q0 - 1) / 2, v[1] = -static_cast<__int128>((q0 - 1) / 2), v[2] = 0, v[3] = -1;
+    else v[0] = (static_cast<__int128>(q0) * q1 - 1) / 2, v[1] = -v[0];
+    std::vector<std::vector<Complex>> decoded;
+    for (std::size_t level = bits == 47 ? 0 : 1; level <= 2; ++level) {
+      const RnsBase& base = *e.rlwe->level_base(level);
+      std::vector<u64> coeffs(base.size() * n);
+      for (std::size_t i = 0; i < base.size(); ++i) {
+        const __int128 q = base.modulus(i).value();
+        for (std::size_t k = 0; k < n; ++k) coeffs[i * n + k] = static_cast<u64>(((v[k] % q) + q) % q);
+      }
+      decoded.push_back(e.ctx->encoder().decode_coefficients(coeffs.data(), level, std::ldexp(1.0, 40)));
+    }
+    for (std::size_t d = 0; d + 1 < decoded.size(); ++d)
+      for (std::size_t j = 0; j < decoded[d].size(); ++j) {
+        ASSERT_EQ(decoded[d][j].real(), decoded.back()[j].real()) << bits << " bits, slot " << j;
+        ASSERT_EQ(decoded[d][j].imag(), decoded.back()[j].imag()) << bits << " bits, slot " << j;
+      }
+  }
+}
+
 TEST_F(CkksEncoder, FftPairIsInverse) {
   const auto z = random_slots(rng, e.slots(), 100.0);
   const auto coeffs = e.ctx->encoder().slots_to_coefficients(z);

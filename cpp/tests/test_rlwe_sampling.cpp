@@ -386,6 +386,38 @@ TEST(Sampling, GaussianMomentsAndBound) {
     EXPECT_NEAR(counts[19 + k], counts[19 - k], 5 * std::sqrt(2.0 * counts[19 + k])) << k;
 }
 
+// The flooding sampler against N(0, sigma^2): mean, variance, fourth moment, the mass beyond
+// 1, 2 and 3 sigma (the normal law's 0.3173, 0.0455, 0.0027), symmetry, odd lengths.
+TEST(Sampling, WideGaussianIsTheNormalLaw) {
+  Prng prng = Prng::from_seed(seed_from(11));
+  const std::size_t n = 400001;  // odd: the last pair gives one sample
+  const double sigma = 0x1p30;
+  std::vector<double> x(n, std::nan(""));
+  sample_wide_gaussian(prng, x.data(), n, sigma);
+  double sum = 0, sum2 = 0, sum4 = 0;
+  std::size_t beyond[4] = {0, 0, 0, 0}, positive = 0;
+  for (const double v : x) {
+    ASSERT_TRUE(std::isfinite(v));
+    const double z = v / sigma;
+    sum += z, sum2 += z * z, sum4 += z * z * z * z;
+    for (int k = 1; k <= 3; ++k) beyond[k] += std::fabs(z) > k;
+    positive += z > 0;
+  }
+  const double dn = static_cast<double>(n);
+  EXPECT_NEAR(sum / dn, 0.0, 5 / std::sqrt(dn));
+  EXPECT_NEAR(sum2 / dn, 1.0, 5 * std::sqrt(2.0 / dn));
+  EXPECT_NEAR(sum4 / dn, 3.0, 5 * std::sqrt(96.0 / dn));  // Var(z^4) = 105 - 9
+  const double tail[4] = {0, 0.31731, 0.04550, 0.00270};
+  for (int k = 1; k <= 3; ++k)
+    EXPECT_NEAR(beyond[k] / dn, tail[k], 5 * std::sqrt(tail[k] * (1 - tail[k]) / dn)) << k << " sigma";
+  EXPECT_NEAR(positive / dn, 0.5, 5 * 0.5 / std::sqrt(dn));
+  std::vector<double> none(3, 1.0);
+  sample_wide_gaussian(prng, none.data(), 3, 0.0);
+  EXPECT_EQ(none, std::vector<double>(3, 0.0));
+  EXPECT_THROW(sample_wide_gaussian(prng, none.data(), 1, -1.0), InvalidArgument);
+  EXPECT_THROW(sample_wide_gaussian(prng, none.data(), 1, INFINITY), InvalidArgument);
+}
+
 TEST(Sampling, GaussianOtherSigmaAndArguments) {
   Prng prng = Prng::from_seed(seed_from(10));
   std::vector<std::int64_t> e(40000);

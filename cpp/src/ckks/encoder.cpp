@@ -224,7 +224,24 @@ std::vector<Complex> Encoder::decode_coefficients(const u64* coeffs, std::size_t
   std::vector<double> real(n_);
   const double inv_scale = 1.0 / scale;
   double largest = 0.0;  // in units of the scale (a double holds any level's Q / scale here)
-  for (std::size_t k = 0; k < n_; ++k) {
+  // One or two limbs (rounds of client-aided layers, results at the lowest levels): the same
+  // centring and the same doubles, on 128-bit integers instead of word arrays.
+  const auto centred = [&](std::size_t k, bool negative, double value) {
+    real[k] = (negative ? -value : value) * inv_scale;
+    largest = std::max(largest, std::fabs(real[k]));
+  };
+  const std::size_t short_len = len <= 2 ? n_ : 0;
+  if (short_len != 0) {
+    const auto wide = [&](const u64* w) { return len == 1 ? u128{w[0]} : (static_cast<u128>(w[1]) << 64) | w[0]; };
+    const u128 q = wide(base.product().data()), half_q = q >> 1;
+    for (std::size_t k = 0; k < n_; ++k) {
+      const u128 x = wide(words.data() + k * len);
+      const bool negative = x > half_q;
+      const u128 m = negative ? q - x : x;
+      centred(k, negative, static_cast<double>(static_cast<u64>(m >> 64)) * 0x1p64 + static_cast<double>(static_cast<u64>(m)));
+    }
+  }
+  for (std::size_t k = short_len; k < n_; ++k) {
     const u64* x = words.data() + k * len;
     const bool negative = multiword::greater_equal(x, half.data(), len) &&
                           !std::equal(x, x + len, half.data());
@@ -236,8 +253,7 @@ std::vector<Complex> Encoder::decode_coefficients(const u64* coeffs, std::size_t
     }
     double value = 0.0;
     for (std::size_t i = len; i-- > 0;) value = value * 0x1p64 + static_cast<double>(magnitude[i]);
-    real[k] = (negative ? -value : value) * inv_scale;
-    largest = std::max(largest, std::fabs(real[k]));
+    centred(k, negative, value);
   }
   if (largest_bits != nullptr) *largest_bits = std::log2(largest) + std::log2(scale);
   std::vector<Complex> slots = coefficients_to_slots(real);

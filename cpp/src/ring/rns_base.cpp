@@ -74,6 +74,21 @@ void RnsBase::compute_crt_constants() {
 
 void RnsBase::compose(const u64* residues, std::size_t count, u64* words) const {
   const std::size_t len = size();
+  if (len == 1) {  // x mod q_0 is x
+    std::copy(residues, residues + count, words);
+    return;
+  }
+  if (len == 2) {  // Garner: x = r_0 + q_0 [(r_1 - r_0) q_0^-1]_{q_1}, below q_0 q_1: the same words
+    const u64 q0 = moduli_[0].value(), q1 = moduli_[1].value();
+    for (std::size_t c = 0; c < count; ++c) {
+      const u64 r0 = residues[c];
+      const u64 t = mul_mod(sub_mod(residues[count + c], r0 % q1, q1), qhat_inverse_[1], moduli_[1]);
+      const u128 x = static_cast<u128>(t) * q0 + r0;
+      words[2 * c] = static_cast<u64>(x);
+      words[2 * c + 1] = static_cast<u64>(x >> 64);
+    }
+    return;
+  }
   std::vector<u64> acc(len + 1);
   std::vector<u64> q_ext(product_);
   q_ext.push_back(0);

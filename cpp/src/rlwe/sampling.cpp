@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <numbers>
 #include <string>
 #include <vector>
 
@@ -133,14 +132,14 @@ void sample_gaussian(Prng& prng, std::int64_t* out, std::size_t n, double sigma)
 void sample_wide_gaussian(Prng& prng, double* out, std::size_t n, double sigma) {
   require(sigma >= 0.0 && std::isfinite(sigma), "rlwe.sample_wide_gaussian",
           "sigma must be finite and non-negative, got " + std::to_string(sigma));
-  constexpr double kUnit = 0x1p-53;  // 53 random bits -> [0, 1)
-  for (std::size_t i = 0; i < n; i += 2) {
-    const double u1 = static_cast<double>((prng.next_u64() >> 11) + 1) * kUnit;  // (0, 1]
-    const double u2 = static_cast<double>(prng.next_u64() >> 11) * kUnit;        // [0, 1)
-    const double radius = sigma * std::sqrt(-2.0 * std::log(u1));
-    const double angle = 2.0 * std::numbers::pi * u2;
-    out[i] = radius * std::cos(angle);
-    if (i + 1 < n) out[i + 1] = radius * std::sin(angle);
+  // 53 random bits, signed: [-1, 1) in steps of 2^-52.
+  const auto uniform = [&prng] { return static_cast<double>(static_cast<std::int64_t>(prng.next_u64()) >> 11) * 0x1p-52; };
+  for (std::size_t i = 0; i < n;) {
+    const double u = uniform(), v = uniform(), s = u * u + v * v;
+    if (s >= 1.0 || s == 0.0) continue;  // outside the unit disc (or its centre): drawn again
+    const double factor = sigma * std::sqrt(-2.0 * std::log(s) / s);
+    out[i++] = u * factor;
+    if (i < n) out[i++] = v * factor;
   }
 }
 
