@@ -1004,10 +1004,22 @@ def test_a_round_is_announced_only_once_its_request_can_be_served(served, monkey
 
 
 def test_jobs_at_once_are_bounded_and_inter_packing_runs_one():
-    from ringfire.serve import ServeConfig
     base = {"model": "m.onnx", "store": "store", "tokens": "tokens", "preset": "N13_D2"}
-    assert ServeConfig(**base).workers == 4
+    assert ServeConfig(**base).workers is None  # the host decides (below)
+    assert ServeConfig(**base, workers=3).workers == 3
     assert ServeConfig(**base, packing="inter", workers=3).workers == 1
     for bad in (0, 65):
         with pytest.raises(ValueError, match="workers: from 1 to 64"):
             ServeConfig(**base, workers=bad)
+
+
+def test_jobs_at_once_by_default_follow_the_memory_available(mlp_path, tmp_path, monkeypatch):
+    from ringfire.serve import host as host_module
+    host = host_module.Host(ServeConfig(model=str(mlp_path), store=str(tmp_path / "store"),
+                                        tokens=str(tmp_path / "tokens"), preset="N13_D2"))
+    assert host.default_workers() == 4  # a small model: four jobs fit many times over
+    per_job = host.model._bytes_to_allocate("batch", host.model.input_level)
+    monkeypatch.setattr(host_module, "available_bytes", lambda: {"bytes": 2 * per_job + 1})
+    assert host.default_workers() == 2
+    monkeypatch.setattr(host_module, "available_bytes", lambda: {"bytes": per_job // 2})
+    assert host.default_workers() == 1

@@ -32,9 +32,10 @@ def register(subparsers) -> None:
     p.add_argument("--tls-cert", help="certificate (PEM): serve HTTPS")
     p.add_argument("--tls-key", help="the certificate's private key (PEM)")
     p.add_argument("--queue", type=int, default=16, help="jobs waiting to run, all tenants")
-    p.add_argument("--workers", type=int, default=4,
-                   help="jobs run at once (default 4: some compute while others wait for their clients' "
-                        "rounds; --packing inter runs one)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="jobs run at once (default: 4, some computing while others wait for their clients' "
+                        "rounds, or fewer if four of the model's jobs would not fit in the memory available; "
+                        "--packing inter runs one)")
     p.add_argument("--round-timeout", type=float, default=300.0, help="seconds a job waits for its client")
     p.add_argument("--drain-timeout", type=float, default=600.0, help="seconds a shutdown waits for running jobs")
     p.add_argument("--requests-per-second", type=float, default=50.0, help="per tenant")

@@ -31,8 +31,9 @@ class ServeConfig:
     requests_per_second: float = 50.0         # per tenant, with a burst of twice that
     round_timeout: float = 300.0              # seconds a job waits for its client's answer
     drain_timeout: float = 600.0              # seconds a shutdown waits for the running job
-    workers: int = 4                          # jobs run at once: some compute while others wait for their
-                                              # clients (inter packing: 1, its cached diagonals are shared)
+    workers: int | None = None                # jobs run at once (None: Host.default_workers, up to 4: some
+                                              # compute while others wait for their clients; inter packing: 1,
+                                              # its cached diagonals are shared)
     key_images: bool = True                   # map checked keys from key images in the store (not loaded)
     shared_store: bool = False                # other processes serve from the same store (the replicas of
                                               # ringfire serve --replicas): jobs are failed by staleness, not
@@ -48,7 +49,7 @@ class ServeConfig:
             raise ValueError(f"[serve] activation is 'client' or 'poly', got {self.activation!r}")
         if self.packing not in ("batch", "inter"):
             raise ValueError(f"[serve] packing is 'batch' or 'inter', got {self.packing!r}")
-        if not 1 <= self.workers <= 64:
+        if self.workers is not None and not 1 <= self.workers <= 64:
             raise ValueError(f"[serve] workers: from 1 to 64 jobs at once, got {self.workers!r}")
         if self.packing == "inter":
             self.workers = 1

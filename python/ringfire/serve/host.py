@@ -29,11 +29,13 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import _core, ckks, nn
+from ..memory_guard import available_bytes
 from .. import io as rf_io
 from ..rlwe.keys import KeySet
 from .config import ServeConfig
 
 log = logging.getLogger("ringfire.serve")
+MAX_DEFAULT_WORKERS = 4  # jobs at once when the operator does not say (memory permitting)
 
 # Keys of a few sessions stay loaded (the LRU's bound is in bytes, set by the server; mapped
 # key images count no bytes, as their pages are the page cache's, and at most MAX_CACHED_BLOBS
@@ -120,6 +122,17 @@ class Host:
                                "master_keys": self.takes_master,
                                "max_key_bytes": {k: self.max_key_bytes(k) for k in self.needs
                                                  + (["master"] if self.takes_master else [])}}}
+
+    # ---- jobs at once ----------------------------------------------------------------
+    def default_workers(self) -> int:
+        """Jobs run at once when the operator does not say: four (some compute while others
+        wait for their clients' rounds), fewer where four of this model's jobs (its plan's
+        peak, keys aside) would not fit in the memory available now, one at least; one with
+        inter packing (its cached diagonals are shared)."""
+        if self.config.packing == "inter":
+            return 1
+        per_job = max(1, self.model._bytes_to_allocate("batch", self.model.input_level))
+        return int(max(1, min(MAX_DEFAULT_WORKERS, available_bytes()["bytes"] // per_job)))
 
     # ---- key sizes --------------------------------------------------------------------
     def _switch_key_bytes(self) -> int:

@@ -138,8 +138,10 @@ class JobRunner:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self.watchers = Watchers()  # long-polled status reads, woken at each change of a job here
+        self.workers = config.workers if config.workers is not None else host.default_workers()
+        log.info("running up to %d jobs at once", self.workers)
         self._threads = [threading.Thread(target=self._work, name=f"ringfire-job-{i}", daemon=True)
-                         for i in range(config.workers)]
+                         for i in range(self.workers)]
         for t in self._threads:
             t.start()
 
