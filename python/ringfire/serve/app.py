@@ -543,7 +543,8 @@ def create_app(config: ServeConfig) -> FastAPI:
             for part in parts:
                 yield part
         return StreamingResponse(each(), media_type="application/octet-stream",
-                                 headers={"X-Ringfire-Layer": r["layer"], "Content-Length": str(wire.parts_size(parts))})
+                                 headers={"X-Ringfire-Layer": r["layer"],
+                                          "Content-Length": str(wire.parts_size(parts))})
 
     @app.post("/v1/jobs/{jid}/rounds/{number}")
     async def answer_round(jid: str, number: int, request: Request, who: str = Depends(tenant)):

@@ -67,8 +67,8 @@ def main(args) -> int:
     config = ServeConfig(model=args.model, store=args.store, tokens=args.tokens,
                          preset=None if args.params else (args.preset or "N14_D6"), params=args.params,
                          activation=args.activation, calibration=args.calibration, packing=args.packing,
-                         masking=args.masking, ray=None if args.replicas else args.ray, queue=args.queue, workers=args.workers,
-                         round_timeout=args.round_timeout,
+                         masking=args.masking, ray=None if args.replicas else args.ray, queue=args.queue,
+                         workers=args.workers, round_timeout=args.round_timeout,
                          drain_timeout=args.drain_timeout, requests_per_second=args.requests_per_second,
                          key_images=not args.no_key_images)
     if not 0 <= args.pool_cache_gib < 2**20:

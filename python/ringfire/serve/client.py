@@ -71,7 +71,7 @@ class Client:
                 continue
             if stream and response.status_code not in expect:
                 try:
-                    response.read()  # an error's message (small): read as an unstreamed answer is
+                    response.read()  # a refusal: its message is small, read it as unstreamed
                 except httpx.TransportError:
                     if attempt == retries:
                         raise
