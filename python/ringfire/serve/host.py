@@ -131,8 +131,13 @@ class Host:
         inter packing (its cached diagonals are shared)."""
         if self.config.packing == "inter":
             return 1
-        per_job = max(1, self.model._bytes_to_allocate("batch", self.model.input_level))
-        return int(max(1, min(MAX_DEFAULT_WORKERS, available_bytes()["bytes"] // per_job)))
+        return int(max(1, min(MAX_DEFAULT_WORKERS, available_bytes()["bytes"] // self.job_bytes())))
+
+    def job_bytes(self) -> int:
+        """What one job allocates by the model's plan: its peak less the keys (loaded once for
+        every job) and the memory pool's cache."""
+        plan = self.model.plan()
+        return max(1, plan.peak_bytes - plan.key_bytes - plan.pool_cache_bytes)
 
     # ---- key sizes --------------------------------------------------------------------
     def _switch_key_bytes(self) -> int:
