@@ -1018,7 +1018,7 @@ def test_jobs_at_once_by_default_follow_the_memory_available(mlp_path, tmp_path,
     host = host_module.Host(ServeConfig(model=str(mlp_path), store=str(tmp_path / "store"),
                                         tokens=str(tmp_path / "tokens"), preset="N13_D2"))
     assert host.default_workers() == 4  # a small model: four jobs fit many times over
-    per_job = host.job_bytes()
+    per_job = host.plan.run_bytes
     monkeypatch.setattr(host_module, "available_bytes", lambda: {"bytes": 2 * per_job + 1})
     assert host.default_workers() == 2
     monkeypatch.setattr(host_module, "available_bytes", lambda: {"bytes": per_job // 2})

@@ -61,6 +61,12 @@ class Plan:
         return (self.activation_bytes + self.key_bytes + self.workspace_bytes + self.staging_bytes
                 + self.pool_cache_bytes)
 
+    @property
+    def run_bytes(self) -> int:
+        """What a run allocates beside the keys (made already) and the pool's cache: what the
+        memory guard checks before a run, and a server counts per job."""
+        return self.peak_bytes - self.key_bytes - self.pool_cache_bytes
+
     def describe(self) -> str:
         gib = 2.0**30
         lines = [f"levels: needs {self.levels_needed}, context has {self.levels_available}"
@@ -380,8 +386,7 @@ class Model:
         key = (packing, input_level if packing == "batch" else None)
         if key not in cache:
             plan = self._plan(packing, input_level)
-            cache[key] = (plan.peak_bytes - plan.key_bytes - plan.pool_cache_bytes,
-                          plan.counts.get("transforms", 0), plan.counts.get("diagonal_bytes", 0),
+            cache[key] = (plan.run_bytes, plan.counts.get("transforms", 0), plan.counts.get("diagonal_bytes", 0),
                           plan.allocated_bytes)
         needed, transforms, diagonal_bytes, allocated = cache[key]
         encoded = sum(1 for key in getattr(self, "_inter_cache", {}) if len(key) == 4)  # (node, level, scale, period)

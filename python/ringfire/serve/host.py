@@ -65,7 +65,7 @@ class Host:
                                  "polynomial activations)")
             options["calibration"] = np.load(config.calibration)
         self.model = nn.load(config.model, self.ctx, **options)
-        plan = self.model.plan()
+        self.plan = plan = self.model.plan()
         if not plan.fits:
             raise ValueError(f"[serve] the parameters are too shallow for {config.model}: it needs "
                              f"{plan.levels_needed} levels, the context has {plan.levels_available}; try "
@@ -131,13 +131,7 @@ class Host:
         inter packing (its cached diagonals are shared)."""
         if self.config.packing == "inter":
             return 1
-        return int(max(1, min(MAX_DEFAULT_WORKERS, available_bytes()["bytes"] // self.job_bytes())))
-
-    def job_bytes(self) -> int:
-        """What one job allocates by the model's plan: its peak less the keys (loaded once for
-        every job) and the memory pool's cache."""
-        plan = self.model.plan()
-        return max(1, plan.peak_bytes - plan.key_bytes - plan.pool_cache_bytes)
+        return int(max(1, min(MAX_DEFAULT_WORKERS, available_bytes()["bytes"] // max(1, self.plan.run_bytes))))
 
     # ---- key sizes --------------------------------------------------------------------
     def _switch_key_bytes(self) -> int:
