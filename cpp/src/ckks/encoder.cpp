@@ -221,8 +221,7 @@ std::vector<Complex> Encoder::decode_coefficients(const u64* coeffs, std::size_t
     real[k] = (negative ? -value : value) * inv_scale;
     largest = std::max(largest, std::fabs(real[k]));
   };
-  const std::size_t short_len = len <= 2 ? n_ : 0;
-  if (short_len != 0) {
+  if (len <= 2) {
     const auto wide = [&](const u64* w) { return len == 1 ? u128{w[0]} : (static_cast<u128>(w[1]) << 64) | w[0]; };
     const u128 q = wide(base.product().data()), half_q = q >> 1;
     for (std::size_t k = 0; k < n_; ++k) {
@@ -231,20 +230,21 @@ std::vector<Complex> Encoder::decode_coefficients(const u64* coeffs, std::size_t
       const u128 m = negative ? q - x : x;
       centred(k, negative, static_cast<double>(static_cast<u64>(m >> 64)) * 0x1p64 + static_cast<double>(static_cast<u64>(m)));
     }
-  }
-  for (std::size_t k = short_len; k < n_; ++k) {
-    const u64* x = words.data() + k * len;
-    const bool negative = multiword::greater_equal(x, half.data(), len) &&
-                          !std::equal(x, x + len, half.data());
-    const u64* magnitude = x;
-    if (negative) {
-      std::copy(base.product().begin(), base.product().end(), negated.begin());
-      multiword::subtract(negated.data(), x, len);
-      magnitude = negated.data();
+  } else {
+    for (std::size_t k = 0; k < n_; ++k) {
+      const u64* x = words.data() + k * len;
+      const bool negative = multiword::greater_equal(x, half.data(), len) &&
+                            !std::equal(x, x + len, half.data());
+      const u64* magnitude = x;
+      if (negative) {
+        std::copy(base.product().begin(), base.product().end(), negated.begin());
+        multiword::subtract(negated.data(), x, len);
+        magnitude = negated.data();
+      }
+      double value = 0.0;
+      for (std::size_t i = len; i-- > 0;) value = value * 0x1p64 + static_cast<double>(magnitude[i]);
+      centred(k, negative, value);
     }
-    double value = 0.0;
-    for (std::size_t i = len; i-- > 0;) value = value * 0x1p64 + static_cast<double>(magnitude[i]);
-    centred(k, negative, value);
   }
   if (largest_bits != nullptr) *largest_bits = std::log2(largest) + std::log2(scale);
   std::vector<Complex> slots = coefficients_to_slots(real);
