@@ -229,6 +229,55 @@ TEST(TorusFft, WideTransformsGiveTheNarrowOnesBits) {
   for (std::size_t N : {4, 64, 256, 1024, 4096}) EXPECT_FALSE(NegacyclicFft(N, Isa::avx512).wide()) << "N=" << N;
 }
 
+// The blind rotation's transforms fetch the lines they are handed (the next
+// step's keys) a few at a time: per_slot lines at each of prefetch_slots()
+// places per transform, on both paths, and the same bits as without.
+TEST(TorusFft, TransformsFetchAheadAtEachOfTheirSlots) {
+  std::mt19937_64 rng(17);
+  std::vector<Isa> isas{Isa::avx2};
+  if (best_isa() == Isa::avx512) isas.push_back(Isa::avx512);
+  for (const Isa isa : isas) {
+    for (std::size_t N : {128, 512, 1024, 2048, 4096}) {
+      const NegacyclicFft fft(N, isa);
+      const std::size_t slots = fft.prefetch_slots(), M = N / 2, per_slot = 3;
+      if (N >= 1024) {
+        EXPECT_GT(slots, 0u) << "N=" << N;
+      }
+      std::vector<char> keys((per_slot * slots + 5) * LinesAhead::kLine);
+      LinesAhead ahead;
+      const auto fetched = [&] { return (keys.size() - ahead.left()) / LinesAhead::kLine; };
+      std::vector<u64> words(N);
+      for (auto& w : words) w = rng();
+      std::vector<double> r1(M), i1(M), r2(M), i2(M);
+      fft.forward_top_digits(words.data(), 23, r1.data(), i1.data());
+      ahead.start(keys.data(), keys.size(), per_slot);
+      fft.forward_top_digits(words.data(), 23, r2.data(), i2.data(), &ahead);
+      EXPECT_EQ(fetched(), per_slot * slots) << "N=" << N;
+      ASSERT_EQ(r1, r2);
+      ASSERT_EQ(i1, i2);
+      std::vector<std::int32_t> digits(N);
+      for (auto& d : digits) d = static_cast<std::int32_t>(rng() % 4096) - 2048;
+      fft.forward(digits.data(), r1.data(), i1.data());
+      ahead.start(keys.data(), keys.size(), per_slot);
+      fft.forward(digits.data(), r2.data(), i2.data(), &ahead);
+      EXPECT_EQ(fetched(), per_slot * slots) << "N=" << N;
+      ASSERT_EQ(r1, r2);
+      ASSERT_EQ(i1, i2);
+      std::vector<u64> out1(N), out2(N);
+      for (std::size_t j = 0; j < N; ++j) out1[j] = out2[j] = rng();
+      ahead.start(keys.data(), keys.size(), per_slot);
+      fft.backward_add(r1.data(), i1.data(), out1.data());
+      fft.backward_add(r2.data(), i2.data(), out2.data(), &ahead);
+      EXPECT_EQ(fetched(), per_slot * slots) << "N=" << N;
+      ASSERT_EQ(out1, out2);
+      // Never past the end it was given.
+      ahead.start(keys.data(), 2 * LinesAhead::kLine, per_slot);
+      fft.backward_add(r1.data(), i1.data(), out1.data(), &ahead);
+      EXPECT_EQ(ahead.left(), 0u);
+    }
+  }
+}
+
 TEST(TorusKeys, TUniformStaysInItsBoundsWithItsVariance) {
   Prng prng = Prng::from_seed(Prng::Seed{1});
   const unsigned b = 6;

@@ -1,5 +1,6 @@
 #include "ringfire/tfhe/negacyclic_fft.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 
@@ -295,6 +296,15 @@ NegacyclicFft::NegacyclicFft(std::size_t N, Isa isa) : n_(N), m_(N / 2) {
   fused_first_ = steps_[0].radix != 16;
   find_evaluation_points();
   wide_ = isa == Isa::avx512 && best_isa() == Isa::avx512 && wide_passes();
+  // The fetch slots of the transforms as built, counted on zeros (forward and
+  // backward pass over the same passes; the fewer, should they differ).
+  LinesAhead count;
+  std::vector<std::uint64_t> zeros(n_);
+  std::vector<double> re(m_), im(m_);
+  forward_top_digits(zeros.data(), 1, re.data(), im.data(), &count);
+  const std::size_t forward_slots = count.calls();
+  backward_add(re.data(), im.data(), zeros.data(), &count);
+  prefetch_slots_ = std::min(forward_slots, count.calls() - forward_slots);
 }
 
 void NegacyclicFft::find_evaluation_points() {
@@ -327,14 +337,17 @@ void NegacyclicFft::find_evaluation_points() {
   }
 }
 
-void NegacyclicFft::dif(double* __restrict re, double* __restrict im, std::size_t from) const {
+void NegacyclicFft::dif(double* __restrict re, double* __restrict im, std::size_t from, LinesAhead* ahead) const {
   for (std::size_t k = from; k < steps_.size(); ++k) {
     const Step& step = steps_[k];
     const std::size_t len = step.len;
     const double* __restrict wr = tw_re_.data() + step.twiddles;
     const double* __restrict wi = tw_im_.data() + step.twiddles;
     if (step.radix == 16) {
-      for (std::size_t s = 0; s < m_; s += 16) radix4_forward_group(re + s, im + s, wr, wi);
+      for (std::size_t s = 0; s < m_; s += 16) {
+        if (ahead) ahead->fetch();
+        radix4_forward_group(re + s, im + s, wr, wi);
+      }
     } else if (step.radix == 2) {
       const std::size_t half = len / 2;
       for (std::size_t s = 0; s < m_; s += len) {
@@ -363,7 +376,10 @@ void NegacyclicFft::dif(double* __restrict re, double* __restrict im, std::size_
         std::size_t j = 0;
 #if defined(__AVX2__)
         // (GCC leaves the scalar loop below unvectorized: twelve streams.)
-        for (; j + 4 <= q; j += 4) radix4_forward_lanes(r0 + j, i0 + j, q, wr + j, wi + j);
+        for (; j + 4 <= q; j += 4) {
+          if (ahead) ahead->fetch();
+          radix4_forward_lanes(r0 + j, i0 + j, q, wr + j, wi + j);
+        }
 #endif
         for (; j < q; ++j) {
           const double b0r = r0[j] + r2[j], b0i = i0[j] + i2[j], b2r = r0[j] - r2[j], b2i = i0[j] - i2[j];
@@ -382,14 +398,17 @@ void NegacyclicFft::dif(double* __restrict re, double* __restrict im, std::size_
   }
 }
 
-void NegacyclicFft::dit(double* __restrict re, double* __restrict im, std::size_t down_to) const {
+void NegacyclicFft::dit(double* __restrict re, double* __restrict im, std::size_t down_to, LinesAhead* ahead) const {
   for (std::size_t k = steps_.size(); k-- > down_to;) {
     const Step& step = steps_[k];
     const std::size_t len = step.len;
     const double* __restrict wr = tw_re_.data() + step.twiddles;
     const double* __restrict wi = tw_im_.data() + step.twiddles;
     if (step.radix == 16) {
-      for (std::size_t s = 0; s < m_; s += 16) radix4_backward_group(re + s, im + s, wr, wi);
+      for (std::size_t s = 0; s < m_; s += 16) {
+        if (ahead) ahead->fetch();
+        radix4_backward_group(re + s, im + s, wr, wi);
+      }
     } else if (step.radix == 2) {
       const std::size_t half = len / 2;
       for (std::size_t s = 0; s < m_; s += len) {
@@ -418,7 +437,10 @@ void NegacyclicFft::dit(double* __restrict re, double* __restrict im, std::size_
         double* __restrict i3 = i0 + 3 * q;
         std::size_t j = 0;
 #if defined(__AVX2__)
-        for (; j + 4 <= q; j += 4) radix4_backward_lanes(r0 + j, i0 + j, q, wr + j, wi + j);
+        for (; j + 4 <= q; j += 4) {
+          if (ahead) ahead->fetch();
+          radix4_backward_lanes(r0 + j, i0 + j, q, wr + j, wi + j);
+        }
 #endif
         for (; j < q; ++j) {
           // y1 conj(W^2j), y2 conj(W^j), y3 conj(W^3j)
@@ -505,7 +527,8 @@ inline void complex_product(__m256d x, __m256d y, __m256d c, __m256d d, __m256d&
 }  // namespace
 
 template <class Source>
-void NegacyclicFft::twist_and_transform(const Source& source, double* __restrict re, double* __restrict im) const {
+void NegacyclicFft::twist_and_transform(const Source& source, double* __restrict re, double* __restrict im,
+                                        LinesAhead* ahead) const {
   const double* __restrict tr = twist_re_.data();
   const double* __restrict ti = twist_im_.data();
 #if defined(__AVX2__)
@@ -515,6 +538,7 @@ void NegacyclicFft::twist_and_transform(const Source& source, double* __restrict
     const double* __restrict wr = tw_re_.data() + steps_[0].twiddles;
     const double* __restrict wi = tw_im_.data() + steps_[0].twiddles;
     for (std::size_t j = 0; j < q; j += 4) {
+      if (ahead) ahead->fetch();
       __m256d xr[4], xi[4];
       for (std::size_t k = 0; k < 4; ++k) {
         const std::size_t at = j + k * q;
@@ -523,7 +547,7 @@ void NegacyclicFft::twist_and_transform(const Source& source, double* __restrict
       }
       radix4_forward_store(xr[0], xi[0], xr[1], xi[1], xr[2], xi[2], xr[3], xi[3], re + j, im + j, q, wr + j, wi + j);
     }
-    dif(re, im, 1);
+    dif(re, im, 1, ahead);
     return;
   }
 #endif
@@ -541,7 +565,7 @@ void NegacyclicFft::twist_and_transform(const Source& source, double* __restrict
       re[j] = a * tr[j] - b * ti[j];
       im[j] = a * ti[j] + b * tr[j];
     }
-    dif(re, im, 0);
+    dif(re, im, 0, ahead);
     return;
   }
   // The twist and the first stage (radix 2 over the whole length) in one pass.
@@ -574,22 +598,23 @@ void NegacyclicFft::twist_and_transform(const Source& source, double* __restrict
     re[j + h] = dr * wr[j] - di * wi[j];
     im[j + h] = dr * wi[j] + di * wr[j];
   }
-  dif(re, im, 1);
+  dif(re, im, 1, ahead);
 }
 
 void NegacyclicFft::forward(const std::int64_t* in, double* re, double* im) const {
   twist_and_transform(Int64Words{in}, re, im);
 }
 
-void NegacyclicFft::forward(const std::int32_t* in, double* re, double* im) const {
-  if (wide_) return forward_wide(in, re, im);
-  twist_and_transform(Int32Digits{in}, re, im);
+void NegacyclicFft::forward(const std::int32_t* in, double* re, double* im, LinesAhead* ahead) const {
+  if (wide_) return forward_wide(in, re, im, ahead);
+  twist_and_transform(Int32Digits{in}, re, im, ahead);
 }
 
-void NegacyclicFft::forward_top_digits(const std::uint64_t* in, unsigned base_log, double* re, double* im) const {
+void NegacyclicFft::forward_top_digits(const std::uint64_t* in, unsigned base_log, double* re, double* im,
+                                       LinesAhead* ahead) const {
   require(base_log >= 1 && base_log <= 30, "tfhe.NegacyclicFft", "base_log must be in [1, 30]");
-  if (wide_) return forward_top_digits_wide(in, base_log, re, im);
-  twist_and_transform(TopDigits{in, base_log}, re, im);
+  if (wide_) return forward_top_digits_wide(in, base_log, re, im, ahead);
+  twist_and_transform(TopDigits{in, base_log}, re, im, ahead);
 }
 
 namespace {
@@ -616,12 +641,13 @@ inline void untwist_add1(double yr, double yi, double ur, double ui, std::uint64
 
 }  // namespace
 
-void NegacyclicFft::backward_add(double* __restrict re, double* __restrict im, std::uint64_t* __restrict out) const {
+void NegacyclicFft::backward_add(double* __restrict re, double* __restrict im, std::uint64_t* __restrict out,
+                                 LinesAhead* ahead) const {
   // (Fusing the last stage with the untwist, as the forward transform fuses
   // its first, measured slower here: four output streams instead of two for a
   // radix-2 stage; eight for a radix-2^2 one, 3-6 % slower at N = 2048.)
-  if (wide_) return backward_add_wide(re, im, out);
-  dit(re, im, 0);
+  if (wide_) return backward_add_wide(re, im, out, ahead);
+  dit(re, im, 0, ahead);
   const double* __restrict ur = untwist_re_.data();
   const double* __restrict ui = untwist_im_.data();
   std::size_t j = 0;

@@ -187,9 +187,11 @@ struct Int32Digits8 {
 // narrow path's fused pass; m points, twist t, that pass's twiddles w.
 template <class Source>
 RF_AVX512 inline void twist_first_pass(const Source& source, std::size_t m, const double* tr, const double* ti,
-                                       const double* wr, const double* wi, double* re, double* im) {
+                                       const double* wr, const double* wi, double* re, double* im,
+                                       LinesAhead* ahead) {
   const std::size_t q = m / 4;
   for (std::size_t j = 0; j < q; j += 8) {
+    if (ahead) ahead->fetch();
     D xr[4], xi[4];
     for (std::size_t k = 0; k < 4; ++k) {
       const std::size_t at = j + k * q;
@@ -233,45 +235,57 @@ bool NegacyclicFft::wide_passes() const {
 }
 
 RF_AVX512 void NegacyclicFft::forward_top_digits_wide(const std::uint64_t* in, unsigned base_log, double* re,
-                                                      double* im) const {
+                                                      double* im, LinesAhead* ahead) const {
   twist_first_pass(TopDigits8{in, base_log}, m_, twist_re_.data(), twist_im_.data(), tw_re_.data() + steps_[0].twiddles,
-                   tw_im_.data() + steps_[0].twiddles, re, im);
-  forward_passes_wide(re, im);
+                   tw_im_.data() + steps_[0].twiddles, re, im, ahead);
+  forward_passes_wide(re, im, ahead);
 }
 
-RF_AVX512 void NegacyclicFft::forward_wide(const std::int32_t* in, double* re, double* im) const {
+RF_AVX512 void NegacyclicFft::forward_wide(const std::int32_t* in, double* re, double* im, LinesAhead* ahead) const {
   twist_first_pass(Int32Digits8{in}, m_, twist_re_.data(), twist_im_.data(), tw_re_.data() + steps_[0].twiddles,
-                   tw_im_.data() + steps_[0].twiddles, re, im);
-  forward_passes_wide(re, im);
+                   tw_im_.data() + steps_[0].twiddles, re, im, ahead);
+  forward_passes_wide(re, im, ahead);
 }
 
-RF_AVX512 void NegacyclicFft::forward_passes_wide(double* re, double* im) const {
+RF_AVX512 void NegacyclicFft::forward_passes_wide(double* re, double* im, LinesAhead* ahead) const {
   for (std::size_t k = 1; k < steps_.size(); ++k) {
     const Step& step = steps_[k];
     const double* wr = tw_re_.data() + step.twiddles;
     const double* wi = tw_im_.data() + step.twiddles;
     if (step.radix == 16) {
-      for (std::size_t s = 0; s < m_; s += 16) radix4_forward_group(re + s, im + s, wr, wi);
+      for (std::size_t s = 0; s < m_; s += 16) {
+        if (ahead) ahead->fetch();
+        radix4_forward_group(re + s, im + s, wr, wi);
+      }
       continue;
     }
     const std::size_t q = step.len / 4;
     for (std::size_t s = 0; s < m_; s += step.len)
-      for (std::size_t j = 0; j < q; j += 8) radix4_forward_lanes(re + s + j, im + s + j, q, wr + j, wi + j);
+      for (std::size_t j = 0; j < q; j += 8) {
+        if (ahead) ahead->fetch();
+        radix4_forward_lanes(re + s + j, im + s + j, q, wr + j, wi + j);
+      }
   }
 }
 
-RF_AVX512 void NegacyclicFft::backward_add_wide(double* re, double* im, std::uint64_t* out) const {
+RF_AVX512 void NegacyclicFft::backward_add_wide(double* re, double* im, std::uint64_t* out, LinesAhead* ahead) const {
   for (std::size_t k = steps_.size(); k-- > 1;) {
     const Step& step = steps_[k];
     const double* wr = tw_re_.data() + step.twiddles;
     const double* wi = tw_im_.data() + step.twiddles;
     if (step.radix == 16) {
-      for (std::size_t s = 0; s < m_; s += 16) radix4_backward_group(re + s, im + s, wr, wi);
+      for (std::size_t s = 0; s < m_; s += 16) {
+        if (ahead) ahead->fetch();
+        radix4_backward_group(re + s, im + s, wr, wi);
+      }
       continue;
     }
     const std::size_t q = step.len / 4;
     for (std::size_t s = 0; s < m_; s += step.len)
-      for (std::size_t j = 0; j < q; j += 8) radix4_backward_lanes(re + s + j, im + s + j, q, wr + j, wi + j);
+      for (std::size_t j = 0; j < q; j += 8) {
+        if (ahead) ahead->fetch();
+        radix4_backward_lanes(re + s + j, im + s + j, q, wr + j, wi + j);
+      }
   }
   // The last pass (radix 2^2 over the whole length) with the untwist and the
   // conversion: its four outputs go to the words without a pass of their own
@@ -282,6 +296,7 @@ RF_AVX512 void NegacyclicFft::backward_add_wide(double* re, double* im, std::uin
   const double* ur = untwist_re_.data();
   const double* ui = untwist_im_.data();
   for (std::size_t j = 0; j < q; j += 8) {
+    if (ahead) ahead->fetch();
     D y1r, y1i, y2r, y2i, y3r, y3i;
     untwiddle(re + q + j, im + q + j, wr + q + j, wi + q + j, y1r, y1i);
     untwiddle(re + 2 * q + j, im + 2 * q + j, wr + j, wi + j, y2r, y2i);
@@ -306,19 +321,19 @@ namespace ringfire::tfhe {
 
 bool NegacyclicFft::wide_passes() const { return false; }
 
-void NegacyclicFft::forward_top_digits_wide(const std::uint64_t*, unsigned, double*, double*) const {
+void NegacyclicFft::forward_top_digits_wide(const std::uint64_t*, unsigned, double*, double*, LinesAhead*) const {
   throw InvalidArgument("tfhe.NegacyclicFft: no AVX-512 transforms in this build");
 }
 
-void NegacyclicFft::forward_wide(const std::int32_t*, double*, double*) const {
+void NegacyclicFft::forward_wide(const std::int32_t*, double*, double*, LinesAhead*) const {
   throw InvalidArgument("tfhe.NegacyclicFft: no AVX-512 transforms in this build");
 }
 
-void NegacyclicFft::backward_add_wide(double*, double*, std::uint64_t*) const {
+void NegacyclicFft::backward_add_wide(double*, double*, std::uint64_t*, LinesAhead*) const {
   throw InvalidArgument("tfhe.NegacyclicFft: no AVX-512 transforms in this build");
 }
 
-void NegacyclicFft::forward_passes_wide(double*, double*) const {
+void NegacyclicFft::forward_passes_wide(double*, double*, LinesAhead*) const {
   throw InvalidArgument("tfhe.NegacyclicFft: no AVX-512 transforms in this build");
 }
 

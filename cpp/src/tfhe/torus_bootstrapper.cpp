@@ -206,20 +206,34 @@ struct TorusBootstrapper::Scratch {
   static constexpr std::size_t kPad = 8;
   std::size_t N, M, L, S, patterns;
   std::vector<std::uint32_t> switched;
-  std::vector<u64> acc, diff, rest;
-  std::vector<std::int32_t> digits;  // [l][N]
-  std::vector<std::size_t> which;    // multi-bit: the listed patterns (index p - 1)
-  std::vector<double> arena;
+  CacheAlignedVector<u64> acc, diff, rest;
+  CacheAlignedVector<std::int32_t> digits;  // [l][N]
+  std::vector<std::size_t> which;           // multi-bit: the listed patterns (index p - 1)
+  CacheAlignedVector<double> arena;
   double* spectra = nullptr;  // [c L + l][re, im], arrays of M every S doubles
   double* sums = nullptr;     // [A, B][re, im]
   double* monos = nullptr;    // multi-bit: [listed pattern][re, im], X^m - 1
 };
+
+namespace {
+
+// A step's keys spread over the fetch slots of its transforms (2 L forward, 2
+// backward), rounded up so that they are all asked for before the products.
+std::size_t lines_per_slot(const NegacyclicFft& fft, const TorusBootstrapKey& bsk, std::size_t L) {
+  const std::size_t slots = fft.prefetch_slots() * (2 * L + 2);
+  if (slots == 0) return 0;
+  const std::size_t lines = (bsk.step_bytes() + LinesAhead::kLine - 1) / LinesAhead::kLine;
+  return (lines + slots - 1) / slots;
+}
+
+}  // namespace
 
 TorusBootstrapper::TorusBootstrapper(const TorusSecretKey& key, Prng& prng) : params_(key.params()) {
   params_.validate();
   fft_ = std::make_unique<NegacyclicFft>(params_.ring_dimension);
   ksk_ = std::make_unique<TorusKeySwitchKey>(key, prng);
   bsk_ = std::make_unique<TorusBootstrapKey>(key, *fft_, prng);
+  lines_per_slot_ = lines_per_slot(*fft_, *bsk_, params_.pbs_levels);
 }
 
 TorusBootstrapper::TorusBootstrapper(const TorusParams& params, const Prng::Seed& bootstrap_seed,
@@ -230,6 +244,7 @@ TorusBootstrapper::TorusBootstrapper(const TorusParams& params, const Prng::Seed
   fft_ = std::make_unique<NegacyclicFft>(params_.ring_dimension);
   ksk_ = std::make_unique<TorusKeySwitchKey>(params_, key_switch_seed, key_switch_bodies);
   bsk_ = std::make_unique<TorusBootstrapKey>(params_, *fft_, bootstrap_seed, bootstrap_bodies);
+  lines_per_slot_ = lines_per_slot(*fft_, *bsk_, params_.pbs_levels);
 }
 
 Isa TorusBootstrapper::isa() const {
@@ -272,7 +287,7 @@ void TorusBootstrapper::switch_modulus(const std::uint32_t* words, std::uint32_t
   switched[n] = (static_cast<std::uint32_t>(doubled >> (shift + 1)) & mask) * scale;
 }
 
-void TorusBootstrapper::transform_digits(const u64* poly, std::size_t c, Scratch& sc) const {
+void TorusBootstrapper::transform_digits(const u64* poly, std::size_t c, Scratch& sc, LinesAhead& ahead) const {
   const std::size_t N = sc.N, L = sc.L;
   const unsigned B = params_.pbs_base_log;
   if (L == 1) {
@@ -280,7 +295,7 @@ void TorusBootstrapper::transform_digits(const u64* poly, std::size_t c, Scratch
     // words; the rest of this function, and the scratch's rest and digits, serve
     // gadgets of several levels.
     double* spec = sc.spectra + c * 2 * sc.S;
-    fft_->forward_top_digits(poly, B, spec, spec + sc.S);
+    fft_->forward_top_digits(poly, B, spec, spec + sc.S, &ahead);
     return;
   }
   const unsigned shift = 64 - B * static_cast<unsigned>(L);
@@ -299,16 +314,22 @@ void TorusBootstrapper::transform_digits(const u64* poly, std::size_t c, Scratch
   }
   for (std::size_t l = 0; l < L; ++l) {
     double* spec = sc.spectra + (c * L + l) * 2 * sc.S;
-    fft_->forward(sc.digits.data() + l * N, spec, spec + sc.S);
+    fft_->forward(sc.digits.data() + l * N, spec, spec + sc.S, &ahead);
   }
 }
 
-void TorusBootstrapper::add_sums_back(Scratch& sc) const {
+void TorusBootstrapper::add_sums_back(Scratch& sc, LinesAhead& ahead) const {
   const std::size_t N = sc.N, S = sc.S;
-  for (std::size_t o = 0; o < 2; ++o) fft_->backward_add(sc.sums + o * 2 * S, sc.sums + o * 2 * S + S, sc.acc.data() + o * N);
+  for (std::size_t o = 0; o < 2; ++o)
+    fft_->backward_add(sc.sums + o * 2 * S, sc.sums + o * 2 * S + S, sc.acc.data() + o * N, &ahead);
 }
 
-void TorusBootstrapper::step(std::size_t i, Scratch* batch, std::size_t count) const {
+void TorusBootstrapper::fetch_keys_of(std::size_t next, LinesAhead& ahead) const {
+  const std::size_t steps = params_.lwe_dimension / params_.grouping;
+  if (next < steps) ahead.start(bsk_->step(next), bsk_->step_bytes(), lines_per_slot_);
+}
+
+void TorusBootstrapper::step(std::size_t i, Scratch* batch, std::size_t count, LinesAhead& ahead) const {
   Operand ops[kBatch];
   Scratch* moved[kBatch];
   std::size_t listed = 0;
@@ -328,7 +349,7 @@ void TorusBootstrapper::step(std::size_t i, Scratch* batch, std::size_t count) c
         for (std::size_t j = 0; j < f; ++j) diff[j] = poly[N - f + j] - poly[j];
         for (std::size_t j = f; j < N; ++j) diff[j] = (0 - poly[j - f]) - poly[j];
       }
-      transform_digits(diff, c, sc);
+      transform_digits(diff, c, sc, ahead);
     }
     ops[listed] = {sc.spectra, sc.sums, nullptr, nullptr, 0};
     moved[listed++] = &sc;
@@ -338,10 +359,12 @@ void TorusBootstrapper::step(std::size_t i, Scratch* batch, std::size_t count) c
     external_product_sums(bsk_->step(i), 2 * batch[0].L, batch[0].M, batch[0].S, ops, listed);
   else
     torus_kernels::external_product_sums_wide(bsk_->step(i), 2 * batch[0].L, batch[0].M, batch[0].S, ops, listed);
-  for (std::size_t b = 0; b < listed; ++b) add_sums_back(*moved[b]);
+  fetch_keys_of(i + 1, ahead);
+  for (std::size_t b = 0; b < listed; ++b) add_sums_back(*moved[b], ahead);
 }
 
-void TorusBootstrapper::multi_bit_step(std::size_t group, Scratch* batch, std::size_t count) const {
+void TorusBootstrapper::multi_bit_step(std::size_t group, Scratch* batch, std::size_t count,
+                                       LinesAhead& ahead) const {
   const unsigned g = params_.grouping;
   const std::size_t patterns = (std::size_t{1} << g) - 1;
   Operand ops[kBatch];
@@ -365,7 +388,7 @@ void TorusBootstrapper::multi_bit_step(std::size_t group, Scratch* batch, std::s
       ++active;
     }
     if (active == 0) continue;
-    for (std::size_t c = 0; c < 2; ++c) transform_digits(sc.acc.data() + c * sc.N, c, sc);
+    for (std::size_t c = 0; c < 2; ++c) transform_digits(sc.acc.data() + c * sc.N, c, sc, ahead);
     ops[listed] = {sc.spectra, sc.sums, sc.monos, sc.which.data(), active};
     moved[listed++] = &sc;
   }
@@ -376,7 +399,8 @@ void TorusBootstrapper::multi_bit_step(std::size_t group, Scratch* batch, std::s
                                                         ops, listed);
   else
     torus_kernels::multi_bit_sums_wide(bsk_->step(group), patterns, rows, batch[0].M, batch[0].S, ops, listed);
-  for (std::size_t b = 0; b < listed; ++b) add_sums_back(*moved[b]);
+  fetch_keys_of(group + 1, ahead);
+  for (std::size_t b = 0; b < listed; ++b) add_sums_back(*moved[b], ahead);
 }
 
 void TorusBootstrapper::rotate(const u64* tv, Scratch* batch, std::size_t count) const {
@@ -396,11 +420,13 @@ void TorusBootstrapper::rotate(const u64* tv, Scratch* batch, std::size_t count)
       for (std::size_t j = f; j < N; ++j) body[j] = 0 - tv[j - f];
     }
   }
+  LinesAhead ahead;
+  fetch_keys_of(0, ahead);
   if (params_.grouping > 1) {
-    for (std::size_t k = 0; k < n / params_.grouping; ++k) multi_bit_step(k, batch, count);
+    for (std::size_t k = 0; k < n / params_.grouping; ++k) multi_bit_step(k, batch, count, ahead);
     return;
   }
-  for (std::size_t i = 0; i < n; ++i) step(i, batch, count);
+  for (std::size_t i = 0; i < n; ++i) step(i, batch, count, ahead);
 }
 
 void TorusBootstrapper::bootstrap_batch(const std::uint32_t* words, std::size_t count, const u64* tv, u64* out,

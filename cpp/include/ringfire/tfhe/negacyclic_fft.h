@@ -23,9 +23,40 @@
 #include <cstdint>
 #include <vector>
 
+#include "ringfire/base/cache_aligned.h"
 #include "ringfire/tfhe/isa.h"
 
 namespace ringfire::tfhe {
+
+// Cache lines fetched into the level-2 cache a few at a time while a transform
+// runs: the blind rotation hands its transforms the keys of the step that
+// multiplies next, so that the keys arrive while the transforms compute
+// instead of stalling the products that read them (a single bootstrap's keys,
+// 60-90 MB at N = 2048, come from the last-level cache or memory each time).
+// A transform calls fetch() at each of its prefetch_slots() slots; all the
+// lines are asked for in one burst otherwise, which stalled the core (slower
+// than no prefetch at all).
+class LinesAhead {
+ public:
+  static constexpr std::size_t kLine = 64;
+  // Fetch [begin, begin + bytes), per_slot lines at each slot (0: none).
+  void start(const void* begin, std::size_t bytes, std::size_t per_slot) {
+    next_ = static_cast<const char*>(begin), end_ = next_ + bytes, per_slot_ = per_slot;
+  }
+  void fetch() {
+    ++calls_;
+    for (std::size_t k = 0; k < per_slot_ && next_ < end_; ++k, next_ += kLine) __builtin_prefetch(next_, 0, 2);
+  }
+  // Bytes not asked for yet.
+  std::size_t left() const { return next_ < end_ ? static_cast<std::size_t>(end_ - next_) : 0; }
+  // Slots passed since this was made (what NegacyclicFft counts its own by).
+  std::size_t calls() const { return calls_; }
+
+ private:
+  const char* next_ = nullptr;
+  const char* end_ = nullptr;
+  std::size_t per_slot_ = 0, calls_ = 0;
+};
 
 class NegacyclicFft {
  public:
@@ -44,17 +75,22 @@ class NegacyclicFft {
   // in: N signed integers (|a_j| < 2^63) -> re, im: N/2 values each.
   void forward(const std::int64_t* in, double* re, double* im) const;
   // The same for digits (|a_j| < 2^31), which convert to doubles four at a time.
-  void forward(const std::int32_t* in, double* re, double* im) const;
+  void forward(const std::int32_t* in, double* re, double* im, LinesAhead* ahead = nullptr) const;
   // The transform of one gadget level's digits of N words mod 2^64: the top
   // base_log bits of each, rounded to nearest and read as a signed integer in
   // [-2^(base_log - 1), 2^(base_log - 1)) (the carry out of the top is dropped:
   // it is a multiple of 2^64). The blind rotation's decomposition with one
   // level, done as the words are read, so the digits are never stored.
   // base_log in [1, 30].
-  void forward_top_digits(const std::uint64_t* in, unsigned base_log, double* re, double* im) const;
+  void forward_top_digits(const std::uint64_t* in, unsigned base_log, double* re, double* im,
+                          LinesAhead* ahead = nullptr) const;
   // The inverse of forward, rounded to integers and added to out mod 2^64
   // (re and im are overwritten).
-  void backward_add(double* re, double* im, std::uint64_t* out) const;
+  void backward_add(double* re, double* im, std::uint64_t* out, LinesAhead* ahead = nullptr) const;
+  // How many times each of the three transforms above calls ahead->fetch():
+  // once per iteration of the passes' vector loops (counted when the
+  // transform is made: which passes run depends on N and the CPU).
+  std::size_t prefetch_slots() const { return prefetch_slots_; }
 
   // Where output k evaluates: x_k = zeta^{exponents()[k]} (odd exponents mod
   // 2N), so the transform of the monomial X^m is root(exponents()[k] m mod 2N)
@@ -74,23 +110,25 @@ class NegacyclicFft {
   // source.at(j) is input j as a double (source.at4(j): inputs j..j+3 where
   // AVX2 is compiled in).
   template <class Source>
-  void twist_and_transform(const Source& source, double* re, double* im) const;
+  void twist_and_transform(const Source& source, double* re, double* im, LinesAhead* ahead = nullptr) const;
   // The forward passes from step `from` on; the backward ones down to `down_to`.
-  void dif(double* re, double* im, std::size_t from) const;
-  void dit(double* re, double* im, std::size_t down_to) const;
+  void dif(double* re, double* im, std::size_t from, LinesAhead* ahead = nullptr) const;
+  void dit(double* re, double* im, std::size_t down_to, LinesAhead* ahead = nullptr) const;
 
   // The AVX-512 forms (negacyclic_fft_avx512.cpp; called only where wide_).
   bool wide_passes() const;
-  void forward_top_digits_wide(const std::uint64_t* in, unsigned base_log, double* re, double* im) const;
-  void forward_wide(const std::int32_t* in, double* re, double* im) const;
-  void backward_add_wide(double* re, double* im, std::uint64_t* out) const;
+  void forward_top_digits_wide(const std::uint64_t* in, unsigned base_log, double* re, double* im,
+                               LinesAhead* ahead) const;
+  void forward_wide(const std::int32_t* in, double* re, double* im, LinesAhead* ahead) const;
+  void backward_add_wide(double* re, double* im, std::uint64_t* out, LinesAhead* ahead) const;
   // The forward passes after the first (which the twist runs in).
-  void forward_passes_wide(double* re, double* im) const;
+  void forward_passes_wide(double* re, double* im, LinesAhead* ahead) const;
 
   std::size_t n_, m_;
   bool wide_ = false;
-  std::vector<double> twist_re_, twist_im_;      // zeta^j
-  std::vector<double> untwist_re_, untwist_im_;  // zeta^-j / (N/2)
+  std::size_t prefetch_slots_ = 0;
+  CacheAlignedVector<double> twist_re_, twist_im_;      // zeta^j
+  CacheAlignedVector<double> untwist_re_, untwist_im_;  // zeta^-j / (N/2)
   // The forward transform's passes in order (the backward one runs them in
   // reverse): radix 2 over blocks of len (twiddles W^j, j < len/2, W =
   // e^{-2 pi i / len}), radix 2^2 (two stages in one pass; W^j, W^2j, W^3j for
@@ -101,12 +139,12 @@ class NegacyclicFft {
     std::size_t len, twiddles;
   };
   std::vector<Step> steps_;
-  std::vector<double> tw_re_, tw_im_;
+  CacheAlignedVector<double> tw_re_, tw_im_;
   // Whether the first step is radix 2 or 2^2 over the whole length: the twist
   // then runs in its pass.
   bool fused_first_ = false;
   std::vector<std::uint32_t> exponents_;
-  std::vector<double> roots_re_, roots_im_;
+  CacheAlignedVector<double> roots_re_, roots_im_;
   std::array<std::uint32_t, 4> lane_offsets_{};
   bool shifted_blocks_ = false;
 };

@@ -79,19 +79,26 @@ class TorusBootstrapper {
                        std::size_t outputs, Scratch* batch) const;
   void rotate(const u64* test_vector, Scratch* batch, std::size_t count) const;
   // acc += BK_i [x] (X^{a_i} acc - acc) for each ciphertext of the batch.
-  void step(std::size_t i, Scratch* batch, std::size_t count) const;
+  // Each step's transforms fetch the keys of the next one (`ahead`).
+  void step(std::size_t i, Scratch* batch, std::size_t count, LinesAhead& ahead) const;
   // acc += sum_p (X^{m_p} - 1) (BK_{group, p} [x] acc): group `group`'s g bits at once.
-  void multi_bit_step(std::size_t group, Scratch* batch, std::size_t count) const;
+  void multi_bit_step(std::size_t group, Scratch* batch, std::size_t count, LinesAhead& ahead) const;
+  // Starts fetching the keys of step `next` (a coefficient, or a multi-bit
+  // group), if there is one, spread over the transforms of one step.
+  void fetch_keys_of(std::size_t next, LinesAhead& ahead) const;
   // The signed digits of poly (component c of the accumulator or of a
   // difference), transformed into the scratch's spectra.
-  void transform_digits(const u64* poly, std::size_t c, Scratch& scratch) const;
+  void transform_digits(const u64* poly, std::size_t c, Scratch& scratch, LinesAhead& ahead) const;
   // The scratch's two sums transformed back and added to its accumulator.
-  void add_sums_back(Scratch& scratch) const;
+  void add_sums_back(Scratch& scratch, LinesAhead& ahead) const;
 
   TorusParams params_;
   std::unique_ptr<NegacyclicFft> fft_;
   std::unique_ptr<TorusKeySwitchKey> ksk_;
   std::unique_ptr<TorusBootstrapKey> bsk_;
+  // Cache lines of a step's keys fetched at each slot of a transform: the
+  // step's keys over the slots of its 2 L + 2 transforms (0: no prefetch).
+  std::size_t lines_per_slot_ = 0;
 };
 
 }  // namespace ringfire::tfhe

@@ -122,6 +122,7 @@ class TorusBootstrapKey {
   std::size_t lanes() const { return lanes_; }
   // The keys of step t (coefficient t, or group t's patterns), laid out as above.
   const double* step(std::size_t t) const { return data_.data() + t * step_stride_; }
+  std::size_t step_bytes() const { return step_stride_ * sizeof(double); }
   // Bytes in memory: the transformed rows and the bodies kept for saving.
   std::size_t bytes() const { return data_.size() * sizeof(double) + bodies_.size() * sizeof(u64); }
   const Prng::Seed& seed() const { return seed_; }
