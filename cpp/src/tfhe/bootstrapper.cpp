@@ -257,7 +257,7 @@ void Bootstrapper::rotate_blindly_many(const u32* in, std::size_t count, const u
     start(j, acc);
     std::fill(acc + N, acc + 2 * N, 0u);
   }
-  std::vector<u32> scratch(count * (2 * params_.gadget_digits + 2) * N);
+  CacheAlignedVector<u32> scratch(count * (2 * params_.gadget_digits + 2) * N);
   std::array<u32, kMaxRotationBatch> exponents{}, next{};
   for (std::size_t j = 0; j < count; ++j) next[j] = in[j * width] % q;
   for (std::size_t i = 0; i < n; ++i) {
@@ -274,7 +274,7 @@ void Bootstrapper::bootstrap(const u32* in, const u32* test_vector, u32* out) co
 
 void Bootstrapper::bootstrap_checked(const u32* in, const u32* test_vector, u32* out, std::size_t outputs) const {
   const std::size_t N = params_.ring_dimension;
-  std::vector<u32> acc(2 * N), extracted(outputs * (N + 1));
+  CacheAlignedVector<u32> acc(2 * N), extracted(outputs * (N + 1));
   rotate_and_extract(in, 1, test_vector, outputs, 1, acc.data(), extracted.data());
   switch_to_gate(extracted.data(), outputs, out);
 }
@@ -349,7 +349,7 @@ void Bootstrapper::bootstrap_many(const u32* in, std::size_t count, const u32* t
   // about kSwitchBatch at a time (the key-switching table is read once per kBatchLimit of them).
   const std::size_t per_switch = std::max<std::size_t>(1, kSwitchBatch / outputs);
   auto body = [&](std::size_t begin, std::size_t end) {
-    std::vector<u32> accs(batch * 2 * N), extracted(per_switch * outputs * (N + 1));
+    CacheAlignedVector<u32> accs(batch * 2 * N), extracted(per_switch * outputs * (N + 1));
     for (std::size_t first = begin; first < end; first += per_switch) {
       const std::size_t take = std::min(per_switch, end - first);
       rotate_and_extract(in + first * width, take, test_vector, outputs, batch, accs.data(), extracted.data());
@@ -368,7 +368,7 @@ void Bootstrapper::bootstrap_to_ring_many(const u32* in, std::size_t count, cons
   const std::size_t width = params_.lwe_dimension + 1, N = params_.ring_dimension;
   const std::size_t parts = std::min<std::size_t>(count, threads > 0 ? threads : num_threads());
   auto body = [&](std::size_t begin, std::size_t end) {
-    std::vector<u32> accs(batch * 2 * N);
+    CacheAlignedVector<u32> accs(batch * 2 * N);
     rotate_and_extract(in + begin * width, end - begin, test_vector, 1, batch, accs.data(), out + begin * (N + 1));
   };
   parallel_ranges(count, parts, body);

@@ -62,8 +62,8 @@ Ntt32::Ntt32(std::size_t n, u32 q, Isa isa) : n_(n), isa_(isa), q_(q) {
   last_n_inv_shoup_ = shoup_constant(last_n_inv_, q);
 
   const std::size_t blocks = n / 64;
-  auto lanes = [&](const std::vector<u32>& w, std::size_t first, std::size_t per_block, std::size_t stride,
-                   std::vector<u32>& out, std::vector<u32>& out_shoup) {
+  auto lanes = [&](const CacheAlignedVector<u32>& w, std::size_t first, std::size_t per_block, std::size_t stride,
+                   CacheAlignedVector<u32>& out, CacheAlignedVector<u32>& out_shoup) {
     // Lane k of block b, pair p: the twiddle of group first + 8 stride b + stride k + p.
     out.resize(blocks * per_block * 8), out_shoup.resize(out.size());
     for (std::size_t b = 0; b < blocks; ++b)

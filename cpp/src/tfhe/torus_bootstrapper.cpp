@@ -215,25 +215,12 @@ struct TorusBootstrapper::Scratch {
   double* monos = nullptr;    // multi-bit: [listed pattern][re, im], X^m - 1
 };
 
-namespace {
-
-// A step's keys spread over the fetch slots of its transforms (2 L forward, 2
-// backward), rounded up so that they are all asked for before the products.
-std::size_t lines_per_slot(const NegacyclicFft& fft, const TorusBootstrapKey& bsk, std::size_t L) {
-  const std::size_t slots = fft.prefetch_slots() * (2 * L + 2);
-  if (slots == 0) return 0;
-  const std::size_t lines = (bsk.step_bytes() + LinesAhead::kLine - 1) / LinesAhead::kLine;
-  return (lines + slots - 1) / slots;
-}
-
-}  // namespace
-
 TorusBootstrapper::TorusBootstrapper(const TorusSecretKey& key, Prng& prng) : params_(key.params()) {
   params_.validate();
   fft_ = std::make_unique<NegacyclicFft>(params_.ring_dimension);
   ksk_ = std::make_unique<TorusKeySwitchKey>(key, prng);
   bsk_ = std::make_unique<TorusBootstrapKey>(key, *fft_, prng);
-  lines_per_slot_ = lines_per_slot(*fft_, *bsk_, params_.pbs_levels);
+  slots_per_step_ = fft_->prefetch_slots() * (2 * params_.pbs_levels + 2);
 }
 
 TorusBootstrapper::TorusBootstrapper(const TorusParams& params, const Prng::Seed& bootstrap_seed,
@@ -244,7 +231,7 @@ TorusBootstrapper::TorusBootstrapper(const TorusParams& params, const Prng::Seed
   fft_ = std::make_unique<NegacyclicFft>(params_.ring_dimension);
   ksk_ = std::make_unique<TorusKeySwitchKey>(params_, key_switch_seed, key_switch_bodies);
   bsk_ = std::make_unique<TorusBootstrapKey>(params_, *fft_, bootstrap_seed, bootstrap_bodies);
-  lines_per_slot_ = lines_per_slot(*fft_, *bsk_, params_.pbs_levels);
+  slots_per_step_ = fft_->prefetch_slots() * (2 * params_.pbs_levels + 2);
 }
 
 Isa TorusBootstrapper::isa() const {
@@ -324,9 +311,14 @@ void TorusBootstrapper::add_sums_back(Scratch& sc, LinesAhead& ahead) const {
     fft_->backward_add(sc.sums + o * 2 * S, sc.sums + o * 2 * S + S, sc.acc.data() + o * N, &ahead);
 }
 
-void TorusBootstrapper::fetch_keys_of(std::size_t next, LinesAhead& ahead) const {
-  const std::size_t steps = params_.lwe_dimension / params_.grouping;
-  if (next < steps) ahead.start(bsk_->step(next), bsk_->step_bytes(), lines_per_slot_);
+void TorusBootstrapper::fetch_keys_of(std::size_t next, std::size_t count, LinesAhead& ahead) const {
+  const std::size_t steps = params_.lwe_dimension / params_.grouping, slots = slots_per_step_ * count;
+  if (next >= steps || slots == 0) return;
+  // Spread over every transform of the batch, rounded up so that all are asked
+  // for before the products (a batch's transforms fetching them at the pace of
+  // one ciphertext's made its multi-bit steps 4 % slower).
+  const std::size_t lines = (bsk_->step_bytes() + LinesAhead::kLine - 1) / LinesAhead::kLine;
+  ahead.start(bsk_->step(next), bsk_->step_bytes(), (lines + slots - 1) / slots);
 }
 
 void TorusBootstrapper::step(std::size_t i, Scratch* batch, std::size_t count, LinesAhead& ahead) const {
@@ -359,7 +351,7 @@ void TorusBootstrapper::step(std::size_t i, Scratch* batch, std::size_t count, L
     external_product_sums(bsk_->step(i), 2 * batch[0].L, batch[0].M, batch[0].S, ops, listed);
   else
     torus_kernels::external_product_sums_wide(bsk_->step(i), 2 * batch[0].L, batch[0].M, batch[0].S, ops, listed);
-  fetch_keys_of(i + 1, ahead);
+  fetch_keys_of(i + 1, listed, ahead);
   for (std::size_t b = 0; b < listed; ++b) add_sums_back(*moved[b], ahead);
 }
 
@@ -399,7 +391,7 @@ void TorusBootstrapper::multi_bit_step(std::size_t group, Scratch* batch, std::s
                                                         ops, listed);
   else
     torus_kernels::multi_bit_sums_wide(bsk_->step(group), patterns, rows, batch[0].M, batch[0].S, ops, listed);
-  fetch_keys_of(group + 1, ahead);
+  fetch_keys_of(group + 1, listed, ahead);
   for (std::size_t b = 0; b < listed; ++b) add_sums_back(*moved[b], ahead);
 }
 
@@ -421,7 +413,7 @@ void TorusBootstrapper::rotate(const u64* tv, Scratch* batch, std::size_t count)
     }
   }
   LinesAhead ahead;
-  fetch_keys_of(0, ahead);
+  fetch_keys_of(0, count, ahead);
   if (params_.grouping > 1) {
     for (std::size_t k = 0; k < n / params_.grouping; ++k) multi_bit_step(k, batch, count, ahead);
     return;

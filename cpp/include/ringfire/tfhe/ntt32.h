@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "ringfire/base/cache_aligned.h"
 #include "ringfire/tfhe/isa.h"
 
 namespace ringfire::tfhe {
@@ -73,14 +74,14 @@ class Ntt32 {
   int log_n_;
   u32 q_, neg_q_inv_, r2_;  // r2 = 2^64 mod q
   // psi^br(i) and psi^-br(i) (i in [0, N)) with Shoup constants floor(w 2^32 / q).
-  std::vector<u32> fwd_, fwd_shoup_, inv_, inv_shoup_;
+  CacheAlignedVector<u32> fwd_, fwd_shoup_, inv_, inv_shoup_;
   // The last stage of the inverse with 1/N folded in.
   u32 n_inv_, n_inv_shoup_, last_n_inv_, last_n_inv_shoup_;
   // Per-lane twiddles of the three in-block stages (t = 4, 2, 1), for
   // block b lane k: stage t=4: [b*8+k]; t=2: pair p in {0,1}: [(b*2+p)*8+k];
   // t=1: pair p in {0..3}: [(b*4+p)*8+k]. Forward and inverse.
-  std::vector<u32> f4_, f4s_, f2_, f2s_, f1_, f1s_;
-  std::vector<u32> i4_, i4s_, i2_, i2s_, i1_, i1s_;
+  CacheAlignedVector<u32> f4_, f4s_, f2_, f2s_, f1_, f1s_;
+  CacheAlignedVector<u32> i4_, i4s_, i2_, i2s_, i1_, i1s_;
 };
 
 }  // namespace ringfire::tfhe

@@ -84,8 +84,9 @@ class TorusBootstrapper {
   // acc += sum_p (X^{m_p} - 1) (BK_{group, p} [x] acc): group `group`'s g bits at once.
   void multi_bit_step(std::size_t group, Scratch* batch, std::size_t count, LinesAhead& ahead) const;
   // Starts fetching the keys of step `next` (a coefficient, or a multi-bit
-  // group), if there is one, spread over the transforms of one step.
-  void fetch_keys_of(std::size_t next, LinesAhead& ahead) const;
+  // group), if there is one, spread over the transforms of one step of
+  // `count` ciphertexts.
+  void fetch_keys_of(std::size_t next, std::size_t count, LinesAhead& ahead) const;
   // The signed digits of poly (component c of the accumulator or of a
   // difference), transformed into the scratch's spectra.
   void transform_digits(const u64* poly, std::size_t c, Scratch& scratch, LinesAhead& ahead) const;
@@ -96,9 +97,9 @@ class TorusBootstrapper {
   std::unique_ptr<NegacyclicFft> fft_;
   std::unique_ptr<TorusKeySwitchKey> ksk_;
   std::unique_ptr<TorusBootstrapKey> bsk_;
-  // Cache lines of a step's keys fetched at each slot of a transform: the
-  // step's keys over the slots of its 2 L + 2 transforms (0: no prefetch).
-  std::size_t lines_per_slot_ = 0;
+  // The fetch slots of one ciphertext's step: those of its 2 L + 2
+  // transforms (0: the transforms fetch nothing).
+  std::size_t slots_per_step_ = 0;
 };
 
 }  // namespace ringfire::tfhe
