@@ -114,6 +114,33 @@ def test_linear_transform_against_numpy(deep):
     assert bits(ctx.decrypt(smooth, sk2)[:n], want) >= 20
 
 
+def test_a_chained_transform_needs_few_keys_and_gives_the_same_product(deep):
+    ctx = deep
+    rng = np.random.default_rng(5)
+    # A pass of a DFT: evenly spaced diagonals (stride 4), on n = slots (cyclic
+    # rotations) and on n = 256 < slots (the input repeats; steps add up exactly).
+    for n in (ctx.slots, 256):
+        diagonals = {4 * k: rng.uniform(-1, 1, n) / 16 for k in range(-7, 8)}
+        hoisted = rf.ckks.LinearTransform(ctx, diagonals, baby_steps=16)
+        chained = rf.ckks.LinearTransform(ctx, diagonals, baby_steps=16, chained=True)
+        assert chained.chained and not hoisted.chained
+        assert len(chained.rotations()) <= 3 < len(hoisted.rotations())
+        sk, keys = ctx.keygen(rotations=chained.rotations())
+        v = rng.uniform(-1, 1, n)
+        ct = ctx.encrypt(np.tile(v, ctx.slots // n), keys)
+        out = ctx.evaluator(keys).linear_transform(ct, chained)
+        want = sum(d * np.roll(v, -k) for k, d in diagonals.items())
+        assert out.level == ct.level - 1
+        assert bits(ctx.decrypt(out, sk)[:n], want) >= 20
+        with pytest.raises(ValueError, match="lack rotations"):
+            ctx.evaluator(keys).linear_transform(ct, hoisted)
+    # Pickling keeps the evaluation.
+    import pickle
+    again = pickle.loads(pickle.dumps(chained))
+    assert again.chained and again.rotations() == chained.rotations()
+    assert "chained" in repr(again)
+
+
 def test_linear_transform_takes_diagonals_of_any_numeric_kind(deep):
     """Real, complex, integer, mixed and list diagonals each give NumPy's product (real ones reach
     the encoder as they are, complex ones as complex), and the caller's arrays are left alone.

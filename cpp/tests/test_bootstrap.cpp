@@ -143,6 +143,29 @@ TEST(Bootstrap, KeysRoundTripThroughTheSerializedForm) {
   expect_invalid([&] { io::load_galois_keys(t.ctx->rlwe(), bytes.data(), bytes.size()); }, "expected a Galois key");
 }
 
+// Chained rotations (LinearTransform::Evaluation::chained): each DFT pass
+// needs its baby stride, its giant stride and its first giant step, so the
+// circuit takes a fraction of the keys, with the same precision and the same
+// levels; keys of one setting are refused by the other up front.
+TEST(Bootstrap, ChainedRotationsTakeAFewKeysPerPass) {
+  Toy& t = toy();
+  BootstrapConfig cfg = toy_config();
+  cfg.chained_rotations = true;
+  const Bootstrapper chained(t.ctx, cfg);
+  const std::size_t fewer = chained.rotation_levels().size(), all = t.boot.rotation_levels().size();
+  EXPECT_LE(fewer * 2, all) << fewer << " keys chained, " << all << " hoisted";
+  EXPECT_LE(fewer, 3 * (cfg.cts_levels + cfg.stc_levels)) << fewer;
+  const BootstrapKeys keys = generate_bootstrap_keys(chained, t.sk, t.prng);
+  const auto z = random_real(t.ctx->slots(), 4);
+  const Ciphertext in = t.ev.mod_switch(t.encrypt(z, 3, t.ctx->scale_at(3)), 0);
+  const Ciphertext out = chained.bootstrap(t.ev, in, t.rk, keys);
+  EXPECT_EQ(out.level(), t.ctx->user_max_level());
+  EXPECT_GE(min_bits(t.decrypt(out), z), 22.5);
+  const ckks::Simulator sim(t.ctx);
+  EXPECT_EQ(chained.bootstrap(sim, sim.fresh(0)).level, out.level());
+  expect_invalid([&] { t.boot.bootstrap(t.ev, in, t.rk, keys); }, "chained_rotations");
+}
+
 TEST(Bootstrap, RefusesWhatItCannotRun) {
   Toy& t = toy();
   BootstrapConfig too_many = toy_config();

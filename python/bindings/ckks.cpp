@@ -33,12 +33,14 @@ using RealArray = nb::ndarray<const double, nb::numpy, nb::ndim<1>, nb::c_contig
 // into the transform, which encodes them without the GIL.
 template <typename Array>
 void construct_transform(ckks::LinearTransform* self, ckks::ContextPtr context, const std::map<long long, Array>& arrays,
-                         std::size_t level, double scale, std::size_t baby_steps) {
+                         std::size_t level, double scale, std::size_t baby_steps, bool chained) {
   ckks::LinearTransform::Diagonals diagonals;
   for (const auto& [index, values] : arrays)
     diagonals.emplace(index, std::vector<Complex>(values.data(), values.data() + values.size()));
   nb::gil_scoped_release release;
-  new (self) ckks::LinearTransform(std::move(context), std::move(diagonals), level, scale, baby_steps);
+  new (self) ckks::LinearTransform(
+      std::move(context), std::move(diagonals), level, scale, baby_steps,
+      chained ? ckks::LinearTransform::Evaluation::chained : ckks::LinearTransform::Evaluation::hoisted);
 }
 
 OutComplexArray to_numpy(std::vector<Complex> values) {
@@ -81,9 +83,11 @@ void bind_ckks_circuits(nb::module_& m) {
       // NumPy arrays, not lists: a list holds a 32-byte Python object per value, five times a
       // real array's bytes, all at once. Real diagonals (a model's) come as they are.
       .def("__init__", &construct_transform<RealArray>, nb::arg("context"), nb::arg("diagonals"), nb::arg("level"),
-           nb::arg("scale") = 0.0, nb::arg("baby_steps") = 0)
+           nb::arg("scale") = 0.0, nb::arg("baby_steps") = 0, nb::arg("chained") = false)
       .def("__init__", &construct_transform<ComplexArray>, nb::arg("context"), nb::arg("diagonals"),
-           nb::arg("level"), nb::arg("scale") = 0.0, nb::arg("baby_steps") = 0)
+           nb::arg("level"), nb::arg("scale") = 0.0, nb::arg("baby_steps") = 0, nb::arg("chained") = false)
+      .def_prop_ro("chained",
+                   [](const LinearTransform& t) { return t.evaluation() == LinearTransform::Evaluation::chained; })
       .def_static(
           "diagonals_of",
           // As NumPy arrays, like the constructor takes them (lists: a Python object per value).
@@ -193,7 +197,8 @@ void bind_ckks_bootstrap(nb::module_& m) {
       .def_rw("arcsine_degree", &BootstrapConfig::arcsine_degree)
       .def_rw("log_message_ratio", &BootstrapConfig::log_message_ratio)
       .def_rw("ephemeral_weight", &BootstrapConfig::ephemeral_weight)
-      .def_rw("stc_first", &BootstrapConfig::stc_first);
+      .def_rw("stc_first", &BootstrapConfig::stc_first)
+      .def_rw("chained_rotations", &BootstrapConfig::chained_rotations);
 
   nb::class_<BootstrapKeys>(m, "BootstrapKeys")
       .def_prop_ro("galois", [](const BootstrapKeys& k) -> const GaloisKeys& { return k.galois; },

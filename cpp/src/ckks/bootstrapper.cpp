@@ -137,7 +137,7 @@ void Bootstrapper::build_transforms() {
   std::vector<bootstrap::Diagonals> cts = bootstrap::coeffs_to_slots(n, config_.cts_levels, constant, sparse);
   for (std::size_t i = 0; i < cts.size(); ++i) {
     const std::size_t level = top - i;
-    cts_.emplace_back(context_, cts[i], level, static_cast<double>(q[level]));
+    cts_.emplace_back(context_, cts[i], level, static_cast<double>(q[level]), 0, evaluation());
     for (long long step : cts_.back().rotations())
       rotation_levels_[step] = std::max(rotation_levels_[step], level);
   }
@@ -180,7 +180,7 @@ void Bootstrapper::build_transforms() {
   const std::size_t stc_top = config_.stc_first ? config_.stc_levels : after.level;
   for (std::size_t i = 0; i < stc.size(); ++i) {
     const std::size_t level = stc_top - i;
-    stc_.emplace_back(context_, stc[i], level, stc_scale(i, target));
+    stc_.emplace_back(context_, stc[i], level, stc_scale(i, target), 0, evaluation());
     for (long long step : stc_.back().rotations()) rotation_levels_[step] = std::max(rotation_levels_[step], level);
   }
 }
@@ -213,7 +213,7 @@ LinearTransform Bootstrapper::make_stc_last(double target_scale) const {
   const bool sparse = 2 * slots_ <= context_->slots();
   std::vector<bootstrap::Diagonals> stc = bootstrap::slots_to_coeffs(slots_, config_.stc_levels, sparse);
   return LinearTransform(context_, stc.back(), last.level(), stc_scale(stc_.size() - 1, target_scale),
-                         last.baby_steps());
+                         last.baby_steps(), last.evaluation());
 }
 
 const LinearTransform& Bootstrapper::slots_to_coeffs(std::size_t i, double target_scale) const {
@@ -289,6 +289,18 @@ struct SimOps {
 
 }  // namespace
 
+void Bootstrapper::check_keys(const BootstrapKeys& keys, const char* op) const {
+  // Keys made for the other rotation setting (chained_rotations) lack steps this
+  // circuit takes: say so before a bootstrap's first minutes, not at its first missing key.
+  for (const auto& [step, level] : rotation_levels_)
+    require(keys.galois.has(context_->rlwe()->galois_element(step)), op,
+            "the bootstrapping keys lack the rotation by " + std::to_string(step) + ": they were made for " +
+                (config_.chained_rotations ? "hoisted" : "chained") +
+                " rotations (bootstrap option chained_rotations), this context's bootstrap needs " +
+                (config_.chained_rotations ? "chained" : "hoisted") + " ones; make them with this context's "
+                "keygen(bootstrap=True)");
+}
+
 Ciphertext Bootstrapper::bootstrap(const Evaluator& ev, const Ciphertext& ct, const RelinKey& relin,
                                    const BootstrapKeys& keys, double target_scale, BootstrapTimings* timings,
                                    std::int64_t bound) const {
@@ -301,6 +313,7 @@ Ciphertext Bootstrapper::bootstrap(const Evaluator& ev, const Ciphertext& ct, co
           "the ciphertext comes from a different context (parameter fingerprint mismatch)");
   require(ct.size() == 2, "ckks.bootstrap",
           "needs a size-2 ciphertext (relinearize first), got size " + std::to_string(ct.size()));
+  check_keys(keys, "ckks.bootstrap");
   const double target = target_scale == 0.0 ? context_->scale_at(output_level()) : target_scale;
   const detail::BootstrapOps ops{*this, ev, relin, keys, timings, ct.device()};
   Ciphertext out = [&] {

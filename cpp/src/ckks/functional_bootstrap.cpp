@@ -171,7 +171,7 @@ const Bootstrapper::FunctionalParts& Bootstrapper::functional_parts() const {
       }
       const std::size_t level = config_.stc_levels - i;
       parts->stc_rest.push_back(std::make_shared<const LinearTransform>(
-          context_, stc[i], level, static_cast<double>(q[level]), stc_.at(i).baby_steps()));
+          context_, stc[i], level, static_cast<double>(q[level]), stc_.at(i).baby_steps(), stc_.at(i).evaluation()));
     }
     functional_ = std::move(parts);
   });
@@ -187,7 +187,8 @@ std::pair<std::shared_ptr<const LinearTransform>, bool> Bootstrapper::functional
   // built for the call and dropped, so inputs of ever new scales cannot grow
   // the memory without bound.
   auto made = std::make_shared<const LinearTransform>(context_, functional_parts().first_stc, config_.stc_levels,
-                                                      encoding_scale, stc_.front().baby_steps());
+                                                      encoding_scale, stc_.front().baby_steps(),
+                                                      stc_.front().evaluation());
   const bool keep = functional_first_.size() < kMaxFirstTransforms;
   if (keep) functional_first_.emplace(encoding_scale, made);
   return {std::move(made), keep};
@@ -247,6 +248,7 @@ std::vector<Ciphertext> Bootstrapper::functional_circuit(const Evaluator& ev, co
   require(ct.fingerprint() == context_->fingerprint(), kOp,
           "the ciphertext comes from a different context (parameter fingerprint mismatch)");
   require(ct.size() == 2, kOp, "needs a size-2 ciphertext (relinearize first), got size " + std::to_string(ct.size()));
+  check_keys(keys, kOp);
   const std::size_t p = tables.front().size(), out_level = functional_output_level(p, flat);
   for (const auto& table : tables) {
     require(table.size() == p, kOp,

@@ -59,8 +59,8 @@ std::size_t LinearTransform::best_baby_steps(const std::vector<long long>& indic
 }
 
 LinearTransform::LinearTransform(ContextPtr context, Diagonals diagonals, std::size_t level, double scale,
-                                 std::size_t baby_steps)
-    : context_(std::move(context)), level_(level) {
+                                 std::size_t baby_steps, Evaluation evaluation)
+    : context_(std::move(context)), level_(level), evaluation_(evaluation) {
   require(context_ != nullptr, kOp, "needs a context");
   require(!diagonals.empty(), kOp, "needs at least one diagonal");
   n_ = diagonals.begin()->second.size();
@@ -129,15 +129,44 @@ LinearTransform::LinearTransform(ContextPtr context, Diagonals diagonals, std::s
     if (giants_.empty() || giants_.back().rotation != jobs[i].giant) giants_.push_back(GiantStep{jobs[i].giant, {}});
     giants_.back().terms.emplace_back(jobs[i].baby, std::move(*encoded[i]));
   }
+  order_giants();
+}
+
+void LinearTransform::order_giants() {
+  // giants_ is sorted by rotation. On full packing (n = the slots) rotations
+  // are cyclic, so Horner's rule may start anywhere: it starts after the
+  // largest gap, which the steps then never cross. With sparse packing the
+  // order stays increasing, so that the steps add up to each giant's own
+  // rotation exactly (the input need not be n-periodic).
+  const std::size_t m = giants_.size();
+  std::size_t start = 0;
+  if (n_ == context_->slots() && m > 1) {
+    long long widest = giants_.front().rotation + static_cast<long long>(n_) - giants_.back().rotation;
+    for (std::size_t j = 0; j + 1 < m; ++j)
+      if (const long long gap = giants_[j + 1].rotation - giants_[j].rotation; gap > widest)
+        widest = gap, start = j + 1;
+  }
+  giant_order_.clear();
+  for (std::size_t j = 0; j < m; ++j) giant_order_.push_back((start + j) % m);
+}
+
+long long LinearTransform::giant_gap(std::size_t j) const {
+  return modulo(giants_[giant_order_[j + 1]].rotation - giants_[giant_order_[j]].rotation, n_);
 }
 
 std::vector<long long> LinearTransform::rotations() const {
-  std::vector<long long> out;
-  for (long long b : baby_rotations_)
-    if (b != 0) out.push_back(b);
-  for (const GiantStep& g : giants_)
-    if (g.rotation != 0) out.push_back(g.rotation);
-  return out;
+  std::set<long long> out;
+  if (evaluation_ == Evaluation::hoisted) {
+    for (long long b : baby_rotations_) out.insert(b);
+    for (const GiantStep& g : giants_) out.insert(g.rotation);
+  } else {
+    long long at = 0;
+    for (long long b : baby_rotations_) out.insert(b - at), at = b;
+    for (std::size_t j = 0; j + 1 < giant_order_.size(); ++j) out.insert(giant_gap(j));
+    out.insert(giants_[giant_order_.front()].rotation);
+  }
+  out.erase(0);
+  return {out.begin(), out.end()};
 }
 
 const Device& LinearTransform::device() const { return giants_.front().terms.front().second.device(); }
@@ -150,7 +179,9 @@ LinearTransform LinearTransform::to(const Device& device) const {
   out.baby_ = baby_;
   out.diagonal_count_ = diagonal_count_;
   out.scale_ = scale_;
+  out.evaluation_ = evaluation_;
   out.baby_rotations_ = baby_rotations_;
+  out.giant_order_ = giant_order_;
   for (const GiantStep& g : giants_) {
     GiantStep moved{g.rotation, {}};
     for (const auto& [b, plain] : g.terms) moved.terms.emplace_back(b, plain.to(device));

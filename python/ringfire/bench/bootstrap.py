@@ -31,7 +31,7 @@ def _bits(got, want) -> tuple[float, float]:
 
 
 def bench_bootstrap(preset: str = "N16_BOOT", repeat: int = 2, device: str = "cpu", meta: bool = False,
-                    quiet: bool = False, stc_first: bool = False) -> list[dict]:
+                    quiet: bool = False, stc_first: bool = False, chained_rotations: bool = False) -> list[dict]:
     from .. import ckks
 
     def say(text):
@@ -41,10 +41,10 @@ def bench_bootstrap(preset: str = "N16_BOOT", repeat: int = 2, device: str = "cp
     rows = []
 
     def row(measure, value, unit):
-        rows.append({"preset": preset, "device": device, "stc_first": stc_first, "measure": measure, "value": value,
-                     "unit": unit})
+        rows.append({"preset": preset, "device": device, "stc_first": stc_first,
+                     "chained_rotations": chained_rotations, "measure": measure, "value": value, "unit": unit})
 
-    ctx = ckks.Context.preset(preset, bootstrap={"stc_first": stc_first})
+    ctx = ckks.Context.preset(preset, bootstrap={"stc_first": stc_first, "chained_rotations": chained_rotations})
     t = time.perf_counter()
     plan = ctx.bootstrap_plan()
     row("precomputation", time.perf_counter() - t, "s")

@@ -32,6 +32,7 @@ BOOTSTRAP_DEFAULTS = dict(
     log_message_ratio=7,   # q_0 / scale seen by EvalMod (bits); 0 keeps the input's (stc_first: 8)
     ephemeral_weight=32,   # Hamming weight of the ephemeral sparse secret around ModRaise
     stc_first=False,       # SlotsToCoeffs first, on the user's lowest levels (full packing)
+    chained_rotations=False,  # the DFTs' rotations chained: about a third of the Galois keys, slower DFTs
 )
 
 
@@ -61,9 +62,9 @@ def bootstrap_options(bootstrap, reserved_levels: int | None = None) -> dict:
     for name, value in opts.items():
         if name == "slots" and value is None:
             continue
-        if name == "stc_first":
+        if name in ("stc_first", "chained_rotations"):
             if not isinstance(value, bool):
-                raise ValueError(f"[ckks.Context] bootstrap option stc_first must be True or False, got {value!r}")
+                raise ValueError(f"[ckks.Context] bootstrap option {name} must be True or False, got {value!r}")
             continue
         if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 0:
             raise ValueError(f"[ckks.Context] bootstrap option {name} must be a non-negative number, got {value!r}")
@@ -100,6 +101,7 @@ def native_config(opts: dict):
         setattr(config, name, int(opts[name]))
     config.k = float(opts["k"])
     config.stc_first = bool(opts["stc_first"])
+    config.chained_rotations = bool(opts["chained_rotations"])
     return config
 
 

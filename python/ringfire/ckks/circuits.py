@@ -88,13 +88,18 @@ class LinearTransform:
             the rescale returns the input's scale).
         baby_steps: the BSGS split (a power of two; default: chosen by cost), or
         bsgs_ratio: giant steps per baby step wanted (Lattigo's convention).
+        chained: rotate each baby step from the one before it and sum the giant steps
+            by Horner's rule: a few Galois keys (about three where the diagonals are
+            evenly spaced, as a DFT pass's are) instead of one per baby and giant
+            step, for more key switches' time (no hoisting). ``rotations()`` says which.
         picklable: keep the given diagonals, which pickling rebuilds the transform from;
             ``False`` keeps only the encoded ones (less memory, for a caller's cache of
             transforms it can rebuild itself), and pickling it raises.
     """
 
     def __init__(self, context, matrix_or_diagonals, *, level: int | None = None, scale: float | None = None,
-                 baby_steps: int | None = None, bsgs_ratio: float | None = None, picklable: bool = True):
+                 baby_steps: int | None = None, bsgs_ratio: float | None = None, chained: bool = False,
+                 picklable: bool = True):
         if isinstance(matrix_or_diagonals, dict):
             # Kept as given for pickling (a copy then: the caller may change its arrays), real
             # diagonals as real arrays: half the memory of complex ones, and passed on as they are.
@@ -119,26 +124,27 @@ class LinearTransform:
         level = context.max_level if level is None else int(level)
         self._context = context
         self._native = _core.LinearTransform(context._core, diagonals, level, 0.0 if scale is None else float(scale),
-                                             0 if baby_steps is None else int(baby_steps))
+                                             0 if baby_steps is None else int(baby_steps), bool(chained))
         del diagonals
         # max |y_i| <= max |x| * sum_k max |diag_k|: the output's magnitude bound.
         self._gain = float(sum(np.max(np.abs(v)) for v in source.values() if np.size(v)))
         self._copies = {"cpu": self._native}
         # What pickling rebuilds it from (the encoded diagonals are derived data).
-        self._source = (source, level, scale, self._native.baby_steps) if picklable else None
+        self._source = (source, level, scale, self._native.baby_steps, bool(chained)) if picklable else None
 
     def __reduce__(self):
         if self._source is None:
             raise TypeError("[ckks.LinearTransform] this transform was made with picklable=False: it keeps only its "
                             "encoded diagonals; build it again from its matrix instead of pickling it")
-        diagonals, level, scale, baby_steps = self._source
-        return _rebuild_transform, (self._context, diagonals, level, scale, baby_steps)
+        diagonals, level, scale, baby_steps, chained = self._source
+        return _rebuild_transform, (self._context, diagonals, level, scale, baby_steps, chained)
 
     level = property(lambda self: self._native.level)
     scale = property(lambda self: self._native.scale)
     dimension = property(lambda self: self._native.dimension, doc="n: the period of input and output.")
     baby_steps = property(lambda self: self._native.baby_steps)
     diagonal_count = property(lambda self: self._native.diagonal_count)
+    chained = property(lambda self: self._native.chained, doc="Whether the rotations are chained (few keys).")
 
     def rotations(self) -> list[int]:
         """The rotation steps whose Galois keys the transform needs: pass them to
@@ -153,7 +159,7 @@ class LinearTransform:
 
     def __repr__(self) -> str:
         return (f"ckks.LinearTransform(n={self.dimension}, {self.diagonal_count} diagonals, level {self.level}, "
-                f"{self.baby_steps} baby steps, {len(self.rotations())} rotation keys)")
+                f"{self.baby_steps} baby steps{', chained' if self.chained else ''}, {len(self.rotations())} rotation keys)")
 
 
 def bsgs_steps(indices, baby_steps: int) -> tuple[set[int], set[int]]:
@@ -164,5 +170,5 @@ def bsgs_steps(indices, baby_steps: int) -> tuple[set[int], set[int]]:
     return babies, giants
 
 
-def _rebuild_transform(context, diagonals, level, scale, baby_steps) -> LinearTransform:
-    return LinearTransform(context, diagonals, level=level, scale=scale, baby_steps=baby_steps)
+def _rebuild_transform(context, diagonals, level, scale, baby_steps, chained=False) -> LinearTransform:
+    return LinearTransform(context, diagonals, level=level, scale=scale, baby_steps=baby_steps, chained=chained)

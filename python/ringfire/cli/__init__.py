@@ -51,7 +51,8 @@ def cmd_bench(args) -> int:
     if args.what == "bootstrap":
         from ..bench.bootstrap import bench_bootstrap
         rows = bench_bootstrap(args.preset, repeat=args.repeat or 2, device=args.device,
-                               meta=args.meta, quiet=quiet, stc_first=args.stc_first)
+                               meta=args.meta, quiet=quiet, stc_first=args.stc_first,
+                               chained_rotations=args.chained_rotations)
         _emit(args, "bootstrap", rows, [("measure", "measure", "s"), ("value", "value", ".4g"), ("unit", "unit", "s")])
         return 0
     if args.what == "fbs":
@@ -188,6 +189,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--meta", action="store_true", help="bootstrap: also Meta-BTS (two iterations) and its precision")
     b.add_argument("--stc-first", action="store_true",
                    help="bootstrap: SlotsToCoeffs first, on the user's lowest levels (bootstrap={'stc_first': True})")
+    b.add_argument("--chained-rotations", action="store_true",
+                   help="bootstrap: the DFTs' rotations chained, about a third of the keys "
+                        "(bootstrap={'chained_rotations': True})")
     b.add_argument("--n", type=_pow2_list, default=_pow2_list("12-17"),
                    help="log2 of the ring degrees, e.g. '12-17' or '14,16' (default 12-17)")
     b.add_argument("--limbs", type=_int_list, default=[1, 8, 32], help="limb counts, e.g. '1,8,32'")

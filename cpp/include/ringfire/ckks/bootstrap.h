@@ -66,6 +66,9 @@ struct BootstrapConfig {
   int log_message_ratio = 0;        // 0: keep the input's q_0 / scale; else raise it to 2^r when above
   std::size_t ephemeral_weight = 32;  // h of the ephemeral secret
   bool stc_first = false;           // SlotsToCoeffs before ModRaise, on the user's levels (full packing)
+  // The DFTs' rotations chained (LinearTransform::Evaluation::chained): about a
+  // third of the Galois keys, for slower CoeffsToSlots and SlotsToCoeffs.
+  bool chained_rotations = false;
 };
 
 // The evaluation keys bootstrapping needs besides the relinearization key:
@@ -133,6 +136,13 @@ class Bootstrapper {
 
   const ContextPtr& context() const { return context_; }
   const BootstrapConfig& config() const { return config_; }
+  // Raises InvalidArgument naming the first rotation `keys` lack (keys made
+  // for the other chained_rotations setting, or not for bootstrapping).
+  void check_keys(const BootstrapKeys& keys, const char* op) const;
+  // How the DFTs' transforms rotate (config().chained_rotations).
+  LinearTransform::Evaluation evaluation() const {
+    return config_.chained_rotations ? LinearTransform::Evaluation::chained : LinearTransform::Evaluation::hoisted;
+  }
   std::size_t slots() const { return slots_; }
   std::size_t output_level() const { return context_->user_max_level(); }
   // The lowest level a ciphertext can be bootstrapped from: stc_levels when
