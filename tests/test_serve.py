@@ -491,9 +491,12 @@ def test_openapi_and_model_metadata(served):
     assert json.dumps(info)
 
 
-def test_a_bootstrapped_model_runs_remotely_without_rounds(tmp_path):
+@pytest.mark.parametrize("chained", [False, True])
+def test_a_bootstrapped_model_runs_remotely_without_rounds(tmp_path, chained):
     """Polynomial activations and bootstraps on the toy ring (NOT SECURE): no client round, and
-    the server's result equals the in-process model's bit for bit."""
+    the server's result equals the in-process model's bit for bit; with chained rotations
+    (``ringfire serve --chained-rotations``) the client learns the option from the model's
+    parameters and uploads the fewer keys it needs."""
     from ringfire.apps import logreg
     data = mlp_bytes((16, 8, 4))
     (tmp_path / "deep.onnx").write_bytes(data)
@@ -502,7 +505,7 @@ def test_a_bootstrapped_model_runs_remotely_without_rounds(tmp_path):
     calibration = batch(64, 16, seed=6)
     np.save(tmp_path / "calib.npy", calibration)
     tokens = tokens_file(tmp_path / "tokens")
-    options = dict(rf.ckks.PRESETS["N12_BOOT_INSECURE"]["bootstrap"])
+    options = dict(rf.ckks.PRESETS["N12_BOOT_INSECURE"]["bootstrap"], chained_rotations=chained)
     config = ServeConfig(model=str(tmp_path / "deep.onnx"), store=str(tmp_path / "store"),
                          tokens=str(tmp_path / "tokens"), preset=None, params=str(tmp_path / "params"),
                          bootstrap=options, activation="poly", calibration=str(tmp_path / "calib.npy"),
@@ -511,6 +514,8 @@ def test_a_bootstrapped_model_runs_remotely_without_rounds(tmp_path):
     with server_thread(config) as (url, _):
         client, session = deterministic_session(url, tokens["alice"], "deep")
         assert client.model("deep")["parameters"]["keys"] == ["relin", "bootstrap"]
+        assert session.ctx.bootstrap_options["chained_rotations"] is chained
+        assert len(session.keys.bootstrap) == session.ctx.bootstrap_plan().rotation_keys
         remote = session.infer_encrypted(session.ctx.encrypt_batch(x, session.keys))
         assert session.rounds == 0
         client.close()
@@ -521,6 +526,15 @@ def test_a_bootstrapped_model_runs_remotely_without_rounds(tmp_path):
     local = model(ctx.encrypt_batch(x, keys))
     assert tensor_bytes(remote) == tensor_bytes(local)
     assert np.max(np.abs(ctx.decrypt_batch(local, sk) - model.plaintext(x, approximate=True))) < 1e-3
+
+
+def test_bootstrap_options_need_a_preset_that_bootstraps(tmp_path):
+    from ringfire.serve.host import Host
+    (tmp_path / "m.onnx").write_bytes(mlp_bytes((16, 8, 4)))
+    config = ServeConfig(model=str(tmp_path / "m.onnx"), store=str(tmp_path / "store"),
+                         tokens=str(tmp_path / "tokens"), preset="N13_D2", bootstrap={"chained_rotations": True})
+    with pytest.raises(ValueError, match="need a preset that bootstraps"):
+        Host(config)
 
 
 def test_a_new_token_never_reads_as_a_command_line_option(tmp_path):

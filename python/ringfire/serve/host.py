@@ -56,6 +56,10 @@ class Host:
             insecure = ckks.Context._load_parameters(data, None, True).security == 0
             self.ctx = ckks.Context.from_bytes(data, bootstrap=config.bootstrap, insecure_no_security_check=insecure)
         else:
+            preset = ckks.PRESETS.get(config.preset)
+            if config.bootstrap and preset is not None and not preset.get("bootstrap"):
+                raise ValueError(f"[serve] bootstrapping options ({sorted(config.bootstrap)}: --chained-rotations) "
+                                 f"need a preset that bootstraps, such as N16_BOOT; {config.preset} does not")
             self.ctx = ckks.Context.preset(config.preset, **({"bootstrap": config.bootstrap} if config.bootstrap
                                                               else {}))
         options = dict(activation=config.activation, packing=config.packing, masking=config.masking)
