@@ -111,6 +111,8 @@ void monomial_minus_one(const NegacyclicFft& fft, std::uint32_t m, double* __res
     const std::uint32_t at = (fft.lane_offsets()[i] * m) & mask;
     lane_re[i] = roots_re[at], lane_im[i] = roots_im[at];
   }
+  if (fft.wide())  // eight lanes (M is a multiple of 8 wherever the transform is)
+    return torus_kernels::monomial_minus_one_wide(roots_re, roots_im, exps, m, mask, lane_re, lane_im, M, re, im);
 #if defined(__AVX2__)
   // (GCC's own vectorization of the loop below gathered the roots through
   // vector extracts: 15 % of a multi-bit bootstrap.)

@@ -32,6 +32,15 @@ void external_product_sums_wide(const double* key, std::size_t rows, std::size_t
 void multi_bit_sums_wide(const double* key, std::size_t patterns, std::size_t rows, std::size_t M, std::size_t S,
                          const Operand* ops, std::size_t count);
 
+// Multi-bit: X^m - 1 in the FFT domain, eight points at a time, where each
+// block of four points k..k+3 evaluates at e_k + the four lanes' offsets
+// (NegacyclicFft::shifted_blocks): re + i im = root(e_k m) root(lane m) - 1,
+// the lanes' roots in lane_re / lane_im; the same products and fused
+// multiply-adds as the four-lane form. M a multiple of 8.
+void monomial_minus_one_wide(const double* roots_re, const double* roots_im, const std::uint32_t* exponents,
+                             std::uint32_t m, std::uint32_t mask, const double* lane_re, const double* lane_im,
+                             std::size_t M, double* re, double* im);
+
 // The key switch's rows, four levels at once: o[t] -= d0 r0[t] + d1 r1[t] +
 // d2 r2[t] + d3 r3[t] mod 2^32 for t < count, sixteen words at a time.
 void subtract_four_rows_wide(std::uint32_t* o, const std::uint32_t* r0, const std::uint32_t* r1,

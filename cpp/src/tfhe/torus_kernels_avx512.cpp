@@ -98,6 +98,22 @@ RF_AVX512 void multi_bit_sums_wide(const double* key, std::size_t patterns, std:
   (rows == 2 ? multi_bit<2> : multi_bit<0>)(key, patterns, rows, M, S, ops, count);
 }
 
+RF_AVX512 void monomial_minus_one_wide(const double* roots_re, const double* roots_im, const std::uint32_t* exponents,
+                                       std::uint32_t m, std::uint32_t mask, const double* lane_re,
+                                       const double* lane_im, std::size_t M, double* re, double* im) {
+  const D lr = _mm512_broadcast_f64x4(_mm256_loadu_pd(lane_re)), li = _mm512_broadcast_f64x4(_mm256_loadu_pd(lane_im));
+  const D one = _mm512_set1_pd(1.0);
+  for (std::size_t k = 0; k < M; k += kLanes) {
+    const std::uint32_t low = (exponents[k] * m) & mask, high = (exponents[k + 4] * m) & mask;
+    const D br = _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_broadcast_sd(roots_re + low)),
+                                    _mm256_broadcast_sd(roots_re + high), 1);
+    const D bi = _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_broadcast_sd(roots_im + low)),
+                                    _mm256_broadcast_sd(roots_im + high), 1);
+    st(re + k, _mm512_sub_pd(_mm512_fmsub_pd(br, lr, _mm512_mul_pd(bi, li)), one));
+    st(im + k, _mm512_fmadd_pd(br, li, _mm512_mul_pd(bi, lr)));
+  }
+}
+
 RF_AVX512 void subtract_four_rows_wide(std::uint32_t* o, const std::uint32_t* r0, const std::uint32_t* r1,
                                        const std::uint32_t* r2, const std::uint32_t* r3, std::uint32_t d0,
                                        std::uint32_t d1, std::uint32_t d2, std::uint32_t d3, std::size_t count) {
@@ -126,6 +142,11 @@ void external_product_sums_wide(const double*, std::size_t, std::size_t, std::si
 void multi_bit_sums_wide(const double*, std::size_t, std::size_t, std::size_t, std::size_t, const Operand*,
                          std::size_t) {
   throw InvalidArgument("tfhe: no AVX-512 key products in this build");
+}
+
+void monomial_minus_one_wide(const double*, const double*, const std::uint32_t*, std::uint32_t, std::uint32_t,
+                             const double*, const double*, std::size_t, double*, double*) {
+  throw InvalidArgument("tfhe: no AVX-512 monomials in this build");
 }
 
 void subtract_four_rows_wide(std::uint32_t*, const std::uint32_t*, const std::uint32_t*, const std::uint32_t*,
