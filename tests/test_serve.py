@@ -518,6 +518,26 @@ def test_a_bootstrapped_model_runs_remotely_without_rounds(tmp_path, chained):
         assert len(session.keys.bootstrap) == session.ctx.bootstrap_plan().rotation_keys
         remote = session.infer_encrypted(session.ctx.encrypt_batch(x, session.keys))
         assert session.rounds == 0
+        if chained:
+            # Keys made for hoisted rotations are larger than a chained server takes: refused
+            # before they are stored.
+            hoisted = quiet(lambda: rf.ckks.Context.from_bytes(
+                deep.to_bytes(), bootstrap={**options, "chained_rotations": False},
+                insecure_no_security_check=True))
+            sk2, keys2 = hoisted.keygen(bootstrap=True)
+            with pytest.raises(ServerError) as refused:
+                client.session("deep", hoisted, sk2, keys2, progress=False)
+            assert refused.value.status == 413
+        else:
+            # Keys made for chained rotations are smaller: stored, and the job fails at its first
+            # bootstrap with the reason.
+            chained_ctx = quiet(lambda: rf.ckks.Context.from_bytes(
+                deep.to_bytes(), bootstrap={**options, "chained_rotations": True},
+                insecure_no_security_check=True))
+            sk2, keys2 = chained_ctx.keygen(bootstrap=True)
+            other = client.session("deep", chained_ctx, sk2, keys2, progress=False)
+            with pytest.raises(ServerError, match="chained_rotations"):
+                other.infer_encrypted(chained_ctx.encrypt_batch(x, keys2))
         client.close()
     ctx = quiet(lambda: rf.ckks.Context.from_bytes(deep.to_bytes(), bootstrap=options, insecure_no_security_check=True,
                                                    insecure_deterministic_seed=SEED))
