@@ -3,6 +3,7 @@
 True}``, docs/bootstrapping.md): what the client makes and sends, and what each bootstrap costs.
 
     python benchmarks/bootstrap_key_sets.py [--preset N16_BOOT] [--rounds 2] [--json out.json]
+    python benchmarks/bootstrap_key_sets.py --models [--json out.json]
 
 Each round runs one process per setting, the settings in turn (this host drifts by a tenth
 within minutes), and each process reports: the Galois keys and the plan's bytes on the wire,
@@ -11,6 +12,10 @@ bootstraps of one secret-key ciphertext in a row (the first expands the relinear
 builds the DFT plaintexts), the precision of each against NumPy (bits: -log2 of the largest
 error) and the process's peak RSS. Then, from the plans alone, the sparse bootstraps of
 ResNet-20 at 8x8 and 32x32 with inter packing (the period the model's packing needs).
+``--models``: instead, the whole key set a client of those two models sends, made and streamed
+to a counting sink for each setting: the relinearization key, the master keys the server derives
+the models' Galois keys from, and the bootstrapping keys (the bytes only: those keygens also build
+each bootstrap's DFT plaintexts, so their times are not the client's).
 """
 
 from __future__ import annotations
@@ -84,13 +89,46 @@ def model_plans() -> list[dict]:
     return rows
 
 
+def model_key_sets() -> list[dict]:
+    import ringfire as rf
+    from ringfire.nn import zoo
+    warnings.simplefilter("ignore")
+    rows = []
+    for resolution in (8, 32):
+        onnx = zoo.resnet20(resolution=resolution, classes=10, seed=0)[0].SerializeToString()
+        period = rf.nn.inter_period(onnx)
+        for setting in SETTINGS:
+            ctx = rf.ckks.Context.preset("N16_BOOT", bootstrap={"slots": period,
+                                                                "chained_rotations": setting == "chained"})
+            _, keys = ctx.keygen(bootstrap=True, master_rotations=True)
+            sent = {}
+            for kind in ("relin", "master", "bootstrap"):
+                sink = _CountingSink()
+                getattr(keys, kind).save_to(sink)
+                sent[kind] = sink.bytes
+            rows.append({"model": f"ResNet-20 {resolution}x{resolution}, inter packing", "slots": period,
+                         "setting": setting, "sent_bytes": sent, "total_bytes": sum(sent.values())})
+            print(f"{rows[-1]['model']} ({period} slots), {setting}: " + ", ".join(
+                f"{kind} {size / 1e9:.3f}" for kind, size in sent.items())
+                  + f", in all {rows[-1]['total_bytes'] / 1e9:.3f} GB", flush=True)
+            del keys, ctx
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--preset", default="N16_BOOT")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--models", action="store_true", help="the key sets of ResNet-20 8x8 and 32x32 instead")
     ap.add_argument("--one", choices=SETTINGS, help=argparse.SUPPRESS)  # a child process's setting
     args = ap.parse_args()
+    if args.models:
+        rows = model_key_sets()
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"benchmark": "bootstrap_key_sets --models", "rows": rows}, f, indent=1)
+        return
     if args.one:
         print(json.dumps(one_process(args.preset, args.one)))
         return
