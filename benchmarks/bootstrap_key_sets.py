@@ -71,47 +71,46 @@ def one_process(preset: str, setting: str) -> dict:
             "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
 
 
-def model_plans() -> list[dict]:
+def model_contexts():
+    """(model, slots, setting, context) for ResNet-20 at 8x8 and 32x32 with inter packing: N16_BOOT
+    with a sparse bootstrap over the model's period, hoisted and chained."""
     import ringfire as rf
     from ringfire.nn import zoo
     warnings.simplefilter("ignore")
-    rows = []
     for resolution in (8, 32):
         onnx = zoo.resnet20(resolution=resolution, classes=10, seed=0)[0].SerializeToString()
         period = rf.nn.inter_period(onnx)
         for setting in SETTINGS:
             ctx = rf.ckks.Context.preset("N16_BOOT", bootstrap={"slots": period,
                                                                 "chained_rotations": setting == "chained"})
-            plan = ctx.bootstrap_plan()
-            rows.append({"model": f"ResNet-20 {resolution}x{resolution}, inter packing", "slots": period,
-                         "setting": setting, "galois_keys": plan.rotation_keys, "plan_wire_bytes": plan.wire_bytes,
-                         "key_switches": plan.key_switches})
+            yield f"ResNet-20 {resolution}x{resolution}, inter packing", period, setting, ctx
+            del ctx  # its bootstrapper's plaintexts go before the next context's are built
+
+
+def model_plans() -> list[dict]:
+    rows = []
+    for model, period, setting, ctx in model_contexts():
+        plan = ctx.bootstrap_plan()
+        rows.append({"model": model, "slots": period, "setting": setting, "galois_keys": plan.rotation_keys,
+                     "plan_wire_bytes": plan.wire_bytes, "key_switches": plan.key_switches})
     return rows
 
 
 def model_key_sets() -> list[dict]:
-    import ringfire as rf
-    from ringfire.nn import zoo
-    warnings.simplefilter("ignore")
     rows = []
-    for resolution in (8, 32):
-        onnx = zoo.resnet20(resolution=resolution, classes=10, seed=0)[0].SerializeToString()
-        period = rf.nn.inter_period(onnx)
-        for setting in SETTINGS:
-            ctx = rf.ckks.Context.preset("N16_BOOT", bootstrap={"slots": period,
-                                                                "chained_rotations": setting == "chained"})
-            _, keys = ctx.keygen(bootstrap=True, master_rotations=True)
-            sent = {}
-            for kind in ("relin", "master", "bootstrap"):
-                sink = _CountingSink()
-                getattr(keys, kind).save_to(sink)
-                sent[kind] = sink.bytes
-            rows.append({"model": f"ResNet-20 {resolution}x{resolution}, inter packing", "slots": period,
-                         "setting": setting, "sent_bytes": sent, "total_bytes": sum(sent.values())})
-            print(f"{rows[-1]['model']} ({period} slots), {setting}: " + ", ".join(
-                f"{kind} {size / 1e9:.3f}" for kind, size in sent.items())
-                  + f", in all {rows[-1]['total_bytes'] / 1e9:.3f} GB", flush=True)
-            del keys, ctx
+    for model, period, setting, ctx in model_contexts():
+        _, keys = ctx.keygen(bootstrap=True, master_rotations=True)
+        sent = {}
+        for kind in ("relin", "master", "bootstrap"):
+            sink = _CountingSink()
+            getattr(keys, kind).save_to(sink)
+            sent[kind] = sink.bytes
+        rows.append({"model": model, "slots": period, "setting": setting, "sent_bytes": sent,
+                     "total_bytes": sum(sent.values())})
+        print(f"{model} ({period} slots), {setting}: " + ", ".join(f"{kind} {size / 1e9:.3f}"
+                                                                 for kind, size in sent.items())
+              + f", in all {rows[-1]['total_bytes'] / 1e9:.3f} GB", flush=True)
+        del keys, ctx
     return rows
 
 
