@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ckks_test_support.h"
+#include "ringfire/base/memory_pool.h"
 #include "ringfire/ckks/bootstrap.h"
 #include "ringfire/io/serialize.h"
 #include "ringfire/rlwe/encryptor.h"
@@ -105,6 +106,35 @@ TEST(Bootstrap, RefreshesToTheUsersTopLevelWithPrecision) {
   EXPECT_EQ(plan.output_level, 3u);
   EXPECT_EQ(plan.levels_consumed, 17u);
   EXPECT_LE(plan.failure_log2, -128.0);
+}
+
+// The plan runs the circuit on placeholders holding blocks of a model of the host
+// pool: the pool's measured growth over a bootstrap is what it says, and tracking
+// memory changes no count.
+TEST(Bootstrap, ThePlanCountsWhatTheCircuitHolds) {
+  Toy& t = toy();
+  const auto z = random_real(t.ctx->slots(), 5);
+  const Ciphertext in = t.ev.mod_switch(t.encrypt(z, 3, t.ctx->scale_at(3)), 0);
+  t.boot.bootstrap(t.ev, in, t.rk, t.keys);  // anything made at a first use, made
+  MemoryPool& pool = host_pool();
+  pool.flush();
+  const PoolStats before = pool.stats();
+  pool.reset_peaks();
+  const Ciphertext out = t.boot.bootstrap(t.ev, in, t.rk, t.keys);
+  const PoolStats after = pool.stats();
+  const ckks::BootstrapPlan plan = t.boot.plan();
+  const double held = static_cast<double>(after.peak_bytes_held - before.bytes_in_use - before.bytes_cached);
+  const double in_use = static_cast<double>(after.peak_bytes_in_use - before.bytes_in_use);
+  EXPECT_NEAR(held / static_cast<double>(plan.temporary_bytes), 1.0, 0.05);  // measured within 0.5 %
+  EXPECT_NEAR(in_use / static_cast<double>(plan.temporary_in_use_bytes), 1.0, 0.05);
+  EXPECT_GT(plan.temporary_bytes, plan.temporary_in_use_bytes);  // blocks the pool keeps for reuse
+  const ckks::Simulator untracked(t.ctx);
+  t.boot.bootstrap(untracked, untracked.fresh(0));
+  EXPECT_EQ(untracked.counts().key_switches(), plan.counts.key_switches());
+  EXPECT_EQ(untracked.counts().multiplications, plan.counts.multiplications);
+  EXPECT_EQ(untracked.counts().rescales, plan.counts.rescales);
+  EXPECT_EQ(untracked.counts().plain_multiplications, plan.counts.plain_multiplications);
+  EXPECT_EQ(untracked.memory(), nullptr);
 }
 
 TEST(Bootstrap, MetaBtsGainsTheCorrectionBits) {

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "ringfire/base/buffer.h"
@@ -111,6 +112,47 @@ TEST(MemoryPool, CacheLimitBoundsWhatStaysCached) {
   EXPECT_EQ(pool.stats().bytes_retained, 0u);
   EXPECT_LE(pool.stats().bytes_cached, std::size_t{1} << 20);
   pool.set_cache_limit(~std::size_t{0});
+  pool.flush();
+}
+
+// The model planners use (PoolModel) takes and caches blocks as the pool does: the
+// same counts and peaks after every step of a sequence that reuses, best-fits and misses.
+TEST(PoolModel, HoldsWhatThePoolHolds) {
+  MemoryPool& pool = host_pool();
+  pool.flush();
+  const PoolStats start = pool.stats();
+  pool.reset_peaks();
+  PoolModel model;
+  constexpr std::size_t kMiB = std::size_t{1} << 20;
+  std::vector<std::pair<void*, std::size_t>> live;  // (block, requested bytes), and the model's capacities
+  std::vector<std::size_t> held;
+  const auto take = [&](std::size_t bytes) {
+    live.emplace_back(pool.allocate(bytes), bytes);
+    held.push_back(model.allocate(bytes));
+  };
+  const auto give = [&](std::size_t i) {
+    pool.release(live[i].first, live[i].second);
+    model.release(held[i]);
+  };
+  const auto same = [&](const char* step) {
+    const PoolStats s = pool.stats();
+    EXPECT_EQ(s.bytes_in_use - start.bytes_in_use, model.in_use()) << step;
+    EXPECT_EQ(s.bytes_in_use + s.bytes_cached - start.bytes_in_use, model.held()) << step;
+    EXPECT_EQ(s.peak_bytes_in_use - start.bytes_in_use, model.peak_in_use()) << step;
+    EXPECT_EQ(s.peak_bytes_held - start.bytes_in_use, model.peak_held()) << step;
+  };
+  take(4 * kMiB), take(3 * kMiB), take(100);
+  same("three blocks");
+  give(0), give(2);
+  same("two cached");
+  take(3 * kMiB + 12345);  // the cached 4 MiB block serves it (within half again)
+  same("best fit");
+  take(2 * kMiB);  // 3 MiB is live, 4 MiB taken: a miss
+  take(100);       // the cached small block
+  same("a miss and a small hit");
+  for (std::size_t i = 1; i < live.size(); ++i)
+    if (i != 2) give(i);
+  same("all given back");
   pool.flush();
 }
 

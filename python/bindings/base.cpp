@@ -22,6 +22,8 @@ nb::dict stats_dict(const PoolStats& s) {
   d["bytes_cached"] = s.bytes_cached;
   d["bytes_retained"] = s.bytes_retained;
   d["open_frames"] = s.open_frames;
+  d["peak_bytes_in_use"] = s.peak_bytes_in_use;
+  d["peak_bytes_held"] = s.peak_bytes_held;
   return d;
 }
 
@@ -45,6 +47,8 @@ void bind_base(nb::module_& m) {
   m.def("set_rns_isa", [](const std::string& name) { cpu::set_rns_isa(cpu::parse_rns_isa(name)); }, nb::arg("name"),
         "Sets the RNS kernels' instructions: 'avx512' (needs AVX-512 IFMA) or 'avx2'.");
   m.def("host_pool_stats", []() { return stats_dict(host_pool().stats()); }, "Statistics of the host memory pool.");
+  m.def("host_pool_reset_peaks", []() { host_pool().reset_peaks(); },
+        "The host pool's peaks start again from its counts now.");
   m.def("host_pool_flush", []() { host_pool().flush(); }, "Returns cached host blocks to the system.");
   m.def("host_pool_set_cache_limit", [](std::size_t bytes) { host_pool().set_cache_limit(bytes); }, nb::arg("bytes"),
         "At most this many bytes of released host blocks stay cached (SIZE_MAX: no limit).");

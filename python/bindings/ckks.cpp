@@ -261,6 +261,8 @@ void bind_ckks_bootstrap(nb::module_& m) {
         out["rotation_keys"] = p.rotation_keys;
         out["key_bytes"] = p.key_bytes;
         out["plaintext_bytes"] = p.plaintext_bytes;
+        out["temporary_bytes"] = p.temporary_bytes;
+        out["temporary_in_use_bytes"] = p.temporary_in_use_bytes;
         out["diagonals"] = p.diagonals;
         out["failure_log2"] = p.failure_log2;
         out["key_switches"] = p.counts.key_switches();

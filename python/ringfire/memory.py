@@ -54,7 +54,8 @@ import warnings
 
 from . import _core
 
-__all__ = ["bounded_cache", "cache_limit", "cold", "flush", "set_cache_limit", "spill", "stats", "total_ram_bytes"]
+__all__ = ["bounded_cache", "cache_limit", "cold", "flush", "reset_peaks", "set_cache_limit", "spill", "stats",
+           "total_ram_bytes"]
 
 _NO_LIMIT = 2**64 - 1  # the pool's "no limit" (SIZE_MAX)
 
@@ -67,7 +68,9 @@ _scope_limits: dict[object, int] = {}
 
 def stats() -> dict:
     """The host pool: ``bytes_in_use`` (held by live objects), ``bytes_cached`` (kept for
-    reuse), ``bytes_resident`` and ``bytes_spilled`` (of all blocks, in RAM and in
+    reuse), ``peak_bytes_in_use`` and ``peak_bytes_held`` (the most in use, and in use and
+    cached, since the process began or :func:`reset_peaks`: ``ctx.bootstrap_plan()``'s
+    ``temporary_bytes`` predicts the second's growth over a bootstrap), ``bytes_resident`` and ``bytes_spilled`` (of all blocks, in RAM and in
     files), ``bytes_mapped`` (file space mapped so far), and the spill settings
     (``active``, ``ram_limit``, ``directory``), ``cache_limit`` (:func:`set_cache_limit`)
     and ``cache_limit_in_force`` (the least of it and the open :func:`bounded_cache` scopes')."""
@@ -133,6 +136,12 @@ def bounded_cache(limit: int | None):
         with _limits_lock:
             _scope_limits.pop(token, None)
             _apply_limits_locked()
+
+
+def reset_peaks() -> None:
+    """Starts the pool's peaks (``peak_bytes_in_use``, ``peak_bytes_held`` in :func:`stats`)
+    again from its counts now, to measure what one step of a run adds."""
+    _core.host_pool_reset_peaks()
 
 
 def flush() -> None:

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -178,6 +179,7 @@ void* MemoryPool::take_cached_locked(bool spilled, QueueHandle queue, std::size_
     ++stats_.hits;
     stats_.bytes_cached -= held;
     stats_.bytes_in_use += held;
+    note_peaks_locked();
     return block;
   }
   return nullptr;
@@ -199,7 +201,20 @@ void* MemoryPool::allocate(std::size_t bytes, QueueHandle queue) {
   std::lock_guard<std::mutex> lock(mutex_);
   ++stats_.misses;
   stats_.bytes_in_use += capacity;
+  note_peaks_locked();
   return block;
+}
+
+void MemoryPool::note_peaks_locked() {
+  stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+  stats_.peak_bytes_held =
+      std::max(stats_.peak_bytes_held, stats_.bytes_in_use + stats_.bytes_cached + stats_.bytes_retained);
+}
+
+void MemoryPool::reset_peaks() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.peak_bytes_in_use = stats_.peak_bytes_held = 0;
+  note_peaks_locked();
 }
 
 void MemoryPool::release(void* block, std::size_t bytes, QueueHandle queue) {
@@ -319,6 +334,27 @@ PoolStats MemoryPool::stats() const {
 }
 
 MemoryPool& host_pool() { return the_host_pool(); }
+
+std::size_t PoolModel::allocate(std::size_t bytes) {
+  std::size_t capacity = MemoryPool::capacity_for(bytes);
+  const auto it = cached_.lower_bound(capacity);
+  if (it != cached_.end() && it->first <= MemoryPool::largest_reusable_for(capacity)) {
+    capacity = it->first;
+    cached_bytes_ -= capacity;
+    if (--it->second == 0) cached_.erase(it);
+  }
+  in_use_ += capacity;
+  peak_in_use_ = std::max(peak_in_use_, in_use_);
+  peak_held_ = std::max(peak_held_, held());
+  return capacity;
+}
+
+void PoolModel::release(std::size_t capacity) {
+  in_use_ -= capacity;
+  if (cached_bytes_ + capacity > cache_limit_) return;  // back to the system
+  ++cached_[capacity];
+  cached_bytes_ += capacity;
+}
 
 void start_host_spill(std::size_t ram_limit_bytes, const std::string& directory) {
   the_host_pool().start_spill(ram_limit_bytes, directory);

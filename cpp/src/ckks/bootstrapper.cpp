@@ -263,9 +263,9 @@ struct SimOps {
   static Value copy(const Value& v) { return v; }
   Value mod_switch(const Value& v, std::size_t level) const { return sim.mod_switch(v, level); }
   static Value multiply_integer(const Value& v, std::int64_t) { return v; }
-  Value to_sparse(const Value& v) const { return sim.rotate(v); }  // one key switch, at level 0
-  Value from_sparse(const Value& v) const { return sim.rotate(v); }
-  static Value mod_raise(const Value& v, std::size_t level) { return Value{level, v.scale, v.size}; }
+  Value to_sparse(const Value& v) const { return sim.switch_key(v); }  // one key switch, at level 0
+  Value from_sparse(const Value& v) const { return sim.switch_key(v); }
+  Value mod_raise(const Value& v, std::size_t level) const { return sim.mod_raise(v, level); }
   Value rotate(const Value& v, long long) const { return sim.rotate(v); }
   Value add(const Value& a, const Value& b) const { return sim.add(a, b); }
   Value sub(const Value& a, const Value& b) const { return sim.add(a, b); }
@@ -418,9 +418,16 @@ BootstrapPlan Bootstrapper::plan() const {
       p.plaintext_bytes += static_cast<std::uint64_t>(lt.diagonal_count() * (lt.level() + 1) * n * 8);
     }
   p.failure_log2 = coefficient_failure_log2(config_.ephemeral_weight, config_.k) + std::log2(static_cast<double>(n));
-  const Simulator sim(context_);
-  bootstrap(sim, sim.fresh(input_level_min()));
+  // The circuit on placeholders that hold blocks of a model of the host pool
+  // (under its cache limit now): what the bootstrap adds to the process at its
+  // peak, the input (the caller's) aside.
+  Simulator sim(context_);
+  sim.track_memory(host_pool().cache_limit());
+  const std::size_t in = input_level_min();
+  bootstrap(sim, SimCiphertext(in, context_->scale_at(in), 2));
   p.counts = sim.counts();
+  p.temporary_bytes = sim.memory()->peak_held();
+  p.temporary_in_use_bytes = sim.memory()->peak_in_use();
   return p;
 }
 

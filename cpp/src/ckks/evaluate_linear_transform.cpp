@@ -73,16 +73,14 @@ struct SimOps {
   static std::size_t level(const Value& v) { return v.level; }
   Value mod_switch(const Value& v, std::size_t level) const { return sim.mod_switch(v, level); }
   std::vector<Value> rotate_many(const Value& x, const std::vector<long long>& steps) const {
-    std::size_t keyed = 0;
-    for (long long s : steps) keyed += s != 0;
-    sim.rotate_many(x, keyed);
-    return std::vector<Value>(steps.size(), x);
+    return sim.rotate_many(x, steps);
   }
+  // One product per term, one output (each term's product counted, then dropped).
   Value inner_sum(const std::map<long long, const Value*>& babies, const LinearTransform::GiantStep& giant) const {
     const Value& first = *babies.begin()->second;
-    Value out = first;
-    for (std::size_t i = 0; i < giant.terms.size(); ++i) out = sim.multiply_plain(first, giant.terms[i].second.scale());
-    return out;
+    if (giant.terms.empty()) return first;
+    for (std::size_t i = 0; i + 1 < giant.terms.size(); ++i) sim.multiply_plain(first, giant.terms[i].second.scale());
+    return sim.multiply_plain(first, giant.terms.back().second.scale());
   }
   Value rotate(const Value& v, long long) const { return sim.rotate(v); }
   void add_inplace(Value& a, const Value& b) const { sim.add_inplace(a, b); }

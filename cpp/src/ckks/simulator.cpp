@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "polynomial_circuit.h"
 #include "ringfire/base/errors.h"
@@ -39,8 +40,94 @@ SimCounts& SimCounts::operator+=(const SimCounts& o) {
   return *this;
 }
 
+// ---- placeholders that hold memory ----------------------------------------------
+
+SimCiphertext::SimCiphertext(std::size_t level, double scale, std::size_t size, std::shared_ptr<SimMemory> memory)
+    : level(level), scale(scale), size(size), memory_(std::move(memory)) {
+  hold();
+}
+
+SimCiphertext::SimCiphertext(const SimCiphertext& other)
+    : level(other.level), scale(other.scale), size(other.size), memory_(other.memory_) {
+  hold();
+}
+
+SimCiphertext::SimCiphertext(SimCiphertext&& other) noexcept
+    : level(other.level), scale(other.scale), size(other.size), memory_(std::move(other.memory_)),
+      held_(std::exchange(other.held_, 0)) {}
+
+SimCiphertext& SimCiphertext::operator=(const SimCiphertext& other) {
+  if (this == &other) return *this;
+  SimCiphertext copy(other);  // the new block before the old one goes, as an assigned result
+  return *this = std::move(copy);
+}
+
+SimCiphertext& SimCiphertext::operator=(SimCiphertext&& other) noexcept {
+  if (this == &other) return *this;
+  release();
+  level = other.level, scale = other.scale, size = other.size;
+  memory_ = std::move(other.memory_);
+  held_ = std::exchange(other.held_, 0);
+  return *this;
+}
+
+void SimCiphertext::hold() {
+  if (memory_) held_ = memory_->pool.allocate(size * (level + 1) * memory_->limb_bytes);
+}
+
+void SimCiphertext::release() {
+  if (memory_ && held_ > 0) memory_->pool.release(held_);
+  held_ = 0;
+}
+
+namespace {
+
+// A temporary of `limbs` polynomials on one prime each, held in the model for its scope.
+class SimBlock {
+ public:
+  SimBlock(const std::shared_ptr<SimMemory>& memory, std::size_t limbs)
+      : memory_(memory.get()), held_(memory_ ? memory_->pool.allocate(limbs * memory_->limb_bytes) : 0) {}
+  ~SimBlock() {
+    if (memory_) memory_->pool.release(held_);
+  }
+  SimBlock(const SimBlock&) = delete;
+  SimBlock& operator=(const SimBlock&) = delete;
+
+ private:
+  SimMemory* memory_;
+  std::size_t held_;
+};
+
+}  // namespace
+
 Simulator::Simulator(ContextPtr context) : context_(std::move(context)) {
   require(context_ != nullptr, "ckks.Simulator", "needs a context");
+}
+
+void Simulator::track_memory(std::size_t cache_limit) {
+  memory_ = std::make_shared<SimMemory>(SimMemory{PoolModel(cache_limit), context_->rlwe()->n() * sizeof(u64)});
+}
+
+SimCiphertext Simulator::make(std::size_t level, double scale, std::size_t size) const {
+  return SimCiphertext(level, scale, size, memory_);
+}
+
+void Simulator::key_switch_temporaries(std::size_t level, bool rescale) const {
+  if (!memory_) return;
+  const RlweContext& rlwe = *context_->rlwe();
+  const std::size_t extended = level + 1 + rlwe.special_count();
+  // HoistedDigits: the digits, made with a converted digit and the input in coefficient form.
+  const SimBlock digits(memory_, rlwe.digit_count(level) * extended);
+  {
+    const SimBlock converted(memory_, extended), coefficients(memory_, level + 1);
+  }
+  // The two accumulators of the inner product, then ModDown (with the rescale: each
+  // accumulator's scaled last limb and lifted correction in turn).
+  const SimBlock acc0(memory_, extended), acc1(memory_, extended);
+  if (rescale)
+    for (int i = 0; i < 2; ++i) {
+      const SimBlock scaled(memory_, 1), lifted(memory_, level);
+    }
 }
 
 void Simulator::check_level(std::size_t level, const char* op) const {
@@ -55,7 +142,7 @@ void Simulator::count_key_switch(std::size_t level, bool rotation) const {
 
 SimCiphertext Simulator::fresh(std::size_t level) const {
   check_level(level, "ckks.Simulator");
-  return SimCiphertext{level, context_->scale_at(level), 2};
+  return make(level, context_->scale_at(level), 2);
 }
 
 SimCiphertext Simulator::add(const SimCiphertext& a, const SimCiphertext& b) const {
@@ -63,7 +150,7 @@ SimCiphertext Simulator::add(const SimCiphertext& a, const SimCiphertext& b) con
   require(a.level == b.level, op, "level mismatch: " + std::to_string(a.level) + " vs " + std::to_string(b.level));
   require(same_scale(a.scale, b.scale), op, "scale mismatch: " + fmt_scale(a.scale) + " vs " + fmt_scale(b.scale));
   ++counts_.additions;
-  return SimCiphertext{a.level, a.scale, std::max(a.size, b.size)};
+  return make(a.level, a.scale, std::max(a.size, b.size));
 }
 
 namespace {
@@ -84,44 +171,61 @@ SimCiphertext Simulator::multiply(const SimCiphertext& a, const SimCiphertext& b
   require(a.size == 2 && b.size == 2, op, "needs two size-2 ciphertexts (relinearize first)");
   check_fits(*context_->rlwe(), a.scale * b.scale, a.level, op);
   ++counts_.multiplications;
-  return SimCiphertext{a.level, a.scale * b.scale, 3};
+  return make(a.level, a.scale * b.scale, 3);
 }
 
 SimCiphertext Simulator::multiply_plain(const SimCiphertext& a, double scale) const {
   check_fits(*context_->rlwe(), a.scale * scale, a.level, "ckks.multiply_plain");
   ++counts_.plain_multiplications;
-  return SimCiphertext{a.level, a.scale * scale, a.size};
+  return make(a.level, a.scale * scale, a.size);
 }
 
 SimCiphertext Simulator::multiply_scalar(const SimCiphertext& a, double scale) const {
   check_fits(*context_->rlwe(), a.scale * scale, a.level, "ckks.multiply_scalar");
   ++counts_.constant_multiplications;
-  return SimCiphertext{a.level, a.scale * scale, a.size};
+  return make(a.level, a.scale * scale, a.size);
 }
 
 SimCiphertext Simulator::relinearize(const SimCiphertext& a) const {
   require(a.size == 3, "ckks.relinearize", "needs a size-3 ciphertext, got size " + std::to_string(a.size));
   count_key_switch(a.level, false);
-  return SimCiphertext{a.level, a.scale, 2};
+  SimCiphertext out = make(a.level, a.scale, 2);
+  key_switch_temporaries(a.level);
+  return out;
 }
 
 SimCiphertext Simulator::rescale(const SimCiphertext& a) const {
   require(a.level >= 1, "ckks.rescale", "the ciphertext is at level 0: no prime left to rescale by");
   ++counts_.rescales;
   const double q = static_cast<double>(context_->params().q_primes()[a.level]);
-  return SimCiphertext{a.level - 1, a.scale / q, a.size};
+  SimCiphertext out = make(a.level - 1, a.scale / q, a.size);
+  // The dropped limb of each polynomial and its correction on the kept ones.
+  const SimBlock dropped(memory_, a.size), correction(memory_, a.size * a.level);
+  return out;
+}
+
+SimCiphertext Simulator::relinearize_rescale(const SimCiphertext& a) const {
+  require(a.size == 3, "ckks.relinearize", "needs a size-3 ciphertext, got size " + std::to_string(a.size));
+  require(a.level >= 1, "ckks.rescale", "the ciphertext is at level 0: no prime left to rescale by");
+  count_key_switch(a.level, false);
+  ++counts_.rescales;
+  const double q = static_cast<double>(context_->params().q_primes()[a.level]);
+  // One key switch whose ModDown divides by q_level too: the result straight at level - 1.
+  SimCiphertext out = make(a.level - 1, a.scale / q, 2);
+  key_switch_temporaries(a.level, true);
+  return out;
 }
 
 SimCiphertext Simulator::mod_switch(const SimCiphertext& a, std::size_t level) const {
   require(level <= a.level, "ckks.mod_switch",
           "cannot raise a ciphertext from level " + std::to_string(a.level) + " to " + std::to_string(level));
-  return SimCiphertext{level, a.scale, a.size};
+  return make(level, a.scale, a.size);
 }
 
 SimCiphertext Simulator::adjust_to(const SimCiphertext& a, std::size_t level) const {
   constexpr const char* op = "ckks.adjust_to";
   const double target = context_->scale_at(level);
-  if (level <= a.level && same_scale(a.scale, target)) return SimCiphertext{level, target, a.size};
+  if (level <= a.level && same_scale(a.scale, target)) return make(level, target, a.size);
   require(level < a.level, op,
           "moving to level " + std::to_string(level) + " with scale " + fmt_scale(target) +
               " needs a level to spend, but the ciphertext is at level " + std::to_string(a.level));
@@ -139,14 +243,57 @@ SimCiphertext Simulator::adjust_to(const SimCiphertext& a, std::size_t level) co
 SimCiphertext Simulator::rotate(const SimCiphertext& a) const {
   require(a.size == 2, "ckks.rotate", "needs a size-2 ciphertext (relinearize first)");
   count_key_switch(a.level, true);
-  return a;
+  // The automorphism's output beside the result while the key switch runs.
+  const SimBlock permuted(memory_, 2 * (a.level + 1));
+  SimCiphertext out = make(a.level, a.scale, 2);
+  key_switch_temporaries(a.level);
+  return out;
 }
 
-std::vector<SimCiphertext> Simulator::rotate_many(const SimCiphertext& a, std::size_t rotations) const {
+SimCiphertext Simulator::switch_key(const SimCiphertext& a) const {
+  require(a.size == 2, "ckks.switch_key", "needs a size-2 ciphertext (relinearize first)");
+  count_key_switch(a.level, true);
+  SimCiphertext out = make(a.level, a.scale, 2);
+  key_switch_temporaries(a.level);
+  return out;
+}
+
+SimCiphertext Simulator::mod_raise(const SimCiphertext& a, std::size_t level) const {
+  require(a.level == 0, "ckks.mod_raise", "needs a level-0 ciphertext, got level " + std::to_string(a.level));
+  check_level(level, "ckks.mod_raise");
+  const SimBlock coefficients(memory_, a.size);
+  return make(level, a.scale, a.size);
+}
+
+std::vector<SimCiphertext> Simulator::rotate_many(const SimCiphertext& a, const std::vector<long long>& steps) const {
   require(a.size == 2, "ckks.rotate_many", "needs a size-2 ciphertext (relinearize first)");
-  if (rotations > 0) ++counts_.hoisted_mod_ups;
-  for (std::size_t i = 0; i < rotations; ++i) count_key_switch(a.level, true);
-  return std::vector<SimCiphertext>(rotations, a);
+  const long long half = static_cast<long long>(context_->slots());
+  const RlweContext& rlwe = *context_->rlwe();
+  const std::size_t extended = a.level + 1 + rlwe.special_count(), digit_limbs = rlwe.digit_count(a.level) * extended;
+  std::size_t keyed = 0;
+  for (long long s : steps) keyed += s % half != 0;
+  if (keyed > 0) ++counts_.hoisted_mod_ups;
+  // As RlweEvaluator::rotate_many: the digits once, then per rotation its
+  // output, the permuted digits and the accumulators, and c0's automorphism.
+  const SimBlock digits(memory_, keyed > 0 ? digit_limbs : 0);
+  if (memory_ && keyed > 0) {
+    const SimBlock converted(memory_, extended), coefficients(memory_, a.level + 1);
+  }
+  std::vector<SimCiphertext> out;
+  out.reserve(steps.size());
+  for (long long s : steps) {
+    if (s % half == 0) {
+      out.push_back(a);
+      continue;
+    }
+    count_key_switch(a.level, true);
+    out.push_back(make(a.level, a.scale, 2));
+    {
+      const SimBlock permuted(memory_, digit_limbs), acc0(memory_, extended), acc1(memory_, extended);
+    }
+    const SimBlock c0(memory_, a.level + 1);
+  }
+  return out;
 }
 
 SimCiphertext Simulator::weighted_sum(const std::vector<const SimCiphertext*>& inputs,
@@ -169,12 +316,12 @@ SimCiphertext Simulator::weighted_sum(const std::vector<const SimCiphertext*>& i
   }
   check_fits(*context_->rlwe(), scale, level, op);
   counts_.constant_multiplications += inputs.size();
-  return SimCiphertext{level, scale, size};
+  return make(level, scale, size);
 }
 
 SimCiphertext Simulator::constant(std::size_t level, double scale) const {
   check_level(level, "ckks.Simulator");
-  return SimCiphertext{level, scale, 2};
+  return make(level, scale, 2);
 }
 
 // ---- polynomial evaluation ---------------------------------------------------
@@ -195,6 +342,7 @@ struct SimOps {
     return static_cast<double>(sim.context()->params().q_primes().at(level));
   }
   Value multiply(const Value& a, const Value& b, std::size_t level) const {
+    if (a.level == level && b.level == level) return sim.multiply(a, b);  // as the evaluator: no copies
     return sim.multiply(sim.mod_switch(a, level), sim.mod_switch(b, level));
   }
   Value relinearize(const Value& a) const { return sim.relinearize(a); }
@@ -225,7 +373,7 @@ std::size_t polynomial_baby_steps(const Simulator& sim, const SimCiphertext& x, 
     Simulator trial(sim.context());
     detail::PolynomialCircuit<SimOps> circuit(SimOps{trial}, p, std::size_t{1} << log_baby);
     try {
-      circuit.run(x, target_scale);
+      circuit.run(SimCiphertext(x.level, x.scale, x.size), target_scale);  // held nowhere: a trial
     } catch (const InvalidArgument&) {
       if (log_baby == depth && best == 0) throw;
       continue;

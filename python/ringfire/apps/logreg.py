@@ -313,12 +313,13 @@ class EncryptedTrainer:
             return self._fit(X, y, iterations, keys, progress, report, executor or IN_PROCESS)
 
     def _bytes_to_allocate(self, samples: int) -> int:
-        """The encrypted data, w and v, and a bootstrap's temporaries (ciphertexts of the whole chain)."""
-        from ..ckks.bootstrapping import TEMPORARY_CIPHERTEXTS
+        """The encrypted data, w and v, and a bootstrap's temporaries (its plan's), or sixteen
+        ciphertexts of the whole chain without bootstrapping."""
         ctx = self.ctx
         ciphertext = 2 * len(ctx.params.q_primes) * ctx.poly_degree * 8
         data = -(-samples // self.rows) + 2
-        return (data + (TEMPORARY_CIPHERTEXTS if ctx.can_bootstrap else 16)) * ciphertext
+        temporaries = ctx.bootstrap_plan().temporary_bytes if ctx.can_bootstrap else 16 * ciphertext
+        return data * ciphertext + temporaries
 
     def _fit(self, X, y, iterations: int, keys, progress: bool, report: FitReport | None, executor):
         report = report if report is not None else FitReport()

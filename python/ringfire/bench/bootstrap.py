@@ -108,5 +108,7 @@ def bench_bootstrap(preset: str = "N16_BOOT", repeat: int = 2, device: str = "cp
     row("DFT plaintext bytes", plan.plaintext_bytes / 2**30, "GiB")
     row("key switches", plan.key_switches, "per bootstrap")
     row("failure probability", plan.failure_log2, "log2")
+    row("planned peak for bootstrapping", plan.peak_bytes / 2**30, "GiB")
+    row("  of which temporaries", plan.temporary_bytes / 2**30, "GiB")
     row("peak memory", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, "GiB")
     return rows

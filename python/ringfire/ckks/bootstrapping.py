@@ -39,13 +39,6 @@ BOOTSTRAP_DEFAULTS = dict(
 STC_FIRST_MESSAGE_RATIO = 8
 
 
-# Ciphertexts of the whole chain a bootstrap leaves in the pool's cache (its hoisted rotations
-# and key-switching buffers): 4.57 GiB = 167 of them on N16_BOOT, measured after a
-# bootstrap_pair; the toy rings measured 46-148, so there it over-estimates. Memory plans
-# (ringfire.nn, logistic regression) count it per bootstrap in flight.
-TEMPORARY_CIPHERTEXTS = 167
-
-
 def bootstrap_options(bootstrap, reserved_levels: int | None = None) -> dict:
     """The full option dict from ``True`` or a partial dict. With
     ``reserved_levels`` (loaded parameters), EvalMod gets what the two
@@ -126,6 +119,18 @@ class BootstrapPlan:
     input_bound: float = 1.0   # |x| up to which the precision holds for any data (input_bound())
     output_level: int = 0      # where a bootstrapped ciphertext lands (ctx.max_level)
     input_level_min: int = 0   # bootstrap from this level or above (stc_levels when SlotsToCoeffs runs first)
+    temporary_bytes: int = 0   # the circuit's temporaries at their peak, with the blocks the pool keeps cached
+    temporary_in_use_bytes: int = 0  # of which in use at once
+    relin_key_bytes: int = 0   # the relinearization key (EvalMod's products), expanded
+
+    @property
+    def peak_bytes(self) -> int:
+        """What a process holds for bootstrapping at the peak of one bootstrap: the keys as
+        held by default (seeded, expanded per use: ``wire_bytes``), the relinearization key,
+        the DFT plaintexts and the temporaries (planned under the pool's cache limit at the
+        time, :mod:`ringfire.memory`). The rest of the process (the interpreter, other
+        ciphertexts) comes on top."""
+        return self.wire_bytes + self.relin_key_bytes + self.plaintext_bytes + self.temporary_bytes
 
     @property
     def wire_bytes(self) -> int:
@@ -134,7 +139,7 @@ class BootstrapPlan:
         return self.key_bytes // 2
 
     @classmethod
-    def from_native(cls, plan: dict, slots: int, input_bound: float) -> "BootstrapPlan":
+    def from_native(cls, plan: dict, slots: int, input_bound: float, relin_key_bytes: int = 0) -> "BootstrapPlan":
         return cls(slots=slots, input_bound=input_bound, output_level=plan["output_level"],
                    input_level_min=plan["input_level_min"],
                    levels_left=plan["output_level"] - plan["input_level_min"], levels_consumed=plan["levels_consumed"],
@@ -142,7 +147,9 @@ class BootstrapPlan:
                    stc_levels=plan["stc_levels"], cos_degree=plan["cos_degree"],
                    arcsine_degree=plan["arcsine_degree"], rotation_keys=plan["rotation_keys"],
                    key_bytes=plan["key_bytes"], plaintext_bytes=plan["plaintext_bytes"],
-                   key_switches=plan["key_switches"], failure_log2=plan["failure_log2"])
+                   key_switches=plan["key_switches"], failure_log2=plan["failure_log2"],
+                   temporary_bytes=plan["temporary_bytes"], temporary_in_use_bytes=plan["temporary_in_use_bytes"],
+                   relin_key_bytes=relin_key_bytes)
 
     def __str__(self) -> str:
         gib = 2.0 ** 30
@@ -158,6 +165,10 @@ class BootstrapPlan:
             f"held and sent (seeded; they expand per use), {self.key_bytes / gib:.2f} GiB once expanded; "
             f"DFT plaintexts {self.plaintext_bytes / gib:.2f} GiB",
             f"  {self.key_switches} key switches per bootstrap; failure probability 2^{self.failure_log2:.1f}",
+            f"  memory at the peak: {self.peak_bytes / gib:.2f} GiB (keys {self.wire_bytes / gib:.2f}, "
+            f"relinearization key {self.relin_key_bytes / gib:.2f}, DFT plaintexts {self.plaintext_bytes / gib:.2f}, "
+            f"temporaries {self.temporary_bytes / gib:.2f}, {self.temporary_in_use_bytes / gib:.2f} of them in use "
+            "at once, the rest cached by the pool for reuse)",
         ])
 
 

@@ -307,7 +307,8 @@ class Context(ContextBase):
         native = self._native_bootstrapper("ckks.bootstrap_plan")
         ratio = bootstrapping.message_ratio_bits(self._bootstrap_options, self.params.q_primes[0],
                                                  self.scale_at(self.bootstrap_min_level))
-        return BootstrapPlan.from_native(native.plan(), native.slots, bootstrapping.input_bound(ratio))
+        relin = self._core.rlwe.switch_key_bytes(len(self.params.q_primes) - 1)
+        return BootstrapPlan.from_native(native.plan(), native.slots, bootstrapping.input_bound(ratio), relin)
 
     def galois_keys(self, secret_key: SecretKey, rotations: Iterable[int] | str = (), conjugate: bool = False,
                     level: int | None = None):

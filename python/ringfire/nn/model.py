@@ -25,7 +25,6 @@ from .. import memory
 from ..memory_guard import guard
 from .refresh import Refresher, choose_degrees, element_bounds
 from ..ckks.batch import EncryptedTensor
-from ..ckks.bootstrapping import TEMPORARY_CIPHERTEXTS
 from .runtimes import INPUT, EncryptedRuntime, PlainRuntime, PlanRuntime, is_ct
 from .nonlinear import ELEMENTWISE, NONLINEAR_OPS, PER_SAMPLE, chains_of
 from .torch_export import export as export_torch, is_torch_module
@@ -96,10 +95,6 @@ def pool_cache_bytes(allocated: int) -> tuple[int, str]:
     return counted, (f"the pool's cache of freed blocks: {counted / 2**30:.3f} GiB counted, its limit "
                      f"({int(limit) / 2**30:.3f} GiB) or what the run allocates in all, the less")
 
-
-# What one bootstrap leaves in the pool's cache (its hoisted rotations and key-switching
-# buffers), in ciphertexts spanning the whole chain (ckks.bootstrapping).
-BOOTSTRAP_TEMPORARIES = TEMPORARY_CIPHERTEXTS
 
 
 def _top_level(enc: EncryptedTensor) -> int | None:
@@ -576,13 +571,12 @@ class Model:
         key_bytes = ctx._core.rlwe.switch_key_bytes(limbs - 1) + 2 * limbs * n * 8  # relinearization + public
         workspace = (2 * 2 + 3) * key_limbs * n * 8   # key-switching accumulators and temporaries
         notes = []
-        if self.bootstrap:  # its Galois and encapsulation keys, the DFT diagonals, its temporaries
+        if self.bootstrap:  # its Galois and encapsulation keys (seeded, as held), the DFT diagonals, its temporaries
             boot = ctx.bootstrap_plan()
-            key_bytes += boot.key_bytes + boot.plaintext_bytes
-            temporaries = BOOTSTRAP_TEMPORARIES * 2 * limbs * n * 8
-            workspace += temporaries
-            notes.append(f"the workspace includes {temporaries / 2**30:.2f} GiB for a bootstrap's temporaries, "
-                         f"estimated as {BOOTSTRAP_TEMPORARIES} ciphertexts of the whole chain (measured on N16_BOOT)")
+            key_bytes += boot.wire_bytes + boot.plaintext_bytes
+            workspace += boot.temporary_bytes
+            notes.append(f"the workspace includes {boot.temporary_bytes / 2**30:.2f} GiB for a bootstrap's "
+                         "temporaries, the bootstrap plan's count of its circuit in the pool's blocks")
         return key_bytes, workspace, notes
 
     def _plan_inter(self) -> Plan:

@@ -37,6 +37,10 @@ struct PoolStats {
   std::size_t bytes_cached = 0;    // held on free lists
   std::size_t bytes_retained = 0;  // released inside an open frame, held until it ends
   std::size_t open_frames = 0;
+  // The most bytes_in_use, and the most taken from the system at once (in use,
+  // cached and retained), since the pool began or reset_peaks().
+  std::size_t peak_bytes_in_use = 0;
+  std::size_t peak_bytes_held = 0;
 };
 
 class MemoryPool {
@@ -63,6 +67,8 @@ class MemoryPool {
   // (the device must be idle).
   void end_frame();
   PoolStats stats() const;
+  // The peaks start again from the pool's counts now.
+  void reset_peaks();
   // Capacity a request of `bytes` is rounded up to.
   static std::size_t capacity_for(std::size_t bytes);
   // The largest cached block a request of `capacity` may take (best fit): the
@@ -120,6 +126,29 @@ class MemoryPool {
   std::unordered_map<void*, std::size_t> oversized_;
   PoolStats stats_;
   std::size_t cache_limit_ = ~std::size_t{0};
+  void note_peaks_locked();
+};
+
+// The pool's rules without memory, for planning what a circuit will hold
+// (ckks::Simulator::track_memory): blocks of MemoryPool::capacity_for, a
+// released block cached (within the cache limit) and reused by the smallest
+// request it may serve (largest_reusable_for), as MemoryPool does. held() is
+// what the real pool would have taken from the system: in use and cached.
+class PoolModel {
+ public:
+  explicit PoolModel(std::size_t cache_limit = ~std::size_t{0}) : cache_limit_(cache_limit) {}
+  // Takes a block for `bytes`; returns its capacity, which release() gives back.
+  std::size_t allocate(std::size_t bytes);
+  void release(std::size_t capacity);
+  std::size_t in_use() const { return in_use_; }
+  std::size_t held() const { return in_use_ + cached_bytes_; }
+  std::size_t peak_in_use() const { return peak_in_use_; }
+  std::size_t peak_held() const { return peak_held_; }
+
+ private:
+  std::size_t cache_limit_;
+  std::map<std::size_t, std::size_t> cached_;  // capacity -> blocks
+  std::size_t in_use_ = 0, cached_bytes_ = 0, peak_in_use_ = 0, peak_held_ = 0;
 };
 
 // The process-wide pool of host memory.

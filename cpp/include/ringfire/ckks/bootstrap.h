@@ -124,6 +124,12 @@ struct BootstrapPlan {
   std::uint64_t key_bytes = 0;          // Galois + encapsulation keys, in memory
   std::uint64_t plaintext_bytes = 0;    // the precomputed DFT diagonals
   std::size_t diagonals = 0;
+  // The circuit's ciphertexts and the evaluator's temporaries at their peak, in
+  // the host pool's blocks (Simulator::track_memory): in use at once, and with
+  // the blocks the pool keeps cached for reuse (under its cache limit when
+  // planned), which is what the bootstrap adds to the process's memory.
+  std::uint64_t temporary_in_use_bytes = 0;
+  std::uint64_t temporary_bytes = 0;
   double failure_log2 = 0.0;            // log2 P(some |I| >= K), union over the N coefficients
   SimCounts counts;                     // operations of one bootstrap
 };

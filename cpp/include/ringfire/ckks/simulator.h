@@ -9,22 +9,55 @@
 // The simulator checks what the evaluator checks about levels and scales and
 // raises the same kind of InvalidArgument, so a plan that cannot run fails
 // here first.
+//
+// Memory (track_memory): a placeholder lives as long as the ciphertext it
+// stands for, because the circuit is the same code, so placeholders that hold
+// a block of a model of the host pool (PoolModel), with the evaluator's own
+// temporaries around each operation (the key switch's digits and
+// accumulators, a rescale's dropped limbs), count what a run holds at its
+// peak, the blocks the pool keeps cached included.
 #pragma once
 
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <vector>
 
+#include "ringfire/base/memory_pool.h"
 #include "ringfire/ckks/context.h"
 #include "ringfire/ckks/linear_transform.h"
 #include "ringfire/ckks/polynomial.h"
 
 namespace ringfire::ckks {
 
+// The pool model a tracking simulator's placeholders hold their blocks in.
+struct SimMemory {
+  PoolModel pool;
+  std::size_t limb_bytes = 0;  // one polynomial on one prime: N words
+};
+
 struct SimCiphertext {
   std::size_t level = 0;
   double scale = 1.0;
   std::size_t size = 2;
+
+  SimCiphertext() = default;
+  SimCiphertext(std::size_t level, double scale, std::size_t size) : level(level), scale(scale), size(size) {}
+  // One that holds size x (level + 1) limbs in `memory` while it lives (null: none).
+  SimCiphertext(std::size_t level, double scale, std::size_t size, std::shared_ptr<SimMemory> memory);
+  // A copy holds a block of its own, as a cloned ciphertext does; a move takes the block.
+  SimCiphertext(const SimCiphertext& other);
+  SimCiphertext(SimCiphertext&& other) noexcept;
+  SimCiphertext& operator=(const SimCiphertext& other);
+  SimCiphertext& operator=(SimCiphertext&& other) noexcept;
+  ~SimCiphertext() { release(); }
+  const std::shared_ptr<SimMemory>& memory() const { return memory_; }
+
+ private:
+  void hold();
+  void release();
+  std::shared_ptr<SimMemory> memory_;
+  std::size_t held_ = 0;  // the block's capacity
 };
 
 // How often each operation ran; key switches also by level, since their cost
@@ -62,11 +95,16 @@ class Simulator {
   SimCiphertext relinearize(const SimCiphertext& a) const;
   SimCiphertext rescale(const SimCiphertext& a) const;
   // rescale(relinearize(a)): Evaluator::relinearize_rescale's level, scale and noise.
-  SimCiphertext relinearize_rescale(const SimCiphertext& a) const { return rescale(relinearize(a)); }
+  SimCiphertext relinearize_rescale(const SimCiphertext& a) const;
   SimCiphertext mod_switch(const SimCiphertext& a, std::size_t level) const;
   SimCiphertext adjust_to(const SimCiphertext& a, std::size_t level) const;
   SimCiphertext rotate(const SimCiphertext& a) const;  // one keyed rotation (or conjugation)
-  std::vector<SimCiphertext> rotate_many(const SimCiphertext& a, std::size_t rotations) const;
+  // Hoisted rotations by `steps` (0 and multiples of N/2: copies, no key switch).
+  std::vector<SimCiphertext> rotate_many(const SimCiphertext& a, const std::vector<long long>& steps) const;
+  // A key switch to another secret (bootstrapping's encapsulation keys): counted as a rotation.
+  SimCiphertext switch_key(const SimCiphertext& a) const;
+  // A level-0 ciphertext lifted to `level` (bootstrapping's ModRaise).
+  SimCiphertext mod_raise(const SimCiphertext& a, std::size_t level) const;
   SimCiphertext weighted_sum(const std::vector<const SimCiphertext*>& inputs, const std::vector<double>& values,
                              std::size_t level, double scale, double constant = 0.0) const;
   // A ciphertext of a constant (no noise) at `level` and `scale`.
@@ -81,12 +119,27 @@ class Simulator {
   const SimCounts& counts() const { return counts_; }
   void reset_counts() const { counts_ = SimCounts{}; }
 
+  // From now on the placeholders this simulator makes (and their copies) hold
+  // blocks of a pool model with `cache_limit` (MemoryPool::set_cache_limit),
+  // and each operation takes the evaluator's temporaries there for its
+  // duration. Placeholders made before, or elsewhere, hold nothing.
+  void track_memory(std::size_t cache_limit = ~std::size_t{0});
+  // The model (null unless tracking): its peak_held() is what a run holds at
+  // most in the host pool beyond what it started with.
+  const PoolModel* memory() const { return memory_ ? &memory_->pool : nullptr; }
+
  private:
   void check_level(std::size_t level, const char* op) const;
   void count_key_switch(std::size_t level, bool rotation) const;
+  // A placeholder made by an operation: held in the model when tracking.
+  SimCiphertext make(std::size_t level, double scale, std::size_t size) const;
+  // The evaluator's temporaries of a key switch at `level` (rlwe/key_switch.cpp),
+  // taken and given back in its order; with `rescale`, key_switch_rescale's.
+  void key_switch_temporaries(std::size_t level, bool rescale = false) const;
 
   ContextPtr context_;
   mutable SimCounts counts_;
+  std::shared_ptr<SimMemory> memory_;
 };
 
 // The baby-step count (a power of two) evaluate_polynomial uses for p on x:
