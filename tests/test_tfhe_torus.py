@@ -647,3 +647,21 @@ def test_from_radix_refuses_widths_its_sum_of_bootstraps_cannot_hold(toy, std):
         ctx.from_radix(r)
     unguarded = rf.tfhe.wide_radix.from_radix(ctx, r, lambda values, out_bits: rf.tfhe.LookupTable(ctx, values, 4, out_bits))
     assert (ctx.decrypt(unguarded, sk) != m).mean() > 0.25  # the refusal was right
+
+
+def test_the_key_switch_alone_keeps_the_phase_and_checks_its_input(toy):
+    """The engine's key switch (benchmarks/tfhe_key_switch.py times it): ciphertexts under the
+    big key come out as n + 1 words mod 2^32 under the small key with the same phase, up to the
+    key switch's noise; a ciphertext of the wrong width is refused."""
+    ctx, sk = toy
+    engine = ctx._require_keys()
+    m = np.array([1, 5, 9, 14], dtype=np.uint64) << np.uint64(59)
+    big = sk._native.encrypt(m, ctx._prng)
+    words = engine.key_switch(big)
+    n = ctx.params.lwe_dimension
+    assert words.shape == (4, n + 1) and int(words.max()) < 2**32
+    phases = sk._native.small_phases(words << np.uint64(32)).reshape(-1)
+    error = (phases - m).astype(np.int64)
+    assert np.abs(error).max() < 2.0**58, error  # a sixteenth of the slot spacing: the key switch's noise is far below
+    with pytest.raises(ValueError, match="ciphertexts"):
+        engine.key_switch(big[:, :-1])

@@ -309,6 +309,47 @@ TEST(TorusBootstrap, KeySwitchKeepsThePhase) {
   EXPECT_LT(std::fabs(error), std::ldexp(1.0, 58));
 }
 
+// The key switch's table holds 24-bit words in blocks of four levels; its
+// products run on sixteen lanes, eight or one, and give the same words, for
+// level counts that fill the blocks (4) and that do not (2, 5), for the
+// largest base the vector products take (2^7: digits up to 2^6, whose byte
+// products summed in pairs come nearest to 16 bits), in batches.
+TEST(TorusBootstrap, KeySwitchGivesTheSameWordsOnEveryIsa) {
+  const Isa before = default_isa();
+  std::vector<Isa> isas{Isa::scalar};
+  if (best_isa() != Isa::scalar) isas.push_back(Isa::avx2);
+  if (best_isa() == Isa::avx512) isas.push_back(Isa::avx512);
+  for (auto [levels, base_log] : {std::pair{2u, 4u}, {4u, 4u}, {5u, 4u}, {4u, 7u}, {2u, 8u}}) {
+    TorusParams p = toy();
+    p.ks_levels = levels;
+    p.ks_base_log = base_log;
+    std::vector<std::vector<std::uint32_t>> outs;
+    for (Isa isa : isas) {
+      set_default_isa(isa);
+      Prng prng = Prng::from_seed(Prng::Seed{7});
+      const TorusSecretKey key(p, prng);
+      const TorusKeySwitchKey ksk(key, prng);
+      const std::size_t N = p.ring_dimension, n = p.lwe_dimension, count = 3;
+      std::vector<u64> mu{u64{1} << 62, u64{5} << 60, 0}, cts(count * (N + 1)), small(count * (n + 1)), phases(count);
+      key.encrypt(mu.data(), count, cts.data(), prng);
+      std::vector<std::uint32_t> out(count * (n + 1));
+      ksk.apply_many(cts.data(), count, out.data());
+      outs.push_back(out);
+      // And the phase under the small key is the message's, within the key switch's noise.
+      for (std::size_t i = 0; i < count * (n + 1); ++i) small[i] = u64{out[i]} << 32;
+      key.small_phases(small.data(), count, phases.data());
+      for (std::size_t c = 0; c < count; ++c) {
+        const double error = static_cast<double>(static_cast<std::int64_t>(phases[c] - mu[c]));
+        EXPECT_LT(std::fabs(error), std::ldexp(1.0, 60)) << "levels " << levels << ", base 2^" << base_log << ", ciphertext " << c;
+      }
+    }
+    set_default_isa(before);
+    for (std::size_t i = 1; i < outs.size(); ++i)
+      EXPECT_EQ(outs[i], outs[0]) << "levels " << levels << ", base 2^" << base_log << ", " << isa_name(isas[i])
+                                  << " against scalar";
+  }
+}
+
 TEST(TorusBootstrap, EveryMessageOfATableComesOutRight) {
   Prng prng = Prng::from_seed(Prng::Seed{3});
   const TorusParams p = toy();

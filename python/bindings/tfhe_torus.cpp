@@ -1,7 +1,9 @@
 // Bindings of the 64-bit torus engine (ringfire/tfhe/torus_*.h): parameters,
 // the client's binary secrets, and the bootstrapper with its evaluation keys.
 // Ciphertexts cross as uint64 arrays of shape (count, N + 1).
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/unique_ptr.h>
@@ -110,6 +112,23 @@ void bind_tfhe_torus(nb::module_& m) {
              auto seed = [](const Prng::Seed& s) { return nb::bytes(reinterpret_cast<const char*>(s.data()), 32); };
              return nb::make_tuple(seed(b.bootstrap_key().seed()), seed(b.key_switch_key().seed()), bsk, ksk);
            })
+      // A bootstrap's first step alone: count ciphertexts under the big key (N + 1 words) to
+      // n + 1 words mod 2^32 under the small one (benchmarks/tfhe_key_switch.py times it).
+      .def(
+          "key_switch",
+          [](const TorusBootstrapper& b, const ConstU64Array& cts) {
+            const std::size_t N = b.params().ring_dimension, n = b.params().lwe_dimension;
+            const std::size_t count = rows_of(cts, N + 1, "tfhe.key_switch", "ciphertexts");
+            std::vector<std::uint32_t> words(count * (n + 1));
+            {
+              nb::gil_scoped_release release;
+              b.key_switch_key().apply_many(cts.data(), count, words.data());
+            }
+            U64Array out = new_array({count, n + 1});
+            std::copy(words.begin(), words.end(), out.data());
+            return out;
+          },
+          nb::arg("ciphertexts"))
       .def_prop_ro("isa", [](const TorusBootstrapper& b) { return isa_name(b.isa()); })
       .def_prop_ro("bootstrap_key_bytes", &TorusBootstrapper::bootstrap_key_bytes)
       .def_prop_ro("key_switch_key_bytes", &TorusBootstrapper::key_switch_key_bytes)

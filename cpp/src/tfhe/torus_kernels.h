@@ -1,4 +1,4 @@
-// The torus engine's kernels that have AVX-512 forms (torus_kernels_avx512.cpp):
+// The torus engine's kernels that have AVX-512 (and AVX2) forms (torus_kernels_avx512.cpp):
 // the blind rotation's key products in the FFT domain (torus_bootstrapper.cpp;
 // the eight-lane forms read keys laid out in blocks of eight points,
 // TorusBootstrapKey::lanes() == 8) and the key switch's rows (torus_keys.cpp).
@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <cstdint>
+
+#include "ringfire/tfhe/torus_keys.h"
 
 namespace ringfire::tfhe::torus_kernels {
 
@@ -41,10 +43,14 @@ void monomial_minus_one_wide(const double* roots_re, const double* roots_im, con
                              std::uint32_t m, std::uint32_t mask, const double* lane_re, const double* lane_im,
                              std::size_t M, double* re, double* im);
 
-// The key switch's rows, four levels at once: o[t] -= d0 r0[t] + d1 r1[t] +
-// d2 r2[t] + d3 r3[t] mod 2^32 for t < count, sixteen words at a time.
-void subtract_four_rows_wide(std::uint32_t* o, const std::uint32_t* r0, const std::uint32_t* r1,
-                             const std::uint32_t* r2, const std::uint32_t* r3, std::uint32_t d0, std::uint32_t d1,
-                             std::uint32_t d2, std::uint32_t d3, std::size_t count);
+// The key switch's rows, four levels at once: o[t] -= (sum_l d[l] w_l[t]) 2^8
+// mod 2^32 for t < count, from the blocks of those levels (KeySwitchBlock),
+// sixteen words at a time; d[l] signed digits with |d| <= 2^6 (the highs'
+// byte products sum pairs in 16 bits, saturating beyond).
+void subtract_four_rows_wide(std::uint32_t* o, const KeySwitchBlock* blocks, const std::uint32_t* digits,
+                             std::size_t count);
+// The same on eight lanes, for AVX2 CPUs.
+void subtract_four_rows_narrow(std::uint32_t* o, const KeySwitchBlock* blocks, const std::uint32_t* digits,
+                               std::size_t count);
 
 }  // namespace ringfire::tfhe::torus_kernels

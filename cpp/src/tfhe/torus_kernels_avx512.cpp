@@ -4,8 +4,9 @@
 // out in blocks of eight points, which TorusBootstrapKey makes only when its
 // transform runs on AVX-512 (NegacyclicFft::wide), each value taking the
 // four-lane forms' products and fused multiply-adds in the same order (the
-// same bits); and the key switch's rows on sixteen 32-bit lanes (exact
-// arithmetic mod 2^32).
+// same bits); and the key switch's rows on sixteen 32-bit lanes, and on
+// eight for AVX2 CPUs (exact integer arithmetic mod 2^32 on the table's
+// 24-bit words: any form gives the same words).
 #include "torus_kernels.h"
 
 #include "ringfire/base/errors.h"
@@ -17,6 +18,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 #define RF_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
+#define RF_AVX2 __attribute__((target("avx2")))
 
 namespace ringfire::tfhe::torus_kernels {
 
@@ -114,19 +116,57 @@ RF_AVX512 void monomial_minus_one_wide(const double* roots_re, const double* roo
   }
 }
 
-RF_AVX512 void subtract_four_rows_wide(std::uint32_t* o, const std::uint32_t* r0, const std::uint32_t* r1,
-                                       const std::uint32_t* r2, const std::uint32_t* r3, std::uint32_t d0,
-                                       std::uint32_t d1, std::uint32_t d2, std::uint32_t d3, std::size_t count) {
-  const __m512i v0 = _mm512_set1_epi32(static_cast<int>(d0)), v1 = _mm512_set1_epi32(static_cast<int>(d1));
-  const __m512i v2 = _mm512_set1_epi32(static_cast<int>(d2)), v3 = _mm512_set1_epi32(static_cast<int>(d3));
+// Two 16-bit values in one 32-bit lane, as pmaddwd pairs them.
+inline int pair16(std::uint32_t a, std::uint32_t b) { return static_cast<int>((a & 0xFFFFu) | (b << 16)); }
+// Four digits as signed bytes in one 32-bit lane, as pmaddubsw pairs them with the highs.
+inline int quad8(const std::uint32_t* d) {
+  return static_cast<int>((d[0] & 0xFFu) | (d[1] & 0xFFu) << 8 | (d[2] & 0xFFu) << 16 | (d[3] & 0xFFu) << 24);
+}
+
+// The same on eight lanes (AVX2 CPUs): each block in two halves.
+RF_AVX2 void subtract_four_rows_narrow(std::uint32_t* o, const KeySwitchBlock* blocks, const std::uint32_t* digits,
+                                       std::size_t count) {
+  const __m256i d01 = _mm256_set1_epi32(pair16(digits[0], digits[1]));
+  const __m256i d23 = _mm256_set1_epi32(pair16(digits[2], digits[3]));
+  const __m256i d0123 = _mm256_set1_epi32(quad8(digits));
+  const __m256i ones = _mm256_set1_epi16(1);
+  const auto load = [](const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); };
   std::size_t t = 0;
-  for (; t + 16 <= count; t += 16) {
-    const __m512i sum = _mm512_add_epi32(
-        _mm512_add_epi32(_mm512_mullo_epi32(v0, _mm512_loadu_si512(r0 + t)), _mm512_mullo_epi32(v1, _mm512_loadu_si512(r1 + t))),
-        _mm512_add_epi32(_mm512_mullo_epi32(v2, _mm512_loadu_si512(r2 + t)), _mm512_mullo_epi32(v3, _mm512_loadu_si512(r3 + t))));
-    _mm512_storeu_si512(o + t, _mm512_sub_epi32(_mm512_loadu_si512(o + t), sum));
+  for (const KeySwitchBlock* b = blocks; t + 16 <= count; t += 16, ++b)
+    for (std::size_t h = 0; h < 16; h += 8) {
+      const __m256i lows =
+          _mm256_add_epi32(_mm256_madd_epi16(load(b->low01[h]), d01), _mm256_madd_epi16(load(b->low23[h]), d23));
+      const __m256i highs = _mm256_madd_epi16(_mm256_maddubs_epi16(load(b->high[h]), d0123), ones);
+      const __m256i sum = _mm256_add_epi32(lows, _mm256_slli_epi32(highs, 16));
+      __m256i* out = reinterpret_cast<__m256i*>(o + t + h);
+      _mm256_storeu_si256(out, _mm256_sub_epi32(_mm256_loadu_si256(out), _mm256_slli_epi32(sum, 8)));
+    }
+  if (t < count) {
+    const KeySwitchBlock& b = blocks[t / 16];
+    for (std::size_t k = 0; t < count; ++t, ++k) o[t] -= b.sum(k, digits) << 8;
   }
-  for (; t < count; ++t) o[t] -= d0 * r0[t] + d1 * r1[t] + d2 * r2[t] + d3 * r3[t];
+}
+
+RF_AVX512 void subtract_four_rows_wide(std::uint32_t* o, const KeySwitchBlock* blocks, const std::uint32_t* digits,
+                                       std::size_t count) {
+  const __m512i d01 = _mm512_set1_epi32(pair16(digits[0], digits[1]));
+  const __m512i d23 = _mm512_set1_epi32(pair16(digits[2], digits[3]));
+  // The digits as signed bytes, one per level, for the highs' quad products.
+  const __m512i d0123 = _mm512_set1_epi32(quad8(digits));
+  const __m512i ones = _mm512_set1_epi16(1);
+  std::size_t t = 0;
+  for (const KeySwitchBlock* b = blocks; t + 16 <= count; t += 16, ++b) {
+    const __m512i lows = _mm512_add_epi32(_mm512_madd_epi16(_mm512_loadu_si512(b->low01), d01),
+                                          _mm512_madd_epi16(_mm512_loadu_si512(b->low23), d23));
+    // |high d| <= 255 * 2^7 per byte pair: the 16-bit sums cannot saturate.
+    const __m512i highs = _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_loadu_si512(b->high), d0123), ones);
+    const __m512i sum = _mm512_add_epi32(lows, _mm512_slli_epi32(highs, 16));
+    _mm512_storeu_si512(o + t, _mm512_sub_epi32(_mm512_loadu_si512(o + t), _mm512_slli_epi32(sum, 8)));
+  }
+  if (t < count) {
+    const KeySwitchBlock& b = blocks[t / 16];
+    for (std::size_t k = 0; t < count; ++t, ++k) o[t] -= b.sum(k, digits) << 8;
+  }
 }
 
 }  // namespace ringfire::tfhe::torus_kernels
@@ -149,10 +189,12 @@ void monomial_minus_one_wide(const double*, const double*, const std::uint32_t*,
   throw InvalidArgument("tfhe: no AVX-512 monomials in this build");
 }
 
-void subtract_four_rows_wide(std::uint32_t*, const std::uint32_t*, const std::uint32_t*, const std::uint32_t*,
-                             const std::uint32_t*, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t,
-                             std::size_t) {
+void subtract_four_rows_wide(std::uint32_t*, const KeySwitchBlock*, const std::uint32_t*, std::size_t) {
   throw InvalidArgument("tfhe: no AVX-512 key switch in this build");
+}
+
+void subtract_four_rows_narrow(std::uint32_t*, const KeySwitchBlock*, const std::uint32_t*, std::size_t) {
+  throw InvalidArgument("tfhe: no AVX2 key switch in this build");
 }
 
 }  // namespace ringfire::tfhe::torus_kernels

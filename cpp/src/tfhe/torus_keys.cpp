@@ -105,6 +105,19 @@ namespace {
 // round(w / 2^32) mod 2^32
 inline std::uint32_t top_word(u64 w) { return static_cast<std::uint32_t>((w >> 32) + ((w >> 31) & 1)); }
 
+// round(w / 2^40) mod 2^24: a table word's top 24 bits (TorusKeySwitchKey::kWordBits)
+inline std::uint32_t top_24_bits(u64 w) {
+  constexpr unsigned kDropped = 64 - TorusKeySwitchKey::kWordBits;
+  return static_cast<std::uint32_t>((w >> kDropped) + ((w >> (kDropped - 1)) & 1)) & 0xFFFFFFu;
+}
+
+// w's place in a KeySwitchBlock: w = low + high 2^16 (mod 2^24), low in [-2^15, 2^15).
+inline void split_word(std::uint32_t w, std::int16_t& low, std::uint8_t& high) {
+  const std::int32_t l = static_cast<std::int32_t>((w + 0x8000u) & 0xFFFFu) - 0x8000;
+  low = static_cast<std::int16_t>(l);
+  high = static_cast<std::uint8_t>(((w - static_cast<std::uint32_t>(l)) >> 16) & 0xFFu);
+}
+
 }  // namespace
 
 TorusKeySwitchKey::TorusKeySwitchKey(const TorusSecretKey& key, Prng& prng) : params_(key.params()) {
@@ -132,70 +145,74 @@ TorusKeySwitchKey::TorusKeySwitchKey(const TorusParams& params, const Prng::Seed
 
 void TorusKeySwitchKey::expand() {
   const std::size_t N = params_.ring_dimension, n = params_.lwe_dimension, L = params_.ks_levels;
-  rows_ = KeyBuffer<std::uint32_t>(N * L * (n + 1));
+  constexpr std::size_t kLanes = KeySwitchBlock::kLanes, kRows = KeySwitchBlock::kRows;
+  require(N % kRows == 0, "tfhe.key_switch", "the ring dimension must be a multiple of 4");
+  isa_ = params_.ks_base_log <= 7 ? default_isa() : Isa::scalar;
+  blocks_per_row_ = (n + 1 + kLanes - 1) / kLanes;
+  rows_ = KeyBuffer<KeySwitchBlock>(N * L / kRows * blocks_per_row_);  // zeroed: words past n
   Prng masks = Prng::from_seed(seed_);
   std::vector<u64> a(n);
   for (std::size_t r = 0; r < N * L; ++r) {
     sample_uniform(masks, a.data(), n);
-    std::uint32_t* out = rows_.data() + r * (n + 1);
-    for (std::size_t t = 0; t < n; ++t) out[t] = top_word(a[t]);
-    out[n] = top_word(bodies_[r]);
+    KeySwitchBlock* blocks = rows_.data() + r / kRows * blocks_per_row_;
+    const std::size_t slot = r % kRows;
+    for (std::size_t t = 0; t <= n; ++t) {
+      KeySwitchBlock& b = blocks[t / kLanes];
+      const std::size_t k = t % kLanes;
+      std::int16_t& low = slot < 2 ? b.low01[k][slot] : b.low23[k][slot - 2];
+      split_word(top_24_bits(t < n ? a[t] : bodies_[r]), low, b.high[k][slot]);
+    }
   }
 }
 
 void TorusKeySwitchKey::apply(const u64* in, std::uint32_t* out) const { apply_many(in, 1, out); }
 
+void TorusKeySwitchKey::subtract_four_rows(std::uint32_t* o, const KeySwitchBlock* b, const std::uint32_t* d) const {
+  const std::size_t count = params_.lwe_dimension + 1;
+  if (isa_ == Isa::avx512) return torus_kernels::subtract_four_rows_wide(o, b, d, count);
+  if (isa_ == Isa::avx2) return torus_kernels::subtract_four_rows_narrow(o, b, d, count);
+  constexpr std::size_t kLanes = KeySwitchBlock::kLanes;
+  std::size_t t = 0;
+  for (; t + kLanes <= count; t += kLanes, ++b)
+    for (std::size_t k = 0; k < kLanes; ++k) o[t + k] -= b->sum(k, d) << 8;
+  for (std::size_t k = 0; t < count; ++t, ++k) o[t] -= b->sum(k, d) << 8;
+}
+
 void TorusKeySwitchKey::apply_many(const u64* __restrict in, std::size_t count, std::uint32_t* __restrict out) const {
   const std::size_t N = params_.ring_dimension, n = params_.lwe_dimension, L = params_.ks_levels;
   const unsigned B = params_.ks_base_log, shift = 64 - B * static_cast<unsigned>(L);
   const u64 mask = (u64{1} << B) - 1, half = u64{1} << (B - 1);
-  constexpr std::size_t kMaxLevels = 64;
+  constexpr std::size_t kRows = KeySwitchBlock::kRows, kMaxLevels = 64;
   for (std::size_t c = 0; c < count; ++c) {
     std::uint32_t* o = out + c * (n + 1);
     std::fill(o, o + n, std::uint32_t{0});
     o[n] = top_word(in[c * (N + 1) + N]);
   }
-  std::uint32_t digits[kBatchLimit][kMaxLevels];
+  // The table's rows in (j, l) order, four to a block: four coefficients
+  // make L whole blocks, whatever L is.
+  std::uint32_t digits[kBatchLimit][kRows * kMaxLevels];
   for (std::size_t first = 0; first < count; first += kBatchLimit) {
     const std::size_t take = std::min(kBatchLimit, count - first);
-    for (std::size_t j = 0; j < N; ++j) {
+    for (std::size_t j0 = 0; j0 < N; j0 += kRows) {
       // The top B L bits of each ciphertext's a_j, rounded, as signed digits
       // (level L first), each taken mod 2^32.
-      for (std::size_t c = 0; c < take; ++c) {
-        const u64 a = in[(first + c) * (N + 1) + j];
-        u64 r = (a >> shift) + ((a >> (shift - 1)) & 1);
-        for (std::size_t l = L; l >= 1; --l) {
-          const u64 d = r & mask, carry = d >= half ? 1 : 0;
-          r = (r >> B) + carry;
-          digits[c][l - 1] = static_cast<std::uint32_t>(d - (carry << B));
+      for (std::size_t c = 0; c < take; ++c)
+        for (std::size_t j = j0; j < j0 + kRows; ++j) {
+          const u64 a = in[(first + c) * (N + 1) + j];
+          u64 r = (a >> shift) + ((a >> (shift - 1)) & 1);
+          for (std::size_t l = L; l >= 1; --l) {
+            const u64 d = r & mask, carry = d >= half ? 1 : 0;
+            r = (r >> B) + carry;
+            digits[c][(j - j0) * L + l - 1] = static_cast<std::uint32_t>(d - (carry << B));
+          }
         }
-      }
-      // The L rows of a_j are read from memory once for the whole batch (the
-      // first ciphertext brings them into the cache), and each ciphertext's
-      // words are loaded and stored once for up to four levels: row by row,
-      // the loads and stores of the output bound the loop.
-      const std::uint32_t* __restrict rows = rows_.data() + j * L * (n + 1);
+      // These L blocks of rows are read from memory once for the whole batch
+      // (the first ciphertext brings them into the cache), and each
+      // ciphertext's words are loaded and stored once per four rows.
+      const KeySwitchBlock* blocks = rows_.data() + j0 * L / kRows * blocks_per_row_;
       for (std::size_t c = 0; c < take; ++c) {
         std::uint32_t* __restrict o = out + (first + c) * (n + 1);
-        const std::uint32_t* d = digits[c];
-        std::size_t l = 0;
-        for (; l + 4 <= L; l += 4) {
-          const std::uint32_t* __restrict r0 = rows + l * (n + 1);
-          const std::uint32_t* __restrict r1 = r0 + (n + 1);
-          const std::uint32_t* __restrict r2 = r1 + (n + 1);
-          const std::uint32_t* __restrict r3 = r2 + (n + 1);
-          const std::uint32_t d0 = d[l], d1 = d[l + 1], d2 = d[l + 2], d3 = d[l + 3];
-          if (wide_) {
-            torus_kernels::subtract_four_rows_wide(o, r0, r1, r2, r3, d0, d1, d2, d3, n + 1);
-            continue;
-          }
-          for (std::size_t t = 0; t <= n; ++t) o[t] -= d0 * r0[t] + d1 * r1[t] + d2 * r2[t] + d3 * r3[t];
-        }
-        for (; l < L; ++l) {
-          const std::uint32_t* __restrict row = rows + l * (n + 1);
-          const std::uint32_t dl = d[l];
-          for (std::size_t t = 0; t <= n; ++t) o[t] -= dl * row[t];
-        }
+        for (std::size_t g = 0; g < L; ++g) subtract_four_rows(o, blocks + g * blocks_per_row_, digits[c] + g * kRows);
       }
     }
   }

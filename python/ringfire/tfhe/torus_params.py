@@ -24,6 +24,10 @@ import dataclasses
 
 from .. import _core
 
+# The key switch's table keeps each word's top 24 bits (TorusKeySwitchKey::kWordBits,
+# tfhe/torus_keys.h); its sums run mod 2^32.
+KEY_SWITCH_WORD_BITS = 24
+
 # Where the security of the named sets comes from: each key's dimension and
 # error width appear together in parameter sets Zama publishes at 128-bit
 # security (estimated with the lattice estimator).
@@ -162,8 +166,9 @@ class TorusParameterSet:
           away, times the binary big key (E[z^2] = 1/2);
         - ``key_switch_keys``: N L digits (E[d^2] = (B^2 + 2) / 12) times the
           table's TUniform errors;
-        - ``key_switch_words``: the table kept as 32-bit words (each rounded, at
-          most half a unit of 2^32);
+        - ``key_switch_words``: the table kept as its words' top 24 bits (each
+          rounded, at most half a unit of 2^40 of 2^64), times the digits, and
+          the input's body rounded to 32 bits;
         - ``mod_switch``: rounding the n + 1 words to q (each uniform in
           [-1/2, 1/2)) times the small binary key, centred: the part of the
           error that the key's mean 1/2 carries is known to the server and
@@ -179,7 +184,7 @@ class TorusParameterSet:
         return {
             "key_switch_rounding": N * self.secret_square_mean * 4.0 ** rounded / 12 * scale2,
             "key_switch_keys": N * L * digits * tuniform_variance(self.lwe_noise_log2) * scale2,
-            "key_switch_words": (N * L * digits + 1) * 4.0 ** 32 / 12 * scale2,
+            "key_switch_words": (N * L * digits * 4.0 ** (64 - KEY_SWITCH_WORD_BITS) + 4.0 ** 32) / 12 * scale2,
             "mod_switch": (1 + n * self.centred_square_mean) / 12,
         }
 

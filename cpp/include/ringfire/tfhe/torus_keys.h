@@ -47,6 +47,30 @@ class TorusSecretKey {
   std::vector<std::uint8_t> s_, z_;
 };
 
+// A block of the key switch's table: sixteen words t of four rows (four
+// consecutive rows of the (j, l) order), each word's top 24 bits w, rounded, split
+// as w = low + high 2^16 (mod 2^24) with low a signed 16-bit number and high
+// a byte. In the order the products read them (pmaddwd / pmaddubsw):
+// low[lane][2] for rows 0 and 1, then for rows 2 and 3, then
+// high[lane][4]: 192 bytes. o[t] -= sum_l d_l w_l 2^8 (mod 2^32) needs two
+// pair products of the lows and one quad product of the highs per lane.
+struct KeySwitchBlock {
+  static constexpr std::size_t kLanes = 16, kRows = 4;
+  std::int16_t low01[kLanes][2];
+  std::int16_t low23[kLanes][2];
+  std::uint8_t high[kLanes][kRows];
+  // sum_l d_l w_l (mod 2^32) of lane k; shift by 8 for the table's words.
+  std::uint32_t sum(std::size_t k, const std::uint32_t* d) const {
+    const std::uint32_t lows = d[0] * static_cast<std::uint32_t>(low01[k][0]) +
+                               d[1] * static_cast<std::uint32_t>(low01[k][1]) +
+                               d[2] * static_cast<std::uint32_t>(low23[k][0]) +
+                               d[3] * static_cast<std::uint32_t>(low23[k][1]);
+    const std::uint32_t highs = d[0] * high[k][0] + d[1] * high[k][1] + d[2] * high[k][2] + d[3] * high[k][3];
+    return lows + (highs << 16);
+  }
+};
+static_assert(sizeof(KeySwitchBlock) == 192);
+
 // LWE_s(z_j 2^(64 - B l)) for every coefficient j < N and level l <= L:
 // N x L rows of n + 1 words. apply() subtracts digit x row for each digit of
 // each a_j (signed digits, the low 64 - B L bits rounded away).
@@ -55,13 +79,17 @@ class TorusSecretKey {
 // each), so the key travels as the seed and the N L bodies (64 KB for
 // STD128_T64) and is expanded again where it is loaded.
 //
-// The rows are kept as their top 32 bits, rounded, and the key switch runs
+// The rows are kept as their top 24 bits, rounded, and the key switch runs
 // mod 2^32: its output is only ever switched down to 2N <= 2^15, and the
-// rounding adds an error of at most 1/2 per row there (a variance of
-// N L E[d^2] / 12 units of 2^32, about 2^-26 of a slot for the presets),
-// while the key streamed per bootstrap halves and the products run eight
-// lanes wide. The 32-bit rows are computed from the 64-bit ones, which are
-// public: they cannot be easier to attack than those.
+// rounding adds an error of at most 2^7 units of 2^32 per row there (a
+// variance of N L E[d^2] 2^16 / 12 units of 2^32, about 2^-34 of the torus
+// for the presets, a 2^-13th of the key switch's own), while the table a
+// bootstrap streams is 0.76 of the 32-bit words' (23 MB for STD128_T64; a
+// lone lookup's key switch reads all of it). The words sit in blocks of
+// sixteen words of four consecutive rows (KeySwitchBlock; words past n are
+// zero), whose products take three multiply-add instructions per sixteen
+// lanes of four rows. The 24-bit rows are computed from the 64-bit
+// ones, which are public: they cannot be easier to attack than those.
 class TorusKeySwitchKey {
  public:
   TorusKeySwitchKey(const TorusSecretKey& key, Prng& prng);
@@ -72,11 +100,13 @@ class TorusKeySwitchKey {
   // count ciphertexts at once (count x (N + 1) words in, count x (n + 1) out):
   // each row of the table is read from memory once per kBatchLimit of them
   // (their outputs, 32 x 3.7 KB at STD128_T64, stay in the level-2 cache; the
-  // table, 30 MB, is read a row at a time: eight ciphertexts a read left the
-  // key switch bound by the table's stream on the Xeon, BENCHMARKS.md).
+  // table, 23 MB, is read four rows at a time: eight ciphertexts a read left
+  // the key switch bound by the table's stream on the Xeon, BENCHMARKS.md).
   static constexpr std::size_t kBatchLimit = 32;
   void apply_many(const u64* in, std::size_t count, std::uint32_t* out) const;
-  std::size_t bytes() const { return rows_.size() * sizeof(std::uint32_t); }
+  std::size_t bytes() const { return rows_.size() * sizeof(KeySwitchBlock); }
+  // Bits of each table word kept (its top ones, rounded): the noise model's.
+  static constexpr unsigned kWordBits = 24;
   const Prng::Seed& seed() const { return seed_; }
   const std::vector<u64>& bodies() const { return bodies_; }
 
@@ -84,13 +114,19 @@ class TorusKeySwitchKey {
   // Expands every row's a from seed_ and rounds the rows to 32 bits, with bodies_ as b.
   void expand();
 
+  // o -= the four rows of blocks b times digits d (KeySwitchBlock), on isa_'s lanes.
+  void subtract_four_rows(std::uint32_t* o, const KeySwitchBlock* b, const std::uint32_t* d) const;
+
   TorusParams params_;
   Prng::Seed seed_{};
-  std::vector<u64> bodies_;              // [j][l]
-  KeyBuffer<std::uint32_t> rows_;  // [j][l][n + 1]
-  // Whether apply_many subtracts its rows sixteen words at a time (AVX-512:
-  // default_isa() when the key is made).
-  bool wide_ = default_isa() == Isa::avx512;
+  std::vector<u64> bodies_;  // [j][l]
+  std::size_t blocks_per_row_ = 0;  // ceil((n + 1) / 16)
+  KeyBuffer<KeySwitchBlock> rows_;  // [four rows of the (j, l) order][block]                // [j][group][block]
+  // How apply_many's products run: sixteen lanes (AVX-512), eight (AVX2) or
+  // one word at a time; default_isa() when the key is made, one word at a
+  // time for bases above 2^7 (the highs' byte products sum pairs in 16 bits:
+  // 2 x 255 x 2^6 fits, 2 x 255 x 2^7 does not).
+  Isa isa_ = Isa::scalar;
 };
 
 // RGSW(s_i) under z for each i < n (multi-bit sets: RGSW([group k's bits
