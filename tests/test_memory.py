@@ -269,3 +269,28 @@ def test_a_guarded_run_keeps_the_cache_within_half_the_room_its_prediction_leave
         # Measured inside: the room moves a little with the rest of the machine.
         assert bound is not None and abs(bound - cached - (room - predicted) // 2) < 256 << 20
     assert rf.memory.stats()["cache_limit_in_force"] is None
+
+
+@pytest.mark.parametrize("scheme", ["ckks", "bgv"])
+def test_a_context_and_its_keys_leave_the_pool_when_dropped_without_the_cycle_collector(scheme):
+    """keygen's key set is the context's default without a reference from the context, so
+    nothing cycles through the keys' context: dropping the context, the keys and the
+    ciphertexts returns their blocks at once, not whenever Python's cycle collector runs."""
+    import gc
+    gc.collect()
+    gc.disable()
+    try:
+        before = rf.memory.stats()["bytes_in_use"]
+
+        def work():
+            ctx = rf.ckks.Context.preset("N13_D2") if scheme == "ckks" else rf.bgv.Context(poly_degree=2**13,
+                                                                                            plain_bits=21)
+            sk, keys = ctx.keygen(rotations=[1])
+            ct = ctx.encrypt(np.arange(8.0) if scheme == "ckks" else np.arange(8), sk)  # no keys: the default's
+            ctx.decrypt((ct * ct).rotate(1), sk)
+            assert rf.memory.stats()["bytes_in_use"] > before
+
+        work()
+        assert rf.memory.stats()["bytes_in_use"] == before
+    finally:
+        gc.enable()

@@ -86,7 +86,8 @@ namespace {
 class SimBlock {
  public:
   SimBlock(const std::shared_ptr<SimMemory>& memory, std::size_t limbs)
-      : memory_(memory.get()), held_(memory_ ? memory_->pool.allocate(limbs * memory_->limb_bytes) : 0) {}
+      : memory_(limbs > 0 ? memory.get() : nullptr),
+        held_(memory_ ? memory_->pool.allocate(limbs * memory_->limb_bytes) : 0) {}
   ~SimBlock() {
     if (memory_) memory_->pool.release(held_);
   }

@@ -70,6 +70,11 @@ class ContextBase:
     evaluation keys are pickled on their own (``ctx.set_keys(keys)`` there).
     ``copy.deepcopy`` makes an independent context with the same parameters
     and default keys.
+
+    The key set ``keygen`` makes is the default only while something else holds it (the
+    context refers to it weakly): its keys refer to the context, and a strong reference back
+    would make a cycle that keeps both, gigabytes of keys at N = 2^16, until Python's cyclic
+    collector happens to run. ``set_keys`` holds its keys.
     """
 
     scheme = "rlwe"
@@ -89,6 +94,20 @@ class ContextBase:
             self._queue = self._stream.handle
             weakref.finalize(self, self._stream.close)
 
+    @property
+    def _default_keys(self) -> KeySet | None:
+        """The keys for ciphertexts that carry none: set_keys' (held), or keygen's while alive."""
+        keys = self.__dict__.get("_default_key_set")
+        return keys() if isinstance(keys, weakref.ref) else keys
+
+    @_default_keys.setter
+    def _default_keys(self, keys: KeySet | None) -> None:
+        self.__dict__["_default_key_set"] = keys
+
+    def _remember_keys(self, keys: KeySet) -> None:
+        """keygen's key set as the default, weakly (no cycle through the keys' context)."""
+        self.__dict__["_default_key_set"] = weakref.ref(keys)
+
     def _queue_on(self, device: str) -> int:
         """The queue for work on ``device``: this context's stream on its own device."""
         return self._queue if device == self.device else 0
@@ -98,7 +117,7 @@ class ContextBase:
             self._set_device("cpu")
         self._core = native_context
         self._core_evaluator = _OnQueue(native_evaluator, self._queue) if self._queue else native_evaluator
-        self._default_keys: KeySet | None = None
+        self._default_keys = None
         if seed is not None:
             warn_at_caller(f"[{self.scheme}.Context] deterministic randomness (insecure_deterministic_seed) is for "
                            "tests only")
@@ -181,7 +200,7 @@ class ContextBase:
         elements = self._galois_elements(rotations, extra_elements)
         if elements:
             keys.galois = GaloisKeys(_core.generate_galois_keys(sk._native, elements, self._prng, level), self)
-        self._default_keys = keys
+        self._remember_keys(keys)
         return sk, keys
 
     def _more_galois_keys(self, secret_key: SecretKey, rotations, extra_elements: Iterable[int] = (),
@@ -276,8 +295,11 @@ class ContextBase:
                 elements.append(g)
         return elements
 
-    def set_keys(self, keys: KeySet) -> None:
-        """Makes ``keys`` the evaluation keys for ciphertexts that carry none (e.g. loaded ones)."""
+    def set_keys(self, keys: KeySet | None) -> None:
+        """Makes ``keys`` the evaluation keys for ciphertexts that carry none (e.g. loaded ones).
+        The context holds them, and they refer to it: the two go together when Python's cycle
+        collector runs, or the keys at once after ``ctx.set_keys(None)`` once nothing else
+        holds them. (keygen's keys are the default without this hold.)"""
         self._default_keys = keys
 
     def _own_secret_key(self, secret_key, op: str) -> SecretKey:
