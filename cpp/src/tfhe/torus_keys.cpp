@@ -1,6 +1,7 @@
 #include "ringfire/tfhe/torus_keys.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "ringfire/base/errors.h"
 #include "torus_kernels.h"
@@ -148,34 +149,44 @@ void TorusKeySwitchKey::expand() {
   constexpr std::size_t kLanes = KeySwitchBlock::kLanes, kRows = KeySwitchBlock::kRows;
   require(N % kRows == 0, "tfhe.key_switch", "the ring dimension must be a multiple of 4");
   isa_ = params_.ks_base_log <= 7 ? default_isa() : Isa::scalar;
+  const bool blocked = isa_ != Isa::scalar;
   blocks_per_row_ = (n + 1 + kLanes - 1) / kLanes;
-  rows_ = KeyBuffer<KeySwitchBlock>(N * L / kRows * blocks_per_row_);  // zeroed: words past n
+  if (blocked) rows_ = KeyBuffer<KeySwitchBlock>(N * L / kRows * blocks_per_row_);  // zeroed: words past n
+  else words_ = KeyBuffer<std::uint32_t>(N * L * (n + 1));
   Prng masks = Prng::from_seed(seed_);
   std::vector<u64> a(n);
   for (std::size_t r = 0; r < N * L; ++r) {
     sample_uniform(masks, a.data(), n);
-    KeySwitchBlock* blocks = rows_.data() + r / kRows * blocks_per_row_;
     const std::size_t slot = r % kRows;
     for (std::size_t t = 0; t <= n; ++t) {
-      KeySwitchBlock& b = blocks[t / kLanes];
+      const std::uint32_t w = top_24_bits(t < n ? a[t] : bodies_[r]);
+      if (!blocked) {
+        words_[r * (n + 1) + t] = w << 8;
+        continue;
+      }
+      KeySwitchBlock& b = rows_[r / kRows * blocks_per_row_ + t / kLanes];
       const std::size_t k = t % kLanes;
-      std::int16_t& low = slot < 2 ? b.low01[k][slot] : b.low23[k][slot - 2];
-      split_word(top_24_bits(t < n ? a[t] : bodies_[r]), low, b.high[k][slot]);
+      split_word(w, slot < 2 ? b.low01[k][slot] : b.low23[k][slot - 2], b.high[k][slot]);
     }
   }
 }
 
 void TorusKeySwitchKey::apply(const u64* in, std::uint32_t* out) const { apply_many(in, 1, out); }
 
-void TorusKeySwitchKey::subtract_four_rows(std::uint32_t* o, const KeySwitchBlock* b, const std::uint32_t* d) const {
+void TorusKeySwitchKey::subtract_four_rows(std::uint32_t* o, std::size_t first_row, const std::uint32_t* d) const {
   const std::size_t count = params_.lwe_dimension + 1;
-  if (isa_ == Isa::avx512) return torus_kernels::subtract_four_rows_wide(o, b, d, count);
-  if (isa_ == Isa::avx2) return torus_kernels::subtract_four_rows_narrow(o, b, d, count);
-  constexpr std::size_t kLanes = KeySwitchBlock::kLanes;
-  std::size_t t = 0;
-  for (; t + kLanes <= count; t += kLanes, ++b)
-    for (std::size_t k = 0; k < kLanes; ++k) o[t + k] -= b->sum(k, d) << 8;
-  for (std::size_t k = 0; t < count; ++t, ++k) o[t] -= b->sum(k, d) << 8;
+  if (isa_ != Isa::scalar) {
+    const KeySwitchBlock* b = rows_.data() + first_row / KeySwitchBlock::kRows * blocks_per_row_;
+    if (isa_ == Isa::avx512) return torus_kernels::subtract_four_rows_wide(o, b, d, count);
+    return torus_kernels::subtract_four_rows_narrow(o, b, d, count);
+  }
+  // One word at a time, from the same 24-bit words as plain rows (w 2^8), which
+  // compilers vectorize with their own lanes.
+  const std::uint32_t* __restrict w0 = words_.data() + first_row * count;
+  const std::uint32_t* __restrict w1 = w0 + count;
+  const std::uint32_t* __restrict w2 = w1 + count;
+  const std::uint32_t* __restrict w3 = w2 + count;
+  for (std::size_t t = 0; t < count; ++t) o[t] -= d[0] * w0[t] + d[1] * w1[t] + d[2] * w2[t] + d[3] * w3[t];
 }
 
 void TorusKeySwitchKey::apply_many(const u64* __restrict in, std::size_t count, std::uint32_t* __restrict out) const {
@@ -209,10 +220,9 @@ void TorusKeySwitchKey::apply_many(const u64* __restrict in, std::size_t count, 
       // These L blocks of rows are read from memory once for the whole batch
       // (the first ciphertext brings them into the cache), and each
       // ciphertext's words are loaded and stored once per four rows.
-      const KeySwitchBlock* blocks = rows_.data() + j0 * L / kRows * blocks_per_row_;
       for (std::size_t c = 0; c < take; ++c) {
         std::uint32_t* __restrict o = out + (first + c) * (n + 1);
-        for (std::size_t g = 0; g < L; ++g) subtract_four_rows(o, blocks + g * blocks_per_row_, digits[c] + g * kRows);
+        for (std::size_t g = 0; g < L; ++g) subtract_four_rows(o, j0 * L + g * kRows, digits[c] + g * kRows);
       }
     }
   }

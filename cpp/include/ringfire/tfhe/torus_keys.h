@@ -7,7 +7,9 @@
 // B - A z in Z_{2^64}[X]/(X^N + 1).
 #pragma once
 
+#include <bit>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "ringfire/rlwe/prng.h"
@@ -61,15 +63,25 @@ struct KeySwitchBlock {
   std::uint8_t high[kLanes][kRows];
   // sum_l d_l w_l (mod 2^32) of lane k; shift by 8 for the table's words.
   std::uint32_t sum(std::size_t k, const std::uint32_t* d) const {
-    const std::uint32_t lows = d[0] * static_cast<std::uint32_t>(low01[k][0]) +
-                               d[1] * static_cast<std::uint32_t>(low01[k][1]) +
-                               d[2] * static_cast<std::uint32_t>(low23[k][0]) +
-                               d[3] * static_cast<std::uint32_t>(low23[k][1]);
-    const std::uint32_t highs = d[0] * high[k][0] + d[1] * high[k][1] + d[2] * high[k][2] + d[3] * high[k][3];
+    std::uint32_t p01, p23, q;
+    std::memcpy(&p01, low01[k], 4);
+    std::memcpy(&p23, low23[k], 4);
+    std::memcpy(&q, high[k], 4);
+    return lane_sum(p01, p23, q, d);
+  }
+  // The same from a lane's three 32-bit words (two lows' pair, four highs), in 32-bit
+  // operations only, so that a loop over lanes vectorizes without shuffles.
+  static std::uint32_t lane_sum(std::uint32_t p01, std::uint32_t p23, std::uint32_t q, const std::uint32_t* d) {
+    const auto low = [](std::uint32_t p) { return static_cast<std::uint32_t>(static_cast<std::int32_t>(p << 16) >> 16); };
+    const auto high_half = [](std::uint32_t p) { return static_cast<std::uint32_t>(static_cast<std::int32_t>(p) >> 16); };
+    const std::uint32_t lows = d[0] * low(p01) + d[1] * high_half(p01) + d[2] * low(p23) + d[3] * high_half(p23);
+    const std::uint32_t highs =
+        d[0] * (q & 0xFFu) + d[1] * ((q >> 8) & 0xFFu) + d[2] * ((q >> 16) & 0xFFu) + d[3] * (q >> 24);
     return lows + (highs << 16);
   }
 };
 static_assert(sizeof(KeySwitchBlock) == 192);
+static_assert(std::endian::native == std::endian::little, "KeySwitchBlock reads its lanes as little-endian words");
 
 // LWE_s(z_j 2^(64 - B l)) for every coefficient j < N and level l <= L:
 // N x L rows of n + 1 words. apply() subtracts digit x row for each digit of
@@ -104,7 +116,7 @@ class TorusKeySwitchKey {
   // the key switch bound by the table's stream on the Xeon, BENCHMARKS.md).
   static constexpr std::size_t kBatchLimit = 32;
   void apply_many(const u64* in, std::size_t count, std::uint32_t* out) const;
-  std::size_t bytes() const { return rows_.size() * sizeof(KeySwitchBlock); }
+  std::size_t bytes() const { return rows_.size() * sizeof(KeySwitchBlock) + words_.size() * sizeof(std::uint32_t); }
   // Bits of each table word kept (its top ones, rounded): the noise model's.
   static constexpr unsigned kWordBits = 24;
   const Prng::Seed& seed() const { return seed_; }
@@ -114,14 +126,18 @@ class TorusKeySwitchKey {
   // Expands every row's a from seed_ and rounds the rows to 32 bits, with bodies_ as b.
   void expand();
 
-  // o -= the four rows of blocks b times digits d (KeySwitchBlock), on isa_'s lanes.
-  void subtract_four_rows(std::uint32_t* o, const KeySwitchBlock* b, const std::uint32_t* d) const;
+  // o -= rows first_row .. first_row + 3 (first_row a multiple of 4) times digits d, on
+  // isa_'s lanes.
+  void subtract_four_rows(std::uint32_t* o, std::size_t first_row, const std::uint32_t* d) const;
 
   TorusParams params_;
   Prng::Seed seed_{};
   std::vector<u64> bodies_;  // [j][l]
   std::size_t blocks_per_row_ = 0;  // ceil((n + 1) / 16)
-  KeyBuffer<KeySwitchBlock> rows_;  // [four rows of the (j, l) order][block]                // [j][group][block]
+  KeyBuffer<KeySwitchBlock> rows_;  // vector ISAs: [four rows of the (j, l) order][block]
+  // The scalar ISA: the same 24-bit words as plain rows, [j L + l][n + 1] words w 2^8
+  // (compilers vectorize a plain row loop; the blocks' interleaved fields took 1.9x as long).
+  KeyBuffer<std::uint32_t> words_;
   // How apply_many's products run: sixteen lanes (AVX-512), eight (AVX2) or
   // one word at a time; default_isa() when the key is made, one word at a
   // time for bases above 2^7 (the highs' byte products sum pairs in 16 bits:
