@@ -70,8 +70,9 @@ def stats() -> dict:
     """The host pool: ``bytes_in_use`` (held by live objects), ``bytes_cached`` (kept for
     reuse), ``peak_bytes_in_use`` and ``peak_bytes_held`` (the most in use, and in use and
     cached, since the process began or :func:`reset_peaks`: ``ctx.bootstrap_plan()``'s
-    ``temporary_bytes`` predicts the second's growth over a bootstrap), ``bytes_resident`` and ``bytes_spilled`` (of all blocks, in RAM and in
-    files), ``bytes_mapped`` (file space mapped so far), and the spill settings
+    ``temporary_bytes`` predicts the second's growth over a bootstrap), ``bytes_resident``
+    and ``bytes_spilled`` (of all blocks, in RAM and in files), ``bytes_mapped`` (file space
+    mapped so far), and the spill settings
     (``active``, ``ram_limit``, ``directory``), ``cache_limit`` (:func:`set_cache_limit`)
     and ``cache_limit_in_force`` (the least of it and the open :func:`bounded_cache` scopes')."""
     in_force = _core.host_pool_cache_limit()

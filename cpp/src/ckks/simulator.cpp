@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -99,6 +100,22 @@ class SimBlock {
   std::size_t held_;
 };
 
+// A key switch's digits at `level` (rlwe/key_switch.cpp's HoistedDigits): the
+// digits, made with a converted digit and the input in coefficient form, held
+// for the object's scope. extended: the limbs of one digit (level + 1 + k).
+class SimDigits {
+ public:
+  SimDigits(const std::shared_ptr<SimMemory>& memory, const RlweContext& rlwe, std::size_t level)
+      : extended(level + 1 + rlwe.special_count()), limbs(rlwe.digit_count(level) * extended),
+        digits_(memory, limbs) {
+    const SimBlock converted(memory, extended), coefficients(memory, level + 1);
+  }
+  const std::size_t extended, limbs;
+
+ private:
+  SimBlock digits_;
+};
+
 }  // namespace
 
 Simulator::Simulator(ContextPtr context) : context_(std::move(context)) {
@@ -115,16 +132,10 @@ SimCiphertext Simulator::make(std::size_t level, double scale, std::size_t size)
 
 void Simulator::key_switch_temporaries(std::size_t level, bool rescale) const {
   if (!memory_) return;
-  const RlweContext& rlwe = *context_->rlwe();
-  const std::size_t extended = level + 1 + rlwe.special_count();
-  // HoistedDigits: the digits, made with a converted digit and the input in coefficient form.
-  const SimBlock digits(memory_, rlwe.digit_count(level) * extended);
-  {
-    const SimBlock converted(memory_, extended), coefficients(memory_, level + 1);
-  }
+  const SimDigits digits(memory_, *context_->rlwe(), level);
   // The two accumulators of the inner product, then ModDown (with the rescale: each
   // accumulator's scaled last limb and lifted correction in turn).
-  const SimBlock acc0(memory_, extended), acc1(memory_, extended);
+  const SimBlock acc0(memory_, digits.extended), acc1(memory_, digits.extended);
   if (rescale)
     for (int i = 0; i < 2; ++i) {
       const SimBlock scaled(memory_, 1), lifted(memory_, level);
@@ -269,17 +280,13 @@ SimCiphertext Simulator::mod_raise(const SimCiphertext& a, std::size_t level) co
 std::vector<SimCiphertext> Simulator::rotate_many(const SimCiphertext& a, const std::vector<long long>& steps) const {
   require(a.size == 2, "ckks.rotate_many", "needs a size-2 ciphertext (relinearize first)");
   const long long half = static_cast<long long>(context_->slots());
-  const RlweContext& rlwe = *context_->rlwe();
-  const std::size_t extended = a.level + 1 + rlwe.special_count(), digit_limbs = rlwe.digit_count(a.level) * extended;
   std::size_t keyed = 0;
   for (long long s : steps) keyed += s % half != 0;
   if (keyed > 0) ++counts_.hoisted_mod_ups;
   // As RlweEvaluator::rotate_many: the digits once, then per rotation its
   // output, the permuted digits and the accumulators, and c0's automorphism.
-  const SimBlock digits(memory_, keyed > 0 ? digit_limbs : 0);
-  if (memory_ && keyed > 0) {
-    const SimBlock converted(memory_, extended), coefficients(memory_, a.level + 1);
-  }
+  std::optional<SimDigits> digits;
+  if (keyed > 0) digits.emplace(memory_, *context_->rlwe(), a.level);
   std::vector<SimCiphertext> out;
   out.reserve(steps.size());
   for (long long s : steps) {
@@ -290,7 +297,7 @@ std::vector<SimCiphertext> Simulator::rotate_many(const SimCiphertext& a, const 
     count_key_switch(a.level, true);
     out.push_back(make(a.level, a.scale, 2));
     {
-      const SimBlock permuted(memory_, digit_limbs), acc0(memory_, extended), acc1(memory_, extended);
+      const SimBlock permuted(memory_, digits->limbs), acc0(memory_, digits->extended), acc1(memory_, digits->extended);
     }
     const SimBlock c0(memory_, a.level + 1);
   }

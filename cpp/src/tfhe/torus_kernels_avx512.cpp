@@ -123,6 +123,14 @@ inline int quad8(const std::uint32_t* d) {
   return static_cast<int>((d[0] & 0xFFu) | (d[1] & 0xFFu) << 8 | (d[2] & 0xFFu) << 16 | (d[3] & 0xFFu) << 24);
 }
 
+// The words t .. count - 1 of a block the vector loops left, one at a time.
+inline void subtract_last_block(std::uint32_t* o, const KeySwitchBlock* blocks, const std::uint32_t* digits,
+                                std::size_t t, std::size_t count) {
+  if (t == count) return;
+  const KeySwitchBlock& b = blocks[t / KeySwitchBlock::kLanes];
+  for (std::size_t k = 0; t < count; ++t, ++k) o[t] -= b.sum(k, digits) << 8;
+}
+
 // The same on eight lanes (AVX2 CPUs): each block in two halves.
 RF_AVX2 void subtract_four_rows_narrow(std::uint32_t* o, const KeySwitchBlock* blocks, const std::uint32_t* digits,
                                        std::size_t count) {
@@ -141,10 +149,7 @@ RF_AVX2 void subtract_four_rows_narrow(std::uint32_t* o, const KeySwitchBlock* b
       __m256i* out = reinterpret_cast<__m256i*>(o + t + h);
       _mm256_storeu_si256(out, _mm256_sub_epi32(_mm256_loadu_si256(out), _mm256_slli_epi32(sum, 8)));
     }
-  if (t < count) {
-    const KeySwitchBlock& b = blocks[t / 16];
-    for (std::size_t k = 0; t < count; ++t, ++k) o[t] -= b.sum(k, digits) << 8;
-  }
+  subtract_last_block(o, blocks, digits, t, count);
 }
 
 RF_AVX512 void subtract_four_rows_wide(std::uint32_t* o, const KeySwitchBlock* blocks, const std::uint32_t* digits,
@@ -163,10 +168,7 @@ RF_AVX512 void subtract_four_rows_wide(std::uint32_t* o, const KeySwitchBlock* b
     const __m512i sum = _mm512_add_epi32(lows, _mm512_slli_epi32(highs, 16));
     _mm512_storeu_si512(o + t, _mm512_sub_epi32(_mm512_loadu_si512(o + t), _mm512_slli_epi32(sum, 8)));
   }
-  if (t < count) {
-    const KeySwitchBlock& b = blocks[t / 16];
-    for (std::size_t k = 0; t < count; ++t, ++k) o[t] -= b.sum(k, digits) << 8;
-  }
+  subtract_last_block(o, blocks, digits, t, count);
 }
 
 }  // namespace ringfire::tfhe::torus_kernels

@@ -61,17 +61,14 @@ struct KeySwitchBlock {
   std::int16_t low01[kLanes][2];
   std::int16_t low23[kLanes][2];
   std::uint8_t high[kLanes][kRows];
-  // sum_l d_l w_l (mod 2^32) of lane k; shift by 8 for the table's words.
+  // sum_l d_l w_l (mod 2^32) of lane k; shift by 8 for the table's words. The
+  // lane's fields are read as three little-endian 32-bit words: the lows' pair
+  // (sign-extended halves) and the four highs.
   std::uint32_t sum(std::size_t k, const std::uint32_t* d) const {
     std::uint32_t p01, p23, q;
     std::memcpy(&p01, low01[k], 4);
     std::memcpy(&p23, low23[k], 4);
     std::memcpy(&q, high[k], 4);
-    return lane_sum(p01, p23, q, d);
-  }
-  // The same from a lane's three 32-bit words (two lows' pair, four highs), in 32-bit
-  // operations only, so that a loop over lanes vectorizes without shuffles.
-  static std::uint32_t lane_sum(std::uint32_t p01, std::uint32_t p23, std::uint32_t q, const std::uint32_t* d) {
     const auto low = [](std::uint32_t p) { return static_cast<std::uint32_t>(static_cast<std::int32_t>(p << 16) >> 16); };
     const auto high_half = [](std::uint32_t p) { return static_cast<std::uint32_t>(static_cast<std::int32_t>(p) >> 16); };
     const std::uint32_t lows = d[0] * low(p01) + d[1] * high_half(p01) + d[2] * low(p23) + d[3] * high_half(p23);
@@ -123,7 +120,7 @@ class TorusKeySwitchKey {
   const std::vector<u64>& bodies() const { return bodies_; }
 
  private:
-  // Expands every row's a from seed_ and rounds the rows to 32 bits, with bodies_ as b.
+  // Expands every row's a from seed_ and rounds the rows to 24 bits, with bodies_ as b.
   void expand();
 
   // o -= rows first_row .. first_row + 3 (first_row a multiple of 4) times digits d, on
