@@ -50,7 +50,7 @@ std::vector<u64> BatchEncoder::encode(const std::vector<u64>& slots) const {
   require(slots.size() == n, kOp, "expected " + std::to_string(n) + " slot values, got " + std::to_string(slots.size()));
   std::vector<u64> eval(n);
   for (std::size_t i = 0; i < n; ++i) {
-    require(slots[i] < t, kOp, "slot value " + std::to_string(slots[i]) + " is not below t=" + std::to_string(t));
+    require(slots[i] < t, kOp, [&] { return "slot value " + std::to_string(slots[i]) + " is not below t=" + std::to_string(t); });
     eval[slot_position_[i]] = slots[i];
   }
   ntt(eval, *base_, false);
@@ -63,7 +63,8 @@ std::vector<u64> BatchEncoder::decode(const std::vector<u64>& coefficients) cons
   require(coefficients.size() == n, kOp,
           "expected " + std::to_string(n) + " coefficients, got " + std::to_string(coefficients.size()));
   std::vector<u64> eval(coefficients);
-  for (u64 c : eval) require(c < t, kOp, "coefficient " + std::to_string(c) + " is not below t=" + std::to_string(t));
+  for (u64 c : eval)
+    require(c < t, kOp, [&] { return "coefficient " + std::to_string(c) + " is not below t=" + std::to_string(t); });
   ntt(eval, *base_, true);
   std::vector<u64> slots(n);
   for (std::size_t i = 0; i < n; ++i) slots[i] = eval[slot_position_[i]];

@@ -54,17 +54,28 @@ Plaintext encode_plaintext(const Context& ctx, const std::vector<u64>& coefficie
   Plaintext out(ctx.rlwe(), level, meta);
   std::vector<u64> scaled(n);
   for (std::size_t j = 0; j < n; ++j) {
-    require(coefficients[j] < t.value(), kOp,
-            "coefficient " + std::to_string(j) + " = " + std::to_string(coefficients[j]) + " is not below t=" +
-                std::to_string(t.value()));
+    require(coefficients[j] < t.value(), kOp, [&] {
+      return "coefficient " + std::to_string(j) + " = " + std::to_string(coefficients[j]) + " is not below t=" +
+             std::to_string(t.value());
+    });
     scaled[j] = mul_mod(coefficients[j], correction, t);
   }
   const RnsBase& base = out.base();
+  const u64 tv = t.value();
   for (std::size_t i = 0; i <= level; ++i) {
     const Modulus& q = base.modulus(i);
-    const u64 t_inv = ctx.t_inverse_mod_q()[i];
+    const ShoupOperand t_inv = make_shoup(ctx.t_inverse_mod_q()[i], q.value());
     u64* limb = out.data() + i * n;
-    for (std::size_t j = 0; j < n; ++j) limb[j] = mul_mod(lift_centred(scaled[j], t.value(), q.value()), t_inv, q);
+    if (tv <= q.value()) {  // the lift needs no division: v, or q - (t - v) for v above t / 2
+      const u64 shift = q.value() - tv;
+      for (std::size_t j = 0; j < n; ++j) {
+        const u64 lifted = scaled[j] + (scaled[j] > tv / 2 ? shift : 0);
+        limb[j] = mul_mod_shoup(lifted, t_inv.value, t_inv.quotient, q.value());
+      }
+    } else {
+      for (std::size_t j = 0; j < n; ++j)
+        limb[j] = mul_mod_shoup(lift_centred(scaled[j], tv, q.value()), t_inv.value, t_inv.quotient, q.value());
+    }
   }
   backend_for(Device::cpu()).ntt_forward(out.data(), 1, base);
   return out;

@@ -81,7 +81,7 @@ LinearTransform::LinearTransform(ContextPtr context, Diagonals diagonals, std::s
                 std::to_string(n_));
     for (const Complex& v : d)
       require(std::isfinite(v.real()) && std::isfinite(v.imag()), kOp,
-              "diagonal " + std::to_string(k) + " holds a non-finite value");
+              [&] { return "diagonal " + std::to_string(k) + " holds a non-finite value"; });
     auto [it, fresh] = merged.try_emplace(modulo(k, n_), std::move(d));  // d stays if the index is taken
     if (!fresh)
       for (std::size_t j = 0; j < n_; ++j) it->second[j] += d[j];

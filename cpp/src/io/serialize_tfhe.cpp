@@ -144,7 +144,7 @@ TfheCiphertexts load_tfhe_ciphertexts(const tfhe::Params& params, const std::uin
   const u32 q = params.lwe_modulus();
   for (auto& v : out.words) {
     v = r.u16("a ciphertext word");
-    require(v < q, "io.load", "tfhe ciphertexts: a word is not below q=" + std::to_string(q));
+    require(v < q, "io.load", [&] { return "tfhe ciphertexts: a word is not below q=" + std::to_string(q); });
   }
   return out;
 }

@@ -75,7 +75,7 @@ std::vector<Ciphertext> embed_words(const Word* words, std::size_t count, std::s
   }
   if constexpr (!torus)
     for (std::size_t w = 0; w < count * (n + 1); ++w)
-      require(words[w] < modulus, kEmbedOp, "an LWE word is not below the modulus " + std::to_string(modulus));
+      require(words[w] < modulus, kEmbedOp, [&] { return "an LWE word is not below the modulus " + std::to_string(modulus); });
 
   Metadata meta = metadata;
   meta.form = Form::eval;  // written in coefficient form, transformed in place below

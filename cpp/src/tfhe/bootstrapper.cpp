@@ -223,7 +223,8 @@ void Bootstrapper::step(u32* accs, std::size_t count, std::size_t i, const u32* 
 void Bootstrapper::check_test_vector(const u32* test_vector) const {
   const u32 Q = params_.ring_modulus;
   for (std::size_t c = 0; c < params_.ring_dimension; ++c)
-    require(test_vector[c] < Q, "tfhe.bootstrap", "a test vector coefficient is not below Q=" + std::to_string(Q));
+    require(test_vector[c] < Q, "tfhe.bootstrap",
+            [&] { return "a test vector coefficient is not below Q=" + std::to_string(Q); });
 }
 
 void Bootstrapper::blind_rotate(const u32* in, const u32* test_vector, u32* acc, bool exact) const {

@@ -59,7 +59,7 @@ void SecretKey::encrypt(const u32* mu, std::size_t count, u32* out, Prng& prng) 
   std::vector<std::int64_t> e(count);
   sample_gaussian(prng, e.data(), count, params_.sigma);
   for (std::size_t c = 0; c < count; ++c) {
-    require(mu[c] < q, "tfhe.encrypt", "a phase is not below q=" + std::to_string(q));
+    require(mu[c] < q, "tfhe.encrypt", [&] { return "a phase is not below q=" + std::to_string(q); });
     u32* ct = out + c * (n + 1);
     sample_uniform_words(prng, ct, n, q);
     ct[n] = lwe_body(ct, s_.data(), n, mu[c], e[c], q);
