@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Scheme switching BGV/BFV -> FHEW (ringfire.switching.BgvToFhew): time per coefficient, and
-agreement with NumPy.
+"""Scheme switching BGV/BFV -> FHEW (ringfire.switching.BgvToFhew, BgvSlotsToFhew): time per
+coefficient or slot, and agreement with NumPy.
 
     python benchmarks/switching_bgv.py [--degree 16] [--counts 16,256,4096] [--fhew STD128]
-        [--threads 1] [--repeat 3] [--json out.json]
+        [--threads 1] [--repeat 3] [--slots] [--json out.json]
 
 For BGV and BFV at ring degree 2^degree (the default chain, 128-bit) with t = 16 (coefficient
 encoding; FHEW's 3-bit integers with their padding bit): the client's switching key, then per
@@ -11,6 +11,10 @@ call the switch of the first `count` coefficients (level 0, the ring switches, e
 FHEW's key switch) and a comparison a > b ending in FHEW (the switch of a - b, one bootstrap per
 coefficient). Results are decrypted with the FHEW key and compared with NumPy. No peer switches
 BGV or BFV to FHEW (OpenFHE's scheme switching starts from CKKS: benchmarks/switching.py).
+
+With --slots: a 20-bit batching t, the first `count` slots read as 3-bit integers
+(BgvSlotsToFhew): the slot map's level, time and Galois keys, then the same switch and
+comparison per slot.
 """
 
 from __future__ import annotations
@@ -31,24 +35,39 @@ from _common import cpu_model  # noqa: E402
 from ckks_comparison import timed  # noqa: E402  (median of `repeat` calls, with the last result)
 
 
-def run(scheme: str, degree: int, count: int, fhew, fsk, repeat: int) -> dict:
-    ctx = getattr(rf, scheme).Context(2 ** degree, plain_modulus=16)
+def run(scheme: str, degree: int, count: int, fhew, fsk, repeat: int, slots: bool = False) -> dict:
+    # Slots: a 20-bit batching prime the context chooses (65537 batches only up to N = 2^15).
+    ctx = (getattr(rf, scheme).Context(2 ** degree, plain_bits=20) if slots else
+           getattr(rf, scheme).Context(2 ** degree, plain_modulus=16))
+    t_plain = ctx.plain_modulus
     sk, keys = ctx.keygen()
-    switch = rf.switching.BgvToFhew(ctx, fhew)
+    switch = (rf.switching.BgvSlotsToFhew(ctx, fhew, count=count, bits=3) if slots else
+              rf.switching.BgvToFhew(ctx, fhew))
     t = time.perf_counter()
     key = switch.keygen(sk, fsk)
     keygen_s = time.perf_counter() - t
     rng = np.random.default_rng(0)
     a, b = rng.integers(0, 8, count), rng.integers(0, 8, count)
-    ca, cb = (ctx.encrypt(ctx.encode_coefficients(v), keys) for v in (a, b))
-    switch_s, lwe = timed(lambda: switch(ca, key, count=count), repeat)
+    ca, cb = (ctx.encrypt(v if slots else ctx.encode_coefficients(v), keys) for v in (a, b))
+    extra = {}
+    if slots:
+        low = switch._working_copy(ca, key.galois.level)
+        factor = switch.to_fhew.factor(low.level, low.correction)
+        map_s, _ = timed(lambda: switch.slot_map(low, key.galois, factor), 1)  # the first call: diagonals encoded
+        extra = {"map_level": low.level, "map_first_call_s": round(map_s, 4), "galois_key_bytes": len(key.galois.to_bytes()),
+                 "galois_keys": len(switch.rotations) + 1}
+        switch_s, lwe = timed(lambda: switch(ca, key), repeat)
+    else:
+        switch_s, lwe = timed(lambda: switch(ca, key, count=count), repeat)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the bootstraps' failure-probability warning: counted below instead
-        compare_s, greater = timed(lambda: switch.compare(ca, cb, key, count=count), repeat)
+        compare_s, greater = timed(lambda: (switch.compare(ca, cb, key) if slots else
+                                            switch.compare(ca, cb, key, count=count)), repeat)
     return {
-        "scheme": scheme, "degree": 2 ** degree, "t": 16, "fhew": fhew.params.name, "count": count,
+        "scheme": scheme, "degree": 2 ** degree, "t": t_plain, "layout": "slots" if slots else "coefficients",
+        "fhew": fhew.params.name, "count": count,
         "threads": rf.num_threads(), "levels": ctx.max_level, "switch_keygen_s": round(keygen_s, 4),
-        "ring_switch_key_bytes": key.nbytes,
+        "ring_switch_key_bytes": (key.switch if slots else key).nbytes, **extra,
         "switch_s": round(switch_s, 4), "switch_ms_per_coefficient": round(1e3 * switch_s / count, 3),
         "compare_fhew_s": round(compare_s, 4), "compare_fhew_ms_per_coefficient": round(1e3 * compare_s / count, 3),
         "wrong_switch": int((fhew.decrypt(lwe, fsk) != a).sum()),
@@ -64,21 +83,24 @@ def main() -> None:
     ap.add_argument("--fhew", default="STD128")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--slots", action="store_true", help="a 20-bit batching t: read slots (BgvSlotsToFhew)")
     ap.add_argument("--json")
     args = ap.parse_args()
     rf.set_num_threads(args.threads)
     fhew = rf.tfhe.Context(args.fhew)
     fsk = fhew.keygen()
-    rows = [run(scheme, args.degree, int(c), fhew, fsk, args.repeat)
+    rows = [run(scheme, args.degree, int(c), fhew, fsk, args.repeat, args.slots)
             for scheme in ("bgv", "bfv") for c in args.counts.split(",")]
-    print("| scheme | N | t | FHEW | coefficients | threads | switch s (ms/coefficient) | "
-          "compare to FHEW s (ms/coefficient) | wrong |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    what = "slots" if args.slots else "coefficients"
+    print(f"| scheme | N | t | FHEW | {what} | threads | switch s (ms each) | compare to FHEW s (ms each) | wrong |"
+          + (" map level, first call s | Galois keys MB |" if args.slots else ""))
+    print("|---|---|---|---|---|---|---|---|---|" + ("---|---|" if args.slots else ""))
     for r in rows:
-        print(f"| {r['scheme'].upper()} | 2^{args.degree} | 16 | {r['fhew']} | {r['count']} | {r['threads']} | "
+        print(f"| {r['scheme'].upper()} | 2^{args.degree} | {r['t']} | {r['fhew']} | {r['count']} | {r['threads']} | "
               f"{r['switch_s']:.3f} ({r['switch_ms_per_coefficient']:.2f}) | "
               f"{r['compare_fhew_s']:.3f} ({r['compare_fhew_ms_per_coefficient']:.2f}) | "
-              f"{r['wrong_switch']} / {r['wrong_compare']} |")
+              f"{r['wrong_switch']} / {r['wrong_compare']} |"
+              + (f" {r['map_level']}, {r['map_first_call_s']:.3f} | {r['galois_key_bytes'] / 1e6:.1f} |" if args.slots else ""))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"benchmark": "switching_bgv", "date": time.strftime("%Y-%m-%d"), "cpu": cpu_model(),

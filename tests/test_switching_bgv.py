@@ -97,8 +97,13 @@ def test_the_switching_key_travels_as_bytes(setup):
 def test_what_cannot_be_switched_is_refused_by_name(setup):
     ctx, sk, keys, fhew, fsk, switch, key = setup
     scheme = type(ctx)
-    with pytest.raises(ValueError, match="power of two: the .* plaintext modulus must be 2\\^k.*not 65537"):
+    with pytest.raises(ValueError, match="t = 65537 is not a power of two: say how wide the integers FHEW reads are "
+                                         "\\(bits=, at most 9\\)"):
         rf.switching.BgvToFhew(scheme(2**12, plain_modulus=65537), fhew)
+    with pytest.raises(ValueError, match="t = 65537 is too small to hold 5-bit FHEW integers.*t >= 2\\^18"):
+        rf.switching.BgvToFhew(scheme(2**12, plain_modulus=65537), fhew, bits=5)
+    with pytest.raises(ValueError, match="t = 16 holds 3-bit FHEW integers .* not 2: leave bits out"):
+        rf.switching.BgvToFhew(ctx, fhew, bits=2)
     with pytest.raises(ValueError, match="t = 4096 makes 11-bit FHEW integers.*at most 9 bits \\(t <= 1024\\)"):
         rf.switching.BgvToFhew(scheme(2**12, plain_modulus=2**12), fhew)
     with pytest.raises(TypeError, match="ringfire.bgv.Context or ringfire.bfv.Context first"):

@@ -25,6 +25,7 @@ from ..bgv.ciphertext import Ciphertext as BgvCiphertext
 from ..tfhe.params import tail_probability
 from .bgv_to_fhew import BgvToFhew
 from .fhew_to_bgv import FhewToBgv, FhewToBgvKey
+from .key_bytes import open_key_bytes
 from .ring_switch import RingSwitchKey
 from .to_torus import LweToTorus, TorusSwitchKey
 from .to_fhew import is_int
@@ -127,15 +128,8 @@ class BgvFunctionalBootstrap:
     def load_keys(self, data: bytes, *, mac_key: bytes | None = None) -> BgvFunctionalBootstrapKeys:
         """The keys from ``keys.to_bytes()``: the lengths checked against the bytes first, then
         each part by its own loader."""
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise TypeError(f"[switching] expected the bytes of BgvFunctionalBootstrapKeys.to_bytes(), got "
-                            f"{type(data).__name__}")
-        data = memoryview(data)
-        start = len(_MAGIC) + _LENGTHS.size
-        if len(data) < start or bytes(data[:len(_MAGIC)]) != _MAGIC:
-            raise ValueError("[switching] not ringfire BGV functional-bootstrapping keys "
-                             "(BgvFunctionalBootstrapKeys.to_bytes)")
-        lengths = _LENGTHS.unpack_from(data, len(_MAGIC))
+        data, lengths, start = open_key_bytes(data, _MAGIC, _LENGTHS, "BgvFunctionalBootstrapKeys",
+                                              "ringfire BGV functional-bootstrapping keys")
         if start + sum(lengths) != len(data) or 0 in lengths[:2]:
             raise ValueError(f"[switching] the keys' parts declare {list(lengths)} bytes behind a {start}-byte head; "
                              f"they hold {len(data)} bytes")

@@ -46,6 +46,7 @@ from ..rlwe.keys import EmbeddingKey, GaloisKeys
 from ..tfhe.ciphertext import Ciphertext as LweCiphertext
 from .._checks import warn_at_caller
 from ..tfhe.params import WARN_P_FAIL, ParameterSet, tail_probability
+from .key_bytes import open_key_bytes
 from .to_fhew import check_fhew_context, check_secret_keys, fhew_secrets, is_int, power_of_two_plain_modulus
 
 _MAGIC = b"RFBGVBK1"
@@ -167,13 +168,8 @@ class FhewToBgv:
         """The key :meth:`keygen` made, from ``key.to_bytes()``: the lengths checked against the
         bytes before either part is read, each part by the context's loader (envelope,
         checksum, parameters, kind), then against this way back."""
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise TypeError(f"[switching] expected the bytes of FhewToBgvKey.to_bytes(), got {type(data).__name__}")
-        data = memoryview(data)
-        start = len(_MAGIC) + _HEAD.size
-        if len(data) < start or bytes(data[:len(_MAGIC)]) != _MAGIC:
-            raise ValueError("[switching] not a ringfire FHEW-to-BGV key (FhewToBgvKey.to_bytes)")
-        N, Np, level, fhew_key_id, *lengths = _HEAD.unpack_from(data, len(_MAGIC))
+        data, (N, Np, level, fhew_key_id, *lengths), start = open_key_bytes(data, _MAGIC, _HEAD, "FhewToBgvKey",
+                                                                            "a ringfire FHEW-to-BGV key")
         if (N, Np) != (self.bgv.poly_degree, self.fhew.params.ring_dimension) or level < self.level:
             raise ValueError(f"[switching] this FHEW-to-BGV key was made for N = {N}, N' = {Np} at level {level}; this "
                              f"way back needs N = {self.bgv.poly_degree}, N' = {self.fhew.params.ring_dimension} at "

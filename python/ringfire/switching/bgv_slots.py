@@ -1,0 +1,205 @@
+"""BGV/BFV slots to FHEW/TFHE ciphertexts: comparisons, signs and lookups on batched integers.
+
+Under a batching t (a prime t = 1 mod 2N) a ciphertext's integers sit in slots.
+The first ``count`` slots of row 0 become FHEW ciphertexts of ``bits``-bit
+integers in three steps:
+
+1. **Slots to coefficients** (slot_maps.py), at the lowest level above 0 with the
+   budget for it (its diagonals are encoded and multiplied in that many limbs): a
+   linear map with a mask, rotations and ``count`` plaintext products, which lands
+   slot j at coefficient j N / count. Its diagonals carry u Delta (bgv_to_fhew.py), the product that
+   makes the level-0 phase hold each integer at FHEW's unit: no multiplication of
+   its own, and the error it adds is divided away when the levels drop.
+2. **Drop to level 0.**
+3. **The switch of those coefficients** (bgv_to_fhew.py, to_fhew.py): one ring
+   switch for all of them (their positions are one residue class), extraction,
+   and FHEW's key switch.
+
+The results are FHEW integers like any others: ``fhew.apply`` evaluates tables on
+them, ``fhew.decrypt`` reads them, :class:`ringfire.switching.FhewToCkks` brings
+bits into CKKS, :class:`ringfire.switching.FhewToBgv` into the coefficients of a
+BGV/BFV ciphertext under t = 2^k. There is no way back into the slots of a
+batching t: the last bootstrap leaves 2^-25.3 of the modulus as error at best
+(STD128_T64_WIDE), t = 65537 needs it below 2^-18 to decrypt at all, and the map
+from coefficients back to slots multiplies the error by about t sqrt(N) (docs/switching.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+
+import numpy as np
+
+from ..bgv.ciphertext import Ciphertext as BgvCiphertext
+from ..bgv.context import Context as BgvContext
+from ..rlwe.keys import GaloisKeys
+from ..tfhe.ciphertext import Ciphertext as LweCiphertext
+from .bgv_to_fhew import BgvToFhew
+from .key_bytes import open_key_bytes
+from .ring_switch import RingSwitchKey
+from .slot_maps import SlotsToCoefficients
+from .to_fhew import check_fhew_context, check_secret_keys, is_int
+
+_MAGIC = b"RFBGVSL1"
+_LENGTHS = struct.Struct("<QQ")  # the ring switch key's, the Galois keys'
+
+
+@dataclasses.dataclass
+class BgvSlotsToFhewKey:
+    """The switch's public keys: the ring switch to FHEW and the slot map's Galois keys."""
+
+    switch: RingSwitchKey
+    galois: GaloisKeys
+
+    def to_bytes(self, *, mac_key: bytes | None = None) -> bytes:
+        """Both keys, each in its own envelopes (authenticated with ``mac_key``), behind their lengths."""
+        parts = [self.switch.to_bytes(mac_key=mac_key), self.galois.to_bytes(mac_key=mac_key)]
+        return _MAGIC + _LENGTHS.pack(*map(len, parts)) + b"".join(parts)
+
+
+class BgvSlotsToFhew:
+    """Switches the first ``count`` slots of BGV or BFV ciphertexts to FHEW/TFHE integers.
+
+    Args:
+        bgv: a :class:`ringfire.bgv.Context` or :class:`ringfire.bfv.Context` that batches.
+        fhew: the :class:`ringfire.tfhe.Context` whose lookups read the results (STD128,
+            STD128_LP or STD128_LUT, with its evaluation keys); its ring degree divides N.
+        count: the slots read, a power of two from 1 to N / 2: slots 0 .. count - 1 of row 0
+            (the first ``count`` values ``ctx.encrypt`` takes).
+        bits: the integers' width: tables read values in [0, 2^bits), :meth:`sign` signed
+            integers in (-2^bits, 2^bits), :meth:`compare` integers in [0, 2^bits).
+
+    The input needs budget for the slot map (about 2 (log2 t + log2 N / 2) bits) at a level
+    above 0; each read value is wrong with the probability the switch warns of (above 2^-40).
+    The client makes the key with :meth:`keygen` (both secret keys; the key is public).
+    """
+
+    def __init__(self, bgv, fhew, *, count: int, bits: int):
+        if not isinstance(bgv, BgvContext):
+            raise TypeError(f"[switching] expected a ringfire.bgv.Context or ringfire.bfv.Context first, got "
+                            f"{type(bgv).__module__}.{type(bgv).__name__}")
+        check_fhew_context(fhew)
+        self.slot_map = SlotsToCoefficients(bgv, count)
+        self.to_fhew = BgvToFhew(bgv, fhew, bits=bits)
+        self.bgv, self.fhew, self.count, self.bits = bgv, fhew, self.slot_map.count, self.to_fhew.bits
+
+    def __repr__(self) -> str:
+        return (f"BgvSlotsToFhew({self.bgv.scheme.upper()} N={self.bgv.poly_degree}, t={self.bgv.plain_modulus}, "
+                f"count={self.count} -> {self.fhew.params.name}, bits={self.bits})")
+
+    @property
+    def rotations(self) -> list[int]:
+        """The row rotations the slot map takes (:meth:`keygen` makes their keys and the row swap's)."""
+        return self.slot_map.rotations
+
+    # ---- keys ----------------------------------------------------------------------
+
+    def keygen(self, secret_key, fhew_secret_key, *, level: int | None = None) -> BgvSlotsToFhewKey:
+        """The public keys from the two secret keys (the client runs this). The Galois keys
+        serve levels up to ``level``; by default the one the map runs at for a fresh
+        ciphertext (the lowest with its budget, :meth:`working_level`), where they are far
+        smaller than at the top."""
+        check_secret_keys(self.bgv, secret_key, self.fhew, fhew_secret_key)
+        if level is None:
+            level = self.working_level(self.bgv.encrypt(np.zeros(1, dtype=np.int64), secret_key))
+        elif not is_int(level) or not 1 <= level <= self.bgv.max_level:
+            raise ValueError(f"[switching] level must be an int in [1, {self.bgv.max_level}], got {level!r}")
+        return BgvSlotsToFhewKey(self.to_fhew.keygen(secret_key, fhew_secret_key),
+                                 self.slot_map.galois_keys(secret_key, level=int(level)))
+
+    def load_key(self, data: bytes, *, mac_key: bytes | None = None) -> BgvSlotsToFhewKey:
+        """The key from ``key.to_bytes()``: the lengths checked against the bytes first, then each
+        part by its own loader (envelope, checksum, parameters, kind) and against this switch."""
+        data, (first, second), start = open_key_bytes(data, _MAGIC, _LENGTHS, "BgvSlotsToFhewKey",
+                                                      "a ringfire BGV-slots-to-FHEW key")
+        if start + first + second != len(data) or not first or not second:
+            raise ValueError(f"[switching] the key's two parts declare {[first, second]} bytes behind a {start}-byte "
+                             f"head; it holds {len(data)} bytes")
+        switch = self.to_fhew.load_key(bytes(data[start:start + first]), mac_key=mac_key)
+        try:
+            galois = self.bgv.load(bytes(data[start + first:]), mac_key=mac_key)
+        except ValueError as e:
+            raise ValueError(f"[switching] the key's Galois part: {e}") from None
+        if not isinstance(galois, GaloisKeys):
+            raise ValueError(f"[switching] the key's Galois part holds a {type(galois).__name__}, not GaloisKeys")
+        return BgvSlotsToFhewKey(switch, galois)
+
+    def _check_key(self, key) -> None:
+        if not isinstance(key, BgvSlotsToFhewKey):
+            raise TypeError(f"[switching] expected the BgvSlotsToFhewKey from keygen, got {type(key).__name__}")
+        if key.galois.context is not self.bgv:
+            raise ValueError(f"[switching] these Galois keys belong to another {self.bgv.scheme.upper()} context")
+        self.to_fhew._check_key(key.switch)
+
+    # ---- the switch ------------------------------------------------------------------
+
+    def __call__(self, ct, key: BgvSlotsToFhewKey) -> LweCiphertext:
+        """Slots 0 .. count - 1 of ``ct`` as FHEW ciphertexts of :attr:`bits`-bit integers (the
+        slots mod t; tables read values in [0, 2^bits))."""
+        self._check(ct, key)
+        low = self._working_copy(ct, key.galois.level)
+        factor = self.to_fhew.factor(low.level, low.correction)
+        mapped = self.slot_map(low, key.galois, factor)
+        budget = mapped.mod_reduce(0).noise_budget_estimate
+        if budget <= 1:
+            raise ValueError(f"[switching] the slot map leaves {budget:.1f} bits of noise budget (the input had "
+                             f"{ct.noise_budget_estimate:.1f} at level {ct.level}): the map needs about "
+                             f"{self.map_bits:.0f} bits above level 0; switch a fresher ciphertext")
+        return self.to_fhew._switch_scaled(mapped, key.switch, self.slot_map.positions)
+
+    def working_level(self, ct) -> int:
+        """The level the map runs ``ct`` at: the lowest above 0 whose budget, once ``ct`` is
+        brought there, holds the map's (:attr:`map_bits`) and 8 bits more; ``ct``'s own if none."""
+        return self._working_copy(ct, ct.level).level
+
+    def _working_copy(self, ct, highest: int):
+        """``ct`` at :meth:`working_level`, at most ``highest``: the map's diagonals are encoded
+        and multiplied in that many limbs, not the input's."""
+        for level in range(1, min(ct.level, highest) + 1):
+            low = ct.mod_reduce(level) if level < ct.level else ct
+            if low.noise_budget_estimate >= self.map_bits + 8:
+                return low
+        return ct.mod_reduce(highest) if ct.level > highest else ct
+
+    @property
+    def map_bits(self) -> float:
+        """About the budget the slot map takes: the mask's and the diagonals' norms (t sqrt(N)
+        each, the diagonals' sum over ``count`` of them)."""
+        t, N = self.bgv.plain_modulus, self.bgv.poly_degree
+        return 2 * (np.log2(t) + 0.5 * np.log2(N)) + 0.5 * np.log2(self.count)
+
+    def lut(self, ct, fn, key: BgvSlotsToFhewKey, *, out_bits: int | None = None) -> LweCiphertext:
+        """fn(x) per slot for x in [0, 2^bits), as FHEW ``out_bits``-bit integers (default
+        :attr:`bits`): one switch and one programmable bootstrap per slot. ``fn``: a function of
+        an int, or its 2^bits values."""
+        return self.fhew.apply(self.fhew.lut(fn, bits=self.bits, out_bits=out_bits), self(ct, key))
+
+    def compare(self, a, b, key: BgvSlotsToFhewKey) -> LweCiphertext:
+        """[a > b] per slot, as FHEW 1-bit integers (1 or 0), for integers a, b in [0, 2^bits)
+        (``b`` a ciphertext, or an int every slot is compared with): one switch of a - b
+        (exact, mod t) and one bootstrap per slot."""
+        if not isinstance(a, BgvCiphertext):
+            raise TypeError(f"[switching] compare reads a ringfire.{self.bgv.scheme}.Ciphertext first, got "
+                            f"{type(a).__name__}")
+        if is_int(b):
+            if not 0 <= b < 1 << self.bits:
+                raise ValueError(f"[switching] compare reads integers in [0, {1 << self.bits}) (2^bits); got {b}")
+            difference = a - int(b)
+        elif isinstance(b, BgvCiphertext):
+            difference = a - b
+        else:
+            raise TypeError(f"[switching] compare reads a ciphertext or an int second, got {type(b).__name__}")
+        return self.to_fhew._greater_than_zero(self(difference, key), self.bits)
+
+    def sign(self, x, key: BgvSlotsToFhewKey) -> LweCiphertext:
+        """[x > 0] per slot for x read as a signed integer in (-2^bits, 2^bits), as FHEW 1-bit
+        integers: one switch and one bootstrap per slot."""
+        return self.to_fhew._greater_than_zero(self(x, key), self.bits)
+
+    def _check(self, ct, key) -> None:
+        self.to_fhew.check_ciphertext(ct)
+        if ct.level == 0:
+            raise ValueError("[switching] the ciphertext is at level 0: the slot map needs a level above it, whose "
+                             "prime divides its error growth away")
+        self._check_key(key)
