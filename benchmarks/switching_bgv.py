@@ -14,7 +14,7 @@ BGV or BFV to FHEW (OpenFHE's scheme switching starts from CKKS: benchmarks/swit
 
 With --slots: a 20-bit batching t, the first `count` slots read as 3-bit integers
 (BgvSlotsToFhew): the slot map's level, time and Galois keys, then the same switch and
-comparison per slot.
+comparison per slot (--method: the slot map's, auto by default: staged from 1024 slots).
 """
 
 from __future__ import annotations
@@ -35,13 +35,14 @@ from _common import cpu_model  # noqa: E402
 from ckks_comparison import timed  # noqa: E402  (median of `repeat` calls, with the last result)
 
 
-def run(scheme: str, degree: int, count: int, fhew, fsk, repeat: int, slots: bool = False) -> dict:
+def run(scheme: str, degree: int, count: int, fhew, fsk, repeat: int, slots: bool = False,
+        method: str = "auto") -> dict:
     # Slots: a 20-bit batching prime the context chooses (65537 batches only up to N = 2^15).
     ctx = (getattr(rf, scheme).Context(2 ** degree, plain_bits=20) if slots else
            getattr(rf, scheme).Context(2 ** degree, plain_modulus=16))
     t_plain = ctx.plain_modulus
     sk, keys = ctx.keygen()
-    switch = (rf.switching.BgvSlotsToFhew(ctx, fhew, count=count, bits=3) if slots else
+    switch = (rf.switching.BgvSlotsToFhew(ctx, fhew, count=count, bits=3, method=method) if slots else
               rf.switching.BgvToFhew(ctx, fhew))
     t = time.perf_counter()
     key = switch.keygen(sk, fsk)
@@ -54,7 +55,7 @@ def run(scheme: str, degree: int, count: int, fhew, fsk, repeat: int, slots: boo
         low = switch._working_copy(ca, key.galois.level)
         factor = switch.to_fhew.factor(low.level, low.correction)
         map_s, _ = timed(lambda: switch.slot_map(low, key.galois, factor), 1)  # the first call: diagonals encoded
-        extra = {"map_level": low.level, "map_first_call_s": round(map_s, 4), "galois_key_bytes": len(key.galois.to_bytes()),
+        extra = {"map_method": switch.slot_map.method, "map_level": low.level, "map_first_call_s": round(map_s, 4), "galois_key_bytes": len(key.galois.to_bytes()),
                  "galois_keys": len(switch.rotations) + 1}
         switch_s, lwe = timed(lambda: switch(ca, key), repeat)
     else:
@@ -84,23 +85,25 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--slots", action="store_true", help="a 20-bit batching t: read slots (BgvSlotsToFhew)")
+    ap.add_argument("--method", default="auto", choices=["auto", "dense", "staged"], help="--slots: the slot map's")
     ap.add_argument("--json")
     args = ap.parse_args()
     rf.set_num_threads(args.threads)
     fhew = rf.tfhe.Context(args.fhew)
     fsk = fhew.keygen()
-    rows = [run(scheme, args.degree, int(c), fhew, fsk, args.repeat, args.slots)
+    rows = [run(scheme, args.degree, int(c), fhew, fsk, args.repeat, args.slots, args.method)
             for scheme in ("bgv", "bfv") for c in args.counts.split(",")]
     what = "slots" if args.slots else "coefficients"
     print(f"| scheme | N | t | FHEW | {what} | threads | switch s (ms each) | compare to FHEW s (ms each) | wrong |"
-          + (" map level, first call s | Galois keys MB |" if args.slots else ""))
+          + (" map, its level, first call s | Galois keys MB |" if args.slots else ""))
     print("|---|---|---|---|---|---|---|---|---|" + ("---|---|" if args.slots else ""))
     for r in rows:
         print(f"| {r['scheme'].upper()} | 2^{args.degree} | {r['t']} | {r['fhew']} | {r['count']} | {r['threads']} | "
               f"{r['switch_s']:.3f} ({r['switch_ms_per_coefficient']:.2f}) | "
               f"{r['compare_fhew_s']:.3f} ({r['compare_fhew_ms_per_coefficient']:.2f}) | "
               f"{r['wrong_switch']} / {r['wrong_compare']} |"
-              + (f" {r['map_level']}, {r['map_first_call_s']:.3f} | {r['galois_key_bytes'] / 1e6:.1f} |" if args.slots else ""))
+              + (f" {r['map_method']}, {r['map_level']}, {r['map_first_call_s']:.3f} | "
+                 f"{r['galois_key_bytes'] / 1e6:.1f} |" if args.slots else ""))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"benchmark": "switching_bgv", "date": time.strftime("%Y-%m-%d"), "cpu": cpu_model(),

@@ -151,3 +151,42 @@ def test_the_docs_snippet_runs_and_prints_what_it_says(capsys):
     snippet = text.split("## From BGV and BFV slots")[1].split("```python\n")[1].split("```")[0]
     exec(compile(snippet, "docs/switching.md", "exec"), {})
     assert capsys.readouterr().out.split("\n")[:3] == ["[6 1 0 6 7 5 6 0]", "[1 0 0 0 1 1 1 1]", "[4 6 7 5 0 2 1 3]"]
+
+
+def test_the_staged_map_lands_slots_at_bit_reversed_coefficients_one_level_a_stage(fhew_std128):
+    fhew, fsk = fhew_std128
+    ctx = rf.bgv.Context(2**14, plain_modulus=T, insecure_deterministic_seed=bytes(32))   # 8 levels
+    sk, keys = ctx.keygen()
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, T, ctx.slots)
+    ct = ctx.encrypt(x, keys)
+    for count in (2, 16, 128):
+        staged = rf.switching.SlotsToCoefficients(ctx, count, "staged")
+        stages = count.bit_length() - 1
+        assert staged.levels == stages and len(staged.rotations) == 2 * stages + 13 - stages
+        reversed_bits = [int(format(j, f"0{stages}b")[::-1], 2) for j in range(count)]
+        assert np.array_equal(staged.positions, np.array(reversed_bits) * (ctx.poly_degree // count))
+        out = staged(ct.mod_reduce(stages + 1), staged.galois_keys(sk), 5)
+        want = np.zeros(ctx.poly_degree, dtype=np.int64)
+        want[staged.positions] = 5 * x[:count] % T
+        assert np.array_equal(ctx.decrypt_coefficients(out, sk, signed=False), want), count
+        assert out.level == 1 and ctx.noise_budget(out, sk) > 40
+    with pytest.raises(ValueError, match="takes 7 levels and ends above level 0; the ciphertext is at level 3"):
+        staged(ct.mod_reduce(3), staged.galois_keys(sk), 1)
+    # Through to FHEW: the slots' order comes back whatever coefficient each landed at.
+    switch = rf.switching.BgvSlotsToFhew(ctx, fhew, count=COUNT, bits=BITS, method="staged")
+    key = switch.keygen(sk, fsk)
+    a = np.array([0, 7, 0, 7, 3, 3, 7, 0, 1, 2, 4, 6, 5, 5, 0, 7])
+    b = np.array([0, 7, 7, 0, 3, 4, 6, 1, 2, 1, 4, 5, 6, 5, 1, 6])
+    ca = ctx.encrypt(a, keys)
+    assert switch.working_level(ca) == 5 and key.galois.level == 5
+    assert np.array_equal(fhew.decrypt(switch(ca, key), fsk), a)
+    assert np.array_equal(fhew.decrypt(switch.compare(ca, ctx.encrypt(b, keys), key), fsk), (a > b).astype(int))
+    with pytest.raises(ValueError, match="staged slot map of 16 slots runs at level 5 .* the ciphertext is at level 4"):
+        switch(ca.mod_reduce(4), key)
+    with pytest.raises(ValueError, match="a staged map of 16 slots takes 5 levels; this context has 2: "
+                                         "method='dense'"):
+        rf.switching.SlotsToCoefficients(rf.bgv.Context(2**13, plain_modulus=T), 16, "staged")
+    with pytest.raises(ValueError, match="method must be one of"):
+        rf.switching.SlotsToCoefficients(ctx, 16, "fast")
+    assert rf.switching.SlotsToCoefficients(ctx, 128).method == "dense"               # auto: staged from 1024

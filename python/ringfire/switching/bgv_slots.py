@@ -4,10 +4,11 @@ Under a batching t (a prime t = 1 mod 2N) a ciphertext's integers sit in slots.
 The first ``count`` slots of row 0 become FHEW ciphertexts of ``bits``-bit
 integers in three steps:
 
-1. **Slots to coefficients** (slot_maps.py), at the lowest level above 0 with the
-   budget for it (its diagonals are encoded and multiplied in that many limbs): a
-   linear map with a mask, rotations and ``count`` plaintext products, which lands
-   slot j at coefficient j N / count. Its diagonals carry u Delta (bgv_to_fhew.py), the product that
+1. **Slots to coefficients** (slot_maps.py): a linear map with a mask, rotations
+   and plaintext products that lands slot j at coefficient ``positions[j]``, N / count
+   apart: dense (``count`` products at the lowest level above 0 with the budget for
+   them, where they are encoded and multiplied in few limbs) or staged (log2(count)
+   stages of three, one level each). Its diagonals carry u Delta (bgv_to_fhew.py), the product that
    makes the level-0 phase hold each integer at FHEW's unit: no multiplication of
    its own, and the error it adds is divided away when the levels drop.
 2. **Drop to level 0.**
@@ -69,18 +70,20 @@ class BgvSlotsToFhew:
             (the first ``count`` values ``ctx.encrypt`` takes).
         bits: the integers' width: tables read values in [0, 2^bits), :meth:`sign` signed
             integers in (-2^bits, 2^bits), :meth:`compare` integers in [0, 2^bits).
+        method: the slot map's (:class:`SlotsToCoefficients`): ``"auto"`` (default),
+            ``"dense"`` or ``"staged"``.
 
     The input needs budget for the slot map (about 2 (log2 t + log2 N / 2) bits) at a level
     above 0; each read value is wrong with the probability the switch warns of (above 2^-40).
     The client makes the key with :meth:`keygen` (both secret keys; the key is public).
     """
 
-    def __init__(self, bgv, fhew, *, count: int, bits: int):
+    def __init__(self, bgv, fhew, *, count: int, bits: int, method: str = "auto"):
         if not isinstance(bgv, BgvContext):
             raise TypeError(f"[switching] expected a ringfire.bgv.Context or ringfire.bfv.Context first, got "
                             f"{type(bgv).__module__}.{type(bgv).__name__}")
         check_fhew_context(fhew)
-        self.slot_map = SlotsToCoefficients(bgv, count)
+        self.slot_map = SlotsToCoefficients(bgv, count, method)
         self.to_fhew = BgvToFhew(bgv, fhew, bits=bits)
         self.bgv, self.fhew, self.count, self.bits = bgv, fhew, self.slot_map.count, self.to_fhew.bits
 
@@ -141,21 +144,30 @@ class BgvSlotsToFhew:
         low = self._working_copy(ct, key.galois.level)
         factor = self.to_fhew.factor(low.level, low.correction)
         mapped = self.slot_map(low, key.galois, factor)
-        budget = mapped.mod_reduce(0).noise_budget_estimate
+        mapped = mapped.mod_reduce(0) if mapped.level > 0 else mapped
+        budget = mapped.noise_budget_estimate
         if budget <= 1:
             raise ValueError(f"[switching] the slot map leaves {budget:.1f} bits of noise budget (the input had "
                              f"{ct.noise_budget_estimate:.1f} at level {ct.level}): the map needs about "
                              f"{self.map_bits:.0f} bits above level 0; switch a fresher ciphertext")
-        return self.to_fhew._switch_scaled(mapped, key.switch, self.slot_map.positions)
+        return self.to_fhew._switch_scaled(mapped, key.switch, self.slot_map.positions)  # slot j's coefficient
 
     def working_level(self, ct) -> int:
-        """The level the map runs ``ct`` at: the lowest above 0 whose budget, once ``ct`` is
-        brought there, holds the map's (:attr:`map_bits`) and 8 bits more; ``ct``'s own if none."""
+        """The level the map runs ``ct`` at. Dense: the lowest above 0 whose budget, once ``ct``
+        is brought there, holds the map's (:attr:`map_bits`) and 8 bits more; ``ct``'s own if
+        none. Staged: one above the map's stages."""
         return self._working_copy(ct, ct.level).level
 
     def _working_copy(self, ct, highest: int):
         """``ct`` at :meth:`working_level`, at most ``highest``: the map's diagonals are encoded
         and multiplied in that many limbs, not the input's."""
+        if self.slot_map.method == "staged":
+            level = self.slot_map.levels + 1
+            if min(ct.level, highest) < level:
+                raise ValueError(f"[switching] the staged slot map of {self.count} slots runs at level {level} (one "
+                                 f"per stage, and one above 0); the ciphertext is at level {ct.level} and the Galois "
+                                 f"keys serve up to {highest}: a fresher ciphertext, or method='dense'")
+            return ct.mod_reduce(level) if ct.level > level else ct
         for level in range(1, min(ct.level, highest) + 1):
             low = ct.mod_reduce(level) if level < ct.level else ct
             if low.noise_budget_estimate >= self.map_bits + 8:
