@@ -53,6 +53,13 @@ inline void require(bool ok, std::string_view op, const std::string& msg) {
   if (!ok) throw_invalid(op, msg);
 }
 
+// A literal message stays a pointer until the check fails: a std::string made
+// for it on every pass allocates (past the short-string buffer), and checks run
+// per element in encoders and loaders.
+inline void require(bool ok, std::string_view op, const char* msg) {
+  if (!ok) [[unlikely]] throw_invalid(op, msg);
+}
+
 // The same check for loops over elements: the message is built only when the
 // check fails (a message built on every pass took 3 ms of a 2^16-slot encode).
 template <std::invocable MakeMessage>
