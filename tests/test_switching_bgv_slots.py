@@ -190,3 +190,27 @@ def test_the_staged_map_lands_slots_at_bit_reversed_coefficients_one_level_a_sta
     with pytest.raises(ValueError, match="method must be one of"):
         rf.switching.SlotsToCoefficients(ctx, 16, "fast")
     assert rf.switching.SlotsToCoefficients(ctx, 128).method == "dense"               # auto: staged from 1024
+
+
+def test_max_and_min_per_slot_read_one_bit_wider_and_warn_where_that_is_too_wide(setup):
+    ctx, sk, keys, fhew, fsk, switch, key = setup
+    a = np.array([0, 7, 0, 7, 3, 3, 7, 0, 1, 2, 4, 6, 5, 5, 0, 7])
+    b = np.array([0, 7, 7, 0, 3, 4, 6, 1, 2, 1, 4, 5, 6, 5, 1, 6])
+    ca, cb = ctx.encrypt(a, keys), ctx.encrypt(b, keys)
+    # STD128 reads 4-bit integers wrong about 2 % of the time: it says so.
+    with pytest.warns(RuntimeWarning, match="read wrong with probability"):
+        rf.switching.BgvSlotsToFhew(ctx, fhew, count=COUNT, bits=BITS).max(ca, cb, key)
+    lut = rf.tfhe.Context("STD128_LUT")
+    lut_sk = lut.keygen(insecure_deterministic_seed=5)
+    wide = rf.switching.BgvSlotsToFhew(ctx, lut, count=COUNT, bits=BITS)
+    wide_key = wide.keygen(sk, lut_sk)
+    larger, smaller = wide.max(ca, cb, wide_key), wide.min(ca, cb, wide_key)
+    assert larger.bits == BITS + 1 and smaller.bits == BITS + 1
+    assert np.array_equal(lut.decrypt(larger, lut_sk), np.maximum(a, b))
+    assert np.array_equal(lut.decrypt(smaller, lut_sk), np.minimum(a, b))
+    assert np.array_equal(lut.decrypt(wide.max(ca, 4, wide_key), lut_sk), np.maximum(a, 4))
+    assert np.array_equal(lut.decrypt(wide.min(ca, 0, wide_key), lut_sk), np.zeros(COUNT))
+    with pytest.raises(ValueError, match="max and min read integers in \\[0, 8\\)"):
+        wide.max(ca, 8, wide_key)
+    with pytest.raises(TypeError, match="a ciphertext or an int second, got list"):
+        wide.min(ca, [1], wide_key)

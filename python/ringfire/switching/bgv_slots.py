@@ -16,7 +16,8 @@ integers in three steps:
    switch for all of them (their positions are one residue class), extraction,
    and FHEW's key switch.
 
-The results are FHEW integers like any others: ``fhew.apply`` evaluates tables on
+:meth:`BgvSlotsToFhew.compare`, ``sign``, ``lut``, ``max`` and ``min`` end there too. The
+results are FHEW integers like any others: ``fhew.apply`` evaluates tables on
 them, ``fhew.decrypt`` reads them, :class:`ringfire.switching.FhewToCkks` brings
 bits into CKKS, :class:`ringfire.switching.FhewToBgv` into the coefficients of a
 BGV/BFV ciphertext under t = 2^k. There is no way back into the slots of a
@@ -86,6 +87,7 @@ class BgvSlotsToFhew:
         self.slot_map = SlotsToCoefficients(bgv, count, method)
         self.to_fhew = BgvToFhew(bgv, fhew, bits=bits)
         self.bgv, self.fhew, self.count, self.bits = bgv, fhew, self.slot_map.count, self.to_fhew.bits
+        self._wider = self._excess = None  # max and min: the switch one bit wider, and relu's table
 
     def __repr__(self) -> str:
         return (f"BgvSlotsToFhew({self.bgv.scheme.upper()} N={self.bgv.poly_degree}, t={self.bgv.plain_modulus}, "
@@ -140,9 +142,13 @@ class BgvSlotsToFhew:
     def __call__(self, ct, key: BgvSlotsToFhewKey) -> LweCiphertext:
         """Slots 0 .. count - 1 of ``ct`` as FHEW ciphertexts of :attr:`bits`-bit integers (the
         slots mod t; tables read values in [0, 2^bits))."""
+        return self._read(ct, key, self.to_fhew)
+
+    def _read(self, ct, key: BgvSlotsToFhewKey, reader: BgvToFhew) -> LweCiphertext:
+        """The slots as ``reader`` reads coefficients (its width, its unit)."""
         self._check(ct, key)
         low = self._working_copy(ct, key.galois.level)
-        factor = self.to_fhew.factor(low.level, low.correction)
+        factor = reader.factor(low.level, low.correction)
         mapped = self.slot_map(low, key.galois, factor)
         mapped = mapped.mod_reduce(0) if mapped.level > 0 else mapped
         budget = mapped.noise_budget_estimate
@@ -150,7 +156,7 @@ class BgvSlotsToFhew:
             raise ValueError(f"[switching] the slot map leaves {budget:.1f} bits of noise budget (the input had "
                              f"{ct.noise_budget_estimate:.1f} at level {ct.level}): the map needs about "
                              f"{self.map_bits:.0f} bits above level 0; switch a fresher ciphertext")
-        return self.to_fhew._switch_scaled(mapped, key.switch, self.slot_map.positions)  # slot j's coefficient
+        return reader._switch_scaled(mapped, key.switch, self.slot_map.positions)  # slot j's coefficient
 
     def working_level(self, ct) -> int:
         """The level the map runs ``ct`` at. Dense: the lowest above 0 whose budget, once ``ct``
@@ -203,6 +209,43 @@ class BgvSlotsToFhew:
         else:
             raise TypeError(f"[switching] compare reads a ciphertext or an int second, got {type(b).__name__}")
         return self.to_fhew._greater_than_zero(self(difference, key), self.bits)
+
+    def max(self, a, b, key: BgvSlotsToFhewKey) -> LweCiphertext:
+        """max(a, b) per slot for integers a, b in [0, 2^bits) (``b`` a ciphertext or an int), as
+        FHEW integers of bits + 1 bits: b + relu(d - 2^bits) with d = a - b + 2^bits, both
+        switched one bit wider (where FHEW reads less precisely: STD128_LUT keeps 4 bits below
+        2^-23) and one programmable bootstrap per slot."""
+        return self._max_or_min(a, b, key, larger=True)
+
+    def min(self, a, b, key: BgvSlotsToFhewKey) -> LweCiphertext:
+        """min(a, b) per slot, as :meth:`max` does it: a - relu(d - 2^bits)."""
+        return self._max_or_min(a, b, key, larger=False)
+
+    def _max_or_min(self, a, b, key, *, larger: bool) -> LweCiphertext:
+        if not isinstance(a, BgvCiphertext):
+            raise TypeError(f"[switching] max and min read a ringfire.{self.bgv.scheme}.Ciphertext first, got "
+                            f"{type(a).__name__}")
+        if is_int(b):
+            if not 0 <= b < 1 << self.bits:
+                raise ValueError(f"[switching] max and min read integers in [0, {1 << self.bits}) (2^bits); got {b}")
+        elif not isinstance(b, BgvCiphertext):
+            raise TypeError(f"[switching] max and min read a ciphertext or an int second, got {type(b).__name__}")
+        if self._wider is None:
+            self._wider = BgvToFhew(self.bgv, self.fhew, bits=self.bits + 1)
+        half = 1 << self.bits
+        d = self._read(a - b + half, key, self._wider)                    # in [1, 2^(bits+1))
+        excess = self.fhew.apply(self._excess_table(), d)                  # relu(d - 2^bits) = max(a - b, 0)
+        if larger:
+            kept = self.fhew.trivial(np.full(self.count, int(b)), bits=self.bits + 1) if is_int(b) else \
+                self._read(b, key, self._wider)
+            return kept + excess
+        return self._read(a, key, self._wider) - excess
+
+    def _excess_table(self):
+        if self._excess is None:
+            half = 1 << self.bits
+            self._excess = self.fhew.lut(lambda v: max(v - half, 0), bits=self.bits + 1)
+        return self._excess
 
     def sign(self, x, key: BgvSlotsToFhewKey) -> LweCiphertext:
         """[x > 0] per slot for x read as a signed integer in (-2^bits, 2^bits), as FHEW 1-bit
