@@ -190,7 +190,7 @@ class BgvFunctionalBootstrap:
         (:meth:`FhewToBgv.failure_probability`). With ``ct``, for that input's noise; the switch
         to FHEW warns above 2^-40 by its own part."""
         self._check_keys(keys)
-        x = None if ct is None else (ct.mod_reduce(0) if ct.level > 0 else ct)
+        x = None if ct is None else self.to_fhew.scaled(ct)  # as the switch reads it
         variance, q = self.to_fhew.error_variance(keys.switch, x), self.fhew.params.lwe_modulus
         if self.to_torus is not None:
             torus = self.to_torus.torus.params

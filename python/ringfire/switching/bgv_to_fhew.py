@@ -100,8 +100,14 @@ class BgvToFhew(RingToFhew):
 
     def _switch(self, ct, key: RingSwitchKey, positions: np.ndarray) -> LweCiphertext:
         """The coefficients of ``ct`` at ``positions`` (checked by the caller) as FHEW integers."""
+        return self._switch_scaled(self.scaled(ct), key, positions)
+
+    def scaled(self, ct):
+        """``ct`` times its :meth:`factor` at level 0: what the switch reads (its error is
+        the one the switch's variance counts)."""
         factor = self.factor(ct.level, ct.correction)
-        return self._switch_scaled(ct * factor if factor != 1 else ct, key, positions)
+        y = ct * factor if factor != 1 else ct
+        return y.mod_reduce(0) if y.level > 0 else y
 
     def _switch_scaled(self, y, key: RingSwitchKey, positions: np.ndarray) -> LweCiphertext:
         """As :meth:`_switch` for a ``y`` already multiplied by its :meth:`factor`."""
