@@ -197,18 +197,8 @@ class BgvSlotsToFhew:
         """[a > b] per slot, as FHEW 1-bit integers (1 or 0), for integers a, b in [0, 2^bits)
         (``b`` a ciphertext, or an int every slot is compared with): one switch of a - b
         (exact, mod t) and one bootstrap per slot."""
-        if not isinstance(a, BgvCiphertext):
-            raise TypeError(f"[switching] compare reads a ringfire.{self.bgv.scheme}.Ciphertext first, got "
-                            f"{type(a).__name__}")
-        if is_int(b):
-            if not 0 <= b < 1 << self.bits:
-                raise ValueError(f"[switching] compare reads integers in [0, {1 << self.bits}) (2^bits); got {b}")
-            difference = a - int(b)
-        elif isinstance(b, BgvCiphertext):
-            difference = a - b
-        else:
-            raise TypeError(f"[switching] compare reads a ciphertext or an int second, got {type(b).__name__}")
-        return self.to_fhew._greater_than_zero(self(difference, key), self.bits)
+        self._check_operands(a, b, "compare reads")
+        return self.to_fhew._greater_than_zero(self(a - (int(b) if is_int(b) else b), key), self.bits)
 
     def max(self, a, b, key: BgvSlotsToFhewKey) -> LweCiphertext:
         """max(a, b) per slot for integers a, b in [0, 2^bits) (``b`` a ciphertext or an int), as
@@ -221,15 +211,20 @@ class BgvSlotsToFhew:
         """min(a, b) per slot, as :meth:`max` does it: a - relu(d - 2^bits)."""
         return self._max_or_min(a, b, key, larger=False)
 
-    def _max_or_min(self, a, b, key, *, larger: bool) -> LweCiphertext:
+    def _check_operands(self, a, b, reads: str) -> None:
+        """Refuses, by name, a first operand that is not a ciphertext and a second that is
+        neither a ciphertext nor an int in [0, 2^bits) (``reads``: who says so)."""
         if not isinstance(a, BgvCiphertext):
-            raise TypeError(f"[switching] max and min read a ringfire.{self.bgv.scheme}.Ciphertext first, got "
+            raise TypeError(f"[switching] {reads} a ringfire.{self.bgv.scheme}.Ciphertext first, got "
                             f"{type(a).__name__}")
         if is_int(b):
             if not 0 <= b < 1 << self.bits:
-                raise ValueError(f"[switching] max and min read integers in [0, {1 << self.bits}) (2^bits); got {b}")
+                raise ValueError(f"[switching] {reads} integers in [0, {1 << self.bits}) (2^bits); got {b}")
         elif not isinstance(b, BgvCiphertext):
-            raise TypeError(f"[switching] max and min read a ciphertext or an int second, got {type(b).__name__}")
+            raise TypeError(f"[switching] {reads} a ciphertext or an int second, got {type(b).__name__}")
+
+    def _max_or_min(self, a, b, key, *, larger: bool) -> LweCiphertext:
+        self._check_operands(a, b, "max and min read")
         if self._wider is None:
             self._wider = BgvToFhew(self.bgv, self.fhew, bits=self.bits + 1)
         half = 1 << self.bits
