@@ -194,6 +194,51 @@ TEST_P(BgvSchemes, CorrectionsAreMatchedBeforeSums) {
   EXPECT_EQ(f.decrypt(f.ev.with_correction(fresh, 42)), a);
 }
 
+TEST_P(BgvSchemes, LinearCombinationsFoldEachInputsCorrectionIntoItsWeight) {
+  Fixture f(GetParam());
+  const Slots a = f.random_slots(8), b = f.random_slots(9);
+  const Ciphertext ca = f.encrypt(a, 2), cb = f.encrypt(b, 2);
+  const Ciphertext prod = f.ev.mod_reduce(f.ev.relinearize(f.ev.multiply(ca, cb), f.rk));  // level 1, sigma != 1
+  const Ciphertext low = f.ev.mod_reduce(ca);                                              // level 1, q_2^-1
+  const Ciphertext fresh = f.ev.mod_switch(cb, 1);                                         // level 1, sigma = 1
+  ASSERT_NE(prod.metadata().correction, fresh.metadata().correction);
+  const std::vector<std::int64_t> weights = {-7, 65000, 3};
+  const Ciphertext sum = f.ev.linear_combination({&prod, &low, &fresh}, weights);
+  EXPECT_EQ(sum.metadata().correction, prod.metadata().correction);
+  Slots want(f.n);
+  for (std::size_t i = 0; i < f.n; ++i) {
+    std::int64_t acc = 0;
+    const u64 terms[3] = {mul_mod(a[i], b[i], f.t), a[i], b[i]};
+    for (int k = 0; k < 3; ++k)
+      acc = (acc + weights[k] % static_cast<std::int64_t>(f.t.value()) * static_cast<std::int64_t>(terms[k])) %
+            static_cast<std::int64_t>(f.t.value());
+    want[i] = static_cast<u64>((acc + static_cast<std::int64_t>(f.t.value())) % static_cast<std::int64_t>(f.t.value()));
+  }
+  EXPECT_EQ(f.decrypt(sum), want);
+  EXPECT_GT(sum.noise_bits(), std::max(prod.noise_bits(), low.noise_bits()));  // grown by the weights
+  expect_invalid([&] { f.ev.linear_combination({&prod, &ca}, {1, 1}); }, "level mismatch");
+  expect_invalid([&] { f.ev.linear_combination({&prod}, {1, 2}); }, "1 inputs but 2 weights");
+  expect_invalid([&] { f.ev.linear_combination({}, {}); }, "at least one input");
+  const Ciphertext big = f.ev.multiply(low, fresh);  // size 3
+  expect_invalid([&] { f.ev.linear_combination({&low, &big}, {1, 1}); }, "differ in size");
+}
+
+TEST_P(BgvSchemes, PlaintextProductsSumInOneBuffer) {
+  Fixture f(GetParam());
+  const Slots a = f.random_slots(10), b = f.random_slots(11), c = f.random_slots(12), d = f.random_slots(13);
+  const Ciphertext ca = f.encrypt(a, 2), cb = f.encrypt(b, 2);
+  const Plaintext pc = bgv::encode_plaintext(*f.ctx, f.ctx->batch_encoder().encode(c), 2);
+  const Plaintext pd = bgv::encode_plaintext(*f.ctx, f.ctx->batch_encoder().encode(d), 2);
+  const Ciphertext sum = f.ev.multiply_plain_sum({&ca, &cb}, {&pc, &pd});
+  EXPECT_EQ(f.decrypt(sum), f.map(f.map(a, c, mul_op), f.map(b, d, mul_op), add_op));
+  EXPECT_EQ(f.decrypt(sum), f.decrypt(f.ev.add(f.ev.multiply_plain(ca, pc), f.ev.multiply_plain(cb, pd))));
+  const Ciphertext low = f.ev.mod_reduce(ca), other = f.ev.mod_switch(cb, 1);  // corrections q_2^-1 and 1
+  const Plaintext pc1 = bgv::encode_plaintext(*f.ctx, f.ctx->batch_encoder().encode(c), 1);
+  expect_invalid([&] { f.ev.multiply_plain_sum({&low, &other}, {&pc1, &pc1}); }, "differs from the first's");
+  expect_invalid([&] { f.ev.multiply_plain_sum({&ca, &low}, {&pc, &pc1}); }, "level mismatch");
+  expect_invalid([&] { f.ev.multiply_plain_sum({&ca}, {&pc, &pd}); }, "1 inputs but 2 plaintexts");
+}
+
 TEST_P(BgvSchemes, RowsRotateAndSwap) {
   Fixture f(GetParam());
   const Slots a = f.random_slots(7);

@@ -133,6 +133,10 @@ void bind_bgv(nb::module_& m) {
       .def("multiply_integer", &bgv::Evaluator::multiply_integer, nb::arg("a"), nb::arg("value"), Release())
       .def("multiply_integer_inplace", &bgv::Evaluator::multiply_integer_inplace, nb::arg("a"), nb::arg("value"),
            Release())
+      .def("linear_combination", &bgv::Evaluator::linear_combination, nb::arg("inputs"), nb::arg("weights"),
+           Release())
+      .def("multiply_plain_sum", &bgv::Evaluator::multiply_plain_sum, nb::arg("inputs"), nb::arg("plains"),
+           Release())
       .def("mod_reduce", &bgv::Evaluator::mod_reduce, Release())
       .def("mod_reduce_inplace", &bgv::Evaluator::mod_reduce_inplace, Release())
       .def("mod_reduce_to", &bgv::Evaluator::mod_reduce_to, nb::arg("a"), nb::arg("level"), Release())

@@ -221,6 +221,28 @@ void bind_rlwe(nb::module_& m) {
       .def_prop_ro("correction", [](const Ciphertext& c) { return c.metadata().correction; })
       .def_prop_rw("length", &Ciphertext::length, &Ciphertext::set_length)
       .def("polys", &ciphertext_array)
+      .def(
+          "view",
+          [](nb::handle self) {
+            const Ciphertext& c = nb::cast<const Ciphertext&>(self);
+            require(c.device().is_host(), "rlwe.Ciphertext.view", "the ciphertext lives on a device: copy it first");
+            const std::size_t shape[3] = {c.size(), c.level() + 1, c.n()};
+            return ConstU64Array(c.data(), 3, shape, self);
+          },
+          "The polynomials as a read-only (size, level+1, N) array over the ciphertext's own words (no "
+          "copy; it keeps the ciphertext alive): for reading many large ciphertexts at once")
+      .def(
+          "writable_view",
+          [](nb::handle self) {
+            Ciphertext& c = nb::cast<Ciphertext&>(self);
+            require(c.device().is_host(), "rlwe.Ciphertext.writable_view",
+                    "the ciphertext lives on a device: copy it first");
+            c.set_seed(std::nullopt);  // its words are about to change: no seed regenerates them
+            const std::size_t shape[3] = {c.size(), c.level() + 1, c.n()};
+            return U64Array(c.data(), 3, shape, self);
+          },
+          "As view(), writable: for filling a fresh clone with sums computed outside the library, "
+          "limb by limb. Whoever writes keeps every word of limb i below its prime.")
       .def("coefficients", &ciphertext_coefficients)
       .def("clone", &Ciphertext::clone)
       .def_prop_ro("device", &device_of<Ciphertext>)

@@ -81,13 +81,15 @@ void tensor_polys(Backend& be, const u64* a0, const u64* a1, const u64* b0, cons
 Evaluator::Evaluator(ContextPtr context) : RlweEvaluator(rlwe_of(context)), context_(std::move(context)) {}
 
 const char* Evaluator::name(Name op) const {
-  static constexpr const char* kNames[2][15] = {
+  static constexpr const char* kNames[2][17] = {
       {"bgv.add", "bgv.sub", "bgv.negate", "bgv.add_plain", "bgv.sub_plain", "bgv.add_integer", "bgv.multiply",
        "bgv.square", "bgv.multiply_scale_invariant", "bgv.square_scale_invariant", "bgv.multiply_plain",
-       "bgv.multiply_integer", "bgv.mod_reduce", "bgv.match_corrections", "bgv.swap_rows"},
+       "bgv.multiply_integer", "bgv.mod_reduce", "bgv.match_corrections", "bgv.swap_rows", "bgv.linear_combination",
+       "bgv.multiply_plain_sum"},
       {"bfv.add", "bfv.sub", "bfv.negate", "bfv.add_plain", "bfv.sub_plain", "bfv.add_integer", "bfv.multiply_bgv",
        "bfv.square_bgv", "bfv.multiply", "bfv.square", "bfv.multiply_plain", "bfv.multiply_integer",
-       "bfv.mod_reduce", "bfv.match_corrections", "bfv.swap_rows"},
+       "bfv.mod_reduce", "bfv.match_corrections", "bfv.swap_rows", "bfv.linear_combination",
+       "bfv.multiply_plain_sum"},
   };
   return kNames[context_->scheme() == Scheme::bfv ? 1 : 0][static_cast<int>(op)];
 }
@@ -268,6 +270,49 @@ Ciphertext Evaluator::multiply_plain(const Ciphertext& a, const Plaintext& p) co
   return out;
 }
 
+Ciphertext Evaluator::multiply_plain_sum(const std::vector<const Ciphertext*>& inputs,
+                                         const std::vector<const Plaintext*>& plains) const {
+  const char* op = name(Name::multiply_plain_sum);
+  const OpLabel label(op);
+  require(!inputs.empty(), op, "needs at least one input");
+  require(inputs.size() == plains.size(), op, [&] {
+    return std::to_string(inputs.size()) + " inputs but " + std::to_string(plains.size()) + " plaintexts";
+  });
+  const Ciphertext& first = *inputs.front();
+  const Modulus& t = context_->plain_modulus();
+  u64 correction = 0;
+  double noise_bits = -std::numeric_limits<double>::infinity();
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    require(inputs[k] != nullptr && plains[k] != nullptr, op, "null operand");
+    check_pair(first, *inputs[k], op, false);
+    check_plain(*inputs[k], *plains[k], op, false);
+    require(inputs[k]->size() == first.size(), op, "inputs differ in size (relinearize them first)");
+    const u64 c = mul_mod(inputs[k]->metadata().correction, plains[k]->metadata().correction, t);
+    require(k == 0 || c == correction, op, [&] {
+      return "term " + std::to_string(k) + "'s correction " + std::to_string(c) + " differs from the first's " +
+             std::to_string(correction) + " (encode each plaintext for its input's correction)";
+    });
+    correction = c;
+    noise_bits = noise::add(noise_bits, inputs[k]->noise_bits());
+  }
+  Backend& be = backend(first);
+  Ciphertext out(first.context(), first.size(), first.level(), with_correction_of(first.metadata(), correction),
+                 first.device());
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    const PlaintextOn on(*plains[k], first.device());
+    for (std::size_t i = 0; i < first.size(); ++i) {
+      if (k == 0)
+        be.multiply(inputs[k]->poly(i), on.get().data(), out.poly(i), 1, first.base());
+      else
+        be.multiply_add(inputs[k]->poly(i), on.get().data(), out.poly(i), 1, first.base());
+    }
+  }
+  // Each p = [m_p sigma_p]_t t^-1: the sum times t holds the centred messages' products.
+  be.multiply_scalar(out.data(), context_->t_mod_q().data(), out.data(), out.size(), out.base());
+  out.set_noise_bits(noise_bits + noise_estimate::message_bits(*context_));
+  return out;
+}
+
 void Evaluator::multiply_by_residue(Ciphertext& a, u64 value_mod_t) const {
   const u64 t = context_->plain_modulus().value();
   const RnsBase& base = a.base();
@@ -290,6 +335,45 @@ Ciphertext Evaluator::multiply_integer(const Ciphertext& a, std::int64_t value) 
   const OpLabel label(name(Name::multiply_integer));
   Ciphertext out = a.clone();
   multiply_integer_inplace(out, value);
+  return out;
+}
+
+Ciphertext Evaluator::linear_combination(const std::vector<const Ciphertext*>& inputs,
+                                         const std::vector<std::int64_t>& weights) const {
+  const char* op = name(Name::linear_combination);
+  const OpLabel label(op);
+  require(!inputs.empty(), op, "needs at least one input");
+  require(inputs.size() == weights.size(), op, [&] {
+    return std::to_string(inputs.size()) + " inputs but " + std::to_string(weights.size()) + " weights";
+  });
+  const Ciphertext& first = *inputs.front();
+  for (const Ciphertext* c : inputs) {
+    require(c != nullptr, op, "null input");
+    check_pair(first, *c, op, false);
+    require(c->size() == first.size(), op, [&] {
+      return "inputs differ in size: " + std::to_string(first.size()) + " vs " + std::to_string(c->size()) +
+             " (relinearize them first)";
+    });
+  }
+  const Modulus& t = context_->plain_modulus();
+  const u64 correction = first.metadata().correction;
+  const RnsBase& base = first.base();
+  const std::size_t limbs = base.size(), terms = inputs.size();
+  std::vector<u64> residues(terms * limbs);
+  std::vector<const u64*> pointers(terms);
+  double noise_bits = -std::numeric_limits<double>::infinity();
+  for (std::size_t k = 0; k < terms; ++k) {
+    // The weight with the first input's correction over this one's, centred mod t.
+    const u64 ratio = mul_mod(correction, inv_mod(inputs[k]->metadata().correction, t.value()), t);
+    const u64 w = mul_mod(reduce_signed(weights[k], t), ratio, t);
+    for (std::size_t i = 0; i < limbs; ++i) residues[k * limbs + i] = lift_centred(w, t.value(), base.modulus(i).value());
+    pointers[k] = inputs[k]->data();
+    noise_bits = noise::add(noise_bits,
+                            noise::scale(inputs[k]->noise_bits(), std::fabs(static_cast<double>(centred(w, t.value())))));
+  }
+  Ciphertext out(first.context(), first.size(), first.level(), first.metadata(), first.device());
+  backend(first).linear_combination(pointers.data(), residues.data(), terms, out.data(), first.size(), base);
+  out.set_noise_bits(noise_bits);
   return out;
 }
 

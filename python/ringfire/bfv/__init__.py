@@ -23,6 +23,7 @@ from ..bgv.chains import DEFAULT_CHAINS
 from ..bgv.context import DEFAULT_PLAIN_BITS, PRESETS
 from ..bgv.context import Context as BgvContext
 from ..bgv.evaluator import Evaluator
+from ..bgv.tables import SlotTable
 from ..rlwe.keys import GaloisKeys, KeySet, MasterKeys, PublicKey, RelinKey, SecretKey
 
 
@@ -37,5 +38,5 @@ class Context(BgvContext):
     _scale_invariant = True
 
 
-__all__ = ["Context", "PRESETS", "DEFAULT_CHAINS", "DEFAULT_PLAIN_BITS", "Ciphertext", "Plaintext", "Evaluator",
+__all__ = ["Context", "PRESETS", "DEFAULT_CHAINS", "DEFAULT_PLAIN_BITS", "Ciphertext", "Plaintext", "Evaluator", "SlotTable",
            "KeySet", "SecretKey", "PublicKey", "RelinKey", "GaloisKeys", "MasterKeys"]

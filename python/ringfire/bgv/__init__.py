@@ -22,6 +22,7 @@ from .ciphertext import Ciphertext, Plaintext
 from .chains import DEFAULT_CHAINS
 from .context import DEFAULT_PLAIN_BITS, PRESETS, Context
 from .evaluator import Evaluator
+from .tables import SlotTable
 
-__all__ = ["Context", "PRESETS", "DEFAULT_CHAINS", "DEFAULT_PLAIN_BITS", "Ciphertext", "Plaintext", "Evaluator",
+__all__ = ["Context", "PRESETS", "DEFAULT_CHAINS", "DEFAULT_PLAIN_BITS", "Ciphertext", "Plaintext", "Evaluator", "SlotTable",
            "KeySet", "SecretKey", "PublicKey", "RelinKey", "GaloisKeys", "MasterKeys"]

@@ -43,6 +43,29 @@ class Evaluator(EvaluatorBase):
         """Times ``value`` mod t (the noise grows by its centred size)."""
         return self._wrap(self._ev.multiply_integer(a._native, self._centred(value)), a)
 
+    def multiply_plain_sum(self, inputs: list[Ciphertext], plains: list[Plaintext]) -> Ciphertext:
+        """sum_k inputs[k] * plains[k] accumulated in one buffer (the inputs at one level and of
+        one size; each plaintext re-encoded at that level when needed): a linear map's inner sums."""
+        inputs, plains = list(inputs), list(plains)
+        if not inputs or len(inputs) != len(plains):
+            raise ValueError(f"[{self._op}.multiply_plain_sum] needs as many plaintexts as inputs, at least one: "
+                             f"got {len(inputs)} and {len(plains)}")
+        natives = [p._at(x.level, 1) for x, p in zip(inputs, plains)]
+        return self._wrap(self._ev.multiply_plain_sum([x._native for x in inputs], natives), inputs[0])
+
+    def linear_combination(self, inputs: list[Ciphertext], weights) -> Ciphertext:
+        """sum_k weights[k] * inputs[k] (weights mod t) in one pass over the words: the inputs
+        at one level and of one size, any corrections (the result carries the first's)."""
+        inputs = list(inputs)
+        if not inputs:
+            raise ValueError(f"[{self._op}.linear_combination] needs at least one input")
+        for x in inputs:
+            if not isinstance(x, Ciphertext) or x.context is not self._context:
+                raise TypeError(f"[{self._op}.linear_combination] the inputs must be ciphertexts of this context, "
+                                f"got {type(x).__name__}")
+        return self._wrap(self._ev.linear_combination([x._native for x in inputs],
+                                                      [self._centred(w) for w in weights]), inputs[0])
+
     # ---- levels and corrections ----------------------------------------------------------
     def mod_reduce(self, a: Ciphertext, level: int | None = None) -> Ciphertext:
         """Divides by the last prime(s) down to ``level`` (default: one level): BGV's

@@ -11,21 +11,26 @@ ciphertexts into FHEW integers, ``rf.switching.BgvSlotsToFhew`` their slots unde
 a batching t, ``rf.switching.FhewToBgv`` brings FHEW
 integers back into BGV/BFV coefficients through their last bootstrap, and
 ``rf.switching.BgvFunctionalBootstrap`` pairs them: any function of the integers
-in a BGV/BFV ciphertext, and a fresh ciphertext out: see docs/switching.md.
+in a BGV/BFV ciphertext, and a fresh ciphertext out. ``rf.switching.LweToSlots``
+brings FHEW integers into the slots of a BGV/BFV ciphertext under t = 65537 through
+any table, and ``rf.switching.BgvSlotBootstrap`` pairs it with ``BgvSlotsToFhew``:
+functional bootstrapping of slots. See docs/switching.md.
 """
 
 from .bgv_functional_bootstrap import BgvFunctionalBootstrap, BgvFunctionalBootstrapKeys
+from .bgv_slot_bootstrap import BgvSlotBootstrap, BgvSlotBootstrapKeys
 from .bgv_slots import BgvSlotsToFhew, BgvSlotsToFhewKey
 from .bgv_to_fhew import BgvToFhew
 from .ckks_to_fhew import CkksToFhew
 from .fhew_to_bgv import FhewToBgv, FhewToBgvKey
 from .fhew_to_ckks import FhewToCkks
+from .lwe_to_slots import LweToSlots, LweToSlotsKey
 from .ring_switch import RingSwitchKey
 from .round_trip import SchemeSwitch, SwitchKeys
 from .slot_maps import SlotsToCoefficients
 from .small_ring import SmallRingKey
 from .to_torus import LweToTorus, TorusSwitchKey
 
-__all__ = ["BgvFunctionalBootstrap", "BgvFunctionalBootstrapKeys", "BgvSlotsToFhew", "BgvSlotsToFhewKey", "BgvToFhew", "CkksToFhew", "FhewToBgv",
-           "FhewToBgvKey", "FhewToCkks", "LweToTorus", "RingSwitchKey", "SchemeSwitch", "SlotsToCoefficients", "SmallRingKey", "SwitchKeys",
+__all__ = ["BgvFunctionalBootstrap", "BgvFunctionalBootstrapKeys", "BgvSlotBootstrap", "BgvSlotBootstrapKeys", "BgvSlotsToFhew", "BgvSlotsToFhewKey", "BgvToFhew", "CkksToFhew", "FhewToBgv",
+           "FhewToBgvKey", "FhewToCkks", "LweToSlots", "LweToSlotsKey", "LweToTorus", "RingSwitchKey", "SchemeSwitch", "SlotsToCoefficients", "SmallRingKey", "SwitchKeys",
            "TorusSwitchKey"]

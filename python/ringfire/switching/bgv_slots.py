@@ -20,10 +20,9 @@ integers in three steps:
 results are FHEW integers like any others: ``fhew.apply`` evaluates tables on
 them, ``fhew.decrypt`` reads them, :class:`ringfire.switching.FhewToCkks` brings
 bits into CKKS, :class:`ringfire.switching.FhewToBgv` into the coefficients of a
-BGV/BFV ciphertext under t = 2^k. There is no way back into the slots of a
-batching t: the last bootstrap leaves 2^-25.3 of the modulus as error at best
-(STD128_T64_WIDE), t = 65537 needs it below 2^-18 to decrypt at all, and the map
-from coefficients back to slots multiplies the error by about t sqrt(N) (docs/switching.md).
+BGV/BFV ciphertext under t = 2^k, and :class:`ringfire.switching.LweToSlots` back into
+the slots of a fresh ciphertext under t = 65537 through any table (their pair:
+:class:`ringfire.switching.BgvSlotBootstrap`, functional bootstrapping of slots).
 """
 
 from __future__ import annotations
@@ -38,7 +37,7 @@ from ..bgv.context import Context as BgvContext
 from ..rlwe.keys import GaloisKeys
 from ..tfhe.ciphertext import Ciphertext as LweCiphertext
 from .bgv_to_fhew import BgvToFhew
-from .key_bytes import open_key_bytes
+from .key_bytes import load_key_part, open_key_bytes
 from .ring_switch import RingSwitchKey
 from .slot_maps import SlotsToCoefficients
 from .to_fhew import check_fhew_context, check_secret_keys, is_int
@@ -86,6 +85,12 @@ class BgvSlotsToFhew:
         check_fhew_context(fhew)
         self.slot_map = SlotsToCoefficients(bgv, count, method)
         self.to_fhew = BgvToFhew(bgv, fhew, bits=bits)
+        core = bgv._core
+        floor = core.budget_bits(core.rounding_noise_bits(), 0)  # what a modulus switch to level 0 leaves at best
+        if floor < 2:
+            raise ValueError(f"[switching] the switch reads level 0, where q_0 ({int(bgv.params.q_primes[0]).bit_length()} "
+                             f"bits) leaves {floor:.1f} bits of noise budget after a modulus switch's rounding: a chain "
+                             f"with a larger first prime (coeff_bits=[60] + [36] * depth + [60] for t = 65537)")
         self.bgv, self.fhew, self.count, self.bits = bgv, fhew, self.slot_map.count, self.to_fhew.bits
         self._wider = self._excess = None  # max and min: the switch one bit wider, and relu's table
 
@@ -122,12 +127,8 @@ class BgvSlotsToFhew:
             raise ValueError(f"[switching] the key's two parts declare {[first, second]} bytes behind a {start}-byte "
                              f"head; it holds {len(data)} bytes")
         switch = self.to_fhew.load_key(bytes(data[start:start + first]), mac_key=mac_key)
-        try:
-            galois = self.bgv.load(bytes(data[start + first:]), mac_key=mac_key)
-        except ValueError as e:
-            raise ValueError(f"[switching] the key's Galois part: {e}") from None
-        if not isinstance(galois, GaloisKeys):
-            raise ValueError(f"[switching] the key's Galois part holds a {type(galois).__name__}, not GaloisKeys")
+        galois = load_key_part(self.bgv, bytes(data[start + first:]), GaloisKeys, "the key's Galois part",
+                               mac_key=mac_key)
         return BgvSlotsToFhewKey(switch, galois)
 
     def _check_key(self, key) -> None:

@@ -46,7 +46,7 @@ from ..rlwe.keys import EmbeddingKey, GaloisKeys
 from ..tfhe.ciphertext import Ciphertext as LweCiphertext
 from .._checks import warn_at_caller
 from ..tfhe.params import WARN_P_FAIL, ParameterSet, tail_probability
-from .key_bytes import open_key_bytes
+from .key_bytes import load_key_part, open_key_bytes
 from .to_fhew import check_fhew_context, check_secret_keys, fhew_secrets, is_int, power_of_two_plain_modulus
 
 _MAGIC = b"RFBGVBK1"
@@ -177,17 +177,10 @@ class FhewToBgv:
         if start + sum(lengths) != len(data) or 0 in lengths:
             raise ValueError(f"[switching] the key's two parts declare {lengths} bytes behind its {start}-byte head; "
                              f"it holds {len(data)} bytes")
-        parts = []
-        for name, length, kind, at in (("embedding", lengths[0], EmbeddingKey, start),
-                                       ("galois", lengths[1], GaloisKeys, start + lengths[0])):
-            try:
-                part = self.bgv.load(bytes(data[at:at + length]), mac_key=mac_key)
-            except ValueError as e:
-                raise ValueError(f"[switching] the FHEW-to-BGV key's {name} part: {e}") from None
-            if not isinstance(part, kind):
-                raise ValueError(f"[switching] the FHEW-to-BGV key's {name} part holds a {type(part).__name__}, not "
-                                 f"the {kind.__name__} that belongs there")
-            parts.append(part)
+        parts = [load_key_part(self.bgv, bytes(data[at:at + length]), kind, f"the FHEW-to-BGV key's {name} part",
+                               mac_key=mac_key)
+                 for name, length, kind, at in (("embedding", lengths[0], EmbeddingKey, start),
+                                                ("galois", lengths[1], GaloisKeys, start + lengths[0]))]
         key = FhewToBgvKey(*parts, fhew_key_id)
         self._check_key(key)
         return key

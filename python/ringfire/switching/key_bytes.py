@@ -17,3 +17,17 @@ def open_key_bytes(data, magic: bytes, head: struct.Struct, name: str, what: str
     if len(data) < start or bytes(data[:len(magic)]) != magic:
         raise ValueError(f"[switching] not {what} ({name}.to_bytes)")
     return data, head.unpack_from(data, len(magic)), start
+
+
+def load_key_part(context, blob: bytes, kind: type, what: str, *, mac_key: bytes | None = None):
+    """One part of a multi-part key, loaded by ``context`` (envelope, checksum, parameters) and
+    refused, by name, when it is not a ``kind`` (``what``: the part, as messages name it,
+    "the FHEW-to-BGV key's embedding part")."""
+    try:
+        part = context.load(blob, mac_key=mac_key)
+    except ValueError as e:
+        raise ValueError(f"[switching] {what}: {e}") from None
+    if not isinstance(part, kind):
+        raise ValueError(f"[switching] {what} holds a {type(part).__name__}, not the {kind.__name__} that belongs "
+                         f"there")
+    return part

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "ringfire/bgv/context.h"
 #include "ringfire/rlwe/evaluator.h"
@@ -62,6 +63,18 @@ class Evaluator : public RlweEvaluator {
   // by that factor). The correction does not change.
   Ciphertext multiply_integer(const Ciphertext& a, std::int64_t value) const;
   void multiply_integer_inplace(Ciphertext& a, std::int64_t value) const;
+  // sum_k inputs[k] * plains[k] (plaintext products, each of the inputs' level), accumulated
+  // in place and multiplied by t once at the end: what a linear map's inner sums are (the
+  // LWE decryption in slots). Every input's correction times its plaintext's must agree;
+  // the inputs have one size.
+  Ciphertext multiply_plain_sum(const std::vector<const Ciphertext*>& inputs,
+                                const std::vector<const Plaintext*>& plains) const;
+  // sum_k weights[k] inputs[k] in one pass (one reduction per word, however many terms):
+  // what a polynomial's baby steps are combined by. Same level and size; any corrections
+  // (each weight is multiplied by the first input's correction over its input's, so the
+  // result carries the first's). Noise: the terms' noises times their centred weights.
+  Ciphertext linear_combination(const std::vector<const Ciphertext*>& inputs,
+                                const std::vector<std::int64_t>& weights) const;
 
   // BGV modulus switching: divides by q_level with exact rounding, so the
   // noise shrinks by q_level (plus a rounding term); level - 1, correction
@@ -84,7 +97,7 @@ class Evaluator : public RlweEvaluator {
 
  private:
   enum class Name { add, sub, negate, add_plain, sub_plain, add_integer, multiply, square, multiply_si, square_si,
-                    multiply_plain, multiply_integer, mod_reduce, match, swap_rows };
+                    multiply_plain, multiply_integer, mod_reduce, match, swap_rows, linear_combination, multiply_plain_sum };
   // "<bgv|bfv>.<operation>".
   const char* name(Name op) const;
   void check_pair(const Ciphertext& a, const Ciphertext& b, const char* op, bool same_correction) const;
