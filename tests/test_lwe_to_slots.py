@@ -53,37 +53,42 @@ def test_differences_read_signed_across_the_whole_circle(setup):
     assert np.array_equal(ctx.decrypt(to_slots(d, key, lambda v: (v > 0) * 1), sk)[:16], (a > b) * 1)
 
 
-@pytest.fixture(scope="module")
-def fhew_lp():
-    """STD128_LP: the BGV slots' switch reads 3 bits there wrong with probability 3.6e-14 (STD128: 1e-5)."""
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        fhew = rf.tfhe.Context("STD128_LP")
-        return fhew, fhew.keygen(insecure_deterministic_seed=12)
-
-
-def test_slot_bootstrap_refreshes_compares_and_bootstraps_its_own_results(setup, fhew_lp):
-    ctx, sk, keys = setup[:3]
-    fhew, fsk = fhew_lp
-    boot = rf.switching.BgvSlotBootstrap(ctx, fhew, count=16, bits=BITS)
+def test_slot_bootstrap_reads_8_bits_compares_and_bootstraps_its_own_results(setup):
+    ctx, sk, keys, fhew, fsk = setup[:5]
+    boot = rf.switching.BgvSlotBootstrap(ctx, fhew, count=16, bits=8)
     bkeys = boot.keygen(sk, fsk)
-    x = np.array([-8, -5, -1, 0, 1, 2, 7, 6, 3, 3, -3, 4, 5, -2, -7, -6])
+    assert boot.failure_probability(bkeys) < 1e-15
+    x = np.array([-256, -255, -129, -1, 0, 1, 2, 127, 128, 200, 255, -77, 33, -3, 99, -200])
     ct = ctx.encrypt(x, keys)
     fresh = boot.refresh(ct, bkeys)
     got = ctx.decrypt(fresh, sk)
     assert np.array_equal(got[:16], x) and not got[16:].any()
     assert fresh.level >= ctx.max_level - boot.levels
     assert np.array_equal(ctx.decrypt(boot.sign(ct, bkeys), sk)[:16], (x > 0) * 1)
-    a, b = np.arange(16) % 8, np.array([0, 7, 2, 2, 5, 5, 6, 0, 1, 1, 3, 0, 4, 4, 6, 1])
+    squares = boot.lut(ct, lambda v: v * v, bkeys)                       # up to 65536: mod t
+    assert np.array_equal(ctx.decrypt(squares, sk, signed=False)[:16], x * x % T)
+    a = np.array([0, 255, 7, 7, 100, 5, 6, 0, 1, 200, 3, 0, 4, 254, 6, 1])
+    b = np.array([0, 254, 8, 6, 100, 5, 255, 1, 0, 201, 3, 255, 12, 255, 14, 1])
     assert np.array_equal(ctx.decrypt(boot.compare(ctx.encrypt(a, keys), ctx.encrypt(b, keys), bkeys), sk)[:16],
                           (a > b) * 1)
-    assert np.array_equal(ctx.decrypt(boot.compare(ctx.encrypt(a, keys), 4, bkeys), sk)[:16], (a > 4) * 1)
+    assert np.array_equal(ctx.decrypt(boot.compare(ctx.encrypt(a, keys), 100, bkeys), sk)[:16], (a > 100) * 1)
     # A bootstrapped result computes on and is bootstrapped again: real bootstrapping.
-    halved = boot.lut(fresh * 2 + 1, lambda v: v // 2, bkeys)             # 2x + 1 in [-15, 15] reads wrapped mod 16
-    wrapped = (2 * x + 1 + 8) % 16 - 8
+    halved = boot.lut(fresh * 2 + 1, lambda v: v // 2, bkeys)             # 2x + 1 in [-511, 511] reads mod 512
+    wrapped = (2 * x + 1 + 256) % 512 - 256
     assert np.array_equal(ctx.decrypt(halved, sk)[:16], wrapped // 2)
+    # The staged map's order (bit-reversed coefficients) comes back in slot order.
+    staged = rf.switching.BgvSlotBootstrap(ctx, fhew, count=64, bits=8, method="staged")
+    y = np.arange(-32, 32) * 7
+    out = staged.lut(ctx.encrypt(y, keys), lambda v: v + 1, staged.keygen(sk, fsk))
+    assert np.array_equal(ctx.decrypt(out, sk)[:64], y + 1)
+    # The keys as bytes, and crafted blobs.
+    blob = bkeys.to_bytes()
+    again = boot.load_keys(blob)
+    assert np.array_equal(ctx.decrypt(boot.refresh(ct, again), sk)[:16], x)
+    with pytest.raises(ValueError, match="declare"):
+        boot.load_keys(blob[:-1])
+    with pytest.raises(ValueError, match="not ringfire BGV slot bootstrapping keys"):
+        boot.load_keys(b"RFBGVSB1" + blob[8:])
 
 
 def test_keys_round_trip_as_bytes_and_crafted_blobs_are_refused(setup):
@@ -122,6 +127,14 @@ def test_refusals_name_the_problem(setup, fhew_std128):
         rf.switching.LweToSlots(rf.bgv.Context(2**13, plain_bits=20), fhew, bits=BITS)
     with pytest.raises(ValueError, match="a larger first prime"):
         rf.switching.BgvSlotBootstrap(rf.bgv.Context(2**15, plain_modulus=T, depth=19), fhew, count=16, bits=BITS)
+    boot = rf.switching.BgvSlotBootstrap(ctx, fhew, count=16, bits=BITS)
+    with pytest.raises(TypeError, match="BgvSlotBootstrapKeys from keygen"):
+        boot.refresh(ctx.encrypt([1], keys), key)
+    bkeys = boot.keygen(sk, fsk)
+    with pytest.raises(ValueError, match="at level 0"):
+        boot.refresh(ctx.encrypt([1], keys).mod_reduce(0), bkeys)
+    with pytest.warns(RuntimeWarning, match="read wrong with probability"):             # 12 bits: cells of 8
+        rf.switching.BgvSlotBootstrap(ctx, fhew, count=16, bits=12).refresh(ctx.encrypt([1], keys), bkeys)
     with pytest.raises(ValueError, match=r"bits must be an int in \[1, 14\]"):
         rf.switching.LweToSlots(ctx, fhew, bits=15)
     small = rf.bgv.Context(1024, plain_modulus=T, coeff_bits=CHAIN, insecure_no_security_check=True)
@@ -151,5 +164,5 @@ def test_the_docs_snippet_runs_and_prints_what_it_says(capsys):
     text = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "switching.md").read_text()
     snippet = text.split("## Functional bootstrapping of BGV and BFV slots")[1].split("```python\n")[1].split("```")[0]
     exec(compile(snippet, "docs/switching.md", "exec"), {})
-    assert capsys.readouterr().out.split("\n")[:3] == ["[1 1 0 1 0 1 4 0]", "[1 0 0 1 0 1 1 0]",
-                                                        "[ 1  1 -1  1 -1  1  7 -1] 3"]
+    assert capsys.readouterr().out.split("\n")[:3] == ["[ 9  1  0 91 25 25  4 94]", "[1 0 0 1 0 1 1 0]",
+                                                        "[ -91  -99 -100   -9  -75  -75  -96   -6] 3"]

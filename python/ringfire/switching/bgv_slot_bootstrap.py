@@ -1,22 +1,28 @@
 """Functional bootstrapping of BGV/BFV slots: any function of the integers in a batched
 ciphertext, and a fresh ciphertext out, in slots again.
 
-Two switches (docs/switching.md, "Functional bootstrapping of slots"):
+1. **Slots to coefficients** (bgv_slots.SlotReader): the first ``count`` slots of row 0
+   into coefficients N / count apart, each times u Delta (Delta = round(t / 2^(bits + 1)),
+   bgv_to_fhew.unit_factor), then level 0: coefficient j's phase at q_0 holds
+   [Delta x_j]_t at q_0 / t per unit.
+2. **To LWE in FHEW's ring** (to_fhew.RingToFhew): q_0 to the FHEW ring prime Q, one ring
+   switch to the ring of degree N' under FHEW's ring secret z, and the extraction of
+   each coefficient as an LWE ciphertext of dimension N' mod Q. FHEW's own last steps
+   (Q to Q_ks, its key switch, Q_ks to q = 2N') are skipped: they add most of the error
+   that limits a switch to FHEW to 3 or 4 bits.
+3. **Into slots through the table** (slot_decryption.py): the LWE ciphertexts scaled to
+   t, decrypted homomorphically with z into the slots of a fresh ciphertext, and read by a
+   table evaluated as a polynomial over Z_t, each value in its cell of Delta (16 levels
+   for t = 65537).
 
-1. **Slots to FHEW** (:class:`ringfire.switching.BgvSlotsToFhew`): the first ``count``
-   slots of row 0 into coefficients, a drop to level 0, the ring switch and FHEW's key
-   switch: FHEW ciphertexts of ``bits``-bit integers (the slots read signed, in
-   [-2^bits, 2^bits)).
-2. **FHEW to slots through the table** (:class:`ringfire.switching.LweToSlots`, Liu and
-   Wang's amortized functional bootstrap): the FHEW ciphertexts decrypted
-   homomorphically into the slots of a fresh ciphertext, the table applied there as a
-   polynomial over Z_t (16 levels for t = 65537).
-
-No FHEW bootstrap runs: FHEW's LWE ciphertexts carry the values between the two, and all
-the tables' work is the polynomial's, shared by every slot. The result's error is the
+Liu and Wang's amortized functional bootstrap (Asiacrypt 2023) in this order. The read's
+error is the ring switch's, scaled to t, and the roundings from Q to t in dimension N'
+(a standard deviation of about 8 units of t's 65537 for N' = 1024): at N = 2^15, 8-bit
+integers are read wrong with probability 6.5e-16, 7-bit ones 1e-59
+(:meth:`BgvSlotBootstrap.failure_probability`).
+No FHEW bootstrap runs and no FHEW evaluation key is needed. The result's error is the
 table's own, whatever the input's: slots 0 .. count - 1 hold fn(x_j) mod t, the others
-fn(0). It sits 17 levels below the top; ``depth=19`` or more leaves room for products
-before the next bootstrap (whose slot map needs a level above 0).
+fn(0). It sits at most 17 levels below the top.
 """
 
 from __future__ import annotations
@@ -24,28 +30,43 @@ from __future__ import annotations
 import dataclasses
 import struct
 
+import numpy as np
+
+from .._checks import warn_at_caller
 from ..bgv.ciphertext import Ciphertext as BgvCiphertext
 from ..bgv.context import Context as BgvContext
-from .bgv_slots import BgvSlotsToFhew, BgvSlotsToFhewKey
-from .key_bytes import open_key_bytes
-from .lwe_to_slots import LweToSlots, LweToSlotsKey
-from .to_fhew import check_fhew_context, check_secret_keys, is_int
+from ..rlwe.keys import GaloisKeys
+from ..tfhe.params import WARN_P_FAIL, tail_probability
+from .bgv_slots import SlotReader, check_operands
+from .bgv_to_fhew import unit_factor
+from .key_bytes import load_key_part, open_key_bytes
+from .ring_switch import RingSwitchKey
+from .slot_decryption import LweToSlotsKey, SlotDecryption
+from .to_fhew import RingToFhew, check_fhew_context, check_secret_keys, fhew_secrets, is_int
 
-_MAGIC = b"RFBGVSB1"
-_LENGTHS = struct.Struct("<QQ")  # the way to FHEW's keys, the way back's
+_MAGIC = b"RFBGVSB2"
+_LENGTHS = struct.Struct("<QQQ")  # the ring switch key's, the slot map's Galois keys', the decryption's
 KEPT_TABLES = 8  # tables kept per bootstrap, by function (each is 2 t words)
+# The ring switch key's digits: 3 bits (9 digits of FHEW's 27-bit prime) instead of FHEW
+# switching's 7 (4 digits). Its error, scaled to t, is then a fifteenth of the roundings' at
+# N = 2^15 instead of 7.6 times it: 8-bit integers read wrong with probability 6.5e-16
+# instead of 0.4 % (failure_probability).
+RING_BASE_LOG = 3
 
 
 @dataclasses.dataclass
 class BgvSlotBootstrapKeys:
-    """Both switches' public keys."""
+    """The bootstrap's public keys: the ring switch to FHEW's ring, the slot map's Galois
+    keys, and the decryption into slots (FHEW's ring secret, encrypted)."""
 
-    to_fhew: BgvSlotsToFhewKey
-    to_slots: LweToSlotsKey
+    switch: RingSwitchKey
+    galois: GaloisKeys
+    decryption: LweToSlotsKey
 
     def to_bytes(self, *, mac_key: bytes | None = None) -> bytes:
-        """Both keys (each in its own envelopes, authenticated with ``mac_key``) behind their lengths."""
-        parts = [self.to_fhew.to_bytes(mac_key=mac_key), self.to_slots.to_bytes(mac_key=mac_key)]
+        """The three keys (each in its own envelopes, authenticated with ``mac_key``) behind their lengths."""
+        parts = [self.switch.to_bytes(mac_key=mac_key), self.galois.to_bytes(mac_key=mac_key),
+                 self.decryption.to_bytes(mac_key=mac_key)]
         return _MAGIC + _LENGTHS.pack(*map(len, parts)) + b"".join(parts)
 
 
@@ -54,13 +75,16 @@ class BgvSlotBootstrap:
     ciphertext out (module docstring).
 
     Args:
-        bgv: a :class:`ringfire.bgv.Context` or :class:`ringfire.bfv.Context` with t = 65537
-            and the depth (``depth=19``: the table's 17 levels and two for what follows).
-        fhew: a 32-bit :class:`ringfire.tfhe.Context` (STD128, STD128_LP, STD128_LUT) with its
-            evaluation keys; its ring degree divides N.
+        bgv: a :class:`ringfire.bgv.Context` or :class:`ringfire.bfv.Context` with t = 65537,
+            a 60-bit q_0 and the depth (``coeff_bits=[60] + [36] * 19 + [60]``: the table's 17
+            levels and two for what follows).
+        fhew: a 32-bit :class:`ringfire.tfhe.Context` (STD128, STD128_LP, STD128_LUT) whose ring
+            degree divides N: its ring (degree and prime) and its ring secret are used, not
+            its evaluation keys.
         count: the slots read and written, a power of two from 1 to N / 2 (row 0).
-        bits: the integers' width: tables read x in [-2^bits, 2^bits); at most 4 under
-            t = 65537 (the switch's unit, round(t / 2^(bits + 1)), must stay exact enough).
+        bits: the integers' width: tables read x in [-2^bits, 2^bits), at round(t / 2^(bits + 1))
+            per unit; 8 bits are read wrong with probability 6.5e-16 at N = 2^15
+            (:meth:`failure_probability`; more bits warn).
         method: the slot map's (``"auto"``, ``"dense"``, ``"staged"``).
     """
 
@@ -69,53 +93,85 @@ class BgvSlotBootstrap:
             raise TypeError(f"[switching] expected a ringfire.bgv.Context or ringfire.bfv.Context first, got "
                             f"{type(bgv).__module__}.{type(bgv).__name__}")
         check_fhew_context(fhew)
-        self.to_slots = LweToSlots(bgv, fhew, bits=bits)       # t first: the table's prime
-        self.to_fhew = BgvSlotsToFhew(bgv, fhew, count=count, bits=bits, method=method)
-        self.bgv, self.fhew, self.count, self.bits = bgv, fhew, self.to_fhew.count, self.to_fhew.bits
+        self.ring = RingToFhew(bgv, fhew)
+        self.decryption = SlotDecryption(bgv, fhew.params.ring_dimension, fhew.params.ring_modulus, fhew)
+        self.bits = self.decryption.check_bits(bits)
+        self.reader = SlotReader(bgv, count, method)
+        self.bgv, self.fhew, self.count, self.t = bgv, fhew, self.reader.count, self.decryption.t
+        self.unit = round(self.t / (2 << self.bits))
         self._tables: dict = {}
 
     def __repr__(self) -> str:
-        return (f"BgvSlotBootstrap({self.bgv.scheme.upper()} N={self.bgv.poly_degree}, t={self.bgv.plain_modulus}, "
-                f"count={self.count}, bits={self.bits}, through {self.fhew.params.name})")
+        return (f"BgvSlotBootstrap({self.bgv.scheme.upper()} N={self.bgv.poly_degree}, t={self.t}, count={self.count}, "
+                f"bits={self.bits}, through {self.fhew.params.name}'s ring)")
 
     @property
     def levels(self) -> int:
-        """The levels below the top a result sits at (the decryption and the table)."""
-        return self.to_slots.levels
+        """The levels below the top a result sits at, at most (the decryption and the table)."""
+        return self.decryption.levels
+
+    # ---- keys ----------------------------------------------------------------------
 
     def keygen(self, secret_key, fhew_secret_key) -> BgvSlotBootstrapKeys:
-        """Both switches' public keys from the two secret keys (the client runs this). The slot
-        map's Galois keys serve every level a bootstrapped result can be read from again."""
+        """The public keys from the two secret keys (the client runs this). The slot map's Galois
+        keys serve every level a bootstrapped result can be read from again."""
         check_secret_keys(self.bgv, secret_key, self.fhew, fhew_secret_key)
-        level = max(1, self.bgv.max_level - self.levels)
-        level = max(level, self.to_fhew.working_level(self.bgv.encrypt([0], secret_key)))
-        return BgvSlotBootstrapKeys(self.to_fhew.keygen(secret_key, fhew_secret_key, level=level),
-                                    self.to_slots.keygen(secret_key, fhew_secret_key))
+        level = max(1, self.bgv.max_level - self.levels,
+                    self.reader.working_level(self.bgv.encrypt(np.zeros(1, dtype=np.int64), secret_key)))
+        z = fhew_secrets(fhew_secret_key)[1]
+        return BgvSlotBootstrapKeys(self.ring.keygen(secret_key, fhew_secret_key, base_log=RING_BASE_LOG),
+                                    self.reader.slot_map.galois_keys(secret_key, level=level),
+                                    self.decryption.keygen(secret_key, z, fhew_secret_key.key_id))
 
     def load_keys(self, data: bytes, *, mac_key: bytes | None = None) -> BgvSlotBootstrapKeys:
         """The keys from ``keys.to_bytes()``: the lengths checked against the bytes first, then
         each part by its own loader."""
-        data, (first, second), start = open_key_bytes(data, _MAGIC, _LENGTHS, "BgvSlotBootstrapKeys",
-                                                      "ringfire BGV slot bootstrapping keys")
-        if start + first + second != len(data) or not first or not second:
-            raise ValueError(f"[switching] the keys' two parts declare {[first, second]} bytes behind a {start}-byte "
+        data, lengths, start = open_key_bytes(data, _MAGIC, _LENGTHS, "BgvSlotBootstrapKeys",
+                                              "ringfire BGV slot bootstrapping keys")
+        if start + sum(lengths) != len(data) or not all(lengths):
+            raise ValueError(f"[switching] the keys' three parts declare {list(lengths)} bytes behind a {start}-byte "
                              f"head; they hold {len(data)} bytes")
-        return BgvSlotBootstrapKeys(self.to_fhew.load_key(bytes(data[start:start + first]), mac_key=mac_key),
-                                    self.to_slots.load_key(bytes(data[start + first:]), mac_key=mac_key))
+        cuts = np.cumsum([start, *lengths])
+        switch, galois, decryption = (bytes(data[cuts[i]:cuts[i + 1]]) for i in range(3))
+        return BgvSlotBootstrapKeys(self.ring.load_key(switch, mac_key=mac_key),
+                                    load_key_part(self.bgv, galois, GaloisKeys, "the bootstrap key's Galois part",
+                                                  mac_key=mac_key),
+                                    self.decryption.load_key(decryption, mac_key=mac_key))
+
+    def _check_keys(self, keys) -> None:
+        if not isinstance(keys, BgvSlotBootstrapKeys):
+            raise TypeError(f"[switching] expected the BgvSlotBootstrapKeys from keygen, got {type(keys).__name__}")
+        if keys.galois.context is not self.bgv:
+            raise ValueError(f"[switching] these Galois keys belong to another {self.bgv.scheme.upper()} context")
+        self.ring._check_key(keys.switch)
+        self.decryption.check_key(keys.decryption)
+
+    # ---- the bootstrap -----------------------------------------------------------------
 
     def lut(self, ct, fn, keys: BgvSlotBootstrapKeys) -> BgvCiphertext:
         """fn(x) mod t in each of the first ``count`` slots, x read signed in [-2^bits, 2^bits)
         (``fn``: vectorized over a NumPy array, or a function of one int), fn(0) in the others;
-        a fresh ciphertext :attr:`levels` below the top. Tables are kept per function object,
-        so passing the same ``fn`` again skips its interpolation."""
-        if not isinstance(keys, BgvSlotBootstrapKeys):
-            raise TypeError(f"[switching] expected the BgvSlotBootstrapKeys from keygen, got {type(keys).__name__}")
+        a fresh ciphertext at most :attr:`levels` below the top. Tables are kept per function
+        object, so passing the same ``fn`` again skips its interpolation."""
+        self._check_keys(keys)
+        self._check_ciphertext(ct)
+        mapped = self.reader.at_level_zero(ct, keys.galois,
+                                           lambda level, correction: unit_factor(self.bgv, level, correction,
+                                                                                 self.unit))
+        risk = self.failure_probability(keys, mapped)
+        if risk > WARN_P_FAIL:
+            warn_at_caller(f"[switching] each slot is read wrong with probability {risk:.2g} (a half-cell of "
+                           f"{self.unit // 2} units of t): fewer bits")
+        words = self.ring._lwe_words(mapped, keys.switch, self.reader.slot_map.positions)   # slot j's, mod Q
+        return self._table(fn)(self.decryption.decrypt(words.astype(np.int64), keys.decryption))
+
+    def _table(self, fn):
         table = self._tables.get(fn)
         if table is None:
             if len(self._tables) >= KEPT_TABLES:  # the oldest goes: new lambdas each call must not pile up
                 self._tables.pop(next(iter(self._tables)))
-            table = self._tables[fn] = self.to_slots.table(fn)
-        return self.to_slots(self.to_fhew(ct, keys.to_fhew), keys.to_slots, table)
+            table = self._tables[fn] = self.decryption.table(fn, self.bits, self.unit)
+        return table
 
     def refresh(self, ct, keys: BgvSlotBootstrapKeys) -> BgvCiphertext:
         """The first ``count`` slots as they are (integers in [-2^bits, 2^bits)), in a fresh ciphertext."""
@@ -127,8 +183,28 @@ class BgvSlotBootstrap:
 
     def compare(self, a, b, keys: BgvSlotBootstrapKeys) -> BgvCiphertext:
         """[a > b] (1 or 0) per slot for integers a, b in [0, 2^bits) (``b`` a ciphertext or an int)."""
-        self.to_fhew._check_operands(a, b, "compare reads")
+        check_operands(self.bgv, self.bits, a, b, "compare reads")
         return self.sign(a - (int(b) if is_int(b) else b), keys)
+
+    def failure_probability(self, keys: BgvSlotBootstrapKeys, ct=None) -> float:
+        """The probability that a slot is read in the wrong cell: the ring switch's error and the
+        rounding from q_0 to Q (scaled to t), the roundings from Q to t in dimension N', and,
+        given the input at level 0 (after the slot map), its own error from its budget estimate;
+        against half a cell less a unit of t."""
+        N, Q = self.bgv.poly_degree, self.fhew.params.ring_modulus
+        ring = (keys.switch.error_variance() + (1 + N * 2 / 3) / 12) * (self.t / Q) ** 2
+        variance = ring + self.decryption.rounding_variance()
+        if ct is not None:
+            variance += 2.0 ** (-2 * (max(ct.noise_budget_estimate, 0.0) + 1))
+        return tail_probability(variance, self.unit / 2 - 1)
+
+    def _check_ciphertext(self, ct) -> None:
+        if not isinstance(ct, BgvCiphertext) or ct.context is not self.bgv:
+            raise TypeError(f"[switching] expected a ringfire.{self.bgv.scheme}.Ciphertext of this context, got "
+                            f"{type(ct).__name__}")
+        if ct.size != 2:
+            raise ValueError(f"[switching] the ciphertext has {ct.size} polynomials: relinearize it first")
+        self.reader.check_level(ct)
 
 
 def _identity(m):

@@ -83,14 +83,9 @@ class BgvSlotsToFhew:
             raise TypeError(f"[switching] expected a ringfire.bgv.Context or ringfire.bfv.Context first, got "
                             f"{type(bgv).__module__}.{type(bgv).__name__}")
         check_fhew_context(fhew)
-        self.slot_map = SlotsToCoefficients(bgv, count, method)
+        self.reader = SlotReader(bgv, count, method)
+        self.slot_map = self.reader.slot_map
         self.to_fhew = BgvToFhew(bgv, fhew, bits=bits)
-        core = bgv._core
-        floor = core.budget_bits(core.rounding_noise_bits(), 0)  # what a modulus switch to level 0 leaves at best
-        if floor < 2:
-            raise ValueError(f"[switching] the switch reads level 0, where q_0 ({int(bgv.params.q_primes[0]).bit_length()} "
-                             f"bits) leaves {floor:.1f} bits of noise budget after a modulus switch's rounding: a chain "
-                             f"with a larger first prime (coeff_bits=[60] + [36] * depth + [60] for t = 65537)")
         self.bgv, self.fhew, self.count, self.bits = bgv, fhew, self.slot_map.count, self.to_fhew.bits
         self._wider = self._excess = None  # max and min: the switch one bit wider, and relu's table
 
@@ -148,45 +143,20 @@ class BgvSlotsToFhew:
     def _read(self, ct, key: BgvSlotsToFhewKey, reader: BgvToFhew) -> LweCiphertext:
         """The slots as ``reader`` reads coefficients (its width, its unit)."""
         self._check(ct, key)
-        low = self._working_copy(ct, key.galois.level)
-        factor = reader.factor(low.level, low.correction)
-        mapped = self.slot_map(low, key.galois, factor)
-        mapped = mapped.mod_reduce(0) if mapped.level > 0 else mapped
-        budget = mapped.noise_budget_estimate
-        if budget <= 1:
-            raise ValueError(f"[switching] the slot map leaves {budget:.1f} bits of noise budget (the input had "
-                             f"{ct.noise_budget_estimate:.1f} at level {ct.level}): the map needs about "
-                             f"{self.map_bits:.0f} bits above level 0; switch a fresher ciphertext")
+        mapped = self.reader.at_level_zero(ct, key.galois, reader.factor)
         return reader._switch_scaled(mapped, key.switch, self.slot_map.positions)  # slot j's coefficient
 
     def working_level(self, ct) -> int:
-        """The level the map runs ``ct`` at. Dense: the lowest above 0 whose budget, once ``ct``
-        is brought there, holds the map's (:attr:`map_bits`) and 8 bits more; ``ct``'s own if
-        none. Staged: one above the map's stages."""
-        return self._working_copy(ct, ct.level).level
+        """The level the map runs ``ct`` at (:meth:`SlotReader.working_level`)."""
+        return self.reader.working_level(ct)
 
     def _working_copy(self, ct, highest: int):
-        """``ct`` at :meth:`working_level`, at most ``highest``: the map's diagonals are encoded
-        and multiplied in that many limbs, not the input's."""
-        if self.slot_map.method == "staged":
-            level = self.slot_map.levels + 1
-            if min(ct.level, highest) < level:
-                raise ValueError(f"[switching] the staged slot map of {self.count} slots runs at level {level} (one "
-                                 f"per stage, and one above 0); the ciphertext is at level {ct.level} and the Galois "
-                                 f"keys serve up to {highest}: a fresher ciphertext, or method='dense'")
-            return ct.mod_reduce(level) if ct.level > level else ct
-        for level in range(1, min(ct.level, highest) + 1):
-            low = ct.mod_reduce(level) if level < ct.level else ct
-            if low.noise_budget_estimate >= self.map_bits + 8:
-                return low
-        return ct.mod_reduce(highest) if ct.level > highest else ct
+        return self.reader.working_copy(ct, highest)
 
     @property
     def map_bits(self) -> float:
-        """About the budget the slot map takes: the mask's and the diagonals' norms (t sqrt(N)
-        each, the diagonals' sum over ``count`` of them)."""
-        t, N = self.bgv.plain_modulus, self.bgv.poly_degree
-        return 2 * (np.log2(t) + 0.5 * np.log2(N)) + 0.5 * np.log2(self.count)
+        """About the budget the slot map takes (:attr:`SlotReader.map_bits`)."""
+        return self.reader.map_bits
 
     def lut(self, ct, fn, key: BgvSlotsToFhewKey, *, out_bits: int | None = None) -> LweCiphertext:
         """fn(x) per slot for x in [0, 2^bits), as FHEW ``out_bits``-bit integers (default
@@ -213,16 +183,7 @@ class BgvSlotsToFhew:
         return self._max_or_min(a, b, key, larger=False)
 
     def _check_operands(self, a, b, reads: str) -> None:
-        """Refuses, by name, a first operand that is not a ciphertext and a second that is
-        neither a ciphertext nor an int in [0, 2^bits) (``reads``: who says so)."""
-        if not isinstance(a, BgvCiphertext):
-            raise TypeError(f"[switching] {reads} a ringfire.{self.bgv.scheme}.Ciphertext first, got "
-                            f"{type(a).__name__}")
-        if is_int(b):
-            if not 0 <= b < 1 << self.bits:
-                raise ValueError(f"[switching] {reads} integers in [0, {1 << self.bits}) (2^bits); got {b}")
-        elif not isinstance(b, BgvCiphertext):
-            raise TypeError(f"[switching] {reads} a ciphertext or an int second, got {type(b).__name__}")
+        check_operands(self.bgv, self.bits, a, b, reads)
 
     def _max_or_min(self, a, b, key, *, larger: bool) -> LweCiphertext:
         self._check_operands(a, b, "max and min read")
@@ -250,7 +211,83 @@ class BgvSlotsToFhew:
 
     def _check(self, ct, key) -> None:
         self.to_fhew.check_ciphertext(ct)
+        self.reader.check_level(ct)
+        self._check_key(key)
+
+
+class SlotReader:
+    """The first ``count`` slots of row 0 of BGV/BFV ciphertexts into coefficients at level 0,
+    each times a factor that depends on the level the map runs at: what every switch from
+    slots starts with (:class:`BgvSlotsToFhew`, :class:`ringfire.switching.BgvSlotBootstrap`).
+    Refuses, by name, a chain whose q_0 leaves no noise budget at level 0."""
+
+    def __init__(self, bgv, count: int, method: str = "auto"):
+        self.slot_map = SlotsToCoefficients(bgv, count, method)
+        self.bgv, self.count = bgv, self.slot_map.count
+        core = bgv._core
+        floor = core.budget_bits(core.rounding_noise_bits(), 0)  # what a modulus switch to level 0 leaves at best
+        if floor < 2:
+            raise ValueError(f"[switching] the switch reads level 0, where q_0 ({int(bgv.params.q_primes[0]).bit_length()} "
+                             f"bits) leaves {floor:.1f} bits of noise budget after a modulus switch's rounding: a chain "
+                             f"with a larger first prime (coeff_bits=[60] + [36] * depth + [60] for t = 65537)")
+
+    @staticmethod
+    def check_level(ct) -> None:
         if ct.level == 0:
             raise ValueError("[switching] the ciphertext is at level 0: the slot map needs a level above it, whose "
                              "prime divides its error growth away")
-        self._check_key(key)
+
+    def at_level_zero(self, ct, galois, factor_of) -> BgvCiphertext:
+        """``ct``'s slots at :attr:`slot_map`'s positions, each times ``factor_of(level,
+        correction)`` of the level the map runs at, at level 0; refused when the map leaves no
+        budget there."""
+        low = self.working_copy(ct, galois.level)
+        mapped = self.slot_map(low, galois, factor_of(low.level, low.correction))
+        mapped = mapped.mod_reduce(0) if mapped.level > 0 else mapped
+        budget = mapped.noise_budget_estimate
+        if budget <= 1:
+            raise ValueError(f"[switching] the slot map leaves {budget:.1f} bits of noise budget (the input had "
+                             f"{ct.noise_budget_estimate:.1f} at level {ct.level}): the map needs about "
+                             f"{self.map_bits:.0f} bits above level 0; switch a fresher ciphertext")
+        return mapped
+
+    def working_level(self, ct) -> int:
+        """The level the map runs ``ct`` at. Dense: the lowest above 0 whose budget, once ``ct``
+        is brought there, holds the map's (:attr:`map_bits`) and 8 bits more; ``ct``'s own if
+        none. Staged: one above the map's stages."""
+        return self.working_copy(ct, ct.level).level
+
+    def working_copy(self, ct, highest: int):
+        """``ct`` at :meth:`working_level`, at most ``highest``: the map's diagonals are encoded
+        and multiplied in that many limbs, not the input's."""
+        if self.slot_map.method == "staged":
+            level = self.slot_map.levels + 1
+            if min(ct.level, highest) < level:
+                raise ValueError(f"[switching] the staged slot map of {self.count} slots runs at level {level} (one "
+                                 f"per stage, and one above 0); the ciphertext is at level {ct.level} and the Galois "
+                                 f"keys serve up to {highest}: a fresher ciphertext, or method='dense'")
+            return ct.mod_reduce(level) if ct.level > level else ct
+        for level in range(1, min(ct.level, highest) + 1):
+            low = ct.mod_reduce(level) if level < ct.level else ct
+            if low.noise_budget_estimate >= self.map_bits + 8:
+                return low
+        return ct.mod_reduce(highest) if ct.level > highest else ct
+
+    @property
+    def map_bits(self) -> float:
+        """About the budget the slot map takes: the mask's and the diagonals' norms (t sqrt(N)
+        each, the diagonals' sum over ``count`` of them)."""
+        t, N = self.bgv.plain_modulus, self.bgv.poly_degree
+        return 2 * (np.log2(t) + 0.5 * np.log2(N)) + 0.5 * np.log2(self.count)
+
+
+def check_operands(bgv, bits: int, a, b, reads: str) -> None:
+    """Refuses, by name, a first operand that is not a ciphertext and a second that is neither
+    a ciphertext nor an int in [0, 2^bits) (``reads``: who says so)."""
+    if not isinstance(a, BgvCiphertext):
+        raise TypeError(f"[switching] {reads} a ringfire.{bgv.scheme}.Ciphertext first, got {type(a).__name__}")
+    if is_int(b):
+        if not 0 <= b < 1 << bits:
+            raise ValueError(f"[switching] {reads} integers in [0, {1 << bits}) (2^bits); got {b}")
+    elif not isinstance(b, BgvCiphertext):
+        raise TypeError(f"[switching] {reads} a ciphertext or an int second, got {type(b).__name__}")

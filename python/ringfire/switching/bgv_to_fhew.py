@@ -121,12 +121,7 @@ class BgvToFhew(RingToFhew):
         """u Delta mod t, centred (module docstring, step 1), for a ciphertext at ``level`` with
         ``correction``: what its phase at level 0 is multiplied by so that it holds each
         integer at FHEW's unit."""
-        t, primes = self.t, self.bgv.params.q_primes
-        c = int(correction)
-        for i in range(1, int(level) + 1):  # each dropped prime's factor, q_i^-1 mod t
-            c = c * pow(primes[i] % t, -1, t) % t
-        f = -primes[0] * pow(c, -1, t) * self.unit % t
-        return f - t if f > t // 2 else f
+        return unit_factor(self.bgv, level, correction, self.unit)
 
     def _warn_if_unreadable(self, variance: float) -> None:
         """Warns where the switched error leaves a coefficient's cell (q / t wide) too often."""
@@ -188,3 +183,15 @@ class BgvToFhew(RingToFhew):
             raise ValueError(f"[switching] count must be an int in [1, {self.bgv.poly_degree}] (coefficients), "
                              f"got {count!r}")
         return int(count)
+
+
+def unit_factor(bgv, level: int, correction: int, unit: int) -> int:
+    """u ``unit`` mod t, centred (module docstring, step 1): what the phase of a ciphertext at
+    ``level`` with ``correction`` is multiplied by so that, at level 0, it holds each integer
+    m of its message as [unit m]_t at q_0 / t per unit."""
+    t, primes = int(bgv.plain_modulus), bgv.params.q_primes
+    c = int(correction)
+    for i in range(1, int(level) + 1):  # each dropped prime's factor, q_i^-1 mod t
+        c = c * pow(int(primes[i]) % t, -1, t) % t
+    f = -int(primes[0]) * pow(c, -1, t) * unit % t
+    return f - t if f > t // 2 else f

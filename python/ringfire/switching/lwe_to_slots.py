@@ -2,83 +2,27 @@
 bootstrap of Liu and Wang (Asiacrypt 2023), on ringfire's BGV and BFV.
 
 FHEW ciphertexts (a_j, b_j) mod q of dimension n under the LWE secret s have phases
-b_j - <a_j, s> = Delta m_j + e_j mod q, Delta = q / 2^(bits + 1). Under the plaintext
-modulus t = 65537 (a batching prime up to N = 2^15):
-
-1. **Scale to t**: a'_j = round(a_j t / q), b'_j = round(b_j t / q). Then
-   b'_j - <a'_j, s> = (t / q)(b_j - <a_j, s>) + r_j mod t: the multiples of q that the
-   inner product wraps by become multiples of t, and r_j, the roundings (variance
-   (1 + n E[s^2]) / 12), adds a few units of t's 65537.
-2. **Decryption in the slots.** With s repeated along each row of slots with period P
-   (the power of two at least n, zeros past n), rotating it left by k brings
-   s_((p + k) mod P) to place p of a row, so slot j (place p) gets
-   b'_j + sum_(k < P) D_k[j] rot(s, k)[j] with D_k[j] = -a'_(j, (p + k) mod P): P
-   plaintext products in baby and giant steps (Halevi and Shoup), k = g B + b. The baby
-   steps rot(s, b), b < B, are the bootstrapping key itself: the client encrypts each
-   (seeded: half a ciphertext each on the wire) instead of sending their Galois keys. The
-   giant steps run as Horner's rule, sum_g rot(x_g, g B) = x_0 + rot(x_1 + rot(x_2 + ...,
-   B), B), with one Galois key. Slot j now holds the scaled phase
-   y_j = (t / q)(Delta m_j + e_j) + r_j mod t, exactly.
-3. **The table** (ringfire.bgv.tables): the polynomial over Z_t that reads each y as
-   FHEW's tables do, m = round(y 2^(bits + 1) / t), and returns f(m), over the whole
-   circle (m signed in [-2^bits, 2^bits): no padding bit needed). Its value at one
-   point half a cell from 0, where only an error that the failure probability already
-   counts lands, is chosen so that the values sum to 0: the polynomial then has
-   degree t - 2 = 65535 and takes 16 levels instead of 17.
-
-The result is a BGV/BFV ciphertext whose slot j holds f(m_j) mod t exactly (slots past
-the inputs read m = 0); its error is the table's products' own, whatever the inputs'.
-Security: the bootstrapping key encrypts the FHEW secret under the BGV/BFV secret, the
-circular-security assumption every bootstrap makes.
+Delta m_j + e_j mod q, Delta = q / 2^(bits + 1). Under the plaintext modulus t = 65537
+(a batching prime up to N = 2^15) they are scaled to t, decrypted homomorphically into
+the slots of one ciphertext, and read there by a table evaluated as a polynomial over
+Z_t (slot_decryption.py: the steps, the key, the table): slot j of the result holds
+f(m_j) mod t exactly, whatever the inputs' error was, as long as it stayed within half
+a cell (:meth:`LweToSlots.failure_probability`).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
-import struct
-
 import numpy as np
 
-from .. import _core
 from .._checks import warn_at_caller
 from ..bgv.ciphertext import Ciphertext as BgvCiphertext
-from ..bgv.context import Context as BgvContext
-from ..bgv.tables import SlotTable, check_fermat_prime
-from ..rlwe.keys import GaloisKeys, KeySet, RelinKey
+from ..bgv.tables import SlotTable
 from ..tfhe.ciphertext import Ciphertext as LweCiphertext
 from ..tfhe.params import WARN_P_FAIL, ParameterSet, tail_probability
-from .key_bytes import load_key_part, open_key_bytes
-from .to_fhew import check_fhew_context, check_secret_keys, fhew_secrets, is_int
+from .slot_decryption import LweToSlotsKey, SlotDecryption
+from .to_fhew import check_fhew_context, check_secret_keys, fhew_secrets
 
-_MAGIC = b"RFLWESL2"
-_HEAD = struct.Struct("<32sII")  # the FHEW keys' id, the encrypted secrets, the parts after them
-_LENGTH = struct.Struct("<Q")    # each part's length, after the head
-
-
-@dataclasses.dataclass
-class LweToSlotsKey:
-    """The bootstrapping keys (public): the FHEW secret repeated along the slots, rotated
-    by 0 .. B - 1 and encrypted (the baby steps), the giant step's Galois key (none when
-    one step covers the period), and the relinearization key of the table's products."""
-
-    secrets: list
-    galois: GaloisKeys | None
-    relin: RelinKey
-    fhew_key_id: bytes = bytes(32)
-
-    def to_bytes(self, *, mac_key: bytes | None = None) -> bytes:
-        """Each part in its own checksummed envelope (authenticated with ``mac_key``), behind
-        their count and lengths."""
-        parts = [ct.to_bytes(mac_key=mac_key) for ct in self.secrets]
-        after = [self.relin] + ([self.galois] if self.galois is not None else [])
-        parts += [key.to_bytes(mac_key=mac_key) for key in after]
-        head = _HEAD.pack(self.fhew_key_id, len(self.secrets), len(after))
-        return _MAGIC + head + b"".join(_LENGTH.pack(len(p)) for p in parts) + b"".join(parts)
-
-    @property
-    def keys(self) -> KeySet:
-        return KeySet(relin=self.relin, galois=self.galois)
+__all__ = ["LweToSlots", "LweToSlotsKey"]
 
 
 class LweToSlots:
@@ -100,28 +44,15 @@ class LweToSlots:
     """
 
     def __init__(self, bgv, fhew, *, bits: int):
-        if not isinstance(bgv, BgvContext):
-            raise TypeError(f"[switching] expected a ringfire.bgv.Context or ringfire.bfv.Context first, got "
-                            f"{type(bgv).__module__}.{type(bgv).__name__}")
         check_fhew_context(fhew)
         if not isinstance(fhew.params, ParameterSet):
             raise ValueError(f"[switching] LweToSlots reads the 32-bit FHEW sets (STD128, STD128_LP, STD128_LUT), not "
                              f"the 64-bit torus set {fhew.params.name}")
-        t = int(bgv.plain_modulus)
-        check_fermat_prime(t)
-        if not bgv.can_batch:
-            raise ValueError(f"[switching] t={t} cannot batch N={bgv.poly_degree} slots (t = 1 mod 2N is needed)")
-        n, q = fhew.params.lwe_dimension, fhew.params.lwe_modulus
-        self.period = 1 << (n - 1).bit_length()
-        if self.period > bgv.poly_degree // 2:
-            raise ValueError(f"[switching] the FHEW secret ({n} values, repeated every {self.period} slots) does not "
-                             f"fit a row of N/2 = {bgv.poly_degree // 2} slots")
-        limit = int(math.log2(t)) - 2
-        if not is_int(bits) or not 1 <= bits <= limit:
-            raise ValueError(f"[switching] bits must be an int in [1, {limit}], got {bits!r}")
-        self.bgv, self.fhew, self.t, self.q, self.n, self.bits = bgv, fhew, t, q, n, int(bits)
-        self.baby = 1 << math.ceil(math.log2(self.period) / 2)
-        self.giant = self.period // self.baby
+        self.decryption = SlotDecryption(bgv, fhew.params.lwe_dimension, fhew.params.lwe_modulus, fhew)
+        self.bits = self.decryption.check_bits(bits)
+        self.bgv, self.fhew, self.t = bgv, fhew, self.decryption.t
+        self.q, self.n = fhew.params.lwe_modulus, fhew.params.lwe_dimension
+        self.baby, self.period = self.decryption.baby, self.decryption.period
 
     def __repr__(self) -> str:
         return (f"LweToSlots({self.fhew.params.name}, bits={self.bits} -> {self.bgv.scheme.upper()} "
@@ -129,93 +60,27 @@ class LweToSlots:
 
     @property
     def rotations(self) -> list[int]:
-        """The row rotations the decryption takes Galois keys for: the giant step B, repeated
-        (the baby steps are encrypted rotated)."""
-        return [self.baby] if self.giant > 1 else []
+        """The row rotations the decryption takes Galois keys for (one giant step)."""
+        return self.decryption.rotations
 
     @property
     def levels(self) -> int:
-        """The levels a call takes: one for the decryption, the table's (16) after it."""
-        return 1 + (self.t - 1).bit_length() - 1
-
-    # ---- keys ----------------------------------------------------------------------
+        """The levels a call takes at most: one for the decryption, the table's (16) after it."""
+        return self.decryption.levels
 
     def keygen(self, secret_key, fhew_secret_key) -> LweToSlotsKey:
         """The bootstrapping keys from both secret keys (the client runs this; they are public)."""
         check_secret_keys(self.bgv, secret_key, self.fhew, fhew_secret_key)
-        s = fhew_secrets(fhew_secret_key)[0]
-        row = np.zeros(self.period, dtype=np.int64)
-        row[:self.n] = s
-        repeated = np.tile(row, self.bgv.poly_degree // self.period) % self.t     # (2 N/2): both rows
-        secrets = [self.bgv.encrypt(np.roll(repeated, -b), secret_key) for b in range(self.baby)]  # rot(s, b)
-        galois = self.bgv.galois_keys(secret_key, self.rotations) if self.rotations else None
-        relin = RelinKey(_core.generate_relin_key(secret_key._native, self.bgv._prng), self.bgv)
-        return LweToSlotsKey(secrets, galois, relin, fhew_secret_key.key_id)
+        return self.decryption.keygen(secret_key, fhew_secrets(fhew_secret_key)[0], fhew_secret_key.key_id)
 
     def load_key(self, data: bytes, *, mac_key: bytes | None = None) -> LweToSlotsKey:
-        """The keys from ``key.to_bytes()``: the count and lengths checked against the bytes and
-        against this switch first, then each part by its own loader (envelope, checksum,
-        parameters, kind)."""
-        data, (key_id, secrets, after), start = open_key_bytes(data, _MAGIC, _HEAD, "LweToSlotsKey",
-                                                               "a ringfire LWE-to-slots key")
-        expected = (self.baby, 2 if self.rotations else 1)
-        if (secrets, after) != expected:
-            raise ValueError(f"[switching] the key holds {secrets} encrypted secrets and {after} keys; this switch "
-                             f"takes {expected[0]} and {expected[1]}")
-        count = secrets + after
-        if len(data) < start + count * _LENGTH.size:
-            raise ValueError(f"[switching] the key's {count} part lengths do not fit its {len(data)} bytes")
-        lengths = [_LENGTH.unpack_from(data, start + i * _LENGTH.size)[0] for i in range(count)]
-        offset = start + count * _LENGTH.size
-        if offset + sum(lengths) != len(data) or not all(lengths):
-            raise ValueError(f"[switching] the key's parts declare {sum(lengths)} bytes after a {offset}-byte head; it "
-                             f"holds {len(data)} bytes")
-        kinds = [("secret", BgvCiphertext)] * secrets + [("relinearization", RelinKey), ("Galois", GaloisKeys)][:after]
-        parts = []
-        for (name, kind), length in zip(kinds, lengths):
-            parts.append(load_key_part(self.bgv, bytes(data[offset:offset + length]), kind,
-                                       f"the LWE-to-slots key's {name} part", mac_key=mac_key))
-            offset += length
-        key = LweToSlotsKey(parts[:secrets], parts[secrets + 1] if after == 2 else None, parts[secrets],
-                            fhew_key_id=bytes(key_id))
-        self._check_key(key)
-        return key
-
-    def _check_key(self, key) -> None:
-        if not isinstance(key, LweToSlotsKey):
-            raise TypeError(f"[switching] expected the LweToSlotsKey from keygen, got {type(key).__name__}")
-        if len(key.secrets) != self.baby or (key.galois is None) != (not self.rotations):
-            raise ValueError(f"[switching] these keys hold {len(key.secrets)} encrypted secrets; this switch takes "
-                             f"{self.baby} and {'a' if self.rotations else 'no'} Galois key")
-        if any(ct.context is not self.bgv for ct in key.secrets) or key.relin.context is not self.bgv or \
-                (key.galois is not None and key.galois.context is not self.bgv):
-            raise ValueError(f"[switching] these keys belong to another {self.bgv.scheme.upper()} context")
-        if self.fhew.key_id is not None and any(key.fhew_key_id) and key.fhew_key_id != self.fhew.key_id:
-            raise ValueError("[switching] these keys were made for other FHEW keys than this context's")
-        if any(ct.size != 2 or ct.level != key.secrets[0].level for ct in key.secrets) or key.secrets[0].level < 1:
-            raise ValueError("[switching] the encrypted secrets must be two-polynomial ciphertexts of one level above "
-                             "level 0")
-
-    # ---- the bootstrap -----------------------------------------------------------------
+        """The keys from ``key.to_bytes()``, checked by length, count and kind before use."""
+        return self.decryption.load_key(data, mac_key=mac_key)
 
     def table(self, fn) -> SlotTable:
-        """The table that reads a scaled phase y as m (module docstring, 3) and returns fn(m)
+        """The table that reads a scaled phase y as m = round(y 2^(bits+1) / t) and returns fn(m)
         (vectorized over a NumPy array of m, or of one int); build it once for many calls."""
-        y = np.arange(self.t, dtype=np.int64)
-        cells = 2 << self.bits
-        m = (y * cells + self.t // 2) // self.t % cells                  # round(y 2^(bits+1) / t)
-        m = np.where(m >= cells // 2, m - cells, m)
-        try:
-            out = np.asarray(fn(np.arange(-cells // 2, cells // 2)))
-            per_cell = out if out.shape == (cells,) and out.dtype.kind in "iu" else None
-        except Exception:  # a function of one int
-            per_cell = None
-        if per_cell is None:
-            per_cell = np.array([int(fn(int(v))) for v in range(-cells // 2, cells // 2)], dtype=object)
-        values = np.mod(np.asarray(per_cell, dtype=object)[m + cells // 2], self.t).astype(np.int64)
-        edge = round(self.t / (2 * cells))                               # half a cell from 0
-        values[edge] = (values[edge] - int(values.sum())) % self.t        # the values sum to 0: degree t - 2
-        return SlotTable(self.bgv, values, signed=False)
+        return self.decryption.table(fn, self.bits, self.t / (2 << self.bits))
 
     def __call__(self, lwe: LweCiphertext, key: LweToSlotsKey, fn=None) -> BgvCiphertext:
         """A BGV/BFV ciphertext whose slot j holds fn(m_j) mod t for input j (fn: a function
@@ -226,38 +91,9 @@ class LweToSlots:
         return table(self.decrypt_in_slots(lwe, key))
 
     def decrypt_in_slots(self, lwe: LweCiphertext, key: LweToSlotsKey) -> BgvCiphertext:
-        """Slot j: input j's phase scaled to t, (t / q)(Delta m_j + e_j) + r_j mod t (steps 1-2)."""
+        """Slot j: input j's phase scaled to t, (t / q)(Delta m_j + e_j) + r_j mod t."""
         self._check_input(lwe)
-        self._check_key(key)
-        N, half, t = self.bgv.poly_degree, self.bgv.poly_degree // 2, self.t
-        # round(w t / q) in float64: w t < 2^53 is exact, and the rounding of its quotient is
-        # one of the two nearest integers either way (what step 1 assumes).
-        scaled = np.floor(lwe.data * (t / self.q) + 0.5).astype(np.int64) % t
-        count = len(scaled)
-        a = np.zeros((N, self.period), dtype=np.int32)                    # rows past the inputs: 0
-        a[:count, :self.n] = (-scaled[:, :self.n]) % t
-        # Skewed: row j shifted left by j mod P, so that column k is the diagonal D_k
-        # (P divides N/2: a slot's place in its row is j mod P too), one residue class of rows
-        # at a time.
-        for r in range(1, self.period):
-            a[r::self.period] = np.roll(a[r::self.period], -r, axis=1)
-        diagonals = np.ascontiguousarray(a.T)
-        del a
-        ev = self.bgv.evaluator(key.keys)
-        babies = key.secrets                                              # rot(s, b), b < B
-        level = babies[0].level
-        out = None
-        for g in reversed(range(self.giant)):                             # Horner: x_g + rot(..., B)
-            plains = []
-            for b in range(self.baby):
-                diagonal = diagonals[g * self.baby + b].reshape(2, half)
-                diagonal = np.roll(diagonal, g * self.baby, axis=1).reshape(-1)  # rot(D, -g B)
-                plains.append(self.bgv.encode(diagonal, level=level))
-            inner = ev.multiply_plain_sum(babies, plains)
-            out = inner if out is None else ev.add(ev.rotate(out, self.baby), inner)
-        b_values = np.zeros(N, dtype=np.int64)
-        b_values[:count] = scaled[:, self.n]
-        return ev.add_plain(out, self.bgv.encode(b_values, level=level))
+        return self.decryption.decrypt(np.asarray(lwe.data, dtype=np.int64), key)
 
     def _check_input(self, lwe) -> None:
         if not isinstance(lwe, LweCiphertext) or lwe.context is not self.fhew:
@@ -276,6 +112,6 @@ class LweToSlots:
     def failure_probability(self, lwe: LweCiphertext) -> float:
         """The probability that a value is read in the wrong cell: the input's error (its
         variance) and the scaling's roundings (step 1), against half a cell less a unit of t."""
-        rounding = (1 + self.n * self.fhew.params.secret_square_mean) / 12 * (self.q / self.t) ** 2
+        rounding = self.decryption.rounding_variance(self.fhew.params.secret_square_mean) * (self.q / self.t) ** 2
         half_cell = self.q / (4 << self.bits) - self.q / self.t
         return tail_probability(lwe.variance + rounding, half_cell)

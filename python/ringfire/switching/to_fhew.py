@@ -30,7 +30,7 @@ from ..tfhe.ciphertext import Ciphertext as LweCiphertext
 from ..tfhe.context import Context as FhewContext
 from ..tfhe.context import SecretKey as FhewSecretKey
 from ..tfhe.params import ParameterSet
-from .ring_switch import RingSwitchKey, extract, ring_switch_keygen, ring_switch_residues
+from .ring_switch import BASE_LOG, RingSwitchKey, extract, ring_switch_keygen, ring_switch_residues
 
 
 class RingToFhew:
@@ -55,15 +55,16 @@ class RingToFhew:
 
     # ---- keys ----------------------------------------------------------------------
 
-    def keygen(self, secret_key, fhew_secret_key) -> RingSwitchKey:
-        """The switching key (public) from the two secret keys; the client runs this."""
+    def keygen(self, secret_key, fhew_secret_key, *, base_log: int = BASE_LOG) -> RingSwitchKey:
+        """The switching key (public) from the two secret keys; the client runs this. A smaller
+        ``base_log`` (the gadget's digits' bits) makes a key with more digits and less error."""
         if secret_key is None:
             raise ValueError(f"[switching] expected the {_name(self.source)} context's secret key, got None")
         check_secret_keys(self.source, secret_key, self.fhew, fhew_secret_key)
         s = np.asarray(secret_key._native.coefficients(), dtype=np.int64)
         z = fhew_secrets(fhew_secret_key)[1]
         key = ring_switch_keygen(s, z, self.fhew.params.ring_modulus, self.source._prng,
-                                 sigma=self.fhew.params.sigma)
+                                 sigma=self.fhew.params.sigma, base_log=base_log)
         key.fhew_key_id = fhew_secret_key.key_id
         return key
 
