@@ -120,6 +120,10 @@ def test_refusals_name_the_problem(setup):
     ct = ctx.encrypt([1, 2, 3], keys)
     with pytest.raises(ValueError, match="257 or 65537"):
         rf.bgv.SlotTable(rf.bgv.Context(2**13, plain_bits=20), lambda v: v)
+    with pytest.raises(TypeError, match=r"integers to integers .*returned 0\.0 \(float64\): use //"):
+        rf.bgv.SlotTable(ctx, lambda v: v / 2)
+    with pytest.raises(TypeError, match=r"returned 0.5 \(float\)"):
+        rf.bgv.SlotTable(ctx, lambda v: 0.5 if v else 0)
     with pytest.raises(ValueError, match=r"shape \(65537,\)"):
         rf.bgv.SlotTable(ctx, np.zeros(10, dtype=np.int64))
     with pytest.raises(TypeError, match="ciphertext of this table's context"):

@@ -61,8 +61,9 @@ def test_slot_bootstrap_reads_8_bits_compares_and_bootstraps_its_own_results(set
     x = np.array([-256, -255, -129, -1, 0, 1, 2, 127, 128, 200, 255, -77, 33, -3, 99, -200])
     ct = ctx.encrypt(x, keys)
     fresh = boot.refresh(ct, bkeys)
-    got = ctx.decrypt(fresh, sk)
-    assert np.array_equal(got[:16], x) and not got[16:].any()
+    assert np.array_equal(ctx.decrypt(fresh, sk), x)                    # the input's 16 values
+    longer = boot.refresh(ctx.encrypt(np.resize(x, ctx.slots), keys), bkeys)          # only the first 16 are read
+    assert np.array_equal(ctx.decrypt(longer, sk), x)
     assert fresh.level >= ctx.max_level - boot.levels
     assert np.array_equal(ctx.decrypt(boot.sign(ct, bkeys), sk)[:16], (x > 0) * 1)
     squares = boot.lut(ct, lambda v: v * v, bkeys)                       # up to 65536: mod t
@@ -72,6 +73,12 @@ def test_slot_bootstrap_reads_8_bits_compares_and_bootstraps_its_own_results(set
     assert np.array_equal(ctx.decrypt(boot.compare(ctx.encrypt(a, keys), ctx.encrypt(b, keys), bkeys), sk)[:16],
                           (a > b) * 1)
     assert np.array_equal(ctx.decrypt(boot.compare(ctx.encrypt(a, keys), 100, bkeys), sk)[:16], (a > 100) * 1)
+    ca, cb = ctx.encrypt(a, keys), ctx.encrypt(b, keys)
+    assert np.array_equal(ctx.decrypt(boot.max(ca, cb, bkeys), sk)[:16], np.maximum(a, b))
+    assert np.array_equal(ctx.decrypt(boot.min(ca, cb, bkeys), sk)[:16], np.minimum(a, b))
+    assert np.array_equal(ctx.decrypt(boot.max(ca, 100, bkeys), sk)[:16], np.maximum(a, 100))
+    with pytest.raises(ValueError, match=r"max reads integers in \[0, 256\)"):
+        boot.max(ca, 256, bkeys)
     # A bootstrapped result computes on and is bootstrapped again: real bootstrapping.
     halved = boot.lut(fresh * 2 + 1, lambda v: v // 2, bkeys)             # 2x + 1 in [-511, 511] reads mod 512
     wrapped = (2 * x + 1 + 256) % 512 - 256

@@ -47,14 +47,27 @@ def table_values(fn, t: int, *, signed: bool) -> np.ndarray:
     y = np.arange(t, dtype=np.int64)
     if signed:
         y = np.where(y > t // 2, y - t, y)
+    return np.mod(integer_results(fn, y), t).astype(np.int64)
+
+
+def integer_results(fn, args: np.ndarray) -> np.ndarray:
+    """fn at every one of ``args`` (int64) as Python integers (an object array): fn vectorized
+    over the array, or, when that fails or gives another shape, called on each int. A result
+    that is not an integer (a float, say, from ``/``) is refused by name, not truncated."""
     try:
-        out = np.asarray(fn(y))
-        vectorized = out.shape == (t,) and out.dtype.kind in "iu"
+        out = np.asarray(fn(args))
+        vectorized = out.shape == args.shape
     except Exception:  # a function of one integer: called on each
         vectorized = False
     if not vectorized:
-        out = np.array([int(fn(int(v))) % t for v in y], dtype=np.int64)
-    return np.mod(out.astype(object), t).astype(np.int64)
+        out = np.array([fn(int(v)) for v in args], dtype=object)
+    if out.dtype.kind in "iub":
+        return out.astype(object)
+    if not all(isinstance(v, (int, np.integer, bool, np.bool_)) for v in out.ravel()):
+        bad = next(v for v in out.ravel() if not isinstance(v, (int, np.integer, bool, np.bool_)))
+        raise TypeError(f"[bgv.SlotTable] a table maps integers to integers (mod t); the function returned "
+                        f"{bad} ({type(bad).__name__}): use // for floor division, round() for rounding")
+    return np.array([int(v) for v in out.ravel()], dtype=object).reshape(out.shape)
 
 
 def table_coefficients(values: np.ndarray, t: int) -> np.ndarray:

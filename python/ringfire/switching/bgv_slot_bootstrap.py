@@ -150,9 +150,10 @@ class BgvSlotBootstrap:
 
     def lut(self, ct, fn, keys: BgvSlotBootstrapKeys) -> BgvCiphertext:
         """fn(x) mod t in each of the first ``count`` slots, x read signed in [-2^bits, 2^bits)
-        (``fn``: vectorized over a NumPy array, or a function of one int), fn(0) in the others;
-        a fresh ciphertext at most :attr:`levels` below the top. Tables are kept per function
-        object, so passing the same ``fn`` again skips its interpolation."""
+        (``fn``: vectorized over a NumPy array, or a function of one int), fn(0) in the slots
+        after them; a fresh ciphertext at most :attr:`levels` below the top, of the input's
+        length (``count`` for a longer or scalar input: only those are read). Tables are kept
+        per function object, so passing the same ``fn`` again skips its interpolation."""
         self._check_keys(keys)
         self._check_ciphertext(ct)
         mapped = self.reader.at_level_zero(ct, keys.galois,
@@ -163,7 +164,9 @@ class BgvSlotBootstrap:
             warn_at_caller(f"[switching] each slot is read wrong with probability {risk:.2g} (a half-cell of "
                            f"{self.unit // 2} units of t): fewer bits")
         words = self.ring._lwe_words(mapped, keys.switch, self.reader.slot_map.positions)   # slot j's, mod Q
-        return self._table(fn)(self.decryption.decrypt(words.astype(np.int64), keys.decryption))
+        out = self._table(fn)(self.decryption.decrypt(words.astype(np.int64), keys.decryption))
+        # The values it holds: the input's, or the first count of a longer (or scalar) input.
+        return out._set_shape(ct.shape if ct.shape and ct.shape[0] <= self.count else (self.count,))
 
     def _table(self, fn):
         table = self._tables.get(fn)
@@ -184,7 +187,19 @@ class BgvSlotBootstrap:
     def compare(self, a, b, keys: BgvSlotBootstrapKeys) -> BgvCiphertext:
         """[a > b] (1 or 0) per slot for integers a, b in [0, 2^bits) (``b`` a ciphertext or an int)."""
         check_operands(self.bgv, self.bits, a, b, "compare reads")
-        return self.sign(a - (int(b) if is_int(b) else b), keys)
+        return self.sign(a - _operand(b), keys)
+
+    def max(self, a, b, keys: BgvSlotBootstrapKeys) -> BgvCiphertext:
+        """max(a, b) per slot for integers a, b in [0, 2^bits) (``b`` a ciphertext or an int):
+        b + relu(a - b), one bootstrap of the difference. The result carries b's error beside
+        the bootstrap's (refresh it when b is noisy)."""
+        check_operands(self.bgv, self.bits, a, b, "max reads")
+        return self.lut(a - _operand(b), _relu, keys) + _operand(b)
+
+    def min(self, a, b, keys: BgvSlotBootstrapKeys) -> BgvCiphertext:
+        """min(a, b) per slot, as :meth:`max`: a - relu(a - b), carrying a's error."""
+        check_operands(self.bgv, self.bits, a, b, "min reads")
+        return a - self.lut(a - _operand(b), _relu, keys)
 
     def failure_probability(self, keys: BgvSlotBootstrapKeys, ct=None) -> float:
         """The probability that a slot is read in the wrong cell: the ring switch's error and the
@@ -213,3 +228,11 @@ def _identity(m):
 
 def _positive(m):
     return (m > 0) * 1
+
+
+def _relu(m):
+    return np.maximum(m, 0)
+
+
+def _operand(b):
+    return int(b) if is_int(b) else b

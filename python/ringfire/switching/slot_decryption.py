@@ -43,7 +43,7 @@ import numpy as np
 from .. import _core
 from ..bgv.ciphertext import Ciphertext as BgvCiphertext
 from ..bgv.context import Context as BgvContext
-from ..bgv.tables import SlotTable, check_fermat_prime
+from ..bgv.tables import SlotTable, check_fermat_prime, integer_results
 from ..rlwe.keys import GaloisKeys, KeySet, RelinKey
 from .key_bytes import load_key_part, open_key_bytes
 from .to_fhew import is_int
@@ -224,14 +224,8 @@ class SlotDecryption:
         cells = 2 << bits
         m = np.floor(y / unit + 0.5).astype(np.int64) % cells
         m = np.where(m >= cells // 2, m - cells, m)
-        try:
-            out = np.asarray(fn(np.arange(-cells // 2, cells // 2)))
-            per_cell = out if out.shape == (cells,) and out.dtype.kind in "iu" else None
-        except Exception:  # a function of one int
-            per_cell = None
-        if per_cell is None:
-            per_cell = np.array([int(fn(int(v))) for v in range(-cells // 2, cells // 2)], dtype=object)
-        values = np.mod(np.asarray(per_cell, dtype=object)[m + cells // 2], self.t).astype(np.int64)
+        per_cell = integer_results(fn, np.arange(-cells // 2, cells // 2, dtype=np.int64))
+        values = np.mod(per_cell[m + cells // 2], self.t).astype(np.int64)
         edge = int(round(unit / 2))                                       # half a cell from 0
         values[edge] = (values[edge] - int(values.sum())) % self.t        # the values sum to 0: degree t - 2
         return SlotTable(self.bgv, values, signed=False)
