@@ -5,7 +5,7 @@ time, time per slot, keys, memory, and agreement with NumPy.
 
     python benchmarks/bgv_slot_tables.py [--degree 15] [--depth 19] [--fhew STD128] [--bits 3]
         [--inputs 32768] [--counts 16,256,4096] [--boot-fhew STD128] [--boot-bits 8] [--scheme bgv]
-        [--skip table,lwe,boot] [--json out.json]
+        [--skip table,lwe,boot,tournament] [--json out.json]
 
 At ring degree 2^degree with t = 65537 (a batching prime up to N = 2^15) and a chain of a
 60-bit q_0 and ``depth`` 36-bit primes (what ``depth=`` sizes, but for q_0; 128-bit):
@@ -18,6 +18,8 @@ At ring degree 2^degree with t = 65537 (a batching prime up to N = 2^15) and a c
    on the same machine (``fhew.apply``, batches of 256 on both cores).
 3. ``BgvSlotBootstrap``: the first ``count`` slots of ``boot-bits``-bit integers into LWE in
    FHEW's ring and back through the table: the switch, the decryption, the table.
+4. The largest of 16 slots and its one-hot position (``max_of_slots``, ``argmax_of_slots``:
+   4 and 5 bootstraps).
 
 Every result is decrypted and compared with NumPy (``wrong`` counts the slots that differ).
 No peer evaluates tables on BGV/BFV slots; OpenFHE's 3-bit FHEW table (EvalFunc) took 477 ms
@@ -133,6 +135,22 @@ def slot_bootstrap(ctx, sk, keys, fhew, fsk, bits: int, count: int) -> dict:
             "noise_budget_bits": round(ctx.noise_budget(out, sk), 1)}
 
 
+def tournament(ctx, sk, keys, fhew, fsk, bits: int, count: int) -> dict:
+    boot = rf.switching.BgvSlotBootstrap(ctx, fhew, count=count, bits=bits)
+    bkeys, galois = boot.keygen(sk, fsk), ctx.galois_keys(sk, boot.tournament_rotations)
+    x = np.random.default_rng(3).integers(0, 1 << bits, count)
+    ct = ctx.encrypt(x, keys)
+    start = time.perf_counter()
+    largest = boot.max_of_slots(ct, bkeys, galois)
+    maxed = time.perf_counter()
+    hot = boot.argmax_of_slots(ct, bkeys, galois)
+    done = time.perf_counter()
+    return {"count": count, "bits": bits, "max_of_slots_s": round(maxed - start, 1),
+            "argmax_of_slots_s": round(done - maxed, 1), "bootstraps": (count.bit_length() - 1, count.bit_length()),
+            "max_right": bool(ctx.decrypt(largest, sk)[0] == x.max()),
+            "argmax_right": bool(np.array_equal(ctx.decrypt(hot, sk), (x == x.max()) * 1))}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--degree", type=int, default=15)
@@ -144,7 +162,7 @@ def main() -> None:
     ap.add_argument("--boot-fhew", default="STD128", help="the FHEW set whose ring the bootstrap switches through")
     ap.add_argument("--boot-bits", type=int, default=8)
     ap.add_argument("--counts", default="16,256,4096")
-    ap.add_argument("--skip", default="", help="comma-separated parts to skip: table, lwe, boot")
+    ap.add_argument("--skip", default="", help="comma-separated parts to skip: table, lwe, boot, tournament")
     ap.add_argument("--json")
     args = ap.parse_args()
     warnings.simplefilter("ignore", RuntimeWarning)
@@ -183,6 +201,13 @@ def main() -> None:
                   f"{r['total_s']} s ({r['per_slot_ms']} ms a slot), wrong {r['wrong']}, p_fail "
                   f"{r['failure_probability']:.2g}, out level {r['out_level']}, budget {r['noise_budget_bits']} bits, "
                   f"keys {r['key_bytes'] / 1e6:.0f} MB")
+    if "tournament" not in skip:
+        fhew = rf.tfhe.Context(args.boot_fhew)
+        fsk = fhew.keygen()
+        r = result["tournament"] = tournament(ctx, sk, keys, fhew, fsk, args.boot_bits, 16)
+        print(f"max_of_slots over 16 {r['bits']}-bit slots: {r['max_of_slots_s']} s ({r['bootstraps'][0]} bootstraps), "
+              f"right {r['max_right']}; argmax_of_slots {r['argmax_of_slots_s']} s ({r['bootstraps'][1]}), right "
+              f"{r['argmax_right']}")
     result["peak_rss_gib"] = round(peak_gib(), 2)
     print(f"peak RSS {result['peak_rss_gib']} GiB")
     if args.json:

@@ -88,6 +88,16 @@ def test_slot_bootstrap_reads_8_bits_compares_and_bootstraps_its_own_results(set
     y = np.arange(-32, 32) * 7
     out = staged.lut(ctx.encrypt(y, keys), lambda v: v + 1, staged.keygen(sk, fsk))
     assert np.array_equal(ctx.decrypt(out, sk)[:64], y + 1)
+    # The largest of 8 slots and where it is (ties all marked), against NumPy.
+    eight = rf.switching.BgvSlotBootstrap(ctx, fhew, count=8, bits=8)
+    ekeys, galois = eight.keygen(sk, fsk), ctx.galois_keys(sk, eight.tournament_rotations)
+    assert eight.tournament_rotations == [4, 2, 1, -1, -2, -4]
+    for v in ([17, 200, 3, 0, 199, 255, 254, 1], [9, 250, 3, 250, 0, 0, 7, 1]):
+        cv = ctx.encrypt(v, keys)
+        assert ctx.decrypt(eight.max_of_slots(cv, ekeys, galois), sk).tolist() == [max(v)]
+        assert ctx.decrypt(eight.argmax_of_slots(cv, ekeys, galois), sk).tolist() == [int(u == max(v)) for u in v]
+    with pytest.raises(TypeError, match="tournament_rotations"):
+        eight.max_of_slots(ctx.encrypt(a[:8], keys), ekeys, keys)
     # The keys as bytes, and crafted blobs.
     blob = bkeys.to_bytes()
     again = boot.load_keys(blob)

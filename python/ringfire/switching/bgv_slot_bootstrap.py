@@ -35,7 +35,7 @@ import numpy as np
 from .._checks import warn_at_caller
 from ..bgv.ciphertext import Ciphertext as BgvCiphertext
 from ..bgv.context import Context as BgvContext
-from ..rlwe.keys import GaloisKeys
+from ..rlwe.keys import GaloisKeys, KeySet
 from ..tfhe.params import WARN_P_FAIL, tail_probability
 from .bgv_slots import SlotReader, check_operands
 from .bgv_to_fhew import unit_factor
@@ -200,6 +200,47 @@ class BgvSlotBootstrap:
         """min(a, b) per slot, as :meth:`max`: a - relu(a - b), carrying a's error."""
         check_operands(self.bgv, self.bits, a, b, "min reads")
         return a - self.lut(a - _operand(b), _relu, keys)
+
+    @property
+    def tournament_rotations(self) -> list[int]:
+        """The row rotations :meth:`max_of_slots` and :meth:`argmax_of_slots` take (the client
+        makes their keys: ``ctx.galois_keys(sk, boot.tournament_rotations)``): count/2 .. 1,
+        then -1 .. -count/2 to spread the largest over the window."""
+        steps = [1 << i for i in range(self.count.bit_length() - 1)]
+        return steps[::-1] + [-s for s in steps]
+
+    def max_of_slots(self, ct, keys: BgvSlotBootstrapKeys, galois: GaloisKeys) -> BgvCiphertext:
+        """The largest of slots 0 .. count - 1 (integers in [0, 2^bits)), in slot 0 (shape (1,)):
+        a tournament of log2(count) :meth:`max` steps against the ciphertext rotated by count/2,
+        ..., 1, one bootstrap each. ``galois``: the keys of :attr:`tournament_rotations`."""
+        ev = self._rotator(galois)
+        x = ct
+        step = self.count // 2
+        while step >= 1:
+            x = self.max(x, ev.rotate(x, step), keys)
+            step //= 2
+        return x._set_shape((1,))
+
+    def argmax_of_slots(self, ct, keys: BgvSlotBootstrapKeys, galois: GaloisKeys) -> BgvCiphertext:
+        """1 in each of slots 0 .. count - 1 that holds the largest, 0 in the others (ties all
+        read 1): :meth:`max_of_slots`, the largest spread over the window (a product with the
+        first unit vector and log2(count) rotations), then one bootstrap of [x - largest + 1 > 0]."""
+        ev = self._rotator(galois)
+        largest = self.max_of_slots(ct, keys, galois)._set_shape(())
+        first = np.zeros(self.bgv.slots, dtype=np.int64)
+        first[0] = 1
+        spread = ev.multiply_plain(largest, self.bgv.encode(first, level=largest.level))
+        step = 1
+        while step < self.count:
+            spread = ev.add(spread, ev.rotate(spread, -step))
+            step *= 2
+        return self.lut(ct - spread._set_shape(ct.shape) + 1, _positive, keys)
+
+    def _rotator(self, galois):
+        if not isinstance(galois, GaloisKeys) or galois.context is not self.bgv:
+            raise TypeError(f"[switching] expected this context's GaloisKeys for the tournament's rotations "
+                            f"(ctx.galois_keys(sk, boot.tournament_rotations)), got {type(galois).__name__}")
+        return self.bgv.evaluator(KeySet(galois=galois))
 
     def failure_probability(self, keys: BgvSlotBootstrapKeys, ct=None) -> float:
         """The probability that a slot is read in the wrong cell: the ring switch's error and the
