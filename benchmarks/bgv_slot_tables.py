@@ -5,7 +5,7 @@ time, time per slot, keys, memory, and agreement with NumPy.
 
     python benchmarks/bgv_slot_tables.py [--degree 15] [--depth 19] [--fhew STD128] [--bits 3]
         [--inputs 32768] [--counts 16,256,4096] [--boot-fhew STD128] [--boot-bits 8] [--scheme bgv]
-        [--skip table,lwe,boot,tournament] [--json out.json]
+        [--skip table,lwe,boot,tournament] [--keep-bits 100] [--json out.json]
 
 At ring degree 2^degree with t = 65537 (a batching prime up to N = 2^15) and a chain of a
 60-bit q_0 and ``depth`` 36-bit primes (what ``depth=`` sizes, but for q_0; 128-bit):
@@ -53,7 +53,7 @@ def peak_gib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
-def table_alone(ctx, sk, keys) -> dict:
+def table_alone(ctx, sk, keys, keep_bits: float) -> dict:
     rng = np.random.default_rng(0)
     values = rng.integers(0, T, T)
     values[1] = (values[1] - values.sum()) % T                         # degree t - 2
@@ -62,12 +62,12 @@ def table_alone(ctx, sk, keys) -> dict:
     start = time.perf_counter()
     table = rf.bgv.SlotTable(ctx, values, signed=False)
     built = time.perf_counter()
-    out = table(ct)
+    out = table(ct, keep_bits=keep_bits)
     done = time.perf_counter()
     wrong = int(np.sum(ctx.decrypt(out, sk, signed=False) != values[x]))
     return {"degree": table.degree, "levels": table.levels, "interpolation_s": round(built - start, 3),
             "evaluation_s": round(done - built, 2), "per_slot_ms": round((done - built) / ctx.slots * 1e3, 4),
-            "slots": ctx.slots, "wrong": wrong, "out_level": out.level,
+            "slots": ctx.slots, "wrong": wrong, "out_level": out.level, "keep_bits": keep_bits,
             "noise_budget_bits": round(ctx.noise_budget(out, sk), 1)}
 
 
@@ -163,6 +163,8 @@ def main() -> None:
     ap.add_argument("--boot-bits", type=int, default=8)
     ap.add_argument("--counts", default="16,256,4096")
     ap.add_argument("--skip", default="", help="comma-separated parts to skip: table, lwe, boot, tournament")
+    ap.add_argument("--keep-bits", type=float, default=rf.bgv.tables.KEEP_BITS,
+                    help="BFV: the budget the table alone keeps (SlotTable's keep_bits)")
     ap.add_argument("--json")
     args = ap.parse_args()
     warnings.simplefilter("ignore", RuntimeWarning)
@@ -177,7 +179,7 @@ def main() -> None:
     print(f"{args.scheme.upper()} N=2^{args.degree}, t={T}, {ctx.max_level} levels, log2 QP={ctx.params.log_qp:.0f}; "
           f"{result['machine']}")
     if "table" not in skip:
-        result["table"] = table_alone(ctx, sk, keys)
+        result["table"] = table_alone(ctx, sk, keys, args.keep_bits)
         r = result["table"]
         print(f"SlotTable degree {r['degree']} ({r['levels']} levels) on {r['slots']} slots: {r['evaluation_s']} s "
               f"({r['per_slot_ms']} ms a slot), wrong {r['wrong']}, budget left {r['noise_budget_bits']} bits")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import ringfire as rf
-from ringfire.bgv.tables import block_sums, table_coefficients
+from ringfire.bgv.tables import block_sums, fewer_primes, table_coefficients
 
 T = 65537
 # A toy chain deep enough for a full table (17 levels) on a ring small enough to run it in a
@@ -54,9 +54,31 @@ def test_a_random_table_on_every_slot(setup):
     values = rng.integers(0, T, T)
     table = rf.bgv.SlotTable(ctx, values, signed=False)
     assert (table.degree, table.levels) == (T - 1, 17)
-    out = table(ctx.encrypt(x, keys))
+    ct = ctx.encrypt(x, keys)
+    out = table(ct)
     assert np.array_equal(ctx.decrypt(out, sk, signed=False), values[x])
     assert ctx.noise_budget(out, sk) > 10
+    assert out.level <= ct.level // 2     # BFV's products, too, ran on the primes their noise left
+    if ctx.scheme == "bfv":               # BFV keeps the budget asked for, not much more
+        assert 100 <= ctx.noise_budget(out, sk) < 100 + 36 + 30
+        lean = table(ct, keep_bits=20)
+        assert np.array_equal(ctx.decrypt(lean, sk, signed=False), values[x])
+        assert lean.level < out.level and ctx.noise_budget(lean, sk) >= 20
+
+
+def test_bfv_operands_drop_only_the_primes_their_noise_outgrew():
+    ctx = rf.bfv.Context(1024, plain_modulus=T, coeff_bits=CHAIN, insecure_no_security_check=True,
+                         insecure_deterministic_seed=bytes(32))
+    sk, keys = ctx.keygen()
+    fresh = ctx.encrypt(np.arange(ctx.slots), keys)
+    assert fewer_primes(fresh) is fresh                  # its noise is the rounding's: nothing to drop
+    x = fresh
+    for _ in range(3):
+        x = x * x
+    fewer = fewer_primes(x)
+    assert fewer.level < x.level
+    assert np.array_equal(ctx.decrypt(fewer, sk), ctx.decrypt(x, sk))
+    assert ctx.noise_budget(fewer, sk) >= ctx.noise_budget(x, sk) - 2
 
 
 def test_functions_read_slots_signed_vectorized_or_one_at_a_time(setup):

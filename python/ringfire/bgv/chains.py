@@ -69,13 +69,14 @@ class _Estimates:
 
     def product(self, a: float, b: float, scale_invariant: bool) -> float:
         slack = 0.0 if scale_invariant else BGV_PRODUCT_SLACK_BITS
-        return _add(self.core.product_noise_bits(a, b, scale_invariant), self.key_switch) + slack
+        return add_bits(self.core.product_noise_bits(a, b, scale_invariant), self.key_switch) + slack
 
     def reduced(self, a: float, prime_bits: float) -> float:
-        return _add(a - prime_bits, self.rounding)
+        return add_bits(a - prime_bits, self.rounding)
 
 
-def _add(a: float, b: float) -> float:
+def add_bits(a: float, b: float) -> float:
+    """log2(2^a + 2^b): the norms of two independent errors, in bits."""
     hi, lo = max(a, b), min(a, b)
     return hi + math.log2(1.0 + 2.0 ** (lo - hi))
 

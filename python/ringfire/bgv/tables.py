@@ -32,7 +32,12 @@ import math
 
 import numpy as np
 
+from .chains import add_bits
 from .ciphertext import Ciphertext
+
+# The noise budget a BFV table's result keeps by the evaluator's estimates, by default: about
+# three scale-invariant products at N = 2^15 (31 bits each), what BGV's table leaves in levels.
+KEEP_BITS = 100.0
 
 
 def table_values(fn, t: int, *, signed: bool) -> np.ndarray:
@@ -162,20 +167,28 @@ class SlotTable:
         """The levels the evaluation takes: log2 of the baby steps and of the blocks."""
         return int(math.log2(self.baby)) + math.ceil(math.log2(self.blocks))
 
-    def __call__(self, ct: Ciphertext) -> Ciphertext:
+    def __call__(self, ct: Ciphertext, *, keep_bits: float = KEEP_BITS) -> Ciphertext:
         """The table applied to every slot of ``ct`` (a ciphertext with its relinearization
-        key, as ``ctx.encrypt(x, keys)`` makes it)."""
+        key, as ``ctx.encrypt(x, keys)`` makes it).
+
+        BFV: the products would keep every prime, so ``ct`` first drops the primes whose budget
+        the result would not need to keep ``keep_bits`` (by the evaluator's estimates, which
+        run a little pessimistic), and each product's operands the primes their noise has
+        outgrown: the table then costs about what BGV's does. BGV switches modulus by itself
+        and ignores ``keep_bits``."""
         if not isinstance(ct, Ciphertext) or ct.context is not self.context:
             raise TypeError(f"[bgv.SlotTable] expected a ciphertext of this table's context, got {type(ct).__name__}")
         ev = self.context.evaluator(ct.keys)
         c = self.coefficients
         if self.degree == 0:
             return ev.add_integer(ev.multiply_integer(ct, 0), int(c[0]))
+        if self.context._scale_invariant:
+            ct = self._fewest_primes(ct, keep_bits)
         babies = self._baby_steps(ct)
         giants = []  # x^B, x^2B, x^4B, ...: one per level of the tree
         while len(giants) < math.ceil(math.log2(self.blocks)):
             last = giants[-1] if giants else babies[self.baby // 2]
-            giants.append(last * last)
+            giants.append(self._product(last, last))
         floor = min(b.level for b in babies[1:])
         babies = [ev.mod_reduce(b, floor) if b.level > floor else b for b in babies[1:]]
         weights = np.zeros(self.blocks * self.baby, dtype=np.int64)
@@ -200,7 +213,7 @@ class SlotTable:
             if high is None:
                 return low
             giant = giants[int(math.log2(half))]
-            term = ev.multiply_integer(giant, high) if isinstance(high, int) else high * giant
+            term = ev.multiply_integer(giant, high) if isinstance(high, int) else self._product(high, giant)
             if low is None:
                 return term
             return ev.add_integer(term, low) if isinstance(low, int) else term + low
@@ -221,8 +234,70 @@ class SlotTable:
         powers = [None, x]
         for k in range(2, self.baby):
             high = 1 << (k.bit_length() - 1)
-            powers.append(powers[high // 2] * powers[high // 2] if k == high else powers[high] * powers[k - high])
+            powers.append(self._product(powers[high // 2], powers[high // 2]) if k == high
+                          else self._product(powers[high], powers[k - high]))
         return powers
+
+    def _fewest_primes(self, ct: Ciphertext, keep_bits: float) -> Ciphertext:
+        """BFV: ``ct`` at the lowest level where the evaluator's estimates leave ``keep_bits``
+        of budget after the table. A scale-invariant product's noise grows by about the same
+        bits at every level, so the budget a table takes does not depend on the primes it runs
+        on, and primes it would leave unused are dropped before the first product, not carried
+        through all of them."""
+        core = self.context._core
+        level, noise, keep = ct.level, ct.noise_bits, ct.level
+        while level > 0:
+            noise, level = core.mod_reduce_noise_bits(noise, level), level - 1
+            if core.budget_bits(self._noise_after(noise), level) < keep_bits:
+                break
+            keep = level
+        return ct if keep == ct.level else ct.mod_reduce(keep)
+
+    def _noise_after(self, noise: float) -> float:
+        """The estimated noise (bits) of the table's result for an input of this noise, under
+        scale-invariant products: x^(2^j) by squarings (the babies' deepest, x^(B-1), as deep as
+        x^B), a block's sum of B products by weights below t/2, and one product by each giant."""
+        core = self.context._core
+        relin = core.rounding_noise_bits() + 1.0       # a relinearization: about one rounding (bgv.chains)
+
+        def times(a: float, b: float) -> float:
+            return add_bits(core.product_noise_bits(a, b, True), relin)
+
+        baby_depth, giant_count = int(math.log2(self.baby)), math.ceil(math.log2(self.blocks))
+        powers = [noise]
+        for _ in range(baby_depth + giant_count):
+            powers.append(times(powers[-1], powers[-1]))
+        out = powers[baby_depth] + math.log2(self.baby * (self.t // 2))
+        for j in range(giant_count):
+            out = times(out, powers[baby_depth + j])
+        return out
+
+    def _product(self, a: Ciphertext, b: Ciphertext) -> Ciphertext:
+        """a b. BGV switches its operands' modulus by itself; BFV's scale-invariant product
+        keeps every prime unless asked, so its operands first drop the primes their noise has
+        outgrown (see :func:`fewer_primes`): the table's products then run on about as few
+        primes as BGV's."""
+        if self.context._scale_invariant:
+            a = fewer_primes(a)
+            b = a if b is a else fewer_primes(b)
+        return a * b
+
+
+def fewer_primes(x: Ciphertext, loss_bits: float = 0.5) -> Ciphertext:
+    """x divided by its last primes while that costs at most ``loss_bits`` of noise budget by
+    the evaluator's estimates: a product's noise grows past a prime's size, and dividing by
+    that prime then shrinks modulus and noise alike (scale-invariant ciphertexts keep their
+    budget), leaving later operations fewer primes to work on. A fresh ciphertext, whose
+    noise is near the rounding's, keeps its primes."""
+    core = x.context._core
+    level, noise = x.level, x.noise_bits
+    floor = core.budget_bits(noise, level) - loss_bits
+    while level > 0:
+        reduced = core.mod_reduce_noise_bits(noise, level)
+        if core.budget_bits(reduced, level - 1) < floor:
+            break
+        level, noise = level - 1, reduced
+    return x if level == x.level else x.mod_reduce(level)
 
 
 def block_sums(ev, babies: list, weights: np.ndarray, t: int) -> list:
