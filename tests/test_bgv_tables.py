@@ -150,6 +150,9 @@ def test_refusals_name_the_problem(setup):
         rf.bgv.SlotTable(ctx, np.zeros(10, dtype=np.int64))
     with pytest.raises(TypeError, match="ciphertext of this table's context"):
         rf.bgv.SlotTable(ctx, lambda v: v)(np.zeros(4))
+    for bad in ("100", -1, float("nan"), True):
+        with pytest.raises(ValueError, match=r"keep_bits is the noise budget .* got"):
+            rf.bgv.SlotTable(ctx, lambda v: v * v)(ct, keep_bits=bad)
     with pytest.raises(ValueError, match="level mismatch"):
         ev.linear_combination([ct, ct.mod_reduce(ct.level - 1)], [1, 1])
     with pytest.raises(ValueError, match="at least one input"):

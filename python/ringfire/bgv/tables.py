@@ -29,6 +29,7 @@ ciphertexts whose slots hold exact integers.
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -178,6 +179,9 @@ class SlotTable:
         and ignores ``keep_bits``."""
         if not isinstance(ct, Ciphertext) or ct.context is not self.context:
             raise TypeError(f"[bgv.SlotTable] expected a ciphertext of this table's context, got {type(ct).__name__}")
+        if isinstance(keep_bits, bool) or not isinstance(keep_bits, numbers.Real) or not 0 <= keep_bits < 4096:
+            raise ValueError(f"[bgv.SlotTable] keep_bits is the noise budget (bits) the result keeps, a number in "
+                             f"[0, 4096), got {keep_bits!r}")
         ev = self.context.evaluator(ct.keys)
         c = self.coefficients
         if self.degree == 0:
