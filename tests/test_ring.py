@@ -227,3 +227,10 @@ def test_base_conversion_against_big_integers(src_count, dst_count, src_bits, ds
             assert int(exact[j, i]) == centered % p
             # fast conversion: x + u*Q for some 0 <= u < L
             assert any(int(fast[j, i]) == (v + u * big_q) % p for u in range(src_count))
+
+
+def test_reversed_bits_against_reversed_binary_strings():
+    j = np.arange(64)
+    want = [int(format(v, "06b")[::-1], 2) for v in range(64)]
+    assert ring.reversed_bits(j, 6).tolist() == want
+    assert ring.reversed_bits(j[:8], 3).tolist() == [0, 4, 2, 6, 1, 5, 3, 7]

@@ -25,7 +25,7 @@ MIN_DEGREE = 16
 MAX_DEGREE = 1 << 17
 
 __all__ = ["find_primes", "primitive_root", "is_prime", "is_ntt_friendly", "ntt", "intt", "poly_mul",
-           "automorphism", "base_convert", "RnsBase", "MIN_DEGREE", "MAX_DEGREE"]
+           "automorphism", "base_convert", "reversed_bits", "RnsBase", "MIN_DEGREE", "MAX_DEGREE"]
 
 
 def find_primes(bits: int, count: int, poly_degree: int) -> list[int]:
@@ -68,6 +68,16 @@ def is_prime(n: int) -> bool:
     if n < 1 << 64:
         return _core.is_prime(n)
     return _core.is_prime128(n & ((1 << 64) - 1), n >> 64)
+
+
+def reversed_bits(j: np.ndarray, bits: int) -> np.ndarray:
+    """Each integer of ``j`` with its ``bits`` low bits in reverse order: the bit-reversed
+    order of transforms of length 2^bits (``reversed_bits(np.arange(n), log2(n))``)."""
+    j = np.asarray(j)
+    out = np.zeros_like(j)
+    for b in range(bits):
+        out |= ((j >> b) & 1) << (bits - 1 - b)
+    return out
 
 
 def is_ntt_friendly(q: int, poly_degree: int) -> bool:

@@ -33,6 +33,7 @@ import numbers
 
 import numpy as np
 
+from ..ring import reversed_bits
 from .chains import add_bits
 from .ciphertext import Ciphertext
 
@@ -115,12 +116,7 @@ def _ntt(x: np.ndarray, root: int, t: int) -> np.ndarray:
     """X_k = sum_j x_j root^(j k) mod t for a length n = 2^m and a primitive n-th root
     (iterative Cooley-Tukey, t < 2^31 so that products fit int64)."""
     n = len(x)
-    bits = n.bit_length() - 1
-    index = np.arange(n)
-    reversed_index = np.zeros_like(index)
-    for b in range(bits):
-        reversed_index |= ((index >> b) & 1) << (bits - 1 - b)
-    x = np.asarray(x, dtype=np.int64)[reversed_index] % t
+    x = np.asarray(x, dtype=np.int64)[reversed_bits(np.arange(n), n.bit_length() - 1)] % t
     m = 1
     while m < n:
         w = pow(root, n // (2 * m), t)                          # a primitive 2m-th root

@@ -22,11 +22,7 @@ from .. import ring
 
 def bit_reverse_permutation(n: int) -> np.ndarray:
     """``perm[i] = bitrev_log2(n)(i)``."""
-    k = n.bit_length() - 1
-    perm = np.zeros(n, dtype=np.int64)
-    for b in range(k):
-        perm |= ((np.arange(n) >> b) & 1) << (k - 1 - b)
-    return perm
+    return ring.reversed_bits(np.arange(n, dtype=np.int64), n.bit_length() - 1)
 
 
 @functools.lru_cache(maxsize=16)

@@ -44,6 +44,7 @@ import math
 import numpy as np
 
 from ..bgv.ciphertext import Ciphertext as BgvCiphertext
+from ..ring import reversed_bits
 from ..rlwe.keys import GaloisKeys, KeySet
 
 METHODS = ("auto", "dense", "staged")
@@ -96,7 +97,7 @@ class SlotsToCoefficients:
     def positions(self) -> np.ndarray:
         """The coefficient slot j lands at: j N / count (dense), rev(j) N / count (staged)."""
         j = np.arange(self.count)
-        return (j if self.method == "dense" else _reversed_bits(j, self.stages)) * self.stride
+        return (j if self.method == "dense" else reversed_bits(j, self.stages)) * self.stride
 
     @property
     def levels(self) -> int:
@@ -266,10 +267,3 @@ def _power(w: np.ndarray, exponents: np.ndarray, t: int) -> np.ndarray:
         base = _multiply(base, base, t)
     return out
 
-
-def _reversed_bits(j: np.ndarray, bits: int) -> np.ndarray:
-    """Each j with its ``bits`` low bits in reverse order."""
-    out = np.zeros_like(j)
-    for b in range(bits):
-        out |= ((j >> b) & 1) << (bits - 1 - b)
-    return out
