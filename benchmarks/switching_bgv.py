@@ -53,7 +53,7 @@ def run(scheme: str, degree: int, count: int, fhew, fsk, repeat: int, slots: boo
     ca, cb = (ctx.encrypt(v if slots else ctx.encode_coefficients(v), keys) for v in (a, b))
     extra = {}
     if slots:
-        low = switch._working_copy(ca, key.galois.level)
+        low = switch.reader.working_copy(ca, key.galois.level)
         factor = switch.to_fhew.factor(low.level, low.correction)
         map_s, _ = timed(lambda: switch.slot_map(low, key.galois, factor), 1)  # the first call: diagonals encoded
         extra = {"map_method": switch.slot_map.method, "map_level": low.level, "map_first_call_s": round(map_s, 4), "galois_key_bytes": len(key.galois.to_bytes()),

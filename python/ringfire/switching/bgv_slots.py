@@ -150,9 +150,6 @@ class BgvSlotsToFhew:
         """The level the map runs ``ct`` at (:meth:`SlotReader.working_level`)."""
         return self.reader.working_level(ct)
 
-    def _working_copy(self, ct, highest: int):
-        return self.reader.working_copy(ct, highest)
-
     @property
     def map_bits(self) -> float:
         """About the budget the slot map takes (:attr:`SlotReader.map_bits`)."""
@@ -168,7 +165,7 @@ class BgvSlotsToFhew:
         """[a > b] per slot, as FHEW 1-bit integers (1 or 0), for integers a, b in [0, 2^bits)
         (``b`` a ciphertext, or an int every slot is compared with): one switch of a - b
         (exact, mod t) and one bootstrap per slot."""
-        self._check_operands(a, b, "compare reads")
+        check_operands(self.bgv, self.bits, a, b, "compare reads")
         return self.to_fhew._greater_than_zero(self(a - (int(b) if is_int(b) else b), key), self.bits)
 
     def max(self, a, b, key: BgvSlotsToFhewKey) -> LweCiphertext:
@@ -182,11 +179,8 @@ class BgvSlotsToFhew:
         """min(a, b) per slot, as :meth:`max` does it: a - relu(d - 2^bits)."""
         return self._max_or_min(a, b, key, larger=False)
 
-    def _check_operands(self, a, b, reads: str) -> None:
-        check_operands(self.bgv, self.bits, a, b, reads)
-
     def _max_or_min(self, a, b, key, *, larger: bool) -> LweCiphertext:
-        self._check_operands(a, b, "max and min read")
+        check_operands(self.bgv, self.bits, a, b, "max and min read")
         if self._wider is None:
             self._wider = BgvToFhew(self.bgv, self.fhew, bits=self.bits + 1)
         half = 1 << self.bits
