@@ -22,7 +22,8 @@ integers are read wrong with probability 6.5e-16, 7-bit ones 1e-59
 (:meth:`BgvSlotBootstrap.failure_probability`).
 No FHEW bootstrap runs and no FHEW evaluation key is needed. The result's error is the
 table's own, whatever the input's: slots 0 .. count - 1 hold fn(x_j) mod t, the others
-fn(0). It sits at most 17 levels below the top.
+fn(0). Under BGV it sits at most 17 levels below the top; under BFV lower, keeping the
+noise budget the table keeps (``bgv.tables.KEEP_BITS``) on as few primes as that takes.
 """
 
 from __future__ import annotations
@@ -107,7 +108,8 @@ class BgvSlotBootstrap:
 
     @property
     def levels(self) -> int:
-        """The levels below the top a result sits at, at most (the decryption and the table)."""
+        """The levels below the top a BGV result sits at, at most (the decryption and the table);
+        a BFV result sits lower (module docstring)."""
         return self.decryption.levels
 
     # ---- keys ----------------------------------------------------------------------
