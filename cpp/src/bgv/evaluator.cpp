@@ -274,19 +274,14 @@ Ciphertext Evaluator::multiply_plain_sum(const std::vector<const Ciphertext*>& i
                                          const std::vector<const Plaintext*>& plains) const {
   const char* op = name(Name::multiply_plain_sum);
   const OpLabel label(op);
-  require(!inputs.empty(), op, "needs at least one input");
-  require(inputs.size() == plains.size(), op, [&] {
-    return std::to_string(inputs.size()) + " inputs but " + std::to_string(plains.size()) + " plaintexts";
-  });
+  check_terms(inputs, plains.size(), "plaintexts", op);
   const Ciphertext& first = *inputs.front();
   const Modulus& t = context_->plain_modulus();
   u64 correction = 0;
   double noise_bits = -std::numeric_limits<double>::infinity();
   for (std::size_t k = 0; k < inputs.size(); ++k) {
-    require(inputs[k] != nullptr && plains[k] != nullptr, op, "null operand");
-    check_pair(first, *inputs[k], op, false);
+    require(plains[k] != nullptr, op, "null plaintext");
     check_plain(*inputs[k], *plains[k], op, false);
-    require(inputs[k]->size() == first.size(), op, "inputs differ in size (relinearize them first)");
     const u64 c = mul_mod(inputs[k]->metadata().correction, plains[k]->metadata().correction, t);
     require(k == 0 || c == correction, op, [&] {
       return "term " + std::to_string(k) + "'s correction " + std::to_string(c) + " differs from the first's " +
@@ -342,19 +337,8 @@ Ciphertext Evaluator::linear_combination(const std::vector<const Ciphertext*>& i
                                          const std::vector<std::int64_t>& weights) const {
   const char* op = name(Name::linear_combination);
   const OpLabel label(op);
-  require(!inputs.empty(), op, "needs at least one input");
-  require(inputs.size() == weights.size(), op, [&] {
-    return std::to_string(inputs.size()) + " inputs but " + std::to_string(weights.size()) + " weights";
-  });
+  check_terms(inputs, weights.size(), "weights", op);
   const Ciphertext& first = *inputs.front();
-  for (const Ciphertext* c : inputs) {
-    require(c != nullptr, op, "null input");
-    check_pair(first, *c, op, false);
-    require(c->size() == first.size(), op, [&] {
-      return "inputs differ in size: " + std::to_string(first.size()) + " vs " + std::to_string(c->size()) +
-             " (relinearize them first)";
-    });
-  }
   const Modulus& t = context_->plain_modulus();
   const u64 correction = first.metadata().correction;
   const RnsBase& base = first.base();
@@ -375,6 +359,23 @@ Ciphertext Evaluator::linear_combination(const std::vector<const Ciphertext*>& i
   backend(first).linear_combination(pointers.data(), residues.data(), terms, out.data(), first.size(), base);
   out.set_noise_bits(noise_bits);
   return out;
+}
+
+void Evaluator::check_terms(const std::vector<const Ciphertext*>& inputs, std::size_t count, const char* what,
+                            const char* op) const {
+  require(!inputs.empty(), op, "needs at least one input");
+  require(inputs.size() == count, op, [&] {
+    return std::to_string(inputs.size()) + " inputs but " + std::to_string(count) + " " + what;
+  });
+  for (const Ciphertext* c : inputs) require(c != nullptr, op, "null input");
+  const Ciphertext& first = *inputs.front();
+  for (const Ciphertext* c : inputs) {
+    check_pair(first, *c, op, false);
+    require(c->size() == first.size(), op, [&] {
+      return "inputs differ in size: " + std::to_string(first.size()) + " vs " + std::to_string(c->size()) +
+             " (relinearize them first)";
+    });
+  }
 }
 
 // ---- modulus switching and corrections ------------------------------------------------

@@ -102,6 +102,10 @@ class Evaluator : public RlweEvaluator {
   const char* name(Name op) const;
   void check_pair(const Ciphertext& a, const Ciphertext& b, const char* op, bool same_correction) const;
   void check_plain(const Ciphertext& a, const Plaintext& p, const char* op, bool same_correction) const;
+  // The inputs of a sum of terms: at least one, as many as the `count` other operands (`what`:
+  // "weights", "plaintexts"), none null, all of the first's level, device and size.
+  void check_terms(const std::vector<const Ciphertext*>& inputs, std::size_t count, const char* what,
+                   const char* op) const;
   Ciphertext tensor(const Ciphertext& a, const Ciphertext& b, const char* op) const;
   Ciphertext scale_invariant_tensor(const Ciphertext& a, const Ciphertext& b, const char* op) const;
   void multiply_by_residue(Ciphertext& a, u64 value_mod_t) const;
