@@ -34,6 +34,7 @@ import numbers
 import numpy as np
 
 from ..ring import reversed_bits
+from ..tracing import is_tracing
 from .chains import add_bits
 from .ciphertext import Ciphertext
 
@@ -196,29 +197,8 @@ class SlotTable:
         weights = weights.reshape(self.blocks, self.baby)
         sums = block_sums(ev, babies, weights[:, 1:], self.t)
         del babies
-
-        def block(j: int):
-            constant = int(weights[j, 0])
-            if sums[j] is None:
-                return constant or None
-            return ev.add_integer(sums[j], constant) if constant else sums[j]
-
-        def tree(start: int, size: int):
-            if start >= self.blocks:
-                return None
-            if size == 1:
-                return block(start)
-            half = size // 2
-            low, high = tree(start, half), tree(start + half, half)
-            if high is None:
-                return low
-            giant = giants[int(math.log2(half))]
-            term = ev.multiply_integer(giant, high) if isinstance(high, int) else self._product(high, giant)
-            if low is None:
-                return term
-            return ev.add_integer(term, low) if isinstance(low, int) else term + low
-
-        out = tree(0, 1 << math.ceil(math.log2(self.blocks)))
+        out = self._tree(ev, 0, 1 << math.ceil(math.log2(self.blocks)), weights[:, 0], sums, giants)
+        del sums, giants
         if isinstance(out, int):  # only a constant was left
             out = ev.add_integer(ev.multiply_integer(ct, 0), out)
         if out.noise_budget_estimate <= 1.0:
@@ -227,6 +207,29 @@ class SlotTable:
                              f"{ct.noise_budget_estimate:.1f} bits before it): a chain with more depth "
                              f"(Context(..., depth={self.levels + 2}))")
         return out
+
+    def _tree(self, ev, start: int, size: int, constants, sums: list, giants: list):
+        """Blocks start .. start + size - 1 combined by the giant steps: low + high x^(size/2 B),
+        each half the same way (None for nothing, an int for a constant). A method, not a
+        closure: a recursive closure is a reference cycle, and it would hold every block sum
+        (gigabytes at N = 2^15) until the garbage collector next ran."""
+        if start >= self.blocks:
+            return None
+        if size == 1:
+            constant = int(constants[start])
+            if sums[start] is None:
+                return constant or None
+            return ev.add_integer(sums[start], constant) if constant else sums[start]
+        half = size // 2
+        low = self._tree(ev, start, half, constants, sums, giants)
+        high = self._tree(ev, start + half, half, constants, sums, giants)
+        if high is None:
+            return low
+        giant = giants[int(math.log2(half))]
+        term = ev.multiply_integer(giant, high) if isinstance(high, int) else self._product(high, giant)
+        if low is None:
+            return term
+        return ev.add_integer(term, low) if isinstance(low, int) else term + low
 
     def _baby_steps(self, x: Ciphertext) -> list:
         """[None, x, x^2, ..., x^(B-1)]: each power the product of its highest power of two
@@ -306,7 +309,8 @@ def block_sums(ev, babies: list, weights: np.ndarray, t: int) -> list:
     small enough that no sum of products reaches 2^53; two halves recombine as high 2^h + low
     below 2^63 and one reduction, the pieces of a wider prime are reduced one by one and
     recombine by Horner's rule (times 2^piece mod q with a float quotient and wrapping 64-bit
-    products). On a device, one ``linear_combination`` per row.
+    products). On a device, and while a trace is open (BLAS runs outside the backend, where a
+    trace would not see the products), one ``linear_combination`` per row.
     The babies share a level and a size; their corrections are folded into the weights (each
     term's weight times the first's correction over its own)."""
     rows = [j for j in range(len(weights)) if weights[j].any()]
@@ -316,7 +320,7 @@ def block_sums(ev, babies: list, weights: np.ndarray, t: int) -> list:
     first = babies[0]
     terms = len(babies)
     piece = 53 - (terms * (t // 2 + 1)).bit_length()                  # bits per piece: sums stay below 2^53
-    if first.device != "cpu" or terms == 1 or piece < 8:
+    if first.device != "cpu" or terms == 1 or piece < 8 or is_tracing():
         for j in rows:
             used = np.flatnonzero(weights[j])
             out[j] = ev.linear_combination([babies[k] for k in used], [int(weights[j, k]) for k in used])
