@@ -5,7 +5,7 @@ time, time per slot, keys, memory, and agreement with NumPy.
 
     python benchmarks/bgv_slot_tables.py [--degree 15] [--depth 19] [--fhew STD128] [--bits 3]
         [--inputs 32768] [--counts 16,256,4096] [--boot-fhew STD128] [--boot-bits 8] [--scheme bgv]
-        [--skip table,lwe,boot,tournament] [--keep-bits 100] [--json out.json]
+        [--wide-counts 256] [--skip table,lwe,boot,tournament,wide] [--keep-bits 100] [--json out.json]
 
 At ring degree 2^degree with t = 65537 (a batching prime up to N = 2^15) and a chain of a
 60-bit q_0 and ``depth`` 36-bit primes (what ``depth=`` sizes, but for q_0; 128-bit):
@@ -20,6 +20,9 @@ At ring degree 2^degree with t = 65537 (a batching prime up to N = 2^15) and a c
    FHEW's ring and back through the table: the switch, the decryption, the table.
 4. The largest of 16 slots and its one-hot position (``max_of_slots``, ``argmax_of_slots``:
    4 and 5 bootstraps).
+5. 16-bit integers, the whole of Z_t (``--wide-counts``): the read's error measured against
+   its model (``lut_wide`` of the identity), a fixed-point rescale by 2^7 (``rescale``, one
+   bootstrap) and an exact refresh (``refresh_wide``, two bootstraps) of uniform integers.
 
 Every result is decrypted and compared with NumPy (``wrong`` counts the slots that differ).
 No peer evaluates tables on BGV/BFV slots; OpenFHE's 3-bit FHEW table (EvalFunc) took 477 ms
@@ -151,6 +154,36 @@ def tournament(ctx, sk, keys, fhew, fsk, bits: int, count: int) -> dict:
             "argmax_right": bool(np.array_equal(ctx.decrypt(hot, sk), (x == x.max()) * 1))}
 
 
+def wide(ctx, sk, keys, fhew, fsk, count: int) -> dict:
+    # Dense: refresh_wide reads its second digit from the first's level, below the staged map's.
+    boot = rf.switching.BgvSlotBootstrap(ctx, fhew, count=count, bits=8, method="dense")
+    bkeys = boot.keygen(sk, fsk)
+    half = (T - 1) // 2
+    x = np.random.default_rng(4).integers(-half, half + 1, count)
+    ct = ctx.encrypt(x, keys)
+    boot.lut_wide(ct, _identity, bkeys)                                 # the tables' interpolation, once
+    boot.rescale(ct, 7, bkeys)
+    start = time.perf_counter()
+    read = boot.lut_wide(ct, _identity, bkeys)
+    read_s = time.perf_counter() - start
+    error = (ctx.decrypt(read, sk) - x + half) % T - half
+    start = time.perf_counter()
+    rescaled = boot.rescale(ct, 7, bkeys)
+    rescale_s = time.perf_counter() - start
+    off = ctx.decrypt(rescaled, sk) - x / 128
+    inner = np.abs(x) < half - 64                      # within the read's error of +-(t-1)/2 a read may wrap
+    start = time.perf_counter()
+    fresh = boot.refresh_wide(ct, bkeys)
+    refresh_s = time.perf_counter() - start
+    return {"count": count, "map": boot.reader.slot_map.method, "read_error_model": round(boot.read_error(bkeys), 2),
+            "read_error_measured": round(float(error.std()), 2), "read_error_max": int(np.abs(error).max()),
+            "identity_read_s": round(read_s, 2), "rescale_s": round(rescale_s, 2),
+            "rescale_max_off": round(float(np.abs(off[inner]).max()), 3),
+            "rescale_rounded_exactly": round(float(np.mean(np.abs(off) <= 0.5)), 4),
+            "refresh_wide_s": round(refresh_s, 2), "refresh_wide_wrong": int(np.sum(ctx.decrypt(fresh, sk) != x)),
+            "out_level": fresh.level, "noise_budget_bits": round(ctx.noise_budget(fresh, sk), 1)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--degree", type=int, default=15)
@@ -162,7 +195,8 @@ def main() -> None:
     ap.add_argument("--boot-fhew", default="STD128", help="the FHEW set whose ring the bootstrap switches through")
     ap.add_argument("--boot-bits", type=int, default=8)
     ap.add_argument("--counts", default="16,256,4096")
-    ap.add_argument("--skip", default="", help="comma-separated parts to skip: table, lwe, boot, tournament")
+    ap.add_argument("--wide-counts", default="256", help="slots of the 16-bit part (lut_wide, rescale, refresh_wide)")
+    ap.add_argument("--skip", default="", help="comma-separated parts to skip: table, lwe, boot, tournament, wide")
     ap.add_argument("--keep-bits", type=float, default=rf.bgv.tables.KEEP_BITS,
                     help="BFV: the budget the table alone keeps (SlotTable's keep_bits)")
     ap.add_argument("--json")
@@ -210,6 +244,19 @@ def main() -> None:
         print(f"max_of_slots over 16 {r['bits']}-bit slots: {r['max_of_slots_s']} s ({r['bootstraps'][0]} bootstraps), "
               f"right {r['max_right']}; argmax_of_slots {r['argmax_of_slots_s']} s ({r['bootstraps'][1]}), right "
               f"{r['argmax_right']}")
+    if "wide" not in skip:
+        fhew = rf.tfhe.Context(args.boot_fhew)
+        fsk = fhew.keygen()
+        result["wide"] = []
+        for count in map(int, args.wide_counts.split(",")):
+            r = wide(ctx, sk, keys, fhew, fsk, count)
+            result["wide"].append(r)
+            print(f"16-bit, {count} slots ({r['map']} map): read error {r['read_error_measured']} units (model "
+                  f"{r['read_error_model']}, largest {r['read_error_max']}; the identity's table, degree 1: "
+                  f"{r['identity_read_s']} s); rescale by 2^7 "
+                  f"{r['rescale_s']} s, within {r['rescale_max_off']} of x/128 ({r['rescale_rounded_exactly']:.1%} "
+                  f"rounded exactly); refresh_wide {r['refresh_wide_s']} s, wrong {r['refresh_wide_wrong']}, out level "
+                  f"{r['out_level']}, budget {r['noise_budget_bits']} bits")
     result["peak_rss_gib"] = round(peak_gib(), 2)
     print(f"peak RSS {result['peak_rss_gib']} GiB")
     if args.json:

@@ -108,6 +108,48 @@ def test_slot_bootstrap_reads_8_bits_compares_and_bootstraps_its_own_results(set
         boot.load_keys(b"RFBGVSB1" + blob[8:])
 
 
+def test_16_bit_integers_read_rescaled_and_refreshed_over_the_whole_of_t(setup):
+    ctx, sk, keys, fhew, fsk = setup[:5]
+    boot = rf.switching.BgvSlotBootstrap(ctx, fhew, count=1024, bits=8, method="dense")
+    bkeys = boot.keygen(sk, fsk)
+    half, sigma = (T - 1) // 2, boot.read_error(bkeys)
+    x = np.random.default_rng(7).integers(-half, half + 1, 1024)
+    x[:10] = [-half, half, 0, 1, -1, 64, -64, 192, half - 1, -half + 1]
+    ct = ctx.encrypt(x, keys)
+
+    def centred(v):
+        return (v + half) % T - half
+
+    # The read's error against its model (about 7.6 units here).
+    error = centred(ctx.decrypt(boot.lut_wide(ct, lambda v: v, bkeys), sk) - x)
+    assert 0.8 * sigma < error.std() < 1.2 * sigma and np.abs(error).max() < 8 * sigma
+    # A rescale by 2^7: within one of x / 128, and rounded exactly where x is farther than
+    # 6 sigma from a half; within the read's error of +-half a read may wrap.
+    inner = np.abs(x) < half - 8 * sigma
+    got = ctx.decrypt(boot.rescale(ct, 7, bkeys), sk)
+    assert np.abs(got - x / 128)[inner].max() < 1
+    far = inner & (np.abs(np.abs(x) % 128 - 64) > 6 * sigma)
+    assert np.array_equal(got[far], (np.sign(x) * ((np.abs(x) + 64) >> 7))[far])
+    # A sign (not odd: its value at half is given up), right away from 0.
+    sign = ctx.decrypt(boot.lut_wide(ct, lambda v: (v > 0) * 1, bkeys), sk)
+    clear = inner & (np.abs(x) > 6 * sigma)
+    assert np.array_equal(sign[clear], (x[clear] > 0) * 1)
+    # The exact refresh, every x in Z_t including +-half, and again after a product.
+    fresh = boot.refresh_wide(ct, bkeys)
+    assert np.array_equal(ctx.decrypt(fresh, sk), x) and fresh.level >= ctx.max_level - boot.levels
+    again = boot.refresh_wide(fresh * 3 + 5, bkeys)
+    assert np.array_equal(ctx.decrypt(again, sk), centred(3 * x + 5))
+    with pytest.raises(ValueError, match=r"shift must be an int in \[1, 15\], got 0"):
+        boot.rescale(ct, 0, bkeys)
+    with pytest.raises(ValueError, match="shift must be an int"):
+        boot.rescale(ct, 2.5, bkeys)
+    with pytest.warns(RuntimeWarning, match="off by more than one"):
+        boot.rescale(ct, 3, bkeys)
+    staged = rf.switching.BgvSlotBootstrap(ctx, fhew, count=1024, bits=8, method="staged")
+    with pytest.raises(ValueError, match="refresh_wide reads its low digit .* method='dense'"):
+        staged.refresh_wide(ct, staged.keygen(sk, fsk))
+
+
 def test_keys_round_trip_as_bytes_and_crafted_blobs_are_refused(setup):
     ctx, sk, keys, fhew, fsk, to_slots, key = setup
     blob = key.to_bytes()
@@ -177,9 +219,14 @@ def test_refusals_name_the_problem(setup, fhew_std128):
 
 @pytest.mark.slow
 def test_the_docs_snippet_runs_and_prints_what_it_says(capsys):
-    # 128-bit, N = 2^15: about a minute and 4 GB (hence slow).
+    # 128-bit, N = 2^15: about three minutes and 4 GB (hence slow).
     text = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "switching.md").read_text()
     snippet = text.split("## Functional bootstrapping of BGV and BFV slots")[1].split("```python\n")[1].split("```")[0]
-    exec(compile(snippet, "docs/switching.md", "exec"), {})
-    assert capsys.readouterr().out.split("\n")[:3] == ["[ 9  1  0 91 25 25  4 94]", "[1 0 0 1 0 1 1 0]",
-                                                        "[ -91  -99 -100   -9  -75  -75  -96   -6] 3"]
+    wide = text.split("### 16-bit integers")[1].split("```python\n")[1].split("```")[0]
+    names: dict = {}
+    exec(compile(snippet, "docs/switching.md", "exec"), names)
+    exec(compile(wide, "docs/switching.md", "exec"), names)             # continues from the first
+    assert capsys.readouterr().out.split("\n")[:5] == ["[ 9  1  0 91 25 25  4 94]", "[1 0 0 1 0 1 1 0]",
+                                                        "[ -91  -99 -100   -9  -75  -75  -96   -6] 3",
+                                                        "[234 -96   1  -1   0   0]",
+                                                        "[ 29960 -12300    129   -110      0      5]"]

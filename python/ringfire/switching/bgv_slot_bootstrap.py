@@ -24,11 +24,20 @@ No FHEW bootstrap runs and no FHEW evaluation key is needed. The result's error 
 table's own, whatever the input's: slots 0 .. count - 1 hold fn(x_j) mod t, the others
 fn(0). Under BGV it sits at most 17 levels below the top; under BFV lower, keeping the
 noise budget the table keeps (``bgv.tables.KEEP_BITS``) on as few primes as that takes.
+
+**16-bit integers.** Read at one unit per integer (no cells), a slot may hold any x in Z_t and
+the table sees x + e, e the read's error (:meth:`BgvSlotBootstrap.read_error`):
+:meth:`~BgvSlotBootstrap.lut_wide` for functions a few units barely move (a fixed-point
+sigmoid), :meth:`~BgvSlotBootstrap.rescale` (x / 2^shift rounded, within one), and
+:meth:`~BgvSlotBootstrap.refresh_wide`, exact in two bootstraps (a high digit read with the
+error, then the low one, which absorbs it, read in 8-bit cells).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 import struct
 
 import numpy as np
@@ -156,26 +165,41 @@ class BgvSlotBootstrap:
         after them; a fresh ciphertext at most :attr:`levels` below the top, of the input's
         length (``count`` for a longer or scalar input: only those are read). Tables are kept
         per function object, so passing the same ``fn`` again skips its interpolation."""
+        read = self._read(ct, keys, self.unit, self.unit / 2 - 1,
+                          lambda risk: f"each slot is read wrong with probability {risk:.2g} (a half-cell of "
+                                       f"{self.unit // 2} units of t): fewer bits")
+        return self._shaped(self._table(fn)(read), ct)
+
+    def _read(self, ct, keys: BgvSlotBootstrapKeys, unit: int, tolerance: float, warning) -> BgvCiphertext:
+        """Steps 1-3 up to the table: slot j's integer times ``unit`` (mod t), plus the read's
+        error, in slot j of a fresh ciphertext; a warning (``warning(risk)``) when that error
+        reaches ``tolerance`` with a probability above WARN_P_FAIL."""
         self._check_keys(keys)
         self._check_ciphertext(ct)
         mapped = self.reader.at_level_zero(ct, keys.galois,
-                                           lambda level, correction: unit_factor(self.bgv, level, correction,
-                                                                                 self.unit))
-        risk = self.failure_probability(keys, mapped)
+                                           lambda level, correction: unit_factor(self.bgv, level, correction, unit))
+        risk = tail_probability(self.read_variance(keys, mapped), tolerance)
         if risk > WARN_P_FAIL:
-            warn_at_caller(f"[switching] each slot is read wrong with probability {risk:.2g} (a half-cell of "
-                           f"{self.unit // 2} units of t): fewer bits")
+            warn_at_caller(f"[switching] {warning(risk)}")
         words = self.ring._lwe_words(mapped, keys.switch, self.reader.slot_map.positions)   # slot j's, mod Q
-        out = self._table(fn)(self.decryption.decrypt(words.astype(np.int64), keys.decryption))
+        return self.decryption.decrypt(words.astype(np.int64), keys.decryption)
+
+    def _shaped(self, out: BgvCiphertext, ct) -> BgvCiphertext:
         # The values it holds: the input's, or the first count of a longer (or scalar) input.
         return out._set_shape(ct.shape if ct.shape and ct.shape[0] <= self.count else (self.count,))
 
-    def _table(self, fn):
-        table = self._tables.get(fn)
+    def _table(self, fn, bits: int | None = None, unit: int | None = None, *, wide: bool = False):
+        """The table of ``fn`` read in cells of ``unit`` (``bits`` wide; this bootstrap's by
+        default), or, ``wide``, over the whole of Z_t (:meth:`SlotDecryption.wide_table`); kept
+        per function object and reading."""
+        bits, unit = self.bits if bits is None else bits, self.unit if unit is None else unit
+        key = (fn, "wide") if wide else (fn, bits, unit)
+        table = self._tables.get(key)
         if table is None:
             if len(self._tables) >= KEPT_TABLES:  # the oldest goes: new lambdas each call must not pile up
                 self._tables.pop(next(iter(self._tables)))
-            table = self._tables[fn] = self.decryption.table(fn, self.bits, self.unit)
+            table = self._tables[key] = (self.decryption.wide_table(fn) if wide
+                                         else self.decryption.table(fn, bits, unit))
         return table
 
     def refresh(self, ct, keys: BgvSlotBootstrapKeys) -> BgvCiphertext:
@@ -202,6 +226,58 @@ class BgvSlotBootstrap:
         """min(a, b) per slot, as :meth:`max`: a - relu(a - b), carrying a's error."""
         check_operands(self.bgv, self.bits, a, b, "min reads")
         return a - self.lut(a - _operand(b), _relu, keys)
+
+    # ---- 16-bit integers: the whole of Z_t, read with the bootstrap's error ----------------
+
+    def lut_wide(self, ct, fn, keys: BgvSlotBootstrapKeys) -> BgvCiphertext:
+        """fn(x + e) mod t in each of the first ``count`` slots, x read signed in
+        [-(t - 1)/2, (t - 1)/2] (all of Z_t: 16 bits under t = 65537), e the read's error, a
+        few units (standard deviation :meth:`read_error`: about 8 at N = 2^15). For functions
+        that a few units of their input barely move: a fixed-point number's sigmoid, a
+        rescale (:meth:`rescale`), a sign away from 0. One bootstrap, as :meth:`lut`. Where
+        fn's values do not sum to 0 mod t (an odd fn's do), the value at x = (t - 1)/2, where
+        a signed read wraps, is given up to keep the table to 16 levels."""
+        read = self._read(ct, keys, 1, math.inf, None)
+        return self._shaped(self._table(fn, wide=True)(read), ct)
+
+    def rescale(self, ct, shift: int, keys: BgvSlotBootstrapKeys) -> BgvCiphertext:
+        """x / 2^shift rounded (halves away from 0) per slot, x read signed over all of Z_t:
+        the fixed-point rescale after a product, in one bootstrap (:meth:`lut_wide`). The
+        read's error e makes it (x + e) / 2^shift rounded: within one of x / 2^shift unless
+        abs(e) reaches 2^(shift - 1), which warns above WARN_P_FAIL (shifts of 7 or more at
+        N = 2^15: 1e-15)."""
+        if not is_int(shift) or not 1 <= shift <= (self.t - 1).bit_length() - 2:
+            raise ValueError(f"[switching] shift must be an int in [1, {(self.t - 1).bit_length() - 2}], got {shift!r}")
+        half = 1 << (int(shift) - 1)
+        read = self._read(ct, keys, 1, half,
+                          lambda risk: f"the read's error reaches 2^{int(shift) - 1} = {half} units with probability "
+                                       f"{risk:.2g}: a rescaled slot may be off by more than one (a larger shift)")
+        return self._shaped(self._table(rounded_shift(int(shift)), wide=True)(read), ct)
+
+    def refresh_wide(self, ct, keys: BgvSlotBootstrapKeys) -> BgvCiphertext:
+        """The first ``count`` slots exactly as they are, any x in Z_t (16 bits), in a fresh
+        ciphertext: two bootstraps. The first reads the high digit h = round((x + e) / 256)
+        over all of Z_t; then x - 256 h, within 128 + abs(e) of 0 mod t whatever e was, is
+        refreshed as :meth:`refresh` does 8-bit integers; out = 256 h + that, mod t. Wrong only
+        where abs(e) reaches 127 in the first read or 63 in the second (about the 8-bit
+        :meth:`failure_probability`: 6.5e-16 at N = 2^15)."""
+        stages = self.reader.slot_map.levels + 1 if self.reader.slot_map.method == "staged" else 1
+        if min(ct.level, self.bgv.max_level - self.levels) < stages:
+            raise ValueError(f"[switching] refresh_wide reads its low digit at most {self.levels} levels below the top "
+                             f"(level {self.bgv.max_level - self.levels}); the staged slot map of {self.count} slots "
+                             f"runs at level {stages}: method='dense'")
+        high = self._table(rounded_shift(8), wide=True)(self._read(
+            ct, keys, 1, 127, lambda risk: f"the high digit's read errs by 127 or more with probability {risk:.2g}"))
+        low = ct - high._set_shape(ct.shape) * 256
+        unit = round(self.t / 512)
+        low = self._table(_identity, 8, unit)(self._read(
+            low, keys, unit, unit / 2 - 1, lambda risk: f"the low digit is read wrong with probability {risk:.2g}"))
+        return self._shaped(high._set_shape(low.shape) * 256 + low, ct)
+
+    def read_error(self, keys: BgvSlotBootstrapKeys) -> float:
+        """The standard deviation of the read's error, in units of t, for a fresh input
+        (:meth:`read_variance`): what :meth:`lut_wide` adds to x."""
+        return math.sqrt(self.read_variance(keys))
 
     @property
     def tournament_rotations(self) -> list[int]:
@@ -244,17 +320,22 @@ class BgvSlotBootstrap:
                             f"(ctx.galois_keys(sk, boot.tournament_rotations)), got {type(galois).__name__}")
         return self.bgv.evaluator(KeySet(galois=galois))
 
-    def failure_probability(self, keys: BgvSlotBootstrapKeys, ct=None) -> float:
-        """The probability that a slot is read in the wrong cell: the ring switch's error and the
-        rounding from q_0 to Q (scaled to t), the roundings from Q to t in dimension N', and,
-        given the input at level 0 (after the slot map), its own error from its budget estimate;
-        against half a cell less a unit of t."""
+    def read_variance(self, keys: BgvSlotBootstrapKeys, ct=None) -> float:
+        """The variance, in units of t, of the error with which a slot's integer is read: the
+        ring switch's error and the rounding from q_0 to Q (scaled to t), the roundings from Q
+        to t in dimension N', and, given the input at level 0 (after the slot map), its own
+        error from its budget estimate."""
         N, Q = self.bgv.poly_degree, self.fhew.params.ring_modulus
         ring = (keys.switch.error_variance() + (1 + N * 2 / 3) / 12) * (self.t / Q) ** 2
         variance = ring + self.decryption.rounding_variance()
         if ct is not None:
             variance += 2.0 ** (-2 * (max(ct.noise_budget_estimate, 0.0) + 1))
-        return tail_probability(variance, self.unit / 2 - 1)
+        return variance
+
+    def failure_probability(self, keys: BgvSlotBootstrapKeys, ct=None) -> float:
+        """The probability that :meth:`lut` reads a slot in the wrong cell: the read's error
+        (:meth:`read_variance`) against half a cell less a unit of t."""
+        return tail_probability(self.read_variance(keys, ct), self.unit / 2 - 1)
 
     def _check_ciphertext(self, ct) -> None:
         if not isinstance(ct, BgvCiphertext) or ct.context is not self.bgv:
@@ -267,6 +348,17 @@ class BgvSlotBootstrap:
 
 def _identity(m):
     return m
+
+
+@functools.lru_cache(maxsize=None)
+def rounded_shift(shift: int):
+    """y -> y / 2^shift rounded, halves away from 0 (odd: its table keeps every point), as one
+    function object per shift, so its table is interpolated once."""
+    half = 1 << (shift - 1)
+
+    def shifted(y):
+        return np.sign(y) * ((np.abs(y) + half) >> shift)
+    return shifted
 
 
 def _positive(m):

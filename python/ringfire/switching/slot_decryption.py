@@ -229,3 +229,14 @@ class SlotDecryption:
         edge = int(round(unit / 2))                                       # half a cell from 0
         values[edge] = (values[edge] - int(values.sum())) % self.t        # the values sum to 0: degree t - 2
         return SlotTable(self.bgv, values, signed=False)
+
+    def wide_table(self, fn) -> SlotTable:
+        """The table that reads a scaled phase y itself, signed in [-(t - 1)/2, (t - 1)/2] (one
+        unit per integer: the whole of Z_t, no cells), and returns fn(y). Where the values do
+        not sum to 0 (an odd fn does), the one at y = (t - 1)/2, where a signed read wraps, is
+        set so that they do: the table then keeps to 16 levels, as :meth:`table`'s does."""
+        half = (self.t - 1) // 2
+        y = np.arange(self.t, dtype=np.int64)
+        values = np.mod(integer_results(fn, np.where(y > half, y - self.t, y)), self.t).astype(np.int64)
+        values[half] = (values[half] - int(values.sum())) % self.t
+        return SlotTable(self.bgv, values, signed=False)
