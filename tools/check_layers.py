@@ -19,8 +19,8 @@ against a view of the headers below it.)
 Python (python/ringfire/):
 
     _core, _checks, _progress, _cpu -> arith, arith128, ring, cuda, io, memory, tracing -> rlwe, costing,
-        memory_guard, parallel -> ckks, bgv, tfhe (side by side) -> bfv (a mode of bgv) -> nn, rpu, apps (side by
-        side) -> bench, distributed -> serve -> cli -> __main__, the package
+        memory_guard, parallel -> ckks, bgv, tfhe (side by side) -> bfv (a mode of bgv) -> nn, rpu, switching
+        (side by side) -> apps, bench, distributed -> serve -> cli -> __main__, the package
 
 * a module imports only from its own package or from lower ranks;
 * no module reaches into another package's private names: an attribute
@@ -53,8 +53,8 @@ PY_RANK = {
     "rlwe": 2, "costing": 2, "memory_guard": 2, "parallel": 2,
     "ckks": 3, "bgv": 3, "tfhe": 3,
     "bfv": 4,
-    "nn": 5, "rpu": 5, "apps": 5, "switching": 5,
-    "bench": 6, "distributed": 6,
+    "nn": 5, "rpu": 5, "switching": 5,
+    "apps": 6, "bench": 6, "distributed": 6,  # apps: whole workloads on the schemes and switching
     "serve": 7,
     "cli": 8,
     "__main__": 9, "__init__": 9,

@@ -15,8 +15,9 @@ sigmoid by comparisons, and rescaling by functional bootstraps (33 sign/compare 
 rescaling bootstraps per iteration over 16 ciphertexts of 64 slots). Here the integers
 travel in CKKS slots and every functional bootstrap is a CKKS lookup (Alexandru, Kim and
 Polyakov; :mod:`ringfire.ckks.lookup`): ``ev.floor_divide`` rescales, ``ev.sign_integer``
-compares, with flat digit tables (their errors divided, not carried). docs/logreg.md says why
-not BGV here (the FHEW way back leaves no room for the next product at seven fractional bits).
+compares, with flat digit tables (their errors divided, not carried), so every value stays
+exact. :mod:`ringfire.apps.bgv_fixed_point_logreg` runs the same design on BGV slots, within t's
+16 bits and the bootstraps' read error.
 
 **The arithmetic** (:func:`train_plain` is it in NumPy's integers, and the reference the
 encrypted weights are checked against, bit for bit). With f fractional bits, features
@@ -46,8 +47,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._progress import progress_bar
 from ..ckks import lookup
+from ._iterations import run_iterations
 from .logreg import _row_mask, _rotsum
 
 FRAC_BITS = 7      # seed 003: "7 bits of fractional precision"
@@ -319,13 +320,8 @@ class FixedPointTrainer:
         data = self.encrypt_data(Xq, Y, keys)
         W = self.ctx.encrypt(np.zeros(self.ctx.slots), keys)
         report.encrypt_seconds, report.widths, report.counts = time.perf_counter() - start, data.widths, self.counts(data)
-        with progress_bar(iterations, "fixed-point logreg", progress=progress, unit="iteration") as bar:
-            for _ in range(iterations):
-                start = time.perf_counter()
-                W = self.iteration(data, W)
-                report.seconds.append(time.perf_counter() - start)
-                bar.update(1)
-        return W
+        return run_iterations(lambda weights: self.iteration(data, weights), W, iterations, label="fixed-point logreg",
+                              progress=progress, seconds=report.seconds)
 
     def decrypt_weights(self, W, sk) -> np.ndarray:
         """The weights as integers (``frac_bits`` fractional bits). Raises where they left the
