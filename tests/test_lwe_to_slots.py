@@ -145,6 +145,10 @@ def test_16_bit_integers_read_rescaled_and_refreshed_over_the_whole_of_t(setup):
         boot.rescale(ct, 2.5, bkeys)
     with pytest.warns(RuntimeWarning, match="off by more than one"):
         boot.rescale(ct, 3, bkeys)
+    with pytest.raises(TypeError, match="a table takes a function .* got str"):
+        boot.lut_wide(ct, "x", bkeys)
+    with pytest.raises(TypeError, match="BgvSlotBootstrapKeys from keygen, got KeySet"):
+        boot.read_error(keys)
     staged = rf.switching.BgvSlotBootstrap(ctx, fhew, count=1024, bits=8, method="staged")
     with pytest.raises(ValueError, match="refresh_wide reads its low digit .* method='dense'"):
         staged.refresh_wide(ct, staged.keygen(sk, fsk))

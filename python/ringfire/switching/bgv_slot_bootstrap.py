@@ -192,6 +192,9 @@ class BgvSlotBootstrap:
         """The table of ``fn`` read in cells of ``unit`` (``bits`` wide; this bootstrap's by
         default), or, ``wide``, over the whole of Z_t (:meth:`SlotDecryption.wide_table`); kept
         per function object and reading."""
+        if not callable(fn):
+            raise TypeError(f"[switching] a table takes a function (of a NumPy array of integers, or of one int), got "
+                            f"{type(fn).__name__}")
         bits, unit = self.bits if bits is None else bits, self.unit if unit is None else unit
         key = (fn, "wide") if wide else (fn, bits, unit)
         table = self._tables.get(key)
@@ -325,6 +328,7 @@ class BgvSlotBootstrap:
         ring switch's error and the rounding from q_0 to Q (scaled to t), the roundings from Q
         to t in dimension N', and, given the input at level 0 (after the slot map), its own
         error from its budget estimate."""
+        self._check_keys(keys)
         N, Q = self.bgv.poly_degree, self.fhew.params.ring_modulus
         ring = (keys.switch.error_variance() + (1 + N * 2 / 3) / 12) * (self.t / Q) ** 2
         variance = ring + self.decryption.rounding_variance()
