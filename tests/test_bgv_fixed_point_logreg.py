@@ -29,7 +29,7 @@ def trained(fhew_std128):
     X, y, Xq, Y = separable(96, 7)                     # 8 slots a sample with the bias: one ciphertext
     ctx = bgvlr.context(11, insecure_no_security_check=True, insecure_deterministic_seed=bytes(32))
     trainer = bgvlr.BgvFixedPointTrainer(ctx, len(Xq), Xq.shape[1], fhew=fhew_std128[0])
-    sk, _ = trainer.keygen()
+    sk, _ = trainer.keygen(fhew_secret_key=fhew_std128[1])              # the shared context keeps its keys
     report = bgvlr.FitReport()
     W = trainer.fit(Xq, Y, 3, report=report)
     return trainer, sk, W, report, X, y, Xq, Y

@@ -193,11 +193,13 @@ class BgvFixedPointTrainer:
     def rotations(self) -> list[int]:
         return self.row_steps + [-s for s in self.row_steps] + self.sample_steps
 
-    def keygen(self):
+    def keygen(self, fhew_secret_key=None):
         """The client's keys: BGV's (with the rotations an iteration takes) and the bootstrap's;
-        returns the two secret keys (BGV's, FHEW's), keeps the public ones."""
+        returns the two secret keys (BGV's, FHEW's), keeps the public ones. ``fhew_secret_key``:
+        the FHEW context's own, whose ring secret the bootstrap uses (default: new keys from
+        ``fhew.keygen()``, which replace the context's)."""
         sk, self.keys = self.ctx.keygen(rotations=self.rotations)
-        fsk = self.fhew.keygen()
+        fsk = self.fhew.keygen() if fhew_secret_key is None else fhew_secret_key
         self.boot_keys = self.boot.keygen(sk, fsk)
         return sk, fsk
 
