@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..switching.bgv_slot_bootstrap import rounded_shift
 from ._iterations import run_iterations
 
 FRAC_BITS = 7          # seed 003: "7 bits of fractional precision"
@@ -67,9 +68,9 @@ def context(degree: int = 15, **options):
 
 
 def rounded(v, shift: int) -> np.ndarray:
-    """round(v / 2^shift), halves away from 0 (:func:`ringfire.switching.bgv_slot_bootstrap.rounded_shift`)."""
-    v = np.asarray(v, dtype=np.int64)
-    return np.sign(v) * ((np.abs(v) + (1 << (shift - 1))) >> shift)
+    """round(v / 2^shift), halves away from 0: the rescale's own table function
+    (:func:`ringfire.switching.bgv_slot_bootstrap.rounded_shift`) on integers."""
+    return rounded_shift(shift)(np.asarray(v, dtype=np.int64))
 
 
 def sigmoid_table(z, sigmoid: str = "logistic") -> np.ndarray:

@@ -178,7 +178,7 @@ class BgvSlotBootstrap:
         self._check_ciphertext(ct)
         mapped = self.reader.at_level_zero(ct, keys.galois,
                                            lambda level, correction: unit_factor(self.bgv, level, correction, unit))
-        risk = tail_probability(self.read_variance(keys, mapped), tolerance)
+        risk = tail_probability(self._read_variance(keys, mapped), tolerance)
         if risk > WARN_P_FAIL:
             warn_at_caller(f"[switching] {warning(risk)}")
         words = self.ring._lwe_words(mapped, keys.switch, self.reader.slot_map.positions)   # slot j's, mod Q
@@ -329,6 +329,9 @@ class BgvSlotBootstrap:
         to t in dimension N', and, given the input at level 0 (after the slot map), its own
         error from its budget estimate."""
         self._check_keys(keys)
+        return self._read_variance(keys, ct)
+
+    def _read_variance(self, keys: BgvSlotBootstrapKeys, ct=None) -> float:
         N, Q = self.bgv.poly_degree, self.fhew.params.ring_modulus
         ring = (keys.switch.error_variance() + (1 + N * 2 / 3) / 12) * (self.t / Q) ** 2
         variance = ring + self.decryption.rounding_variance()

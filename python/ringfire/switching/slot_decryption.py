@@ -43,7 +43,7 @@ import numpy as np
 from .. import _core
 from ..bgv.ciphertext import Ciphertext as BgvCiphertext
 from ..bgv.context import Context as BgvContext
-from ..bgv.tables import SlotTable, check_fermat_prime, integer_results
+from ..bgv.tables import SlotTable, check_fermat_prime, integer_results, table_values
 from ..rlwe.keys import GaloisKeys, KeySet, RelinKey
 from .key_bytes import load_key_part, open_key_bytes
 from .to_fhew import is_int
@@ -236,7 +236,6 @@ class SlotDecryption:
         not sum to 0 (an odd fn does), the one at y = (t - 1)/2, where a signed read wraps, is
         set so that they do: the table then keeps to 16 levels, as :meth:`table`'s does."""
         half = (self.t - 1) // 2
-        y = np.arange(self.t, dtype=np.int64)
-        values = np.mod(integer_results(fn, np.where(y > half, y - self.t, y)), self.t).astype(np.int64)
+        values = table_values(fn, self.t, signed=True)
         values[half] = (values[half] - int(values.sum())) % self.t
         return SlotTable(self.bgv, values, signed=False)
