@@ -106,10 +106,11 @@ namespace {
 // round(w / 2^32) mod 2^32
 inline std::uint32_t top_word(u64 w) { return static_cast<std::uint32_t>((w >> 32) + ((w >> 31) & 1)); }
 
+constexpr unsigned kDroppedBits = 64 - TorusKeySwitchKey::kWordBits;
+
 // round(w / 2^40) mod 2^24: a table word's top 24 bits (TorusKeySwitchKey::kWordBits)
 inline std::uint32_t top_24_bits(u64 w) {
-  constexpr unsigned kDropped = 64 - TorusKeySwitchKey::kWordBits;
-  return static_cast<std::uint32_t>((w >> kDropped) + ((w >> (kDropped - 1)) & 1)) & 0xFFFFFFu;
+  return static_cast<std::uint32_t>((w >> kDroppedBits) + ((w >> (kDroppedBits - 1)) & 1)) & 0xFFFFFFu;
 }
 
 // w's place in a KeySwitchBlock: w = low + high 2^16 (mod 2^24), low in [-2^15, 2^15).
@@ -158,8 +159,15 @@ void TorusKeySwitchKey::expand() {
   for (std::size_t r = 0; r < N * L; ++r) {
     sample_uniform(masks, a.data(), n);
     const std::size_t slot = r % kRows;
+    // Rounding the masks moves the row's phase by -sum_t e_t s_t (e_t = the kept
+    // word minus a_t). The server knows every e_t but not s; the part the key's
+    // mean 1/2 carries goes into the body, which leaves sum_t e_t (s_t - 1/2):
+    // half the variance (the centred modulus switch's reasoning).
+    std::int64_t rounding = 0;
     for (std::size_t t = 0; t <= n; ++t) {
-      const std::uint32_t w = top_24_bits(t < n ? a[t] : bodies_[r]);
+      const u64 word = t < n ? a[t] : bodies_[r] + static_cast<u64>(rounding / 2);
+      const std::uint32_t w = top_24_bits(word);
+      if (t < n) rounding += static_cast<std::int64_t>((static_cast<u64>(w) << kDroppedBits) - word);
       if (!blocked) {
         words_[r * (n + 1) + t] = w << 8;
         continue;

@@ -167,8 +167,13 @@ class TorusParameterSet:
         - ``key_switch_keys``: N L digits (E[d^2] = (B^2 + 2) / 12) times the
           table's TUniform errors;
         - ``key_switch_words``: the table kept as its words' top 24 bits (each
-          rounded, at most half a unit of 2^40 of 2^64), times the digits, and
-          the input's body rounded to 32 bits;
+          rounded, at most half a unit of 2^40 of 2^64), times the digits: a row's
+          body and its n mask words are each rounded, and the masks' errors meet
+          the small key. The table's builder knows those errors, and moves the part
+          the key's mean carries into the body (centred, as the modulus switch
+          below), so a row's phase moves by (1 + n E[(s - 1/2)^2]) 4^40 / 12 (about
+          5 % of the key switch's variance at N = 2048; n E[s^2] uncentred); and the
+          input's body rounded to 32 bits;
         - ``mod_switch``: rounding the n + 1 words to q (each uniform in
           [-1/2, 1/2)) times the small binary key, centred: the part of the
           error that the key's mean 1/2 carries is known to the server and
@@ -184,7 +189,8 @@ class TorusParameterSet:
         return {
             "key_switch_rounding": N * self.secret_square_mean * 4.0 ** rounded / 12 * scale2,
             "key_switch_keys": N * L * digits * tuniform_variance(self.lwe_noise_log2) * scale2,
-            "key_switch_words": (N * L * digits * 4.0 ** (64 - KEY_SWITCH_WORD_BITS) + 4.0 ** 32) / 12 * scale2,
+            "key_switch_words": (N * L * digits * (1 + n * self.centred_square_mean) * 4.0 ** (64 - KEY_SWITCH_WORD_BITS)
+                                 + 4.0 ** 32) / 12 * scale2,
             "mod_switch": (1 + n * self.centred_square_mean) / 12,
         }
 
@@ -208,7 +214,7 @@ TORUS_PRESETS: dict[str, TorusParameterSet] = {
     # STD128_T64's keys with multi-bit bootstrapping (groups of 2 bits): 459 rotation
     # steps instead of 918, each with three keys; bootstraps about a quarter faster in
     # batches, for 1.5 times the bootstrapping key (45 MB on the wire, 135 MB in memory).
-    # Its added noise leaves the 4-bit table at 2^-131.5.
+    # Its added noise leaves the 4-bit table at 2^-130.4.
     "STD128_T64_MB": TorusParameterSet("STD128_T64_MB", lwe_dimension=918, ring_dimension=2048, pbs_base_log=23,
                                        pbs_levels=1, ks_base_log=4, ks_levels=4, lwe_noise_log2=45,
                                        glwe_noise_log2=17, security=128, source=_TFHE_RS_2048_MULTI_BIT,
@@ -217,7 +223,7 @@ TORUS_PRESETS: dict[str, TorusParameterSet] = {
     # carry 2^-21 of STD128_T64's error variance, for about twice the time and three times
     # the bootstrapping key. What it is for: signs and floors of wide integers in one
     # ciphertext (ctx.sign, ctx.shift_right), which multiply each round's bootstrapped
-    # error by 2^(bits left - 4): 18 bits after a bootstrap, 22 fresh, below 2^-119 (a floor's
+    # error by 2^(bits left - 4): 18 bits after a bootstrap, 22 fresh, below 2^-118 (a floor's
     # result, which carries a bootstrap's error, up to 18).
     "STD128_T64_WIDE": TorusParameterSet("STD128_T64_WIDE", lwe_dimension=918, ring_dimension=2048,
                                          pbs_base_log=12, pbs_levels=3, ks_base_log=4, ks_levels=4,
