@@ -203,9 +203,19 @@ void TorusKeySwitchKey::apply_many(const u64* __restrict in, std::size_t count, 
   const u64 mask = (u64{1} << B) - 1, half = u64{1} << (B - 1);
   constexpr std::size_t kRows = KeySwitchBlock::kRows, kMaxLevels = 64;
   for (std::size_t c = 0; c < count; ++c) {
+    // Rounding each a_j to its top B L bits moves the phase by -sum_j r_j z_j (r_j: the
+    // rounded a_j minus a_j). As the table's masks (expand), the part the big key's mean
+    // 1/2 carries is known here and goes into the body: sum_j r_j (z_j - 1/2) remains,
+    // half the variance.
+    const u64* a = in + c * (N + 1);
+    std::int64_t rounding = 0;
+    for (std::size_t j = 0; j < N; ++j) {
+      const u64 kept = ((a[j] >> shift) + ((a[j] >> (shift - 1)) & 1)) << shift;
+      rounding += static_cast<std::int64_t>(kept - a[j]);
+    }
     std::uint32_t* o = out + c * (n + 1);
     std::fill(o, o + n, std::uint32_t{0});
-    o[n] = top_word(in[c * (N + 1) + N]);
+    o[n] = top_word(a[N] + static_cast<u64>(rounding / 2));
   }
   // The table's rows in (j, l) order, four to a block: four coefficients
   // make L whole blocks, whatever L is.

@@ -653,8 +653,8 @@ class Context:
         bit -- three for 9 bits (:mod:`ringfire.tfhe.sign`). The input must be fresh or
         bootstrapped (its error is multiplied by up to 2^(k-4)); a predicted failure
         probability above 2^-40 warns with the numbers. A bootstrapped 9-bit input fails with
-        2^-67 at STD128_T64 and 2^-41 at STD128_T64_MB (multi-bit rotation's noisier
-        outputs); STD128_T64_WIDE's precise bootstraps take 18 bits below 2^-118 (22 fresh).
+        2^-68 at STD128_T64 and 2^-41 at STD128_T64_MB (multi-bit rotation's noisier
+        outputs); STD128_T64_WIDE's precise bootstraps take 18 bits at 2^-118.9 (22 fresh).
         The figures are the worst case over inputs (:mod:`ringfire.tfhe.sign`)."""
         self._check_wide(x, "sign", "compare UInt integers with <, or use a table", "booleans are their own sign")
         self._warn_wide("sign", sign_failure_log2(self.params, x.bits, x.variance), x, max(0, x.bits - 4))

@@ -54,7 +54,7 @@ class RadixUInt(IntegerParts):
     block the sum of two kept blocks: twice a bootstrap's error), whose blocks the next
     packed operation refreshes first (one table per block, one call). On STD128_T64 a
     4-bit table on such a packed input fails with probability below 2^-128
-    (``ctx.failure_probability("radix")``: 2^-128.7; 2^-126.0 at STD128_T64_MB).
+    (``ctx.failure_probability("radix")``: 2^-129.6; 2^-126.8 at STD128_T64_MB).
     """
 
     _ENCODING = 3

@@ -50,12 +50,16 @@ _TFHE_RS_4096 = (
     "2^22 x 1 here: a gadget changes the noise, not the keys' security; key switch 2^3 x 5)")
 
 
-# The FFT's rounding, relative to 2L N E[d^2] E[a^2] 2^-106 per step (a: the key's
-# uniform 64-bit words): measured at 1.8e4 on STD128_T64's keys with a 2^23 x 2
+# The FFT's rounding, relative to 2L N E[d^2] E[a^2] 2^-106 (N / 2048) per step (a: the
+# key's uniform 64-bit words): measured at 1.8e4 on STD128_T64's keys with a 2^23 x 2
 # gadget and TUniform(2^3) errors, where it is the only term (256 bootstraps; the
 # output error's variance 0.0139 at q), and consistent with two sets where other
-# terms add to it (2^15 x 2: 3.1e4, 2^23 x 1: 1.6e4 and 2.3e4, each +-25 %).
+# terms add to it (2^15 x 2: 3.1e4, 2^23 x 1: 1.6e4 and 2.3e4, each +-25 %). It grows
+# with N^2, not N: the same measurement at N = 4096 (STD128_T64_LP's keys, 2^22 x 2)
+# read 1.95 and 2.22 times the N-linear figure (1000 bootstraps each, two keys), where
+# N = 2048 read 0.95 and 0.90 in the same run.
 FFT_ERROR = 1.8e4
+FFT_ERROR_RING = 2048
 
 
 def tuniform_variance(bound_log2: int) -> float:
@@ -132,9 +136,9 @@ class TorusParameterSet:
         - ``keys``: 2L digit polynomials times the key's TUniform errors (N E[d^2] Var each);
         - ``gadget_rounding``: the gadget's rounding of both polynomials,
           E[s^2] (1 + N E[z^2]) 4^r / 12 for the r = 64 - B L rounded bits;
-        - ``fft``: the double-precision transform's rounding, 2L N E[d^2] E[a^2] 2^-106 times
-          a constant measured where it is the only term (:data:`FFT_ERROR`): with digits of
-          2^22 it is about a third of the output error at STD128_T64.
+        - ``fft``: the double-precision transform's rounding, 2L N E[d^2] E[a^2] 2^-106 (N / 2048)
+          times a constant measured where it is the only term (:data:`FFT_ERROR`): with digits of
+          2^23 it is about a third of the output error at STD128_T64.
 
         Multi-bit (``grouping`` g > 1): n / g steps, each adding 2^g - 1 key products
         multiplied by X^m - 1 (twice a product's variance), so ``keys`` and ``fft`` count
@@ -152,7 +156,8 @@ class TorusParameterSet:
         return {
             "keys": products * rows * tuniform_variance(self.glwe_noise_log2) * self._scale2(),
             "gadget_rounding": roundings * (1 + N * self.secret_square_mean) * 4.0 ** rounded / 12 * self._scale2(),
-            "fft": products * rows * (2.0 ** 128 / 12) * 2.0 ** -106 * FFT_ERROR * self._scale2(),
+            "fft": products * rows * (2.0 ** 128 / 12) * 2.0 ** -106 * FFT_ERROR * (N / FFT_ERROR_RING)
+                   * self._scale2(),
         }
 
     def bootstrap_variance(self) -> float:
@@ -163,7 +168,9 @@ class TorusParameterSet:
         """What a bootstrap's first steps add to its input's error (variances at q).
 
         - ``key_switch_rounding``: the low 64 - B L bits of the N words, rounded
-          away, times the binary big key (E[z^2] = 1/2);
+          away, times the binary big key, centred as the table's words below: the
+          switch knows each word's rounding and moves the part the key's mean 1/2
+          carries into the body, so E[(z - 1/2)^2] = 1/4 instead of E[z^2] = 1/2;
         - ``key_switch_keys``: N L digits (E[d^2] = (B^2 + 2) / 12) times the
           table's TUniform errors;
         - ``key_switch_words``: the table kept as its words' top 24 bits (each
@@ -187,7 +194,7 @@ class TorusParameterSet:
         rounded = 64 - self.ks_base_log * L
         scale2 = self._scale2()
         return {
-            "key_switch_rounding": N * self.secret_square_mean * 4.0 ** rounded / 12 * scale2,
+            "key_switch_rounding": N * self.centred_square_mean * 4.0 ** rounded / 12 * scale2,
             "key_switch_keys": N * L * digits * tuniform_variance(self.lwe_noise_log2) * scale2,
             "key_switch_words": (N * L * digits * (1 + n * self.centred_square_mean) * 4.0 ** (64 - KEY_SWITCH_WORD_BITS)
                                  + 4.0 ** 32) / 12 * scale2,
@@ -214,7 +221,7 @@ TORUS_PRESETS: dict[str, TorusParameterSet] = {
     # STD128_T64's keys with multi-bit bootstrapping (groups of 2 bits): 459 rotation
     # steps instead of 918, each with three keys; bootstraps about a quarter faster in
     # batches, for 1.5 times the bootstrapping key (45 MB on the wire, 135 MB in memory).
-    # Its added noise leaves the 4-bit table at 2^-130.4.
+    # Its added noise leaves the 4-bit table at 2^-131.3.
     "STD128_T64_MB": TorusParameterSet("STD128_T64_MB", lwe_dimension=918, ring_dimension=2048, pbs_base_log=23,
                                        pbs_levels=1, ks_base_log=4, ks_levels=4, lwe_noise_log2=45,
                                        glwe_noise_log2=17, security=128, source=_TFHE_RS_2048_MULTI_BIT,
@@ -223,7 +230,7 @@ TORUS_PRESETS: dict[str, TorusParameterSet] = {
     # carry 2^-21 of STD128_T64's error variance, for about twice the time and three times
     # the bootstrapping key. What it is for: signs and floors of wide integers in one
     # ciphertext (ctx.sign, ctx.shift_right), which multiply each round's bootstrapped
-    # error by 2^(bits left - 4): 18 bits after a bootstrap, 22 fresh, below 2^-118 (a floor's
+    # error by 2^(bits left - 4): 18 bits after a bootstrap, 22 fresh, at 2^-118.9 (a floor's
     # result, which carries a bootstrap's error, up to 18).
     "STD128_T64_WIDE": TorusParameterSet("STD128_T64_WIDE", lwe_dimension=918, ring_dimension=2048,
                                          pbs_base_log=12, pbs_levels=3, ks_base_log=4, ks_levels=4,
