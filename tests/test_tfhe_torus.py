@@ -323,9 +323,10 @@ def test_bootstrap_output_error_matches_the_model(preset, count, toy, std, wide)
 @pytest.mark.parametrize("ring, base_log", [(2048, 23), (4096, 22)])
 def test_the_fft_rounding_grows_with_the_square_of_the_ring(ring, base_log):
     """Two gadget levels and tiny key errors leave the FFT's rounding as the only term of a
-    bootstrap's output error (n = 256 steps, 300 bootstraps: the ratio's sampling error is
-    about 8 %). At N = 4096 it reads twice what a model linear in N gives: 1.95-2.22
-    times over two keys of STD128_T64_LP's ring, before the model took N^2."""
+    bootstrap's output error (n = 256 steps, 1000 bootstraps: the ratio's sampling error is
+    about 4.5 %; benchmarks/tfhe_noise_model.py read 0.88-0.93 at N = 2048 and 1.03-1.13 at
+    4096). At N = 4096 it reads twice what a model linear in N gives: 1.95-2.22 times over two
+    keys of STD128_T64_LP's ring, before the model took N^2."""
     params = rf.tfhe.TorusParameterSet(f"FFT_T64_{ring}", lwe_dimension=256, ring_dimension=ring,
                                        pbs_base_log=base_log, pbs_levels=2, ks_base_log=4, ks_levels=4,
                                        lwe_noise_log2=45, glwe_noise_log2=3)
@@ -335,9 +336,9 @@ def test_the_fft_rounding_grows_with_the_square_of_the_ring(ring, base_log):
         warnings.simplefilter("ignore")
         ctx = rf.tfhe.Context(params, insecure=True)
         sk = ctx.keygen(insecure_deterministic_seed=ring)
-    y = ctx.lut(lambda m: m, bits=2)(ctx.encrypt(np.zeros(300, dtype=np.int64), sk, bits=2))
+    y = ctx.lut(lambda m: m, bits=2)(ctx.encrypt(np.zeros(1000, dtype=np.int64), sk, bits=2))
     errors = sk._native.phases(y.data)[0].astype(np.int64).astype(np.float64) * (params.lwe_modulus / 2.0 ** 64)
-    assert 0.7 < np.var(errors) / params.bootstrap_variance() < 1.4, (np.var(errors), terms)
+    assert 0.65 < np.var(errors) / params.bootstrap_variance() < 1.45, (np.var(errors), terms)
 
 
 @pytest.mark.parametrize("grouping", [2, 3, 4])
