@@ -56,8 +56,9 @@ def run_set(name: str, keys: int, samples: int) -> dict:
 
 
 def fft_set(name: str, keys: int, bootstraps: int) -> dict:
-    """The FFT's rounding alone on `name`'s ring: two gadget levels (of the set's base, one bit
-    less above 2^22, so that the 64 bits hold them), keys with TUniform(2^3) errors."""
+    """The FFT's rounding alone on `name`'s ring: two gadget levels of the set's base, at most
+    2^23 (the two levels' 46 bits leave 18 to round away, a negligible term), keys with
+    TUniform(2^3) errors."""
     import ringfire as rf
     base = rf.tfhe.TORUS_PRESETS[name]
     params = dataclasses.replace(base, name=f"{name}_FFT_ALONE", pbs_base_log=min(base.pbs_base_log, 23),

@@ -202,26 +202,18 @@ void TorusKeySwitchKey::apply_many(const u64* __restrict in, std::size_t count, 
   const unsigned B = params_.ks_base_log, shift = 64 - B * static_cast<unsigned>(L);
   const u64 mask = (u64{1} << B) - 1, half = u64{1} << (B - 1);
   constexpr std::size_t kRows = KeySwitchBlock::kRows, kMaxLevels = 64;
-  for (std::size_t c = 0; c < count; ++c) {
-    // Rounding each a_j to its top B L bits moves the phase by -sum_j r_j z_j (r_j: the
-    // rounded a_j minus a_j). As the table's masks (expand), the part the big key's mean
-    // 1/2 carries is known here and goes into the body: sum_j r_j (z_j - 1/2) remains,
-    // half the variance.
-    const u64* a = in + c * (N + 1);
-    std::int64_t rounding = 0;
-    for (std::size_t j = 0; j < N; ++j) {
-      const u64 kept = ((a[j] >> shift) + ((a[j] >> (shift - 1)) & 1)) << shift;
-      rounding += static_cast<std::int64_t>(kept - a[j]);
-    }
-    std::uint32_t* o = out + c * (n + 1);
-    std::fill(o, o + n, std::uint32_t{0});
-    o[n] = top_word(a[N] + static_cast<u64>(rounding / 2));
-  }
+  std::fill(out, out + count * (n + 1), std::uint32_t{0});  // the bodies come last (below)
   // The table's rows in (j, l) order, four to a block: four coefficients
   // make L whole blocks, whatever L is.
   std::uint32_t digits[kBatchLimit][kRows * kMaxLevels];
+  // Rounding each a_j to its top B L bits moves the phase by -sum_j r_j z_j (r_j: the
+  // rounded a_j minus a_j). As the table's masks (expand), the part the big key's mean
+  // 1/2 carries is known here and goes into the body: sum_j r_j (z_j - 1/2) remains,
+  // half the variance.
+  std::int64_t rounding[kBatchLimit];
   for (std::size_t first = 0; first < count; first += kBatchLimit) {
     const std::size_t take = std::min(kBatchLimit, count - first);
+    std::fill(rounding, rounding + take, std::int64_t{0});
     for (std::size_t j0 = 0; j0 < N; j0 += kRows) {
       // The top B L bits of each ciphertext's a_j, rounded, as signed digits
       // (level L first), each taken mod 2^32.
@@ -229,6 +221,7 @@ void TorusKeySwitchKey::apply_many(const u64* __restrict in, std::size_t count, 
         for (std::size_t j = j0; j < j0 + kRows; ++j) {
           const u64 a = in[(first + c) * (N + 1) + j];
           u64 r = (a >> shift) + ((a >> (shift - 1)) & 1);
+          rounding[c] += static_cast<std::int64_t>((r << shift) - a);
           for (std::size_t l = L; l >= 1; --l) {
             const u64 d = r & mask, carry = d >= half ? 1 : 0;
             r = (r >> B) + carry;
@@ -243,6 +236,8 @@ void TorusKeySwitchKey::apply_many(const u64* __restrict in, std::size_t count, 
         for (std::size_t g = 0; g < L; ++g) subtract_four_rows(o, j0 * L + g * kRows, digits[c] + g * kRows);
       }
     }
+    for (std::size_t c = 0; c < take; ++c)  // b, with the rounding's known part, rounded to 32 bits
+      out[(first + c) * (n + 1) + n] += top_word(in[(first + c) * (N + 1) + N] + static_cast<u64>(rounding[c] / 2));
   }
 }
 
