@@ -6,7 +6,7 @@ the test suite (client-aided ReLU, batch packing, 64 images per request), then:
 
 * key upload: the relinearization key of N16_D30 (58.5 MiB) through the chunked,
   resumable protocol, MB/s on loopback end to end (from the session's creation) and for the
-  transfer alone (after the client wrote and hashed the key), and the client's and server's
+  transfer alone (after the client hashed the key), and the client's and server's
   peak memory;
 * throughput: ``--clients`` client threads, each ``--requests`` inferences, requests/s and
   p50/p99 latency, against the same inferences run in-process one after the other, half
@@ -181,7 +181,7 @@ def main() -> None:
             results["key_upload"] = key_upload(workdir)
             up = results["key_upload"]
             print(f"key upload: {up['bytes'] / 2**20:.1f} MiB at {up['mb_per_s']:.0f} MB/s end to end (the client "
-                  f"writes and hashes it in {up['prepare_s']:.3f} s, then sends it at {up['transfer_mb_per_s']:.0f} "
+                  f"hashes it in {up['prepare_s']:.3f} s, then sends it at {up['transfer_mb_per_s']:.0f} "
                   "MB/s until the server kept it)", file=sys.stderr)
         results["runs"] = []
         runs = [("mlp", mlp, x_test[:args.images]), ("cnn", cnn, x_test[:args.images].reshape(-1, 1, 8, 8))]

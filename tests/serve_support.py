@@ -4,6 +4,7 @@ for the restart tests), each bounded in time; a tokens file with two tenants."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import socket
 import subprocess
@@ -16,6 +17,22 @@ import warnings
 import numpy as np
 
 SEED = bytes(range(32))
+DIGEST_BLOCK = 1 << 16  # docs/serving.md: keys are hashed in blocks of 64 KiB
+
+
+def _block_digests(data: bytes) -> bytes:
+    return b"".join(hashlib.sha256(data[i:i + DIGEST_BLOCK]).digest() for i in range(0, len(data), DIGEST_BLOCK))
+
+
+def key_digest_of(data: bytes) -> str:
+    """A key's digest from its definition in docs/serving.md, computed here with hashlib alone
+    (not by ringfire.serve.keydigest, which the tests check against it)."""
+    return hashlib.sha256(b"ringfire key digest v1\n" + _block_digests(data)).hexdigest()
+
+
+def chunk_digest_of(chunk: bytes) -> str:
+    """A chunk's digest (a chunk starts on a block boundary) from the same definition."""
+    return hashlib.sha256(b"ringfire chunk digest v1\n" + _block_digests(chunk)).hexdigest()
 
 
 def free_port() -> int:

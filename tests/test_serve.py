@@ -5,7 +5,6 @@ requests and time."""
 
 import concurrent.futures
 import dataclasses
-import hashlib
 import json
 import os
 import threading
@@ -23,8 +22,8 @@ pytest.importorskip("onnx")
 import ringfire as rf  # noqa: E402
 from ringfire.serve import Client, ServeConfig, ServerError, create_app  # noqa: E402
 from nn_models import mlp_bytes, ort_run  # noqa: E402
-from serve_support import (SEED, batch, free_port, self_signed, server_process, server_thread,  # noqa: E402
-                           tokens_file)
+from serve_support import (DIGEST_BLOCK, SEED, batch, chunk_digest_of, free_port, key_digest_of,  # noqa: E402
+                           self_signed, server_process, server_thread, tokens_file)
 
 
 def quiet(make):
@@ -164,11 +163,11 @@ def test_attention_one_sequence_per_ciphertext_runs_remotely(tmp_path):
 
 # ---- keys ------------------------------------------------------------------------------------
 
-def put_chunk(url, token, sid, data, start, end, sha, chunk_sha=None):
+def put_chunk(url, token, sid, data, start, end, digest, chunk_digest=None):
     chunk = data[start:end]
     return httpx.put(f"{url}/v1/sessions/{sid}/keys/relin", content=chunk, headers={
         "Authorization": f"Bearer {token}", "Content-Range": f"bytes {start}-{end - 1}/{len(data)}",
-        "X-Content-SHA256": sha, "X-Chunk-SHA256": chunk_sha or hashlib.sha256(chunk).hexdigest()})
+        "X-Key-Digest": digest, "X-Chunk-Digest": chunk_digest or chunk_digest_of(chunk)})
 
 
 def new_session(url, token, fingerprint):
@@ -185,12 +184,17 @@ def test_an_interrupted_upload_resumes_and_a_corrupt_chunk_is_refused(served):
     ctx = client.context("mlp")
     _, keys = ctx.keygen()
     data = keys.relin.to_bytes()
-    sha = hashlib.sha256(data).hexdigest()
+    sha = key_digest_of(data)
     sid = new_session(url, token, client.model("mlp")["parameters"]["fingerprint"])
-    third = len(data) // 3
+    third = len(data) // 3 // DIGEST_BLOCK * DIGEST_BLOCK  # chunks hold whole blocks
+    assert third > 0
     assert put_chunk(url, token, sid, data, 0, third, sha).json()["received"] == third
-    bad = put_chunk(url, token, sid, data, third, 2 * third, sha, chunk_sha="0" * 64)
+    bad = put_chunk(url, token, sid, data, third, 2 * third, sha, chunk_digest="0" * 64)
     assert bad.status_code == 422 and "send it again" in bad.json()["error"]
+    # A chunk that does not start or end on a block boundary is refused before it is read.
+    for start, end in ((third + 1, 2 * third), (third, 2 * third - 1)):
+        cut = put_chunk(url, token, sid, data, start, end, sha)
+        assert cut.status_code == 416 and "multiple of 65536" in cut.json()["error"]
     skipped = put_chunk(url, token, sid, data, 2 * third, len(data), sha)
     assert skipped.status_code == 409 and skipped.headers["x-received"] == str(third)
     status = httpx.get(f"{url}/v1/sessions/{sid}", headers={"Authorization": f"Bearer {token}"}).json()
@@ -214,17 +218,17 @@ def test_oversized_and_wrong_keys_are_refused_before_they_are_stored(served):
     sid = new_session(url, token, fingerprint)
     limit = client.model("mlp")["parameters"]["max_key_bytes"]["relin"]
     huge = httpx.put(f"{url}/v1/sessions/{sid}/keys/relin", content=b"x" * 16, headers={
-        "Authorization": f"Bearer {token}", "Content-Range": f"bytes 0-15/{limit + 1}", "X-Content-SHA256": "0" * 64})
+        "Authorization": f"Bearer {token}", "Content-Range": f"bytes 0-15/{limit + 1}", "X-Key-Digest": "0" * 64})
     assert huge.status_code == 413 and "at most" in huge.json()["error"]
     other = rf.ckks.Context(poly_degree=2**13, coeff_bits=[60, 30, 30], scale_bits=30, special_bits=[60])
     data = other.keygen()[1].relin.to_bytes()  # another context's key
-    sha = hashlib.sha256(data).hexdigest()
+    sha = key_digest_of(data)
     wrong = put_chunk(url, token, sid, data, 0, len(data), sha)
     assert wrong.status_code == 422 and "not valid relin keys" in wrong.json()["error"]
     store = app.state.store
     assert not store.has_blob("alice", sha) and store.upload_state(sid, "relin") is None
     public = client.context("mlp").keygen()[1].public.to_bytes()  # the right parameters, the wrong kind
-    kind = put_chunk(url, token, sid, public, 0, len(public), hashlib.sha256(public).hexdigest())
+    kind = put_chunk(url, token, sid, public, 0, len(public), key_digest_of(public))
     assert kind.status_code == 422 and "holds a public key" in kind.json()["error"]
     client.close()
 
@@ -241,7 +245,7 @@ def test_keys_whose_body_is_corrupt_are_dropped_after_their_upload(served):
     data = bytearray(good)
     data[len(data) // 2] ^= 1  # inside the payload: the envelope still reads right
     data = bytes(data)
-    sha = hashlib.sha256(data).hexdigest()
+    sha = key_digest_of(data)
     kept = put_chunk(url, token, sid, data, 0, len(data), sha)
     assert kept.status_code == 200 and kept.json()["stored"], kept.text
     assert app.state.key_checks.wait(60)
@@ -252,7 +256,7 @@ def test_keys_whose_body_is_corrupt_are_dropped_after_their_upload(served):
     infer = httpx.post(f"{url}/v1/sessions/{sid}/infer", content=b"x", headers={"Authorization": f"Bearer {token}"})
     assert infer.status_code == 409 and "relin" in infer.json()["error"]
     # The same session with good keys: the refusal is history.
-    fixed = put_chunk(url, token, sid, good, 0, len(good), hashlib.sha256(good).hexdigest())
+    fixed = put_chunk(url, token, sid, good, 0, len(good), key_digest_of(good))
     assert fixed.status_code == 200 and app.state.key_checks.wait(60)
     status = client.request("GET", f"/v1/sessions/{sid}").json()
     assert status["missing"] == [] and "error" not in status["keys"]["relin"]
@@ -312,11 +316,15 @@ def test_a_tenant_cannot_see_another_tenants_session_keys_or_jobs(served):
                          ("POST", f"/v1/sessions/{session.id}/infer")]:
         r = httpx.request(method, url + path, headers=bob, content=b"")
         assert r.status_code == 404, (method, path, r.status_code)
-    sha = session.keys.relin.to_bytes()
-    sid_bob = new_session(url, tokens["bob"], client.model("mlp")["parameters"]["fingerprint"])
-    link = httpx.post(f"{url}/v1/sessions/{sid_bob}/keys/relin/link", headers=bob,
-                      json={"sha256": hashlib.sha256(sha).hexdigest()})
+    digest = key_digest_of(session.keys.relin.to_bytes())
+    fingerprint = client.model("mlp")["parameters"]["fingerprint"]
+    sid_bob = new_session(url, tokens["bob"], fingerprint)
+    link = httpx.post(f"{url}/v1/sessions/{sid_bob}/keys/relin/link", headers=bob, json={"digest": digest})
     assert link.status_code == 404  # alice's keys are not bob's to link
+    sid_alice = new_session(url, tokens["alice"], fingerprint)  # ... though they are stored under that digest
+    mine = httpx.post(f"{url}/v1/sessions/{sid_alice}/keys/relin/link", json={"digest": digest},
+                      headers={"Authorization": f"Bearer {tokens['alice']}"})
+    assert mine.status_code == 200, mine.text
     assert httpx.get(f"{url}/v2/models", headers={"Authorization": "Bearer nope"}).status_code == 401
     client.close()
 
@@ -639,7 +647,7 @@ def test_master_keys_stand_in_for_the_galois_keys(mlp_path, tmp_path):
         # An upload is bounded by what master keys of these parameters can take.
         wrong = client.request("PUT", f"/v1/sessions/{session.id}/keys/master", expect=(413,),
                                content=b"x", headers={"Content-Range": f"bytes 0-0/{10**12}",
-                                                      "X-Content-SHA256": "0" * 64})
+                                                      "X-Key-Digest": "0" * 64})
         assert "master keys for these parameters take at most" in wrong.json()["error"]
     assert np.max(np.abs(got - ort_run(mlp_path.read_bytes(), x))) < 1e-3
 
@@ -653,31 +661,38 @@ def test_master_keys_are_refused_where_the_server_cannot_derive(served):
 
 
 def test_the_upload_digest_runs_with_the_chunks_and_survives_a_restart(tmp_path):
-    """The store hashes an upload as its chunks arrive in order; a store reopened after a
-    restart (no running digest) hashes the file instead: the same SHA-256 either way."""
+    """The store hashes an upload block by block as its chunks arrive in order; a store
+    reopened after a restart (no block digests kept) hashes the file instead, as it does after
+    a chunk off the block grid: the same digest every way, the one docs/serving.md defines."""
     from ringfire.serve.store import Store
 
-    data = bytes(range(256)) * 4096
-    want = hashlib.sha256(data).hexdigest()
+    data = bytes(range(256)) * 4096 + b"tail" * 1000  # 16 whole blocks and a short one
+    want = key_digest_of(data)
+    step = 4 * DIGEST_BLOCK
     store = Store(tmp_path)
     uid = store.upload("s1", "relin", "t", len(data), want)["id"]
-    for offset in range(0, len(data), 300_000):
-        store.append(uid, offset, data[offset:offset + 300_000])
+    for offset in range(0, len(data), step):
+        store.append(uid, offset, data[offset:offset + step])
     assert store._digests[uid][0] == len(data)
-    assert store.upload_sha256(uid) == want
-    # Half the chunks, a restart, the rest: the reopened store has no running digest.
+    assert store.upload_digest(uid) == want
+    # Half the chunks, a restart, the rest: the reopened store has no block digests.
     uid = store.upload("s2", "relin", "t", len(data), want)["id"]
-    store.append(uid, 0, data[:500_000])
+    store.append(uid, 0, data[:2 * step])
     store.close()
     again = Store(tmp_path)
     resumed = again.upload("s2", "relin", "t", len(data), want)
-    assert resumed == {"id": uid, "received": 500_000}
-    again.append(uid, 500_000, data[500_000:])
+    assert resumed == {"id": uid, "received": 2 * step}
+    again.append(uid, 2 * step, data[2 * step:])
     assert uid not in again._digests
-    assert again.upload_sha256(uid) == want
+    assert again.upload_digest(uid) == want
     # A chunk sent again from the start restarts the digest.
     again.append(uid, 0, data)
-    assert again.upload_sha256(uid) == want
+    assert again._digests[uid][0] == len(data) and again.upload_digest(uid) == want
+    # A chunk off the block grid (the server refuses those; the store hashes the file then).
+    uid = again.upload("s3", "relin", "t", len(data), want)["id"]
+    again.append(uid, 0, data[:1000])
+    again.append(uid, 1000, data[1000:])
+    assert uid not in again._digests and again.upload_digest(uid) == want
     again.close()
 
 
@@ -744,7 +759,7 @@ def test_a_compressed_upload_is_imaged_under_its_blob_at_first_use(served):
     client = Client(url, token)
     sid = new_session(url, token, client.model("mlp")["parameters"]["fingerprint"])
     data = client.context("mlp").keygen()[1].relin.to_bytes(compress=True)
-    sha = hashlib.sha256(data).hexdigest()
+    sha = key_digest_of(data)
     kept = put_chunk(url, token, sid, data, 0, len(data), sha)
     assert kept.status_code == 200 and kept.json()["stored"], kept.text
     store, host = app.state.store, app.state.host
@@ -781,7 +796,7 @@ def test_a_chunk_counts_only_when_kept_and_one_arrives_at_a_time(tmp_path):
 
     data = bytes(range(256)) * 1024
     store = Store(tmp_path)
-    uid = store.upload("s1", "relin", "t", len(data), hashlib.sha256(data).hexdigest())["id"]
+    uid = store.upload("s1", "relin", "t", len(data), key_digest_of(data))["id"]
     assert store.append(uid, 0, data[:100_000]) == 100_000
     with store.chunk_writer(uid, 100_000) as chunk:
         chunk.write(b"garbage" * 1000)
@@ -790,7 +805,7 @@ def test_a_chunk_counts_only_when_kept_and_one_arrives_at_a_time(tmp_path):
         # not kept: e.g. its SHA-256 was wrong
     assert store.part_path(uid).stat().st_size == 100_000
     assert store.append(uid, 100_000, data[100_000:]) == len(data)
-    assert store.upload_sha256(uid) == hashlib.sha256(data).hexdigest()
+    assert store.upload_digest(uid) == key_digest_of(data)
     store.close()
 
 
@@ -809,26 +824,167 @@ def test_an_upload_replaced_by_another_leaves_nothing_behind(tmp_path):
     store.close()
 
 
-def test_the_clients_chunk_digests_match_the_bytes_whatever_the_write_sizes():
-    """The client hashes each upload chunk as the key is written: every chunk's SHA-256 is that
-    of its bytes, for writes that straddle chunks, and asking for the digest twice (or writing
-    after asking) changes nothing it already said."""
-    import io
+@pytest.mark.parametrize("two_threads", [False, True])
+def test_block_digests_match_the_definition_whatever_the_write_sizes(two_threads):
+    """keydigest.BlockHasher against the digests docs/serving.md defines (computed in the test
+    with hashlib alone): writes that straddle blocks, writes long enough for two threads, a
+    short last block, asking twice or writing after asking."""
+    from ringfire.serve.keydigest import BLOCK, DIGEST, BlockHasher, chunk_digest, digests_of, key_digest
 
-    from ringfire.serve.client import _HashingWriter
+    assert BLOCK == DIGEST_BLOCK
+    data = np.random.default_rng(3).integers(0, 256, 40 * BLOCK + 1234, dtype=np.uint8).tobytes()
+    cuts = [0, 7, BLOCK - 1, BLOCK + 5, 3 * BLOCK, 3 * BLOCK + 1, 30 * BLOCK + 17, 30 * BLOCK + 17]
+    with BlockHasher(two_threads=two_threads) as hasher:
+        for start, stop in zip(cuts, cuts[1:] + [31 * BLOCK - 3]):
+            assert hasher.write(memoryview(data)[start:stop]) == stop - start
+        early = hasher.digests()
+        assert key_digest(early) == key_digest(hasher.digests()) == key_digest_of(data[:31 * BLOCK - 3])
+        hasher.update(data[31 * BLOCK - 3:])
+        assert key_digest(early) == key_digest_of(data[:31 * BLOCK - 3])  # what it said stays said
+        blocks = hasher.digests()
+    assert key_digest(blocks) == key_digest_of(data) and len(blocks) == 41 * DIGEST
+    for first, size in ((0, BLOCK), (2 * BLOCK, 16 * BLOCK), (32 * BLOCK, len(data) - 32 * BLOCK)):
+        assert chunk_digest(digests_of(blocks, first, size)) == chunk_digest_of(data[first:first + size])
+    assert chunk_digest(blocks) != key_digest(blocks)  # domain-separated
 
-    data = np.random.default_rng(3).integers(0, 256, 10_500, dtype=np.uint8).tobytes()
-    sink = io.BytesIO()
-    writer = _HashingWriter(sink, 1000)
-    for start, stop in ((0, 7), (7, 2500), (2500, 2501), (2501, 5500)):
-        writer.write(data[start:stop])
-    assert writer.hexdigest() == writer.hexdigest() == hashlib.sha256(data[:5500]).hexdigest()
-    assert writer.chunks[5000] == hashlib.sha256(data[5000:5500]).hexdigest()
-    writer.write(data[5500:])
-    assert writer.hexdigest() == hashlib.sha256(data).hexdigest() and sink.getvalue() == data
-    want = {o: hashlib.sha256(data[o:o + 1000]).hexdigest() for o in range(0, len(data), 1000)}
-    assert writer.chunks == want
 
+class _Saving:
+    """A stand-in key: ``save_to`` writes `data` in uneven pieces, lending a buffer it then
+    overwrites (as a real save may), and can be told to stop half-way with an error."""
+
+    def __init__(self, data: bytes, fail_at: int | None = None):
+        self.data, self.fail_at = data, fail_at
+
+    def save_to(self, f) -> int:
+        buffer = bytearray(70_001)
+        for i in range(0, len(self.data), len(buffer)):
+            if self.fail_at is not None and i >= self.fail_at:
+                raise OSError("the key's words could not be read")
+            piece = self.data[i:i + len(buffer)]
+            buffer[:len(piece)] = piece
+            f.write(memoryview(buffer)[:len(piece)])
+            buffer[:] = bytes(len(buffer))  # lent for the call only
+        return len(self.data)
+
+
+def test_a_key_is_streamed_from_any_offset_and_its_serializer_stops_with_its_reader():
+    """The client serializes a key again as it sends it (serve/client.py _KeyStream): the
+    chunks are the key's bytes from the offset the server asked for, a reader that stops early
+    ends the serializing thread (blocked on a full hand-off), and an error in the save reaches
+    the reader."""
+    from ringfire.serve.client import _KeyStream
+
+    data = np.random.default_rng(5).integers(0, 256, 3_000_000, dtype=np.uint8).tobytes()
+    key = _Saving(data)
+    for start in (0, 65536, 1_000_000):
+        stream = _KeyStream(key, start)
+        got, offset = [], start
+        while offset < len(data):
+            size = min(2 * DIGEST_BLOCK * 3, len(data) - offset)
+            got.append(b"".join(stream.take(size)))
+            offset += size
+        stream.close()
+        assert b"".join(got) == data[start:]
+    stream = _KeyStream(key, 0)
+    assert b"".join(stream.take(100)) == data[:100]
+    body = stream.take(2_500_000)  # a pass cut off mid-way, then whole passes: the same bytes
+    first = iter(body)
+    head = next(first) + next(first)
+    assert head == data[100:100 + len(head)] and len(head) < 2_500_000
+    assert b"".join(body) == b"".join(body) == data[100:2_500_100]
+    time.sleep(0.2)  # the serializer fills the hand-off and waits
+    stream.close()
+    assert not stream._thread.is_alive()
+    broken = _KeyStream(_Saving(data, fail_at=1_000_000), 0)
+    with pytest.raises(OSError, match="could not be read"):
+        b"".join(broken.take(len(data)))
+    broken.close()
+    short = _KeyStream(_Saving(data[:1000]), 0)
+    with pytest.raises(ValueError, match="ended 24 bytes early"):
+        b"".join(short.take(1024))
+    short.close()
+
+
+def upload_through(client, monkeypatch, meddle):
+    """A new session's key upload with `meddle(request, send)` between the client and the
+    server for every chunk (``send`` passes a request on); returns the session and its keys."""
+    ctx = client.context("mlp")
+    sk, keys = ctx.keygen()
+    real = client.http.send
+    monkeypatch.setattr(client.http, "send", lambda request, **kw: real(request, **kw) if request.method != "PUT"
+                        else meddle(request, lambda r: real(r, **kw)))
+    return client.session("mlp", ctx, sk, keys, progress=False), keys
+
+
+def assert_stored(client, session, keys):
+    status = client.request("GET", f"/v1/sessions/{session.id}").json()
+    assert status["missing"] == [] and status["keys"]["relin"]["digest"] == key_digest_of(keys.relin.to_bytes())
+
+
+def test_a_chunk_refused_with_429_is_sent_again_whole(served, monkeypatch):
+    """A chunk the server (or a proxy) refuses with 429 after reading its body is sent again
+    by the client's retry with all its bytes (a request body is a list of pieces that can be
+    sent twice, not a generator that is spent), and the upload completes."""
+    url, tokens, _, _ = served
+    refused = []
+
+    def busy(request, send):
+        if len(refused) == 2:
+            return send(request)
+        refused.append(len(b"".join(request.stream)))  # the body is read, then refused
+        return httpx.Response(429, headers={"Retry-After": "0"}, json={"error": "slow down"}, request=request)
+
+    with Client(url, tokens["alice"], chunk_bytes=DIGEST_BLOCK * 4) as client:
+        session, keys = upload_through(client, monkeypatch, busy)
+        assert refused == [DIGEST_BLOCK * 4, DIGEST_BLOCK * 4]
+        assert_stored(client, session, keys)
+
+
+def test_a_chunk_corrupted_on_the_way_is_refused_and_sent_again(served, monkeypatch):
+    """A chunk whose bytes change between the client and the server is refused (422, its
+    digest does not match) before it counts, and the client sends it again from the bytes it
+    kept, at most CHUNK_RESENDS times; the upload completes with the key's own digest, or ends
+    with the server's reason."""
+    from ringfire.serve.client import CHUNK_RESENDS
+
+    url, tokens, _, _ = served
+    answers, flips = [], [2]
+
+    def corrupt(request, send):
+        if len(answers) == flips[0]:
+            return send(request)
+        body = bytearray(b"".join(request.stream))
+        body[len(body) // 2] ^= 1  # one bit flipped on the way
+        answers.append(send(httpx.Request("PUT", request.url, content=bytes(body), headers=request.headers)))
+        return answers[-1]
+
+    with Client(url, tokens["alice"], chunk_bytes=DIGEST_BLOCK * 4) as client:
+        session, keys = upload_through(client, monkeypatch, corrupt)
+        assert [a.status_code for a in answers] == [422, 422] and "does not match" in answers[0].json()["error"]
+        assert_stored(client, session, keys)
+    answers.clear()
+    flips[0] = 100  # every try corrupt
+    with Client(url, tokens["alice"], chunk_bytes=DIGEST_BLOCK * 4) as client:
+        with pytest.raises(ServerError, match="does not match"):
+            upload_through(client, monkeypatch, corrupt)
+    assert len(answers) == CHUNK_RESENDS + 1
+
+
+def test_a_client_older_than_the_block_digests_is_told_so(served):
+    """A client that names keys by a plain SHA-256 gets a 400 that says what changed, not a
+    digest mismatch after sending every byte."""
+    url, tokens, _, _ = served
+    token = tokens["alice"]
+    with Client(url, token) as client:
+        sid = new_session(url, token, client.model("mlp")["parameters"]["fingerprint"])
+    auth = {"Authorization": f"Bearer {token}"}
+    old = httpx.put(f"{url}/v1/sessions/{sid}/keys/relin", content=b"x" * 16, headers={
+        **auth, "Content-Range": "bytes 0-15/16", "X-Content-SHA256": "0" * 64, "X-Chunk-SHA256": "0" * 64})
+    assert old.status_code == 400 and "update the client" in old.json()["error"]
+    link = httpx.post(f"{url}/v1/sessions/{sid}/keys/relin/link", headers=auth, json={"sha256": "0" * 64})
+    assert link.status_code == 400 and "update the client" in link.json()["error"]
+    with pytest.raises(ValueError, match="multiple of 65536"):
+        Client(url, token, chunk_bytes=10**6)
 
 def test_servers_sharing_a_store_serve_each_others_sessions_rounds_and_jobs(mlp_path, tmp_path):
     """What replicas rely on (``ringfire serve --replicas``, serve/replicas.py), without Ray: two

@@ -31,13 +31,16 @@ from .config import ServeConfig
 from .host import Host
 from .jobs import Job, JobRunner, QueueFull
 from .keychecks import KeyChecks
+from .keydigest import BLOCK, aligned
 from .metrics import Metrics, RequestTimer
 from .store import TERMINAL, ChunkBusy, Store
 
 log = logging.getLogger("ringfire.serve")
 JSON_LIMIT = 64 * 1024
 _RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+)$")
-_SHA = re.compile(r"^[0-9a-f]{64}$")
+_DIGEST = re.compile(r"^[0-9a-f]{64}$")
+_OLD_CLIENT = ("this server names keys by their block digest (X-Key-Digest, X-Chunk-Digest, {\"digest\"}; "
+               "ringfire.serve.keydigest), not by a plain SHA-256: update the client")
 
 
 def refuse(status: int, message: str, headers: dict | None = None):
@@ -360,17 +363,20 @@ def create_app(config: ServeConfig) -> FastAPI:
     async def link(sid: str, kind: str, request: Request, who: str = Depends(tenant)):
         await off_loop(own_session, sid, who)
         known_kind(kind)
-        sha = str((await read_json(request, "link")).get("sha256", ""))
-        if not _SHA.match(sha):
-            refuse(400, "sha256: 64 lowercase hex digits")
-        return await off_loop(link_key, sid, kind, who, sha)
+        body = await read_json(request, "link")
+        if "digest" not in body and "sha256" in body:
+            refuse(400, _OLD_CLIENT)
+        digest = str(body.get("digest", ""))
+        if not _DIGEST.match(digest):
+            refuse(400, "digest: the key's digest, 64 lowercase hex digits")
+        return await off_loop(link_key, sid, kind, who, digest)
 
-    def link_key(sid: str, kind: str, who: str, sha: str) -> dict:
-        if not store.link_key(sid, kind, who, sha):
-            refuse(404, f"no stored {kind} keys with SHA-256 {sha}: upload them")
+    def link_key(sid: str, kind: str, who: str, digest: str) -> dict:
+        if not store.link_key(sid, kind, who, digest):
+            refuse(404, f"no stored {kind} keys with digest {digest}: upload them")
         metrics.key_hits.inc()
         checks.forget(sid, kind)
-        return {"stored": True, "sha256": sha}
+        return {"stored": True, "digest": digest}
 
     @app.put("/v1/sessions/{sid}/keys/{kind}")
     async def upload(sid: str, kind: str, request: Request, who: str = Depends(tenant)):
@@ -379,27 +385,33 @@ def create_app(config: ServeConfig) -> FastAPI:
         if not match:
             refuse(400, "Content-Range: bytes FIRST-LAST/TOTAL is required (resumable chunked upload)")
         first, last, total = (int(v) for v in match.groups())
-        whole = request.headers.get("x-content-sha256", "")
-        if not _SHA.match(whole):
-            refuse(400, "X-Content-SHA256: the whole upload's SHA-256 (64 lowercase hex digits) is required")
+        whole = request.headers.get("x-key-digest", "")
+        if not whole and "x-content-sha256" in request.headers:
+            refuse(400, _OLD_CLIENT)
+        if not _DIGEST.match(whole):
+            refuse(400, "X-Key-Digest: the whole key's digest (keydigest.py; 64 lowercase hex digits) is required")
         if total > host.max_key_bytes(kind):
             refuse(413, f"{kind} keys for these parameters take at most {host.max_key_bytes(kind)} bytes; "
                         f"{total} declared")
         if not first <= last < total or last - first + 1 > config.chunk_bytes:
             refuse(416, f"bad range {first}-{last}/{total} (chunks of at most {config.chunk_bytes} bytes)")
+        if not aligned(first, last - first + 1, total):
+            refuse(416, f"bad range {first}-{last}/{total}: a chunk starts at a multiple of {BLOCK} bytes and "
+                        f"holds a multiple of {BLOCK} bytes, or ends the key")
         writer = await off_loop(open_chunk, sid, kind, who, first, total, whole)
         if isinstance(writer, dict):  # a retry of the last chunk after the upload was kept
             return writer
-        # Written and hashed as it arrives (pieces of the socket's reads: the event loop is held
-        # a fraction of a millisecond each), kept only once its length and SHA-256 are right.
+        # Hashed and written as it arrives, on the chunk's own thread (the event loop only hands
+        # on the pieces of the socket's reads), kept only once its length and digest are right.
         with writer as chunk:
             async for piece in body_pieces(request, last - first + 1, "key chunk"):
                 chunk.write(piece)
             if chunk.size != last - first + 1:
                 refuse(400, f"the chunk holds {chunk.size} bytes, its range {last - first + 1}")
-            said = request.headers.get("x-chunk-sha256")
-            if said is not None and said != chunk.sha256():
-                refuse(422, "the chunk's SHA-256 does not match X-Chunk-SHA256: send it again")
+            said = request.headers.get("x-chunk-digest")
+            if said is not None and said != await off_loop(chunk.digest):
+                refuse(422, "the chunk's digest does not match X-Chunk-Digest: send it again",
+                       {"X-Chunk-Refused": "digest"})
             received = await off_loop(chunk.keep)
         metrics.uploaded.inc(last - first + 1)
         if received < total:
@@ -410,10 +422,10 @@ def create_app(config: ServeConfig) -> FastAPI:
         """The upload's writer at ``first``, or the answer to a chunk that arrives after the
         upload was kept."""
         kept = own_session(sid, who)["keys"].get(kind)
-        if kept is not None and kept["sha256"] == whole and kept["size"] == total:
-            return {"received": total, "total": total, "stored": True, "sha256": whole, "new": False}
+        if kept is not None and kept["digest"] == whole and kept["size"] == total:
+            return {"received": total, "total": total, "stored": True, "digest": whole, "new": False}
         state_now = store.upload_state(sid, kind)
-        fresh = state_now is None or state_now["total"] != total or state_now["sha256"] != whole
+        fresh = state_now is None or state_now["total"] != total or state_now["digest"] != whole
         if fresh and store.stored_bytes(who) + total > config.tenant_bytes:
             refuse(413, f"this tenant would store more than {config.tenant_bytes} bytes")
         up = store.upload(sid, kind, who, total, whole)
@@ -428,9 +440,9 @@ def create_app(config: ServeConfig) -> FastAPI:
     def _commit(sid: str, kind: str, who: str, uid: str, whole: str, total: int) -> dict:
         """The complete upload, checked (hash, envelope, parameters, kind) before it is kept."""
         part = store.part_path(uid)
-        if store.upload_sha256(uid) != whole:
+        if store.upload_digest(uid) != whole:
             store.drop_upload(uid)
-            refuse(422, "the upload's SHA-256 does not match X-Content-SHA256: send it again from the start")
+            refuse(422, "the upload's digest does not match X-Key-Digest: send it again from the start")
         try:
             # The envelope now; loading every word follows off this request's path (KeyChecks).
             quick = host.check_header(kind, part, total)
@@ -445,7 +457,7 @@ def create_app(config: ServeConfig) -> FastAPI:
         checks.forget(sid, kind)
         if quick and new:
             checks.submit(who, kind, whole)
-        return {"received": total, "total": total, "stored": True, "sha256": whole, "new": new}
+        return {"received": total, "total": total, "stored": True, "digest": whole, "new": new}
 
     # ---- inference jobs ------------------------------------------------------------------------
     def max_input_bytes() -> int:

@@ -11,9 +11,9 @@ names, and timing.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import tempfile
+import queue
+import threading
 import time
 import uuid
 
@@ -23,9 +23,10 @@ from .. import _progress, ckks
 from ..ckks.batch import EncryptedTensor
 from ..nn.client import LocalClient, encryption_level
 from . import wire
-from .inorder import InOrder
+from .keydigest import BLOCK, BlockHasher, chunk_digest, digests_of, key_digest
 
 CHUNK = 16 * 2**20
+CHUNK_RESENDS = 3  # a chunk that arrives corrupt is sent again at most this many times
 
 
 class ServerError(RuntimeError):
@@ -44,6 +45,9 @@ class Client:
         import httpx
         self.url = url.rstrip("/")
         self.chunk_bytes = int(chunk_bytes)
+        if self.chunk_bytes <= 0 or self.chunk_bytes % BLOCK:
+            raise ValueError(f"[serve] chunk_bytes={chunk_bytes}: a positive multiple of {BLOCK} (chunks hold whole "
+                             "blocks of the key's digest)")
         self.http = httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {token}"}, verify=verify,
                                  timeout=timeout)
 
@@ -165,12 +169,13 @@ class Session:
     # ---- keys ---------------------------------------------------------------------------
     def upload_keys(self, progress: bool | None = None) -> dict:
         """Each evaluation key set the session lacks: linked when the server stored it already
-        (same SHA-256), else uploaded in chunks, from the server's offset when an earlier
-        upload was interrupted. Each key is streamed into a temporary file first (its bytes are
-        never held whole beside the keys: 3.48 GiB at N16_BOOT) and the chunks are read from
-        there. Returns {kind: "linked" | "uploaded" | "stored"}; ``upload_timings`` then holds,
-        per uploaded kind, its bytes and the seconds spent writing and hashing it here
-        (``prepare_s``) and sending it until the server kept it (``transfer_s``)."""
+        (the same digest), else uploaded in chunks, from the server's offset when an earlier
+        upload was interrupted. A key is serialized twice and never held whole beside the keys
+        (3.48 GiB at N16_BOOT): once to hash it (its digest, keydigest.py, names it before any
+        chunk is sent, and gives every chunk's digest), then again as its chunks are sent.
+        Returns {kind: "linked" | "uploaded" | "stored"}; ``upload_timings`` then holds, per
+        uploaded kind, its bytes and the seconds spent hashing it here (``prepare_s``) and
+        sending it until the server kept it (``transfer_s``)."""
         status = self.client.request("GET", f"/v1/sessions/{self.id}").json()["keys"]
         out = {}
         self.upload_timings = {}
@@ -180,48 +185,64 @@ class Session:
                 continue
             if kind == "galois" and self.keys.galois is None and self.keys.master is not None:
                 kind, st = "master", {}  # the server derives the Galois keys; a 409 says where to resume
-            with tempfile.TemporaryFile() as data:
-                # The SHA-256s (the whole key's and each chunk's) as the key is written: no second pass.
-                start = time.perf_counter()
-                hashing = _HashingWriter(data, self.client.chunk_bytes)
-                total = getattr(self.keys, kind).save_to(hashing)
-                sha = hashing.hexdigest()
-                prepared = time.perf_counter()
-                linked = self.client.request("POST", f"/v1/sessions/{self.id}/keys/{kind}/link",
-                                             expect=(200, 404), json={"sha256": sha})
-                if linked.status_code == 200:
-                    out[kind] = "linked"
-                    continue
-                self._upload(kind, data, total, sha, st["received"] if st.get("total") == total else 0, progress,
-                             hashing.chunks)
-                self.upload_timings[kind] = {"bytes": total, "prepare_s": prepared - start,
-                                             "transfer_s": time.perf_counter() - prepared}
+            key = getattr(self.keys, kind)
+            start = time.perf_counter()
+            with BlockHasher(two_threads=True) as hasher:
+                total = key.save_to(hasher)
+                blocks = hasher.digests()
+            digest = key_digest(blocks)
+            prepared = time.perf_counter()
+            linked = self.client.request("POST", f"/v1/sessions/{self.id}/keys/{kind}/link",
+                                         expect=(200, 404), json={"digest": digest})
+            if linked.status_code == 200:
+                out[kind] = "linked"
+                continue
+            self._upload(kind, key, total, digest, blocks, st["received"] if st.get("total") == total else 0,
+                         progress)
+            self.upload_timings[kind] = {"bytes": total, "prepare_s": prepared - start,
+                                         "transfer_s": time.perf_counter() - prepared}
             out[kind] = "uploaded"
         return out
 
-    def _upload(self, kind: str, data, total: int, sha: str, start: int, progress, chunk_sha256: dict) -> None:
-        """The key in file `data` from offset `start`, one chunk per request, each streamed from
-        the file (never read whole) with its SHA-256 (`chunk_sha256`: by offset, from when the
-        key was written; a chunk that starts elsewhere, after a resume, is hashed here)."""
-        step = self.client.chunk_bytes
-        with _progress.progress_bar(total, f"uploading {kind} keys", progress, unit="B") as bar:
-            bar.update(start)
-            offset = start
-            while offset < total:
-                size = min(step, total - offset)
-                digest = chunk_sha256.get(offset) or _file_sha256(data, offset, size)
-                headers = {"Content-Range": f"bytes {offset}-{offset + size - 1}/{total}",
-                           "Content-Length": str(size), "X-Content-SHA256": sha, "X-Chunk-SHA256": digest,
-                           "Content-Type": "application/octet-stream"}
-                response = self.client.request("PUT", f"/v1/sessions/{self.id}/keys/{kind}",
-                                               content=_file_range(data, offset, size), headers=headers,
-                                               expect=(200, 409))
-                if response.status_code == 409:  # the server has a different offset: resume there
-                    time.sleep(min(5.0, float(response.headers.get("retry-after", "0"))))
-                    offset = int(response.headers.get("x-received", "0"))
-                    continue
-                offset += size
-                bar.update(size)
+    def _upload(self, kind: str, key, total: int, digest: str, blocks: bytes, start: int, progress) -> None:
+        """The key from byte `start`, one chunk per request, serialized again as it is sent;
+        each chunk is held (``chunk_bytes``) until the server kept it, so a chunk refused or
+        cut off is sent again as it was (a chunk the server found corrupt, up to
+        ``CHUNK_RESENDS`` times). Each chunk's digest comes from `blocks`."""
+        step, resent = self.client.chunk_bytes, 0
+        stream = _KeyStream(key, start, ahead=step)
+        try:
+            with _progress.progress_bar(total, f"uploading {kind} keys", progress, unit="B") as bar:
+                bar.update(start)
+                offset, pieces = start, None
+                while offset < total:
+                    size = min(step, total - offset)
+                    if pieces is None:
+                        pieces = stream.take(size)
+                    headers = {"Content-Range": f"bytes {offset}-{offset + size - 1}/{total}",
+                               "Content-Length": str(size), "X-Key-Digest": digest,
+                               "X-Chunk-Digest": chunk_digest(digests_of(blocks, offset, size)),
+                               "Content-Type": "application/octet-stream"}
+                    response = self.client.request("PUT", f"/v1/sessions/{self.id}/keys/{kind}", content=pieces,
+                                                   headers=headers, expect=(200, 409, 422))
+                    if response.status_code == 422:
+                        if response.headers.get("x-chunk-refused") != "digest" or resent == CHUNK_RESENDS:
+                            raise ServerError(422, response.json().get("error", response.text))
+                        resent += 1  # its bytes changed on the way: the same chunk again
+                        continue
+                    if response.status_code == 409:  # the server has a different offset: resume there
+                        time.sleep(min(5.0, float(response.headers.get("retry-after", "0"))))
+                        received = int(response.headers.get("x-received", "0"))
+                        if received != offset:
+                            stream.close()
+                            stream, offset, pieces = _KeyStream(key, received, ahead=step), received, None
+                            bar.reset(total)
+                            bar.update(received)
+                        continue
+                    offset, pieces = offset + size, None
+                    bar.update(size)
+        finally:
+            stream.close()
 
     # ---- inference ---------------------------------------------------------------------------
     def submit(self, enc: EncryptedTensor, idempotency_key: str | None = None) -> str:
@@ -312,64 +333,108 @@ class Session:
         return self.ctx.decrypt_batch(self.infer_encrypted(enc, progress), self.secret_key)
 
 
-PIECE = 1 << 20  # what a chunk is read and sent in
-WHOLE_DIGEST_BEHIND = 16 * PIECE  # copies of written pieces waiting for the whole key's digest
+PIECE = 1 << 20  # what a key is sent in
+_END = object()
 
 
-class _HashingWriter:
-    """A binary file's ``write`` that also feeds the SHA-256 of everything written and one of
-    each `chunk`-byte stretch (``chunks``: {offset: hex digest}). The whole digest runs on a
-    second thread (inorder.py) from a copy of each piece (a save lends its pieces only for
-    the call), beside the chunks' digests and the file write here."""
+class _Stopped(Exception):
+    """Raised inside a key's save when its reader went away (ends the serializing thread)."""
 
-    def __init__(self, file, chunk: int):
-        self._file, self._digest, self._chunk = file, hashlib.sha256(), chunk
-        self._written, self._current = 0, hashlib.sha256()
-        self._whole = InOrder(self._digest.update, WHOLE_DIGEST_BEHIND)
-        self.chunks: dict[int, str] = {}
+
+class _KeyStream:
+    """A key's bytes from `start` on, serialized on a thread of its own (a key's ``save_to``
+    pushes its bytes; the uploader pulls them a chunk at a time), at most `ahead` bytes ahead
+    of the reader: a chunk's worth, so the next chunk is ready when the last one was kept.
+    A save lends its buffers only for each write: they are copied."""
+
+    def __init__(self, key, start: int, ahead: int = 16 * PIECE):
+        self._skip = start
+        self._pieces = _Handoff(max(1, ahead // PIECE))
+        self._thread = threading.Thread(target=self._save, args=(key,), name="ringfire-key-stream", daemon=True)
+        self._thread.start()
+        self._rest = b""  # the part of a piece the last chunk did not take
+
+    def _save(self, key) -> None:
+        try:
+            key.save_to(self)
+            self._pieces.end()
+        except _Stopped:
+            pass
+        except BaseException as e:  # noqa: BLE001 - the reader raises it
+            self._pieces.end(e)
 
     def write(self, data) -> int:
         view = memoryview(data).cast("B")
-        self._whole.put(bytes(view))
-        while len(view):
-            room = self._chunk - self._written % self._chunk
-            part, view = view[:room], view[room:]
-            self._current.update(part)
-            self._written += len(part)
-            if self._written % self._chunk == 0:
-                self._close_chunk()
-        return self._file.write(data)
+        skip = min(self._skip, len(view))
+        self._skip -= skip
+        for i in range(skip, len(view), PIECE):
+            if not self._pieces.put(bytes(view[i:i + PIECE])):
+                raise _Stopped
+        return len(view)
 
-    def _close_chunk(self) -> None:
-        start = (self._written - 1) // self._chunk * self._chunk
-        self.chunks[start] = self._current.hexdigest()
-        self._current = hashlib.sha256()
+    def take(self, size: int) -> "_ChunkBody":
+        """The next `size` bytes: a request body whose pieces are read from the stream as
+        httpx sends them (the first chunk need not be serialized whole before its first byte
+        goes out) and kept, so that the chunk can be sent again as it was."""
+        return _ChunkBody(self, size)
 
-    def hexdigest(self) -> str:
-        """The whole file's digest; the last, partial chunk's goes into ``chunks`` (the same on
-        every call, and writing may go on after it)."""
-        if self._written % self._chunk:
-            start = self._written // self._chunk * self._chunk
-            self.chunks[start] = self._current.copy().hexdigest()
-        self._whole.finish()
-        self._whole = InOrder(self._digest.update, WHOLE_DIGEST_BEHIND)  # for writes after this call
-        return self._digest.hexdigest()
+    def _next(self, most: int) -> bytes:
+        piece = self._rest or self._pieces.get()
+        if piece is None:
+            raise ValueError(f"[serve] the key's serialization ended {most} bytes early")
+        self._rest = piece[most:]
+        return piece[:most]
 
-
-def _file_range(file, offset: int, size: int):
-    """The bytes [offset, offset + size) of `file`, in pieces (a request body httpx streams)."""
-    file.seek(offset)
-    left = size
-    while left:
-        piece = file.read(min(PIECE, left))
-        if not piece:
-            raise ValueError(f"[serve] the key file ended {left} bytes early")
-        left -= len(piece)
-        yield piece
+    def close(self) -> None:
+        self._pieces.stop()
+        self._thread.join()
 
 
-def _file_sha256(file, offset: int, size: int) -> str:
-    digest = hashlib.sha256()
-    for piece in _file_range(file, offset, size):
-        digest.update(piece)
-    return digest.hexdigest()
+class _ChunkBody:
+    """One chunk's bytes as pieces, read from a :class:`_KeyStream` on the first pass and
+    kept: every pass (httpx sends a body again when a request is retried) yields the same
+    bytes, and a pass cut off mid-way resumes where the stream stopped."""
+
+    def __init__(self, stream: _KeyStream, size: int):
+        self._stream, self._left, self._pieces = stream, size, []
+
+    def __iter__(self):
+        kept = len(self._pieces)
+        yield from self._pieces[:kept]
+        while self._left:
+            piece = self._stream._next(self._left)
+            self._pieces.append(piece)
+            self._left -= len(piece)
+            yield piece
+
+
+class _Handoff:
+    """Pieces from one thread to another, at most `most` waiting; the writer learns when the
+    reader stopped (``put`` returns False), the reader gets None at the end or the writer's error."""
+
+    def __init__(self, most: int):
+        self._queue: queue.Queue = queue.Queue(most)
+        self._stopped = threading.Event()
+
+    def put(self, item) -> bool:
+        while not self._stopped.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def end(self, error: BaseException | None = None) -> None:
+        self.put(_END if error is None else error)
+
+    def get(self):
+        item = self._queue.get()
+        if item is _END:
+            return None
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def stop(self) -> None:
+        self._stopped.set()

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .keydigest import BLOCK
+
 MIB = 2**20
 
 
@@ -53,6 +55,9 @@ class ServeConfig:
             raise ValueError(f"[serve] workers: from 1 to 64 jobs at once, got {self.workers!r}")
         if self.packing == "inter":
             self.workers = 1
+        if self.chunk_bytes < BLOCK:
+            raise ValueError(f"[serve] chunk_bytes: at least one block of a key's digest ({BLOCK}), got "
+                             f"{self.chunk_bytes!r}")
         if not 0.5 <= self.silent_seconds <= 3600:
             raise ValueError(f"[serve] silent_seconds: from 0.5 to 3600, got {self.silent_seconds!r}")
         if (self.preset is None) == (self.params is None):

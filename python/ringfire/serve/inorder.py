@@ -1,10 +1,9 @@
 """Work on the pieces of a stream, in order, on a thread of its own.
 
-Uploads hash every byte twice (each chunk's SHA-256 and the whole upload's) and write it
-to a file. hashlib and file writes release the GIL, so handing one of those passes to a
-second thread lets the two run on two cores: the client hashes the whole key while it
-writes it and hashes its chunks, the server hashes the upload and writes the file while
-its event loop hashes the chunk. Both sides use this.
+The server hashes each upload chunk block by block and writes it to a file as its pieces
+arrive. hashlib and file writes release the GIL, so handing both to a second thread leaves
+the event loop free to receive the next pieces (and to answer other requests) on the other
+core.
 """
 
 from __future__ import annotations

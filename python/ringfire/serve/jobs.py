@@ -268,7 +268,7 @@ class JobRunner:
 
     def _infer(self, job: Job) -> EncryptedTensor:
         host, session = self.host, self.store.session(job.session, job.tenant)
-        paths = {kind: self.store.blob_path(job.tenant, entry["sha256"]) for kind, entry in session["keys"].items()}
+        paths = {kind: self.store.blob_path(job.tenant, entry["digest"]) for kind, entry in session["keys"].items()}
         keys = host.keys_for(job.session, paths)
         ctx = host.ctx
 

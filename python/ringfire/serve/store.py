@@ -1,12 +1,12 @@
 """What a server keeps on disk, so that a restart loses nothing: a SQLite table of
-sessions, key sets and jobs, key blobs named by their SHA-256 (uploaded once, linked by
-any session of the same tenant that has the same keys), partial uploads (resumable at
+sessions, key sets and jobs, key blobs named by their digest (keydigest.py: uploaded once,
+linked by any session of the same tenant that has the same keys), partial uploads (resumable at
 any chunk), and finished results.
 
 Layout under the store directory::
 
     state.sqlite                       sessions, uploads, keys, jobs
-    blobs/<tenant>/<sha256>            committed keys (read-only once written)
+    blobs/<tenant>/<digest>            committed keys (read-only once written)
     uploads/<upload id>.part           bytes received so far
     results/<job id>.rft               a finished job's encrypted output
     rounds/<job id>.<n>.ask / .answer  a client-aided round's ciphertexts, and the key holder's answer
@@ -35,8 +35,9 @@ import time
 import uuid
 from pathlib import Path
 
-from ..io import sha256_of_file, write_atomically
+from ..io import write_atomically
 from .inorder import InOrder
+from .keydigest import BLOCK, BlockHasher, chunk_digest, file_digests, key_digest
 
 SCHEMA = """
 create table if not exists sessions (id text primary key, tenant text not null, model text not null,
@@ -58,11 +59,14 @@ create table if not exists key_failures (session text not null, kind text not nu
 create table if not exists server_processes (id text primary key, host text not null, pid integer not null,
     shared integer not null, beat real not null);
 """
+# The columns named sha256 hold a key's digest (keydigest.py: SHA-256 over its blocks); stores
+# written before keys were named so hold plain SHA-256s there, which no new upload matches (the
+# keys they name still serve the sessions linked to them; a new session uploads them once more).
 # Columns added since the first stores were written (added to an older store when opened).
 JOB_COLUMNS = {"owner": "text", "cancel": "integer not null default 0"}
 
 TERMINAL = ("done", "failed")
-BEHIND_BYTES = 8 * 2**20  # pieces of a chunk waiting for the file and the upload's digest
+BEHIND_BYTES = 8 * 2**20  # pieces of a chunk waiting to be hashed and written
 
 
 def _host() -> str:
@@ -114,9 +118,9 @@ class Store:
         self._local = threading.local()             # this thread's connection
         self._connections: list[sqlite3.Connection] = []  # every thread's, closed together
         self._memory = threading.Lock()             # the in-memory state below
-        # The running SHA-256 of each upload whose chunks this process received in order
-        # from its start: the commit then needs no second pass over the file.
-        self._digests: dict[str, tuple[int, object]] = {}
+        # The block digests of each upload whose chunks this process received in order from
+        # its start, and up to which byte: the commit then needs no second pass over the file.
+        self._digests: dict[str, tuple[int, bytes]] = {}
         self._writing: set[str] = set()  # uploads with a chunk arriving (one at a time each)
         with self._transaction():  # processes opening a new store at once: one creates it
             for statement in filter(str.strip, SCHEMA.split(";")):
@@ -201,7 +205,7 @@ class Store:
         rows = self._q("select id, model, fingerprint, created from sessions where id = ? and tenant = ?", (sid, tenant))
         if not rows:
             return None
-        keys = {k: {"sha256": s, "size": n} for k, s, n in
+        keys = {k: {"digest": s, "size": n} for k, s, n in
                 self._q("select kind, sha256, size from session_keys where session = ?", (sid,))}
         return {"id": rows[0][0], "model": rows[0][1], "fingerprint": rows[0][2], "created": rows[0][3], "keys": keys}
 
@@ -246,7 +250,7 @@ class Store:
 
     def upload_state(self, sid: str, kind: str) -> dict | None:
         rows = self._q("select id, total, sha256, received from uploads where session = ? and kind = ?", (sid, kind))
-        return None if not rows else dict(zip(("id", "total", "sha256", "received"), rows[0]))
+        return None if not rows else dict(zip(("id", "total", "digest", "received"), rows[0]))
 
     def chunk_writer(self, uid: str, offset: int) -> "ChunkWriter":
         """A writer of the upload's next chunk at `offset` (what was received so far): its
@@ -257,15 +261,15 @@ class Store:
                 raise ChunkBusy(f"[serve] a chunk of this upload is arriving already; resend after it (at "
                                 f"offset {offset})")
             self._writing.add(uid)
-            upto, digest = self._digests.get(uid, (0, None))
+            upto, before = self._digests.get(uid, (0, None))
         if self.shared:
-            digest = None  # other processes may write chunks too: the commit hashes the file
+            before = None  # other processes may write chunks too: the commit hashes the file
         elif offset == 0:
-            digest = hashlib.sha256()
-        elif upto != offset:
-            digest = None  # resumed after a restart, or chunks sent to other replicas: the commit hashes the file
+            before = b""
+        elif upto != offset or offset % BLOCK:
+            before = None  # resumed after a restart, or chunks sent to other replicas: the commit hashes the file
         try:
-            writer = ChunkWriter(self, uid, offset, None if digest is None else digest.copy())
+            writer = ChunkWriter(self, uid, offset, before)
         except BaseException:  # the part file would not open or is locked: the upload is free for the next chunk
             self._released(uid)
             raise
@@ -287,22 +291,23 @@ class Store:
         with self._memory:
             self._writing.discard(uid)
 
-    def _kept(self, uid: str, received: int, digest) -> None:
+    def _kept(self, uid: str, received: int, blocks: bytes | None) -> None:
         self._q("update uploads set received = ? where id = ?", (received, uid))
         with self._memory:
-            if digest is None:
+            if blocks is None:
                 self._digests.pop(uid, None)
             else:
-                self._digests[uid] = (received, digest)
+                self._digests[uid] = (received, blocks)
 
-    def upload_sha256(self, uid: str) -> str:
-        """The SHA-256 of everything received for the upload: from the running digest when
-        this process saw every chunk, else read from the file."""
+    def upload_digest(self, uid: str) -> str:
+        """The digest of everything received for the upload (keydigest.py): from the block
+        digests taken as the chunks arrived when this process saw every one, else read from
+        the file."""
         with self._memory:
-            upto, digest = self._digests.pop(uid, (0, None))
-        if digest is not None and upto == self.part_path(uid).stat().st_size:
-            return digest.hexdigest()
-        return sha256_of_file(self.part_path(uid))
+            upto, blocks = self._digests.pop(uid, (0, None))
+        if blocks is not None and upto == self.part_path(uid).stat().st_size:
+            return key_digest(blocks)
+        return key_digest(file_digests(self.part_path(uid)))
 
     def part_path(self, uid: str) -> Path:
         return self.root / "uploads" / f"{uid}.part"
@@ -537,15 +542,15 @@ class Store:
 
 
 class ChunkWriter:
-    """One chunk of an upload, written to its part file and hashed (the chunk's SHA-256 and the
-    upload's running one) as its pieces arrive. The chunk's digest is taken where the pieces
-    arrive (the event loop); the file write and the upload's digest run on a thread of the
-    chunk's own (inorder.py), so the two hashes use both cores. The thread is drained before
-    the chunk is kept or cut off."""
+    """One chunk of an upload, hashed block by block (keydigest.py) and written to its part
+    file as its pieces arrive, both on a thread of the chunk's own (inorder.py): the event
+    loop that receives the pieces only hands them on. The thread is drained before the
+    chunk's digest is read and before the chunk is kept or cut off. ``before``: the upload's
+    block digests up to ``offset`` (None when this process did not see them all)."""
 
-    def __init__(self, store: Store, uid: str, offset: int, digest):
+    def __init__(self, store: Store, uid: str, offset: int, before: bytes | None):
         self.store, self.uid, self.offset, self.size = store, uid, offset, 0
-        self._whole, self._chunk = digest, hashlib.sha256()
+        self._before, self._blocks = before, BlockHasher()
         self._file = open(store.part_path(uid), "r+b")
         try:  # one writer per upload across the processes sharing the store
             fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -558,25 +563,27 @@ class ChunkWriter:
         self._behind = InOrder(self._write_behind, BEHIND_BYTES)
 
     def _write_behind(self, piece) -> None:
+        self._blocks.update(piece)
         self._file.write(piece)
-        if self._whole is not None:
-            self._whole.update(piece)
 
     def write(self, piece) -> None:
+        """Hands on a piece (bytes the caller will not change: it is hashed and written later)."""
         self._behind.put(piece)
-        self._chunk.update(piece)
         self.size += len(piece)
 
-    def sha256(self) -> str:
-        return self._chunk.hexdigest()
+    def digest(self) -> str:
+        """The chunk's digest, once every piece put is hashed (this waits for them)."""
+        self._behind.finish()
+        return chunk_digest(self._blocks.digests())
 
     def keep(self) -> int:
         """The chunk counts: returns the bytes the upload now holds."""
         self._behind.finish()
         self._file.truncate()
         received = self.offset + self.size
+        blocks = None if self._before is None else self._before + self._blocks.digests()
         try:
-            self.store._kept(self.uid, received, self._whole)
+            self.store._kept(self.uid, received, blocks)
         finally:
             self._kept = True
             self._file.close()  # the lock goes with it, after the upload's new length is written
