@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
-import resource
 import sys
 import tempfile
 import threading
@@ -54,6 +54,38 @@ def server_rss(url: str) -> float:
     return float("nan")
 
 
+class PeakRss:
+    """The most resident memory a process holds above what it held at the start, sampled from
+    /proc every 2 ms while the block runs (Linux; None elsewhere)."""
+
+    def __init__(self, pid: int | str = "self"):
+        self.path = f"/proc/{pid}/statm"
+        self.extra_mib = None
+
+    def _rss(self) -> int:
+        with open(self.path) as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    def _watch(self) -> None:
+        while not self._done.is_set():
+            self._peak = max(self._peak, self._rss())
+            time.sleep(0.002)
+
+    def __enter__(self) -> "PeakRss":
+        if os.path.exists(self.path):
+            self._base = self._peak = self._rss()
+            self._done = threading.Event()
+            self._thread = threading.Thread(target=self._watch, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if os.path.exists(self.path):
+            self._done.set()
+            self._thread.join()
+            self.extra_mib = (max(self._peak, self._rss()) - self._base) / 2**20
+
+
 def key_upload(workdir: pathlib.Path) -> dict:
     """The N16_D30 relinearization key through the upload protocol of a server for that preset."""
     model = workdir / "tiny.onnx"
@@ -62,24 +94,24 @@ def key_upload(workdir: pathlib.Path) -> dict:
     port = free_port()
     args = [str(model), "--store", str(workdir / "store-keys"), "--tokens", str(workdir / "tokens-keys"),
             "--preset", "N16_D30"]
-    with server_process(args, port):
+    with server_process(args, port) as server:
         url = f"http://127.0.0.1:{port}"
         with Client(url, token, chunk_bytes=16 * 2**20) as client:
             ctx = client.context("tiny")
             sk, keys = ctx.keygen()
-            size = len(keys.relin.to_bytes())
-            rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-            start = time.perf_counter()
-            session = client.session("tiny", ctx, sk, keys, progress=False)
-            seconds = time.perf_counter() - start
-            client_peak = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
+            with PeakRss() as client_mem, PeakRss(server.pid) as server_peak:
+                start = time.perf_counter()
+                session = client.session("tiny", ctx, sk, keys, progress=False)
+                seconds = time.perf_counter() - start
             server_mem = server_rss(url)
+            size = session.upload_timings["relin"]["bytes"]
             again = client.session("tiny", ctx, sk, keys, progress=False)  # the same keys: linked
-            timing = session.upload_timings["relin"]  # the client's writing and hashing, then the transfer
+            timing = session.upload_timings["relin"]  # the client's hashing, then the transfer
             return {"bytes": size, "seconds": seconds, "mb_per_s": size / seconds / 1e6,
                     "prepare_s": timing["prepare_s"], "transfer_s": timing["transfer_s"],
                     "transfer_mb_per_s": size / timing["transfer_s"] / 1e6,
-                    "client_extra_peak_mib": client_peak, "server_rss_mib": server_mem / 2**20,
+                    "client_extra_peak_mib": client_mem.extra_mib, "server_extra_peak_mib": server_peak.extra_mib,
+                    "server_rss_mib": server_mem / 2**20,
                     "second_session": again.upload_keys(progress=False), "first_session": "uploaded"}
 
 
@@ -174,7 +206,7 @@ def main() -> None:
     x_train, y_train, x_test, _ = M.digits_split()
     mlp = M.mlp_onnx(M.mlp_train(x_train, y_train))
     cnn = M.cnn_onnx(M.cnn_train(x_train.reshape(-1, 1, 8, 8), y_train, pool="max"), pool="max")
-    results = {"date": time.strftime("%Y-%m-%d"), "cpus": __import__("os").cpu_count()}
+    results = {"date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count()}
     with tempfile.TemporaryDirectory() as tmp:
         workdir = pathlib.Path(tmp)
         if not args.skip_keys:
@@ -182,7 +214,9 @@ def main() -> None:
             up = results["key_upload"]
             print(f"key upload: {up['bytes'] / 2**20:.1f} MiB at {up['mb_per_s']:.0f} MB/s end to end (the client "
                   f"hashes it in {up['prepare_s']:.3f} s, then sends it at {up['transfer_mb_per_s']:.0f} "
-                  "MB/s until the server kept it)", file=sys.stderr)
+                  "MB/s until the server kept it); memory above its start during the upload: client "
+                  f"{up['client_extra_peak_mib'] or 0:.0f} MiB, server {up['server_extra_peak_mib'] or 0:.0f} MiB",
+                  file=sys.stderr)
         results["runs"] = []
         runs = [("mlp", mlp, x_test[:args.images]), ("cnn", cnn, x_test[:args.images].reshape(-1, 1, 8, 8))]
         for name, onnx_bytes, x in [] if args.keys_only else [r for r in runs if r[0] in args.models.split(",")]:
