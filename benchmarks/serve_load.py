@@ -4,7 +4,8 @@
 Starts a real server (uvicorn on 127.0.0.1, its own process) for the digits MLP and CNN of
 the test suite (client-aided ReLU, batch packing, 64 images per request), then:
 
-* key upload: the relinearization key of N16_D30 (58.5 MiB) through the chunked,
+* key upload: the relinearization key of N16_D30 (58.5 MiB; ``--key-preset N16_BOOT``: with
+  its bootstrapping keys, 3.7 GB) through the chunked,
   resumable protocol, MB/s on loopback end to end (from the session's creation) and for the
   transfer alone (after the client hashed the key), and the client's and server's
   peak memory;
@@ -17,7 +18,7 @@ the test suite (client-aided ReLU, batch packing, 64 images per request), then:
 Every result is decrypted and compared with onnxruntime. Bounded: clients x requests
 inferences. Needs ``pip install 'ringfire[serve]'``; a few GiB of memory.
 
-    python benchmarks/serve_load.py [--clients 4] [--requests 5] [--keys-only] [--json out.json]
+    python benchmarks/serve_load.py [--clients 4] [--requests 5] [--keys-only [--key-preset N16_BOOT]] [--json out.json]
 """
 
 from __future__ import annotations
@@ -86,30 +87,37 @@ class PeakRss:
             self.extra_mib = (max(self._peak, self._rss()) - self._base) / 2**20
 
 
-def key_upload(workdir: pathlib.Path) -> dict:
-    """The N16_D30 relinearization key through the upload protocol of a server for that preset."""
+def key_upload(workdir: pathlib.Path, preset: str = "N16_D30") -> dict:
+    """The evaluation keys a small model needs, through the upload protocol of a server for
+    `preset`: the relinearization key (58.5 MiB at N16_D30), and for a preset that bootstraps
+    (N16_BOOT) the bootstrapping keys too, the model then served with polynomial activations."""
     model = workdir / "tiny.onnx"
     model.write_bytes(M.mlp_bytes((16, 4)))
     token = add_token(workdir / "tokens-keys", "bench")
     port = free_port()
     args = [str(model), "--store", str(workdir / "store-keys"), "--tokens", str(workdir / "tokens-keys"),
-            "--preset", "N16_D30"]
+            "--preset", preset]
+    bootstraps = bool(rf.ckks.PRESETS[preset].get("bootstrap"))
+    if bootstraps:
+        np.save(workdir / "calibration.npy", np.random.default_rng(0).uniform(-1, 1, (64, 16)))
+        args += ["--activation", "poly", "--calibration", str(workdir / "calibration.npy")]
     with server_process(args, port) as server:
         url = f"http://127.0.0.1:{port}"
         with Client(url, token, chunk_bytes=16 * 2**20) as client:
             ctx = client.context("tiny")
-            sk, keys = ctx.keygen()
+            sk, keys = ctx.keygen(bootstrap=bootstraps)
             with PeakRss() as client_mem, PeakRss(server.pid) as server_peak:
                 start = time.perf_counter()
                 session = client.session("tiny", ctx, sk, keys, progress=False)
                 seconds = time.perf_counter() - start
             server_mem = server_rss(url)
-            size = session.upload_timings["relin"]["bytes"]
+            timings = session.upload_timings  # per kind: the client's hashing, then the transfer
+            size = sum(t["bytes"] for t in timings.values())
+            prepare, transfer = (sum(t[k] for t in timings.values()) for k in ("prepare_s", "transfer_s"))
             again = client.session("tiny", ctx, sk, keys, progress=False)  # the same keys: linked
-            timing = session.upload_timings["relin"]  # the client's hashing, then the transfer
-            return {"bytes": size, "seconds": seconds, "mb_per_s": size / seconds / 1e6,
-                    "prepare_s": timing["prepare_s"], "transfer_s": timing["transfer_s"],
-                    "transfer_mb_per_s": size / timing["transfer_s"] / 1e6,
+            return {"preset": preset, "kinds": {k: t["bytes"] for k, t in timings.items()}, "bytes": size,
+                    "seconds": seconds, "mb_per_s": size / seconds / 1e6, "prepare_s": prepare, "transfer_s": transfer,
+                    "transfer_mb_per_s": size / transfer / 1e6,
                     "client_extra_peak_mib": client_mem.extra_mib, "server_extra_peak_mib": server_peak.extra_mib,
                     "server_rss_mib": server_mem / 2**20,
                     "second_session": again.upload_keys(progress=False), "first_session": "uploaded"}
@@ -200,6 +208,8 @@ def main() -> None:
     ap.add_argument("--images", type=int, default=64)
     ap.add_argument("--skip-keys", action="store_true")
     ap.add_argument("--keys-only", action="store_true", help="the key upload alone")
+    ap.add_argument("--key-preset", default="N16_D30",
+                    help="the preset whose keys are uploaded (N16_BOOT: its 3.7 GB of bootstrapping keys too)")
     ap.add_argument("--models", default="mlp,cnn", help="which of mlp,cnn to run (default both)")
     ap.add_argument("--json")
     args = ap.parse_args()
@@ -210,9 +220,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         workdir = pathlib.Path(tmp)
         if not args.skip_keys:
-            results["key_upload"] = key_upload(workdir)
+            results["key_upload"] = key_upload(workdir, args.key_preset)
             up = results["key_upload"]
-            print(f"key upload: {up['bytes'] / 2**20:.1f} MiB at {up['mb_per_s']:.0f} MB/s end to end (the client "
+            print(f"key upload ({', '.join(up['kinds'])}): {up['bytes'] / 2**20:.1f} MiB at {up['mb_per_s']:.0f} MB/s end to end (the client "
                   f"hashes it in {up['prepare_s']:.3f} s, then sends it at {up['transfer_mb_per_s']:.0f} "
                   "MB/s until the server kept it); memory above its start during the upload: client "
                   f"{up['client_extra_peak_mib'] or 0:.0f} MiB, server {up['server_extra_peak_mib'] or 0:.0f} MiB",
