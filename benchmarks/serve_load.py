@@ -37,8 +37,10 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 import nn_models as M  # noqa: E402
 from serve_support import free_port, server_process  # noqa: E402
+from nn_scale import PeakSampler  # noqa: E402
 
 import ringfire as rf  # noqa: E402
+from ringfire.memory_guard import proc_memory  # noqa: E402
 from ringfire.serve import Client  # noqa: E402
 from ringfire.serve.auth import add_token  # noqa: E402
 
@@ -55,36 +57,32 @@ def server_rss(url: str) -> float:
     return float("nan")
 
 
-class PeakRss:
-    """The most resident memory a process holds above what it held at the start, sampled from
-    /proc every 2 ms while the block runs (Linux; None elsewhere)."""
+class ServerPeak:
+    """Another process's most resident memory above what it held at the start, sampled from
+    /proc every 2 ms while the block runs (this process's own peak is PeakSampler's, which
+    reads the kernel's high-water mark; another process's mark cannot be reset, so this
+    samples)."""
 
-    def __init__(self, pid: int | str = "self"):
-        self.path = f"/proc/{pid}/statm"
-        self.extra_mib = None
+    def __init__(self, pid: int):
+        self.pid, self.extra_mib, self._done = pid, None, threading.Event()
 
     def _rss(self) -> int:
-        with open(self.path) as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        return proc_memory("VmRSS", pid=self.pid).get("VmRSS", 0)
 
     def _watch(self) -> None:
-        while not self._done.is_set():
+        while not self._done.wait(0.002):
             self._peak = max(self._peak, self._rss())
-            time.sleep(0.002)
 
-    def __enter__(self) -> "PeakRss":
-        if os.path.exists(self.path):
-            self._base = self._peak = self._rss()
-            self._done = threading.Event()
-            self._thread = threading.Thread(target=self._watch, daemon=True)
-            self._thread.start()
+    def __enter__(self) -> "ServerPeak":
+        self._base = self._peak = self._rss()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        if os.path.exists(self.path):
-            self._done.set()
-            self._thread.join()
-            self.extra_mib = (max(self._peak, self._rss()) - self._base) / 2**20
+        self._done.set()
+        self._thread.join()
+        self.extra_mib = (max(self._peak, self._rss()) - self._base) / 2**20
 
 
 def key_upload(workdir: pathlib.Path, preset: str = "N16_D30") -> dict:
@@ -106,10 +104,12 @@ def key_upload(workdir: pathlib.Path, preset: str = "N16_D30") -> dict:
         with Client(url, token, chunk_bytes=16 * 2**20) as client:
             ctx = client.context("tiny")
             sk, keys = ctx.keygen(bootstrap=bootstraps)
-            with PeakRss() as client_mem, PeakRss(server.pid) as server_peak:
+            client_base = PeakSampler.rss()
+            with PeakSampler(0.01) as client_peak, ServerPeak(server.pid) as server_peak:
                 start = time.perf_counter()
                 session = client.session("tiny", ctx, sk, keys, progress=False)
                 seconds = time.perf_counter() - start
+            client_extra = ((client_peak.peak_rss_hwm or client_peak.peak_rss) - client_base) / 2**20
             server_mem = server_rss(url)
             timings = session.upload_timings  # per kind: the client's hashing, then the transfer
             size = sum(t["bytes"] for t in timings.values())
@@ -118,7 +118,7 @@ def key_upload(workdir: pathlib.Path, preset: str = "N16_D30") -> dict:
             return {"preset": preset, "kinds": {k: t["bytes"] for k, t in timings.items()}, "bytes": size,
                     "seconds": seconds, "mb_per_s": size / seconds / 1e6, "prepare_s": prepare, "transfer_s": transfer,
                     "transfer_mb_per_s": size / transfer / 1e6,
-                    "client_extra_peak_mib": client_mem.extra_mib, "server_extra_peak_mib": server_peak.extra_mib,
+                    "client_extra_peak_mib": client_extra, "server_extra_peak_mib": server_peak.extra_mib,
                     "server_rss_mib": server_mem / 2**20,
                     "second_session": again.upload_keys(progress=False), "first_session": "uploaded"}
 
