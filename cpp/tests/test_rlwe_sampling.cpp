@@ -287,6 +287,26 @@ TEST(Prng, UniformBelowManyEqualsTheLoop) {
   EXPECT_THROW(prng.uniform_below_many(0, &out, 1), InvalidArgument);
 }
 
+// The vector rejection step stores eight words at a time: it never writes past the count
+// asked for (words beyond it keep their values), whatever the count and the start.
+TEST(Prng, UniformBelowManyWritesOnlyTheCountAsked) {
+  Prng::Seed seed{};
+  seed[5] = 11;
+  constexpr std::uint64_t kGuard = 0xA5A5A5A5A5A5A5A5ull;
+  const std::uint64_t bound = (std::uint64_t{1} << 59) + 12345;  // about one word in ten rejected
+  for (std::size_t count = 0; count <= 40; ++count)
+    for (const std::size_t skip : {0u, 5u, 1016u}) {
+      Prng prng = Prng::from_seed(seed);
+      std::vector<std::uint8_t> junk(skip);
+      prng.fill(junk.data(), skip);
+      std::vector<std::uint64_t> out(count + 16, kGuard);
+      prng.uniform_below_many(bound, out.data(), count);
+      for (std::size_t i = 0; i < count; ++i) EXPECT_LT(out[i], bound) << "count " << count << ", word " << i;
+      for (std::size_t i = count; i < out.size(); ++i)
+        EXPECT_EQ(out[i], kGuard) << "count " << count << ", skip " << skip << ": word " << i << " written";
+    }
+}
+
 // Seeking: the generator at a byte position is the one that consumed that many bytes.
 TEST(Prng, FromSeedAtEqualsConsumingThatManyBytes) {
   Prng::Seed seed{};

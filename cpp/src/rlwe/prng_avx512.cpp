@@ -2,7 +2,7 @@
 // block): the rotations are single instructions (vprold) that AVX2 spells as
 // two shifts and an OR, and a 16x16 transpose in registers writes the blocks
 // back in byte order. And uniform sampling's rejection step, 8 words at once
-// with a compressing store (vpcompressq) instead of a branch per word.
+// compressed in a register (vpcompressq) instead of a branch per word.
 #include "prng_avx512.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -94,7 +94,11 @@ RF_AVX512F std::size_t accept_below_avx512(const std::uint8_t* words, std::size_
   for (; used + 8 <= available && done + 8 <= wanted; used += 8) {
     const Z w = _mm512_and_si512(_mm512_loadu_si512(words + 8 * used), masks);
     const __mmask8 keep = _mm512_cmplt_epu64_mask(w, bounds);
-    _mm512_mask_compressstoreu_epi64(out + done, keep, w);
+    // Compressed in a register, then stored whole: vpcompressq with a memory operand is
+    // microcoded on AMD's Zen 4 (tens of cycles a store). The lanes past the kept ones land
+    // at out[done + popcount, done + 8), inside `wanted` (the loop's bound), and the next
+    // words overwrite them.
+    _mm512_storeu_si512(out + done, _mm512_maskz_compress_epi64(keep, w));
     done += static_cast<std::size_t>(__builtin_popcount(keep));
   }
   return used;
