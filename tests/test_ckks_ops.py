@@ -120,6 +120,30 @@ def test_every_explicit_operation_keeps_precision(ckks_small):
     assert precision_bits(dec(ev.multiply(a, b)), x * y) > 18
 
 
+def test_a_dense_layers_outputs_side_by_side_are_the_words_of_one_at_a_time(ckks_small):
+    """linear_combinations (each input read once for several outputs) gives, word for word,
+    the ciphertexts of one linear_combination per output, and W x against NumPy; any count of
+    outputs (the AVX-512 kernel takes four at a time), zero weights included."""
+    ctx, sk, keys = ckks_small
+    ev = ctx.evaluator(keys)
+    xs = [vec(ctx) for _ in range(11)]
+    cts = [ev.add(c, c) for c in (ctx.encrypt(x, keys) for x in xs)]  # computed, not fresh
+    scale = ctx.params.q_primes[ctx.max_level]
+    for outputs in (1, 2, 4, 5, 9):
+        w = RNG.uniform(-1, 1, (outputs, len(xs)))
+        w[:, 3] = 0.0
+        sums = ev.linear_combinations(cts, w, scale)
+        assert len(sums) == outputs
+        for row, got in zip(w, sums):
+            one = ev.linear_combination(cts, row, scale)
+            assert got.to_bytes() == one.to_bytes()
+            assert precision_bits(ctx.decrypt(ev.rescale(got), sk), 2 * (row @ np.array(xs))) > 18
+    with pytest.raises(ValueError, match="11 inputs but 10 weights"):
+        ev.linear_combinations(cts, np.ones((2, 10)), scale)
+    with pytest.raises(ValueError, match="at least one"):
+        ev.linear_combinations(cts, [], scale)
+
+
 def test_in_place_forms_update_the_operand(ckks_small):
     ctx, sk, keys = ckks_small
     ev = ctx.evaluator(keys)

@@ -171,6 +171,57 @@ TEST_F(CpuAvx512, LinearCombinationsGiveTheAvx2Words) {
   }
 }
 
+// A dense layer's outputs side by side (linear_combinations: four outputs per pass over the
+// inputs, IFMA's sums reduced once at the end) give the words of one output at a time on
+// AVX2: any count of outputs (the last ones outside a group of four), primes on both sides of
+// 2^50, inputs at the ends of their range, weights 0 and q - 1, two polynomials per input,
+// as many terms as IFMA's lazy sums take and one more (the 64-bit lanes' products then).
+TEST_F(CpuAvx512, DenseLayersGiveTheWordsOfOneOutputAtATime) {
+  for (const auto& [n, terms_list] : std::vector<std::pair<std::size_t, std::vector<std::size_t>>>{
+           {256, {1, 2, 7, 33}}, {64, {4096, 4097}}}) {
+    const RnsBasePtr base = base_of(n, {30, 45, 49, 50, 58, 60});
+    const std::size_t limbs = base->size(), batch = 2;
+    for (std::size_t terms : terms_list) {
+      std::vector<std::vector<u64>> x;
+      std::vector<const u64*> px;
+      for (std::size_t t = 0; t < terms; ++t) {
+        // Many terms at the top of their range: IFMA's lazy sums near 2^62, where the final
+        // reduction's quotient falls short by one now and then.
+        const bool many = terms > 1000;
+        std::vector<u64> poly = words(*base, rng, many || t % 3 == 1);
+        std::vector<u64> second = words(*base, rng, many || t % 3 == 2);
+        poly.insert(poly.end(), second.begin(), second.end());
+        x.push_back(std::move(poly));
+      }
+      for (const auto& v : x) px.push_back(v.data());
+      for (std::size_t outputs : {1, 2, 3, 4, 5, 8, 9}) {
+        if (terms > 1000 && outputs != 5) continue;
+        std::vector<u64> weights(outputs * terms * limbs);
+        for (std::size_t k = 0; k < weights.size(); ++k) {
+          const u64 q = base->modulus(k % limbs).value();
+          weights[k] = terms > 1000 ? q - 1 - k % 3 : (k % 7 == 3 ? 0 : (k % 5 == 1 ? q - 1 : rng() % q));
+        }
+        const std::size_t words_out = batch * limbs * n;
+        auto [wide, narrow] = both([&] {
+          std::vector<u64> out(outputs * words_out, 0xDEAD);
+          std::vector<u64*> outs;
+          for (std::size_t k = 0; k < outputs; ++k) outs.push_back(out.data() + k * words_out);
+          be.linear_combinations(px.data(), weights.data(), terms, outs.data(), outputs, batch, *base);
+          return out;
+        });
+        IsaRestore restore;
+        cpu::set_rns_isa(cpu::RnsIsa::avx2);
+        std::vector<u64> one_at_a_time(outputs * words_out);
+        for (std::size_t k = 0; k < outputs; ++k)
+          be.linear_combination(px.data(), weights.data() + k * terms * limbs, terms, one_at_a_time.data() + k * words_out,
+                                batch, *base);
+        ASSERT_EQ(wide, one_at_a_time) << "n " << n << ", terms " << terms << ", outputs " << outputs;
+        ASSERT_EQ(narrow, one_at_a_time) << "n " << n << ", terms " << terms << ", outputs " << outputs;
+      }
+    }
+  }
+}
+
 TEST_F(CpuAvx512, BaseConversionsGiveTheAvx2Words) {
   // Sources below 2^52 (IFMA's products) and with a 60-bit prime among them;
   // targets on both sides of 2^50.

@@ -451,6 +451,8 @@ void bind_ckks(nb::module_& m) {
       .def("divide_by_integer", &Evaluator::divide_by_integer, Release())
       .def("linear_combination", &Evaluator::linear_combination, nb::arg("inputs"), nb::arg("weights"),
            nb::arg("scale"), Release())
+      .def("linear_combinations", &Evaluator::linear_combinations, nb::arg("inputs"), nb::arg("weights"),
+           nb::arg("scale"), Release())
       .def("rescale", &Evaluator::rescale, Release())
       .def("rescale_inplace", &Evaluator::rescale_inplace, Release())
       .def("relinearize_rescale", &Evaluator::relinearize_rescale, nb::arg("a"), nb::arg("key"), Release())

@@ -212,6 +212,29 @@ void CpuBackend::linear_combination(const u64* const* inputs, const u64* weights
   });
 }
 
+void CpuBackend::linear_combinations(const u64* const* inputs, const u64* weights, std::size_t terms,
+                                     u64* const* outs, std::size_t outputs, std::size_t batch, const RnsBase& base) {
+  const std::size_t n = base.n(), limbs = base.size();
+  // Only the AVX-512 kernels share an input's loads among outputs; elsewhere one output at a time.
+  if (outputs < 2 || !shoup_products_on_avx512(n))
+    return Backend::linear_combinations(inputs, weights, terms, outs, outputs, batch, base);
+  for_each_limb(batch, base, n * terms * outputs, [&](std::size_t offset, std::size_t limb) {
+    const u64 q = base.modulus(limb).value();
+    thread_local std::vector<ShoupOperand> w;
+    thread_local std::vector<const u64*> x;
+    thread_local std::vector<u64*> o;
+    w.resize(outputs * terms);
+    x.resize(terms);
+    o.resize(outputs);
+    for (std::size_t t = 0; t < terms; ++t) x[t] = inputs[t] + offset;
+    for (std::size_t k = 0; k < outputs; ++k) {
+      o[k] = outs[k] + offset;
+      for (std::size_t t = 0; t < terms; ++t) w[k * terms + t] = make_shoup(weights[(k * terms + t) * limbs + limb], q);
+    }
+    linear_combinations_limb_avx512(x.data(), w.data(), terms, o.data(), outputs, n, q);
+  });
+}
+
 
 void CpuBackend::add_scalar(const u64* a, const u64* scalars, u64* out, std::size_t batch, const RnsBase& base) {
   const std::size_t n = base.n();

@@ -26,6 +26,8 @@ class CpuBackend final : public Backend {
                           u64* out0, u64* out1, const RnsBase& base) override;
   void linear_combination(const u64* const* inputs, const u64* weights, std::size_t terms, u64* out,
                           std::size_t batch, const RnsBase& base) override;
+  void linear_combinations(const u64* const* inputs, const u64* weights, std::size_t terms, u64* const* outs,
+                           std::size_t outputs, std::size_t batch, const RnsBase& base) override;
   void add_scalar(const u64* a, const u64* scalars, u64* out, std::size_t batch, const RnsBase& base) override;
   void copy(const u64* src, u64* dst, std::size_t words) override;
   void zero(u64* dst, std::size_t words) override;

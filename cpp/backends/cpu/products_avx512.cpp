@@ -5,6 +5,7 @@
 #include "products_avx512.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "avx512_modular.h"
 #include "rns_isa.h"
@@ -99,9 +100,60 @@ RF_IFMA void linear_combination(const u64* const* x, const ShoupOperand* w, std:
   }
 }
 
+// Outputs summed side by side: each input block, loaded once, meets four outputs' weights.
+constexpr std::size_t kOutputsAtOnce = 4;
+// Under IFMA a lazy product is below 2q < 2^51: 4096 of them sum below 2^63 with no
+// reduction between (one at the end, from the 64-bit lanes' Shoup product by 1).
+constexpr std::size_t kLazyTerms = 4096;
+
+// outs[g] = sum_t w[g terms + t] x[t] mod q over n words, for kOutputsAtOnce outputs, in
+// blocks of words whose partial sums stay in L1 while the inputs stream through once.
+template <class A>
+RF_IFMA void four_linear_combinations(const u64* const* x, const ShoupOperand* w, std::size_t terms, u64* const* outs,
+                                      std::size_t n, u64 q) {
+  constexpr std::size_t G = kOutputsAtOnce, kBlock = 256;
+  constexpr bool lazy = std::is_same_v<A, Ifma52>;
+  const ZMod m = zmod(q);
+  const ShoupOperand one = make_shoup(1, q);
+  const Mul64::Twiddle by_one = zbroadcast<Mul64>(one.value, one.quotient);
+  alignas(64) u64 acc[G][kBlock];
+  for (std::size_t c0 = 0; c0 < n; c0 += kBlock) {
+    const std::size_t len = std::min(kBlock, n - c0);
+    for (std::size_t g = 0; g < G; ++g)
+      for (std::size_t c = 0; c < len; c += 8) zstore(acc[g] + c, _mm512_setzero_si512());
+    for (std::size_t t = 0; t < terms; ++t) {
+      const u64* xt = x[t] + c0;
+      typename A::Twiddle wt[G];
+      for (std::size_t g = 0; g < G; ++g) wt[g] = zbroadcast<A>(w[g * terms + t].value, w[g * terms + t].quotient);
+      for (std::size_t c = 0; c < len; c += 8) {
+        const Z y = zload(xt + c);
+        for (std::size_t g = 0; g < G; ++g) {
+          const Z sum = _mm512_add_epi64(zload(acc[g] + c), A::mul_lazy(y, wt[g], m));
+          zstore(acc[g] + c, lazy ? sum : zsub_if_ge(sum, m.two_q));
+        }
+      }
+    }
+    for (std::size_t g = 0; g < G; ++g)
+      for (std::size_t c = 0; c < len; c += 8) {
+        const Z sum = zload(acc[g] + c);  // lazy: below terms 2q < 2^63, else below 2q
+        zstore(outs[g] + c0 + c, zsub_if_ge(lazy ? Mul64::mul_lazy(sum, by_one, m) : sum, m.q));
+      }
+  }
+}
+
 }  // namespace
 
 bool shoup_products_on_avx512(std::size_t n) { return rns_isa() == RnsIsa::avx512 && n % 8 == 0; }
+
+RF_IFMA void linear_combinations_limb_avx512(const u64* const* x, const ShoupOperand* w, std::size_t terms,
+                                             u64* const* outs, std::size_t outputs, std::size_t n, u64 q) {
+  std::size_t o = 0;
+  for (; o + kOutputsAtOnce <= outputs; o += kOutputsAtOnce) {
+    if (q < kIfmaBound && terms <= kLazyTerms) four_linear_combinations<Ifma52>(x, w + o * terms, terms, outs + o, n, q);
+    else four_linear_combinations<Mul64>(x, w + o * terms, terms, outs + o, n, q);
+  }
+  for (; o < outputs; ++o) linear_combination_limb_avx512(x, w + o * terms, terms, outs[o], n, q);
+}
 
 RF_IFMA void linear_combination_limb_avx512(const u64* const* x, const ShoupOperand* w, std::size_t terms, u64* out,
                                             std::size_t n, u64 q) {

@@ -30,4 +30,9 @@ bool shoup_products_on_avx512(std::size_t n);
 void linear_combination_limb_avx512(const u64* const* x, const ShoupOperand* w, std::size_t terms, u64* out,
                                     std::size_t n, u64 q);
 
+// outs[o] = sum_t w[o terms + t] x[t] mod q over n words, for o < outputs: each input
+// word is read once per four outputs.
+void linear_combinations_limb_avx512(const u64* const* x, const ShoupOperand* w, std::size_t terms, u64* const* outs,
+                                     std::size_t outputs, std::size_t n, u64 q);
+
 }  // namespace ringfire::cpu

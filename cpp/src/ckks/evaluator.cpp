@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "ringfire/arith/modular.h"
 #include "ringfire/arith/reduction.h"
@@ -358,11 +360,19 @@ Ciphertext Evaluator::divide_by_integer(const Ciphertext& a, std::int64_t value)
 
 Ciphertext Evaluator::linear_combination(const std::vector<const Ciphertext*>& inputs,
                                          const std::vector<double>& weights, double scale) const {
+  return std::move(linear_combinations(inputs, {weights}, scale).front());
+}
+
+std::vector<Ciphertext> Evaluator::linear_combinations(const std::vector<const Ciphertext*>& inputs,
+                                                       const std::vector<std::vector<double>>& weights,
+                                                       double scale) const {
   constexpr const char* op = "ckks.linear_combination";
   const OpLabel label(op);
   require(!inputs.empty(), op, "needs at least one input");
-  require(inputs.size() == weights.size(), op,
-          std::to_string(inputs.size()) + " inputs but " + std::to_string(weights.size()) + " weights");
+  require(!weights.empty(), op, "needs at least one output's weights");
+  for (const std::vector<double>& row : weights)
+    require(inputs.size() == row.size(), op,
+            std::to_string(inputs.size()) + " inputs but " + std::to_string(row.size()) + " weights");
   const Ciphertext& first = *inputs.front();
   for (const Ciphertext* c : inputs) {
     require(c != nullptr, op, "null input");
@@ -373,25 +383,36 @@ Ciphertext Evaluator::linear_combination(const std::vector<const Ciphertext*>& i
   const double product = first.scale() * scale;
   check_product_fits(product, first.level(), op);
   const Encoder& enc = context_->encoder();
-  const std::size_t limbs = first.level() + 1;
-  std::vector<u64> residues(inputs.size() * limbs);
-  std::vector<const u64*> pointers(inputs.size());
-  for (std::size_t t = 0; t < inputs.size(); ++t) {
-    const std::vector<u64> r = enc.scalar_residues(weights[t], first.level(), scale, op);
-    std::copy(r.begin(), r.end(), residues.begin() + t * limbs);
-    pointers[t] = inputs[t]->data();
-  }
-  Ciphertext out(first.context(), first.size(), first.level(), with_scale(first.metadata(), product), first.device());
-  backend(first).linear_combination(pointers.data(), residues.data(), inputs.size(), out.data(), first.size(),
-                                    first.base());
-  double noise_bits = -std::numeric_limits<double>::infinity();
+  const std::size_t limbs = first.level() + 1, terms = inputs.size(), outputs = weights.size();
+  std::vector<u64> residues(outputs * terms * limbs);
+  for (std::size_t o = 0; o < outputs; ++o)
+    for (std::size_t t = 0; t < terms; ++t) {
+      const std::vector<u64> r = enc.scalar_residues(weights[o][t], first.level(), scale, op);
+      std::copy(r.begin(), r.end(), residues.begin() + (o * terms + t) * limbs);
+    }
+  std::vector<const u64*> pointers(terms);
   bool any_complex = false;
-  for (std::size_t t = 0; t < inputs.size(); ++t) {
-    noise_bits = noise::add(noise_bits, constant_product_noise(*inputs[t], std::fabs(weights[t]), scale));
+  for (std::size_t t = 0; t < terms; ++t) {
+    pointers[t] = inputs[t]->data();
     any_complex = any_complex || inputs[t]->is_complex();
   }
-  out.set_noise_bits(noise_bits);
-  out.set_complex(any_complex);
+  std::vector<Ciphertext> out;
+  std::vector<u64*> targets;
+  out.reserve(outputs);
+  for (std::size_t o = 0; o < outputs; ++o) {
+    out.emplace_back(first.context(), first.size(), first.level(), with_scale(first.metadata(), product),
+                     first.device());
+    targets.push_back(out.back().data());
+  }
+  backend(first).linear_combinations(pointers.data(), residues.data(), terms, targets.data(), outputs, first.size(),
+                                     first.base());
+  for (std::size_t o = 0; o < outputs; ++o) {
+    double noise_bits = -std::numeric_limits<double>::infinity();
+    for (std::size_t t = 0; t < terms; ++t)
+      noise_bits = noise::add(noise_bits, constant_product_noise(*inputs[t], std::fabs(weights[o][t]), scale));
+    out[o].set_noise_bits(noise_bits);
+    out[o].set_complex(any_complex);
+  }
   return out;
 }
 

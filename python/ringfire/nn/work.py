@@ -10,12 +10,22 @@ from __future__ import annotations
 from ..parallel import key_set_cache
 
 
-def linear_output(ev, inputs, item, delta):
-    """One output of a linear layer: sum_k w_k x_{c_k} at the landing scale ``delta``,
-    rescaled, plus the bias and the constants folded into it."""
-    cols, weights, constant = item
-    acc = ev.rescale(ev.linear_combination([inputs[c] for c in cols], weights, delta))
-    return ev.add_scalar(acc, constant) if constant != 0.0 else acc
+def linear_outputs(ev, inputs, group, delta):
+    """Outputs of a linear layer that read the same inputs: for each, sum_k w_k x_{c_k} at
+    the landing scale ``delta``, rescaled, plus the bias and the constants folded into it.
+    ``group``: (the input columns, [(weights, constant) per output]); several outputs are
+    summed in one pass over the inputs (``ev.linear_combinations``)."""
+    cols, rows = group
+    xs = [inputs[c] for c in cols]
+    if len(rows) == 1:
+        sums = [ev.linear_combination(xs, rows[0][0], delta)]
+    else:
+        sums = ev.linear_combinations(xs, [weights for weights, _ in rows], delta)
+    out = []
+    for acc, (_, constant) in zip(sums, rows):
+        acc = ev.rescale(acc)
+        out.append(ev.add_scalar(acc, constant) if constant != 0.0 else acc)
+    return out
 
 
 def polynomial(ev, inputs, index, poly):

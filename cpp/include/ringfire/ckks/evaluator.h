@@ -68,6 +68,11 @@ class Evaluator : public RlweEvaluator {
   // input scale * scale. Rescale afterwards.
   Ciphertext linear_combination(const std::vector<const Ciphertext*>& inputs, const std::vector<double>& weights,
                                 double scale) const;
+  // A dense layer's outputs over the same inputs: out[o] = linear_combination(inputs,
+  // weights[o], scale), the same words, in one pass over the inputs for several outputs
+  // (Backend::linear_combinations).
+  std::vector<Ciphertext> linear_combinations(const std::vector<const Ciphertext*>& inputs,
+                                              const std::vector<std::vector<double>>& weights, double scale) const;
 
   // sum_t values[t] * inputs[t] + constant, at `level` and `scale`: the
   // building block of polynomial evaluation. Each value is encoded as the

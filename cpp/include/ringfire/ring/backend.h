@@ -59,6 +59,17 @@ class Backend {
   // are residues (< q_i); out is fully reduced.
   virtual void linear_combination(const u64* const* inputs, const u64* weights, std::size_t terms, u64* out,
                                   std::size_t batch, const RnsBase& base) = 0;
+  // A dense layer: outs[o] = sum_t weights[(o * terms + t) * limbs + i] * inputs[t] on limb
+  // i, for `outputs` outputs over the same inputs; the same words as `outputs` calls of
+  // linear_combination, which is what this default makes. A backend may override it to read
+  // each input once for several outputs (the CPU's AVX-512 path: inputs that do not fit in
+  // cache are otherwise streamed from memory once per output).
+  virtual void linear_combinations(const u64* const* inputs, const u64* weights, std::size_t terms,
+                                   u64* const* outs, std::size_t outputs, std::size_t batch, const RnsBase& base) {
+    const std::size_t per_output = terms * base.size();
+    for (std::size_t o = 0; o < outputs; ++o)
+      linear_combination(inputs, weights + o * per_output, terms, outs[o], batch, base);
+  }
   // out = a * scalars[i] on limb i (scalars[i] < q_i).
   virtual void multiply_scalar(const u64* a, const u64* scalars, u64* out, std::size_t batch,
                                const RnsBase& base) = 0;
