@@ -68,6 +68,9 @@ def test_fused_key_switch_polynomials_and_transforms_are_bit_identical(preset):
     ops = {
         "relinearize_rescale": lambda a, b: ev.relinearize_rescale(ev.multiply(a, b)),
         "linear_combination": lambda a, b: ev.linear_combination([a, b, a], [0.5, -1.25, 2.0], ctx.scale),
+        "linear_combinations": lambda a, b: ev.linear_combinations(
+            [a, b, a], [[0.5, -1.25, 2.0], [1.0, 0.0, -0.5], [0.25, 0.5, 0.75], [2.0, 1.0, 0.0], [-1.0, 0.5, 0.5]],
+            ctx.scale)[4],
         "linear_transform": lambda a, b: ev.linear_transform(a, lt),
         "multiply_operator": lambda a, b: a * b + b,
     }

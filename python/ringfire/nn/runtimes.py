@@ -192,19 +192,22 @@ class EncryptedRuntime(_ArrayMoves):
             items.append((ct_cols, ws, constant))
             self.counts["linear_terms"] += len(ct_cols)
             self.counts["rescales"] += 1
-        # Outputs that read the same inputs (a dense layer's) go together, DENSE_GROUP at most:
-        # each input is then read once per group instead of once per output. Never fewer
-        # groups than the executor spreads a map over (a cluster's workers keep their share).
-        spread = self.executor.workers * getattr(self.executor, "chunks_per_worker", 1)
+        # Outputs that read the same inputs go together, DENSE_GROUP at most (a dense layer's
+        # outputs; a convolution's channels at one position): each input is then read once per
+        # group instead of once per output. Never fewer groups than the executor spreads a map
+        # over (a cluster's workers keep their share).
+        spread = getattr(self.executor, "workers", 1) * getattr(self.executor, "chunks_per_worker", 1)
         size = max(1, min(DENSE_GROUP, len(items) // spread))
-        groups, where = [], []
+        groups, where, open_group = [], [], {}
         for o, (ct_cols, ws, constant) in zip(outputs, items):
-            if groups and groups[-1][0] == ct_cols and len(groups[-1][1]) < size:
-                groups[-1][1].append((ws, constant))
-                where[-1].append(o)
-            else:
-                groups.append((ct_cols, [(ws, constant)]))
-                where.append([o])
+            key = tuple(ct_cols)
+            k = open_group.get(key)
+            if k is None or len(where[k]) >= size:
+                k = open_group[key] = len(groups)
+                groups.append((ct_cols, []))
+                where.append([])
+            groups[k][1].append((ws, constant))
+            where[k].append(o)
         results = self.executor.map(work.linear_outputs, groups, ev=self.ev, shared=flat, const=delta,
                                     label=f"{node.op} {node.name}")
         for places, cts in zip(where, results):
