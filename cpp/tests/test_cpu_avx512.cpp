@@ -172,21 +172,21 @@ TEST_F(CpuAvx512, LinearCombinationsGiveTheAvx2Words) {
 }
 
 // A dense layer's outputs side by side (linear_combinations: four outputs per pass over the
-// inputs, IFMA's sums reduced once at the end) give the words of one output at a time on
-// AVX2: any count of outputs (the last ones outside a group of four), primes on both sides of
-// 2^50, inputs at the ends of their range, weights 0 and q - 1, two polynomials per input,
-// as many terms as IFMA's lazy sums take and one more (the 64-bit lanes' products then).
+// inputs, IFMA's products summed unreduced over chunks of eight terms) give the words of one
+// output at a time on AVX2: any count of outputs (the last ones outside a group of four),
+// primes on both sides of 2^50, inputs at the ends of their range, weights 0 and q - 1, two
+// polynomials per input, terms within, at and across a chunk's end, and thousands of them.
 TEST_F(CpuAvx512, DenseLayersGiveTheWordsOfOneOutputAtATime) {
   for (const auto& [n, terms_list] : std::vector<std::pair<std::size_t, std::vector<std::size_t>>>{
-           {256, {1, 2, 7, 33}}, {64, {4096, 4097}}}) {
+           {256, {1, 2, 7, 8, 9, 33}}, {64, {4096, 4097}}}) {
     const RnsBasePtr base = base_of(n, {30, 45, 49, 50, 58, 60});
     const std::size_t limbs = base->size(), batch = 2;
     for (std::size_t terms : terms_list) {
       std::vector<std::vector<u64>> x;
       std::vector<const u64*> px;
       for (std::size_t t = 0; t < terms; ++t) {
-        // Many terms at the top of their range: IFMA's lazy sums near 2^62, where the final
-        // reduction's quotient falls short by one now and then.
+        // Many terms at the top of their range: every chunk's sum and every partial sum near
+        // its bound.
         const bool many = terms > 1000;
         std::vector<u64> poly = words(*base, rng, many || t % 3 == 1);
         std::vector<u64> second = words(*base, rng, many || t % 3 == 2);

@@ -161,7 +161,8 @@ void CpuBackend::linear_combination(const u64* const* inputs, const u64* weights
   const std::size_t n = base.n(), limbs = base.size();
   // A weight is fixed per (term, limb), so each product is a Shoup product,
   // summed lazily in [0, 2q) over a block of coefficients that stays in L1
-  // (no 128-bit sums, no reduction per term; AVX2 four words at a time).
+  // (no 128-bit sums, no reduction per term; AVX2 four words at a time). The
+  // AVX-512 kernels (products_avx512.cpp) take the terms whose weight is not 0.
   constexpr std::size_t kBlock = 512;
   for_each_limb(batch, base, n * terms, [&](std::size_t offset, std::size_t limb) {
     const u64 q = base.modulus(limb).value();

@@ -5,7 +5,6 @@
 #include "products_avx512.h"
 
 #include <algorithm>
-#include <type_traits>
 
 #include "avx512_modular.h"
 #include "rns_isa.h"
@@ -68,7 +67,8 @@ RF_IFMA void multiply_add_limb_avx512(const u64* a, const u64* b, u64* acc, std:
 
 namespace {
 
-// The weights' Shoup products: IFMA's below 2^50, the 64-bit lanes' up to 2^61 (inputs below q).
+// The weights' Shoup products on the 64-bit lanes, for primes from 2^50 up to 2^61 (inputs
+// below q; below 2^50 the IFMA products summed unreduced take over, below).
 template <class A>
 RF_IFMA void linear_combination(const u64* const* x, const ShoupOperand* w, std::size_t terms, u64* out,
                                 std::size_t n, u64 q) {
@@ -102,42 +102,77 @@ RF_IFMA void linear_combination(const u64* const* x, const ShoupOperand* w, std:
 
 // Outputs summed side by side: each input block, loaded once, meets four outputs' weights.
 constexpr std::size_t kOutputsAtOnce = 4;
-// Under IFMA a lazy product is below 2q < 2^51: 4096 of them sum below 2^63 with no
-// reduction between (one at the end, from the 64-bit lanes' Shoup product by 1).
-constexpr std::size_t kLazyTerms = 4096;
+// Words per block: four outputs' partial sums (8 KiB) stay in L1 while the inputs stream by.
+constexpr std::size_t kDenseBlock = 256;
 
-// outs[g] = sum_t w[g terms + t] x[t] mod q over n words, for kOutputsAtOnce outputs, in
-// blocks of words whose partial sums stay in L1 while the inputs stream through once.
-template <class A>
-RF_IFMA void four_linear_combinations(const u64* const* x, const ShoupOperand* w, std::size_t terms, u64* const* outs,
+// outs[g] = sum_t w[g terms + t] x[t] mod q over n words, for G outputs, q < 2^50: each
+// product hi 2^52 + lo from vpmadd52huq/luq summed in registers over a chunk of
+// kTermsPerReduction terms (the inner product's bound), then one reduction per chunk.
+template <std::size_t G>
+RF_IFMA void linear_combinations_ifma(const u64* const* x, const ShoupOperand* w, std::size_t terms, u64* const* outs,
                                       std::size_t n, u64 q) {
-  constexpr std::size_t G = kOutputsAtOnce, kBlock = 256;
-  constexpr bool lazy = std::is_same_v<A, Ifma52>;
-  const ZMod m = zmod(q);
-  const ShoupOperand one = make_shoup(1, q);
-  const Mul64::Twiddle by_one = zbroadcast<Mul64>(one.value, one.quotient);
-  alignas(64) u64 acc[G][kBlock];
-  for (std::size_t c0 = 0; c0 < n; c0 += kBlock) {
-    const std::size_t len = std::min(kBlock, n - c0);
+  constexpr std::size_t T = kTermsPerReduction;
+  if (terms == 0) {  // every weight was 0 (the caller leaves those terms out)
     for (std::size_t g = 0; g < G; ++g)
-      for (std::size_t c = 0; c < len; c += 8) zstore(acc[g] + c, _mm512_setzero_si512());
-    for (std::size_t t = 0; t < terms; ++t) {
-      const u64* xt = x[t] + c0;
-      typename A::Twiddle wt[G];
-      for (std::size_t g = 0; g < G; ++g) wt[g] = zbroadcast<A>(w[g * terms + t].value, w[g * terms + t].quotient);
+      for (std::size_t c = 0; c < n; c += 8) zstore(outs[g] + c, _mm512_setzero_si512());
+    return;
+  }
+  const ZMod m = zmod(q);
+  const Wide52 wide = wide52(q);
+  alignas(64) u64 acc[G][kDenseBlock];
+  for (std::size_t c0 = 0; c0 < n; c0 += kDenseBlock) {
+    const std::size_t len = std::min(kDenseBlock, n - c0);
+    for (std::size_t t0 = 0; t0 < terms; t0 += T) {
+      const std::size_t chunk = std::min(T, terms - t0);
+      Z wz[T][G];
+      const u64* xt[T];
+      for (std::size_t t = 0; t < chunk; ++t) {
+        xt[t] = x[t0 + t] + c0;
+        for (std::size_t g = 0; g < G; ++g) wz[t][g] = zset1(w[g * terms + t0 + t].value);
+      }
       for (std::size_t c = 0; c < len; c += 8) {
-        const Z y = zload(xt + c);
+        Z lo[G], hi[G];
+        for (std::size_t g = 0; g < G; ++g) lo[g] = hi[g] = _mm512_setzero_si512();
+        for (std::size_t t = 0; t < chunk; ++t) {
+          const Z y = zload(xt[t] + c);
+          for (std::size_t g = 0; g < G; ++g) {
+            lo[g] = _mm512_madd52lo_epu64(lo[g], y, wz[t][g]);
+            hi[g] = _mm512_madd52hi_epu64(hi[g], y, wz[t][g]);
+          }
+        }
         for (std::size_t g = 0; g < G; ++g) {
-          const Z sum = _mm512_add_epi64(zload(acc[g] + c), A::mul_lazy(y, wt[g], m));
-          zstore(acc[g] + c, lazy ? sum : zsub_if_ge(sum, m.two_q));
+          const Z r = zreduce_wide52(hi[g], lo[g], wide, m);
+          zstore(acc[g] + c, t0 == 0 ? r : zsub_if_ge(_mm512_add_epi64(r, zload(acc[g] + c)), m.q));
         }
       }
     }
     for (std::size_t g = 0; g < G; ++g)
+      for (std::size_t c = 0; c < len; c += 8) zstore(outs[g] + c0 + c, zload(acc[g] + c));
+  }
+}
+
+// The same for primes from 2^50 on: Shoup products on the 64-bit lanes, each sum kept in [0, 2q).
+RF_IFMA void four_linear_combinations_mul64(const u64* const* x, const ShoupOperand* w, std::size_t terms,
+                                            u64* const* outs, std::size_t n, u64 q) {
+  constexpr std::size_t G = kOutputsAtOnce;
+  const ZMod m = zmod(q);
+  alignas(64) u64 acc[G][kDenseBlock];
+  for (std::size_t c0 = 0; c0 < n; c0 += kDenseBlock) {
+    const std::size_t len = std::min(kDenseBlock, n - c0);
+    for (std::size_t g = 0; g < G; ++g)
+      for (std::size_t c = 0; c < len; c += 8) zstore(acc[g] + c, _mm512_setzero_si512());
+    for (std::size_t t = 0; t < terms; ++t) {
+      const u64* xt = x[t] + c0;
+      Mul64::Twiddle wt[G];
+      for (std::size_t g = 0; g < G; ++g) wt[g] = zbroadcast<Mul64>(w[g * terms + t].value, w[g * terms + t].quotient);
       for (std::size_t c = 0; c < len; c += 8) {
-        const Z sum = zload(acc[g] + c);  // lazy: below terms 2q < 2^63, else below 2q
-        zstore(outs[g] + c0 + c, zsub_if_ge(lazy ? Mul64::mul_lazy(sum, by_one, m) : sum, m.q));
+        const Z y = zload(xt + c);
+        for (std::size_t g = 0; g < G; ++g)
+          zstore(acc[g] + c, zsub_if_ge(_mm512_add_epi64(zload(acc[g] + c), Mul64::mul_lazy(y, wt[g], m)), m.two_q));
       }
+    }
+    for (std::size_t g = 0; g < G; ++g)
+      for (std::size_t c = 0; c < len; c += 8) zstore(outs[g] + c0 + c, zsub_if_ge(zload(acc[g] + c), m.q));
   }
 }
 
@@ -149,16 +184,19 @@ RF_IFMA void linear_combinations_limb_avx512(const u64* const* x, const ShoupOpe
                                              u64* const* outs, std::size_t outputs, std::size_t n, u64 q) {
   std::size_t o = 0;
   for (; o + kOutputsAtOnce <= outputs; o += kOutputsAtOnce) {
-    if (q < kIfmaBound && terms <= kLazyTerms) four_linear_combinations<Ifma52>(x, w + o * terms, terms, outs + o, n, q);
-    else four_linear_combinations<Mul64>(x, w + o * terms, terms, outs + o, n, q);
+    if (q < kIfmaBound) linear_combinations_ifma<kOutputsAtOnce>(x, w + o * terms, terms, outs + o, n, q);
+    else four_linear_combinations_mul64(x, w + o * terms, terms, outs + o, n, q);
   }
+  const std::size_t rest = outputs - o;  // the last one to three outputs
+  if (q < kIfmaBound && rest == 3) return linear_combinations_ifma<3>(x, w + o * terms, terms, outs + o, n, q);
+  if (q < kIfmaBound && rest == 2) return linear_combinations_ifma<2>(x, w + o * terms, terms, outs + o, n, q);
   for (; o < outputs; ++o) linear_combination_limb_avx512(x, w + o * terms, terms, outs[o], n, q);
 }
 
 RF_IFMA void linear_combination_limb_avx512(const u64* const* x, const ShoupOperand* w, std::size_t terms, u64* out,
                                             std::size_t n, u64 q) {
-  q < kIfmaBound ? linear_combination<Ifma52>(x, w, terms, out, n, q)
-                    : linear_combination<Mul64>(x, w, terms, out, n, q);
+  if (q < kIfmaBound) return linear_combinations_ifma<1>(x, w, terms, &out, n, q);
+  linear_combination<Mul64>(x, w, terms, out, n, q);
 }
 
 }  // namespace ringfire::cpu
