@@ -71,14 +71,7 @@ class Evaluator(EvaluatorBase):
         """sum_t weights[t] * inputs[t], each weight encoded at ``scale`` (one pass, one reduction
         per word: the dense-layer kernel). Inputs share level, scale and size; the result's
         scale is theirs times ``scale``: rescale next."""
-        if not inputs:
-            raise ValueError("[ckks.linear_combination] needs at least one input")
-        natives = [c._native for c in inputs]
-        weights = [float(w) for w in weights]
-        bounds = [c._bound for c in inputs]
-        bound = None if None in bounds else sum(abs(w) * b for w, b in zip(weights, bounds))
-        return self._wrap(self._ev.linear_combination(natives, weights, float(scale)), inputs[0])._bounded(
-            bound, "ckks.linear_combination")
+        return self.linear_combinations(inputs, [weights], scale)[0]
 
     def linear_combinations(self, inputs: list[Ciphertext], weights, scale: float) -> list[Ciphertext]:
         """``[linear_combination(inputs, row, scale) for row in weights]``, the same words, with

@@ -16,11 +16,7 @@ def linear_outputs(ev, inputs, group, delta):
     ``group``: (the input columns, [(weights, constant) per output]); several outputs are
     summed in one pass over the inputs (``ev.linear_combinations``)."""
     cols, rows = group
-    xs = [inputs[c] for c in cols]
-    if len(rows) == 1:
-        sums = [ev.linear_combination(xs, rows[0][0], delta)]
-    else:
-        sums = ev.linear_combinations(xs, [weights for weights, _ in rows], delta)
+    sums = ev.linear_combinations([inputs[c] for c in cols], [weights for weights, _ in rows], delta)
     out = []
     for acc, (_, constant) in zip(sums, rows):
         acc = ev.rescale(acc)
