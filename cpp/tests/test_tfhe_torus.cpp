@@ -75,8 +75,13 @@ std::int32_t top_digit(u64 w, unsigned B) {
 
 TEST(TorusFft, TopDigitsTransformAsTheDigitsThemselves) {
   std::mt19937_64 rng(5);
+  // Every form the CPU runs: four lanes (and one, below four points' passes)
+  // and, where it has AVX-512, eight.
+  std::vector<Isa> isas{Isa::avx2};
+  if (best_isa() == Isa::avx512) isas.push_back(Isa::avx512);
+  for (Isa isa : isas)
   for (std::size_t N : {16, 256, 1024, 2048}) {
-    const NegacyclicFft fft(N);
+    const NegacyclicFft fft(N, isa);
     const std::size_t M = N / 2;
     for (unsigned B : {1u, 2u, 12u, 23u, 30u}) {
       std::vector<u64> words(N);
@@ -93,8 +98,8 @@ TEST(TorusFft, TopDigitsTransformAsTheDigitsThemselves) {
       fft.forward(digits.data(), want_re.data(), want_im.data());
       fft.forward_top_digits(words.data(), B, got_re.data(), got_im.data());
       // The same doubles in the same order: equal to the bit.
-      EXPECT_EQ(got_re, want_re) << "N=" << N << " B=" << B;
-      EXPECT_EQ(got_im, want_im) << "N=" << N << " B=" << B;
+      EXPECT_EQ(got_re, want_re) << "N=" << N << " B=" << B << " wide=" << fft.wide();
+      EXPECT_EQ(got_im, want_im) << "N=" << N << " B=" << B << " wide=" << fft.wide();
     }
   }
   const NegacyclicFft fft(16);
@@ -407,11 +412,14 @@ TEST(TorusBootstrap, MultiBitGroupsGiveEveryMessageOfATable) {
 TEST(TorusBootstrap, WideTransformsGiveTheNarrowPathsBits) {
   if (best_isa() != Isa::avx512) GTEST_SKIP() << "no AVX-512 on this CPU";
   const Isa before = default_isa();
-  for (unsigned g : {1u, 2u}) {
+  // Groupings of 1, 2 and 4 bits (15 patterns a step), gadgets of one level
+  // (the presets' products, two rows) and two (any number of rows).
+  for (unsigned g : {1u, 2u, 4u})
+  for (std::size_t levels : {1u, 2u}) {
     TorusParams p = toy();
     p.ring_dimension = 512;
-    p.pbs_levels = 1;
-    p.pbs_base_log = 20;
+    p.pbs_levels = levels;
+    p.pbs_base_log = levels == 1 ? 20 : 15;
     p.grouping = g;
     std::vector<u64> outs[2];
     for (int wide = 0; wide < 2; ++wide) {
@@ -429,7 +437,7 @@ TEST(TorusBootstrap, WideTransformsGiveTheNarrowPathsBits) {
       boot.bootstrap_many(cts.data(), count, tv.data(), outs[wide].data(), 1);
     }
     set_default_isa(before);
-    EXPECT_EQ(outs[0], outs[1]) << "grouping " << g;
+    EXPECT_EQ(outs[0], outs[1]) << "grouping " << g << ", levels " << levels;
   }
 }
 

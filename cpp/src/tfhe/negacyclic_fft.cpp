@@ -482,26 +482,23 @@ struct Int32Digits {
 };
 
 // One gadget level's digit of a word w (forward_top_digits): floor(w / 2^s +
-// 1/2) with s = 64 - B, its low B bits read as a signed integer. Computed in
-// 32 bits: w >> (s - 1) < 2^(B + 1) <= 2^31, and adding the rounding bit
-// cannot overflow.
+// 1/2) with s = 64 - B, its low B bits read as a signed integer. That is the
+// top B bits of w + 2^(s - 1) (mod 2^64: a carry out of the top is the
+// multiple of 2^B the digit drops) read as a signed integer, an arithmetic
+// shift of the word's high half (B <= 30).
 inline double top_digit(std::uint64_t w, unsigned base_log) {
-  const unsigned s = 64 - base_log, up = 32 - base_log;
-  const std::uint32_t rounded = (static_cast<std::uint32_t>(w >> (s - 1)) + 1) >> 1;
-  return static_cast<double>(static_cast<std::int32_t>(rounded << up) >> up);
+  const std::uint64_t rounded = w + (std::uint64_t{1} << (63 - base_log));
+  return static_cast<double>(static_cast<std::int32_t>(rounded >> 32) >> (32 - base_log));
 }
 
 #if defined(__AVX2__)
-// top_digit on four lanes.
+// top_digit on four lanes: the add, the high halves gathered in the low
+// 128 bits, their arithmetic shift.
 inline __m256d top_digits(__m256i w, unsigned base_log) {
-  const __m128i s_minus_1 = _mm_cvtsi32_si128(static_cast<int>(63 - base_log));
-  const __m128i up = _mm_cvtsi32_si128(static_cast<int>(32 - base_log));
-  const __m256i shifted = _mm256_srl_epi64(w, s_minus_1);
-  // The low 32 bits of the four lanes, in order, in the low half.
-  const __m256i low = _mm256_permutevar8x32_epi32(shifted, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6));
-  __m128i t = _mm_srli_epi32(_mm_add_epi32(_mm256_castsi256_si128(low), _mm_set1_epi32(1)), 1);
-  t = _mm_sra_epi32(_mm_sll_epi32(t, up), up);
-  return _mm256_cvtepi32_pd(t);
+  const __m256i rounded = _mm256_add_epi64(w, _mm256_set1_epi64x(static_cast<long long>(std::uint64_t{1} << (63 - base_log))));
+  const __m256i high = _mm256_permutevar8x32_epi32(rounded, _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7));
+  const __m128i down = _mm_cvtsi32_si128(static_cast<int>(32 - base_log));
+  return _mm256_cvtepi32_pd(_mm_sra_epi32(_mm256_castsi256_si128(high), down));
 }
 #endif
 

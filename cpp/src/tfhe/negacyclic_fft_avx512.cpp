@@ -160,14 +160,11 @@ RF_AVX512 inline void radix4_backward_group(double* re, double* im, const double
   st(re, r0), st(im, i0), st(re + 8, r1), st(im + 8, i1);
 }
 
-// One gadget level's digits of eight words, as top_digits in negacyclic_fft.cpp:
-// round(w / 2^(64 - B)), its low B bits read as a signed integer.
+// One gadget level's digits of eight words, as top_digit in negacyclic_fft.cpp:
+// the top B bits of w + 2^(63 - B) read as a signed integer.
 RF_AVX512 inline D top_digits(W w, unsigned base_log) {
-  const W rounded = _mm512_srli_epi64(_mm512_add_epi64(_mm512_srl_epi64(w, _mm_cvtsi32_si128(63 - base_log)),
-                                                       _mm512_set1_epi64(1)),
-                                      1);
-  const __m128i up = _mm_cvtsi32_si128(static_cast<int>(64 - base_log));
-  return _mm512_cvtepi64_pd(_mm512_sra_epi64(_mm512_sll_epi64(rounded, up), up));
+  const W rounded = _mm512_add_epi64(w, _mm512_set1_epi64(static_cast<long long>(std::uint64_t{1} << (63 - base_log))));
+  return _mm512_cvtepi64_pd(_mm512_sra_epi64(rounded, _mm_cvtsi32_si128(static_cast<int>(64 - base_log))));
 }
 
 struct TopDigits8 {
