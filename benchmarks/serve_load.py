@@ -15,10 +15,15 @@ the test suite (client-aided ReLU, batch packing, 64 images per request), then:
 * health: ``GET /v2/health/live`` latency every 20 ms while the inferences run (p50/p99);
 * the server's resident memory over the run (from ``/metrics``).
 
+``--retain-freed-mib`` (default 64, the server's own default) is passed to the server and
+applied to this process, whose clients and in-process run share it
+(``ringfire.memory.retain_freed``); 0 leaves the C library's thresholds on both sides.
+
 Every result is decrypted and compared with onnxruntime. Bounded: clients x requests
 inferences. Needs ``pip install 'ringfire[serve]'``; a few GiB of memory.
 
-    python benchmarks/serve_load.py [--clients 4] [--requests 5] [--keys-only [--key-preset N16_BOOT]] [--json out.json]
+    python benchmarks/serve_load.py [--clients 4] [--requests 5] [--keys-only [--key-preset N16_BOOT]]
+        [--retain-freed-mib 64] [--json out.json]
 """
 
 from __future__ import annotations
@@ -85,6 +90,9 @@ class ServerPeak:
         self.extra_mib = (max(self._peak, self._rss()) - self._base) / 2**20
 
 
+SERVER_OPTIONS: list[str] = []  # main() adds --retain-freed-mib
+
+
 def key_upload(workdir: pathlib.Path, preset: str = "N16_D30") -> dict:
     """The evaluation keys a small model needs, through the upload protocol of a server for
     `preset`: the relinearization key (58.5 MiB at N16_D30), and for a preset that bootstraps
@@ -94,7 +102,7 @@ def key_upload(workdir: pathlib.Path, preset: str = "N16_D30") -> dict:
     token = add_token(workdir / "tokens-keys", "bench")
     port = free_port()
     args = [str(model), "--store", str(workdir / "store-keys"), "--tokens", str(workdir / "tokens-keys"),
-            "--preset", preset]
+            "--preset", preset, *SERVER_OPTIONS]
     bootstraps = bool(rf.ckks.PRESETS[preset].get("bootstrap"))
     if bootstraps:
         np.save(workdir / "calibration.npy", np.random.default_rng(0).uniform(-1, 1, (64, 16)))
@@ -129,7 +137,7 @@ def throughput(name: str, onnx_bytes: bytes, x: np.ndarray, clients: int, reques
     tokens = {f"t{i}": add_token(workdir / f"tokens-{name}", f"t{i}") for i in range(clients)}
     port = free_port()
     args = [str(path), "--store", str(workdir / f"store-{name}"), "--tokens", str(workdir / f"tokens-{name}"),
-            "--preset", "N13_D2", "--requests-per-second", "1000", "--queue", str(4 * clients)]
+            "--preset", "N13_D2", "--requests-per-second", "1000", "--queue", str(4 * clients), *SERVER_OPTIONS]
     ref = M.ort_run(onnx_bytes, x)
     out = {"model": name, "images_per_request": len(x), "clients": clients, "requests_per_client": requests}
     # In-process: the same inferences, one after the other, encrypted the way rf.serve.Client does.
@@ -211,12 +219,17 @@ def main() -> None:
     ap.add_argument("--key-preset", default="N16_D30",
                     help="the preset whose keys are uploaded (N16_BOOT: its 3.7 GB of bootstrapping keys too)")
     ap.add_argument("--models", default="mlp,cnn", help="which of mlp,cnn to run (default both)")
+    ap.add_argument("--retain-freed-mib", type=int, default=64,
+                    help="freed buffers the C library keeps mapped, here and in the server (0: its defaults)")
     ap.add_argument("--json")
     args = ap.parse_args()
+    SERVER_OPTIONS[:] = ["--retain-freed-mib", str(args.retain_freed_mib)]
+    if args.retain_freed_mib:
+        rf.memory.retain_freed(args.retain_freed_mib * 2**20)
     x_train, y_train, x_test, _ = M.digits_split()
     mlp = M.mlp_onnx(M.mlp_train(x_train, y_train))
     cnn = M.cnn_onnx(M.cnn_train(x_train.reshape(-1, 1, 8, 8), y_train, pool="max"), pool="max")
-    results = {"date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count()}
+    results = {"date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(), "retain_freed_mib": args.retain_freed_mib}
     with tempfile.TemporaryDirectory() as tmp:
         workdir = pathlib.Path(tmp)
         if not args.skip_keys:

@@ -294,3 +294,44 @@ def test_a_context_and_its_keys_leave_the_pool_when_dropped_without_the_cycle_co
         assert rf.memory.stats()["bytes_in_use"] == before
     finally:
         gc.enable()
+
+
+GLIBC = os.name == "posix" and __import__("platform").libc_ver()[0] == "glibc"
+
+# Allocates and frees 64 buffers of 128 KiB (a serialized N = 2^13 ciphertext's size) three
+# times and prints the page faults of each round.
+_FAULTS = """
+import resource, sys
+import ringfire as rf
+if sys.argv[1] != "default":
+    assert rf.memory.retain_freed(int(sys.argv[1])) and rf.memory.retained_freed() == int(sys.argv[1])
+def faults():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(3):
+    before = faults()
+    buffers = [bytes(131199) for _ in range(64)]
+    del buffers
+    print(faults() - before)
+"""
+
+
+@pytest.mark.skipif(not GLIBC, reason="glibc's allocator")
+def test_retained_buffers_are_not_mapped_again():
+    import subprocess
+    import sys
+
+    def rounds(arg):
+        out = subprocess.run([sys.executable, "-c", _FAULTS, arg], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        return [int(v) for v in out.stdout.split()]
+    # glibc's defaults: each round maps and zeroes the 8 MiB again (2048 pages; some are
+    # reused); kept mapped, the rounds after the first fault almost never.
+    default, kept = rounds("default"), rounds(str(64 * 2**20))
+    assert min(default[1:]) > 500, default
+    assert max(kept[1:]) < 100, kept
+
+
+@pytest.mark.parametrize("limit", [-1, 2**30 + 1, 1.5, True, "64"])
+def test_bad_retain_limits_are_refused(limit):
+    with pytest.raises(ValueError, match="retain_freed"):
+        rf.memory.retain_freed(limit)

@@ -1218,6 +1218,24 @@ def test_a_round_is_announced_only_once_its_request_can_be_served(served, monkey
     client.close()
 
 
+def test_the_server_keeps_freed_buffers_mapped(served, mlp_path, capsys):
+    """The app asks the C library to keep freed buffers mapped (ringfire.memory.retain_freed):
+    a request's bodies are not mapped and zeroed anew each time. 0 leaves its thresholds."""
+    import platform
+
+    from ringfire import cli
+    _, _, _, config = served
+    if platform.libc_ver()[0] == "glibc":
+        assert rf.memory.retained_freed() == config.retain_freed == 64 * 2**20
+    base = {"model": "m.onnx", "store": "store", "tokens": "tokens", "preset": "N13_D2"}
+    assert ServeConfig(**base, retain_freed=0).retain_freed == 0
+    for bad in (-1, 2**30 + 1, 1.5):
+        with pytest.raises(ValueError, match="retain_freed"):
+            ServeConfig(**base, retain_freed=bad)
+    assert cli.main(["serve", str(mlp_path), "--retain-freed-mib", "2048"]) == 2
+    assert "--retain-freed-mib takes MiB from 0 to 1024" in capsys.readouterr().err
+
+
 def test_jobs_at_once_are_bounded_and_inter_packing_runs_one():
     base = {"model": "m.onnx", "store": "store", "tokens": "tokens", "preset": "N13_D2"}
     assert ServeConfig(**base).workers is None  # the host decides (below)

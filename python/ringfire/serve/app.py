@@ -24,7 +24,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException
 
-from .. import __version__
+from .. import __version__, memory
 from . import wire
 from .auth import load_tokens, tenant_of
 from .config import ServeConfig
@@ -210,6 +210,11 @@ class Heartbeat:
 
 def create_app(config: ServeConfig) -> FastAPI:
     tokens = load_tokens(config.tokens)
+    if config.retain_freed:
+        # Request and response bodies, serialized ciphertexts and their arrays are C-library
+        # buffers of 128 KiB and more: kept mapped, the kernel does not map and zero them anew
+        # for every request.
+        memory.retain_freed(config.retain_freed)
     store = Store(config.store, shared=config.shared_store)
     # An opaque name, in responses and on jobs; the store maps it to a host and pid for operators.
     process = secrets.token_hex(6)

@@ -49,6 +49,10 @@ def register(subparsers) -> None:
     p.add_argument("--pool-cache-gib", type=float, default=2.0,
                    help="GiB of freed memory the process keeps for reuse (ringfire.memory.set_cache_limit; "
                         "default 2: the memory of a large job goes back to the system when it ends)")
+    p.add_argument("--retain-freed-mib", type=int, default=64,
+                   help="MiB of freed buffers (request bodies, serialized ciphertexts) the C library keeps mapped "
+                        "for reuse instead of returning them to the system at once (ringfire.memory.retain_freed; "
+                        "0: glibc's own thresholds)")
     p.set_defaults(func=main)
 
 
@@ -75,7 +79,7 @@ def main(args) -> int:
                          masking=args.masking, ray=None if args.replicas else args.ray, queue=args.queue,
                          workers=args.workers, round_timeout=args.round_timeout,
                          drain_timeout=args.drain_timeout, requests_per_second=args.requests_per_second,
-                         key_images=not args.no_key_images)
+                         key_images=not args.no_key_images, retain_freed=_retain_freed_bytes(args.retain_freed_mib))
     if not 0 <= args.pool_cache_gib < 2**20:
         raise ValueError(f"[serve] --pool-cache-gib takes GiB from 0 up, got {args.pool_cache_gib}")
     from .. import memory
@@ -87,6 +91,12 @@ def main(args) -> int:
                 ssl_keyfile=args.tls_key, timeout_graceful_shutdown=int(config.drain_timeout) + 5,
                 log_level="info")
     return 0
+
+
+def _retain_freed_bytes(mib: int) -> int:
+    if not 0 <= mib <= 1024:
+        raise ValueError(f"[serve] --retain-freed-mib takes MiB from 0 to 1024, got {mib}")
+    return mib * 2**20
 
 
 def serve_replicas(args, config) -> int:

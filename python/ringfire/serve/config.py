@@ -37,6 +37,8 @@ class ServeConfig:
                                               # compute while others wait for their clients; inter packing: 1,
                                               # its cached diagonals are shared)
     key_images: bool = True                   # map checked keys from key images in the store (not loaded)
+    retain_freed: int = 64 * MIB              # freed C-library memory kept mapped for the next bodies
+                                              # (ringfire.memory.retain_freed; 0: glibc's own thresholds)
     shared_store: bool = False                # other processes serve from the same store (the replicas of
                                               # ringfire serve --replicas): jobs are failed by staleness, not
                                               # at start
@@ -55,6 +57,9 @@ class ServeConfig:
             raise ValueError(f"[serve] workers: from 1 to 64 jobs at once, got {self.workers!r}")
         if self.packing == "inter":
             self.workers = 1
+        if isinstance(self.retain_freed, bool) or not isinstance(self.retain_freed, int) \
+                or not 0 <= self.retain_freed <= 2**30:
+            raise ValueError(f"[serve] retain_freed: bytes from 0 to 1 GiB, got {self.retain_freed!r}")
         if self.chunk_bytes < BLOCK:
             raise ValueError(f"[serve] chunk_bytes: at least one block of a key's digest ({BLOCK}), got "
                              f"{self.chunk_bytes!r}")
