@@ -324,11 +324,13 @@ def test_retained_buffers_are_not_mapped_again():
         out = subprocess.run([sys.executable, "-c", _FAULTS, arg], capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, out.stderr
         return [int(v) for v in out.stdout.split()]
-    # glibc's defaults: each round maps and zeroes the 8 MiB again (2048 pages; some are
-    # reused); kept mapped, the rounds after the first fault almost never.
+    # Kept mapped, the rounds after the first fault almost never. With glibc's defaults each
+    # round maps and zeroes most of the 8 MiB again (2048 pages; about 1,090 faults a round
+    # on a 2-vCPU Zen 4), unless the kernel backs the heap with huge pages (THP "always"):
+    # then both are low and only the first assertion speaks.
     default, kept = rounds("default"), rounds(str(64 * 2**20))
-    assert min(default[1:]) > 500, default
     assert max(kept[1:]) < 100, kept
+    assert max(kept[1:]) < min(default[1:]) or min(default[1:]) < 100, (default, kept)
 
 
 @pytest.mark.parametrize("limit", [-1, 2**30 + 1, 1.5, True, "64"])

@@ -179,7 +179,10 @@ def retain_freed(limit: int = 64 * 2**20) -> bool:
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         return False
     import ctypes
-    mallopt = ctypes.CDLL(None).mallopt
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # a static or unusual build: leave its allocator alone
+        return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     limit = int(limit)
     ok = (mallopt(_M_MMAP_THRESHOLD, min(_MMAP_THRESHOLD_MAX, max(limit, 128 * 1024)))
