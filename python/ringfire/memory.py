@@ -164,14 +164,15 @@ def retain_freed(limit: int = 64 * 2**20) -> bool:
     above but from the C library's ``malloc``: by default glibc maps each buffer of 128 KiB
     or more on its own and gives memory back to the system as soon as 128 KiB of it is
     free, so a service that sends and receives such buffers all the time has the kernel
-    map and zero every one of their pages again (a fresh 128 KiB ``bytes`` cost 51-57 µs
-    on a 2-vCPU Zen 4, a ciphertext's serialization about 50). After this call buffers
+    map and zero every one of their pages again (a fresh 131 KiB ``bytes``, a serialized
+    N = 2^13 ciphertext's size, cost 51-57 µs on a 2-vCPU Zen 4). After this call buffers
     below 32 MiB come from the heap and up to ``limit`` bytes of free memory at its top stay
     mapped (per allocator arena: a process with many threads can hold several times
-    that): the digits MLP through ``ringfire serve`` spent 8-20 % less CPU per request
-    (docs/serving.md). ``ringfire serve`` calls it (``--retain-freed-mib``); a client that
-    sends many requests can too. Process-wide and lasting: a later call sets other values,
-    none restores glibc's adaptive defaults."""
+    that): through ``ringfire serve`` the digits MLP ran 4-8 % more requests a second and
+    key uploads 12-52 % faster, for 3-40 MiB more of the server's memory (BENCHMARKS.md).
+    ``ringfire serve`` calls it (``--retain-freed-mib``); a client that sends many requests
+    can too. Process-wide and lasting: a later call sets other values, none restores glibc's
+    adaptive defaults."""
     global _retained
     if isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or not 0 <= limit <= 2**30:
         raise ValueError(f"[memory.retain_freed] limit: a number of bytes from 0 to 1 GiB, got {limit!r}")
