@@ -90,10 +90,7 @@ class ServerPeak:
         self.extra_mib = (max(self._peak, self._rss()) - self._base) / 2**20
 
 
-SERVER_OPTIONS: list[str] = []  # main() adds --retain-freed-mib
-
-
-def key_upload(workdir: pathlib.Path, preset: str = "N16_D30") -> dict:
+def key_upload(workdir: pathlib.Path, preset: str = "N16_D30", server_options: tuple = ()) -> dict:
     """The evaluation keys a small model needs, through the upload protocol of a server for
     `preset`: the relinearization key (58.5 MiB at N16_D30), and for a preset that bootstraps
     (N16_BOOT) the bootstrapping keys too, the model then served with polynomial activations."""
@@ -102,7 +99,7 @@ def key_upload(workdir: pathlib.Path, preset: str = "N16_D30") -> dict:
     token = add_token(workdir / "tokens-keys", "bench")
     port = free_port()
     args = [str(model), "--store", str(workdir / "store-keys"), "--tokens", str(workdir / "tokens-keys"),
-            "--preset", preset, *SERVER_OPTIONS]
+            "--preset", preset, *server_options]
     bootstraps = bool(rf.ckks.PRESETS[preset].get("bootstrap"))
     if bootstraps:
         np.save(workdir / "calibration.npy", np.random.default_rng(0).uniform(-1, 1, (64, 16)))
@@ -131,13 +128,14 @@ def key_upload(workdir: pathlib.Path, preset: str = "N16_D30") -> dict:
                     "second_session": again.upload_keys(progress=False), "first_session": "uploaded"}
 
 
-def throughput(name: str, onnx_bytes: bytes, x: np.ndarray, clients: int, requests: int, workdir) -> dict:
+def throughput(name: str, onnx_bytes: bytes, x: np.ndarray, clients: int, requests: int, workdir,
+               server_options: tuple = ()) -> dict:
     path = workdir / f"{name}.onnx"
     path.write_bytes(onnx_bytes)
     tokens = {f"t{i}": add_token(workdir / f"tokens-{name}", f"t{i}") for i in range(clients)}
     port = free_port()
     args = [str(path), "--store", str(workdir / f"store-{name}"), "--tokens", str(workdir / f"tokens-{name}"),
-            "--preset", "N13_D2", "--requests-per-second", "1000", "--queue", str(4 * clients), *SERVER_OPTIONS]
+            "--preset", "N13_D2", "--requests-per-second", "1000", "--queue", str(4 * clients), *server_options]
     ref = M.ort_run(onnx_bytes, x)
     out = {"model": name, "images_per_request": len(x), "clients": clients, "requests_per_client": requests}
     # In-process: the same inferences, one after the other, encrypted the way rf.serve.Client does.
@@ -223,7 +221,7 @@ def main() -> None:
                     help="freed buffers the C library keeps mapped, here and in the server (0: its defaults)")
     ap.add_argument("--json")
     args = ap.parse_args()
-    SERVER_OPTIONS[:] = ["--retain-freed-mib", str(args.retain_freed_mib)]
+    server_options = ("--retain-freed-mib", str(args.retain_freed_mib))
     if args.retain_freed_mib:
         rf.memory.retain_freed(args.retain_freed_mib * 2**20)
     x_train, y_train, x_test, _ = M.digits_split()
@@ -233,7 +231,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         workdir = pathlib.Path(tmp)
         if not args.skip_keys:
-            results["key_upload"] = key_upload(workdir, args.key_preset)
+            results["key_upload"] = key_upload(workdir, args.key_preset, server_options)
             up = results["key_upload"]
             print(f"key upload ({', '.join(up['kinds'])}): {up['bytes'] / 2**20:.1f} MiB at {up['mb_per_s']:.0f} MB/s end to end (the client "
                   f"hashes it in {up['prepare_s']:.3f} s, then sends it at {up['transfer_mb_per_s']:.0f} "
@@ -243,7 +241,7 @@ def main() -> None:
         results["runs"] = []
         runs = [("mlp", mlp, x_test[:args.images]), ("cnn", cnn, x_test[:args.images].reshape(-1, 1, 8, 8))]
         for name, onnx_bytes, x in [] if args.keys_only else [r for r in runs if r[0] in args.models.split(",")]:
-            r = throughput(name, onnx_bytes, x, args.clients, args.requests, workdir)
+            r = throughput(name, onnx_bytes, x, args.clients, args.requests, workdir, server_options)
             results["runs"].append(r)
             print(f"{name}: service {r['service']['requests_per_s']:.2f} req/s vs in-process "
                   f"{r['in_process']['requests_per_s']:.2f} ({100 * r['throughput_ratio']:.0f} %), p99 "
