@@ -63,7 +63,7 @@ def one_process(preset: str, rotations: str, cache_limit: int | None) -> dict:
         del out
     return {"preset": preset, "rotations": rotations, "cache_limit": cache_limit,
             "plan": {"temporary_bytes": plan.temporary_bytes, "temporary_in_use_bytes": plan.temporary_in_use_bytes,
-                     "peak_bytes": plan.peak_bytes, "key_bytes_held": plan.wire_bytes,
+                     "peak_bytes": plan.peak_bytes, "key_bytes_held": plan.held_bytes,
                      "relin_key_bytes": plan.relin_key_bytes, "plaintext_bytes": plan.plaintext_bytes},
             "runs": runs, "process_peak_bytes": proc_memory("VmHWM")["VmHWM"] - base_rss,
             "base_rss_bytes": base_rss}

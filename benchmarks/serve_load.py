@@ -5,7 +5,7 @@ Starts a real server (uvicorn on 127.0.0.1, its own process) for the digits MLP 
 the test suite (client-aided ReLU, batch packing, 64 images per request), then:
 
 * key upload: the relinearization key of N16_D30 (58.5 MiB; ``--key-preset N16_BOOT``: with
-  its bootstrapping keys, 3.7 GB) through the chunked,
+  its bootstrapping keys, 3.1 GB) through the chunked,
   resumable protocol, MB/s on loopback end to end (from the session's creation) and for the
   transfer alone (after the client hashed the key), and the client's and server's
   peak memory;
@@ -215,7 +215,7 @@ def main() -> None:
     ap.add_argument("--skip-keys", action="store_true")
     ap.add_argument("--keys-only", action="store_true", help="the key upload alone")
     ap.add_argument("--key-preset", default="N16_D30",
-                    help="the preset whose keys are uploaded (N16_BOOT: its 3.7 GB of bootstrapping keys too)")
+                    help="the preset whose keys are uploaded (N16_BOOT: its 3.1 GB of bootstrapping keys too)")
     ap.add_argument("--models", default="mlp,cnn", help="which of mlp,cnn to run (default both)")
     ap.add_argument("--retain-freed-mib", type=int, default=64,
                     help="freed buffers the C library keeps mapped, here and in the server (0: its defaults)")

@@ -213,7 +213,7 @@ def test_the_plan_counts_what_a_bootstrap_holds(options, cache_limit):
     assert abs(in_use / plan.temporary_in_use_bytes - 1) <= 0.05, (in_use, plan.temporary_in_use_bytes)
     if cache_limit == 0:
         assert plan.temporary_bytes == plan.temporary_in_use_bytes  # nothing cached
-    assert plan.peak_bytes == plan.wire_bytes + plan.relin_key_bytes + plan.plaintext_bytes + plan.temporary_bytes
+    assert plan.peak_bytes == plan.held_bytes + plan.relin_key_bytes + plan.plaintext_bytes + plan.temporary_bytes
     assert "memory at the peak" in str(plan)
     assert out.level == ctx.max_level
 

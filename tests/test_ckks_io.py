@@ -23,7 +23,7 @@ def test_native_checksums_match_the_references(objects):
     assert xxh64(b"a") == 0xD24EC4F1A98C6E5B
     assert xxh64(b"abc") == 0x44BC2CF5AD770999
     assert _core.checksum64(blob[:-8]) == struct.unpack("<Q", blob[-8:])[0]
-    assert struct.unpack("<H", blob[4:6])[0] == 4
+    assert struct.unpack("<H", blob[4:6])[0] == 5
 
 
 @pytest.fixture(scope="module")
@@ -61,13 +61,52 @@ def test_round_trips_preserve_behaviour(ckks_small):
     assert ctx.load(ctx.encode(0.5).to_bytes()).is_scalar
 
 
+def packed_poly_bytes(n, primes):
+    """Bytes of a polynomial in format version 5: N residues per limb in its prime's bits."""
+    return sum(n * (q - 1).bit_length() // 8 for q in primes)
+
+
 def test_seeds_halve_key_and_ciphertext_sizes(ckks_small, objects):
+    """To the byte: the envelope (48-byte header, 8-byte checksum), the fields, the stored
+    polynomials in their primes' bits, a 32-byte seed for each uniform one."""
     ctx, sk, keys = ckks_small
-    n, limbs = ctx.poly_degree, ctx.max_level + 1
-    assert len(objects["seeded ciphertext"]) < n * limbs * 8 + 200
-    assert len(objects["ciphertext"]) > 2 * n * limbs * 8
-    key_limbs = limbs + len(ctx.params.p_primes)
-    assert len(objects["relin key"]) < ctx.params.dnum * (n * key_limbs * 8 + 64) + 100
+    n, q, p = ctx.poly_degree, ctx.params.q_primes, ctx.params.p_primes
+    framing, ct_fields, key_fields = 48 + 8, 39, 17
+    assert len(objects["ciphertext"]) == framing + ct_fields + 2 * packed_poly_bytes(n, q)
+    assert len(objects["seeded ciphertext"]) == framing + ct_fields + 32 + packed_poly_bytes(n, q)
+    assert len(objects["relin key"]) == framing + key_fields + ctx.params.dnum * (packed_poly_bytes(n, q + p) + 32)
+    # Primes near 2^50 and 2^40 (one just above: 41 bits): 131 bits a coefficient, not 192.
+    assert [x.bit_length() for x in q] == [50, 41, 40]
+    assert packed_poly_bytes(n, q) == n * 131 // 8
+
+
+def test_format_5_stores_each_residue_in_its_primes_bits(ckks_small):
+    """An independent reader of version 5's polynomials (Python integers): each limb a
+    little-endian bit stream of N residues of bit_length(q - 1) bits, equal to the words the
+    ciphertext holds; and a residue at or above its prime is refused."""
+    ctx, _, keys = ckks_small
+    ct = ctx.encrypt(np.linspace(-1, 1, ctx.slots), keys)  # public-key: both polynomials stored
+    blob = ct.to_bytes()
+    words = np.asarray(ct._native.view())
+    n, offset = ctx.poly_degree, 48 + 39
+    for poly in range(2):
+        for limb, q in enumerate(ctx.params.q_primes[:ct.level + 1]):
+            bits = (q - 1).bit_length()
+            size = n * bits // 8
+            stream = int.from_bytes(blob[offset:offset + size], "little")
+            residues = [(stream >> (i * bits)) & ((1 << bits) - 1) for i in range(n)]
+            assert residues == words[poly, limb].tolist(), (poly, limb)
+            offset += size
+    assert offset == len(blob) - 8
+    # The first residue set to q0 (its bits are the stream's lowest): refused by name.
+    q0 = ctx.params.q_primes[0]
+    bits = (q0 - 1).bit_length()
+    head = int.from_bytes(blob[48 + 39:48 + 39 + 8], "little")
+    head = (head & ~((1 << bits) - 1)) | q0
+    forged = bytearray(blob)
+    forged[48 + 39:48 + 39 + 8] = head.to_bytes(8, "little")
+    with pytest.raises(ValueError, match=r"outside \[0, q\)"):
+        ctx.load(reseal(forged))
 
 
 def test_objects_from_other_parameters_are_refused(objects):

@@ -34,8 +34,9 @@ def test_round_trips_and_what_it_saves(ckks):
     ct = ctx.encrypt(x, keys)  # primes of 60, 40 and 40 bits
     plain, packed = ct.to_bytes(), ct.to_bytes(compress=True)
     assert rf.io.is_compressed(packed)
-    # A 40-bit residue leaves the top two bytes of its word zero: 2 of 3 limbs save a quarter.
-    assert len(packed) < 0.87 * len(plain)
+    # Each residue already takes just its prime's bits (format version 5): uniform words
+    # leave Zstandard nothing to find, and its frame costs a few dozen bytes.
+    assert len(plain) <= len(packed) < len(plain) + 128
     back = ctx.load(packed)
     assert back.shape == (5,) and np.allclose(ctx.decrypt(back, sk), x, atol=1e-5)
     assert ctx.load(ct.to_bytes(compress=19)).to_bytes() == plain
@@ -74,7 +75,9 @@ def test_bombs_and_corruption_are_refused(ckks):
     ct_bytes = ctx.encrypt(np.ones(3), ckks[2]).to_bytes(compress=True)
     with pytest.raises(ValueError, match="the header says"):  # declared length off by one
         ctx.load(ct_bytes[:8] + struct.pack("<Q", struct.unpack_from("<Q", ct_bytes, 8)[0] + 1) + ct_bytes[16:])
-    with pytest.raises(ValueError, match="corrupt compressed data|the header says"):
+    # Zeros over the frame's first bytes: corrupt compressed data, or (a stored block: residues
+    # in their primes' bits do not compress) an envelope whose header no longer holds.
+    with pytest.raises(ValueError, match="corrupt compressed data|the header says|truncated or padded"):
         ctx.load(ct_bytes[:40] + bytes(64) + ct_bytes[104:])
     with pytest.raises(ValueError, match="too short"):
         ctx.load(b"RFZS\x01\x00")

@@ -166,8 +166,10 @@ def test_the_key_holder_counts_the_bytes_of_its_rounds_each_way_as_serialization
     rf.nn.load(onnx, ctx)(ctx.encrypt_batch(x, sk), client=client)
     received, sent = client.serialized["received"], client.serialized["sent"]
     assert len(received) == client.ciphertexts_received == 256 and len(sent) == 64
-    # The same bytes less each ciphertext's header (ciphertexts sent at level 0: 2 x N x 8 words).
+    # The same bytes less each ciphertext's header (ciphertexts sent at level 0: two polynomials
+    # of N residues in q_0's bits).
     assert 0 <= sum(received) - client.bytes_received <= 128 * len(received)
     assert 0 <= sum(sent) - client.bytes_sent <= 128 * len(sent)
-    assert client.bytes_received == 256 * 2 * ctx.poly_degree * 8
+    q0_bits = (ctx.params.q_primes[0] - 1).bit_length()
+    assert q0_bits == 50 and client.bytes_received == 256 * 2 * ctx.poly_degree * q0_bits // 8
     assert client.bytes_sent < sum(received) / 2  # seeded answers: half a ciphertext each

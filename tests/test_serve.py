@@ -980,7 +980,7 @@ def test_an_upload_lets_each_chunk_go_once_it_is_kept(served):
     from ringfire.serve.client import _ChunkBody
 
     url, tokens, _, _ = served
-    with Client(url, tokens["alice"], chunk_bytes=DIGEST_BLOCK * 4) as client:
+    with Client(url, tokens["alice"], chunk_bytes=DIGEST_BLOCK * 2) as client:
         ctx = client.context("mlp")
         sk, keys = ctx.keygen()
         gc.collect()

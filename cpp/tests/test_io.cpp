@@ -49,6 +49,19 @@ Prng::Seed seed_from(std::uint8_t first) {
 
 bool same_words(const u64* a, const u64* b, std::size_t words) { return std::equal(a, a + words, b); }
 
+// Bytes of a polynomial over `base` as format version 5 stores it: N residues
+// per limb in the bits of its prime, computed here from the primes alone.
+std::size_t packed_poly_bytes(const RnsBase& base) {
+  std::size_t bits = 0;
+  for (std::size_t i = 0; i < base.size(); ++i) {
+    const u64 q = base.modulus(i).value();
+    unsigned width = 0;
+    while ((q - 1) >> width) ++width;
+    bits += width * base.n();
+  }
+  return bits / 8;
+}
+
 std::uint64_t read_le64(const std::uint8_t* p) {
   std::uint64_t v = 0;
   for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
@@ -239,7 +252,8 @@ TEST(IoRoundTrip, Ciphertexts) {
   // Public-key encryption: both polynomials stored.
   const Ciphertext pub = encrypt_public(e.pk, e.encode(z, 2), prng);
   const Bytes pub_blob = io::save(pub);
-  EXPECT_GT(pub_blob.size(), 2 * pub.poly_words() * 8);
+  EXPECT_EQ(pub_blob.size(), kHeader + 39 + 2 * packed_poly_bytes(pub.base()) + 8);
+  EXPECT_LT(pub_blob.size(), 2 * pub.poly_words() * 8);  // smaller than the words
   const Ciphertext pub2 = io::load_ciphertext(e.rlwe, pub_blob.data(), pub_blob.size());
   expect_same_ciphertext(pub2, pub);
   EXPECT_EQ(io::save(pub2), pub_blob);
@@ -249,7 +263,7 @@ TEST(IoRoundTrip, Ciphertexts) {
   const Ciphertext sec = encrypt_secret(e.sk, e.encode(z, 1), prng);
   ASSERT_TRUE(sec.seed().has_value());
   const Bytes sec_blob = io::save(sec);
-  EXPECT_LT(sec_blob.size(), sec.poly_words() * 8 + 200);
+  EXPECT_EQ(sec_blob.size(), kHeader + 39 + 32 + packed_poly_bytes(sec.base()) + 8);
   const Ciphertext sec2 = io::load_ciphertext(e.rlwe, sec_blob.data(), sec_blob.size());
   expect_same_ciphertext(sec2, sec);
   EXPECT_EQ(io::save(sec2), sec_blob);
@@ -309,7 +323,8 @@ TEST(IoRoundTrip, Keys) {
   // Relinearization key: b polynomials plus seeds.
   {
     const Bytes blob = io::save(e.rk);
-    EXPECT_LT(blob.size(), e.rk.key().digits() * (e.rk.key().poly_words() * 8 + 64) + 200);
+    const KeySwitchKey& key = e.rk.key();
+    EXPECT_EQ(blob.size(), kHeader + 17 + key.digits() * (packed_poly_bytes(*e.rlwe->extended_base(key.level())) + 32) + 8);
     const RelinKey k = io::load_relin_key(e.rlwe, blob.data(), blob.size());
     expect_same_switch_key(k.key(), e.rk.key());
     EXPECT_EQ(io::save(k), blob);
@@ -324,7 +339,8 @@ TEST(IoRoundTrip, Keys) {
     raw.seeds().clear();
     const RelinKey unseeded(std::move(raw));
     const Bytes blob = io::save(unseeded);
-    EXPECT_GT(blob.size(), 2 * unseeded.key().digits() * unseeded.key().poly_words() * 8);
+    const KeySwitchKey& key = unseeded.key();
+    EXPECT_EQ(blob.size(), kHeader + 17 + 2 * key.digits() * packed_poly_bytes(*e.rlwe->extended_base(key.level())) + 8);
     const RelinKey k = io::load_relin_key(e.rlwe, blob.data(), blob.size());
     expect_same_switch_key(k.key(), unseeded.key());
     EXPECT_EQ(io::save(k), blob);
@@ -648,6 +664,61 @@ Bytes as_old_version(const Bytes& current, std::uint16_t version, std::uint64_t 
   return b;
 }
 
+// Format version 4 stored every residue in a 64-bit word. The version 4 image
+// of a current object: its payload walked as `layout` (runs of bytes kept as
+// they are, and polynomials over a base, unpacked to words), under its header
+// with version 4.
+struct Run {
+  std::size_t bytes = 0;
+  const RnsBase* poly = nullptr;
+};
+
+Bytes as_version_four(const Bytes& current, const std::vector<Run>& layout) {
+  const std::uint8_t* p = current.data() + kHeader;
+  Writer w;
+  w.raw(current.data(), kHeader);
+  for (const Run& run : layout) {
+    if (run.poly == nullptr) {
+      w.raw(p, run.bytes);
+      p += run.bytes;
+      continue;
+    }
+    const RnsBase& base = *run.poly;
+    std::vector<u64> words(base.n());
+    for (std::size_t i = 0; i < base.size(); ++i) {
+      const unsigned bits = io::residue_bits(base.modulus(i).value());
+      EXPECT_TRUE(io::unpack_residues(p, base.n(), bits, base.modulus(i).value(), words.data()));
+      p += io::packed_bytes(base.n(), bits);
+      for (u64 v : words) w.u64(v);
+    }
+  }
+  EXPECT_EQ(p, current.data() + current.size() - 8) << "the layout does not cover the payload";
+  w.u64(0);
+  Bytes b = w.bytes();
+  b[4] = 4;
+  b[5] = 0;
+  write_le64(b.data() + kLengthAt, b.size() - kHeader - 8);
+  reseal(b);
+  return b;
+}
+
+// An unseeded ciphertext's payload: 39 bytes of fields, then its polynomials.
+std::vector<Run> ciphertext_layout(const Ciphertext& c) {
+  std::vector<Run> layout{{39, nullptr}};
+  for (std::size_t p = 0; p < c.size(); ++p) layout.push_back({0, &c.base()});
+  return layout;
+}
+
+// A seeded switching key's payload: 17 bytes of fields, then b_j and a seed per digit.
+std::vector<Run> seeded_key_layout(const KeySwitchKey& k) {
+  std::vector<Run> layout{{17, nullptr}};
+  for (std::size_t j = 0; j < k.digits(); ++j) {
+    layout.push_back({0, k.context()->extended_base(k.level()).get()});
+    layout.push_back({32, nullptr});
+  }
+  return layout;
+}
+
 // Files of format version 1 (no noise estimate, complex flag or key source)
 // and 2 (no length, a 64-bit fingerprint) and 3 (an FNV-1a checksum) still load.
 TEST(IoRoundTrip, ReadsVersionOneFiles) {
@@ -659,7 +730,8 @@ TEST(IoRoundTrip, ReadsVersionOneFiles) {
   Prng prng = Prng::from_seed(seed_from(11));
   const auto z = e.values(18);
   const Ciphertext c = encrypt_public(e.pk, e.encode(z, 2), prng);
-  const Bytes old_ct = as_version_one(io::save(c), 16, 22);  // complex, form, correction, length, noise
+  const Bytes c_v4 = as_version_four(io::save(c), ciphertext_layout(c));
+  const Bytes old_ct = as_version_one(c_v4, 16, 22);  // complex, form, correction, length, noise
   const Ciphertext loaded = io::load_ciphertext(e.rlwe, old_ct.data(), old_ct.size());
   EXPECT_FALSE(loaded.is_complex());
   // Version 1 recorded no estimate: a fresh encryption over Q's (how such files were made).
@@ -671,12 +743,12 @@ TEST(IoRoundTrip, ReadsVersionOneFiles) {
   const Parameters loaded_params = io::load_parameters(old_params.data(), old_params.size());
   EXPECT_EQ(loaded_params.scheme(), Scheme::ckks);
   EXPECT_EQ(loaded_params.fingerprint(), e.ctx->params().fingerprint());
-  const Bytes old_rk = as_version_one(io::save(e.rk), 4, 12);  // source u64, level u32
+  const Bytes old_rk = as_version_one(as_version_four(io::save(e.rk), seeded_key_layout(e.rk.key())), 4, 12);  // source u64, level u32
   expect_same_switch_key(io::load_relin_key(e.rlwe, old_rk.data(), old_rk.size()).key(), e.rk.key());
   // Version 2: the length (payload offset 26) is absent and means all slots.
   Ciphertext with_length = c.clone();
   with_length.set_length(5);
-  const Bytes v3_blob = io::save(with_length);
+  const Bytes v3_blob = as_version_four(io::save(with_length), ciphertext_layout(with_length));
   EXPECT_EQ(io::load_ciphertext(e.rlwe, v3_blob.data(), v3_blob.size()).metadata().length, 5u);
   const Bytes v2_ct = as_old_version(v3_blob, 2, legacy, {{26, 4}});
   const Ciphertext from_v2 = io::load_ciphertext(e.rlwe, v2_ct.data(), v2_ct.size());
@@ -686,9 +758,23 @@ TEST(IoRoundTrip, ReadsVersionOneFiles) {
   // A version 2 file whose fingerprint is another parameter set's.
   const Bytes v2_other = as_old_version(v3_blob, 2, legacy ^ 1, {{26, 4}});
   expect_invalid([&] { io::load_ciphertext(e.rlwe, v2_other.data(), v2_other.size()); }, "fingerprint mismatch");
+  // Version 4 differs from 5 only by its residues in 64-bit words.
+  EXPECT_TRUE(same_words(io::load_ciphertext(e.rlwe, c_v4.data(), c_v4.size()).data(), c.data(), c.size() * c.poly_words()));
+  const Bytes rk_v4 = as_version_four(io::save(e.rk), seeded_key_layout(e.rk.key()));
+  expect_same_switch_key(io::load_relin_key(e.rlwe, rk_v4.data(), rk_v4.size()).key(), e.rk.key());
+  // Words read as packed residues are refused (values above the primes, or bytes left over),
+  // and packed residues read as words too short.
+  Bytes v4_as_v5 = c_v4;
+  v4_as_v5[4] = 5;
+  reseal(v4_as_v5);
+  expect_invalid([&] { io::load_ciphertext(e.rlwe, v4_as_v5.data(), v4_as_v5.size()); }, "corrupt");
+  Bytes v5_as_v4 = io::save(c);
+  v5_as_v4[4] = 4;
+  reseal(v5_as_v4);
+  expect_invalid([&] { io::load_ciphertext(e.rlwe, v5_as_v4.data(), v5_as_v4.size()); }, "truncated");
   // Version 3 differs from 4 only by its FNV-1a checksum.
   const Bytes v3 = [&] {
-    Bytes b = io::save(c);
+    Bytes b = c_v4;
     b[4] = 3;
     reseal(b);
     return b;

@@ -16,6 +16,7 @@
 #include "ringfire/ckks/evaluator.h"
 #include "ringfire/ckks/polynomial.h"
 #include "ringfire/ckks/simulator.h"
+#include "ringfire/io/serialize.h"
 #include "ringfire/rlwe/evaluator.h"
 #include "ringfire/rlwe/prng.h"
 #include "ringfire/rlwe/encryptor.h"
@@ -260,6 +261,9 @@ void bind_ckks_bootstrap(nb::module_& m) {
         out["cos_fit_error_log2"] = p.cos_fit_error_log2;
         out["rotation_keys"] = p.rotation_keys;
         out["key_bytes"] = p.key_bytes;
+        std::vector<std::size_t> galois_levels{b.conjugation_level()};
+        for (const auto& [step, level] : b.rotation_levels()) galois_levels.push_back(level);
+        out["wire_bytes"] = io::bootstrap_keys_bytes(b.context()->rlwe(), galois_levels);
         out["plaintext_bytes"] = p.plaintext_bytes;
         out["temporary_bytes"] = p.temporary_bytes;
         out["temporary_in_use_bytes"] = p.temporary_in_use_bytes;

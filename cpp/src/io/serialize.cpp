@@ -124,13 +124,32 @@ Envelope open_as(Kind expected, const RlweContext* ctx, const std::uint8_t* data
   return e;
 }
 
-void write_poly(Writer& w, const u64* data, std::size_t words) { w.words(data, words); }
+// The bits format `version` stores a residue mod `q` in: 64 before version 5,
+// then the prime's own (io/bit_pack.h).
+unsigned stored_bits(const Modulus& q, std::uint16_t version) {
+  return version >= 5 ? residue_bits(q.value()) : 64;
+}
 
-// Reads limbs x N residues over `base`, each checked below its prime.
-void read_poly(Reader& r, const RnsBase& base, std::size_t limbs, u64* out, const char* what) {
+// Bytes of the first `limbs` limbs of a polynomial over `base` in format `version`.
+std::size_t poly_bytes(const RnsBase& base, std::size_t limbs, std::uint16_t version = kFormatVersion) {
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < limbs; ++i) bytes += packed_bytes(base.n(), stored_bits(base.modulus(i), version));
+  return bytes;
+}
+
+// The polynomial over all of `base`, limb by limb in its primes' bits.
+void write_poly(Writer& w, const RnsBase& base, const u64* data) {
   const std::size_t n = base.n();
-  r.need(limbs * n * 8, what);
-  for (std::size_t i = 0; i < limbs; ++i) r.residues(out + i * n, n, base.modulus(i).value(), what);
+  for (std::size_t i = 0; i < base.size(); ++i) w.packed(data + i * n, n, stored_bits(base.modulus(i), kFormatVersion));
+}
+
+// Reads limbs x N residues over `base` as format `version` stores them, each
+// checked below its prime.
+void read_poly(Reader& r, const RnsBase& base, std::size_t limbs, u64* out, const char* what, std::uint16_t version) {
+  const std::size_t n = base.n();
+  r.need(poly_bytes(base, limbs, version), what);
+  for (std::size_t i = 0; i < limbs; ++i)
+    r.packed_residues(out + i * n, n, stored_bits(base.modulus(i), version), base.modulus(i).value(), what);
 }
 
 Seed read_seed(Reader& r) {
@@ -138,9 +157,6 @@ Seed read_seed(Reader& r) {
   r.raw(seed.data(), seed.size(), "a seed");
   return seed;
 }
-
-// Bytes of one polynomial of `limbs` limbs.
-std::size_t poly_bytes(const RlweContext& ctx, std::size_t limbs) { return limbs * ctx.n() * 8; }
 
 double log2_modulus(const RnsBase& base) {
   double bits = 0.0;
@@ -220,7 +236,7 @@ void write_ciphertext_payload(Writer& w, const Ciphertext& c) {
   w.u8(seeded ? 1 : 0);
   if (seeded) w.raw(c.seed()->data(), 32);
   for (std::size_t p = 0; p < c.size(); ++p)
-    if (!(seeded && p == 1)) write_poly(w, c.poly(p), c.poly_words());
+    if (!(seeded && p == 1)) write_poly(w, c.base(), c.poly(p));
 }
 
 // What a ciphertext payload holds: a ciphertext, or a public key (a top-level
@@ -255,13 +271,14 @@ Ciphertext read_ciphertext_payload(Reader& r, const RlweContextPtr& ctx, std::ui
   require(seeded <= 1 && (!seeded || count == 2), "io.load", "corrupt: bad seed flag");
   // Every stored polynomial must be present before any is allocated: memory
   // follows the input (a seed expands to one polynomial, at most doubling it).
-  r.need((count - seeded) * poly_bytes(*ctx, level + 1) + (seeded ? 32 : 0), "the ciphertext polynomials");
+  r.need((count - seeded) * poly_bytes(*ctx->level_base(level), level + 1, version) + (seeded ? 32 : 0),
+         "the ciphertext polynomials");
   Ciphertext c(ctx, count, level, meta);
   std::optional<Seed> seed;
   if (seeded) seed = read_seed(r);
   for (std::size_t p = 0; p < count; ++p) {
     if (seeded && p == 1) expand_uniform(*seed, c.base(), c.poly(1));
-    else read_poly(r, c.base(), level + 1, c.poly(p), "a ciphertext polynomial");
+    else read_poly(r, c.base(), level + 1, c.poly(p), "a ciphertext polynomial", version);
   }
   c.set_seed(seed);
   c.set_noise_bits(noise_bits);
@@ -276,7 +293,15 @@ Ciphertext read_ciphertext_payload(Reader& r, const RlweContextPtr& ctx, std::ui
 // The payload bytes write_switch_key makes (to reserve them at once).
 std::size_t switch_key_bytes(const KeySwitchKey& k) {
   const bool seeded = k.seeds().size() == k.digits();
-  return 17 + k.digits() * (k.poly_words() * 8 + (seeded ? 32 : k.poly_words() * 8));
+  const RnsBase& base = *k.context()->extended_base(k.level());
+  const std::size_t poly = poly_bytes(base, base.size());
+  return 17 + k.digits() * (poly + (seeded ? 32 : poly));
+}
+
+// The same for a seeded key that does not exist yet: made for `level` of `ctx`.
+std::size_t seeded_switch_key_bytes(const RlweContext& ctx, std::size_t level) {
+  const RnsBase& base = *ctx.extended_base(level);
+  return 17 + ctx.digit_count(level) * (poly_bytes(base, base.size()) + 32);
 }
 
 std::size_t galois_payload_bytes(const GaloisKeys& keys) {
@@ -291,10 +316,11 @@ void write_switch_key(Writer& w, const KeySwitchKey& k) {
   w.u32(static_cast<std::uint32_t>(k.level()));
   const bool seeded = k.seeds().size() == k.digits();
   w.u8(seeded ? 1 : 0);
+  const RnsBase& base = *k.context()->extended_base(k.level());
   for (std::size_t j = 0; j < k.digits(); ++j) {
-    write_poly(w, k.b(j), k.poly_words());
+    write_poly(w, base, k.b(j));
     if (seeded) w.raw(k.seeds()[j].data(), 32);
-    else write_poly(w, k.a(j), k.poly_words());
+    else write_poly(w, base, k.a(j));
   }
 }
 
@@ -331,14 +357,14 @@ KeySwitchKey read_switch_key(Reader& r, const RlweContextPtr& ctx, std::uint16_t
   require(seeded <= 1, "io.load", "corrupt: bad seed flag");
   const RnsBase& base = *ctx->extended_base(level);
   // The whole key must be present before its 2 x digits polynomials are allocated.
-  const std::size_t key_poly = poly_bytes(*ctx, base.size());
+  const std::size_t key_poly = poly_bytes(base, base.size(), version);
   r.need(digits * (key_poly + (seeded ? 32 : key_poly)), "the key polynomials");
   // A seeded key loads as one: its a_j are expanded on first use.
   KeySwitchKey k = seeded ? KeySwitchKey::seeded(ctx, source, level) : KeySwitchKey(ctx, source, level);
   for (std::size_t j = 0; j < digits; ++j) {
-    read_poly(r, base, base.size(), k.b(j), "a key polynomial");
+    read_poly(r, base, base.size(), k.b(j), "a key polynomial", version);
     if (seeded) k.seeds().push_back(read_seed(r));
-    else read_poly(r, base, base.size(), k.a(j), "a key polynomial");
+    else read_poly(r, base, base.size(), k.a(j), "a key polynomial", version);
   }
   return k;
 }
@@ -423,7 +449,7 @@ bool on_host(const Device& device) { return device.is_host(); }
 
 Bytes save(const Plaintext& plain) {
   if (!on_host(plain.device())) return save(plain.to(Device::cpu()));
-  Writer w = start(Kind::plaintext, plain.context()->params(), plain.poly_words() * 8);
+  Writer w = start(Kind::plaintext, plain.context()->params(), poly_bytes(plain.base(), plain.base().size()));
   w.u32(static_cast<std::uint32_t>(plain.level()));
   write_metadata(w, plain.metadata());
   w.u8(plain.is_scalar() ? 1 : 0);
@@ -432,14 +458,15 @@ Bytes save(const Plaintext& plain) {
     w.f64(plain.scalar_value().imag());
     w.words(plain.scalar_residues().data(), plain.scalar_residues().size());
   } else {
-    write_poly(w, plain.data(), plain.poly_words());
+    write_poly(w, plain.base(), plain.data());
   }
   return seal(w);
 }
 
 Bytes save(const Ciphertext& cipher) {
   if (!on_host(cipher.device())) return save(cipher.to(Device::cpu()));
-  Writer w = start(Kind::ciphertext, cipher.context()->params(), 64 + cipher.size() * cipher.poly_words() * 8);
+  Writer w = start(Kind::ciphertext, cipher.context()->params(),
+                   64 + cipher.size() * poly_bytes(cipher.base(), cipher.base().size()));
   write_ciphertext_payload(w, cipher);
   return seal(w);
 }
@@ -453,10 +480,10 @@ namespace {
 void write_public_key_payload(Writer& w, const PublicKey& key) {
   write_ciphertext_payload(w, key.key());
   if (key.covers_special()) {
-    const std::size_t words = key.key().context()->special_count() * key.key().context()->n();
+    const RnsBase& special = *key.key().context()->special_base();
     w.u8(1);
-    write_poly(w, key.special(0), words);
-    if (!key.key().seed().has_value()) write_poly(w, key.special(1), words);
+    write_poly(w, special, key.special(0));
+    if (!key.key().seed().has_value()) write_poly(w, special, key.special(1));
   }
 }
 
@@ -580,6 +607,14 @@ Bytes save(const SecretKey& key) {
   return seal(w);
 }
 
+std::uint64_t bootstrap_keys_bytes(const RlweContextPtr& ctx, const std::vector<std::size_t>& galois_levels) {
+  std::uint64_t bytes = header_bytes(kFormatVersion) + 4;
+  for (std::size_t level : galois_levels) bytes += 8 + seeded_switch_key_bytes(*ctx, level);
+  const RlweContextPtr sparse = ckks::encapsulation_context(*ctx);
+  bytes += seeded_switch_key_bytes(*sparse, sparse->max_level()) + seeded_switch_key_bytes(*ctx, ctx->max_level());
+  return bytes + 8;  // the checksum
+}
+
 // ---- load ---------------------------------------------------------------------
 
 Parameters load_parameters(const std::uint8_t* data, std::size_t size, bool insecure_no_security_check) {
@@ -629,7 +664,7 @@ Plaintext load_plaintext(const RlweContextPtr& ctx, const std::uint8_t* data, st
   require(scalar <= 1, "io.load", "corrupt: bad scalar flag");
   // A scalar plaintext (level + 1 residues) expands to one polynomial, as
   // every plaintext is held; otherwise the polynomial must be present.
-  r.need(scalar ? 16 + (level + 1) * 8 : poly_bytes(*ctx, level + 1), "the plaintext");
+  r.need(scalar ? 16 + (level + 1) * 8 : poly_bytes(*ctx->level_base(level), level + 1, e.version), "the plaintext");
   Plaintext plain(ctx, level, meta);
   const RnsBase& base = plain.base();
   if (scalar) {
@@ -642,7 +677,7 @@ Plaintext load_plaintext(const RlweContextPtr& ctx, const std::uint8_t* data, st
     }
     plain.set_scalar(std::move(residues), {re, im});
   } else {
-    read_poly(r, base, level + 1, plain.data(), "the plaintext polynomial");
+    read_poly(r, base, level + 1, plain.data(), "the plaintext polynomial", e.version);
   }
   r.expect_end();
   return plain;
@@ -665,9 +700,9 @@ PublicKey read_public_key_payload(Reader& r, const RlweContextPtr& ctx, std::uin
   const RnsBase& special = *ctx->special_base();
   const std::size_t words = special.size() * ctx->n();
   const bool seeded = c.seed().has_value();
-  r.need(poly_bytes(*ctx, special.size()) * (seeded ? 1 : 2), "the public key over the special primes");
+  r.need(poly_bytes(special, special.size(), version) * (seeded ? 1 : 2), "the public key over the special primes");
   Buffer tail(2 * words);
-  read_poly(r, special, special.size(), tail.data(), "a public-key polynomial");
+  read_poly(r, special, special.size(), tail.data(), "a public-key polynomial", version);
   if (seeded) {
     // a over Q then P from the seed: its P limbs follow the Q limbs in the stream.
     const RnsBase& key_base = *ctx->key_base();
@@ -675,7 +710,7 @@ PublicKey read_public_key_payload(Reader& r, const RlweContextPtr& ctx, std::uin
     expand_uniform(*c.seed(), key_base, a.data());
     std::copy(a.data() + (key_base.size() - special.size()) * ctx->n(), a.data() + a.size(), tail.data() + words);
   } else {
-    read_poly(r, special, special.size(), tail.data() + words, "a public-key polynomial");
+    read_poly(r, special, special.size(), tail.data() + words, "a public-key polynomial", version);
   }
   return PublicKey(std::move(c), std::move(tail));
 }

@@ -122,20 +122,21 @@ class BootstrapPlan:
     temporary_bytes: int = 0   # the circuit's temporaries at their peak, with the blocks the pool keeps cached
     temporary_in_use_bytes: int = 0  # of which in use at once
     relin_key_bytes: int = 0   # the relinearization key (EvalMod's products), expanded
+    wire_bytes: int = 0        # the keys serialized (``to_bytes()``, ``save_to``): seeded, each residue in its prime's bits
 
     @property
     def peak_bytes(self) -> int:
         """What a process holds for bootstrapping at the peak of one bootstrap: the keys as
-        held by default (seeded, expanded per use: ``wire_bytes``), the relinearization key,
+        held by default (seeded, expanded per use: ``held_bytes``), the relinearization key,
         the DFT plaintexts and the temporaries (planned under the pool's cache limit at the
         time, :mod:`ringfire.memory`). The rest of the process (the interpreter, other
         ciphertexts) comes on top."""
-        return self.wire_bytes + self.relin_key_bytes + self.plaintext_bytes + self.temporary_bytes
+        return self.held_bytes + self.relin_key_bytes + self.plaintext_bytes + self.temporary_bytes
 
     @property
-    def wire_bytes(self) -> int:
-        """What the keys take serialized, seeded (``to_bytes()`` or ``save_to``): half their
-        memory, the uniform halves travelling as 32-byte seeds (docs/keys.md)."""
+    def held_bytes(self) -> int:
+        """What the keys take in memory as held by default, seeded: half their expanded size,
+        the uniform halves kept as 32-byte seeds and expanded per use (docs/keys.md)."""
         return self.key_bytes // 2
 
     @classmethod
@@ -149,7 +150,7 @@ class BootstrapPlan:
                    key_bytes=plan["key_bytes"], plaintext_bytes=plan["plaintext_bytes"],
                    key_switches=plan["key_switches"], failure_log2=plan["failure_log2"],
                    temporary_bytes=plan["temporary_bytes"], temporary_in_use_bytes=plan["temporary_in_use_bytes"],
-                   relin_key_bytes=relin_key_bytes)
+                   relin_key_bytes=relin_key_bytes, wire_bytes=plan["wire_bytes"])
 
     def __str__(self) -> str:
         gib = 2.0 ** 30
@@ -161,11 +162,12 @@ class BootstrapPlan:
             f"{self.eval_mod_levels}, SlotsToCoeffs {self.stc_levels}); {self.levels_left} left for the user",
             *([first] if self.input_level_min else []),
             f"  EvalMod: cosine degree {self.cos_degree}, arcsine degree {self.arcsine_degree}",
-            f"  keys: {self.rotation_keys} Galois keys + 2 encapsulation keys, {self.wire_bytes / gib:.2f} GiB "
-            f"held and sent (seeded; they expand per use), {self.key_bytes / gib:.2f} GiB once expanded; "
+            f"  keys: {self.rotation_keys} Galois keys + 2 encapsulation keys, {self.held_bytes / gib:.2f} GiB "
+            f"held (seeded; they expand per use), {self.wire_bytes / gib:.2f} GiB sent, {self.key_bytes / gib:.2f} "
+            "GiB once expanded; "
             f"DFT plaintexts {self.plaintext_bytes / gib:.2f} GiB",
             f"  {self.key_switches} key switches per bootstrap; failure probability 2^{self.failure_log2:.1f}",
-            f"  memory at the peak: {self.peak_bytes / gib:.2f} GiB (keys {self.wire_bytes / gib:.2f}, "
+            f"  memory at the peak: {self.peak_bytes / gib:.2f} GiB (keys {self.held_bytes / gib:.2f}, "
             f"relinearization key {self.relin_key_bytes / gib:.2f}, DFT plaintexts {self.plaintext_bytes / gib:.2f}, "
             f"temporaries {self.temporary_bytes / gib:.2f}, {self.temporary_in_use_bytes / gib:.2f} of them in use "
             "at once, the rest cached by the pool for reuse)",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import io as rf_io
 from .nonlinear import exact as exact_layer
 
 
@@ -117,18 +118,18 @@ class LocalClient(Client):
         self.noise_flooding = noise_flooding
         self.round_trips = 0
         self.ciphertexts_received = 0
-        # The ciphertexts' words each way, as rf.serve sends them before compression (about
-        # 100 bytes of header each are not counted): what a key holder elsewhere would receive
-        # (two polynomials per ciphertext, at the level it is sent at) and send back (seeded:
-        # one polynomial and a seed).
+        # The ciphertexts' polynomials each way, as rf.serve sends them (about 100 bytes of
+        # header each are not counted): what a key holder elsewhere would receive (two
+        # polynomials per ciphertext, at the level it is sent at) and send back (seeded: one
+        # polynomial and a seed).
         self.bytes_received = 0
         self.bytes_sent = 0
 
-    def _words(self, ct, polynomials: int) -> int:
-        return polynomials * (ct.level + 1) * self.ctx.poly_degree * 8
+    def _stored_bytes(self, ct, polynomials: int) -> int:
+        return polynomials * rf_io.stored_poly_bytes(self.ctx.poly_degree, self.ctx.params.q_primes[:ct.level + 1])
 
     def _decrypt(self, ct):
-        self.bytes_received += self._words(ct, 2)
+        self.bytes_received += self._stored_bytes(ct, 2)
         return self.ctx.decrypt(ct, self.secret_key, noise_flooding=self.noise_flooding)
 
     def apply(self, node, x, shape, clip):
@@ -159,7 +160,7 @@ class LocalClient(Client):
         computes with the key set's evaluation keys."""
         ct = self.ctx.encrypt(values, self.secret_key, level=level)
         ct._keys = self.keys
-        self.bytes_sent += self._words(ct, 1) + SEED_BYTES
+        self.bytes_sent += self._stored_bytes(ct, 1) + SEED_BYTES
         return ct
 
     def apply_vector(self, node, ct):

@@ -573,7 +573,7 @@ class Model:
         notes = []
         if self.bootstrap:  # its Galois and encapsulation keys (seeded, as held), the DFT diagonals, its temporaries
             boot = ctx.bootstrap_plan()
-            key_bytes += boot.wire_bytes + boot.plaintext_bytes
+            key_bytes += boot.held_bytes + boot.plaintext_bytes
             workspace += boot.temporary_bytes
             notes.append(f"the workspace includes {boot.temporary_bytes / 2**30:.2f} GiB for a bootstrap's "
                          "temporaries, the bootstrap plan's count of its circuit in the pool's blocks")

@@ -149,8 +149,8 @@ class CiphertextBase(_Shaped):
     def to_bytes(self, *, mac_key: bytes | None = None, compress=False) -> bytes:
         """Serialized form (``ctx.load`` reads it back, shape included); a GPU ciphertext
         is downloaded first. With ``mac_key``, authenticated (:func:`ringfire.io.authenticate`);
-        ``compress=True`` (or a level 1-22) applies Zstandard first: 21-24 % smaller
-        under the 40-bit presets (:func:`ringfire.io.compress`)."""
+        ``compress=True`` (or a level 1-22) applies Zstandard first (:func:`ringfire.io.compress`):
+        it pays for structured ciphertexts only, each residue already taking just its prime's bits."""
         return rf_io.wrap(self._host_bytes(), mac_key, rf_io.compress_level(compress))
 
     def to(self, device: str):

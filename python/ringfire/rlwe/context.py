@@ -240,10 +240,12 @@ class ContextBase:
         n = self.poly_degree
         steps = sorted({rl.rotation_of(g) for g in self._galois_elements(rotations)} - {-1})
         masters = (self._rotation_count()).bit_length() - 1
-        per_master = derivation.dnum * (len(derivation.q_primes) + len(derivation.p_primes)) * n * 8
+        per_master = derivation.dnum * rf_io.stored_poly_bytes(n, [*derivation.q_primes, *derivation.p_primes])
         # The derivation tree's nodes: each step with its set bits added from the lowest up.
         prefixes = {step & ((2 << bit) - 1) for step in steps for bit in range(step.bit_length()) if step >> bit & 1}
-        return MasterKeyPlan(level=level, rotations=len(steps), direct_bytes=len(steps) * rl.switch_key_bytes(level) // 2,
+        params = self._core.params
+        direct = rl.digit_count(level) * rf_io.stored_poly_bytes(n, [*params.q_primes[:level + 1], *params.p_primes])
+        return MasterKeyPlan(level=level, rotations=len(steps), direct_bytes=len(steps) * direct,
                              master_keys=masters, master_bytes=masters * per_master,
                              derived_key_switches=len(prefixes) * rl.digit_count(level))
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ringfire/base/errors.h"
+#include "ringfire/io/bit_pack.h"
 #include "ringfire/io/checksum.h"
 
 namespace ringfire::io {
@@ -65,6 +66,25 @@ class Writer {
       for (std::size_t i = 0; i < count; ++i) u64(data[i]);
     }
   }
+  // `count` residues in `bits` bits each (bit_pack.h); 64 bits: words.
+  void packed(const std::uint64_t* data, std::size_t count, unsigned bits) {
+    if (bits == 64) return words(data, count);
+    const std::size_t n = packed_bytes(count, bits);
+    if (mode_ == Mode::count) {
+      written_ += n;
+      return;
+    }
+    if (mode_ == Mode::memory) {  // packed where it lands
+      const std::size_t at = bytes_.size();
+      bytes_.resize(at + n);
+      pack_residues(data, count, bits, bytes_.data() + at);
+      written_ += n;
+      return;
+    }
+    scratch_.resize(n);
+    pack_residues(data, count, bits, scratch_.data());
+    raw(scratch_.data(), n);
+  }
   void reserve(std::size_t bytes) {
     if (mode_ == Mode::memory) bytes_.reserve(bytes);
   }
@@ -106,6 +126,7 @@ class Writer {
   Sink sink_;
   Checksum64Stream hash_;
   std::vector<std::uint8_t> bytes_;
+  std::vector<std::uint8_t> scratch_;  // stream mode: a limb packed before it is emitted
   std::size_t written_ = 0;
 };
 
@@ -151,6 +172,25 @@ class Reader {
     }
     if (outside) throw_invalid("io.load", std::string("corrupt: ") + what + " holds a value outside [0, q)");
   }
+  // `count` residues of `bits` bits each (bit_pack.h), each checked to be
+  // below `bound`; 64 bits: residues().
+  void packed_residues(std::uint64_t* out, std::size_t count, unsigned bits, std::uint64_t bound,
+                       const char* what) {
+    if (bits == 64) return residues(out, count, bound, what);
+    const std::size_t n = packed_bytes(count, bits);
+    need(n, what);
+    const std::uint8_t* in;
+    if (source_) {
+      scratch_.resize(n);
+      fetch(scratch_.data(), n, what);
+      in = scratch_.data();
+    } else {  // unpacked in place
+      in = data_ + pos_;
+      pos_ += n;
+    }
+    if (!unpack_residues(in, count, bits, bound, out))
+      throw_invalid("io.load", std::string("corrupt: ") + what + " holds a value outside [0, q)");
+  }
   void expect_end() const {
     if (remaining() != 0)
       throw_invalid("io.load", std::to_string(remaining()) + " unexpected trailing bytes in the payload");
@@ -193,6 +233,7 @@ class Reader {
   std::size_t pos_ = 0;
   Source source_;
   Checksum64Stream hash_;
+  std::vector<std::uint8_t> scratch_;  // stream mode: a packed limb as it arrives
 };
 
 }  // namespace ringfire::io
