@@ -37,6 +37,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from .. import _core
+from .. import io as rf_io
 
 
 @dataclass
@@ -84,7 +85,9 @@ def _ct_bytes(value) -> int:
         return 0
     if isinstance(value, (tuple, list)):
         return sum(_ct_bytes(v) for v in value)
-    return value.size * (value.level + 1) * value.context.poly_degree * 8
+    # As serialized (format version 5: each residue in its prime's bits), not as held in memory.
+    primes = value.context.params.q_primes[:value.level + 1]
+    return value.size * rf_io.stored_poly_bytes(value.context.poly_degree, primes)
 
 
 class RecordingExecutor:
