@@ -62,6 +62,30 @@ def test_the_parts_are_the_body_and_sent_as_they_are(toy):
     assert all(isinstance(p, bytes) for p in parts)
 
 
+@given(sizes=st.lists(st.integers(0, 300), max_size=40), block=st.integers(1, 700))
+@settings(max_examples=200, deadline=None)
+def test_blocks_are_the_parts_joined_in_order_and_bounded(sizes, block):
+    parts = [bytes([i % 251]) * n for i, n in enumerate(sizes)]
+    blocks = wire.Blocks(parts, block)
+    sent = list(blocks)
+    assert b"".join(sent) == b"".join(parts)
+    assert list(blocks) == sent  # iterable again, for a retried request
+    # A block closes as soon as it reaches `block` bytes: only the last may be smaller, and
+    # none is larger than `block` plus the part that closed it.
+    assert all(len(b) >= block for b in sent[:-1])
+    assert all(len(b) < block + max(sizes, default=0) for b in sent)
+
+
+def test_blocks_send_a_large_part_alone_and_uncopied(toy):
+    _, _, _, parts = toy
+    envelope = max(parts, key=len)
+    sent = list(wire.Blocks([envelope], block=1024))
+    assert sent[0] is envelope
+    blocks = list(wire.Blocks(parts))  # a few small ciphertexts: one block
+    assert len(blocks) < len(parts) and b"".join(blocks) == b"".join(parts)
+    assert read(toy[0], blocks)["batch"] == 5
+
+
 @pytest.mark.parametrize("short", [1, 9, 100, 5000])
 def test_a_short_body_is_refused_with_what_was_missing(toy, short):
     ctx, _, _, parts = toy

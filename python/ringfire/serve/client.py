@@ -250,7 +250,8 @@ class Session:
     def submit(self, enc: EncryptedTensor, idempotency_key: str | None = None) -> str:
         parts = wire.tensor_parts(enc.cts, enc.batch, enc.packing, enc.period, enc.sample_shape, enc.element_slots)
         key = idempotency_key or uuid.uuid4().hex
-        response = self.client.request("POST", f"/v1/sessions/{self.id}/infer", content=parts, expect=(200, 202),
+        response = self.client.request("POST", f"/v1/sessions/{self.id}/infer", content=wire.Blocks(parts),
+                                       expect=(200, 202),
                                        headers={"Idempotency-Key": key, "Content-Type": "application/octet-stream",
                                                 "Content-Length": str(wire.parts_size(parts))})
         return response.json()["job"]
@@ -313,7 +314,7 @@ class Session:
         parts = wire.tensor_parts(out, batch=0, sample_shape=out.shape)
         # 409: answered already (a retry after a lost response) or no longer awaited (the job
         # ended): the next status read says which.
-        self.client.request("POST", f"/v1/jobs/{job}/rounds/{number}", content=parts, expect=(200, 409),
+        self.client.request("POST", f"/v1/jobs/{job}/rounds/{number}", content=wire.Blocks(parts), expect=(200, 409),
                             headers={"X-Ringfire-Out-Shape": json.dumps(list(out_shape)),
                                      "Content-Type": "application/octet-stream",
                                      "Content-Length": str(wire.parts_size(parts))})
