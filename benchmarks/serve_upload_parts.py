@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """An encrypted input's upload as the container's parts or as ``wire.Blocks``: the client's
-CPU and the receiving server's per request, in one run, the two alternating.
+CPU and the receiving server's per request, in one run, the two alternating (parts first in
+each round).
 
-The body is what ``rf.serve.Client`` sends for the digits MLP (64 seeded N13_D2 ciphertexts at
-level 1: 64 envelopes of 93,311 bytes, each behind its 9-byte entry header, about 6 MB) to a
+The body has the parts ``rf.serve.Client`` sends for the digits MLP (64 seeded N13_D2
+ciphertexts at level 1: 64 envelopes of 93,311 bytes, each behind its 9-byte entry header,
+about 6 MB; random bytes, the container's own few header bytes left out), sent to a
 bare FastAPI endpoint under uvicorn in its own process that reads the body and drops it, so
 the figures are the HTTP stacks' and not the service's checks. Both processes keep freed
 buffers mapped (``rf.memory.retain_freed``), as ``ringfire serve`` does. Needs
