@@ -31,7 +31,7 @@ void store_le64(std::uint8_t* p, u64 v) {
   }
 }
 
-u64 low_mask(unsigned bits) { return bits == 64 ? ~u64{0} : (u64{1} << bits) - 1; }
+constexpr u64 low_mask(unsigned bits) { return bits == 64 ? ~u64{0} : (u64{1} << bits) - 1; }
 
 // Residues first .. last of a stream, each read from the 8 (or, when a residue
 // can straddle nine bytes, 16) bytes from the byte it starts in: independent
@@ -93,7 +93,7 @@ class BitStream {
 // in registers, and groups are independent.
 template <unsigned kBits>
 void pack_groups(const u64* in, std::size_t groups, std::uint8_t* out) {
-  constexpr u64 kMask = kBits == 64 ? ~u64{0} : (u64{1} << (kBits % 64)) - 1;
+  constexpr u64 kMask = low_mask(kBits);
   for (std::size_t g = 0; g < groups; ++g, in += 8, out += kBits) {
     u64 words[9] = {};
 #pragma GCC unroll 8
@@ -118,7 +118,7 @@ void pack_groups(const u64* in, std::size_t groups, std::uint8_t* out) {
 // the 8 bytes from the one it starts in, and a ninth where it straddles them).
 template <unsigned kBits>
 bool unpack_groups(const std::uint8_t* in, std::size_t groups, u64 bound, u64* out) {
-  constexpr u64 kMask = kBits == 64 ? ~u64{0} : (u64{1} << (kBits % 64)) - 1;
+  constexpr u64 kMask = low_mask(kBits);
   bool outside = false;
   for (std::size_t g = 0; g < groups; ++g, in += kBits, out += 8) {
 #pragma GCC unroll 8
