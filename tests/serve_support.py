@@ -95,6 +95,11 @@ def server_process(args: list[str], port: int):
             log.seek(0)
             raise RuntimeError("the server process did not start: " + log.read().decode()[-2000:])
         time.sleep(0.1)
+    def read_log() -> str:
+        log.seek(0)
+        return log.read().decode(errors="replace")
+
+    proc.read_log = read_log
     try:
         yield proc
     finally:

@@ -79,10 +79,15 @@ def test_remote_inference_equals_the_in_process_model_bit_for_bit(served, mlp_pa
     x = batch(6, 16)
     client, session = deterministic_session(url, tokens["alice"])
     enc = session.ctx.encrypt_batch(x, session.keys)
+    sent = []
+    client.http.event_hooks["request"].append(lambda r: sent.append(f"{r.method} {r.url.path.rsplit('/', 1)[-1]}"))
     remote = session.infer_encrypted(enc, progress=False)
     local, ctx, sk = in_process(mlp_path.read_bytes(), config, x)
     assert tensor_bytes(remote) == tensor_bytes(local)
     assert session.rounds == 1  # one client-aided ReLU
+    # Settled status reads: no request for the states the job passes through (queued, running).
+    job = sent[1].split()[1]
+    assert sent == ["POST infer", f"GET {job}", "GET 1", "POST 1", f"GET {job}", "GET result"]
     got = session.ctx.decrypt_batch(remote, session.secret_key)
     assert np.max(np.abs(got - ort_run(mlp_path.read_bytes(), x))) < 1e-4
     client.close()
@@ -316,6 +321,13 @@ def test_a_tenant_cannot_see_another_tenants_session_keys_or_jobs(served):
                          ("POST", f"/v1/sessions/{session.id}/infer")]:
         r = httpx.request(method, url + path, headers=bob, content=b"")
         assert r.status_code == 404, (method, path, r.status_code)
+    # A round this process holds open in memory is as closed to another tenant.
+    _, _, waiting = job_awaiting_its_client(url, tokens["alice"])
+    for method in ("GET", "POST"):
+        r = httpx.request(method, f"{url}/v1/jobs/{waiting}/rounds/1", content=b"",
+                          headers={**bob, "X-Ringfire-Out-Shape": "[2]"})
+        assert r.status_code == 404, (method, r.status_code)
+    session.wait(waiting)  # still alice's to answer
     digest = key_digest_of(session.keys.relin.to_bytes())
     fingerprint = client.model("mlp")["parameters"]["fingerprint"]
     sid_bob = new_session(url, tokens["bob"], fingerprint)
@@ -474,7 +486,8 @@ def test_a_server_killed_mid_job_reports_it_after_the_restart(mlp_path, tmp_path
         proc.kill()
         proc.wait(timeout=10)
         client.close()
-    with server_process(args, port):
+        assert "POST /v1/sessions" not in proc.read_log()  # no access log unless asked
+    with server_process([*args, "--access-log"], port) as proc:
         client = Client(url, tokens["alice"])
         status = client.request("GET", f"/v1/jobs/{job}").json()
         assert status["state"] == "failed" and "server restarted" in status["error"]
@@ -485,6 +498,7 @@ def test_a_server_killed_mid_job_reports_it_after_the_restart(mlp_path, tmp_path
         x = batch(2, 16, seed=9)
         assert np.max(np.abs(again.infer(x) - ort_run(mlp_path.read_bytes(), x))) < 1e-4
         client.close()
+        assert f'"GET /v1/jobs/{job} HTTP/1.1" 200' in proc.read_log()
     # The killed server had written the checked keys' image; the restarted one mapped it.
     assert len(list((tmp_path / "store").rglob("*.image"))) == 1
 

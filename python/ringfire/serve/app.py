@@ -37,6 +37,8 @@ from .store import TERMINAL, ChunkBusy, Store
 
 log = logging.getLogger("ringfire.serve")
 JSON_LIMIT = 64 * 1024
+# The states a settled status read answers with: each asks something of the client.
+SETTLED = ("awaiting_client", *TERMINAL)
 _RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+)$")
 _DIGEST = re.compile(r"^[0-9a-f]{64}$")
 _OLD_CLIENT = ("this server names keys by their block digest (X-Key-Digest, X-Chunk-Digest, {\"digest\"}; "
@@ -526,16 +528,21 @@ def create_app(config: ServeConfig) -> FastAPI:
         return out, store.waiting_round(jid) if out["state"] not in TERMINAL else None
 
     @app.get("/v1/jobs/{jid}")
-    async def job_status(jid: str, who: str = Depends(tenant), wait: float = 0.0, seen: str = ""):
+    async def job_status(jid: str, who: str = Depends(tenant), wait: float = 0.0, seen: str = "",
+                         settled: bool = False):
         """With ``wait`` (seconds, at most 30) and ``seen`` (the ``state:round`` last read), the
-        answer comes when the job moves on or the wait ends: no polling loop on the client."""
+        answer comes when the job moves on or the wait ends: no polling loop on the client.
+        With ``settled``, only a state that asks something of the client (a round to answer, a
+        result, an error) or the wait's end answers: the states a job passes through on its way
+        (queued, running) cost the client no request each."""
         deadline = time.monotonic() + min(max(wait, 0.0), 30.0)
         with runner.watchers.watching(jid) as changed:
             while True:
                 changed.clear()  # before the read: a change after it wakes the wait below
                 out = await job_snapshot(jid, who)
                 left = deadline - time.monotonic()
-                if f"{out['state']}:{out.get('round', {}).get('number', '')}" != seen or left <= 0:
+                moved = f"{out['state']}:{out.get('round', {}).get('number', '')}" != seen
+                if moved and (not settled or out["state"] in SETTLED) or left <= 0:
                     return out
                 # This process's job: its worker wakes the read (the 0.25 s look is a safety
                 # net); another process's: the store is read again soon.
@@ -549,10 +556,22 @@ def create_app(config: ServeConfig) -> FastAPI:
             refuse(409, f"job {jid} is not waiting for round {number}")
         return r
 
+    async def open_round(jid: str, who: str, number: int) -> tuple[dict, Job | None]:
+        """The round `number` the job waits on, and the job where this process runs it. A job
+        of this process that this tenant owns and whose worker holds that round open is answered
+        from memory (the worker opens a round in the store before it does in memory), with no
+        store read and no trip to a worker thread; anything else, from the store."""
+        live = runner.live(jid)
+        if live is not None and live.tenant == who:
+            r = runner.waiting_round(live)
+            if r is not None and r["number"] == number:
+                return r, live
+        return await off_loop(waiting_round, jid, who, number), live
+
     @app.get("/v1/jobs/{jid}/rounds/{number}")
     async def get_round(jid: str, number: int, who: str = Depends(tenant)):
-        r = await off_loop(waiting_round, jid, who, number)
-        parts = runner.question(runner.live(jid), number)
+        r, live = await open_round(jid, who, number)
+        parts = runner.question(live, number)
         if parts is None:  # another process's job
             try:
                 parts = [await off_loop(store.round_question(jid, number).read_bytes)]
@@ -567,23 +586,27 @@ def create_app(config: ServeConfig) -> FastAPI:
 
     @app.post("/v1/jobs/{jid}/rounds/{number}")
     async def answer_round(jid: str, number: int, request: Request, who: str = Depends(tenant)):
-        r = await off_loop(waiting_round, jid, who, number)
+        r, live = await open_round(jid, who, number)
         try:
             out_shape = tuple(int(v) for v in json.loads(request.headers.get("x-ringfire-out-shape", "null")))
         except (TypeError, ValueError):
             refuse(400, "X-Ringfire-Out-Shape: the layer's output shape as a JSON list is required")
         entries = max(1, r["entries"])
         body = await read_pieces(request, entries * (host.max_ciphertext_bytes() + 16) + 4096, "round answer")
-        try:  # checked here, by whichever process took the request
-            cts = (await off_loop(lambda: wire.unpack_tensor(
-                body, host.ctx.load, max_entries=entries, max_entry_bytes=host.max_ciphertext_bytes())))["cts"]
-        except ValueError as e:
-            refuse(422, f"the answer is not a valid encrypted tensor for this model: {e}")
-        # Taken once: a repeated answer is refused, so a retried request can never replace the one
-        # the job already used.
-        live = runner.live(jid)
-        if not await off_loop(store.answer_round, jid, number, out_shape, None if live is not None else body):
-            refuse(409, f"[serve] the job is not waiting for round {number} (answered already, or not reached)")
+
+        def take():  # checked here, by whichever process took the request, then claimed
+            try:
+                cts = wire.unpack_tensor(body, host.ctx.load, max_entries=entries,
+                                         max_entry_bytes=host.max_ciphertext_bytes())["cts"]
+            except ValueError as e:
+                refuse(422, f"the answer is not a valid encrypted tensor for this model: {e}")
+            # Taken once: a repeated answer is refused, so a retried request can never replace the
+            # one the job already used.
+            if not store.answer_round(jid, number, out_shape, None if live is not None else body):
+                refuse(409, f"[serve] the job is not waiting for round {number} (answered already, or not "
+                            f"reached)")
+            return cts
+        cts = await off_loop(take)
         if live is not None:  # this process runs the job: handed over in memory, loaded once
             runner.deliver(live, number, cts, out_shape)
         return {"accepted": True}

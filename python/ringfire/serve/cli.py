@@ -43,6 +43,9 @@ def register(subparsers) -> None:
     p.add_argument("--round-timeout", type=float, default=300.0, help="seconds a job waits for its client")
     p.add_argument("--drain-timeout", type=float, default=600.0, help="seconds a shutdown waits for running jobs")
     p.add_argument("--requests-per-second", type=float, default=50.0, help="per tenant")
+    p.add_argument("--access-log", action="store_true",
+                   help="log every request (uvicorn's access log; off by default: a client makes about six "
+                        "requests an inference, and /metrics counts them by route and status)")
     p.add_argument("--no-key-images", action="store_true",
                    help="keep checked keys loaded in memory instead of mapping key images written to --store "
                         "(images take up to twice the uploads' disk space; docs/serving.md)")
@@ -89,7 +92,7 @@ def main(args) -> int:
         return serve_replicas(args, config)
     uvicorn.run(create_app(config), host=args.host, port=args.port, ssl_certfile=args.tls_cert,
                 ssl_keyfile=args.tls_key, timeout_graceful_shutdown=int(config.drain_timeout) + 5,
-                log_level="info")
+                log_level="info", access_log=args.access_log)
     return 0
 
 

@@ -264,7 +264,8 @@ class Session:
         seen = ""
         with _progress.progress_bar(None, "encrypted inference (server)", progress, unit="step") as bar:
             while True:
-                status = self.client.request("GET", f"/v1/jobs/{job}", params={"wait": 10, "seen": seen}).json()
+                status = self.client.request("GET", f"/v1/jobs/{job}",
+                                             params={"wait": 10, "seen": seen, "settled": 1}).json()
                 seen = f"{status['state']}:{status.get('round', {}).get('number', '')}"
                 if status["progress"]:
                     bar.set_postfix_str(f"{status['progress'].get('layer', '')} "

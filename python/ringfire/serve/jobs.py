@@ -55,7 +55,7 @@ class Job:
     state: str = "queued"
     progress: dict = field(default_factory=dict)
     rounds: int = 0
-    question: tuple | None = None   # (round number, its ciphertexts as a container's parts, layer) while open
+    question: tuple | None = None   # (round number, its ciphertexts as a container's parts, layer, entries) while open
     answer: tuple | None = None     # (round number, loaded ciphertexts, out shape) handed over in memory
     answered: threading.Event = field(default_factory=threading.Event)
     cancelled: threading.Event = field(default_factory=threading.Event)
@@ -87,7 +87,7 @@ class RemoteClient(Client):
         # round's GET and POST look it up in the store, so a client that reads the round in a
         # status must find it there too (the other order answered such a GET with a 409).
         store.open_round(job.id, number, layer, int(x.size), payload if shared else None)
-        job.question = (number, payload, layer)
+        job.question = (number, payload, layer, int(x.size))
         self.runner.set_state(job, "awaiting_client")
         now = time.monotonic()
         deadline, look_at_cancel = now + self.runner.config.round_timeout, now
@@ -193,9 +193,11 @@ class JobRunner:
 
     @staticmethod
     def waiting_round(job: Job) -> dict | None:
-        """The round this process's job waits on, unanswered here (number and layer), from memory."""
+        """The round this process's job waits on, unanswered here (number, layer and entries), from
+        memory."""
         q, answered = job.question, job.answer
-        return None if q is None or answered is not None and answered[0] == q[0] else {"number": q[0], "layer": q[2]}
+        return None if q is None or answered is not None and answered[0] == q[0] else \
+            {"number": q[0], "layer": q[2], "entries": q[3]}
 
     def stop_if_asked(self, job: Job) -> None:
         """Raises if the job was cancelled (here, or through the store by any process sharing
