@@ -337,7 +337,38 @@ def test_a_tenant_cannot_see_another_tenants_session_keys_or_jobs(served):
     mine = httpx.post(f"{url}/v1/sessions/{sid_alice}/keys/relin/link", json={"digest": digest},
                       headers={"Authorization": f"Bearer {tokens['alice']}"})
     assert mine.status_code == 200, mine.text
+    opened = httpx.post(f"{url}/v1/sessions", headers=bob, json={"model": "mlp", "fingerprint": fingerprint,
+                                                                  "keys": {"relin": digest}})
+    assert opened.status_code == 201 and opened.json()["linked"] == []  # nor when bob opens a session with them
     assert httpx.get(f"{url}/v2/models", headers={"Authorization": "Bearer nope"}).status_code == 401
+    client.close()
+
+
+def test_a_client_that_comes_back_opens_its_session_in_one_request(served, mlp_path):
+    """The digests of the keys go with the request that opens a session: the server links
+    those this tenant stored, and a client whose keys are all there sends nothing else
+    before its first inference; a malformed ``keys`` is refused by name."""
+    url, tokens, _, _ = served
+    client = Client(url, tokens["alice"])
+    first = client.session("mlp", progress=False)  # keys made here: uploaded as the session opened
+    assert first.upload_timings["relin"]["bytes"] > 0
+    sent = []
+    client.http.event_hooks["request"].append(lambda r: sent.append(f"{r.method} {r.url.path}"))
+    again = client.session("mlp", first.ctx, first.secret_key, first.keys, progress=False)
+    assert sent == ["GET /v2/models/mlp", "POST /v1/sessions"] and again.upload_timings == {}
+    assert again.upload_keys(progress=False) == {"relin": "stored"}
+    x = batch(2, 16, seed=4)
+    assert np.max(np.abs(again.infer(x, progress=False) - ort_run(mlp_path.read_bytes(), x))) < 1e-3
+    fingerprint = client.model("mlp")["parameters"]["fingerprint"]
+    auth = {"Authorization": f"Bearer {tokens['alice']}"}
+    for keys, status, says in (([1], 400, "keys: {kind: digest}"), ({"relin": "AB" * 32}, 400, "keys.relin"),
+                               ({"relin": 7}, 400, "keys.relin"), ({"rotation": "0" * 64}, 404, "not 'rotation'")):
+        r = httpx.post(f"{url}/v1/sessions", headers=auth, json={"model": "mlp", "fingerprint": fingerprint,
+                                                                  "keys": keys})
+        assert r.status_code == status and says in r.json()["error"], (keys, r.status_code, r.text)
+    unknown = httpx.post(f"{url}/v1/sessions", headers=auth, json={"model": "mlp", "fingerprint": fingerprint,
+                                                                    "keys": {"relin": "0" * 64}})
+    assert unknown.status_code == 201 and unknown.json()["linked"] == []  # nothing stored under it: upload
     client.close()
 
 
@@ -477,6 +508,30 @@ def job_awaiting_its_client(url, token):
             break
         time.sleep(0.05)
     return client, session, job
+
+
+def test_a_jobs_progress_is_read_from_memory_and_written_to_the_store_now_and_then(served, mlp_path, monkeypatch):
+    """A live job's status says how far it got (the layer, steps done of all) from its worker;
+    the store, which other processes read, gets the progress at most every
+    PROGRESS_WRITE_SECONDS besides each change of state, and the whole of it at the end."""
+    from ringfire.serve import jobs
+    url, tokens, app, _ = served
+    monkeypatch.setattr(jobs, "PROGRESS_WRITE_SECONDS", 1e9)
+    store, writes = app.state.store, []
+    set_job = store.set_job
+    monkeypatch.setattr(store, "set_job", lambda jid, state, **kw: writes.append(state) or set_job(jid, state, **kw))
+    client, session, job = job_awaiting_its_client(url, tokens["alice"])
+    status = client.request("GET", f"/v1/jobs/{job}").json()
+    step = status["progress"]
+    assert status["state"] == "awaiting_client" and 0 < step["done"] < step["total"] and step["layer"]
+    y = session.ctx.decrypt_batch(session.wait(job), session.secret_key)
+    assert np.max(np.abs(y - ort_run(mlp_path.read_bytes(), batch(2, 16)))) < 1e-3  # the job's input
+    final = client.request("GET", f"/v1/jobs/{job}").json()
+    assert final["state"] == "done" and final["progress"]["done"] == final["progress"]["total"] == step["total"]
+    assert store.job(job, "alice")["progress"] == final["progress"]
+    # queued -> running, one round (awaiting_client, running), done: no write for a step alone
+    assert writes == ["running", "awaiting_client", "running", "done"], writes
+    client.close()
 
 
 def test_a_server_killed_mid_job_reports_it_after_the_restart(mlp_path, tmp_path):

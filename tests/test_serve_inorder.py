@@ -70,7 +70,7 @@ def test_a_failed_chunk_write_leaves_the_upload_where_it_was(tmp_path):
     def broken(piece):
         raise OSError("no space left on device")
 
-    writer._behind = InOrder(broken, bound=1 << 20)
+    writer._writing = InOrder(broken, bound=1 << 20)
     with pytest.raises(OSError, match="no space left"):
         with writer as chunk:
             chunk.write(b"k" * 300)

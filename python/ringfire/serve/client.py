@@ -150,10 +150,8 @@ class Client:
         if secret_key is None or keys is None:
             secret_key, keys = (ctx.keygen(bootstrap=params["bootstrap"], master_rotations=True) if master_rotations
                                 else ctx.keygen(rotations=params["rotations"], bootstrap=params["bootstrap"]))
-        sid = self.request("POST", "/v1/sessions", expect=(201,),
-                           json={"model": name, "fingerprint": params["fingerprint"]}).json()["id"]
-        session = Session(self, name, sid, ctx, secret_key, keys, info)
-        session.upload_keys(progress=progress)
+        session = Session(self, name, None, ctx, secret_key, keys, info)
+        session.open(progress=progress)
         return session
 
 
@@ -164,9 +162,22 @@ class Session:
         self.packing = info["parameters"]["packing"]
         self.local = LocalClient(ctx, secret_key, keys)
         self.rounds = 0
-        self.upload_timings: dict = {}  # per kind, from the last upload_keys (bytes, prepare_s, transfer_s)
+        self.upload_timings: dict = {}  # per kind, from open or the last upload_keys (bytes, prepare_s, transfer_s)
 
     # ---- keys ---------------------------------------------------------------------------
+    def open(self, progress: bool | None = None) -> dict:
+        """Opens the session on the server: hashes the evaluation keys the model needs, sends
+        their digests with the request that opens it (the server links those this tenant stored
+        already, so a client that comes back is ready in one request) and uploads the others.
+        Returns what :meth:`upload_keys` returns."""
+        hashed = {sent: self._hash(sent) for sent in map(self._sent_as, self.info["parameters"]["keys"])}
+        opened = self.client.request("POST", "/v1/sessions", expect=(201,), json={
+            "model": self.model, "fingerprint": self.info["parameters"]["fingerprint"],
+            "keys": {kind: h["digest"] for kind, h in hashed.items()}}).json()
+        self.id = opened["id"]
+        linked = set(opened.get("linked", ()))
+        return self._send({kind: ("linked" if kind in linked else 0, h) for kind, h in hashed.items()}, progress)
+
     def upload_keys(self, progress: bool | None = None) -> dict:
         """Each evaluation key set the session lacks: linked when the server stored it already
         (the same digest), else uploaded in chunks, from the server's offset when an earlier
@@ -177,30 +188,46 @@ class Session:
         uploaded kind, its bytes and the seconds spent hashing it here (``prepare_s``) and
         sending it until the server kept it (``transfer_s``)."""
         status = self.client.request("GET", f"/v1/sessions/{self.id}").json()["keys"]
-        out = {}
-        self.upload_timings = {}
+        todo, out = {}, {}
         for kind, st in status.items():
             if st["stored"]:
                 out[kind] = "stored"
                 continue
-            if kind == "galois" and self.keys.galois is None and self.keys.master is not None:
-                kind, st = "master", {}  # the server derives the Galois keys; a 409 says where to resume
-            key = getattr(self.keys, kind)
-            start = time.perf_counter()
-            with BlockHasher(two_threads=True) as hasher:
-                total = key.save_to(hasher)
-                blocks = hasher.digests()
-            digest = key_digest(blocks)
-            prepared = time.perf_counter()
-            linked = self.client.request("POST", f"/v1/sessions/{self.id}/keys/{kind}/link",
-                                         expect=(200, 404), json={"digest": digest})
-            if linked.status_code == 200:
+            sent = self._sent_as(kind)
+            h = self._hash(sent)
+            linked = self.client.request("POST", f"/v1/sessions/{self.id}/keys/{sent}/link",
+                                         expect=(200, 404), json={"digest": h["digest"]})
+            # Master keys for the Galois keys start over: a 409 says where to resume.
+            resume = st["received"] if sent == kind and st.get("total") == h["total"] else 0
+            todo[sent] = ("linked" if linked.status_code == 200 else resume, h)
+        return {**out, **self._send(todo, progress)}
+
+    def _sent_as(self, kind: str) -> str:
+        """The kind sent for a kind the model needs: master keys for its Galois keys where this
+        client holds only those (the server derives the Galois keys)."""
+        return "master" if kind == "galois" and self.keys.galois is None and self.keys.master is not None else kind
+
+    def _hash(self, kind: str) -> dict:
+        """The key of `kind` serialized once to hash it: its digest, its block digests, its size."""
+        key, start = getattr(self.keys, kind), time.perf_counter()
+        with BlockHasher(two_threads=True) as hasher:
+            total = key.save_to(hasher)
+            blocks = hasher.digests()
+        hashed = time.perf_counter()
+        return {"key": key, "total": total, "blocks": blocks, "digest": key_digest(blocks), "hashed": hashed,
+                "prepare_s": hashed - start}
+
+    def _send(self, todo: dict, progress) -> dict:
+        """{kind: ("linked" or the byte to resume from, _hash's dict)}: the keys not linked, uploaded."""
+        out, self.upload_timings, ended = {}, {}, 0.0
+        for kind, (linked_or_start, h) in todo.items():
+            if linked_or_start == "linked":
                 out[kind] = "linked"
                 continue
-            self._upload(kind, key, total, digest, blocks, st["received"] if st.get("total") == total else 0,
-                         progress)
-            self.upload_timings[kind] = {"bytes": total, "prepare_s": prepared - start,
-                                         "transfer_s": time.perf_counter() - prepared}
+            began = max(h["hashed"], ended)  # the requests after its hashing count as its transfer
+            self._upload(kind, h["key"], h["total"], h["digest"], h["blocks"], linked_or_start, progress)
+            ended = time.perf_counter()
+            self.upload_timings[kind] = {"bytes": h["total"], "prepare_s": h["prepare_s"], "transfer_s": ended - began}
             out[kind] = "uploaded"
         return out
 

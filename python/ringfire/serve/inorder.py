@@ -1,9 +1,9 @@
 """Work on the pieces of a stream, in order, on a thread of its own.
 
 The server hashes each upload chunk block by block and writes it to a file as its pieces
-arrive. hashlib and file writes release the GIL, so handing both to a second thread leaves
-the event loop free to receive the next pieces (and to answer other requests) on the other
-core.
+arrive, each on a thread of this kind. hashlib and file writes release the GIL, so handing
+them to other threads leaves the event loop free to receive the next pieces (and to answer
+other requests) meanwhile.
 """
 
 from __future__ import annotations

@@ -44,6 +44,8 @@ class JobLost(RuntimeError):
 
 ROUND_POLL_SECONDS = 0.01   # how often a waiting job of a shared store looks for an answer file
 CANCEL_POLL_SECONDS = 0.5   # how often it reads the store's cancel flag
+PROGRESS_WRITE_SECONDS = 0.5  # how often a running job's progress reaches the store (reads of a live job
+                              # come from memory; the store's copy is for other processes)
 
 
 @dataclass
@@ -161,13 +163,15 @@ class JobRunner:
         with self._lock:
             return self._live.get(jid)
 
-    def set_state(self, job: Job, state: str, **extra) -> None:
+    def set_state(self, job: Job, state: str, *, notify: bool = True, **extra) -> None:
+        """The job's state (and progress) in the store, then here; ``notify`` wakes its long polls."""
         # The store first: a reader who sees the live state can then find its error and result.
         if not self.store.set_job(job.id, state, progress=job.progress or None, **extra):
             job.state = "failed"
             raise JobLost(f"[serve] job {job.id} was ended by another server process")
         job.state = state
-        self.watchers.notify(job.id)
+        if notify:
+            self.watchers.notify(job.id)
 
     @property
     def stopping(self) -> bool:
@@ -285,14 +289,19 @@ class JobRunner:
         enc = EncryptedTensor(fields["cts"], fields["batch"], ctx, fields["packing"], fields["period"],
                               fields["sample_shape"], fields["element_slots"])
 
-        looked = [time.monotonic()]
+        last = {"cancel_look": time.monotonic(), "store_write": time.monotonic()}
 
         def progress(done, total, label):
+            # In memory for this process's status reads (a progress step wakes no long poll: it
+            # waits for the state or the round to change); in the store now and then, which also
+            # finds a job another process ended.
             job.progress = {"done": done, "total": total, "layer": label}
-            if job.state == "running":
-                self.set_state(job, "running")
-            if time.monotonic() - looked[0] > CANCEL_POLL_SECONDS:  # between layers too, not only in rounds
-                looked[0] = time.monotonic()
+            now = time.monotonic()
+            if job.state == "running" and now - last["store_write"] > PROGRESS_WRITE_SECONDS:
+                last["store_write"] = now
+                self.set_state(job, "running", notify=False)
+            if now - last["cancel_look"] > CANCEL_POLL_SECONDS:  # between layers too, not only in rounds
+                last["cancel_look"] = now
                 self.stop_if_asked(job)
 
         client = RemoteClient(self, job, keys, host.max_ciphertext_bytes())
