@@ -50,6 +50,7 @@ class Client:
                              "blocks of the key's digest)")
         self.http = httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {token}"}, verify=verify,
                                  timeout=timeout)
+        self._described: dict[str, dict] = {}  # the last description read of each model
 
     def close(self) -> None:
         self.http.close()
@@ -119,7 +120,9 @@ class Client:
         return self.request("GET", "/v2/models").json()["models"]
 
     def model(self, name: str) -> dict:
-        return self.request("GET", f"/v2/models/{name}").json()
+        """What the server says of model `name` (its parameters, packing, the keys it needs), read now."""
+        self._described[name] = self.request("GET", f"/v2/models/{name}").json()
+        return self._described[name]
 
     def context(self, name: str, **options) -> ckks.Context:
         """The model's parameters as a context (made here; its randomness is the client's).
@@ -137,9 +140,13 @@ class Client:
         Evaluation keys the server lacks are uploaded. ``master_rotations``: make and send master
         keys instead of the model's Galois keys (the server derives those; a fraction of the
         bytes and of the client's keygen time, docs/keys.md), where the model accepts them."""
-        info = self.model(name)
         if ctx is None:
             ctx = self.context(name)
+        # The description the context was made from, when this client read it (one request
+        # fewer: what matters to the keys is in the fingerprint, which the server checks again).
+        info = self._described.get(name)
+        if info is None or info["parameters"]["fingerprint"] != f"{ctx.fingerprint:016x}":
+            info = self.model(name)
         params = info["parameters"]
         if f"{ctx.fingerprint:016x}" != params["fingerprint"]:
             raise ValueError(f"[serve] this context's parameters are not the model's: make it with "
