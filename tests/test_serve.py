@@ -357,6 +357,8 @@ def test_a_client_that_comes_back_opens_its_session_in_one_request(served, mlp_p
     again = client.session("mlp", first.ctx, first.secret_key, first.keys, progress=False)
     assert sent == ["POST /v1/sessions"] and again.upload_timings == {}  # the model as this client read it
     assert again.upload_keys(progress=False) == {"relin": "stored"}
+    with pytest.raises(ValueError, match="needs galois keys and these keys hold none"):
+        again._hash("galois")  # keys without what a model needs: said, not an AttributeError
     x = batch(2, 16, seed=4)
     assert np.max(np.abs(again.infer(x, progress=False) - ort_run(mlp_path.read_bytes(), x))) < 1e-3
     fingerprint = client.model("mlp")["parameters"]["fingerprint"]

@@ -217,6 +217,9 @@ class Session:
     def _hash(self, kind: str) -> dict:
         """The key of `kind` serialized once to hash it: its digest, its block digests, its size."""
         key, start = getattr(self.keys, kind), time.perf_counter()
+        if key is None:
+            raise ValueError(f"[serve] model {self.model!r} needs {kind} keys and these keys hold none: make them "
+                             f"with ctx.keygen(rotations=..., bootstrap=...) as client.model({self.model!r}) says")
         with BlockHasher(two_threads=True) as hasher:
             total = key.save_to(hasher)
             blocks = hasher.digests()
