@@ -229,12 +229,13 @@ class Session:
 
     def _send(self, todo: dict, progress) -> dict:
         """{kind: ("linked" or the byte to resume from, _hash's dict)}: the keys not linked, uploaded."""
-        out, self.upload_timings, ended = {}, {}, 0.0
+        out, self.upload_timings = {}, {}
+        ended = max((h["hashed"] for _, h in todo.values()), default=0.0)  # every key is hashed before any is sent
         for kind, (linked_or_start, h) in todo.items():
             if linked_or_start == "linked":
                 out[kind] = "linked"
                 continue
-            began = max(h["hashed"], ended)  # the requests after its hashing count as its transfer
+            began = ended  # the requests after the hashing count as the first key's transfer
             self._upload(kind, h["key"], h["total"], h["digest"], h["blocks"], linked_or_start, progress)
             ended = time.perf_counter()
             self.upload_timings[kind] = {"bytes": h["total"], "prepare_s": h["prepare_s"], "transfer_s": ended - began}
