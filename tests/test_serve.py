@@ -344,6 +344,19 @@ def test_a_tenant_cannot_see_another_tenants_session_keys_or_jobs(served):
     client.close()
 
 
+def test_keys_written_past_the_page_cache_serve_an_inference(served, mlp_path, monkeypatch):
+    """Uploads as large uploads go (past the page cache, directwrite.py, where the file system
+    allows it): the stored keys pass the server's check and an inference equals onnxruntime."""
+    url, tokens, app, _ = served
+    monkeypatch.setattr(app.state.store, "direct_from", 0)
+    client = Client(url, tokens["alice"])
+    session = client.session("mlp", progress=False)  # keys made here: uploaded
+    assert session.upload_timings["relin"]["bytes"] > 0
+    x = batch(2, 16, seed=6)
+    assert np.max(np.abs(session.infer(x, progress=False) - ort_run(mlp_path.read_bytes(), x))) < 1e-3
+    client.close()
+
+
 def test_a_client_that_comes_back_opens_its_session_in_one_request(served, mlp_path):
     """The digests of the keys go with the request that opens a session: the server links
     those this tenant stored, and a client whose keys are all there sends nothing else

@@ -80,3 +80,63 @@ def test_a_failed_chunk_write_leaves_the_upload_where_it_was(tmp_path):
     assert store.append(up["id"], 400, b"k" * 600) == 1000  # the upload is free for the next chunk
     assert store.upload_digest(up["id"]) == key_digest_of(b"k" * 1000)
     store.close()
+
+
+def test_a_direct_write_puts_every_byte_where_it_belongs(tmp_path):
+    """directwrite: pieces of odd sizes across the staging buffer, from an aligned offset past
+    what the file holds, an unaligned tail; an unaligned offset or a file system without
+    O_DIRECT gets no direct writer (the store then writes through the page cache)."""
+    import numpy as np
+
+    from ringfire.serve import directwrite
+
+    path = tmp_path / "part"
+    path.write_bytes(b"p" * 70_000)
+    assert directwrite.open_direct(path, 4097) is None
+    writer = directwrite.open_direct(path, 65_536)
+    if writer is None:
+        pytest.skip("this file system takes no O_DIRECT writes")
+    data = np.random.default_rng(5).integers(0, 256, 2 * directwrite.STAGE + 5_000, dtype=np.uint8).tobytes()
+    at, step = 0, 1
+    while at < len(data):
+        lent = bytearray(data[at:at + step])
+        writer.write(lent)
+        lent[:] = bytes(len(lent))  # the writer copied it
+        at, step = at + step, step * 3 + 1
+    assert writer.close() == 65_536 + len(data) and writer.close() == 65_536 + len(data)
+    assert path.read_bytes() == b"p" * 65_536 + data
+
+
+def test_a_large_upload_written_past_the_page_cache_is_kept_or_cut_like_any(tmp_path, monkeypatch):
+    """A store whose uploads all go past the page cache: chunks kept in order give the key's
+    digest; a chunk whose write fails leaves the file and the upload where they were."""
+    from ringfire.serve import directwrite, store as store_module
+
+    store = Store(tmp_path / "store")
+    store.direct_from = 0
+    opened = []
+    real = store_module.open_direct
+    monkeypatch.setattr(store_module, "open_direct", lambda *a: opened.append(a) or real(*a))
+    data = bytes(range(256)) * 5000 + b"tail"  # 1,280,004 bytes: the last chunk ends unaligned
+    up = store.upload("s", "relin", "alice", len(data), "0" * 64)
+    assert store.append(up["id"], 0, data[:655_360]) == 655_360
+    assert opened and (store.part_path(up["id"]).stat().st_size == 655_360)
+    writer = store.chunk_writer(up["id"], 655_360)
+    direct = writer._direct is not None  # False where the file system takes no O_DIRECT writes
+
+    def broken(piece):
+        raise OSError("no space left on device")
+
+    writer._writing = InOrder(broken, bound=1 << 20)
+    with pytest.raises(OSError, match="no space left"):
+        with writer as chunk:
+            chunk.write(data[655_360:])
+            chunk.keep()
+    assert store.part_path(up["id"]).stat().st_size == 655_360
+    assert store.append(up["id"], 655_360, data[655_360:]) == len(data)
+    assert store.part_path(up["id"]).read_bytes() == data
+    assert store.upload_digest(up["id"]) == key_digest_of(data)
+    assert directwrite.DIRECT_FROM >= 64 * 2**20  # small uploads stay in the page cache
+    store.close()
+    if not direct:
+        pytest.skip("this file system takes no O_DIRECT writes (the page cache path was tested)")

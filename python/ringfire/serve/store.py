@@ -36,6 +36,7 @@ import uuid
 from pathlib import Path
 
 from ..io import write_atomically
+from .directwrite import DIRECT_FROM, open_direct
 from .inorder import InOrder
 from .keydigest import BLOCK, BlockHasher, chunk_digest, file_digests, key_digest
 
@@ -113,6 +114,7 @@ class Store:
         directory: the rollback journal instead of WAL (which needs memory shared on one
         host), and uploads hashed from their files at commit (chunks may reach any process)."""
         self.root, self.shared = Path(directory), shared
+        self.direct_from = DIRECT_FROM  # uploads at least this large are written past the page cache
         for sub in ("blobs", "uploads", "results", "rounds"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         self._local = threading.local()             # this thread's connection
@@ -268,8 +270,9 @@ class Store:
             before = b""
         elif upto != offset or offset % BLOCK:
             before = None  # resumed after a restart, or chunks sent to other replicas: the commit hashes the file
+        total = self._q("select total from uploads where id = ?", (uid,))
         try:
-            writer = ChunkWriter(self, uid, offset, before)
+            writer = ChunkWriter(self, uid, offset, before, direct=bool(total) and total[0][0] >= self.direct_from)
         except BaseException:  # the part file would not open or is locked: the upload is free for the next chunk
             self._released(uid)
             raise
@@ -546,9 +549,10 @@ class ChunkWriter:
     file as its pieces arrive, on two threads of the chunk's own (inorder.py): the event loop
     that receives the pieces only hands them on. Both threads are drained before the chunk's
     digest is read and before the chunk is kept or cut off. ``before``: the upload's block
-    digests up to ``offset`` (None when this process did not see them all)."""
+    digests up to ``offset`` (None when this process did not see them all); ``direct``: write
+    past the page cache where the file system allows it (a large upload: directwrite.py)."""
 
-    def __init__(self, store: Store, uid: str, offset: int, before: bytes | None):
+    def __init__(self, store: Store, uid: str, offset: int, before: bytes | None, direct: bool = False):
         self.store, self.uid, self.offset, self.size = store, uid, offset, 0
         self._before, self._blocks = before, BlockHasher()
         self._file = open(store.part_path(uid), "r+b")
@@ -564,7 +568,9 @@ class ChunkWriter:
         # behind the socket, and a chunk's answer waited 11-18 ms a 43 MB key for them to catch
         # up (7-12 ms on two threads; N16_D30's relinearization key, 16 MiB chunks).
         self._hashing = InOrder(self._blocks.update, BEHIND_BYTES)
-        self._writing = InOrder(self._file.write, BEHIND_BYTES)
+        # A large upload past the page cache where the file system allows it (directwrite.py).
+        self._direct = open_direct(store.part_path(uid), offset) if direct else None
+        self._writing = InOrder(self._file.write if self._direct is None else self._direct.write, BEHIND_BYTES)
 
     def write(self, piece) -> None:
         """Hands on a piece (bytes the caller will not change: it is hashed and written later)."""
@@ -577,7 +583,11 @@ class ChunkWriter:
         try:
             self._hashing.finish()
         finally:
-            self._writing.finish()
+            try:
+                self._writing.finish()
+            finally:
+                if self._direct is not None:
+                    self._file.seek(self._direct.close())  # where keep() cuts the file
 
     def digest(self) -> str:
         """The chunk's digest, once every piece put is hashed and written (this waits for them)."""
