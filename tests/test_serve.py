@@ -5,6 +5,7 @@ requests and time."""
 
 import concurrent.futures
 import dataclasses
+import hashlib
 import json
 import os
 import threading
@@ -196,6 +197,12 @@ def test_an_interrupted_upload_resumes_and_a_corrupt_chunk_is_refused(served):
     assert put_chunk(url, token, sid, data, 0, third, sha).json()["received"] == third
     bad = put_chunk(url, token, sid, data, third, 2 * third, sha, chunk_digest="0" * 64)
     assert bad.status_code == 422 and "send it again" in bad.json()["error"]
+    # A client of the first digest version (SHA-256 over the blocks) is told which one this is.
+    blocks = b"".join(hashlib.sha256(data[i:i + DIGEST_BLOCK]).digest() for i in range(third, 2 * third, DIGEST_BLOCK))
+    v1 = hashlib.sha256(b"ringfire chunk digest v1\n" + blocks).hexdigest()
+    refused = put_chunk(url, token, sid, data, third, 2 * third, sha, chunk_digest=v1)
+    assert refused.status_code == 422
+    assert "BLAKE3" in refused.json()["error"] and "version 2" in refused.json()["error"]
     # A chunk that does not start or end on a block boundary is refused before it is read.
     for start, end in ((third + 1, 2 * third), (third, 2 * third - 1)):
         cut = put_chunk(url, token, sid, data, start, end, sha)
@@ -908,24 +915,23 @@ def test_an_upload_replaced_by_another_leaves_nothing_behind(tmp_path):
     store.close()
 
 
-@pytest.mark.parametrize("two_threads", [False, True])
-def test_block_digests_match_the_definition_whatever_the_write_sizes(two_threads):
+def test_block_digests_match_the_definition_whatever_the_write_sizes():
     """keydigest.BlockHasher against the digests docs/serving.md defines (computed in the test
-    with hashlib alone): writes that straddle blocks, writes long enough for two threads, a
-    short last block, asking twice or writing after asking."""
+    with the blake3 package alone): writes that straddle blocks, long writes, a short last
+    block, asking twice or writing after asking."""
     from ringfire.serve.keydigest import BLOCK, DIGEST, BlockHasher, chunk_digest, digests_of, key_digest
 
     assert BLOCK == DIGEST_BLOCK
     data = np.random.default_rng(3).integers(0, 256, 40 * BLOCK + 1234, dtype=np.uint8).tobytes()
     cuts = [0, 7, BLOCK - 1, BLOCK + 5, 3 * BLOCK, 3 * BLOCK + 1, 30 * BLOCK + 17, 30 * BLOCK + 17]
-    with BlockHasher(two_threads=two_threads) as hasher:
-        for start, stop in zip(cuts, cuts[1:] + [31 * BLOCK - 3]):
-            assert hasher.write(memoryview(data)[start:stop]) == stop - start
-        early = hasher.digests()
-        assert key_digest(early) == key_digest(hasher.digests()) == key_digest_of(data[:31 * BLOCK - 3])
-        hasher.update(data[31 * BLOCK - 3:])
-        assert key_digest(early) == key_digest_of(data[:31 * BLOCK - 3])  # what it said stays said
-        blocks = hasher.digests()
+    hasher = BlockHasher()
+    for start, stop in zip(cuts, cuts[1:] + [31 * BLOCK - 3]):
+        assert hasher.write(memoryview(data)[start:stop]) == stop - start
+    early = hasher.digests()
+    assert key_digest(early) == key_digest(hasher.digests()) == key_digest_of(data[:31 * BLOCK - 3])
+    hasher.update(data[31 * BLOCK - 3:])
+    assert key_digest(early) == key_digest_of(data[:31 * BLOCK - 3])  # what it said stays said
+    blocks = hasher.digests()
     assert key_digest(blocks) == key_digest_of(data) and len(blocks) == 41 * DIGEST
     for first, size in ((0, BLOCK), (2 * BLOCK, 16 * BLOCK), (32 * BLOCK, len(data) - 32 * BLOCK)):
         assert chunk_digest(digests_of(blocks, first, size)) == chunk_digest_of(data[first:first + size])

@@ -136,7 +136,33 @@ def test_a_large_upload_written_past_the_page_cache_is_kept_or_cut_like_any(tmp_
     assert store.append(up["id"], 655_360, data[655_360:]) == len(data)
     assert store.part_path(up["id"]).read_bytes() == data
     assert store.upload_digest(up["id"]) == key_digest_of(data)
-    assert directwrite.DIRECT_FROM >= 64 * 2**20  # small uploads stay in the page cache
+    assert directwrite.DIRECT_FROM == directwrite.STAGE  # uploads smaller than a stage stay in the page cache
     store.close()
     if not direct:
         pytest.skip("this file system takes no O_DIRECT writes (the page cache path was tested)")
+
+
+def test_direct_writers_reuse_their_staging_buffers(tmp_path):
+    """A chunk's staging buffer goes to the next chunk (fresh memory is what is slow to touch),
+    at most SPARE_STAGES of them are kept, and a reused buffer's old bytes never reach a file."""
+    from ringfire.serve import directwrite
+
+    directwrite._spare.clear()
+    path = tmp_path / "part"
+    path.write_bytes(b"")
+    first = directwrite.open_direct(path, 0)
+    if first is None:
+        pytest.skip("this file system takes no O_DIRECT writes")
+    stage = first._stage
+    first.write(b"\xff" * (directwrite.STAGE - 5))
+    assert first.close() == directwrite.STAGE - 5
+    assert directwrite._spare == [stage]
+    second = directwrite.open_direct(path, 0)
+    assert second._stage is stage and directwrite._spare == []
+    second.write(b"ab" * 3000)
+    assert second.close() == 6000
+    assert path.read_bytes()[:6000] == b"ab" * 3000
+    writers = [directwrite.open_direct(path, 0) for _ in range(directwrite.SPARE_STAGES + 2)]
+    for w in writers:
+        w.close()
+    assert len(directwrite._spare) == directwrite.SPARE_STAGES

@@ -1,7 +1,7 @@
 """Encrypted inference as a service (``ringfire serve``; the ``ringfire[serve]`` extra).
 
 The server holds an ONNX model and, per client session, the client's evaluation keys
-(stored on disk by SHA-256, uploaded once, resumable); clients submit encrypted inputs
+(stored on disk by their digest, uploaded once, resumable); clients submit encrypted inputs
 as jobs, answer the client-aided rounds, and download encrypted results. The secret key
 never leaves the client. Protocol, threat model and limits: docs/serving.md.
 

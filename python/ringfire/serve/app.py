@@ -436,7 +436,8 @@ def create_app(config: ServeConfig) -> FastAPI:
                 refuse(400, f"the chunk holds {chunk.size} bytes, its range {last - first + 1}")
             said = request.headers.get("x-chunk-digest")
             if said is not None and said != await off_loop(chunk.digest):
-                refuse(422, "the chunk's digest does not match X-Chunk-Digest: send it again",
+                refuse(422, "the chunk's digest does not match X-Chunk-Digest: send it again (digests are BLAKE3 "
+                            "over 64 KiB blocks, ringfire.serve.keydigest version 2)",
                        {"X-Chunk-Refused": "digest"})
             received = await off_loop(chunk.keep)
         metrics.uploaded.inc(last - first + 1)

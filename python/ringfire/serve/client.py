@@ -220,9 +220,9 @@ class Session:
         if key is None:
             raise ValueError(f"[serve] model {self.model!r} needs {kind} keys and these keys hold none: make them "
                              f"with ctx.keygen(rotations=..., bootstrap=...) as client.model({self.model!r}) says")
-        with BlockHasher(two_threads=True) as hasher:
-            total = key.save_to(hasher)
-            blocks = hasher.digests()
+        hasher = BlockHasher()
+        total = key.save_to(hasher)
+        blocks = hasher.digests()
         hashed = time.perf_counter()
         return {"key": key, "total": total, "blocks": blocks, "digest": key_digest(blocks), "hashed": hashed,
                 "prepare_s": hashed - start}

@@ -1,25 +1,51 @@
-"""A large upload's bytes written past the page cache (``O_DIRECT``).
+"""An upload's bytes written past the page cache (``O_DIRECT``).
 
 Written through the page cache, each byte of an upload is copied into a page the kernel has
-to find first; on the 2-vCPU machines of BENCHMARKS.md, where fresh memory is slow to touch,
-that copy was most of what the server spent receiving N16_BOOT's 3.15 GB of keys (its
-transfer 340-367 MB/s; 673 MB/s written past the cache). A direct write copies nothing in
-the kernel, but it must start on an aligned offset and carry whole aligned blocks from an
-aligned buffer, and it waits for the disk: so the pieces are gathered in one staging buffer
-(mapped, so page-aligned, and reused) and written a few MiB at a time, and the tail that does
-not fill an aligned block goes through the page cache. For a small upload the waits cost more
-than the copies saved (N16_D30's 43 MB relinearization key: 442-481 MB/s against 476-529), so
-the store writes small uploads through the cache (``DIRECT_FROM``).
+to find first. On the 2-vCPU machines of BENCHMARKS.md the hypervisor takes back the guest's
+free pages a few seconds after they are freed, so a page the cache takes from free memory
+faults in the host before it is written: N16_D30's 43 MB relinearization key cost the server
+170-180 ms of CPU through the cache when its free memory had been handed back, 50-80 ms when
+it had not, and 60-70 ms written past the cache either way (N16_BOOT's 3.15 GB: 340-367 MB/s
+through the cache, 673 MB/s past it). A direct write copies nothing in the kernel, but it
+must start on an aligned offset and carry whole aligned blocks from an aligned buffer, and it
+waits for the disk: so the pieces are gathered in a staging buffer (mapped, so page-aligned,
+and kept for the next chunks: fresh memory is what is slow to touch) and written a few MiB at
+a time, and the tail that does not fill an aligned block goes through the page cache. Uploads
+smaller than one staging buffer go through the cache (``DIRECT_FROM``).
 """
 
 from __future__ import annotations
 
 import mmap
 import os
+import threading
 
 ALIGN = 4096  # what O_DIRECT asks of offsets, sizes and buffers on the file systems we meet
 STAGE = 4 * 2**20  # bytes gathered before a write
-DIRECT_FROM = 256 * 2**20  # uploads at least this large are written past the page cache
+DIRECT_FROM = STAGE  # uploads at least this large are written past the page cache
+SPARE_STAGES = 4  # staging buffers kept for the next chunks (one per chunk arriving at once)
+
+_spare: list[mmap.mmap] = []
+_spare_lock = threading.Lock()
+
+
+def _take_stage() -> mmap.mmap:
+    """A staging buffer: one a finished chunk left, else a fresh mapping. Reused because fresh
+    memory is slow to touch where the hypervisor takes back the guest's free pages (every page
+    of a new mapping faults; on the machine of BENCHMARKS.md a page the page cache took from
+    such memory cost 11-12 µs)."""
+    with _spare_lock:
+        if _spare:
+            return _spare.pop()
+    return mmap.mmap(-1, STAGE)
+
+
+def _give_stage(stage: mmap.mmap) -> None:
+    with _spare_lock:
+        if len(_spare) < SPARE_STAGES:
+            _spare.append(stage)
+            return
+    stage.close()
 
 
 def open_direct(path, offset: int) -> "DirectWriter | None":
@@ -43,7 +69,7 @@ class DirectWriter:
 
     def __init__(self, fd: int, path, offset: int):
         self._fd, self._path, self._at, self._fill = fd, path, offset, 0
-        self._stage = mmap.mmap(-1, STAGE)
+        self._stage = _take_stage()
         self._view = memoryview(self._stage)
 
     def write(self, piece) -> None:
@@ -75,7 +101,7 @@ class DirectWriter:
             os.close(self._fd)
             self._fd = None
             self._view.release()
-            self._stage.close()
+            _give_stage(self._stage)
         if tail:
             with open(self._path, "r+b") as f:
                 f.seek(self._at)

@@ -1,6 +1,6 @@
 """The full check of uploaded keys, off the upload's path.
 
-A complete upload is kept once its SHA-256 and its envelope (kind, parameters, size) are
+A complete upload is kept once its digest (keydigest.py) and its envelope (kind, parameters, size) are
 right; loading the keys, which reads and range-checks every word (a tenth of a second for
 a 58 MiB relinearization key, seconds for bootstrapping keys), follows here, one key at a
 time on one thread, and the loaded keys stay in the host's cache for the first job. Keys that

@@ -60,9 +60,10 @@ create table if not exists key_failures (session text not null, kind text not nu
 create table if not exists server_processes (id text primary key, host text not null, pid integer not null,
     shared integer not null, beat real not null);
 """
-# The columns named sha256 hold a key's digest (keydigest.py: SHA-256 over its blocks); stores
-# written before keys were named so hold plain SHA-256s there, which no new upload matches (the
-# keys they name still serve the sessions linked to them; a new session uploads them once more).
+# The columns named sha256 hold a key's digest (keydigest.py: BLAKE3 over its blocks, version 2);
+# stores written before hold plain SHA-256s or version-1 digests there, which no new upload
+# matches (the keys they name still serve the sessions linked to them; a new session uploads
+# them once more).
 # Columns added since the first stores were written (added to an older store when opened).
 JOB_COLUMNS = {"owner": "text", "cancel": "integer not null default 0"}
 
