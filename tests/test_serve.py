@@ -1346,3 +1346,22 @@ def test_jobs_at_once_by_default_follow_the_memory_available(mlp_path, tmp_path,
     assert host.default_workers() == 2
     monkeypatch.setattr(host_module, "available_bytes", lambda: {"bytes": per_job // 2})
     assert host.default_workers() == 1
+
+
+def test_the_client_keeps_freed_memory_mapped_unless_told_or_set_before():
+    """rf.serve.Client sets ringfire.memory.retain_freed for its process (uploads reuse their
+    pieces' memory), leaves a limit the process set itself, and does nothing with 0."""
+    import platform
+    import subprocess
+    import sys
+
+    glibc = sys.platform == "linux" and platform.libc_ver()[0] == "glibc"  # mallopt is glibc's
+    script = ("import ringfire as rf\nfrom ringfire.serve import Client\n{before}"
+              "Client('http://127.0.0.1:9', 'token'{option}).close()\nprint(rf.memory.retained_freed())")
+    cases = {("", ""): str(64 * 2**20), ("", ", retain_freed=0"): "None",
+             ("rf.memory.retain_freed(2**20)\n", ""): str(2**20)}
+    for (before, option), want in cases.items():
+        out = subprocess.run([sys.executable, "-c", script.format(before=before, option=option)],
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip().splitlines()[-1] == (want if glibc else "None")
