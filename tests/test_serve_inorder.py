@@ -6,6 +6,7 @@ import hashlib
 import threading
 import time
 
+import numpy as np
 import pytest
 
 pytest.importorskip("fastapi")
@@ -166,3 +167,33 @@ def test_direct_writers_reuse_their_staging_buffers(tmp_path):
     for w in writers:
         w.close()
     assert len(directwrite._spare) == directwrite.SPARE_STAGES
+
+
+def test_a_file_system_that_refuses_direct_writes_gets_them_through_the_page_cache(tmp_path, monkeypatch):
+    """O_DIRECT accepted at open but its writes refused (EINVAL): the writer goes on through the
+    page cache from where it was, and the file holds every byte."""
+    import errno
+    import os
+
+    from ringfire.serve import directwrite
+
+    path = tmp_path / "part"
+    path.write_bytes(b"x" * 8192)
+    writer = directwrite.open_direct(path, 8192)
+    if writer is None:
+        pytest.skip("this file system takes no O_DIRECT writes")
+    refused, real = [], os.pwrite
+
+    def pwrite(fd, data, offset):
+        if writer.direct and fd == writer._fd:
+            refused.append(offset)
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real(fd, data, offset)
+
+    monkeypatch.setattr(directwrite.os, "pwrite", pwrite)
+    data = np.random.default_rng(5).integers(0, 256, 2 * directwrite.STAGE + 777, dtype=np.uint8).tobytes()
+    writer.write(data[:5000])
+    writer.write(data[5000:])
+    assert writer.close() == 8192 + len(data)
+    assert refused == [8192] and not writer.direct
+    assert path.read_bytes() == b"x" * 8192 + data

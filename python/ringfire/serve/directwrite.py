@@ -16,6 +16,8 @@ smaller than one staging buffer go through the cache (``DIRECT_FROM``).
 
 from __future__ import annotations
 
+import errno
+import logging
 import mmap
 import os
 import threading
@@ -24,6 +26,7 @@ ALIGN = 4096  # what O_DIRECT asks of offsets, sizes and buffers on the file sys
 STAGE = 4 * 2**20  # bytes gathered before a write
 DIRECT_FROM = STAGE  # uploads at least this large are written past the page cache
 SPARE_STAGES = 4  # staging buffers kept for the next chunks (one per chunk arriving at once)
+log = logging.getLogger("ringfire.serve")
 
 _spare: list[mmap.mmap] = []
 _spare_lock = threading.Lock()
@@ -71,6 +74,7 @@ class DirectWriter:
         self._fd, self._path, self._at, self._fill = fd, path, offset, 0
         self._stage = _take_stage()
         self._view = memoryview(self._stage)
+        self.direct = True  # False once a file system that opened with O_DIRECT refused a direct write
 
     def write(self, piece) -> None:
         piece = memoryview(piece).cast("B")
@@ -85,9 +89,22 @@ class DirectWriter:
     def _write_staged(self, size: int) -> None:
         done = 0
         while done < size:
-            done += os.pwrite(self._fd, self._view[done:size], self._at + done)
+            try:
+                done += os.pwrite(self._fd, self._view[done:size], self._at + done)
+            except OSError as e:
+                # Some file systems open with O_DIRECT and refuse the writes (a block size above
+                # ALIGN, or no direct I/O behind the flag): the rest goes through the page cache.
+                if not self.direct or e.errno not in (errno.EINVAL, errno.EOPNOTSUPP):
+                    raise
+                self._through_the_cache(e)
         self._at += size
         self._fill -= size
+
+    def _through_the_cache(self, why: OSError) -> None:
+        log.warning("direct writes refused for %s (%s): writing through the page cache", self._path, why)
+        plain = os.open(self._path, os.O_WRONLY)
+        os.close(self._fd)
+        self._fd, self.direct = plain, False
 
     def close(self) -> int:
         if self._fd is None:
