@@ -15,8 +15,10 @@ The three commands of a deployment, which this script runs for you:
     ringfire infer digits --server http://127.0.0.1:8000 --token TOKEN --input images.npy
 
 Run: python examples/07_remote_inference.py
+(needs ``pip install 'ringfire[serve]' scikit-learn onnxruntime``: the digits and the check)
 """
 
+import importlib.util
 import os
 import pathlib
 import socket
@@ -26,6 +28,11 @@ import tempfile
 import time
 
 import numpy as np
+
+missing = [name for name in ("sklearn", "onnxruntime") if importlib.util.find_spec(name) is None]
+if missing:
+    sys.exit(f"this example trains on scikit-learn's digits and checks against onnxruntime ({', '.join(missing)} "
+             "missing): pip install scikit-learn onnxruntime")
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 import nn_models as M  # noqa: E402  (the test suite's digits network and its trainer)

@@ -371,12 +371,13 @@ def test_a_client_that_comes_back_opens_its_session_in_one_request(served, mlp_p
     url, tokens, _, _ = served
     client = Client(url, tokens["alice"])
     first = client.session("mlp", progress=False)  # keys made here: uploaded as the session opened
-    assert first.upload_timings["relin"]["bytes"] > 0
+    assert first.upload_timings["relin"]["bytes"] > 0 and first.key_state == {"relin": "uploaded"}
     sent = []
     client.http.event_hooks["request"].append(lambda r: sent.append(f"{r.method} {r.url.path}"))
     again = client.session("mlp", first.ctx, first.secret_key, first.keys, progress=False)
     assert sent == ["POST /v1/sessions"] and again.upload_timings == {}  # the model as this client read it
-    assert again.upload_keys(progress=False) == {"relin": "stored"}
+    assert again.key_state == {"relin": "linked"}
+    assert again.upload_keys(progress=False) == {"relin": "stored"} == again.key_state
     with pytest.raises(ValueError, match="needs galois keys and these keys hold none"):
         again._hash("galois")  # keys without what a model needs: said, not an AttributeError
     x = batch(2, 16, seed=4)
@@ -435,7 +436,7 @@ def test_garbage_is_refused_and_the_server_keeps_answering(served):
     client, session = deterministic_session(url, tokens["alice"])
     infer = f"{url}/v1/sessions/{session.id}/infer"
     cases = [
-        (httpx.post(infer, headers=auth, content=b"garbage"), 202),  # accepted, then the job fails cleanly
+        (httpx.post(infer, headers=auth, content=b"garbage"), 422),  # its framing, before any job
         (httpx.post(f"{url}/v1/sessions", headers=auth, content=b"{not json"), 400),
         (httpx.put(f"{url}/v1/sessions/{session.id}/keys/relin", headers=auth, content=b"x"), 400),
         (httpx.put(f"{url}/v1/sessions/{session.id}/keys/nope", headers=auth, content=b"x"), 404),
@@ -444,7 +445,8 @@ def test_garbage_is_refused_and_the_server_keeps_answering(served):
     ]
     for response, status in cases:
         assert response.status_code == status, (response.request.url, response.text)
-        assert "error" in response.json() or status == 202
+        assert "error" in response.json()
+    assert "not a valid encrypted tensor" in cases[0][0].json()["error"]
     # A body declared at 1 GB is refused from its headers, before any of it is read.
     import socket
     host, port = url.rsplit(":", 1)
@@ -458,13 +460,18 @@ def test_garbage_is_refused_and_the_server_keeps_answering(served):
                 break
             reply += part
     assert reply.startswith(b"HTTP/1.1 413") and b"at most" in reply
-    state = final_state(client, cases[0][0].json()["job"])
-    assert state["state"] == "failed" and "truncated body" in state["error"]
-    truncated = session.ctx.encrypt_batch(batch(2, 16), session.keys)
     from ringfire.serve import wire
-    body = wire.pack_tensor(truncated.cts, 2)[:-100]
-    state = final_state(client, httpx.post(infer, headers=auth, content=body).json()["job"])
-    assert state["state"] == "failed" and "truncated" in state["error"]
+    enc = session.ctx.encrypt_batch(batch(2, 16), session.keys)
+    body = wire.pack_tensor(enc.cts, 2)
+    cut = httpx.post(infer, headers=auth, content=body[:-100])
+    assert cut.status_code == 422 and "truncated" in cut.json()["error"]
+    longer = httpx.post(infer, headers=auth, content=body + b"\0")
+    assert longer.status_code == 422 and "after the last entry" in longer.json()["error"]
+    # Framing right, a ciphertext's bytes wrong: the job that loads it fails with the reason.
+    damaged = bytearray(body)
+    damaged[len(body) // 2] ^= 0xFF
+    state = final_state(client, httpx.post(infer, headers=auth, content=bytes(damaged)).json()["job"])
+    assert state["state"] == "failed" and "corrupted" in state["error"]
     assert httpx.get(f"{url}/v2/health/live").status_code == 200
     client.close()
 
@@ -1365,3 +1372,86 @@ def test_the_client_keeps_freed_memory_mapped_unless_told_or_set_before():
                              capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr
         assert out.stdout.strip().splitlines()[-1] == (want if glibc else "None")
+
+
+def test_a_token_added_or_revoked_while_serving_counts_without_a_restart(served, monkeypatch):
+    """The tokens file is read again when it changes: a new tenant's token works, a removed line
+    stops working, and a file that no longer parses keeps the tokens read before."""
+    from ringfire.serve.auth import TokenBook, add_token
+
+    url, tokens, _, config = served
+    monkeypatch.setattr(TokenBook, "LOOK_SECONDS", 0.05)
+
+    def status_within(token, want, seconds=3.0):  # the book looks again at most every LOOK_SECONDS
+        deadline = time.monotonic() + seconds
+        while True:
+            got = httpx.get(f"{url}/v2/models", headers={"Authorization": f"Bearer {token}"}).status_code
+            if got == want or time.monotonic() > deadline:
+                return got
+            time.sleep(0.05)
+
+    path = config.tokens
+    before = open(path).read()
+    carol = add_token(path, "carol")
+    try:
+        assert status_within(carol, 200) == 200
+        with open(path, "a") as f:
+            f.write("not a token line\n")
+        time.sleep(1.2)  # looked at again meanwhile
+        assert status_within(carol, 200, 0) == 200  # the tokens read before still count
+    finally:
+        open(path, "w").write(before)
+    assert status_within(carol, 401) == 401
+    assert status_within(tokens["alice"], 200, 0) == 200
+
+
+def test_a_missing_tokens_file_or_model_is_named_and_leaves_no_store(tmp_path, mlp_path):
+    from ringfire.serve.auth import load_tokens
+
+    with pytest.raises(ValueError, match="no tokens file .*--add-token TENANT --tokens"):
+        load_tokens(tmp_path / "nothere")
+    tokens_file(tmp_path / "tokens")
+    config = ServeConfig(model=str(tmp_path / "nothere.onnx"), store=str(tmp_path / "store"),
+                         tokens=str(tmp_path / "tokens"), preset="N13_D2")
+    with pytest.raises(Exception, match="nothere.onnx"):
+        create_app(config)
+    assert not (tmp_path / "store").exists()
+
+
+def test_a_client_that_leaves_mid_body_is_no_internal_error(served, caplog):
+    """A connection dropped in the middle of a chunk: logged as the client's leaving (499 in the
+    metrics), not as an internal error, and the upload's offset stays where it was."""
+    import logging
+    import socket
+
+    url, tokens, _, _ = served
+    token = tokens["alice"]
+    client = Client(url, token)
+    sid = new_session(url, token, client.model("mlp")["parameters"]["fingerprint"])
+    host, port = url.rsplit(":", 1)
+    with caplog.at_level(logging.INFO, logger="ringfire.serve"):
+        with socket.create_connection(("127.0.0.1", int(port)), timeout=5) as raw:
+            raw.sendall(f"PUT /v1/sessions/{sid}/keys/relin HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
+                        f"Content-Range: bytes 0-{DIGEST_BLOCK - 1}/{4 * DIGEST_BLOCK}\r\nX-Key-Digest: {'0' * 64}\r\n"
+                        f"Content-Length: {DIGEST_BLOCK}\r\n\r\n".encode() + b"k" * 1000)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not any("disconnected" in r.message for r in caplog.records):
+            time.sleep(0.02)
+    assert any("client disconnected during PUT" in r.message for r in caplog.records)
+    assert not any("internal error" in r.message for r in caplog.records)
+    assert 'reason="499"' in httpx.get(f"{url}/metrics").text
+    status = httpx.get(f"{url}/v1/sessions/{sid}", headers={"Authorization": f"Bearer {token}"}).json()
+    assert status["keys"]["relin"]["received"] == 0
+    client.close()
+
+
+def test_a_range_past_the_key_is_named_as_such(served):
+    url, tokens, _, _ = served
+    token = tokens["alice"]
+    client = Client(url, token)
+    sid = new_session(url, token, client.model("mlp")["parameters"]["fingerprint"])
+    past = httpx.put(f"{url}/v1/sessions/{sid}/keys/relin", content=b"k" * DIGEST_BLOCK, headers={
+        "Authorization": f"Bearer {token}", "Content-Range": f"bytes {DIGEST_BLOCK}-{2 * DIGEST_BLOCK - 1}/1000",
+        "X-Key-Digest": "0" * 64})
+    assert past.status_code == 416 and "lie within the key's 1000" in past.json()["error"]
+    client.close()

@@ -23,10 +23,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
 from .. import __version__, memory
 from . import wire
-from .auth import load_tokens, tenant_of
+from .auth import TokenBook, tenant_of
 from .config import ServeConfig
 from .host import Host
 from .jobs import Job, JobRunner, QueueFull
@@ -211,17 +212,17 @@ class Heartbeat:
 
 
 def create_app(config: ServeConfig) -> FastAPI:
-    tokens = load_tokens(config.tokens)
+    tokens = TokenBook(config.tokens)
     if config.retain_freed:
         # Request and response bodies, serialized ciphertexts and their arrays are C-library
         # buffers of 128 KiB and more: kept mapped, the kernel does not map and zero them anew
         # for every request.
         memory.retain_freed(config.retain_freed)
+    host = Host(config)  # the model and parameters first: a server that cannot start leaves no store behind
     store = Store(config.store, shared=config.shared_store)
     # An opaque name, in responses and on jobs; the store maps it to a host and pid for operators.
     process = secrets.token_hex(6)
     heartbeat = Heartbeat(store, process, config)
-    host = Host(config)
     metrics = Metrics()
     runner = JobRunner(host, store, config, metrics, process)
     checks = KeyChecks(host, store, metrics)
@@ -268,6 +269,15 @@ def create_app(config: ServeConfig) -> FastAPI:
         return JSONResponse({"error": "the store is busy (another process holds its lock); try again",
                              "status": 503}, 503, headers={"Retry-After": "1"})
 
+    @app.exception_handler(ClientDisconnect)
+    async def client_gone(request: Request, exc: ClientDisconnect):
+        # The client went away mid-body (a dropped connection; an upload resumes from its last
+        # kept chunk): nobody reads this answer, and it is no fault of the server's.
+        log.info("client disconnected during %s %s", request.method, request.url.path)
+        metrics.refused.labels("499").inc()
+        return JSONResponse({"error": "the client disconnected before its request arrived whole", "status": 499},
+                            499)
+
     @app.exception_handler(Exception)
     async def internal_error(request: Request, exc: Exception):
         log.exception("internal error on %s %s", request.method, request.url.path)
@@ -279,7 +289,7 @@ def create_app(config: ServeConfig) -> FastAPI:
     # On the event loop, not a worker thread: a hash and comparisons in memory, cheaper than
     # the hand-off FastAPI makes for a plain function, and every authenticated request pays it.
     async def tenant(request: Request) -> str:
-        who = tenant_of(request.headers.get("authorization"), tokens)
+        who = tenant_of(request.headers.get("authorization"), tokens.current())
         if who is None:
             refuse(401, "missing or unknown bearer token (Authorization: Bearer <token>)",
                    {"WWW-Authenticate": "Bearer"})
@@ -419,8 +429,10 @@ def create_app(config: ServeConfig) -> FastAPI:
         if total > host.max_key_bytes(kind):
             refuse(413, f"{kind} keys for these parameters take at most {host.max_key_bytes(kind)} bytes; "
                         f"{total} declared")
-        if not first <= last < total or last - first + 1 > config.chunk_bytes:
-            refuse(416, f"bad range {first}-{last}/{total} (chunks of at most {config.chunk_bytes} bytes)")
+        if not first <= last < total:
+            refuse(416, f"bad range {first}-{last}/{total}: a chunk's bytes lie within the key's {total}")
+        if last - first + 1 > config.chunk_bytes:
+            refuse(416, f"bad range {first}-{last}/{total}: chunks of at most {config.chunk_bytes} bytes")
         if not aligned(first, last - first + 1, total):
             refuse(416, f"bad range {first}-{last}/{total}: a chunk starts at a multiple of {BLOCK} bytes and "
                         f"holds a multiple of {BLOCK} bytes, or ends the key")
@@ -512,6 +524,10 @@ def create_app(config: ServeConfig) -> FastAPI:
         return repeated
 
     def start_job(sid: str, who: str, idempotency: str | None, body: list[bytes]):
+        try:  # the framing now (a malformed body never becomes a job); each ciphertext's envelope in the job
+            wire.check_tensor(body, max_entries=host.max_input_entries(), max_entry_bytes=host.max_ciphertext_bytes())
+        except wire.WireError as e:
+            refuse(422, f"the encrypted input is not a valid encrypted tensor for this model: {e}")
         jid, created = store.create_job(who, sid, idempotency, owner=process)
         if not created:  # the same key arrived twice at once: the other request made the job
             return JSONResponse({"job": jid, "state": store.job(jid, who)["state"], "repeated": True}, 200)

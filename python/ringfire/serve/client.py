@@ -181,6 +181,7 @@ class Session:
         self.local = LocalClient(ctx, secret_key, keys)
         self.rounds = 0
         self.upload_timings: dict = {}  # per kind, from open or the last upload_keys (bytes, prepare_s, transfer_s)
+        self.key_state: dict = {}  # per kind, from open or the last upload_keys: "linked", "uploaded" or "stored"
 
     # ---- keys ---------------------------------------------------------------------------
     def open(self, progress: bool | None = None) -> dict:
@@ -194,7 +195,9 @@ class Session:
             "keys": {kind: h["digest"] for kind, h in hashed.items()}}).json()
         self.id = opened["id"]
         linked = set(opened.get("linked", ()))
-        return self._send({kind: ("linked" if kind in linked else 0, h) for kind, h in hashed.items()}, progress)
+        self.key_state = self._send({kind: ("linked" if kind in linked else 0, h) for kind, h in hashed.items()},
+                                    progress)
+        return self.key_state
 
     def upload_keys(self, progress: bool | None = None) -> dict:
         """Each evaluation key set the session lacks: linked when the server stored it already
@@ -218,7 +221,8 @@ class Session:
             # Master keys for the Galois keys start over: a 409 says where to resume.
             resume = st["received"] if sent == kind and st.get("total") == h["total"] else 0
             todo[sent] = ("linked" if linked.status_code == 200 else resume, h)
-        return {**out, **self._send(todo, progress)}
+        self.key_state = {**out, **self._send(todo, progress)}
+        return self.key_state
 
     def _sent_as(self, kind: str) -> str:
         """The kind sent for a kind the model needs: master keys for its Galois keys where this

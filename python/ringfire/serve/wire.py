@@ -146,6 +146,15 @@ class _Reader:
         s = struct.Struct(fmt)
         return s.unpack(self.take(s.size, what))
 
+    def skip(self, n: int, what: str) -> None:
+        """Passes over `n` bytes without copying them."""
+        while n:
+            step = min(n, len(self._piece) - self._pos)
+            self._pos += step
+            n -= step
+            if n and not self._next_piece():
+                raise WireError(f"[serve.wire] truncated body: {what} needs {n} bytes more than arrived")
+
     def extra(self) -> int:
         """The bytes after the last field (the rest is read to count them)."""
         left = len(self._piece) - self._pos
@@ -154,12 +163,19 @@ class _Reader:
         return left
 
 
+def check_tensor(data, *, max_entries: int, max_entry_bytes: int) -> None:
+    """Raises WireError unless ``data`` is a well-formed container within the limits: its
+    framing only, each ciphertext passed over, not copied or loaded (a server answers a
+    malformed body at once, before it queues the job that loads it)."""
+    unpack_tensor(data, None, max_entries=max_entries, max_entry_bytes=max_entry_bytes)
+
+
 def unpack_tensor(data, load, *, max_entries: int, max_entry_bytes: int) -> dict:
     """The container's fields and its entries, each ciphertext passed through ``load`` (the
-    context's, which checks its envelope). ``data``: the body as one bytes-like object, or
-    its pieces in order (a list, or an iterator that reads them from a socket as they come).
-    Entry counts and sizes are checked against the limits before anything is allocated for
-    them."""
+    context's, which checks its envelope; None: passed over, the entry left None). ``data``:
+    the body as one bytes-like object, or its pieces in order (a list, or an iterator that
+    reads them from a socket as they come). Entry counts and sizes are checked against the
+    limits before anything is allocated for them."""
     r = _Reader([data] if isinstance(data, (bytes, bytearray, memoryview)) else data)
     magic, version, packing, _, batch, period, ndim = r.unpack("<4sHBBIIB", "the header")
     if magic != MAGIC or version != 1 or packing > 1:
@@ -193,7 +209,10 @@ def unpack_tensor(data, load, *, max_entries: int, max_entry_bytes: int) -> dict
             if length > max_entry_bytes:
                 raise WireError(f"[serve.wire] a ciphertext of {length} bytes; these parameters make at most "
                                 f"{max_entry_bytes}")
-            cts[i] = load(bytes(r.take(length, "a ciphertext")))
+            if load is None:
+                r.skip(length, "a ciphertext")
+            else:
+                cts[i] = load(bytes(r.take(length, "a ciphertext")))
         else:
             raise WireError(f"[serve.wire] unknown entry kind {kind}")
     if extra := r.extra():
