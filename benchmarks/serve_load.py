@@ -13,7 +13,9 @@ the test suite (client-aided ReLU, batch packing, 64 images per request), then:
   p50/p99 latency, against the same inferences run in-process one after the other, half
   of them before the service's and half after (the machine's drift weighs on both alike);
 * health: ``GET /v2/health/live`` latency every 20 ms while the inferences run (p50/p99);
-* the server's resident memory over the run (from ``/metrics``).
+* the server's resident memory over the run (from ``/metrics``);
+* CPU per request: of the in-process run, and of the clients and the server while the
+  service's requests ran, with the cores they kept busy (Linux ``/proc``).
 
 ``--retain-freed-mib`` (default 64, the server's own default) is passed to the server and
 applied to this process, whose clients and in-process run share it
@@ -48,6 +50,13 @@ import ringfire as rf  # noqa: E402
 from ringfire.memory_guard import proc_memory  # noqa: E402
 from ringfire.serve import Client  # noqa: E402
 from ringfire.serve.auth import add_token  # noqa: E402
+
+
+def process_cpu_s(pid: int) -> float:
+    """User and system CPU seconds of process `pid` so far (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def percentile(values, q):
@@ -143,22 +152,25 @@ def throughput(name: str, onnx_bytes: bytes, x: np.ndarray, clients: int, reques
     model = rf.nn.load(onnx_bytes, ctx)
     sk, keys = ctx.keygen()
     local = rf.nn.LocalClient(ctx, sk, keys)
-    times = []
+    times, cpu = [], []
 
     def in_process(count):
+        started = time.process_time()
         for _ in range(count):
             start = time.perf_counter()
             # As the client does: secret-key ciphertexts at the level the model's first layers need.
             level = rf.nn.client.encryption_level(ctx, model.input_level, x)
             got = ctx.decrypt_batch(model(ctx.encrypt_batch(x, sk, level=level), client=local), sk)
             times.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - started)
         out["in_process"] = {"requests_per_s": len(times) / sum(times), "p50_s": percentile(times, 50),
+                             "cpu_ms_per_request": 1e3 * sum(cpu) / len(times),
                              "p99_s": percentile(times, 99), "max_abs_error": float(np.max(np.abs(got - ref)))}
 
     # Half the in-process inferences before the service's, half after: a steady drift of this
     # shared machine's speed during the run then weighs on both sides alike.
     in_process(clients * requests // 2)
-    with server_process(args, port):
+    with server_process(args, port) as server:
         url = f"http://127.0.0.1:{port}"
         sessions = []
         for tenant, token in tokens.items():
@@ -187,6 +199,7 @@ def throughput(name: str, onnx_bytes: bytes, x: np.ndarray, clients: int, reques
 
         watcher = threading.Thread(target=watch)
         watcher.start()
+        server_cpu, client_cpu = process_cpu_s(server.pid), time.process_time()
         start = time.perf_counter()
         threads = [threading.Thread(target=work, args=(s,)) for s in sessions]
         for t in threads:
@@ -194,6 +207,8 @@ def throughput(name: str, onnx_bytes: bytes, x: np.ndarray, clients: int, reques
         for t in threads:
             t.join()
         wall = time.perf_counter() - start
+        # CPU of both sides while the clients ran (this process's includes the health checks).
+        server_cpu, client_cpu = process_cpu_s(server.pid) - server_cpu, time.process_time() - client_cpu
         done.set()
         watcher.join()
         for s in sessions:
@@ -202,7 +217,10 @@ def throughput(name: str, onnx_bytes: bytes, x: np.ndarray, clients: int, reques
     out["service"] = {"requests_per_s": len(latencies) / wall, "p50_s": percentile(latencies, 50),
                       "p99_s": percentile(latencies, 99), "max_abs_error": max(errors),
                       "health_p50_ms": 1e3 * percentile(health, 50), "health_p99_ms": 1e3 * percentile(health, 99),
-                      "health_max_ms": 1e3 * max(health), "server_rss_mib_max": max(rss) / 2**20 if rss else None}
+                      "health_max_ms": 1e3 * max(health), "server_rss_mib_max": max(rss) / 2**20 if rss else None,
+                      "server_cpu_ms_per_request": 1e3 * server_cpu / len(latencies),
+                      "client_cpu_ms_per_request": 1e3 * client_cpu / len(latencies),
+                      "cores_busy": (server_cpu + client_cpu) / wall}
     out["throughput_ratio"] = out["service"]["requests_per_s"] / out["in_process"]["requests_per_s"]
     return out
 
@@ -245,7 +263,10 @@ def main() -> None:
             results["runs"].append(r)
             print(f"{name}: service {r['service']['requests_per_s']:.2f} req/s vs in-process "
                   f"{r['in_process']['requests_per_s']:.2f} ({100 * r['throughput_ratio']:.0f} %), p99 "
-                  f"{r['service']['p99_s']:.2f} s, health p99 {r['service']['health_p99_ms']:.1f} ms", file=sys.stderr)
+                  f"{r['service']['p99_s']:.2f} s, health p99 {r['service']['health_p99_ms']:.1f} ms; CPU per request: "
+                  f"in-process {r['in_process']['cpu_ms_per_request']:.1f} ms, service "
+                  f"{r['service']['client_cpu_ms_per_request']:.1f} client + {r['service']['server_cpu_ms_per_request']:.1f} "
+                  f"server ({r['service']['cores_busy']:.2f} cores busy)", file=sys.stderr)
     print(json.dumps(results, indent=2))
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(results, indent=2))
