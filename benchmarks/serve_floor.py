@@ -41,6 +41,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 import nn_models as M  # noqa: E402
+from serve_support import process_cpu_s  # noqa: E402
 
 import ringfire as rf  # noqa: E402
 
@@ -87,9 +88,7 @@ def loopback_cpu_per_mb(megabytes: int = 200) -> dict:
             while n := conn.recv_into(buf):
                 got += n
         receiver = time.process_time() - start
-    with open(f"/proc/{pid}/stat") as f:  # the sender has exited: its CPU until then
-        fields = f.read().rsplit(")", 1)[1].split()
-    sender = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    sender = process_cpu_s(pid)  # the sender has exited: its CPU until then
     os.waitpid(pid, 0)
     mb = got / 1e6
     return {"sender_s_per_mb": sender / mb, "receiver_s_per_mb": receiver / mb}

@@ -43,20 +43,13 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 import nn_models as M  # noqa: E402
-from serve_support import free_port, server_process  # noqa: E402
+from serve_support import free_port, process_cpu_s, server_process  # noqa: E402
 from nn_scale import PeakSampler  # noqa: E402
 
 import ringfire as rf  # noqa: E402
 from ringfire.memory_guard import proc_memory  # noqa: E402
 from ringfire.serve import Client  # noqa: E402
 from ringfire.serve.auth import add_token  # noqa: E402
-
-
-def process_cpu_s(pid: int) -> float:
-    """User and system CPU seconds of process `pid` so far (Linux /proc)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def percentile(values, q):

@@ -23,7 +23,7 @@ import sys
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
-from serve_support import free_port  # noqa: E402
+from serve_support import free_port, process_cpu_s  # noqa: E402
 
 import ringfire as rf  # noqa: E402
 from ringfire.serve import wire  # noqa: E402
@@ -47,11 +47,6 @@ def sink(port: int) -> None:
 
     rf.memory.retain_freed(64 * 2**20)
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
-
-
-def process_cpu(pid: int) -> float:
-    fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
@@ -91,11 +86,11 @@ def main() -> None:
                     post = lambda: client.post(url, content=content, headers={"Content-Length": str(size)})  # noqa: E731
                     for _ in range(3):
                         assert post().json()["bytes"] == size
-                    mine, theirs = time.process_time(), process_cpu(server.pid)
+                    mine, theirs = time.process_time(), process_cpu_s(server.pid)
                     for _ in range(args.requests):
                         post()
                     runs[kind].append({"client_ms": 1e3 * (time.process_time() - mine) / args.requests,
-                                       "server_ms": 1e3 * (process_cpu(server.pid) - theirs) / args.requests})
+                                       "server_ms": 1e3 * (process_cpu_s(server.pid) - theirs) / args.requests})
     finally:
         server.kill()
         server.wait()

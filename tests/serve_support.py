@@ -35,6 +35,14 @@ def chunk_digest_of(chunk: bytes) -> str:
     return blake3(b"ringfire chunk digest v2\n" + _block_digests(chunk)).hexdigest()
 
 
+def process_cpu_s(pid: int) -> float:
+    """User and system CPU seconds of process `pid` so far (Linux /proc; a process that has
+    exited but not been waited for still answers)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
