@@ -10,8 +10,10 @@ the test suite (client-aided ReLU, batch packing, 64 images per request), then:
   transfer alone (after the client hashed the key), and the client's and server's
   peak memory;
 * throughput: ``--clients`` client threads, each ``--requests`` inferences, requests/s and
-  p50/p99 latency, against the same inferences run in-process one after the other, half
-  of them before the service's and half after (the machine's drift weighs on both alike);
+  p50/p99 latency, against the same inferences run in-process, one after the other and
+  one per core at once (threads of one process, each on one kernel thread: the most
+  in-process reaches on these cores), half of each before the service's and half after
+  (the machine's drift weighs on all alike);
 * health: ``GET /v2/health/live`` latency every 20 ms while the inferences run (p50/p99);
 * the server's resident memory over the run (from ``/metrics``);
 * CPU per request: of the in-process run, and of the clients and the server while the
@@ -140,29 +142,53 @@ def throughput(name: str, onnx_bytes: bytes, x: np.ndarray, clients: int, reques
             "--preset", "N13_D2", "--requests-per-second", "1000", "--queue", str(4 * clients), *server_options]
     ref = M.ort_run(onnx_bytes, x)
     out = {"model": name, "images_per_request": len(x), "clients": clients, "requests_per_client": requests}
-    # In-process: the same inferences, one after the other, encrypted the way rf.serve.Client does.
+    # In-process: the same inferences, encrypted the way rf.serve.Client does, one after the other
+    # (each with the kernels' threads) and one per core at once (threads of this process, each
+    # request's kernels on one thread: overlapping requests keep the cores busier than one
+    # request's parallel loops; the highest in-process rate measured on these cores).
     ctx = rf.ckks.Context.preset("N13_D2")
     model = rf.nn.load(onnx_bytes, ctx)
     sk, keys = ctx.keygen()
     local = rf.nn.LocalClient(ctx, sk, keys)
-    times, cpu = [], []
+    runs = {"in_process": {"times": [], "walls": [], "cpu": [], "errors": []},
+            "in_process_concurrent": {"times": [], "walls": [], "cpu": [], "errors": []}}
 
-    def in_process(count):
-        started = time.process_time()
-        for _ in range(count):
-            start = time.perf_counter()
-            # As the client does: secret-key ciphertexts at the level the model's first layers need.
-            level = rf.nn.client.encryption_level(ctx, model.input_level, x)
-            got = ctx.decrypt_batch(model(ctx.encrypt_batch(x, sk, level=level), client=local), sk)
-            times.append(time.perf_counter() - start)
-        cpu.append(time.process_time() - started)
-        out["in_process"] = {"requests_per_s": len(times) / sum(times), "p50_s": percentile(times, 50),
-                             "cpu_ms_per_request": 1e3 * sum(cpu) / len(times),
-                             "p99_s": percentile(times, 99), "max_abs_error": float(np.max(np.abs(got - ref)))}
+    def infer_here(into):
+        start = time.perf_counter()
+        level = rf.nn.client.encryption_level(ctx, model.input_level, x)
+        got = ctx.decrypt_batch(model(ctx.encrypt_batch(x, sk, level=level), client=local), sk)
+        into["times"].append(time.perf_counter() - start)
+        into["errors"].append(float(np.max(np.abs(got - ref))))
 
-    # Half the in-process inferences before the service's, half after: a steady drift of this
-    # shared machine's speed during the run then weighs on both sides alike.
-    in_process(clients * requests // 2)
+    def in_process(count, at_once):
+        into = runs["in_process" if at_once == 1 else "in_process_concurrent"]
+        threads_before = rf.num_threads()
+        if at_once > 1:
+            rf.set_num_threads(1)
+        started, wall = time.process_time(), time.perf_counter()
+        threads = [threading.Thread(target=lambda n: [infer_here(into) for _ in range(n)],
+                                    args=(count // at_once + (i < count % at_once),)) for i in range(at_once)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        into["walls"].append(time.perf_counter() - wall)
+        into["cpu"].append(time.process_time() - started)
+        rf.set_num_threads(threads_before)
+
+    def summary(r):
+        n = len(r["times"])
+        return {"requests_per_s": n / sum(r["walls"]), "p50_s": percentile(r["times"], 50),
+                "p99_s": percentile(r["times"], 99), "cpu_ms_per_request": 1e3 * sum(r["cpu"]) / n,
+                "max_abs_error": max(r["errors"])}
+
+    # Half of each in-process run before the service's, half after, nested around it: a steady
+    # drift of this shared machine's speed during the run then weighs on all three alike.
+    first, second = clients * requests // 2, clients * requests - clients * requests // 2
+    cores = len(os.sched_getaffinity(0))
+    out["in_process_at_once"] = cores
+    in_process(first, 1)
+    in_process(first, cores)
     with server_process(args, port) as server:
         url = f"http://127.0.0.1:{port}"
         sessions = []
@@ -192,6 +218,10 @@ def throughput(name: str, onnx_bytes: bytes, x: np.ndarray, clients: int, reques
 
         watcher = threading.Thread(target=watch)
         watcher.start()
+        # The clients' requests overlap, as the in-process ones at once do: their kernels on one
+        # thread each likewise (the server keeps its own defaults).
+        threads_before = rf.num_threads()
+        rf.set_num_threads(1)
         server_cpu, client_cpu = process_cpu_s(server.pid), time.process_time()
         start = time.perf_counter()
         threads = [threading.Thread(target=work, args=(s,)) for s in sessions]
@@ -200,13 +230,17 @@ def throughput(name: str, onnx_bytes: bytes, x: np.ndarray, clients: int, reques
         for t in threads:
             t.join()
         wall = time.perf_counter() - start
+        rf.set_num_threads(threads_before)
         # CPU of both sides while the clients ran (this process's includes the health checks).
         server_cpu, client_cpu = process_cpu_s(server.pid) - server_cpu, time.process_time() - client_cpu
         done.set()
         watcher.join()
         for s in sessions:
             s.client.close()
-    in_process(clients * requests - clients * requests // 2)
+    in_process(second, cores)
+    in_process(second, 1)
+    out["in_process"] = summary(runs["in_process"])
+    out["in_process_concurrent"] = summary(runs["in_process_concurrent"])
     out["service"] = {"requests_per_s": len(latencies) / wall, "p50_s": percentile(latencies, 50),
                       "p99_s": percentile(latencies, 99), "max_abs_error": max(errors),
                       "health_p50_ms": 1e3 * percentile(health, 50), "health_p99_ms": 1e3 * percentile(health, 99),
@@ -215,6 +249,7 @@ def throughput(name: str, onnx_bytes: bytes, x: np.ndarray, clients: int, reques
                       "client_cpu_ms_per_request": 1e3 * client_cpu / len(latencies),
                       "cores_busy": (server_cpu + client_cpu) / wall}
     out["throughput_ratio"] = out["service"]["requests_per_s"] / out["in_process"]["requests_per_s"]
+    out["throughput_ratio_concurrent"] = out["service"]["requests_per_s"] / out["in_process_concurrent"]["requests_per_s"]
     return out
 
 
@@ -255,9 +290,12 @@ def main() -> None:
             r = throughput(name, onnx_bytes, x, args.clients, args.requests, workdir, server_options)
             results["runs"].append(r)
             print(f"{name}: service {r['service']['requests_per_s']:.2f} req/s vs in-process "
-                  f"{r['in_process']['requests_per_s']:.2f} ({100 * r['throughput_ratio']:.0f} %), p99 "
+                  f"{r['in_process']['requests_per_s']:.2f} one at a time ({100 * r['throughput_ratio']:.0f} %) and "
+                  f"{r['in_process_concurrent']['requests_per_s']:.2f} {r['in_process_at_once']} at once "
+                  f"({100 * r['throughput_ratio_concurrent']:.0f} %), p99 "
                   f"{r['service']['p99_s']:.2f} s, health p99 {r['service']['health_p99_ms']:.1f} ms; CPU per request: "
-                  f"in-process {r['in_process']['cpu_ms_per_request']:.1f} ms, service "
+                  f"in-process {r['in_process']['cpu_ms_per_request']:.1f} / "
+                  f"{r['in_process_concurrent']['cpu_ms_per_request']:.1f} ms, service "
                   f"{r['service']['client_cpu_ms_per_request']:.1f} client + {r['service']['server_cpu_ms_per_request']:.1f} "
                   f"server ({r['service']['cores_busy']:.2f} cores busy)", file=sys.stderr)
     print(json.dumps(results, indent=2))
