@@ -104,6 +104,36 @@ TEST(ThreadPool, ManyCallersAtOnce) {
   EXPECT_EQ(wrong.load(), 0);
 }
 
+// Blocks are claimed by whichever thread is free (the caller too), so the
+// loops of callers at once interleave as finely as the scheduler likes: every
+// item still runs once, each caller gets its own error, and a loop never
+// picks up a block of another.
+TEST(ThreadPool, CallersAtOnceWithShortBlocksAndErrors) {
+  std::vector<std::thread> callers;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 6; ++t)
+    callers.emplace_back([&, t] {
+      for (int r = 0; r < 400; ++r) {
+        const std::size_t parts = 2 + static_cast<std::size_t>((t + r) % 7), count = 1 + static_cast<std::size_t>(r % 13);
+        if (parallel_sum(count, parts) != count * (count - 1) / 2) ++wrong;
+        if (r % 5 == 0) {
+          const int mine = t * 1000 + r;
+          auto body = [mine](std::size_t begin, std::size_t end) {  // whichever block holds item 5
+            if (begin <= 5 && 5 < end) throw std::runtime_error(std::to_string(mine));
+          };
+          try {
+            parallel_ranges(8, parts, body);
+            ++wrong;
+          } catch (const std::runtime_error& e) {
+            if (e.what() != std::to_string(mine)) ++wrong;
+          }
+        }
+      }
+    });
+  for (auto& c : callers) c.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
 TEST(Fork, ChildRunsParallelLoopsAfterTheParentDid) {
   ASSERT_EQ(parallel_sum(1000, 4), 1000u * 999u / 2);  // the parent's workers exist now
   const std::uint64_t before = fork_generation();

@@ -26,7 +26,8 @@ using RangeTask = void (*)(void* context, std::size_t begin, std::size_t end);
 // Splits [0, count) into `parts` contiguous blocks of near-equal size (block
 // t is [t * count / parts, (t + 1) * count / parts), as OpenMP's static
 // schedule) and runs them concurrently on the pool, the caller running block
-// 0; returns when all are done. An exception thrown by a block is rethrown
+// 0 and the others going to whichever thread (a worker, or the caller once
+// its block is done) claims them first; returns when all are done. An exception thrown by a block is rethrown
 // here (the first one, after every block has finished). Runs everything on
 // the caller, in order, when parts <= 1, when called from inside a pool task
 // (no nested parallelism), or while another thread's loop holds the pool.
