@@ -22,6 +22,7 @@ pytest.importorskip("onnx")
 
 import ringfire as rf  # noqa: E402
 from ringfire.serve import Client, ServeConfig, ServerError, create_app  # noqa: E402
+from ringfire.serve import wire  # noqa: E402
 from nn_models import mlp_bytes, ort_run  # noqa: E402
 from serve_support import (DIGEST_BLOCK, SEED, batch, chunk_digest_of, free_port, key_digest_of,  # noqa: E402
                            self_signed, server_process, server_thread, tokens_file)
@@ -86,11 +87,35 @@ def test_remote_inference_equals_the_in_process_model_bit_for_bit(served, mlp_pa
     local, ctx, sk = in_process(mlp_path.read_bytes(), config, x)
     assert tensor_bytes(remote) == tensor_bytes(local)
     assert session.rounds == 1  # one client-aided ReLU
-    # Settled status reads: no request for the states the job passes through (queued, running).
-    job = sent[1].split()[1]
-    assert sent == ["POST infer", f"GET {job}", "GET 1", "POST 1", f"GET {job}", "GET result"]
+    # The submission's and the answer's replies carry the job's next settled status: no status
+    # read at all, and none for the states the job passes through (queued, running).
+    assert sent == ["POST infer", "GET 1", "POST 1", "GET result"]
     got = session.ctx.decrypt_batch(remote, session.secret_key)
     assert np.max(np.abs(got - ort_run(mlp_path.read_bytes(), x))) < 1e-4
+    client.close()
+
+
+def test_a_job_submitted_without_waiting_is_followed_by_status_reads(served, mlp_path):
+    """``submit`` returns at once (no status in its reply); ``wait`` then reads the job's
+    settled status, and takes the next one from the answer's reply."""
+    url, tokens, _, config = served
+    x = batch(3, 16)
+    client, session = deterministic_session(url, tokens["alice"])
+    enc = session.ctx.encrypt_batch(x, session.keys)
+    sent = []
+    client.http.event_hooks["request"].append(lambda r: sent.append(f"{r.method} {r.url.path.rsplit('/', 1)[-1]}"))
+    job = session.submit(enc)
+    remote = session.wait(job, progress=False)
+    assert sent == ["POST infer", f"GET {job}", "GET 1", "POST 1", "GET result"]
+    local, _, _ = in_process(mlp_path.read_bytes(), config, x)
+    assert tensor_bytes(remote) == tensor_bytes(local)
+    # Without ``wait`` the replies are as before: the job, or the answer taken.
+    made = client.request("POST", f"/v1/sessions/{session.id}/infer", expect=(202,),
+                          content=b"".join(wire.tensor_parts(enc.cts, enc.batch, enc.packing, enc.period,
+                                                             enc.sample_shape, enc.element_slots)),
+                          headers={"Content-Type": "application/octet-stream"}).json()
+    assert set(made) == {"job", "state"}
+    client.request("DELETE", f"/v1/jobs/{made['job']}", expect=(200, 409))
     client.close()
 
 
@@ -460,7 +485,6 @@ def test_garbage_is_refused_and_the_server_keeps_answering(served):
                 break
             reply += part
     assert reply.startswith(b"HTTP/1.1 413") and b"at most" in reply
-    from ringfire.serve import wire
     enc = session.ctx.encrypt_batch(batch(2, 16), session.keys)
     body = wire.pack_tensor(enc.cts, 2)
     cut = httpx.post(infer, headers=auth, content=body[:-100])

@@ -178,7 +178,7 @@ def test_a_round_dropped_mid_body_is_left_for_the_next_status_read(toy):
                                                            '"shape": [2, 3], "clip": null}'})
     session = Session.__new__(Session)  # only what _answer reads
     session.client, session.ctx, session.packing = _client_over(handler), ctx, "batch"
-    assert session._answer("j", 1) is False
+    assert session._answer("j", 1) == (False, None)
 
 
 def test_a_body_dripped_in_tiny_pieces_is_kept_in_few_objects():

@@ -503,7 +503,10 @@ def create_app(config: ServeConfig) -> FastAPI:
         return host.max_input_entries() * (host.max_ciphertext_bytes() + 16) + 4096
 
     @app.post("/v1/sessions/{sid}/infer", status_code=202)
-    async def infer(sid: str, request: Request, who: str = Depends(tenant)):
+    async def infer(sid: str, request: Request, who: str = Depends(tenant), wait: float = 0.0):
+        """With ``wait`` (seconds, at most 30), the answer also carries the job's first settled
+        status (``status``: a round to answer, or its end), as a status read with ``settled``
+        would: one request fewer an inference."""
         idempotency = request.headers.get("idempotency-key")
         if idempotency is not None and not re.fullmatch(r"[A-Za-z0-9_.:-]{1,128}", idempotency):
             refuse(400, "Idempotency-Key: 1-128 letters, digits, '_', '.', ':', '-'")
@@ -511,7 +514,10 @@ def create_app(config: ServeConfig) -> FastAPI:
         if repeated is not None:  # a retry: the job made the first time, never a second run
             return JSONResponse({"job": repeated["id"], "state": repeated["state"], "repeated": True}, 200)
         body = await read_pieces(request, max_input_bytes(), "encrypted input")
-        return await off_loop(start_job, sid, who, idempotency, body)
+        made = await off_loop(start_job, sid, who, idempotency, body)
+        if wait > 0 and isinstance(made, dict):
+            made["status"] = await settled_status(made["job"], who, wait, "", True)
+        return made
 
     def admit_job(sid: str, who: str, idempotency: str | None) -> dict | None:
         """Refuses a job that cannot run yet; returns the job an idempotency key made before."""
@@ -561,14 +567,10 @@ def create_app(config: ServeConfig) -> FastAPI:
         out = {k: job[k] for k in ("id", "session", "state", "error", "progress")}
         return out, store.waiting_round(jid) if out["state"] not in TERMINAL else None
 
-    @app.get("/v1/jobs/{jid}")
-    async def job_status(jid: str, who: str = Depends(tenant), wait: float = 0.0, seen: str = "",
-                         settled: bool = False):
-        """With ``wait`` (seconds, at most 30) and ``seen`` (the ``state:round`` last read), the
-        answer comes when the job moves on or the wait ends: no polling loop on the client.
-        With ``settled``, only a state that asks something of the client (a round to answer, a
-        result, an error) or the wait's end answers: the states a job passes through on its way
-        (queued, running) cost the client no request each."""
+    async def settled_status(jid: str, who: str, wait: float, seen: str, settled: bool) -> dict:
+        """The job's status once it differs from ``seen`` (``state:round``; with ``settled``, once
+        it asks something of the client or ends), or when ``wait`` seconds (at most 30) are up:
+        woken by the job's worker, no polling loop on the client."""
         deadline = time.monotonic() + min(max(wait, 0.0), 30.0)
         with runner.watchers.watching(jid) as changed:
             while True:
@@ -582,6 +584,16 @@ def create_app(config: ServeConfig) -> FastAPI:
                 # net); another process's: the store is read again soon.
                 with anyio.move_on_after(min(left, 0.25 if runner.live(jid) is not None else 0.005)):
                     await changed.wait()
+
+    @app.get("/v1/jobs/{jid}")
+    async def job_status(jid: str, who: str = Depends(tenant), wait: float = 0.0, seen: str = "",
+                         settled: bool = False):
+        """With ``wait`` (seconds, at most 30) and ``seen`` (the ``state:round`` last read), the
+        answer comes when the job moves on or the wait ends: no polling loop on the client.
+        With ``settled``, only a state that asks something of the client (a round to answer, a
+        result, an error) or the wait's end answers: the states a job passes through on its way
+        (queued, running) cost the client no request each."""
+        return await settled_status(jid, who, wait, seen, settled)
 
     def waiting_round(jid: str, who: str, number: int) -> dict:
         own_job(jid, who)
@@ -619,7 +631,10 @@ def create_app(config: ServeConfig) -> FastAPI:
                                           "Content-Length": str(wire.parts_size(parts))})
 
     @app.post("/v1/jobs/{jid}/rounds/{number}")
-    async def answer_round(jid: str, number: int, request: Request, who: str = Depends(tenant)):
+    async def answer_round(jid: str, number: int, request: Request, who: str = Depends(tenant),
+                           wait: float = 0.0):
+        """With ``wait`` (seconds, at most 30), the answer also carries the job's next settled
+        status (``status``: the next round, or its end): one request fewer a round."""
         r, live = await open_round(jid, who, number)
         try:
             out_shape = tuple(int(v) for v in json.loads(request.headers.get("x-ringfire-out-shape", "null")))
@@ -643,6 +658,8 @@ def create_app(config: ServeConfig) -> FastAPI:
         cts = await off_loop(take)
         if live is not None:  # this process runs the job: handed over in memory, loaded once
             runner.deliver(live, number, cts, out_shape)
+        if wait > 0:
+            return {"accepted": True, "status": await settled_status(jid, who, wait, f"awaiting_client:{number}", True)}
         return {"accepted": True}
 
     @app.get("/v1/jobs/{jid}/result")

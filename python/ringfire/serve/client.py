@@ -301,24 +301,33 @@ class Session:
 
     # ---- inference ---------------------------------------------------------------------------
     def submit(self, enc: EncryptedTensor, idempotency_key: str | None = None) -> str:
+        """Sends the encrypted input; returns the job's id at once."""
+        return self._submit(enc, idempotency_key, wait=0)["job"]
+
+    def _submit(self, enc: EncryptedTensor, idempotency_key: str | None, wait: float) -> dict:
+        """The job made for `enc`; with `wait`, its first settled status too (``status``), where the
+        server gives it."""
         parts = wire.tensor_parts(enc.cts, enc.batch, enc.packing, enc.period, enc.sample_shape, enc.element_slots)
         key = idempotency_key or uuid.uuid4().hex
         response = self.client.request("POST", f"/v1/sessions/{self.id}/infer", content=wire.Blocks(parts),
-                                       expect=(200, 202),
+                                       expect=(200, 202), params={"wait": wait} if wait else None,
                                        headers={"Idempotency-Key": key, "Content-Type": "application/octet-stream",
                                                 "Content-Length": str(wire.parts_size(parts))})
-        return response.json()["job"]
+        return response.json()
 
-    def wait(self, job: str, progress: bool | None = None, timeout: float | None = None) -> EncryptedTensor:
+    def wait(self, job: str, progress: bool | None = None, timeout: float | None = None,
+             status: dict | None = None) -> EncryptedTensor:
         """Answers the job's rounds until it is done, then downloads the result (the status
-        requests wait on the server until the job moves on)."""
+        requests wait on the server until the job moves on). ``status``: one the server gave
+        already (with the submission, or with the last answer), used before asking again."""
         deadline = None if timeout is None else time.monotonic() + timeout
         answered = 0  # the last round answered: never twice (a status read can lag the worker)
         seen = ""
         with _progress.progress_bar(None, "encrypted inference (server)", progress, unit="step") as bar:
             while True:
-                status = self.client.request("GET", f"/v1/jobs/{job}",
-                                             params={"wait": 10, "seen": seen, "settled": 1}).json()
+                if status is None:
+                    status = self.client.request("GET", f"/v1/jobs/{job}",
+                                                 params={"wait": STATUS_WAIT, "seen": seen, "settled": 1}).json()
                 seen = f"{status['state']}:{status.get('round', {}).get('number', '')}"
                 if status["progress"]:
                     bar.set_postfix_str(f"{status['progress'].get('layer', '')} "
@@ -327,10 +336,12 @@ class Session:
                     break
                 if status["state"] == "failed":
                     raise ServerError(410, f"job {job} failed: {status['error']}")
-                if status["state"] == "awaiting_client" and "round" in status \
-                        and status["round"]["number"] > answered:
-                    if self._answer(job, status["round"]["number"]):
-                        answered = status["round"]["number"]
+                number = status.get("round", {}).get("number", 0) if status["state"] == "awaiting_client" else 0
+                status = None
+                if number > answered:
+                    took, status = self._answer(job, number)
+                    if took:
+                        answered = number
                         bar.update()
                         continue
                     # Not served at this moment: read the status again soon, not after the
@@ -344,21 +355,23 @@ class Session:
         return EncryptedTensor(fields["cts"], fields["batch"], self.ctx, fields["packing"], fields["period"],
                                fields["sample_shape"], fields["element_slots"])
 
-    def _answer(self, job: str, number: int) -> bool:
-        """Answers round ``number``; False when the server does not serve it at this moment (409: a
-        status read that ran ahead of the round's question, or the job moved on), for the next
-        status read to say whether to ask again."""
+    def _answer(self, job: str, number: int) -> tuple[bool, dict | None]:
+        """Answers round ``number``, and returns whether the server took the answer, with the
+        job's next settled status where the server gave it with its reply. False when the server
+        does not serve the round at this moment (409: a status read that ran ahead of the
+        round's question, or the job moved on), for the next status read to say whether to ask
+        again."""
         import httpx
         # Streamed: the ciphertexts load as they arrive, never gathered whole (a round is tens of MiB).
         response = self.client.request("GET", f"/v1/jobs/{job}/rounds/{number}", expect=(200, 409), stream=True)
         try:
             if response.status_code == 409:
-                return False
+                return False, None
             node, shape, clip = wire.node_from_json(response.headers["x-ringfire-layer"])
             x = wire.unpack_tensor(response.iter_raw(), self.ctx.load, max_entries=2**24,
                                    max_entry_bytes=self.ctx._largest_object_bytes())["cts"]
         except httpx.TransportError:  # dropped mid-body: the next status read says whether to ask again
-            return False
+            return False, None
         finally:
             response.close()
         if self.packing == "inter":  # one sample per ciphertext: the layer on its slot vector
@@ -368,16 +381,20 @@ class Session:
         parts = wire.tensor_parts(out, batch=0, sample_shape=out.shape)
         # 409: answered already (a retry after a lost response) or no longer awaited (the job
         # ended): the next status read says which.
-        self.client.request("POST", f"/v1/jobs/{job}/rounds/{number}", content=wire.Blocks(parts), expect=(200, 409),
-                            headers={"X-Ringfire-Out-Shape": json.dumps(list(out_shape)),
-                                     "Content-Type": "application/octet-stream",
-                                     "Content-Length": str(wire.parts_size(parts))})
+        # The reply waits for the job's next settled status (a server that does not give it
+        # answers at once, and the next status read asks).
+        reply = self.client.request("POST", f"/v1/jobs/{job}/rounds/{number}", content=wire.Blocks(parts),
+                                    expect=(200, 409), params={"wait": STATUS_WAIT},
+                                    headers={"X-Ringfire-Out-Shape": json.dumps(list(out_shape)),
+                                             "Content-Type": "application/octet-stream",
+                                             "Content-Length": str(wire.parts_size(parts))})
         self.rounds += 1
-        return True
+        return True, reply.json().get("status") if reply.status_code == 200 else None
 
     def infer_encrypted(self, enc: EncryptedTensor, progress: bool | None = None,
                         idempotency_key: str | None = None) -> EncryptedTensor:
-        return self.wait(self.submit(enc, idempotency_key), progress)
+        made = self._submit(enc, idempotency_key, wait=STATUS_WAIT)
+        return self.wait(made["job"], progress, status=made.get("status"))
 
     def infer(self, x, progress: bool | None = None) -> np.ndarray:
         """The model's outputs on `x` (NumPy, batch first): encrypted here, computed by the
@@ -391,6 +408,7 @@ class Session:
 
 
 PIECE = 1 << 20  # what a key is sent in
+STATUS_WAIT = 10  # seconds a status read (or a reply that carries one) may wait on the server for a change
 _END = object()
 
 
