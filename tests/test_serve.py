@@ -95,6 +95,27 @@ def test_remote_inference_equals_the_in_process_model_bit_for_bit(served, mlp_pa
     client.close()
 
 
+def test_a_wait_that_is_not_a_number_is_refused(served):
+    """``wait`` of NaN sets no deadline: refused with 400 on every route that takes it, and an
+    infinite one waits at most 30 seconds (here: answered at once, the job having moved on)."""
+    url, tokens, _, _ = served
+    client, session = deterministic_session(url, tokens["alice"])
+    enc = session.ctx.encrypt_batch(batch(2, 16), session.keys)
+    job = session.submit(enc)
+    body = b"".join(wire.tensor_parts(enc.cts, enc.batch, enc.packing, enc.period, enc.sample_shape,
+                                      enc.element_slots))
+    for method, path, content in (("GET", f"/v1/jobs/{job}", None),
+                                  ("POST", f"/v1/sessions/{session.id}/infer", body),
+                                  ("POST", f"/v1/jobs/{job}/rounds/1", b"")):
+        reply = client.http.request(method, path, params={"wait": "nan"}, content=content)
+        assert reply.status_code == 400 and "NaN" in reply.json()["error"], (path, reply.text)
+    start = time.monotonic()
+    assert client.request("GET", f"/v1/jobs/{job}", params={"wait": "inf", "seen": "x:"}).status_code == 200
+    assert time.monotonic() - start < 5
+    client.request("DELETE", f"/v1/jobs/{job}", expect=(200, 409))
+    client.close()
+
+
 def test_a_job_submitted_without_waiting_is_followed_by_status_reads(served, mlp_path):
     """``submit`` returns at once (no status in its reply); ``wait`` then reads the job's
     settled status, and takes the next one from the answer's reply."""

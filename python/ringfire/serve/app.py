@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import re
 import secrets
 import sqlite3
@@ -510,6 +511,7 @@ def create_app(config: ServeConfig) -> FastAPI:
         idempotency = request.headers.get("idempotency-key")
         if idempotency is not None and not re.fullmatch(r"[A-Za-z0-9_.:-]{1,128}", idempotency):
             refuse(400, "Idempotency-Key: 1-128 letters, digits, '_', '.', ':', '-'")
+        wait = wait_seconds(wait)
         repeated = await off_loop(admit_job, sid, who, idempotency)
         if repeated is not None:  # a retry: the job made the first time, never a second run
             return JSONResponse({"job": repeated["id"], "state": repeated["state"], "repeated": True}, 200)
@@ -567,11 +569,17 @@ def create_app(config: ServeConfig) -> FastAPI:
         out = {k: job[k] for k in ("id", "session", "state", "error", "progress")}
         return out, store.waiting_round(jid) if out["state"] not in TERMINAL else None
 
+    def wait_seconds(wait: float) -> float:
+        """A request's ``wait``, within 0 to 30 seconds (NaN is refused: no deadline follows from it)."""
+        if math.isnan(wait):
+            refuse(400, "wait: seconds from 0 to 30, got NaN")
+        return min(max(wait, 0.0), 30.0)
+
     async def settled_status(jid: str, who: str, wait: float, seen: str, settled: bool) -> dict:
         """The job's status once it differs from ``seen`` (``state:round``; with ``settled``, once
         it asks something of the client or ends), or when ``wait`` seconds (at most 30) are up:
         woken by the job's worker, no polling loop on the client."""
-        deadline = time.monotonic() + min(max(wait, 0.0), 30.0)
+        deadline = time.monotonic() + wait_seconds(wait)
         with runner.watchers.watching(jid) as changed:
             while True:
                 changed.clear()  # before the read: a change after it wakes the wait below
@@ -635,6 +643,7 @@ def create_app(config: ServeConfig) -> FastAPI:
                            wait: float = 0.0):
         """With ``wait`` (seconds, at most 30), the answer also carries the job's next settled
         status (``status``: the next round, or its end): one request fewer a round."""
+        wait = wait_seconds(wait)
         r, live = await open_round(jid, who, number)
         try:
             out_shape = tuple(int(v) for v in json.loads(request.headers.get("x-ringfire-out-shape", "null")))
