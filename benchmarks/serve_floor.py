@@ -46,7 +46,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 import nn_models as M  # noqa: E402
-from serve_support import process_cpu_s  # noqa: E402
+from serve_support import kernel_threads, process_cpu_s  # noqa: E402
 
 import ringfire as rf  # noqa: E402
 
@@ -116,28 +116,26 @@ def floor(name: str, onnx_bytes: bytes, x: np.ndarray, requests: int, socket_cos
     threads = rf.num_threads()
     timed = {}
     for label, n in (("default", threads), ("one_thread", 1)):
-        rf.set_num_threads(n)
-        for _ in range(2):
-            request()
-        cpu, wall = time.process_time(), time.perf_counter()
-        for _ in range(requests):
-            request()
-        timed[label] = ((time.process_time() - cpu) / requests, (time.perf_counter() - wall) / requests)
-    rf.set_num_threads(threads)
+        with kernel_threads(n):
+            for _ in range(2):
+                request()
+            cpu, wall = time.process_time(), time.perf_counter()
+            for _ in range(requests):
+                request()
+            timed[label] = ((time.process_time() - cpu) / requests, (time.perf_counter() - wall) / requests)
     # The same requests one per core at once (threads of this process, each request's kernels
     # on one thread): the in-process rate when requests overlap, which serve_load.py sets the
     # service's concurrent clients against too.
     cores = len(os.sched_getaffinity(0))
     each = max(5, requests)
-    rf.set_num_threads(1)
-    pool = [threading.Thread(target=lambda: [request() for _ in range(each)]) for _ in range(cores)]
-    wall = time.perf_counter()
-    for t in pool:
-        t.start()
-    for t in pool:
-        t.join()
-    concurrent_rate = cores * each / (time.perf_counter() - wall)
-    rf.set_num_threads(threads)
+    with kernel_threads(1):
+        pool = [threading.Thread(target=lambda: [request() for _ in range(each)]) for _ in range(cores)]
+        wall = time.perf_counter()
+        for t in pool:
+            t.start()
+        for t in pool:
+            t.join()
+        concurrent_rate = cores * each / (time.perf_counter() - wall)
 
     enc, out = request()
     groups = {"input (client to server)": list(enc.cts.flat), "round questions (server to client)": holder.questions,

@@ -45,7 +45,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 import nn_models as M  # noqa: E402
-from serve_support import free_port, process_cpu_s, server_process  # noqa: E402
+from serve_support import free_port, kernel_threads, process_cpu_s, server_process  # noqa: E402
 from nn_scale import PeakSampler  # noqa: E402
 
 import ringfire as rf  # noqa: E402
@@ -162,19 +162,16 @@ def throughput(name: str, onnx_bytes: bytes, x: np.ndarray, clients: int, reques
 
     def in_process(count, at_once):
         into = runs["in_process" if at_once == 1 else "in_process_concurrent"]
-        threads_before = rf.num_threads()
-        if at_once > 1:
-            rf.set_num_threads(1)
-        started, wall = time.process_time(), time.perf_counter()
-        threads = [threading.Thread(target=lambda n: [infer_here(into) for _ in range(n)],
-                                    args=(count // at_once + (i < count % at_once),)) for i in range(at_once)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        into["walls"].append(time.perf_counter() - wall)
-        into["cpu"].append(time.process_time() - started)
-        rf.set_num_threads(threads_before)
+        with kernel_threads(1 if at_once > 1 else rf.num_threads()):
+            started, wall = time.process_time(), time.perf_counter()
+            threads = [threading.Thread(target=lambda n: [infer_here(into) for _ in range(n)],
+                                        args=(count // at_once + (i < count % at_once),)) for i in range(at_once)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            into["walls"].append(time.perf_counter() - wall)
+            into["cpu"].append(time.process_time() - started)
 
     def summary(r):
         n = len(r["times"])
@@ -220,17 +217,15 @@ def throughput(name: str, onnx_bytes: bytes, x: np.ndarray, clients: int, reques
         watcher.start()
         # The clients' requests overlap, as the in-process ones at once do: their kernels on one
         # thread each likewise (the server keeps its own defaults).
-        threads_before = rf.num_threads()
-        rf.set_num_threads(1)
-        server_cpu, client_cpu = process_cpu_s(server.pid), time.process_time()
-        start = time.perf_counter()
-        threads = [threading.Thread(target=work, args=(s,)) for s in sessions]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        wall = time.perf_counter() - start
-        rf.set_num_threads(threads_before)
+        with kernel_threads(1):
+            server_cpu, client_cpu = process_cpu_s(server.pid), time.process_time()
+            start = time.perf_counter()
+            threads = [threading.Thread(target=work, args=(s,)) for s in sessions]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            wall = time.perf_counter() - start
         # CPU of both sides while the clients ran (this process's includes the health checks).
         server_cpu, client_cpu = process_cpu_s(server.pid) - server_cpu, time.process_time() - client_cpu
         done.set()

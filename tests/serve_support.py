@@ -43,6 +43,19 @@ def process_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+@contextlib.contextmanager
+def kernel_threads(n: int):
+    """ringfire's kernels on `n` threads inside the block (process-wide), the count before
+    restored after it."""
+    import ringfire as rf
+    before = rf.num_threads()
+    rf.set_num_threads(n)
+    try:
+        yield
+    finally:
+        rf.set_num_threads(before)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

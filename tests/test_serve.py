@@ -70,6 +70,13 @@ def in_process(model_bytes, config, x, packing="batch", **options):
     return out, client_ctx, sk
 
 
+def requests_sent(client) -> list[str]:
+    """A list that fills with 'METHOD last-path-part' for each request `client` sends."""
+    sent = []
+    client.http.event_hooks["request"].append(lambda r: sent.append(f"{r.method} {r.url.path.rsplit('/', 1)[-1]}"))
+    return sent
+
+
 def tensor_bytes(enc):
     return [c.to_bytes() if c is not None and not isinstance(c, float) else c for c in enc.cts.flat]
 
@@ -81,8 +88,7 @@ def test_remote_inference_equals_the_in_process_model_bit_for_bit(served, mlp_pa
     x = batch(6, 16)
     client, session = deterministic_session(url, tokens["alice"])
     enc = session.ctx.encrypt_batch(x, session.keys)
-    sent = []
-    client.http.event_hooks["request"].append(lambda r: sent.append(f"{r.method} {r.url.path.rsplit('/', 1)[-1]}"))
+    sent = requests_sent(client)
     remote = session.infer_encrypted(enc, progress=False)
     local, ctx, sk = in_process(mlp_path.read_bytes(), config, x)
     assert tensor_bytes(remote) == tensor_bytes(local)
@@ -123,8 +129,7 @@ def test_a_job_submitted_without_waiting_is_followed_by_status_reads(served, mlp
     x = batch(3, 16)
     client, session = deterministic_session(url, tokens["alice"])
     enc = session.ctx.encrypt_batch(x, session.keys)
-    sent = []
-    client.http.event_hooks["request"].append(lambda r: sent.append(f"{r.method} {r.url.path.rsplit('/', 1)[-1]}"))
+    sent = requests_sent(client)
     job = session.submit(enc)
     remote = session.wait(job, progress=False)
     assert sent == ["POST infer", f"GET {job}", "GET 1", "POST 1", "GET result"]

@@ -577,9 +577,9 @@ def create_app(config: ServeConfig) -> FastAPI:
 
     async def settled_status(jid: str, who: str, wait: float, seen: str, settled: bool) -> dict:
         """The job's status once it differs from ``seen`` (``state:round``; with ``settled``, once
-        it asks something of the client or ends), or when ``wait`` seconds (at most 30) are up:
-        woken by the job's worker, no polling loop on the client."""
-        deadline = time.monotonic() + wait_seconds(wait)
+        it asks something of the client or ends), or when ``wait`` seconds (from wait_seconds) are
+        up: woken by the job's worker, no polling loop on the client."""
+        deadline = time.monotonic() + wait
         with runner.watchers.watching(jid) as changed:
             while True:
                 changed.clear()  # before the read: a change after it wakes the wait below
@@ -601,7 +601,7 @@ def create_app(config: ServeConfig) -> FastAPI:
         With ``settled``, only a state that asks something of the client (a round to answer, a
         result, an error) or the wait's end answers: the states a job passes through on its way
         (queued, running) cost the client no request each."""
-        return await settled_status(jid, who, wait, seen, settled)
+        return await settled_status(jid, who, wait_seconds(wait), seen, settled)
 
     def waiting_round(jid: str, who: str, number: int) -> dict:
         own_job(jid, who)
