@@ -46,6 +46,12 @@ void consume_stripes(std::uint64_t* v, const unsigned char* p, std::size_t strip
     v2 = lane_round(v2, load64(p + 8));
     v3 = lane_round(v3, load64(p + 16));
     v4 = lane_round(v4, load64(p + 24));
+#if defined(__GNUC__)
+    // The lanes stay in general registers. Left free, GCC packs the four into one
+    // AVX2 vector, where a 64-bit multiply is three 32-bit ones and a chain of them
+    // a stripe: 7.3 GB/s against 22 with scalar multiplies (x86-64-v3, Zen 5).
+    asm("" : "+r"(v1), "+r"(v2), "+r"(v3), "+r"(v4));
+#endif
   }
   v[0] = v1;
   v[1] = v2;
