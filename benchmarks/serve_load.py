@@ -17,7 +17,9 @@ the test suite (client-aided ReLU, batch packing, 64 images per request), then:
 * health: ``GET /v2/health/live`` latency every 20 ms while the inferences run (p50/p99);
 * the server's resident memory over the run (from ``/metrics``);
 * CPU per request: of the in-process run, and of the clients and the server while the
-  service's requests ran, with the cores they kept busy (Linux ``/proc``).
+  service's requests ran, with the cores they kept busy (Linux ``/proc``), and the server's
+  by what its threads do (``ringfire_thread_cpu_seconds_total``: the event loop, request
+  threads, job workers, the kernels' pool).
 
 ``--retain-freed-mib`` (default 64, the server's own default) is passed to the server and
 applied to this process, whose clients and in-process run share it
@@ -64,6 +66,17 @@ def server_rss(url: str) -> float:
         if line.startswith("ringfire_resident_memory_bytes"):
             return float(line.split()[-1])
     return float("nan")
+
+
+def server_thread_cpu(url: str) -> dict[str, float]:
+    """The server's CPU seconds so far by its threads' role (``ringfire_thread_cpu_seconds_total``)."""
+    import httpx
+    out = {}
+    for line in httpx.get(f"{url}/metrics").text.splitlines():
+        if line.startswith("ringfire_thread_cpu_seconds_total{"):
+            role = line.split('role="', 1)[1].split('"', 1)[0]
+            out[role] = float(line.split()[-1])
+    return out
 
 
 class ServerPeak:
@@ -218,6 +231,7 @@ def throughput(name: str, onnx_bytes: bytes, x: np.ndarray, clients: int, reques
         # The clients' requests overlap, as the in-process ones at once do: their kernels on one
         # thread each likewise (the server keeps its own defaults).
         with kernel_threads(1):
+            roles = server_thread_cpu(url)
             server_cpu, client_cpu = process_cpu_s(server.pid), time.process_time()
             start = time.perf_counter()
             threads = [threading.Thread(target=work, args=(s,)) for s in sessions]
@@ -228,6 +242,7 @@ def throughput(name: str, onnx_bytes: bytes, x: np.ndarray, clients: int, reques
             wall = time.perf_counter() - start
         # CPU of both sides while the clients ran (this process's includes the health checks).
         server_cpu, client_cpu = process_cpu_s(server.pid) - server_cpu, time.process_time() - client_cpu
+        roles = {role: seconds - roles.get(role, 0.0) for role, seconds in server_thread_cpu(url).items()}
         done.set()
         watcher.join()
         for s in sessions:
@@ -242,6 +257,8 @@ def throughput(name: str, onnx_bytes: bytes, x: np.ndarray, clients: int, reques
                       "health_max_ms": 1e3 * max(health), "server_rss_mib_max": max(rss) / 2**20 if rss else None,
                       "server_cpu_ms_per_request": 1e3 * server_cpu / len(latencies),
                       "client_cpu_ms_per_request": 1e3 * client_cpu / len(latencies),
+                      "server_cpu_ms_per_request_by_role": {role: 1e3 * seconds / len(latencies)
+                                                            for role, seconds in roles.items()},
                       "cores_busy": (server_cpu + client_cpu) / wall}
     out["throughput_ratio"] = out["service"]["requests_per_s"] / out["in_process"]["requests_per_s"]
     out["throughput_ratio_concurrent"] = out["service"]["requests_per_s"] / out["in_process_concurrent"]["requests_per_s"]
@@ -292,7 +309,9 @@ def main() -> None:
                   f"in-process {r['in_process']['cpu_ms_per_request']:.1f} / "
                   f"{r['in_process_concurrent']['cpu_ms_per_request']:.1f} ms, service "
                   f"{r['service']['client_cpu_ms_per_request']:.1f} client + {r['service']['server_cpu_ms_per_request']:.1f} "
-                  f"server ({r['service']['cores_busy']:.2f} cores busy)", file=sys.stderr)
+                  f"server ({r['service']['cores_busy']:.2f} cores busy; the server's by thread: " +
+                  ", ".join(f"{role} {ms:.1f}" for role, ms in r['service']['server_cpu_ms_per_request_by_role'].items()) +
+                  ")", file=sys.stderr)
     print(json.dumps(results, indent=2))
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(results, indent=2))

@@ -565,7 +565,41 @@ def test_health_answers_fast_during_an_inference_and_metrics_count(served):
                  "ringfire_uploaded_bytes_total", "ringfire_resident_memory_bytes", "ringfire_anonymous_memory_bytes"):
         assert name in text
     assert 'route="/v2/health/live",status="200"' in text  # the timer sees the route the router matched
+    cpu = thread_cpu(text)
+    assert set(cpu) == {"event_loop", "requests", "jobs", "kernels", "other"}
+    assert cpu["jobs"] > 0 and cpu["event_loop"] > 0, cpu  # the job's worker and the loop that served it
     client.close()
+
+
+def thread_cpu(metrics_text: str) -> dict[str, float]:
+    return {line.split('role="')[1].split('"')[0]: float(line.split()[-1])
+            for line in metrics_text.splitlines() if line.startswith("ringfire_thread_cpu_seconds_total{")}
+
+
+def test_thread_cpu_is_counted_by_role_and_never_goes_back_when_a_thread_ends():
+    from prometheus_client import CollectorRegistry, generate_latest
+    from ringfire.serve.metrics import ThreadCpu
+    registry, counter = CollectorRegistry(), ThreadCpu()
+    registry.register(counter)
+    started, stop = threading.Event(), threading.Event()
+
+    def busy():
+        end = time.thread_time() + 0.2
+        while time.thread_time() < end:
+            pass
+        started.set()
+        stop.wait(10)
+
+    worker = threading.Thread(target=busy, name="ringfire-job-test")
+    worker.start()
+    assert started.wait(10)
+    alive = thread_cpu(generate_latest(registry).decode())
+    stop.set()
+    worker.join()
+    ended = thread_cpu(generate_latest(registry).decode())
+    # The worker's 0.2 s counted as a job's (/proc counts in clock ticks), and still there after it ended.
+    assert alive["jobs"] >= 0.15 and ended["jobs"] >= alive["jobs"], (alive, ended)
+    assert all(ended[role] >= alive[role] for role in alive)
 
 
 def own_server(mlp_path, tmp_path, *options):

@@ -185,6 +185,11 @@ class ThreadPool {
   }
 
   void work(std::uint32_t seen) {
+#if defined(__linux__)
+    // Named for whatever lists threads (top -H, perf, /proc): `ringfire serve` counts
+    // this pool's CPU in its metrics by the name.
+    pthread_setname_np(pthread_self(), "ringfire-kernel");
+#endif
     t_inside_task = true;
     for (;;) {
       std::uint32_t now = epoch_.load(std::memory_order_acquire);

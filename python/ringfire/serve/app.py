@@ -236,6 +236,7 @@ def create_app(config: ServeConfig) -> FastAPI:
         # the first call through off_loop took a client's first POST /v1/sessions 8.9-9.6 ms
         # (the next ones 0.6-0.8), 1.7 ms after this.
         await off_loop(store.count_sessions, "")
+        metrics.thread_cpu.event_loop = threading.get_native_id()
         yield
         state["stopping"] = True
         failed = await anyio.to_thread.run_sync(runner.stop, config.drain_timeout)

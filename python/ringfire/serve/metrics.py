@@ -3,10 +3,13 @@ several servers in one process (tests) do not collide."""
 
 from __future__ import annotations
 
+import os
 import resource
+import threading
 import time
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily
 
 from ..memory_guard import proc_memory
 
@@ -25,10 +28,75 @@ def _anonymous_bytes() -> float:
     return float(proc_memory("RssAnon").get("RssAnon", float("nan")))
 
 
+ROLES = {"ringfire-job": "jobs", "AnyIO worker thread": "requests", "ringfire-kernel": "kernels"}
+
+
+def _role(name: str) -> str:
+    return next((role for prefix, role in ROLES.items() if name.startswith(prefix)), "other")
+
+
+class ThreadCpu:
+    """``ringfire_thread_cpu_seconds_total{role}``: the process's CPU by what its threads do,
+    read from /proc at each scrape (Linux; elsewhere they stay at 0). Roles: ``event_loop``
+    (the main thread: HTTP, framing, long polls; loading the model at start), ``requests``
+    (the worker threads a request's blocking work goes to: the store, loading an answer),
+    ``jobs`` (the job workers: loading inputs, the model's Python, the share of its kernels a
+    job runs itself), ``kernels`` (the kernels' thread pool), ``other``. Where the time goes
+    tells an operator whether the server is busy computing or moving bytes. A thread that
+    ended keeps the CPU it had at the last scrape (what it spent after that is not counted:
+    the counters never go back), also where the system gave its id to a new thread."""
+
+    def __init__(self):
+        self.event_loop: int | None = None  # the loop's native thread id, set when the app starts
+        self._seen: dict[int, tuple[str, float]] = {}  # tid -> (role, CPU seconds at the last scrape)
+        self._ended: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+    def _read(self) -> dict[int, tuple[str, float]]:
+        names = {t.native_id: t.name for t in threading.enumerate() if t.native_id is not None}
+        out = {}
+        try:
+            tids = os.listdir("/proc/self/task")
+        except OSError:
+            return out
+        for entry in tids:
+            tid = int(entry)
+            try:
+                with open(f"/proc/self/task/{entry}/stat") as f:
+                    comm, rest = f.read().rsplit(")", 1)
+            except OSError:  # ended meanwhile
+                continue
+            fields = rest.split()  # after the name: state is field 3, utime 14 and stime 15
+            seconds = (int(fields[11]) + int(fields[12])) / self._tick
+            role = "event_loop" if tid == self.event_loop else _role(names.get(tid, comm.split("(", 1)[-1]))
+            out[tid] = (role, seconds)
+        return out
+
+    def collect(self):
+        with self._lock:
+            now = self._read()
+            for tid, (role, seconds) in self._seen.items():
+                later = now.get(tid)
+                if later is None or later[0] != role or later[1] < seconds:  # ended (its id reused)
+                    self._ended[role] = self._ended.get(role, 0.0) + seconds
+            self._seen = now
+            totals = dict(self._ended)
+            for role, seconds in now.values():
+                totals[role] = totals.get(role, 0.0) + seconds
+        family = CounterMetricFamily("ringfire_thread_cpu_seconds", "The server's CPU by what its threads do "
+                                     "(event_loop, requests, jobs, kernels, other)", labels=["role"])
+        for role in ("event_loop", "requests", "jobs", "kernels", "other"):
+            family.add_metric([role], totals.get(role, 0.0))
+        yield family
+
+
 class Metrics:
     def __init__(self):
         self.registry = CollectorRegistry()
         r = self.registry
+        self.thread_cpu = ThreadCpu()
+        r.register(self.thread_cpu)
         self.requests = Histogram("ringfire_request_seconds", "Request latency by route and status",
                                   ["route", "status"], registry=r,
                                   buckets=(0.001, 0.005, 0.02, 0.05, 0.1, 0.25, 1, 5, 30))
