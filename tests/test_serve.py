@@ -93,11 +93,21 @@ def test_remote_inference_equals_the_in_process_model_bit_for_bit(served, mlp_pa
     local, ctx, sk = in_process(mlp_path.read_bytes(), config, x)
     assert tensor_bytes(remote) == tensor_bytes(local)
     assert session.rounds == 1  # one client-aided ReLU
-    # The submission's and the answer's replies carry the job's next settled status: no status
-    # read at all, and none for the states the job passes through (queued, running).
-    assert sent == ["POST infer", "GET 1", "POST 1", "GET result"]
+    # The submission's reply carries the job's next settled status and the round it asks for,
+    # the answer's the result: no status read, no read of the round or of the result.
+    assert sent == ["POST infer", "POST 1"]
     got = session.ctx.decrypt_batch(remote, session.secret_key)
     assert np.max(np.abs(got - ort_run(mlp_path.read_bytes(), x))) < 1e-4
+    client.close()
+    # Replies that carry only the status (a client that does not ask for more, or a server of
+    # before): the round and the result are read by requests of their own, to the same bits.
+    client, session = deterministic_session(url, tokens["alice"])
+    session.inline = False
+    enc = session.ctx.encrypt_batch(x, session.keys)
+    sent = requests_sent(client)
+    again = session.infer_encrypted(enc, progress=False)
+    assert sent == ["POST infer", "GET 1", "POST 1", "GET result"]
+    assert tensor_bytes(again) == tensor_bytes(local)
     client.close()
 
 
@@ -132,7 +142,7 @@ def test_a_job_submitted_without_waiting_is_followed_by_status_reads(served, mlp
     sent = requests_sent(client)
     job = session.submit(enc)
     remote = session.wait(job, progress=False)
-    assert sent == ["POST infer", f"GET {job}", "GET 1", "POST 1", "GET result"]
+    assert sent == ["POST infer", f"GET {job}", "GET 1", "POST 1"]  # the answer's reply carries the result
     local, _, _ = in_process(mlp_path.read_bytes(), config, x)
     assert tensor_bytes(remote) == tensor_bytes(local)
     # Without ``wait`` the replies are as before: the job, or the answer taken.

@@ -114,6 +114,34 @@ def test_a_ciphertext_over_the_limit_is_refused_before_it_is_gathered(toy):
         wire.unpack_tensor(pieces(), ctx.load, max_entries=16, max_entry_bytes=1000)
 
 
+@settings(max_examples=20)
+@given(points=st.lists(st.integers(min_value=0, max_value=2**40), max_size=20))
+def test_a_reply_that_carries_a_tensor_reads_as_its_fields_and_the_tensor(toy, points):
+    ctx, _, _, parts = toy
+    fields = {"accepted": True, "status": {"state": "awaiting_client", "round": {"number": 2}}}
+    body = wire.reply_head(fields) + b"".join(parts)
+    head: dict = {}
+    got = wire.unpack_reply(iter(cut(body, points)), ctx.load, head, max_entries=16,
+                            max_entry_bytes=ctx._largest_object_bytes())
+    assert head == fields
+    assert [c.to_bytes() for c in got["cts"].flat if c is not None and not isinstance(c, float)] == \
+        [c.to_bytes() for c in read(ctx, parts)["cts"].flat if c is not None and not isinstance(c, float)]
+
+
+def test_a_reply_cut_short_keeps_its_fields_and_a_foreign_one_is_refused(toy):
+    ctx, _, _, parts = toy
+    limits = {"max_entries": 16, "max_entry_bytes": ctx._largest_object_bytes()}
+    head: dict = {}
+    body = wire.reply_head({"job": "j", "status": {"state": "done"}}) + b"".join(parts)
+    with pytest.raises(wire.WireError, match="truncated body"):
+        wire.unpack_reply(body[:-100], ctx.load, head, **limits)
+    assert head["status"] == {"state": "done"}  # what arrived before the cut
+    for bad, why in ((b"RFT1" + bytes(4), "not a reply"), (b"RFR1\xff\xff\xff\x7f{}", "not a reply"),
+                     (b"RFR1\x02\0\0\0[]", "not a JSON object"), (b"RFR1\x02\0\0\0{,", "not JSON")):
+        with pytest.raises(wire.WireError, match=why):
+            wire.unpack_reply(bad + b"".join(parts), ctx.load, {}, **limits)
+
+
 def test_a_watched_job_wakes_its_reader_from_another_thread():
     watchers = Watchers()
 
@@ -178,7 +206,35 @@ def test_a_round_dropped_mid_body_is_left_for_the_next_status_read(toy):
                                                            '"shape": [2, 3], "clip": null}'})
     session = Session.__new__(Session)  # only what _answer reads
     session.client, session.ctx, session.packing = _client_over(handler), ctx, "batch"
-    assert session._answer("j", 1) == (False, None)
+    assert session._answer("j", 1, {"state": "awaiting_client", "round": {"number": 1}}) == (False, None)
+
+
+@pytest.mark.parametrize("keep", [0, 1, 9, None])
+def test_a_reply_that_carries_data_dropped_mid_body_keeps_its_status(toy, keep):
+    """Cut off after its status, a reply gives the status without the data (the round or the
+    result is then read by a request of its own); cut off before, the error is raised."""
+    import httpx
+
+    from ringfire.serve.client import Session
+    ctx, _, _, parts = toy
+    fields = {"accepted": True, "status": {"state": "done", "progress": None}}
+    body = [wire.reply_head(fields), *parts]
+
+    def handler(request):
+        return httpx.Response(200, stream=_dropping(body, keep=keep),
+                              headers={"Content-Type": wire.REPLY_TYPE, "Content-Length": str(wire.parts_size(body))})
+    session = Session.__new__(Session)
+    session.client, session.ctx = _client_over(handler), ctx
+    response = session.client.request("POST", "/v1/jobs/j/rounds/1", stream=True)
+    if keep == 0:
+        with pytest.raises(httpx.ReadError):
+            session._reply(response)
+        return
+    got = session._reply(response)
+    assert got["accepted"] is True and got["status"]["state"] == "done"
+    assert ("carried" in got["status"]) == (keep is None)
+    if keep is None:
+        assert got["status"]["carried"]["cts"].shape == (2, 3)
 
 
 def test_a_body_dripped_in_tiny_pieces_is_kept_in_few_objects():

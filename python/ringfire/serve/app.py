@@ -12,6 +12,7 @@ import contextlib
 import json
 import logging
 import math
+import os
 import re
 import secrets
 import sqlite3
@@ -57,6 +58,20 @@ async def off_loop(fn, *args):
     store's busy timeout, on its thread's own connection, and meanwhile the event loop goes on
     answering health probes, other tenants and uploads."""
     return await anyio.to_thread.run_sync(fn, *args)
+
+
+async def each_of(parts: list):
+    for part in parts:
+        yield part
+
+
+async def blocks_of(f, block: int = 1 << 20):
+    """An open file's bytes in blocks, each read on a worker thread; closed at the end."""
+    try:
+        while piece := await off_loop(f.read, block):
+            yield piece
+    finally:
+        f.close()
 
 
 async def body_pieces(request: Request, limit: int, what: str):
@@ -504,11 +519,54 @@ def create_app(config: ServeConfig) -> FastAPI:
     def max_input_bytes() -> int:
         return host.max_input_entries() * (host.max_ciphertext_bytes() + 16) + 4096
 
+    async def carried(jid: str, status: dict):
+        """What a settled status asks the client to read next, for a reply that carries it: the
+        open round's ciphertexts (from the worker's memory, or the store for another process's
+        job) or the finished job's result. (size, async iterator of its pieces), or None where
+        the status asks for nothing to read or it is gone meanwhile (the client then asks for it
+        as before)."""
+        if status["state"] == "awaiting_client":
+            number = status["round"]["number"]
+            parts = runner.question(runner.live(jid), number)
+            if parts is None:  # another process's job
+                try:
+                    parts = [await off_loop(store.round_question(jid, number).read_bytes)]
+                except FileNotFoundError:
+                    return None
+            return wire.parts_size(parts), each_of(parts)
+        if status["state"] == "done":
+            try:
+                f = await off_loop(open, store.result_path(jid), "rb")
+            except FileNotFoundError:
+                return None
+            return os.fstat(f.fileno()).st_size, blocks_of(f)
+        return None
+
+    async def reply_with_status(jid: str, fields: dict, status: dict, inline: bool, code: int):
+        """``fields`` and the job's settled ``status``; with ``inline``, in one body with what the
+        status asks the client to read next (wire.REPLY_TYPE): a round costs its client one
+        request, and the result none."""
+        fields = {**fields, "status": status}
+        data = await carried(jid, status) if inline else None
+        if data is None:
+            return JSONResponse(fields, code)
+        size, pieces = data
+        head = wire.reply_head(fields)
+
+        async def body():
+            yield head
+            async for piece in pieces:
+                yield piece
+        return StreamingResponse(body(), code, media_type=wire.REPLY_TYPE,
+                                 headers={"Content-Length": str(len(head) + size)})
+
     @app.post("/v1/sessions/{sid}/infer", status_code=202)
-    async def infer(sid: str, request: Request, who: str = Depends(tenant), wait: float = 0.0):
+    async def infer(sid: str, request: Request, who: str = Depends(tenant), wait: float = 0.0,
+                    inline: bool = False):
         """With ``wait`` (seconds, at most 30), the answer also carries the job's first settled
         status (``status``: a round to answer, or its end), as a status read with ``settled``
-        would: one request fewer an inference."""
+        would: one request fewer an inference. With ``inline`` too, the reply's body also
+        carries the round's ciphertexts or the result (``application/vnd.ringfire.reply``)."""
         idempotency = request.headers.get("idempotency-key")
         if idempotency is not None and not re.fullmatch(r"[A-Za-z0-9_.:-]{1,128}", idempotency):
             refuse(400, "Idempotency-Key: 1-128 letters, digits, '_', '.', ':', '-'")
@@ -519,7 +577,8 @@ def create_app(config: ServeConfig) -> FastAPI:
         body = await read_pieces(request, max_input_bytes(), "encrypted input")
         made = await off_loop(start_job, sid, who, idempotency, body)
         if wait > 0 and isinstance(made, dict):
-            made["status"] = await settled_status(made["job"], who, wait, "", True)
+            status = await settled_status(made["job"], who, wait, "", True)
+            return await reply_with_status(made["job"], made, status, inline, 202)
         return made
 
     def admit_job(sid: str, who: str, idempotency: str | None) -> dict | None:
@@ -641,9 +700,10 @@ def create_app(config: ServeConfig) -> FastAPI:
 
     @app.post("/v1/jobs/{jid}/rounds/{number}")
     async def answer_round(jid: str, number: int, request: Request, who: str = Depends(tenant),
-                           wait: float = 0.0):
+                           wait: float = 0.0, inline: bool = False):
         """With ``wait`` (seconds, at most 30), the answer also carries the job's next settled
-        status (``status``: the next round, or its end): one request fewer a round."""
+        status (``status``: the next round, or its end): one request fewer a round. With
+        ``inline`` too, the reply's body also carries the next round's ciphertexts or the result."""
         wait = wait_seconds(wait)
         r, live = await open_round(jid, who, number)
         try:
@@ -669,7 +729,8 @@ def create_app(config: ServeConfig) -> FastAPI:
         if live is not None:  # this process runs the job: handed over in memory, loaded once
             runner.deliver(live, number, cts, out_shape)
         if wait > 0:
-            return {"accepted": True, "status": await settled_status(jid, who, wait, f"awaiting_client:{number}", True)}
+            status = await settled_status(jid, who, wait, f"awaiting_client:{number}", True)
+            return await reply_with_status(jid, {"accepted": True}, status, inline, 200)
         return {"accepted": True}
 
     @app.get("/v1/jobs/{jid}/result")

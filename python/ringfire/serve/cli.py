@@ -44,8 +44,8 @@ def register(subparsers) -> None:
     p.add_argument("--drain-timeout", type=float, default=600.0, help="seconds a shutdown waits for running jobs")
     p.add_argument("--requests-per-second", type=float, default=50.0, help="per tenant")
     p.add_argument("--access-log", action="store_true",
-                   help="log every request (uvicorn's access log; off by default: a client makes about four "
-                        "requests an inference, and /metrics counts them by route and status)")
+                   help="log every request (uvicorn's access log; off by default: a client makes two "
+                        "requests an inference with one client-aided round, and /metrics counts them by route and status)")
     p.add_argument("--no-key-images", action="store_true",
                    help="keep checked keys loaded in memory instead of mapping key images written to --store "
                         "(images take up to twice the uploads' disk space; docs/serving.md)")

@@ -174,6 +174,8 @@ class Client:
 
 
 class Session:
+    inline = True  # replies carry the round or the result they announce (False: each read by a request of its own)
+
     def __init__(self, client: Client, model: str, sid: str, ctx, secret_key, keys, info: dict):
         self.client, self.model, self.id = client, model, sid
         self.ctx, self.secret_key, self.keys, self.info = ctx, secret_key, keys, info
@@ -306,20 +308,57 @@ class Session:
 
     def _submit(self, enc: EncryptedTensor, idempotency_key: str | None, wait: float) -> dict:
         """The job made for `enc`; with `wait`, its first settled status too (``status``), where the
-        server gives it."""
+        server gives it, with the round it asks for or the result (``carried``) where it sends them."""
+        import httpx
         parts = wire.tensor_parts(enc.cts, enc.batch, enc.packing, enc.period, enc.sample_shape, enc.element_slots)
         key = idempotency_key or uuid.uuid4().hex
-        response = self.client.request("POST", f"/v1/sessions/{self.id}/infer", content=wire.Blocks(parts),
-                                       expect=(200, 202), params={"wait": wait} if wait else None,
-                                       headers={"Idempotency-Key": key, "Content-Type": "application/octet-stream",
-                                                "Content-Length": str(wire.parts_size(parts))})
-        return response.json()
+        for attempt in range(3):
+            response = self.client.request("POST", f"/v1/sessions/{self.id}/infer", content=wire.Blocks(parts),
+                                           expect=(200, 202), params=self._wait_params(wait), stream=True,
+                                           headers={"Idempotency-Key": key, "Content-Type": "application/octet-stream",
+                                                    "Content-Length": str(wire.parts_size(parts))})
+            try:
+                return self._reply(response)
+            except httpx.TransportError:  # dropped before the job's id arrived: the same key names it again
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _wait_params(self, wait: float) -> dict | None:
+        if not wait:
+            return None
+        return {"wait": wait, "inline": 1} if self.inline else {"wait": wait}
+
+    def _reply(self, response) -> dict:
+        """A reply's fields, its body read and closed. One that carries data (wire.REPLY_TYPE) has
+        it loaded as it arrives into its status (``carried``: the container's fields); where the
+        connection drops after the status arrived, the status comes without it (the round or the
+        result is then read as before)."""
+        import httpx
+        try:
+            if not response.headers.get("content-type", "").startswith(wire.REPLY_TYPE):
+                response.read()
+                return response.json()
+            head: dict = {}
+            try:
+                carried = wire.unpack_reply(response.iter_raw(), self.ctx.load, head, max_entries=2**24,
+                                            max_entry_bytes=self.ctx._largest_object_bytes())
+            except httpx.TransportError:
+                if not isinstance(head.get("status"), dict):
+                    raise
+                return head
+            head["status"]["carried"] = carried
+            return head
+        finally:
+            response.close()
 
     def wait(self, job: str, progress: bool | None = None, timeout: float | None = None,
              status: dict | None = None) -> EncryptedTensor:
         """Answers the job's rounds until it is done, then downloads the result (the status
         requests wait on the server until the job moves on). ``status``: one the server gave
-        already (with the submission, or with the last answer), used before asking again."""
+        already (with the submission, or with the last answer), used before asking again. A
+        status that carries its round or the result (a reply with ``inline``) saves the request
+        that would read it."""
         deadline = None if timeout is None else time.monotonic() + timeout
         answered = 0  # the last round answered: never twice (a status read can lag the worker)
         seen = ""
@@ -337,9 +376,9 @@ class Session:
                 if status["state"] == "failed":
                     raise ServerError(410, f"job {job} failed: {status['error']}")
                 number = status.get("round", {}).get("number", 0) if status["state"] == "awaiting_client" else 0
-                status = None
+                announced, status = status, None
                 if number > answered:
-                    took, status = self._answer(job, number)
+                    took, status = self._answer(job, number, announced)
                     if took:
                         answered = number
                         bar.update()
@@ -349,31 +388,26 @@ class Session:
                     seen = ""
                     time.sleep(0.05)
                 if deadline is not None and time.monotonic() > deadline:
-                    raise TimeoutError(f"[serve] job {job} still {status['state']} after {timeout:g} s")
-        fields = self.client.download_tensor(f"/v1/jobs/{job}/result", self.ctx.load,
-                                             max_entry_bytes=self.ctx._largest_object_bytes())
+                    raise TimeoutError(f"[serve] job {job} still {announced['state']} after {timeout:g} s")
+        fields = status.get("carried") or self.client.download_tensor(
+            f"/v1/jobs/{job}/result", self.ctx.load, max_entry_bytes=self.ctx._largest_object_bytes())
         return EncryptedTensor(fields["cts"], fields["batch"], self.ctx, fields["packing"], fields["period"],
                                fields["sample_shape"], fields["element_slots"])
 
-    def _answer(self, job: str, number: int) -> tuple[bool, dict | None]:
-        """Answers round ``number``, and returns whether the server took the answer, with the
-        job's next settled status where the server gave it with its reply. False when the server
-        does not serve the round at this moment (409: a status read that ran ahead of the
-        round's question, or the job moved on), for the next status read to say whether to ask
-        again."""
-        import httpx
-        # Streamed: the ciphertexts load as they arrive, never gathered whole (a round is tens of MiB).
-        response = self.client.request("GET", f"/v1/jobs/{job}/rounds/{number}", expect=(200, 409), stream=True)
-        try:
-            if response.status_code == 409:
+    def _answer(self, job: str, number: int, status: dict) -> tuple[bool, dict | None]:
+        """Answers round ``number`` (announced by ``status``, which may carry its ciphertexts),
+        and returns whether the server took the answer, with the job's next settled status where
+        the server gave it with its reply. False when the server does not serve the round at
+        this moment (409: a status read that ran ahead of the round's question, or the job moved
+        on), for the next status read to say whether to ask again."""
+        if "carried" in status:
+            node, shape, clip = wire.node_from_json(json.dumps(status["round"]["layer"]))
+            x = status["carried"]["cts"]
+        else:
+            question = self._question(job, number)
+            if question is None:
                 return False, None
-            node, shape, clip = wire.node_from_json(response.headers["x-ringfire-layer"])
-            x = wire.unpack_tensor(response.iter_raw(), self.ctx.load, max_entries=2**24,
-                                   max_entry_bytes=self.ctx._largest_object_bytes())["cts"]
-        except httpx.TransportError:  # dropped mid-body: the next status read says whether to ask again
-            return False, None
-        finally:
-            response.close()
+            node, shape, clip, x = question
         if self.packing == "inter":  # one sample per ciphertext: the layer on its slot vector
             out, out_shape = np.array([self.local.apply_vector(node, x.flat[0])], dtype=object), (1,)
         else:
@@ -383,13 +417,38 @@ class Session:
         # ended): the next status read says which.
         # The reply waits for the job's next settled status (a server that does not give it
         # answers at once, and the next status read asks).
+        import httpx
         reply = self.client.request("POST", f"/v1/jobs/{job}/rounds/{number}", content=wire.Blocks(parts),
-                                    expect=(200, 409), params={"wait": STATUS_WAIT},
+                                    expect=(200, 409), params=self._wait_params(STATUS_WAIT), stream=True,
                                     headers={"X-Ringfire-Out-Shape": json.dumps(list(out_shape)),
                                              "Content-Type": "application/octet-stream",
                                              "Content-Length": str(wire.parts_size(parts))})
         self.rounds += 1
-        return True, reply.json().get("status") if reply.status_code == 200 else None
+        if reply.status_code == 409:
+            reply.close()
+            return True, None
+        try:
+            return True, self._reply(reply).get("status")
+        except httpx.TransportError:  # taken (the server said so); the next status read goes on
+            return True, None
+
+    def _question(self, job: str, number: int):
+        """Round ``number``'s layer and ciphertexts, read by a request of their own: (node, shape,
+        clip, ciphertexts), or None where the server does not serve the round at this moment."""
+        import httpx
+        # Streamed: the ciphertexts load as they arrive, never gathered whole (a round is tens of MiB).
+        response = self.client.request("GET", f"/v1/jobs/{job}/rounds/{number}", expect=(200, 409), stream=True)
+        try:
+            if response.status_code == 409:
+                return None
+            node, shape, clip = wire.node_from_json(response.headers["x-ringfire-layer"])
+            x = wire.unpack_tensor(response.iter_raw(), self.ctx.load, max_entries=2**24,
+                                   max_entry_bytes=self.ctx._largest_object_bytes())["cts"]
+        except httpx.TransportError:  # dropped mid-body: the next status read says whether to ask again
+            return None
+        finally:
+            response.close()
+        return node, shape, clip, x
 
     def infer_encrypted(self, enc: EncryptedTensor, progress: bool | None = None,
                         idempotency_key: str | None = None) -> EncryptedTensor:

@@ -19,6 +19,11 @@ into blocks of about 1 MiB as it sends them (``Blocks``), never more than one at
 
 The layer description of a client-aided round is JSON (``node_to_json``): the operator,
 its name and attributes, the tensor's shape, and the clip bounds.
+
+A reply that carries data (``REPLY_TYPE``: a submission's or an answer's reply whose job's
+next status is a round to answer or its result) is the status and the data in one body::
+
+    magic "RFR1" | JSON length u32 | JSON (the reply's fields, the status among them) | container
 """
 
 from __future__ import annotations
@@ -30,6 +35,9 @@ from collections.abc import Iterable
 import numpy as np
 
 MAGIC = b"RFT1"
+REPLY_MAGIC = b"RFR1"
+REPLY_TYPE = "application/vnd.ringfire.reply"
+MAX_REPLY_HEAD = 1 << 16  # a status and its layer description are a few hundred bytes
 _HEAD = struct.Struct("<4sHBBIIB")
 _ABSENT, _CONSTANT, _CIPHERTEXT = 0, 1, 2
 MAX_DIMS = 8
@@ -176,7 +184,38 @@ def unpack_tensor(data, load, *, max_entries: int, max_entry_bytes: int) -> dict
     the body as one bytes-like object, or its pieces in order (a list, or an iterator that
     reads them from a socket as they come). Entry counts and sizes are checked against the
     limits before anything is allocated for them."""
-    r = _Reader([data] if isinstance(data, (bytes, bytearray, memoryview)) else data)
+    return _unpack(_reader(data), load, max_entries, max_entry_bytes)
+
+
+def reply_head(fields: dict) -> bytes:
+    """The start of a reply that carries data: its fields as JSON; the container follows."""
+    text = json.dumps(fields).encode()
+    return REPLY_MAGIC + struct.pack("<I", len(text)) + text
+
+
+def unpack_reply(data, load, head: dict, *, max_entries: int, max_entry_bytes: int) -> dict:
+    """A reply that carries data (``reply_head`` and a container): ``head`` gets the reply's
+    fields as soon as they are read (a caller whose connection drops later still has the
+    status), and the container's fields are returned as :func:`unpack_tensor` returns them."""
+    r = _reader(data)
+    magic, length = r.unpack("<4sI", "the reply's head")
+    if magic != REPLY_MAGIC or length > MAX_REPLY_HEAD:
+        raise WireError(f"[serve.wire] not a reply that carries data (magic {bytes(magic)!r}, {length} bytes of JSON)")
+    try:
+        fields = json.loads(bytes(r.take(length, "the reply's fields")))
+    except ValueError as e:
+        raise WireError(f"[serve.wire] the reply's fields are not JSON: {e}") from None
+    if not isinstance(fields, dict):
+        raise WireError("[serve.wire] the reply's fields are not a JSON object")
+    head.update(fields)
+    return _unpack(r, load, max_entries, max_entry_bytes)
+
+
+def _reader(data) -> "_Reader":
+    return _Reader([data] if isinstance(data, (bytes, bytearray, memoryview)) else data)
+
+
+def _unpack(r: "_Reader", load, max_entries: int, max_entry_bytes: int) -> dict:
     magic, version, packing, _, batch, period, ndim = r.unpack("<4sHBBIIB", "the header")
     if magic != MAGIC or version != 1 or packing > 1:
         raise WireError(f"[serve.wire] not an encrypted-tensor container (magic {bytes(magic)!r}, version {version})")
