@@ -1242,6 +1242,34 @@ def test_servers_sharing_a_store_serve_each_others_sessions_rounds_and_jobs(mlp_
         assert "stopped" in status["error"]
 
 
+def test_a_server_that_does_not_run_the_job_carries_its_rounds_and_result_from_the_store(tmp_path):
+    """Replies that carry data, from the process that does not run the job: its next round's
+    ciphertexts and then its result are read from the shared store (a CNN of two rounds, one
+    sample per ciphertext), onnxruntime's answers, each round read by no request of its own after
+    the first."""
+    from nn_models import cnn_init, cnn_onnx
+    from ringfire.serve.client import Session
+    data = cnn_onnx(cnn_init(seed=3), pool="max")
+    path = tmp_path / "cnn.onnx"
+    path.write_bytes(data)
+    tokens = tokens_file(tmp_path / "tokens")
+    config = ServeConfig(model=str(path), store=str(tmp_path / "store"), tokens=str(tmp_path / "tokens"),
+                         preset="N13_D2", packing="inter", requests_per_second=400, shared_store=True)
+    x = np.random.default_rng(5).uniform(0, 1, (1, 1, 8, 8))
+    with server_thread(config) as (url1, app1), server_thread(config) as (url2, _), \
+            Client(url1, tokens["alice"]) as one, Client(url2, tokens["alice"]) as two:
+        first = one.session("cnn", progress=False)
+        other = Session(two, "cnn", first.id, first.ctx, first.secret_key, first.keys, first.info)
+        job = first.submit(first.ctx.encrypt_batch(x, first.keys, packing="inter"))
+        sent = requests_sent(two)
+        y = first.ctx.decrypt_batch(other.wait(job), first.secret_key)
+        store = app1.state.store  # run by the first server: the second read its rounds from the store
+        assert store._q("select owner from jobs where id = ?", (job,)) == [(app1.state.runner.owner,)]
+        assert other.rounds == 2
+        assert sent == [f"GET {job}", "GET 1", "POST 1", "POST 2"], sent
+    assert np.max(np.abs(y - ort_run(data, x))) < 1e-3
+
+
 def test_replicas_refuse_a_store_they_do_not_share_and_need_ray(mlp_path, tmp_path, capsys):
     """A replica that does not see the store its command marked refuses to start, naming the
     node; ``--replicas`` without ``--ray`` is refused before anything starts."""
