@@ -237,6 +237,25 @@ def test_a_reply_that_carries_data_dropped_mid_body_keeps_its_status(toy, keep):
         assert got["status"]["carried"]["cts"].shape == (2, 3)
 
 
+@pytest.mark.parametrize("fields", [{"accepted": True}, {"status": "done"}, {"status": None}])
+def test_a_reply_that_carries_data_without_a_status_is_refused(toy, fields):
+    """A server (hostile, or broken) whose reply carries data but no status object: a WireError
+    that says so, not a KeyError or TypeError from deep in the client."""
+    import httpx
+
+    from ringfire.serve.client import Session
+    ctx, _, _, parts = toy
+    body = [wire.reply_head(fields), *parts]
+
+    def handler(request):
+        return httpx.Response(200, stream=_dropping(body, keep=None),
+                              headers={"Content-Type": wire.REPLY_TYPE, "Content-Length": str(wire.parts_size(body))})
+    session = Session.__new__(Session)
+    session.client, session.ctx = _client_over(handler), ctx
+    with pytest.raises(wire.WireError, match="without its job's status"):
+        session._reply(session.client.request("POST", "/v1/jobs/j/rounds/1", stream=True))
+
+
 def test_a_body_dripped_in_tiny_pieces_is_kept_in_few_objects():
     from ringfire.serve.app import read_pieces
 

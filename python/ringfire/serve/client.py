@@ -347,6 +347,8 @@ class Session:
                 if not isinstance(head.get("status"), dict):
                     raise
                 return head
+            if not isinstance(head.get("status"), dict):
+                raise wire.WireError("[serve] a reply that carries data came without its job's status")
             head["status"]["carried"] = carried
             return head
         finally:
@@ -400,8 +402,9 @@ class Session:
         the server gave it with its reply. False when the server does not serve the round at
         this moment (409: a status read that ran ahead of the round's question, or the job moved
         on), for the next status read to say whether to ask again."""
-        if "carried" in status:
-            node, shape, clip = wire.node_from_json(json.dumps(status["round"]["layer"]))
+        layer = status.get("round", {}).get("layer")
+        if "carried" in status and layer is not None:
+            node, shape, clip = wire.node_from_json(json.dumps(layer))
             x = status["carried"]["cts"]
         else:
             question = self._question(job, number)
