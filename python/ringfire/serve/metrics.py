@@ -48,12 +48,14 @@ class ThreadCpu:
 
     def __init__(self):
         self.event_loop: int | None = None  # the loop's native thread id, set when the app starts
-        self._seen: dict[int, tuple[str, float]] = {}  # tid -> (role, CPU seconds at the last scrape)
-        self._ended: dict[str, float] = {}
+        # Clock ticks, whole numbers: sums of floats in another order can come out a rounding
+        # below the last scrape's, which Prometheus would read as a counter reset.
+        self._seen: dict[int, tuple[str, int]] = {}  # tid -> (role, CPU ticks at the last scrape)
+        self._ended: dict[str, int] = {}
         self._lock = threading.Lock()
         self._tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
-    def _read(self) -> dict[int, tuple[str, float]]:
+    def _read(self) -> dict[int, tuple[str, int]]:
         names = {t.native_id: t.name for t in threading.enumerate() if t.native_id is not None}
         out = {}
         try:
@@ -68,26 +70,26 @@ class ThreadCpu:
             except OSError:  # ended meanwhile
                 continue
             fields = rest.split()  # after the name: state is field 3, utime 14 and stime 15
-            seconds = (int(fields[11]) + int(fields[12])) / self._tick
+            ticks = int(fields[11]) + int(fields[12])
             role = "event_loop" if tid == self.event_loop else _role(names.get(tid, comm.split("(", 1)[-1]))
-            out[tid] = (role, seconds)
+            out[tid] = (role, ticks)
         return out
 
     def collect(self):
         with self._lock:
             now = self._read()
-            for tid, (role, seconds) in self._seen.items():
+            for tid, (role, ticks) in self._seen.items():
                 later = now.get(tid)
-                if later is None or later[0] != role or later[1] < seconds:  # ended (its id reused)
-                    self._ended[role] = self._ended.get(role, 0.0) + seconds
+                if later is None or later[0] != role or later[1] < ticks:  # ended (its id reused)
+                    self._ended[role] = self._ended.get(role, 0) + ticks
             self._seen = now
             totals = dict(self._ended)
-            for role, seconds in now.values():
-                totals[role] = totals.get(role, 0.0) + seconds
+            for role, ticks in now.values():
+                totals[role] = totals.get(role, 0) + ticks
         family = CounterMetricFamily("ringfire_thread_cpu_seconds", "The server's CPU by what its threads do "
                                      "(event_loop, requests, jobs, kernels, other)", labels=["role"])
         for role in ("event_loop", "requests", "jobs", "kernels", "other"):
-            family.add_metric([role], totals.get(role, 0.0))
+            family.add_metric([role], totals.get(role, 0) / self._tick)
         yield family
 
 
