@@ -209,15 +209,12 @@ def test_a_round_dropped_mid_body_is_left_for_the_next_status_read(toy):
     assert session._answer("j", 1, {"state": "awaiting_client", "round": {"number": 1}}) == (False, None)
 
 
-@pytest.mark.parametrize("keep", [0, 1, 9, None])
-def test_a_reply_that_carries_data_dropped_mid_body_keeps_its_status(toy, keep):
-    """Cut off after its status, a reply gives the status without the data (the round or the
-    result is then read by a request of its own); cut off before, the error is raised."""
+def _replying(ctx, fields: dict, parts, keep):
+    """A session (only what _reply reads) and the streamed response of a server whose reply
+    carries ``fields`` and the container ``parts``, cut off after ``keep`` pieces (None: whole)."""
     import httpx
 
     from ringfire.serve.client import Session
-    ctx, _, _, parts = toy
-    fields = {"accepted": True, "status": {"state": "done", "progress": None}}
     body = [wire.reply_head(fields), *parts]
 
     def handler(request):
@@ -225,7 +222,17 @@ def test_a_reply_that_carries_data_dropped_mid_body_keeps_its_status(toy, keep):
                               headers={"Content-Type": wire.REPLY_TYPE, "Content-Length": str(wire.parts_size(body))})
     session = Session.__new__(Session)
     session.client, session.ctx = _client_over(handler), ctx
-    response = session.client.request("POST", "/v1/jobs/j/rounds/1", stream=True)
+    return session, session.client.request("POST", "/v1/jobs/j/rounds/1", stream=True)
+
+
+@pytest.mark.parametrize("keep", [0, 1, 9, None])
+def test_a_reply_that_carries_data_dropped_mid_body_keeps_its_status(toy, keep):
+    """Cut off after its status, a reply gives the status without the data (the round or the
+    result is then read by a request of its own); cut off before, the error is raised."""
+    import httpx
+
+    ctx, _, _, parts = toy
+    session, response = _replying(ctx, {"accepted": True, "status": {"state": "done", "progress": None}}, parts, keep)
     if keep == 0:
         with pytest.raises(httpx.ReadError):
             session._reply(response)
@@ -241,19 +248,10 @@ def test_a_reply_that_carries_data_dropped_mid_body_keeps_its_status(toy, keep):
 def test_a_reply_that_carries_data_without_a_status_is_refused(toy, fields):
     """A server (hostile, or broken) whose reply carries data but no status object: a WireError
     that says so, not a KeyError or TypeError from deep in the client."""
-    import httpx
-
-    from ringfire.serve.client import Session
     ctx, _, _, parts = toy
-    body = [wire.reply_head(fields), *parts]
-
-    def handler(request):
-        return httpx.Response(200, stream=_dropping(body, keep=None),
-                              headers={"Content-Type": wire.REPLY_TYPE, "Content-Length": str(wire.parts_size(body))})
-    session = Session.__new__(Session)
-    session.client, session.ctx = _client_over(handler), ctx
+    session, response = _replying(ctx, fields, parts, keep=None)
     with pytest.raises(wire.WireError, match="without its job's status"):
-        session._reply(session.client.request("POST", "/v1/jobs/j/rounds/1", stream=True))
+        session._reply(response)
 
 
 def test_a_body_dripped_in_tiny_pieces_is_kept_in_few_objects():

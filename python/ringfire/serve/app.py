@@ -526,14 +526,8 @@ def create_app(config: ServeConfig) -> FastAPI:
         the status asks for nothing to read or it is gone meanwhile (the client then asks for it
         as before)."""
         if status["state"] == "awaiting_client":
-            number = status["round"]["number"]
-            parts = runner.question(runner.live(jid), number)
-            if parts is None:  # another process's job
-                try:
-                    parts = [await off_loop(store.round_question(jid, number).read_bytes)]
-                except FileNotFoundError:
-                    return None
-            return wire.parts_size(parts), each_of(parts)
+            parts = await round_parts(jid, status["round"]["number"], runner.live(jid))
+            return None if parts is None else (wire.parts_size(parts), each_of(parts))
         if status["state"] == "done":
             try:
                 f = await off_loop(open, store.result_path(jid), "rb")
@@ -682,19 +676,25 @@ def create_app(config: ServeConfig) -> FastAPI:
                 return r, live
         return await off_loop(waiting_round, jid, who, number), live
 
-    @app.get("/v1/jobs/{jid}/rounds/{number}")
-    async def get_round(jid: str, number: int, who: str = Depends(tenant)):
-        r, live = await open_round(jid, who, number)
+    async def round_parts(jid: str, number: int, live) -> list[bytes] | None:
+        """Round ``number``'s container: from the worker's memory where this process runs the job
+        (``live``), else from the store; None where the job gave up on the round meanwhile."""
         parts = runner.question(live, number)
         if parts is None:  # another process's job
             try:
                 parts = [await off_loop(store.round_question(jid, number).read_bytes)]
-            except FileNotFoundError:  # the job gave up on the round meanwhile
-                refuse(409, f"job {jid} is not waiting for round {number}")
-        async def each():  # the container's pieces one after the other (wire.py: never joined)
-            for part in parts:
-                yield part
-        return StreamingResponse(each(), media_type="application/octet-stream",
+            except FileNotFoundError:
+                return None
+        return parts
+
+    @app.get("/v1/jobs/{jid}/rounds/{number}")
+    async def get_round(jid: str, number: int, who: str = Depends(tenant)):
+        r, live = await open_round(jid, who, number)
+        parts = await round_parts(jid, number, live)
+        if parts is None:
+            refuse(409, f"job {jid} is not waiting for round {number}")
+        # The container's pieces one after the other (wire.py: never joined).
+        return StreamingResponse(each_of(parts), media_type="application/octet-stream",
                                  headers={"X-Ringfire-Layer": r["layer"],
                                           "Content-Length": str(wire.parts_size(parts))})
 

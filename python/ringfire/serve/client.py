@@ -404,7 +404,7 @@ class Session:
         on), for the next status read to say whether to ask again."""
         layer = status.get("round", {}).get("layer")
         if "carried" in status and layer is not None:
-            node, shape, clip = wire.node_from_json(json.dumps(layer))
+            node, shape, clip = wire.node_from_fields(layer)
             x = status["carried"]["cts"]
         else:
             question = self._question(job, number)

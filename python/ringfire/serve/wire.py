@@ -293,8 +293,12 @@ def _node_from(d: dict):
 
 def node_from_json(text: str):
     """(node, shape, clip) from :func:`node_to_json` (attributes as lists; NumPy reads them)."""
+    return node_from_fields(json.loads(text))
+
+
+def node_from_fields(d: dict):
+    """(node, shape, clip) from :func:`node_to_json`'s fields already parsed (a status's round)."""
     from ..nn.nonlinear import Chain
-    d = json.loads(text)
     node = Chain([_node_from(n) for n in d["chain"]]) if "chain" in d else _node_from(d)
     clip = tuple(d["clip"]) if isinstance(d["clip"], list) else d["clip"]
     return node, tuple(d["shape"]), clip
