@@ -21,6 +21,11 @@ the test suite (client-aided ReLU, batch packing, 64 images per request), then:
   by what its threads do (``ringfire_thread_cpu_seconds_total``: the event loop, request
   threads, job workers, the kernels' pool).
 
+``--server-cpus 0``: the server on core 0 alone, the clients on the other cores, the in-process
+runs on core 0: what a server's cores serve when its clients run on their own machines, against
+what the same cores reach in-process, the key holder's work included (the default layout sets
+both sides of the service on all cores against in-process on all of them).
+
 ``--retain-freed-mib`` (default 64, the server's own default) is passed to the server and
 applied to this process, whose clients and in-process run share it
 (``ringfire.memory.retain_freed``); 0 leaves the C library's thresholds on both sides.
@@ -29,7 +34,7 @@ Every result is decrypted and compared with onnxruntime. Bounded: clients x requ
 inferences. Needs ``pip install 'ringfire[serve]'``; a few GiB of memory.
 
     python benchmarks/serve_load.py [--clients 4] [--requests 5] [--keys-only [--key-preset N16_BOOT]]
-        [--retain-freed-mib 64] [--json out.json]
+        [--retain-freed-mib 64] [--server-cpus 0] [--json out.json]
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 import nn_models as M  # noqa: E402
-from serve_support import free_port, kernel_threads, process_cpu_s, server_process  # noqa: E402
+from serve_support import confined_to, free_port, kernel_threads, process_cpu_s, server_process  # noqa: E402
 from nn_scale import PeakSampler  # noqa: E402
 
 import ringfire as rf  # noqa: E402
@@ -146,7 +151,10 @@ def key_upload(workdir: pathlib.Path, preset: str = "N16_D30", server_options: t
 
 
 def throughput(name: str, onnx_bytes: bytes, x: np.ndarray, clients: int, requests: int, workdir,
-               server_options: tuple = ()) -> dict:
+               server_options: tuple = (), server_cpus: set[int] | None = None) -> dict:
+    """With ``server_cpus``, the server runs on those cores alone and the clients on the others,
+    as a deployment's clients run on their own machines; the in-process runs get the server's
+    cores (the rate the same cores reach with the key holder's work in the same process)."""
     path = workdir / f"{name}.onnx"
     path.write_bytes(onnx_bytes)
     tokens = {f"t{i}": add_token(workdir / f"tokens-{name}", f"t{i}") for i in range(clients)}
@@ -154,7 +162,13 @@ def throughput(name: str, onnx_bytes: bytes, x: np.ndarray, clients: int, reques
     args = [str(path), "--store", str(workdir / f"store-{name}"), "--tokens", str(workdir / f"tokens-{name}"),
             "--preset", "N13_D2", "--requests-per-second", "1000", "--queue", str(4 * clients), *server_options]
     ref = M.ort_run(onnx_bytes, x)
-    out = {"model": name, "images_per_request": len(x), "clients": clients, "requests_per_client": requests}
+    out = {"model": name, "images_per_request": len(x), "clients": clients, "requests_per_client": requests,
+           "server_cpus": sorted(server_cpus) if server_cpus else None}
+    client_cpus = None if server_cpus is None else set(os.sched_getaffinity(0)) - server_cpus
+    if client_cpus is not None and (not client_cpus or not server_cpus <= os.sched_getaffinity(0)):
+        raise SystemExit(f"--server-cpus {sorted(server_cpus)}: the clients need a core of their own "
+                         f"among {sorted(os.sched_getaffinity(0))}")
+    cores = len(server_cpus) if server_cpus else len(os.sched_getaffinity(0))
     # In-process: the same inferences, encrypted the way rf.serve.Client does, one after the other
     # (each with the kernels' threads) and one per core at once (threads of this process, each
     # request's kernels on one thread: overlapping requests keep the cores busier than one
@@ -175,7 +189,8 @@ def throughput(name: str, onnx_bytes: bytes, x: np.ndarray, clients: int, reques
 
     def in_process(count, at_once):
         into = runs["in_process" if at_once == 1 else "in_process_concurrent"]
-        with kernel_threads(1 if at_once > 1 else rf.num_threads()):
+        one_at_a_time_threads = cores if server_cpus else rf.num_threads()
+        with confined_to(server_cpus), kernel_threads(1 if at_once > 1 else one_at_a_time_threads):
             started, wall = time.process_time(), time.perf_counter()
             threads = [threading.Thread(target=lambda n: [infer_here(into) for _ in range(n)],
                                         args=(count // at_once + (i < count % at_once),)) for i in range(at_once)]
@@ -195,11 +210,11 @@ def throughput(name: str, onnx_bytes: bytes, x: np.ndarray, clients: int, reques
     # Half of each in-process run before the service's, half after, nested around it: a steady
     # drift of this shared machine's speed during the run then weighs on all three alike.
     first, second = clients * requests // 2, clients * requests - clients * requests // 2
-    cores = len(os.sched_getaffinity(0))
     out["in_process_at_once"] = cores
     in_process(first, 1)
-    in_process(first, cores)
-    with server_process(args, port) as server:
+    if cores > 1:  # on one core, "at once" is one at a time
+        in_process(first, cores)
+    with server_process(args, port, server_cpus) as server, confined_to(client_cpus):
         url = f"http://127.0.0.1:{port}"
         sessions = []
         for tenant, token in tokens.items():
@@ -247,10 +262,11 @@ def throughput(name: str, onnx_bytes: bytes, x: np.ndarray, clients: int, reques
         watcher.join()
         for s in sessions:
             s.client.close()
-    in_process(second, cores)
+    if cores > 1:
+        in_process(second, cores)
     in_process(second, 1)
     out["in_process"] = summary(runs["in_process"])
-    out["in_process_concurrent"] = summary(runs["in_process_concurrent"])
+    out["in_process_concurrent"] = summary(runs["in_process_concurrent"]) if cores > 1 else out["in_process"]
     out["service"] = {"requests_per_s": len(latencies) / wall, "p50_s": percentile(latencies, 50),
                       "p99_s": percentile(latencies, 99), "max_abs_error": max(errors),
                       "health_p50_ms": 1e3 * percentile(health, 50), "health_p99_ms": 1e3 * percentile(health, 99),
@@ -277,8 +293,11 @@ def main() -> None:
     ap.add_argument("--models", default="mlp,cnn", help="which of mlp,cnn to run (default both)")
     ap.add_argument("--retain-freed-mib", type=int, default=64,
                     help="freed buffers the C library keeps mapped, here and in the server (0: its defaults)")
+    ap.add_argument("--server-cpus", help="cores the server runs on alone (e.g. 0), the clients on the others, "
+                    "and the in-process runs on the server's: a deployment's view, its clients elsewhere")
     ap.add_argument("--json")
     args = ap.parse_args()
+    server_cpus = {int(c) for c in args.server_cpus.split(",")} if args.server_cpus else None
     server_options = ("--retain-freed-mib", str(args.retain_freed_mib))
     if args.retain_freed_mib:
         rf.memory.retain_freed(args.retain_freed_mib * 2**20)
@@ -299,9 +318,10 @@ def main() -> None:
         results["runs"] = []
         runs = [("mlp", mlp, x_test[:args.images]), ("cnn", cnn, x_test[:args.images].reshape(-1, 1, 8, 8))]
         for name, onnx_bytes, x in [] if args.keys_only else [r for r in runs if r[0] in args.models.split(",")]:
-            r = throughput(name, onnx_bytes, x, args.clients, args.requests, workdir, server_options)
+            r = throughput(name, onnx_bytes, x, args.clients, args.requests, workdir, server_options, server_cpus)
             results["runs"].append(r)
-            print(f"{name}: service {r['service']['requests_per_s']:.2f} req/s vs in-process "
+            where = f" (server on cores {r['server_cpus']}, clients on the others)" if r["server_cpus"] else ""
+            print(f"{name}{where}: service {r['service']['requests_per_s']:.2f} req/s vs in-process "
                   f"{r['in_process']['requests_per_s']:.2f} one at a time ({100 * r['throughput_ratio']:.0f} %) and "
                   f"{r['in_process_concurrent']['requests_per_s']:.2f} {r['in_process_at_once']} at once "
                   f"({100 * r['throughput_ratio_concurrent']:.0f} %), p99 "

@@ -56,6 +56,27 @@ def kernel_threads(n: int):
         rf.set_num_threads(before)
 
 
+@contextlib.contextmanager
+def confined_to(cpus: set[int] | None):
+    """Every thread of this process on ``cpus`` inside the block (threads started meanwhile
+    inherit it from the thread that starts them), all the cores it had before restored after;
+    None: no change."""
+    if cpus is None:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+
+    def pin(cores):
+        for tid in os.listdir("/proc/self/task"):
+            with contextlib.suppress(ProcessLookupError):  # a thread that ended meanwhile
+                os.sched_setaffinity(int(tid), cores)
+    pin(cpus)
+    try:
+        yield
+    finally:
+        pin(before)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -97,12 +118,14 @@ def server_thread(config, port: int | None = None, **uvicorn_options):
 
 
 @contextlib.contextmanager
-def server_process(args: list[str], port: int):
-    """`ringfire serve ...` as its own process (killed at the end if still running)."""
+def server_process(args: list[str], port: int, cpus: set[int] | None = None):
+    """`ringfire serve ...` as its own process (killed at the end if still running); with
+    ``cpus``, confined to those cores (every thread it starts inherits the set)."""
     # The log goes to a file: a pipe nobody reads fills up and stalls the server.
     log = tempfile.TemporaryFile()
     proc = subprocess.Popen([sys.executable, "-m", "ringfire", "serve", *args, "--port", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+                            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONWARNINGS": "ignore"},
+                            preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus))
     import httpx
     deadline = time.monotonic() + 60
     while True:

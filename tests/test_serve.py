@@ -478,6 +478,10 @@ def test_a_client_that_never_answers_times_the_job_out(served):
     b = session.submit(enc, idempotency_key="retry-1")
     assert a == b
     session.wait(a)
+    # A result the store lost (removed by hand): said, not a server error.
+    app.state.store.result_path(a).unlink()
+    with pytest.raises(ServerError, match="410.*no longer in the server's store"):
+        client.request("GET", f"/v1/jobs/{a}/result", expect=(200,))
     client.close()
 
 

@@ -268,3 +268,21 @@ def test_a_body_dripped_in_tiny_pieces_is_kept_in_few_objects():
     pieces = asyncio.run(read_pieces(Dripping(), 10**6, "test body"))
     assert b"".join(pieces) == b"".join(cut_up)
     assert len(pieces) <= 4
+
+
+def test_the_client_reads_its_socket_in_large_pieces_unless_the_process_chose(monkeypatch):
+    from httpcore._sync.http11 import HTTP11Connection
+
+    from ringfire.serve import Client
+    from ringfire.serve.client import HTTPCORE_READ_BYTES, READ_BYTES, read_in_pieces_of
+    monkeypatch.setattr(HTTP11Connection, "READ_NUM_BYTES", HTTPCORE_READ_BYTES)
+    Client("http://server.test", "token", read_bytes=0).close()  # 0: httpcore's own
+    assert HTTP11Connection.READ_NUM_BYTES == HTTPCORE_READ_BYTES
+    Client("http://server.test", "token").close()
+    assert HTTP11Connection.READ_NUM_BYTES == READ_BYTES == 2**20
+    monkeypatch.setattr(HTTP11Connection, "READ_NUM_BYTES", 3 * 2**16)  # the process's own choice stays
+    read_in_pieces_of(2**22)
+    assert HTTP11Connection.READ_NUM_BYTES == 3 * 2**16
+    for bad in (0, 100, 2**27, 1.5, True, "1"):
+        with pytest.raises(ValueError, match="read_bytes"):
+            read_in_pieces_of(bad)

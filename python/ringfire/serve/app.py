@@ -740,14 +740,13 @@ def create_app(config: ServeConfig) -> FastAPI:
             refuse(410, f"job {jid} failed: {job['error']}")
         if job["state"] != "done":
             refuse(409, f"job {jid} is {job['state']}", {"Retry-After": "1"})
-        path = store.result_path(jid)
-
-        def parts():
-            with open(path, "rb") as f:
-                while block := f.read(1 << 20):
-                    yield block
-        return StreamingResponse(parts(), media_type="application/octet-stream",
-                                 headers={"Content-Length": str(path.stat().st_size)})
+        try:
+            f = open(store.result_path(jid), "rb")
+        except FileNotFoundError:  # the store never deletes one: someone removed it by hand
+            log.error("job %s is done but its result file is missing from the store", jid)
+            refuse(410, f"job {jid} is done but its result is no longer in the server's store")
+        return StreamingResponse(blocks_of(f), media_type="application/octet-stream",
+                                 headers={"Content-Length": str(os.fstat(f.fileno()).st_size)})
 
     @app.delete("/v1/jobs/{jid}")
     def cancel(jid: str, who: str = Depends(tenant)):

@@ -28,6 +28,9 @@ from .keydigest import BLOCK, BlockHasher, chunk_digest, digests_of, key_digest
 CHUNK = 16 * 2**20
 CHUNK_RESENDS = 3  # a chunk that arrives corrupt is sent again at most this many times
 RETAIN_FREED = 64 * 2**20  # freed memory the client's process keeps mapped (Client's docstring)
+READ_BYTES = 2**20  # what httpx reads from its socket at a time in the client's process (Client's docstring)
+HTTPCORE_READ_BYTES = 64 * 2**10  # httpcore's own
+MAX_ENTRIES = 2**24  # ciphertexts a container from the server may hold (each one's bytes: the context's largest object)
 
 
 class ServerError(RuntimeError):
@@ -36,6 +39,20 @@ class ServerError(RuntimeError):
     def __init__(self, status: int, message: str):
         super().__init__(f"[serve] {status}: {message}")
         self.status, self.message = status, message
+
+
+def read_in_pieces_of(size: int) -> None:
+    """httpcore's HTTP/1.1 connections (httpx's, in this process) read ``size`` bytes from their
+    socket at a time, unless something set a size of its own (left alone) or this httpcore has
+    no such setting (its own reads then). ``size``: 4 KiB to 64 MiB."""
+    if isinstance(size, bool) or not isinstance(size, int) or not 2**12 <= size <= 2**26:
+        raise ValueError(f"[serve] read_bytes={size!r}: from 4096 to {2**26} bytes (or 0: httpcore's own)")
+    try:
+        from httpcore._sync.http11 import HTTP11Connection
+    except ImportError:
+        return
+    if getattr(HTTP11Connection, "READ_NUM_BYTES", None) == HTTPCORE_READ_BYTES:
+        HTTP11Connection.READ_NUM_BYTES = size
 
 
 class Client:
@@ -47,13 +64,22 @@ class Client:
     a key in 1 MiB pieces, and by default glibc hands each one's memory back to the system when
     it is freed: the next ones fault their pages in again (N16_D30's 43 MB key serialized for
     sending: 6,300-7,000 page faults and 22-27 ms each time; 0-120 faults and 13 ms from the
-    second time with the memory kept)."""
+    second time with the memory kept).
+
+    ``read_bytes``: what httpx reads from its socket at a time, for every httpx client of this
+    process (httpcore's HTTP/1.1 connections), set by the first client unless the process
+    changed httpcore's own 64 KiB; 0 leaves it. A round's ciphertexts and a result arrive
+    through httpx's parser in Python, where each read costs about the same whatever its size:
+    downloading took 1.5 ms of CPU per MB in 64 KiB reads and 0.45-0.5 in 1 MiB reads
+    (loopback, both sides keeping freed memory; docs/serving.md)."""
 
     def __init__(self, url: str, token: str, *, verify=True, timeout: float = 120.0, chunk_bytes: int = CHUNK,
-                 retain_freed: int = RETAIN_FREED):
+                 retain_freed: int = RETAIN_FREED, read_bytes: int = READ_BYTES):
         import httpx
         if retain_freed and memory.retained_freed() is None:
             memory.retain_freed(retain_freed)
+        if read_bytes:
+            read_in_pieces_of(read_bytes)
         self.url = url.rstrip("/")
         self.chunk_bytes = int(chunk_bytes)
         if self.chunk_bytes <= 0 or self.chunk_bytes % BLOCK:
@@ -110,14 +136,16 @@ class Client:
             return response
         raise AssertionError("unreachable")
 
-    def download_tensor(self, path: str, load, *, max_entry_bytes: int, retries: int = 4) -> dict:
+    def download_tensor(self, path: str, load, *, max_entry_bytes: int, max_entries: int = MAX_ENTRIES,
+                        retries: int = 4) -> dict:
         """An encrypted tensor the server keeps (a job's result), read and loaded as its bytes
-        arrive (never gathered whole); a connection dropped mid-body asks again."""
+        arrive (never gathered whole) within the limits given; a connection dropped mid-body
+        asks again."""
         import httpx
         for attempt in range(retries + 1):
             response = self.request("GET", path, stream=True)
             try:
-                return wire.unpack_tensor(response.iter_raw(), load, max_entries=2**24,
+                return wire.unpack_tensor(response.iter_raw(), load, max_entries=max_entries,
                                           max_entry_bytes=max_entry_bytes)
             except httpx.TransportError:
                 if attempt == retries:
@@ -324,6 +352,10 @@ class Session:
                     raise
         raise AssertionError("unreachable")
 
+    def _limits(self) -> dict:
+        """What a container from the server may hold, each entry checked before it is read."""
+        return {"max_entries": MAX_ENTRIES, "max_entry_bytes": self.ctx._largest_object_bytes()}
+
     def _wait_params(self, wait: float) -> dict | None:
         if not wait:
             return None
@@ -341,8 +373,7 @@ class Session:
                 return response.json()
             head: dict = {}
             try:
-                carried = wire.unpack_reply(response.iter_raw(), self.ctx.load, head, max_entries=2**24,
-                                            max_entry_bytes=self.ctx._largest_object_bytes())
+                carried = wire.unpack_reply(response.iter_raw(), self.ctx.load, head, **self._limits())
             except httpx.TransportError:
                 if not isinstance(head.get("status"), dict):
                     raise
@@ -392,7 +423,7 @@ class Session:
                 if deadline is not None and time.monotonic() > deadline:
                     raise TimeoutError(f"[serve] job {job} still {announced['state']} after {timeout:g} s")
         fields = status.get("carried") or self.client.download_tensor(
-            f"/v1/jobs/{job}/result", self.ctx.load, max_entry_bytes=self.ctx._largest_object_bytes())
+            f"/v1/jobs/{job}/result", self.ctx.load, **self._limits())
         return EncryptedTensor(fields["cts"], fields["batch"], self.ctx, fields["packing"], fields["period"],
                                fields["sample_shape"], fields["element_slots"])
 
@@ -445,8 +476,7 @@ class Session:
             if response.status_code == 409:
                 return None
             node, shape, clip = wire.node_from_json(response.headers["x-ringfire-layer"])
-            x = wire.unpack_tensor(response.iter_raw(), self.ctx.load, max_entries=2**24,
-                                   max_entry_bytes=self.ctx._largest_object_bytes())["cts"]
+            x = wire.unpack_tensor(response.iter_raw(), self.ctx.load, **self._limits())["cts"]
         except httpx.TransportError:  # dropped mid-body: the next status read says whether to ask again
             return None
         finally:
