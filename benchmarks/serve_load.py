@@ -14,7 +14,10 @@ the test suite (client-aided ReLU, batch packing, 64 images per request), then:
   one per core at once (threads of one process, each on one kernel thread: the most
   in-process reaches on these cores), half of each before the service's and half after
   (the machine's drift weighs on all alike);
-* health: ``GET /v2/health/live`` latency every 20 ms while the inferences run (p50/p99);
+* health: ``GET /v2/health/live`` latency every ``--health-every`` seconds (0.02) while the
+  inferences run (p50/p99). Each probe costs CPU on both sides (0.8 ms of the server's and 1.3
+  ms of the prober's, idle, on a 2-vCPU Zen 3), charged to the service; probes every 0.1 s
+  instead changed no rate beyond the host's spread (2026-12-04, three runs each way);
 * the server's resident memory over the run (from ``/metrics``);
 * CPU per request: of the in-process run, and of the clients and the server while the
   service's requests ran, with the cores they kept busy (Linux ``/proc``), and the server's
@@ -34,7 +37,7 @@ Every result is decrypted and compared with onnxruntime. Bounded: clients x requ
 inferences. Needs ``pip install 'ringfire[serve]'``; a few GiB of memory.
 
     python benchmarks/serve_load.py [--clients 4] [--requests 5] [--keys-only [--key-preset N16_BOOT]]
-        [--retain-freed-mib 64] [--server-cpus 0] [--json out.json]
+        [--retain-freed-mib 64] [--server-cpus 0] [--health-every 0.02] [--json out.json]
 """
 
 from __future__ import annotations
@@ -151,7 +154,7 @@ def key_upload(workdir: pathlib.Path, preset: str = "N16_D30", server_options: t
 
 
 def throughput(name: str, onnx_bytes: bytes, x: np.ndarray, clients: int, requests: int, workdir,
-               server_options: tuple = (), server_cpus: set[int] | None = None) -> dict:
+               server_options: tuple = (), server_cpus: set[int] | None = None, health_every: float = 0.02) -> dict:
     """With ``server_cpus``, the server runs on those cores alone and the clients on the others,
     as a deployment's clients run on their own machines; the in-process runs get the server's
     cores (the rate the same cores reach with the key holder's work in the same process)."""
@@ -163,7 +166,7 @@ def throughput(name: str, onnx_bytes: bytes, x: np.ndarray, clients: int, reques
             "--preset", "N13_D2", "--requests-per-second", "1000", "--queue", str(4 * clients), *server_options]
     ref = M.ort_run(onnx_bytes, x)
     out = {"model": name, "images_per_request": len(x), "clients": clients, "requests_per_client": requests,
-           "server_cpus": sorted(server_cpus) if server_cpus else None}
+           "server_cpus": sorted(server_cpus) if server_cpus else None, "health_every_s": health_every}
     client_cpus = None if server_cpus is None else set(os.sched_getaffinity(0)) - server_cpus
     if client_cpus is not None and (not client_cpus or not server_cpus <= os.sched_getaffinity(0)):
         raise SystemExit(f"--server-cpus {sorted(server_cpus)}: the clients need a core of their own "
@@ -230,9 +233,9 @@ def throughput(name: str, onnx_bytes: bytes, x: np.ndarray, clients: int, reques
                     start = time.perf_counter()
                     h.get(f"{url}/v2/health/live")
                     health.append(time.perf_counter() - start)
-                    if len(health) % 25 == 0:
+                    if len(health) % max(1, round(0.5 / health_every)) == 0:  # about twice a second
                         rss.append(server_rss(url))
-                    time.sleep(0.02)
+                    time.sleep(health_every)
 
         def work(session):
             for _ in range(requests):
@@ -295,6 +298,7 @@ def main() -> None:
                     help="freed buffers the C library keeps mapped, here and in the server (0: its defaults)")
     ap.add_argument("--server-cpus", help="cores the server runs on alone (e.g. 0), the clients on the others, "
                     "and the in-process runs on the server's: a deployment's view, its clients elsewhere")
+    ap.add_argument("--health-every", type=float, default=0.02, help="seconds between health probes during the run")
     ap.add_argument("--json")
     args = ap.parse_args()
     server_cpus = {int(c) for c in args.server_cpus.split(",")} if args.server_cpus else None
@@ -318,7 +322,8 @@ def main() -> None:
         results["runs"] = []
         runs = [("mlp", mlp, x_test[:args.images]), ("cnn", cnn, x_test[:args.images].reshape(-1, 1, 8, 8))]
         for name, onnx_bytes, x in [] if args.keys_only else [r for r in runs if r[0] in args.models.split(",")]:
-            r = throughput(name, onnx_bytes, x, args.clients, args.requests, workdir, server_options, server_cpus)
+            r = throughput(name, onnx_bytes, x, args.clients, args.requests, workdir, server_options, server_cpus,
+                           args.health_every)
             results["runs"].append(r)
             where = f" (server on cores {r['server_cpus']}, clients on the others)" if r["server_cpus"] else ""
             print(f"{name}{where}: service {r['service']['requests_per_s']:.2f} req/s vs in-process "
