@@ -529,12 +529,17 @@ def create_app(config: ServeConfig) -> FastAPI:
             parts = await round_parts(jid, status["round"]["number"], runner.live(jid))
             return None if parts is None else (wire.parts_size(parts), each_of(parts))
         if status["state"] == "done":
-            try:
-                f = await off_loop(open, store.result_path(jid), "rb")
-            except FileNotFoundError:
-                return None
-            return os.fstat(f.fileno()).st_size, blocks_of(f)
+            return await off_loop(result_blocks, jid)
         return None
+
+    def result_blocks(jid: str):
+        """A finished job's result as (size, async iterator of its blocks), or None where its
+        file is not in the store."""
+        try:
+            f = open(store.result_path(jid), "rb")
+        except FileNotFoundError:
+            return None
+        return os.fstat(f.fileno()).st_size, blocks_of(f)
 
     async def reply_with_status(jid: str, fields: dict, status: dict, inline: bool, code: int):
         """``fields`` and the job's settled ``status``; with ``inline``, in one body with what the
@@ -740,13 +745,12 @@ def create_app(config: ServeConfig) -> FastAPI:
             refuse(410, f"job {jid} failed: {job['error']}")
         if job["state"] != "done":
             refuse(409, f"job {jid} is {job['state']}", {"Retry-After": "1"})
-        try:
-            f = open(store.result_path(jid), "rb")
-        except FileNotFoundError:  # the store never deletes one: someone removed it by hand
+        data = result_blocks(jid)
+        if data is None:  # the store never deletes one: someone removed it by hand
             log.error("job %s is done but its result file is missing from the store", jid)
             refuse(410, f"job {jid} is done but its result is no longer in the server's store")
-        return StreamingResponse(blocks_of(f), media_type="application/octet-stream",
-                                 headers={"Content-Length": str(os.fstat(f.fileno()).st_size)})
+        size, blocks = data
+        return StreamingResponse(blocks, media_type="application/octet-stream", headers={"Content-Length": str(size)})
 
     @app.delete("/v1/jobs/{jid}")
     def cancel(jid: str, who: str = Depends(tenant)):
