@@ -18,6 +18,10 @@ BITS = 3
 # bounds of this ring (hence the flag): the 128-bit run is the benchmark's (N = 2^15).
 CHAIN = [30] + [36] * 20 + [60]
 pytestmark = pytest.mark.filterwarnings("ignore:.*insecure")
+# The slot bootstrap's inputs: 16 signed values of 9 bits, and two rows of bytes to compare.
+SIGNED = np.array([-256, -255, -129, -1, 0, 1, 2, 127, 128, 200, 255, -77, 33, -3, 99, -200])
+BYTES = (np.array([0, 255, 7, 7, 100, 5, 6, 0, 1, 200, 3, 0, 4, 254, 6, 1]),
+         np.array([0, 254, 8, 6, 100, 5, 255, 1, 0, 201, 3, 255, 12, 255, 14, 1]))
 
 
 @pytest.fixture(scope="module", params=["bgv", "bfv"])
@@ -58,7 +62,7 @@ def test_slot_bootstrap_reads_8_bits_compares_and_bootstraps_its_own_results(set
     boot = rf.switching.BgvSlotBootstrap(ctx, fhew, count=16, bits=8)
     bkeys = boot.keygen(sk, fsk)
     assert boot.failure_probability(bkeys) < 1e-15
-    x = np.array([-256, -255, -129, -1, 0, 1, 2, 127, 128, 200, 255, -77, 33, -3, 99, -200])
+    x = SIGNED
     ct = ctx.encrypt(x, keys)
     fresh = boot.refresh(ct, bkeys)
     assert np.array_equal(ctx.decrypt(fresh, sk), x)                    # the input's 16 values
@@ -68,10 +72,25 @@ def test_slot_bootstrap_reads_8_bits_compares_and_bootstraps_its_own_results(set
     assert np.array_equal(ctx.decrypt(boot.sign(ct, bkeys), sk)[:16], (x > 0) * 1)
     squares = boot.lut(ct, lambda v: v * v, bkeys)                       # up to 65536: mod t
     assert np.array_equal(ctx.decrypt(squares, sk, signed=False)[:16], x * x % T)
-    a = np.array([0, 255, 7, 7, 100, 5, 6, 0, 1, 200, 3, 0, 4, 254, 6, 1])
-    b = np.array([0, 254, 8, 6, 100, 5, 255, 1, 0, 201, 3, 255, 12, 255, 14, 1])
+    a, b = BYTES
     assert np.array_equal(ctx.decrypt(boot.compare(ctx.encrypt(a, keys), ctx.encrypt(b, keys), bkeys), sk)[:16],
                           (a > b) * 1)
+    # A bootstrapped result computes on and is bootstrapped again: real bootstrapping.
+    halved = boot.lut(fresh * 2 + 1, lambda v: v // 2, bkeys)             # 2x + 1 in [-511, 511] reads mod 512
+    wrapped = (2 * x + 1 + 256) % 512 - 256
+    assert np.array_equal(ctx.decrypt(halved, sk)[:16], wrapped // 2)
+
+
+# What follows is built on refresh, lut and compare, whatever the scheme: every run checks it on
+# BGV, and BFV's run is in the slow set (a minute and a half of this file's five).
+@pytest.mark.parametrize("setup", ["bgv", pytest.param("bfv", marks=pytest.mark.slow)], indirect=True)
+def test_slot_bootstrap_maxima_orders_tournaments_and_keys_as_bytes(setup):
+    ctx, sk, keys, fhew, fsk = setup[:5]
+    boot = rf.switching.BgvSlotBootstrap(ctx, fhew, count=16, bits=8)
+    bkeys = boot.keygen(sk, fsk)
+    x = SIGNED
+    ct = ctx.encrypt(x, keys)
+    a, b = BYTES
     assert np.array_equal(ctx.decrypt(boot.compare(ctx.encrypt(a, keys), 100, bkeys), sk)[:16], (a > 100) * 1)
     ca, cb = ctx.encrypt(a, keys), ctx.encrypt(b, keys)
     assert np.array_equal(ctx.decrypt(boot.max(ca, cb, bkeys), sk)[:16], np.maximum(a, b))
@@ -79,10 +98,6 @@ def test_slot_bootstrap_reads_8_bits_compares_and_bootstraps_its_own_results(set
     assert np.array_equal(ctx.decrypt(boot.max(ca, 100, bkeys), sk)[:16], np.maximum(a, 100))
     with pytest.raises(ValueError, match=r"max reads integers in \[0, 256\)"):
         boot.max(ca, 256, bkeys)
-    # A bootstrapped result computes on and is bootstrapped again: real bootstrapping.
-    halved = boot.lut(fresh * 2 + 1, lambda v: v // 2, bkeys)             # 2x + 1 in [-511, 511] reads mod 512
-    wrapped = (2 * x + 1 + 256) % 512 - 256
-    assert np.array_equal(ctx.decrypt(halved, sk)[:16], wrapped // 2)
     # The staged map's order (bit-reversed coefficients) comes back in slot order.
     staged = rf.switching.BgvSlotBootstrap(ctx, fhew, count=64, bits=8, method="staged")
     y = np.arange(-32, 32) * 7
