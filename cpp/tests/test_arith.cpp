@@ -1,8 +1,11 @@
 // Word-size modular arithmetic against 128-bit '%' as the reference.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
+#include <vector>
 
+#include "ringfire/arith/integral_doubles.h"
 #include "ringfire/arith/modular.h"
 #include "ringfire/arith/primes.h"
 #include "ringfire/base/errors.h"
@@ -60,6 +63,43 @@ TEST(Arith, ReduceU128AnyValue) {
     }
     ASSERT_EQ(reduce_u128(~u128{0}, mod), static_cast<u64>(~u128{0} % q));
   }
+}
+
+// Rounded CKKS coefficients into residues: the doubles' path (values and q below 2^52) and the
+// one-at-a-time path give the residue in [0, q) that 128-bit '%' gives, at the edges (0, -0,
+// multiples of q and their neighbours, 2^52 - 1) and at random magnitudes of every size.
+TEST(Arith, IntegralDoublesReduceExactly) {
+  std::mt19937_64 rng(11);
+  for (u64 q : test_moduli()) {
+    const Modulus mod(q);
+    std::vector<double> x = {0.0, -0.0, 1.0, -1.0, 0x1p52 - 1, -(0x1p52 - 1), 0x1p51, -0x1p51};
+    for (const double multiple : {1.0, 2.0, 3.0, 1000.0})
+      for (const double offset : {-1.0, 0.0, 1.0}) {
+        const double v = multiple * static_cast<double>(q) + offset;
+        if (std::fabs(v) < 0x1p52) x.insert(x.end(), {v, -v});
+      }
+    for (int i = 0; i < 2000; ++i) {
+      const double v = static_cast<double>(rng() >> (12 + rng() % 52));  // below 2^52, of any size
+      x.push_back(rng() & 1 ? -v : v);
+    }
+    const auto reference = [q](double v) {
+      const __int128 r = static_cast<__int128>(v) % static_cast<__int128>(q);
+      return static_cast<u64>(r < 0 ? r + q : r);
+    };
+    std::vector<u64> fast(x.size()), one_at_a_time(x.size());
+    reduce_integral_doubles(x.data(), x.size(), 0x1p52 - 1, mod, fast.data());
+    reduce_integral_doubles(x.data(), x.size(), 0x1p60, mod, one_at_a_time.data());  // a bound that takes the other path
+    for (std::size_t k = 0; k < x.size(); ++k) {
+      ASSERT_EQ(fast[k], reference(x[k])) << "x = " << x[k] << ", q = " << q;
+      ASSERT_EQ(one_at_a_time[k], reference(x[k])) << "x = " << x[k] << ", q = " << q;
+      ASSERT_EQ(reduce_integral_double(x[k], mod), reference(x[k]));
+    }
+  }
+  // Beyond 2^63 (a rounded coefficient may be as large as the modulus chain): 2^70 + 2^18.
+  const Modulus mod(find_ntt_primes(50, 1, 1024)[0]);
+  const u128 big = (u128{1} << 70) + (u128{1} << 18);
+  EXPECT_EQ(reduce_integral_double(0x1p70 + 0x1p18, mod), static_cast<u64>(big % mod.value()));
+  EXPECT_EQ(reduce_integral_double(-(0x1p70 + 0x1p18), mod), mod.value() - static_cast<u64>(big % mod.value()));
 }
 
 TEST(Arith, AddSubNegPowInv) {

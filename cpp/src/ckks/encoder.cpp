@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <numbers>
+#include <vector>
 
+#include "ringfire/arith/integral_doubles.h"
 #include "ringfire/arith/modular.h"
 #include "ringfire/base/errors.h"
 #include "ringfire/base/op_label.h"
@@ -15,22 +17,6 @@
 namespace ringfire::ckks {
 
 namespace {
-
-// An integer-valued double reduced modulo q, exactly, at any magnitude.
-u64 reduce_integral_double(double x, const Modulus& mod) {
-  const u64 q = mod.value();
-  const double magnitude = std::fabs(x);
-  u64 r;
-  if (magnitude < 0x1p63) {
-    r = reduce_u128(static_cast<u64>(magnitude), mod);  // Barrett: a 64-bit division took a sixth of an encoding
-  } else {
-    int exponent = 0;
-    const double mantissa = std::frexp(magnitude, &exponent);  // magnitude = mantissa * 2^exponent
-    const u64 integer = static_cast<u64>(std::ldexp(mantissa, 53));
-    r = mul_mod(integer % q, pow_mod(2, static_cast<u64>(exponent - 53), mod), mod);
-  }
-  return (x < 0 && r != 0) ? q - r : r;
-}
 
 double log2_of(const std::vector<u64>& words) {
   double value = 0.0;
@@ -149,31 +135,29 @@ Plaintext Encoder::encode(const Complex* values, std::size_t count, std::size_t 
   if (uniform_real && count == slots_) return encode_scalar(values[0], level, scale);
 
   // The slots' transform in place in a buffer this thread keeps (three fresh vectors of N/2
-  // complex numbers a call cost a fifth of an encoding in the allocator); coefficient k is
-  // w[k].real() below N/2 and w[k - N/2].imag() from there, scaled and rounded in place.
+  // complex numbers a call cost a fifth of an encoding in the allocator).
   thread_local std::vector<Complex> w;
   w.assign(slots_, Complex(0.0, 0.0));
   std::copy(values, values + count, w.begin());
   fft_inverse(w.data());
   const RnsBase& base = *context_->level_base(level);
+  // Coefficient k is w[k].real() below N/2 and w[k - N/2].imag() from there: laid out in that
+  // order, scaled and rounded, so that each limb reduces one contiguous row.
+  thread_local std::vector<double> coeffs;
+  coeffs.resize(n_);
   double largest = 0.0;
-  for (Complex& c : w) {
-    c = Complex(std::round(c.real() * scale), std::round(c.imag() * scale));
-    largest = std::max({largest, std::fabs(c.real()), std::fabs(c.imag())});
+  for (std::size_t k = 0; k < slots_; ++k) {
+    coeffs[k] = std::round(w[k].real() * scale);
+    coeffs[k + slots_] = std::round(w[k].imag() * scale);
+    largest = std::max({largest, std::fabs(coeffs[k]), std::fabs(coeffs[k + slots_])});
   }
   require_fits(largest, base, level, op, "values * scale reach", " in the coefficients",
                "; lower the scale or the values");
   Metadata meta{.scale = scale};
   meta.complex = std::any_of(values, values + count, [](const Complex& v) { return v.imag() != 0.0; });
   Plaintext plain(context_, level, meta);
-  for (std::size_t i = 0; i < base.size(); ++i) {
-    u64* limb = plain.data() + i * n_;
-    const Modulus& mod = base.modulus(i);
-    for (std::size_t k = 0; k < slots_; ++k) {
-      limb[k] = reduce_integral_double(w[k].real(), mod);
-      limb[k + slots_] = reduce_integral_double(w[k].imag(), mod);
-    }
-  }
+  for (std::size_t i = 0; i < base.size(); ++i)
+    reduce_integral_doubles(coeffs.data(), n_, largest, base.modulus(i), plain.data() + i * n_);
   backend_for(plain.device()).ntt_forward(plain.data(), 1, base);
   return plain;
 }
