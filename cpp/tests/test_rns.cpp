@@ -5,6 +5,7 @@
 
 #include "ringfire/arith/modular.h"
 #include "ringfire/arith/primes.h"
+#include "ringfire/ring/multiword.h"
 #include "ringfire/ring/poly_ops.h"
 
 namespace ringfire {
@@ -21,6 +22,32 @@ TEST(Rns, ComposeDecomposeRoundTrip) {
   base->compose(residues.data(), n, words.data());
   base->decompose(words.data(), 3, n, back.data());
   EXPECT_EQ(back, residues);
+}
+
+// Three primes (Garner's path): every residue triple, at the edges and at random, composes to
+// the x below Q that decomposes back to it, whatever the primes' sizes and order.
+TEST(Rns, ThreePrimeComposeIsTheCrtBelowQ) {
+  const std::size_t n = 16;
+  const u64 p61 = find_ntt_primes(61, 1, n)[0], p50 = find_ntt_primes(50, 1, n)[0], p40 = find_ntt_primes(40, 1, n)[0];
+  for (const std::vector<u64>& primes : {std::vector<u64>{p50, p40, find_ntt_primes(40, 2, n)[1]},
+                                         std::vector<u64>{p40, p61, p50}, std::vector<u64>{p61, p50, p40}}) {
+    const auto base = std::make_shared<const RnsBase>(n, primes);
+    std::mt19937_64 rng(13);
+    std::vector<u64> residues(3 * n);
+    for (int round = 0; round < 50; ++round) {
+      for (std::size_t l = 0; l < 3; ++l)
+        for (std::size_t c = 0; c < n; ++c) {
+          const u64 q = primes[l];
+          residues[l * n + c] = round == 0 ? (c & (1u << l) ? q - 1 : 0) : round == 1 ? (c % 3 == l ? 1 : 0) : rng() % q;
+        }
+      std::vector<u64> words(3 * n), back(3 * n);
+      base->compose(residues.data(), n, words.data());
+      base->decompose(words.data(), 3, n, back.data());
+      ASSERT_EQ(back, residues) << "round " << round;
+      for (std::size_t c = 0; c < n; ++c)
+        ASSERT_FALSE(multiword::greater_equal(words.data() + 3 * c, base->product().data(), 3)) << "x >= Q";
+    }
+  }
 }
 
 TEST(Rns, TwoPrimeComposeMatches128BitCrt) {

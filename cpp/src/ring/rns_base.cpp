@@ -89,6 +89,25 @@ void RnsBase::compose(const u64* residues, std::size_t count, u64* words) const 
     }
     return;
   }
+  if (len == 3) {  // Garner again (decryptions at level 2): x = r_0 + q_0 (t_1 + q_1 t_2), below Q
+    const Modulus &m1 = moduli_[1], &m2 = moduli_[2];
+    const u64 q0 = moduli_[0].value(), q1 = m1.value(), q2 = m2.value();
+    const u64 q0_inv_1 = inv_mod(reduce_u128(q0, m1), q1), q0_inv_2 = inv_mod(reduce_u128(q0, m2), q2);
+    const u64 q1_inv_2 = inv_mod(reduce_u128(q1, m2), q2);
+    for (std::size_t c = 0; c < count; ++c) {
+      const u64 r0 = residues[c];
+      const u64 t1 = mul_mod(sub_mod(residues[count + c], reduce_u128(r0, m1), q1), q0_inv_1, m1);
+      const u64 s2 = mul_mod(sub_mod(residues[2 * count + c], reduce_u128(r0, m2), q2), q0_inv_2, m2);
+      const u64 t2 = mul_mod(sub_mod(s2, reduce_u128(t1, m2), q2), q1_inv_2, m2);
+      const u128 v = static_cast<u128>(t2) * q1 + t1;  // below q_1 q_2 < 2^122
+      const u128 low = static_cast<u128>(static_cast<u64>(v)) * q0 + r0;
+      const u128 high = static_cast<u128>(static_cast<u64>(v >> 64)) * q0 + (low >> 64);
+      words[3 * c] = static_cast<u64>(low);
+      words[3 * c + 1] = static_cast<u64>(high);
+      words[3 * c + 2] = static_cast<u64>(high >> 64);
+    }
+    return;
+  }
   std::vector<u64> acc(len + 1);
   std::vector<u64> q_ext(product_);
   q_ext.push_back(0);
