@@ -3,15 +3,20 @@
 // it served (what profiles and traces group by).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <complex>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ckks_test_support.h"
 #include "recording_backend.h"
+#include "ringfire/base/op_label.h"
+#include "ringfire/base/parallel.h"
 #include "ringfire/ckks/decryptor.h"
 #include "ringfire/ckks/evaluator.h"
 #include "ringfire/rlwe/encryptor.h"
@@ -30,6 +35,36 @@ std::set<std::string> labels_of(const std::function<void()>& run) {
   std::set<std::string> labels;
   for (const auto& [kernel, label] : test::recording_backend().calls()) labels.insert(label);
   return labels;
+}
+
+// A parallel loop's blocks run on the pool's threads as well as on its caller: each sees the
+// label its caller is inside (so a kernel's label does not depend on which thread ran it), and
+// none outside every operation; a worker holds no label once its block is done.
+TEST(OpLabels, PoolThreadsCarryTheCallersLabel) {
+  const int threads = num_threads();
+  set_num_threads(4);
+  const auto labels_seen = [](std::size_t items) {
+    std::mutex mutex;
+    std::set<std::string> seen;
+    auto body = [&](std::size_t begin, std::size_t end) {
+      // Long enough that the workers claim blocks before the caller has run them all.
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      for (std::size_t i = begin; i < end; ++i) {
+        const std::lock_guard<std::mutex> lock(mutex);
+        seen.insert(current_op_label());
+      }
+    };
+    parallel_items(items, body);
+    return seen;
+  };
+  for (int round = 0; round < 10; ++round) {
+    {
+      const OpLabel label("ckks.rotate");
+      EXPECT_EQ(labels_seen(64), std::set<std::string>{"ckks.rotate"});
+    }
+    EXPECT_EQ(labels_seen(64), std::set<std::string>{""});
+  }
+  set_num_threads(threads);
 }
 
 TEST(OpLabels, EveryOperationLabelsItsKernels) {

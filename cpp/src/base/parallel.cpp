@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ringfire/base/errors.h"
+#include "ringfire/base/op_label.h"
 
 namespace ringfire {
 
@@ -114,6 +115,7 @@ class ThreadPool {
     grow(parts - 1);
     task_ = task;
     context_ = context;
+    label_ = op_label_to_carry();
     count_ = count;
     parts_ = parts;
     error_ = nullptr;
@@ -176,6 +178,7 @@ class ThreadPool {
     const bool was_inside = t_inside_task;
     t_inside_task = true;
     try {
+      const CarriedOpLabel label(label_);  // the caller's own blocks keep its label as they are
       task_(context_, block_begin(count_, parts_, t), block_begin(count_, parts_, t + 1));
     } catch (...) {
       std::lock_guard<std::mutex> lock(error_mutex_);
@@ -209,6 +212,7 @@ class ThreadPool {
   // the caller and by a thread while it holds one of the loop's blocks.
   RangeTask task_ = nullptr;
   void* context_ = nullptr;
+  const char* label_ = nullptr;           // the caller's operation (op_label.h), for every block
   std::size_t count_ = 0, parts_ = 0;
   std::uint64_t loops_ = 0;               // loops run (the caller's, under submit_)
   // On lines of their own: a worker spinning on epoch_ is not disturbed by

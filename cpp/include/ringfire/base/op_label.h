@@ -8,6 +8,24 @@ namespace ringfire {
 // The outermost active label, or "" outside every labelled operation.
 const char* current_op_label();
 
+// The calling thread's outermost label as a parallel loop hands it to the threads that run
+// its blocks (nullptr outside every labelled operation).
+const char* op_label_to_carry();
+
+// A thread running a block of another thread's loop: inside the label that loop's caller is
+// inside, for the block's duration, so that a kernel is charged to the operation it serves
+// whichever thread runs it (nothing changes for nullptr, or where this thread has a label).
+class CarriedOpLabel {
+ public:
+  explicit CarriedOpLabel(const char* label);
+  ~CarriedOpLabel();
+  CarriedOpLabel(const CarriedOpLabel&) = delete;
+  CarriedOpLabel& operator=(const CarriedOpLabel&) = delete;
+
+ private:
+  bool set_;
+};
+
 class OpLabel {
  public:
   // `label` must outlive the scope (a string literal).
