@@ -560,6 +560,35 @@ TEST_F(CkksEncryption, SameSeedSameCiphertext) {
   EXPECT_FALSE(std::equal(ca.data(), ca.data() + 2 * ca.poly_words(), cc.data()));
 }
 
+// Encrypting the encoder's coefficients with the error added before their NTT gives the words
+// that encrypting the encoded plaintext gives, from the same draws: vectors, complex ones, an
+// all-one-value vector (the scalar plaintext), at every level.
+TEST_F(CkksEncryption, FromCoefficientsGivesTheSameCiphertext) {
+  const std::size_t n = e.ctx->rlwe()->n();
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  std::vector<Complex> real(300), mixed(e.slots()), same(e.slots(), Complex(-0.625, 0.0));
+  for (Complex& z : real) z = Complex(uniform(rng), 0.0);
+  for (Complex& z : mixed) z = Complex(uniform(rng), uniform(rng));
+  for (std::size_t level = 0; level <= e.top(); ++level)
+    for (const std::vector<Complex>* values : {&real, &mixed, &same}) {
+      const double scale = e.ctx->scale_at(level);
+      Prng first = Prng::from_seed(seed_from(42)), second = Prng::from_seed(seed_from(42));
+      const Ciphertext want =
+          encrypt_secret(e.sk, e.ctx->encoder().encode(values->data(), values->size(), level, scale), first);
+      Buffer message((level + 1) * n);
+      const Metadata meta = e.ctx->encoder().encode_coefficients(values->data(), values->size(), level, scale,
+                                                                  message.data());
+      const Ciphertext got = encrypt_secret_coefficients(e.sk, e.rlwe, level, meta, message.data(), second);
+      ASSERT_EQ(got.level(), want.level());
+      EXPECT_EQ(got.scale(), want.scale());
+      EXPECT_EQ(got.is_complex(), want.is_complex());
+      for (std::size_t i = 0; i < 2; ++i)
+        EXPECT_TRUE(std::equal(got.poly(i), got.poly(i) + got.poly_words(), want.poly(i)))
+            << "level " << level << ", polynomial " << i;
+      EXPECT_EQ(first.position(), second.position());
+    }
+}
+
 TEST_F(CkksEncryption, WrongSecretKeyGivesGarbage) {
   const auto z = random_slots(rng, e.slots());
   for (bool secret : {false, true}) {

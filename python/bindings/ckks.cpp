@@ -386,6 +386,26 @@ void bind_ckks(nb::module_& m) {
           },
           nb::arg("values"), nb::arg("level"), nb::arg("scale"))
       .def(
+          "encode_encrypt_secret",
+          [](const Context& c, const SecretKey& sk, ComplexArray values, std::size_t level, double scale,
+             Prng& parent) {
+            // encrypt_secret(sk, encode(values)) in one pass: the same ciphertext, a forward NTT
+            // per limb fewer, and the same draws from `parent` as the two calls.
+            const Complex* data = values.data();
+            const std::size_t count = values.shape(0);
+            require(level <= c.max_level(), "ckks.encode", "level " + std::to_string(level) +
+                                                              " exceeds the maximum " + std::to_string(c.max_level()));
+            Buffer message((level + 1) * c.rlwe()->n());
+            const Metadata meta = [&] {
+              nb::gil_scoped_release release;
+              return c.encoder().encode_coefficients(data, count, level, scale, message.data());
+            }();
+            Prng prng = Prng::from_seed(parent.next_seed());  // after the encoding's checks, as before
+            nb::gil_scoped_release release;
+            return encrypt_secret_coefficients(sk, c.rlwe(), level, meta, message.data(), prng);
+          },
+          nb::arg("secret_key"), nb::arg("values"), nb::arg("level"), nb::arg("scale"), nb::arg("prng"))
+      .def(
           "encode_scalar",
           [](const Context& c, Complex value, std::size_t level, double scale) {
             return c.encoder().encode_scalar(value, level, scale);

@@ -38,6 +38,13 @@ void require_fits(double magnitude, const RnsBase& base, std::size_t level, cons
                         advice);
 }
 
+// A plaintext's metadata: its scale, and whether any value has an imaginary part.
+Metadata metadata_of(const Complex* values, std::size_t count, double scale) {
+  Metadata meta{.scale = scale};
+  meta.complex = std::any_of(values, values + count, [](const Complex& v) { return v.imag() != 0.0; });
+  return meta;
+}
+
 }  // namespace
 
 Encoder::Encoder(RlweContextPtr context)
@@ -119,8 +126,7 @@ std::vector<u64> Encoder::scalar_residues(double value, std::size_t level, doubl
   return residues;
 }
 
-Plaintext Encoder::encode(const Complex* values, std::size_t count, std::size_t level, double scale) const {
-  const OpLabel op_label("ckks.encode");
+bool Encoder::check_values(const Complex* values, std::size_t count, std::size_t level, double scale) const {
   constexpr const char* op = "ckks.encode";
   require(count <= slots_, op, "got " + std::to_string(count) + " values but there are only " +
                                    std::to_string(slots_) + " slots");
@@ -132,8 +138,11 @@ Plaintext Encoder::encode(const Complex* values, std::size_t count, std::size_t 
     require(std::isfinite(values[i].real()) && std::isfinite(values[i].imag()), op, "values must be finite");
     uniform_real = uniform_real && values[i] == values[0] && values[i].imag() == 0.0;
   }
-  if (uniform_real && count == slots_) return encode_scalar(values[0], level, scale);
+  return uniform_real;
+}
 
+void Encoder::coefficients_into(const Complex* values, std::size_t count, std::size_t level, double scale,
+                                u64* out) const {
   // The slots' transform in place in a buffer this thread keeps (three fresh vectors of N/2
   // complex numbers a call cost a fifth of an encoding in the allocator).
   thread_local std::vector<Complex> w;
@@ -151,15 +160,33 @@ Plaintext Encoder::encode(const Complex* values, std::size_t count, std::size_t 
     coeffs[k + slots_] = std::round(w[k].imag() * scale);
     largest = std::max({largest, std::fabs(coeffs[k]), std::fabs(coeffs[k + slots_])});
   }
-  require_fits(largest, base, level, op, "values * scale reach", " in the coefficients",
+  require_fits(largest, base, level, "ckks.encode", "values * scale reach", " in the coefficients",
                "; lower the scale or the values");
-  Metadata meta{.scale = scale};
-  meta.complex = std::any_of(values, values + count, [](const Complex& v) { return v.imag() != 0.0; });
-  Plaintext plain(context_, level, meta);
   for (std::size_t i = 0; i < base.size(); ++i)
-    reduce_integral_doubles(coeffs.data(), n_, largest, base.modulus(i), plain.data() + i * n_);
-  backend_for(plain.device()).ntt_forward(plain.data(), 1, base);
+    reduce_integral_doubles(coeffs.data(), n_, largest, base.modulus(i), out + i * n_);
+}
+
+Plaintext Encoder::encode(const Complex* values, std::size_t count, std::size_t level, double scale) const {
+  const OpLabel op_label("ckks.encode");
+  if (check_values(values, count, level, scale) && count == slots_) return encode_scalar(values[0], level, scale);
+  Plaintext plain(context_, level, metadata_of(values, count, scale));
+  coefficients_into(values, count, level, scale, plain.data());
+  backend_for(plain.device()).ntt_forward(plain.data(), 1, *context_->level_base(level));
   return plain;
+}
+
+Metadata Encoder::encode_coefficients(const Complex* values, std::size_t count, std::size_t level, double scale,
+                                      u64* out) const {
+  const OpLabel op_label("ckks.encode");
+  if (check_values(values, count, level, scale) && count == slots_) {
+    // encode_scalar's constant in every evaluation point is the constant coefficient alone.
+    const std::vector<u64> residues = scalar_residues(values[0].real(), level, scale, "ckks.encode");
+    std::fill_n(out, residues.size() * n_, u64{0});
+    for (std::size_t i = 0; i < residues.size(); ++i) out[i * n_] = residues[i];
+    return Metadata{.scale = scale};
+  }
+  coefficients_into(values, count, level, scale, out);
+  return metadata_of(values, count, scale);
 }
 
 Plaintext Encoder::encode_scalar(Complex value, std::size_t level, double scale) const {

@@ -1,12 +1,15 @@
 #include "ringfire/rlwe/encryptor.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <vector>
 
 #include "ringfire/base/errors.h"
 #include "ringfire/base/op_label.h"
 #include "ringfire/rlwe/key_switch.h"
 #include "ringfire/rlwe/keygen.h"
 #include "ringfire/rlwe/noise.h"
+#include "ringfire/rlwe/sampling.h"
 
 namespace ringfire {
 
@@ -101,6 +104,32 @@ Ciphertext encrypt_secret(const SecretKey& key, const Plaintext& plain, Prng& pr
   secure_zero(as.data(), as.size() * sizeof(u64));
   out.set_seed(seed);
   out.set_noise_bits(noise::add(noise::fresh_secret(*ctx), noise::encoding(*ctx)));
+  return out;
+}
+
+Ciphertext encrypt_secret_coefficients(const SecretKey& key, const RlweContextPtr& context, std::size_t level,
+                                       const Metadata& meta, const u64* message, Prng& prng) {
+  const OpLabel op_label("rlwe.encrypt");
+  check_same(key.fingerprint(), context->fingerprint(), "rlwe.encrypt", "the secret key");
+  const RnsBase& base = *context->level_base(level);
+  const std::size_t n = base.n();
+  Backend& be = backend_for(Device::cpu());
+  Ciphertext out(context, 2, level, meta);
+  const Seed seed = prng.next_seed();
+  expand_uniform(seed, base, out.poly(1));
+  // sample_error_eval's draws, kept in coefficient form: NTT(e + m) = NTT(e) + NTT(m).
+  std::vector<std::int64_t> e(n);
+  sample_gaussian(prng, e.data(), n);
+  signed_to_rns(e.data(), n, base, out.poly(0));
+  secure_zero(e.data(), e.size() * sizeof(std::int64_t));
+  be.add(out.poly(0), message, out.poly(0), 1, base);
+  be.ntt_forward(out.poly(0), 1, base);
+  Buffer as(out.poly_words());
+  be.multiply(out.poly(1), key.eval(), as.data(), 1, base);
+  be.sub(out.poly(0), as.data(), out.poly(0), 1, base);
+  secure_zero(as.data(), as.size() * sizeof(u64));
+  out.set_seed(seed);
+  out.set_noise_bits(noise::add(noise::fresh_secret(*context), noise::encoding(*context)));
   return out;
 }
 

@@ -340,7 +340,9 @@ class Context(ContextBase):
         return [self._core.rlwe.conjugation_element()] if conjugate else []
 
     # ---- encoding and encryption ------------------------------------------------
-    def _encode_native(self, values, level: int, scale: float):
+    def _slot_values(self, values) -> np.ndarray:
+        """``values`` as the encoder takes them: one contiguous complex vector of at most ``slots``
+        entries (a scalar fills every slot)."""
         arr = as_values(values)
         if arr.ndim == 0:
             arr = np.full(self.slots, arr)
@@ -350,7 +352,10 @@ class Context(ContextBase):
             raise ValueError(f"[ckks.encode] got {arr.size} values but there are only {self.slots} slots")
         if arr.dtype.kind not in "biufc":
             raise TypeError(f"[ckks.encode] values must be numbers, got dtype {arr.dtype}")
-        return self._core.encode(np.ascontiguousarray(arr, dtype=np.complex128), int(level), float(scale))
+        return np.ascontiguousarray(arr, dtype=np.complex128)
+
+    def _encode_native(self, values, level: int, scale: float):
+        return self._core.encode(self._slot_values(values), int(level), float(scale))
 
     def encode(self, values, level: int | None = None, scale: float | None = None) -> Plaintext:
         """Encodes up to ``slots`` real or complex numbers (zero-padded; shape (n,)) at a
@@ -370,6 +375,8 @@ class Context(ContextBase):
         """Encrypts numbers (or a :class:`Plaintext`) with a :class:`KeySet` /
         :class:`PublicKey`, or symmetrically with the :class:`SecretKey` (a
         smaller, seeded ciphertext)."""
+        if isinstance(key, SecretKey) and not isinstance(values, Plaintext):
+            return self._encrypt_values_secret(values, key, level)
         plain = values if isinstance(values, Plaintext) else self.encode(values, level)
         pt = plain._native
         keys = key if isinstance(key, KeySet) else None
@@ -383,6 +390,21 @@ class Context(ContextBase):
         # Encryption runs on the host; the upload waits for the first GPU operation.
         out = Ciphertext(native, self, keys, device=self.device)._set_shape(plain.shape, plain._zero_tail)
         out._bound = plain._bound
+        magnitude.check(out, "ckks.encrypt")
+        return out
+
+    def _encrypt_values_secret(self, values, key: SecretKey, level: int | None) -> Ciphertext:
+        """``encrypt(encode(values, level), key)`` in one native call: the same ciphertext (the
+        same words and draws), with the error added to the message's coefficients before the one
+        forward NTT per limb they share instead of two."""
+        level = self.max_level if level is None else int(level)
+        scale = self.scale_at(level)
+        values = as_values(values)
+        arr = self._slot_values(values)
+        secret = self._own_secret_key(key, "ckks.encrypt")._native
+        native = self._core.encode_encrypt_secret(secret, arr, level, float(scale), self._prng)
+        out = Ciphertext(native, self, None, device=self.device)._set_shape(values.shape, True)
+        out._bound = magnitude.of_values(values)
         magnitude.check(out, "ckks.encrypt")
         return out
 

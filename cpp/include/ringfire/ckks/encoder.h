@@ -29,6 +29,11 @@ class Encoder {
   Plaintext encode(const Complex* values, std::size_t count, std::size_t level, double scale) const;
   // A constant in every slot.
   Plaintext encode_scalar(Complex value, std::size_t level, double scale) const;
+  // What encode() gives before its forward NTT: the plaintext's coefficients over q_0..q_level
+  // written to `out` (level + 1 limbs of N words), and its metadata. For an encryption that adds
+  // its error to them first and transforms once (rlwe::encrypt_secret_coefficients).
+  Metadata encode_coefficients(const Complex* values, std::size_t count, std::size_t level, double scale,
+                               u64* out) const;
   // round(value * scale) mod q_i for each prime of the level: the residues a
   // real constant takes (in either form).
   std::vector<u64> scalar_residues(double value, std::size_t level, double scale, const char* op) const;
@@ -49,6 +54,11 @@ class Encoder {
   std::vector<double> slots_to_coefficients(const std::vector<Complex>& slots) const;
 
  private:
+  // The checks encode() makes; whether the values are all one real number.
+  bool check_values(const Complex* values, std::size_t count, std::size_t level, double scale) const;
+  // The coefficients of values that are not all one real number: the inverse FFT, scaled,
+  // rounded and reduced into each limb of `out`.
+  void coefficients_into(const Complex* values, std::size_t count, std::size_t level, double scale, u64* out) const;
   void fft_forward(Complex* v) const;
   void fft_inverse(Complex* v) const;
 

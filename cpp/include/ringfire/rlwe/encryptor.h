@@ -15,6 +15,11 @@ Ciphertext encrypt_public(const PublicKey& key, const Plaintext& plain, Prng& pr
 // (c0, c1) = (-a*s + e + m, a) with a expanded from a fresh seed that the
 // ciphertext keeps (halving its serialized size).
 Ciphertext encrypt_secret(const SecretKey& key, const Plaintext& plain, Prng& prng);
+// The same ciphertext (the same words, the same draws) for the plaintext whose coefficient
+// form is `message` ((level+1) x N words over q_0..q_level) with metadata `meta`: the error
+// joins the message before the one forward NTT per limb they then share.
+Ciphertext encrypt_secret_coefficients(const SecretKey& key, const RlweContextPtr& context, std::size_t level,
+                                       const Metadata& meta, const u64* message, Prng& prng);
 // m = sum_i c_i * s^i, written in coefficient form over q_0..q_level to
 // `out` ((level+1) x N words).
 void decrypt_core(const SecretKey& key, const Ciphertext& cipher, u64* out);
