@@ -10,14 +10,6 @@ const char* current_op_label() { return t_label != nullptr ? t_label : ""; }
 
 const char* op_label_to_carry() { return t_label; }
 
-CarriedOpLabel::CarriedOpLabel(const char* label) : set_(label != nullptr && t_label == nullptr) {
-  if (set_) t_label = label;
-}
-
-CarriedOpLabel::~CarriedOpLabel() {
-  if (set_) t_label = nullptr;
-}
-
 OpLabel::OpLabel(const char* label) : outermost_(t_label == nullptr) {
   if (outermost_) t_label = label;
 }

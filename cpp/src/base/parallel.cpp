@@ -178,7 +178,7 @@ class ThreadPool {
     const bool was_inside = t_inside_task;
     t_inside_task = true;
     try {
-      const CarriedOpLabel label(label_);  // the caller's own blocks keep its label as they are
+      const OpLabel label(label_);  // the caller's label on every thread (its own blocks keep it)
       task_(context_, block_begin(count_, parts_, t), block_begin(count_, parts_, t + 1));
     } catch (...) {
       std::lock_guard<std::mutex> lock(error_mutex_);

@@ -1,15 +1,12 @@
 #include "ringfire/rlwe/encryptor.h"
 
 #include <algorithm>
-#include <cstdint>
-#include <vector>
 
 #include "ringfire/base/errors.h"
 #include "ringfire/base/op_label.h"
 #include "ringfire/rlwe/key_switch.h"
 #include "ringfire/rlwe/keygen.h"
 #include "ringfire/rlwe/noise.h"
-#include "ringfire/rlwe/sampling.h"
 
 namespace ringfire {
 
@@ -86,24 +83,33 @@ Ciphertext encrypt_public(const PublicKey& key, const Plaintext& plain, Prng& pr
   return out;
 }
 
+namespace {
+
+// out = (e + m - a*s, a) from out = (e + m, a) in evaluation form, a expanded from `seed`: both
+// secret-key encryptions end here.
+void subtract_a_times_s(const SecretKey& key, const Seed& seed, const RnsBase& base, Backend& be, Ciphertext& out) {
+  Buffer as(out.poly_words());
+  be.multiply(out.poly(1), key.eval(), as.data(), 1, base);
+  be.sub(out.poly(0), as.data(), out.poly(0), 1, base);
+  secure_zero(as.data(), as.size() * sizeof(u64));
+  out.set_seed(seed);
+  out.set_noise_bits(noise::add(noise::fresh_secret(*out.context()), noise::encoding(*out.context())));
+}
+
+}  // namespace
+
 Ciphertext encrypt_secret(const SecretKey& key, const Plaintext& plain, Prng& prng) {
   const OpLabel op_label("rlwe.encrypt");
   if (!on_host(plain.device())) return encrypt_secret(key, plain.to(Device::cpu()), prng);
   check_same(key.fingerprint(), plain.fingerprint(), "rlwe.encrypt", "the plaintext");
-  const RlweContextPtr& ctx = plain.context();
   const RnsBase& base = plain.base();
   Backend& be = backend_for(Device::cpu());
-  Ciphertext out(ctx, 2, plain.level(), plain.metadata());
+  Ciphertext out(plain.context(), 2, plain.level(), plain.metadata());
   const Seed seed = prng.next_seed();
   expand_uniform(seed, base, out.poly(1));
   sample_error_eval(prng, base, out.poly(0));
-  Buffer as(out.poly_words());
-  be.multiply(out.poly(1), key.eval(), as.data(), 1, base);
-  be.sub(out.poly(0), as.data(), out.poly(0), 1, base);
   be.add(out.poly(0), plain.data(), out.poly(0), 1, base);
-  secure_zero(as.data(), as.size() * sizeof(u64));
-  out.set_seed(seed);
-  out.set_noise_bits(noise::add(noise::fresh_secret(*ctx), noise::encoding(*ctx)));
+  subtract_a_times_s(key, seed, base, be, out);
   return out;
 }
 
@@ -112,24 +118,15 @@ Ciphertext encrypt_secret_coefficients(const SecretKey& key, const RlweContextPt
   const OpLabel op_label("rlwe.encrypt");
   check_same(key.fingerprint(), context->fingerprint(), "rlwe.encrypt", "the secret key");
   const RnsBase& base = *context->level_base(level);
-  const std::size_t n = base.n();
   Backend& be = backend_for(Device::cpu());
   Ciphertext out(context, 2, level, meta);
   const Seed seed = prng.next_seed();
   expand_uniform(seed, base, out.poly(1));
-  // sample_error_eval's draws, kept in coefficient form: NTT(e + m) = NTT(e) + NTT(m).
-  std::vector<std::int64_t> e(n);
-  sample_gaussian(prng, e.data(), n);
-  signed_to_rns(e.data(), n, base, out.poly(0));
-  secure_zero(e.data(), e.size() * sizeof(std::int64_t));
+  // encrypt_secret's draws, its error kept in coefficient form: NTT(e + m) = NTT(e) + NTT(m).
+  sample_error(prng, base, out.poly(0));
   be.add(out.poly(0), message, out.poly(0), 1, base);
   be.ntt_forward(out.poly(0), 1, base);
-  Buffer as(out.poly_words());
-  be.multiply(out.poly(1), key.eval(), as.data(), 1, base);
-  be.sub(out.poly(0), as.data(), out.poly(0), 1, base);
-  secure_zero(as.data(), as.size() * sizeof(u64));
-  out.set_seed(seed);
-  out.set_noise_bits(noise::add(noise::fresh_secret(*context), noise::encoding(*context)));
+  subtract_a_times_s(key, seed, base, be, out);
   return out;
 }
 

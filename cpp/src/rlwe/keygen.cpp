@@ -15,11 +15,15 @@ void expand_uniform(const Seed& seed, const RnsBase& base, u64* out) {
   sample_uniform(stream, base, out);  // uniform residues are uniform in either form
 }
 
-void sample_error_eval(Prng& prng, const RnsBase& base, u64* out) {
+void sample_error(Prng& prng, const RnsBase& base, u64* out) {
   std::vector<std::int64_t> e(base.n());
   sample_gaussian(prng, e.data(), e.size());
   signed_to_rns(e.data(), e.size(), base, out);
   secure_zero(e.data(), e.size() * sizeof(std::int64_t));
+}
+
+void sample_error_eval(Prng& prng, const RnsBase& base, u64* out) {
+  sample_error(prng, base, out);
   backend_for(Device::cpu()).ntt_forward(out, 1, base);
 }
 

@@ -12,23 +12,10 @@ const char* current_op_label();
 // its blocks (nullptr outside every labelled operation).
 const char* op_label_to_carry();
 
-// A thread running a block of another thread's loop: inside the label that loop's caller is
-// inside, for the block's duration, so that a kernel is charged to the operation it serves
-// whichever thread runs it (nothing changes for nullptr, or where this thread has a label).
-class CarriedOpLabel {
- public:
-  explicit CarriedOpLabel(const char* label);
-  ~CarriedOpLabel();
-  CarriedOpLabel(const CarriedOpLabel&) = delete;
-  CarriedOpLabel& operator=(const CarriedOpLabel&) = delete;
-
- private:
-  bool set_;
-};
-
 class OpLabel {
  public:
-  // `label` must outlive the scope (a string literal).
+  // `label` must outlive the scope (a string literal). nullptr changes nothing: a pool
+  // thread enters its loop caller's op_label_to_carry() this way, whatever it is.
   explicit OpLabel(const char* label);
   ~OpLabel();
   OpLabel(const OpLabel&) = delete;

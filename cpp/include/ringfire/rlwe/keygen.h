@@ -35,7 +35,9 @@ KeySwitchKey generate_switch_key(const SecretKey& secret, const u64* s_prime_eva
 
 // The uniform polynomial (evaluation form, over `base`) that `seed` expands to.
 void expand_uniform(const Seed& seed, const RnsBase& base, u64* out);
-// A fresh discrete-Gaussian error (sigma 3.2) over `base`, in evaluation form.
+// A fresh discrete-Gaussian error (sigma 3.2) over `base`, in coefficient form.
+void sample_error(Prng& prng, const RnsBase& base, u64* out);
+// The same draws, in evaluation form.
 void sample_error_eval(Prng& prng, const RnsBase& base, u64* out);
 // A fresh ternary polynomial over `base`, in evaluation form.
 void sample_ternary_eval(Prng& prng, const RnsBase& base, u64* out);
