@@ -169,7 +169,7 @@ void Encoder::coefficients_into(const Complex* values, std::size_t count, std::s
 Plaintext Encoder::encode(const Complex* values, std::size_t count, std::size_t level, double scale) const {
   const OpLabel op_label("ckks.encode");
   if (check_values(values, count, level, scale) && count == slots_) return encode_scalar(values[0], level, scale);
-  Plaintext plain(context_, level, metadata_of(values, count, scale));
+  Plaintext plain(context_, level, metadata_of(values, count, scale), Device::cpu(), kUninitialized);
   coefficients_into(values, count, level, scale, plain.data());
   backend_for(plain.device()).ntt_forward(plain.data(), 1, *context_->level_base(level));
   return plain;
@@ -206,7 +206,7 @@ Plaintext Encoder::encode_scalar(Complex value, std::size_t level, double scale)
     return plain;
   }
   std::vector<u64> residues = scalar_residues(value.real(), level, scale, "ckks.encode");
-  Plaintext plain(context_, level, Metadata{.scale = scale});
+  Plaintext plain(context_, level, Metadata{.scale = scale}, Device::cpu(), kUninitialized);
   // A constant polynomial is the same constant at every evaluation point.
   for (std::size_t i = 0; i < residues.size(); ++i) std::fill_n(plain.data() + i * n_, n_, residues[i]);
   plain.set_scalar(std::move(residues), value);

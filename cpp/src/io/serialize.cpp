@@ -273,7 +273,7 @@ Ciphertext read_ciphertext_payload(Reader& r, const RlweContextPtr& ctx, std::ui
   // follows the input (a seed expands to one polynomial, at most doubling it).
   r.need((count - seeded) * poly_bytes(*ctx->level_base(level), level + 1, version) + (seeded ? 32 : 0),
          "the ciphertext polynomials");
-  Ciphertext c(ctx, count, level, meta);
+  Ciphertext c(ctx, count, level, meta, Device::cpu(), kUninitialized);  // each polynomial read or expanded whole
   std::optional<Seed> seed;
   if (seeded) seed = read_seed(r);
   for (std::size_t p = 0; p < count; ++p) {
@@ -665,7 +665,7 @@ Plaintext load_plaintext(const RlweContextPtr& ctx, const std::uint8_t* data, st
   // A scalar plaintext (level + 1 residues) expands to one polynomial, as
   // every plaintext is held; otherwise the polynomial must be present.
   r.need(scalar ? 16 + (level + 1) * 8 : poly_bytes(*ctx->level_base(level), level + 1, e.version), "the plaintext");
-  Plaintext plain(ctx, level, meta);
+  Plaintext plain(ctx, level, meta, Device::cpu(), kUninitialized);  // either branch writes every limb whole
   const RnsBase& base = plain.base();
   if (scalar) {
     const double re = r.f64("the scalar value"), im = r.f64("the scalar value");

@@ -46,16 +46,21 @@ Ciphertext::Ciphertext(const Ciphertext& other, Buffer buffer)
 Ciphertext Ciphertext::to(const Device& device) const { return Ciphertext(*this, buffer_.to(device)); }
 
 Plaintext::Plaintext(RlweContextPtr context, std::size_t level, const Metadata& metadata, Device device)
+    : Plaintext(std::move(context), level, metadata, device, kUninitialized) {
+  backend_for(device).zero(buffer_.data(), buffer_.size());
+}
+
+Plaintext::Plaintext(RlweContextPtr context, std::size_t level, const Metadata& metadata, Device device,
+                     Uninitialized)
     : context_(std::move(context)), level_(level), meta_(metadata) {
   require(context_ != nullptr, "rlwe.Plaintext", "needs a context");
   require(level_ <= context_->max_level(), "rlwe.Plaintext",
           "level " + std::to_string(level_) + " exceeds the maximum " + std::to_string(context_->max_level()));
   buffer_ = Buffer(poly_words(), device);
-  backend_for(device).zero(buffer_.data(), buffer_.size());
 }
 
 Plaintext Plaintext::clone() const {
-  Plaintext copy(context_, level_, meta_, device());
+  Plaintext copy(context_, level_, meta_, device(), kUninitialized);
   backend_for(device()).copy(data(), copy.data(), poly_words());
   copy.scalar_residues_ = scalar_residues_;
   copy.scalar_value_ = scalar_value_;

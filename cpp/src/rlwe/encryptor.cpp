@@ -104,7 +104,7 @@ Ciphertext encrypt_secret(const SecretKey& key, const Plaintext& plain, Prng& pr
   check_same(key.fingerprint(), plain.fingerprint(), "rlwe.encrypt", "the plaintext");
   const RnsBase& base = plain.base();
   Backend& be = backend_for(Device::cpu());
-  Ciphertext out(plain.context(), 2, plain.level(), plain.metadata());
+  Ciphertext out(plain.context(), 2, plain.level(), plain.metadata(), Device::cpu(), kUninitialized);
   const Seed seed = prng.next_seed();
   expand_uniform(seed, base, out.poly(1));
   sample_error_eval(prng, base, out.poly(0));
@@ -119,7 +119,7 @@ Ciphertext encrypt_secret_coefficients(const SecretKey& key, const RlweContextPt
   check_same(key.fingerprint(), context->fingerprint(), "rlwe.encrypt", "the secret key");
   const RnsBase& base = *context->level_base(level);
   Backend& be = backend_for(Device::cpu());
-  Ciphertext out(context, 2, level, meta);
+  Ciphertext out(context, 2, level, meta, Device::cpu(), kUninitialized);  // a expanded, e + m sampled: both whole
   const Seed seed = prng.next_seed();
   expand_uniform(seed, base, out.poly(1));
   // encrypt_secret's draws, its error kept in coefficient form: NTT(e + m) = NTT(e) + NTT(m).

@@ -116,6 +116,8 @@ class Plaintext {
  public:
   // A zero plaintext at `level`.
   Plaintext(RlweContextPtr context, std::size_t level, const Metadata& metadata, Device device = Device::cpu());
+  // The same, with contents unspecified: for plaintexts written in full.
+  Plaintext(RlweContextPtr context, std::size_t level, const Metadata& metadata, Device device, Uninitialized);
 
   const RlweContextPtr& context() const { return context_; }
   std::uint64_t fingerprint() const { return context_->fingerprint(); }
