@@ -13,6 +13,10 @@
 #include "ringfire/base/fork.h"
 #include "ringfire/rlwe/chacha20.h"
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 #if defined(__linux__) && __has_include(<sys/random.h>)
 #include <sys/random.h>
 #define RINGFIRE_HAS_GETRANDOM 1
@@ -181,6 +185,50 @@ void Prng::fill(std::uint8_t* out, std::size_t n) {
   }
 }
 
+namespace {
+
+#if defined(__AVX2__)
+// Where a lane of four words lands when the lanes `keep` (bit i: word i) are packed to
+// the front: the two 32-bit halves of each kept word in order, the others after them.
+struct PackIndices {
+  alignas(32) std::int32_t lanes[16][8];
+  constexpr PackIndices() : lanes{} {
+    for (int keep = 0; keep < 16; ++keep) {
+      int at = 0;
+      for (int pass = 0; pass < 2; ++pass)
+        for (int word = 0; word < 4; ++word)
+          if (((keep >> word) & 1) == (pass == 0 ? 1 : 0)) {
+            lanes[keep][at++] = 2 * word;
+            lanes[keep][at++] = 2 * word + 1;
+          }
+    }
+  }
+};
+constexpr PackIndices kPack;
+
+// uniform_below_many's step four words at a time: each masked candidate kept when
+// below `bound` (a signed compare, so bounds below 2^63 only), the kept ones packed to
+// the front and stored whole at out + done. The words past the kept ones land inside
+// `wanted` (the loop's bound) and the next words overwrite them. Returns the words read.
+std::size_t accept_below_avx2(const std::uint8_t* words, std::size_t available, std::uint64_t mask,
+                              std::uint64_t bound, std::uint64_t* out, std::size_t& done, std::size_t wanted) {
+  if (bound >> 63) return 0;
+  const __m256i masks = _mm256_set1_epi64x(static_cast<long long>(mask));
+  const __m256i bounds = _mm256_set1_epi64x(static_cast<long long>(bound));
+  std::size_t used = 0;
+  for (; used + 4 <= available && done + 4 <= wanted; used += 4) {
+    const __m256i w =
+        _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(words + 8 * used)), masks);
+    const int keep = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(bounds, w)));
+    const __m256i order = _mm256_load_si256(reinterpret_cast<const __m256i*>(kPack.lanes[keep]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + done), _mm256_permutevar8x32_epi32(w, order));
+    done += static_cast<std::size_t>(__builtin_popcount(static_cast<unsigned>(keep)));
+  }
+  return used;
+}
+#endif
+}  // namespace
+
 void Prng::uniform_below_many(std::uint64_t bound, std::uint64_t* out, std::size_t count) {
   if (bound <= 1) {
     require(bound == 1, "rlwe.Prng.uniform_below", "bound must be at least 1");
@@ -201,7 +249,12 @@ void Prng::uniform_below_many(std::uint64_t bound, std::uint64_t* out, std::size
     // candidate is always written, and kept by advancing only when it is below bound.
     const std::uint8_t* words = buffer_.data() + pos_;
     const std::size_t available = (kBufferBytes - pos_) / 8;
+#if defined(__AVX2__)
+    std::size_t used = avx512 ? detail::accept_below_avx512(words, available, mask, bound, out, done, count)
+                              : accept_below_avx2(words, available, mask, bound, out, done, count);
+#else
     std::size_t used = avx512 ? detail::accept_below_avx512(words, available, mask, bound, out, done, count) : 0;
+#endif
     for (; used < available && done < count; ++used) {
       const std::uint64_t x = load_le64(words + 8 * used) & mask;
       out[done] = x;
