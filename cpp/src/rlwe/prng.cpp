@@ -226,6 +226,11 @@ std::size_t accept_below_avx2(const std::uint8_t* words, std::size_t available, 
   }
   return used;
 }
+#else
+std::size_t accept_below_avx2(const std::uint8_t*, std::size_t, std::uint64_t, std::uint64_t, std::uint64_t*,
+                              std::size_t&, std::size_t) {
+  return 0;  // built without AVX2: the word-at-a-time loop takes every word
+}
 #endif
 }  // namespace
 
@@ -249,12 +254,8 @@ void Prng::uniform_below_many(std::uint64_t bound, std::uint64_t* out, std::size
     // candidate is always written, and kept by advancing only when it is below bound.
     const std::uint8_t* words = buffer_.data() + pos_;
     const std::size_t available = (kBufferBytes - pos_) / 8;
-#if defined(__AVX2__)
     std::size_t used = avx512 ? detail::accept_below_avx512(words, available, mask, bound, out, done, count)
                               : accept_below_avx2(words, available, mask, bound, out, done, count);
-#else
-    std::size_t used = avx512 ? detail::accept_below_avx512(words, available, mask, bound, out, done, count) : 0;
-#endif
     for (; used < available && done < count; ++used) {
       const std::uint64_t x = load_le64(words + 8 * used) & mask;
       out[done] = x;
