@@ -387,11 +387,7 @@ class Context(ContextBase):
             if not isinstance(public, PublicKey):
                 raise TypeError("[ckks.encrypt] key must be a KeySet, a PublicKey or a SecretKey")
             native = _core.encrypt_public(public._native, pt, self._prng)
-        # Encryption runs on the host; the upload waits for the first GPU operation.
-        out = Ciphertext(native, self, keys, device=self.device)._set_shape(plain.shape, plain._zero_tail)
-        out._bound = plain._bound
-        magnitude.check(out, "ckks.encrypt")
-        return out
+        return self._fresh_ciphertext(native, keys, plain.shape, plain._zero_tail, plain._bound)
 
     def _encrypt_values_secret(self, values, key: SecretKey, level: int | None) -> Ciphertext:
         """``encrypt(encode(values, level), key)`` in one native call: the same ciphertext (the
@@ -403,8 +399,13 @@ class Context(ContextBase):
         arr = self._slot_values(values)
         secret = self._own_secret_key(key, "ckks.encrypt")._native
         native = self._core.encode_encrypt_secret(secret, arr, level, float(scale), self._prng)
-        out = Ciphertext(native, self, None, device=self.device)._set_shape(values.shape, True)
-        out._bound = magnitude.of_values(values)
+        return self._fresh_ciphertext(native, None, values.shape, True, magnitude.of_values(values))
+
+    def _fresh_ciphertext(self, native, keys, shape, zero_tail: bool, bound) -> Ciphertext:
+        """A ciphertext both encryptions just made, with its shape and bound, checked against its
+        level's room. Encryption runs on the host; the upload waits for the first GPU operation."""
+        out = Ciphertext(native, self, keys, device=self.device)._set_shape(shape, zero_tail)
+        out._bound = bound
         magnitude.check(out, "ckks.encrypt")
         return out
 
