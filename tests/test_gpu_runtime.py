@@ -179,7 +179,7 @@ def test_keys_upload_once_and_are_reused():
 def test_mismatched_devices_are_clear_errors():
     ctx, sk, keys, xs, (a, b, c) = setup("cpu")
     native_ev = ctx._core_evaluator
-    with pytest.raises(ValueError, match="different devices"):
+    with pytest.raises(ValueError, match=r"different devices: cuda:0 vs cpu \(move one with \.to\(device\)\)"):
         native_ev.add(a.to("cuda")._native, b._native)
     with pytest.raises(ValueError, match="move the keys"):
         native_ev.relinearize(native_ev.multiply(a.to("cuda")._native, b.to("cuda")._native), keys.relin._native)
@@ -300,3 +300,20 @@ def test_the_design_contract_snippet_on_a_gpu():
         outputs.append((y.to_bytes(), ctx.decrypt(y, sk)))
     assert outputs[0][0] == outputs[1][0]
     assert np.max(np.abs(outputs[1][1] - np.roll(xs[0] ** 2 + 0.5, -1))) < 1e-4
+
+
+@needs_gpu
+def test_secret_key_encryptions_and_loads_on_a_cuda_context_compute_as_on_the_cpu():
+    """A cuda context's ciphertexts encrypted with the secret key in one pass, and loaded from
+    their seeded bytes (both made on the host in memory that is not zeroed first, then uploaded),
+    give the CPU context's bytes through a GPU product, rescale and rotation."""
+    results = {}
+    for device in ("cpu", "cuda"):
+        ctx, sk, keys, xs, (a, b, c) = setup(device)
+        e = ctx.encrypt(xs[1], sk, level=ctx.max_level - 1)
+        loaded = ctx.load(ctx.encrypt(xs[2], sk).to_bytes())
+        ev = ctx.evaluator(keys)
+        y = ev.rotate(ev.relinearize_rescale(ev.multiply(ev.mod_switch(loaded, e.level), e)), 1)
+        assert y.device == ("cpu" if device == "cpu" else "cuda:0")
+        results[device] = (e.to_bytes(), loaded.to_bytes(), y.to_bytes())
+    assert results["cpu"] == results["cuda"]

@@ -13,7 +13,7 @@
 #   STEPS=ntt,ntt_profile bash benchmarks/gpu/device_check.sh   # the NTT and Nsight Compute's view of it
 #   STEPS=ckks,ckks_split bash benchmarks/gpu/device_check.sh    # fused against three-pass base conversion
 #   STEPS=ckks,ckks_old,bootstrap,bootstrap_old bash benchmarks/gpu/device_check.sh   # NTT/ModUp before and after 2026-11-28
-#   STEPS=tests,ckks,ckks_batched,bootstrap,bootstrap_batched bash benchmarks/gpu/device_check.sh   # ModUp's digits batched
+#   STEPS=tests,ckks,ckks_digits,bootstrap,bootstrap_digits bash benchmarks/gpu/device_check.sh   # ModUp batched against digit by digit
 #
 # Prebuilding the wheel on a machine without a GPU (same Python minor version
 # as the GPU machine's python3) saves the build there:
@@ -123,9 +123,10 @@ if [[ ,${STEPS:-}, == *,ckks_split,* ]]; then
 fi
 # The same with the NTT passes' shapes read at run time (RINGFIRE_CUDA_NTT=generic), with ModUp's
 # limbs scattered by a kernel of their own (RINGFIRE_CUDA_SCATTER=separate), with the first two (the
-# kernels before 2026-11-28), and with ModUp's digits batched (RINGFIRE_CUDA_MODUP=batched: opt-in
-# until it has run on a GPU; the self-test covers it either way). Only when STEPS names them.
-for variant in generic:RINGFIRE_CUDA_NTT=generic separate:RINGFIRE_CUDA_SCATTER=separate batched:RINGFIRE_CUDA_MODUP=batched \
+# kernels before 2026-11-28; ModUp's digits are batched only with the scatter in the NTT), and with
+# ModUp's digits converted one by one (RINGFIRE_CUDA_MODUP=digits, the default before 2026-12-04; the
+# self-test covers both). Only when STEPS names them.
+for variant in generic:RINGFIRE_CUDA_NTT=generic separate:RINGFIRE_CUDA_SCATTER=separate digits:RINGFIRE_CUDA_MODUP=digits \
                old:RINGFIRE_CUDA_NTT=generic,RINGFIRE_CUDA_SCATTER=separate; do
   name=${variant%%:*}
   IFS=, read -r -a settings <<<"${variant#*:}"

@@ -177,7 +177,7 @@ def main(folder: str) -> None:
     # (split), the NTT's run-time pass shapes (generic), ModUp's separate scatter
     # (separate) or both (old), for side-by-side views on one device (only when they ran).
     variants = {"split": "split base conversion", "generic": "NTT passes shaped at run time",
-                "separate": "ModUp scatter kernel", "batched": "ModUp's digits batched",
+                "separate": "ModUp scatter kernel", "digits": "ModUp's digits one by one",
                 "old": "NTT and ModUp as before 2026-11-28"}
     extra = []
     for key, label in variants.items():

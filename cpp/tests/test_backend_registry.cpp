@@ -51,9 +51,16 @@ TEST(BackendRegistry, ANewBackendIsOneRegistration) {
   ntt_inplace(on_device);  // the checked operation dispatches on the operands' device
   EXPECT_FALSE(recording_backend().calls().empty());
   EXPECT_TRUE(std::equal(expected.data(), expected.data() + expected.words(), on_device.data()));
-  // Operands on different devices are refused by the checked operations.
+  // Operands on different devices are refused by the checked operations, naming both.
   Poly out(base, Form::eval);
-  EXPECT_THROW(add(on_device, expected, out), InvalidArgument);
+  try {
+    add(on_device, expected, out);
+    ADD_FAILURE() << "operands on recording:2 and cpu were added";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("operands live on different devices: recording:2 vs cpu (move one with"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(BackendRegistry, RegistrationsAreChecked) {

@@ -38,14 +38,14 @@ CudaBackend::CudaBackend(int device) : device_(device) {
   const char* conversion = std::getenv("RINGFIRE_CUDA_BASE_CONVERT");
   fused_base_convert_ = conversion == nullptr || std::strcmp(conversion, "split") != 0;
   // Side-by-side measurements on one device: the NTT passes with their shape
-  // read at run time, ModUp's limbs scattered by a kernel of their own; and
-  // the batched ModUp, opt-in until it has run on a GPU.
+  // read at run time, ModUp's limbs scattered by a kernel of their own, and
+  // ModUp's digits converted one by one instead of batched.
   const char* ntt = std::getenv("RINGFIRE_CUDA_NTT");
   if (ntt != nullptr && std::strcmp(ntt, "generic") == 0) ntt_kernel_ = NttKernel::generic;
   const char* scatter = std::getenv("RINGFIRE_CUDA_SCATTER");
   scatter_in_ntt_ = scatter == nullptr || std::strcmp(scatter, "separate") != 0;
   const char* mod_up = std::getenv("RINGFIRE_CUDA_MODUP");
-  batch_mod_up_ = mod_up != nullptr && std::strcmp(mod_up, "batched") == 0;
+  batch_mod_up_ = mod_up == nullptr || std::strcmp(mod_up, "digits") != 0;
 }
 
 CudaBackend::~CudaBackend() {

@@ -113,4 +113,8 @@ std::string Device::str() const {
   return device_kind_name(kind) + ":" + std::to_string(index);
 }
 
+std::string different_devices(const Device& a, const Device& b) {
+  return "operands live on different devices: " + a.str() + " vs " + b.str() + " (move one with .to(device))";
+}
+
 }  // namespace ringfire

@@ -99,7 +99,7 @@ void Evaluator::check_pair(const Ciphertext& a, const Ciphertext& b, const char*
   check_operand(b, op);
   require(a.level() == b.level(), op,
           "level mismatch: " + std::to_string(a.level()) + " vs " + std::to_string(b.level()));
-  require(a.device() == b.device(), op, "operands live on different devices");
+  require(a.device() == b.device(), op, [&] { return different_devices(a.device(), b.device()); });
   if (same_correction)
     require(a.metadata().correction == b.metadata().correction, op,
             "correction mismatch: " + std::to_string(a.metadata().correction) + " vs " +

@@ -82,7 +82,7 @@ void Evaluator::check_pair(const Ciphertext& a, const Ciphertext& b, const char*
   check_operand(b, op);
   require(a.level() == b.level(), op,
           "level mismatch: " + std::to_string(a.level()) + " vs " + std::to_string(b.level()));
-  require(a.device() == b.device(), op, "operands live on different devices");
+  require(a.device() == b.device(), op, [&] { return different_devices(a.device(), b.device()); });
 }
 
 void Evaluator::check_same_scale(double a, double b, const char* op) const {
@@ -432,7 +432,8 @@ Ciphertext Evaluator::weighted_sum(const std::vector<const Ciphertext*>& inputs,
     require(c->level() >= level, op,
             "an input at level " + std::to_string(c->level()) + " cannot contribute at level " +
                 std::to_string(level));
-    require(c->device() == inputs.front()->device(), op, "operands live on different devices");
+    require(c->device() == inputs.front()->device(), op,
+            [&] { return different_devices(inputs.front()->device(), c->device()); });
     size = std::max(size, c->size());
   }
   check_product_fits(scale, level, op);

@@ -13,8 +13,7 @@ const char* form_name(Form f) { return f == Form::coeff ? "coeff" : "eval"; }
 void check_same(const char* op, const Poly& a, const Poly& b) {
   require(a.base_ptr() == b.base_ptr() || (a.base().n() == b.base().n() && a.base().moduli() == b.base().moduli()),
           op, "operands use different RNS bases");
-  require(a.device() == b.device(), op,
-          "operands live on different devices: " + a.device().str() + " vs " + b.device().str());
+  require(a.device() == b.device(), op, [&] { return different_devices(a.device(), b.device()); });
 }
 
 void check_form(const char* op, const Poly& p, Form expected) {
@@ -93,7 +92,7 @@ void base_convert(const Poly& a, const BaseConverter& conv, Poly& out, BaseConve
           "input is not over the converter's source base");
   require(out.base().moduli() == conv.to().moduli() && out.n() == conv.to().n(), op,
           "output is not over the converter's target base");
-  require(a.device() == out.device(), op, "operands live on different devices");
+  require(a.device() == out.device(), op, [&] { return different_devices(a.device(), out.device()); });
   check_form(op, a, Form::coeff);
   backend(a).base_convert(a.data(), out.data(), 1, conv, kind);
   out.set_form(Form::coeff);

@@ -26,7 +26,7 @@ def _restore(context, data: bytes, device: str, zero_tail: bool = False):
     """Unpickling: the object from its bytes under ``context``, on ``device``."""
     out = context.load(data)
     out._zero_tail = zero_tail
-    return out if device == "cpu" else out.to(device)
+    return out if out.device == device else out.to(device)
 
 
 class _Shaped(Placed):

@@ -416,10 +416,12 @@ class ContextBase:
         data = rf_io.unwrap(data, mac_key, password, max_size=self._largest_object_bytes())
         kind = _core.envelope_kind(data)  # the loader below checks the whole envelope
         rl = self._core.rlwe
+        # Read on the host, placed on this context's device as its encryptions are (the upload
+        # waits for the first operation there): a load and an encryption combine without a .to().
         if kind == "ciphertext":
-            return self._ciphertext_type(_core.load_ciphertext(rl, data), self)
+            return self._ciphertext_type(_core.load_ciphertext(rl, data), self, device=self.device)
         if kind == "plaintext":
-            return self._plaintext_type(_core.load_plaintext(rl, data), self)
+            return self._plaintext_type(_core.load_plaintext(rl, data), self, device=self.device)
         if kind == "public key":
             return PublicKey(_core.load_public_key(rl, data), self)
         if kind == "relinearization key":

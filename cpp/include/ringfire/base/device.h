@@ -34,6 +34,10 @@ struct Device {
   bool operator==(const Device& other) const = default;
 };
 
+// The message of an operation whose operands live on two devices ("cpu vs cuda:0", and how to
+// move one): operations never move data the caller did not ask to move.
+std::string different_devices(const Device& a, const Device& b);
+
 // A kind's memory: the pool of its device `index`, which may raise
 // NotSupported (no such device, backend not available).
 using PoolResolver = MemoryPool& (*)(int index);
