@@ -205,6 +205,69 @@ def test_a_cnn_with_pooling_runs_remotely(packing, tmp_path):
     assert np.max(np.abs(got - ort_run(data, x))) < 1e-3
 
 
+@pytest.mark.skipif(not rf.cuda_available(), reason="no CUDA backend or GPU in this build/machine")
+@pytest.mark.parametrize("packing", ["batch", "inter"])
+def test_a_server_on_the_gpu_answers_bit_for_bit_as_the_cpu(packing, tmp_path):
+    """ringfire serve --device cuda: the inputs and the client's replies it loads, and its keys,
+    compute on the GPU (the profile sees the model's operations there), and the results are the
+    in-process CPU run's bytes."""
+    from nn_models import cnn_init, cnn_onnx
+    data = cnn_onnx(cnn_init(seed=3), pool="max")
+    path = tmp_path / "cnn.onnx"
+    path.write_bytes(data)
+    tokens = tokens_file(tmp_path / "tokens")
+    config = ServeConfig(model=str(path), store=str(tmp_path / "store"), tokens=str(tmp_path / "tokens"),
+                         preset="N13_D2", packing=packing, device="cuda", requests_per_second=400)
+    x = np.random.default_rng(4).uniform(0, 1, (4, 1, 8, 8))
+    with server_thread(config) as (url, _):
+        client, session = deterministic_session(url, tokens["alice"], "cnn")
+        assert client.model("cnn")["parameters"]["device"] == "cuda:0"
+        enc = session.ctx.encrypt_batch(x, session.keys, packing=packing)
+        with rf.cuda.profile() as prof:
+            remote = session.infer_encrypted(enc, progress=False)
+        local, _, _ = in_process(data, config, x, packing=packing)
+        assert tensor_bytes(remote) == tensor_bytes(local)
+        assert any(r["name"].startswith("ckks.") for r in prof.by_operation()), prof.table()
+        client.close()
+
+
+@pytest.mark.skipif(not rf.cuda_available(), reason="no CUDA backend or GPU in this build/machine")
+def test_ringfire_serve_device_cuda_serves_a_client_in_another_process(mlp_path, tmp_path):
+    """The command line's --device cuda, the server in its own process and this one its client:
+    the model says it computes on the GPU, and the result is the in-process CPU run's bytes."""
+    tokens = tokens_file(tmp_path / "tokens")
+    port = free_port()
+    args = [str(mlp_path), "--store", str(tmp_path / "store"), "--tokens", str(tmp_path / "tokens"),
+            "--preset", "N13_D2", "--device", "cuda", "--requests-per-second", "400"]
+    x = batch(5, 16, seed=7)
+    with server_process(args, port):
+        client, session = deterministic_session(f"http://127.0.0.1:{port}", tokens["alice"])
+        assert client.model("mlp")["parameters"]["device"] == "cuda:0"
+        remote = session.infer_encrypted(session.ctx.encrypt_batch(x, session.keys), progress=False)
+        client.close()
+    config = ServeConfig(model=str(mlp_path), store=str(tmp_path / "unused"), tokens=str(tmp_path / "tokens"),
+                         preset="N13_D2")
+    local, _, _ = in_process(mlp_path.read_bytes(), config, x)
+    assert tensor_bytes(remote) == tensor_bytes(local)
+
+
+def test_a_server_device_is_checked_before_it_starts(mlp_path, tmp_path):
+    """A device that is not one, a GPU server on a Ray cluster, and (on a machine without one) a
+    GPU the build or the machine lacks: clear errors before anything is stored."""
+    def make(**options):
+        return ServeConfig(model=str(mlp_path), store=str(tmp_path / "store"), tokens=str(tmp_path / "tokens"),
+                           preset="N13_D2", **options)
+    with pytest.raises(ValueError, match="device is 'cpu', 'cuda' or 'cuda:N', got 'gpu'"):
+        make(device="gpu")
+    with pytest.raises(ValueError, match="do not go together"):
+        make(device="cuda", ray="")
+    if not rf.cuda_available():
+        tokens_file(tmp_path / "tokens")
+        with pytest.raises((RuntimeError, ValueError), match="cuda|CUDA|GPU"):
+            create_app(make(device="cuda"))
+        assert not (tmp_path / "store").exists()
+
+
 def test_attention_one_sequence_per_ciphertext_runs_remotely(tmp_path):
     """Multi-head attention with packing='inter': the Softmax round carries a layout the heads'
     Transposes moved (an offset and strides in the layer's header), the products of two

@@ -166,15 +166,17 @@ class Context(ContextBase):
 
     @classmethod
     def from_bytes(cls, data: bytes, *, mac_key: bytes | None = None, insecure_no_security_check: bool = False,
-                   insecure_deterministic_seed: bytes | None = None, bootstrap: dict | None = None) -> "Context":
+                   insecure_deterministic_seed: bytes | None = None, bootstrap: dict | None = None,
+                   device: str = "cpu") -> "Context":
         """A context from ``ctx.to_bytes()`` (same primes, hence same fingerprint). The
         security level recorded in the bytes is checked again; parameters saved with
         ``insecure_no_security_check`` load only when it is passed here too (it warns).
         ``mac_key``: the bytes must be authenticated with it. ``bootstrap``: the
         bootstrapping options when they differ from the defaults (the bytes
-        record only how many levels are reserved)."""
+        record only how many levels are reserved). ``device``: as in the constructor."""
         self = cls.__new__(cls)
         params = cls._load_parameters(data, mac_key, insecure_no_security_check)
+        self._set_device(device)
         options = None
         if bootstrap is not None:
             if not params.reserved_levels:

@@ -26,6 +26,9 @@ def register(subparsers) -> None:
     p.add_argument("--calibration", help=".npy inputs that fit polynomial activations (--activation poly)")
     p.add_argument("--packing", choices=["batch", "inter"], default="batch")
     p.add_argument("--masking", action="store_true", help="mask what the key holder decrypts")
+    p.add_argument("--device", default="cpu", metavar="DEVICE",
+                   help="where the model computes: cpu (default), cuda or cuda:N (a CUDA build and a GPU; "
+                        "inputs and keys are uploaded at their first use, results downloaded when sent)")
     p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                    help="run each job's layers on a Ray cluster (ringfire[ray]); keys and jobs stay here")
     p.add_argument("--replicas", type=int, default=None, metavar="K",
@@ -75,11 +78,14 @@ def main(args) -> int:
         raise ValueError("[serve] --tls-cert and --tls-key go together")
     if args.replicas is not None and args.ray is None:
         raise ValueError("[serve] --replicas needs --ray [ADDRESS]: the replicas are Ray Serve's")
+    if args.replicas is not None and args.device != "cpu":
+        raise ValueError(f"[serve] --replicas computes on the Ray nodes' CPUs: --device {args.device} does not apply")
     config = ServeConfig(model=args.model, store=args.store, tokens=args.tokens,
                          preset=None if args.params else (args.preset or "N14_D6"), params=args.params,
                          bootstrap={"chained_rotations": True} if args.chained_rotations else None,
                          activation=args.activation, calibration=args.calibration, packing=args.packing,
-                         masking=args.masking, ray=None if args.replicas else args.ray, queue=args.queue,
+                         masking=args.masking, device=args.device, ray=None if args.replicas else args.ray,
+                         queue=args.queue,
                          workers=args.workers, round_timeout=args.round_timeout,
                          drain_timeout=args.drain_timeout, requests_per_second=args.requests_per_second,
                          key_images=not args.no_key_images, retain_freed=_retain_freed_bytes(args.retain_freed_mib))

@@ -22,6 +22,8 @@ class ServeConfig:
     calibration: str | None = None            # .npy inputs that fit the polynomial activations
     packing: str = "batch"                    # "batch" or "inter"
     masking: bool = False                     # mask what the key holder decrypts (ringfire.nn.masking)
+    device: str = "cpu"                       # where the model computes: "cpu", "cuda" or "cuda:N" (inputs,
+                                              # replies and keys are read on the host, uploaded at first use)
     ray: str | None = None                    # a Ray cluster's address ("": RAY_ADDRESS or the local
                                               # one) that runs each layer's ciphertexts (ringfire.distributed)
     # Limits ------------------------------------------------------------------------------
@@ -65,5 +67,10 @@ class ServeConfig:
                              f"{self.chunk_bytes!r}")
         if not 0.5 <= self.silent_seconds <= 3600:
             raise ValueError(f"[serve] silent_seconds: from 0.5 to 3600, got {self.silent_seconds!r}")
+        if not isinstance(self.device, str) or not (self.device == "cpu" or self.device.startswith("cuda")):
+            raise ValueError(f"[serve] device is 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
+        if self.device != "cpu" and self.ray is not None:
+            raise ValueError(f"[serve] device {self.device!r} and a Ray cluster do not go together: the cluster's "
+                             "workers compute on their own hosts' CPUs")
         if (self.preset is None) == (self.params is None):
             raise ValueError("[serve] give a preset or a parameters file, not both")

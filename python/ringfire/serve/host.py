@@ -54,14 +54,15 @@ class Host:
             with open(config.params, "rb") as f:
                 data = f.read()
             insecure = ckks.Context._load_parameters(data, None, True).security == 0
-            self.ctx = ckks.Context.from_bytes(data, bootstrap=config.bootstrap, insecure_no_security_check=insecure)
+            self.ctx = ckks.Context.from_bytes(data, bootstrap=config.bootstrap, insecure_no_security_check=insecure,
+                                               device=config.device)
         else:
             preset = ckks.PRESETS.get(config.preset)
             if config.bootstrap and preset is not None and not preset.get("bootstrap"):
                 raise ValueError(f"[serve] bootstrapping options ({sorted(config.bootstrap)}: --chained-rotations) "
                                  f"need a preset that bootstraps, such as N16_BOOT; {config.preset} does not")
-            self.ctx = ckks.Context.preset(config.preset, **({"bootstrap": config.bootstrap} if config.bootstrap
-                                                              else {}))
+            self.ctx = ckks.Context.preset(config.preset, device=config.device,
+                                           **({"bootstrap": config.bootstrap} if config.bootstrap else {}))
         options = dict(activation=config.activation, packing=config.packing, masking=config.masking)
         if config.activation == "poly":
             if not config.calibration:
@@ -118,7 +119,8 @@ class Host:
                 "outputs": [{"name": n, "datatype": "FP64"} for n in g.output_names],
                 "parameters": {"fingerprint": self.fingerprint, "context": self.ctx.describe(),
                                "packing": self.config.packing, "activation": self.config.activation,
-                               "masking": self.config.masking, "keys": self.needs, "rotations": self.rotations,
+                               "masking": self.config.masking, "device": self.ctx.device,
+                               "keys": self.needs, "rotations": self.rotations,
                                "input_level": self.model.input_level,
                                "bootstrap": bool(self.model.bootstrap), "slots": self.ctx.slots,
                                "bootstrap_options": self.ctx.bootstrap_options,
