@@ -29,6 +29,10 @@ runs on core 0: what a server's cores serve when its clients run on their own ma
 what the same cores reach in-process, the key holder's work included (the default layout sets
 both sides of the service on all cores against in-process on all of them).
 
+``--server-device cuda``: the server computes on the GPU (``ringfire serve --device cuda``), and
+so do the in-process runs (a ``device="cuda"`` context); the clients' keys, encryptions and
+decryptions stay on the host either way.
+
 ``--retain-freed-mib`` (default 64, the server's own default) is passed to the server and
 applied to this process, whose clients and in-process run share it
 (``ringfire.memory.retain_freed``); 0 leaves the C library's thresholds on both sides.
@@ -154,7 +158,8 @@ def key_upload(workdir: pathlib.Path, preset: str = "N16_D30", server_options: t
 
 
 def throughput(name: str, onnx_bytes: bytes, x: np.ndarray, clients: int, requests: int, workdir,
-               server_options: tuple = (), server_cpus: set[int] | None = None, health_every: float = 0.02) -> dict:
+               server_options: tuple = (), server_cpus: set[int] | None = None, health_every: float = 0.02,
+               device: str = "cpu") -> dict:
     """With ``server_cpus``, the server runs on those cores alone and the clients on the others,
     as a deployment's clients run on their own machines; the in-process runs get the server's
     cores (the rate the same cores reach with the key holder's work in the same process)."""
@@ -163,10 +168,12 @@ def throughput(name: str, onnx_bytes: bytes, x: np.ndarray, clients: int, reques
     tokens = {f"t{i}": add_token(workdir / f"tokens-{name}", f"t{i}") for i in range(clients)}
     port = free_port()
     args = [str(path), "--store", str(workdir / f"store-{name}"), "--tokens", str(workdir / f"tokens-{name}"),
-            "--preset", "N13_D2", "--requests-per-second", "1000", "--queue", str(4 * clients), *server_options]
+            "--preset", "N13_D2", "--requests-per-second", "1000", "--queue", str(4 * clients), "--device", device,
+            *server_options]
     ref = M.ort_run(onnx_bytes, x)
     out = {"model": name, "images_per_request": len(x), "clients": clients, "requests_per_client": requests,
-           "server_cpus": sorted(server_cpus) if server_cpus else None, "health_every_s": health_every}
+           "server_cpus": sorted(server_cpus) if server_cpus else None, "health_every_s": health_every,
+           "device": device}
     client_cpus = None if server_cpus is None else set(os.sched_getaffinity(0)) - server_cpus
     if client_cpus is not None and (not client_cpus or not server_cpus <= os.sched_getaffinity(0)):
         raise SystemExit(f"--server-cpus {sorted(server_cpus)}: the clients need a core of their own "
@@ -176,7 +183,7 @@ def throughput(name: str, onnx_bytes: bytes, x: np.ndarray, clients: int, reques
     # (each with the kernels' threads) and one per core at once (threads of this process, each
     # request's kernels on one thread: overlapping requests keep the cores busier than one
     # request's parallel loops; the highest in-process rate measured on these cores).
-    ctx = rf.ckks.Context.preset("N13_D2")
+    ctx = rf.ckks.Context.preset("N13_D2", device=device)
     model = rf.nn.load(onnx_bytes, ctx)
     sk, keys = ctx.keygen()
     local = rf.nn.LocalClient(ctx, sk, keys)
@@ -299,6 +306,8 @@ def main() -> None:
     ap.add_argument("--server-cpus", help="cores the server runs on alone (e.g. 0), the clients on the others, "
                     "and the in-process runs on the server's: a deployment's view, its clients elsewhere")
     ap.add_argument("--health-every", type=float, default=0.02, help="seconds between health probes during the run")
+    ap.add_argument("--server-device", default="cpu", help="where the server and the in-process runs compute: cpu, "
+                    "cuda or cuda:N (ringfire serve --device)")
     ap.add_argument("--json")
     args = ap.parse_args()
     server_cpus = {int(c) for c in args.server_cpus.split(",")} if args.server_cpus else None
@@ -323,9 +332,10 @@ def main() -> None:
         runs = [("mlp", mlp, x_test[:args.images]), ("cnn", cnn, x_test[:args.images].reshape(-1, 1, 8, 8))]
         for name, onnx_bytes, x in [] if args.keys_only else [r for r in runs if r[0] in args.models.split(",")]:
             r = throughput(name, onnx_bytes, x, args.clients, args.requests, workdir, server_options, server_cpus,
-                           args.health_every)
+                           args.health_every, args.server_device)
             results["runs"].append(r)
             where = f" (server on cores {r['server_cpus']}, clients on the others)" if r["server_cpus"] else ""
+            where += f" (computing on {r['device']})" if r["device"] != "cpu" else ""
             print(f"{name}{where}: service {r['service']['requests_per_s']:.2f} req/s vs in-process "
                   f"{r['in_process']['requests_per_s']:.2f} one at a time ({100 * r['throughput_ratio']:.0f} %) and "
                   f"{r['in_process_concurrent']['requests_per_s']:.2f} {r['in_process_at_once']} at once "

@@ -16,7 +16,8 @@
 #   STEPS=tests,ckks,ckks_digits,bootstrap,bootstrap_digits bash benchmarks/gpu/device_check.sh   # ModUp batched against digit by digit
 #
 # Prebuilding the wheel on a machine without a GPU (same Python minor version
-# as the GPU machine's python3) saves the build there:
+# as the GPU machine's python3) saves the build there; it also fetches ringfire[serve]'s
+# wheels into .whl/ (the service's GPU steps need them). Both folders go with the tree:
 #   bash benchmarks/gpu/device_check.sh --prebuild /path/to/python3.12
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -27,6 +28,12 @@ source_hash() {  # what the compiled part is built from
 }
 
 if [[ ${1:-} == --prebuild ]]; then
+  # ringfire[serve]'s packages, which the GPU machine's image lacks, as wheels for its Python
+  # (3.12): the step below installs them beside the image's own, for the service's GPU tests and
+  # benchmark. Best effort: the check runs without them (those two skip).
+  rm -rf .whl && "${2:-python3}" -m pip download -q --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl \
+    "fastapi>=0.110" "uvicorn>=0.29" "blake3>=0.4" || echo "no wheels for ringfire[serve]: its GPU steps will skip" >&2
   rm -rf dist/gpu && mkdir -p dist/gpu
   # The hash of the sources the build starts from; a wheel whose sources changed while it built
   # gets none (it would claim sources it did not compile).
@@ -97,6 +104,11 @@ assert rf.cuda_available()')
 }
 
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv | tee "$LOG/gpu.txt"
+# ringfire[serve]'s wheels (--prebuild fetches them into .whl/), beside the image's packages.
+if compgen -G ".whl/*.whl" >/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/serve-site \
+    .whl/*.whl && export PYTHONPATH=/tmp/serve-site${PYTHONPATH:+:$PYTHONPATH}
+fi
 nproc >>"$LOG/gpu.txt"
 step install 200 bash -c "$(declare -f source_hash install); install" || { tail -40 "$LOG/install.log"; exit 1; }
 (cd /tmp && python3 -c 'import ringfire._core as c; print(c.__file__)') | xargs ldd | grep -E "stdc|cuda" >>"$LOG/gpu.txt"
@@ -194,4 +206,10 @@ for scheme in bgv bfv; do
   step "${scheme}_cpu" 25 bash -c "ringfire bench $scheme --sets N16 --config default --repeat 3 --json --quiet \
     >'$LOG/${scheme}_cpu.json'"
 done
+# The service with its model on the GPU against the same model in-process on the GPU (clients,
+# keys and decryptions on the host): only with ringfire[serve]'s packages.
+if python3 -c "import fastapi, uvicorn, blake3" 2>/dev/null; then
+  step serve 120 python3 benchmarks/serve_load.py --skip-keys --server-device cuda --clients 8 --requests 3 \
+    --json "$LOG/serve_gpu.json"
+fi
 echo "total $(( $(date +%s) - T0 )) s"

@@ -165,6 +165,16 @@ def bgv(folder: pathlib.Path) -> list[str]:
     return out or ["BGV/BFV bench: no result"]
 
 
+def serve(folder: pathlib.Path) -> list[str]:
+    data = _json(folder, "serve_gpu.json")
+    if not data:
+        return ["service on the GPU: no result (needs ringfire[serve]'s wheels in .whl/)"]
+    return ["service on the GPU (ringfire serve --device cuda) " + ", ".join(
+        f"{r['model']}: {r['service']['requests_per_s']:.1f} req/s, in-process {r['in_process']['requests_per_s']:.1f} "
+        f"({100 * r['throughput_ratio']:.0f} %), health p99 {r['service']['health_p99_ms']:.0f} ms"
+        for r in data.get("runs", []))]
+
+
 def main(folder: str) -> None:
     d = pathlib.Path(folder)
     lines = ["=" * 30 + " device check summary " + "=" * 30]
@@ -196,7 +206,7 @@ def main(folder: str) -> None:
                  if k == "generic" and n >= 14]
         return ["  the same, pass shapes read at run time: " + ", ".join(cells)] if cells else []
 
-    parts = [ckks, bootstrap, ntt, ntt_generic, ntt_profile, convert_profile, helr, resnet20, digits, bgv]
+    parts = [ckks, bootstrap, ntt, ntt_generic, ntt_profile, convert_profile, helr, resnet20, digits, bgv, serve]
     parts[2:2] = extra
     for part in parts:
         try:
