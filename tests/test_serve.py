@@ -307,6 +307,23 @@ def new_session(url, token, fingerprint):
     return r.json()["id"]
 
 
+def test_a_second_session_with_the_same_keys_names_them_without_hashing_again(served, monkeypatch):
+    """The client keeps each key's digests while the key lives: another session with the same
+    keys links them without serializing them (a key whose words were replaced is hashed anew)."""
+    url, tokens, _, _ = served
+    client, session = deterministic_session(url, tokens["alice"])
+    key = session.keys.relin
+    saved = []
+    real_save = type(key).save_to
+    monkeypatch.setattr(type(key), "save_to", lambda self, file: saved.append(self) or real_save(self, file))
+    again = client.session("mlp", session.ctx, session.secret_key, session.keys, progress=False)
+    assert again.key_state == {"relin": "linked"} and saved == []
+    key._native = key._res.any()  # the same words, written again: its digests are no longer trusted
+    third = client.session("mlp", session.ctx, session.secret_key, session.keys, progress=False)
+    assert third.key_state == {"relin": "linked"} and saved == [key]
+    client.close()
+
+
 def test_an_interrupted_upload_resumes_and_a_corrupt_chunk_is_refused(served):
     url, tokens, _, _ = served
     token = tokens["alice"]

@@ -14,7 +14,7 @@ from .. import _core
 
 
 class Residency:
-    __slots__ = ("_copies",)
+    __slots__ = ("_copies", "__weakref__")  # weakly referenced: serve.client keeps digests by it
 
     def __init__(self, native):
         self._copies = {_device_of(native): native}
