@@ -116,7 +116,7 @@ step install 200 bash -c "$(declare -f source_hash install); install" || { tail 
 TESTS=(tests/test_cuda.py tests/test_gpu_runtime.py tests/test_gpu_schemes.py tests/test_devices.py
        "tests/test_bgv.py::test_gpu_results_are_bit_identical_to_the_cpu" tests/test_cli.py::test_gpu_flags_fail_clearly_where_they_cannot_run
        tests/test_ckks_lookup.py::test_gpu_lookup_is_bit_identical
-       "tests/test_serve.py::test_a_server_on_the_gpu_answers_bit_for_bit_as_the_cpu"
+       tests/test_serve.py::test_a_server_on_the_gpu_answers_bit_for_bit_as_the_cpu
        tests/test_serve.py::test_ringfire_serve_device_cuda_serves_a_client_in_another_process)  # skip without ringfire[serve]
 step tests 200 python3 -m pytest -q -rs -p no:cacheprovider --durations=8 "${TESTS[@]}"
 
