@@ -28,7 +28,16 @@ SETS = {
     "seed000": dict(poly_degree=1 << 15, coeff_bits=[60] + [40] * 7, special_bits=[60], scale_bits=40,
                     doc="seed 000 Fig. 17: N=2^15, L=8 (Q=60+7x40), P=60"),
     "n16l24": dict(poly_degree=1 << 16, coeff_bits=[60] + [40] * 23, special_bits=[60] * 3, scale_bits=40,
-                   doc="N=2^16, 24 limbs (Q=60+23x40), P=3x60"),
+                   doc="N=2^16, 24 limbs (Q=60+23x40), P=3x60 (dnum=6)"),
+    # The same Q with the special primes a user gets by default: special_bits
+    # omitted, ringfire chooses their count (and the digits) with its key-switching
+    # cost model (rlwe/key_switch_shape.h): 6x60, dnum=3, 128-bit.
+    "n16l24auto": dict(poly_degree=1 << 16, coeff_bits=[60] + [40] * 23 + [60], scale_bits=40,
+                       doc="N=2^16, 24 limbs (Q=60+23x40), special primes chosen by ringfire (6x60, dnum=3)"),
+    # Two digits, the fewest the 128-bit bound allows (log2 QP = 1520 of 1747;
+    # one digit would need P >= 980 bits): the fewest NTTs, the largest P.
+    "n16l24d2": dict(poly_degree=1 << 16, coeff_bits=[60] + [40] * 23, special_bits=[60] * 9, scale_bits=40,
+                     dnum=2, doc="N=2^16, 24 limbs (Q=60+23x40), P=9x60, dnum=2"),
     # The shape of the 100x artifact's key-switching numbers (L=44, dnum=3, 15
     # special primes), for comparison with published GPU results. log2(QP) is
     # above the 128-bit bound at N=2^16 (as in that artifact): timing only.
@@ -73,7 +82,7 @@ def make(params, device):
 def bench_set(name, params, reps, cpu_reps):
     rows = []
     cpu_ctx, _, cpu_keys = make(params, "cpu")
-    say(f"== {name}: {params['doc']}, dnum={cpu_ctx.params.dnum}")
+    say(f"== {name}: {params['doc']}, dnum={cpu_ctx.params.dnum}, {len(cpu_ctx.params.p_primes)} special primes")
     cpu_fns, _ = routines(cpu_ctx, cpu_keys)
     gpu_ctx, gpu_sk, gpu_keys = make(params, "cuda")
     gpu_fns, _ = routines(gpu_ctx, gpu_keys)
@@ -151,7 +160,7 @@ def streams_scaling(params, counts, calls):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sets", default="n13,seed000,n16l24,n16l45")
+    ap.add_argument("--sets", default="n13,seed000,n16l24,n16l24auto,n16l24d2,n16l45")
     ap.add_argument("--json")
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)

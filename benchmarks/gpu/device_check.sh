@@ -126,7 +126,7 @@ if (( QUICK )); then
   exit 0
 fi
 
-step ckks 110 python3 benchmarks/gpu/ckks_gpu.py --json "$LOG/ckks_gpu.json"
+step ckks 150 python3 benchmarks/gpu/ckks_gpu.py --json "$LOG/ckks_gpu.json"
 step bootstrap 150 python3 benchmarks/gpu/bootstrap_gpu.py --orders "${BOOT_ORDERS:-cts,stc}" \
   --json "$LOG/bootstrap_gpu.json"
 # The same two benchmarks with the three-pass base conversion (RINGFIRE_CUDA_BASE_CONVERT=split),
