@@ -139,6 +139,8 @@ class CudaBackend final : public Backend {
   void negate(const u64* a, u64* out, std::size_t batch, const RnsBase& base) override;
   void multiply(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base) override;
   void multiply_add(const u64* a, const u64* b, u64* acc, std::size_t batch, const RnsBase& base) override;
+  void tensor(const u64* a0, const u64* a1, const u64* b0, const u64* b1, u64* d0, u64* d1, u64* d2,
+              const RnsBase& base) override;
   void inner_product_pair(const u64* const* in, const u64* const* b, const u64* const* a, std::size_t terms,
                           u64* out0, u64* out1, const RnsBase& base) override;
   void linear_combination(const u64* const* inputs, const u64* weights, std::size_t terms, u64* out,

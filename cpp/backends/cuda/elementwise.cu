@@ -56,6 +56,50 @@ __global__ void inner_product_pair_kernel(InnerProductParams p, std::size_t term
   out1[c.index] = r1;
 }
 
+// The tensor product of two size-2 ciphertexts in one pass: each input word
+// is read once for the three outputs (four element-wise launches read a0 and
+// a1 twice each and d1 back). The same bodies in the same order as those
+// launches (multiply, then multiply_add; a square adds d1 to itself), so the
+// words are theirs.
+template <bool Square>
+__global__ void tensor_kernel(const u64* a0, const u64* a1, const u64* b0, const u64* b1, u64* d0, u64* d1, u64* d2,
+                              const LimbConstants* limbs, int log_n) {
+  const Coord c = coord(log_n);
+  const Modulus mod = limbs[c.limb].modulus;
+  const u64 x0 = a0[c.index], x1 = a1[c.index];
+  const u64 y0 = Square ? x0 : b0[c.index], y1 = Square ? x1 : b1[c.index];
+  d0[c.index] = mul_mod(x0, y0, mod);
+  const u64 cross = mul_mod(x0, y1, mod);
+  d1[c.index] = Square ? add_mod(cross, cross, mod.value()) : kernel::multiply_add_body(x1, y0, cross, mod);
+  d2[c.index] = mul_mod(x1, y1, mod);
+}
+
+// A linear combination of at most kLcFewTerms terms (key switching's ModDown
+// with its rescale combines three) over up to kLcFewLimbs limbs in one
+// launch, the term loop unrolled: the general kernel below takes 8 limbs a
+// launch, so 24 limbs took three. Pointers and weights: ~2 KiB of parameters.
+constexpr std::size_t kLcFewTerms = 4, kLcFewLimbs = 64;
+struct FewTermParams {
+  const u64* inputs[kLcFewTerms];
+  u64 weights[kLcFewTerms * kLcFewLimbs];  // [t * kLcFewLimbs + local limb]
+};
+
+template <unsigned kTerms>
+__global__ void linear_combination_few_kernel(FewTermParams params, u64* out, const LimbConstants* limbs,
+                                              std::size_t limb0, std::size_t total_limbs, int log_n) {
+  const std::size_t j = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  const std::size_t local = blockIdx.y, limb = limb0 + local;
+  const std::size_t index = ((blockIdx.z * total_limbs + limb) << log_n) | j;
+  const Modulus mod = limbs[limb].modulus;
+  u128 acc = 0;
+#pragma unroll
+  for (unsigned t = 0; t < kTerms; ++t) {
+    const u64 w = params.weights[t * kLcFewLimbs + local];  // uniform across the block
+    if (w != 0) acc += mul_wide(params.inputs[t][index], w);
+  }
+  out[index] = reduce_u128(acc, mod);
+}
+
 // One chunk of a linear combination: up to 32 terms (one lazy 128-bit sum,
 // reduced once) for up to 8 limbs, with the pointers and weights passed as
 // a kernel parameter (~2.3 KiB).
@@ -111,6 +155,18 @@ void CudaBackend::multiply_add(const u64* a, const u64* b, u64* acc, std::size_t
   RF_ELEMENTWISE(Op::multiply_add, a, b, acc, "multiply_add");
 }
 #undef RF_ELEMENTWISE
+
+void CudaBackend::tensor(const u64* a0, const u64* a1, const u64* b0, const u64* b1, u64* d0, u64* d1, u64* d2,
+                         const RnsBase& base) {
+  DeviceGuard guard(device_);
+  const LimbConstants* lc = limb_constants(base);
+  const Geometry g = coeff_geometry(base.n(), base.size(), 1);
+  if (a0 == b0 && a1 == b1)
+    tensor_kernel<true><<<g.grid, g.block, 0, launch_stream()>>>(a0, a1, b0, b1, d0, d1, d2, lc, g.log_n);
+  else
+    tensor_kernel<false><<<g.grid, g.block, 0, launch_stream()>>>(a0, a1, b0, b1, d0, d1, d2, lc, g.log_n);
+  after_launch("tensor");
+}
 
 namespace {
 
@@ -181,6 +237,23 @@ void CudaBackend::linear_combination(const u64* const* inputs, const u64* weight
   const std::size_t limbs = base.size(), n = base.n();
   if (terms == 0) {
     zero(out, batch * limbs * n);
+    return;
+  }
+  if (terms <= kLcFewTerms) {
+    for (std::size_t l0 = 0; l0 < limbs; l0 += kLcFewLimbs) {
+      const std::size_t count = std::min(kLcFewLimbs, limbs - l0);
+      const Geometry g = coeff_geometry(n, count, batch);
+      FewTermParams params{};
+      for (std::size_t t = 0; t < terms; ++t) {
+        params.inputs[t] = inputs[t];
+        for (std::size_t l = 0; l < count; ++l) params.weights[t * kLcFewLimbs + l] = weights[t * limbs + l0 + l];
+      }
+      using FewFn = void (*)(FewTermParams, u64*, const LimbConstants*, std::size_t, std::size_t, int);
+      constexpr FewFn kernels[kLcFewTerms] = {linear_combination_few_kernel<1>, linear_combination_few_kernel<2>,
+                                              linear_combination_few_kernel<3>, linear_combination_few_kernel<4>};
+      kernels[terms - 1]<<<g.grid, g.block, 0, launch_stream()>>>(params, out, lc, l0, limbs, g.log_n);
+      after_launch("linear_combination");
+    }
     return;
   }
   // More than one chunk of terms: partial sums go to scratch, and only the

@@ -149,6 +149,15 @@ std::vector<std::pair<std::string, bool>> selftest(std::size_t n, std::size_t li
   compare("multiply", {a, b, zeros}, {2}, [&](Backend& be, auto& p) { be.multiply(p[0], p[1], p[2], batch, *base); });
   compare("multiply_add", {a, b, c}, {2}, [&](Backend& be, auto& p) { be.multiply_add(p[0], p[1], p[2], batch, *base); });
 
+  // The tensor product (one kernel on the GPU, the element-wise calls on the
+  // CPU), and the square it becomes when b is a.
+  const std::vector<u64> a1 = random_polys(*base, 1, rng), b1 = random_polys(*base, 1, rng);
+  const std::vector<u64> a0(a.begin(), a.begin() + one), b0(b.begin(), b.begin() + one), none(one, 0);
+  compare("tensor", {a0, a1, b0, b1, none, none, none}, {4, 5, 6},
+          [&](Backend& be, auto& p) { be.tensor(p[0], p[1], p[2], p[3], p[4], p[5], p[6], *base); });
+  compare("tensor_square", {a0, a1, none, none, none}, {2, 3, 4},
+          [&](Backend& be, auto& p) { be.tensor(p[0], p[1], p[0], p[1], p[2], p[3], p[4], *base); });
+
   std::vector<u64> scalars(limbs);
   for (std::size_t l = 0; l < limbs; ++l) scalars[l] = random_words(1, rng, base->modulus(l).value() - 1)[0];
   compare("multiply_scalar", {a, zeros}, {1},
@@ -191,6 +200,20 @@ std::vector<std::pair<std::string, bool>> selftest(std::size_t n, std::size_t li
             {static_cast<int>(aliased ? 0 : terms)}, [&](Backend& be, auto& p) {
               std::vector<const u64*> in(p.begin(), p.begin() + terms);
               be.linear_combination(in.data(), weights.data(), terms, aliased ? p[0] : p[terms], batch, *base);
+            });
+  }
+
+  // Three terms (ModDown with its rescale): the few-term kernel, one launch
+  // for every limb; one weight zero.
+  for (bool aliased : {false, true}) {
+    std::vector<std::vector<u64>> buffers(lc_inputs.begin(), lc_inputs.begin() + 3);
+    buffers.push_back(zeros);
+    std::vector<u64> few(weights.begin(), weights.begin() + 3 * limbs);
+    few[limbs + 1] = 0;
+    compare(aliased ? "linear_combination_3_aliased" : "linear_combination_3", buffers, {aliased ? 0 : 3},
+            [&](Backend& be, auto& p) {
+              const u64* in[3] = {p[0], p[1], p[2]};
+              be.linear_combination(in, few.data(), 3, aliased ? p[0] : p[3], batch, *base);
             });
   }
 

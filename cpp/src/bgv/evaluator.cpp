@@ -64,18 +64,7 @@ std::pair<std::int64_t, std::int64_t> short_pair(u64 c, u64 t) {
 void tensor_polys(Backend& be, const u64* a0, const u64* a1, const u64* b0, const u64* b1, u64* out, bool square,
                   const RnsBase& base) {
   const std::size_t words = base.size() * base.n();
-  u64 *d0 = out, *d1 = out + words, *d2 = out + 2 * words;
-  if (square) {
-    be.multiply(a0, a0, d0, 1, base);
-    be.multiply(a0, a1, d1, 1, base);
-    be.add(d1, d1, d1, 1, base);
-    be.multiply(a1, a1, d2, 1, base);
-  } else {
-    be.multiply(a0, b0, d0, 1, base);
-    be.multiply(a0, b1, d1, 1, base);
-    be.multiply_add(a1, b0, d1, 1, base);
-    be.multiply(a1, b1, d2, 1, base);
-  }
+  be.tensor(a0, a1, square ? a0 : b0, square ? a1 : b1, out, out + words, out + 2 * words, base);
 }
 
 Evaluator::Evaluator(ContextPtr context) : RlweEvaluator(rlwe_of(context)), context_(std::move(context)) {}

@@ -228,10 +228,7 @@ Ciphertext Evaluator::multiply(const Ciphertext& a, const Ciphertext& b) const {
   Ciphertext out(a.context(), 3, a.level(), with_scale(a.metadata(), scale), a.device(), kUninitialized);
   Backend& be = backend(a);
   const RnsBase& base = a.base();
-  be.multiply(a.poly(0), b.poly(0), out.poly(0), 1, base);
-  be.multiply(a.poly(0), b.poly(1), out.poly(1), 1, base);
-  be.multiply_add(a.poly(1), b.poly(0), out.poly(1), 1, base);
-  be.multiply(a.poly(1), b.poly(1), out.poly(2), 1, base);
+  be.tensor(a.poly(0), a.poly(1), b.poly(0), b.poly(1), out.poly(0), out.poly(1), out.poly(2), base);
   out.set_noise_bits(product_noise(a, b));
   out.set_complex(a.is_complex() || b.is_complex());
   return out;
@@ -247,10 +244,7 @@ Ciphertext Evaluator::square(const Ciphertext& a) const {
   Ciphertext out(a.context(), 3, a.level(), with_scale(a.metadata(), scale), a.device(), kUninitialized);
   Backend& be = backend(a);
   const RnsBase& base = a.base();
-  be.multiply(a.poly(0), a.poly(0), out.poly(0), 1, base);
-  be.multiply(a.poly(0), a.poly(1), out.poly(1), 1, base);
-  be.add(out.poly(1), out.poly(1), out.poly(1), 1, base);
-  be.multiply(a.poly(1), a.poly(1), out.poly(2), 1, base);
+  be.tensor(a.poly(0), a.poly(1), a.poly(0), a.poly(1), out.poly(0), out.poly(1), out.poly(2), base);
   out.set_noise_bits(product_noise(a, a));
   return out;
 }

@@ -48,6 +48,24 @@ class Backend {
   virtual void multiply(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base) = 0;
   // acc = acc + a * b (mod q_i) with one reduction per element (mad_mod).
   virtual void multiply_add(const u64* a, const u64* b, u64* acc, std::size_t batch, const RnsBase& base) = 0;
+  // The tensor product of two size-2 ciphertexts, one polynomial each on `base`:
+  // d0 = a0 b0, d1 = a0 b1 + a1 b0, d2 = a1 b1 (mod q_i), element-wise; a square
+  // when a0 == b0 and a1 == b1 (then d1 = 2 a0 a1). Outputs must not alias the
+  // inputs. This default makes the element-wise calls one by one; a backend may
+  // read each input once for all three outputs (the GPU: one launch, not four).
+  virtual void tensor(const u64* a0, const u64* a1, const u64* b0, const u64* b1, u64* d0, u64* d1, u64* d2,
+                      const RnsBase& base) {
+    if (a0 == b0 && a1 == b1) {
+      multiply(a0, a0, d0, 1, base);
+      multiply(a0, a1, d1, 1, base);
+      add(d1, d1, d1, 1, base);
+    } else {
+      multiply(a0, b0, d0, 1, base);
+      multiply(a0, b1, d1, 1, base);
+      multiply_add(a1, b0, d1, 1, base);
+    }
+    multiply(a1, b1, d2, 1, base);
+  }
   // Key-switching inner product over one polynomial on `base`: out0 =
   // sum_t in[t] * b[t], out1 = sum_t in[t] * a[t] (mod q_i), element-wise,
   // in one pass with one reduction per 32 terms (lazy 128-bit sums). in, b
