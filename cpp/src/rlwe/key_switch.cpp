@@ -40,13 +40,21 @@ Buffer to_coefficients(const RlweContext& ctx, const u64* c, std::size_t level, 
   return c_coeff;
 }
 
+// Where the inner product writes the two sums: their limbs on q_0..q_level at
+// q0 / q1, their limbs on P at p0 / p1. The P limbs (ModDown's source) sit
+// apart from the Q limbs so that ModDown can take both sums' P parts as one
+// batch of two polynomials, with nothing copied.
+struct Sums {
+  u64 *q0, *q1, *p0, *p1;
+};
+
 // The inner product with a per-use key whose a_j are not in memory: limb by
 // limb (the limbs in parallel), each digit's row of a_j expanded from its seed
 // into a scratch row just before the products read it, so the a_j never go
 // to memory as a whole (they would be written and read back: as much traffic
 // as reading expanded keys, on top of the expansion).
 void inner_product_seeded(const RlweContext& ctx, std::size_t level, const u64* digits, std::size_t count,
-                          std::size_t digit_words, const KeySwitchKey& key, u64* acc0, u64* acc1, Backend& be) {
+                          std::size_t digit_words, const KeySwitchKey& key, const Sums& sums, Backend& be) {
   const std::size_t n = ctx.n(), q = level + 1, limbs = q + ctx.special_count(), key_q_limbs = key.level() + 1;
   std::vector<RnsBasePtr> limb_base(limbs);
   std::vector<std::size_t> key_row(limbs);
@@ -64,20 +72,21 @@ void inner_product_seeded(const RlweContext& ctx, std::size_t level, const u64* 
         b[j] = key.b(j) + key_row[i] * n;
         a[j] = rows.data() + j * n;
       }
-      be.inner_product_pair(in.data(), b.data(), a.data(), count, acc0 + i * n, acc1 + i * n, *limb_base[i]);
+      u64* out0 = i < q ? sums.q0 + i * n : sums.p0 + (i - q) * n;
+      u64* out1 = i < q ? sums.q1 + i * n : sums.p1 + (i - q) * n;
+      be.inner_product_pair(in.data(), b.data(), a.data(), count, out0, out1, *limb_base[i]);
     }
   };
   parallel_items(limbs, body);
 }
 
 // The inner product of the extended digits (digit_words apart, starting at
-// `digits`) with the key's (b_j, a_j) into acc0/acc1 (level+1+k limbs each).
-// Key polynomials hold the Q limbs first and the P limbs at L+1; the digits
-// hold q_0..q_level then P.
+// `digits`) with the key's (b_j, a_j) into `sums`. Key polynomials hold the Q
+// limbs first and the P limbs at L+1; the digits hold q_0..q_level then P.
 void inner_product(const RlweContext& ctx, std::size_t level, const u64* digits, std::size_t count,
-                   std::size_t digit_words, const KeySwitchKey& key, u64* acc0, u64* acc1, Backend& be) {
+                   std::size_t digit_words, const KeySwitchKey& key, const Sums& sums, Backend& be) {
   if (key.expands_per_use() && !key.expanded() && key.device().is_host())
-    return inner_product_seeded(ctx, level, digits, count, digit_words, key, acc0, acc1, be);
+    return inner_product_seeded(ctx, level, digits, count, digit_words, key, sums, be);
   const std::size_t n = ctx.n(), q = level + 1, key_q_limbs = key.level() + 1;
   std::vector<const u64*> in(count), b(count), a(count), in_p(count), b_p(count), a_p(count);
   for (std::size_t j = 0; j < count; ++j) {
@@ -88,40 +97,62 @@ void inner_product(const RlweContext& ctx, std::size_t level, const u64* digits,
     b_p[j] = b[j] + key_q_limbs * n;
     a_p[j] = a[j] + key_q_limbs * n;
   }
-  be.inner_product_pair(in.data(), b.data(), a.data(), count, acc0, acc1, *ctx.level_base(level));
-  be.inner_product_pair(in_p.data(), b_p.data(), a_p.data(), count, acc0 + q * n, acc1 + q * n, *ctx.special_base());
+  be.inner_product_pair(in.data(), b.data(), a.data(), count, sums.q0, sums.q1, *ctx.level_base(level));
+  be.inner_product_pair(in_p.data(), b_p.data(), a_p.data(), count, sums.p0, sums.p1, *ctx.special_base());
 }
 
-// The inner product, then ModDown of both sums into out0 / out1.
+// The inner product, then ModDown of both sums into out0 / out1: the two P
+// parts through the inverse NTT, the conversion to Q and the forward NTT as
+// one batch of two (on a GPU one launch per step that fills the device, not
+// two that half do), then out_i = (sum_i - that) P^-1.
 void inner_product_and_mod_down(const RlweContext& ctx, std::size_t level, const u64* digits, std::size_t count,
                                 std::size_t digit_words, const KeySwitchKey& key, u64* out0, u64* out1, Backend& be) {
-  const std::size_t words = (level + 1 + ctx.special_count()) * ctx.n();
-  Buffer acc0(words, key.device()), acc1(words, key.device());
-  inner_product(ctx, level, digits, count, digit_words, key, acc0.data(), acc1.data(), be);
-  divide_by_special(ctx, level, acc0.data(), out0, be);
-  divide_by_special(ctx, level, acc1.data(), out1, be);
+  const std::size_t n = ctx.n(), q_limbs = level + 1, k = ctx.special_count();
+  const Device& device = key.device();
+  const RnsBase& q_base = *ctx.level_base(level);
+  Buffer q_sums(2 * q_limbs * n, device), p_sums(2 * k * n, device), lifted(2 * q_limbs * n, device);
+  const Sums sums{q_sums.data(), q_sums.data() + q_limbs * n, p_sums.data(), p_sums.data() + k * n};
+  inner_product(ctx, level, digits, count, digit_words, key, sums, be);
+  be.ntt_inverse(p_sums.data(), 2, *ctx.special_base());
+  be.base_convert(p_sums.data(), lifted.data(), 2, ctx.mod_down(level), BaseConversion::exact);
+  be.ntt_forward(lifted.data(), 2, q_base);
+  std::vector<u64> p_inv(q_limbs);
+  for (std::size_t i = 0; i < q_limbs; ++i) p_inv[i] = ctx.p_inverse_mod_q(i);
+  u64* outs[2] = {out0, out1};
+  const u64* q_parts[2] = {sums.q0, sums.q1};
+  for (std::size_t i = 0; i < 2; ++i) {
+    be.sub(q_parts[i], lifted.data() + i * q_limbs * n, outs[i], 1, q_base);
+    be.multiply_scalar(outs[i], p_inv.data(), outs[i], 1, q_base);
+  }
 }
 
-// out = round((d P + acc) / (P q_level)) over q_0..q_{level-1}: acc holds
-// (level+1+k) limbs in evaluation form and is clobbered; d has level+1 limbs.
-// T = d P + acc is acc on the P primes (P = 0 there) and d P + acc on q_i;
-// its residues on q_level and P (adjacent in acc) convert exactly to the
-// centred T mod (q_level P), and out = (d P + acc - that) / (P q_level)
-// = d q_level^-1 + (acc - that) (P q_level)^-1: one linear combination.
-void mod_down_rescale(const RlweContext& ctx, std::size_t level, u64* acc, const u64* d, u64* out, Backend& be,
-                      const Device& device) {
-  const std::size_t n = ctx.n();
+// out_i = round((d_i P + acc_i) / (P q_level)) over q_0..q_{level-1}, for both
+// key-switching sums acc_i at once (their Q limbs at sums.q0 / q1; their P
+// limbs at sums.p0 / p1, each one limb into its slot of `tops`, which holds
+// two (1 + k)-limb polynomials); d_i have level+1 limbs. T_i = d_i P + acc_i
+// is acc_i on the P primes (P = 0 there) and d_i P + acc_i on q_i; its
+// residues on q_level and P (a slot of `tops`, in the converter's order)
+// convert exactly to the centred T_i mod (q_level P), and out_i = (d_i P +
+// acc_i - that) / (P q_level) = d_i q_level^-1 + (acc_i - that) (P
+// q_level)^-1: one linear combination. The two tops go through the inverse
+// NTT, the conversion and the forward NTT as one batch of two.
+void mod_down_rescale_pair(const RlweContext& ctx, std::size_t level, const Sums& sums, u64* tops, const u64* d0,
+                           const u64* d1, u64* out0, u64* out1, Backend& be, const Device& device) {
+  const std::size_t n = ctx.n(), top_limbs = 1 + ctx.special_count();
   const BaseConverter& conv = ctx.mod_down_rescale(level);
   const RnsBase& lower = *ctx.level_base(level - 1);
   const RnsBase& last = *ctx.prime_base(level);
-  u64* top = acc + level * n;  // q_level's limb, then P's: the converter's source, in its order
-  Buffer scaled(n, device), lifted(level * n, device);
+  Buffer scaled(n, device), lifted(2 * level * n, device);
   const u64 p_mod_q_last = ctx.p_mod_q(level);
-  be.multiply_scalar(d + level * n, &p_mod_q_last, scaled.data(), 1, last);
-  be.add(top, scaled.data(), top, 1, last);
-  be.ntt_inverse(top, 1, conv.from());
-  be.base_convert(top, lifted.data(), 1, conv, BaseConversion::exact);
-  be.ntt_forward(lifted.data(), 1, lower);
+  const u64* ds[2] = {d0, d1};
+  const u64* q_parts[2] = {sums.q0, sums.q1};
+  for (std::size_t i = 0; i < 2; ++i) {
+    be.multiply_scalar(ds[i] + level * n, &p_mod_q_last, scaled.data(), 1, last);
+    be.add(q_parts[i] + level * n, scaled.data(), tops + i * top_limbs * n, 1, last);
+  }
+  be.ntt_inverse(tops, 2, conv.from());
+  be.base_convert(tops, lifted.data(), 2, conv, BaseConversion::exact);
+  be.ntt_forward(lifted.data(), 2, lower);
   std::vector<u64> weights(3 * level);
   for (std::size_t i = 0; i < level; ++i) {
     const Modulus& qi = lower.modulus(i);
@@ -131,10 +162,13 @@ void mod_down_rescale(const RlweContext& ctx, std::size_t level, u64* acc, const
     weights[level + i] = pq_inv;
     weights[2 * level + i] = neg_mod(pq_inv, qi.value());
   }
-  // One polynomial per input: only the first `level` limbs of d and acc
-  // (which have more) are read.
-  const u64* inputs[3] = {d, acc, lifted.data()};
-  be.linear_combination(inputs, weights.data(), 3, out, 1, lower);
+  // One polynomial per input: only the first `level` limbs of d and of the
+  // Q sums (which have more) are read.
+  u64* outs[2] = {out0, out1};
+  for (std::size_t i = 0; i < 2; ++i) {
+    const u64* inputs[3] = {ds[i], q_parts[i], lifted.data() + i * level * n};
+    be.linear_combination(inputs, weights.data(), 3, outs[i], 1, lower);
+  }
 }
 
 void check_key_level(std::size_t level, const KeySwitchKey& key) {
@@ -198,11 +232,11 @@ void key_switch_rescale(const RlweContext& ctx, const u64* c, const u64* d0, con
   require(level >= 1, "rlwe.key_switch", "the ciphertext is at level 0: no prime left to rescale by");
   Backend& be = backend_for(key.device());
   const HoistedDigits digits(ctx, c, level, key.device());
-  const std::size_t words = (level + 1 + ctx.special_count()) * ctx.n();
-  Buffer acc0(words, key.device()), acc1(words, key.device());
-  inner_product(ctx, level, digits.digit(0), digits.count(), digits.digit_words(), key, acc0.data(), acc1.data(), be);
-  mod_down_rescale(ctx, level, acc0.data(), d0, out0, be, key.device());
-  mod_down_rescale(ctx, level, acc1.data(), d1, out1, be, key.device());
+  const std::size_t n = ctx.n(), q_limbs = level + 1, top_limbs = 1 + ctx.special_count();
+  Buffer q_sums(2 * q_limbs * n, key.device()), tops(2 * top_limbs * n, key.device());
+  const Sums sums{q_sums.data(), q_sums.data() + q_limbs * n, tops.data() + n, tops.data() + (top_limbs + 1) * n};
+  inner_product(ctx, level, digits.digit(0), digits.count(), digits.digit_words(), key, sums, be);
+  mod_down_rescale_pair(ctx, level, sums, tops.data(), d0, d1, out0, out1, be, key.device());
 }
 
 void key_switch_hoisted(const RlweContext& ctx, const HoistedDigits& digits, u64 galois_element,
