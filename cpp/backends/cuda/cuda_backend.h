@@ -133,6 +133,7 @@ class CudaBackend final : public Backend {
 
   void ntt_forward(u64* data, std::size_t batch, const RnsBase& base) override;
   void ntt_inverse(u64* data, std::size_t batch, const RnsBase& base) override;
+  void ntt_inverse_into(const u64* src, u64* dst, std::size_t batch, const RnsBase& base) override;
 
   void add(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base) override;
   void sub(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base) override;
@@ -149,6 +150,8 @@ class CudaBackend final : public Backend {
                        const RnsBase& base) override;
   void add_scalar(const u64* a, const u64* scalars, u64* out, std::size_t batch, const RnsBase& base) override;
   void copy(const u64* src, u64* dst, std::size_t words) override;
+  void copy_blocks(const u64* src, std::size_t src_step, u64* dst, std::size_t dst_step, std::size_t words,
+                   std::size_t count) override;
   void zero(u64* dst, std::size_t words) override;
   void poly_multiply(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base,
                      PolyMulMethod method) override;

@@ -288,6 +288,16 @@ void CudaBackend::copy(const u64* src, u64* dst, std::size_t words) {
   after_launch("copy");
 }
 
+void CudaBackend::copy_blocks(const u64* src, std::size_t src_step, u64* dst, std::size_t dst_step,
+                              std::size_t words, std::size_t count) {
+  if (words == 0 || count == 0) return;
+  DeviceGuard guard(device_);
+  check(cudaMemcpy2DAsync(dst, dst_step * sizeof(u64), src, src_step * sizeof(u64), words * sizeof(u64), count,
+                          cudaMemcpyDeviceToDevice, launch_stream()),
+        "cuda.copy");
+  after_launch("copy_blocks");
+}
+
 void CudaBackend::zero(u64* dst, std::size_t words) {
   if (words == 0) return;
   DeviceGuard guard(device_);

@@ -383,6 +383,10 @@ void CudaBackend::ntt_inverse(u64* data, std::size_t batch, const RnsBase& base)
   transform(data, nullptr, data, batch, base, false);
 }
 
+void CudaBackend::ntt_inverse_into(const u64* src, u64* dst, std::size_t batch, const RnsBase& base) {
+  transform(src, nullptr, dst, batch, base, false);  // the first pass reads src: no copy
+}
+
 void CudaBackend::poly_multiply(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base,
                                 PolyMulMethod method) {
   // Karatsuba (seed 002 Alg. 7/8) takes the NTT path here: both produce the

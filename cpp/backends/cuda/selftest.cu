@@ -218,6 +218,12 @@ std::vector<std::pair<std::string, bool>> selftest(std::size_t n, std::size_t li
   }
 
   compare("copy", {a, zeros}, {1}, [&](Backend& be, auto& p) { be.copy(p[0], p[1], words); });
+  // Two blocks of half a limb, n words apart in a, to n / 4 and 5 n / 4 of the
+  // output (within the 2 n words of the smallest call: one limb, two polynomials).
+  compare("copy_blocks", {a, zeros}, {1},
+          [&](Backend& be, auto& p) { be.copy_blocks(p[0], n, p[1] + n / 4, n, n / 2, 2); });
+  compare("ntt_inverse_into", {a, zeros}, {0, 1},
+          [&](Backend& be, auto& p) { be.ntt_inverse_into(p[0], p[1], batch, *base); });
   compare("zero", {a}, {0}, [&](Backend& be, auto& p) { be.zero(p[0], words); });
 
   // Base conversion: fast and exact, a few source limbs (Shoup inner sum)

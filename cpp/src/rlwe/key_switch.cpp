@@ -35,8 +35,7 @@ void mod_up_digit(const RlweContext& ctx, const u64* c, const u64* c_coeff, std:
 
 Buffer to_coefficients(const RlweContext& ctx, const u64* c, std::size_t level, const Device& device, Backend& be) {
   Buffer c_coeff((level + 1) * ctx.n(), device);
-  be.copy(c, c_coeff.data(), c_coeff.size());
-  be.ntt_inverse(c_coeff.data(), 1, *ctx.level_base(level));
+  be.ntt_inverse_into(c, c_coeff.data(), 1, *ctx.level_base(level));
   return c_coeff;
 }
 
@@ -220,7 +219,8 @@ HoistedDigits::HoistedDigits(const RlweContext& ctx, const u64* c, std::size_t l
   for (std::size_t j = 0; j < full; ++j) convs[j] = &ctx.mod_up(level, j);
   be.mod_up_digits(c_coeff.data(), convs.data(), full, alpha, data_.data(), poly_words_, converted.data(),
                    BaseConversion::exact);
-  for (std::size_t j = 0; j < full; ++j) be.copy(c + j * alpha * n, digit(j) + j * alpha * n, alpha * n);
+  // Digit j's own limbs, c's limbs [j alpha, (j + 1) alpha), to the same rows of digit j.
+  be.copy_blocks(c, alpha * n, digit(0), poly_words_ + alpha * n, alpha * n, full);
   for (std::size_t j = full; j < digits_; ++j)
     mod_up_digit(ctx, c, c_coeff.data(), level, j, converted.data(), digit(j), be);
 }

@@ -40,6 +40,13 @@ class Backend {
   // In-place negacyclic NTT: coefficient -> evaluation form, and back.
   virtual void ntt_forward(u64* data, std::size_t batch, const RnsBase& base) = 0;
   virtual void ntt_inverse(u64* data, std::size_t batch, const RnsBase& base) = 0;
+  // dst = the inverse NTT of src, which is left alone (regions must not
+  // overlap). This default copies, then transforms in place; a backend may
+  // read src in its first pass instead (one pass over memory fewer).
+  virtual void ntt_inverse_into(const u64* src, u64* dst, std::size_t batch, const RnsBase& base) {
+    copy(src, dst, batch * base.size() * base.n());
+    ntt_inverse(dst, batch, base);
+  }
 
   // Element-wise, any form: out = a + b, a - b, -a, a * b (mod q_i).
   virtual void add(const u64* a, const u64* b, u64* out, std::size_t batch, const RnsBase& base) = 0;
@@ -96,6 +103,13 @@ class Backend {
   virtual void add_scalar(const u64* a, const u64* scalars, u64* out, std::size_t batch, const RnsBase& base) = 0;
   // dst = src, `words` words on this backend's device (regions must not overlap).
   virtual void copy(const u64* src, u64* dst, std::size_t words) = 0;
+  // `count` blocks of `words` words: block i from src + i * src_step to
+  // dst + i * dst_step (no overlaps). This default copies block by block; a
+  // backend may move them all at once (the GPU: one strided copy).
+  virtual void copy_blocks(const u64* src, std::size_t src_step, u64* dst, std::size_t dst_step, std::size_t words,
+                           std::size_t count) {
+    for (std::size_t i = 0; i < count; ++i) copy(src + i * src_step, dst + i * dst_step, words);
+  }
   // dst = 0, `words` words.
   virtual void zero(u64* dst, std::size_t words) = 0;
 
