@@ -291,6 +291,11 @@ void CudaBackend::copy(const u64* src, u64* dst, std::size_t words) {
 void CudaBackend::copy_blocks(const u64* src, std::size_t src_step, u64* dst, std::size_t dst_step,
                               std::size_t words, std::size_t count) {
   if (words == 0 || count == 0) return;
+  // A strided copy's pitches are limited (cudaDevAttrMaxPitch, 2^31 - 1 bytes on
+  // current GPUs): wider steps go block by block.
+  constexpr std::size_t kMaxPitchWords = (std::size_t{1} << 31) / sizeof(u64) - 1;
+  if (src_step > kMaxPitchWords || dst_step > kMaxPitchWords)
+    return Backend::copy_blocks(src, src_step, dst, dst_step, words, count);
   DeviceGuard guard(device_);
   check(cudaMemcpy2DAsync(dst, dst_step * sizeof(u64), src, src_step * sizeof(u64), words * sizeof(u64), count,
                           cudaMemcpyDeviceToDevice, launch_stream()),
