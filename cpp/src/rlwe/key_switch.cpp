@@ -100,29 +100,38 @@ void inner_product(const RlweContext& ctx, std::size_t level, const u64* digits,
   be.inner_product_pair(in_p.data(), b_p.data(), a_p.data(), count, sums.p0, sums.p1, *ctx.special_base());
 }
 
-// The inner product, then ModDown of both sums into out0 / out1: the two P
-// parts through the inverse NTT, the conversion to Q and the forward NTT as
-// one batch of two (on a GPU one launch per step that fills the device, not
-// two that half do), then out_i = (sum_i - that) P^-1.
+// ModDown of `count` polynomials: out_i = (x_i - (x_i mod P, brought to Q)) P^-1
+// over q_0..q_level, x_i's Q limbs at q_parts[i] and its P limbs at p_parts
+// (all of them back to back, evaluation form; clobbered). The P parts go
+// through the inverse NTT, the conversion to Q (into `lifted`, count x
+// (level+1) limbs; outs[0] itself when count is 1) and the forward NTT as one
+// batch (on a GPU one launch per step that fills the device).
+void divide_parts_by_special(const RlweContext& ctx, std::size_t level, const u64* const* q_parts, u64* p_parts,
+                             u64* lifted, u64* const* outs, std::size_t count, Backend& be) {
+  const std::size_t n = ctx.n(), q_limbs = level + 1;
+  const RnsBase& q_base = *ctx.level_base(level);
+  be.ntt_inverse(p_parts, count, *ctx.special_base());
+  be.base_convert(p_parts, lifted, count, ctx.mod_down(level), BaseConversion::exact);
+  be.ntt_forward(lifted, count, q_base);
+  std::vector<u64> p_inv(q_limbs);
+  for (std::size_t i = 0; i < q_limbs; ++i) p_inv[i] = ctx.p_inverse_mod_q(i);
+  for (std::size_t i = 0; i < count; ++i) {
+    be.sub(q_parts[i], lifted + i * q_limbs * n, outs[i], 1, q_base);
+    be.multiply_scalar(outs[i], p_inv.data(), outs[i], 1, q_base);
+  }
+}
+
+// The inner product, then ModDown of both sums into out0 / out1 as one batch of two.
 void inner_product_and_mod_down(const RlweContext& ctx, std::size_t level, const u64* digits, std::size_t count,
                                 std::size_t digit_words, const KeySwitchKey& key, u64* out0, u64* out1, Backend& be) {
   const std::size_t n = ctx.n(), q_limbs = level + 1, k = ctx.special_count();
   const Device& device = key.device();
-  const RnsBase& q_base = *ctx.level_base(level);
   Buffer q_sums(2 * q_limbs * n, device), p_sums(2 * k * n, device), lifted(2 * q_limbs * n, device);
   const Sums sums{q_sums.data(), q_sums.data() + q_limbs * n, p_sums.data(), p_sums.data() + k * n};
   inner_product(ctx, level, digits, count, digit_words, key, sums, be);
-  be.ntt_inverse(p_sums.data(), 2, *ctx.special_base());
-  be.base_convert(p_sums.data(), lifted.data(), 2, ctx.mod_down(level), BaseConversion::exact);
-  be.ntt_forward(lifted.data(), 2, q_base);
-  std::vector<u64> p_inv(q_limbs);
-  for (std::size_t i = 0; i < q_limbs; ++i) p_inv[i] = ctx.p_inverse_mod_q(i);
-  u64* outs[2] = {out0, out1};
   const u64* q_parts[2] = {sums.q0, sums.q1};
-  for (std::size_t i = 0; i < 2; ++i) {
-    be.sub(q_parts[i], lifted.data() + i * q_limbs * n, outs[i], 1, q_base);
-    be.multiply_scalar(outs[i], p_inv.data(), outs[i], 1, q_base);
-  }
+  u64* outs[2] = {out0, out1};
+  divide_parts_by_special(ctx, level, q_parts, p_sums.data(), lifted.data(), outs, 2, be);
 }
 
 // out_i = round((d_i P + acc_i) / (P q_level)) over q_0..q_{level-1}, for both
@@ -181,17 +190,9 @@ void check_key_level(std::size_t level, const KeySwitchKey& key) {
 // out = acc / P over q_0..q_level: acc holds (level+1+k) limbs in evaluation
 // form (Q part then P part); acc's P part is clobbered.
 void divide_by_special(const RlweContext& ctx, std::size_t level, u64* acc, u64* out, Backend& be) {
-  const std::size_t n = ctx.n(), q_limbs = level + 1;
-  const RnsBase& q_base = *ctx.level_base(level);
-  const BaseConverter& conv = ctx.mod_down(level);
-  u64* p_part = acc + q_limbs * n;
-  be.ntt_inverse(p_part, 1, *ctx.special_base());
-  be.base_convert(p_part, out, 1, conv, BaseConversion::exact);
-  be.ntt_forward(out, 1, q_base);
-  be.sub(acc, out, out, 1, q_base);
-  std::vector<u64> p_inv(q_limbs);
-  for (std::size_t i = 0; i < q_limbs; ++i) p_inv[i] = ctx.p_inverse_mod_q(i);
-  be.multiply_scalar(out, p_inv.data(), out, 1, q_base);
+  const u64* q_parts[1] = {acc};
+  u64* outs[1] = {out};
+  divide_parts_by_special(ctx, level, q_parts, acc + (level + 1) * ctx.n(), out, outs, 1, be);
 }
 
 void key_switch(const RlweContext& ctx, const u64* c, std::size_t level, const KeySwitchKey& key, u64* out0,
