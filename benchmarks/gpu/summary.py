@@ -71,6 +71,25 @@ def ntt(folder: pathlib.Path) -> list[str]:
             "  goals: batched 2^16 <= 1.0 us/limb, single <= 8 us"]
 
 
+def ntt_side_by_side(folder: pathlib.Path) -> list[str]:
+    """The ntt_blocks and ntt_batch steps: us per limb of each kernel variant, per shape."""
+    out = []
+    for name, title in (("ntt_gpu_blocks.json", "NTT us/limb, default vs four blocks an SM"),
+                        ("ntt_gpu_pipeline.json", "NTT us/limb, one tile a block vs double-buffered"),
+                        ("ntt_gpu_batch.json", "NTT us/limb, a batch of 3: limb-major (shared) vs polynomial-major, "
+                                               "one tile vs double-buffered")):
+        data = _json(folder, name)
+        if not data:
+            continue
+        cells: dict = {}
+        for r in data["rows"]:
+            key = f"{r['op'].replace('ntt_', '')} 2^{r['log_n']}x{r['limbs']}"
+            cells.setdefault(key, []).append(f"{r['kernel']} {r['us_per_limb']:.3f}")
+        out.append(f"{title}:")
+        out += [f"  {key}: " + ", ".join(v) for key, v in cells.items()]
+    return out
+
+
 def bootstrap(folder: pathlib.Path, name: str = "bootstrap_gpu.json", title: str = "bootstrap") -> list[str]:
     rows = _json(folder, name)
     if not rows:
@@ -87,12 +106,12 @@ def bootstrap(folder: pathlib.Path, name: str = "bootstrap_gpu.json", title: str
     return out
 
 
-def helr(folder: pathlib.Path) -> list[str]:
-    data = _json(folder, "helr_gpu.json")
+def helr(folder: pathlib.Path, name: str = "helr_gpu.json", title: str = "HELR") -> list[str]:
+    data = _json(folder, name)
     if not data:
-        return ["HELR: no result"]
+        return [f"{title}: no result"]
     its = ", ".join(f"{s:.3f}" for s in data["iteration_s"])
-    out = [f"HELR iterations on {data.get('device')} (s): {its}; bootstraps {data['bootstraps']} "
+    out = [f"{title} iterations on {data.get('device')} (s): {its}; bootstraps {data['bootstraps']} "
            f"(goal <= 0.1 s per iteration; Cheddar 40.7 ms)"]
     for key, title in (("profile", "warm iteration + bootstrap"),
                        ("profile_mask_encoded_each_time", "the same, mask encoded at every product")):
@@ -185,16 +204,24 @@ def main(folder: str) -> None:
     lines.append("tests: " + _last_match(d / "tests.log", r"passed|failed|error"))
     lines.append("sanitizer: " + _last_match(d / "sanitizer.log", r"ERROR SUMMARY") + " | "
                  + _last_match(d / "sanitizer.log", r"passed|failed"))
+    if (d / "racecheck.log").exists():
+        lines.append("racecheck: " + _last_match(d / "racecheck.log", r"ERROR SUMMARY|RACECHECK SUMMARY") + " | "
+                     + _last_match(d / "racecheck.log", r"passed|failed"))
     # The variant steps: the same benchmarks with the three-pass base conversion
     # (split), the NTT's run-time pass shapes (generic), ModUp's separate scatter
-    # (separate) or both (old), for side-by-side views on one device (only when they ran).
+    # (separate) or both (old), ModUp's digits one by one (digits), the NTT at four
+    # blocks an SM (blocks4), its batches polynomial-major (poly), its passes double-buffered
+    # or not (pipelined, one_tile), for side-by-side
+    # views on one device (only when they ran).
     variants = {"split": "split base conversion", "generic": "NTT passes shaped at run time",
                 "separate": "ModUp scatter kernel", "digits": "ModUp's digits one by one",
-                "old": "NTT and ModUp as before 2026-11-28"}
+                "old": "NTT and ModUp as before 2026-11-28", "blocks4": "NTT at four blocks an SM",
+                "poly": "NTT batches polynomial-major", "pipelined": "NTT passes double-buffered",
+                "one_tile": "NTT passes one tile a block"}
     extra = []
     for key, label in variants.items():
-        for bench, title in ((ckks, "CKKS routines"), (bootstrap, "bootstrap")):
-            name = f"{'ckks' if bench is ckks else 'bootstrap'}_gpu_{key}.json"
+        for bench, title in ((ckks, "CKKS routines"), (bootstrap, "bootstrap"), (helr, "HELR")):
+            name = f"{bench.__name__}_gpu_{key}.json"
             if (d / name).exists():
                 part = (lambda folder, b=bench, n=name, t=f"{title}, {label}": b(folder, n, t))
                 part.__name__ = name
@@ -208,7 +235,8 @@ def main(folder: str) -> None:
                  if k == "generic" and n >= 14]
         return ["  the same, pass shapes read at run time: " + ", ".join(cells)] if cells else []
 
-    parts = [ckks, bootstrap, ntt, ntt_generic, ntt_profile, convert_profile, helr, resnet20, digits, bgv, serve]
+    parts = [ckks, bootstrap, ntt, ntt_generic, ntt_side_by_side, ntt_profile, convert_profile, helr, resnet20, digits,
+             bgv, serve]
     parts[2:2] = extra
     for part in parts:
         try:

@@ -52,11 +52,11 @@ void bind_cuda(nb::module_& m) {
   m.def(
       "cuda_time_kernel",
       [](const std::string& op, std::size_t n, std::size_t limbs, int bits, const std::string& kernel, int rounds,
-         int calls, int device) {
+         int calls, int device, std::size_t batch) {
         cuda::KernelTiming t;
         {
           nb::gil_scoped_release release;
-          t = cuda::time_kernel(op, n, limbs, bits, kernel, rounds, calls, device);
+          t = cuda::time_kernel(op, n, limbs, bits, kernel, rounds, calls, device, batch);
         }
         nb::dict out;
         out["median_s"] = t.median_seconds;
@@ -65,10 +65,12 @@ void bind_cuda(nb::module_& m) {
         return out;
       },
       nb::arg("op"), nb::arg("n"), nb::arg("limbs"), nb::arg("bits") = 60, nb::arg("kernel") = "shared",
-      nb::arg("rounds") = 20, nb::arg("calls") = 20, nb::arg("device") = 0,
-      "Seconds per call of a CUDA kernel (op: ntt_forward, ntt_inverse, poly_multiply; kernel: shared or "
-      "radix2), timed with CUDA events over `calls` back-to-back launches per round, rotating over enough "
-      "buffers to defeat L2. Returns {median_s, min_s, buffers}. NotImplementedError without a GPU.");
+      nb::arg("rounds") = 20, nb::arg("calls") = 20, nb::arg("device") = 0, nb::arg("batch") = 1,
+      "Seconds per call of a CUDA kernel (op: ntt_forward, ntt_inverse, poly_multiply; kernel: shared, shared4 "
+      "(four blocks an SM), shared_poly (a batch polynomial-major), pipelined or one_tile (the passes "
+      "double-buffered or not), generic or radix2) on `batch` polynomials "
+      "of `limbs` limbs, timed with CUDA events over `calls` back-to-back launches per round, rotating over "
+      "enough buffers to defeat L2. Returns {median_s, min_s, buffers}. NotImplementedError without a GPU.");
 }
 
 }  // namespace ringfire::python

@@ -36,19 +36,22 @@ class Event {
 }  // namespace
 
 KernelTiming time_kernel(const std::string& op, std::size_t n, std::size_t limbs, int bits,
-                         const std::string& kernel, int rounds, int calls, int device) {
+                         const std::string& kernel, int rounds, int calls, int device, std::size_t batch) {
   require(op == "ntt_forward" || op == "ntt_inverse" || op == "poly_multiply", kOp,
           "op must be ntt_forward, ntt_inverse or poly_multiply, got '" + op + "'");
-  require(kernel == "shared" || kernel == "generic" || kernel == "radix2", kOp,
-          "kernel must be 'shared', 'generic' or 'radix2', got '" + kernel + "'");
+  require(kernel == "shared" || kernel == "shared4" || kernel == "shared_poly" || kernel == "pipelined" ||
+              kernel == "one_tile" || kernel == "generic" || kernel == "radix2",
+          kOp, "kernel must be 'shared', 'shared4', 'shared_poly', 'pipelined', 'one_tile', 'generic' or 'radix2', "
+               "got '" + kernel + "'");
   require(n >= 16 && n <= (std::size_t{1} << 17) && (n & (n - 1)) == 0, kOp,
           "n must be a power of two in [16, 2^17], got " + std::to_string(n));
   require(limbs >= 1 && limbs <= 256, kOp, "limbs must be in [1, 256]");
   require(rounds >= 1 && calls >= 1, kOp, "rounds and calls must be >= 1");
+  require(batch >= 1 && batch <= 16, kOp, "batch must be in [1, 16]");
   CudaBackend& gpu = backend(device);
   check(cudaSetDevice(device), kOp);
   const auto base = std::make_shared<const RnsBase>(n, find_ntt_primes(bits, limbs, n));
-  const std::size_t words = limbs * n, bytes = words * sizeof(u64);
+  const std::size_t words = batch * limbs * n, bytes = words * sizeof(u64);
   // Small batches (latency) may stay in L2, as they would in a real pipeline.
   const std::size_t buffers = std::clamp<std::size_t>((kRotationBytes + bytes - 1) / bytes, 2, 64);
   const std::size_t operands = op == "poly_multiply" ? 3 : 1;
@@ -56,9 +59,9 @@ KernelTiming time_kernel(const std::string& op, std::size_t n, std::size_t limbs
   // Random reduced inputs (transforms keep them reduced, so reruns stay valid).
   std::vector<u64> host(words);
   std::mt19937_64 rng(12345);
-  for (std::size_t l = 0; l < limbs; ++l) {
-    std::uniform_int_distribution<u64> dist(0, base->modulus(l).value() - 1);
-    for (std::size_t j = 0; j < n; ++j) host[l * n + j] = dist(rng);
+  for (std::size_t row = 0; row < batch * limbs; ++row) {
+    std::uniform_int_distribution<u64> dist(0, base->modulus(row % limbs).value() - 1);
+    for (std::size_t j = 0; j < n; ++j) host[row * n + j] = dist(rng);
   }
   std::vector<u64*> data(buffers * operands, nullptr);
   struct Free {
@@ -72,16 +75,39 @@ KernelTiming time_kernel(const std::string& op, std::size_t n, std::size_t limbs
     check(cudaMemcpy(p, host.data(), bytes, cudaMemcpyHostToDevice), kOp);
   }
 
+  // The variants of the default kernels: four blocks an SM, a batch's
+  // polynomials one after another instead of limb-major, the passes
+  // double-buffered or one tile a block.
   const NttKernel previous = gpu.ntt_kernel();
+  const auto previous_caps = gpu.ntt_register_caps();
+  const bool previous_order = gpu.ntt_limb_major();
+  const NttPipeline previous_pipeline = gpu.ntt_pipeline();
   gpu.set_ntt_kernel(kernel == "radix2"    ? NttKernel::radix2
                      : kernel == "generic" ? NttKernel::generic
                                            : NttKernel::shared);
+  if (kernel == "shared4") gpu.set_ntt_register_caps(4, previous_caps.second);
+  if (kernel == "shared_poly") gpu.set_ntt_limb_major(false);
+  if (kernel == "pipelined") gpu.set_ntt_pipeline(NttPipeline::large);
+  if (kernel == "one_tile") gpu.set_ntt_pipeline(NttPipeline::off);
+  struct Restore {
+    CudaBackend& gpu;
+    NttKernel kernel;
+    std::pair<int, int> caps;
+    bool limb_major;
+    NttPipeline pipeline;
+    ~Restore() {
+      gpu.set_ntt_kernel(kernel);
+      gpu.set_ntt_register_caps(caps.first, caps.second);
+      gpu.set_ntt_limb_major(limb_major);
+      gpu.set_ntt_pipeline(pipeline);
+    }
+  } restore{gpu, previous, previous_caps, previous_order, previous_pipeline};
   std::size_t next = 0;
   auto launch = [&] {
     u64** set = data.data() + (next++ % buffers) * operands;
-    if (op == "ntt_forward") gpu.ntt_forward(set[0], 1, *base);
-    else if (op == "ntt_inverse") gpu.ntt_inverse(set[0], 1, *base);
-    else gpu.poly_multiply(set[0], set[1], set[2], 1, *base, PolyMulMethod::ntt);
+    if (op == "ntt_forward") gpu.ntt_forward(set[0], batch, *base);
+    else if (op == "ntt_inverse") gpu.ntt_inverse(set[0], batch, *base);
+    else gpu.poly_multiply(set[0], set[1], set[2], batch, *base, PolyMulMethod::ntt);
   };
   // Warm-up: module load, table upload, clocks.
   for (std::size_t i = 0; i < buffers; ++i) launch();
@@ -98,7 +124,6 @@ KernelTiming time_kernel(const std::string& op, std::size_t n, std::size_t limbs
     check(cudaEventElapsedTime(&ms, start.get(), stop.get()), kOp);
     per_call.push_back(ms * 1e-3 / calls);
   }
-  gpu.set_ntt_kernel(previous);
   std::sort(per_call.begin(), per_call.end());
   return {per_call[per_call.size() / 2], per_call.front(), buffers};
 }

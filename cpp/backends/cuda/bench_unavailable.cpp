@@ -4,7 +4,7 @@
 
 namespace ringfire::cuda {
 
-KernelTiming time_kernel(const std::string&, std::size_t, std::size_t, int, const std::string&, int, int, int) {
+KernelTiming time_kernel(const std::string&, std::size_t, std::size_t, int, const std::string&, int, int, int, std::size_t) {
   throw_not_supported("cuda.bench", "this build of ringfire has no CUDA backend (built with RINGFIRE_CUDA=OFF "
                                     "or without nvcc), so GPU kernels cannot be timed");
 }

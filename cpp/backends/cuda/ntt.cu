@@ -81,106 +81,95 @@ struct LimbGap {
 // pair). kStages = 0 reads the shape from `pass` (smaller N, and the
 // NttKernel::generic baseline). The butterflies and their order are the
 // same either way.
-template <bool Forward, int MinBlocks, int kStages, int kLogCols>
-__global__ void __launch_bounds__(kPassThreads, MinBlocks)
-    ntt_pass_kernel(const u64* src, const u64* src2, u64* dst, const LimbConstants* limbs, int log_n,
-                    kernel::NttPass pass, LimbGap gap) {
-  constexpr bool kFixed = kStages > 0;
+//
+// A tile's work is split in three steps shared by the two pass kernels
+// below: its loads (asynchronous copies into shared memory), its stages,
+// and its store. Offsets within one polynomial fit 32 bits (N <= 2^17):
+// only the row base is 64-bit, so the per-butterfly index arithmetic stays
+// in 32-bit instructions (64-bit shifts by a variable cost several each).
+// The addressing is NttPass's (kernel_bodies.h), spelled out in 32 bits.
+template <int kStages, int kLogCols>
+struct TileShape {
+  static constexpr bool kFixed = kStages > 0;
   static_assert(!kFixed || kStages + kLogCols == kernel::kLogTile, "fixed shapes are full tiles");
-  __shared__ u64 tile[std::size_t{1} << kernel::kLogTile];
-  // The block's twiddles (slot i at tw[i - 1], NttPass::twiddle_slot): read
-  // once per block with the data instead of from the global table inside the
-  // stages, where each read stalled its warp (Nsight Compute: L1TEX
-  // scoreboard stalls were ~37 % of the cycles, the table missing L2 at
-  // 64 limbs). 16 + 32 KiB stays within the 48 KiB of static shared memory.
-  __shared__ ulonglong2 tw[(std::size_t{1} << kernel::kLogTile) - 1];
-  // Offsets within one polynomial fit 32 bits (N <= 2^17): only the row base
-  // is 64-bit, so the per-butterfly index arithmetic stays in 32-bit
-  // instructions (64-bit shifts by a variable cost several each). The
-  // addressing is NttPass's (kernel_bodies.h), spelled out in 32 bits.
-  const std::size_t base = (blockIdx.z * static_cast<std::size_t>(gridDim.y) + blockIdx.y) << log_n;
-  const std::size_t out_row = kernel::gapped_row(blockIdx.z, blockIdx.y, gridDim.y, gap.at, gap.step, gap.len);
-  src += base;
-  dst += out_row << log_n;
-  if (src2 != nullptr) src2 += base;
-  const LimbConstants& lc = limbs[blockIdx.y + (gap.per_poly != 0 ? blockIdx.z * gridDim.y : 0u)];
-  const Modulus mod = lc.modulus;
-  const u64 q = mod.value();
-  const int stages = kFixed ? kStages : pass.stages;
-  const unsigned origin = static_cast<unsigned>(pass.block_origin(blockIdx.x, log_n));
-  const unsigned log_cols = kFixed ? kLogCols : static_cast<unsigned>(pass.log_cols);
-  const unsigned log_stride = static_cast<unsigned>(pass.log_stride);
-  const unsigned cols_mask = (1u << log_cols) - 1;
-  const unsigned elements = 1u << (stages + log_cols);
-  const unsigned slots = 1u << stages;
-  const ulonglong2* table = Forward ? lc.forward : lc.inverse;
-  auto element = [&](unsigned e) { return origin + ((e >> log_cols) << log_stride) + (e & cols_mask); };
+  int stages;
+  unsigned log_cols, log_stride, cols_mask, elements, slots;
+  __device__ explicit TileShape(const kernel::NttPass& pass)
+      : stages(kFixed ? kStages : pass.stages),
+        log_cols(kFixed ? kLogCols : static_cast<unsigned>(pass.log_cols)),
+        log_stride(static_cast<unsigned>(pass.log_stride)),
+        cols_mask((1u << log_cols) - 1),
+        elements(1u << (stages + log_cols)),
+        slots(1u << stages) {}
+  // Offset in the polynomial of the tile's element e (row-major).
+  __device__ unsigned element(unsigned origin, unsigned e) const {
+    return origin + ((e >> log_cols) << log_stride) + (e & cols_mask);
+  }
   // Runs body(u) for u in [0, count), spread over the block's threads. A
   // fixed shape has 512 threads and count a multiple of 512: a loop of known
   // trip count, unrolled.
-  auto for_each = [&](unsigned count, auto&& body) {
+  template <typename Body>
+  __device__ static void for_each(unsigned count, Body&& body) {
     if constexpr (kFixed) {
 #pragma unroll
       for (unsigned k = 0; k < count / kPassThreads; ++k) body(threadIdx.x + k * kPassThreads);
     } else {
       for (unsigned u = threadIdx.x; u < count; u += blockDim.x) body(u);
     }
-  };
+  }
+};
 
-  // Every load of the block in flight at once: asynchronous copies straight
-  // into shared memory (no registers, no wait between them), then one wait.
-  // A thread has at most kPerThread words and twiddles: elements <= 4
-  // threads (plan: threads = min(512, elements / 2)) and slots <= elements.
-  constexpr unsigned kPerThread = (1u << kernel::kLogTile) / kPassThreads;
-  if (src2 == nullptr) {
+// A thread has at most kPerThread words and twiddles: elements <= 4
+// threads (plan: threads = min(512, elements / 2)) and slots <= elements.
+constexpr unsigned kPerThread = (1u << kernel::kLogTile) / kPassThreads;
+// The block's twiddles (slot i at tw[i - 1], NttPass::twiddle_slot): read
+// once per block with the data instead of from the global table inside the
+// stages, where each read stalled its warp (Nsight Compute: L1TEX
+// scoreboard stalls were ~37 % of the cycles, the table missing L2 at
+// 64 limbs).
+constexpr std::size_t kTileWords = std::size_t{1} << kernel::kLogTile;
+constexpr std::size_t kTileTwiddles = kTileWords - 1;
+
+// Issues the tile's loads as asynchronous copies straight into shared
+// memory (no registers, no wait between them): its words when `data`, and
+// its twiddles. The caller commits and waits.
+template <int kStages, int kLogCols>
+__device__ __forceinline__ void issue_tile_loads(const TileShape<kStages, kLogCols>& shape, u64* tile, ulonglong2* tw,
+                                                 const u64* src, bool data, const ulonglong2* table,
+                                                 const kernel::NttPass& pass, unsigned origin, int log_n) {
+  if (data) {
 #pragma unroll
     for (unsigned k = 0; k < kPerThread; ++k) {
       const unsigned e = threadIdx.x + k * blockDim.x;
-      if (e < elements) __pipeline_memcpy_async(&tile[e], &src[element(e)], sizeof(u64));
+      if (e < shape.elements) __pipeline_memcpy_async(&tile[e], &src[shape.element(origin, e)], sizeof(u64));
     }
   }
 #pragma unroll
   for (unsigned k = 0; k < kPerThread; ++k) {
     const unsigned slot = 1 + threadIdx.x + k * blockDim.x;
-    if (slot < slots) {
+    if (slot < shape.slots) {
       const unsigned rel = 31 - __clz(slot);  // NttPass::twiddle_slot_source in 32 bits
       const int s = pass.first_stage + static_cast<int>(rel);
       const unsigned w = (1u << s) + (origin >> (log_n - s)) + (slot - (1u << rel));
       __pipeline_memcpy_async(&tw[slot - 1], &table[w], sizeof(ulonglong2));
     }
   }
-  __pipeline_commit();
-  if (src2 != nullptr) {
-    // Fused Hadamard product (seed 002): the inverse of a product reads both
-    // factors here instead of a separate multiply pass over memory. Loads go
-    // two words at a time, then their products, so four loads overlap
-    // (four at a time spilled under the three-block register cap).
-#pragma unroll
-    for (unsigned k0 = 0; k0 < kPerThread; k0 += 2) {
-      u64 a[2], b[2];
-#pragma unroll
-      for (unsigned k = 0; k < 2; ++k) {
-        const unsigned e = threadIdx.x + (k0 + k) * blockDim.x;
-        if (e < elements) {
-          a[k] = src[element(e)];
-          b[k] = src2[element(e)];
-        }
-      }
-#pragma unroll
-      for (unsigned k = 0; k < 2; ++k) {
-        const unsigned e = threadIdx.x + (k0 + k) * blockDim.x;
-        if (e < elements) tile[e] = mul_mod(a[k], b[k], mod);
-      }
-    }
-  }
-  __pipeline_wait_prior(0);
-  __syncthreads();
+}
 
+// The tile's stages in shared memory, ending with a barrier.
+template <bool Forward, int kStages, int kLogCols>
+__device__ __forceinline__ void run_tile_stages(const TileShape<kStages, kLogCols>& shape, u64* tile,
+                                                const ulonglong2* tw, const kernel::NttPass& pass,
+                                                const LimbConstants& lc) {
+  const u64 q = lc.modulus.value();
+  const int stages = shape.stages;
+  const unsigned log_cols = shape.log_cols, cols_mask = shape.cols_mask, elements = shape.elements;
   // Stages are counted within the pass (k = s - first_stage, k < stages);
   // the twiddle of relative stage k at tile row `row` (NttPass::twiddle_slot).
   auto twiddle = [&](int k, unsigned row) { return tw[(1u << k) + (row >> (stages - k)) - 1]; };
   // The inverse's stage 0 (global) folds in 1/N.
   const bool ends_at_zero = !Forward && pass.first_stage == 0;
+  using Shape = TileShape<kStages, kLogCols>;
 
   // Stages go in pairs (radix 4): each thread loads four words of the tile,
   // runs two stages in registers and stores them back, so a pair costs one
@@ -195,7 +184,7 @@ __global__ void __launch_bounds__(kPassThreads, MinBlocks)
     const unsigned log_d = static_cast<unsigned>(stages - k - 2);
     const unsigned d_mask = (1u << log_d) - 1;
     const bool last_inverse = ends_at_zero && k == 0;
-    for_each(elements / 4, [&](unsigned u) {
+    Shape::for_each(elements / 4, [&](unsigned u) {
       const unsigned c = u & cols_mask, p = u >> log_cols;
       const unsigned r0 = ((p >> log_d) << (log_d + 2)) | (p & d_mask);
       const unsigned e0 = (r0 << log_cols) | c, step = 1u << (log_d + log_cols);
@@ -230,7 +219,7 @@ __global__ void __launch_bounds__(kPassThreads, MinBlocks)
     const int k = Forward ? stages - 1 : 0;
     const unsigned log_dist = static_cast<unsigned>(stages - 1 - k);  // in rows
     const unsigned dist_mask = (1u << log_dist) - 1;
-    for_each(elements / 2, [&](unsigned b) {
+    Shape::for_each(elements / 2, [&](unsigned b) {
       const unsigned c = b & cols_mask, pr = b >> log_cols;
       const unsigned row = ((pr >> log_dist) << (log_dist + 1)) | (pr & dist_mask);  // butterfly_first
       const unsigned ex = (row << log_cols) | c;
@@ -251,12 +240,148 @@ __global__ void __launch_bounds__(kPassThreads, MinBlocks)
     });
     __syncthreads();
   }
+}
 
-  const bool reduce = Forward && pass.first_stage + stages == log_n;
-  for_each(elements, [&](unsigned e) {
+// Writes the tile back, fully reduced after the forward transform's last stage.
+template <bool Forward, int kStages, int kLogCols>
+__device__ __forceinline__ void store_tile(const TileShape<kStages, kLogCols>& shape, const u64* tile, u64* dst,
+                                           const kernel::NttPass& pass, unsigned origin, u64 q, int log_n) {
+  const bool reduce = Forward && pass.first_stage + shape.stages == log_n;
+  TileShape<kStages, kLogCols>::for_each(shape.elements, [&](unsigned e) {
     const u64 v = tile[e];
-    dst[element(e)] = reduce ? kernel::reduce_4q(v, q) : v;
+    dst[shape.element(origin, e)] = reduce ? kernel::reduce_4q(v, q) : v;
   });
+}
+
+// Where row (poly, limb) of a batch is read, written and its constants.
+struct TileRow {
+  std::size_t base, out_row;
+  const LimbConstants* lc;
+};
+__device__ __forceinline__ TileRow tile_row(unsigned poly, unsigned limb, unsigned limbs, const LimbConstants* lcs,
+                                            const LimbGap& gap) {
+  return {(poly * static_cast<std::size_t>(limbs) + limb),
+          kernel::gapped_row(poly, limb, limbs, gap.at, gap.step, gap.len),
+          &lcs[limb + (gap.per_poly != 0 ? poly * limbs : 0u)]};
+}
+
+// One block, one tile: load, wait, stages, store. 512 threads x 2
+// butterflies per stage; 16 KiB of data and 32 KiB of twiddles, within the
+// 48 KiB of static shared memory.
+//
+// limb_major: the grid's y is the polynomial and z the limb (else y the limb,
+// z the polynomial). Blocks run in grid order, so limb-major puts every
+// polynomial of a batch at one limb next to each other and the limb's
+// twiddle table (1 MiB at N = 2^16, read whole by the tail pass) is read from
+// DRAM once per batch instead of once per polynomial.
+template <bool Forward, int MinBlocks, int kStages, int kLogCols>
+__global__ void __launch_bounds__(kPassThreads, MinBlocks)
+    ntt_pass_kernel(const u64* src, const u64* src2, u64* dst, const LimbConstants* limbs, int log_n,
+                    kernel::NttPass pass, LimbGap gap, bool limb_major) {
+  __shared__ u64 tile[kTileWords];
+  __shared__ ulonglong2 tw[kTileTwiddles];
+  const unsigned poly = limb_major ? blockIdx.y : blockIdx.z, limb = limb_major ? blockIdx.z : blockIdx.y;
+  const TileRow row = tile_row(poly, limb, limb_major ? gridDim.z : gridDim.y, limbs, gap);
+  src += row.base << log_n;
+  dst += row.out_row << log_n;
+  if (src2 != nullptr) src2 += row.base << log_n;
+  const LimbConstants& lc = *row.lc;
+  const Modulus mod = lc.modulus;
+  const TileShape<kStages, kLogCols> shape(pass);
+  const unsigned origin = static_cast<unsigned>(pass.block_origin(blockIdx.x, log_n));
+
+  // Every load of the block in flight at once, then one wait.
+  issue_tile_loads(shape, tile, tw, src, src2 == nullptr, Forward ? lc.forward : lc.inverse, pass, origin, log_n);
+  __pipeline_commit();
+  if (src2 != nullptr) {
+    // Fused Hadamard product (seed 002): the inverse of a product reads both
+    // factors here instead of a separate multiply pass over memory. Loads go
+    // two words at a time, then their products, so four loads overlap
+    // (four at a time spilled under the three-block register cap).
+#pragma unroll
+    for (unsigned k0 = 0; k0 < kPerThread; k0 += 2) {
+      u64 a[2], b[2];
+#pragma unroll
+      for (unsigned k = 0; k < 2; ++k) {
+        const unsigned e = threadIdx.x + (k0 + k) * blockDim.x;
+        if (e < shape.elements) {
+          a[k] = src[shape.element(origin, e)];
+          b[k] = src2[shape.element(origin, e)];
+        }
+      }
+#pragma unroll
+      for (unsigned k = 0; k < 2; ++k) {
+        const unsigned e = threadIdx.x + (k0 + k) * blockDim.x;
+        if (e < shape.elements) tile[e] = mul_mod(a[k], b[k], mod);
+      }
+    }
+  }
+  __pipeline_wait_prior(0);
+  __syncthreads();
+  run_tile_stages<Forward>(shape, tile, tw, pass, lc);
+  store_tile<Forward>(shape, tile, dst, pass, origin, mod.value(), log_n);
+}
+
+// The same tiles, double-buffered: a block runs tile after tile (a grid of
+// two blocks an SM strides over all of them), and the next tile's words and
+// twiddles load into the other buffer while this one's stages run. The
+// one-tile kernel's blocks move in step — all loading, then all computing
+// (an H200 tail pass: ~5 us of loads then ~6 us of stages per wave of blocks,
+// DRAM 42 % busy and the issue slots 56 %) — so here the loads hide behind
+// the arithmetic. Full tiles of a fixed shape, no fused product (src2): the
+// shapes of N = 2^12..2^17. 96 KiB of dynamic shared memory a block.
+constexpr std::size_t kPipelinedBufferBytes = kTileWords * sizeof(u64) + kTileTwiddles * sizeof(ulonglong2);
+constexpr std::size_t kPipelinedSharedBytes = 2 * ((kPipelinedBufferBytes + 15) / 16 * 16);
+
+template <bool Forward, int kStages, int kLogCols>
+__global__ void __launch_bounds__(kPassThreads, 2)
+    ntt_pass_pipelined_kernel(const u64* src, u64* dst, const LimbConstants* limbs, int log_n, kernel::NttPass pass,
+                              LimbGap gap, bool limb_major, unsigned tiles_per_row, unsigned row_limbs,
+                              unsigned row_polys) {
+  static_assert(kStages > 0, "fixed shapes only");
+  extern __shared__ __align__(16) unsigned char smem[];
+  constexpr std::size_t kBufferStride = (kPipelinedBufferBytes + 15) / 16 * 16;
+  auto tile_of = [&](unsigned b) { return reinterpret_cast<u64*>(smem + b * kBufferStride); };
+  auto tw_of = [&](unsigned b) {
+    return reinterpret_cast<ulonglong2*>(smem + b * kBufferStride + kTileWords * sizeof(u64));
+  };
+  const TileShape<kStages, kLogCols> shape(pass);
+  const unsigned total = tiles_per_row * row_limbs * row_polys;
+  // Tile t: block-in-row t % tiles_per_row of row t / tiles_per_row, rows
+  // limb-major or polynomial-major as in ntt_pass_kernel.
+  auto locate = [&](unsigned t, unsigned& origin) {
+    const unsigned r = t / tiles_per_row;
+    origin = static_cast<unsigned>(pass.block_origin(t - r * tiles_per_row, log_n));
+    const unsigned poly = limb_major ? r % row_polys : r / row_limbs;
+    const unsigned limb = limb_major ? r / row_polys : r % row_limbs;
+    return tile_row(poly, limb, row_limbs, limbs, gap);
+  };
+  auto load = [&](unsigned t, unsigned b) {
+    unsigned origin;
+    const TileRow row = locate(t, origin);
+    issue_tile_loads(shape, tile_of(b), tw_of(b), src + (row.base << log_n), true,
+                     Forward ? row.lc->forward : row.lc->inverse, pass, origin, log_n);
+  };
+
+  unsigned t = blockIdx.x, b = 0;
+  if (t < total) load(t, 0);
+  __pipeline_commit();
+  for (; t < total; t += gridDim.x, b ^= 1) {
+    // The next tile's loads go out before this one's wait: two groups in
+    // flight, and waiting for all but the newest is waiting for this tile.
+    if (t + gridDim.x < total) load(t + gridDim.x, b ^ 1);
+    __pipeline_commit();
+    __pipeline_wait_prior(1);
+    __syncthreads();
+    unsigned origin;
+    const TileRow row = locate(t, origin);
+    run_tile_stages<Forward>(shape, tile_of(b), tw_of(b), pass, *row.lc);
+    store_tile<Forward>(shape, tile_of(b), dst + (row.out_row << log_n), pass, origin, row.lc->modulus.value(),
+                        log_n);
+    // Every thread has read this buffer before the loads of the tile after
+    // next (issued in the next iteration) overwrite it.
+    __syncthreads();
+  }
 }
 
 // The pass kernels of one direction and register cap: the fixed shapes of
@@ -264,7 +389,7 @@ __global__ void __launch_bounds__(kPassThreads, MinBlocks)
 // run-time shape (kStages = 0).
 template <bool Forward, int MinBlocks>
 struct PassKernels {
-  using Fn = void (*)(const u64*, const u64*, u64*, const LimbConstants*, int, kernel::NttPass, LimbGap);
+  using Fn = void (*)(const u64*, const u64*, u64*, const LimbConstants*, int, kernel::NttPass, LimbGap, bool);
   static constexpr Fn generic = ntt_pass_kernel<Forward, MinBlocks, 0, 0>;
   static Fn fixed(const kernel::NttPass& pass) {
     if (pass.stages + pass.log_cols != kernel::kLogTile) return nullptr;
@@ -294,12 +419,54 @@ struct PassKernels {
 
 using PassFn = PassKernels<true, 2>::Fn;
 
+// The double-buffered kernels of one direction, fixed shapes only.
+template <bool Forward>
+struct PipelinedKernels {
+  using Fn = void (*)(const u64*, u64*, const LimbConstants*, int, kernel::NttPass, LimbGap, bool, unsigned,
+                      unsigned, unsigned);
+  static Fn fixed(const kernel::NttPass& pass) {
+    if (pass.stages + pass.log_cols != kernel::kLogTile) return nullptr;
+    switch (pass.stages) {
+      case 1: return ntt_pass_pipelined_kernel<Forward, 1, 10>;
+      case 2: return ntt_pass_pipelined_kernel<Forward, 2, 9>;
+      case 3: return ntt_pass_pipelined_kernel<Forward, 3, 8>;
+      case 4: return ntt_pass_pipelined_kernel<Forward, 4, 7>;
+      case 5: return ntt_pass_pipelined_kernel<Forward, 5, 6>;
+      case 6: return ntt_pass_pipelined_kernel<Forward, 6, 5>;
+      case 11: return ntt_pass_pipelined_kernel<Forward, 11, 0>;
+      default: return nullptr;
+    }
+  }
+  template <typename F>
+  static void for_all(F&& f) {
+    for (int stages : {1, 2, 3, 4, 5, 6, 11}) {
+      kernel::NttPass p;
+      p.stages = stages;
+      p.log_cols = kernel::kLogTile - stages;
+      f(fixed(p));
+    }
+  }
+};
+using PipelinedFn = PipelinedKernels<true>::Fn;
+
 // The kernel for `pass`: its fixed shape where there is one and `fixed`,
-// else the run-time shape.
+// else the run-time shape. Four blocks an SM cap registers at 32 a thread:
+// the fixed shapes fit without spilling (ptxas), the run-time shape does not
+// and takes the three-block cap instead.
 template <bool Forward, int MinBlocks>
 PassFn pass_kernel(const kernel::NttPass& pass, bool fixed) {
   const PassFn fn = fixed ? PassKernels<Forward, MinBlocks>::fixed(pass) : nullptr;
-  return fn != nullptr ? fn : PassKernels<Forward, MinBlocks>::generic;
+  if (fn != nullptr) return fn;
+  return MinBlocks > 3 ? PassKernels<Forward, 3>::generic : PassKernels<Forward, MinBlocks>::generic;
+}
+
+template <bool Forward>
+PassFn pass_kernel(const kernel::NttPass& pass, bool fixed, int min_blocks) {
+  switch (min_blocks) {
+    case 4: return pass_kernel<Forward, 4>(pass, fixed);
+    case 3: return pass_kernel<Forward, 3>(pass, fixed);
+    default: return pass_kernel<Forward, 2>(pass, fixed);
+  }
 }
 
 }  // namespace
@@ -313,6 +480,16 @@ void configure_ntt_kernels() {
   PassKernels<false, 2>::for_all(carveout);
   PassKernels<true, 3>::for_all(carveout);
   PassKernels<false, 3>::for_all(carveout);
+  PassKernels<true, 4>::for_all(carveout);
+  PassKernels<false, 4>::for_all(carveout);
+  auto pipelined = [&](auto fn) {
+    carveout(fn);
+    check(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(kPipelinedSharedBytes)),
+          "cuda.backend");
+  };
+  PipelinedKernels<true>::for_all(pipelined);
+  PipelinedKernels<false>::for_all(pipelined);
 }
 
 // --- NTT --------------------------------------------------------------------
@@ -326,6 +503,9 @@ void CudaBackend::transform(const u64* src, const u64* src2, u64* dst, std::size
   const int log_n = log2_exact(n);
   (void)coeff_geometry(n, limbs, batch);  // validates the grid's y/z ranges
   const dim3 rows(1, static_cast<unsigned>(limbs), static_cast<unsigned>(batch));
+  // The pass kernels' rows limb-major when a batch has several polynomials.
+  const bool limb_major = ntt_limb_major_ && batch > 1;
+  const dim3 pass_rows = limb_major ? dim3(1, rows.z, rows.y) : rows;
 
   if (ntt_kernel_ == NttKernel::radix2) {
     require(gapped.out == nullptr && gapped.constants == nullptr, "cuda.ntt",
@@ -355,20 +535,46 @@ void CudaBackend::transform(const u64* src, const u64* src2, u64* dst, std::size
   for (int step = 0; step < count; ++step) {
     const kernel::NttPass& pass = passes[forward ? step : count - 1 - step];
     const unsigned threads = static_cast<unsigned>(std::min<std::size_t>(kPassThreads, pass.block_elements() / 2));
-    const dim3 grid(static_cast<unsigned>(pass.blocks()), rows.y, rows.z);
-    // Large batches: cap registers so three 512-thread blocks stay resident per
-    // SM (measured 10-13 % faster at 32-64 limbs, N = 2^16-2^17); a grid too
-    // small to fill the GPU keeps the uncapped build (no spills; lower latency).
+    const dim3 grid(static_cast<unsigned>(pass.blocks()), pass_rows.y, pass_rows.z);
+    // Large batches: cap registers so three (or, set_ntt_register_caps, four)
+    // 512-thread blocks stay resident per SM (three: measured 10-13 % faster
+    // at 32-64 limbs, N = 2^16-2^17); a grid too small to fill the GPU keeps
+    // the uncapped build (no spills; lower latency).
     const bool fills_gpu = std::size_t{grid.x} * grid.y * grid.z >= 3 * static_cast<std::size_t>(sm_count_);
+    const int min_blocks = fills_gpu ? ntt_blocks_full_grid_ : ntt_blocks_small_grid_;
     const bool fixed = ntt_kernel_ == NttKernel::shared;
-    const PassFn fn = fills_gpu ? (forward ? pass_kernel<true, 3>(pass, fixed) : pass_kernel<false, 3>(pass, fixed))
-                                : (forward ? pass_kernel<true, 2>(pass, fixed) : pass_kernel<false, 2>(pass, fixed));
     const bool last = step == count - 1;
     u64* out = last && gapped.out != nullptr ? gapped.out : dst;
     LimbGap gap;
     if (last && gapped.out != nullptr) gap = {gapped.gap_at, gapped.gap_len, gapped.gap_step};
     gap.per_poly = gapped.constants != nullptr ? 1u : 0u;
-    fn<<<grid, threads, 0, launch_stream()>>>(src, forward ? nullptr : src2, out, lc, log_n, pass, gap);
+    // Double-buffered tiles where a fixed shape exists, the pass reads no
+    // second factor and (NttPipeline::large) there are more tiles than two
+    // blocks an SM take at once: otherwise each block would run one tile.
+    const std::size_t tiles = std::size_t{grid.x} * grid.y * grid.z;
+    const std::size_t pipelined_blocks = 2 * static_cast<std::size_t>(sm_count_);
+    const bool pipelined = fixed && (forward || src2 == nullptr) && tiles < (std::size_t{1} << 31) &&
+                           (ntt_pipeline_ == NttPipeline::always ||
+                            (ntt_pipeline_ == NttPipeline::large && tiles > pipelined_blocks));
+    const PipelinedFn piped = !pipelined      ? nullptr
+                              : forward       ? PipelinedKernels<true>::fixed(pass)
+                                              : PipelinedKernels<false>::fixed(pass);
+    if (piped != nullptr) {
+      // `always` (the self-test) gives each block about three tiles, so even
+      // a small transform swaps buffers.
+      const auto blocks = static_cast<unsigned>(ntt_pipeline_ == NttPipeline::always
+                                                    ? std::max<std::size_t>(1, tiles / 3)
+                                                    : std::min(tiles, pipelined_blocks));
+      piped<<<blocks, kPassThreads, kPipelinedSharedBytes, launch_stream()>>>(
+          src, out, lc, log_n, pass, gap, limb_major, grid.x, static_cast<unsigned>(limbs),
+          static_cast<unsigned>(batch));
+      after_launch(forward ? "ntt_forward" : "ntt_inverse");
+      src = dst;
+      src2 = nullptr;
+      continue;
+    }
+    const PassFn fn = forward ? pass_kernel<true>(pass, fixed, min_blocks) : pass_kernel<false>(pass, fixed, min_blocks);
+    fn<<<grid, threads, 0, launch_stream()>>>(src, forward ? nullptr : src2, out, lc, log_n, pass, gap, limb_major);
     after_launch(src2 != nullptr ? "ntt_inverse_hadamard" : forward ? "ntt_forward" : "ntt_inverse");
     src = dst;
     src2 = nullptr;
