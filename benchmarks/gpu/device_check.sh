@@ -140,14 +140,10 @@ fi
 # kernels before 2026-11-28; ModUp's digits are batched only with the scatter in the NTT), and with
 # ModUp's digits converted one by one (RINGFIRE_CUDA_MODUP=digits, the default before 2026-12-04; the
 # self-test covers both). Only when STEPS names them.
-# The NTT's pass kernels at four blocks an SM (RINGFIRE_CUDA_NTT_BLOCKS=4), a batch's transforms
-# polynomial-major (RINGFIRE_CUDA_NTT_ORDER=poly, the order before 2026-12-04; the default runs them
-# limb-major so a limb's twiddles are read once per batch) and the passes double-buffered or not
-# (RINGFIRE_CUDA_NTT_PIPELINE=large / off) likewise.
+# A batch's transforms polynomial-major (RINGFIRE_CUDA_NTT_ORDER=poly, the order before 2026-12-04;
+# the default runs them limb-major so a limb's twiddles are read once per batch) likewise.
 for variant in generic:RINGFIRE_CUDA_NTT=generic separate:RINGFIRE_CUDA_SCATTER=separate digits:RINGFIRE_CUDA_MODUP=digits \
-               old:RINGFIRE_CUDA_NTT=generic,RINGFIRE_CUDA_SCATTER=separate blocks4:RINGFIRE_CUDA_NTT_BLOCKS=4 \
-               poly:RINGFIRE_CUDA_NTT_ORDER=poly pipelined:RINGFIRE_CUDA_NTT_PIPELINE=large \
-               one_tile:RINGFIRE_CUDA_NTT_PIPELINE=off; do
+               old:RINGFIRE_CUDA_NTT=generic,RINGFIRE_CUDA_SCATTER=separate poly:RINGFIRE_CUDA_NTT_ORDER=poly; do
   name=${variant%%:*}
   IFS=, read -r -a settings <<<"${variant#*:}"
   if [[ ,${STEPS:-}, == *,ckks_$name,* ]]; then
@@ -172,29 +168,19 @@ step sanitizer 80 compute-sanitizer --tool memcheck --error-exitcode 9 python3 -
   tests/test_cuda.py tests/test_gpu_runtime.py tests/test_gpu_schemes.py \
   -k "selftest_covers or 12 or bit_identical and N13 or lazy or frames or bgv and 13"
 grep -s -E "ERROR SUMMARY" "$LOG/sanitizer.log" | tail -1
-# Shared-memory hazards (racecheck) in the self-test's kernels at N = 2^12, the double-buffered
-# NTT passes among them (forced, three tiles a block). Only when STEPS names it.
+# Shared-memory hazards (racecheck) in the self-test's kernels at N = 2^12, the NTT's shared-memory
+# passes among them. Only when STEPS names it.
 if [[ ,${STEPS:-}, == *,racecheck,* ]]; then
   step racecheck 90 compute-sanitizer --tool racecheck --error-exitcode 9 python3 -m pytest -q -x -p no:cacheprovider \
     tests/test_cuda.py -k "covers_odd_limb_counts and 3"
   grep -s -E "ERROR SUMMARY|RACECHECK SUMMARY" "$LOG/racecheck.log" | tail -1
 fi
 step ntt 40 python3 benchmarks/gpu/ntt_gpu.py --json "$LOG/ntt_gpu.json"
-# The default pass kernels beside their four-blocks-an-SM build (one transform of 32-64 limbs),
-# one tile a block beside double-buffered, and a batch of three polynomials (ModUp's digits)
-# limb-major beside polynomial-major.
-# Only when STEPS names them.
-if [[ ,${STEPS:-}, == *,ntt_blocks,* ]]; then
-  step ntt_blocks 40 python3 benchmarks/gpu/ntt_gpu.py --sizes 14,15,16,17 --limbs 32,64 --ops ntt_forward,ntt_inverse \
-    --kernels shared,shared4 --json "$LOG/ntt_gpu_blocks.json"
-fi
-if [[ ,${STEPS:-}, == *,ntt_pipeline,* ]]; then
-  step ntt_pipeline 50 python3 benchmarks/gpu/ntt_gpu.py --sizes 14,15,16,17 --limbs 1,32,64 \
-    --ops ntt_forward,ntt_inverse,poly_multiply --kernels one_tile,pipelined --json "$LOG/ntt_gpu_pipeline.json"
-fi
+# A batch of three polynomials (ModUp's digits) limb-major beside polynomial-major. Only when
+# STEPS names it.
 if [[ ,${STEPS:-}, == *,ntt_batch,* ]]; then
   step ntt_batch 40 python3 benchmarks/gpu/ntt_gpu.py --sizes 16 --limbs 24,32 --batch 3 \
-    --ops ntt_forward,ntt_inverse --kernels shared,shared_poly,one_tile,pipelined --json "$LOG/ntt_gpu_batch.json"
+    --ops ntt_forward,ntt_inverse --kernels shared,shared_poly --json "$LOG/ntt_gpu_batch.json"
 fi
 step helr 110 python3 benchmarks/logreg_helr.py --preset N16_BOOT --shape helr --iterations 4 --device cuda --profile \
   --json "$LOG/helr_gpu.json"

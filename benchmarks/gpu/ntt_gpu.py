@@ -8,12 +8,11 @@ bandwidth is measured here (a large device-to-device copy through PyTorch or
 CuPy when one is installed) so the percentage is against this card as found.
 
     python benchmarks/gpu/ntt_gpu.py [--json out.json] [--quick]
-    python benchmarks/gpu/ntt_gpu.py --sizes 16 --limbs 64 --kernels shared,shared4   # a side-by-side
     python benchmarks/gpu/ntt_gpu.py --sizes 16 --limbs 24 --batch 3 --kernels shared,shared_poly
 
-Kernels: shared (the default), shared4 (its register cap at four blocks an SM),
-shared_poly (a batch's polynomials one after another instead of limb-major),
-generic (pass shapes read at run time), radix2 (one kernel per stage).
+Kernels: shared (the default), shared_poly (the same, a batch's polynomials one
+after another instead of limb-major), generic (pass shapes read at run time),
+radix2 (one kernel per stage).
 """
 
 import argparse

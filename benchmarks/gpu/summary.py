@@ -76,8 +76,8 @@ def ntt_side_by_side(folder: pathlib.Path) -> list[str]:
     out = []
     for name, title in (("ntt_gpu_blocks.json", "NTT us/limb, default vs four blocks an SM"),
                         ("ntt_gpu_pipeline.json", "NTT us/limb, one tile a block vs double-buffered"),
-                        ("ntt_gpu_batch.json", "NTT us/limb, a batch of 3: limb-major (shared) vs polynomial-major, "
-                                               "one tile vs double-buffered")):
+                        ("ntt_gpu_batch.json", "NTT us/limb, a batch of 3: limb-major (shared) vs polynomial-major "
+                                               "(shared_poly)")):
         data = _json(folder, name)
         if not data:
             continue
@@ -211,13 +211,13 @@ def main(folder: str) -> None:
     # (split), the NTT's run-time pass shapes (generic), ModUp's separate scatter
     # (separate) or both (old), ModUp's digits one by one (digits), the NTT at four
     # blocks an SM (blocks4), its batches polynomial-major (poly), its passes double-buffered
-    # or not (pipelined, one_tile), for side-by-side
+    # (pipelined), for side-by-side
     # views on one device (only when they ran).
     variants = {"split": "split base conversion", "generic": "NTT passes shaped at run time",
                 "separate": "ModUp scatter kernel", "digits": "ModUp's digits one by one",
-                "old": "NTT and ModUp as before 2026-11-28", "blocks4": "NTT at four blocks an SM",
-                "poly": "NTT batches polynomial-major", "pipelined": "NTT passes double-buffered",
-                "one_tile": "NTT passes one tile a block"}
+                "old": "NTT and ModUp as before 2026-11-28", "poly": "NTT batches polynomial-major",
+                # measured on 2026-12-04 and removed (BENCHMARKS.md): kept so those logs still summarise
+                "blocks4": "NTT at four blocks an SM", "pipelined": "NTT passes double-buffered"}
     extra = []
     for key, label in variants.items():
         for bench, title in ((ckks, "CKKS routines"), (bootstrap, "bootstrap"), (helr, "HELR")):

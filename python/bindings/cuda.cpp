@@ -66,9 +66,8 @@ void bind_cuda(nb::module_& m) {
       },
       nb::arg("op"), nb::arg("n"), nb::arg("limbs"), nb::arg("bits") = 60, nb::arg("kernel") = "shared",
       nb::arg("rounds") = 20, nb::arg("calls") = 20, nb::arg("device") = 0, nb::arg("batch") = 1,
-      "Seconds per call of a CUDA kernel (op: ntt_forward, ntt_inverse, poly_multiply; kernel: shared, shared4 "
-      "(four blocks an SM), shared_poly (a batch polynomial-major), pipelined or one_tile (the passes "
-      "double-buffered or not), generic or radix2) on `batch` polynomials "
+      "Seconds per call of a CUDA kernel (op: ntt_forward, ntt_inverse, poly_multiply; kernel: shared, "
+      "shared_poly (a batch polynomial-major), generic or radix2) on `batch` polynomials "
       "of `limbs` limbs, timed with CUDA events over `calls` back-to-back launches per round, rotating over "
       "enough buffers to defeat L2. Returns {median_s, min_s, buffers}. NotImplementedError without a GPU.");
 }

@@ -39,10 +39,8 @@ KernelTiming time_kernel(const std::string& op, std::size_t n, std::size_t limbs
                          const std::string& kernel, int rounds, int calls, int device, std::size_t batch) {
   require(op == "ntt_forward" || op == "ntt_inverse" || op == "poly_multiply", kOp,
           "op must be ntt_forward, ntt_inverse or poly_multiply, got '" + op + "'");
-  require(kernel == "shared" || kernel == "shared4" || kernel == "shared_poly" || kernel == "pipelined" ||
-              kernel == "one_tile" || kernel == "generic" || kernel == "radix2",
-          kOp, "kernel must be 'shared', 'shared4', 'shared_poly', 'pipelined', 'one_tile', 'generic' or 'radix2', "
-               "got '" + kernel + "'");
+  require(kernel == "shared" || kernel == "shared_poly" || kernel == "generic" || kernel == "radix2", kOp,
+          "kernel must be 'shared', 'shared_poly', 'generic' or 'radix2', got '" + kernel + "'");
   require(n >= 16 && n <= (std::size_t{1} << 17) && (n & (n - 1)) == 0, kOp,
           "n must be a power of two in [16, 2^17], got " + std::to_string(n));
   require(limbs >= 1 && limbs <= 256, kOp, "limbs must be in [1, 256]");
@@ -75,33 +73,23 @@ KernelTiming time_kernel(const std::string& op, std::size_t n, std::size_t limbs
     check(cudaMemcpy(p, host.data(), bytes, cudaMemcpyHostToDevice), kOp);
   }
 
-  // The variants of the default kernels: four blocks an SM, a batch's
-  // polynomials one after another instead of limb-major, the passes
-  // double-buffered or one tile a block.
+  // shared_poly: the default kernels, a batch's polynomials one after
+  // another instead of limb-major.
   const NttKernel previous = gpu.ntt_kernel();
-  const auto previous_caps = gpu.ntt_register_caps();
   const bool previous_order = gpu.ntt_limb_major();
-  const NttPipeline previous_pipeline = gpu.ntt_pipeline();
   gpu.set_ntt_kernel(kernel == "radix2"    ? NttKernel::radix2
                      : kernel == "generic" ? NttKernel::generic
                                            : NttKernel::shared);
-  if (kernel == "shared4") gpu.set_ntt_register_caps(4, previous_caps.second);
   if (kernel == "shared_poly") gpu.set_ntt_limb_major(false);
-  if (kernel == "pipelined") gpu.set_ntt_pipeline(NttPipeline::large);
-  if (kernel == "one_tile") gpu.set_ntt_pipeline(NttPipeline::off);
   struct Restore {
     CudaBackend& gpu;
     NttKernel kernel;
-    std::pair<int, int> caps;
     bool limb_major;
-    NttPipeline pipeline;
     ~Restore() {
       gpu.set_ntt_kernel(kernel);
-      gpu.set_ntt_register_caps(caps.first, caps.second);
       gpu.set_ntt_limb_major(limb_major);
-      gpu.set_ntt_pipeline(pipeline);
     }
-  } restore{gpu, previous, previous_caps, previous_order, previous_pipeline};
+  } restore{gpu, previous, previous_order};
   std::size_t next = 0;
   auto launch = [&] {
     u64** set = data.data() + (next++ % buffers) * operands;

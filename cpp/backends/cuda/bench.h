@@ -18,12 +18,10 @@ struct KernelTiming {
 
 // Times one call of `op` on `limbs` limbs of `bits`-bit NTT primes, N = n, on
 // device `device`. op: "ntt_forward", "ntt_inverse" or "poly_multiply";
-// kernel: "shared" (default kernels), "shared4" (their register cap at four
-// blocks an SM), "shared_poly" (a batch polynomial-major), "pipelined" and
-// "one_tile" (the passes double-buffered or not), "generic" (pass
-// shapes read at run time) or "radix2" (the baseline). `batch` polynomials of
-// `limbs` limbs a call. Each round times `calls` back-to-back calls between
-// two events; `rounds` rounds.
+// kernel: "shared" (default kernels), "shared_poly" (the same, a batch
+// polynomial-major), "generic" (pass shapes read at run time) or "radix2"
+// (the baseline). `batch` polynomials of `limbs` limbs a call. Each round
+// times `calls` back-to-back calls between two events; `rounds` rounds.
 KernelTiming time_kernel(const std::string& op, std::size_t n, std::size_t limbs, int bits,
                          const std::string& kernel, int rounds, int calls, int device, std::size_t batch = 1);
 

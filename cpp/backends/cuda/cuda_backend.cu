@@ -20,7 +20,6 @@
 #include <string>
 
 #include "backends/cuda/cuda_info.h"
-#include "ringfire/base/errors.h"
 
 namespace ringfire::cuda {
 
@@ -47,25 +46,9 @@ CudaBackend::CudaBackend(int device) : device_(device) {
   scatter_in_ntt_ = scatter == nullptr || std::strcmp(scatter, "separate") != 0;
   const char* mod_up = std::getenv("RINGFIRE_CUDA_MODUP");
   batch_mod_up_ = mod_up == nullptr || std::strcmp(mod_up, "digits") != 0;
-  // The NTT's register cap and its batches' block order, side by side.
-  const char* blocks = std::getenv("RINGFIRE_CUDA_NTT_BLOCKS");
-  if (blocks != nullptr && std::strcmp(blocks, "4") == 0) ntt_blocks_full_grid_ = 4;
+  // A batch's transforms polynomial-major, the order before 2026-12-04, side by side.
   const char* order = std::getenv("RINGFIRE_CUDA_NTT_ORDER");
   ntt_limb_major_ = order == nullptr || std::strcmp(order, "poly") != 0;
-  if (const char* pipeline = std::getenv("RINGFIRE_CUDA_NTT_PIPELINE"); pipeline != nullptr) {
-    if (std::strcmp(pipeline, "off") == 0) ntt_pipeline_ = NttPipeline::off;
-    if (std::strcmp(pipeline, "large") == 0) ntt_pipeline_ = NttPipeline::large;
-    if (std::strcmp(pipeline, "always") == 0) ntt_pipeline_ = NttPipeline::always;
-  }
-}
-
-void CudaBackend::set_ntt_register_caps(int full_grid, int small_grid) {
-  auto valid = [](int b) { return b >= 2 && b <= 4; };
-  require(valid(full_grid) && valid(small_grid), "cuda.ntt",
-          "register caps are 2, 3 or 4 blocks per SM, got " + std::to_string(full_grid) + " and " +
-              std::to_string(small_grid));
-  ntt_blocks_full_grid_ = full_grid;
-  ntt_blocks_small_grid_ = small_grid;
 }
 
 CudaBackend::~CudaBackend() {

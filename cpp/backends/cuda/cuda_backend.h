@@ -19,7 +19,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <utility>
 #include <vector>
 
 #include "ringfire/base/memory_pool.h"
@@ -67,15 +66,6 @@ enum class NttKernel {
   radix2,   // baseline: one global-memory kernel per stage (log2 N reads+writes)
   generic,  // stages fused in shared memory, every pass shape read at run time
   shared,   // the same passes, full tiles compiled per shape (default)
-};
-
-// When the NTT's passes run double-buffered (a block loading its next tile
-// while it transforms this one) instead of one tile a block.
-enum class NttPipeline {
-  off,
-  large,   // when a pass has more tiles than the resident blocks take at once
-  always,  // every fixed-shape pass without a fused product, about three tiles
-           // a block whatever the size (the self-test)
 };
 
 // Per-limb constants the kernels read, one entry per limb of a base.
@@ -140,18 +130,10 @@ class CudaBackend final : public Backend {
   void set_batch_mod_up(bool on) { batch_mod_up_ = on; }
   bool batch_mod_up() const { return batch_mod_up_; }
   NttKernel ntt_kernel() const { return ntt_kernel_; }
-  // The pass kernels' register caps as resident blocks per SM: `full_grid`
-  // when a launch fills the GPU (3 by default; RINGFIRE_CUDA_NTT_BLOCKS=4
-  // for 4), `small_grid` otherwise (2). Each is 2, 3 or 4.
-  void set_ntt_register_caps(int full_grid, int small_grid);
-  std::pair<int, int> ntt_register_caps() const { return {ntt_blocks_full_grid_, ntt_blocks_small_grid_}; }
   // Whether a batch's transforms run limb-major (RINGFIRE_CUDA_NTT_ORDER=poly
   // for polynomial-major, the order before 2026-12-04).
   void set_ntt_limb_major(bool on) { ntt_limb_major_ = on; }
   bool ntt_limb_major() const { return ntt_limb_major_; }
-  // Double-buffered NTT passes (RINGFIRE_CUDA_NTT_PIPELINE=off|large|always).
-  void set_ntt_pipeline(NttPipeline mode) { ntt_pipeline_ = mode; }
-  NttPipeline ntt_pipeline() const { return ntt_pipeline_; }
 
   void ntt_forward(u64* data, std::size_t batch, const RnsBase& base) override;
   void ntt_inverse(u64* data, std::size_t batch, const RnsBase& base) override;
@@ -221,9 +203,7 @@ class CudaBackend final : public Backend {
   // measuring. The default since it ran bit-identical on an H200 (2026-12-04).
   bool batch_mod_up_ = true;
   NttKernel ntt_kernel_ = NttKernel::shared;
-  int ntt_blocks_full_grid_ = 3, ntt_blocks_small_grid_ = 2;
   bool ntt_limb_major_ = true;
-  NttPipeline ntt_pipeline_ = NttPipeline::off;
 
   struct PendingRecord {
     const char* kernel;

@@ -82,9 +82,8 @@ struct LimbGap {
 // NttKernel::generic baseline). The butterflies and their order are the
 // same either way.
 //
-// A tile's work is split in three steps shared by the two pass kernels
-// below: its loads (asynchronous copies into shared memory), its stages,
-// and its store. Offsets within one polynomial fit 32 bits (N <= 2^17):
+// A tile's work in three steps: its loads (asynchronous copies into shared
+// memory), its stages, and its store. Offsets within one polynomial fit 32 bits (N <= 2^17):
 // only the row base is 64-bit, so the per-butterfly index arithmetic stays
 // in 32-bit instructions (64-bit shifts by a variable cost several each).
 // The addressing is NttPass's (kernel_bodies.h), spelled out in 32 bits.
@@ -267,7 +266,10 @@ __device__ __forceinline__ TileRow tile_row(unsigned poly, unsigned limb, unsign
 
 // One block, one tile: load, wait, stages, store. 512 threads x 2
 // butterflies per stage; 16 KiB of data and 32 KiB of twiddles, within the
-// 48 KiB of static shared memory.
+// 48 KiB of static shared memory. A double-buffered variant (a block
+// loading its next tile while transforming this one, two blocks an SM) was
+// measured 15-17 % slower at 32-64 limbs on an H200: the passes are bound
+// by issuing instructions, and it halved the resident warps.
 //
 // limb_major: the grid's y is the polynomial and z the limb (else y the limb,
 // z the polynomial). Blocks run in grid order, so limb-major puts every
@@ -322,68 +324,6 @@ __global__ void __launch_bounds__(kPassThreads, MinBlocks)
   store_tile<Forward>(shape, tile, dst, pass, origin, mod.value(), log_n);
 }
 
-// The same tiles, double-buffered: a block runs tile after tile (a grid of
-// two blocks an SM strides over all of them), and the next tile's words and
-// twiddles load into the other buffer while this one's stages run. The
-// one-tile kernel's blocks move in step — all loading, then all computing
-// (an H200 tail pass: ~5 us of loads then ~6 us of stages per wave of blocks,
-// DRAM 42 % busy and the issue slots 56 %) — so here the loads hide behind
-// the arithmetic. Full tiles of a fixed shape, no fused product (src2): the
-// shapes of N = 2^12..2^17. 96 KiB of dynamic shared memory a block.
-constexpr std::size_t kPipelinedBufferBytes = kTileWords * sizeof(u64) + kTileTwiddles * sizeof(ulonglong2);
-constexpr std::size_t kPipelinedSharedBytes = 2 * ((kPipelinedBufferBytes + 15) / 16 * 16);
-
-template <bool Forward, int kStages, int kLogCols>
-__global__ void __launch_bounds__(kPassThreads, 2)
-    ntt_pass_pipelined_kernel(const u64* src, u64* dst, const LimbConstants* limbs, int log_n, kernel::NttPass pass,
-                              LimbGap gap, bool limb_major, unsigned tiles_per_row, unsigned row_limbs,
-                              unsigned row_polys) {
-  static_assert(kStages > 0, "fixed shapes only");
-  extern __shared__ __align__(16) unsigned char smem[];
-  constexpr std::size_t kBufferStride = (kPipelinedBufferBytes + 15) / 16 * 16;
-  auto tile_of = [&](unsigned b) { return reinterpret_cast<u64*>(smem + b * kBufferStride); };
-  auto tw_of = [&](unsigned b) {
-    return reinterpret_cast<ulonglong2*>(smem + b * kBufferStride + kTileWords * sizeof(u64));
-  };
-  const TileShape<kStages, kLogCols> shape(pass);
-  const unsigned total = tiles_per_row * row_limbs * row_polys;
-  // Tile t: block-in-row t % tiles_per_row of row t / tiles_per_row, rows
-  // limb-major or polynomial-major as in ntt_pass_kernel.
-  auto locate = [&](unsigned t, unsigned& origin) {
-    const unsigned r = t / tiles_per_row;
-    origin = static_cast<unsigned>(pass.block_origin(t - r * tiles_per_row, log_n));
-    const unsigned poly = limb_major ? r % row_polys : r / row_limbs;
-    const unsigned limb = limb_major ? r / row_polys : r % row_limbs;
-    return tile_row(poly, limb, row_limbs, limbs, gap);
-  };
-  auto load = [&](unsigned t, unsigned b) {
-    unsigned origin;
-    const TileRow row = locate(t, origin);
-    issue_tile_loads(shape, tile_of(b), tw_of(b), src + (row.base << log_n), true,
-                     Forward ? row.lc->forward : row.lc->inverse, pass, origin, log_n);
-  };
-
-  unsigned t = blockIdx.x, b = 0;
-  if (t < total) load(t, 0);
-  __pipeline_commit();
-  for (; t < total; t += gridDim.x, b ^= 1) {
-    // The next tile's loads go out before this one's wait: two groups in
-    // flight, and waiting for all but the newest is waiting for this tile.
-    if (t + gridDim.x < total) load(t + gridDim.x, b ^ 1);
-    __pipeline_commit();
-    __pipeline_wait_prior(1);
-    __syncthreads();
-    unsigned origin;
-    const TileRow row = locate(t, origin);
-    run_tile_stages<Forward>(shape, tile_of(b), tw_of(b), pass, *row.lc);
-    store_tile<Forward>(shape, tile_of(b), dst + (row.out_row << log_n), pass, origin, row.lc->modulus.value(),
-                        log_n);
-    // Every thread has read this buffer before the loads of the tile after
-    // next (issued in the next iteration) overwrite it.
-    __syncthreads();
-  }
-}
-
 // The pass kernels of one direction and register cap: the fixed shapes of
 // full tiles (a head pass of 1..6 stages, the 11-stage tail) and the
 // run-time shape (kStages = 0).
@@ -419,54 +359,13 @@ struct PassKernels {
 
 using PassFn = PassKernels<true, 2>::Fn;
 
-// The double-buffered kernels of one direction, fixed shapes only.
-template <bool Forward>
-struct PipelinedKernels {
-  using Fn = void (*)(const u64*, u64*, const LimbConstants*, int, kernel::NttPass, LimbGap, bool, unsigned,
-                      unsigned, unsigned);
-  static Fn fixed(const kernel::NttPass& pass) {
-    if (pass.stages + pass.log_cols != kernel::kLogTile) return nullptr;
-    switch (pass.stages) {
-      case 1: return ntt_pass_pipelined_kernel<Forward, 1, 10>;
-      case 2: return ntt_pass_pipelined_kernel<Forward, 2, 9>;
-      case 3: return ntt_pass_pipelined_kernel<Forward, 3, 8>;
-      case 4: return ntt_pass_pipelined_kernel<Forward, 4, 7>;
-      case 5: return ntt_pass_pipelined_kernel<Forward, 5, 6>;
-      case 6: return ntt_pass_pipelined_kernel<Forward, 6, 5>;
-      case 11: return ntt_pass_pipelined_kernel<Forward, 11, 0>;
-      default: return nullptr;
-    }
-  }
-  template <typename F>
-  static void for_all(F&& f) {
-    for (int stages : {1, 2, 3, 4, 5, 6, 11}) {
-      kernel::NttPass p;
-      p.stages = stages;
-      p.log_cols = kernel::kLogTile - stages;
-      f(fixed(p));
-    }
-  }
-};
-using PipelinedFn = PipelinedKernels<true>::Fn;
 
 // The kernel for `pass`: its fixed shape where there is one and `fixed`,
-// else the run-time shape. Four blocks an SM cap registers at 32 a thread:
-// the fixed shapes fit without spilling (ptxas), the run-time shape does not
-// and takes the three-block cap instead.
+// else the run-time shape.
 template <bool Forward, int MinBlocks>
 PassFn pass_kernel(const kernel::NttPass& pass, bool fixed) {
   const PassFn fn = fixed ? PassKernels<Forward, MinBlocks>::fixed(pass) : nullptr;
-  if (fn != nullptr) return fn;
-  return MinBlocks > 3 ? PassKernels<Forward, 3>::generic : PassKernels<Forward, MinBlocks>::generic;
-}
-
-template <bool Forward>
-PassFn pass_kernel(const kernel::NttPass& pass, bool fixed, int min_blocks) {
-  switch (min_blocks) {
-    case 4: return pass_kernel<Forward, 4>(pass, fixed);
-    case 3: return pass_kernel<Forward, 3>(pass, fixed);
-    default: return pass_kernel<Forward, 2>(pass, fixed);
-  }
+  return fn != nullptr ? fn : PassKernels<Forward, MinBlocks>::generic;
 }
 
 }  // namespace
@@ -480,16 +379,6 @@ void configure_ntt_kernels() {
   PassKernels<false, 2>::for_all(carveout);
   PassKernels<true, 3>::for_all(carveout);
   PassKernels<false, 3>::for_all(carveout);
-  PassKernels<true, 4>::for_all(carveout);
-  PassKernels<false, 4>::for_all(carveout);
-  auto pipelined = [&](auto fn) {
-    carveout(fn);
-    check(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(kPipelinedSharedBytes)),
-          "cuda.backend");
-  };
-  PipelinedKernels<true>::for_all(pipelined);
-  PipelinedKernels<false>::for_all(pipelined);
 }
 
 // --- NTT --------------------------------------------------------------------
@@ -536,44 +425,20 @@ void CudaBackend::transform(const u64* src, const u64* src2, u64* dst, std::size
     const kernel::NttPass& pass = passes[forward ? step : count - 1 - step];
     const unsigned threads = static_cast<unsigned>(std::min<std::size_t>(kPassThreads, pass.block_elements() / 2));
     const dim3 grid(static_cast<unsigned>(pass.blocks()), pass_rows.y, pass_rows.z);
-    // Large batches: cap registers so three (or, set_ntt_register_caps, four)
-    // 512-thread blocks stay resident per SM (three: measured 10-13 % faster
-    // at 32-64 limbs, N = 2^16-2^17); a grid too small to fill the GPU keeps
-    // the uncapped build (no spills; lower latency).
+    // Large batches: cap registers so three 512-thread blocks stay resident per
+    // SM (measured 10-13 % faster at 32-64 limbs, N = 2^16-2^17); a grid too
+    // small to fill the GPU keeps the uncapped build (no spills; lower latency).
+    // Four blocks (32 registers, no spills) measured 1-3 % faster on one
+    // transform and no faster in key switching (BENCHMARKS.md, 2026-12-04).
     const bool fills_gpu = std::size_t{grid.x} * grid.y * grid.z >= 3 * static_cast<std::size_t>(sm_count_);
-    const int min_blocks = fills_gpu ? ntt_blocks_full_grid_ : ntt_blocks_small_grid_;
     const bool fixed = ntt_kernel_ == NttKernel::shared;
+    const PassFn fn = fills_gpu ? (forward ? pass_kernel<true, 3>(pass, fixed) : pass_kernel<false, 3>(pass, fixed))
+                                : (forward ? pass_kernel<true, 2>(pass, fixed) : pass_kernel<false, 2>(pass, fixed));
     const bool last = step == count - 1;
     u64* out = last && gapped.out != nullptr ? gapped.out : dst;
     LimbGap gap;
     if (last && gapped.out != nullptr) gap = {gapped.gap_at, gapped.gap_len, gapped.gap_step};
     gap.per_poly = gapped.constants != nullptr ? 1u : 0u;
-    // Double-buffered tiles where a fixed shape exists, the pass reads no
-    // second factor and (NttPipeline::large) there are more tiles than two
-    // blocks an SM take at once: otherwise each block would run one tile.
-    const std::size_t tiles = std::size_t{grid.x} * grid.y * grid.z;
-    const std::size_t pipelined_blocks = 2 * static_cast<std::size_t>(sm_count_);
-    const bool pipelined = fixed && (forward || src2 == nullptr) && tiles < (std::size_t{1} << 31) &&
-                           (ntt_pipeline_ == NttPipeline::always ||
-                            (ntt_pipeline_ == NttPipeline::large && tiles > pipelined_blocks));
-    const PipelinedFn piped = !pipelined      ? nullptr
-                              : forward       ? PipelinedKernels<true>::fixed(pass)
-                                              : PipelinedKernels<false>::fixed(pass);
-    if (piped != nullptr) {
-      // `always` (the self-test) gives each block about three tiles, so even
-      // a small transform swaps buffers.
-      const auto blocks = static_cast<unsigned>(ntt_pipeline_ == NttPipeline::always
-                                                    ? std::max<std::size_t>(1, tiles / 3)
-                                                    : std::min(tiles, pipelined_blocks));
-      piped<<<blocks, kPassThreads, kPipelinedSharedBytes, launch_stream()>>>(
-          src, out, lc, log_n, pass, gap, limb_major, grid.x, static_cast<unsigned>(limbs),
-          static_cast<unsigned>(batch));
-      after_launch(forward ? "ntt_forward" : "ntt_inverse");
-      src = dst;
-      src2 = nullptr;
-      continue;
-    }
-    const PassFn fn = forward ? pass_kernel<true>(pass, fixed, min_blocks) : pass_kernel<false>(pass, fixed, min_blocks);
     fn<<<grid, threads, 0, launch_stream()>>>(src, forward ? nullptr : src2, out, lc, log_n, pass, gap, limb_major);
     after_launch(src2 != nullptr ? "ntt_inverse_hadamard" : forward ? "ntt_forward" : "ntt_inverse");
     src = dst;

@@ -6,7 +6,6 @@
 #include <functional>
 #include <memory>
 #include <random>
-#include <tuple>
 
 #include "cuda_backend.h"
 #include "ringfire/arith/primes.h"
@@ -143,35 +142,15 @@ std::vector<std::pair<std::string, bool>> selftest(std::size_t n, std::size_t li
     });
   }
   gpu.set_ntt_kernel(NttKernel::shared);
-  // The default kernels at four blocks an SM (forced at this small size,
-  // where the automatic choice would not cap them) and polynomial-major.
-  {
-    const auto caps = gpu.ntt_register_caps();
-    const bool limb_major = gpu.ntt_limb_major();
-    for (const auto& [suffix, cap, order] : {std::tuple{"_blocks4", 4, limb_major},
-                                             std::tuple{"_poly_major", caps.first, !limb_major}}) {
-      gpu.set_ntt_register_caps(cap, cap == 4 ? 4 : caps.second);
-      gpu.set_ntt_limb_major(order);
-      const std::string sfx = suffix;
-      compare("ntt_forward" + sfx, {a}, {0}, [&](Backend& be, auto& p) { be.ntt_forward(p[0], batch, *base); });
-      compare("ntt_inverse" + sfx, {a}, {0}, [&](Backend& be, auto& p) { be.ntt_inverse(p[0], batch, *base); });
-      compare("poly_multiply_ntt" + sfx, {a, b, zeros}, {2}, [&](Backend& be, auto& p) {
-        be.poly_multiply(p[0], p[1], p[2], batch, *base, PolyMulMethod::ntt);
-      });
-    }
-    gpu.set_ntt_register_caps(caps.first, caps.second);
-    gpu.set_ntt_limb_major(limb_major);
-    // Double-buffered passes, forced at this size (a grid-stride loop over
-    // more tiles than blocks when n is 2^12 or more, each a full tile).
-    const NttPipeline pipeline = gpu.ntt_pipeline();
-    gpu.set_ntt_pipeline(NttPipeline::always);
-    compare("ntt_forward_pipelined", {a}, {0}, [&](Backend& be, auto& p) { be.ntt_forward(p[0], batch, *base); });
-    compare("ntt_inverse_pipelined", {a}, {0}, [&](Backend& be, auto& p) { be.ntt_inverse(p[0], batch, *base); });
-    compare("poly_multiply_ntt_pipelined", {a, b, zeros}, {2}, [&](Backend& be, auto& p) {
-      be.poly_multiply(p[0], p[1], p[2], batch, *base, PolyMulMethod::ntt);
-    });
-    gpu.set_ntt_pipeline(pipeline);
-  }
+  // The default kernels with a batch's transforms polynomial-major.
+  const bool limb_major = gpu.ntt_limb_major();
+  gpu.set_ntt_limb_major(false);
+  compare("ntt_forward_poly_major", {a}, {0}, [&](Backend& be, auto& p) { be.ntt_forward(p[0], batch, *base); });
+  compare("ntt_inverse_poly_major", {a}, {0}, [&](Backend& be, auto& p) { be.ntt_inverse(p[0], batch, *base); });
+  compare("poly_multiply_ntt_poly_major", {a, b, zeros}, {2}, [&](Backend& be, auto& p) {
+    be.poly_multiply(p[0], p[1], p[2], batch, *base, PolyMulMethod::ntt);
+  });
+  gpu.set_ntt_limb_major(limb_major);
 
   compare("add", {a, b, zeros}, {2}, [&](Backend& be, auto& p) { be.add(p[0], p[1], p[2], batch, *base); });
   compare("sub", {a, b, zeros}, {2}, [&](Backend& be, auto& p) { be.sub(p[0], p[1], p[2], batch, *base); });
