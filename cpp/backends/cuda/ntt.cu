@@ -83,10 +83,11 @@ struct LimbGap {
 // same either way.
 //
 // A tile's work in three steps: its loads (asynchronous copies into shared
-// memory), its stages, and its store. Offsets within one polynomial fit 32 bits (N <= 2^17):
-// only the row base is 64-bit, so the per-butterfly index arithmetic stays
-// in 32-bit instructions (64-bit shifts by a variable cost several each).
-// The addressing is NttPass's (kernel_bodies.h), spelled out in 32 bits.
+// memory), its stages, and its store. Offsets within one polynomial fit 32
+// bits (N <= 2^17): only the row base is 64-bit, so the per-butterfly index
+// arithmetic stays in 32-bit instructions (64-bit shifts by a variable cost
+// several each). The addressing is NttPass's (kernel_bodies.h), spelled out
+// in 32 bits.
 template <int kStages, int kLogCols>
 struct TileShape {
   static constexpr bool kFixed = kStages > 0;
