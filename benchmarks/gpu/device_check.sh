@@ -14,6 +14,8 @@
 #   STEPS=ckks,ckks_split bash benchmarks/gpu/device_check.sh    # fused against three-pass base conversion
 #   STEPS=ckks,ckks_old,bootstrap,bootstrap_old bash benchmarks/gpu/device_check.sh   # NTT/ModUp before and after 2026-11-28
 #   STEPS=tests,ckks,ckks_digits,bootstrap,bootstrap_digits bash benchmarks/gpu/device_check.sh   # ModUp batched against digit by digit
+#   STEPS=ntt_batch,ckks,ckks_poly,helr,helr_poly bash benchmarks/gpu/device_check.sh   # a batch's NTTs limb- against poly-major
+#   STEPS=tests,racecheck bash benchmarks/gpu/device_check.sh   # shared-memory hazards in the self-test
 #
 # Prebuilding the wheel on a machine without a GPU (same Python minor version
 # as the GPU machine's python3) saves the build there; it also fetches ringfire[serve]'s
@@ -118,11 +120,14 @@ TESTS=(tests/test_cuda.py tests/test_gpu_runtime.py tests/test_gpu_schemes.py te
        tests/test_ckks_lookup.py::test_gpu_lookup_is_bit_identical)
 # The service's GPU tests need ringfire[serve] (.whl/ above). Without it test_serve.py skips as a
 # module, its test ids are not found and pytest would stop before running anything: leave them out.
-if (cd /tmp && python3 -c 'import fastapi, uvicorn, httpx' 2>/dev/null); then
+# (test_serve.py's module-level imports: fastapi, uvicorn, httpx, onnx.)
+if missing=$(cd /tmp && python3 -c 'import importlib.util as u
+print(" ".join(m for m in ("fastapi", "uvicorn", "httpx", "onnx") if u.find_spec(m) is None))') && [[ -z $missing ]]; then
   TESTS+=(tests/test_serve.py::test_a_server_on_the_gpu_answers_bit_for_bit_as_the_cpu
           tests/test_serve.py::test_ringfire_serve_device_cuda_serves_a_client_in_another_process)
 else
-  echo "ringfire[serve] is not installed (no .whl/): the service's GPU tests are left out" | tee -a "$LOG/gpu.txt"
+  echo "the service's GPU tests are left out: ${missing:-python3 failed} not importable (--prebuild's .whl/ brings" \
+       "fastapi and uvicorn)" | tee -a "$LOG/gpu.txt"
 fi
 step tests 200 python3 -m pytest -q -rs -p no:cacheprovider --durations=8 "${TESTS[@]}"
 
@@ -208,12 +213,12 @@ if [[ ,${STEPS:-}, == *,ntt_profile,* ]]; then
     --section WarpStateStats --section SchedulerStats --section InstructionStats --section LaunchStats \
     python3 -c "from ringfire import _core; _core.cuda_time_kernel('ntt_forward', 1 << 16, 64, bits=60, kernel='shared', rounds=1, calls=1)"
 fi
-# The fused base conversions of one key switch under Nsight Compute, the same sections: ModUp's
-# (every digit of 3 limbs to the other 24, one launch) and ModDown's (3 limbs to 24, both sums), the
-# second operation's (each makes two launches since ModUp's digits are batched; the step found none
-# on 2026-12-04 when it skipped four of four). Only when STEPS names it.
+# The fused base conversions of a key switch under Nsight Compute, the same sections: the first two
+# launches (ModUp's, every digit at once, and ModDown's, both sums). On 2026-12-04, skipping four
+# launches, ncu profiled none and listed no base-conversion kernel among those launched at all: if
+# it finds none again, find out where this script's key switch converts. Only when STEPS names it.
 if [[ ,${STEPS:-}, == *,convert_profile,* ]]; then
-  step convert_profile 90 ncu --clock-control none --kernel-name regex:base_convert_fused --launch-skip 2 \
+  step convert_profile 90 ncu --clock-control none --kernel-name regex:base_convert_fused --launch-skip 0 \
     --launch-count 2 --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
     --section Occupancy --section WarpStateStats --section SchedulerStats --section InstructionStats \
     --section LaunchStats python3 -c "

@@ -53,7 +53,7 @@ def main(argv=None):
     parser.add_argument("--limbs", help="limb counts, comma-separated (default 1,32,64; --quick 1,32)")
     parser.add_argument("--kernels", help="kernels, comma-separated (default shared,generic,radix2)")
     parser.add_argument("--ops", help="ops, comma-separated (default ntt_forward,ntt_inverse,poly_multiply)")
-    parser.add_argument("--batch", type=int, default=1, help="polynomials of LIMBS limbs a call (default 1)")
+    parser.add_argument("--batch", type=int, default=1, help="polynomials of LIMBS limbs a call, 1-16 (default 1)")
     args = parser.parse_args(argv)
 
     def ints(text):

@@ -72,11 +72,12 @@ def ntt(folder: pathlib.Path) -> list[str]:
 
 
 def ntt_side_by_side(folder: pathlib.Path) -> list[str]:
-    """The ntt_blocks and ntt_batch steps: us per limb of each kernel variant, per shape."""
+    """The ntt_batch step (and the ntt_blocks / ntt_pipeline steps of 2026-12-04, whose variants were
+    removed after them): us per limb of each kernel variant, per shape."""
     out = []
     for name, title in (("ntt_gpu_blocks.json", "NTT us/limb, default vs four blocks an SM"),
                         ("ntt_gpu_pipeline.json", "NTT us/limb, one tile a block vs double-buffered"),
-                        ("ntt_gpu_batch.json", "NTT us/limb, a batch of 3: limb-major (shared) vs polynomial-major "
+                        ("ntt_gpu_batch.json", "NTT us/limb, a batch: limb-major (shared) vs polynomial-major "
                                                "(shared_poly)")):
         data = _json(folder, name)
         if not data:
@@ -209,10 +210,9 @@ def main(folder: str) -> None:
                      + _last_match(d / "racecheck.log", r"passed|failed"))
     # The variant steps: the same benchmarks with the three-pass base conversion
     # (split), the NTT's run-time pass shapes (generic), ModUp's separate scatter
-    # (separate) or both (old), ModUp's digits one by one (digits), the NTT at four
-    # blocks an SM (blocks4), its batches polynomial-major (poly), its passes double-buffered
-    # (pipelined), for side-by-side
-    # views on one device (only when they ran).
+    # (separate) or both (old), ModUp's digits one by one (digits) or the NTT's batches
+    # polynomial-major (poly), for side-by-side views on one device (only when they
+    # ran); blocks4 and pipelined are the logs of two variants removed on 2026-12-04.
     variants = {"split": "split base conversion", "generic": "NTT passes shaped at run time",
                 "separate": "ModUp scatter kernel", "digits": "ModUp's digits one by one",
                 "old": "NTT and ModUp as before 2026-11-28", "poly": "NTT batches polynomial-major",

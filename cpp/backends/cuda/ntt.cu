@@ -269,8 +269,8 @@ __device__ __forceinline__ TileRow tile_row(unsigned poly, unsigned limb, unsign
 // butterflies per stage; 16 KiB of data and 32 KiB of twiddles, within the
 // 48 KiB of static shared memory. A double-buffered variant (a block
 // loading its next tile while transforming this one, two blocks an SM) was
-// measured 15-17 % slower at 32-64 limbs on an H200: the passes are bound
-// by issuing instructions, and it halved the resident warps.
+// measured 14-17 % slower at 32-64 limbs on an H200: the passes are bound
+// by issuing instructions, and it cut the resident warps from 48 to 32 an SM.
 //
 // limb_major: the grid's y is the polynomial and z the limb (else y the limb,
 // z the polynomial). Blocks run in grid order, so limb-major puts every
@@ -360,7 +360,6 @@ struct PassKernels {
 
 using PassFn = PassKernels<true, 2>::Fn;
 
-
 // The kernel for `pass`: its fixed shape where there is one and `fixed`,
 // else the run-time shape.
 template <bool Forward, int MinBlocks>
@@ -429,7 +428,7 @@ void CudaBackend::transform(const u64* src, const u64* src2, u64* dst, std::size
     // Large batches: cap registers so three 512-thread blocks stay resident per
     // SM (measured 10-13 % faster at 32-64 limbs, N = 2^16-2^17); a grid too
     // small to fill the GPU keeps the uncapped build (no spills; lower latency).
-    // Four blocks (32 registers, no spills) measured 1-3 % faster on one
+    // Four blocks (32 registers, no spills) measured 1-5 % faster on one
     // transform and no faster in key switching (BENCHMARKS.md, 2026-12-04).
     const bool fills_gpu = std::size_t{grid.x} * grid.y * grid.z >= 3 * static_cast<std::size_t>(sm_count_);
     const bool fixed = ntt_kernel_ == NttKernel::shared;
