@@ -153,6 +153,8 @@ fi
 # self-test covers both). Only when STEPS names them.
 # A batch's transforms polynomial-major (RINGFIRE_CUDA_NTT_ORDER=poly, the order before 2026-12-04;
 # the default runs them limb-major so a limb's twiddles are read once per batch) likewise.
+# HELR's run, here and as the default step below (its JSON path last).
+HELR=(python3 benchmarks/logreg_helr.py --preset N16_BOOT --shape helr --iterations 4 --device cuda --profile --json)
 for variant in generic:RINGFIRE_CUDA_NTT=generic separate:RINGFIRE_CUDA_SCATTER=separate digits:RINGFIRE_CUDA_MODUP=digits \
                old:RINGFIRE_CUDA_NTT=generic,RINGFIRE_CUDA_SCATTER=separate poly:RINGFIRE_CUDA_NTT_ORDER=poly; do
   name=${variant%%:*}
@@ -165,8 +167,7 @@ for variant in generic:RINGFIRE_CUDA_NTT=generic separate:RINGFIRE_CUDA_SCATTER=
       --orders "${BOOT_ORDERS:-cts,stc}" --json "$LOG/bootstrap_gpu_$name.json"
   fi
   if [[ ,${STEPS:-}, == *,helr_$name,* ]]; then
-    step "helr_$name" 110 env "${settings[@]}" python3 benchmarks/logreg_helr.py --preset N16_BOOT --shape helr \
-      --iterations 4 --device cuda --profile --json "$LOG/helr_gpu_$name.json"
+    step "helr_$name" 110 env "${settings[@]}" "${HELR[@]}" "$LOG/helr_gpu_$name.json"
   fi
 done
 if [[ ,${STEPS:-}, == *,bootstrap_split,* ]]; then
@@ -193,8 +194,7 @@ if [[ ,${STEPS:-}, == *,ntt_batch,* ]]; then
   step ntt_batch 40 python3 benchmarks/gpu/ntt_gpu.py --sizes 16 --limbs 24,32 --batch 3 \
     --ops ntt_forward,ntt_inverse --kernels shared,shared_poly --json "$LOG/ntt_gpu_batch.json"
 fi
-step helr 110 python3 benchmarks/logreg_helr.py --preset N16_BOOT --shape helr --iterations 4 --device cuda --profile \
-  --json "$LOG/helr_gpu.json"
+step helr 110 "${HELR[@]}" "$LOG/helr_gpu.json"
 step digits 40 bash -c "python3 benchmarks/nn_digits.py --device cuda,cpu --models cnn,mlp --modes client --json \
   >'$LOG/digits.json'"
 # ResNet-20 at 32x32 without a client (inter packing, 18 bootstraps per image), random

@@ -114,12 +114,12 @@ def helr(folder: pathlib.Path, name: str = "helr_gpu.json", title: str = "HELR")
     its = ", ".join(f"{s:.3f}" for s in data["iteration_s"])
     out = [f"{title} iterations on {data.get('device')} (s): {its}; bootstraps {data['bootstraps']} "
            f"(goal <= 0.1 s per iteration; Cheddar 40.7 ms)"]
-    for key, title in (("profile", "warm iteration + bootstrap"),
+    for key, label in (("profile", "warm iteration + bootstrap"),
                        ("profile_mask_encoded_each_time", "the same, mask encoded at every product")):
         prof = data.get(key)
         if prof:
             ops = ", ".join(f"{o['name']} {o['total_ms']:.1f}" for o in prof["by_operation"][:5])
-            out.append(f"  {title}: wall {prof['wall_s'] * 1e3:.1f} ms, kernels {prof['kernel_s'] * 1e3:.1f} ms "
+            out.append(f"  {label}: wall {prof['wall_s'] * 1e3:.1f} ms, kernels {prof['kernel_s'] * 1e3:.1f} ms "
                        f"in {prof['launches']} launches, pool misses {prof['pool_misses']}; ms by operation: {ops}")
     return out
 
