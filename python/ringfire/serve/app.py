@@ -34,7 +34,7 @@ from .config import ServeConfig
 from .host import Host
 from .jobs import Job, JobRunner, QueueFull
 from .keychecks import KeyChecks
-from .keydigest import BLOCK, aligned
+from .keydigest import BLOCK, PENDING, aligned
 from .metrics import Metrics, RequestTimer
 from .store import TERMINAL, ChunkBusy, Store
 
@@ -372,18 +372,20 @@ def create_app(config: ServeConfig) -> FastAPI:
             known_kind(kind)
             if not isinstance(digest, str) or not _DIGEST.match(digest):
                 refuse(400, f"keys.{kind}: the key's digest, 64 lowercase hex digits")
-        sid, linked = await off_loop(create_session, who, digests)
-        return {"id": sid, "keys": host.needs, "linked": linked}
+        sid, linked, stored = await off_loop(create_session, who, digests)
+        return {"id": sid, "keys": host.needs, "linked": linked, "stored_kinds": stored}
 
-    def create_session(who: str, digests: dict) -> tuple[str, list[str]]:
+    def create_session(who: str, digests: dict) -> tuple[str, list[str], list[str]]:
         """A new session, with the keys of `digests` this tenant stored already linked (a client
-        that comes back is ready in one request); returns its id and the kinds linked."""
+        that comes back is ready in one request); returns its id, the kinds linked, and the
+        kinds of the keys this tenant stores (a client need not hash a key of another kind
+        before it sends it: no stored key could be linked in its place)."""
         if store.count_sessions(who) >= config.tenant_sessions:
             refuse(429, f"at most {config.tenant_sessions} sessions per tenant")
         sid = store.create_session(who, config.name, host.fingerprint)
         linked = [kind for kind, digest in digests.items() if store.link_key(sid, kind, who, digest)]
         metrics.key_hits.inc(len(linked))
-        return sid, linked
+        return sid, linked, store.stored_kinds(who)
 
     def key_status(session: dict) -> dict:
         out = {}
@@ -441,8 +443,9 @@ def create_app(config: ServeConfig) -> FastAPI:
         whole = request.headers.get("x-key-digest", "")
         if not whole and "x-content-sha256" in request.headers:
             refuse(400, _OLD_CLIENT)
-        if not _DIGEST.match(whole):
-            refuse(400, "X-Key-Digest: the whole key's digest (keydigest.py; 64 lowercase hex digits) is required")
+        if whole != PENDING and not _DIGEST.match(whole):
+            refuse(400, "X-Key-Digest: the whole key's digest (keydigest.py; 64 lowercase hex digits) is required, "
+                        f"or {PENDING!r} on the chunks before the key's last")
         if total > host.max_key_bytes(kind):
             refuse(413, f"{kind} keys for these parameters take at most {host.max_key_bytes(kind)} bytes; "
                         f"{total} declared")
@@ -450,6 +453,8 @@ def create_app(config: ServeConfig) -> FastAPI:
             refuse(416, f"bad range {first}-{last}/{total}: a chunk's bytes lie within the key's {total}")
         if last - first + 1 > config.chunk_bytes:
             refuse(416, f"bad range {first}-{last}/{total}: chunks of at most {config.chunk_bytes} bytes")
+        if whole == PENDING and last == total - 1:
+            refuse(400, f"X-Key-Digest: the key's last chunk names the key (its digest), not {PENDING!r}")
         if not aligned(first, last - first + 1, total):
             refuse(416, f"bad range {first}-{last}/{total}: a chunk starts at a multiple of {BLOCK} bytes and "
                         f"holds a multiple of {BLOCK} bytes, or ends the key")
@@ -481,10 +486,12 @@ def create_app(config: ServeConfig) -> FastAPI:
         if kept is not None and kept["digest"] == whole and kept["size"] == total:
             return {"received": total, "total": total, "stored": True, "digest": whole, "new": False}
         state_now = store.upload_state(sid, kind)
-        fresh = state_now is None or state_now["total"] != total or state_now["digest"] != whole
+        restart = whole == PENDING and first == 0  # a key named with its last chunk starts at 0
+        fresh = (state_now is None or state_now["total"] != total or restart
+                 or state_now["digest"] not in (whole, PENDING))
         if fresh and store.stored_bytes(who) + total > config.tenant_bytes:
             refuse(413, f"this tenant would store more than {config.tenant_bytes} bytes")
-        up = store.upload(sid, kind, who, total, whole)
+        up = store.upload(sid, kind, who, total, whole, restart=restart)
         if first != up["received"]:
             refuse(409, f"this upload has {up['received']} bytes; send the chunk starting there",
                    {"X-Received": str(up["received"])})

@@ -21,10 +21,11 @@ import weakref
 import numpy as np
 
 from .. import _progress, ckks, memory
+from .. import io as rf_io
 from ..ckks.batch import EncryptedTensor
 from ..nn.client import LocalClient, encryption_level
 from . import wire
-from .keydigest import BLOCK, BlockHasher, chunk_digest, digests_of, key_digest
+from .keydigest import BLOCK, PENDING, BlockHasher, chunk_digest, digests_of, key_digest
 
 CHUNK = 16 * 2**20
 CHUNK_RESENDS = 3  # a chunk that arrives corrupt is sent again at most this many times
@@ -221,18 +222,42 @@ class Session:
 
     # ---- keys ---------------------------------------------------------------------------
     def open(self, progress: bool | None = None) -> dict:
-        """Opens the session on the server: hashes the evaluation keys the model needs, sends
-        their digests with the request that opens it (the server links those this tenant stored
-        already, so a client that comes back is ready in one request) and uploads the others.
-        Returns what :meth:`upload_keys` returns."""
-        hashed = {sent: self._hash(sent) for sent in map(self._sent_as, self.info["parameters"]["keys"])}
-        opened = self.client.request("POST", "/v1/sessions", expect=(201,), json={
-            "model": self.model, "fingerprint": self.info["parameters"]["fingerprint"],
-            "keys": {kind: h["digest"] for kind, h in hashed.items()}}).json()
-        self.id = opened["id"]
-        linked = set(opened.get("linked", ()))
-        self.key_state = self._send({kind: ("linked" if kind in linked else 0, h) for kind, h in hashed.items()},
-                                    progress)
+        """Opens the session on the server and gives it the evaluation keys the model needs.
+        The digests of the keys this client hashed already go with the request that opens it
+        (the server links those this tenant stored, so a client that comes back is ready in one
+        request). A key the server could not hold (this tenant stores no key of its kind) is
+        hashed as it is sent and named with its last chunk: one pass over it instead of two. The
+        others are hashed first, linked where the server has them, and uploaded otherwise (so
+        with a server that takes no key named last). Returns what :meth:`upload_keys` returns."""
+        kinds = list(map(self._sent_as, self.info["parameters"]["keys"]))
+        one_pass = bool(self.info["parameters"].get("keys_named_last"))
+        hashed = {kind: self._hash(kind) for kind in kinds if not one_pass or self._hashed_before(kind)}
+        # The first key that may go named last starts serializing while the session opens (its
+        # first chunk is serialized whole before it is sent); dropped if it is hashed first after all.
+        early = next((kind for kind in kinds if kind not in hashed), None)
+        started = None if early is None else _KeyStream(self._key(early), 0, ahead=self.client.chunk_bytes,
+                                                        hasher=BlockHasher())
+        try:
+            opened = self.client.request("POST", "/v1/sessions", expect=(201,), json={
+                "model": self.model, "fingerprint": self.info["parameters"]["fingerprint"],
+                "keys": {kind: h["digest"] for kind, h in hashed.items()}}).json()
+            self.id = opened["id"]
+            linked = set(opened.get("linked", ()))
+            todo = {kind: ("linked" if kind in linked else 0, h) for kind, h in hashed.items()}
+            for kind in kinds:
+                if kind in hashed:
+                    continue
+                if kind in opened.get("stored_kinds", kinds):  # keys of its kind are stored: these, perhaps
+                    h = self._hash(kind)
+                    todo[kind] = ("linked" if self._link(kind, h["digest"]) else 0, h)
+                else:
+                    todo[kind] = ("named last", {"key": self._key(kind), "stream": started if kind == early else None})
+            if started is not None and todo[early][0] != "named last":
+                started.close()  # hashed first after all: its stream is not needed
+            self.key_state = self._send({kind: todo[kind] for kind in kinds}, progress)
+        finally:
+            if started is not None:
+                started.close()
         return self.key_state
 
     def upload_keys(self, progress: bool | None = None) -> dict:
@@ -252,11 +277,9 @@ class Session:
                 continue
             sent = self._sent_as(kind)
             h = self._hash(sent)
-            linked = self.client.request("POST", f"/v1/sessions/{self.id}/keys/{sent}/link",
-                                         expect=(200, 404), json={"digest": h["digest"]})
             # Master keys for the Galois keys start over: a 409 says where to resume.
             resume = st["received"] if sent == kind and st.get("total") == h["total"] else 0
-            todo[sent] = ("linked" if linked.status_code == 200 else resume, h)
+            todo[sent] = ("linked" if self._link(sent, h["digest"]) else resume, h)
         self.key_state = {**out, **self._send(todo, progress)}
         return self.key_state
 
@@ -265,12 +288,27 @@ class Session:
         client holds only those (the server derives the Galois keys)."""
         return "master" if kind == "galois" and self.keys.galois is None and self.keys.master is not None else kind
 
-    def _hash(self, kind: str) -> dict:
-        """The key of `kind` serialized once to hash it: its digest, its block digests, its size."""
-        key, start = getattr(self.keys, kind), time.perf_counter()
+    def _link(self, kind: str, digest: str) -> bool:
+        """Whether the server linked this tenant's stored key of that digest to the session."""
+        return self.client.request("POST", f"/v1/sessions/{self.id}/keys/{kind}/link", expect=(200, 404),
+                                   json={"digest": digest}).status_code == 200
+
+    def _key(self, kind: str):
+        key = getattr(self.keys, kind)
         if key is None:
             raise ValueError(f"[serve] model {self.model!r} needs {kind} keys and these keys hold none: make them "
                              f"with ctx.keygen(rotations=..., bootstrap=...) as client.model({self.model!r}) says")
+        return key
+
+    def _hashed_before(self, kind: str) -> bool:
+        """Whether this client knows the key's digests already (no pass over it to name it)."""
+        key = self._key(kind)
+        cached = _KEY_DIGESTS.get(key)
+        return cached is not None and cached[0]() is key._res
+
+    def _hash(self, kind: str) -> dict:
+        """The key of `kind` serialized once to hash it: its digest, its block digests, its size."""
+        key, start = self._key(kind), time.perf_counter()
         native = key._res  # the words the digests are of (a write makes a new one)
         cached = _KEY_DIGESTS.get(key)
         if cached is not None and cached[0]() is native:
@@ -285,28 +323,50 @@ class Session:
                 "prepare_s": hashed - start}
 
     def _send(self, todo: dict, progress) -> dict:
-        """{kind: ("linked" or the byte to resume from, _hash's dict)}: the keys not linked, uploaded."""
+        """{kind: ("linked", "named last" or the byte to resume from, _hash's dict or {"key": key})}:
+        the keys not linked, uploaded."""
         out, self.upload_timings = {}, {}
-        ended = max((h["hashed"] for _, h in todo.values()), default=0.0)  # every key is hashed before any is sent
-        for kind, (linked_or_start, h) in todo.items():
-            if linked_or_start == "linked":
+        # Every key hashed in a pass of its own is hashed before any is sent.
+        ended = max((h["hashed"] for _, h in todo.values() if "hashed" in h), default=time.perf_counter())
+        for kind, (how, h) in todo.items():
+            if how == "linked":
                 out[kind] = "linked"
                 continue
             began = ended  # the requests after the hashing count as the first key's transfer
-            self._upload(kind, h["key"], h["total"], h["digest"], h["blocks"], linked_or_start, progress)
+            named_last = how == "named last"
+            total = self._upload(kind, h["key"], 0 if named_last else how, progress, None if named_last else h,
+                                 h.get("stream"))
             ended = time.perf_counter()
-            self.upload_timings[kind] = {"bytes": h["total"], "prepare_s": h["prepare_s"], "transfer_s": ended - began}
+            self.upload_timings[kind] = {"bytes": total, "prepare_s": 0.0 if named_last else h["prepare_s"],
+                                         "transfer_s": ended - began}
             out[kind] = "uploaded"
         return out
 
-    def _upload(self, kind: str, key, total: int, digest: str, blocks: bytes, start: int, progress) -> None:
+    def _upload(self, kind: str, key, start: int, progress, named: dict | None,
+                stream: "_KeyStream | None" = None) -> int:
         """The key from byte `start`, one chunk per request, serialized again as it is sent;
         each chunk is held (``chunk_bytes``) until the server kept it, so a chunk refused or
         cut off is sent again as it was (a chunk the server found corrupt, up to
-        ``CHUNK_RESENDS`` times). Each chunk's digest comes from `blocks`."""
+        ``CHUNK_RESENDS`` times). `named`: the key's size, digest and block digests from a
+        pass of its own (:meth:`_hash`), where each chunk's digest comes from. None: the key is
+        named with its last chunk, hashed as it is serialized here (from byte 0): each chunk is
+        serialized whole before its request (its digest goes in its headers), the chunks
+        before the last say ``X-Key-Digest: pending``; where the server holds another offset
+        (a restart), the key is hashed in a pass of its own and the upload resumes there.
+        `stream`: the key's stream from byte 0, started already with a hasher (named last).
+        Returns the key's size."""
         step, resent = self.client.chunk_bytes, 0
-        stream = _KeyStream(key, start, ahead=step)
+        if stream is None:
+            stream = _KeyStream(key, start, ahead=step, hasher=BlockHasher() if named is None else None)
+        hasher = stream.hasher
         try:
+            if named is None:  # the envelope's header, its first bytes, says how long the key is
+                magic, *_, length = rf_io.STREAM_HEADER.unpack(stream.peek(rf_io.STREAM_HEADER.size))
+                if magic != b"RFHE":
+                    raise ValueError(f"[serve] {kind} keys serialize without a streamed envelope's header")
+                total = rf_io.STREAM_HEADER.size + length + 8  # its header, its payload, its checksum
+            else:
+                total = named["total"]
             with _progress.progress_bar(total, f"uploading {kind} keys", progress, unit="B") as bar:
                 bar.update(start)
                 offset, pieces = start, None
@@ -314,6 +374,10 @@ class Session:
                     size = min(step, total - offset)
                     if pieces is None:
                         pieces = stream.take(size)
+                        if named is None:
+                            pieces.fill()
+                    digest, blocks = (named["digest"], named["blocks"]) if named is not None else \
+                        self._named_so_far(key, stream, hasher, total, offset + size == total)
                     headers = {"Content-Range": f"bytes {offset}-{offset + size - 1}/{total}",
                                "Content-Length": str(size), "X-Key-Digest": digest,
                                "X-Chunk-Digest": chunk_digest(digests_of(blocks, offset, size)),
@@ -328,6 +392,10 @@ class Session:
                     if response.status_code == 409:  # the server has a different offset: resume there
                         time.sleep(min(5.0, float(response.headers.get("retry-after", "0"))))
                         received = int(response.headers.get("x-received", "0"))
+                        if named is None:  # the key named first, then resumed where the server is
+                            pieces.release()
+                            stream.close()
+                            return self._upload(kind, key, received, progress, self._hash(kind))
                         if received != offset:
                             stream.close()
                             pieces.release()
@@ -338,8 +406,21 @@ class Session:
                     pieces.release()
                     offset, pieces = offset + size, None
                     bar.update(size)
+            return total
         finally:
             stream.close()
+
+    @staticmethod
+    def _named_so_far(key, stream: "_KeyStream", hasher: BlockHasher, total: int, last: bool) -> tuple[str, bytes]:
+        """A key named with its last chunk: the digest its next chunk says (pending, or the
+        key's at the last) and the block digests so far (every byte of a chunk is hashed once
+        the chunk was read from the stream; at the last, once the save ended)."""
+        if not last:
+            return PENDING, hasher.whole_blocks()
+        stream.wait()
+        blocks = hasher.digests()
+        _KEY_DIGESTS[key] = (weakref.ref(key._res), total, blocks)
+        return key_digest(blocks), blocks
 
     # ---- inference ---------------------------------------------------------------------------
     def submit(self, enc: EncryptedTensor, idempotency_key: str | None = None) -> str:
@@ -526,8 +607,8 @@ class _KeyStream:
     of the reader: a chunk's worth, so the next chunk is ready when the last one was kept.
     A save lends its buffers only for each write: they are copied."""
 
-    def __init__(self, key, start: int, ahead: int = 16 * PIECE):
-        self._skip = start
+    def __init__(self, key, start: int, ahead: int = 16 * PIECE, hasher: BlockHasher | None = None):
+        self._skip, self.hasher = start, hasher  # with a hasher, every byte written is hashed first
         self._pieces = _Handoff(max(1, ahead // PIECE))
         self._thread = threading.Thread(target=self._save, args=(key,), name="ringfire-key-stream", daemon=True)
         self._thread.start()
@@ -544,6 +625,8 @@ class _KeyStream:
 
     def write(self, data) -> int:
         view = memoryview(data).cast("B")
+        if self.hasher is not None:
+            self.hasher.update(view)
         skip = min(self._skip, len(view))
         self._skip -= skip
         for i in range(skip, len(view), PIECE):
@@ -556,6 +639,19 @@ class _KeyStream:
         httpx sends them (the first chunk need not be serialized whole before its first byte
         goes out) and kept, so that the chunk can be sent again as it was."""
         return _ChunkBody(self, size)
+
+    def peek(self, size: int) -> bytes:
+        """The first `size` bytes still to be read, left in the stream."""
+        while len(self._rest) < size:
+            piece = self._pieces.get()
+            if piece is None:
+                raise ValueError(f"[serve] the key's serialization ended within its first {size} bytes")
+            self._rest += piece
+        return self._rest[:size]
+
+    def wait(self) -> None:
+        """Waits for the key's save to end (every byte written, and hashed with a hasher)."""
+        self._thread.join()
 
     def _next(self, most: int) -> bytes:
         piece = self._rest or self._pieces.get()
@@ -588,6 +684,11 @@ class _ChunkBody:
             self._pieces.append(piece)
             self._left -= len(piece)
             yield piece
+
+    def fill(self) -> None:
+        """Reads the chunk's bytes from the stream now (they are kept for every pass)."""
+        for _ in self:
+            pass
 
     def release(self) -> None:
         self._pieces, self._left = [], 0

@@ -126,6 +126,8 @@ class Host:
                                "bootstrap_options": self.ctx.bootstrap_options,
                                "insecure": self.ctx.params.security == 0,
                                "master_keys": self.takes_master,
+                               # Keys may be named with their last chunk (keydigest.PENDING before).
+                               "keys_named_last": True,
                                "max_key_bytes": {k: self.max_key_bytes(k) for k in self.needs
                                                  + (["master"] if self.takes_master else [])}}}
 

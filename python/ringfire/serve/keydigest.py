@@ -6,8 +6,10 @@ digest is a BLAKE3 over the digests of the blocks it holds (chunks start on a bl
 and hold whole blocks, the key's last chunk excepted). So every byte is hashed once on each
 side:
 
-- the client hashes its key in one pass before the first chunk (the key's digest decides
-  whether it has to be sent at all: the server may hold it already) and every chunk's digest
+- the client hashes its key as it sends it, and names it with its last chunk (the chunks
+  before carry ``PENDING``); where the server may hold the key already (this tenant stores
+  keys of its kind), or an upload is to be resumed, it hashes the key in a pass of its own
+  first, and the key's digest decides whether it has to be sent at all. Every chunk's digest
   follows from the same block digests;
 - the server hashes each block as it arrives, checks the chunk with it, and names the key at
   commit from the block digests it kept.
@@ -31,6 +33,9 @@ BLOCK = 1 << 16
 DIGEST = 32  # bytes of a block's digest; block digests travel concatenated, DIGEST bytes each
 _KEY = b"ringfire key digest v2\n"
 _CHUNK = b"ringfire chunk digest v2\n"
+# X-Key-Digest of a chunk before the key's last, when the client hashes the key as it sends it
+# and names it with its last chunk (one pass over the key instead of two).
+PENDING = "pending"
 
 
 def _hasher(data=b""):
@@ -102,6 +107,10 @@ class BlockHasher:
     @staticmethod
     def _whole_blocks(view: memoryview) -> bytes:
         return b"".join(_hasher(view[i:i + BLOCK]).digest() for i in range(0, len(view), BLOCK))
+
+    def whole_blocks(self) -> bytes:
+        """The digests of the blocks complete so far (another thread may go on feeding)."""
+        return bytes(self._done)
 
     def digests(self) -> bytes:
         """Every block's digest so far, concatenated, the last, partial block's included

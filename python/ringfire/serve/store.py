@@ -38,7 +38,7 @@ from pathlib import Path
 from ..io import write_atomically
 from .directwrite import DIRECT_FROM, open_direct
 from .inorder import InOrder
-from .keydigest import BLOCK, BlockHasher, chunk_digest, file_digests, key_digest
+from .keydigest import BLOCK, PENDING, BlockHasher, chunk_digest, file_digests, key_digest
 
 SCHEMA = """
 create table if not exists sessions (id text primary key, tenant text not null, model text not null,
@@ -219,6 +219,10 @@ class Store:
     def blob_path(self, tenant: str, sha: str) -> Path:
         return self.root / "blobs" / hashlib.sha256(tenant.encode()).hexdigest()[:32] / sha
 
+    def stored_kinds(self, tenant: str) -> list[str]:
+        """The kinds of the keys this tenant stores."""
+        return sorted(r[0] for r in self._q("select distinct kind from blobs where tenant = ?", (tenant,)))
+
     def has_blob(self, tenant: str, sha: str) -> bool:
         return bool(self._q("select 1 from blobs where tenant = ? and sha256 = ?", (tenant, sha)))
 
@@ -237,13 +241,19 @@ class Store:
         return int(blobs + parts + results)
 
     # ---- resumable uploads -------------------------------------------------------------
-    def upload(self, sid: str, kind: str, tenant: str, total: int, sha: str) -> dict:
+    def upload(self, sid: str, kind: str, tenant: str, total: int, sha: str, restart: bool = False) -> dict:
         """The upload of `kind` for the session with this size and hash: the one under way
-        (to resume), or a new one."""
-        rows = self._q("select id, received from uploads where session = ? and kind = ? and total = ? and sha256 = ?",
-                       (sid, kind, total, sha))
+        (to resume), or a new one (always with `restart`). A key the client names with its last
+        chunk has the digest PENDING until then: the upload under way takes the first digest a
+        chunk of it names (the commit checks the bytes against it)."""
+        rows = [] if restart else self._q(
+            "select id, received, sha256 from uploads where session = ? and kind = ? and total = ? "
+            "and sha256 in (?, ?)", (sid, kind, total, sha, PENDING))
         if rows:
-            return {"id": rows[0][0], "received": rows[0][1]}
+            uid, received, named = rows[0]
+            if named != sha:
+                self._q("update uploads set sha256 = ? where id = ?", (sha, uid))
+            return {"id": uid, "received": received}
         for (replaced,) in self._q("select id from uploads where session = ? and kind = ?", (sid, kind)):
             self.drop_upload(replaced)  # its row, its bytes so far and its running digest
         uid = new_id()
