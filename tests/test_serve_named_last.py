@@ -88,29 +88,54 @@ def test_a_new_tenants_key_is_hashed_as_it_is_sent_and_stored_under_its_digest(s
         assert client.session("mlp", ctx, sk, keys, progress=False).key_state == {"relin": "linked"}
 
 
+def corrupting(client, monkeypatch, which):
+    """Every PUT whose number (from 0) is in `which` has one bit flipped on the way; returns
+    [(the request's X-Chunk-Digest or None, the answer's status)] of every PUT."""
+    real_send, puts = client.http.send, []
+
+    def send(request, **kw):
+        if request.method != "PUT":
+            return real_send(request, **kw)
+        body = bytearray(b"".join(request.stream))
+        if len(puts) in which:
+            body[len(body) // 2] ^= 1
+        answer = real_send(httpx.Request("PUT", request.url, content=bytes(body), headers=request.headers), **kw)
+        puts.append((request.headers.get("x-chunk-digest"), answer.status_code))
+        return answer
+
+    monkeypatch.setattr(client.http, "send", send)
+    return puts
+
+
 def test_a_chunk_corrupted_on_the_way_is_sent_again_in_one_pass(served, monkeypatch):
     """The one-pass upload keeps each chunk until the server kept it, like the two-pass one:
-    a chunk whose bytes change on the way is refused (422) and sent again as it was."""
+    a chunk (after the first) whose bytes change on the way is refused (422) and sent again as
+    it was."""
     url, tokens = served
-    answers, token = [], tenant(tokens)
+    token = tenant(tokens)
     with Client(url, token, chunk_bytes=DIGEST_BLOCK * 4) as client:
         ctx = client.context("mlp")
         sk, keys = ctx.keygen()
-        real_send = client.http.send
-
-        def corrupt(request, **kw):
-            if request.method != "PUT" or len(answers) == 2:
-                return real_send(request, **kw)
-            body = bytearray(b"".join(request.stream))
-            body[len(body) // 2] ^= 1
-            answers.append(real_send(httpx.Request("PUT", request.url, content=bytes(body),
-                                                   headers=request.headers), **kw))
-            return answers[-1]
-
-        monkeypatch.setattr(client.http, "send", corrupt)
+        puts = corrupting(client, monkeypatch, {1, 2})  # the second chunk, twice
         session = client.session("mlp", ctx, sk, keys, progress=False)
-        assert [a.status_code for a in answers] == [422, 422]
+        assert [code for _, code in puts[:4]] == [200, 422, 422, 200]
         assert session.upload_timings["relin"]["prepare_s"] == 0.0
+        assert status(url, token, session.id)["keys"]["relin"]["digest"] == key_digest_of(keys.relin.to_bytes())
+
+
+def test_the_first_chunk_goes_as_it_is_serialized_and_is_checked_by_the_servers_answer(served, monkeypatch):
+    """The first chunk of a key named last is sent while it is serialized, without its digest;
+    the server's answer names what it kept, and a mismatch sends the chunk again at byte 0,
+    which starts the upload over. The later chunks carry their digests."""
+    url, tokens = served
+    token = tenant(tokens)
+    with Client(url, token, chunk_bytes=DIGEST_BLOCK * 4) as client:
+        ctx = client.context("mlp")
+        sk, keys = ctx.keygen()
+        puts = corrupting(client, monkeypatch, {0})
+        session = client.session("mlp", ctx, sk, keys, progress=False)
+        assert puts[0] == (None, 200) and puts[1] == (None, 200)  # kept, found different, sent again
+        assert all(said is not None for said, _ in puts[2:]) and len(puts) > 3
         assert status(url, token, session.id)["keys"]["relin"]["digest"] == key_digest_of(keys.relin.to_bytes())
 
 
@@ -165,28 +190,16 @@ def test_a_server_that_takes_no_key_named_last_gets_it_named_first(served, monke
         assert session.key_state == {"relin": "uploaded"} and session.upload_timings["relin"]["prepare_s"] > 0
 
 
-def test_a_corrupt_key_named_last_ends_in_the_servers_reason(served, monkeypatch):
+def test_a_corrupt_key_named_last_ends_in_a_clear_error(served, monkeypatch):
     """Every try of a chunk corrupted on the way: the one-pass upload gives up after
-    CHUNK_RESENDS resends with the server's reason, as the two-pass one does."""
+    CHUNK_RESENDS resends with the reason, as the two-pass one does."""
     from ringfire.serve.client import CHUNK_RESENDS
 
     url, tokens = served
-    answers = []
     with Client(url, tenant(tokens), chunk_bytes=DIGEST_BLOCK * 4) as client:
         ctx = client.context("mlp")
         sk, keys = ctx.keygen()
-        real_send = client.http.send
-
-        def corrupt(request, **kw):
-            if request.method != "PUT":
-                return real_send(request, **kw)
-            body = bytearray(b"".join(request.stream))
-            body[0] ^= 1
-            answers.append(real_send(httpx.Request("PUT", request.url, content=bytes(body),
-                                                   headers=request.headers), **kw))
-            return answers[-1]
-
-        monkeypatch.setattr(client.http, "send", corrupt)
+        puts = corrupting(client, monkeypatch, range(100))
         with pytest.raises(ServerError, match="does not match"):
             client.session("mlp", ctx, sk, keys, progress=False)
-    assert len(answers) == CHUNK_RESENDS + 1
+    assert len(puts) == CHUNK_RESENDS + 1

@@ -468,15 +468,15 @@ def create_app(config: ServeConfig) -> FastAPI:
                 chunk.write(piece)
             if chunk.size != last - first + 1:
                 refuse(400, f"the chunk holds {chunk.size} bytes, its range {last - first + 1}")
-            said = request.headers.get("x-chunk-digest")
-            if said is not None and said != await off_loop(chunk.digest):
+            said, got = request.headers.get("x-chunk-digest"), await off_loop(chunk.digest)
+            if said is not None and said != got:
                 refuse(422, "the chunk's digest does not match X-Chunk-Digest: send it again (digests are BLAKE3 "
                             "over 64 KiB blocks, ringfire.serve.keydigest version 2)",
                        {"X-Chunk-Refused": "digest"})
             received = await off_loop(chunk.keep)
         metrics.uploaded.inc(last - first + 1)
-        if received < total:
-            return {"received": received, "total": total, "stored": False}
+        if received < total:  # the digest of what was kept: a chunk sent without one is checked by its sender
+            return {"received": received, "total": total, "stored": False, "chunk_digest": got}
         return await off_loop(_commit, sid, kind, who, chunk.uid, whole, total)
 
     def open_chunk(sid: str, kind: str, who: str, first: int, total: int, whole: str):

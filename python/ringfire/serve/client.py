@@ -350,8 +350,9 @@ class Session:
         ``CHUNK_RESENDS`` times). `named`: the key's size, digest and block digests from a
         pass of its own (:meth:`_hash`), where each chunk's digest comes from. None: the key is
         named with its last chunk, hashed as it is serialized here (from byte 0): each chunk is
-        serialized whole before its request (its digest goes in its headers), the chunks
-        before the last say ``X-Key-Digest: pending``; where the server holds another offset
+        serialized whole before its request (its digest goes in its headers) but the first,
+        which is sent as it is serialized and checked against the digest of what the server
+        kept; the chunks before the last say ``X-Key-Digest: pending``; where the server holds another offset
         (a restart), the key is hashed in a pass of its own and the upload resumes there.
         `stream`: the key's stream from byte 0, started already with a hasher (named last).
         Returns the key's size."""
@@ -372,18 +373,29 @@ class Session:
                 offset, pieces = start, None
                 while offset < total:
                     size = min(step, total - offset)
+                    # Named last, the first chunk (not the key's last) goes as it is serialized,
+                    # without its digest: the server's answer names what it kept, checked here.
+                    first_named_last = named is None and offset == 0 and size < total
                     if pieces is None:
                         pieces = stream.take(size)
-                        if named is None:
+                        if named is None and not first_named_last:
                             pieces.fill()
                     digest, blocks = (named["digest"], named["blocks"]) if named is not None else \
                         self._named_so_far(key, stream, hasher, total, offset + size == total)
                     headers = {"Content-Range": f"bytes {offset}-{offset + size - 1}/{total}",
                                "Content-Length": str(size), "X-Key-Digest": digest,
-                               "X-Chunk-Digest": chunk_digest(digests_of(blocks, offset, size)),
                                "Content-Type": "application/octet-stream"}
+                    if not first_named_last:
+                        headers["X-Chunk-Digest"] = chunk_digest(digests_of(blocks, offset, size))
                     response = self.client.request("PUT", f"/v1/sessions/{self.id}/keys/{kind}", content=pieces,
                                                    headers=headers, expect=(200, 409, 422))
+                    if first_named_last and response.status_code == 200:
+                        kept = response.json().get("chunk_digest")
+                        if kept is not None and kept != chunk_digest(digests_of(hasher.whole_blocks(), 0, size)):
+                            if resent == CHUNK_RESENDS:
+                                raise ServerError(422, "the first chunk the server kept does not match what was sent")
+                            resent += 1  # its bytes changed on the way: sent again at 0, it starts the upload over
+                            continue
                     if response.status_code == 422:
                         if response.headers.get("x-chunk-refused") != "digest" or resent == CHUNK_RESENDS:
                             raise ServerError(422, response.json().get("error", response.text))
