@@ -203,3 +203,19 @@ def test_a_corrupt_key_named_last_ends_in_a_clear_error(served, monkeypatch):
         with pytest.raises(ServerError, match="does not match"):
             client.session("mlp", ctx, sk, keys, progress=False)
     assert len(puts) == CHUNK_RESENDS + 1
+
+
+def test_a_server_that_names_no_kept_chunk_gets_every_chunk_with_its_digest(served, monkeypatch):
+    """A server whose description says ``keys_named_last`` 1 (keys named last, but no
+    ``chunk_digest`` in its answers) gets the first chunk serialized whole, with its digest."""
+    url, tokens = served
+    token = tenant(tokens)
+    with Client(url, token, chunk_bytes=DIGEST_BLOCK * 4) as client:
+        ctx = client.context("mlp")
+        sk, keys = ctx.keygen()
+        client._described["mlp"]["parameters"]["keys_named_last"] = 1
+        puts = corrupting(client, monkeypatch, set())
+        session = client.session("mlp", ctx, sk, keys, progress=False)
+        assert session.upload_timings["relin"]["prepare_s"] == 0.0
+        assert len(puts) > 2 and all(said is not None for said, _ in puts)
+        assert status(url, token, session.id)["keys"]["relin"]["digest"] == key_digest_of(keys.relin.to_bytes())

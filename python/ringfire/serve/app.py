@@ -473,7 +473,10 @@ def create_app(config: ServeConfig) -> FastAPI:
                 refuse(422, "the chunk's digest does not match X-Chunk-Digest: send it again (digests are BLAKE3 "
                             "over 64 KiB blocks, ringfire.serve.keydigest version 2)",
                        {"X-Chunk-Refused": "digest"})
-            received = await off_loop(chunk.keep)
+            try:
+                received = await off_loop(chunk.keep)
+            except ChunkBusy as e:  # started over meanwhile (a pending chunk at 0): its bytes do not count
+                refuse(409, str(e), {"X-Received": "0", "Retry-After": "1"})
         metrics.uploaded.inc(last - first + 1)
         if received < total:  # the digest of what was kept: a chunk sent without one is checked by its sender
             return {"received": received, "total": total, "stored": False, "chunk_digest": got}
@@ -489,7 +492,8 @@ def create_app(config: ServeConfig) -> FastAPI:
         restart = whole == PENDING and first == 0  # a key named with its last chunk starts at 0
         fresh = (state_now is None or state_now["total"] != total or restart
                  or state_now["digest"] not in (whole, PENDING))
-        if fresh and store.stored_bytes(who) + total > config.tenant_bytes:
+        dropped = state_now["received"] if restart and state_now is not None else 0  # what starting over frees
+        if fresh and store.stored_bytes(who) - dropped + total > config.tenant_bytes:
             refuse(413, f"this tenant would store more than {config.tenant_bytes} bytes")
         up = store.upload(sid, kind, who, total, whole, restart=restart)
         if first != up["received"]:

@@ -243,17 +243,18 @@ class Session:
                 "keys": {kind: h["digest"] for kind, h in hashed.items()}}).json()
             self.id = opened["id"]
             linked = set(opened.get("linked", ()))
+            stored = set(opened.get("stored_kinds", kinds))  # keys of these kinds are stored: these, perhaps
+            if started is not None and early in stored:
+                started.close()  # hashed first after all: its stream is not needed
             todo = {kind: ("linked" if kind in linked else 0, h) for kind, h in hashed.items()}
             for kind in kinds:
                 if kind in hashed:
                     continue
-                if kind in opened.get("stored_kinds", kinds):  # keys of its kind are stored: these, perhaps
+                if kind in stored:
                     h = self._hash(kind)
                     todo[kind] = ("linked" if self._link(kind, h["digest"]) else 0, h)
                 else:
                     todo[kind] = ("named last", {"key": self._key(kind), "stream": started if kind == early else None})
-            if started is not None and todo[early][0] != "named last":
-                started.close()  # hashed first after all: its stream is not needed
             self.key_state = self._send({kind: todo[kind] for kind in kinds}, progress)
         finally:
             if started is not None:
@@ -352,11 +353,15 @@ class Session:
         named with its last chunk, hashed as it is serialized here (from byte 0): each chunk is
         serialized whole before its request (its digest goes in its headers) but the first,
         which is sent as it is serialized and checked against the digest of what the server
-        kept; the chunks before the last say ``X-Key-Digest: pending``; where the server holds another offset
+        kept (a server that names it: ``keys_named_last`` 2); the chunks before the last say
+        ``X-Key-Digest: pending``; where the server holds another offset
         (a restart), the key is hashed in a pass of its own and the upload resumes there.
         `stream`: the key's stream from byte 0, started already with a hasher (named last).
         Returns the key's size."""
-        step, resent = self.client.chunk_bytes, 0
+        step, resent, resume_at = self.client.chunk_bytes, 0, None
+        # A server that names what it kept in its answer to a chunk (keys_named_last 2) takes the
+        # first chunk of a key named last as it is serialized, without its digest.
+        stream_first = self.info["parameters"].get("keys_named_last", 0) >= 2
         if stream is None:
             stream = _KeyStream(key, start, ahead=step, hasher=BlockHasher() if named is None else None)
         hasher = stream.hasher
@@ -375,7 +380,7 @@ class Session:
                     size = min(step, total - offset)
                     # Named last, the first chunk (not the key's last) goes as it is serialized,
                     # without its digest: the server's answer names what it kept, checked here.
-                    first_named_last = named is None and offset == 0 and size < total
+                    first_named_last = named is None and offset == 0 and size < total and stream_first
                     if pieces is None:
                         pieces = stream.take(size)
                         if named is None and not first_named_last:
@@ -391,7 +396,7 @@ class Session:
                                                    headers=headers, expect=(200, 409, 422))
                     if first_named_last and response.status_code == 200:
                         kept = response.json().get("chunk_digest")
-                        if kept is not None and kept != chunk_digest(digests_of(hasher.whole_blocks(), 0, size)):
+                        if kept != chunk_digest(digests_of(hasher.whole_blocks(), 0, size)):
                             if resent == CHUNK_RESENDS:
                                 raise ServerError(422, "the first chunk the server kept does not match what was sent")
                             resent += 1  # its bytes changed on the way: sent again at 0, it starts the upload over
@@ -404,10 +409,9 @@ class Session:
                     if response.status_code == 409:  # the server has a different offset: resume there
                         time.sleep(min(5.0, float(response.headers.get("retry-after", "0"))))
                         received = int(response.headers.get("x-received", "0"))
-                        if named is None:  # the key named first, then resumed where the server is
-                            pieces.release()
-                            stream.close()
-                            return self._upload(kind, key, received, progress, self._hash(kind))
+                        if named is None and received != offset:  # named first, then resumed there
+                            resume_at = received
+                            break
                         if received != offset:
                             stream.close()
                             pieces.release()
@@ -418,9 +422,13 @@ class Session:
                     pieces.release()
                     offset, pieces = offset + size, None
                     bar.update(size)
-            return total
         finally:
             stream.close()
+        if resume_at is not None:
+            if pieces is not None:
+                pieces.release()
+            return self._upload(kind, key, resume_at, progress, self._hash(kind))
+        return total
 
     @staticmethod
     def _named_so_far(key, stream: "_KeyStream", hasher: BlockHasher, total: int, last: bool) -> tuple[str, bytes]:
@@ -429,7 +437,9 @@ class Session:
         the chunk was read from the stream; at the last, once the save ended)."""
         if not last:
             return PENDING, hasher.whole_blocks()
-        stream.wait()
+        stream.finish()
+        if hasher.size != total:
+            raise ValueError(f"[serve] the key serialized to {hasher.size} bytes, its envelope's header says {total}")
         blocks = hasher.digests()
         _KEY_DIGESTS[key] = (weakref.ref(key._res), total, blocks)
         return key_digest(blocks), blocks
@@ -661,8 +671,11 @@ class _KeyStream:
             self._rest += piece
         return self._rest[:size]
 
-    def wait(self) -> None:
-        """Waits for the key's save to end (every byte written, and hashed with a hasher)."""
+    def finish(self) -> None:
+        """After its last byte was read: waits for the key's save to end (every byte written,
+        and hashed with a hasher), raising its error, or if it wrote more than was read."""
+        if self._rest or self._pieces.get() is not None:
+            raise ValueError("[serve] the key's serialization is longer than its envelope's header says")
         self._thread.join()
 
     def _next(self, most: int) -> bytes:

@@ -126,8 +126,9 @@ class Host:
                                "bootstrap_options": self.ctx.bootstrap_options,
                                "insecure": self.ctx.params.security == 0,
                                "master_keys": self.takes_master,
-                               # Keys may be named with their last chunk (keydigest.PENDING before).
-                               "keys_named_last": True,
+                               # Keys may be named with their last chunk (keydigest.PENDING before);
+                               # 2: the answer to a chunk before the last names the digest of what was kept.
+                               "keys_named_last": 2,
                                "max_key_bytes": {k: self.max_key_bytes(k) for k in self.needs
                                                  + (["master"] if self.takes_master else [])}}}
 

@@ -306,7 +306,11 @@ class Store:
             self._writing.discard(uid)
 
     def _kept(self, uid: str, received: int, blocks: bytes | None) -> None:
-        self._q("update uploads set received = ? where id = ?", (received, uid))
+        if not self._db.execute("update uploads set received = ? where id = ?", (received, uid)).rowcount:
+            with self._memory:  # the upload was dropped (started over) while this chunk arrived
+                self._digests.pop(uid, None)
+            raise ChunkBusy(f"[serve] this upload was started over while a chunk of it arrived; resend from "
+                            f"the offset the session reports")
         with self._memory:
             if blocks is None:
                 self._digests.pop(uid, None)
