@@ -34,6 +34,18 @@ CHUNK_RESENDS = 3  # a chunk that arrives corrupt is sent again at most this man
 # hashing them again (N16_D30's relinearization key: 24 ms; N16_BOOT's bootstrapping keys, 3.06 GB:
 # seconds). Kept with the key's native object, so a key whose words were replaced is hashed anew.
 _KEY_DIGESTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _known_digests(key) -> tuple[int, bytes] | None:
+    """The key's size and block digests if this client took them from its current words."""
+    cached = _KEY_DIGESTS.get(key)
+    return cached[1:] if cached is not None and cached[0]() is key._res else None
+
+
+def _remember_digests(key, native, total: int, blocks: bytes) -> None:
+    """Keeps the size and block digests taken from the key's words `native` (its ``_res``)."""
+    _KEY_DIGESTS[key] = (weakref.ref(native), total, blocks)
+
 RETAIN_FREED = 64 * 2**20  # freed memory the client's process keeps mapped (Client's docstring)
 READ_BYTES = 2**20  # what httpx reads from its socket at a time in the client's process (Client's docstring)
 HTTPCORE_READ_BYTES = 64 * 2**10  # httpcore's own
@@ -303,22 +315,20 @@ class Session:
 
     def _hashed_before(self, kind: str) -> bool:
         """Whether this client knows the key's digests already (no pass over it to name it)."""
-        key = self._key(kind)
-        cached = _KEY_DIGESTS.get(key)
-        return cached is not None and cached[0]() is key._res
+        return _known_digests(self._key(kind)) is not None
 
     def _hash(self, kind: str) -> dict:
         """The key of `kind` serialized once to hash it: its digest, its block digests, its size."""
         key, start = self._key(kind), time.perf_counter()
         native = key._res  # the words the digests are of (a write makes a new one)
-        cached = _KEY_DIGESTS.get(key)
-        if cached is not None and cached[0]() is native:
-            total, blocks = cached[1], cached[2]
+        known = _known_digests(key)
+        if known is not None:
+            total, blocks = known
         else:
             hasher = BlockHasher()
             total = key.save_to(hasher)
             blocks = hasher.digests()
-            _KEY_DIGESTS[key] = (weakref.ref(native), total, blocks)
+            _remember_digests(key, native, total, blocks)
         hashed = time.perf_counter()
         return {"key": key, "total": total, "blocks": blocks, "digest": key_digest(blocks), "hashed": hashed,
                 "prepare_s": hashed - start}
@@ -386,7 +396,7 @@ class Session:
                         if named is None and not first_named_last:
                             pieces.fill()
                     digest, blocks = (named["digest"], named["blocks"]) if named is not None else \
-                        self._named_so_far(key, stream, hasher, total, offset + size == total)
+                        self._named_so_far(key, stream, total, offset + size == total)
                     headers = {"Content-Range": f"bytes {offset}-{offset + size - 1}/{total}",
                                "Content-Length": str(size), "X-Key-Digest": digest,
                                "Content-Type": "application/octet-stream"}
@@ -431,17 +441,18 @@ class Session:
         return total
 
     @staticmethod
-    def _named_so_far(key, stream: "_KeyStream", hasher: BlockHasher, total: int, last: bool) -> tuple[str, bytes]:
+    def _named_so_far(key, stream: "_KeyStream", total: int, last: bool) -> tuple[str, bytes]:
         """A key named with its last chunk: the digest its next chunk says (pending, or the
         key's at the last) and the block digests so far (every byte of a chunk is hashed once
         the chunk was read from the stream; at the last, once the save ended)."""
         if not last:
-            return PENDING, hasher.whole_blocks()
+            return PENDING, stream.hasher.whole_blocks()
         stream.finish()
-        if hasher.size != total:
-            raise ValueError(f"[serve] the key serialized to {hasher.size} bytes, its envelope's header says {total}")
-        blocks = hasher.digests()
-        _KEY_DIGESTS[key] = (weakref.ref(key._res), total, blocks)
+        if stream.hasher.size != total:
+            raise ValueError(f"[serve] the key serialized to {stream.hasher.size} bytes, its envelope's header "
+                             f"says {total}")
+        blocks = stream.hasher.digests()
+        _remember_digests(key, key._res, total, blocks)
         return key_digest(blocks), blocks
 
     # ---- inference ---------------------------------------------------------------------------
