@@ -8,6 +8,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import sqlite3
 import threading
 import time
 import warnings
@@ -456,6 +457,57 @@ def test_keys_and_results_survive_a_server_restart(mlp_path, tmp_path):
         assert all(obj.mapped for obj, _ in app.state.host._cache.values())
         client.close()
     assert np.max(np.abs(first - second)) < 1e-4
+
+
+def test_keys_kept_for_another_models_parameters_are_never_linked(mlp_path, tmp_path):
+    """A store outlives its server: the next one may serve other parameters. A tenant's key
+    kept for the first is not linked into a session of the second (by digest at the session's
+    opening or by the link route), nor counted among the kinds it stores for the second; its
+    own key for the second uploads and serves. A store kept before blobs named their
+    parameters (the column empty) is held to the same by each key's envelope header."""
+    tokens = tokens_file(tmp_path / "tokens")
+    alice = {"Authorization": f"Bearer {tokens['alice']}"}
+    first = ServeConfig(model=str(mlp_path), store=str(tmp_path / "store"), tokens=str(tmp_path / "tokens"),
+                        preset="N13_D2", requests_per_second=400)
+    with server_thread(first) as (url, _):
+        client, session = deterministic_session(url, tokens["alice"])
+        kept = key_digest_of(session.keys.relin.to_bytes())
+        client.close()
+    second = dataclasses.replace(first, preset="N14_D6")
+    for era in ("named", "before the column"):
+        if era != "named":  # as a store written before blobs named their parameters
+            with sqlite3.connect(tmp_path / "store" / "state.sqlite") as db:
+                db.execute("update blobs set params = null")
+        with server_thread(second) as (url, app):
+            fingerprint = httpx.get(f"{url}/v2/models/mlp", headers=alice).json()["parameters"]["fingerprint"]
+            opened = httpx.post(f"{url}/v1/sessions", headers=alice,
+                                json={"model": "mlp", "fingerprint": fingerprint, "keys": {"relin": kept}})
+            assert opened.status_code == 201, opened.text
+            # Its kinds for these parameters: none at first; then its own key of the first pass,
+            # its column emptied too (it may be one of these parameters until its header is read).
+            assert opened.json()["linked"] == [], (era, opened.json())
+            assert opened.json()["stored_kinds"] == ([] if era == "named" else ["relin"]), (era, opened.json())
+            sid = opened.json()["id"]
+            link = httpx.post(f"{url}/v1/sessions/{sid}/keys/relin/link", headers=alice, json={"digest": kept})
+            assert link.status_code == 404 and "parameters" in link.json()["error"], (era, link.text)
+            assert httpx.get(f"{url}/v1/sessions/{sid}", headers=alice).json()["missing"] == ["relin"]
+            if era == "named":
+                client, session = deterministic_session(url, tokens["alice"])
+                assert session.upload_keys(progress=False) == {"relin": "stored"}
+                x = batch(2, 16, seed=3)
+                got = session.infer(x, progress=False)
+                assert np.max(np.abs(got - ort_run(mlp_path.read_bytes(), x))) < 1e-3
+                client.close()
+                assert app.state.metrics.uploaded._value.get() > 0
+    # The first parameters' server links the key kept for them, the empty column now filled
+    # from its header (and the second's key, kept with its parameters, is not linked there).
+    with server_thread(first) as (url, _):
+        client, session = deterministic_session(url, tokens["alice"])
+        assert session.upload_keys(progress=False) == {"relin": "stored"}
+        assert client.request("GET", f"/v1/sessions/{session.id}").json()["keys"]["relin"]["digest"] == kept
+        client.close()
+    with sqlite3.connect(tmp_path / "store" / "state.sqlite") as db:
+        assert db.execute("select params from blobs where sha256 = ?", (kept,)).fetchone()[0] is not None
 
 
 # ---- isolation ---------------------------------------------------------------------------------

@@ -383,9 +383,9 @@ def create_app(config: ServeConfig) -> FastAPI:
         if store.count_sessions(who) >= config.tenant_sessions:
             refuse(429, f"at most {config.tenant_sessions} sessions per tenant")
         sid = store.create_session(who, config.name, host.fingerprint)
-        linked = [kind for kind, digest in digests.items() if store.link_key(sid, kind, who, digest)]
+        linked = [kind for kind, digest in digests.items() if store.link_key(sid, kind, who, digest, host.params_id)]
         metrics.key_hits.inc(len(linked))
-        return sid, linked, store.stored_kinds(who)
+        return sid, linked, store.stored_kinds(who, host.params_id)
 
     def key_status(session: dict) -> dict:
         out = {}
@@ -427,8 +427,8 @@ def create_app(config: ServeConfig) -> FastAPI:
         return await off_loop(link_key, sid, kind, who, digest)
 
     def link_key(sid: str, kind: str, who: str, digest: str) -> dict:
-        if not store.link_key(sid, kind, who, digest):
-            refuse(404, f"no stored {kind} keys with digest {digest}: upload them")
+        if not store.link_key(sid, kind, who, digest, host.params_id):
+            refuse(404, f"no stored {kind} keys for this model's parameters with digest {digest}: upload them")
         metrics.key_hits.inc()
         checks.forget(sid, kind)
         return {"stored": True, "digest": digest}
@@ -518,7 +518,7 @@ def create_app(config: ServeConfig) -> FastAPI:
         except (ValueError, TypeError) as e:
             store.drop_upload(uid)
             refuse(422, f"these are not valid {kind} keys for this model: {e}")
-        new = store.commit_upload(uid, sid, kind, who, whole, total)
+        new = store.commit_upload(uid, sid, kind, who, whole, total, host.params_id)
         if not new:
             metrics.key_hits.inc()
         checks.forget(sid, kind)

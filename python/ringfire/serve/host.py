@@ -111,6 +111,12 @@ class Host:
     def fingerprint(self) -> str:
         return f"{self.ctx.fingerprint:016x}"
 
+    @property
+    def params_id(self) -> str:
+        """The parameter identity every key envelope for this model names (hex): what the store
+        records with each key it keeps, and links only keys of."""
+        return self.ctx.params.identity.hex()
+
     def describe(self) -> dict:
         """What /v2/models/{name} says: enough for a client to make matching keys."""
         g = self.model.graph

@@ -35,7 +35,7 @@ import time
 import uuid
 from pathlib import Path
 
-from ..io import write_atomically
+from ..io import STREAM_HEADER, write_atomically
 from .directwrite import DIRECT_FROM, open_direct
 from .inorder import InOrder
 from .keydigest import BLOCK, PENDING, BlockHasher, chunk_digest, file_digests, key_digest
@@ -65,7 +65,12 @@ create table if not exists server_processes (id text primary key, host text not 
 # matches (the keys they name still serve the sessions linked to them; a new session uploads
 # them once more).
 # Columns added since the first stores were written (added to an older store when opened).
-JOB_COLUMNS = {"owner": "text", "cancel": "integer not null default 0"}
+# A blob's ``params``: the parameter identity (hex) of the server that checked and kept it; a
+# key made for other parameters is never linked into a session (a store outlives a server, and
+# the next one may serve another model). Blobs kept before the column existed have none: their
+# envelope's header says (Store._blob_params).
+ADDED_COLUMNS = {"jobs": {"owner": "text", "cancel": "integer not null default 0"},
+                 "blobs": {"params": "text"}}
 
 TERMINAL = ("done", "failed")
 BEHIND_BYTES = 8 * 2**20  # pieces of a chunk waiting to be hashed and written
@@ -128,10 +133,11 @@ class Store:
         with self._transaction():  # processes opening a new store at once: one creates it
             for statement in filter(str.strip, SCHEMA.split(";")):
                 self._db.execute(statement)
-            have = {row[1] for row in self._db.execute("pragma table_info(jobs)")}
-            for column, kind in JOB_COLUMNS.items():
-                if column not in have:
-                    self._db.execute(f"alter table jobs add column {column} {kind}")
+            for table, columns in ADDED_COLUMNS.items():
+                have = {row[1] for row in self._db.execute(f"pragma table_info({table})")}
+                for column, kind in columns.items():
+                    if column not in have:
+                        self._db.execute(f"alter table {table} add column {column} {kind}")
 
     def settle_journal(self) -> None:
         """The journal for how the store is shared (once the server knows it may use the store:
@@ -219,20 +225,45 @@ class Store:
     def blob_path(self, tenant: str, sha: str) -> Path:
         return self.root / "blobs" / hashlib.sha256(tenant.encode()).hexdigest()[:32] / sha
 
-    def stored_kinds(self, tenant: str) -> list[str]:
-        """The kinds of the keys this tenant stores."""
-        return sorted(r[0] for r in self._q("select distinct kind from blobs where tenant = ?", (tenant,)))
+    def stored_kinds(self, tenant: str, params: str) -> list[str]:
+        """The kinds of the keys this tenant stores for parameters `params` (a blob kept before
+        blobs named theirs counts: it may be one)."""
+        return sorted(r[0] for r in self._q("select distinct kind from blobs where tenant = ? and "
+                                            "(params = ? or params is null)", (tenant, params)))
 
     def has_blob(self, tenant: str, sha: str) -> bool:
         return bool(self._q("select 1 from blobs where tenant = ? and sha256 = ?", (tenant, sha)))
 
-    def link_key(self, sid: str, kind: str, tenant: str, sha: str) -> bool:
-        """Points the session's `kind` at a blob of that kind the tenant already stored (False: none)."""
-        rows = self._q("select size from blobs where tenant = ? and sha256 = ? and kind = ?", (tenant, sha, kind))
+    def link_key(self, sid: str, kind: str, tenant: str, sha: str, params: str) -> bool:
+        """Points the session's `kind` at a blob of that kind the tenant already stored for
+        parameters `params` (False: none; a key of the same tenant for other parameters, kept
+        while another model was served, is not one)."""
+        rows = self._q("select size, params from blobs where tenant = ? and sha256 = ? and kind = ?",
+                       (tenant, sha, kind))
         if not rows:
             return False
-        self._q("insert or replace into session_keys values (?, ?, ?, ?)", (sid, kind, sha, rows[0][0]))
+        size, kept_for = rows[0]
+        if kept_for is None:
+            kept_for = self._blob_params(tenant, sha)
+        if kept_for is not None and kept_for != params:
+            return False
+        self._q("insert or replace into session_keys values (?, ?, ?, ?)", (sid, kind, sha, size))
         return True
+
+    def _blob_params(self, tenant: str, sha: str) -> str | None:
+        """The parameter identity a blob kept without one names in its envelope's header (then
+        recorded), or None where it has no plain envelope to read (compressed or authenticated
+        keys: loading them checks their parameters)."""
+        try:
+            with open(self.blob_path(tenant, sha), "rb") as f:
+                head = f.read(STREAM_HEADER.size)
+        except FileNotFoundError:
+            return None
+        if len(head) < STREAM_HEADER.size or not head.startswith(b"RFHE"):
+            return None
+        params = STREAM_HEADER.unpack(head)[3].hex()
+        self._q("update blobs set params = ? where tenant = ? and sha256 = ?", (params, tenant, sha))
+        return params
 
     def stored_bytes(self, tenant: str) -> int:
         blobs = self._q("select coalesce(sum(size), 0) from blobs where tenant = ?", (tenant,))[0][0]
@@ -330,16 +361,18 @@ class Store:
     def part_path(self, uid: str) -> Path:
         return self.root / "uploads" / f"{uid}.part"
 
-    def commit_upload(self, uid: str, sid: str, kind: str, tenant: str, sha: str, size: int) -> bool:
-        """Moves a complete, checked upload under its hash (dropping it if the tenant has the
-        blob already) and links it to the session; True if the blob was new."""
+    def commit_upload(self, uid: str, sid: str, kind: str, tenant: str, sha: str, size: int, params: str) -> bool:
+        """Moves a complete upload, checked for parameters `params` (their identity, hex), under
+        its hash (dropping it if the tenant has the blob already) and links it to the session;
+        True if the blob was new."""
         part, final = self.part_path(uid), self.blob_path(tenant, sha)
         new = not self.has_blob(tenant, sha)
         if new:
             final.parent.mkdir(parents=True, exist_ok=True)
             os.replace(part, final)
             os.chmod(final, 0o444)
-            self._q("insert or ignore into blobs values (?, ?, ?, ?)", (tenant, sha, size, kind))
+            self._q("insert or ignore into blobs (tenant, sha256, size, kind, params) values (?, ?, ?, ?, ?)",
+                    (tenant, sha, size, kind, params))
         else:
             part.unlink(missing_ok=True)
         self._q("delete from uploads where id = ?", (uid,))
