@@ -674,6 +674,65 @@ def test_garbage_is_refused_and_the_server_keeps_answering(served):
     client.close()
 
 
+def test_an_input_the_model_cannot_take_is_refused_before_it_is_encrypted_or_queued(served):
+    """A batch of the wrong width: the client refuses it before encrypting it (no request);
+    sent anyway, well framed, or packed otherwise than the model is served, the server refuses
+    it (422, the shapes named) before it makes a job, where it failed at the job's first layer."""
+    url, tokens, app, _ = served
+    client, session = deterministic_session(url, tokens["alice"])
+    sent = requests_sent(client)
+    with pytest.raises(ValueError, match=r"takes inputs of shape \(batch, 16\), got \(2, 15\)"):
+        session.infer(batch(2, 15), progress=False)
+    assert sent == []
+    narrow = session.ctx.encrypt_batch(batch(2, 15), session.keys)
+    with pytest.raises(ServerError, match=r"expects inputs of shape \(16,\) per sample, got \(15,\)") as refused:
+        session.submit(narrow)
+    assert refused.value.status == 422
+    inter = session.ctx.encrypt_batch(batch(2, 16), session.keys, packing="inter")
+    with pytest.raises(ServerError, match="served with 'batch' packing") as refused:
+        session.submit(inter)
+    assert refused.value.status == 422
+    with sqlite3.connect(app.state.store.root / "state.sqlite") as db:  # no job was made for either
+        assert db.execute("select count(*) from jobs where session = ?", (session.id,)).fetchone()[0] == 0
+    got = session.infer(batch(2, 16), progress=False)  # and the session serves on
+    assert got.shape == (2, 4)
+    client.close()
+
+
+def test_a_round_answer_that_does_not_fit_its_layer_is_refused_and_the_round_stays_open(served, mlp_path):
+    """An answer with entries the layer does not make, a shape it does not make, or ciphertexts
+    below the level the layers after it need is refused (422, naming what the layer makes)
+    before it is taken, where it failed the job later ("out of levels at node 'Gemm_2'; see
+    Model.plan()"); the round stays open and the right answer finishes the job."""
+    url, tokens, _, _ = served
+    auth = {"Authorization": f"Bearer {tokens['alice']}"}
+    client, session, job = job_awaiting_its_client(url, tokens["alice"])
+    question = client.request("GET", f"/v1/jobs/{job}/rounds/1")
+    x = wire.unpack_tensor(question.content, session.ctx.load, max_entries=64, max_entry_bytes=2**24)["cts"]
+    node, shape, clip = wire.node_from_json(question.headers["x-ringfire-layer"])
+    out, out_shape = session.local.apply(node, x, shape, clip)
+    ev = session.ctx.evaluator(session.keys)
+
+    def answer(cts, declared):
+        return httpx.post(f"{url}/v1/jobs/{job}/rounds/1", content=wire.pack_tensor(cts, 0, sample_shape=cts.shape),
+                          headers={**auth, "X-Ringfire-Out-Shape": json.dumps(list(declared))})
+
+    lowered = np.array([ev.mod_switch(c, 0) for c in out.flat], dtype=object)
+    for cts, declared, says in [(out[:4], (4,), "makes 8 entries of shape (8,); the answer holds 4"),
+                                (out, (16,), "says shape (16,)"), (out.reshape(2, 4), (2, 4), "says shape (2, 4)"),
+                                (lowered, out_shape, "at level 1 or above")]:
+        refused = answer(cts, declared)
+        assert refused.status_code == 422 and says in refused.json()["error"], refused.text
+    assert client.request("GET", f"/v1/jobs/{job}").json()["state"] == "awaiting_client"
+    assert answer(out, out_shape).status_code == 200
+    assert final_state(client, job)["state"] == "done"
+    result = client.download_tensor(f"/v1/jobs/{job}/result", session.ctx.load, max_entry_bytes=2**24)
+    got = session.ctx.decrypt_batch(rf.nn.EncryptedTensor(result["cts"], result["batch"], session.ctx),
+                                    session.secret_key)
+    assert np.max(np.abs(got - ort_run(mlp_path.read_bytes(), batch(2, 16)))) < 1e-3
+    client.close()
+
+
 def test_too_many_requests_are_told_to_wait(mlp_path, tmp_path):
     tokens = tokens_file(tmp_path / "tokens")
     config = ServeConfig(model=str(mlp_path), store=str(tmp_path / "store"), tokens=str(tmp_path / "tokens"),

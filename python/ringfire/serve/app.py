@@ -603,9 +603,12 @@ def create_app(config: ServeConfig) -> FastAPI:
 
     def start_job(sid: str, who: str, idempotency: str | None, body: list[bytes]):
         try:  # the framing now (a malformed body never becomes a job); each ciphertext's envelope in the job
-            wire.check_tensor(body, max_entries=host.max_input_entries(), max_entry_bytes=host.max_ciphertext_bytes())
+            fields = wire.check_tensor(body, max_entries=host.max_input_entries(),
+                                       max_entry_bytes=host.max_ciphertext_bytes())
         except wire.WireError as e:
             refuse(422, f"the encrypted input is not a valid encrypted tensor for this model: {e}")
+        if problem := host.input_problem(fields):  # a job that would fail at its first layer is not made
+            refuse(422, f"the encrypted input does not fit this model: {problem}")
         jid, created = store.create_job(who, sid, idempotency, owner=process)
         if not created:  # the same key arrived twice at once: the other request made the job
             return JSONResponse({"job": jid, "state": store.job(jid, who)["state"], "repeated": True}, 200)
@@ -735,6 +738,8 @@ def create_app(config: ServeConfig) -> FastAPI:
                                          max_entry_bytes=host.max_ciphertext_bytes())["cts"]
             except ValueError as e:
                 refuse(422, f"the answer is not a valid encrypted tensor for this model: {e}")
+            if problem := host.answer_problem(r["layer"], cts, out_shape):
+                refuse(422, f"the answer to round {number} does not fit its layer: {problem}")
             # Taken once: a repeated answer is refused, so a retried request can never replace the
             # one the job already used.
             if not store.answer_round(jid, number, out_shape, None if live is not None else body):

@@ -620,6 +620,10 @@ class Session:
         # With the secret key: seeded ciphertexts, half the bytes of public-key ones; at the
         # level the model's first layers need (fewer limbs than the top, where it says).
         x = np.asarray(x, dtype=np.float64)
+        shape = (self.info.get("inputs") or [{}])[0].get("shape")  # [-1, *the sample's]
+        if shape is not None and (x.ndim < 1 or list(x.shape[1:]) != list(shape[1:])):  # before it is encrypted
+            raise ValueError(f"[serve] model {self.model!r} takes inputs of shape (batch, "
+                             f"{', '.join(map(str, shape[1:]))}), got {x.shape}")
         level = encryption_level(self.ctx, self.info["parameters"].get("input_level", self.ctx.max_level), x)
         enc = self.ctx.encrypt_batch(x, self.secret_key, packing=self.packing, level=level)
         return self.ctx.decrypt_batch(self.infer_encrypted(enc, progress), self.secret_key)

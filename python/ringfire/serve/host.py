@@ -30,8 +30,11 @@ import numpy as np
 
 from .. import _core, ckks, nn
 from ..memory_guard import available_bytes
+from ..nn.client import fresh_level
+from ..nn.nonlinear import exact as exact_layer
 from .. import io as rf_io
 from ..rlwe.keys import KeySet
+from . import wire
 from .config import ServeConfig
 
 log = logging.getLogger("ringfire.serve")
@@ -137,6 +140,42 @@ class Host:
                                "keys_named_last": 2,
                                "max_key_bytes": {k: self.max_key_bytes(k) for k in self.needs
                                                  + (["master"] if self.takes_master else [])}}}
+
+    def input_problem(self, fields: dict) -> str | None:
+        """What keeps an encrypted input (a container's fields, ``wire.check_tensor``) from
+        running on this model, or None: it must be packed as the model is served, and hold a
+        sample of the model's input shape (the ciphertexts' shape with batch packing, the
+        container's sample shape with inter packing)."""
+        if fields["packing"] != self.config.packing:
+            return f"it is packed {fields['packing']!r}; this model is served with {self.config.packing!r} packing"
+        expected = tuple(self.model.graph.input_shape)
+        got = tuple(fields["sample_shape"]) if fields["packing"] == "inter" else tuple(fields["cts"].shape)
+        if got != expected:
+            return f"the model expects inputs of shape {expected} per sample, got {got}"
+        return None
+
+    def answer_problem(self, layer: str, cts: np.ndarray, out_shape: tuple) -> str | None:
+        """What keeps a client-aided round's answer (its entries, loaded, and the output shape
+        it declares) from going on in the job, or None. The layer (the round's description,
+        ``wire.node_to_json``) says what it must be: the output shape the layer makes (one
+        ciphertext with inter packing), each ciphertext at the level the layer asks for or
+        above (the levels the layers after it spend). Refused when it is taken, such an answer
+        failed the job later (a missing feature, a layer out of levels) with no word of why."""
+        node, shape, _ = wire.node_from_json(layer)
+        if self.config.packing == "inter":
+            expected = (1,)
+        else:
+            _, made = exact_layer(node, np.zeros(tuple(shape) + (1,)), shape)
+            expected = tuple(int(v) for v in made)
+        if tuple(out_shape) != expected or cts.size != int(np.prod(expected)):
+            return (f"the layer makes {int(np.prod(expected))} entries of shape {expected}; the answer holds "
+                    f"{cts.size} and says shape {tuple(out_shape)}")
+        level = fresh_level(node, self.ctx)
+        low = [c.level for c in cts.flat if c is not None and not isinstance(c, float) and c.level < level]
+        if low:
+            return (f"its ciphertexts must be at level {level} or above (the layers after it spend those levels); "
+                    f"{len(low)} of them are at level {min(low)}")
+        return None
 
     # ---- jobs at once ----------------------------------------------------------------
     def default_workers(self) -> int:

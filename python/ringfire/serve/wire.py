@@ -171,11 +171,12 @@ class _Reader:
         return left
 
 
-def check_tensor(data, *, max_entries: int, max_entry_bytes: int) -> None:
+def check_tensor(data, *, max_entries: int, max_entry_bytes: int) -> dict:
     """Raises WireError unless ``data`` is a well-formed container within the limits: its
     framing only, each ciphertext passed over, not copied or loaded (a server answers a
-    malformed body at once, before it queues the job that loads it)."""
-    unpack_tensor(data, None, max_entries=max_entries, max_entry_bytes=max_entry_bytes)
+    malformed body at once, before it queues the job that loads it). Returns its fields, as
+    :func:`unpack_tensor` does, each ciphertext's entry None."""
+    return unpack_tensor(data, None, max_entries=max_entries, max_entry_bytes=max_entry_bytes)
 
 
 def unpack_tensor(data, load, *, max_entries: int, max_entry_bytes: int) -> dict:
