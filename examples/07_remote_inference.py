@@ -64,13 +64,14 @@ with tempfile.TemporaryDirectory() as tmp:
                 break
             except Exception:  # noqa: BLE001 - not up yet
                 time.sleep(0.1)
-        # The client: keys made here; only the evaluation keys travel (once per session).
-        session = client.session("digits", progress=False)
-        print(f"session {session.id[:8]}: model {client.models()}, keys {session.info['parameters']['keys']}")
-        images = x_test[:32]
-        start = time.perf_counter()
-        scores = session.infer(images, progress=False)
-        seconds = time.perf_counter() - start
+        # The client: keys made here; only the evaluation keys travel (once per session). Closed at
+        # the end of the block: the server deletes its results and keeps its keys for a next one.
+        with client.session("digits", progress=False) as session:
+            print(f"session {session.id[:8]}: model {client.models()}, keys {session.info['parameters']['keys']}")
+            images = x_test[:32]
+            start = time.perf_counter()
+            scores = session.infer(images, progress=False)
+            seconds = time.perf_counter() - start
         predicted = scores.argmax(1)
         reference = M.ort_run(model_bytes, images).argmax(1)
         print(f"{len(images)} encrypted images classified in {seconds:.2f} s with {session.rounds} client-aided "

@@ -36,6 +36,7 @@ from .jobs import Job, JobRunner, QueueFull
 from .keychecks import KeyChecks
 from .keydigest import BLOCK, PENDING, aligned
 from .metrics import Metrics, RequestTimer
+from .retention import Retention
 from .store import TERMINAL, ChunkBusy, Store
 
 log = logging.getLogger("ringfire.serve")
@@ -242,6 +243,7 @@ def create_app(config: ServeConfig) -> FastAPI:
     metrics = Metrics()
     runner = JobRunner(host, store, config, metrics, process)
     checks = KeyChecks(host, store, metrics)
+    retention = Retention(store, config, metrics)
     limiter = RateLimiter(config.requests_per_second)
     state = {"stopping": False}
 
@@ -251,10 +253,12 @@ def create_app(config: ServeConfig) -> FastAPI:
         # the first call through off_loop took a client's first POST /v1/sessions 8.9-9.6 ms
         # (the next ones 0.6-0.8), 1.7 ms after this.
         await off_loop(store.count_sessions, "")
+        await off_loop(retention.start)
         metrics.thread_cpu.event_loop = threading.get_native_id()
         yield
         state["stopping"] = True
         failed = await anyio.to_thread.run_sync(runner.stop, config.drain_timeout)
+        retention.stop()
         checks.close()
         heartbeat.stop()
         store.close()
@@ -264,7 +268,7 @@ def create_app(config: ServeConfig) -> FastAPI:
                   description="Encrypted inference: the server holds the model and the client's evaluation keys; "
                               "the secret key never leaves the client. See docs/serving.md.")
     app.state.runner, app.state.store, app.state.host, app.state.metrics = runner, store, host, metrics
-    app.state.key_checks = checks
+    app.state.key_checks, app.state.retention = checks, retention
 
     # ---- errors and metrics ---------------------------------------------------------------
     @app.exception_handler(HTTPException)
@@ -319,7 +323,9 @@ def create_app(config: ServeConfig) -> FastAPI:
     def own_session(sid: str, who: str) -> dict:
         session = store.session(sid, who)
         if session is None:
-            refuse(404, f"no session {sid}")
+            idle = f" or after {config.session_idle:g} s unused" if config.session_idle else ""
+            refuse(404, f"no session {sid} (never opened, or closed: by its client{idle}); open a new one (keys "
+                        f"this tenant stored are linked again, not sent)")
         return session
 
     def own_job(jid: str, who: str) -> dict:
@@ -381,7 +387,10 @@ def create_app(config: ServeConfig) -> FastAPI:
         kinds of the keys this tenant stores (a client need not hash a key of another kind
         before it sends it: no stored key could be linked in its place)."""
         if store.count_sessions(who) >= config.tenant_sessions:
-            refuse(429, f"at most {config.tenant_sessions} sessions per tenant")
+            idle = (f", or one unused for {config.session_idle:g} s is closed by the server" if config.session_idle
+                    else "")
+            refuse(429, f"at most {config.tenant_sessions} sessions per tenant: close one (DELETE /v1/sessions/{{id}}; "
+                        f"Session.close() in rf.serve){idle}")
         sid = store.create_session(who, config.name, host.fingerprint)
         linked = [kind for kind, digest in digests.items() if store.link_key(sid, kind, who, digest, host.params_id)]
         metrics.key_hits.inc(len(linked))
@@ -427,6 +436,7 @@ def create_app(config: ServeConfig) -> FastAPI:
         return await off_loop(link_key, sid, kind, who, digest)
 
     def link_key(sid: str, kind: str, who: str, digest: str) -> dict:
+        store.touch_session(sid)
         if not store.link_key(sid, kind, who, digest, host.params_id):
             refuse(404, f"no stored {kind} keys for this model's parameters with digest {digest}: upload them")
         metrics.key_hits.inc()
@@ -493,8 +503,11 @@ def create_app(config: ServeConfig) -> FastAPI:
         fresh = (state_now is None or state_now["total"] != total or restart
                  or state_now["digest"] not in (whole, PENDING))
         dropped = state_now["received"] if restart and state_now is not None else 0  # what starting over frees
-        if fresh and store.stored_bytes(who) - dropped + total > config.tenant_bytes:
-            refuse(413, f"this tenant would store more than {config.tenant_bytes} bytes")
+        store.touch_session(sid)
+        if fresh and (over := store.stored_bytes(who) - dropped + total - config.tenant_bytes) > 0 \
+                and retention.make_room(who, over) < over:  # keys no session links go first
+            refuse(413, f"this tenant would store more than {config.tenant_bytes} bytes (keys its open sessions "
+                        f"link, partial uploads and results; close sessions it no longer uses to free theirs)")
         up = store.upload(sid, kind, who, total, whole, restart=restart)
         if first != up["received"]:
             refuse(409, f"this upload has {up['received']} bytes; send the chunk starting there",
@@ -594,6 +607,7 @@ def create_app(config: ServeConfig) -> FastAPI:
     def admit_job(sid: str, who: str, idempotency: str | None) -> dict | None:
         """Refuses a job that cannot run yet; returns the job an idempotency key made before."""
         missing = host.missing(own_session(sid, who)["keys"])
+        store.touch_session(sid)
         if missing:
             refuse(409, f"the session lacks its {', '.join(missing)} keys: upload them first")
         repeated = store.job_for(sid, idempotency) if idempotency else None
@@ -761,12 +775,28 @@ def create_app(config: ServeConfig) -> FastAPI:
             refuse(410, f"job {jid} failed: {job['error']}")
         if job["state"] != "done":
             refuse(409, f"job {jid} is {job['state']}", {"Retry-After": "1"})
+        if job["expired"] is not None:
+            refuse(410, f"job {jid}'s result was deleted {job['expired'] - job['updated']:.0f} s after the job ended "
+                        f"(this server keeps results {config.result_ttl:g} s)")
         data = result_blocks(jid)
-        if data is None:  # the store never deletes one: someone removed it by hand
+        if data is None:  # the store deletes only expired ones: someone removed it by hand
             log.error("job %s is done but its result file is missing from the store", jid)
             refuse(410, f"job {jid} is done but its result is no longer in the server's store")
         size, blocks = data
         return StreamingResponse(blocks, media_type="application/octet-stream", headers={"Content-Length": str(size)})
+
+    @app.delete("/v1/sessions/{sid}")
+    def close_session(sid: str, who: str = Depends(tenant)):
+        """Ends the session: its unfinished jobs stopped (reported failed), its jobs' results and
+        rounds and its partial uploads deleted. Its keys stay stored for this tenant's next
+        sessions (linked by digest, no upload) until unused for the server's key lifetime, or
+        until an upload needs their room."""
+        own_session(sid, who)
+        for live in filter(None, map(runner.live, store.unfinished_jobs(sid))):
+            runner.cancel(live)
+        ended = store.close_session(sid)
+        metrics.sessions_closed.labels("client").inc()
+        return {"closed": sid, "jobs_stopped": len(ended["jobs_stopped"]), "results_deleted": ended["results_deleted"]}
 
     @app.delete("/v1/jobs/{jid}")
     def cancel(jid: str, who: str = Depends(tenant)):

@@ -46,6 +46,13 @@ def register(subparsers) -> None:
     p.add_argument("--round-timeout", type=float, default=300.0, help="seconds a job waits for its client")
     p.add_argument("--drain-timeout", type=float, default=600.0, help="seconds a shutdown waits for running jobs")
     p.add_argument("--requests-per-second", type=float, default=50.0, help="per tenant")
+    p.add_argument("--session-idle", type=float, default=24 * 3600.0,
+                   help="seconds a session may go unused before the server closes it (its results deleted; 0: never)")
+    p.add_argument("--result-ttl", type=float, default=24 * 3600.0,
+                   help="seconds a job's result is kept after the job ended (0: for good)")
+    p.add_argument("--key-idle", type=float, default=30 * 24 * 3600.0,
+                   help="seconds a stored key no session links may go unused before it is deleted (0: never; a "
+                        "tenant's unlinked keys also go, least recently used first, when an upload needs their room)")
     p.add_argument("--access-log", action="store_true",
                    help="log every request (uvicorn's access log; off by default: a client makes two "
                         "requests an inference with one client-aided round, and /metrics counts them by route and status)")
@@ -88,6 +95,7 @@ def main(args) -> int:
                          queue=args.queue,
                          workers=args.workers, round_timeout=args.round_timeout,
                          drain_timeout=args.drain_timeout, requests_per_second=args.requests_per_second,
+                         session_idle=args.session_idle, result_ttl=args.result_ttl, key_idle=args.key_idle,
                          key_images=not args.no_key_images, retain_freed=_retain_freed_bytes(args.retain_freed_mib))
     if not 0 <= args.pool_cache_gib < 2**20:
         raise ValueError(f"[serve] --pool-cache-gib takes GiB from 0 up, got {args.pool_cache_gib}")
@@ -167,10 +175,12 @@ def remote_infer(args) -> int:
     with Client(args.server, token) as client:
         # Master keys where the model takes them: the server derives its Galois keys.
         master = bool(client.model(name)["parameters"].get("master_keys"))
-        session = client.session(name, progress=None if not args.json else False, master_rotations=master)
-        t1 = time.perf_counter()
-        y = session.infer(x, progress=None if not args.json else False)
-        t2 = time.perf_counter()
+        # Closed at the end (its result deleted on the server; the keys stay stored for the next run's
+        # fresh session only until unused for the server's key lifetime: each run makes its own).
+        with client.session(name, progress=None if not args.json else False, master_rotations=master) as session:
+            t1 = time.perf_counter()
+            y = session.infer(x, progress=None if not args.json else False)
+            t2 = time.perf_counter()
     report = {"server": args.server, "model": name, "batch": int(x.shape[0]), "output_shape": list(y.shape),
               "rounds": session.rounds, "master_keys": master, "seconds": {"keys": t1 - t0, "inference": t2 - t1}}
     if path.is_file() and importlib.util.find_spec("onnxruntime") is not None:

@@ -12,6 +12,7 @@ names, and timing.
 from __future__ import annotations
 
 import json
+import logging
 import queue
 import threading
 import time
@@ -26,6 +27,8 @@ from ..ckks.batch import EncryptedTensor
 from ..nn.client import LocalClient, encryption_level
 from . import wire
 from .keydigest import BLOCK, PENDING, BlockHasher, chunk_digest, digests_of, key_digest
+
+log = logging.getLogger("ringfire.serve")
 
 CHUNK = 16 * 2**20
 CHUNK_RESENDS = 3  # a chunk that arrives corrupt is sent again at most this many times
@@ -229,8 +232,33 @@ class Session:
         self.packing = info["parameters"]["packing"]
         self.local = LocalClient(ctx, secret_key, keys)
         self.rounds = 0
+        self.closed = False
         self.upload_timings: dict = {}  # per kind, from open or the last upload_keys (bytes, prepare_s, transfer_s)
         self.key_state: dict = {}  # per kind, from open or the last upload_keys: "linked", "uploaded" or "stored"
+
+    # ---- the session's end ------------------------------------------------------------------
+    def close(self) -> None:
+        """Ends the session on the server (``DELETE /v1/sessions/{id}``): its unfinished jobs
+        stopped, its jobs' results deleted. Its keys stay stored for this tenant's next sessions,
+        which link them without an upload. A tenant holds a limited number of sessions at once:
+        close those it no longer uses (the server closes them itself after they sat unused for
+        its ``session_idle``). Closing twice is harmless."""
+        if self.id is not None and not self.closed:
+            # 404: closed already (by the server, unused); 405: a server of before, which keeps sessions
+            self.client.request("DELETE", f"/v1/sessions/{self.id}", expect=(200, 404, 405))
+            self.closed = True
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, kind, error, trace) -> None:
+        if error is None:
+            self.close()
+            return
+        try:  # the error that ended the block is the one to see, not a failed close after it
+            self.close()
+        except Exception as e:  # noqa: BLE001
+            log.warning("session %s not closed after %s: %s", self.id, kind.__name__, e)
 
     # ---- keys ---------------------------------------------------------------------------
     def open(self, progress: bool | None = None) -> dict:

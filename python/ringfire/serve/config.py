@@ -34,6 +34,11 @@ class ServeConfig:
     queue: int = 16                           # jobs waiting to run, all tenants (more: 429)
     requests_per_second: float = 50.0         # per tenant, with a burst of twice that
     round_timeout: float = 300.0              # seconds a job waits for its client's answer
+    # Retention (retention.py; 0: kept for good) -------------------------------------------
+    session_idle: float = 24 * 3600.0         # seconds a session may go unused before it is closed
+    result_ttl: float = 24 * 3600.0           # seconds a job's result is kept after the job ended
+    key_idle: float = 30 * 24 * 3600.0        # seconds a stored key no session links may go unused
+    sweep_every: float = 60.0                 # seconds between two looks for what has expired
     drain_timeout: float = 600.0              # seconds a shutdown waits for the running job
     workers: int | None = None                # jobs run at once (None: Host.default_workers, up to 4: some
                                               # compute while others wait for their clients; inter packing: 1,
@@ -65,6 +70,12 @@ class ServeConfig:
         if self.chunk_bytes < BLOCK:
             raise ValueError(f"[serve] chunk_bytes: at least one block of a key's digest ({BLOCK}), got "
                              f"{self.chunk_bytes!r}")
+        for name in ("session_idle", "result_ttl", "key_idle"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+                raise ValueError(f"[serve] {name}: seconds, 0 or more (0: kept for good), got {value!r}")
+        if not 0.01 <= self.sweep_every <= 3600:
+            raise ValueError(f"[serve] sweep_every: from 0.01 to 3600 seconds, got {self.sweep_every!r}")
         if not 0.5 <= self.silent_seconds <= 3600:
             raise ValueError(f"[serve] silent_seconds: from 0.5 to 3600, got {self.silent_seconds!r}")
         if not isinstance(self.device, str) or not (self.device == "cpu" or self.device.startswith("cuda")):

@@ -110,6 +110,12 @@ class Metrics:
         self.key_hits = Counter("ringfire_keystore_hits_total", "Key sets linked or uploaded that the store had",
                                 registry=r)
         self.refused = Counter("ringfire_refused_total", "Requests refused, by reason", ["reason"], registry=r)
+        self.sessions_closed = Counter("ringfire_sessions_closed_total", "Sessions ended, by why (client, idle)",
+                                       ["reason"], registry=r)
+        self.keys_deleted = Counter("ringfire_keys_deleted_total", "Stored keys no session linked, deleted by why "
+                                    "(idle, room: a new upload needed their bytes)", ["reason"], registry=r)
+        self.results_expired = Counter("ringfire_results_expired_total", "Results deleted past their lifetime",
+                                       registry=r)
         Gauge("ringfire_resident_memory_bytes", "The server's resident memory", registry=r).set_function(
             _resident_bytes)
         Gauge("ringfire_anonymous_memory_bytes", "The server's resident memory other than mapped files (key images "

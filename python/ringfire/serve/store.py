@@ -69,8 +69,12 @@ create table if not exists server_processes (id text primary key, host text not 
 # key made for other parameters is never linked into a session (a store outlives a server, and
 # the next one may serve another model). Blobs kept before the column existed have none: their
 # envelope's header says (Store._blob_params).
-ADDED_COLUMNS = {"jobs": {"owner": "text", "cancel": "integer not null default 0"},
-                 "blobs": {"params": "text"}}
+# ``used``: when a session or a blob was last used (a session: opened, keys given, a job
+# submitted; a blob: kept, linked, or freed by a session's end), what retention.py goes by; a
+# jobs row's ``expired``: when its result was deleted (kept past the server's result lifetime).
+ADDED_COLUMNS = {"jobs": {"owner": "text", "cancel": "integer not null default 0", "expired": "real"},
+                 "blobs": {"params": "text", "used": "real"},
+                 "sessions": {"used": "real"}}
 
 TERMINAL = ("done", "failed")
 BEHIND_BYTES = 8 * 2**20  # pieces of a chunk waiting to be hashed and written
@@ -206,7 +210,9 @@ class Store:
     # ---- sessions ---------------------------------------------------------------------
     def create_session(self, tenant: str, model: str, fingerprint: str) -> str:
         sid = new_id()
-        self._q("insert into sessions values (?, ?, ?, ?, ?)", (sid, tenant, model, fingerprint, time.time()))
+        now = time.time()
+        self._q("insert into sessions (id, tenant, model, fingerprint, created, used) values (?, ?, ?, ?, ?, ?)",
+                (sid, tenant, model, fingerprint, now, now))
         return sid
 
     def session(self, sid: str, tenant: str) -> dict | None:
@@ -221,6 +227,52 @@ class Store:
     def count_sessions(self, tenant: str) -> int:
         return self._q("select count(*) from sessions where tenant = ?", (tenant,))[0][0]
 
+    def touch_session(self, sid: str) -> None:
+        """The session is in use now (it is closed only after it sat unused: retention.py)."""
+        self._q("update sessions set used = ? where id = ?", (time.time(), sid))
+
+    def close_session(self, sid: str, idle_before: float | None = None) -> dict | None:
+        """Ends a session: its unfinished jobs marked failed (the caller stops the live ones),
+        its jobs' results and rounds deleted, its partial uploads dropped, its links to keys
+        removed (the keys stay, for the tenant's next sessions: retention.py deletes them once
+        unused). With `idle_before`, only a session still unused since then with no job under
+        way (None otherwise: a request that named it meanwhile keeps it). Returns
+        {"jobs_stopped": ids of the jobs that had not ended, "results_deleted": count}."""
+        with self._transaction():  # the rows at once; the files once no row names them
+            if idle_before is not None and not self._q(
+                    "select 1 from sessions where id = ? and coalesce(used, created) < ? and id not in "
+                    "(select session from jobs where state not in ('done', 'failed'))", (sid, idle_before)):
+                return None
+            jobs = self._q("select id, state from jobs where session = ?", (sid,))
+            unfinished = [jid for jid, state in jobs if state not in TERMINAL]
+            for jid in unfinished:
+                self.cancel_job(jid)
+            uploads = [uid for (uid,) in self._q("select id from uploads where session = ?", (sid,))]
+            self._q("update blobs set used = ? where sha256 in (select sha256 from session_keys where session = ?) "
+                    "and tenant = (select tenant from sessions where id = ?)", (time.time(), sid, sid))
+            for table, column in (("session_keys", "session"), ("key_failures", "session"), ("uploads", "session"),
+                                  ("jobs", "session"), ("sessions", "id")):
+                self._q(f"delete from {table} where {column} = ?", (sid,))
+        deleted = 0
+        for jid, _ in jobs:
+            path = self.result_path(jid)
+            if path.exists():
+                path.unlink(missing_ok=True)
+                deleted += 1
+            self.drop_rounds(jid)
+        for uid in uploads:
+            self.drop_upload(uid)
+        return {"jobs_stopped": unfinished, "results_deleted": deleted}
+
+    def unfinished_jobs(self, sid: str) -> list[str]:
+        return [r[0] for r in self._q("select id from jobs where session = ? and state not in ('done', 'failed')",
+                                      (sid,))]
+
+    def idle_sessions(self, before: float) -> list[tuple[str, str]]:
+        """(session, tenant) of the sessions last used before `before` with no job under way."""
+        return self._q("select id, tenant from sessions where coalesce(used, created) < ? and id not in "
+                       "(select session from jobs where state not in ('done', 'failed'))", (before,))
+
     # ---- key blobs ----------------------------------------------------------------------
     def blob_path(self, tenant: str, sha: str) -> Path:
         return self.root / "blobs" / hashlib.sha256(tenant.encode()).hexdigest()[:32] / sha
@@ -233,6 +285,20 @@ class Store:
 
     def has_blob(self, tenant: str, sha: str) -> bool:
         return bool(self._q("select 1 from blobs where tenant = ? and sha256 = ?", (tenant, sha)))
+
+    def unlinked_blobs(self, tenant: str | None = None, before: float | None = None) -> list[tuple[str, str, int]]:
+        """(tenant, digest, size) of the stored keys no session links, least recently used first:
+        of one tenant, and/or last used before `before`."""
+        where, args = ["not exists (select 1 from session_keys k join sessions s on s.id = k.session "
+                       "where k.sha256 = b.sha256 and s.tenant = b.tenant)"], []
+        if tenant is not None:
+            where.append("b.tenant = ?")
+            args.append(tenant)
+        if before is not None:
+            where.append("coalesce(b.used, 0) < ?")
+            args.append(before)
+        return self._q(f"select b.tenant, b.sha256, b.size from blobs b where {' and '.join(where)} "
+                       "order by coalesce(b.used, 0)", tuple(args))
 
     def link_key(self, sid: str, kind: str, tenant: str, sha: str, params: str) -> bool:
         """Points the session's `kind` at a blob of that kind the tenant already stored for
@@ -248,6 +314,7 @@ class Store:
         if kept_for is not None and kept_for != params:
             return False
         self._q("insert or replace into session_keys values (?, ?, ?, ?)", (sid, kind, sha, size))
+        self._q("update blobs set used = ? where tenant = ? and sha256 = ?", (time.time(), tenant, sha))
         return True
 
     def _blob_params(self, tenant: str, sha: str) -> str | None:
@@ -371,8 +438,8 @@ class Store:
             final.parent.mkdir(parents=True, exist_ok=True)
             os.replace(part, final)
             os.chmod(final, 0o444)
-            self._q("insert or ignore into blobs (tenant, sha256, size, kind, params) values (?, ?, ?, ?, ?)",
-                    (tenant, sha, size, kind, params))
+            self._q("insert or ignore into blobs (tenant, sha256, size, kind, params, used) values (?, ?, ?, ?, ?, ?)",
+                    (tenant, sha, size, kind, params, time.time()))
         else:
             part.unlink(missing_ok=True)
         self._q("delete from uploads where id = ?", (uid,))
@@ -430,11 +497,11 @@ class Store:
                  jid)).rowcount == 1
 
     def job(self, jid: str, tenant: str) -> dict | None:
-        rows = self._q("select id, session, state, error, progress, created, updated, result_bytes from jobs "
+        rows = self._q("select id, session, state, error, progress, created, updated, result_bytes, expired from jobs "
                        "where id = ? and tenant = ?", (jid, tenant))
         if not rows:
             return None
-        keys = ("id", "session", "state", "error", "progress", "created", "updated", "result_bytes")
+        keys = ("id", "session", "state", "error", "progress", "created", "updated", "result_bytes", "expired")
         out = dict(zip(keys, rows[0]))
         out["progress"] = json.loads(out["progress"]) if out["progress"] else None
         return out
@@ -461,7 +528,10 @@ class Store:
     def stopped(self, jid: str) -> str | None:
         """Why the job's owner should stop it: "cancelled", "ended" (another process ended it),
         or None."""
-        state, cancel = self._q("select state, cancel from jobs where id = ?", (jid,))[0]
+        rows = self._q("select state, cancel from jobs where id = ?", (jid,))
+        if not rows:  # its session was closed
+            return "ended"
+        state, cancel = rows[0]
         return "ended" if state in TERMINAL else "cancelled" if cancel else None
 
     # ---- processes sharing the store ---------------------------------------------------------
@@ -583,6 +653,16 @@ class Store:
 
     def write_result(self, jid: str, parts: list[bytes]) -> None:
         write_atomically(self.result_path(jid), parts)
+
+    def expire_results(self, before: float) -> int:
+        """Deletes the results of jobs that ended before `before` (the job keeps its row, marked
+        expired, for the client that asks for it later); returns how many."""
+        rows = self._q("select id from jobs where state = 'done' and updated < ? and expired is null", (before,))
+        now = time.time()
+        for (jid,) in rows:
+            self.result_path(jid).unlink(missing_ok=True)
+            self._q("update jobs set expired = ?, result_bytes = 0 where id = ?", (now, jid))
+        return len(rows)
 
     def close(self) -> None:
         with self._memory:

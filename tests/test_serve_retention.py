@@ -1,0 +1,189 @@
+"""What a server keeps, and for how long: a session ends when its client closes it or after it
+sat unused, results expire, keys no session links go when unused or when an upload needs their
+room, so that a tenant's limits (sessions, stored bytes) never lock it out for good. Servers on
+loopback, bounded in requests and time."""
+
+import dataclasses
+import json
+import sqlite3
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+httpx = pytest.importorskip("httpx")
+pytest.importorskip("onnx")
+
+from ringfire.serve import Client, ServeConfig, ServerError  # noqa: E402
+from nn_models import mlp_bytes, ort_run  # noqa: E402
+from serve_support import batch, server_thread, tokens_file  # noqa: E402
+
+
+@pytest.fixture
+def config(tmp_path):
+    model = tmp_path / "mlp.onnx"
+    model.write_bytes(mlp_bytes((16, 8, 4)))
+    return ServeConfig(model=str(model), store=str(tmp_path / "store"), tokens=str(tmp_path / "tokens"),
+                       preset="N13_D2", requests_per_second=400, sweep_every=0.05)
+
+
+@pytest.fixture
+def tokens(config):
+    return tokens_file(config.tokens)
+
+
+def db(config):
+    return sqlite3.connect(f"{config.store}/state.sqlite")
+
+
+def uploaded(app) -> float:
+    return app.state.metrics.uploaded._value.get()
+
+
+def test_a_closed_session_is_gone_with_its_results_and_its_keys_serve_the_next_one(config, tokens):
+    x = batch(2, 16, seed=1)
+    with server_thread(config) as (url, app), Client(url, tokens["alice"]) as client:
+        ctx = client.context("mlp")
+        sk, keys = ctx.keygen()
+        with client.session("mlp", ctx, sk, keys, progress=False) as session:
+            job = session.submit(ctx.encrypt_batch(x, sk))
+            session.wait(job)
+            sid = session.id
+        assert session.closed
+        assert client.request("GET", f"/v1/sessions/{sid}", expect=(404,)).status_code == 404
+        assert client.request("GET", f"/v1/jobs/{job}", expect=(404,)).status_code == 404
+        assert not list((app.state.store.root / "results").glob(f"{job}*"))
+        session.close()  # twice: harmless
+        before = uploaded(app)
+        again = client.session("mlp", ctx, sk, keys, progress=False)  # the same keys: linked, not sent
+        assert again.key_state == {"relin": "linked"} and uploaded(app) == before
+        got = again.infer(x, progress=False)
+        assert np.max(np.abs(got - ort_run(open(config.model, "rb").read(), x))) < 1e-3
+        assert app.state.metrics.sessions_closed.labels("client")._value.get() == 1
+
+
+def test_closing_a_session_stops_its_job_and_frees_a_place_under_the_limit(config, tokens):
+    config = dataclasses.replace(config, tenant_sessions=2)
+    with server_thread(config) as (url, app), Client(url, tokens["alice"]) as client:
+        first = client.session("mlp", progress=False)
+        second = client.session("mlp", first.ctx, first.secret_key, first.keys, progress=False)
+        with pytest.raises(ServerError, match="close one") as refused:
+            client.request("POST", "/v1/sessions", expect=(201,), retries=0,
+                           json={"model": "mlp", "fingerprint": first.info["parameters"]["fingerprint"]})
+        assert refused.value.status == 429
+        second.inline = False
+        job = second.submit(second.ctx.encrypt_batch(batch(2, 16), second.secret_key))
+        for _ in range(100):  # waiting for its client-aided round, which nobody answers
+            if client.request("GET", f"/v1/jobs/{job}").json()["state"] == "awaiting_client":
+                break
+            time.sleep(0.05)
+        reply = client.request("DELETE", f"/v1/sessions/{second.id}").json()
+        assert reply["jobs_stopped"] == 1
+        for _ in range(100):  # the worker lets the job go
+            if app.state.runner.live(job) is None or app.state.runner.live(job).state == "failed":
+                break
+            time.sleep(0.05)
+        third = client.session("mlp", first.ctx, first.secret_key, first.keys, progress=False)
+        assert third.infer(batch(1, 16), progress=False).shape == (1, 4)
+
+
+def test_an_unused_session_is_closed_and_a_result_expires_but_work_under_way_is_kept(config, tokens):
+    config = dataclasses.replace(config, session_idle=0.6, result_ttl=0.3)
+    with server_thread(config) as (url, app), Client(url, tokens["alice"]) as client:
+        idle = client.session("mlp", progress=False)
+        busy = client.session("mlp", idle.ctx, idle.secret_key, idle.keys, progress=False)
+        done = busy.submit(busy.ctx.encrypt_batch(batch(2, 16), busy.secret_key))
+        busy.wait(done)
+        busy.inline = False
+        waiting = busy.submit(busy.ctx.encrypt_batch(batch(2, 16), busy.secret_key))
+        time.sleep(1.5)  # both sessions unused past session_idle; one has a job waiting for its client
+        assert client.request("GET", f"/v1/sessions/{idle.id}", expect=(404,)).status_code == 404
+        assert client.request("GET", f"/v1/sessions/{busy.id}").status_code == 200
+        expired = client.request("GET", f"/v1/jobs/{done}/result", expect=(410,))
+        assert "deleted" in expired.json()["error"] and "keeps results 0.3 s" in expired.json()["error"]
+        assert busy.wait(waiting).cts.size == 4  # the job under way goes on, its result fetched at once
+        assert app.state.metrics.sessions_closed.labels("idle")._value.get() == 1
+
+
+def test_keys_no_session_links_make_room_for_an_upload_and_expire_when_unused(config, tokens):
+    key_bytes = 586921  # N13_D2's relinearization key
+    config = dataclasses.replace(config, tenant_bytes=int(1.5 * key_bytes))
+    with server_thread(config) as (url, app), Client(url, tokens["alice"]) as client:
+        first = client.session("mlp", progress=False)
+        assert first.key_state == {"relin": "uploaded"}
+        # Its keys linked by an open session: another key set has no room.
+        with pytest.raises(ServerError, match="close sessions") as refused:
+            client.session("mlp", progress=False)
+        assert refused.value.status == 413
+        first.close()
+        # Unlinked now: they go to make room for the next key set.
+        second = client.session("mlp", progress=False)
+        assert second.key_state == {"relin": "uploaded"}
+        assert app.state.metrics.keys_deleted.labels("room")._value.get() == 1
+        with db(config) as d:
+            assert d.execute("select count(*) from blobs").fetchone()[0] == 1
+    config = dataclasses.replace(config, key_idle=0.3, tenant_bytes=64 * 2**30)
+    with server_thread(config) as (url, app), Client(url, tokens["alice"]) as client:
+        kept = client.session("mlp", progress=False)  # a second key set, linked: never deleted
+        time.sleep(1.0)
+        with db(config) as d:  # the first server's session ended with it unclosed: still linked
+            assert d.execute("select count(*) from blobs").fetchone()[0] == 2
+        for sid, in db(config).execute("select id from sessions where id != ?", (kept.id,)).fetchall():
+            client.request("DELETE", f"/v1/sessions/{sid}")
+        for _ in range(60):
+            with db(config) as d:
+                if d.execute("select count(*) from blobs").fetchone()[0] == 1:
+                    break
+            time.sleep(0.1)
+        with db(config) as d:
+            assert d.execute("select sha256 from blobs").fetchall() == \
+                d.execute("select sha256 from session_keys where session = ?", (kept.id,)).fetchall()
+        assert kept.infer(batch(1, 16), progress=False).shape == (1, 4)
+
+
+def test_ringfire_infer_closes_its_session(config, tokens, tmp_path, capsys):
+    from ringfire import cli
+    np.save(tmp_path / "x.npy", batch(2, 16, seed=3))
+    with server_thread(config) as (url, _):
+        for _ in range(2):
+            assert cli.main(["infer", config.model, "--input", str(tmp_path / "x.npy"), "--server", url,
+                             "--token", tokens["alice"], "--json"]) == 0
+        with db(config) as d:
+            assert d.execute("select count(*) from sessions").fetchone()[0] == 0
+            assert d.execute("select count(*) from jobs").fetchone()[0] == 0
+    report, _ = json.JSONDecoder().raw_decode(capsys.readouterr().out)
+    assert report["rounds"] == 1 and report["max_abs_error"] < 1e-3
+
+
+def test_a_store_written_before_retention_opens_with_its_columns_and_ages_by_creation(tmp_path):
+    """A store of an earlier version (no ``used``, ``params`` or ``expired`` columns) gets them
+    when a server opens it; its sessions age from their creation, its keys count as unused."""
+    from ringfire.serve.store import Store
+    (tmp_path / "store").mkdir()
+    with sqlite3.connect(tmp_path / "store" / "state.sqlite") as old:
+        old.executescript("""
+            create table sessions (id text primary key, tenant text not null, model text not null,
+                fingerprint text not null, created real not null);
+            create table session_keys (session text not null, kind text not null, sha256 text not null,
+                size integer not null, primary key (session, kind));
+            create table blobs (tenant text not null, sha256 text not null, size integer not null,
+                kind text not null, primary key (tenant, sha256));
+            create table jobs (id text primary key, tenant text not null, session text not null,
+                idempotency text, state text not null, error text, progress text, created real not null,
+                updated real not null, result_bytes integer);
+            insert into sessions values ('s-old', 'alice', 'mlp', 'f', 100.0);
+            insert into sessions values ('s-new', 'alice', 'mlp', 'f', 1e12);
+            insert into blobs values ('alice', 'k-linked', 10, 'relin');
+            insert into blobs values ('alice', 'k-free', 20, 'relin');
+            insert into session_keys values ('s-new', 'relin', 'k-linked', 10);
+        """)
+    store = Store(tmp_path / "store")
+    for table, column in (("sessions", "used"), ("blobs", "params"), ("blobs", "used"), ("jobs", "expired")):
+        assert column in {row[1] for row in store._q(f"pragma table_info({table})")}, (table, column)
+    assert store.idle_sessions(before=1000.0) == [("s-old", "alice")]
+    assert store.unlinked_blobs("alice") == [("alice", "k-free", 20)]
+    assert store.close_session("s-new", idle_before=1000.0) is None  # not idle: kept
+    assert store.close_session("s-old", idle_before=1000.0) == {"jobs_stopped": [], "results_deleted": 0}
+    store.close()
