@@ -89,6 +89,31 @@ def test_closing_a_session_stops_its_job_and_frees_a_place_under_the_limit(confi
         assert third.infer(batch(1, 16), progress=False).shape == (1, 4)
 
 
+def test_a_tenant_at_its_limit_lists_the_sessions_it_lost_track_of_and_closes_them(config, tokens):
+    config = dataclasses.replace(config, tenant_sessions=3)
+    with server_thread(config) as (url, _), Client(url, tokens["alice"]) as client:
+        kept = client.session("mlp", progress=False)
+        kept.inline = False
+        job = kept.submit(kept.ctx.encrypt_batch(batch(2, 16), kept.secret_key))  # under way: never closed
+        lost = [client.session("mlp", kept.ctx, kept.secret_key, kept.keys, progress=False).id for _ in range(2)]
+        with pytest.raises(ServerError, match="GET /v1/sessions lists them") as refused:
+            client.request("POST", "/v1/sessions", expect=(201,), retries=0,
+                           json={"model": "mlp", "fingerprint": kept.info["parameters"]["fingerprint"]})
+        assert refused.value.status == 429
+        listed = client.sessions()
+        assert [s["id"] for s in listed] == [kept.id, *lost]  # least recently used first
+        assert [s["jobs_under_way"] for s in listed] == [1, 0, 0]
+        assert client.close_sessions(unused_for=3600) == []  # none unused that long
+        assert sorted(client.close_sessions()) == sorted(lost)
+        assert [s["id"] for s in client.sessions()] == [kept.id]
+        assert client.session("mlp", kept.ctx, kept.secret_key, kept.keys, progress=False).key_state == \
+            {"relin": "linked"}
+        assert client.sessions()[0]["id"] == kept.id and kept.wait(job).cts.size == 4
+        with pytest.raises(ServerError, match="open a new one") as gone:  # a closed session's id says why
+            client.request("GET", f"/v1/sessions/{lost[0]}")
+        assert gone.value.status == 404
+
+
 def test_an_unused_session_is_closed_and_a_result_expires_but_work_under_way_is_kept(config, tokens):
     config = dataclasses.replace(config, session_idle=0.6, result_ttl=0.3)
     with server_thread(config) as (url, app), Client(url, tokens["alice"]) as client:

@@ -389,8 +389,8 @@ def create_app(config: ServeConfig) -> FastAPI:
         if store.count_sessions(who) >= config.tenant_sessions:
             idle = (f", or one unused for {config.session_idle:g} s is closed by the server" if config.session_idle
                     else "")
-            refuse(429, f"at most {config.tenant_sessions} sessions per tenant: close one (DELETE /v1/sessions/{{id}}; "
-                        f"Session.close() in rf.serve){idle}")
+            refuse(429, f"at most {config.tenant_sessions} sessions per tenant: close one (GET /v1/sessions lists "
+                        f"them, DELETE /v1/sessions/{{id}} closes one; Client.close_sessions() in rf.serve){idle}")
         sid = store.create_session(who, config.name, host.fingerprint)
         linked = [kind for kind, digest in digests.items() if store.link_key(sid, kind, who, digest, host.params_id)]
         metrics.key_hits.inc(len(linked))
@@ -411,6 +411,13 @@ def create_app(config: ServeConfig) -> FastAPI:
                 if refused:
                     out[kind]["error"] = refused
         return out
+
+    @app.get("/v1/sessions")
+    def sessions(who: str = Depends(tenant)):
+        """This tenant's sessions, least recently used first (times in seconds since the epoch):
+        which to close (``DELETE /v1/sessions/{id}``) where a client lost track of its own."""
+        return {"sessions": store.sessions_of(who), "limit": config.tenant_sessions,
+                "closed_when_unused_for": config.session_idle or None, "now": time.time()}
 
     @app.get("/v1/sessions/{sid}")
     def session(sid: str, who: str = Depends(tenant)):

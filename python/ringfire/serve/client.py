@@ -180,6 +180,24 @@ class Client:
     def models(self) -> list[str]:
         return self.request("GET", "/v2/models").json()["models"]
 
+    def sessions(self) -> list[dict]:
+        """This tenant's open sessions on the server, least recently used first: id, model,
+        created and last used (seconds since the epoch), jobs under way."""
+        return self.request("GET", "/v1/sessions").json()["sessions"]
+
+    def close_sessions(self, unused_for: float = 0.0) -> list[str]:
+        """Closes this tenant's sessions unused for at least `unused_for` seconds with no job
+        under way (by the server's clock); returns their ids. For a tenant at its session limit
+        whose clients did not close theirs (a process that was killed)."""
+        listed = self.request("GET", "/v1/sessions").json()
+        now = float(listed.get("now", time.time()))
+        closed = []
+        for s in listed["sessions"]:
+            if not s["jobs_under_way"] and now - s["used"] >= unused_for:
+                self.request("DELETE", f"/v1/sessions/{s['id']}", expect=(200, 404))
+                closed.append(s["id"])
+        return closed
+
     def model(self, name: str) -> dict:
         """What the server says of model `name` (its parameters, packing, the keys it needs), read now."""
         self._described[name] = self.request("GET", f"/v2/models/{name}").json()

@@ -264,6 +264,14 @@ class Store:
             self.drop_upload(uid)
         return {"jobs_stopped": unfinished, "results_deleted": deleted}
 
+    def sessions_of(self, tenant: str) -> list[dict]:
+        """The tenant's sessions, least recently used first: id, model, created, used, and its
+        jobs under way."""
+        rows = self._q("select s.id, s.model, s.created, coalesce(s.used, s.created), (select count(*) from jobs j "
+                       "where j.session = s.id and j.state not in ('done', 'failed')) from sessions s "
+                       "where s.tenant = ? order by coalesce(s.used, s.created)", (tenant,))
+        return [dict(zip(("id", "model", "created", "used", "jobs_under_way"), row)) for row in rows]
+
     def unfinished_jobs(self, sid: str) -> list[str]:
         return [r[0] for r in self._q("select id from jobs where session = ? and state not in ('done', 'failed')",
                                       (sid,))]
