@@ -236,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "server", None):  # `ringfire infer MODEL --server URL`: the service's client
         from ..serve.cli import remote_infer
         args.func = remote_infer
+    elif getattr(args, "keys", None):
+        raise SystemExit("ringfire: error: --keys keeps a service client's keys: it goes with --server")
     elif args.command == "infer" and args.ray is not None:  # `ringfire infer MODEL --ray [ADDRESS]`
         from ..distributed import RayExecutor
         args.executor = RayExecutor(args.ray or None, progress=None if not getattr(args, "json", False) else False)

@@ -89,6 +89,10 @@ def register(subparsers) -> None:
                    help="run on a ringfire serve server instead (MODEL: the model's name there, or an ONNX file "
                         "of that name to check the result against); keys and encryption stay here")
     p.add_argument("--token", help="the server's bearer token (default: $RINGFIRE_TOKEN)")
+    p.add_argument("--keys", metavar="DIR",
+                   help="with --server: keep this client's keys in DIR, made the first time and reused after (the "
+                        "server then links its stored copy instead of receiving them again); the secret key in a "
+                        "file only this user reads, sealed with $RINGFIRE_KEY_PASSWORD where it is set")
     p.add_argument("--device", default="cpu",
                    help="where the server's work runs: 'cpu' (default) or 'cuda[:N]' (keys, encryption and the "
                         "client-aided layers stay on the host; results are bit-identical to the CPU's)")

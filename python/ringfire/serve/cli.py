@@ -175,14 +175,23 @@ def remote_infer(args) -> int:
     with Client(args.server, token) as client:
         # Master keys where the model takes them: the server derives its Galois keys.
         master = bool(client.model(name)["parameters"].get("master_keys"))
-        # Closed at the end (its result deleted on the server; the keys stay stored for the next run's
-        # fresh session only until unused for the server's key lifetime: each run makes its own).
-        with client.session(name, progress=None if not args.json else False, master_rotations=master) as session:
+        keys_state = "made"
+        if args.keys:  # kept between runs: the server links the copy it stores instead of receiving them again
+            from .client_keys import kept_keys
+            ctx = client.context(name)
+            sk, keys, keys_state = kept_keys(client, name, ctx, args.keys, master_rotations=master)
+            opened = client.session(name, ctx, sk, keys, progress=None if not args.json else False)
+        else:
+            opened = client.session(name, progress=None if not args.json else False, master_rotations=master)
+        # Closed at the end: its result deleted on the server, its keys kept stored there (for a
+        # next run with --keys to link; keys made afresh each run go once unused for a while).
+        with opened as session:
             t1 = time.perf_counter()
             y = session.infer(x, progress=None if not args.json else False)
             t2 = time.perf_counter()
     report = {"server": args.server, "model": name, "batch": int(x.shape[0]), "output_shape": list(y.shape),
-              "rounds": session.rounds, "master_keys": master, "seconds": {"keys": t1 - t0, "inference": t2 - t1}}
+              "rounds": session.rounds, "master_keys": master, "keys": keys_state, "sent": session.key_state,
+              "seconds": {"keys": t1 - t0, "inference": t2 - t1}}
     if path.is_file() and importlib.util.find_spec("onnxruntime") is not None:
         ref, reference = nn_cli.reference_outputs(path, x, None)
         report.update(reference=reference, top1_agreement=nn_cli.top1_agreement(y, ref),
@@ -196,6 +205,8 @@ def remote_infer(args) -> int:
         if "top1_agreement" in report:
             print(f"top-1 agreement with {report['reference']}: {report['top1_agreement'] * 100:.2f}%  "
                   f"(max |error| {report['max_abs_error']:.2e})")
-        print(f"server {args.server}: keys {report['seconds']['keys']:.2f} s, inference "
+        print(f"server {args.server}: keys {keys_state} here and "
+              f"{', '.join(f'{k} {v}' for k, v in session.key_state.items())} there, "
+              f"{report['seconds']['keys']:.2f} s; inference "
               f"{report['seconds']['inference']:.2f} s, {session.rounds} client-aided rounds")
     return 0

@@ -212,6 +212,14 @@ class Client:
                                        bootstrap=params["bootstrap_options"],
                                        insecure_no_security_check=params["insecure"], **options)
 
+    def keygen(self, name: str, ctx, *, master_rotations: bool = False):
+        """(secret key, evaluation keys) for model `name` in `ctx` (its parameters): the Galois
+        keys of its rotations, or master keys instead, and bootstrapping keys where it bootstraps."""
+        params = (self._described.get(name) or self.model(name))["parameters"]
+        if master_rotations:
+            return ctx.keygen(bootstrap=params["bootstrap"], master_rotations=True)
+        return ctx.keygen(rotations=params["rotations"], bootstrap=params["bootstrap"])
+
     def session(self, name: str, ctx=None, secret_key=None, keys=None, *, progress: bool | None = None,
                 master_rotations: bool = False) -> "Session":
         """A session for model `name`: with `ctx`, `secret_key` and `keys` given, those (they must
@@ -234,8 +242,7 @@ class Client:
             raise ValueError(f"[serve] model {name!r} takes no master keys (it makes no rotations, or its "
                              "parameters leave no room for them under the security bound): send its Galois keys")
         if secret_key is None or keys is None:
-            secret_key, keys = (ctx.keygen(bootstrap=params["bootstrap"], master_rotations=True) if master_rotations
-                                else ctx.keygen(rotations=params["rotations"], bootstrap=params["bootstrap"]))
+            secret_key, keys = self.keygen(name, ctx, master_rotations=master_rotations)
         session = Session(self, name, None, ctx, secret_key, keys, info)
         session.open(progress=progress)
         return session

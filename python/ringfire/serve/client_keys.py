@@ -1,0 +1,63 @@
+"""A command-line client's keys kept between runs (``ringfire infer --server URL --keys DIR``).
+
+Each run of a client that makes its keys afresh sends them again (N16_BOOT's key sets are
+3.1 GB) and leaves the server one more key set to store. Kept in a directory, the keys are made
+once; later runs load them, and the server, which stores the evaluation keys by their digest,
+links its copy instead of receiving them again. The directory holds one folder per parameter
+set (the context's fingerprint): ``secret.key``, written readable by this user alone and sealed
+with ``$RINGFIRE_KEY_PASSWORD`` where that is set, and the evaluation keys
+(``evaluation.keys``, or ``evaluation-master.keys`` where master keys stand in for the
+Galois keys), streamed (``keys.save_to``), never held whole as bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from pathlib import Path
+
+PASSWORD_VARIABLE = "RINGFIRE_KEY_PASSWORD"
+
+
+def kept_keys(client, name: str, ctx, directory, *, master_rotations: bool = False):
+    """(secret key, evaluation keys, "loaded" or "made") for model `name` in `ctx`: read from
+    `directory` where a run before kept them, else made now and kept there."""
+    folder = Path(directory) / f"{ctx.fingerprint:016x}"
+    secret = folder / "secret.key"
+    evaluation = folder / ("evaluation-master.keys" if master_rotations else "evaluation.keys")
+    password = os.environ.get(PASSWORD_VARIABLE) or None
+    if secret.is_file() and evaluation.is_file():
+        try:
+            sk = ctx.load(secret.read_bytes(), password=password)
+        except ValueError as e:
+            if password is None and "password" in str(e):
+                raise ValueError(f"[infer] the secret key in {secret} is sealed: set ${PASSWORD_VARIABLE} to the "
+                                 "password it was kept with") from None
+            raise ValueError(f"[infer] the secret key in {secret} does not load ({e}): a wrong "
+                             f"${PASSWORD_VARIABLE}, or a damaged file (remove {folder} to make new keys)") from None
+        return sk, ctx.load_keys(evaluation), "loaded"
+    sk, keys = client.keygen(name, ctx, master_rotations=master_rotations)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with warnings.catch_warnings():  # the file's mode and the note below say what the warning would
+        warnings.simplefilter("ignore")
+        data = sk.to_bytes(password=password)
+    _write_private(secret, data)
+    keys.save_to(evaluation)
+    if password is None:
+        print(f"[infer] keys kept in {folder}; the secret key in the clear, readable by this user only "
+              f"(set ${PASSWORD_VARIABLE} to seal it)", file=sys.stderr)
+    return sk, keys, "made"
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """`data` into `path`, readable and writable by this user alone from the first byte, put in
+    place whole (a run that stops halfway leaves no half-written key behind)."""
+    part = path.with_name(path.name + ".part")
+    part.unlink(missing_ok=True)
+    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(part, path)

@@ -1,0 +1,64 @@
+"""``ringfire infer --server URL --keys DIR``: a command-line client's keys made once and kept,
+so that later runs load them and the server links its stored copy instead of receiving them
+again; the secret key readable by its user alone, sealed where a password is set."""
+
+import json
+import os
+import stat
+
+import numpy as np
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+pytest.importorskip("httpx")
+pytest.importorskip("onnx")
+
+from ringfire import cli  # noqa: E402
+from ringfire.serve import ServeConfig  # noqa: E402
+from nn_models import mlp_bytes, ort_run  # noqa: E402
+from serve_support import batch, server_thread, tokens_file  # noqa: E402
+
+
+def run(capsys, *args) -> dict:
+    assert cli.main(["infer", *args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_kept_keys_are_made_once_then_linked_by_the_server(tmp_path, capsys, monkeypatch):
+    model = tmp_path / "mlp.onnx"
+    model.write_bytes(mlp_bytes((16, 8, 4)))
+    tokens = tokens_file(tmp_path / "tokens")
+    config = ServeConfig(model=str(model), store=str(tmp_path / "store"), tokens=str(tmp_path / "tokens"),
+                         preset="N13_D2", requests_per_second=400)
+    x = batch(3, 16, seed=4)
+    np.save(tmp_path / "x.npy", x)
+    ref = ort_run(model.read_bytes(), x)
+    monkeypatch.delenv("RINGFIRE_KEY_PASSWORD", raising=False)
+    with server_thread(config) as (url, app):
+        common = [str(model), "--input", str(tmp_path / "x.npy"), "--server", url, "--token", tokens["alice"]]
+        first = run(capsys, *common, "--keys", str(tmp_path / "keys"))
+        assert first["keys"] == "made" and first["sent"] == {"relin": "uploaded"}
+        sent = app.state.metrics.uploaded._value.get()
+        second = run(capsys, *common, "--keys", str(tmp_path / "keys"))
+        assert second["keys"] == "loaded" and second["sent"] == {"relin": "linked"}
+        assert app.state.metrics.uploaded._value.get() == sent  # nothing sent again
+        for report in (first, second):
+            assert np.max(np.abs(np.array(report["outputs"]) - ref)) < 1e-3
+        (folder,) = (tmp_path / "keys").iterdir()
+        assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+        assert stat.S_IMODE(os.stat(folder / "secret.key").st_mode) == 0o600
+        assert sorted(p.name for p in folder.iterdir()) == ["evaluation.keys", "secret.key"]
+        # Sealed with a password: the next run without it is told what is missing.
+        monkeypatch.setenv("RINGFIRE_KEY_PASSWORD", "correct horse")
+        sealed = run(capsys, *common, "--keys", str(tmp_path / "sealed"))
+        assert sealed["keys"] == "made"
+        assert run(capsys, *common, "--keys", str(tmp_path / "sealed"))["keys"] == "loaded"
+        monkeypatch.delenv("RINGFIRE_KEY_PASSWORD")
+        assert cli.main(["infer", *common, "--keys", str(tmp_path / "sealed")]) != 0
+        assert "is sealed: set $RINGFIRE_KEY_PASSWORD" in capsys.readouterr().err
+        monkeypatch.setenv("RINGFIRE_KEY_PASSWORD", "wrong")
+        assert cli.main(["infer", *common, "--keys", str(tmp_path / "sealed")]) != 0
+        assert "a wrong $RINGFIRE_KEY_PASSWORD" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="goes with --server"):
+        cli.main(["infer", str(model), "--input", str(tmp_path / "x.npy"), "--keys", str(tmp_path / "keys")])
