@@ -132,6 +132,29 @@ def test_an_unused_session_is_closed_and_a_result_expires_but_work_under_way_is_
         assert app.state.metrics.sessions_closed.labels("idle")._value.get() == 1
 
 
+def test_a_client_whose_session_the_server_closed_opens_it_again_with_the_same_keys(config, tokens):
+    """A long-lived client that sat idle past ``session_idle``: its next inference opens the
+    session again (the keys linked, not sent) and runs; a session the client closed itself
+    stays closed."""
+    config = dataclasses.replace(config, session_idle=0.5)
+    x = batch(2, 16, seed=6)
+    with server_thread(config) as (url, app), Client(url, tokens["alice"]) as client:
+        session = client.session("mlp", progress=False)
+        first = session.id
+        session.infer(x, progress=False)
+        sent = uploaded(app)
+        time.sleep(1.2)
+        assert client.request("GET", f"/v1/sessions/{first}", expect=(404,)).headers["x-ringfire-unknown"] \
+            == "session"
+        got = session.infer(x, progress=False)
+        assert session.id != first and session.key_state == {"relin": "linked"} and uploaded(app) == sent
+        assert np.max(np.abs(got - ort_run(open(config.model, "rb").read(), x))) < 1e-3
+        session.close()
+        with pytest.raises(ServerError) as closed:
+            session.infer(x, progress=False)
+        assert closed.value.status == 404 and closed.value.unknown == "session"
+
+
 def test_keys_no_session_links_make_room_for_an_upload_and_expire_when_unused(config, tokens):
     key_bytes = 586921  # N13_D2's relinearization key
     config = dataclasses.replace(config, tenant_bytes=int(1.5 * key_bytes))

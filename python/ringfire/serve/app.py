@@ -325,13 +325,13 @@ def create_app(config: ServeConfig) -> FastAPI:
         if session is None:
             idle = f" or after {config.session_idle:g} s unused" if config.session_idle else ""
             refuse(404, f"no session {sid} (never opened, or closed: by its client{idle}); open a new one (keys "
-                        f"this tenant stored are linked again, not sent)")
+                        f"this tenant stored are linked again, not sent)", {"X-Ringfire-Unknown": "session"})
         return session
 
     def own_job(jid: str, who: str) -> dict:
         job = store.job(jid, who)
         if job is None:
-            refuse(404, f"no job {jid}")
+            refuse(404, f"no job {jid}", {"X-Ringfire-Unknown": "job"})
         return job
 
     # ---- health and models (Open Inference Protocol v2) ----------------------------------

@@ -56,11 +56,12 @@ MAX_ENTRIES = 2**24  # ciphertexts a container from the server may hold (each on
 
 
 class ServerError(RuntimeError):
-    """The server refused a request or a job failed: its status and message."""
+    """The server refused a request or a job failed: its status and message; ``unknown``: what
+    a 404 did not find, where the server says (``X-Ringfire-Unknown``: "session", "job")."""
 
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str, unknown: str | None = None):
         super().__init__(f"[serve] {status}: {message}")
-        self.status, self.message = status, message
+        self.status, self.message, self.unknown = status, message, unknown
 
 
 def read_in_pieces_of(size: int) -> None:
@@ -154,7 +155,7 @@ class Client:
                     message = response.json().get("error", response.text)
                 except ValueError:
                     message = response.text
-                raise ServerError(response.status_code, message)
+                raise ServerError(response.status_code, message, response.headers.get("x-ringfire-unknown"))
             return response
         raise AssertionError("unreachable")
 
@@ -515,7 +516,20 @@ class Session:
 
     def _submit(self, enc: EncryptedTensor, idempotency_key: str | None, wait: float) -> dict:
         """The job made for `enc`; with `wait`, its first settled status too (``status``), where the
-        server gives it, with the round it asks for or the result (``carried``) where it sends them."""
+        server gives it, with the round it asks for or the result (``carried``) where it sends them.
+        A session the server closed meanwhile (unused for its ``session_idle``) is opened again with
+        the same keys, which the server links (no upload), and the input sent there; one this
+        client closed is not."""
+        try:
+            return self._submit_once(enc, idempotency_key, wait)
+        except ServerError as e:
+            if e.status != 404 or e.unknown != "session" or self.closed:
+                raise
+        log.info("session %s was closed by the server (unused); opening it again", self.id)
+        self.open(progress=False)
+        return self._submit_once(enc, idempotency_key, wait)
+
+    def _submit_once(self, enc: EncryptedTensor, idempotency_key: str | None, wait: float) -> dict:
         import httpx
         parts = wire.tensor_parts(enc.cts, enc.batch, enc.packing, enc.period, enc.sample_shape, enc.element_slots)
         key = idempotency_key or uuid.uuid4().hex
