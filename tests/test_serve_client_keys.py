@@ -62,3 +62,29 @@ def test_kept_keys_are_made_once_then_linked_by_the_server(tmp_path, capsys, mon
         assert "a wrong $RINGFIRE_KEY_PASSWORD" in capsys.readouterr().err
     with pytest.raises(SystemExit, match="goes with --server"):
         cli.main(["infer", str(model), "--input", str(tmp_path / "x.npy"), "--keys", str(tmp_path / "keys")])
+
+
+def test_the_command_line_fits_the_batch_to_the_input_shape_the_server_describes(tmp_path, capsys):
+    """With the model named (its ONNX file not here), flat rows of the right size are reshaped
+    to the input shape the server describes, an NHWC batch transposed with --layout nhwc, and
+    anything else refused with both shapes before a key is made."""
+    from onnx import helper
+    from nn_models import make_model
+    rng = np.random.default_rng(2)
+    onnx_bytes = make_model([helper.make_node("Flatten", ["x"], ["f"]), helper.make_node("Gemm", ["f", "W", "B"], ["y"])],
+                            (2, 2, 3), {"W": rng.normal(0, 0.4, (12, 4)), "B": rng.normal(0, 0.1, 4)})
+    (tmp_path / "img.onnx").write_bytes(onnx_bytes)
+    tokens = tokens_file(tmp_path / "tokens")
+    config = ServeConfig(model=str(tmp_path / "img.onnx"), store=str(tmp_path / "store"),
+                         tokens=str(tmp_path / "tokens"), preset="N13_D2", requests_per_second=400)
+    x = rng.uniform(-1, 1, (3, 2, 2, 3))
+    ref = ort_run(onnx_bytes, x)
+    with server_thread(config) as (url, app):
+        common = ["img", "--server", url, "--token", tokens["alice"]]
+        for given, extra in [(x.reshape(3, 12), []), (x.transpose(0, 2, 3, 1), ["--layout", "nhwc"])]:
+            np.save(tmp_path / "x.npy", given)
+            report = run(capsys, "--input", str(tmp_path / "x.npy"), *common, *extra)
+            assert np.max(np.abs(np.array(report["outputs"]) - ref)) < 1e-3
+        np.save(tmp_path / "x.npy", x.reshape(3, 2, 6))
+        assert cli.main(["infer", "--input", str(tmp_path / "x.npy"), *common]) != 0
+        assert "takes inputs of shape (2, 2, 3)" in capsys.readouterr().err

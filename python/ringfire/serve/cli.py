@@ -168,13 +168,14 @@ def remote_infer(args) -> int:
         raise ValueError("[infer] --server needs the tenant's token: --token or $RINGFIRE_TOKEN")
     path = pathlib.Path(args.model)
     name = path.stem if path.suffix == ".onnx" else args.model
-    if path.is_file():
-        from ..nn.graph import Graph
-        x = nn_cli.fit_input(x, tuple(Graph.from_onnx(path).input_shape), args.layout)
     t0 = time.perf_counter()
     with Client(args.server, token) as client:
+        # The batch in the model's input shape (flat rows reshaped, NHWC transposed with --layout),
+        # from the server's description of it: the ONNX file may not be here.
+        described = client.model(name)
+        x = nn_cli.fit_input(x, tuple(described["inputs"][0]["shape"][1:]), args.layout)
         # Master keys where the model takes them: the server derives its Galois keys.
-        master = bool(client.model(name)["parameters"].get("master_keys"))
+        master = bool(described["parameters"].get("master_keys"))
         keys_state = "made"
         if args.keys:  # kept between runs: the server links the copy it stores instead of receiving them again
             from .client_keys import kept_keys
