@@ -37,6 +37,10 @@ class Retention:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
+        c = self.config
+        kept = lambda seconds: f"{seconds:g} s" if seconds else "for good"  # noqa: E731
+        log.info("retention: sessions closed after %s unused, results kept %s, keys no session links kept %s "
+                 "unused (and deleted for room)", kept(c.session_idle), kept(c.result_ttl), kept(c.key_idle))
         self.sweep()
         self._thread = threading.Thread(target=self._run, name="ringfire-retention", daemon=True)
         self._thread.start()
