@@ -88,3 +88,28 @@ def test_the_command_line_fits_the_batch_to_the_input_shape_the_server_describes
         np.save(tmp_path / "x.npy", x.reshape(3, 2, 6))
         assert cli.main(["infer", "--input", str(tmp_path / "x.npy"), *common]) != 0
         assert "takes inputs of shape (2, 2, 3)" in capsys.readouterr().err
+
+
+def test_kept_keys_are_per_set_of_keys_a_model_needs(tmp_path, capsys, monkeypatch):
+    """Two models served with the same parameters, one needing Galois keys (inter packing) and
+    one none: each gets a folder of its own in the same --keys directory (the parameters'
+    fingerprint and what the keys cover), so the second is never handed keys that lack its
+    rotations; a third server of the first kind shares the first one's keys."""
+    monkeypatch.delenv("RINGFIRE_KEY_PASSWORD", raising=False)
+    model = tmp_path / "mlp.onnx"
+    model.write_bytes(mlp_bytes((16, 8, 4)))
+    tokens = tokens_file(tmp_path / "tokens")
+    x = batch(2, 16, seed=5)
+    np.save(tmp_path / "x.npy", x)
+    ref = ort_run(model.read_bytes(), x)
+    seen = []
+    for packing, store in [("batch", "a"), ("inter", "b"), ("batch", "c")]:
+        config = ServeConfig(model=str(model), store=str(tmp_path / store), tokens=str(tmp_path / "tokens"),
+                             preset="N14_D6", packing=packing, requests_per_second=400)
+        with server_thread(config) as (url, _):
+            report = run(capsys, str(model), "--input", str(tmp_path / "x.npy"), "--server", url,
+                         "--token", tokens["alice"], "--keys", str(tmp_path / "keys"))
+        assert np.max(np.abs(np.array(report["outputs"]) - ref)) < 1e-3, packing
+        seen.append((report["keys"], sorted(report["sent"])))
+    assert seen == [("made", ["relin"]), ("made", ["galois", "relin"]), ("loaded", ["relin"])]
+    assert len(list((tmp_path / "keys").iterdir())) == 2

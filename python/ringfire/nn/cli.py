@@ -90,7 +90,8 @@ def register(subparsers) -> None:
                         "of that name to check the result against); keys and encryption stay here")
     p.add_argument("--token", help="the server's bearer token (default: $RINGFIRE_TOKEN)")
     p.add_argument("--keys", metavar="DIR",
-                   help="with --server: keep this client's keys in DIR, made the first time and reused after (the "
+                   help="with --server: keep this client's keys in DIR (a folder per parameters and rotations), "
+                        "made the first time and reused after (the "
                         "server then links its stored copy instead of receiving them again); the secret key in a "
                         "file only this user reads, sealed with $RINGFIRE_KEY_PASSWORD where it is set")
     p.add_argument("--device", default="cpu",
