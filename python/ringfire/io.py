@@ -66,15 +66,16 @@ _SCRYPT_MAX_BYTES = 1 << 30   # 128 * r * N
 
 
 @contextlib.contextmanager
-def atomic_file(path, *, sync: bool = True):
+def atomic_file(path, *, sync: bool = True, mode: int = 0o666):
     """A binary file to write ``path`` through: a temporary file beside it, synced and renamed
     into place when the block ends, removed if it raises; readers (other processes included)
     see the whole file or none of it. ``sync=False`` skips the sync: for files that need not
-    outlive a crash of the machine, only be whole for their readers."""
+    outlive a crash of the machine, only be whole for their readers. ``mode``: the file's
+    permissions from its first byte on (less the umask), e.g. 0o600 for a secret."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
-        with open(tmp, "wb") as out:
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode), "wb") as out:
             yield out
             out.flush()
             if sync:
@@ -84,10 +85,10 @@ def atomic_file(path, *, sync: bool = True):
         tmp.unlink(missing_ok=True)
 
 
-def write_atomically(path, data, *, sync: bool = True) -> None:
+def write_atomically(path, data, *, sync: bool = True, mode: int = 0o666) -> None:
     """Writes ``data`` to ``path`` whole or not at all (:func:`atomic_file`): bytes, or a
     list of bytes-like pieces written one after the other (never joined in memory)."""
-    with atomic_file(path, sync=sync) as out:
+    with atomic_file(path, sync=sync, mode=mode) as out:
         if isinstance(data, list):
             out.writelines(data)
         else:

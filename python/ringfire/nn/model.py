@@ -389,12 +389,18 @@ class Model:
             needed -= diagonal_bytes
         return needed + pool_cache_bytes(allocated)[0]
 
+    def input_problem(self, packing: str, shape, sample_shape) -> str | None:
+        """Why an encrypted input cannot run on this model, or None: its sample (the
+        ciphertexts' ``shape`` with batch packing, ``sample_shape`` with inter packing) must
+        have the model's input shape."""
+        got, expected = tuple(sample_shape if packing == "inter" else shape), tuple(self.graph.input_shape)
+        return None if got == expected else f"the model expects inputs of shape {expected} per sample, got {got}"
+
     def _run(self, enc: EncryptedTensor, client, progress, executor) -> EncryptedTensor:
         if enc.packing == "inter":
             return self._call_inter(enc, client, progress, executor)
-        if tuple(enc.cts.shape) != tuple(self.graph.input_shape):
-            raise ValueError(f"[nn] the model expects inputs of shape {self.graph.input_shape} per sample, got "
-                             f"{tuple(enc.cts.shape)}")
+        if problem := self.input_problem("batch", enc.cts.shape, enc.sample_shape):
+            raise ValueError(f"[nn] {problem}")
         plan = self.plan()
         if not plan.fits:
             raise ValueError(f"[nn] the parameters are too shallow for this model: it needs {plan.levels_needed} "
@@ -451,9 +457,8 @@ class Model:
             return []
 
     def _call_inter(self, enc: EncryptedTensor, client, progress=False, executor=IN_PROCESS) -> EncryptedTensor:
-        if tuple(enc.sample_shape) != tuple(self.graph.input_shape):
-            raise ValueError(f"[nn] the model expects inputs of shape {self.graph.input_shape} per sample, got "
-                             f"{enc.sample_shape}")
+        if problem := self.input_problem("inter", enc.cts.shape, enc.sample_shape):
+            raise ValueError(f"[nn] {problem}")
         if enc.element_slots is not None and not np.array_equal(enc.element_slots, np.arange(enc.element_slots.size)):
             raise ValueError("[nn] this input's elements are not in C-order (it is another model's output, in its "
                              "layout): decrypt it, or encrypt it again with ctx.encrypt_batch(x, keys, "

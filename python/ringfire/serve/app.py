@@ -794,14 +794,14 @@ def create_app(config: ServeConfig) -> FastAPI:
 
     @app.delete("/v1/sessions/{sid}")
     def close_session(sid: str, who: str = Depends(tenant)):
-        """Ends the session: its unfinished jobs stopped (reported failed), its jobs' results and
-        rounds and its partial uploads deleted. Its keys stay stored for this tenant's next
-        sessions (linked by digest, no upload) until unused for the server's key lifetime, or
-        until an upload needs their room."""
+        """Ends the session: its unfinished jobs stopped, its jobs (their ids then unknown), their
+        results and rounds and its partial uploads deleted. Its keys stay stored for this
+        tenant's next sessions (linked by digest, no upload) until unused for the server's key
+        lifetime, or until an upload needs their room."""
         own_session(sid, who)
-        for live in filter(None, map(runner.live, store.unfinished_jobs(sid))):
-            runner.cancel(live)
         ended = store.close_session(sid)
+        for live in filter(None, map(runner.live, ended["jobs_stopped"])):  # this process's: stopped now
+            runner.cancel(live)
         metrics.sessions_closed.labels("client").inc()
         return {"closed": sid, "jobs_stopped": len(ended["jobs_stopped"]), "results_deleted": ended["results_deleted"]}
 

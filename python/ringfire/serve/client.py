@@ -213,10 +213,15 @@ class Client:
                                        bootstrap=params["bootstrap_options"],
                                        insecure_no_security_check=params["insecure"], **options)
 
+    def description(self, name: str) -> dict:
+        """What the server said of model `name` when this client last read it (:meth:`model`),
+        read now if it never did."""
+        return self._described.get(name) or self.model(name)
+
     def keygen(self, name: str, ctx, *, master_rotations: bool = False):
         """(secret key, evaluation keys) for model `name` in `ctx` (its parameters): the Galois
         keys of its rotations, or master keys instead, and bootstrapping keys where it bootstraps."""
-        params = (self._described.get(name) or self.model(name))["parameters"]
+        params = self.description(name)["parameters"]
         if master_rotations:
             return ctx.keygen(bootstrap=params["bootstrap"], master_rotations=True)
         return ctx.keygen(rotations=params["rotations"], bootstrap=params["bootstrap"])

@@ -21,13 +21,15 @@ import sys
 import warnings
 from pathlib import Path
 
+from ..io import write_atomically
+
 PASSWORD_VARIABLE = "RINGFIRE_KEY_PASSWORD"
 
 
 def kept_keys(client, name: str, ctx, directory, *, master_rotations: bool = False):
     """(secret key, evaluation keys, "loaded" or "made") for model `name` in `ctx`: read from
     `directory` where a run before kept them, else made now and kept there."""
-    folder = Path(directory) / key_folder(client.model(name)["parameters"], ctx, master_rotations)
+    folder = Path(directory) / key_folder(client.description(name)["parameters"], ctx, master_rotations)
     secret, evaluation = folder / "secret.key", folder / "evaluation.keys"
     password = os.environ.get(PASSWORD_VARIABLE) or None
     if secret.is_file() and evaluation.is_file():
@@ -45,7 +47,7 @@ def kept_keys(client, name: str, ctx, directory, *, master_rotations: bool = Fal
     with warnings.catch_warnings():  # the file's mode and the note below say what the warning would
         warnings.simplefilter("ignore")
         data = sk.to_bytes(password=password)
-    _write_private(secret, data)
+    write_atomically(secret, data, mode=0o600)  # this user's alone from its first byte
     keys.save_to(evaluation)
     if password is None:
         print(f"[infer] keys kept in {folder}; the secret key in the clear, readable by this user only "
@@ -61,16 +63,3 @@ def key_folder(params: dict, ctx, master_rotations: bool) -> str:
              "bootstrap_options": params.get("bootstrap_options") if params.get("bootstrap") else None}
     covered = hashlib.sha256(json.dumps(needs, sort_keys=True).encode()).hexdigest()[:12]
     return f"{ctx.fingerprint:016x}-{covered}"
-
-
-def _write_private(path: Path, data: bytes) -> None:
-    """`data` into `path`, readable and writable by this user alone from the first byte, put in
-    place whole (a run that stops halfway leaves no half-written key behind)."""
-    part = path.with_name(path.name + ".part")
-    part.unlink(missing_ok=True)
-    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(part, path)

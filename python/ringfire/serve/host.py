@@ -32,6 +32,7 @@ from .. import _core, ckks, nn
 from ..memory_guard import available_bytes
 from ..nn.client import fresh_level
 from ..nn.nonlinear import exact as exact_layer
+from ..nn.runtimes import is_ct
 from .. import io as rf_io
 from ..rlwe.keys import KeySet
 from . import wire
@@ -148,11 +149,7 @@ class Host:
         container's sample shape with inter packing)."""
         if fields["packing"] != self.config.packing:
             return f"it is packed {fields['packing']!r}; this model is served with {self.config.packing!r} packing"
-        expected = tuple(self.model.graph.input_shape)
-        got = tuple(fields["sample_shape"]) if fields["packing"] == "inter" else tuple(fields["cts"].shape)
-        if got != expected:
-            return f"the model expects inputs of shape {expected} per sample, got {got}"
-        return None
+        return self.model.input_problem(fields["packing"], fields["cts"].shape, fields["sample_shape"])
 
     def answer_problem(self, layer: str, cts: np.ndarray, out_shape: tuple) -> str | None:
         """What keeps a client-aided round's answer (its entries, loaded, and the output shape
@@ -171,7 +168,7 @@ class Host:
             return (f"the layer makes {int(np.prod(expected))} entries of shape {expected}; the answer holds "
                     f"{cts.size} and says shape {tuple(out_shape)}")
         level = fresh_level(node, self.ctx)
-        low = [c.level for c in cts.flat if c is not None and not isinstance(c, float) and c.level < level]
+        low = [c.level for c in cts.flat if is_ct(c) and c.level < level]
         if low:
             return (f"its ciphertexts must be at level {level} or above (the layers after it spend those levels); "
                     f"{len(low)} of them are at level {min(low)}")

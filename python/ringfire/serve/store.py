@@ -77,6 +77,9 @@ ADDED_COLUMNS = {"jobs": {"owner": "text", "cancel": "integer not null default 0
                  "sessions": {"used": "real"}}
 
 TERMINAL = ("done", "failed")
+# A session unused since a time (the parameter) with no job under way: retention.py closes those.
+_IDLE = ("coalesce(used, created) < ? and id not in "
+         "(select session from jobs where state not in ('done', 'failed'))")
 BEHIND_BYTES = 8 * 2**20  # pieces of a chunk waiting to be hashed and written
 
 
@@ -232,16 +235,15 @@ class Store:
         self._q("update sessions set used = ? where id = ?", (time.time(), sid))
 
     def close_session(self, sid: str, idle_before: float | None = None) -> dict | None:
-        """Ends a session: its unfinished jobs marked failed (the caller stops the live ones),
-        its jobs' results and rounds deleted, its partial uploads dropped, its links to keys
+        """Ends a session: its unfinished jobs asked to stop (the caller stops the live ones),
+        its jobs, their results and rounds deleted, its partial uploads dropped, its links to keys
         removed (the keys stay, for the tenant's next sessions: retention.py deletes them once
         unused). With `idle_before`, only a session still unused since then with no job under
         way (None otherwise: a request that named it meanwhile keeps it). Returns
         {"jobs_stopped": ids of the jobs that had not ended, "results_deleted": count}."""
         with self._transaction():  # the rows at once; the files once no row names them
-            if idle_before is not None and not self._q(
-                    "select 1 from sessions where id = ? and coalesce(used, created) < ? and id not in "
-                    "(select session from jobs where state not in ('done', 'failed'))", (sid, idle_before)):
+            if idle_before is not None and not self._q(f"select 1 from sessions where id = ? and {_IDLE}",
+                                                       (sid, idle_before)):
                 return None
             jobs = self._q("select id, state from jobs where session = ?", (sid,))
             unfinished = [jid for jid, state in jobs if state not in TERMINAL]
@@ -272,14 +274,9 @@ class Store:
                        "where s.tenant = ? order by coalesce(s.used, s.created)", (tenant,))
         return [dict(zip(("id", "model", "created", "used", "jobs_under_way"), row)) for row in rows]
 
-    def unfinished_jobs(self, sid: str) -> list[str]:
-        return [r[0] for r in self._q("select id from jobs where session = ? and state not in ('done', 'failed')",
-                                      (sid,))]
-
     def idle_sessions(self, before: float) -> list[tuple[str, str]]:
         """(session, tenant) of the sessions last used before `before` with no job under way."""
-        return self._q("select id, tenant from sessions where coalesce(used, created) < ? and id not in "
-                       "(select session from jobs where state not in ('done', 'failed'))", (before,))
+        return self._q(f"select id, tenant from sessions where {_IDLE}", (before,))
 
     # ---- key blobs ----------------------------------------------------------------------
     def blob_path(self, tenant: str, sha: str) -> Path:
