@@ -510,6 +510,78 @@ def test_keys_kept_for_another_models_parameters_are_never_linked(mlp_path, tmp_
         assert db.execute("select params from blobs where sha256 = ?", (kept,)).fetchone()[0] is not None
 
 
+def test_galois_keys_of_another_model_are_refused_for_this_one_and_kept_for_it(tmp_path):
+    """A store served by two models of the same parameters (one after the other here; replicas
+    of several models share one alike): the Galois keys kept for the first lack rotations the
+    second needs. The second's server never links them (at the session's opening, by the
+    link route, or by an upload of the same bytes), says which rotations are missing, and
+    never drops them: the first model's next session links them and runs. New keys that are
+    sound but lack the rotations are taken out of the session after their check, kept too."""
+    tokens = tokens_file(tmp_path / "tokens")
+    token = tokens["alice"]
+    alice = {"Authorization": f"Bearer {token}"}
+    for name, dims in (("narrow", (16, 8, 4)), ("wide", (32, 8, 4))):
+        (tmp_path / f"{name}.onnx").write_bytes(mlp_bytes(dims))
+
+    def config(name):
+        return ServeConfig(model=str(tmp_path / f"{name}.onnx"), store=str(tmp_path / "store"),
+                           tokens=str(tmp_path / "tokens"), preset="N12_BOOT_INSECURE", packing="inter",
+                           requests_per_second=400)
+
+    def infer_checks(session, name, dims):
+        x = batch(2, dims[0], seed=11)
+        got = session.infer(x, progress=False)
+        assert np.max(np.abs(got - ort_run((tmp_path / f"{name}.onnx").read_bytes(), x))) < 1e-3
+
+    with server_thread(config("narrow")) as (url, _), Client(url, token) as client:
+        client_ctx = quiet(lambda: client.context("narrow"))
+        narrow_rotations = client.model("narrow")["parameters"]["rotations"]
+        sk, keys = client_ctx.keygen(rotations=narrow_rotations)
+        session = client.session("narrow", client_ctx, sk, keys, progress=False)
+        infer_checks(session, "narrow", (16, 8, 4))
+        galois = keys.galois.to_bytes()
+        kept = {"relin": key_digest_of(keys.relin.to_bytes()), "galois": key_digest_of(galois)}
+    with server_thread(config("wide")) as (url, app), Client(url, token) as client:
+        params = client.model("wide")["parameters"]
+        lacking = sorted(set(params["rotations"]) - set(narrow_rotations))
+        assert lacking, "the test needs models whose rotations differ"
+        opened = httpx.post(f"{url}/v1/sessions", headers=alice,
+                            json={"model": "wide", "fingerprint": params["fingerprint"], "keys": kept})
+        assert opened.status_code == 201 and opened.json()["linked"] == ["relin"], opened.text
+        sid = opened.json()["id"]
+        link = httpx.post(f"{url}/v1/sessions/{sid}/keys/galois/link", headers=alice, json={"digest": kept["galois"]})
+        assert link.status_code == 422 and "lack rotations" in link.json()["error"], link.text
+        assert str(lacking[0]) in link.json()["error"]
+        again = httpx.put(f"{url}/v1/sessions/{sid}/keys/galois", content=galois, headers={
+            **alice, "Content-Range": f"bytes 0-{len(galois) - 1}/{len(galois)}", "X-Key-Digest": kept["galois"],
+            "X-Chunk-Digest": chunk_digest_of(galois)})
+        assert again.status_code == 422 and "lack rotations" in again.json()["error"], again.text
+        assert httpx.get(f"{url}/v1/sessions/{sid}", headers=alice).json()["missing"] == ["galois"]
+        # Keys never stored, sound, without the rotations: checked after their upload, taken out
+        # of the session with the reason in its status, the blob kept.
+        other = quiet(lambda: client.context("wide")).keygen(rotations=narrow_rotations)[1].galois.to_bytes()
+        fresh = httpx.put(f"{url}/v1/sessions/{sid}/keys/galois", content=other, headers={
+            **alice, "Content-Range": f"bytes 0-{len(other) - 1}/{len(other)}", "X-Key-Digest": key_digest_of(other),
+            "X-Chunk-Digest": chunk_digest_of(other)})
+        assert fresh.status_code in (200, 422), fresh.text
+        assert app.state.key_checks.wait(60)
+        status = httpx.get(f"{url}/v1/sessions/{sid}", headers=alice).json()
+        assert status["missing"] == ["galois"]
+        assert "lack rotations" in (status["keys"]["galois"].get("error") or fresh.json()["error"])
+        assert app.state.store.has_blob("alice", key_digest_of(other))
+        # A client with the first model's keys is told why; with its own keys the model runs.
+        with pytest.raises(ServerError, match="lack rotations"):
+            client.session("wide", client_ctx, sk, keys, progress=False).upload_keys(progress=False)
+        wide_sk, wide_keys = client_ctx.keygen(rotations=params["rotations"])
+        infer_checks(client.session("wide", client_ctx, wide_sk, wide_keys, progress=False), "wide", (32, 8, 4))
+    assert (tmp_path / "store").exists()
+    with server_thread(config("narrow")) as (url, app), Client(url, token) as client:
+        assert app.state.store.has_blob("alice", kept["galois"])
+        session = client.session("narrow", client_ctx, sk, keys, progress=False)
+        assert session.key_state == {"relin": "linked", "galois": "linked"}
+        infer_checks(session, "narrow", (16, 8, 4))
+
+
 # ---- isolation ---------------------------------------------------------------------------------
 
 def test_a_tenant_cannot_see_another_tenants_session_keys_or_jobs(served):

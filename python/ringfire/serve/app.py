@@ -31,7 +31,7 @@ from .. import __version__, memory
 from . import wire
 from .auth import TokenBook, tenant_of
 from .config import ServeConfig
-from .host import Host
+from .host import Host, NotForThisModel
 from .jobs import Job, JobRunner, QueueFull
 from .keychecks import KeyChecks
 from .keydigest import BLOCK, PENDING, aligned
@@ -392,9 +392,28 @@ def create_app(config: ServeConfig) -> FastAPI:
             refuse(429, f"at most {config.tenant_sessions} sessions per tenant: close one (GET /v1/sessions lists "
                         f"them, DELETE /v1/sessions/{{id}} closes one; Client.close_sessions() in rf.serve){idle}")
         sid = store.create_session(who, config.name, host.fingerprint)
-        linked = [kind for kind, digest in digests.items() if store.link_key(sid, kind, who, digest, host.params_id)]
+        linked = []
+        for kind, digest in digests.items():
+            try:
+                if linked_if_they_serve(sid, kind, who, digest):
+                    linked.append(kind)
+            except NotForThisModel:  # left to the link route, which says why
+                pass
         metrics.key_hits.inc(len(linked))
         return sid, linked, store.stored_kinds(who, host.params_id)
+
+    def linked_if_they_serve(sid: str, kind: str, who: str, digest: str) -> bool:
+        """Links the tenant's stored `kind` keys named `digest` into the session: False where it
+        stores none for these parameters; NotForThisModel where they do not serve this model
+        (Galois or master keys without its rotations, kept for another model of these
+        parameters): the session is left without them, the blob is kept."""
+        if not store.link_key(sid, kind, who, digest, host.params_id):
+            return False
+        problem = host.coverage_problem(kind, store.blob_path(who, digest))
+        if problem:
+            store.unlink_key(sid, kind)
+            raise NotForThisModel(problem)
+        return True
 
     def key_status(session: dict) -> dict:
         out = {}
@@ -444,8 +463,11 @@ def create_app(config: ServeConfig) -> FastAPI:
 
     def link_key(sid: str, kind: str, who: str, digest: str) -> dict:
         store.touch_session(sid)
-        if not store.link_key(sid, kind, who, digest, host.params_id):
-            refuse(404, f"no stored {kind} keys for this model's parameters with digest {digest}: upload them")
+        try:
+            if not linked_if_they_serve(sid, kind, who, digest):
+                refuse(404, f"no stored {kind} keys for this model's parameters with digest {digest}: upload them")
+        except NotForThisModel as e:
+            refuse(422, f"the stored {kind} keys with digest {digest} do not serve this model: {e}")
         metrics.key_hits.inc()
         checks.forget(sid, kind)
         return {"stored": True, "digest": digest}
@@ -540,6 +562,12 @@ def create_app(config: ServeConfig) -> FastAPI:
             refuse(422, f"these are not valid {kind} keys for this model: {e}")
         new = store.commit_upload(uid, sid, kind, who, whole, total, host.params_id)
         if not new:
+            # Keys this tenant stored already, checked then, perhaps for another model of these
+            # parameters: whether they serve this one is asked now (KeyChecks sees new keys only).
+            problem = host.coverage_problem(kind, store.blob_path(who, whole))
+            if problem:
+                store.unlink_key(sid, kind)
+                refuse(422, f"these {kind} keys do not serve this model: {problem}")
             metrics.key_hits.inc()
         checks.forget(sid, kind)
         if quick and new:

@@ -51,6 +51,11 @@ _ENVELOPE_KINDS = {"relin": "relinearization key", "galois": "Galois key set", "
                    "master": "master key set"}
 
 
+class NotForThisModel(ValueError):
+    """Sound keys of these parameters that do not serve this model (rotations it needs are not
+    among them): refused for this model's sessions, kept in the store for the others."""
+
+
 class Host:
     def __init__(self, config: ServeConfig, key_cache_bytes: int = DEFAULT_KEY_CACHE_BYTES):
         self.config = config
@@ -216,8 +221,16 @@ class Host:
     # ---- session keys --------------------------------------------------------------------
     def check_keys(self, kind: str, path, *, keep_image: bool = True):
         """The key object in the file at `path` (a complete upload, read as it streams in, or
-        its key image once one was written), or ValueError saying what is wrong.
+        its key image once one was written), or ValueError saying what is wrong: NotForThisModel
+        where the keys are sound but do not serve this model.
         ``keep_image=False``: no image is written (a file about to move, or be dropped)."""
+        obj = self._sound_keys(kind, path, keep_image=keep_image)
+        self.require_coverage(kind, obj)
+        return obj
+
+    def _sound_keys(self, kind: str, path, *, keep_image: bool = True):
+        """The keys in the file at `path` checked for what does not depend on the model (their
+        kind, the parameters, every word), imaged where images are kept; ValueError otherwise."""
         obj = self._mapped(image_path(path)) if self.config.key_images else None
         if obj is None:
             obj = self._load_blob(path)
@@ -225,26 +238,44 @@ class Host:
                     "master": "MasterKeys"}[kind]
         if type(obj).__name__ != expected:
             raise ValueError(f"[serve] this upload holds a {type(obj).__name__}, not the {kind} keys ({expected})")
+        if obj.mapped or kind == "master" or not self.config.key_images or not keep_image:
+            return obj
+        return self._imaged(obj, image_path(path))
+
+    def require_coverage(self, kind: str, obj) -> None:
+        """Raises NotForThisModel where sound keys of `kind` do not serve this model: Galois keys
+        without one of its rotations, master keys too low or without an element its rotations
+        are derived from. The same blob may serve another model of these parameters (a store
+        shared by servers of several models), so this refuses it for this model alone."""
         if kind == "master":
             if obj.level < self.ctx.max_level:
-                raise ValueError(f"[serve] the master keys serve levels up to {obj.level}; the model rotates "
-                                 f"at levels up to {self.ctx.max_level}")
+                raise NotForThisModel(f"[serve] the master keys serve levels up to {obj.level}; the model rotates "
+                                      f"at levels up to {self.ctx.max_level}")
             steps = {r % (self.ctx.slots) for r in self.rotations} - {0}
             needed = {self.ctx._core.rlwe.galois_element(1 << bit) for step in steps
                       for bit in range(step.bit_length()) if step >> bit & 1}
             missing = sorted(needed - set(obj._native.elements()))
             if missing:
-                raise ValueError(f"[serve] the master keys lack the elements {missing[:8]} the model's rotations "
-                                 "are derived from")
+                raise NotForThisModel(f"[serve] the master keys lack the elements {missing[:8]} the model's "
+                                      "rotations are derived from")
         if kind == "galois":
             have = set(obj.rotations())
             missing = sorted({r % self.ctx.slots for r in self.rotations} - {0} - have)
             if missing:
-                raise ValueError(f"[serve] the Galois keys lack rotations {missing[:8]} the model needs "
-                                 f"(all: {self.rotations})")
-        if obj.mapped or kind == "master" or not self.config.key_images or not keep_image:
-            return obj
-        return self._imaged(obj, image_path(path))
+                raise NotForThisModel(f"[serve] the Galois keys lack rotations {missing[:8]} the model needs "
+                                      f"(all: {self.rotations})")
+
+    def coverage_problem(self, kind: str, path) -> str | None:
+        """Why the stored, checked keys at `path` cannot serve this model (None: they can, or
+        their kind serves any model of these parameters). Loads them into the cache where they
+        are not there already: the session that links them needs them for its first job."""
+        if kind not in ("galois", "master"):
+            return None
+        try:
+            self.warm(kind, path)
+        except ValueError as e:  # NotForThisModel, or keys unreadable now: refused either way
+            return str(e)
+        return None
 
     def _mapped(self, image):
         """The keys of the image at `image`, mapped and verified (None: no usable image; a
@@ -313,8 +344,11 @@ class Host:
 
     def warm(self, kind: str, path):
         """The checked key object of the blob at `path` (:meth:`check_keys`): from the cache, or
-        loaded now (one load of a blob at a time) and kept."""
-        return self._cached(path, lambda: self.check_keys(kind, path))
+        loaded now (one load of a blob at a time) and kept. The cache holds sound keys whatever
+        model they serve; NotForThisModel where they do not serve this one."""
+        obj = self._cached(path, lambda: self._sound_keys(kind, path))
+        self.require_coverage(kind, obj)
+        return obj
 
     def _cached(self, path, load):
         """What ``load()`` makes of the file at `path`: from the cache, or made now under

@@ -5,7 +5,8 @@ right; loading the keys, which reads and range-checks every word (a tenth of a s
 a 58 MiB relinearization key, seconds for bootstrapping keys), follows here, one key at a
 time on one thread, and the loaded keys stay in the host's cache for the first job. Keys that
 fail are dropped from the store and from every session that linked them, and the sessions'
-status says why (kept in the store: any replica sharing it reports the refusal). Nothing depends on this having run: a job whose keys are not in the cache
+status says why; sound keys that do not serve this model (rotations it needs are missing) are
+taken out of this model's sessions alone and kept for the others (kept in the store: any replica sharing it reports the refusal). Nothing depends on this having run: a job whose keys are not in the cache
 loads and checks them itself (:meth:`Host.keys_for`).
 """
 
@@ -14,6 +15,8 @@ from __future__ import annotations
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
+
+from .host import NotForThisModel
 
 log = logging.getLogger("ringfire.serve")
 
@@ -38,6 +41,12 @@ class KeyChecks:
             # Loaded once and kept: the first job of a session that links these keys uses this
             # load, and a job loading them meanwhile waits for it (never a second copy).
             self.host.warm(kind, path)
+        except NotForThisModel as e:  # sound keys, of use to another model's sessions: kept for them
+            message = f"the uploaded {kind} keys do not serve this model: {e}"
+            log.warning("tenant %s: %s", tenant, message)
+            sessions = self.store.unlink_blob(tenant, sha, self.host.config.name)
+            self.metrics.refused.labels("422").inc()
+            self.store.key_refused(sessions, kind, message)
         except Exception as e:  # noqa: BLE001 - any failure to load is a refusal, with its reason
             message = f"the uploaded {kind} keys were refused after their upload: {e}"
             log.warning("tenant %s: %s", tenant, message)

@@ -465,6 +465,19 @@ class Store:
         blob.unlink(missing_ok=True)
         return sessions
 
+    def unlink_blob(self, tenant: str, sha: str, model: str) -> list[str]:
+        """Takes a stored blob out of the sessions of `model` that link it (keys that do not serve
+        that model), keeping the blob for the tenant's sessions of other models; returns the
+        sessions unlinked."""
+        mine = "select id from sessions where tenant = ? and model = ?"
+        sessions = [r[0] for r in self._q(f"select session from session_keys where sha256 = ? and session in ({mine})",
+                                          (sha, tenant, model))]
+        self._q(f"delete from session_keys where sha256 = ? and session in ({mine})", (sha, tenant, model))
+        return sessions
+
+    def unlink_key(self, sid: str, kind: str) -> None:
+        self._q("delete from session_keys where session = ? and kind = ?", (sid, kind))
+
     def drop_upload(self, uid: str) -> None:
         with self._memory:
             self._digests.pop(uid, None)
