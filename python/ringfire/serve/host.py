@@ -98,6 +98,7 @@ class Host:
         self._cache_bytes, self._cache_limit = 0, key_cache_bytes
         self._lock = threading.Lock()
         self._loading: dict[str, threading.Lock] = {}  # blob path -> held while it loads
+        self._link_loads = threading.Lock()  # a link's check of keys not loaded: one at a time
 
     def _master_level(self) -> int:
         try:
@@ -272,7 +273,13 @@ class Host:
         if kind not in ("galois", "master"):
             return None
         try:
-            self.warm(kind, path)
+            if self._hit(str(path)) is None:
+                # Loads for links, one at a time: requests are many, and without key images a
+                # Galois key set loads whole into memory (jobs and key checks are bounded alike).
+                with self._link_loads:
+                    self.warm(kind, path)
+            else:
+                self.warm(kind, path)
         except ValueError as e:  # NotForThisModel, or keys unreadable now: refused either way
             return str(e)
         return None
