@@ -191,6 +191,38 @@ def test_keys_no_session_links_make_room_for_an_upload_and_expire_when_unused(co
         assert kept.infer(batch(1, 16), progress=False).shape == (1, 4)
 
 
+def test_key_images_count_against_the_tenants_stored_bytes(config, tokens):
+    """What the server keeps beside a tenant's keys (their mapped images, expanded) is the
+    tenant's disk too: counted with the keys, so that an upload the keys alone would leave room
+    for is refused while they are linked, and freed with them when they make room."""
+    with server_thread(config) as (url, app), Client(url, tokens["alice"]) as client:
+        first = client.session("mlp", progress=False)
+        assert app.state.key_checks.wait(60)
+        store = app.state.store
+        key_bytes = store._q("select size from blobs")[0][0]
+        images = list(store.blob_path("alice", "-").parent.glob("*.image"))
+        assert len(images) == 1
+        image_bytes = images[0].stat().st_size
+        assert store.beside_bytes("alice") == image_bytes > 0
+        assert store.stored_bytes("alice") == key_bytes + image_bytes
+        mine = first.ctx, first.secret_key, first.keys
+        first.close()
+    # Room for two key sets as uploaded, not with the first one's image beside it.
+    config = dataclasses.replace(config, tenant_bytes=2 * key_bytes + image_bytes // 2)
+    with server_thread(config) as (url, app), Client(url, tokens["alice"]) as client:
+        kept = client.session("mlp", *mine, progress=False)  # the same keys: linked, nothing sent
+        assert kept.key_state == {"relin": "linked"}
+        with pytest.raises(ServerError, match="images and derived keys") as refused:
+            client.session("mlp", progress=False)  # new keys
+        assert refused.value.status == 413
+        kept.close()
+        # Unlinked: the key and its image make room together.
+        again = client.session("mlp", progress=False)
+        assert again.key_state == {"relin": "uploaded"}
+        assert app.state.metrics.keys_deleted.labels("room")._value.get() == 1
+        assert again.infer(batch(1, 16), progress=False).shape == (1, 4)
+
+
 def test_ringfire_infer_closes_its_session(config, tokens, tmp_path, capsys):
     from ringfire import cli
     np.save(tmp_path / "x.npy", batch(2, 16, seed=3))

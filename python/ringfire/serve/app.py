@@ -536,7 +536,8 @@ def create_app(config: ServeConfig) -> FastAPI:
         if fresh and (over := store.stored_bytes(who) - dropped + total - config.tenant_bytes) > 0 \
                 and retention.make_room(who, over) < over:  # keys no session links go first
             refuse(413, f"this tenant would store more than {config.tenant_bytes} bytes (keys its open sessions "
-                        f"link, partial uploads and results; close sessions it no longer uses to free theirs)")
+                        f"link, with the images and derived keys the server keeps beside them, partial uploads "
+                        f"and results; close sessions it no longer uses to free theirs)")
         up = store.upload(sid, kind, who, total, whole, restart=restart)
         if first != up["received"]:
             refuse(409, f"this upload has {up['received']} bytes; send the chunk starting there",

@@ -28,7 +28,7 @@ class ServeConfig:
                                               # one) that runs each layer's ciphertexts (ringfire.distributed)
     # Limits ------------------------------------------------------------------------------
     chunk_bytes: int = 64 * MIB               # the largest key-upload chunk a request may carry
-    tenant_bytes: int = 64 * 2**30            # stored keys, partial uploads and results per tenant
+    tenant_bytes: int = 64 * 2**30            # stored keys (with their images), partial uploads and results per tenant
     tenant_sessions: int = 64
     tenant_jobs: int = 4                      # jobs queued, running or waiting for their client
     queue: int = 16                           # jobs waiting to run, all tenants (more: 429)

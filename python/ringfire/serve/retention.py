@@ -88,9 +88,10 @@ class Retention:
         for _, sha, size in self.store.unlinked_blobs(tenant):
             if freed >= over:
                 break
+            beside = self.store.beside_bytes(tenant, sha)  # its images and derived keys go with it
             self.store.drop_blob(tenant, sha)
             self.metrics.keys_deleted.labels("room").inc()
-            freed += size
+            freed += size + beside
         if freed:
             log.info("%d bytes of %s's unlinked keys deleted to make room for an upload", freed, tenant)
         return freed
