@@ -88,6 +88,29 @@ def test_a_new_tenants_key_is_hashed_as_it_is_sent_and_stored_under_its_digest(s
         assert client.session("mlp", ctx, sk, keys, progress=False).key_state == {"relin": "linked"}
 
 
+def test_keys_the_client_made_go_named_last_to_a_tenant_that_stores_keys_of_their_kind(served, monkeypatch):
+    """A tenant that stores relinearization keys already: keys ``Client.keygen`` made here from
+    the system's randomness cannot be among them, so they are sent in one pass too (not hashed
+    first to ask); keys handed in (perhaps loaded, perhaps sent before by another process) are
+    hashed first and linked where stored."""
+    url, tokens = served
+    token = tenant(tokens)
+    with Client(url, token, chunk_bytes=DIGEST_BLOCK * 4) as client:
+        first = client.session("mlp", progress=False)  # this tenant now stores a relinearization key
+        assert first.key_state == {"relin": "uploaded"}
+        saves = []
+        real_save = type(first.keys.relin).save_to
+        monkeypatch.setattr(type(first.keys.relin), "save_to", lambda key, f: saves.append(1) or real_save(key, f))
+        made = client.session("mlp", progress=False)
+        assert made.key_state == {"relin": "uploaded"}
+        assert len(saves) == 1 and made.upload_timings["relin"]["prepare_s"] == 0.0
+        assert status(url, token, made.id)["keys"]["relin"]["digest"] == key_digest_of(made.keys.relin.to_bytes())
+        # Keys of the same words that this client did not make: hashed first, then linked.
+        made.keys.relin = made.ctx.load(made.keys.relin.to_bytes())
+        linked = client.session("mlp", made.ctx, made.secret_key, made.keys, progress=False)
+        assert linked.key_state == {"relin": "linked"}
+
+
 def corrupting(client, monkeypatch, which):
     """Every PUT whose number (from 0) is in `which` has one bit flipped on the way; returns
     [(the request's X-Chunk-Digest or None, the answer's status)] of every PUT."""

@@ -118,6 +118,9 @@ class ContextBase:
         self._core = native_context
         self._core_evaluator = _OnQueue(native_evaluator, self._queue) if self._queue else native_evaluator
         self._default_keys = None
+        # Whether keys and encryptions may repeat across runs (a fixed seed): a client that made
+        # keys from the operating system's randomness knows no one else can hold them.
+        self._deterministic = seed is not None
         if seed is not None:
             warn_at_caller(f"[{self.scheme}.Context] deterministic randomness (insecure_deterministic_seed) is for "
                            "tests only")

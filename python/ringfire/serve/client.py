@@ -39,6 +39,13 @@ CHUNK_RESENDS = 3  # a chunk that arrives corrupt is sent again at most this man
 _KEY_DIGESTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+# Keys this client made (Client.keygen) from the operating system's randomness: no server holds
+# them before this client sent them, so they go named with their last chunk (one pass over them)
+# even to a tenant that stores keys of their kind, instead of a pass to hash them first and ask
+# whether the server has them (N16_BOOT's 3.15 GB: 2.1-2.5 s here before any byte was sent).
+_MADE_HERE: weakref.WeakSet = weakref.WeakSet()
+
+
 def _known_digests(key) -> tuple[int, bytes] | None:
     """The key's size and block digests if this client took them from its current words."""
     cached = _KEY_DIGESTS.get(key)
@@ -223,8 +230,14 @@ class Client:
         keys of its rotations, or master keys instead, and bootstrapping keys where it bootstraps."""
         params = self.description(name)["parameters"]
         if master_rotations:
-            return ctx.keygen(bootstrap=params["bootstrap"], master_rotations=True)
-        return ctx.keygen(rotations=params["rotations"], bootstrap=params["bootstrap"])
+            secret_key, keys = ctx.keygen(bootstrap=params["bootstrap"], master_rotations=True)
+        else:
+            secret_key, keys = ctx.keygen(rotations=params["rotations"], bootstrap=params["bootstrap"])
+        if not ctx._deterministic:
+            for key in (keys.relin, keys.galois, keys.bootstrap, keys.master):
+                if key is not None:
+                    _MADE_HERE.add(key)
+        return secret_key, keys
 
     def session(self, name: str, ctx=None, secret_key=None, keys=None, *, progress: bool | None = None,
                 master_rotations: bool = False) -> "Session":
@@ -296,13 +309,15 @@ class Session:
         """Opens the session on the server and gives it the evaluation keys the model needs.
         The digests of the keys this client hashed already go with the request that opens it
         (the server links those this tenant stored, so a client that comes back is ready in one
-        request). A key the server could not hold (this tenant stores no key of its kind) is
-        hashed as it is sent and named with its last chunk: one pass over it instead of two. The
-        others are hashed first, linked where the server has them, and uploaded otherwise (so
-        with a server that takes no key named last). Returns what :meth:`upload_keys` returns."""
+        request). A key the server could not hold (this tenant stores no key of its kind, or
+        :meth:`Client.keygen` made it here from the system's randomness) is hashed as it is sent
+        and named with its last chunk: one pass over it instead of two. The others are hashed
+        first, linked where the server has them, and uploaded otherwise (so with a server that
+        takes no key named last). Returns what :meth:`upload_keys` returns."""
         kinds = list(map(self._sent_as, self.info["parameters"]["keys"]))
         one_pass = bool(self.info["parameters"].get("keys_named_last"))
         hashed = {kind: self._hash(kind) for kind in kinds if not one_pass or self._hashed_before(kind)}
+        made_here = {kind for kind in kinds if kind not in hashed and self._key(kind) in _MADE_HERE}
         # The first key that may go named last starts serializing while the session opens (its
         # first chunk is serialized whole before it is sent); dropped if it is hashed first after all.
         early = next((kind for kind in kinds if kind not in hashed), None)
@@ -315,13 +330,13 @@ class Session:
             self.id = opened["id"]
             linked = set(opened.get("linked", ()))
             stored = set(opened.get("stored_kinds", kinds))  # keys of these kinds are stored: these, perhaps
-            if started is not None and early in stored:
+            if started is not None and early in stored and early not in made_here:
                 started.close()  # hashed first after all: its stream is not needed
             todo = {kind: ("linked" if kind in linked else 0, h) for kind, h in hashed.items()}
             for kind in kinds:
                 if kind in hashed:
                     continue
-                if kind in stored:
+                if kind in stored and kind not in made_here:
                     h = self._hash(kind)
                     todo[kind] = ("linked" if self._link(kind, h["digest"]) else 0, h)
                 else:
