@@ -582,6 +582,19 @@ def test_galois_keys_of_another_model_are_refused_for_this_one_and_kept_for_it(t
         infer_checks(session, "narrow", (16, 8, 4))
 
 
+def test_a_links_check_never_waits_on_another_links_load(served, tmp_path):
+    """Keys a link must load whole to check (no image to map) load one at a time; a link that
+    finds another's load running is made unchecked instead of holding a request thread (its
+    job checks the keys), and keys gone from the disk are a refusal, not a server error."""
+    _, _, app, _ = served
+    host = app.state.host
+    missing = tmp_path / "not-stored"
+    with host._link_loads:
+        assert host.coverage_problem("galois", missing) is None
+    assert "not-stored" in host.coverage_problem("galois", missing)
+    assert host.coverage_problem("relin", missing) is None  # any model of the parameters takes it
+
+
 # ---- isolation ---------------------------------------------------------------------------------
 
 def test_a_tenant_cannot_see_another_tenants_session_keys_or_jobs(served):

@@ -98,7 +98,7 @@ class Host:
         self._cache_bytes, self._cache_limit = 0, key_cache_bytes
         self._lock = threading.Lock()
         self._loading: dict[str, threading.Lock] = {}  # blob path -> held while it loads
-        self._link_loads = threading.Lock()  # a link's check of keys not loaded: one at a time
+        self._link_loads = threading.Lock()  # a link's load of keys to check them: one at a time
 
     def _master_level(self) -> int:
         try:
@@ -267,20 +267,26 @@ class Host:
                                       f"(all: {self.rotations})")
 
     def coverage_problem(self, kind: str, path) -> str | None:
-        """Why the stored, checked keys at `path` cannot serve this model (None: they can, or
-        their kind serves any model of these parameters). Loads them into the cache where they
-        are not there already: the session that links them needs them for its first job."""
+        """Why the stored, checked keys at `path` cannot serve this model (None: they can, their
+        kind serves any model of these parameters, or another link's load of keys runs: the
+        job checks them then). Maps or loads them into the cache where they are not there
+        already: the session that links them needs them for its first job."""
         if kind not in ("galois", "master"):
             return None
         try:
-            if self._hit(str(path)) is None:
-                # Loads for links, one at a time: requests are many, and without key images a
-                # Galois key set loads whole into memory (jobs and key checks are bounded alike).
-                with self._link_loads:
+            if self._hit(str(path)) is None and not (self.config.key_images and image_path(path).exists()):
+                # Loaded whole (no image to map): one such load at a time for links, which are
+                # many (jobs and key checks are bounded alike). While one runs, a link is made
+                # unchecked rather than held on a request thread: its job checks the keys.
+                if not self._link_loads.acquire(blocking=False):
+                    return None
+                try:
                     self.warm(kind, path)
+                finally:
+                    self._link_loads.release()
             else:
                 self.warm(kind, path)
-        except ValueError as e:  # NotForThisModel, or keys unreadable now: refused either way
+        except (ValueError, OSError) as e:  # NotForThisModel, or keys unreadable (or deleted) now
             return str(e)
         return None
 
