@@ -166,16 +166,12 @@ def main() -> None:
     ap.add_argument("--json")
     args = ap.parse_args()
     rf.memory.retain_freed(64 * 2**20)  # as serve_load.py and ringfire serve run
-    x_train, y_train, x_test, _ = M.digits_split()
-    models = {"mlp": lambda: (M.mlp_onnx(M.mlp_train(x_train, y_train)), x_test[:64]),
-              "cnn": lambda: (M.cnn_onnx(M.cnn_train(x_train.reshape(-1, 1, 8, 8), y_train, pool="max"), pool="max"),
-                              x_test[:64].reshape(-1, 1, 8, 8))}
     socket_cost = loopback_cpu_per_mb()
     results = {"socket": socket_cost, "models": []}
     print(f"loopback TCP: sender {1e3 * socket_cost['sender_s_per_mb']:.3f} ms/MB, receiver "
           f"{1e3 * socket_cost['receiver_s_per_mb']:.3f} ms/MB")
     for name in args.models.split(","):
-        r = floor(name, *models[name](), args.requests, socket_cost)
+        r = floor(name, *M.served_digits_model(name), args.requests, socket_cost)
         results["models"].append(r)
         print(f"\n{name}: per request, CPU ms")
         print(f"| {'crosses':36s} | cts | MB    | save  | load  |")

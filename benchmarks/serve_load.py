@@ -341,9 +341,6 @@ def main() -> None:
     server_options = ("--retain-freed-mib", str(args.retain_freed_mib))
     if args.retain_freed_mib:
         rf.memory.retain_freed(args.retain_freed_mib * 2**20)
-    x_train, y_train, x_test, _ = M.digits_split()
-    mlp = M.mlp_onnx(M.mlp_train(x_train, y_train))
-    cnn = M.cnn_onnx(M.cnn_train(x_train.reshape(-1, 1, 8, 8), y_train, pool="max"), pool="max")
     results = {"date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(), "retain_freed_mib": args.retain_freed_mib}
     with tempfile.TemporaryDirectory() as tmp:
         workdir = pathlib.Path(tmp)
@@ -363,8 +360,8 @@ def main() -> None:
                       f"{', '.join(str(round(u['mb_per_s'])) for u in up['uploads'][1:])} MB/s "
                       f"(median {up['warm_median_mb_per_s']:.0f})", file=sys.stderr)
         results["runs"] = []
-        runs = [("mlp", mlp, x_test[:args.images]), ("cnn", cnn, x_test[:args.images].reshape(-1, 1, 8, 8))]
-        for name, onnx_bytes, x in [] if args.keys_only else [r for r in runs if r[0] in args.models.split(",")]:
+        for name in [] if args.keys_only else [n for n in ("mlp", "cnn") if n in args.models.split(",")]:
+            onnx_bytes, x = M.served_digits_model(name, args.images)
             r = throughput(name, onnx_bytes, x, args.clients, args.requests, workdir, server_options, server_cpus,
                            args.health_every, args.server_device)
             results["runs"].append(r)

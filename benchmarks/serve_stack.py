@@ -68,12 +68,7 @@ uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), loop="uvloop", http="h
 def exchanges(name: str) -> tuple[list[tuple[list[int], int]], int]:
     """The HTTP requests of one inference: (the sizes of the upload's ciphertexts, the bytes of
     the reply), and a ciphertext's size as sent back (a round's question)."""
-    x_train, y_train, x_test, _ = M.digits_split()
-    if name == "mlp":
-        onnx, x = M.mlp_onnx(M.mlp_train(x_train, y_train)), x_test[:64]
-    else:
-        onnx = M.cnn_onnx(M.cnn_train(x_train.reshape(-1, 1, 8, 8), y_train, pool="max"), pool="max")
-        x = x_test[:64].reshape(-1, 1, 8, 8)
+    onnx, x = M.served_digits_model(name)
     ctx = rf.ckks.Context.preset("N13_D2")
     model = rf.nn.load(onnx, ctx)
     sk, keys = ctx.keygen()

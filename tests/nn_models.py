@@ -92,6 +92,19 @@ def digits_split(seed=0):
     return xtr, ytr, xte, yte
 
 
+def served_digits_model(name: str, images: int = 64) -> tuple[bytes, np.ndarray]:
+    """The digits model the service benchmarks run (serve_load, serve_floor, serve_stack):
+    "mlp", or "cnn" with max pooling, trained here; with `images` test images shaped for it.
+    Returns (ONNX bytes, x)."""
+    x_train, y_train, x_test, _ = digits_split()
+    if name == "mlp":
+        return mlp_onnx(mlp_train(x_train, y_train)), x_test[:images]
+    if name == "cnn":
+        return (cnn_onnx(cnn_train(x_train.reshape(-1, 1, 8, 8), y_train, pool="max"), pool="max"),
+                x_test[:images].reshape(-1, 1, 8, 8))
+    raise ValueError(f"no served digits model {name!r}: mlp or cnn")
+
+
 def cifar_shaped(x8: np.ndarray) -> np.ndarray:
     """(n, 1, 8, 8) digits -> (n, 3, 32, 32) float32: each pixel a 4x4 block, gray on all channels
     (a CIFAR-10-shaped stand-in where no CIFAR-10 ships)."""
