@@ -24,6 +24,7 @@ pytest.importorskip("onnx")
 import ringfire as rf  # noqa: E402
 from ringfire.serve import Client, ServeConfig, ServerError, create_app  # noqa: E402
 from ringfire.serve import wire  # noqa: E402
+from ringfire.serve.host import StoredKeysDamaged  # noqa: E402
 from nn_models import mlp_bytes, ort_run  # noqa: E402
 from serve_support import (DIGEST_BLOCK, SEED, batch, chunk_digest_of, free_port, key_digest_of,  # noqa: E402
                            self_signed, server_process, server_thread, tokens_file)
@@ -548,6 +549,7 @@ def test_galois_keys_of_another_model_are_refused_for_this_one_and_kept_for_it(t
         opened = httpx.post(f"{url}/v1/sessions", headers=alice,
                             json={"model": "wide", "fingerprint": params["fingerprint"], "keys": kept})
         assert opened.status_code == 201 and opened.json()["linked"] == ["relin"], opened.text
+        assert "lack rotations" in opened.json()["refused"]["galois"]  # said at once: no upload of them
         sid = opened.json()["id"]
         link = httpx.post(f"{url}/v1/sessions/{sid}/keys/galois/link", headers=alice, json={"digest": kept["galois"]})
         assert link.status_code == 422 and "lack rotations" in link.json()["error"], link.text
@@ -563,23 +565,42 @@ def test_galois_keys_of_another_model_are_refused_for_this_one_and_kept_for_it(t
         fresh = httpx.put(f"{url}/v1/sessions/{sid}/keys/galois", content=other, headers={
             **alice, "Content-Range": f"bytes 0-{len(other) - 1}/{len(other)}", "X-Key-Digest": key_digest_of(other),
             "X-Chunk-Digest": chunk_digest_of(other)})
-        assert fresh.status_code in (200, 422), fresh.text
+        assert fresh.status_code == 200 and fresh.json()["new"], fresh.text  # its envelope is sound
         assert app.state.key_checks.wait(60)
         status = httpx.get(f"{url}/v1/sessions/{sid}", headers=alice).json()
         assert status["missing"] == ["galois"]
-        assert "lack rotations" in (status["keys"]["galois"].get("error") or fresh.json()["error"])
+        assert "lack rotations" in status["keys"]["galois"]["error"]
         assert app.state.store.has_blob("alice", key_digest_of(other))
-        # A client with the first model's keys is told why; with its own keys the model runs.
+        # A client with the first model's keys is told why when it opens the session, before
+        # it sends a byte; with its own keys the model runs.
+        sent = app.state.metrics.uploaded._value.get()
         with pytest.raises(ServerError, match="lack rotations"):
-            client.session("wide", client_ctx, sk, keys, progress=False).upload_keys(progress=False)
+            client.session("wide", client_ctx, sk, keys, progress=False)
+        assert app.state.metrics.uploaded._value.get() == sent
         wide_sk, wide_keys = client_ctx.keygen(rotations=params["rotations"])
-        infer_checks(client.session("wide", client_ctx, wide_sk, wide_keys, progress=False), "wide", (32, 8, 4))
+        good = client.session("wide", client_ctx, wide_sk, wide_keys, progress=False)
+        infer_checks(good, "wide", (32, 8, 4))
+        # Keys that do not serve the model, linked or sent in place of the session's own, are
+        # refused and leave the session's keys as they were.
+        link = httpx.post(f"{url}/v1/sessions/{good.id}/keys/galois/link", headers=alice,
+                          json={"digest": kept["galois"]})
+        assert link.status_code == 422, link.text
+        again = httpx.put(f"{url}/v1/sessions/{good.id}/keys/galois", content=galois, headers={
+            **alice, "Content-Range": f"bytes 0-{len(galois) - 1}/{len(galois)}", "X-Key-Digest": kept["galois"],
+            "X-Chunk-Digest": chunk_digest_of(galois)})
+        assert again.status_code == 422, again.text
+        assert httpx.get(f"{url}/v1/sessions/{good.id}", headers=alice).json()["missing"] == []
+        infer_checks(good, "wide", (32, 8, 4))
     assert (tmp_path / "store").exists()
     with server_thread(config("narrow")) as (url, app), Client(url, token) as client:
         assert app.state.store.has_blob("alice", kept["galois"])
-        session = client.session("narrow", client_ctx, sk, keys, progress=False)
+        host, blob = app.state.host, app.state.store.blob_path("alice", kept["galois"])
+        with host._link_loads:  # another link's check is reading keys: this one is linked unchecked
+            session = client.session("narrow", client_ctx, sk, keys, progress=False)
         assert session.key_state == {"relin": "linked", "galois": "linked"}
+        assert host._hit(str(blob)) is None  # not read by the link: its job checks them
         infer_checks(session, "narrow", (16, 8, 4))
+        assert host._hit(str(blob)) is not None
 
 
 def test_a_links_check_never_waits_on_another_links_load(served, tmp_path):
@@ -591,8 +612,42 @@ def test_a_links_check_never_waits_on_another_links_load(served, tmp_path):
     missing = tmp_path / "not-stored"
     with host._link_loads:
         assert host.coverage_problem("galois", missing) is None
-    assert "not-stored" in host.coverage_problem("galois", missing)
+    with pytest.raises(StoredKeysDamaged, match="no longer load"):
+        host.coverage_problem("galois", missing)
     assert host.coverage_problem("relin", missing) is None  # any model of the parameters takes it
+
+
+def test_stored_keys_that_no_longer_load_are_forgotten_and_sent_again(served):
+    """Keys checked when they were kept whose file was damaged since (the disk, an operator):
+    the job that finds them fails saying so, the store forgets them, and the client's next
+    session with the same keys uploads them again instead of linking the damaged copy."""
+    url, tokens, app, _ = served
+    x = batch(2, 16, seed=21)
+    with Client(url, tokens["bob"]) as client:
+        ctx = client.context("mlp")
+        sk, keys = ctx.keygen()
+        with client.session("mlp", ctx, sk, keys, progress=False) as first:
+            first.infer(x, progress=False)
+            digest = client.request("GET", f"/v1/sessions/{first.id}").json()["keys"]["relin"]["digest"]
+        store, host = app.state.store, app.state.host
+        blob = store.blob_path("bob", digest)
+        blob.with_name(blob.name + ".image").unlink(missing_ok=True)
+        blob.chmod(0o644)
+        with open(blob, "r+b") as f:  # a word past the header out of range
+            f.seek(blob.stat().st_size // 2)
+            f.write(b"\xff" * 64)
+        host.evict(blob)
+        second = client.session("mlp", ctx, sk, keys, progress=False)
+        assert second.key_state == {"relin": "linked"}  # a relinearization key is checked when it loads
+        with pytest.raises(ServerError, match="no longer load"):
+            second.infer(x, progress=False)
+        assert not store.has_blob("bob", digest) and not blob.exists()
+        assert "send them again" in client.request("GET", f"/v1/sessions/{second.id}").json()["keys"]["relin"]["error"]
+        second.close()
+        with client.session("mlp", ctx, sk, keys, progress=False) as third:
+            assert third.key_state == {"relin": "uploaded"}
+            got = third.infer(x, progress=False)
+    assert np.max(np.abs(got - ort_run(mlp_bytes((16, 8, 4)), x))) < 1e-3
 
 
 # ---- isolation ---------------------------------------------------------------------------------
@@ -1103,7 +1158,7 @@ def test_master_keys_stand_in_for_the_galois_keys(mlp_path, tmp_path):
     config = ServeConfig(model=str(mlp_path), store=str(tmp_path / "store"), tokens=str(tmp_path / "tokens"),
                          preset="N12_BOOT_INSECURE", packing="inter", requests_per_second=400)
     x = batch(2, 16, seed=9)
-    with server_thread(config) as (url, _), Client(url, tokens["alice"]) as client:
+    with server_thread(config) as (url, app), Client(url, tokens["alice"]) as client:
         params = client.model("mlp")["parameters"]
         assert params["master_keys"] and params["keys"] == ["relin", "galois"]
         ctx = quiet(lambda: client.context("mlp"))
@@ -1114,6 +1169,9 @@ def test_master_keys_stand_in_for_the_galois_keys(mlp_path, tmp_path):
         got = session.ctx.decrypt_batch(session.infer_encrypted(ctx.encrypt_batch(x, keys, packing="inter")), sk)
         derived = list((tmp_path / "store").rglob("*.galois-*"))
         assert len(derived) == 1
+        # What the master keys' upload reserved against the tenant's bytes covers the keys derived.
+        assert derived[0].stat().st_size <= app.state.host.beside_bytes_expected("master") \
+            <= 1.1 * derived[0].stat().st_size + 2**16
         again = client.session("mlp", ctx, sk, keys, progress=False)
         assert again.upload_keys() == {"relin": "stored", "galois": "stored"}
         assert again.infer(x, progress=False).shape == (2, 4)

@@ -156,8 +156,9 @@ def test_a_client_whose_session_the_server_closed_opens_it_again_with_the_same_k
 
 
 def test_keys_no_session_links_make_room_for_an_upload_and_expire_when_unused(config, tokens):
-    key_bytes = 586921  # N13_D2's relinearization key
-    config = dataclasses.replace(config, tenant_bytes=int(1.5 * key_bytes))
+    key_bytes = 586921  # N13_D2's relinearization key, as sent
+    beside = 1572864 + 65536  # its image, expanded, reserved when the upload starts
+    config = dataclasses.replace(config, tenant_bytes=int(1.5 * (key_bytes + beside)))
     with server_thread(config) as (url, app), Client(url, tokens["alice"]) as client:
         first = client.session("mlp", progress=False)
         assert first.key_state == {"relin": "uploaded"}
@@ -205,14 +206,18 @@ def test_key_images_count_against_the_tenants_stored_bytes(config, tokens):
         image_bytes = images[0].stat().st_size
         assert store.beside_bytes("alice") == image_bytes > 0
         assert store.stored_bytes("alice") == key_bytes + image_bytes
+        # What an upload reserves for its image when it starts: the image, and little more.
+        reserved = app.state.host.beside_bytes_expected("relin")
+        assert image_bytes <= reserved <= 1.1 * image_bytes
         mine = first.ctx, first.secret_key, first.keys
         first.close()
-    # Room for two key sets as uploaded, not with the first one's image beside it.
-    config = dataclasses.replace(config, tenant_bytes=2 * key_bytes + image_bytes // 2)
+    # Room for one key set with its image and half an image more: not for a second one beside
+    # the first while that one is linked.
+    config = dataclasses.replace(config, tenant_bytes=key_bytes + reserved + image_bytes // 2)
     with server_thread(config) as (url, app), Client(url, tokens["alice"]) as client:
         kept = client.session("mlp", *mine, progress=False)  # the same keys: linked, nothing sent
         assert kept.key_state == {"relin": "linked"}
-        with pytest.raises(ServerError, match="images and derived keys") as refused:
+        with pytest.raises(ServerError, match="image and derived keys") as refused:
             client.session("mlp", progress=False)  # new keys
         assert refused.value.status == 413
         kept.close()
@@ -221,6 +226,35 @@ def test_key_images_count_against_the_tenants_stored_bytes(config, tokens):
         assert again.key_state == {"relin": "uploaded"}
         assert app.state.metrics.keys_deleted.labels("room")._value.get() == 1
         assert again.infer(batch(1, 16), progress=False).shape == (1, 4)
+
+
+def test_files_of_no_stored_key_are_swept_once_old(config, tokens):
+    """An image written while its key was deleted, or a temporary file a crash left, belongs to
+    no stored key but counts against its tenant's bytes: the retention sweep deletes such files
+    once they are an hour old (a younger one may be being written), and never a kept key's."""
+    import os
+
+    from ringfire.serve.retention import ORPHAN_GRACE
+    with server_thread(config) as (url, app), Client(url, tokens["alice"]) as client:
+        with client.session("mlp", progress=False) as session:
+            assert app.state.key_checks.wait(60)
+            store = app.state.store
+            folder = store.blob_path("alice", "-").parent
+            kept = sorted(p.name for p in folder.iterdir())
+            assert len(kept) == 2  # the key and its image
+            old = time.time() - ORPHAN_GRACE - 60
+            orphans = [folder / ("0" * 64 + ".image"), folder / f".{kept[0]}.image.123.abcd.tmp"]
+            young = folder / ("1" * 64 + ".galois-0123456789abcdef")
+            for path in (*orphans, young):
+                path.write_bytes(b"x" * 4096)
+            for path in (*orphans, *(folder / name for name in kept)):
+                os.utime(path, (old, old))
+            before = store.stored_bytes("alice")
+            done = app.state.retention.sweep()
+            assert done["orphans"] == 2 and not any(p.exists() for p in orphans)
+            assert sorted(p.name for p in folder.iterdir()) == sorted([*kept, young.name])
+            assert store.stored_bytes("alice") == before - 2 * 4096
+            assert session.infer(batch(1, 16), progress=False).shape == (1, 4)
 
 
 def test_ringfire_infer_closes_its_session(config, tokens, tmp_path, capsys):

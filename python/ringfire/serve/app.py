@@ -31,7 +31,7 @@ from .. import __version__, memory
 from . import wire
 from .auth import TokenBook, tenant_of
 from .config import ServeConfig
-from .host import Host, NotForThisModel
+from .host import Host, NotForThisModel, StoredKeysDamaged
 from .jobs import Job, JobRunner, QueueFull
 from .keychecks import KeyChecks
 from .keydigest import BLOCK, PENDING, aligned
@@ -241,8 +241,8 @@ def create_app(config: ServeConfig) -> FastAPI:
     process = secrets.token_hex(6)
     heartbeat = Heartbeat(store, process, config)
     metrics = Metrics()
-    runner = JobRunner(host, store, config, metrics, process)
     checks = KeyChecks(host, store, metrics)
+    runner = JobRunner(host, store, config, metrics, process, on_damaged_keys=checks.forget_damaged)
     retention = Retention(store, config, metrics)
     limiter = RateLimiter(config.requests_per_second)
     state = {"stopping": False}
@@ -378,41 +378,48 @@ def create_app(config: ServeConfig) -> FastAPI:
             known_kind(kind)
             if not isinstance(digest, str) or not _DIGEST.match(digest):
                 refuse(400, f"keys.{kind}: the key's digest, 64 lowercase hex digits")
-        sid, linked, stored = await off_loop(create_session, who, digests)
-        return {"id": sid, "keys": host.needs, "linked": linked, "stored_kinds": stored}
+        sid, linked, stored, refused = await off_loop(create_session, who, digests)
+        return {"id": sid, "keys": host.needs, "linked": linked, "stored_kinds": stored, "refused": refused}
 
-    def create_session(who: str, digests: dict) -> tuple[str, list[str], list[str]]:
+    def create_session(who: str, digests: dict) -> tuple[str, list[str], list[str], dict]:
         """A new session, with the keys of `digests` this tenant stored already linked (a client
-        that comes back is ready in one request); returns its id, the kinds linked, and the
-        kinds of the keys this tenant stores (a client need not hash a key of another kind
-        before it sends it: no stored key could be linked in its place)."""
+        that comes back is ready in one request); returns its id, the kinds linked, the kinds
+        of the keys this tenant stores (a client need not hash a key of another kind before it
+        sends it: no stored key could be linked in its place) and, per kind, why stored keys
+        named were refused (they do not serve this model: sending them would be refused too)."""
         if store.count_sessions(who) >= config.tenant_sessions:
             idle = (f", or one unused for {config.session_idle:g} s is closed by the server" if config.session_idle
                     else "")
             refuse(429, f"at most {config.tenant_sessions} sessions per tenant: close one (GET /v1/sessions lists "
                         f"them, DELETE /v1/sessions/{{id}} closes one; Client.close_sessions() in rf.serve){idle}")
         sid = store.create_session(who, config.name, host.fingerprint)
-        linked = []
+        linked, refused = [], {}
         for kind, digest in digests.items():
             try:
                 if linked_if_they_serve(sid, kind, who, digest):
                     linked.append(kind)
-            except NotForThisModel:  # left to the link route, which says why
-                pass
+            except NotForThisModel as e:
+                refused[kind] = f"the stored {kind} keys with digest {digest} do not serve this model: {e}"
         metrics.key_hits.inc(len(linked))
-        return sid, linked, store.stored_kinds(who, host.params_id)
+        return sid, linked, store.stored_kinds(who, host.params_id), refused
 
     def linked_if_they_serve(sid: str, kind: str, who: str, digest: str) -> bool:
-        """Links the tenant's stored `kind` keys named `digest` into the session: False where it
-        stores none for these parameters; NotForThisModel where they do not serve this model
-        (Galois or master keys without its rotations, kept for another model of these
-        parameters): the session is left without them, the blob is kept."""
-        if not store.link_key(sid, kind, who, digest, host.params_id):
+        """Links the tenant's stored `kind` keys named `digest` into the session once they are
+        known to serve this model: False where it stores none for these parameters (or the
+        stored copy no longer loads: forgotten, to be sent again); NotForThisModel where they
+        do not serve it (Galois or master keys without its rotations, kept for another model of
+        these parameters). A refusal leaves the session's keys as they were."""
+        size = store.linkable(who, digest, kind, host.params_id)
+        if size is None:
             return False
-        problem = host.coverage_problem(kind, store.blob_path(who, digest))
+        try:
+            problem = host.coverage_problem(kind, store.blob_path(who, digest))
+        except StoredKeysDamaged as e:
+            checks.forget_damaged(who, e)
+            return False
         if problem:
-            store.unlink_key(sid, kind)
             raise NotForThisModel(problem)
+        store.link(sid, kind, who, digest, size)
         return True
 
     def key_status(session: dict) -> dict:
@@ -533,11 +540,17 @@ def create_app(config: ServeConfig) -> FastAPI:
                  or state_now["digest"] not in (whole, PENDING))
         dropped = state_now["received"] if restart and state_now is not None else 0  # what starting over frees
         store.touch_session(sid)
-        if fresh and (over := store.stored_bytes(who) - dropped + total - config.tenant_bytes) > 0 \
+        # A new upload counts what it will hold: its bytes and what the server writes beside
+        # them (their image, keys derived from them; nothing new where this tenant stores keys
+        # of the digest it names: those are there already).
+        stored_already = whole != PENDING and store.has_blob(who, whole)
+        needed = total + (0 if stored_already else host.beside_bytes_expected(kind))
+        if fresh and (over := store.stored_bytes(who) - dropped + needed - config.tenant_bytes) > 0 \
                 and retention.make_room(who, over) < over:  # keys no session links go first
-            refuse(413, f"this tenant would store more than {config.tenant_bytes} bytes (keys its open sessions "
-                        f"link, with the images and derived keys the server keeps beside them, partial uploads "
-                        f"and results; close sessions it no longer uses to free theirs)")
+            refuse(413, f"this tenant would store more than {config.tenant_bytes} bytes: these {kind} keys take "
+                        f"{needed} with the image and derived keys the server keeps beside them, beside the keys "
+                        f"its open sessions link (with theirs), partial uploads and results; close sessions it no "
+                        f"longer uses to free theirs")
         up = store.upload(sid, kind, who, total, whole, restart=restart)
         if first != up["received"]:
             refuse(409, f"this upload has {up['received']} bytes; send the chunk starting there",
@@ -561,14 +574,21 @@ def create_app(config: ServeConfig) -> FastAPI:
         except (ValueError, TypeError) as e:
             store.drop_upload(uid)
             refuse(422, f"these are not valid {kind} keys for this model: {e}")
+        if quick and store.has_blob(who, whole):
+            # Keys this tenant stored already, checked then, perhaps for another model of these
+            # parameters: whether they serve this one is asked before they replace the session's
+            # keys (KeyChecks sees new keys only). A stored copy that no longer loads gives way
+            # to this upload.
+            try:
+                problem = host.coverage_problem(kind, store.blob_path(who, whole))
+            except StoredKeysDamaged as e:
+                checks.forget_damaged(who, e)
+            else:
+                if problem:
+                    store.drop_upload(uid)
+                    refuse(422, f"these {kind} keys do not serve this model: {problem}")
         new = store.commit_upload(uid, sid, kind, who, whole, total, host.params_id)
         if not new:
-            # Keys this tenant stored already, checked then, perhaps for another model of these
-            # parameters: whether they serve this one is asked now (KeyChecks sees new keys only).
-            problem = host.coverage_problem(kind, store.blob_path(who, whole))
-            if problem:
-                store.unlink_key(sid, kind)
-                refuse(422, f"these {kind} keys do not serve this model: {problem}")
             metrics.key_hits.inc()
         checks.forget(sid, kind)
         if quick and new:

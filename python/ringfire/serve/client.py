@@ -313,7 +313,9 @@ class Session:
         :meth:`Client.keygen` made it here from the system's randomness) is hashed as it is sent
         and named with its last chunk: one pass over it instead of two. The others are hashed
         first, linked where the server has them, and uploaded otherwise (so with a server that
-        takes no key named last). Returns what :meth:`upload_keys` returns."""
+        takes no key named last). Returns what :meth:`upload_keys` returns; ServerError (422),
+        the session closed again, where keys the server stores already do not serve this model
+        (Galois keys without rotations it needs): before any is sent."""
         kinds = list(map(self._sent_as, self.info["parameters"]["keys"]))
         one_pass = bool(self.info["parameters"].get("keys_named_last"))
         hashed = {kind: self._hash(kind) for kind in kinds if not one_pass or self._hashed_before(kind)}
@@ -328,6 +330,10 @@ class Session:
                 "model": self.model, "fingerprint": self.info["parameters"]["fingerprint"],
                 "keys": {kind: h["digest"] for kind, h in hashed.items()}}).json()
             self.id = opened["id"]
+            refused = opened.get("refused") or {}
+            if refused:  # these very keys, stored: sending them would be refused after the upload
+                self.close()
+                raise ServerError(422, "; ".join(refused.values()))
             linked = set(opened.get("linked", ()))
             stored = set(opened.get("stored_kinds", kinds))  # keys of these kinds are stored: these, perhaps
             if started is not None and early in stored and early not in made_here:

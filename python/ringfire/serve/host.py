@@ -25,6 +25,7 @@ import logging
 import os
 import threading
 from collections import OrderedDict
+from pathlib import Path
 
 import numpy as np
 
@@ -54,6 +55,17 @@ _ENVELOPE_KINDS = {"relin": "relinearization key", "galois": "Galois key set", "
 class NotForThisModel(ValueError):
     """Sound keys of these parameters that do not serve this model (rotations it needs are not
     among them): refused for this model's sessions, kept in the store for the others."""
+
+
+class StoredKeysDamaged(ValueError):
+    """Stored keys, sound when they were kept, that no longer load (their file damaged or gone):
+    the store forgets them, so that their owner can send them again (the same digest would
+    otherwise link the damaged copy for good). ``kind`` and ``path``: which."""
+
+    def __init__(self, kind: str, path, error: Exception):
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error  # no server paths
+        super().__init__(f"[serve] the stored {kind} keys {Path(path).name[:16]}... no longer load ({reason})")
+        self.kind, self.path = kind, Path(path)
 
 
 class Host:
@@ -205,6 +217,25 @@ class Host:
             self._max_key_bytes[kind] = self._key_bytes_bound(kind)
         return self._max_key_bytes[kind]
 
+    def beside_bytes_expected(self, kind: str) -> int:
+        """The disk the server fills beside a stored key set of `kind` for this model: its key
+        image (relinearization and Galois keys expanded, a page of header; bootstrapping keys
+        with their seeds) and, for master keys, the Galois keys derived from them for this
+        model (imaged or not, expanded). Reserved against the tenant's stored bytes when the
+        upload starts, so that what is written after the upload cannot take a tenant past its
+        limit (master keys: 220 MB sent for ResNet-20, 1.49 GB derived)."""
+        switch, page = self._switch_key_bytes(), 1 << 16
+        rotations = len({r % self.ctx.slots for r in self.rotations} - {0})
+        if kind == "master":  # derived over the derivation context, at the model's top level
+            derivation = _core.derivation_parameters(self.ctx._core.rlwe, self.ctx.max_level)
+            limbs = len(derivation.q_primes) + len(derivation.p_primes)
+            return rotations * 2 * derivation.dnum * limbs * self.ctx.poly_degree * 8 + page
+        if not self.config.key_images:
+            return 0
+        if kind == "bootstrap":
+            return self.max_key_bytes("bootstrap")
+        return (rotations if kind == "galois" else 1) * switch + page
+
     def _key_bytes_bound(self, kind: str) -> int:
         if kind == "relin":
             return self._switch_key_bytes() + SLACK
@@ -268,26 +299,30 @@ class Host:
 
     def coverage_problem(self, kind: str, path) -> str | None:
         """Why the stored, checked keys at `path` cannot serve this model (None: they can, their
-        kind serves any model of these parameters, or another link's load of keys runs: the
-        job checks them then). Maps or loads them into the cache where they are not there
-        already: the session that links them needs them for its first job."""
+        kind serves any model of these parameters, or they could not be checked now: the job
+        checks them). StoredKeysDamaged where they no longer load. Maps or loads them into the
+        cache where they are not there already: the session that links them needs them for its
+        first job."""
         if kind not in ("galois", "master"):
             return None
         try:
-            if self._hit(str(path)) is None and not (self.config.key_images and image_path(path).exists()):
-                # Loaded whole (no image to map): one such load at a time for links, which are
-                # many (jobs and key checks are bounded alike). While one runs, a link is made
-                # unchecked rather than held on a request thread: its job checks the keys.
-                if not self._link_loads.acquire(blocking=False):
-                    return None
-                try:
-                    self.warm(kind, path)
-                finally:
-                    self._link_loads.release()
-            else:
+            if self._hit(str(path)) is not None:
                 self.warm(kind, path)
-        except (ValueError, OSError) as e:  # NotForThisModel, or keys unreadable (or deleted) now
+                return None
+            # Not in the cache, the check reads every byte (a load, or an image mapped and
+            # verified: GBs at N = 2^16), and links are many (jobs and key checks are bounded
+            # alike): one such check at a time. While one runs, a link is made unchecked rather
+            # than held on a request thread: its job checks the keys.
+            if not self._link_loads.acquire(blocking=False):
+                return None
+            try:
+                self.warm(kind, path)
+            finally:
+                self._link_loads.release()
+        except NotForThisModel as e:
             return str(e)
+        except OSError as e:  # the disk, not the keys: left to the job, which says so if it fails too
+            log.warning("stored %s keys %s not checked for a link: %s", kind, path, e)
         return None
 
     def _mapped(self, image):
@@ -350,7 +385,7 @@ class Host:
         """The session's keys, each blob loaded and checked once (:meth:`warm`) and shared by
         every session that links it while it stays in the cache (least recently used blobs
         dropped past the cache's bound)."""
-        loaded = {kind: self.warm(kind, path) for kind, path in paths.items()}
+        loaded = {kind: self.warm(kind, path) for kind, path in paths.items()}  # StoredKeysDamaged: forgotten
         if "galois" not in loaded and "master" in paths:
             loaded["galois"] = self._derived(paths["master"], loaded["master"])
         return KeySet(relin=loaded.get("relin"), galois=loaded.get("galois"), bootstrap=loaded.get("bootstrap"))
@@ -358,8 +393,12 @@ class Host:
     def warm(self, kind: str, path):
         """The checked key object of the blob at `path` (:meth:`check_keys`): from the cache, or
         loaded now (one load of a blob at a time) and kept. The cache holds sound keys whatever
-        model they serve; NotForThisModel where they do not serve this one."""
-        obj = self._cached(path, lambda: self._sound_keys(kind, path))
+        model they serve; NotForThisModel where they do not serve this one; StoredKeysDamaged
+        where they no longer load (checked when they were kept, so the file changed or went)."""
+        try:
+            obj = self._cached(path, lambda: self._sound_keys(kind, path))
+        except (ValueError, FileNotFoundError) as e:
+            raise StoredKeysDamaged(kind, path, e) from e
         self.require_coverage(kind, obj)
         return obj
 

@@ -25,6 +25,7 @@ import numpy as np
 from ..ckks.batch import EncryptedTensor
 from ..nn.client import Client
 from . import wire
+from .host import StoredKeysDamaged
 from .watchers import Watchers
 
 log = logging.getLogger("ringfire.serve")
@@ -128,8 +129,9 @@ class RemoteClient(Client):
 
 
 class JobRunner:
-    def __init__(self, host, store, config, metrics, owner: str):
+    def __init__(self, host, store, config, metrics, owner: str, on_damaged_keys=None):
         self.host, self.store, self.config, self.metrics = host, store, config, metrics
+        self.on_damaged_keys = on_damaged_keys  # (tenant, StoredKeysDamaged): a job's stored keys no longer load
         self.owner = owner  # this process's name in the store: the jobs it creates are its to run
         self.executor = None  # --ray: every job's layers go to the cluster (connected at start: fail fast)
         if config.ray is not None:
@@ -275,7 +277,12 @@ class JobRunner:
     def _infer(self, job: Job) -> EncryptedTensor:
         host, session = self.host, self.store.session(job.session, job.tenant)
         paths = {kind: self.store.blob_path(job.tenant, entry["digest"]) for kind, entry in session["keys"].items()}
-        keys = host.keys_for(job.session, paths)
+        try:
+            keys = host.keys_for(job.session, paths)
+        except StoredKeysDamaged as e:  # forgotten, so that the client's next session sends them again
+            if self.on_damaged_keys is not None:
+                self.on_damaged_keys(job.tenant, e)
+            raise
         ctx = host.ctx
 
         def load(data: bytes):

@@ -16,7 +16,7 @@ import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from .host import NotForThisModel
+from .host import NotForThisModel, StoredKeysDamaged
 
 log = logging.getLogger("ringfire.serve")
 
@@ -44,11 +44,12 @@ class KeyChecks:
         except NotForThisModel as e:  # sound keys, of use to another model's sessions: kept for them
             message = f"the uploaded {kind} keys do not serve this model: {e}"
             log.warning("tenant %s: %s", tenant, message)
-            sessions = self.store.unlink_blob(tenant, sha, self.host.config.name)
+            sessions = self.store.unlink_blob(tenant, sha, self.host.config.name, self.host.fingerprint)
             self.metrics.refused.labels("422").inc()
             self.store.key_refused(sessions, kind, message)
         except Exception as e:  # noqa: BLE001 - any failure to load is a refusal, with its reason
-            message = f"the uploaded {kind} keys were refused after their upload: {e}"
+            reason = e.__cause__ if isinstance(e, StoredKeysDamaged) else e  # new keys: the load's own words
+            message = f"the uploaded {kind} keys were refused after their upload: {reason}"
             log.warning("tenant %s: %s", tenant, message)
             self.host.evict(path)
             sessions = self.store.drop_blob(tenant, sha)
@@ -57,6 +58,16 @@ class KeyChecks:
         finally:
             with self._lock:
                 self._pending.pop((tenant, sha)).set()
+
+    def forget_damaged(self, tenant: str, error: StoredKeysDamaged) -> None:
+        """Stored keys that no longer load (a link's check or a job found them so): gone from the
+        store and from the sessions that linked them (their status says why), so that their
+        owner's next upload of them is stored anew instead of linking the damaged copy."""
+        log.warning("tenant %s: %s; forgotten, to be sent again", tenant, error)
+        self.host.evict(error.path)
+        sessions = self.store.drop_blob(tenant, error.path.name)
+        self.metrics.keys_deleted.labels("damaged").inc()
+        self.store.key_refused(sessions, error.kind, f"{error}: send them again")
 
     def failure(self, sid: str, kind: str) -> str | None:
         """Why the session's `kind` keys were dropped after their upload (None: they were not)."""

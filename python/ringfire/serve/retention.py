@@ -13,7 +13,9 @@ opens a session with fresh keys each time it runs).
   skips the upload; when an upload would take a tenant past its stored-bytes limit, its keys
   that no session links are deleted first, least recently used first (:meth:`make_room`).
 
-A value of 0 keeps that kind for good. The sweep runs every ``sweep_every`` seconds on a thread
+A value of 0 keeps that kind for good. Files of the key folders that belong to no stored key (an
+image written while its key was deleted, a crash's temporary files) are deleted once they are
+``ORPHAN_GRACE`` seconds old. The sweep runs every ``sweep_every`` seconds on a thread
 of its own (and once at start); every process that shares a store sweeps it, to the same end.
 """
 
@@ -28,6 +30,8 @@ from .metrics import Metrics
 from .store import Store
 
 log = logging.getLogger("ringfire.serve")
+
+ORPHAN_GRACE = 3600.0  # longer than any write of a key image or of derived keys takes
 
 
 class Retention:
@@ -58,9 +62,10 @@ class Retention:
                 log.exception("retention sweep")
 
     def sweep(self, now: float | None = None) -> dict:
-        """Closes idle sessions, deletes expired results and idle unlinked keys; returns the counts."""
+        """Closes idle sessions, deletes expired results, idle unlinked keys and files of no key;
+        returns the counts."""
         now = time.time() if now is None else now
-        config, store, done = self.config, self.store, {"sessions": 0, "results": 0, "keys": 0}
+        config, store, done = self.config, self.store, {"sessions": 0, "results": 0, "keys": 0, "orphans": 0}
         if config.session_idle:
             before = now - config.session_idle
             for sid, tenant in store.idle_sessions(before):
@@ -77,6 +82,9 @@ class Retention:
                 store.drop_blob(tenant, sha)
                 self.metrics.keys_deleted.labels("idle").inc()
                 done["keys"] += 1
+        done["orphans"], freed = store.sweep_orphans(now - ORPHAN_GRACE)
+        if done["orphans"]:
+            log.info("retention: %d files of no stored key deleted (%d bytes)", done["orphans"], freed)
         if any(done.values()):
             log.info("retention: %(sessions)d sessions closed, %(results)d results and %(keys)d keys deleted", done)
         return done

@@ -305,22 +305,26 @@ class Store:
         return self._q(f"select b.tenant, b.sha256, b.size from blobs b where {' and '.join(where)} "
                        "order by coalesce(b.used, 0)", tuple(args))
 
-    def link_key(self, sid: str, kind: str, tenant: str, sha: str, params: str) -> bool:
-        """Points the session's `kind` at a blob of that kind the tenant already stored for
-        parameters `params` (False: none; a key of the same tenant for other parameters, kept
-        while another model was served, is not one)."""
+    def linkable(self, tenant: str, sha: str, kind: str, params: str) -> int | None:
+        """The size of the blob of `kind` named `sha` the tenant stored for parameters `params`,
+        which a session may link (None: none; a key of the same tenant for other parameters,
+        kept while another model was served, is not one). Nothing is linked yet: the caller
+        checks that the keys serve its model first, so a refusal leaves the session as it was."""
         rows = self._q("select size, params from blobs where tenant = ? and sha256 = ? and kind = ?",
                        (tenant, sha, kind))
         if not rows:
-            return False
+            return None
         size, kept_for = rows[0]
         if kept_for is None:
             kept_for = self._blob_params(tenant, sha)
         if kept_for is not None and kept_for != params:
-            return False
+            return None
+        return size
+
+    def link(self, sid: str, kind: str, tenant: str, sha: str, size: int) -> None:
+        """Points the session's `kind` at the tenant's stored blob `sha` (:meth:`linkable`)."""
         self._q("insert or replace into session_keys values (?, ?, ?, ?)", (sid, kind, sha, size))
         self._q("update blobs set used = ? where tenant = ? and sha256 = ?", (time.time(), tenant, sha))
-        return True
 
     def _blob_params(self, tenant: str, sha: str) -> str | None:
         """The parameter identity a blob kept without one names in its envelope's header (then
@@ -363,6 +367,33 @@ class Store:
                     with contextlib.suppress(FileNotFoundError):  # removed meanwhile
                         total += entry.stat().st_size
         return total
+
+    def sweep_orphans(self, before: float) -> tuple[int, int]:
+        """Deletes the files of the key folders that belong to no stored key, last written
+        before `before`: images and derived keys of a key deleted while they were written, and
+        temporary files a crash left (``.NAME.PID.RANDOM.tmp``, io.atomic_file). Both count
+        against their tenant's stored bytes (:meth:`beside_bytes`) until they go. Returns
+        (files, bytes) deleted."""
+        kept = {(hashlib.sha256(tenant.encode()).hexdigest()[:32], sha)
+                for tenant, sha in self._q("select tenant, sha256 from blobs")}
+        files = freed = 0
+        try:
+            folders = [f for f in os.scandir(self.root / "blobs") if f.is_dir(follow_symlinks=False)]
+        except FileNotFoundError:
+            return 0, 0
+        for folder in folders:
+            with os.scandir(folder.path) as entries:
+                for entry in entries:
+                    temporary = entry.name.startswith(".")
+                    if not temporary and (folder.name, entry.name.split(".")[0]) in kept:
+                        continue
+                    with contextlib.suppress(FileNotFoundError):
+                        stat = entry.stat(follow_symlinks=False)
+                        if stat.st_mtime >= before:  # perhaps being written, or a blob committed just now
+                            continue
+                        os.unlink(entry.path)
+                        files, freed = files + 1, freed + stat.st_size
+        return files, freed
 
     # ---- resumable uploads -------------------------------------------------------------
     def upload(self, sid: str, kind: str, tenant: str, total: int, sha: str, restart: bool = False) -> dict:
@@ -486,18 +517,16 @@ class Store:
         blob.unlink(missing_ok=True)
         return sessions
 
-    def unlink_blob(self, tenant: str, sha: str, model: str) -> list[str]:
-        """Takes a stored blob out of the sessions of `model` that link it (keys that do not serve
-        that model), keeping the blob for the tenant's sessions of other models; returns the
-        sessions unlinked."""
-        mine = "select id from sessions where tenant = ? and model = ?"
+    def unlink_blob(self, tenant: str, sha: str, model: str, fingerprint: str) -> list[str]:
+        """Takes a stored blob out of the sessions of `model` served with parameters `fingerprint`
+        that link it (keys that do not serve that model), keeping the blob for the tenant's
+        sessions of other models; returns the sessions unlinked."""
+        mine = "select id from sessions where tenant = ? and model = ? and fingerprint = ?"
+        args = (sha, tenant, model, fingerprint)
         sessions = [r[0] for r in self._q(f"select session from session_keys where sha256 = ? and session in ({mine})",
-                                          (sha, tenant, model))]
-        self._q(f"delete from session_keys where sha256 = ? and session in ({mine})", (sha, tenant, model))
+                                          args)]
+        self._q(f"delete from session_keys where sha256 = ? and session in ({mine})", args)
         return sessions
-
-    def unlink_key(self, sid: str, kind: str) -> None:
-        self._q("delete from session_keys where session = ? and kind = ?", (sid, kind))
 
     def drop_upload(self, uid: str) -> None:
         with self._memory:
