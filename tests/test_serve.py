@@ -24,7 +24,7 @@ pytest.importorskip("onnx")
 import ringfire as rf  # noqa: E402
 from ringfire.serve import Client, ServeConfig, ServerError, create_app  # noqa: E402
 from ringfire.serve import wire  # noqa: E402
-from ringfire.serve.host import StoredKeysDamaged  # noqa: E402
+from ringfire.serve.host import CheckBusy, StoredKeysDamaged  # noqa: E402
 from nn_models import mlp_bytes, ort_run  # noqa: E402
 from serve_support import (DIGEST_BLOCK, SEED, batch, chunk_digest_of, free_port, key_digest_of,  # noqa: E402
                            self_signed, server_process, server_thread, tokens_file)
@@ -591,6 +591,26 @@ def test_galois_keys_of_another_model_are_refused_for_this_one_and_kept_for_it(t
         assert again.status_code == 422, again.text
         assert httpx.get(f"{url}/v1/sessions/{good.id}", headers=alice).json()["missing"] == []
         infer_checks(good, "wide", (32, 8, 4))
+        # While another link's check reads keys, keys that would replace the session's own are
+        # not linked unchecked (503, retry); a session lacking them takes them unchecked, and
+        # the job that finds they do not serve the model takes them out, saying why.
+        host = app.state.host
+        host.evict(app.state.store.blob_path("alice", kept["galois"]))
+        with host._link_loads:
+            busy = httpx.post(f"{url}/v1/sessions/{good.id}/keys/galois/link", headers=alice,
+                              json={"digest": kept["galois"]})
+            assert busy.status_code == 503 and busy.headers["retry-after"] == "1", busy.text
+            lacking = httpx.post(f"{url}/v1/sessions", headers=alice, json={
+                "model": "wide", "fingerprint": params["fingerprint"], "keys": kept}).json()
+            assert sorted(lacking["linked"]) == ["galois", "relin"] and not lacking["refused"]
+        assert httpx.get(f"{url}/v1/sessions/{good.id}", headers=alice).json()["missing"] == []
+        infer_checks(good, "wide", (32, 8, 4))
+        from ringfire.serve.client import Session
+        unchecked = Session(client, "wide", lacking["id"], client_ctx, sk, keys, client.model("wide"))
+        with pytest.raises(ServerError, match="lack rotations"):
+            unchecked.infer(batch(2, 32, seed=12), progress=False)
+        status = httpx.get(f"{url}/v1/sessions/{lacking['id']}", headers=alice).json()
+        assert status["missing"] == ["galois"] and "lack rotations" in status["keys"]["galois"]["error"]
     assert (tmp_path / "store").exists()
     with server_thread(config("narrow")) as (url, app), Client(url, token) as client:
         assert app.state.store.has_blob("alice", kept["galois"])
@@ -610,8 +630,8 @@ def test_a_links_check_never_waits_on_another_links_load(served, tmp_path):
     _, _, app, _ = served
     host = app.state.host
     missing = tmp_path / "not-stored"
-    with host._link_loads:
-        assert host.coverage_problem("galois", missing) is None
+    with host._link_loads, pytest.raises(CheckBusy):
+        host.coverage_problem("galois", missing)
     with pytest.raises(StoredKeysDamaged, match="no longer load"):
         host.coverage_problem("galois", missing)
     assert host.coverage_problem("relin", missing) is None  # any model of the parameters takes it

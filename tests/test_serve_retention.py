@@ -205,10 +205,12 @@ def test_key_images_count_against_the_tenants_stored_bytes(config, tokens):
         assert len(images) == 1
         image_bytes = images[0].stat().st_size
         assert store.beside_bytes("alice") == image_bytes > 0
-        assert store.stored_bytes("alice") == key_bytes + image_bytes
-        # What an upload reserves for its image when it starts: the image, and little more.
+        # What an upload reserves for its image from its start, counted until the image is
+        # written and while it is the more: the image, and little more.
         reserved = app.state.host.beside_bytes_expected("relin")
         assert image_bytes <= reserved <= 1.1 * image_bytes
+        assert store._q("select reserved from blobs")[0][0] == reserved
+        assert store.stored_bytes("alice") == key_bytes + reserved
         mine = first.ctx, first.secret_key, first.keys
         first.close()
     # Room for one key set with its image and half an image more: not for a second one beside
@@ -228,6 +230,32 @@ def test_key_images_count_against_the_tenants_stored_bytes(config, tokens):
         assert again.infer(batch(1, 16), progress=False).shape == (1, 4)
 
 
+def test_an_upload_under_way_holds_its_whole_room(config, tokens):
+    """An upload counts against its tenant from its first chunk at its whole size and with what
+    it reserves beside it, so that uploads started side by side cannot each find the same room."""
+    from ringfire.serve.keydigest import BLOCK, PENDING
+    with server_thread(config) as (url, app), Client(url, tokens["alice"]) as client:
+        ctx = client.context("mlp")
+        data = ctx.keygen()[1].relin.to_bytes()
+        reserved = app.state.host.beside_bytes_expected("relin")
+    config = dataclasses.replace(config, tenant_bytes=len(data) + reserved + BLOCK)
+    with server_thread(config) as (url, app), Client(url, tokens["alice"]) as client:
+        fingerprint = client.model("mlp")["parameters"]["fingerprint"]
+        sids = [client.request("POST", "/v1/sessions", expect=(201,), json={
+            "model": "mlp", "fingerprint": fingerprint}).json()["id"] for _ in range(2)]
+        first_chunk = {"content": data[:BLOCK], "headers": {
+            "Content-Range": f"bytes 0-{BLOCK - 1}/{len(data)}", "X-Key-Digest": PENDING}}
+        started = client.request("PUT", f"/v1/sessions/{sids[0]}/keys/relin", **first_chunk).json()
+        assert started["received"] == BLOCK
+        assert app.state.store.stored_bytes("alice") == len(data) + reserved
+        with pytest.raises(ServerError, match="uploads under way") as refused:
+            client.request("PUT", f"/v1/sessions/{sids[1]}/keys/relin", **first_chunk)
+        assert refused.value.status == 413
+        # Started over in its own session, an upload's earlier start is not counted twice.
+        again = client.request("PUT", f"/v1/sessions/{sids[0]}/keys/relin", **first_chunk).json()
+        assert again["received"] == BLOCK
+
+
 def test_files_of_no_stored_key_are_swept_once_old(config, tokens):
     """An image written while its key was deleted, or a temporary file a crash left, belongs to
     no stored key but counts against its tenant's bytes: the retention sweep deletes such files
@@ -243,17 +271,18 @@ def test_files_of_no_stored_key_are_swept_once_old(config, tokens):
             kept = sorted(p.name for p in folder.iterdir())
             assert len(kept) == 2  # the key and its image
             old = time.time() - ORPHAN_GRACE - 60
-            orphans = [folder / ("0" * 64 + ".image"), folder / f".{kept[0]}.image.123.abcd.tmp"]
+            orphans = [folder / ("0" * 64 + ".image"), folder / f".{kept[0]}.image.123.abcd.tmp",
+                       folder / f"{kept[0]}.image.partial-123-abcd"]
             young = folder / ("1" * 64 + ".galois-0123456789abcdef")
             for path in (*orphans, young):
                 path.write_bytes(b"x" * 4096)
             for path in (*orphans, *(folder / name for name in kept)):
                 os.utime(path, (old, old))
-            before = store.stored_bytes("alice")
+            before = store.beside_bytes("alice")
             done = app.state.retention.sweep()
-            assert done["orphans"] == 2 and not any(p.exists() for p in orphans)
+            assert done["orphans"] == 3 and not any(p.exists() for p in orphans)
             assert sorted(p.name for p in folder.iterdir()) == sorted([*kept, young.name])
-            assert store.stored_bytes("alice") == before - 2 * 4096
+            assert store.beside_bytes("alice") == before - 3 * 4096
             assert session.infer(batch(1, 16), progress=False).shape == (1, 4)
 
 

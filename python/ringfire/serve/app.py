@@ -31,7 +31,7 @@ from .. import __version__, memory
 from . import wire
 from .auth import TokenBook, tenant_of
 from .config import ServeConfig
-from .host import Host, NotForThisModel, StoredKeysDamaged
+from .host import CheckBusy, Host, NotForThisModel, StoredKeysDamaged
 from .jobs import Job, JobRunner, QueueFull
 from .keychecks import KeyChecks
 from .keydigest import BLOCK, PENDING, aligned
@@ -242,7 +242,8 @@ def create_app(config: ServeConfig) -> FastAPI:
     heartbeat = Heartbeat(store, process, config)
     metrics = Metrics()
     checks = KeyChecks(host, store, metrics)
-    runner = JobRunner(host, store, config, metrics, process, on_damaged_keys=checks.forget_damaged)
+    quota_lock = threading.Lock()  # an upload's room is counted and taken at once (start_upload)
+    runner = JobRunner(host, store, config, metrics, process, key_checks=checks)
     retention = Retention(store, config, metrics)
     limiter = RateLimiter(config.requests_per_second)
     state = {"stopping": False}
@@ -412,14 +413,28 @@ def create_app(config: ServeConfig) -> FastAPI:
         size = store.linkable(who, digest, kind, host.params_id)
         if size is None:
             return False
+        if not serves(sid, kind, who, digest):
+            return False
+        return store.link(sid, kind, who, digest, size)
+
+    def serves(sid: str, kind: str, who: str, digest: str, wait: bool = False) -> bool:
+        """Whether the tenant's stored keys `digest` may take the session's `kind`: NotForThisModel
+        where they do not serve this model; False where they no longer load (forgotten). Keys
+        that cannot be checked now (another link's check is reading keys) take a kind the session
+        lacks unchecked (its job checks them), and never replace the session's own: 503
+        (``wait``: the check waits its turn instead, for an upload that arrived whole)."""
         try:
-            problem = host.coverage_problem(kind, store.blob_path(who, digest))
+            problem = host.coverage_problem(kind, store.blob_path(who, digest), wait=wait)
         except StoredKeysDamaged as e:
             checks.forget_damaged(who, e)
             return False
+        except CheckBusy as e:
+            if kind in store.session(sid, who)["keys"]:
+                refuse(503, f"{e}: these would replace the session's {kind} keys unchecked; retry",
+                       {"Retry-After": "1"})
+            return True
         if problem:
             raise NotForThisModel(problem)
-        store.link(sid, kind, who, digest, size)
         return True
 
     def key_status(session: dict) -> dict:
@@ -538,20 +553,11 @@ def create_app(config: ServeConfig) -> FastAPI:
         restart = whole == PENDING and first == 0  # a key named with its last chunk starts at 0
         fresh = (state_now is None or state_now["total"] != total or restart
                  or state_now["digest"] not in (whole, PENDING))
-        dropped = state_now["received"] if restart and state_now is not None else 0  # what starting over frees
         store.touch_session(sid)
-        # A new upload counts what it will hold: its bytes and what the server writes beside
-        # them (their image, keys derived from them; nothing new where this tenant stores keys
-        # of the digest it names: those are there already).
-        stored_already = whole != PENDING and store.has_blob(who, whole)
-        needed = total + (0 if stored_already else host.beside_bytes_expected(kind))
-        if fresh and (over := store.stored_bytes(who) - dropped + needed - config.tenant_bytes) > 0 \
-                and retention.make_room(who, over) < over:  # keys no session links go first
-            refuse(413, f"this tenant would store more than {config.tenant_bytes} bytes: these {kind} keys take "
-                        f"{needed} with the image and derived keys the server keeps beside them, beside the keys "
-                        f"its open sessions link (with theirs), partial uploads and results; close sessions it no "
-                        f"longer uses to free theirs")
-        up = store.upload(sid, kind, who, total, whole, restart=restart)
+        if fresh:
+            up = start_upload(sid, kind, who, total, whole, restart, state_now)
+        else:
+            up = store.upload(sid, kind, who, total, whole)
         if first != up["received"]:
             refuse(409, f"this upload has {up['received']} bytes; send the chunk starting there",
                    {"X-Received": str(up["received"])})
@@ -559,6 +565,23 @@ def create_app(config: ServeConfig) -> FastAPI:
             return store.chunk_writer(up["id"], first)
         except ChunkBusy as e:
             refuse(409, str(e), {"X-Received": str(first), "Retry-After": "1"})
+
+    def start_upload(sid: str, kind: str, who: str, total: int, whole: str, restart: bool, replaced) -> dict:
+        """A new upload, counted against the tenant's stored bytes from its start at what it will
+        hold: its whole size and what the server writes beside it (its image, keys derived from
+        it), reserved until they are written; nothing beside where this tenant stores keys of
+        the digest it names. `replaced`: the session's upload of `kind` it replaces (its count
+        goes). Under one lock, so that uploads starting at once cannot share the same room."""
+        reserved = 0 if whole != PENDING and store.has_blob(who, whole) else host.beside_bytes_expected(kind)
+        freed = replaced["total"] + replaced["reserved"] if replaced is not None else 0
+        with quota_lock:
+            over = store.stored_bytes(who) - freed + total + reserved - config.tenant_bytes
+            if over > 0 and retention.make_room(who, over) < over:  # keys no session links go first
+                refuse(413, f"this tenant would store more than {config.tenant_bytes} bytes: these {kind} keys "
+                            f"take {total + reserved} with the image and derived keys the server keeps beside "
+                            f"them, beside the keys its open sessions link (with theirs), uploads under way and "
+                            f"results; close sessions it no longer uses to free theirs")
+            return store.upload(sid, kind, who, total, whole, restart=restart, reserved=reserved)
 
     def _commit(sid: str, kind: str, who: str, uid: str, whole: str, total: int) -> dict:
         """The complete upload, checked (hash, envelope, parameters, kind) before it is kept."""
@@ -580,13 +603,10 @@ def create_app(config: ServeConfig) -> FastAPI:
             # keys (KeyChecks sees new keys only). A stored copy that no longer loads gives way
             # to this upload.
             try:
-                problem = host.coverage_problem(kind, store.blob_path(who, whole))
-            except StoredKeysDamaged as e:
-                checks.forget_damaged(who, e)
-            else:
-                if problem:
-                    store.drop_upload(uid)
-                    refuse(422, f"these {kind} keys do not serve this model: {problem}")
+                serves(sid, kind, who, whole, wait=True)
+            except NotForThisModel as e:
+                store.drop_upload(uid)
+                refuse(422, f"these {kind} keys do not serve this model: {e}")
         new = store.commit_upload(uid, sid, kind, who, whole, total, host.params_id)
         if not new:
             metrics.key_hits.inc()

@@ -330,24 +330,29 @@ class Session:
                 "model": self.model, "fingerprint": self.info["parameters"]["fingerprint"],
                 "keys": {kind: h["digest"] for kind, h in hashed.items()}}).json()
             self.id = opened["id"]
-            refused = opened.get("refused") or {}
-            if refused:  # these very keys, stored: sending them would be refused after the upload
-                self.close()
-                raise ServerError(422, "; ".join(refused.values()))
-            linked = set(opened.get("linked", ()))
-            stored = set(opened.get("stored_kinds", kinds))  # keys of these kinds are stored: these, perhaps
-            if started is not None and early in stored and early not in made_here:
-                started.close()  # hashed first after all: its stream is not needed
-            todo = {kind: ("linked" if kind in linked else 0, h) for kind, h in hashed.items()}
-            for kind in kinds:
-                if kind in hashed:
-                    continue
-                if kind in stored and kind not in made_here:
-                    h = self._hash(kind)
-                    todo[kind] = ("linked" if self._link(kind, h["digest"]) else 0, h)
-                else:
-                    todo[kind] = ("named last", {"key": self._key(kind), "stream": started if kind == early else None})
-            self.key_state = self._send({kind: todo[kind] for kind in kinds}, progress)
+            try:
+                refused = opened.get("refused") or {}
+                if refused:  # these very keys, stored: sending them would be refused after the upload
+                    raise ServerError(422, "; ".join(refused.values()))
+                linked = set(opened.get("linked", ()))
+                stored = set(opened.get("stored_kinds", kinds))  # keys of these kinds are stored: these, perhaps
+                if started is not None and early in stored and early not in made_here:
+                    started.close()  # hashed first after all: its stream is not needed
+                todo = {kind: ("linked" if kind in linked else 0, h) for kind, h in hashed.items()}
+                for kind in kinds:
+                    if kind in hashed:
+                        continue
+                    if kind in stored and kind not in made_here:
+                        h = self._hash(kind)
+                        todo[kind] = ("linked" if self._link(kind, h["digest"]) else 0, h)
+                    else:
+                        todo[kind] = ("named last", {"key": self._key(kind),
+                                                     "stream": started if kind == early else None})
+                self.key_state = self._send({kind: todo[kind] for kind in kinds}, progress)
+            except ServerError as e:
+                if e.status == 422:  # keys this model refuses: the session is of no use with them
+                    self.close()
+                raise
         finally:
             if started is not None:
                 started.close()

@@ -57,14 +57,20 @@ class NotForThisModel(ValueError):
     among them): refused for this model's sessions, kept in the store for the others."""
 
 
+class CheckBusy(Exception):
+    """Keys a link would check cannot be checked now (another link's check is reading keys):
+    the caller links them unchecked (their job checks them) or asks the client to retry."""
+
+
 class StoredKeysDamaged(ValueError):
     """Stored keys, sound when they were kept, that no longer load (their file damaged or gone):
     the store forgets them, so that their owner can send them again (the same digest would
     otherwise link the damaged copy for good). ``kind`` and ``path``: which."""
 
     def __init__(self, kind: str, path, error: Exception):
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else error  # no server paths
-        super().__init__(f"[serve] the stored {kind} keys {Path(path).name[:16]}... no longer load ({reason})")
+        # Said to the tenant: no server paths (an OSError's own text names the file).
+        self.reason = f"{type(error).__name__}: {error.strerror}" if isinstance(error, OSError) else str(error)
+        super().__init__(f"[serve] the stored {kind} keys {Path(path).name[:16]}... no longer load ({self.reason})")
         self.kind, self.path = kind, Path(path)
 
 
@@ -297,12 +303,12 @@ class Host:
                 raise NotForThisModel(f"[serve] the Galois keys lack rotations {missing[:8]} the model needs "
                                       f"(all: {self.rotations})")
 
-    def coverage_problem(self, kind: str, path) -> str | None:
-        """Why the stored, checked keys at `path` cannot serve this model (None: they can, their
-        kind serves any model of these parameters, or they could not be checked now: the job
-        checks them). StoredKeysDamaged where they no longer load. Maps or loads them into the
-        cache where they are not there already: the session that links them needs them for its
-        first job."""
+    def coverage_problem(self, kind: str, path, wait: bool = False) -> str | None:
+        """Why the stored, checked keys at `path` cannot serve this model (None: they can, or
+        their kind serves any model of these parameters). CheckBusy where they cannot be checked
+        now (``wait``: waits its turn instead); StoredKeysDamaged where they no longer load.
+        Maps or loads them into the cache where they are not there already: the session that
+        links them needs them for its first job."""
         if kind not in ("galois", "master"):
             return None
         try:
@@ -311,10 +317,10 @@ class Host:
                 return None
             # Not in the cache, the check reads every byte (a load, or an image mapped and
             # verified: GBs at N = 2^16), and links are many (jobs and key checks are bounded
-            # alike): one such check at a time. While one runs, a link is made unchecked rather
-            # than held on a request thread: its job checks the keys.
-            if not self._link_loads.acquire(blocking=False):
-                return None
+            # alike): one such check at a time. While one runs, no request thread waits for it.
+            if not self._link_loads.acquire(blocking=wait):
+                raise CheckBusy(f"[serve] another link's check of stored keys is reading them; {kind} keys "
+                                "are not checked now")
             try:
                 self.warm(kind, path)
             finally:
@@ -332,6 +338,8 @@ class Host:
             return None
         try:
             return self.ctx.map_keys(image, verify=True)
+        except FileNotFoundError:  # removed meanwhile (found damaged by another process)
+            return None
         except ValueError as e:
             log.warning("key image %s refused (%s): loading its blob again", image.name, e)
             image.unlink(missing_ok=True)
@@ -397,9 +405,17 @@ class Host:
         where they no longer load (checked when they were kept, so the file changed or went)."""
         try:
             obj = self._cached(path, lambda: self._sound_keys(kind, path))
-        except (ValueError, FileNotFoundError) as e:
+        except ValueError as e:
             raise StoredKeysDamaged(kind, path, e) from e
-        self.require_coverage(kind, obj)
+        except FileNotFoundError as e:
+            if Path(path).exists():
+                raise  # not the keys: a file beside them went meanwhile (an image another process removed)
+            raise StoredKeysDamaged(kind, path, e) from e
+        try:
+            self.require_coverage(kind, obj)
+        except NotForThisModel as e:
+            e.kind = kind  # for a job that finds them so (its session then loses them, saying why)
+            raise
         return obj
 
     def _cached(self, path, load):

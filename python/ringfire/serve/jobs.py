@@ -25,7 +25,7 @@ import numpy as np
 from ..ckks.batch import EncryptedTensor
 from ..nn.client import Client
 from . import wire
-from .host import StoredKeysDamaged
+from .host import NotForThisModel, StoredKeysDamaged
 from .watchers import Watchers
 
 log = logging.getLogger("ringfire.serve")
@@ -129,9 +129,9 @@ class RemoteClient(Client):
 
 
 class JobRunner:
-    def __init__(self, host, store, config, metrics, owner: str, on_damaged_keys=None):
+    def __init__(self, host, store, config, metrics, owner: str, key_checks=None):
         self.host, self.store, self.config, self.metrics = host, store, config, metrics
-        self.on_damaged_keys = on_damaged_keys  # (tenant, StoredKeysDamaged): a job's stored keys no longer load
+        self.key_checks = key_checks  # told of stored keys a job finds damaged or not for this model
         self.owner = owner  # this process's name in the store: the jobs it creates are its to run
         self.executor = None  # --ray: every job's layers go to the cluster (connected at start: fail fast)
         if config.ray is not None:
@@ -280,8 +280,12 @@ class JobRunner:
         try:
             keys = host.keys_for(job.session, paths)
         except StoredKeysDamaged as e:  # forgotten, so that the client's next session sends them again
-            if self.on_damaged_keys is not None:
-                self.on_damaged_keys(job.tenant, e)
+            if self.key_checks is not None:
+                self.key_checks.forget_damaged(job.tenant, e)
+            raise
+        except NotForThisModel as e:  # linked unchecked: out of the session, which says why
+            if self.key_checks is not None and getattr(e, "kind", None):
+                self.key_checks.refuse_for_session(job.session, e.kind, e)
             raise
         ctx = host.ctx
 

@@ -48,7 +48,7 @@ class KeyChecks:
             self.metrics.refused.labels("422").inc()
             self.store.key_refused(sessions, kind, message)
         except Exception as e:  # noqa: BLE001 - any failure to load is a refusal, with its reason
-            reason = e.__cause__ if isinstance(e, StoredKeysDamaged) else e  # new keys: the load's own words
+            reason = e.reason if isinstance(e, StoredKeysDamaged) else e  # new keys: the load's own words
             message = f"the uploaded {kind} keys were refused after their upload: {reason}"
             log.warning("tenant %s: %s", tenant, message)
             self.host.evict(path)
@@ -68,6 +68,15 @@ class KeyChecks:
         sessions = self.store.drop_blob(tenant, error.path.name)
         self.metrics.keys_deleted.labels("damaged").inc()
         self.store.key_refused(sessions, error.kind, f"{error}: send them again")
+
+    def refuse_for_session(self, sid: str, kind: str, error: Exception) -> None:
+        """Keys linked unchecked that a job found do not serve this model: out of the session
+        (kept in the store for other models), the session's status says why."""
+        message = f"the {kind} keys linked do not serve this model: {error}"
+        log.warning("session %s: %s", sid, message)
+        self.store.unlink(sid, kind)
+        self.metrics.refused.labels("422").inc()
+        self.store.key_refused([sid], kind, message)
 
     def failure(self, sid: str, kind: str) -> str | None:
         """Why the session's `kind` keys were dropped after their upload (None: they were not)."""

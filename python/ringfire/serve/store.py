@@ -72,8 +72,12 @@ create table if not exists server_processes (id text primary key, host text not 
 # ``used``: when a session or a blob was last used (a session: opened, keys given, a job
 # submitted; a blob: kept, linked, or freed by a session's end), what retention.py goes by; a
 # jobs row's ``expired``: when its result was deleted (kept past the server's result lifetime).
+# ``reserved`` (blobs, uploads): the bytes the server expects to write beside the keys (their
+# image, keys derived from them), counted against the tenant from the upload's start, whether
+# or not they are written yet (Store.stored_bytes).
 ADDED_COLUMNS = {"jobs": {"owner": "text", "cancel": "integer not null default 0", "expired": "real"},
-                 "blobs": {"params": "text", "used": "real"},
+                 "blobs": {"params": "text", "used": "real", "reserved": "integer not null default 0"},
+                 "uploads": {"reserved": "integer not null default 0"},
                  "sessions": {"used": "real"}}
 
 TERMINAL = ("done", "failed")
@@ -317,14 +321,23 @@ class Store:
         size, kept_for = rows[0]
         if kept_for is None:
             kept_for = self._blob_params(tenant, sha)
-        if kept_for is not None and kept_for != params:
+        if kept_for != params:  # unknown (compressed keys kept before blobs named theirs): sent again
             return None
         return size
 
-    def link(self, sid: str, kind: str, tenant: str, sha: str, size: int) -> None:
-        """Points the session's `kind` at the tenant's stored blob `sha` (:meth:`linkable`)."""
-        self._q("insert or replace into session_keys values (?, ?, ?, ?)", (sid, kind, sha, size))
-        self._q("update blobs set used = ? where tenant = ? and sha256 = ?", (time.time(), tenant, sha))
+    def link(self, sid: str, kind: str, tenant: str, sha: str, size: int) -> bool:
+        """Points the session's `kind` at the tenant's stored blob `sha` (:meth:`linkable`), if
+        it is still stored (False: deleted meanwhile, by retention or to make room)."""
+        linked = self._db.execute(
+            "insert or replace into session_keys select ?, ?, ?, ? where exists "
+            "(select 1 from blobs where tenant = ? and sha256 = ?)", (sid, kind, sha, size, tenant, sha)).rowcount
+        if linked:
+            self._q("update blobs set used = ? where tenant = ? and sha256 = ?", (time.time(), tenant, sha))
+        return bool(linked)
+
+    def unlink(self, sid: str, kind: str) -> None:
+        """Takes the session's `kind` keys out of it (a job found they do not serve its model)."""
+        self._q("delete from session_keys where session = ? and kind = ?", (sid, kind))
 
     def _blob_params(self, tenant: str, sha: str) -> str | None:
         """The parameter identity a blob kept without one names in its envelope's header (then
@@ -343,11 +356,14 @@ class Store:
 
     def stored_bytes(self, tenant: str) -> int:
         """What the tenant's quota counts: its keys as uploaded, what the server keeps beside
-        them (:meth:`beside_bytes`), partial uploads and results."""
-        blobs = self._q("select coalesce(sum(size), 0) from blobs where tenant = ?", (tenant,))[0][0]
-        parts = self._q("select coalesce(sum(received), 0) from uploads where tenant = ?", (tenant,))[0][0]
+        them (:meth:`beside_bytes`, or what their uploads reserved for it where more: written
+        later, at first use), uploads under way at their whole size with their reservations,
+        and results."""
+        blobs, reserved = self._q("select coalesce(sum(size), 0), coalesce(sum(reserved), 0) from blobs "
+                                  "where tenant = ?", (tenant,))[0]
+        parts = self._q("select coalesce(sum(total + reserved), 0) from uploads where tenant = ?", (tenant,))[0][0]
         results = self._q("select coalesce(sum(result_bytes), 0) from jobs where tenant = ?", (tenant,))[0][0]
-        return int(blobs + parts + results) + self.beside_bytes(tenant)
+        return int(blobs + parts + results) + max(int(reserved), self.beside_bytes(tenant))
 
     def beside_bytes(self, tenant: str, sha: str | None = None) -> int:
         """The disk the server fills beside the tenant's stored keys (of the one blob `sha`, or of
@@ -371,7 +387,8 @@ class Store:
     def sweep_orphans(self, before: float) -> tuple[int, int]:
         """Deletes the files of the key folders that belong to no stored key, last written
         before `before`: images and derived keys of a key deleted while they were written, and
-        temporary files a crash left (``.NAME.PID.RANDOM.tmp``, io.atomic_file). Both count
+        temporary files a crash left (``.NAME.PID.RANDOM.tmp``, io.atomic_file;
+        ``NAME.partial-PID-RANDOM``, a key image's). Both count
         against their tenant's stored bytes (:meth:`beside_bytes`) until they go. Returns
         (files, bytes) deleted."""
         kept = {(hashlib.sha256(tenant.encode()).hexdigest()[:32], sha)
@@ -384,19 +401,23 @@ class Store:
         for folder in folders:
             with os.scandir(folder.path) as entries:
                 for entry in entries:
-                    temporary = entry.name.startswith(".")
+                    temporary = entry.name.startswith(".") or ".partial-" in entry.name
                     if not temporary and (folder.name, entry.name.split(".")[0]) in kept:
                         continue
                     with contextlib.suppress(FileNotFoundError):
                         stat = entry.stat(follow_symlinks=False)
                         if stat.st_mtime >= before:  # perhaps being written, or a blob committed just now
                             continue
+                        if not temporary and self._q("select 1 from blobs where sha256 = ?",
+                                                     (entry.name.split(".")[0],)):
+                            continue  # kept since the sweep began
                         os.unlink(entry.path)
                         files, freed = files + 1, freed + stat.st_size
         return files, freed
 
     # ---- resumable uploads -------------------------------------------------------------
-    def upload(self, sid: str, kind: str, tenant: str, total: int, sha: str, restart: bool = False) -> dict:
+    def upload(self, sid: str, kind: str, tenant: str, total: int, sha: str, restart: bool = False,
+               reserved: int = 0) -> dict:
         """The upload of `kind` for the session with this size and hash: the one under way
         (to resume), or a new one (always with `restart`). A key the client names with its last
         chunk has the digest PENDING until then: the upload under way takes the first digest a
@@ -412,13 +433,15 @@ class Store:
         for (replaced,) in self._q("select id from uploads where session = ? and kind = ?", (sid, kind)):
             self.drop_upload(replaced)  # its row, its bytes so far and its running digest
         uid = new_id()
-        self._q("insert into uploads values (?, ?, ?, ?, ?, ?, 0)", (uid, tenant, sid, kind, total, sha))
+        self._q("insert into uploads (id, tenant, session, kind, total, sha256, received, reserved) "
+                "values (?, ?, ?, ?, ?, ?, 0, ?)", (uid, tenant, sid, kind, total, sha, reserved))
         self.part_path(uid).write_bytes(b"")
         return {"id": uid, "received": 0}
 
     def upload_state(self, sid: str, kind: str) -> dict | None:
-        rows = self._q("select id, total, sha256, received from uploads where session = ? and kind = ?", (sid, kind))
-        return None if not rows else dict(zip(("id", "total", "digest", "received"), rows[0]))
+        rows = self._q("select id, total, sha256, received, reserved from uploads where session = ? and kind = ?",
+                       (sid, kind))
+        return None if not rows else dict(zip(("id", "total", "digest", "received", "reserved"), rows[0]))
 
     def chunk_writer(self, uid: str, offset: int) -> "ChunkWriter":
         """A writer of the upload's next chunk at `offset` (what was received so far): its
@@ -495,10 +518,16 @@ class Store:
             final.parent.mkdir(parents=True, exist_ok=True)
             os.replace(part, final)
             os.chmod(final, 0o444)
-            self._q("insert or ignore into blobs (tenant, sha256, size, kind, params, used) values (?, ?, ?, ?, ?, ?)",
-                    (tenant, sha, size, kind, params, time.time()))
+            os.utime(final)  # kept now, whenever its last chunk came: no orphan to the sweep meanwhile
+            reserved = self._q("select reserved from uploads where id = ?", (uid,))
+            self._q("insert or ignore into blobs (tenant, sha256, size, kind, params, used, reserved) "
+                    "values (?, ?, ?, ?, ?, ?, ?)",
+                    (tenant, sha, size, kind, params, time.time(), reserved[0][0] if reserved else 0))
         else:
             part.unlink(missing_ok=True)
+            # Checked for `params` just now: a blob kept before blobs named theirs is named now.
+            self._q("update blobs set params = ? where tenant = ? and sha256 = ? and params is null",
+                    (params, tenant, sha))
         self._q("delete from uploads where id = ?", (uid,))
         self._q("insert or replace into session_keys values (?, ?, ?, ?)", (sid, kind, sha, size))
         return new
