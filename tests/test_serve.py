@@ -624,13 +624,16 @@ def test_galois_keys_of_another_model_are_refused_for_this_one_and_kept_for_it(t
 
 
 def test_a_links_check_never_waits_on_another_links_load(served, tmp_path):
-    """Keys a link must load whole to check (no image to map) load one at a time; a link that
-    finds another's load running is made unchecked instead of holding a request thread (its
-    job checks the keys), and keys gone from the disk are a refusal, not a server error."""
+    """Keys a link must read whole to check load one at a time; a link that finds another's
+    check running, or a load of the same keys (a job's, the upload's check), is not held on a
+    request thread (CheckBusy: linked unchecked, or 503), and keys gone from the disk are
+    forgotten (StoredKeysDamaged), not a server error."""
     _, _, app, _ = served
     host = app.state.host
     missing = tmp_path / "not-stored"
     with host._link_loads, pytest.raises(CheckBusy):
+        host.coverage_problem("galois", missing)
+    with host.loading(missing), pytest.raises(CheckBusy):  # a job's load, or the upload's check
         host.coverage_problem("galois", missing)
     with pytest.raises(StoredKeysDamaged, match="no longer load"):
         host.coverage_problem("galois", missing)

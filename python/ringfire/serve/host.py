@@ -318,6 +318,8 @@ class Host:
             # Not in the cache, the check reads every byte (a load, or an image mapped and
             # verified: GBs at N = 2^16), and links are many (jobs and key checks are bounded
             # alike): one such check at a time. While one runs, no request thread waits for it.
+            if not wait and self._being_loaded(path):  # by a job or the upload's check: theirs, not a wait here
+                raise CheckBusy(f"[serve] these {kind} keys are being loaded; not checked now")
             if not self._link_loads.acquire(blocking=wait):
                 raise CheckBusy(f"[serve] another link's check of stored keys is reading them; {kind} keys "
                                 "are not checked now")
@@ -368,6 +370,12 @@ class Host:
             lock = self._loading.setdefault(str(path), threading.Lock())
         with lock:
             yield
+
+    def _being_loaded(self, path) -> bool:
+        """Whether a load of the blob at `path` holds :meth:`loading` now."""
+        with self._lock:
+            lock = self._loading.get(str(path))
+        return lock is not None and lock.locked()
 
     def check_header(self, kind: str, path, size: int) -> bool:
         """The quick check of a complete upload, before it is kept: its envelope says it holds
