@@ -573,10 +573,11 @@ def test_galois_keys_of_another_model_are_refused_for_this_one_and_kept_for_it(t
         assert app.state.store.has_blob("alice", key_digest_of(other))
         # A client with the first model's keys is told why when it opens the session, before
         # it sends a byte; with its own keys the model runs.
-        sent = app.state.metrics.uploaded._value.get()
+        sent, open_sessions = app.state.metrics.uploaded._value.get(), len(client.sessions())
         with pytest.raises(ServerError, match="lack rotations"):
             client.session("wide", client_ctx, sk, keys, progress=False)
         assert app.state.metrics.uploaded._value.get() == sent
+        assert len(client.sessions()) == open_sessions  # the session it opened for them closed again
         wide_sk, wide_keys = client_ctx.keygen(rotations=params["rotations"])
         good = client.session("wide", client_ctx, wide_sk, wide_keys, progress=False)
         infer_checks(good, "wide", (32, 8, 4))
@@ -1213,6 +1214,35 @@ def test_master_keys_are_refused_where_the_server_cannot_derive(served):
         assert not client.model("mlp")["parameters"]["master_keys"]
         with pytest.raises(ValueError, match="takes no master keys"):
             client.session("mlp", master_rotations=True, progress=False)
+
+
+def test_a_tenants_bytes_count_each_key_with_the_more_of_its_reservation_and_its_files(tmp_path):
+    """Each stored key counts as sent, with the larger of what its upload reserved beside it and
+    what lies beside it (one key's image never hides another's reservation); a key kept before
+    reservations counts its files; files of no key count until the sweep takes them."""
+    from ringfire.serve.store import Store
+
+    store = Store(tmp_path)
+    sid = store.create_session("t", "m", "f")
+
+    def kept(data: bytes, reserved: int) -> str:
+        digest = key_digest_of(data)
+        uid = store.upload(sid, "relin", "t", len(data), digest, reserved=reserved)["id"]
+        store.append(uid, 0, data)
+        assert store.stored_bytes("t") >= len(data) + reserved  # under way: its whole size and reservation
+        store.commit_upload(uid, sid, "relin", "t", digest, len(data), "p")
+        return digest
+
+    a, b = kept(b"a" * 1000, reserved=5000), kept(b"b" * 1000, reserved=7000)
+    assert store.stored_bytes("t") == 1000 + 5000 + 1000 + 7000
+    beside = lambda sha, name: store.blob_path("t", sha).with_name(f"{sha}.{name}")  # noqa: E731
+    beside(a, "image").write_bytes(b"x" * 9000)  # more than it reserved (keys derived for two models)
+    assert store.stored_bytes("t") == 1000 + 9000 + 1000 + 7000
+    store._q("update blobs set reserved = 0 where sha256 = ?", (b,))  # kept before reservations
+    beside(b, "image").write_bytes(b"x" * 3000)
+    beside("c" * 64, "image").write_bytes(b"x" * 100)  # of no key
+    assert store.key_charges("t") == ({a: 10000, b: 4000}, 100)
+    assert store.stored_bytes("t") == 10000 + 4000 + 100
 
 
 def test_the_upload_digest_runs_with_the_chunks_and_survives_a_restart(tmp_path):

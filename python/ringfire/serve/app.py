@@ -242,7 +242,7 @@ def create_app(config: ServeConfig) -> FastAPI:
     heartbeat = Heartbeat(store, process, config)
     metrics = Metrics()
     checks = KeyChecks(host, store, metrics)
-    quota_lock = threading.Lock()  # an upload's room is counted and taken at once (start_upload)
+    quota_locks: dict[str, threading.Lock] = {}  # per tenant: an upload's room is counted and taken at once
     runner = JobRunner(host, store, config, metrics, process, key_checks=checks)
     retention = Retention(store, config, metrics)
     limiter = RateLimiter(config.requests_per_second)
@@ -429,7 +429,7 @@ def create_app(config: ServeConfig) -> FastAPI:
             checks.forget_damaged(who, e)
             return False
         except CheckBusy as e:
-            if kind in store.session(sid, who)["keys"]:
+            if kind in (store.session(sid, who) or {"keys": {}})["keys"]:
                 refuse(503, f"{e}: these would replace the session's {kind} keys unchecked; retry",
                        {"Retry-After": "1"})
             return True
@@ -554,10 +554,9 @@ def create_app(config: ServeConfig) -> FastAPI:
         fresh = (state_now is None or state_now["total"] != total or restart
                  or state_now["digest"] not in (whole, PENDING))
         store.touch_session(sid)
-        if fresh:
-            up = start_upload(sid, kind, who, total, whole, restart, state_now)
-        else:
-            up = store.upload(sid, kind, who, total, whole)
+        up = None if fresh else store.upload(sid, kind, who, total, whole, resume_only=True)
+        if up is None:  # new, or the one under way went meanwhile (kept, started over)
+            up = start_upload(sid, kind, who, total, whole, restart)
         if first != up["received"]:
             refuse(409, f"this upload has {up['received']} bytes; send the chunk starting there",
                    {"X-Received": str(up["received"])})
@@ -566,21 +565,25 @@ def create_app(config: ServeConfig) -> FastAPI:
         except ChunkBusy as e:
             refuse(409, str(e), {"X-Received": str(first), "Retry-After": "1"})
 
-    def start_upload(sid: str, kind: str, who: str, total: int, whole: str, restart: bool, replaced) -> dict:
+    def start_upload(sid: str, kind: str, who: str, total: int, whole: str, restart: bool) -> dict:
         """A new upload, counted against the tenant's stored bytes from its start at what it will
         hold: its whole size and what the server writes beside it (its image, keys derived from
         it), reserved until they are written; nothing beside where this tenant stores keys of
-        the digest it names. `replaced`: the session's upload of `kind` it replaces (its count
-        goes). Under one lock, so that uploads starting at once cannot share the same room."""
-        reserved = 0 if whole != PENDING and store.has_blob(who, whole) else host.beside_bytes_expected(kind)
-        freed = replaced["total"] + replaced["reserved"] if replaced is not None else 0
-        with quota_lock:
+        the digest it names. The session's upload of `kind` it replaces stops counting. Under
+        the tenant's lock, so that its uploads starting at once cannot share the same room."""
+        named = whole if whole != PENDING else None
+        with quota_locks.setdefault(who, threading.Lock()):
+            reserved = 0 if named and store.has_blob(who, named) else host.beside_bytes_expected(kind)
+            replaced = store.upload_state(sid, kind)  # dropped by the new one
+            freed = replaced["total"] + replaced["reserved"] if replaced is not None else 0
             over = store.stored_bytes(who) - freed + total + reserved - config.tenant_bytes
-            if over > 0 and retention.make_room(who, over) < over:  # keys no session links go first
+            # Keys no session links go first (not those it names: stored, they are its room).
+            if over > 0 and retention.make_room(who, over, keep=named) < over:
                 refuse(413, f"this tenant would store more than {config.tenant_bytes} bytes: these {kind} keys "
                             f"take {total + reserved} with the image and derived keys the server keeps beside "
                             f"them, beside the keys its open sessions link (with theirs), uploads under way and "
                             f"results; close sessions it no longer uses to free theirs")
+            # A session closed meanwhile leaves the row to the retention sweep.
             return store.upload(sid, kind, who, total, whole, restart=restart, reserved=reserved)
 
     def _commit(sid: str, kind: str, who: str, uid: str, whole: str, total: int) -> dict:

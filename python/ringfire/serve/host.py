@@ -422,7 +422,7 @@ class Host:
         try:
             self.require_coverage(kind, obj)
         except NotForThisModel as e:
-            e.kind = kind  # for a job that finds them so (its session then loses them, saying why)
+            e.kind, e.path = kind, Path(path)  # for a job that finds them so (its session loses them)
             raise
         return obj
 

@@ -284,8 +284,8 @@ class JobRunner:
                 self.key_checks.forget_damaged(job.tenant, e)
             raise
         except NotForThisModel as e:  # linked unchecked: out of the session, which says why
-            if self.key_checks is not None and getattr(e, "kind", None):
-                self.key_checks.refuse_for_session(job.session, e.kind, e)
+            if self.key_checks is not None and getattr(e, "path", None):
+                self.key_checks.refuse_for_session(job.session, e.kind, e.path.name, e)
             raise
         ctx = host.ctx
 

@@ -69,12 +69,12 @@ class KeyChecks:
         self.metrics.keys_deleted.labels("damaged").inc()
         self.store.key_refused(sessions, error.kind, f"{error}: send them again")
 
-    def refuse_for_session(self, sid: str, kind: str, error: Exception) -> None:
-        """Keys linked unchecked that a job found do not serve this model: out of the session
-        (kept in the store for other models), the session's status says why."""
+    def refuse_for_session(self, sid: str, kind: str, sha: str, error: Exception) -> None:
+        """Keys `sha` linked unchecked that a job found do not serve this model: out of the
+        session (kept in the store for other models), the session's status says why."""
         message = f"the {kind} keys linked do not serve this model: {error}"
         log.warning("session %s: %s", sid, message)
-        self.store.unlink(sid, kind)
+        self.store.unlink(sid, kind, sha)
         self.metrics.refused.labels("422").inc()
         self.store.key_refused([sid], kind, message)
 

@@ -82,6 +82,7 @@ class Retention:
                 store.drop_blob(tenant, sha)
                 self.metrics.keys_deleted.labels("idle").inc()
                 done["keys"] += 1
+        store.drop_sessionless_uploads()
         done["orphans"], freed = store.sweep_orphans(now - ORPHAN_GRACE)
         if done["orphans"]:
             log.info("retention: %d files of no stored key deleted (%d bytes)", done["orphans"], freed)
@@ -89,17 +90,21 @@ class Retention:
             log.info("retention: %(sessions)d sessions closed, %(results)d results and %(keys)d keys deleted", done)
         return done
 
-    def make_room(self, tenant: str, over: int) -> int:
-        """Deletes the tenant's stored keys that no session links, least recently used first,
-        until `over` bytes are freed or none is left; returns the bytes freed."""
+    def make_room(self, tenant: str, over: int, keep: str | None = None) -> int:
+        """Deletes the tenant's stored keys that no session links (but `keep`), least recently
+        used first, until `over` bytes are freed or none is left; returns the bytes freed, as
+        the tenant's stored bytes count them (Store.key_charges: the key, and beside it the
+        larger of what it reserved and what was written)."""
         freed = 0
-        for _, sha, size in self.store.unlinked_blobs(tenant):
+        charges, _ = self.store.key_charges(tenant)
+        for _, sha, _ in self.store.unlinked_blobs(tenant):
             if freed >= over:
                 break
-            beside = self.store.beside_bytes(tenant, sha)  # its images and derived keys go with it
-            self.store.drop_blob(tenant, sha)
+            if sha == keep:
+                continue
+            self.store.drop_blob(tenant, sha)  # its images and derived keys go with it
             self.metrics.keys_deleted.labels("room").inc()
-            freed += size + beside
+            freed += charges.get(sha, 0)
         if freed:
             log.info("%d bytes of %s's unlinked keys deleted to make room for an upload", freed, tenant)
         return freed

@@ -335,9 +335,18 @@ class Store:
             self._q("update blobs set used = ? where tenant = ? and sha256 = ?", (time.time(), tenant, sha))
         return bool(linked)
 
-    def unlink(self, sid: str, kind: str) -> None:
-        """Takes the session's `kind` keys out of it (a job found they do not serve its model)."""
-        self._q("delete from session_keys where session = ? and kind = ?", (sid, kind))
+    def unlink(self, sid: str, kind: str, sha: str) -> None:
+        """Takes the session's `kind` keys `sha` out of it (a job found they do not serve its
+        model; keys of that kind linked since stay)."""
+        self._q("delete from session_keys where session = ? and kind = ? and sha256 = ?", (sid, kind, sha))
+
+    def drop_sessionless_uploads(self) -> int:
+        """Uploads whose session is gone (closed while the upload started, after its uploads
+        were dropped): dropped, so that they stop counting; returns how many."""
+        gone = [uid for (uid,) in self._q("select id from uploads where session not in (select id from sessions)")]
+        for uid in gone:
+            self.drop_upload(uid)
+        return len(gone)
 
     def _blob_params(self, tenant: str, sha: str) -> str | None:
         """The parameter identity a blob kept without one names in its envelope's header (then
@@ -355,34 +364,53 @@ class Store:
         return params
 
     def stored_bytes(self, tenant: str) -> int:
-        """What the tenant's quota counts: its keys as uploaded, what the server keeps beside
-        them (:meth:`beside_bytes`, or what their uploads reserved for it where more: written
-        later, at first use), uploads under way at their whole size with their reservations,
+        """What the tenant's quota counts: its stored keys (:meth:`key_charges`), files beside
+        them of no stored key, uploads under way at their whole size with what they reserve,
         and results."""
-        blobs, reserved = self._q("select coalesce(sum(size), 0), coalesce(sum(reserved), 0) from blobs "
-                                  "where tenant = ?", (tenant,))[0]
+        charges, loose = self.key_charges(tenant)
         parts = self._q("select coalesce(sum(total + reserved), 0) from uploads where tenant = ?", (tenant,))[0][0]
         results = self._q("select coalesce(sum(result_bytes), 0) from jobs where tenant = ?", (tenant,))[0][0]
-        return int(blobs + parts + results) + max(int(reserved), self.beside_bytes(tenant))
+        return sum(charges.values()) + loose + int(parts + results)
+
+    def key_charges(self, tenant: str) -> tuple[dict[str, int], int]:
+        """({digest: bytes} each stored key counts, the bytes of files beside them of no stored
+        key). A key counts as uploaded, with the larger of what its upload reserved beside it
+        and what lies beside it now (:meth:`beside_bytes`): written later, at first use, or more
+        than reserved (keys derived for several models)."""
+        beside = self._beside_by_key(tenant)
+        charges = {sha: int(size) + max(int(reserved), beside.pop(sha, 0))
+                   for sha, size, reserved in self._q("select sha256, size, reserved from blobs where tenant = ?",
+                                                      (tenant,))}
+        return charges, sum(beside.values())
 
     def beside_bytes(self, tenant: str, sha: str | None = None) -> int:
         """The disk the server fills beside the tenant's stored keys (of the one blob `sha`, or of
         all): key images (expanded, up to twice an upload) and Galois keys derived from master
-        keys with their images (ResNet-20's 1.49 GB from 220 MB sent). Files named after their
-        blob with a suffix; read from the directory, so whatever wrote them counts."""
+        keys with their images (ResNet-20's 1.49 GB from 220 MB sent), with their temporary
+        files. Files named after their blob with a suffix; read from the directory, so whatever
+        wrote them counts."""
+        beside = self._beside_by_key(tenant)
+        return beside.get(sha, 0) if sha else sum(beside.values())
+
+    def _beside_by_key(self, tenant: str) -> dict[str, int]:
+        """{digest: bytes of the files beside that key}, from the tenant's key folder (a key's
+        image, derived keys and their images: ``DIGEST.SUFFIX``; temporary files
+        ``.DIGEST.SUFFIX...`` or ``DIGEST.SUFFIX.partial-...``)."""
         folder = self.blob_path(tenant, "-").parent
-        prefix = f"{sha}." if sha else ""
-        total = 0
+        out: dict[str, int] = {}
         try:
             entries = os.scandir(folder)
         except FileNotFoundError:
-            return 0
+            return out
         with entries:
             for entry in entries:
-                if "." in entry.name and entry.name.startswith(prefix):
-                    with contextlib.suppress(FileNotFoundError):  # removed meanwhile
-                        total += entry.stat().st_size
-        return total
+                name = entry.name.lstrip(".")
+                if "." not in name:
+                    continue  # a key as uploaded: counted by its row
+                with contextlib.suppress(FileNotFoundError):  # removed meanwhile
+                    sha = name.split(".")[0]
+                    out[sha] = out.get(sha, 0) + entry.stat().st_size
+        return out
 
     def sweep_orphans(self, before: float) -> tuple[int, int]:
         """Deletes the files of the key folders that belong to no stored key, last written
@@ -417,7 +445,7 @@ class Store:
 
     # ---- resumable uploads -------------------------------------------------------------
     def upload(self, sid: str, kind: str, tenant: str, total: int, sha: str, restart: bool = False,
-               reserved: int = 0) -> dict:
+               reserved: int = 0, resume_only: bool = False) -> dict | None:
         """The upload of `kind` for the session with this size and hash: the one under way
         (to resume), or a new one (always with `restart`). A key the client names with its last
         chunk has the digest PENDING until then: the upload under way takes the first digest a
@@ -430,6 +458,8 @@ class Store:
             if named != sha:
                 self._q("update uploads set sha256 = ? where id = ?", (sha, uid))
             return {"id": uid, "received": received}
+        if resume_only:
+            return None
         for (replaced,) in self._q("select id from uploads where session = ? and kind = ?", (sid, kind)):
             self.drop_upload(replaced)  # its row, its bytes so far and its running digest
         uid = new_id()
@@ -519,17 +549,22 @@ class Store:
             os.replace(part, final)
             os.chmod(final, 0o444)
             os.utime(final)  # kept now, whenever its last chunk came: no orphan to the sweep meanwhile
+        # The rows as one: the bytes never count twice (upload and blob), and the blob is linked
+        # before anything (make_room, retention) can take it for unlinked.
+        with self._transaction():
             reserved = self._q("select reserved from uploads where id = ?", (uid,))
-            self._q("insert or ignore into blobs (tenant, sha256, size, kind, params, used, reserved) "
-                    "values (?, ?, ?, ?, ?, ?, ?)",
-                    (tenant, sha, size, kind, params, time.time(), reserved[0][0] if reserved else 0))
-        else:
+            if new:
+                self._q("insert or ignore into blobs (tenant, sha256, size, kind, params, used, reserved) "
+                        "values (?, ?, ?, ?, ?, ?, ?)",
+                        (tenant, sha, size, kind, params, time.time(), reserved[0][0] if reserved else 0))
+            else:
+                # Checked for `params` just now: a blob kept before blobs named theirs is named now.
+                self._q("update blobs set params = ? where tenant = ? and sha256 = ? and params is null",
+                        (params, tenant, sha))
+            self._q("delete from uploads where id = ?", (uid,))
+            self._q("insert or replace into session_keys values (?, ?, ?, ?)", (sid, kind, sha, size))
+        if not new:
             part.unlink(missing_ok=True)
-            # Checked for `params` just now: a blob kept before blobs named theirs is named now.
-            self._q("update blobs set params = ? where tenant = ? and sha256 = ? and params is null",
-                    (params, tenant, sha))
-        self._q("delete from uploads where id = ?", (uid,))
-        self._q("insert or replace into session_keys values (?, ?, ?, ?)", (sid, kind, sha, size))
         return new
 
     def drop_blob(self, tenant: str, sha: str) -> list[str]:
