@@ -209,12 +209,23 @@ class Host:
         return int(max(1, min(MAX_DEFAULT_WORKERS, available_bytes()["bytes"] // max(1, self.plan.run_bytes))))
 
     # ---- key sizes --------------------------------------------------------------------
-    def _switch_key_bytes(self) -> int:
-        """A switching key over the whole chain written unseeded: at most dnum digits, each two
-        polynomials over Q and P."""
-        params = self.ctx.params
+    def _switch_key_bytes(self, params=None) -> int:
+        """A switching key over the whole chain of `params` (the context's by default; master
+        keys and the keys derived from them: :meth:`_derivation`) written unseeded: at most dnum
+        digits, each two polynomials over Q and P."""
+        params = self.ctx.params if params is None else params
         limbs = len(params.q_primes) + len(params.p_primes)
         return 2 * params.dnum * limbs * self.ctx.poly_degree * 8
+
+    def _derivation(self):
+        """The parameters master keys and the Galois keys derived from them live over, at the
+        model's top level."""
+        return _core.derivation_parameters(self.ctx._core.rlwe, self.ctx.max_level)
+
+    @property
+    def _steps(self) -> set[int]:
+        """The model's rotations as slot steps, without the identity."""
+        return {r % self.ctx.slots for r in self.rotations} - {0}
 
     def max_key_bytes(self, kind: str) -> int:
         """The most bytes a key set of `kind` for these parameters and this model can take
@@ -230,17 +241,14 @@ class Host:
         model (imaged or not, expanded). Reserved against the tenant's stored bytes when the
         upload starts, so that what is written after the upload cannot take a tenant past its
         limit (master keys: 220 MB sent for ResNet-20, 1.49 GB derived)."""
-        switch, page = self._switch_key_bytes(), 1 << 16
-        rotations = len({r % self.ctx.slots for r in self.rotations} - {0})
-        if kind == "master":  # derived over the derivation context, at the model's top level
-            derivation = _core.derivation_parameters(self.ctx._core.rlwe, self.ctx.max_level)
-            limbs = len(derivation.q_primes) + len(derivation.p_primes)
-            return rotations * 2 * derivation.dnum * limbs * self.ctx.poly_degree * 8 + page
+        page = 1 << 16
+        if kind == "master":
+            return len(self._steps) * self._switch_key_bytes(self._derivation()) + page
         if not self.config.key_images:
             return 0
         if kind == "bootstrap":
             return self.max_key_bytes("bootstrap")
-        return (rotations if kind == "galois" else 1) * switch + page
+        return (len(self._steps) if kind == "galois" else 1) * self._switch_key_bytes() + page
 
     def _key_bytes_bound(self, kind: str) -> int:
         if kind == "relin":
@@ -250,9 +258,7 @@ class Host:
         if kind == "bootstrap":  # seeded, as keygen makes them (format version 5 packs them smaller than 4)
             return int(self.ctx.bootstrap_plan().held_bytes * 1.05) + 8 * SLACK
         if kind == "master":  # log2(N/2) rotations and the conjugation, over the derivation context
-            derivation = _core.derivation_parameters(self.ctx._core.rlwe, self.ctx.max_level)
-            limbs = len(derivation.q_primes) + len(derivation.p_primes)
-            per_key = 2 * derivation.dnum * limbs * self.ctx.poly_degree * 8 + SLACK
+            per_key = self._switch_key_bytes(self._derivation()) + SLACK
             return self.ctx.poly_degree.bit_length() * per_key + SLACK
         raise KeyError(kind)
 
@@ -289,8 +295,7 @@ class Host:
             if obj.level < self.ctx.max_level:
                 raise NotForThisModel(f"[serve] the master keys serve levels up to {obj.level}; the model rotates "
                                       f"at levels up to {self.ctx.max_level}")
-            steps = {r % (self.ctx.slots) for r in self.rotations} - {0}
-            needed = {self.ctx._core.rlwe.galois_element(1 << bit) for step in steps
+            needed = {self.ctx._core.rlwe.galois_element(1 << bit) for step in self._steps
                       for bit in range(step.bit_length()) if step >> bit & 1}
             missing = sorted(needed - set(obj._native.elements()))
             if missing:
@@ -298,7 +303,7 @@ class Host:
                                       "rotations are derived from")
         if kind == "galois":
             have = set(obj.rotations())
-            missing = sorted({r % self.ctx.slots for r in self.rotations} - {0} - have)
+            missing = sorted(self._steps - have)
             if missing:
                 raise NotForThisModel(f"[serve] the Galois keys lack rotations {missing[:8]} the model needs "
                                       f"(all: {self.rotations})")

@@ -51,10 +51,8 @@ class KeyChecks:
             reason = e.reason if isinstance(e, StoredKeysDamaged) else e  # new keys: the load's own words
             message = f"the uploaded {kind} keys were refused after their upload: {reason}"
             log.warning("tenant %s: %s", tenant, message)
-            self.host.evict(path)
-            sessions = self.store.drop_blob(tenant, sha)
+            self._drop(tenant, kind, path, message)
             self.metrics.refused.labels("422").inc()
-            self.store.key_refused(sessions, kind, message)
         finally:
             with self._lock:
                 self._pending.pop((tenant, sha)).set()
@@ -64,10 +62,15 @@ class KeyChecks:
         store and from the sessions that linked them (their status says why), so that their
         owner's next upload of them is stored anew instead of linking the damaged copy."""
         log.warning("tenant %s: %s; forgotten, to be sent again", tenant, error)
-        self.host.evict(error.path)
-        sessions = self.store.drop_blob(tenant, error.path.name)
+        self._drop(tenant, error.kind, error.path, f"{error}: send them again")
         self.metrics.keys_deleted.labels("damaged").inc()
-        self.store.key_refused(sessions, error.kind, f"{error}: send them again")
+
+    def _drop(self, tenant: str, kind: str, path, message: str) -> None:
+        """The stored keys at `path` out of the cache, the store and every session that linked
+        them, whose status gives `message`."""
+        self.host.evict(path)
+        sessions = self.store.drop_blob(tenant, path.name)
+        self.store.key_refused(sessions, kind, message)
 
     def refuse_for_session(self, sid: str, kind: str, sha: str, error: Exception) -> None:
         """Keys `sha` linked unchecked that a job found do not serve this model: out of the

@@ -113,7 +113,8 @@ class Metrics:
         self.sessions_closed = Counter("ringfire_sessions_closed_total", "Sessions ended, by why (client, idle)",
                                        ["reason"], registry=r)
         self.keys_deleted = Counter("ringfire_keys_deleted_total", "Stored keys no session linked, deleted by why "
-                                    "(idle; room: a new upload needed their bytes; damaged: they no longer loaded)", ["reason"], registry=r)
+                                    "(idle; room: a new upload needed their bytes; damaged: they no longer loaded)",
+                                    ["reason"], registry=r)
         self.results_expired = Counter("ringfire_results_expired_total", "Results deleted past their lifetime",
                                        registry=r)
         Gauge("ringfire_resident_memory_bytes", "The server's resident memory", registry=r).set_function(

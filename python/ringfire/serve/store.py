@@ -125,6 +125,22 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
+def _key_folder(tenant: str) -> str:
+    """The folder of a tenant's keys, under the store's ``blobs``."""
+    return hashlib.sha256(tenant.encode()).hexdigest()[:32]
+
+
+def _key_file(name: str) -> tuple[str, bool, bool]:
+    """(the digest of the key it belongs to, whether it lies beside the key rather than being
+    it, whether it is a temporary file) of a file of a key folder: ``DIGEST`` a key as
+    uploaded; ``DIGEST.SUFFIX`` its image, derived keys and their images; temporary files
+    ``.DIGEST.SUFFIX.PID.RANDOM.tmp`` (io.atomic_file) and ``DIGEST.SUFFIX.partial-PID-RANDOM``
+    (a key image's)."""
+    temporary = name.startswith(".") or ".partial-" in name
+    bare = name.lstrip(".")
+    return bare.split(".")[0], "." in bare, temporary
+
+
 class Store:
     def __init__(self, directory: str | os.PathLike, *, shared: bool = False):
         """``shared``: other processes (replicas, possibly on other machines) open the same
@@ -284,7 +300,7 @@ class Store:
 
     # ---- key blobs ----------------------------------------------------------------------
     def blob_path(self, tenant: str, sha: str) -> Path:
-        return self.root / "blobs" / hashlib.sha256(tenant.encode()).hexdigest()[:32] / sha
+        return self.root / "blobs" / _key_folder(tenant) / sha
 
     def stored_kinds(self, tenant: str, params: str) -> list[str]:
         """The kinds of the keys this tenant stores for parameters `params` (a blob kept before
@@ -383,14 +399,12 @@ class Store:
                                                       (tenant,))}
         return charges, sum(beside.values())
 
-    def beside_bytes(self, tenant: str, sha: str | None = None) -> int:
-        """The disk the server fills beside the tenant's stored keys (of the one blob `sha`, or of
-        all): key images (expanded, up to twice an upload) and Galois keys derived from master
-        keys with their images (ResNet-20's 1.49 GB from 220 MB sent), with their temporary
-        files. Files named after their blob with a suffix; read from the directory, so whatever
-        wrote them counts."""
-        beside = self._beside_by_key(tenant)
-        return beside.get(sha, 0) if sha else sum(beside.values())
+    def beside_bytes(self, tenant: str) -> int:
+        """The disk the server fills beside the tenant's stored keys: key images (expanded, up to
+        twice an upload) and Galois keys derived from master keys with their images (ResNet-20's
+        1.49 GB from 220 MB sent), with their temporary files. Files named after their blob with
+        a suffix; read from the directory, so whatever wrote them counts."""
+        return sum(self._beside_by_key(tenant).values())
 
     def _beside_by_key(self, tenant: str) -> dict[str, int]:
         """{digest: bytes of the files beside that key}, from the tenant's key folder (a key's
@@ -404,11 +418,10 @@ class Store:
             return out
         with entries:
             for entry in entries:
-                name = entry.name.lstrip(".")
-                if "." not in name:
+                sha, beside, _ = _key_file(entry.name)
+                if not beside:
                     continue  # a key as uploaded: counted by its row
                 with contextlib.suppress(FileNotFoundError):  # removed meanwhile
-                    sha = name.split(".")[0]
                     out[sha] = out.get(sha, 0) + entry.stat().st_size
         return out
 
@@ -419,8 +432,7 @@ class Store:
         ``NAME.partial-PID-RANDOM``, a key image's). Both count
         against their tenant's stored bytes (:meth:`beside_bytes`) until they go. Returns
         (files, bytes) deleted."""
-        kept = {(hashlib.sha256(tenant.encode()).hexdigest()[:32], sha)
-                for tenant, sha in self._q("select tenant, sha256 from blobs")}
+        kept = {(_key_folder(tenant), sha) for tenant, sha in self._q("select tenant, sha256 from blobs")}
         files = freed = 0
         try:
             folders = [f for f in os.scandir(self.root / "blobs") if f.is_dir(follow_symlinks=False)]
@@ -429,16 +441,15 @@ class Store:
         for folder in folders:
             with os.scandir(folder.path) as entries:
                 for entry in entries:
-                    temporary = entry.name.startswith(".") or ".partial-" in entry.name
-                    if not temporary and (folder.name, entry.name.split(".")[0]) in kept:
+                    sha, _, temporary = _key_file(entry.name)
+                    if not temporary and (folder.name, sha) in kept:
                         continue
                     with contextlib.suppress(FileNotFoundError):
                         stat = entry.stat(follow_symlinks=False)
                         if stat.st_mtime >= before:  # perhaps being written, or a blob committed just now
                             continue
-                        if not temporary and self._q("select 1 from blobs where sha256 = ?",
-                                                     (entry.name.split(".")[0],)):
-                            continue  # kept since the sweep began
+                        if not temporary and self._q("select 1 from blobs where sha256 = ?", (sha,)):
+                            continue  # kept since the sweep began (by any tenant: kept, to be safe)
                         os.unlink(entry.path)
                         files, freed = files + 1, freed + stat.st_size
         return files, freed
