@@ -40,7 +40,7 @@ def test_encrypted_weights_follow_numpy_integers_and_train_as_float_does(trained
     got = trainer.decrypt_weights(W, sk)
     want = bgvlr.train_plain(Xq, Y, 3, **trainer.arithmetic)
     assert np.abs(want).max() > 20                                        # it did learn
-    assert np.abs(got - want).max() <= 2                                  # the reads' errors: a unit or two at most
+    assert np.abs(got - want).max() <= 2      # a fixed seed's reads: within 2 (other draws: up to 3, docs/logreg.md)
     k, s = trainer.arithmetic["gradient_shift"], trainer.arithmetic["step_shift"]
     w = np.zeros(X.shape[1])
     for _ in range(3):                                                    # float training at the same rate

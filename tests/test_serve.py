@@ -1505,6 +1505,38 @@ def assert_stored(client, session, keys):
     assert status["missing"] == [] and status["keys"]["relin"]["digest"] == key_digest_of(keys.relin.to_bytes())
 
 
+def test_retries_wait_as_long_as_the_server_says(monkeypatch):
+    """A 429 or 503 with Retry-After is tried again after that many seconds (at most
+    RETRY_AFTER_MOST), where a gateway's 502/503 without one backs off; a Retry-After that is not
+    a number (an HTTP date) backs off too. A fifth refusal reaches the caller with its message."""
+    import types
+
+    from ringfire.serve import client as client_module
+
+    answers = iter([(503, {"Retry-After": "1"}), (429, {"Retry-After": "3600"}), (503, {}),
+                    (502, {"Retry-After": "Wed, 21 Oct 2026 07:28:00 GMT"}), (429, {"Retry-After": "0.25"}),
+                    (200, {}), (503, {"Retry-After": "1"})])
+    waits = []
+    monkeypatch.setattr(client_module, "time", types.SimpleNamespace(sleep=waits.append, time=time.time,
+                                                                    monotonic=time.monotonic,
+                                                                    perf_counter=time.perf_counter))
+
+    def answer(request):
+        status, headers = next(answers)
+        return httpx.Response(status, headers=headers, json={"error": f"busy {status}"}, request=request)
+
+    with Client("http://127.0.0.1:9", "token") as client:
+        client.http = httpx.Client(base_url=client.url, transport=httpx.MockTransport(answer))
+        with pytest.raises(ServerError, match="busy 429"):
+            client.request("GET", "/v2/models", retries=4)  # five 5xx/429s: the last one is the caller's
+        assert waits == [1.0, client_module.RETRY_AFTER_MOST, 2.0, 4.0]  # 3rd, 4th: backoff 0.5 * 2**attempt
+        waits.clear()
+        assert client.request("GET", "/v2/models").status_code == 200
+        assert waits == []
+        with pytest.raises(ServerError, match="busy 503"):
+            client.request("GET", "/v2/models", retries=0)
+
+
 def test_a_chunk_refused_with_429_is_sent_again_whole(served, monkeypatch):
     """A chunk the server (or a proxy) refuses with 429 after reading its body is sent again
     by the client's retry with all its bytes (a request body is a list of pieces that can be

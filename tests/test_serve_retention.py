@@ -95,6 +95,10 @@ def test_a_tenant_at_its_limit_lists_the_sessions_it_lost_track_of_and_closes_th
         kept = client.session("mlp", progress=False)
         kept.inline = False
         job = kept.submit(kept.ctx.encrypt_batch(batch(2, 16), kept.secret_key))  # under way: never closed
+        deadline = time.monotonic() + 30  # waiting for its client: its last change before the next sessions
+        while client.request("GET", f"/v1/jobs/{job}").json()["state"] != "awaiting_client":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
         lost = [client.session("mlp", kept.ctx, kept.secret_key, kept.keys, progress=False).id for _ in range(2)]
         with pytest.raises(ServerError, match="GET /v1/sessions lists them") as refused:
             client.request("POST", "/v1/sessions", expect=(201,), retries=0,
@@ -130,6 +134,29 @@ def test_an_unused_session_is_closed_and_a_result_expires_but_work_under_way_is_
         assert "deleted" in expired.json()["error"] and "keeps results 0.3 s" in expired.json()["error"]
         assert busy.wait(waiting).cts.size == 4  # the job under way goes on, its result fetched at once
         assert app.state.metrics.sessions_closed.labels("idle")._value.get() == 1
+
+
+def test_a_session_is_in_use_while_its_jobs_move_on(tmp_path):
+    """A session's idle time counts from the last request that named it or the last change of
+    one of its jobs, whichever came later: a job that ran (or waited for its client) past the
+    idle time does not leave its session to be closed the moment it ends."""
+    from ringfire.serve.store import Store
+
+    store = Store(tmp_path / "store")
+    sid = store.create_session("alice", "mlp", "f")
+    jid, _ = store.create_job("alice", sid, None)
+    long_ago = time.time() - 3600
+    store._q("update sessions set created = ?, used = ? where id = ?", (long_ago, long_ago, sid))
+    store._q("update jobs set created = ?, updated = ? where id = ?", (long_ago, long_ago, jid))
+    assert store.idle_sessions(time.time() - 60) == []  # a job under way
+    store.set_job(jid, "done")  # it ends now
+    assert store.idle_sessions(time.time() - 60) == []
+    assert store.close_session(sid, idle_before=time.time() - 60) is None
+    assert store.sessions_of("alice")[0]["used"] > time.time() - 60
+    store._q("update jobs set updated = ? where id = ?", (long_ago, jid))
+    assert store.idle_sessions(time.time() - 60) == [(sid, "alice")]
+    assert store.close_session(sid, idle_before=time.time() - 60) == {"jobs_stopped": [], "results_deleted": 0}
+    store.close()
 
 
 def test_a_client_whose_session_the_server_closed_opens_it_again_with_the_same_keys(config, tokens):
@@ -254,6 +281,54 @@ def test_an_upload_under_way_holds_its_whole_room(config, tokens):
         # Started over in its own session, an upload's earlier start is not counted twice.
         again = client.request("PUT", f"/v1/sessions/{sids[0]}/keys/relin", **first_chunk).json()
         assert again["received"] == BLOCK
+
+
+def test_a_tenants_room_and_sessions_are_counted_as_one_by_every_process_of_the_store(config, tokens,
+                                                                                     monkeypatch):
+    """Replicas share one store: an upload's room is counted and taken under a lock every
+    process shares (a file lock: another Store on the same folder stands for another process),
+    held by one tenant without holding up another, answered 503 with Retry-After past its wait;
+    sessions are counted and added in one statement, so that requests at once on several
+    processes never pass the tenant's limit."""
+    import concurrent.futures
+    import functools
+
+    from ringfire.serve.keydigest import BLOCK, PENDING
+    from ringfire.serve.store import Store, TenantBusy
+
+    other = Store(config.store)  # another replica's view of the same store
+    with server_thread(config) as (url, app), Client(url, tokens["alice"]) as alice, \
+            Client(url, tokens["bob"]) as bob:
+        monkeypatch.setattr(app.state.store, "tenant_lock", functools.partial(Store.tenant_lock, app.state.store,
+                                                                             wait=0.3))
+        data = alice.context("mlp").keygen()[1].relin.to_bytes()
+        fingerprint = alice.model("mlp")["parameters"]["fingerprint"]
+        chunk = {"content": data[:BLOCK], "headers": {"Content-Range": f"bytes 0-{BLOCK - 1}/{len(data)}",
+                                                      "X-Key-Digest": PENDING}}
+
+        def first_chunk(client):
+            sid = client.request("POST", "/v1/sessions", expect=(201,), json={"model": "mlp",
+                                                                             "fingerprint": fingerprint}).json()["id"]
+            return client.request("PUT", f"/v1/sessions/{sid}/keys/relin", retries=0, **chunk)
+
+        with other.tenant_lock("alice"):
+            with pytest.raises(TenantBusy, match="more than 0.1 s"):
+                with app.state.store.tenant_lock("alice", wait=0.1):
+                    pass
+            with pytest.raises(ServerError, match="stored bytes are being counted|more than 0.3 s") as busy:
+                first_chunk(alice)
+            assert busy.value.status == 503
+            assert first_chunk(bob).json()["received"] == BLOCK  # another tenant's lock
+        assert first_chunk(alice).json()["received"] == BLOCK
+    with pytest.raises(TenantBusy):  # a thread of the same process waits its turn too
+        with other.tenant_lock("carol"), other.tenant_lock("carol", wait=0.05):
+            pass
+    stores = [other, Store(config.store)]
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        made = list(pool.map(lambda i: stores[i % 2].create_session("dave", "mlp", "f", most=5), range(24)))
+    assert sum(sid is not None for sid in made) == 5 == other.count_sessions("dave")
+    for store in stores:
+        store.close()
 
 
 def test_files_of_no_stored_key_are_swept_once_old(config, tokens):

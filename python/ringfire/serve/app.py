@@ -37,7 +37,7 @@ from .keychecks import KeyChecks
 from .keydigest import BLOCK, PENDING, aligned
 from .metrics import Metrics, RequestTimer
 from .retention import Retention
-from .store import TERMINAL, ChunkBusy, Store
+from .store import TERMINAL, ChunkBusy, Store, TenantBusy
 
 log = logging.getLogger("ringfire.serve")
 JSON_LIMIT = 64 * 1024
@@ -242,7 +242,6 @@ def create_app(config: ServeConfig) -> FastAPI:
     heartbeat = Heartbeat(store, process, config)
     metrics = Metrics()
     checks = KeyChecks(host, store, metrics)
-    quota_locks: dict[str, threading.Lock] = {}  # per tenant: an upload's room is counted and taken at once
     runner = JobRunner(host, store, config, metrics, process, key_checks=checks)
     retention = Retention(store, config, metrics)
     limiter = RateLimiter(config.requests_per_second)
@@ -290,6 +289,11 @@ def create_app(config: ServeConfig) -> FastAPI:
         metrics.refused.labels("503").inc()
         return JSONResponse({"error": "the store is busy (another process holds its lock); try again",
                              "status": 503}, 503, headers={"Retry-After": "1"})
+
+    @app.exception_handler(TenantBusy)
+    async def tenant_busy(request: Request, exc: TenantBusy):
+        metrics.refused.labels("503").inc()
+        return JSONResponse({"error": str(exc), "status": 503}, 503, headers={"Retry-After": "1"})
 
     @app.exception_handler(ClientDisconnect)
     async def client_gone(request: Request, exc: ClientDisconnect):
@@ -388,12 +392,12 @@ def create_app(config: ServeConfig) -> FastAPI:
         of the keys this tenant stores (a client need not hash a key of another kind before it
         sends it: no stored key could be linked in its place) and, per kind, why stored keys
         named were refused (they do not serve this model: sending them would be refused too)."""
-        if store.count_sessions(who) >= config.tenant_sessions:
+        sid = store.create_session(who, config.name, host.fingerprint, most=config.tenant_sessions)
+        if sid is None:
             idle = (f", or one unused for {config.session_idle:g} s is closed by the server" if config.session_idle
                     else "")
             refuse(429, f"at most {config.tenant_sessions} sessions per tenant: close one (GET /v1/sessions lists "
                         f"them, DELETE /v1/sessions/{{id}} closes one; Client.close_sessions() in rf.serve){idle}")
-        sid = store.create_session(who, config.name, host.fingerprint)
         linked, refused = [], {}
         for kind, digest in digests.items():
             try:
@@ -570,9 +574,10 @@ def create_app(config: ServeConfig) -> FastAPI:
         hold: its whole size and what the server writes beside it (its image, keys derived from
         it), reserved until they are written; nothing beside where this tenant stores keys of
         the digest it names. The session's upload of `kind` it replaces stops counting. Under
-        the tenant's lock, so that its uploads starting at once cannot share the same room."""
+        the tenant's lock (Store.tenant_lock: every process of the store), so that its uploads
+        starting at once, on one replica or several, cannot share the same room."""
         named = whole if whole != PENDING else None
-        with quota_locks.setdefault(who, threading.Lock()):
+        with store.tenant_lock(who):  # TenantBusy past its wait: 503 (tenant_busy)
             reserved = 0 if named and store.has_blob(who, named) else host.beside_bytes_expected(kind)
             replaced = store.upload_state(sid, kind)  # dropped by the new one
             freed = replaced["total"] + replaced["reserved"] if replaced is not None else 0

@@ -32,6 +32,7 @@ log = logging.getLogger("ringfire.serve")
 
 CHUNK = 16 * 2**20
 CHUNK_RESENDS = 3  # a chunk that arrives corrupt is sent again at most this many times
+RETRY_AFTER_MOST = 30.0  # the longest a server's Retry-After makes the client wait before trying again
 # Each key's size and block digests, by key object, for as long as it lives: a client that opens
 # another session with the same keys, or resumes an upload, names them without serializing and
 # hashing them again (N16_D30's relinearization key: 24 ms; N16_BOOT's bootstrapping keys, 3.06 GB:
@@ -60,6 +61,15 @@ RETAIN_FREED = 64 * 2**20  # freed memory the client's process keeps mapped (Cli
 READ_BYTES = 2**20  # what httpx reads from its socket at a time in the client's process (Client's docstring)
 HTTPCORE_READ_BYTES = 64 * 2**10  # httpcore's own
 MAX_ENTRIES = 2**24  # ciphertexts a container from the server may hold (each one's bytes: the context's largest object)
+
+
+def retry_after(response, otherwise: float) -> float:
+    """Seconds to wait before trying again: the response's Retry-After (at most RETRY_AFTER_MOST),
+    or ``otherwise`` where it has none in seconds (absent, or an HTTP date from a proxy)."""
+    try:
+        return min(RETRY_AFTER_MOST, max(0.0, float(response.headers["retry-after"])))
+    except (KeyError, ValueError):
+        return otherwise
 
 
 class ServerError(RuntimeError):
@@ -152,10 +162,10 @@ class Client:
                 finally:
                     response.close()
             if response.status_code == 429 and attempt < retries:
-                time.sleep(min(30.0, float(response.headers.get("retry-after", "1"))))
+                time.sleep(retry_after(response, 1.0))
                 continue
             if response.status_code in (502, 503, 504) and attempt < retries:
-                time.sleep(0.5 * 2**attempt)
+                time.sleep(retry_after(response, 0.5 * 2**attempt))  # a busy check says when; a gateway may not
                 continue
             if response.status_code not in expect:
                 try:
@@ -502,7 +512,7 @@ class Session:
                         resent += 1  # its bytes changed on the way: the same chunk again
                         continue
                     if response.status_code == 409:  # the server has a different offset: resume there
-                        time.sleep(min(5.0, float(response.headers.get("retry-after", "0"))))
+                        time.sleep(min(5.0, retry_after(response, 0.0)))
                         received = int(response.headers.get("x-received", "0"))
                         if named is None and received != offset:  # named first, then resumed there
                             resume_at = received

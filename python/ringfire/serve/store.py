@@ -10,6 +10,7 @@ Layout under the store directory::
     uploads/<upload id>.part           bytes received so far
     results/<job id>.rft               a finished job's encrypted output
     rounds/<job id>.<n>.ask / .answer  a client-aided round's ciphertexts, and the key holder's answer
+    locks/<tenant folder>              a tenant's lock while an upload's room is counted and taken
 
 Every write of a blob, a result or a round goes to a temporary file first and is renamed
 into place, so a crash never leaves half a file under a final name. Each thread has its
@@ -81,9 +82,14 @@ ADDED_COLUMNS = {"jobs": {"owner": "text", "cancel": "integer not null default 0
                  "sessions": {"used": "real"}}
 
 TERMINAL = ("done", "failed")
-# A session unused since a time (the parameter) with no job under way: retention.py closes those.
-_IDLE = ("coalesce(used, created) < ? and id not in "
-         "(select session from jobs where state not in ('done', 'failed'))")
+# When a session ``s`` was last used: a request named it (opened, keys given, a job submitted:
+# its ``used``) or one of its jobs moved on (progress, a round answered, its end): a session
+# whose job ran longer than the idle time is not idle the moment that job ends.
+_LAST_USED = ("max(coalesce(s.used, s.created), coalesce((select max(j.updated) from jobs j "
+              "where j.session = s.id), 0))")
+# A session unused since ``:before`` with no job under way: retention.py closes those.
+_IDLE = (f"{_LAST_USED} < :before and not exists (select 1 from jobs j where j.session = s.id "
+         "and j.state not in ('done', 'failed'))")
 BEHIND_BYTES = 8 * 2**20  # pieces of a chunk waiting to be hashed and written
 
 
@@ -121,6 +127,10 @@ class ChunkBusy(RuntimeError):
     """Another request is writing a chunk of the same upload (the caller answers 409)."""
 
 
+class TenantBusy(RuntimeError):
+    """The tenant's lock stayed held past its wait (the caller answers 503 with Retry-After)."""
+
+
 def new_id() -> str:
     return uuid.uuid4().hex
 
@@ -148,7 +158,7 @@ class Store:
         host), and uploads hashed from their files at commit (chunks may reach any process)."""
         self.root, self.shared = Path(directory), shared
         self.direct_from = DIRECT_FROM  # uploads at least this large are written past the page cache
-        for sub in ("blobs", "uploads", "results", "rounds"):
+        for sub in ("blobs", "uploads", "results", "rounds", "locks"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         self._local = threading.local()             # this thread's connection
         self._connections: list[sqlite3.Connection] = []  # every thread's, closed together
@@ -157,6 +167,7 @@ class Store:
         # its start, and up to which byte: the commit then needs no second pass over the file.
         self._digests: dict[str, tuple[int, bytes]] = {}
         self._writing: set[str] = set()  # uploads with a chunk arriving (one at a time each)
+        self._tenant_threads: dict[str, threading.Lock] = {}  # this process's side of tenant_lock
         with self._transaction():  # processes opening a new store at once: one creates it
             for statement in filter(str.strip, SCHEMA.split(";")):
                 self._db.execute(statement)
@@ -230,13 +241,48 @@ class Store:
     def _q(self, sql: str, args=()) -> list:
         return self._db.execute(sql, args).fetchall()
 
+    @contextlib.contextmanager
+    def tenant_lock(self, tenant: str, wait: float = BUSY_SECONDS):
+        """The tenant's lock across every process that shares the store (a file lock under
+        ``locks/``: on the replicas' shared volume, as SQLite's own), so that what is counted
+        against the tenant and then taken (an upload's room) is counted and taken at once by
+        whichever process took the request. Its threads queue on a lock of this process first
+        (only one of them polls the file); TenantBusy past ``wait`` seconds."""
+        deadline = time.monotonic() + wait
+        with self._memory:
+            ours = self._tenant_threads.setdefault(tenant, threading.Lock())
+        if not ours.acquire(timeout=wait):
+            raise TenantBusy(f"[serve] this tenant's stored bytes are being counted for another request for more "
+                             f"than {wait:g} s; try again")
+        try:
+            with open(self.root / "locks" / _key_folder(tenant), "a+b") as f:
+                while True:
+                    try:
+                        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        break
+                    except BlockingIOError:
+                        if time.monotonic() > deadline:
+                            raise TenantBusy(f"[serve] another process of this store has counted this tenant's "
+                                             f"stored bytes for more than {wait:g} s; try again") from None
+                        time.sleep(0.005)
+                try:
+                    yield
+                finally:
+                    fcntl.flock(f, fcntl.LOCK_UN)
+        finally:
+            ours.release()
+
     # ---- sessions ---------------------------------------------------------------------
-    def create_session(self, tenant: str, model: str, fingerprint: str) -> str:
+    def create_session(self, tenant: str, model: str, fingerprint: str, most: int | None = None) -> str | None:
+        """A new session's id; None where the tenant has ``most`` sessions already (counted and
+        added in one statement: requests at once, on any process of the store, never pass it)."""
         sid = new_id()
         now = time.time()
-        self._q("insert into sessions (id, tenant, model, fingerprint, created, used) values (?, ?, ?, ?, ?, ?)",
-                (sid, tenant, model, fingerprint, now, now))
-        return sid
+        added = self._db.execute(
+            "insert into sessions (id, tenant, model, fingerprint, created, used) select ?, ?, ?, ?, ?, ? "
+            "where ? is null or (select count(*) from sessions where tenant = ?) < ?",
+            (sid, tenant, model, fingerprint, now, now, most, tenant, most)).rowcount
+        return sid if added else None
 
     def session(self, sid: str, tenant: str) -> dict | None:
         """The tenant's session, or None (another tenant's ids look the same as unknown ones)."""
@@ -262,8 +308,8 @@ class Store:
         way (None otherwise: a request that named it meanwhile keeps it). Returns
         {"jobs_stopped": ids of the jobs that had not ended, "results_deleted": count}."""
         with self._transaction():  # the rows at once; the files once no row names them
-            if idle_before is not None and not self._q(f"select 1 from sessions where id = ? and {_IDLE}",
-                                                       (sid, idle_before)):
+            if idle_before is not None and not self._q(f"select 1 from sessions s where s.id = :sid and {_IDLE}",
+                                                       {"sid": sid, "before": idle_before}):
                 return None
             jobs = self._q("select id, state from jobs where session = ?", (sid,))
             unfinished = [jid for jid, state in jobs if state not in TERMINAL]
@@ -289,14 +335,15 @@ class Store:
     def sessions_of(self, tenant: str) -> list[dict]:
         """The tenant's sessions, least recently used first: id, model, created, used, and its
         jobs under way."""
-        rows = self._q("select s.id, s.model, s.created, coalesce(s.used, s.created), (select count(*) from jobs j "
+        rows = self._q(f"select s.id, s.model, s.created, {_LAST_USED} as last, (select count(*) from jobs j "
                        "where j.session = s.id and j.state not in ('done', 'failed')) from sessions s "
-                       "where s.tenant = ? order by coalesce(s.used, s.created)", (tenant,))
+                       "where s.tenant = ? order by last", (tenant,))
         return [dict(zip(("id", "model", "created", "used", "jobs_under_way"), row)) for row in rows]
 
     def idle_sessions(self, before: float) -> list[tuple[str, str]]:
-        """(session, tenant) of the sessions last used before `before` with no job under way."""
-        return self._q(f"select id, tenant from sessions where {_IDLE}", (before,))
+        """(session, tenant) of the sessions last used before `before` (_LAST_USED) with no job
+        under way."""
+        return self._q(f"select s.id, s.tenant from sessions s where {_IDLE}", {"before": before})
 
     # ---- key blobs ----------------------------------------------------------------------
     def blob_path(self, tenant: str, sha: str) -> Path:
