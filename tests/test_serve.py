@@ -1208,6 +1208,75 @@ def test_master_keys_stand_in_for_the_galois_keys(mlp_path, tmp_path):
     assert np.max(np.abs(got - ort_run(mlp_path.read_bytes(), x))) < 1e-3
 
 
+def test_a_tenant_that_goes_through_many_key_sets_evicts_its_own_cached_keys_first(monkeypatch):
+    """The loaded-keys cache is shared by the tenants: past its bounds (bytes of keys loaded,
+    entries) the least recently used keys of the tenant holding the most go first, so that one
+    tenant's churn does not push out another's keys."""
+    import collections
+
+    from ringfire.serve import host as host_module
+
+    monkeypatch.setattr(host_module, "MAX_CACHED_BLOBS", 4)
+    host = host_module.Host.__new__(host_module.Host)
+    host._lock, host._cache, host._cache_bytes, host._cache_limit = threading.Lock(), collections.OrderedDict(), 0, 100
+    mapped = type("Mapped", (), {"mapped": True})()
+    host._keep("blobs/bob/k1", mapped, 50)  # mapped: no bytes
+    host._keep("blobs/bob/k2", object(), 30)
+    for i in range(6):
+        host._keep(f"blobs/alice/a{i}", mapped, 50)
+    assert list(host._cache) == ["blobs/bob/k1", "blobs/bob/k2", "blobs/alice/a4", "blobs/alice/a5"]
+    host._keep("blobs/alice/big", object(), 90)  # over the bytes: alice's loaded keys hold the most
+    assert "blobs/bob/k2" in host._cache and "blobs/alice/big" not in host._cache and host._cache_bytes == 30
+    host._keep("blobs/carol/c", object(), 80)  # bob's 30 bytes and carol's 80: bob holds less
+    assert "blobs/bob/k2" in host._cache and host._cache_bytes == 30 and "blobs/carol/c" not in host._cache
+
+
+def test_master_keys_linked_for_another_model_reserve_its_derivation(mlp_path, tmp_path):
+    """Master keys stored while one model was served, linked into a session of another model of
+    the same parameters (its other rotations: other Galois keys derived): what that derivation
+    will write is reserved against the tenant when they are linked, so that the first job
+    cannot take the tenant past its stored bytes; where it does not fit, the session is refused
+    (413) before any job, and the keys stay stored."""
+    from ringfire.serve.store import Store
+
+    tokens = tokens_file(tmp_path / "tokens")
+    wide = tmp_path / "wide.onnx"
+    wide.write_bytes(mlp_bytes((16, 32, 4), seed=3))
+    config = ServeConfig(model=str(mlp_path), store=str(tmp_path / "store"), tokens=str(tmp_path / "tokens"),
+                         preset="N12_BOOT_INSECURE", packing="inter", requests_per_second=400)
+    x = batch(2, 16, seed=9)
+    with server_thread(config) as (url, app), Client(url, tokens["alice"]) as client:
+        ctx = quiet(lambda: client.context("mlp"))
+        sk, keys = ctx.keygen(master_rotations=True)
+        with client.session("mlp", ctx, sk, keys, progress=False) as session:
+            session.infer(x, progress=False)  # derives the first model's Galois keys
+        digest = key_digest_of(keys.master.to_bytes())
+    store = Store(config.store)
+    reserved, beside = store.beside_of("alice", digest)
+    assert 0 < beside <= reserved
+    before = store.stored_bytes("alice")
+    tight = dataclasses.replace(config, model=str(wide), name="wide", tenant_bytes=before + 2**16)
+    with server_thread(tight) as (url, app), Client(url, tokens["alice"]) as client:
+        needed = app.state.host.beside_bytes_expected("master")
+        assert needed > 2**16
+        with pytest.raises(ServerError, match="Galois keys this model derives from the stored master keys") as e:
+            client.session("wide", ctx, sk, keys, progress=False)
+        assert e.value.status == 413 and client.sessions() == []  # closed again
+        assert store.beside_of("alice", digest) == (reserved, beside) and store.stored_bytes("alice") == before
+    roomy = dataclasses.replace(tight, tenant_bytes=before + needed + 2**16)
+    with server_thread(roomy) as (url, app), Client(url, tokens["alice"]) as client:
+        with client.session("wide", ctx, sk, keys, progress=False) as session:
+            assert session.key_state == {"relin": "linked", "master": "linked"}
+            assert store.beside_of("alice", digest)[0] == beside + needed  # reserved before the first job
+            counted = before - reserved + beside + needed  # the first reservation's unwritten rest no longer counts
+            assert store.stored_bytes("alice") == counted
+            got = session.infer(x, progress=False)
+        assert len(list((tmp_path / "store").rglob("*.galois-*"))) == 2
+        assert store.stored_bytes("alice") == counted  # what was written fits what was reserved
+    store.close()
+    assert np.max(np.abs(got - ort_run(wide.read_bytes(), x))) < 1e-3
+
+
 def test_master_keys_are_refused_where_the_server_cannot_derive(served):
     url, tokens, _, _ = served
     with Client(url, tokens["alice"]) as client:

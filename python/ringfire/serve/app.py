@@ -53,6 +53,10 @@ def refuse(status: int, message: str, headers: dict | None = None):
     raise HTTPException(status, detail=message, headers=headers)
 
 
+class NoRoom(Exception):
+    """Stored keys that would take their tenant past its stored bytes in this session (413)."""
+
+
 async def off_loop(fn, *args):
     """``fn(*args)`` on a worker thread. Every store call goes through here (or runs in a sync
     route, which FastAPI puts on a thread): one may wait for another process's lock, up to the
@@ -383,43 +387,70 @@ def create_app(config: ServeConfig) -> FastAPI:
             known_kind(kind)
             if not isinstance(digest, str) or not _DIGEST.match(digest):
                 refuse(400, f"keys.{kind}: the key's digest, 64 lowercase hex digits")
-        sid, linked, stored, refused = await off_loop(create_session, who, digests)
-        return {"id": sid, "keys": host.needs, "linked": linked, "stored_kinds": stored, "refused": refused}
+        sid, linked, stored, refused, no_room = await off_loop(create_session, who, digests)
+        return {"id": sid, "keys": host.needs, "linked": linked, "stored_kinds": stored, "refused": refused,
+                "no_room": no_room}
 
-    def create_session(who: str, digests: dict) -> tuple[str, list[str], list[str], dict]:
+    def create_session(who: str, digests: dict) -> tuple[str, list[str], list[str], dict, dict]:
         """A new session, with the keys of `digests` this tenant stored already linked (a client
         that comes back is ready in one request); returns its id, the kinds linked, the kinds
         of the keys this tenant stores (a client need not hash a key of another kind before it
         sends it: no stored key could be linked in its place) and, per kind, why stored keys
-        named were refused (they do not serve this model: sending them would be refused too)."""
+        named were refused (they do not serve this model: sending them would be refused too) and
+        why others did not fit the tenant's stored bytes (NoRoom)."""
         sid = store.create_session(who, config.name, host.fingerprint, most=config.tenant_sessions)
         if sid is None:
             idle = (f", or one unused for {config.session_idle:g} s is closed by the server" if config.session_idle
                     else "")
             refuse(429, f"at most {config.tenant_sessions} sessions per tenant: close one (GET /v1/sessions lists "
                         f"them, DELETE /v1/sessions/{{id}} closes one; Client.close_sessions() in rf.serve){idle}")
-        linked, refused = [], {}
+        linked, refused, no_room = [], {}, {}
         for kind, digest in digests.items():
             try:
                 if linked_if_they_serve(sid, kind, who, digest):
                     linked.append(kind)
             except NotForThisModel as e:
                 refused[kind] = f"the stored {kind} keys with digest {digest} do not serve this model: {e}"
+            except NoRoom as e:
+                no_room[kind] = str(e)
         metrics.key_hits.inc(len(linked))
-        return sid, linked, store.stored_kinds(who, host.params_id), refused
+        return sid, linked, store.stored_kinds(who, host.params_id), refused, no_room
 
     def linked_if_they_serve(sid: str, kind: str, who: str, digest: str) -> bool:
         """Links the tenant's stored `kind` keys named `digest` into the session once they are
         known to serve this model: False where it stores none for these parameters (or the
         stored copy no longer loads: forgotten, to be sent again); NotForThisModel where they
         do not serve it (Galois or master keys without its rotations, kept for another model of
-        these parameters). A refusal leaves the session's keys as they were."""
+        these parameters); NoRoom where master keys would derive more than the tenant has room
+        for. A refusal leaves the session's keys as they were."""
         size = store.linkable(who, digest, kind, host.params_id)
         if size is None:
             return False
         if not serves(sid, kind, who, digest):
             return False
+        if kind == "master":
+            room_for_derivation(who, digest)
         return store.link(sid, kind, who, digest, size)
+
+    def room_for_derivation(who: str, digest: str) -> None:
+        """Master keys going into a session of a model whose Galois keys were never derived from
+        them (kept for another model of these parameters): what the derivation will write beside
+        them is reserved against the tenant now, as an upload reserves it (keys no session links
+        make room first), so that the first job's derivation cannot take the tenant past its
+        stored bytes; NoRoom where it does not fit."""
+        if host.derivation_kept(store.blob_path(who, digest)):
+            return
+        with store.tenant_lock(who):
+            reserved, beside = store.beside_of(who, digest)
+            needed = beside + host.beside_bytes_expected("master")
+            if needed <= reserved:  # the upload's reservation still covers it (no derivation yet)
+                return
+            over = store.stored_bytes(who) + needed - max(reserved, beside) - config.tenant_bytes
+            if over > 0 and retention.make_room(who, over, keep=digest) < over:
+                raise NoRoom(f"this tenant would store more than {config.tenant_bytes} bytes: the Galois keys this "
+                             f"model derives from the stored master keys {digest} take {needed - beside} more beside "
+                             f"them; close sessions it no longer uses to free their keys")
+            store.reserve_beside(who, digest, needed)
 
     def serves(sid: str, kind: str, who: str, digest: str, wait: bool = False) -> bool:
         """Whether the tenant's stored keys `digest` may take the session's `kind`: NotForThisModel
@@ -494,6 +525,8 @@ def create_app(config: ServeConfig) -> FastAPI:
                 refuse(404, f"no stored {kind} keys for this model's parameters with digest {digest}: upload them")
         except NotForThisModel as e:
             refuse(422, f"the stored {kind} keys with digest {digest} do not serve this model: {e}")
+        except NoRoom as e:
+            refuse(413, str(e))
         metrics.key_hits.inc()
         checks.forget(sid, kind)
         return {"stored": True, "digest": digest}
@@ -612,9 +645,14 @@ def create_app(config: ServeConfig) -> FastAPI:
             # to this upload.
             try:
                 serves(sid, kind, who, whole, wait=True)
+                if kind == "master":
+                    room_for_derivation(who, whole)
             except NotForThisModel as e:
                 store.drop_upload(uid)
                 refuse(422, f"these {kind} keys do not serve this model: {e}")
+            except NoRoom as e:
+                store.drop_upload(uid)
+                refuse(413, str(e))
         new = store.commit_upload(uid, sid, kind, who, whole, total, host.params_id)
         if not new:
             metrics.key_hits.inc()

@@ -344,6 +344,8 @@ class Session:
                 refused = opened.get("refused") or {}
                 if refused:  # these very keys, stored: sending them would be refused after the upload
                     raise ServerError(422, "; ".join(refused.values()))
+                if no_room := opened.get("no_room"):  # as they would be sent
+                    raise ServerError(413, "; ".join(no_room.values()))
                 linked = set(opened.get("linked", ()))
                 stored = set(opened.get("stored_kinds", kinds))  # keys of these kinds are stored: these, perhaps
                 if started is not None and early in stored and early not in made_here:
@@ -360,7 +362,7 @@ class Session:
                                                      "stream": started if kind == early else None})
                 self.key_state = self._send({kind: todo[kind] for kind in kinds}, progress)
             except ServerError as e:
-                if e.status == 422:  # keys this model refuses: the session is of no use with them
+                if e.status in (413, 422):  # keys this model refuses or has no room for: of no use
                     self.close()
                 raise
         finally:

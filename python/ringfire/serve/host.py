@@ -452,14 +452,26 @@ class Host:
             return entry[0]
 
     def _keep(self, key: str, obj, size: int) -> None:
+        """Keeps `obj` (the keys of the blob at path `key`), then drops keys past the cache's
+        bounds: the least recently used of the tenant that holds the most of what is over
+        (bytes, or entries), so that a tenant that goes through many key sets evicts its own
+        before another's."""
         size = 0 if getattr(obj, "mapped", False) else size  # mapped keys are the page cache's
         with self._lock:
             self._cache[key] = (obj, size)
             self._cache_bytes += size
-            while (self._cache_bytes > self._cache_limit or len(self._cache) > MAX_CACHED_BLOBS) \
-                    and len(self._cache) > 1:
-                _, (_, dropped) = self._cache.popitem(last=False)
-                self._cache_bytes -= dropped
+            while len(self._cache) > 1:
+                over_bytes = self._cache_bytes > self._cache_limit
+                if not over_bytes and len(self._cache) <= MAX_CACHED_BLOBS:
+                    break
+                held: dict[str, int] = {}
+                for path, (_, bytes_) in self._cache.items():
+                    owner = os.path.dirname(path)  # the tenant's key folder
+                    held[owner] = held.get(owner, 0) + (bytes_ if over_bytes else 1)
+                most = max(held, key=held.get)
+                victim = next(path for path, (_, bytes_) in self._cache.items()  # its least recent (that
+                              if os.path.dirname(path) == most and (bytes_ or not over_bytes))  # holds bytes)
+                self._cache_bytes -= self._cache.pop(victim)[1]
 
     def evict(self, path) -> None:
         """Drops the blob at `path` from the cache (its keys were refused or deleted)."""
@@ -479,13 +491,22 @@ class Host:
         """The model's Galois keys derived from `master` (seconds at N = 2^16)."""
         return self.ctx.derive_galois_keys(master, self.rotations)
 
+    def derived_path(self, master_path):
+        """Where this model's Galois keys derived from the stored master keys at `master_path`
+        are kept (named by the master keys' blob and the rotations; their image beside it)."""
+        steps = hashlib.sha256(json.dumps(sorted(self.rotations)).encode()).hexdigest()[:16]
+        return master_path.with_name(f"{master_path.name}.galois-{steps}")
+
+    def derivation_kept(self, master_path) -> bool:
+        """Whether this model's Galois keys from the master keys at `master_path` are kept already."""
+        path = self.derived_path(master_path)
+        return path.exists() or image_path(path).exists()
+
     def _derived(self, master_path, master):
         """The Galois keys derived from the stored master keys at `master_path`: derived once and
-        kept beside them as a key image (content-addressed by the master keys' blob and the
-        rotations), so other sessions with the same keys and restarts map them instead of
-        deriving again."""
-        steps = hashlib.sha256(json.dumps(sorted(self.rotations)).encode()).hexdigest()[:16]
-        path = master_path.with_name(f"{master_path.name}.galois-{steps}")
+        kept beside them as a key image (:meth:`derived_path`), so other sessions with the same
+        keys and restarts map them instead of deriving again."""
+        path = self.derived_path(master_path)
 
         def load():
             if self.config.key_images and (mapped := self._mapped(image_path(path))) is not None:

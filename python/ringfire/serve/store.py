@@ -446,6 +446,16 @@ class Store:
                                                       (tenant,))}
         return charges, sum(beside.values())
 
+    def beside_of(self, tenant: str, sha: str) -> tuple[int, int]:
+        """(the bytes reserved beside the tenant's stored key `sha`, the bytes of the files beside
+        it now)."""
+        rows = self._q("select reserved from blobs where tenant = ? and sha256 = ?", (tenant, sha))
+        return (int(rows[0][0]) if rows else 0), self._beside_by_key(tenant).get(sha, 0)
+
+    def reserve_beside(self, tenant: str, sha: str, size: int) -> None:
+        """Raises what the tenant's stored key `sha` reserves beside it to `size` (never lowers it)."""
+        self._q("update blobs set reserved = max(reserved, ?) where tenant = ? and sha256 = ?", (size, tenant, sha))
+
     def beside_bytes(self, tenant: str) -> int:
         """The disk the server fills beside the tenant's stored keys: key images (expanded, up to
         twice an upload) and Galois keys derived from master keys with their images (ResNet-20's
