@@ -288,8 +288,8 @@ def test_a_tenants_room_and_sessions_are_counted_as_one_by_every_process_of_the_
     """Replicas share one store: an upload's room is counted and taken under a lock every
     process shares (a file lock: another Store on the same folder stands for another process),
     held by one tenant without holding up another, answered 503 with Retry-After past its wait;
-    sessions are counted and added in one statement, so that requests at once on several
-    processes never pass the tenant's limit."""
+    sessions and jobs in flight are counted and added in one statement, so that requests at
+    once on several processes never pass the tenant's limits."""
     import concurrent.futures
     import functools
 
@@ -327,6 +327,9 @@ def test_a_tenants_room_and_sessions_are_counted_as_one_by_every_process_of_the_
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         made = list(pool.map(lambda i: stores[i % 2].create_session("dave", "mlp", "f", most=5), range(24)))
     assert sum(sid is not None for sid in made) == 5 == other.count_sessions("dave")
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:  # jobs in flight likewise
+        jobs = list(pool.map(lambda i: stores[i % 2].create_job("dave", made[0] or "s", None, most=3), range(24)))
+    assert sum(created for _, created in jobs) == 3 == other.jobs_in_flight("dave")
     for store in stores:
         store.close()
 

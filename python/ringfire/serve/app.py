@@ -745,7 +745,9 @@ def create_app(config: ServeConfig) -> FastAPI:
             refuse(422, f"the encrypted input is not a valid encrypted tensor for this model: {e}")
         if problem := host.input_problem(fields):  # a job that would fail at its first layer is not made
             refuse(422, f"the encrypted input does not fit this model: {problem}")
-        jid, created = store.create_job(who, sid, idempotency, owner=process)
+        jid, created = store.create_job(who, sid, idempotency, owner=process, most=config.tenant_jobs)
+        if jid is None:  # others of this tenant's jobs came in meanwhile (this process or another)
+            refuse(429, f"at most {config.tenant_jobs} jobs in flight per tenant", {"Retry-After": "5"})
         if not created:  # the same key arrived twice at once: the other request made the job
             return JSONResponse({"job": jid, "state": store.job(jid, who)["state"], "repeated": True}, 200)
         try:

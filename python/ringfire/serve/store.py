@@ -672,18 +672,22 @@ class Store:
         rows = self._q("select id, state from jobs where session = ? and idempotency = ?", (sid, idempotency))
         return None if not rows else {"id": rows[0][0], "state": rows[0][1]}
 
-    def create_job(self, tenant: str, sid: str, idempotency: str | None, owner: str | None = None
-                   ) -> tuple[str, bool]:
+    def create_job(self, tenant: str, sid: str, idempotency: str | None, owner: str | None = None,
+                   most: int | None = None) -> tuple[str | None, bool]:
         """(job id, created): an idempotency key already seen for the session returns its job
-        (the unique index settles two requests with the same key at once, from any process).
-        `owner`: the process that will run it."""
+        (the unique index settles two requests with the same key at once, from any process);
+        (None, False) where the tenant has ``most`` jobs in flight already (counted and added in
+        one statement, as sessions are). `owner`: the process that will run it."""
         jid, now = new_id(), time.time()
         try:
-            self._q("insert into jobs (id, tenant, session, idempotency, state, created, updated, owner) "
-                    "values (?, ?, ?, ?, 'queued', ?, ?, ?)", (jid, tenant, sid, idempotency, now, now, owner))
+            added = self._db.execute(
+                "insert into jobs (id, tenant, session, idempotency, state, created, updated, owner) "
+                "select ?, ?, ?, ?, 'queued', ?, ?, ? where ? is null or (select count(*) from jobs where tenant = ? "
+                "and state not in ('done', 'failed')) < ?",
+                (jid, tenant, sid, idempotency, now, now, owner, most, tenant, most)).rowcount
         except sqlite3.IntegrityError:
             return self.job_for(sid, idempotency)["id"], False
-        return jid, True
+        return (jid, True) if added else (None, False)
 
     def set_job(self, jid: str, state: str, *, error: str | None = None, progress: dict | None = None,
                 result_bytes: int | None = None) -> bool:
