@@ -405,7 +405,8 @@ def create_app(config: ServeConfig) -> FastAPI:
             refuse(429, f"at most {config.tenant_sessions} sessions per tenant: close one (GET /v1/sessions lists "
                         f"them, DELETE /v1/sessions/{{id}} closes one; Client.close_sessions() in rf.serve){idle}")
         linked, refused, no_room = [], {}, {}
-        for kind, digest in digests.items():
+        # Master keys last: room made for what they derive never takes keys this request links.
+        for kind, digest in sorted(digests.items(), key=lambda named: named[0] == "master"):
             try:
                 if linked_if_they_serve(sid, kind, who, digest):
                     linked.append(kind)
