@@ -96,12 +96,14 @@ def server_thread(config, port: int | None = None, **uvicorn_options):
     import uvicorn
 
     from ringfire.serve import create_app
+    from ringfire.serve.bodies import http_protocol
     port = port or free_port()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         app = create_app(config)
+    options = {"http": http_protocol(), **uvicorn_options}  # the protocol `ringfire serve` runs
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                           timeout_graceful_shutdown=5, **uvicorn_options))
+                                           timeout_graceful_shutdown=5, **options))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

@@ -1574,6 +1574,26 @@ def assert_stored(client, session, keys):
     assert status["missing"] == [] and status["keys"]["relin"]["digest"] == key_digest_of(keys.relin.to_bytes())
 
 
+def test_request_bodies_reach_the_app_as_the_parser_made_them():
+    """The server's HTTP protocol keeps a body's pieces as the parser made them (no bytearray
+    gathering them, no copy of it): one piece since the app's last read is handed on as that
+    very object, several are joined once; the tests' servers run it, as `ringfire serve` does."""
+    from ringfire.serve.bodies import _Pieces, http_protocol
+
+    piece = bytes(range(256)) * 4
+    one = _Pieces()
+    one += piece
+    assert bytes(one) is piece and len(one) == 1024
+    several = _Pieces(b"ab")
+    several += memoryview(b"cd")
+    several += b"ef"
+    assert bytes(several) == b"abcdef" and len(several) == 6
+    assert bytes(_Pieces()) == b"" and len(_Pieces()) == 0
+    protocol = http_protocol()
+    assert protocol.__name__ == "PiecewiseBodies"
+    assert protocol.on_body is not protocol.__mro__[1].on_body
+
+
 def test_retries_wait_as_long_as_the_server_says(monkeypatch):
     """A 429 or 503 with Retry-After is tried again after that many seconds (at most
     RETRY_AFTER_MOST), where a gateway's 502/503 without one backs off; a Retry-After that is not

@@ -81,6 +81,7 @@ def main(args) -> int:
     except ImportError:
         raise ImportError("[serve] the server needs its extra: pip install 'ringfire[serve]'") from None
     from . import ServeConfig, create_app
+    from .bodies import http_protocol
     if bool(args.tls_cert) != bool(args.tls_key):
         raise ValueError("[serve] --tls-cert and --tls-key go together")
     if args.replicas is not None and args.ray is None:
@@ -106,7 +107,7 @@ def main(args) -> int:
         return serve_replicas(args, config)
     uvicorn.run(create_app(config), host=args.host, port=args.port, ssl_certfile=args.tls_cert,
                 ssl_keyfile=args.tls_key, timeout_graceful_shutdown=int(config.drain_timeout) + 5,
-                log_level="info", access_log=args.access_log)
+                log_level="info", access_log=args.access_log, http=http_protocol())
     return 0
 
 
