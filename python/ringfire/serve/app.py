@@ -735,8 +735,11 @@ def create_app(config: ServeConfig) -> FastAPI:
             refuse(409, f"the session lacks its {', '.join(missing)} keys: upload them first")
         repeated = store.job_for(sid, idempotency) if idempotency else None
         if repeated is None and store.jobs_in_flight(who) >= config.tenant_jobs:
-            refuse(429, f"at most {config.tenant_jobs} jobs in flight per tenant", {"Retry-After": "5"})
+            refuse_past_job_limit()
         return repeated
+
+    def refuse_past_job_limit():
+        refuse(429, f"at most {config.tenant_jobs} jobs in flight per tenant", {"Retry-After": "5"})
 
     def start_job(sid: str, who: str, idempotency: str | None, body: list[bytes]):
         try:  # the framing now (a malformed body never becomes a job); each ciphertext's envelope in the job
@@ -748,7 +751,7 @@ def create_app(config: ServeConfig) -> FastAPI:
             refuse(422, f"the encrypted input does not fit this model: {problem}")
         jid, created = store.create_job(who, sid, idempotency, owner=process, most=config.tenant_jobs)
         if jid is None:  # others of this tenant's jobs came in meanwhile (this process or another)
-            refuse(429, f"at most {config.tenant_jobs} jobs in flight per tenant", {"Retry-After": "5"})
+            refuse_past_job_limit()
         if not created:  # the same key arrived twice at once: the other request made the job
             return JSONResponse({"job": jid, "state": store.job(jid, who)["state"], "repeated": True}, 200)
         try:

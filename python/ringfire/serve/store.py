@@ -90,6 +90,9 @@ _LAST_USED = ("max(coalesce(s.used, s.created), coalesce((select max(j.updated) 
 # A session unused since ``:before`` with no job under way: retention.py closes those.
 _IDLE = (f"{_LAST_USED} < :before and not exists (select 1 from jobs j where j.session = s.id "
          "and j.state not in ('done', 'failed'))")
+# What a tenant's limits count (the parameter: the tenant): its sessions, its jobs in flight.
+_SESSIONS_OF = "select count(*) from sessions where tenant = ?"
+_JOBS_IN_FLIGHT = "select count(*) from jobs where tenant = ? and state not in ('done', 'failed')"
 BEHIND_BYTES = 8 * 2**20  # pieces of a chunk waiting to be hashed and written
 
 
@@ -280,7 +283,7 @@ class Store:
         now = time.time()
         added = self._db.execute(
             "insert into sessions (id, tenant, model, fingerprint, created, used) select ?, ?, ?, ?, ?, ? "
-            "where ? is null or (select count(*) from sessions where tenant = ?) < ?",
+            f"where ? is null or ({_SESSIONS_OF}) < ?",
             (sid, tenant, model, fingerprint, now, now, most, tenant, most)).rowcount
         return sid if added else None
 
@@ -294,7 +297,7 @@ class Store:
         return {"id": rows[0][0], "model": rows[0][1], "fingerprint": rows[0][2], "created": rows[0][3], "keys": keys}
 
     def count_sessions(self, tenant: str) -> int:
-        return self._q("select count(*) from sessions where tenant = ?", (tenant,))[0][0]
+        return self._q(_SESSIONS_OF, (tenant,))[0][0]
 
     def touch_session(self, sid: str) -> None:
         """The session is in use now (it is closed only after it sat unused: retention.py)."""
@@ -682,8 +685,7 @@ class Store:
         try:
             added = self._db.execute(
                 "insert into jobs (id, tenant, session, idempotency, state, created, updated, owner) "
-                "select ?, ?, ?, ?, 'queued', ?, ?, ? where ? is null or (select count(*) from jobs where tenant = ? "
-                "and state not in ('done', 'failed')) < ?",
+                f"select ?, ?, ?, ?, 'queued', ?, ?, ? where ? is null or ({_JOBS_IN_FLIGHT}) < ?",
                 (jid, tenant, sid, idempotency, now, now, owner, most, tenant, most)).rowcount
         except sqlite3.IntegrityError:
             return self.job_for(sid, idempotency)["id"], False
@@ -711,7 +713,7 @@ class Store:
         return out
 
     def jobs_in_flight(self, tenant: str) -> int:
-        return self._q("select count(*) from jobs where tenant = ? and state not in ('done', 'failed')", (tenant,))[0][0]
+        return self._q(_JOBS_IN_FLIGHT, (tenant,))[0][0]
 
     def fail_unfinished(self, reason: str) -> int:
         """Marks every job a previous server process left unfinished as failed; returns how many."""
