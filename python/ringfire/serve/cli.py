@@ -43,6 +43,10 @@ def register(subparsers) -> None:
                    help="jobs run at once (default: 4, some computing while others wait for their clients' "
                         "rounds, or fewer if four of the model's jobs would not fit in the memory available; "
                         "--packing inter runs one)")
+    p.add_argument("--computing", type=int, default=None,
+                   help="of those, jobs computing at once, first come first served (default: the cores over the "
+                        "kernels' threads, one where the kernels use every core; every job with --device cuda "
+                        "or --ray)")
     p.add_argument("--round-timeout", type=float, default=300.0, help="seconds a job waits for its client")
     p.add_argument("--drain-timeout", type=float, default=600.0, help="seconds a shutdown waits for running jobs")
     p.add_argument("--requests-per-second", type=float, default=50.0, help="per tenant")
@@ -94,7 +98,7 @@ def main(args) -> int:
                          activation=args.activation, calibration=args.calibration, packing=args.packing,
                          masking=args.masking, device=args.device, ray=None if args.replicas else args.ray,
                          queue=args.queue,
-                         workers=args.workers, round_timeout=args.round_timeout,
+                         workers=args.workers, computing=args.computing, round_timeout=args.round_timeout,
                          drain_timeout=args.drain_timeout, requests_per_second=args.requests_per_second,
                          session_idle=args.session_idle, result_ttl=args.result_ttl, key_idle=args.key_idle,
                          key_images=not args.no_key_images, retain_freed=_retain_freed_bytes(args.retain_freed_mib))

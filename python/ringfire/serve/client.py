@@ -27,6 +27,7 @@ from ..ckks.batch import EncryptedTensor
 from ..nn.client import LocalClient, encryption_level
 from . import wire
 from .keydigest import BLOCK, PENDING, BlockHasher, chunk_digest, digests_of, key_digest
+from .turns import Turns
 
 log = logging.getLogger("ringfire.serve")
 
@@ -45,6 +46,13 @@ _KEY_DIGESTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # even to a tenant that stores keys of their kind, instead of a pass to hash them first and ask
 # whether the server has them (N16_BOOT's 3.15 GB: 2.1-2.5 s here before any byte was sent).
 _MADE_HERE: weakref.WeakSet = weakref.WeakSet()
+
+
+# The key holder's work (encrypting inputs, answering rounds, decrypting results) of every session in
+# this process, a turn at a time (as many at once as the kernels' threads leave cores for), first
+# come first served: sessions computing all at once would finish together and leave the server
+# idle meanwhile (turns.py).
+KEY_HOLDER_TURNS = Turns()
 
 
 def _known_digests(key) -> tuple[int, bytes] | None:
@@ -678,11 +686,12 @@ class Session:
             if question is None:
                 return False, None
             node, shape, clip, x = question
-        if self.packing == "inter":  # one sample per ciphertext: the layer on its slot vector
-            out, out_shape = np.array([self.local.apply_vector(node, x.flat[0])], dtype=object), (1,)
-        else:
-            out, out_shape = self.local.apply(node, x, shape, clip)
-        parts = wire.tensor_parts(out, batch=0, sample_shape=out.shape)
+        with KEY_HOLDER_TURNS.turn():
+            if self.packing == "inter":  # one sample per ciphertext: the layer on its slot vector
+                out, out_shape = np.array([self.local.apply_vector(node, x.flat[0])], dtype=object), (1,)
+            else:
+                out, out_shape = self.local.apply(node, x, shape, clip)
+            parts = wire.tensor_parts(out, batch=0, sample_shape=out.shape)
         # 409: answered already (a retry after a lost response) or no longer awaited (the job
         # ended): the next status read says which.
         # The reply waits for the job's next settled status (a server that does not give it
@@ -735,8 +744,11 @@ class Session:
             raise ValueError(f"[serve] model {self.model!r} takes inputs of shape (batch, "
                              f"{', '.join(map(str, shape[1:]))}), got {x.shape}")
         level = encryption_level(self.ctx, self.info["parameters"].get("input_level", self.ctx.max_level), x)
-        enc = self.ctx.encrypt_batch(x, self.secret_key, packing=self.packing, level=level)
-        return self.ctx.decrypt_batch(self.infer_encrypted(enc, progress), self.secret_key)
+        with KEY_HOLDER_TURNS.turn():
+            enc = self.ctx.encrypt_batch(x, self.secret_key, packing=self.packing, level=level)
+        out = self.infer_encrypted(enc, progress)
+        with KEY_HOLDER_TURNS.turn():
+            return self.ctx.decrypt_batch(out, self.secret_key)
 
 
 PIECE = 1 << 20  # what a key is sent in

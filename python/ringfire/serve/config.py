@@ -43,6 +43,10 @@ class ServeConfig:
     workers: int | None = None                # jobs run at once (None: Host.default_workers, up to 4: some
                                               # compute while others wait for their clients; inter packing: 1,
                                               # its cached diagonals are shared)
+    computing: int | None = None              # of those, jobs computing at once, first come first served (the
+                                              # others wait for their clients or their turn; None: the cores
+                                              # over the kernels' threads on the CPU, every job with a GPU or
+                                              # Ray; turns.py says why)
     key_images: bool = True                   # map checked keys from key images in the store (not loaded)
     retain_freed: int = 64 * MIB              # freed C-library memory kept mapped for the next bodies
                                               # (ringfire.memory.retain_freed; 0: glibc's own thresholds)
@@ -62,6 +66,8 @@ class ServeConfig:
             raise ValueError(f"[serve] packing is 'batch' or 'inter', got {self.packing!r}")
         if self.workers is not None and not 1 <= self.workers <= 64:
             raise ValueError(f"[serve] workers: from 1 to 64 jobs at once, got {self.workers!r}")
+        if self.computing is not None and not 1 <= self.computing <= 64:
+            raise ValueError(f"[serve] computing: from 1 to 64 jobs at once, got {self.computing!r}")
         if self.packing == "inter":
             self.workers = 1
         if isinstance(self.retain_freed, bool) or not isinstance(self.retain_freed, int) \

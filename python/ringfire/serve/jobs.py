@@ -26,6 +26,7 @@ from ..ckks.batch import EncryptedTensor
 from ..nn.client import Client
 from . import wire
 from .host import NotForThisModel, StoredKeysDamaged
+from .turns import Turns
 from .watchers import Watchers
 
 log = logging.getLogger("ringfire.serve")
@@ -92,6 +93,15 @@ class RemoteClient(Client):
         store.open_round(job.id, number, layer, int(x.size), payload if shared else None)
         job.question = (number, payload, layer, int(x.size))
         self.runner.set_state(job, "awaiting_client")
+        with self.runner.turns.given_back():  # another job computes while this one waits
+            cts, out_shape = self._answer(node, number, int(x.size))
+        job.question = job.answer = None
+        self.runner.set_state(job, "running")
+        return self._with_keys(cts), out_shape
+
+    def _answer(self, node, number: int, entries: int):
+        """Round `number`'s answer, when it reaches this process or (a shared store) another."""
+        job, store, shared = self.job, self.runner.store, self.runner.config.shared_store
         now = time.monotonic()
         deadline, look_at_cancel = now + self.runner.config.round_timeout, now
         while True:
@@ -101,7 +111,7 @@ class RemoteClient(Client):
                 break
             if shared and (found := store.round_answer(job.id, number)) is not None:  # ... or another
                 data, out_shape = found
-                cts = wire.unpack_tensor(data, self.runner.host.ctx.load, max_entries=max(1, int(x.size)),
+                cts = wire.unpack_tensor(data, self.runner.host.ctx.load, max_entries=max(1, entries),
                                          max_entry_bytes=self.max_entry_bytes)["cts"]
                 break
             now = time.monotonic()
@@ -115,9 +125,7 @@ class RemoteClient(Client):
                 raise ClientTimeout(f"[serve] the client did not answer round {number} ({node.op} at "
                                     f"'{node.name}') within {self.runner.config.round_timeout:g} s")
             job.answered.wait(ROUND_POLL_SECONDS if shared else CANCEL_POLL_SECONDS)
-        job.question = job.answer = None
-        self.runner.set_state(job, "running")
-        return self._with_keys(cts), out_shape
+        return cts, out_shape
 
     def apply(self, node, x, shape, clip):
         out, out_shape = self._exchange(node, x, shape, clip)
@@ -143,7 +151,11 @@ class JobRunner:
         self._stopping = threading.Event()
         self.watchers = Watchers()  # long-polled status reads, woken at each change of a job here
         self.workers = config.workers if config.workers is not None else host.default_workers()
-        log.info("running up to %d jobs at once", self.workers)
+        self.turns = Turns(config.computing or (self.workers if self.executor or config.device != "cpu" else None))
+        metrics.waiting_turn.set_function(lambda: self.turns.waiting)
+        log.info("running up to %d jobs at once, %s of them computing", self.workers,
+                 config.computing or ("all" if self.executor or config.device != "cpu" else
+                                      "the cores over the kernels' threads"))
         self._threads = [threading.Thread(target=self._work, name=f"ringfire-job-{i}", daemon=True)
                          for i in range(self.workers)]
         for t in self._threads:
@@ -247,10 +259,11 @@ class JobRunner:
         job.started = time.monotonic()
         try:
             self.set_state(job, "running")
-            out = self._infer(job)
-            parts = wire.tensor_parts(out.cts, out.batch, out.packing, out.period, out.sample_shape,
-                                      out.element_slots)
-            self.store.write_result(job.id, parts)
+            with self.turns.turn():  # given back while the job waits for its client
+                out = self._infer(job)
+                parts = wire.tensor_parts(out.cts, out.batch, out.packing, out.period, out.sample_shape,
+                                          out.element_slots)
+                self.store.write_result(job.id, parts)
             job.progress["done"] = job.progress.get("total", 0)
             self.set_state(job, "done", result_bytes=wire.parts_size(parts))
             self.metrics.job_seconds.observe(time.monotonic() - job.started)

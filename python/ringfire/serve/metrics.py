@@ -106,6 +106,8 @@ class Metrics:
                                      registry=r, buckets=(0.1, 0.5, 1, 5, 15, 60, 300, 1800))
         self.jobs_failed = Counter("ringfire_jobs_failed_total", "Jobs that ended in failure", registry=r)
         self.queue_depth = Gauge("ringfire_queue_depth", "Jobs waiting to run", registry=r)
+        self.waiting_turn = Gauge("ringfire_jobs_waiting_turn", "Jobs ready to compute, waiting for one of the "
+                                  "turns --computing allows (serve/turns.py)", registry=r)
         self.uploaded = Counter("ringfire_uploaded_bytes_total", "Key bytes received", registry=r)
         self.key_hits = Counter("ringfire_keystore_hits_total", "Key sets linked or uploaded that the store had",
                                 registry=r)
