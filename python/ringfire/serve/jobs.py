@@ -153,9 +153,7 @@ class JobRunner:
         self.workers = config.workers if config.workers is not None else host.default_workers()
         self.turns = Turns(config.computing or (self.workers if self.executor or config.device != "cpu" else None))
         metrics.waiting_turn.set_function(lambda: self.turns.waiting)
-        log.info("running up to %d jobs at once, %s of them computing", self.workers,
-                 config.computing or ("all" if self.executor or config.device != "cpu" else
-                                      "the cores over the kernels' threads"))
+        log.info("running up to %d jobs at once, %d of them computing (--computing)", self.workers, self.turns.most)
         self._threads = [threading.Thread(target=self._work, name=f"ringfire-job-{i}", daemon=True)
                          for i in range(self.workers)]
         for t in self._threads:

@@ -34,7 +34,7 @@ def cores_per_kernel_pool() -> int:
 
 
 class Turns:
-    """At most ``most()`` holders at once; the others wait, first come first served."""
+    """At most ``most`` holders at once; the others wait, first come first served."""
 
     def __init__(self, most: Callable[[], int] | int | None = None):
         self._most = most if callable(most) else (lambda: most) if most else cores_per_kernel_pool
@@ -43,12 +43,17 @@ class Turns:
         self._waiting: collections.deque[threading.Event] = collections.deque()
 
     @property
+    def most(self) -> int:
+        """How many may hold a turn at once now."""
+        return self._most()
+
+    @property
     def waiting(self) -> int:
         return len(self._waiting)
 
     def acquire(self) -> None:
         with self._lock:
-            if not self._waiting and self._holding < self._most():
+            if not self._waiting and self._holding < self.most:
                 self._holding += 1
                 return
             mine = threading.Event()
@@ -58,7 +63,7 @@ class Turns:
     def release(self) -> None:
         with self._lock:
             self._holding -= 1
-            while self._waiting and self._holding < self._most():
+            while self._waiting and self._holding < self.most:
                 self._holding += 1
                 self._waiting.popleft().set()
 
