@@ -2,6 +2,7 @@
 allowed; the server's jobs give theirs back while they wait for their clients, and the key
 holder's work of the sessions of one process takes turns. Bounded in requests and time."""
 
+import os
 import threading
 import time
 
@@ -76,7 +77,7 @@ def test_no_more_turns_at_once_than_allowed_and_a_turn_given_back_goes_to_the_ne
 
 def test_the_default_leaves_each_computation_the_kernels_threads(monkeypatch):
     monkeypatch.setattr(rf, "num_threads", lambda: 1)
-    assert cores_per_kernel_pool() == len(__import__("os").sched_getaffinity(0))
+    assert cores_per_kernel_pool() == len(os.sched_getaffinity(0))
     monkeypatch.setattr(rf, "num_threads", lambda: 4096)
     assert cores_per_kernel_pool() == 1
 
